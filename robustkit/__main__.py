@@ -1,0 +1,3 @@
+from robustkit.cli import main
+
+raise SystemExit(main())

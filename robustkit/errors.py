@@ -1,0 +1,29 @@
+"""Exceptions that carry a message meant for the researcher, not a traceback.
+
+The CLI prints ``str(error)`` of any :class:`RobustkitError` and exits with status 2; notebooks
+see the exception itself.
+"""
+
+
+class RobustkitError(Exception):
+    """Base class: bad input or a state of the store that the user must fix."""
+
+
+class AssetError(RobustkitError):
+    """An embedded asset is unknown, cannot be fetched, or fails its sha256 check."""
+
+
+class TaskError(RobustkitError):
+    """Unknown task, missing data files, empty or label-less data."""
+
+
+class MethodError(RobustkitError):
+    """Unknown tuning method or an invalid method option."""
+
+
+class StoreError(RobustkitError):
+    """Bad store path, corrupt or mismatched checkpoint, or a locked run."""
+
+
+class SweepError(RobustkitError):
+    """A grid file that cannot be read or has unknown keys or bad values."""

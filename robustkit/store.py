@@ -1,0 +1,372 @@
+"""The run store: one folder per run, written so that nothing is lost when a process dies.
+
+Layout::
+
+    <store>/<run_id>/
+        manifest.json          config, versions, asset hashes, status, trainable parameters,
+                               checkpoints with the sha256 of each file, final metrics
+        history.parquet        one row per eval step x split x metric (and train loss per step)
+        gradnorms.parquet      one row per step x layer group: L2 norm of the gradient
+        checkpoints/<name>/    model.safetensors (+ optimizer.safetensors, state.json for `last`)
+        .lock                  held (flock) by the process training the run
+
+Checkpoint names: ``step-0`` (theta_0, the state before tuning), ``best``, ``last`` and
+``tsp-<N>`` (task-specific pretraining runs). A checkpoint is valid only if the manifest lists
+it with the sha256 of every file: files are written under a temporary name and renamed, and the
+manifest is rewritten (atomically) after the rename, so a crash at any point leaves either the
+old or the new checkpoint, never a mix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import io
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+import pandas as pd
+import torch
+from safetensors.torch import load as load_safetensors
+from safetensors.torch import save as save_safetensors
+
+from robustkit.errors import StoreError
+
+MANIFEST = "manifest.json"
+HISTORY = "history.parquet"
+GRADNORMS = "gradnorms.parquet"
+CHECKPOINTS = "checkpoints"
+MODEL_FILE = "model.safetensors"
+
+
+# ---------------------------------------------------------------------------------------------
+# atomic files
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_json(path: Path, obj: dict) -> None:
+    atomic_write_bytes(path, json.dumps(obj, indent=2, sort_keys=True, default=str).encode())
+
+
+def atomic_write_parquet(path: Path, frame: pd.DataFrame) -> None:
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+# ---------------------------------------------------------------------------------------------
+# store and runs
+
+
+def open_store(store: str | Path, create: bool = True) -> Path:
+    """Check (and create) a store folder.
+
+    Raises
+    ------
+    StoreError
+        If the path is a file, or does not exist and ``create`` is False.
+    """
+    path = Path(store).expanduser()
+    if path.exists() and not path.is_dir():
+        raise StoreError(f"store path {str(store)!r} is a file, not a folder of runs")
+    if not path.exists():
+        if not create:
+            raise StoreError(f"store {str(store)!r} does not exist")
+        path.mkdir(parents=True)
+    return path
+
+
+def run_dirs(store: str | Path) -> list[Path]:
+    """Every run folder (one holding a manifest) in the store, sorted by name."""
+    root = open_store(store, create=False)
+    return sorted(p.parent for p in root.glob(f"*/{MANIFEST}"))
+
+
+def read_manifest(run_dir: Path) -> dict:
+    path = Path(run_dir) / MANIFEST
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise StoreError(f"no run at {str(run_dir)!r}: {MANIFEST} is missing") from None
+    except json.JSONDecodeError as error:
+        raise StoreError(f"corrupt manifest {str(path)!r}: {error}") from None
+
+
+def write_manifest(run_dir: Path, manifest: dict) -> None:
+    atomic_write_json(Path(run_dir) / MANIFEST, manifest)
+
+
+def update_manifest(run_dir: Path, **changes) -> dict:
+    """Read, change the given top-level keys, and write the manifest back atomically."""
+    manifest = read_manifest(run_dir)
+    manifest.update(changes)
+    write_manifest(run_dir, manifest)
+    return manifest
+
+
+@contextlib.contextmanager
+def run_lock(run_dir: Path, wait: bool = False) -> Iterator[None]:
+    """Hold the run's lock for the duration.
+
+    Fails at once if another process holds it, or with ``wait`` blocks until it is free.
+    ``flock`` locks die with their process, so a killed run leaves no stale lock behind.
+    """
+    path = Path(run_dir) / ".lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            raise StoreError(f"run {Path(run_dir).name!r} is being trained by another process") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+# ---------------------------------------------------------------------------------------------
+# checkpoints
+
+
+def checkpoint_dir(run_dir: Path, name: str) -> Path:
+    return Path(run_dir) / CHECKPOINTS / name
+
+
+def save_checkpoint(
+    run_dir: Path,
+    name: str,
+    tensors: dict[str, torch.Tensor],
+    metadata: dict[str, str],
+    step: int,
+    extra: dict[str, bytes] | None = None,
+) -> dict:
+    """Write a checkpoint folder atomically and record it in the manifest.
+
+    Parameters
+    ----------
+    tensors : dict of str to Tensor
+        What the run trains (adapter runs) or the whole model (full runs), by parameter name.
+    metadata : dict of str to str
+        Stored in the safetensors header (base model fingerprint, method, ...).
+    step : int
+        Optimisation step the checkpoint was taken at.
+    extra : dict of str to bytes, optional
+        Further files of the checkpoint (optimizer state, trainer state), also hashed.
+
+    Returns
+    -------
+    dict
+        The manifest entry: ``{"step": step, "files": {file name: sha256}}``.
+    """
+    files = {MODEL_FILE: save_safetensors(_contiguous(tensors), metadata=metadata)}
+    files.update(extra or {})
+    final = checkpoint_dir(run_dir, name)
+    staging = final.with_name(f".{name}.tmp")
+    backup = final.with_name(f".{name}.old")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    for file_name, data in files.items():
+        atomic_write_bytes(staging / file_name, data)
+    if final.exists():
+        shutil.rmtree(backup, ignore_errors=True)
+        final.rename(backup)
+    staging.rename(final)
+    entry = {"step": step, "files": {f: sha256_bytes(d) for f, d in files.items()}}
+    manifest = read_manifest(run_dir)
+    manifest.setdefault("checkpoints", {})[name] = entry
+    write_manifest(run_dir, manifest)
+    shutil.rmtree(backup, ignore_errors=True)
+    return entry
+
+
+def _contiguous(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
+
+
+def recover_checkpoints(run_dir: Path) -> None:
+    """Undo what a crash in the middle of :func:`save_checkpoint` left behind.
+
+    A checkpoint folder whose files do not match the manifest is dropped, and the previous one
+    (``.<name>.old``) is restored if it matches; half-written staging folders are removed.
+    """
+    folder = Path(run_dir) / CHECKPOINTS
+    if not folder.is_dir():
+        return
+    entries = read_manifest(run_dir).get("checkpoints", {})
+    for staging in folder.glob(".*.tmp"):
+        shutil.rmtree(staging)
+    for backup in folder.glob(".*.old"):
+        name = backup.name[1:-4]
+        final = folder / name
+        if final.exists() and _matches(final, entries.get(name)):
+            shutil.rmtree(backup)
+        else:
+            shutil.rmtree(final, ignore_errors=True)
+            backup.rename(final)
+
+
+def _matches(folder: Path, entry: dict | None) -> bool:
+    if not entry:
+        return False
+    return all(
+        (folder / f).is_file() and sha256_file(folder / f) == digest for f, digest in entry["files"].items()
+    )
+
+
+def read_checkpoint_file(run_dir: Path, name: str, file_name: str) -> bytes:
+    """Bytes of one checkpoint file, verified against the manifest's sha256.
+
+    Raises
+    ------
+    StoreError
+        Missing checkpoint, or a file whose sha256 differs from the manifest (corrupt or
+        truncated).
+    """
+    entry = read_manifest(run_dir).get("checkpoints", {}).get(name)
+    if entry is None or file_name not in entry["files"]:
+        known = ", ".join(sorted(read_manifest(run_dir).get("checkpoints", {}))) or "none"
+        raise StoreError(f"run {Path(run_dir).name!r} has no checkpoint {name!r} (has: {known})")
+    path = checkpoint_dir(run_dir, name) / file_name
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise StoreError(f"checkpoint file {str(path)!r} is missing") from None
+    if sha256_bytes(data) != entry["files"][file_name]:
+        raise StoreError(
+            f"checkpoint file {str(path)!r} is corrupt or truncated: sha256 {sha256_bytes(data)[:16]}... "
+            f"does not match the manifest's {entry['files'][file_name][:16]}..."
+        )
+    return data
+
+
+def load_checkpoint(run_dir: Path, name: str) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """Tensors and safetensors metadata of a checkpoint, after its sha256 check."""
+    data = read_checkpoint_file(run_dir, name, MODEL_FILE)
+    return load_safetensors(data), _safetensors_metadata(data)
+
+
+def _safetensors_metadata(data: bytes) -> dict[str, str]:
+    header_size = int.from_bytes(data[:8], "little")
+    return json.loads(data[8 : 8 + header_size]).get("__metadata__", {})
+
+
+# ---------------------------------------------------------------------------------------------
+# tidy DataFrames
+
+IDENTITY = ["run_id", "model", "task", "method", "seed", "tsp_step", "lr", "train_size", "adapter_size"]
+
+
+def load_runs(store: str | Path, include_tsp: bool = False) -> pd.DataFrame:
+    """One row per run: identity columns, status, trainable parameters and final metrics.
+
+    Parameters
+    ----------
+    store : path
+        A run store.
+    include_tsp : bool
+        Also list task-specific pretraining runs (``kind == "tsp"``).
+
+    Returns
+    -------
+    DataFrame
+        Columns ``run_id, kind, model, task, method, seed, tsp_step, lr, train_size,
+        adapter_size, status, trainable_params, path`` + the rest of the run's config + one
+        column per final metric, named ``<checkpoint>/<split>/<metric>`` (e.g.
+        ``best/test/accuracy``).
+    """
+    rows = []
+    for run_dir in run_dirs(store):
+        manifest = read_manifest(run_dir)
+        if manifest.get("kind") == "tsp" and not include_tsp:
+            continue
+        row = {"run_id": manifest["run_id"], "kind": manifest.get("kind")}
+        row.update(manifest.get("spec", {}))
+        row["status"] = manifest.get("status")
+        row["main_metric"] = manifest.get("main_metric")
+        row["trainable_params"] = manifest.get("trainable", {}).get("count")
+        row.update(_flatten_final(manifest.get("final", {})))
+        row["path"] = str(run_dir)
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return pd.DataFrame(columns=["run_id", "kind", *IDENTITY[1:], "status", "trainable_params", "path"])
+    return frame
+
+
+def _flatten_final(final: dict) -> dict:
+    return {
+        f"{checkpoint}/{split}/{metric}": value
+        for checkpoint, splits in final.items()
+        for split, metrics in splits.items()
+        for metric, value in metrics.items()
+    }
+
+
+def load_history(store: str | Path, include_tsp: bool = False) -> pd.DataFrame:
+    """One row per run x step x split x metric: the training history of every run.
+
+    Returns
+    -------
+    DataFrame
+        Identity columns + ``step, epoch, split, metric, value``.
+    """
+    return _load_table(store, HISTORY, include_tsp)
+
+
+def load_gradnorms(store: str | Path, include_tsp: bool = False) -> pd.DataFrame:
+    """One row per run x step x layer group: L2 gradient norm before clipping.
+
+    Returns
+    -------
+    DataFrame
+        Identity columns + ``step, layer, value`` (``layer`` is ``embeddings``, ``layer.<i>``,
+        ``pooler``, ``classifier`` or ``mlm_head``).
+    """
+    return _load_table(store, GRADNORMS, include_tsp)
+
+
+def _load_table(store: str | Path, file_name: str, include_tsp: bool) -> pd.DataFrame:
+    runs = load_runs(store, include_tsp=include_tsp)
+    frames = []
+    for _, run in runs.iterrows():
+        path = Path(run["path"]) / file_name
+        if path.exists():
+            frame = pd.read_parquet(path)
+            for column in reversed(IDENTITY):
+                frame.insert(0, column, run.get(column))
+            frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=IDENTITY)
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,176 @@
+"""What defines a run: :class:`RunSpec` (supervised tuning) and :class:`TspSpec` (task-specific
+pretraining), with their defaults from the papers and their stable run ids.
+
+Defaults follow Han et al. 2021, appendix A, tables 2-3: batch size 32; adapter runs lr 1e-4,
+20 epochs, max length 256; full fine-tuning lr 2e-5, 10 epochs, max length 128. Linear warmup
+over 10% of the steps, then linear decay to zero (Houlsby et al. 2019, section 3.1).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from robustkit.errors import RobustkitError
+from robustkit.methods import ADAPTER_SIZE, DEFAULT_LR, get_method
+
+DEFAULT_EPOCHS = {"full": 10}
+ADAPTER_EPOCHS = 20
+DEFAULT_MAX_LENGTH = {"full": 128}
+ADAPTER_MAX_LENGTH = 256
+TSP_WARMUP_STEPS = 100
+
+
+@dataclass(frozen=True)
+class TspSpec:
+    """One masked-LM run on a task's training text; its checkpoints seed supervised runs.
+
+    The learning rate warms up linearly over ``warmup_steps`` and then stays constant, so the
+    trajectory does not depend on how far the run goes: asking for a later TSP step extends the
+    same run instead of starting a new one, and ``tsp-2000`` is the same tensor whether the run
+    stopped at 2000 or 20000.
+    """
+
+    model: str
+    task: str
+    method: str
+    adapter_size: int | None
+    train_size: int | None
+    split_seed: int
+    seed: int
+    lr: float
+    batch_size: int
+    max_length: int
+    mlm_probability: float = 0.15
+    warmup_steps: int = TSP_WARMUP_STEPS
+
+    @property
+    def run_id(self) -> str:
+        return f"tsp-{self.task}-{self.method}-{_safe(self.model)}-{_digest(self)}"
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One supervised tuning run. ``None`` fields take the method's paper default.
+
+    Attributes
+    ----------
+    tsp_step : int
+        Start from the checkpoint after this many TSP steps (0 = the pretrained model).
+    train_size : int or None
+        Low-resource setting of He et al. 2021 section 3.2 (N training examples); None = all.
+    eval_every : int or None
+        Evaluate every this many steps, besides every epoch end.
+    data_dir : str or None
+        Local folder of GLUE-format TSV files; not part of the run id.
+    """
+
+    model: str = "minilm-l6"
+    task: str = "rt"
+    method: str = "houlsby"
+    seed: int = 0
+    tsp_step: int = 0
+    lr: float | None = None
+    train_size: int | None = None
+    adapter_size: int | None = None
+    epochs: int | None = None
+    batch_size: int = 32
+    max_length: int | None = None
+    eval_every: int | None = None
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    split_seed: int = 0
+    tsp_seed: int = 0
+    tsp_lr: float | None = None
+    tsp_batch_size: int = 32
+    data_dir: str | None = field(default=None, compare=False)
+
+    def resolved(self) -> "RunSpec":
+        """A copy with every paper default filled in (what the run id and manifest record).
+
+        Raises
+        ------
+        RobustkitError
+            Unknown task or method, or a value of the wrong type or range (named).
+        """
+        self._validate()
+        method = get_method(self.method)
+        adapters = method.uses_adapters
+        # Without TSP the TSP settings change nothing: normalise them so such runs share an id.
+        tsp = {} if self.tsp_step else {"tsp_seed": 0, "tsp_batch_size": 32}
+        return dataclasses.replace(
+            self,
+            **tsp,
+            lr=self.lr if self.lr is not None else DEFAULT_LR[method.name],
+            adapter_size=(self.adapter_size or ADAPTER_SIZE) if method.name == "houlsby" else None,
+            epochs=self.epochs or (ADAPTER_EPOCHS if adapters else DEFAULT_EPOCHS[method.name]),
+            max_length=self.max_length or (ADAPTER_MAX_LENGTH if adapters else DEFAULT_MAX_LENGTH[method.name]),
+            tsp_lr=None if not self.tsp_step else (self.tsp_lr or self.lr or DEFAULT_LR[method.name]),
+        )
+
+    def _validate(self) -> None:
+        from robustkit.tasks import get_task
+
+        get_task(self.task)
+        for name in ("seed", "tsp_step", "batch_size", "split_seed", "tsp_seed", "tsp_batch_size"):
+            _check(name, getattr(self, name), int, minimum=0)
+        for name in ("train_size", "adapter_size", "epochs", "max_length", "eval_every"):
+            if getattr(self, name) is not None:
+                _check(name, getattr(self, name), int, minimum=1)
+        for name in ("lr", "tsp_lr", "warmup_ratio", "weight_decay", "max_grad_norm"):
+            if getattr(self, name) is not None:
+                _check(name, getattr(self, name), (int, float), minimum=0)
+        if self.batch_size < 1:
+            raise SpecError(f"batch_size must be at least 1, got {self.batch_size}")
+
+    @property
+    def run_id(self) -> str:
+        spec = self.resolved()
+        return f"{spec.task}-{spec.method}-{_safe(spec.model)}-s{spec.seed}-tsp{spec.tsp_step}-{_digest(spec)}"
+
+    def tsp_spec(self) -> TspSpec:
+        """The TSP run this run starts from (meaningful when ``tsp_step > 0``)."""
+        spec = self.resolved()
+        return TspSpec(
+            model=spec.model,
+            task=spec.task,
+            method=spec.method,
+            adapter_size=spec.adapter_size,
+            train_size=spec.train_size,
+            split_seed=spec.split_seed,
+            seed=spec.tsp_seed,
+            lr=spec.tsp_lr,
+            batch_size=spec.tsp_batch_size,
+            max_length=spec.max_length,
+        )
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(RunSpec))
+
+
+class SpecError(RobustkitError):
+    """A run setting of the wrong type or out of range."""
+
+
+def _check(name: str, value, types, minimum) -> None:
+    if isinstance(value, bool) or not isinstance(value, types):
+        kind = "an integer" if types is int else "a number"
+        raise SpecError(f"{name} must be {kind}, got {value!r}")
+    if value < minimum:
+        raise SpecError(f"{name} must be >= {minimum}, got {value!r}")
+
+
+def _safe(model: str) -> str:
+    return model.strip("/").replace("/", "_")
+
+
+def _digest(spec) -> str:
+    """Short hash of every field that changes the result (``compare=True`` fields)."""
+    values = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec) if f.compare}
+    return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()[:8]

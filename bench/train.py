@@ -42,7 +42,7 @@ def main() -> None:
     torch.manual_seed(0)
     splits = tasks.load_splits("rt")
     tokenizer = load_tokenizer("minilm-l6")
-    features = data.encode_labelled(data.split_texts(splits["train"], ("text",))[:320], splits["train"]["label"][:320], tokenizer, 64)
+    features = data.encode_labelled(data.split_texts(splits["train"], tasks.get_task("rt").text_fields)[:320], splits["train"]["label"][:320], tokenizer, 64)
     collator = data.classification_collator(tokenizer)
     batches = [collator(features[i : i + 32]) for i in range(0, 320, 32)]
     adapter_rate, adapter_bytes = measure("houlsby", args.steps, batches)

@@ -195,7 +195,7 @@ class _Optimiser:
     def __init__(self, named: list[tuple[str, torch.nn.Parameter]], lr: float, weight_decay: float):
         self.named = named
         self.lr = lr
-        self.optimizer = torch.optim.AdamW([p for _, p in named], lr=lr, weight_decay=weight_decay)
+        self.optimizer = torch.optim.AdamW([p for _, p in named], lr=lr, weight_decay=weight_decay, fused=True)
 
     def set_lr_factor(self, factor: float) -> None:
         for group in self.optimizer.param_groups:

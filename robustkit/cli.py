@@ -43,6 +43,10 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--data-dir", help="local folder of GLUE-format TSV files instead of the hub (GLUE tasks only)")
 
 
+def _add_device(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--device", default=None, help="where runs train: cpu, cuda, cuda:N; default: the GPU if there is one, else the CPU (recorded in the manifest, not part of the run id)")
+
+
 def _specs_from_args(args) -> list:
     from robustkit.spec import RunSpec
 
@@ -59,7 +63,7 @@ def _specs_from_args(args) -> list:
 def _cmd_train(args) -> int:
     from robustkit.sweep import run_sweep
 
-    return _report(run_sweep(_specs_from_args(args), args.store, jobs=args.jobs), args.store)
+    return _report(run_sweep(_specs_from_args(args), args.store, jobs=args.jobs, device=args.device), args.store)
 
 
 def _cmd_sweep(args) -> int:
@@ -68,7 +72,7 @@ def _cmd_sweep(args) -> int:
     specs = expand_grid(args.grid)
     if args.data_dir:
         specs = with_overrides(specs, data_dir=args.data_dir)
-    return _report(run_sweep(specs, args.store, jobs=args.jobs), args.store)
+    return _report(run_sweep(specs, args.store, jobs=args.jobs, device=args.device), args.store)
 
 
 def _cmd_runs(args) -> int:
@@ -91,7 +95,7 @@ def _cmd_assets(args) -> int:
 def _cmd_demo(args) -> int:
     from robustkit.demo import run_demo
 
-    run_demo(args.store, jobs=args.jobs)
+    run_demo(args.store, jobs=args.jobs, device=args.device)
     return 0
 
 
@@ -115,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_arguments(train)
     train.add_argument("--store", required=True, help="run store folder (created if missing)")
     train.add_argument("--jobs", type=int, default=1, help="runs trained at once (worker processes); default: 1")
+    _add_device(train)
     train.set_defaults(func=_cmd_train)
 
     sweep = commands.add_parser("sweep", help="train a grid of runs from a TOML grid file", description="Expand a TOML grid ([base] fields, [grid] axes) into runs and train those not yet complete.")
@@ -122,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--store", required=True, help="run store folder (created if missing)")
     sweep.add_argument("--jobs", type=int, default=1, help="runs trained at once (worker processes); default: 1")
     sweep.add_argument("--data-dir", help="local folder of GLUE-format TSV files for every run of the grid")
+    _add_device(sweep)
     sweep.set_defaults(func=_cmd_sweep)
 
     runs = commands.add_parser("runs", help="table of the runs in a store", description="One line per run: config, status, final metrics.")
@@ -137,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="train the embedded-default grid and print its runs", description="minilm-l6 on rt with 1k training examples: houlsby and full, 3 seeds, from TSP steps 0 and 200 (12 runs, about 12 minutes on 2 CPU cores).")
     demo.add_argument("--store", default="runs/demo", help="run store folder; default: runs/demo")
     demo.add_argument("--jobs", type=int, default=2, help="runs trained at once (one torch thread each on 2 cores is ~1.5x the throughput of one run with 2 threads); default: 2")
+    _add_device(demo)
     demo.set_defaults(func=_cmd_demo)
     return parser
 

@@ -40,7 +40,7 @@ def demo_specs() -> list[RunSpec]:
     ]
 
 
-def run_demo(store: str | Path = DEMO_STORE, jobs: int = 2):
+def run_demo(store: str | Path = DEMO_STORE, jobs: int = 2, device: str | None = None):
     """Train the demo grid (skipping complete runs), print the runs table and the store path.
 
     Returns
@@ -49,7 +49,7 @@ def run_demo(store: str | Path = DEMO_STORE, jobs: int = 2):
         The runs table (see :func:`robustkit.report.runs_table`).
     """
     started = time.time()
-    results = run_sweep(demo_specs(), store, jobs=jobs)
+    results = run_sweep(demo_specs(), store, jobs=jobs, device=device)
     table = runs_table(store)
     print(table.drop(columns=["run_id"]).to_string(index=False))
     failed = results[results.status == "failed"]

@@ -98,7 +98,7 @@ def tsp_jobs(specs: Iterable[RunSpec]) -> dict[TspSpec, tuple[list[int], str | N
 
 
 def run_sweep(
-    specs: list[RunSpec], store: str | Path, jobs: int = 1, progress: bool = True
+    specs: list[RunSpec], store: str | Path, jobs: int = 1, progress: bool = True, device: str | None = None
 ) -> pd.DataFrame:
     """Train every run that is not complete yet: TSP runs first, then supervised runs.
 
@@ -106,6 +106,8 @@ def run_sweep(
     ----------
     jobs : int
         Runs trained at once, one per worker process; torch threads are split between them.
+    device : str, optional
+        Where runs train (default: the GPU if there is one, else the CPU).
 
     Returns
     -------
@@ -119,14 +121,14 @@ def run_sweep(
     root = open_store(store)
     todo = [s for s in specs if not _is_complete(root / s.run_id)]
     done = [{"run_id": s.run_id, "status": "skipped", "error": None} for s in specs if s not in todo]
-    tsp = [(spec, steps, data_dir, str(root)) for spec, (steps, data_dir) in tsp_jobs(todo).items()]
+    tsp = [(spec, steps, data_dir, str(root), device) for spec, (steps, data_dir) in tsp_jobs(todo).items()]
     rows = _map(_pretrain_job, tsp, jobs, progress, "TSP runs")
     failed_tsp = {row["run_id"]: row["error"] for row in rows if row["status"] == "failed"}
     runnable = [s for s in todo if not s.tsp_step or s.tsp_spec().run_id not in failed_tsp]
     for spec in todo:
         if spec not in runnable:
             done.append({"run_id": spec.run_id, "status": "failed", "error": f"TSP run failed: {failed_tsp[spec.tsp_spec().run_id]}"})
-    done += _map(_train_job, [(spec, str(root)) for spec in runnable], jobs, progress, "runs")
+    done += _map(_train_job, [(spec, str(root), device) for spec in runnable], jobs, progress, "runs")
     return pd.DataFrame(done, columns=["run_id", "status", "error"])
 
 
@@ -160,16 +162,16 @@ def _set_threads(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
-def _pretrain_job(spec: TspSpec, steps: list[int], data_dir: str | None, store: str, progress: bool) -> dict:
+def _pretrain_job(spec: TspSpec, steps: list[int], data_dir: str | None, store: str, device: str | None, progress: bool) -> dict:
     from robustkit.train import pretrain
 
-    return _guarded(spec.run_id, lambda: pretrain(spec, steps, store, data_dir=data_dir, progress=progress))
+    return _guarded(spec.run_id, lambda: pretrain(spec, steps, store, data_dir=data_dir, progress=progress, device=device))
 
 
-def _train_job(spec: RunSpec, store: str, progress: bool) -> dict:
+def _train_job(spec: RunSpec, store: str, device: str | None, progress: bool) -> dict:
     from robustkit.train import train
 
-    return _guarded(spec.run_id, lambda: train(spec, store, progress=progress))
+    return _guarded(spec.run_id, lambda: train(spec, store, progress=progress, device=device))
 
 
 def _guarded(run_id: str, work: Callable) -> dict:

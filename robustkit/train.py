@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
 import platform
 import re
 import time
@@ -51,10 +50,13 @@ _LAYER = re.compile(r"\.layer\.(\d+)\.")
 # public entry points
 
 
-def train(spec: RunSpec, store_path: str | Path, progress: bool = True) -> Path:
+def train(spec: RunSpec, store_path: str | Path, progress: bool = True, device: str | None = None) -> Path:
     """Train one supervised run into the store (resuming it if it was interrupted).
 
     A run whose manifest says ``complete`` is returned as it is, never trained again.
+
+    ``device`` (``cpu``, ``cuda``, ``cuda:1``; default: the GPU if there is one) is where it
+    trains; it is recorded in the manifest but is not part of the run's identity.
 
     Returns
     -------
@@ -70,16 +72,21 @@ def train(spec: RunSpec, store_path: str | Path, progress: bool = True) -> Path:
     models.load_config(spec.model)  # a bad --model fails here, before any folder is made
     tsp_dir = None
     if spec.tsp_step:
-        tsp_dir = pretrain(spec.tsp_spec(), [spec.tsp_step], root, data_dir=spec.data_dir, progress=progress)
+        tsp_dir = pretrain(spec.tsp_spec(), [spec.tsp_step], root, data_dir=spec.data_dir, progress=progress, device=device)
     with store.run_lock(run_dir):
         if _is_complete(run_dir):
             return run_dir
-        _Finetune(spec, task, run_dir, tsp_dir, progress).run()
+        _Finetune(spec, task, run_dir, tsp_dir, progress, device).run()
     return run_dir
 
 
 def pretrain(
-    spec: TspSpec, steps: list[int], store_path: str | Path, data_dir: str | None = None, progress: bool = True
+    spec: TspSpec,
+    steps: list[int],
+    store_path: str | Path,
+    data_dir: str | None = None,
+    progress: bool = True,
+    device: str | None = None,
 ) -> Path:
     """Masked-LM pretraining on the task's training text, keeping ``tsp-<N>`` for each N in steps.
 
@@ -98,7 +105,7 @@ def pretrain(
         return run_dir
     with store.run_lock(run_dir, wait=True):
         if not _has_checkpoints(run_dir, wanted):
-            _Pretrain(spec, wanted, run_dir, data_dir, progress).run()
+            _Pretrain(spec, wanted, run_dir, data_dir, progress, device).run()
     return run_dir
 
 
@@ -159,12 +166,25 @@ def layer_group(name: str) -> str:
 
 def gradient_norms(named: list[tuple[str, torch.nn.Parameter]]) -> dict[str, float]:
     """L2 norm of the gradient per layer group (before clipping)."""
-    squares: dict[str, float] = {}
+    squares: dict[str, torch.Tensor] = {}
     for name, parameter in named:
         if parameter.grad is not None:
             group = layer_group(name)
-            squares[group] = squares.get(group, 0.0) + float(parameter.grad.detach().pow(2).sum())
-    return {group: math.sqrt(value) for group, value in squares.items()}
+            squares[group] = squares.get(group, 0.0) + parameter.grad.detach().float().pow(2).sum()
+    # one device -> host transfer per step, not one per parameter
+    values = torch.stack(list(squares.values())).sqrt().tolist() if squares else []
+    return dict(zip(squares, values))
+
+
+def resolve_device(device: str | None = None) -> torch.device:
+    """``device`` if given, else the GPU when there is one, else the CPU."""
+    if device in (None, "auto"):
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(device)
+
+
+def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
+    return {k: v.to(device) for k, v in batch.items()}
 
 
 def package_versions() -> dict[str, str]:
@@ -212,7 +232,7 @@ class _Optimiser:
         for name, parameter in self.named:
             state = {k.split("::", 1)[1]: v for k, v in tensors.items() if k.split("::", 1)[0] == name}
             if state:
-                self.optimizer.state[parameter] = state
+                self.optimizer.state[parameter] = {k: v.to(parameter.device) for k, v in state.items()}
 
 
 class _Loop:
@@ -220,7 +240,8 @@ class _Loop:
 
     stage = "loop"
 
-    def __init__(self, run_dir: Path, seed: int, progress: bool):
+    def __init__(self, run_dir: Path, seed: int, progress: bool, device: str | None = None):
+        self.device = resolve_device(device)
         self.run_dir = run_dir
         self.seed = seed
         self.progress = progress
@@ -234,7 +255,7 @@ class _Loop:
         """One update: forward, backward, gradient norms (pre-clipping), clip, AdamW."""
         model.train()
         optimiser.set_lr_factor(factor)
-        loss = self.loss(model, batch)
+        loss = self.loss(model, to_device(batch, self.device))
         loss.backward()
         for layer, value in gradient_norms(optimiser.named).items():
             self.gradnorms.append({"step": step, "layer": layer, "value": value})
@@ -281,7 +302,10 @@ class _Loop:
         if path.exists():
             store.update_manifest(self.run_dir, status="running", updated=_now(), error=None)
             return
-        manifest.update(status="running", created=_now(), updated=_now(), versions=package_versions(), checkpoints={})
+        manifest.update(
+            status="running", created=_now(), updated=_now(), versions=package_versions(), checkpoints={},
+            device=str(self.device),
+        )
         store.write_manifest(self.run_dir, manifest)
 
     def bar(self, total: int, initial: int, description: str):
@@ -332,8 +356,8 @@ class _Pretrain(_Loop):
     def loss(self, model, batch) -> torch.Tensor:
         return masked_lm_loss(model, batch)
 
-    def __init__(self, spec: TspSpec, steps: list[int], run_dir: Path, data_dir: str | None, progress: bool):
-        super().__init__(run_dir, spec.seed, progress)
+    def __init__(self, spec: TspSpec, steps: list[int], run_dir: Path, data_dir: str | None, progress: bool, device):
+        super().__init__(run_dir, spec.seed, progress, device)
         self.spec, self.steps, self.data_dir = spec, steps, data_dir
 
     def run(self) -> None:
@@ -347,6 +371,7 @@ class _Pretrain(_Loop):
         features = data.encode(texts, tokenizer, spec.max_length)
         collator = data.masked_lm_collator(tokenizer, spec.mlm_probability)
         model, names, fingerprint, initialised = build_masked_lm(spec)
+        model.to(self.device)
         self.start_manifest(
             {
                 "run_id": spec.run_id,
@@ -366,6 +391,7 @@ class _Pretrain(_Loop):
             # A requested step lies before the resume point and was never saved: replay from 0
             # (deterministic, so the result is the same as if it had been requested at first).
             model, names, fingerprint, _ = build_masked_lm(spec)
+            model.to(self.device)
             optimiser = _Optimiser([(n, p) for n, p in model.named_parameters() if p.requires_grad], spec.lr, 0.0)
             start, self.history, self.gradnorms = 0, [], []
         meta = checkpoint_metadata(fingerprint, spec.run_id, spec.model, spec.method)
@@ -400,8 +426,8 @@ class _Pretrain(_Loop):
 class _Finetune(_Loop):
     stage = "finetune"
 
-    def __init__(self, spec: RunSpec, task, run_dir: Path, tsp_dir: Path | None, progress: bool):
-        super().__init__(run_dir, spec.seed, progress)
+    def __init__(self, spec: RunSpec, task, run_dir: Path, tsp_dir: Path | None, progress: bool, device):
+        super().__init__(run_dir, spec.seed, progress, device)
         self.spec, self.task, self.tsp_dir = spec, task, tsp_dir
 
     def run(self) -> None:
@@ -411,6 +437,7 @@ class _Finetune(_Loop):
         encoded = {name: self._encode(split, tokenizer) for name, split in splits.items()}
         collator = data.classification_collator(tokenizer)
         model, names, fingerprint = build_classifier(spec, task.num_labels)
+        model.to(self.device)
         meta = checkpoint_metadata(fingerprint, spec.run_id, spec.model, spec.method)
         self.start_manifest(self._manifest(model, names, fingerprint, splits))
         try:
@@ -511,12 +538,13 @@ def evaluate(model, batches: list[dict], task) -> dict[str, float]:
         ``loss`` (mean cross-entropy, or MSE for regression) and each metric of the task.
     """
     model.eval()
+    device = next(model.parameters()).device
     losses, predictions, labels = [], [], []
     for batch in batches:
-        output = model(**{k: v for k, v in batch.items() if k != "order"})
+        output = model(**to_device({k: v for k, v in batch.items() if k != "order"}, device))
         losses.append(float(output.loss) * len(batch["labels"]))
         logits = output.logits
-        predictions.append(logits.squeeze(-1) if task.num_labels == 1 else logits.argmax(-1))
+        predictions.append((logits.squeeze(-1) if task.num_labels == 1 else logits.argmax(-1)).cpu())
         labels.append(batch["labels"])
     n = sum(len(batch["labels"]) for batch in batches)
     metrics = tasks.compute_metrics(task, torch.cat(predictions).numpy(), torch.cat(labels).numpy())

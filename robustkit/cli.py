@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
+from pathlib import Path
 
 from robustkit.errors import RobustkitError
 
@@ -95,8 +97,11 @@ def _cmd_assets(args) -> int:
 def _cmd_demo(args) -> int:
     from robustkit.demo import run_demo
 
-    run_demo(args.store, jobs=args.jobs, device=args.device)
-    return 0
+    started = time.time()
+    code = _report(run_demo(args.store, jobs=args.jobs, device=args.device), args.store)
+    print(f"Demo took {time.time() - started:.0f} s. Store: {Path(args.store).resolve()}")
+    print("In a notebook: robustkit.load_runs(store), robustkit.load_history(store), robustkit.load_gradnorms(store)")
+    return code
 
 
 def _report(results, store) -> int:
@@ -107,7 +112,8 @@ def _report(results, store) -> int:
     for _, row in failed.iterrows():
         print(f"FAILED {row.run_id}: {row.error}", file=sys.stderr)
     print(f"\n{len(results)} runs: {sum(results.status == 'complete')} trained, "
-          f"{sum(results.status == 'skipped')} already complete, {len(failed)} failed. Store: {store}")
+          f"{sum(results.status == 'skipped')} already complete, {sum(results.status == 'locked')} being trained "
+          f"by another process, {len(failed)} failed. Store: {store}")
     return 1 if len(failed) else 0
 
 

@@ -13,10 +13,8 @@ with 1e-3 most adapter seeds still do. Paper-scale settings are the CLI defaults
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-from robustkit.report import runs_table
 from robustkit.spec import RunSpec
 from robustkit.sweep import run_sweep
 
@@ -41,21 +39,11 @@ def demo_specs() -> list[RunSpec]:
 
 
 def run_demo(store: str | Path = DEMO_STORE, jobs: int = 2, device: str | None = None):
-    """Train the demo grid (skipping complete runs), print the runs table and the store path.
+    """Train the demo grid into ``store``, skipping complete runs.
 
     Returns
     -------
     DataFrame
-        The runs table (see :func:`robustkit.report.runs_table`).
+        One row per run: ``run_id, status, error`` (see :func:`robustkit.sweep.run_sweep`).
     """
-    started = time.time()
-    results = run_sweep(demo_specs(), store, jobs=jobs, device=device)
-    table = runs_table(store)
-    print(table.drop(columns=["run_id"]).to_string(index=False))
-    failed = results[results.status == "failed"]
-    for _, row in failed.iterrows():
-        print(f"FAILED {row.run_id}: {row.error}")
-    print(f"\n{len(results)} runs ({len(failed)} failed) in {time.time() - started:.0f} s.")
-    print(f"Store: {Path(store).resolve()}")
-    print("In a notebook: robustkit.load_runs(store), robustkit.load_history(store), robustkit.load_gradnorms(store)")
-    return table
+    return run_sweep(demo_specs(), store, jobs=jobs, device=device)

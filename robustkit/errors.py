@@ -25,5 +25,9 @@ class StoreError(RobustkitError):
     """Bad store path, corrupt or mismatched checkpoint, or a locked run."""
 
 
+class RunLockedError(StoreError):
+    """Another process holds the run's lock (it is training it right now)."""
+
+
 class SweepError(RobustkitError):
     """A grid file that cannot be read or has unknown keys or bad values."""

@@ -35,7 +35,7 @@ import torch
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
-from robustkit.errors import StoreError
+from robustkit.errors import RunLockedError, StoreError
 
 MANIFEST = "manifest.json"
 HISTORY = "history.parquet"
@@ -146,7 +146,7 @@ def run_lock(run_dir: Path, wait: bool = False) -> Iterator[None]:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:
-            raise StoreError(f"run {Path(run_dir).name!r} is being trained by another process") from None
+            raise RunLockedError(f"run {Path(run_dir).name!r} is being trained by another process") from None
         try:
             yield
         finally:

@@ -32,7 +32,7 @@ from typing import Callable, Iterable
 import pandas as pd
 from tqdm.auto import tqdm
 
-from robustkit.errors import RobustkitError, SweepError
+from robustkit.errors import RobustkitError, RunLockedError, SweepError
 from robustkit.spec import SPEC_FIELDS, RunSpec, TspSpec
 
 GRID_SECTIONS = ("base", "grid")
@@ -113,7 +113,7 @@ def run_sweep(
     -------
     DataFrame
         One row per run: ``run_id, status`` (``complete``, ``skipped`` if it already was,
-        ``failed``) and ``error``.
+        ``locked`` if another process is training it, ``failed``) and ``error``.
     """
     from robustkit.store import open_store
     from robustkit.train import _is_complete
@@ -178,6 +178,8 @@ def _guarded(run_id: str, work: Callable) -> dict:
     """Run one job; a failure is reported in the result instead of stopping the sweep."""
     try:
         work()
+    except RunLockedError as error:  # another sweep is training it: not ours to report as failed
+        return {"run_id": run_id, "status": "locked", "error": str(error)}
     except Exception as error:  # noqa: BLE001 - reported per run, the sweep goes on
         return {"run_id": run_id, "status": "failed", "error": f"{type(error).__name__}: {error}"}
     return {"run_id": run_id, "status": "complete", "error": None}

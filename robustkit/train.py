@@ -22,7 +22,6 @@ import time
 from importlib import metadata as importlib_metadata
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import torch
 from safetensors.torch import load as load_safetensors
@@ -37,7 +36,7 @@ from robustkit.checkpoints import (
     load_tensors,
     trainable_state,
 )
-from robustkit.errors import RobustkitError, StoreError
+from robustkit.errors import RobustkitError
 from robustkit.methods import adapter_parameter_counts, check_houlsby_counts, count_parameters
 from robustkit.spec import RunSpec, TspSpec
 

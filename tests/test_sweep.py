@@ -64,3 +64,13 @@ def test_sweep_trains_once_and_skips_complete_runs(tmp_path):
     assert len(store.load_runs(tmp_path / "runs", include_tsp=True)) == 10
     second = run_sweep(specs, tmp_path / "runs", jobs=1, progress=False)
     assert set(second.status) == {"skipped"}
+
+
+def test_a_run_locked_by_another_sweep_is_reported_not_failed(tmp_path):
+    specs = expand_grid(_write(tmp_path, GRID))[:1]
+    run_dir = tmp_path / "runs" / specs[0].run_id
+    run_dir.mkdir(parents=True)
+    with store.run_lock(run_dir):
+        result = run_sweep(specs, tmp_path / "runs", progress=False)
+    assert list(result.status) == ["locked"]
+    assert not (run_dir / "manifest.json").exists()

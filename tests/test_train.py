@@ -1,8 +1,6 @@
 """End-to-end training on bert-tiny: determinism, kill + resume, TSP sharing, frozen base."""
 
 import dataclasses
-import json
-import os
 import signal
 import subprocess
 import sys

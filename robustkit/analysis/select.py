@@ -1,0 +1,50 @@
+"""Choosing runs from a store: ``--select task=rt --select method=houlsby,full``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from robustkit.errors import RobustkitError
+from robustkit.store import load_runs
+
+
+def parse_filters(filters: list[str] | None) -> dict[str, list[str]]:
+    """``["task=rt", "method=houlsby,full"]`` -> ``{"task": ["rt"], "method": ["houlsby", "full"]}``."""
+    parsed: dict[str, list[str]] = {}
+    for item in filters or []:
+        key, sep, values = item.partition("=")
+        if not sep or not key or not values:
+            raise RobustkitError(f"bad selection {item!r}: expected key=value[,value...]")
+        parsed.setdefault(key.strip(), []).extend(v.strip() for v in values.split(","))
+    return parsed
+
+
+def select_runs(store: str | Path, filters: dict[str, list[str]] | list[str] | None = None, complete: bool = True) -> pd.DataFrame:
+    """Fine-tuning runs of a store matching every filter (values compared as text).
+
+    Parameters
+    ----------
+    filters : dict or list of str, optional
+        Column -> accepted values, or ``key=value[,value]`` strings.
+    complete : bool
+        Keep only complete runs.
+
+    Raises
+    ------
+    RobustkitError
+        A filter on a column the runs table lacks (named), or no run matches.
+    """
+    if not isinstance(filters, dict):
+        filters = parse_filters(filters)
+    runs = load_runs(store)
+    if complete and not runs.empty:
+        runs = runs[runs["status"] == "complete"]
+    for column, values in filters.items():
+        if column not in runs.columns:
+            raise RobustkitError(f"cannot select on {column!r}: runs have columns {', '.join(runs.columns)}")
+        runs = runs[runs[column].astype(str).isin(values)]
+    if runs.empty:
+        raise RobustkitError(f"no complete run in {str(store)!r} matches {filters or 'the selection'}")
+    return runs.reset_index(drop=True)

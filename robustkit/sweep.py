@@ -98,7 +98,14 @@ def tsp_jobs(specs: Iterable[RunSpec]) -> dict[TspSpec, tuple[list[int], str | N
 
 
 def run_sweep(
-    specs: list[RunSpec], store: str | Path, jobs: int = 1, progress: bool = True, device: str | None = None
+    specs: list[RunSpec],
+    store: str | Path,
+    jobs: int = 1,
+    progress: bool = True,
+    device: str | None = None,
+    executor: str = "local",
+    slurm_options=None,
+    wait: bool = True,
 ) -> pd.DataFrame:
     """Train every run that is not complete yet: TSP runs first, then supervised runs.
 
@@ -108,6 +115,12 @@ def run_sweep(
         Runs trained at once, one per worker process; torch threads are split between them.
     device : str, optional
         Where runs train (default: the GPU if there is one, else the CPU).
+    executor : str
+        ``local`` (worker processes on this machine) or ``slurm`` (one job per run, see
+        :mod:`robustkit.slurm`; ``slurm_options`` is a :class:`robustkit.slurm.SlurmOptions`).
+    wait : bool
+        Slurm only: wait for the jobs to end (else return once they are submitted, with status
+        ``submitted``).
 
     Returns
     -------
@@ -121,6 +134,10 @@ def run_sweep(
     root = open_store(store)
     todo = [s for s in specs if not _is_complete(root / s.run_id)]
     done = [{"run_id": s.run_id, "status": "skipped", "error": None} for s in specs if s not in todo]
+    if executor == "slurm":
+        return pd.DataFrame(done + _run_on_slurm(todo, root, slurm_options, device, wait), columns=["run_id", "status", "error"])
+    if executor != "local":
+        raise SweepError(f"unknown executor {executor!r}; known: local, slurm")
     tsp = [(spec, steps, data_dir, str(root), device) for spec, (steps, data_dir) in tsp_jobs(todo).items()]
     rows = _map(_pretrain_job, tsp, jobs, progress, "TSP runs")
     failed_tsp = {row["run_id"]: row["error"] for row in rows if row["status"] == "failed"}
@@ -130,6 +147,18 @@ def run_sweep(
             done.append({"run_id": spec.run_id, "status": "failed", "error": f"TSP run failed: {failed_tsp[spec.tsp_spec().run_id]}"})
     done += _map(_train_job, [(spec, str(root), device) for spec in runnable], jobs, progress, "runs")
     return pd.DataFrame(done, columns=["run_id", "status", "error"])
+
+
+def _run_on_slurm(todo: list[RunSpec], root: Path, options, device: str | None, wait: bool) -> list[dict]:
+    from robustkit import slurm
+
+    tsp = [(spec, steps, data_dir) for spec, (steps, data_dir) in tsp_jobs(todo).items()]
+    submitted = slurm.submit(tsp, todo, root.resolve(), options or slurm.SlurmOptions(), device)
+    run_jobs = submitted[len(tsp):]
+    if not wait:
+        return [{"run_id": s.run_id, "status": "submitted", "error": f"job {j.job_id}"} for s, j in zip(todo, run_jobs, strict=True)]
+    slurm.wait(submitted)
+    return [slurm.outcome(job, spec.run_id) for spec, job in zip(todo, run_jobs, strict=True)]
 
 
 def _map(function: Callable, items: list[tuple], jobs: int, progress: bool, label: str) -> list[dict]:

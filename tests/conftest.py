@@ -2,9 +2,32 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from robustkit.spec import RunSpec
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_torch_thread():
+    """Tiny test models gain nothing from a second thread, and two threads per process thrash
+    when test processes overlap (the kill/resume subprocess, Slurm jobs) on 2 cores."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def shared_nltk_data() -> str:
+    """The NLTK data tree for PWWS: $NLTK_DATA (the Makefile sets it), else ../shared/nltk_data."""
+    path = os.environ.get("NLTK_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "nltk_data")
+    assert Path(path, "corpora", "wordnet").is_dir(), f"no NLTK data tree at {path}: set NLTK_DATA"
+    return path
 
 
 @pytest.fixture(scope="session")

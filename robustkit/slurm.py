@@ -1,0 +1,211 @@
+"""Sweeps on a Slurm cluster, through submitit (no scheduler of robustkit's own).
+
+One job per run, as job arrays: first the distinct TSP runs, then the supervised runs, whose
+array starts after the TSP array has ended (``afterany``: a supervised job whose TSP run failed
+retries it itself, under the same lock). Every job trains into the shared run store with the
+same locked, atomic writes as local runs, so two sweeps over one store never train a run twice.
+
+A job that Slurm preempts or that reaches its time limit is requeued by submitit
+(:class:`submitit.helpers.Checkpointable`) and resumes from the run's last checkpoint.
+
+Job states come from ``squeue`` and the store, not from ``sacct`` (clusters without accounting
+have no ``sacct``). The job id of each run is kept in ``<store>/.slurm/jobs.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pandas as pd
+import submitit
+
+from robustkit.errors import RobustkitError
+from robustkit.spec import RunSpec
+
+SLURM_DIR = ".slurm"
+JOBS_FILE = "jobs.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class SlurmOptions:
+    """Resources and scheduling of each run's job.
+
+    Attributes
+    ----------
+    partition : str or None
+        Slurm partition (None: the cluster's default).
+    time_min : int
+        Time limit per job, minutes; past it the job is requeued and resumes.
+    gpus_per_run, cpus_per_run : int
+        GPUs and CPU cores per job.
+    mem_gb : int or None
+        Memory per job in GB (None: the partition's default).
+    max_parallel : int
+        Jobs of one array running at once (``--array=...%N``).
+    extra : dict
+        Further ``sbatch`` options, passed through (``--slurm-arg key=value``).
+    """
+
+    partition: str | None = None
+    time_min: int = 240
+    gpus_per_run: int = 0
+    cpus_per_run: int = 2
+    mem_gb: int | None = None
+    max_parallel: int = 16
+    extra: dict = dataclasses.field(default_factory=dict)
+
+
+class RunJob(submitit.helpers.Checkpointable):
+    """What a Slurm job runs: one TSP run or one supervised run.
+
+    ``Checkpointable`` makes submitit requeue the job with the same arguments on preemption or
+    timeout; the run then resumes from its ``last`` checkpoint in the store.
+    """
+
+    def __call__(self, kind: str, item: tuple, store: str, device: str | None) -> dict:
+        import torch
+
+        from robustkit.sweep import _pretrain_job, _train_job
+
+        # torch would use every core of the node; the job owns only --cpus-per-run of them.
+        torch.set_num_threads(int(os.environ.get("SLURM_CPUS_PER_TASK", torch.get_num_threads())))
+
+        if kind == "tsp":
+            spec, steps, data_dir = item
+            return _pretrain_job(spec, steps, data_dir, store, device, progress=False)
+        return _train_job(item[0], store, device, progress=False)
+
+
+def make_executor(store: Path, options: SlurmOptions) -> submitit.AutoExecutor:
+    """A submitit executor writing its logs under ``<store>/.slurm/logs``."""
+    executor = submitit.AutoExecutor(folder=store / SLURM_DIR / "logs" / "%j", cluster="slurm")
+    parameters = {
+        "timeout_min": options.time_min,
+        "cpus_per_task": options.cpus_per_run,
+        "slurm_array_parallelism": options.max_parallel,
+        "slurm_additional_parameters": dict(options.extra),
+        "name": "robustkit",
+    }
+    if options.partition:
+        parameters["slurm_partition"] = options.partition
+    if options.gpus_per_run:
+        parameters["gpus_per_node"] = options.gpus_per_run
+    if options.mem_gb:
+        parameters["mem_gb"] = options.mem_gb
+    executor.update_parameters(**parameters)
+    return executor
+
+
+def submit(
+    tsp_items: list[tuple], run_items: list[RunSpec], store: Path, options: SlurmOptions, device: str | None = None
+) -> list[submitit.Job]:
+    """Submit the TSP array, then the supervised array after it; record each run's job id.
+
+    Parameters
+    ----------
+    tsp_items : list of (TspSpec, steps, data_dir)
+        Distinct TSP runs with every step asked of them.
+    run_items : list of RunSpec
+        Supervised runs that are not complete.
+
+    Returns
+    -------
+    list of submitit.Job
+        TSP jobs first.
+    """
+    executor = make_executor(store, options)
+    job = RunJob()
+    tsp_jobs: list[submitit.Job] = []
+    if tsp_items:
+        with executor.batch():
+            tsp_jobs = [executor.submit(job, "tsp", item, str(store), device) for item in tsp_items]
+    if tsp_jobs:
+        # The tasks of one array share its id ("123_4"): afterany:123 waits for the whole array.
+        array = tsp_jobs[0].job_id.split("_")[0]
+        executor.update_parameters(slurm_additional_parameters={**options.extra, "dependency": f"afterany:{array}"})
+    run_jobs: list[submitit.Job] = []
+    if run_items:
+        with executor.batch():
+            run_jobs = [executor.submit(job, "run", (spec,), str(store), device) for spec in run_items]
+    ids = {item[0].run_id: j.job_id for item, j in zip(tsp_items, tsp_jobs, strict=True)}
+    ids.update({spec.run_id: j.job_id for spec, j in zip(run_items, run_jobs, strict=True)})
+    _record_jobs(store, ids)
+    return tsp_jobs + run_jobs
+
+
+def _record_jobs(store: Path, ids: dict[str, str]) -> None:
+    from robustkit.store import atomic_write_json
+
+    path = store / SLURM_DIR / JOBS_FILE
+    known = json.loads(path.read_text()) if path.exists() else {}
+    known.update(ids)
+    atomic_write_json(path, known)
+
+
+def wait(jobs: list[submitit.Job], poll_s: float = 2.0) -> None:
+    """Block until none of the jobs is in the Slurm queue any more (``squeue``, not ``sacct``)."""
+    ids = {job.job_id for job in jobs}
+    while ids & set(queue_states()):
+        time.sleep(poll_s)
+
+
+def outcome(job: submitit.Job, run_id: str) -> dict:
+    """The finished job's own report, or a failure naming the job if it left no result (cancelled,
+    killed with its node, out of memory)."""
+    if not job.paths.result_pickle.exists():
+        return {"run_id": run_id, "status": "failed", "error": f"slurm job {job.job_id} ended without a result (cancelled or killed); see {job.paths.stderr}"}
+    try:
+        return job.result()
+    except Exception as error:  # noqa: BLE001 - the job raised: report it for this run
+        return {"run_id": run_id, "status": "failed", "error": f"slurm job {job.job_id}: {type(error).__name__}: {error}"}
+
+
+def queue_states() -> dict[str, str]:
+    """Job id -> Slurm state (PENDING, RUNNING, ...) of every job ``squeue`` lists, array tasks
+    one per line."""
+    try:
+        out = subprocess.run(["squeue", "-r", "-h", "-o", "%i %T"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as error:
+        raise RobustkitError(f"cannot read the Slurm queue (squeue): {error}") from None
+    return dict(line.split(maxsplit=1) for line in out.splitlines() if line.strip())
+
+
+def status(specs: list[RunSpec], store: str | Path) -> pd.DataFrame:
+    """State of each run of a sweep: ``done``, ``running``, ``pending``, ``failed`` or
+    ``not submitted``, from the store first, then ``squeue``.
+
+    Returns
+    -------
+    DataFrame
+        ``run_id, job_id, state``.
+    """
+    from robustkit.store import read_manifest
+
+    store = Path(store)
+    path = store / SLURM_DIR / JOBS_FILE
+    jobs = json.loads(path.read_text()) if path.exists() else {}
+    queue = queue_states()
+    rows = []
+    for spec in specs:
+        manifest_path = store / spec.run_id / "manifest.json"
+        stored = read_manifest(store / spec.run_id).get("status") if manifest_path.exists() else None
+        job_id = jobs.get(spec.run_id)
+        rows.append({"run_id": spec.run_id, "job_id": job_id, "state": _state(stored, queue.get(job_id or ""), job_id)})
+    return pd.DataFrame(rows, columns=["run_id", "job_id", "state"])
+
+
+def _state(stored: str | None, queued: str | None, job_id: str | None) -> str:
+    if stored == "complete":
+        return "done"
+    if queued in ("RUNNING", "COMPLETING", "CONFIGURING"):
+        return "running"
+    if queued in ("PENDING", "REQUEUED", "REQUEUE_HOLD", "SUSPENDED"):
+        return "pending"
+    if stored in ("failed", "running") or job_id:
+        return "failed"  # left the queue without completing the run (a kill, a crash, a cancel)
+    return "not submitted"

@@ -74,7 +74,30 @@ def _cmd_sweep(args) -> int:
     specs = expand_grid(args.grid)
     if args.data_dir:
         specs = with_overrides(specs, data_dir=args.data_dir)
-    return _report(run_sweep(specs, args.store, jobs=args.jobs, device=args.device), args.store)
+    if args.status:
+        from robustkit import slurm
+
+        states = slurm.status(specs, args.store)
+        print(states.to_string(index=False))
+        print("\n" + ", ".join(f"{n} {s}" for s, n in states.state.value_counts().items()))
+        return 0
+    results = run_sweep(specs, args.store, jobs=args.jobs, device=args.device, executor=args.executor,
+                        slurm_options=_slurm_options(args), wait=not args.no_wait)
+    return _report(results, args.store)
+
+
+def _slurm_options(args):
+    from robustkit.errors import SweepError
+    from robustkit.slurm import SlurmOptions
+
+    extra = {}
+    for item in args.slurm_arg or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SweepError(f"--slurm-arg expects key=value, got {item!r}")
+        extra[key.lstrip("-")] = value
+    return SlurmOptions(partition=args.partition, time_min=args.time_min, gpus_per_run=args.gpus_per_run,
+                        cpus_per_run=args.cpus_per_run, mem_gb=args.mem_gb, max_parallel=args.max_parallel, extra=extra)
 
 
 def _cmd_runs(args) -> int:
@@ -133,6 +156,17 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--store", required=True, help="run store folder (created if missing)")
     sweep.add_argument("--jobs", type=int, default=1, help="runs trained at once (worker processes); default: 1")
     sweep.add_argument("--data-dir", help="local folder of GLUE-format TSV files for every run of the grid")
+    cluster = sweep.add_argument_group("Slurm (--executor slurm: one job per run through submitit, as job arrays)")
+    cluster.add_argument("--executor", choices=["local", "slurm"], default="local", help="local: worker processes here; slurm: submit to a Slurm cluster; default: local")
+    cluster.add_argument("--status", action="store_true", help="print each run's state (done / running / pending / failed / not submitted) from the store and squeue, then exit")
+    cluster.add_argument("--no-wait", action="store_true", help="return once the jobs are submitted instead of waiting for them")
+    cluster.add_argument("--partition", help="Slurm partition; default: the cluster's default")
+    cluster.add_argument("--time-min", type=int, default=240, help="time limit per job in minutes; a job reaching it is requeued and resumes; default: 240")
+    cluster.add_argument("--gpus-per-run", type=int, default=0, help="GPUs per job; default: 0")
+    cluster.add_argument("--cpus-per-run", type=int, default=2, help="CPU cores per job; default: 2")
+    cluster.add_argument("--mem-gb", type=int, help="memory per job in GB; default: the partition's default")
+    cluster.add_argument("--max-parallel", type=int, default=16, help="jobs of an array running at once; default: 16")
+    cluster.add_argument("--slurm-arg", action="append", metavar="KEY=VALUE", help="further sbatch option passed through, e.g. --slurm-arg account=nlp --slurm-arg qos=high (repeatable)")
     _add_device(sweep)
     sweep.set_defaults(func=_cmd_sweep)
 
@@ -151,11 +185,31 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--jobs", type=int, default=2, help="runs trained at once (one torch thread each on 2 cores is ~1.5x the throughput of one run with 2 threads); default: 2")
     _add_device(demo)
     demo.set_defaults(func=_cmd_demo)
+    from robustkit.cli_analyze import add_analyze_commands, add_plot_commands
+
+    add_analyze_commands(commands)
+    add_plot_commands(commands)
     return parser
 
 
+def _join_negative_values(argv: list[str]) -> list[str]:
+    """``--alpha -2:2:20`` -> ``--alpha=-2:2:20``: argparse takes a value that starts with '-'
+    for an option unless it looks like a plain number."""
+    joined: list[str] = []
+    for token in argv:
+        if joined and joined[-1] in NEGATIVE_VALUE_OPTIONS and token.startswith("-"):
+            joined[-1] = f"{joined[-1]}={token}"
+        else:
+            joined.append(token)
+    return joined
+
+
+NEGATIVE_VALUE_OPTIONS = ("--alpha",)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser().parse_args(_join_negative_values(argv))
     try:
         return args.func(args)
     except RobustkitError as error:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -53,3 +54,43 @@ def tiny_spec() -> RunSpec:
         adapter_size=16,
         eval_every=2,
     )
+
+
+# A local GLUE-format RTE of 24 training / 12 dev pairs: evaluations take milliseconds, where the
+# embedded rt task's 1k dev examples take seconds each; it also exercises the local-TSV path.
+_RTE_PAIRS = [
+    ("A man plays a guitar.", "A person makes music.", "entailment"),
+    ("The sky is green.", "Grass is blue.", "not_entailment"),
+    ("A dog runs in the park.", "An animal is outside.", "entailment"),
+    ("She sold her old car.", "She bought a car.", "not_entailment"),
+]
+TINY_RTE = RunSpec(model="bert-tiny", task="rte", epochs=2, batch_size=8, max_length=32, adapter_size=16, eval_every=2)
+
+
+def write_rte(folder: Path, train: int = 24, dev: int = 12) -> Path:
+    """A GLUE data folder with RTE/train.tsv and RTE/dev.tsv in the GLUE distribution's format."""
+    rte = folder / "RTE"
+    rte.mkdir(parents=True, exist_ok=True)
+    for name, n in (("train.tsv", train), ("dev.tsv", dev)):
+        rows = [f"{i}\t{a}\t{b}\t{label}" for i, (a, b, label) in enumerate((_RTE_PAIRS * n)[:n])]
+        (rte / name).write_text("\n".join(["index\tsentence1\tsentence2\tlabel", *rows]) + "\n")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def rte_folder():
+    """:func:`write_rte`, for tests that need their own local GLUE folder."""
+    return write_rte
+
+
+@pytest.fixture(scope="session")
+def tiny_store(tmp_path_factory) -> Path:
+    """houlsby and full bert-tiny runs (seed 0) on the tiny local RTE, shared by the analysis
+    tests; a test that changes a run works on a copy."""
+    from robustkit.train import train
+
+    root = tmp_path_factory.mktemp("analysis-tiny-store")
+    glue = write_rte(root / "glue")
+    for method in ("houlsby", "full"):
+        train(dataclasses.replace(TINY_RTE, method=method, data_dir=str(glue)), root / "runs", progress=False)
+    return root / "runs"

@@ -153,14 +153,9 @@ def test_one_tsp_run_serves_every_tsp_step_and_extends_exactly(tiny_spec, tmp_pa
     assert torch.equal(start[adapter], tsp_tensors[adapter])
 
 
-def test_local_model_folder_and_local_glue_tsv(tiny_model, tmp_path):
+def test_local_model_folder_and_local_glue_tsv(tiny_model, tmp_path, rte_folder):
     """The non-embedded path: --model as a folder, a GLUE task from --data-dir TSV files."""
-    rte = tmp_path / "glue" / "RTE"
-    rte.mkdir(parents=True)
-    pairs = [("A man plays a guitar.", "A person makes music.", "entailment"), ("The sky is green.", "Grass is blue.", "not_entailment")]
-    for name, n in (("train.tsv", 24), ("dev.tsv", 8)):
-        rows = ["index\tsentence1\tsentence2\tlabel"] + [f"{i}\t{a}\t{b}\t{l}" for i, (a, b, l) in enumerate(pairs * (n // 2))]
-        (rte / name).write_text("\n".join(rows) + "\n")
+    rte_folder(tmp_path / "glue", train=24, dev=8)
     spec = RunSpec(model=tiny_model, task="rte", method="full", epochs=1, batch_size=8, max_length=32, data_dir=str(tmp_path / "glue"))
     run_dir = train(spec, tmp_path / "runs", progress=False)
     manifest = store.read_manifest(run_dir)

@@ -1,0 +1,83 @@
+"""Linear centred kernel alignment (Kornblith et al. 2019, "Similarity of neural network
+representations revisited", eq. 5), a second similarity besides RSA.
+
+For representations of the same n items, ``A`` (n, d1) and ``B`` (n, d2), with every feature
+(column) centred to mean zero::
+
+    CKA(A, B) = ||B^T A||_F^2 / (||A^T A||_F ||B^T B||_F)
+
+It is invariant to orthogonal transforms and isotropic scaling of either side (and, through
+the centring, to translations), but not to general invertible linear maps. Values lie in
+[0, 1]. Computed in float64.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+
+def linear_cka(a: Tensor, b: Tensor) -> float:
+    """Linear CKA of two representation sets of the same n items.
+
+    Parameters
+    ----------
+    a : Tensor, shape (n, d1)
+    b : Tensor, shape (n, d2)
+        Row i of each is item i; d1 and d2 may differ.
+
+    Returns
+    -------
+    float
+        In [0, 1]; NaN when either side is constant (zero after centring).
+
+    Raises
+    ------
+    ValueError
+        Not 2-D, different n, or fewer than 2 items.
+    """
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"expected 2-D tensors, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    if a.shape[0] != b.shape[0]:
+        raise ValueError(f"a and b must describe the same items: {a.shape[0]} vs {b.shape[0]} rows")
+    if a.shape[0] < 2:
+        raise ValueError(f"CKA needs at least 2 items, got {a.shape[0]}")
+    a = _centred(a)
+    b = _centred(b.to(a.device))
+    if a.shape[0] < max(a.shape[1], b.shape[1]):
+        # Fewer items than features: the n x n Gram form is cheaper, and equal, because
+        # ||B^T A||_F^2 = <A A^T, B B^T>_F and ||A^T A||_F = ||A A^T||_F.
+        gram_a, gram_b = a @ a.T, b @ b.T
+        cross, norm_a, norm_b = (gram_a * gram_b).sum(), gram_a.norm(), gram_b.norm()
+    else:
+        cross = (b.T @ a).square().sum()
+        norm_a, norm_b = (a.T @ a).norm(), (b.T @ b).norm()
+    denominator = (norm_a * norm_b).item()
+    if denominator == 0.0:
+        return math.nan
+    return min(1.0, cross.item() / denominator)  # rounding can exceed 1 for identical inputs
+
+
+def cka_layers(a: Tensor, b: Tensor) -> Tensor:
+    """Linear CKA per layer.
+
+    Parameters
+    ----------
+    a : Tensor, shape (n_layers, n, d1)
+    b : Tensor, shape (n_layers, n, d2)
+
+    Returns
+    -------
+    Tensor, shape (n_layers,), float64
+    """
+    if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0]:
+        raise ValueError(f"expected two (n_layers, n, d) stacks with one layer count, got {tuple(a.shape)} and {tuple(b.shape)}")
+    return torch.tensor([linear_cka(a[i], b[i]) for i in range(a.shape[0])], dtype=torch.float64)
+
+
+def _centred(x: Tensor) -> Tensor:
+    """Float64 copy with each column's mean removed (the centring matrix H applied as H X)."""
+    x = x.to(torch.float64)
+    return x - x.mean(dim=0, keepdim=True)

@@ -1,0 +1,109 @@
+"""Per-layer gradient norms logged during training (Han et al. 2021, section 2 and figure 3).
+
+Training logs, at every optimisation step, the L2 norm of the gradient of each layer group
+before clipping (:func:`robustkit.train.gradient_norms`): ``embeddings``, ``layer.<i>`` (encoder
+layer i, its adapters included), ``pooler``, ``classifier``. Nothing is recomputed here, so no
+cache is needed: the rows come from ``gradnorms.parquet`` through
+:func:`robustkit.store.load_gradnorms`.
+
+A layer group appears only where something in it trains. Adapter runs freeze the pooler, so they
+have no ``pooler`` rows at all (never zeros): figures must show the gap, not a flat line.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from robustkit.analysis.select import select_runs
+from robustkit.store import IDENTITY, load_gradnorms
+
+# Kinds in the order figures show them; ``mlm_head`` only occurs in TSP runs.
+LAYER_KINDS = ("embeddings", "intermediate", "top", "pooler", "classifier", "mlm_head")
+COLUMNS = [*IDENTITY, "step", "layer", "layer_index", "layer_kind", "value"]
+TARGET_POINTS = 200  # default smoothing of :func:`summary`: about this many points per run
+
+
+def run(store: str | Path, select: dict | list[str] | None = None) -> pd.DataFrame:
+    """Gradient norms of the selected runs, one row per run x step x layer group.
+
+    Parameters
+    ----------
+    store : path
+        Run store.
+    select : dict or list of str, optional
+        Run filters as :func:`robustkit.analysis.select.select_runs` takes them
+        (``["task=rte", "method=houlsby,full"]``); complete fine-tuning runs only.
+
+    Returns
+    -------
+    DataFrame
+        Identity columns + ``step`` (1-based optimisation step), ``layer`` (as logged),
+        ``layer_index`` (encoder layer i, <NA> elsewhere), ``layer_kind`` (one of
+        :data:`LAYER_KINDS`; ``top`` is the run's last encoder layer, ``intermediate`` any
+        other) and ``value`` (L2 norm of the gradient before clipping, >= 0, unitless).
+    """
+    runs = select_runs(store, select)
+    norms = load_gradnorms(store)
+    if norms.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    norms = norms[norms["run_id"].isin(runs["run_id"])].reset_index(drop=True)
+    return with_layer_kind(norms)[COLUMNS]
+
+
+def with_layer_kind(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with ``layer_index`` and ``layer_kind`` columns added (see :func:`run`).
+
+    The top layer is found per run (its highest encoder layer index), so runs of models with
+    different depths can share a frame.
+    """
+    out = frame.copy()
+    index = pd.to_numeric(out["layer"].str.extract(r"^layer\.(\d+)$")[0], errors="coerce").astype("Int64")
+    top = index.groupby(out["run_id"]).transform("max")
+    is_layer = index.notna()
+    is_top = is_layer & (index == top).fillna(False).astype(bool)
+    out["layer_index"] = index
+    out["layer_kind"] = out["layer"].where(~is_layer, "intermediate").mask(is_top, "top")
+    return out
+
+
+def summary(frame: pd.DataFrame, every: int | None = None) -> pd.DataFrame:
+    """Per run x layer group: mean gradient norm over consecutive windows of ``every`` steps.
+
+    Raw per-step norms are noisy (one mini-batch each); window means keep the trend that
+    Han et al.'s figure 3 is about and make long runs cheap to draw.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Output of :func:`run`.
+    every : int, optional
+        Window length in steps; default: about :data:`TARGET_POINTS` windows for the longest run.
+        Windows are ``[1, every], [every + 1, 2 every], ...``: the same for every run, so runs
+        of one configuration (different seeds) stay aligned step for step.
+
+    Returns
+    -------
+    DataFrame
+        The columns of :func:`run` with ``step`` the mean step of the window, ``value`` the
+        mean norm over it, plus ``n_steps`` (steps in the window; the last may be short).
+    """
+    if frame.empty:
+        return pd.DataFrame(columns=[*COLUMNS, "n_steps"])
+    if every is None:
+        every = max(1, math.ceil(frame["step"].max() / TARGET_POINTS))
+    if int(every) < 1:
+        raise ValueError(f"every must be a positive number of steps, got {every!r}")
+    window = (frame["step"] - 1) // int(every)
+    means = (
+        frame.assign(window=window)
+        .groupby(["run_id", "layer", "window"], sort=True)
+        .agg(step=("step", "mean"), value=("value", "mean"), n_steps=("step", "size"))
+        .reset_index()
+        .drop(columns="window")
+    )
+    # identity columns hold NaN (adapter_size of full runs): re-attach them, never group on them
+    labels = frame.drop(columns=["step", "value"]).drop_duplicates(["run_id", "layer"])
+    return means.merge(labels, on=["run_id", "layer"], how="left")[[*COLUMNS, "n_steps"]]

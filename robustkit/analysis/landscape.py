@@ -1,0 +1,312 @@
+"""Loss landscape along the tuning direction (He et al. 2021, section 5, figure 6).
+
+Following Hao et al. (2019), the loss is evaluated on the straight line through the weights
+before and after tuning::
+
+    f(alpha) = L(theta_0 + alpha * (theta_1 - theta_0)),   alpha in [-2, 2], 20 points,
+
+with theta_0 the run's ``step-0`` checkpoint and theta_1 its ``best`` (or ``last``) checkpoint.
+The line is drawn over exactly what the checkpoints hold: every parameter for full fine-tuning,
+the trained ones (adapters, LayerNorms, head) for adapter runs, whose frozen base stays where it
+is. A flat, wide curve around alpha = 1 is what He et al. read as a flatter minimum.
+
+Each point is computed fresh from the two saved tensors (``torch.lerp``, exact at alpha 0 and
+1), never by stepping the weights in place, so rounding does not accumulate along the grid and
+the model's own tensors are copied back bit for bit at the end.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from robustkit import data, models, tasks
+from robustkit.analysis.cache import cached
+from robustkit.analysis.select import select_runs
+from robustkit.checkpoints import build_classifier, load_tensors
+from robustkit.errors import RobustkitError, StoreError
+from robustkit.spec import RunSpec
+from robustkit.store import IDENTITY, load_checkpoint, read_manifest
+from robustkit.train import EVAL_BATCH_SIZE, evaluate, resolve_device
+
+ANALYSIS = "landscape"
+DEFAULT_ALPHAS = "-2:2:20"
+POINT_COLUMNS = ["alpha", "split", "metric", "value"]
+COLUMNS = [*IDENTITY, "checkpoint", *POINT_COLUMNS]
+_DECIMALS = 12  # grid values are rounded so that e.g. -2:2:21 holds exactly 0.0 and 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+# the grid
+
+
+def parse_alphas(spec: str) -> np.ndarray:
+    """The interpolation coefficients of a grid spec.
+
+    Parameters
+    ----------
+    spec : str
+        ``start:stop:count``: ``count`` evenly spaced values from ``start`` to ``stop``, both
+        included (``-2:2:20`` is He et al.'s grid; note it holds neither 0 nor 1, while
+        ``-2:2:21`` holds both), or a comma-separated list (``0,0.5,1``).
+
+    Returns
+    -------
+    ndarray, shape (count,)
+        float64 coefficients, rounded to 12 decimals.
+
+    Raises
+    ------
+    RobustkitError
+        A spec of another form, non-numbers, ``count < 2``, ``stop <= start`` or non-finite
+        values; the message names the spec.
+    """
+    text = str(spec).strip()
+    try:
+        values = _grid(text) if ":" in text else np.array([float(v) for v in text.split(",")])
+    except ValueError as error:
+        raise RobustkitError(
+            f"bad alpha grid {spec!r}: {error}; expected start:stop:count (e.g. -2:2:20) "
+            "or a comma-separated list (e.g. 0,0.5,1)"
+        ) from None
+    if not np.isfinite(values).all():
+        raise RobustkitError(f"bad alpha grid {spec!r}: values must be finite")
+    return np.round(values, _DECIMALS) + 0.0  # + 0.0 turns -0.0 into 0.0
+
+
+def _grid(text: str) -> np.ndarray:
+    parts = text.split(":")
+    if len(parts) != 3:
+        raise ValueError(f"{len(parts)} fields")
+    start, stop, count = float(parts[0]), float(parts[1]), int(parts[2])
+    if not (math.isfinite(start) and math.isfinite(stop)):
+        raise ValueError("start and stop must be finite")
+    if count < 2:
+        raise ValueError(f"count must be at least 2, got {count}")
+    if not stop > start:
+        raise ValueError(f"stop ({stop:g}) must be greater than start ({start:g})")
+    return np.linspace(start, stop, count)
+
+
+def _as_grid(alphas: str | Sequence[float] | np.ndarray) -> np.ndarray:
+    if isinstance(alphas, str):
+        return parse_alphas(alphas)
+    grid = np.asarray(alphas, dtype=float).ravel()
+    if grid.size == 0 or not np.isfinite(grid).all():
+        raise RobustkitError(f"alphas must be a non-empty list of finite numbers, got {alphas!r}")
+    return grid
+
+
+# ---------------------------------------------------------------------------------------------
+# one model
+
+
+def interpolate(
+    model: torch.nn.Module,
+    theta0: dict[str, torch.Tensor],
+    theta1: dict[str, torch.Tensor],
+    alphas: Sequence[float] | np.ndarray,
+    batches: Mapping[str, list[dict]] | list[dict],
+    task: str | tasks.Task,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Loss and metrics of ``model`` with its parameters set to theta0 + alpha (theta1 - theta0).
+
+    Only the parameters named in ``theta0`` move; every other parameter keeps its value. After
+    the last alpha, or an exception, the moved parameters get their original tensors back bit
+    for bit, and the model its train/eval mode.
+
+    Parameters
+    ----------
+    model : nn.Module
+        A classification model (on any device); its parameters are changed in place meanwhile.
+    theta0, theta1 : dict of str to Tensor
+        The same parameter names, each with the model's shape (e.g. the tensors of the run's
+        ``step-0`` and ``best`` checkpoints).
+    alphas : sequence of float, shape (n_alpha,)
+        Interpolation coefficients (0 = theta0, 1 = theta1).
+    batches : dict of str to list of dict, or list of dict
+        Split name -> batches from :func:`robustkit.data.eval_batches`; a bare list is the
+        ``validation`` split.
+    task : str or Task
+        Decides the loss (cross-entropy or MSE) and the metrics.
+
+    Returns
+    -------
+    DataFrame
+        One row per alpha x split x metric: ``alpha, split, metric, value`` (``metric`` is
+        ``loss``, the mean loss per example in nats for classification, or a task metric).
+
+    Raises
+    ------
+    StoreError
+        theta0 and theta1 name different parameters, or parameters the model lacks or with
+        other shapes.
+    """
+    task = tasks.get_task(task)
+    by_split = dict(batches) if isinstance(batches, Mapping) else {"validation": batches}
+    parameters = _moving_parameters(model, theta0, theta1)
+    start = {n: theta0[n].to(device=p.device, dtype=p.dtype) for n, p in parameters.items()}
+    end = {n: theta1[n].to(device=p.device, dtype=p.dtype) for n, p in parameters.items()}
+    original = {n: p.detach().clone() for n, p in parameters.items()}
+    was_training = model.training
+    rows = []
+    try:
+        for alpha in tqdm([float(a) for a in alphas], desc="landscape", disable=not progress, leave=False, unit="alpha"):
+            _place(parameters, start, end, alpha)
+            for split, split_batches in by_split.items():
+                rows += [{"alpha": alpha, "split": split, "metric": m, "value": v} for m, v in evaluate(model, split_batches, task).items()]
+    finally:
+        _restore(parameters, original)
+        model.train(was_training)
+    return pd.DataFrame(rows, columns=POINT_COLUMNS)
+
+
+def _moving_parameters(model, theta0: dict, theta1: dict) -> dict[str, torch.nn.Parameter]:
+    """The model's parameters named by theta0/theta1, after checking names and shapes agree."""
+    if set(theta0) != set(theta1):
+        only = sorted(set(theta0) ^ set(theta1))
+        raise StoreError(f"theta0 and theta1 hold different parameters, e.g. {only[:3]}")
+    parameters = dict(model.named_parameters())
+    unknown = sorted(set(theta0) - set(parameters))
+    if unknown:
+        raise StoreError(f"the model has no parameters {unknown[:3]} (of {len(unknown)} unknown)")
+    for name, start in theta0.items():
+        shapes = (tuple(start.shape), tuple(theta1[name].shape), tuple(parameters[name].shape))
+        if len(set(shapes)) > 1:
+            raise StoreError(f"{name}: shapes {shapes[0]} (theta0), {shapes[1]} (theta1) and {shapes[2]} (model) differ")
+    return {name: parameters[name] for name in sorted(theta0)}
+
+
+@torch.no_grad()
+def _place(parameters: dict, start: dict, end: dict, alpha: float) -> None:
+    # lerp is start + alpha (end - start), computed from the saved endpoints each time (and
+    # exact at alpha 0 and 1: torch switches to end - (1 - alpha)(end - start) for |alpha| >= .5)
+    for name, parameter in parameters.items():
+        parameter.copy_(torch.lerp(start[name], end[name], alpha))
+
+
+@torch.no_grad()
+def _restore(parameters: dict, original: dict) -> None:
+    for name, parameter in parameters.items():
+        parameter.copy_(original[name])
+
+
+# ---------------------------------------------------------------------------------------------
+# runs of a store
+
+
+def split_batches(spec: RunSpec, splits: Sequence[str]) -> dict[str, list[dict]]:
+    """The run's evaluation batches of each split, built as training builds them.
+
+    Same splits (``train_size``, ``split_seed``, ``data_dir``), tokenizer, ``max_length``,
+    collator and batch size (:data:`robustkit.train.EVAL_BATCH_SIZE`) as the training loop, so
+    a loss here equals the one in the run's history.
+    """
+    spec = spec.resolved()
+    task = tasks.get_task(spec.task)
+    loaded = tasks.load_splits(spec.task, data_dir=spec.data_dir, train_size=spec.train_size, split_seed=spec.split_seed)
+    tokenizer = models.load_tokenizer(spec.model)
+    collator = data.classification_collator(tokenizer)
+    out = {}
+    for split in splits:
+        texts = data.split_texts(loaded[split], task.text_fields)
+        features = data.encode_labelled(texts, loaded[split]["label"], tokenizer, spec.max_length)
+        out[split] = data.eval_batches(features, EVAL_BATCH_SIZE, collator)
+    return out
+
+
+def landscape_run(
+    run_dir: str | Path,
+    alphas: str | Sequence[float] | np.ndarray = DEFAULT_ALPHAS,
+    splits: Sequence[str] = ("validation",),
+    checkpoint: str = "best",
+    progress: bool = True,
+    device: str | None = None,
+) -> pd.DataFrame:
+    """:func:`interpolate` between one run's ``step-0`` and ``checkpoint``, uncached.
+
+    Returns
+    -------
+    DataFrame
+        ``alpha, split, metric, value`` (see :func:`interpolate`).
+    """
+    run_dir = Path(run_dir)
+    manifest = read_manifest(run_dir)
+    if manifest.get("kind") != "finetune":
+        raise StoreError(f"{run_dir.name!r} is not a fine-tuning run")
+    spec = RunSpec(**manifest["spec"]).resolved()
+    task = tasks.get_task(spec.task)
+    model, _, fingerprint = build_classifier(spec, task.num_labels)
+    thetas = [_checked_tensors(run_dir, name, model, fingerprint) for name in ("step-0", checkpoint)]
+    model.to(resolve_device(device))
+    batches = split_batches(spec, splits)
+    return interpolate(model, *thetas, _as_grid(alphas), batches, task, progress=progress)
+
+
+def _checked_tensors(run_dir: Path, name: str, model, fingerprint: str) -> dict[str, torch.Tensor]:
+    """A checkpoint's tensors (sha256-checked), after load_tensors checked base and shapes."""
+    tensors, metadata = load_checkpoint(run_dir, name)
+    load_tensors(model, tensors, metadata, fingerprint, f"{run_dir.name}/{name}")
+    return tensors
+
+
+def run(
+    store: str | Path,
+    select: dict | list[str] | None = None,
+    alphas: str | Sequence[float] | np.ndarray = DEFAULT_ALPHAS,
+    splits: Sequence[str] = ("validation",),
+    checkpoint: str = "best",
+    progress: bool = True,
+    device: str | None = None,
+) -> pd.DataFrame:
+    """The loss landscape of every selected run, cached per run.
+
+    Parameters
+    ----------
+    store : path
+        Run store.
+    select : dict or list of str, optional
+        Run filters (``["task=rt"]``); complete fine-tuning runs only.
+    alphas : str or sequence of float
+        Grid spec for :func:`parse_alphas` (default ``-2:2:20``, He et al.'s) or the values.
+    splits : sequence of str
+        Any of ``train``, ``validation`` (the dev set), ``test``.
+    checkpoint : str
+        theta_1: ``best`` (default) or ``last``; theta_0 is always ``step-0``.
+    device : str, optional
+        Where to evaluate (default: the GPU if there is one); not part of the cache key.
+
+    Returns
+    -------
+    DataFrame
+        Identity columns + ``checkpoint`` (theta_1's name), ``alpha``, ``split``, ``metric``
+        (``loss`` or a task metric), ``value``. Cached under
+        ``<store>/.cache/landscape/`` by the sha256 of both checkpoints and the parameters.
+    """
+    grid = _as_grid(alphas)
+    splits = _checked_splits(splits)
+    params = {"alphas": grid.tolist(), "splits": list(splits), "checkpoint": checkpoint, "batch_size": EVAL_BATCH_SIZE}
+    frames = []
+    for _, row in select_runs(store, select).iterrows():
+        compute = functools.partial(landscape_run, row["path"], grid, splits, checkpoint, progress, device)
+        frame = cached(row["path"], ANALYSIS, params, ["step-0", checkpoint], compute)
+        for column in reversed(IDENTITY):
+            frame.insert(0, column, row.get(column))
+        frames.append(frame.assign(checkpoint=checkpoint))
+    return pd.concat(frames, ignore_index=True)[COLUMNS]
+
+
+def _checked_splits(splits: Sequence[str]) -> tuple[str, ...]:
+    splits = (splits,) if isinstance(splits, str) else tuple(splits)
+    bad = [s for s in splits if s not in tasks.SPLITS]
+    if not splits or bad:
+        raise RobustkitError(f"bad split(s) {bad or list(splits)}: choose from {', '.join(tasks.SPLITS)}")
+    return splits

@@ -1,0 +1,191 @@
+"""How far tuning moves each layer's representations from the base model (He et al. 2021 §2.2,
+figures 2 and 7): RSA and linear CKA, per layer, of each selected run vs its pretrained base.
+
+For each (model, task) of the selection, one token sample (:func:`sample_tokens`) and one pass
+of the base model; then, per run, one pass of the run's checkpoint and the per-layer
+similarities. Each run's result is cached (``<store>/.cache/similarity/``), keyed by the
+checkpoint's sha256, the parameters and the sample's digest: a second call reads parquet files
+only, and neither the base model nor a run model is loaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from robustkit.analysis.cache import cached
+from robustkit.analysis.cka import cka_layers
+from robustkit.analysis.representations import (
+    MAX_LENGTH,
+    TokenSample,
+    load_base,
+    representations,
+    sample_tokens,
+)
+from robustkit.analysis.rsa import DEFAULT_CHUNK, rsa_layers
+from robustkit.analysis.select import select_runs
+from robustkit.store import IDENTITY
+
+ANALYSIS = "similarity"
+VERSION = 1  # bump when the computation changes: it is part of the cache key
+MEASURES: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
+    "rsa": lambda a, b: rsa_layers(a, b, chunk=DEFAULT_CHUNK),
+    "cka": cka_layers,
+}
+COLUMNS = [*IDENTITY, "checkpoint", "tokens", "layer", "measure", "value"]
+
+
+def run(
+    store: str | Path,
+    select: dict | list[str] | None = None,
+    tokens: int = 5000,
+    seed: int = 0,
+    checkpoint: str = "best",
+    max_length: int = MAX_LENGTH,
+    split: str = "validation",
+    batch_size: int = 64,
+    device: str | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """RSA and linear CKA of every selected run's representations with its base model's.
+
+    Parameters
+    ----------
+    store : path
+        Run store.
+    select : dict or list of str, optional
+        Run filters, e.g. ``["task=rt"]``.
+    tokens : int
+        Tokens sampled from the dev set (He et al.: 5000); the same for every run of a task.
+    seed : int
+        Seed of the token sample.
+    checkpoint : str
+        Checkpoint of each run compared with the base (``best``, ``last``, ``step-0``).
+    max_length : int
+        Truncation length of the dev inputs, the same for the base and every run.
+    split : str
+        Split the tokens come from (``validation`` = the task's dev set).
+    batch_size : int
+        Examples per forward pass.
+    device : str, optional
+        Where forward passes and similarities run (``cuda``...; default CPU).
+
+    Returns
+    -------
+    DataFrame
+        One row per run x layer x measure: identity columns, ``checkpoint``, ``tokens``,
+        ``layer`` (0 = embeddings, 1..L = encoder layers), ``measure`` (``rsa``, ``cka``),
+        ``value`` (1 = the base's representational geometry unchanged).
+    """
+    runs = select_runs(store, select)
+    settings = {"tokens": tokens, "seed": seed, "max_length": max_length, "split": split}
+    frames = []
+    with tqdm(total=len(runs), desc="similarity", unit="run", disable=not progress) as bar:
+        for _, group in runs.groupby(["model", "task", _data_dir(runs)], sort=True, dropna=False):
+            frames.extend(_group(group, settings, checkpoint, batch_size, device, bar))
+    return pd.concat(frames, ignore_index=True)[COLUMNS]
+
+
+def _group(group: pd.DataFrame, settings: dict, checkpoint: str, batch_size: int, device, bar) -> list[pd.DataFrame]:
+    """Results of the runs of one (model, task): one token sample, one base pass at most."""
+    sample = sample_tokens(group.iloc[0]["path"], settings["tokens"], settings["seed"], settings["max_length"], settings["split"])
+    # The sample's digest covers the dev data and the tokenizer; the checkpoint's sha256 (in
+    # the cache key) covers the run and, through its base fingerprint, the base model.
+    params = {"version": VERSION, **settings, "sample": sample.digest, "measures": sorted(MEASURES), "base": "pretrained"}
+    base = _Lazy(lambda: base_representations(sample, batch_size, device))
+    frames = []
+    for _, run_row in group.iterrows():
+
+        def compute(path: str = run_row["path"]) -> pd.DataFrame:
+            return compare(base(), run_representations(path, checkpoint, sample, batch_size, device), device)
+
+        frame = cached(run_row["path"], ANALYSIS, params, [checkpoint], compute)
+        frames.append(_with_identity(frame, run_row, checkpoint, len(sample)))
+        bar.update()
+    return frames
+
+
+def _data_dir(runs: pd.DataFrame) -> pd.Series:
+    """GLUE data folder of each run (None: the hub or an embedded task), as a group key."""
+    column = runs["data_dir"] if "data_dir" in runs.columns else pd.Series(None, index=runs.index)
+    return column.astype(object).where(column.notna(), "").rename("data_dir")
+
+
+class _Lazy:
+    """Compute a value on first use only (the base pass is skipped when every run is cached)."""
+
+    def __init__(self, compute: Callable[[], Tensor]) -> None:
+        self._compute, self._value = compute, None
+
+    def __call__(self) -> Tensor:
+        if self._value is None:
+            self._value = self._compute()
+        return self._value
+
+
+def base_representations(sample: TokenSample, batch_size: int = 64, device: str | None = None) -> Tensor:
+    """(n_layers + 1, n, d) representations of the pretrained model at the sampled tokens."""
+    return representations(load_base(sample.model, sample.task), sample, batch_size, device)
+
+
+def run_representations(
+    run_dir: str | Path, checkpoint: str, sample: TokenSample, batch_size: int = 64, device: str | None = None
+) -> Tensor:
+    """(n_layers + 1, n, d) representations of a run's checkpoint at the sampled tokens."""
+    from robustkit.checkpoints import load_run_model
+
+    return representations(load_run_model(run_dir, checkpoint), sample, batch_size, device)
+
+
+def compare(base: Tensor, tuned: Tensor, device: str | None = None) -> pd.DataFrame:
+    """Every measure per layer between two (n_layers + 1, n, d) stacks.
+
+    Parameters
+    ----------
+    base, tuned : Tensor, shape (n_layers + 1, n, d)
+    device : str, optional
+        Where the similarities are computed (default: where ``base`` is).
+
+    Returns
+    -------
+    DataFrame
+        ``layer, measure, value``.
+    """
+    if base.shape[:2] != tuned.shape[:2]:
+        raise ValueError(f"base and tuned representations differ in layers or tokens: {tuple(base.shape)} vs {tuple(tuned.shape)}")
+    if device is not None:
+        base, tuned = base.to(device), tuned.to(device)
+    frames = [
+        pd.DataFrame({"layer": range(base.shape[0]), "measure": name, "value": measure(base, tuned).numpy()})
+        for name, measure in MEASURES.items()
+    ]
+    return pd.concat(frames, ignore_index=True)
+
+
+def _with_identity(frame: pd.DataFrame, run_row: pd.Series, checkpoint: str, tokens: int) -> pd.DataFrame:
+    frame = frame.copy()
+    for column in IDENTITY:
+        frame[column] = run_row.get(column)
+    frame["checkpoint"] = checkpoint
+    frame["tokens"] = tokens
+    return frame
+
+
+def summarize(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean, standard deviation and run count over seeds, per config x layer x measure.
+
+    Returns
+    -------
+    DataFrame
+        The non-seed identity columns present, ``checkpoint, tokens, layer, measure, mean, std,
+        runs``.
+    """
+    keys = [c for c in [*IDENTITY, "checkpoint", "tokens"] if c not in ("run_id", "seed") and c in frame.columns]
+    keys += ["layer", "measure"]
+    stats = frame.groupby(keys, dropna=False)["value"].agg(mean="mean", std="std", runs="count")
+    return stats.reset_index()
+

@@ -1,0 +1,195 @@
+"""`robustkit analyze ...` and `robustkit plot ...`: parse, call the analysis, print or plot."""
+
+from __future__ import annotations
+
+import argparse
+
+import pandas as pd
+
+
+def _store_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("store", help="run store folder")
+    parser.add_argument("--select", action="append", metavar="KEY=VALUE[,VALUE]", help="keep runs whose column KEY has one of the values (repeatable), e.g. --select task=rt --select method=houlsby,full")
+
+
+def _attack_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--n", type=int, default=200, help="test examples attacked per run (the same sample for every run); default: 200")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the example sample; default: 0")
+    parser.add_argument("--engine", choices=["fast", "openattack"], default="fast", help="fast: robustkit's batched PWWS (identical outputs); openattack: OpenAttack's own PWWSAttacker; default: fast")
+
+
+def _landscape_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--alpha", default="-2:2:20", help="interpolation coefficients: start:stop:count (both ends included) or a comma list; default: -2:2:20 (He et al. 2021)")
+    parser.add_argument("--splits", default="validation", help="comma-separated splits to evaluate on (validation, train); default: validation")
+    parser.add_argument("--checkpoint", default="best", help="theta_1: best or last (theta_0 is step-0); default: best")
+
+
+def _similarity_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tokens", type=int, default=5000, help="tokens sampled once from the task's dev set ([CLS]/[SEP]/[PAD] skipped); default: 5000 (He et al. 2021)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the token sample; default: 0")
+    parser.add_argument("--checkpoint", default="best", help="tuned checkpoint compared with the base model: best, last or step-0; default: best")
+
+
+def _similarity(args) -> pd.DataFrame:
+    from robustkit.analysis import similarity
+
+    return similarity.run(args.store, args.select, tokens=args.tokens, seed=args.seed, checkpoint=args.checkpoint)
+
+
+def _write_or_print(frame: pd.DataFrame, output: str | None, shown: pd.DataFrame | None = None) -> int:
+    if output:
+        frame.to_parquet(output, index=False)
+        print(f"wrote {len(frame)} rows to {output}")
+    else:
+        print((frame if shown is None else shown).to_string(index=False))
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# analyze
+
+
+def _analyze_attack(args) -> int:
+    from robustkit.analysis import attack
+
+    examples = attack.run(args.store, args.select, n=args.n, seed=args.seed, attacker=args.attacker,
+                          engine=args.engine, query_budget=args.query_budget, checkpoint=args.checkpoint)
+    print(attack.summarize(examples).drop(columns=["model", "lr", "adapter_size"]).to_string(index=False))
+    if args.output:
+        examples.to_parquet(args.output, index=False)
+        print(f"per-example results (original and adversarial text): {args.output}")
+    return 0
+
+
+def _analyze_rsa(args) -> int:
+    from robustkit.analysis import similarity
+
+    frame = _similarity(args)
+    return _write_or_print(frame, args.output, similarity.summarize(frame))
+
+
+def _analyze_landscape(args) -> int:
+    from robustkit.analysis import landscape
+
+    frame = landscape.run(args.store, args.select, alphas=args.alpha, splits=tuple(args.splits.split(",")), checkpoint=args.checkpoint)
+    return _write_or_print(frame, args.output)
+
+
+def _analyze_gradnorm(args) -> int:
+    from robustkit.analysis import gradnorm
+
+    frame = gradnorm.run(args.store, args.select)
+    return _write_or_print(frame, args.output, gradnorm.summary(frame, every=max(1, int(frame["step"].max()) // 10)))
+
+
+def _analyze_curves(args) -> int:
+    from robustkit.analysis import curves
+
+    frame = curves.run(args.store, args.select)
+    return _write_or_print(frame, args.output, curves.mean_best(frame))
+
+
+def add_analyze_commands(commands) -> None:
+    analyze = commands.add_parser("analyze", help="run an analysis on the runs of a store", description="Each analysis returns a tidy DataFrame (cached next to the runs, keyed by the checkpoints' sha256); printed, or written with -o.")
+    analyses = analyze.add_subparsers(dest="analysis", required=True, help="the analysis to run")
+
+    attack = analyses.add_parser("attack", help="PWWS adversarial attack on each selected run (Han et al. 2021, section 4)", description="Attack each selected run's checkpoint with PWWS (OpenAttack 2.1.1 semantics) on a reproducible sample of its test split; results are saved per example and an interrupted attack resumes. Needs WordNet, the perceptron POS tagger and Punkt in an NLTK data folder ($NLTK_DATA).")
+    _store_arguments(attack)
+    _attack_arguments(attack)
+    attack.add_argument("--attacker", choices=["pwws"], default="pwws", help="attack method; default: pwws")
+    attack.add_argument("--query-budget", type=int, help="victim queries allowed per example (attack fails past it); default: no limit")
+    attack.add_argument("--checkpoint", default="best", help="checkpoint attacked: best, last or step-0; default: best")
+    attack.add_argument("-o", "--output", help="write the per-example results to this parquet file")
+    attack.set_defaults(func=_analyze_attack)
+
+    rsa = analyses.add_parser("rsa", help="RSA and linear CKA per layer, base model vs each tuned run (He et al. 2021, section 2.2)", description="Representations of the same sampled dev tokens at every layer (embeddings + each encoder layer) of the base model and each selected run; RSA (Pearson r of the cosine-similarity matrices' upper triangles) and linear CKA per layer.")
+    _store_arguments(rsa)
+    _similarity_arguments(rsa)
+    rsa.add_argument("-o", "--output", help="write the tidy result (per run x layer x measure) to this parquet file")
+    rsa.set_defaults(func=_analyze_rsa)
+
+    land = analyses.add_parser("landscape", help="loss along theta_0 + alpha (theta_1 - theta_0) (He et al. 2021, section 5)", description="Linear interpolation between each run's step-0 and best checkpoints, over the parameters the run trains; evaluated fresh at every alpha, the model restored exactly afterwards.")
+    _store_arguments(land)
+    _landscape_arguments(land)
+    land.add_argument("-o", "--output", help="write the tidy result to this parquet file")
+    land.set_defaults(func=_analyze_landscape)
+
+    grads = analyses.add_parser("gradnorm", help="per-layer L2 gradient norms logged during training (Han et al. 2021, figure 3)", description="Every step's gradient norm per layer group (before clipping), from the runs' gradnorms.parquet; prints a per-run summary.")
+    _store_arguments(grads)
+    grads.add_argument("-o", "--output", help="write every step's norms to this parquet file")
+    grads.set_defaults(func=_analyze_gradnorm)
+
+    curve = analyses.add_parser("curves", help="dev loss and metric vs step; mean and best dev metric (He et al. 2021, table 6)", description="Validation history of each run; prints the mean and best dev main metric over all evaluation steps, mean +- std over seeds.")
+    _store_arguments(curve)
+    curve.add_argument("-o", "--output", help="write the learning curves to this parquet file")
+    curve.set_defaults(func=_analyze_curves)
+
+
+# ---------------------------------------------------------------------------------------------
+# plot
+
+
+def _figure(args):
+    """The figure ``args.figure`` names, from its analysis."""
+    from robustkit.analysis import curves, gradnorm, landscape
+    from robustkit.plots import curves as curve_plots
+    from robustkit.plots.gradnorm import gradnorm_curves
+    from robustkit.plots.landscape import landscape_curves
+
+    if args.figure == "attack-vs-tsp":
+        from robustkit.analysis import attack
+        from robustkit.plots.attack import attack_vs_tsp
+
+        examples = attack.run(args.store, args.select, n=args.n, seed=args.seed, engine=args.engine)
+        return attack_vs_tsp(attack.summarize(examples), args.convention)
+    if args.figure == "rsa":
+        from robustkit.plots.similarity import rsa_by_layer
+
+        return rsa_by_layer(_similarity(args), args.measure)
+    if args.figure == "gradnorm":
+        return gradnorm_curves(gradnorm.summary(gradnorm.run(args.store, args.select)))
+    if args.figure == "landscape":
+        frame = landscape.run(args.store, args.select, alphas=args.alpha, splits=tuple(args.splits.split(",")), checkpoint=args.checkpoint)
+        return landscape_curves(frame)
+    frame = curves.run(args.store, args.select)
+    if args.figure == "curves":
+        return curve_plots.dev_curves(frame)
+    if args.figure == "curves-by-tsp":
+        return curve_plots.curves_by_tsp(frame)
+    return curve_plots.mean_best_table(curves.mean_best(frame))
+
+
+def _plot(args) -> int:
+    from robustkit.plots.style import save_pdf
+
+    print(f"wrote {save_pdf(_figure(args), args.output)}")
+    return 0
+
+
+PLOTS = {
+    "rsa": "He et al. 2021 figure 2: similarity of each layer's representations to the base model's",
+    "attack-vs-tsp": "Han et al. 2021 figure 5: PWWS attack success rate vs TSP steps, with vs without adapters",
+    "gradnorm": "Han et al. 2021 figure 3: per-layer gradient norms during training (log scale)",
+    "landscape": "He et al. 2021 figure 6: loss along the line from theta_0 to theta_1",
+    "curves": "He et al. 2021 figures 5 and 9: dev loss and metric vs training step",
+    "curves-by-tsp": "Han et al. 2021 figures 1 and 13: dev metric vs step, one line per TSP step",
+    "mean-best": "He et al. 2021 table 6: mean and best dev metric over all evaluation steps",
+}
+
+
+def add_plot_commands(commands) -> None:
+    plot = commands.add_parser("plot", help="render a paper figure from a store as PDF", description="Runs the figure's analysis (cached) and writes the figure as PDF.")
+    figures = plot.add_subparsers(dest="figure", required=True, help="the figure to render")
+    for name, help_text in PLOTS.items():
+        figure = figures.add_parser(name, help=help_text, description=help_text)
+        _store_arguments(figure)
+        figure.add_argument("-o", "--output", required=True, help="PDF file to write")
+        if name == "attack-vs-tsp":
+            _attack_arguments(figure)
+            figure.add_argument("--convention", choices=["openattack", "gold"], default="openattack", help="openattack: prediction flips, misclassified inputs included; gold: only correctly classified inputs; default: openattack")
+        if name == "landscape":
+            _landscape_arguments(figure)
+        if name == "rsa":
+            _similarity_arguments(figure)
+            figure.add_argument("--measure", choices=["rsa", "cka"], default="rsa", help="rsa (He et al. 2021) or linear CKA (Kornblith et al. 2019); default: rsa")
+        figure.set_defaults(func=_plot)

@@ -1,0 +1,73 @@
+"""He et al. 2021 figure 6: loss along the line from the weights before to after tuning."""
+
+from __future__ import annotations
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from robustkit.plots.style import method_color, method_label, plt
+
+SPLIT_LABELS = {"validation": "dev", "train": "train", "test": "test"}
+_STYLES = ("-", "--", ":", "-.")
+
+
+def landscape_curves(frame: pd.DataFrame, metric: str = "loss", split: str = "validation", log: bool = False) -> Figure:
+    """f(alpha) = L(theta_0 + alpha (theta_1 - theta_0)) per task, one line per method.
+
+    Lines are the mean over runs (seeds) with a +-1 std band; dotted and dashed verticals mark
+    alpha = 0 (theta_0, before tuning) and alpha = 1 (theta_1, after tuning). When runs of
+    several TSP steps are given, each (method, TSP step) gets its own line style.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        :func:`robustkit.analysis.landscape.run` output (identity columns + ``checkpoint,
+        alpha, split, metric, value``).
+    metric : str
+        ``loss`` (default) or a task metric.
+    split : str
+        ``validation`` (the dev set, default), ``train`` or ``test``.
+    log : bool
+        Log-scale y axis (losses far from theta_1 can be orders of magnitude larger).
+    """
+    data = frame[(frame["metric"] == metric) & (frame["split"] == split)]
+    if data.empty:
+        have = sorted(set(zip(frame["split"], frame["metric"])))
+        raise ValueError(f"no rows with split {split!r} and metric {metric!r}; the frame has {have}")
+    tasks = sorted(data["task"].unique())
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.8), squeeze=False, constrained_layout=True)
+    # several TSP steps: one line style per step (their order), the colour stays the method's
+    styles = {t: _STYLES[i % len(_STYLES)] for i, t in enumerate(sorted(data["tsp_step"].unique()))}
+    several_tsp = len(styles) > 1
+    for ax, task in zip(axes[0], tasks):
+        for (method, tsp), group in data[data["task"] == task].groupby(["method", "tsp_step"], sort=True):
+            _line(ax, group, method, tsp, styles[tsp], several_tsp)
+        ax.axvline(0, color="black", linestyle=":", linewidth=1, label=r"$\alpha=0$: $\theta_0$, before tuning (step-0)")
+        checkpoint = ", ".join(sorted(data["checkpoint"].unique())) if "checkpoint" in data else "tuned"
+        ax.axvline(1, color="grey", linestyle="--", linewidth=1, label=rf"$\alpha=1$: $\theta_1$, after tuning ({checkpoint})")
+        ax.set_xlabel(r"interpolation coefficient $\alpha$ (unitless)")
+        ax.set_ylabel(_y_label(task, metric, split))
+        ax.set_title(f"{task}: {SPLIT_LABELS.get(split, split)} {metric} along the tuning direction", fontsize=9)
+        if log:
+            ax.set_yscale("log")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+    return fig
+
+
+def _line(ax, group: pd.DataFrame, method: str, tsp: int, style: str, several_tsp: bool) -> None:
+    stats = group.groupby("alpha")["value"].agg(["mean", "std"]).sort_index()
+    n = group["run_id"].nunique()
+    label = f"{method_label(method)}{f', TSP {tsp} steps' if several_tsp else ''} (n={n} runs)"
+    color = method_color(method)
+    ax.plot(stats.index, stats["mean"], marker="o", markersize=3, color=color, linestyle=style, label=label)
+    if n > 1:
+        std = stats["std"].fillna(0)
+        ax.fill_between(stats.index, stats["mean"] - std, stats["mean"] + std, color=color, alpha=0.2, linewidth=0)
+
+
+def _y_label(task: str, metric: str, split: str) -> str:
+    where = SPLIT_LABELS.get(split, split)
+    if metric != "loss":
+        return f"{where} {metric} (fraction)" if metric in ("accuracy", "f1") else f"{where} {metric}"
+    return f"{where} loss ({'mean squared error' if task == 'stsb' else 'mean cross-entropy, nats'})"

@@ -1,0 +1,82 @@
+"""He et al. 2021 figures 2 and 7: similarity of each layer's representations to the base model,
+after adapter tuning and after full fine-tuning."""
+
+from __future__ import annotations
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from robustkit.plots.style import method_color, method_label, plt
+
+MEASURE_LABELS = {"rsa": "RSA", "cka": "linear CKA"}
+# Identity columns that, when they vary within one method, split its line in two.
+_CONFIG = ["model", "tsp_step", "lr", "train_size", "adapter_size", "checkpoint"]
+_STYLES = ["-", "--", ":", "-."]
+
+
+def rsa_by_layer(frame: pd.DataFrame, measure: str = "rsa") -> Figure:
+    """Similarity to the base model against layer, one line per method, one panel per task.
+
+    Each point is the mean over the runs (seeds) of a configuration, with +-1 standard deviation
+    as error bars; the legend gives the number of runs.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        :func:`robustkit.analysis.similarity.run` output: columns ``task, method, layer,
+        measure, value``, and optionally ``tokens`` and the identity columns.
+    measure : str
+        ``rsa`` or ``cka``.
+
+    Raises
+    ------
+    ValueError
+        No rows for ``measure``.
+    """
+    data = frame[frame["measure"] == measure]
+    if data.empty:
+        raise ValueError(f"no rows with measure {measure!r} (have: {', '.join(map(str, frame['measure'].unique()))})")
+    tasks = sorted(data["task"].unique())
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5.0 * len(tasks), 3.6), constrained_layout=True, squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        _panel(ax, data[data["task"] == task], task, measure)
+    return fig
+
+
+def _panel(ax, data: pd.DataFrame, task: str, measure: str) -> None:
+    split_by = [c for c in _CONFIG if c in data.columns and data.groupby("method")[c].nunique(dropna=False).max() > 1]
+    for method, by_method in data.groupby("method", sort=True):
+        configs = list(by_method.groupby(split_by, dropna=False, sort=True)) if split_by else [((), by_method)]
+        for index, (config, group) in enumerate(configs):
+            _line(ax, group, method, dict(zip(split_by, config if isinstance(config, tuple) else (config,))), _STYLES[index % len(_STYLES)])
+    layers = sorted(data["layer"].unique())
+    ax.axhline(1.0, color="#999999", linewidth=0.8, linestyle=":")  # the base model itself
+    ax.set_xticks(layers)
+    ax.set_xticklabels(["emb" if layer == 0 else str(layer) for layer in layers])
+    ax.set_xlabel("layer (emb = embedding output)")
+    ax.set_ylabel(f"{MEASURE_LABELS.get(measure, measure)} with the base model")
+    ax.set_title(_title(data, task, measure), fontsize=9)
+    ax.legend(fontsize=7, loc="lower left")
+    ax.ticklabel_format(axis="y", useOffset=False)  # values near 1: show them, not 1 + offset
+    ax.grid(alpha=0.3)
+
+
+def _line(ax, group: pd.DataFrame, method: str, config: dict, style: str) -> None:
+    stats = group.groupby("layer")["value"].agg(["mean", "std", "count"]).sort_index()
+    runs = group["run_id"].nunique() if "run_id" in group.columns else int(stats["count"].max())
+    extra = ", ".join(f"{k}={v}" for k, v in config.items())
+    label = f"{method_label(method)}{f' [{extra}]' if extra else ''} (n={runs} run{'s' if runs != 1 else ''})"
+    ax.errorbar(
+        stats.index, stats["mean"], yerr=stats["std"].fillna(0.0), color=method_color(method), linestyle=style,
+        marker="o", markersize=3, capsize=3, linewidth=1.2, label=label,
+    )
+
+
+def _title(data: pd.DataFrame, task: str, measure: str) -> str:
+    title = f"{task}: {MEASURE_LABELS.get(measure, measure)} of tuned vs base representations"
+    details = []
+    if "model" in data.columns:
+        details.append("/".join(sorted(map(str, data["model"].unique()))))
+    if "tokens" in data.columns:
+        details.append(f"{'/'.join(str(int(t)) for t in sorted(data['tokens'].unique()))} dev tokens")
+    return f"{title}\n({', '.join(details)})" if details else title

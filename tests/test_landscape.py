@@ -1,0 +1,161 @@
+"""Loss landscape (He et al. 2021 section 5): endpoints, exact restore, grid parsing, cache, figure."""
+
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from robustkit import store
+from robustkit.analysis import landscape
+from robustkit.checkpoints import load_run_model
+from robustkit.errors import RobustkitError
+from robustkit.plots.landscape import landscape_curves
+from robustkit.plots.style import save_pdf
+from robustkit.spec import RunSpec
+from robustkit.tasks import get_task
+from robustkit.train import evaluate
+
+
+
+def _run_dir(runs: Path, method: str) -> Path:
+    return next(p for p in store.run_dirs(runs) if store.read_manifest(p)["spec"]["method"] == method)
+
+
+def _dev(run_dir: Path) -> tuple[RunSpec, list[dict]]:
+    spec = RunSpec(**store.read_manifest(run_dir)["spec"])
+    return spec, landscape.split_batches(spec, ["validation"])["validation"]
+
+
+def _parameters(model) -> dict[str, torch.Tensor]:
+    return {n: p.detach().clone() for n, p in model.named_parameters()}
+
+
+def _assert_identical(model, before: dict[str, torch.Tensor]) -> None:
+    after = dict(model.named_parameters())
+    assert after.keys() == before.keys()
+    changed = [n for n in before if not torch.equal(after[n], before[n])]
+    assert not changed, changed[:3]
+
+
+def test_parse_alphas():
+    grid = landscape.parse_alphas("-2:2:20")
+    assert grid.shape == (20,) and grid[0] == -2.0 and grid[-1] == 2.0
+    np.testing.assert_allclose(np.diff(grid), 4 / 19)
+    assert landscape.parse_alphas("-1:2:4").tolist() == [-1.0, 0.0, 1.0, 2.0]
+    assert {0.0, 1.0} <= set(landscape.parse_alphas("-2:2:21").tolist())  # exact after rounding
+    assert landscape.parse_alphas(" 0, 0.5,1 ").tolist() == [0.0, 0.5, 1.0]
+    for bad in ("-2:2", "a:b:3", "-2:2:1", "2:-2:5", "-2:2:2.5", "", "0,x", "-2:inf:5"):
+        with pytest.raises(RobustkitError, match=re.escape(f"bad alpha grid {bad!r}")):
+            landscape.parse_alphas(bad)
+
+
+@pytest.mark.parametrize("method", ["houlsby", "full"])
+def test_endpoints_equal_the_checkpoints_evaluated_directly(tiny_store, method):
+    run_dir = _run_dir(tiny_store, method)
+    frame = landscape.run(tiny_store, select=[f"method={method}"], alphas="-1:2:4", progress=False)
+    assert len(frame) == 4 * 2 and set(frame["metric"]) == {"loss", "accuracy"}
+    assert set(frame["checkpoint"]) == {"best"} and set(frame["split"]) == {"validation"}
+    loss = frame[frame["metric"] == "loss"].set_index("alpha")["value"]
+    spec, batches = _dev(run_dir)
+    for alpha, checkpoint in ((0.0, "step-0"), (1.0, "best")):
+        direct = evaluate(load_run_model(run_dir, checkpoint), batches, get_task(spec.task))["loss"]
+        assert abs(loss[alpha] - direct) < 1e-6, (alpha, loss[alpha], direct)
+    # and f(1) is the dev loss that training logged when it kept `best`
+    best_step = store.read_manifest(run_dir)["best_step"]
+    history = pd.read_parquet(run_dir / store.HISTORY)
+    logged = history[(history["split"] == "validation") & (history["metric"] == "loss") & (history["step"] == best_step)]["value"]
+    assert abs(loss[1.0] - logged.item()) < 1e-6
+    assert loss[-1.0] != loss[0.0] != loss[2.0]  # the parameters did move
+
+
+def test_interpolate_restores_every_parameter_bit_for_bit(tiny_store):
+    run_dir = _run_dir(tiny_store, "full")
+    spec, batches = _dev(run_dir)
+    model = load_run_model(run_dir, "step-0").train()
+    before = _parameters(model)
+    theta0, theta1 = (store.load_checkpoint(run_dir, name)[0] for name in ("step-0", "best"))
+    assert theta0.keys() == before.keys()  # a full run moves every parameter
+    frame = landscape.interpolate(model, theta0, theta1, [0.5, -2.0, 2.0], {"validation": batches}, spec.task)
+    assert list(frame.columns) == ["alpha", "split", "metric", "value"] and len(frame) == 6
+    _assert_identical(model, before)
+    assert model.training  # its mode is restored too
+
+
+def test_interpolate_restores_after_an_exception(tiny_store, monkeypatch):
+    run_dir = _run_dir(tiny_store, "houlsby")
+    spec, batches = _dev(run_dir)
+    model = load_run_model(run_dir, "best")
+    before = _parameters(model)
+    theta0, theta1 = (store.load_checkpoint(run_dir, name)[0] for name in ("step-0", "best"))
+    moved, frozen = next(n for n in theta0 if ".adapters." in n), "bert.embeddings.word_embeddings.weight"
+    assert frozen not in theta0  # adapter runs interpolate only what they trained
+    calls = []
+
+    def failing_evaluate(model, batches, task):
+        calls.append(1)
+        parameters = dict(model.named_parameters())
+        assert not torch.equal(parameters[moved], before[moved]) and torch.equal(parameters[frozen], before[frozen])
+        if len(calls) == 2:
+            raise RuntimeError("evaluation failed")
+        return {"loss": 0.0}
+
+    monkeypatch.setattr(landscape, "evaluate", failing_evaluate)
+    with pytest.raises(RuntimeError, match="evaluation failed"):
+        landscape.interpolate(model, theta0, theta1, [-2.0, 2.0, 0.5], batches, spec.task)
+    assert len(calls) == 2
+    _assert_identical(model, before)
+
+
+def test_mismatched_thetas_are_refused(tiny_store):
+    run_dir = _run_dir(tiny_store, "houlsby")
+    model = load_run_model(run_dir, "best")
+    theta0 = store.load_checkpoint(run_dir, "step-0")[0]
+    theta1 = dict(theta0)
+    theta1.pop(next(iter(theta1)))
+    with pytest.raises(RobustkitError, match="different parameters"):
+        landscape.interpolate(model, theta0, theta1, [0.0], [], "rte")
+    with pytest.raises(RobustkitError, match="bad split"):
+        landscape.run(tiny_store, splits=("dev",), progress=False)
+
+
+def test_cache_hit_and_recompute_after_a_changed_checkpoint(tiny_store, tmp_path, monkeypatch):
+    source = _run_dir(tiny_store, "houlsby")
+    run_dir = shutil.copytree(source, tmp_path / "runs" / source.name)  # a private store: we change it
+    calls = []
+    real = landscape.interpolate
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(landscape, "interpolate", counting)
+    first = landscape.run(tmp_path / "runs", alphas="0,1", progress=False)
+    again = landscape.run(tmp_path / "runs", alphas="0,1", progress=False)
+    assert len(calls) == 1
+    pd.testing.assert_frame_equal(first, again)
+    tensors, metadata = store.load_checkpoint(run_dir, "best")
+    tensors["classifier.bias"] = tensors["classifier.bias"] + torch.tensor([0.5, -0.5])
+    store.save_checkpoint(run_dir, "best", tensors, metadata, store.read_manifest(run_dir)["checkpoints"]["best"]["step"])
+    changed = landscape.run(tmp_path / "runs", alphas="0,1", progress=False)
+    assert len(calls) == 2
+    assert _loss_at(changed, 0.0) == _loss_at(first, 0.0) and _loss_at(changed, 1.0) != _loss_at(first, 1.0)
+
+
+def _loss_at(frame: pd.DataFrame, alpha: float) -> float:
+    return frame.query("metric == 'loss' and alpha == @alpha")["value"].item()
+
+
+def test_landscape_figure_renders_as_pdf(tiny_store, tmp_path):
+    frame = landscape.run(tiny_store, alphas="-1:2:4", progress=False)
+    seeds = pd.concat([frame, frame.assign(run_id=frame["run_id"] + "-copy", value=frame["value"] * 1.1)])
+    fig = landscape_curves(seeds)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert any("n=2 runs" in label for label in labels)
+    path = save_pdf(fig, tmp_path / "landscape.pdf")
+    assert path.read_bytes()[:5] == b"%PDF-"
+    with pytest.raises(ValueError, match="no rows"):
+        landscape_curves(frame, split="train")

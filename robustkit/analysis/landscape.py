@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 
 from robustkit import data, models, tasks
 from robustkit.analysis.cache import cached
-from robustkit.analysis.select import select_runs
+from robustkit.analysis.select import select_runs, with_identity
 from robustkit.checkpoints import build_classifier, load_tensors
 from robustkit.errors import RobustkitError, StoreError
 from robustkit.spec import RunSpec
@@ -298,9 +298,7 @@ def run(
     for _, row in select_runs(store, select).iterrows():
         compute = functools.partial(landscape_run, row["path"], grid, splits, checkpoint, progress, device)
         frame = cached(row["path"], ANALYSIS, params, ["step-0", checkpoint], compute)
-        for column in reversed(IDENTITY):
-            frame.insert(0, column, row.get(column))
-        frames.append(frame.assign(checkpoint=checkpoint))
+        frames.append(with_identity(frame, row).assign(checkpoint=checkpoint))
     return pd.concat(frames, ignore_index=True)[COLUMNS]
 
 

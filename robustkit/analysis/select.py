@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from robustkit.errors import RobustkitError
-from robustkit.store import load_runs
+from robustkit.store import IDENTITY, load_runs
 
 
 def parse_filters(filters: list[str] | None) -> dict[str, list[str]]:
@@ -48,3 +48,15 @@ def select_runs(store: str | Path, filters: dict[str, list[str]] | list[str] | N
     if runs.empty:
         raise RobustkitError(f"no complete run in {str(store)!r} matches {filters or 'the selection'}")
     return runs.reset_index(drop=True)
+
+
+def with_identity(frame: pd.DataFrame, run: pd.Series) -> pd.DataFrame:
+    """``frame`` (one run's result) with the run's identity columns in front.
+
+    Parameters
+    ----------
+    run : Series
+        The run's row of :func:`select_runs`.
+    """
+    identity = pd.DataFrame({column: [run.get(column)] * len(frame) for column in IDENTITY}, index=frame.index)
+    return pd.concat([identity, frame.drop(columns=[c for c in IDENTITY if c in frame.columns])], axis=1)

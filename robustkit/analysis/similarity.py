@@ -27,7 +27,7 @@ from robustkit.analysis.representations import (
     sample_tokens,
 )
 from robustkit.analysis.rsa import DEFAULT_CHUNK, rsa_layers
-from robustkit.analysis.select import select_runs
+from robustkit.analysis.select import select_runs, with_identity
 from robustkit.store import IDENTITY
 
 ANALYSIS = "similarity"
@@ -167,12 +167,7 @@ def compare(base: Tensor, tuned: Tensor, device: str | None = None) -> pd.DataFr
 
 
 def _with_identity(frame: pd.DataFrame, run_row: pd.Series, checkpoint: str, tokens: int) -> pd.DataFrame:
-    frame = frame.copy()
-    for column in IDENTITY:
-        frame[column] = run_row.get(column)
-    frame["checkpoint"] = checkpoint
-    frame["tokens"] = tokens
-    return frame
+    return with_identity(frame, run_row).assign(checkpoint=checkpoint, tokens=tokens)
 
 
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:

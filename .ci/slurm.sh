@@ -11,7 +11,11 @@ dir=$(mkdir -p "${2:?usage: slurm.sh start|stop DIR}" && cd "$2" && pwd)
 
 stop() {
   for name in slurmd slurmctld munged; do
-    if [ -f "$dir/$name.pid" ]; then kill "$(cat "$dir/$name.pid")" 2>/dev/null || true; rm -f "$dir/$name.pid"; fi
+    [ -f "$dir/$name.pid" ] || continue
+    pid=$(cat "$dir/$name.pid")
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done  # gone before the next start
+    rm -f "$dir/$name.pid"
   done
 }
 
@@ -60,8 +64,15 @@ PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscr
 CONF
 export SLURM_CONF="$dir/slurm.conf"
 
-su -s /bin/sh munge -c "munged --pid-file=/run/munge/munged.pid" 2>/dev/null || munged --force
-cp /run/munge/munged.pid "$dir/munged.pid" 2>/dev/null || pgrep -x munged | head -1 > "$dir/munged.pid"
+# The package's own service may already run munged (a machine with an init system): use it.
+if ! munge -n >/dev/null 2>&1; then
+  su -s /bin/sh munge -c "munged --pid-file=/run/munge/munged.pid" || munged --force --pid-file=/run/munge/munged.pid
+  cp /run/munge/munged.pid "$dir/munged.pid"
+fi
+if pgrep -r R,S,D -x slurmctld >/dev/null || pgrep -r R,S,D -x slurmd >/dev/null; then
+  echo "slurm.sh: a slurmctld or slurmd is already running; stop it first" >&2
+  exit 1
+fi
 slurmctld -f "$SLURM_CONF"
 for _ in $(seq 50); do scontrol ping 2>/dev/null | grep -q UP && break; sleep 0.2; done
 slurmd -f "$SLURM_CONF"

@@ -68,6 +68,13 @@ def _analyze_rsa(args) -> int:
     return _write_or_print(frame, args.output, similarity.summarize(frame))
 
 
+def _analyze_ablation(args) -> int:
+    from robustkit.analysis import ablation
+
+    frame = ablation.run(args.store, args.select, checkpoint=args.checkpoint)
+    return _write_or_print(frame, args.output)
+
+
 def _analyze_landscape(args) -> int:
     from robustkit.analysis import landscape
 
@@ -108,6 +115,12 @@ def add_analyze_commands(commands) -> None:
     rsa.add_argument("-o", "--output", help="write the tidy result (per run x layer x measure) to this parquet file")
     rsa.set_defaults(func=_analyze_rsa)
 
+    ablate = analyses.add_parser("ablation", help="remove the adapters of every layer span i..j and re-evaluate (Houlsby et al. 2019, figure 6)", description="For each adapter run and every span of layers i..j, skip those layers' adapters (nothing re-trained) and evaluate on the dev set; reports each metric and its relative change vs the fully adapted model. Full fine-tuning runs are skipped with a warning.")
+    _store_arguments(ablate)
+    ablate.add_argument("--checkpoint", default="best", help="checkpoint ablated: best or last; default: best")
+    ablate.add_argument("-o", "--output", help="write the tidy result (per run x span x metric) to this parquet file")
+    ablate.set_defaults(func=_analyze_ablation)
+
     land = analyses.add_parser("landscape", help="loss along theta_0 + alpha (theta_1 - theta_0) (He et al. 2021, section 5)", description="Linear interpolation between each run's step-0 and best checkpoints, over the parameters the run trains; evaluated fresh at every alpha, the model restored exactly afterwards.")
     _store_arguments(land)
     _landscape_arguments(land)
@@ -146,6 +159,11 @@ def _figure(args):
         from robustkit.plots.similarity import rsa_by_layer
 
         return rsa_by_layer(_similarity(args), args.measure)
+    if args.figure == "ablation":
+        from robustkit.analysis import ablation
+        from robustkit.plots.ablation import ablation_heatmap
+
+        return ablation_heatmap(ablation.run(args.store, args.select, checkpoint=args.checkpoint))
     if args.figure == "gradnorm":
         return gradnorm_curves(gradnorm.summary(gradnorm.run(args.store, args.select)))
     if args.figure == "landscape":
@@ -169,6 +187,7 @@ def _plot(args) -> int:
 PLOTS = {
     "rsa": "He et al. 2021 figure 2: similarity of each layer's representations to the base model's",
     "attack-vs-tsp": "Han et al. 2021 figure 5: PWWS attack success rate vs TSP steps, with vs without adapters",
+    "ablation": "Houlsby et al. 2019 figure 6: relative change of the dev metric when the adapters of layers i..j are removed",
     "gradnorm": "Han et al. 2021 figure 3: per-layer gradient norms during training (log scale)",
     "landscape": "He et al. 2021 figure 6: loss along the line from theta_0 to theta_1",
     "curves": "He et al. 2021 figures 5 and 9: dev loss and metric vs training step",
@@ -189,6 +208,8 @@ def add_plot_commands(commands) -> None:
             figure.add_argument("--convention", choices=["openattack", "gold"], default="openattack", help="openattack: prediction flips, misclassified inputs included; gold: only correctly classified inputs; default: openattack")
         if name == "landscape":
             _landscape_arguments(figure)
+        if name == "ablation":
+            figure.add_argument("--checkpoint", default="best", help="checkpoint ablated: best or last; default: best")
         if name == "rsa":
             _similarity_arguments(figure)
             figure.add_argument("--measure", choices=["rsa", "cka"], default="rsa", help="rsa (He et al. 2021) or linear CKA (Kornblith et al. 2019); default: rsa")

@@ -1,0 +1,408 @@
+"""Layer-span adapter ablation (Houlsby et al. 2019, section 3.6, figure 6 left/centre).
+
+For every span of encoder layers ``first..last`` (``first <= last``, 0-based), the trained
+adapters of those layers are removed -- each becomes the identity, through AdapterHub's
+per-layer skipping (``set_active_adapters(name, skip_layers=...)``); nothing is re-trained and
+the trained LayerNorms and head stay -- and the model is re-evaluated on the dev set. Removing
+every layer's adapters gives exactly the pretrained base with the trained LayerNorms and head.
+
+Two implementations with identical results:
+
+:func:`naive_spans`
+    One full :func:`robustkit.train.evaluate` per span: L(L+1)/2 x L layer evaluations per
+    batch (plus L for the unablated reference). The reference.
+:func:`fast_spans`
+    Per batch, one ordinary forward of the adapted model gives the embedding output and the
+    prefix states h_i (input of layer i, adapters everywhere below). For each ``first`` the
+    ablated states are extended one layer at a time (h_i -> layer i without adapters -> ...),
+    and for each ``last`` only the suffix last+1..L-1 is run with adapters, then pooler +
+    classifier + the model's loss. Layer evaluations per batch::
+
+        L + sum_{i<=j} (L - j)  =  L + L(L+1)(L+2)/6      (naive: L + L * L(L+1)/2)
+
+    i.e. 62 vs 132 for L = 6 and 376 vs 948 for L = 12. The layers are the model's own modules,
+    called with the very arguments (extended attention mask, ...) the model's forward gave
+    layer 0 (captured by a forward pre-hook), inside an adapters ``ForwardContext`` like the
+    model's own forward, so the numbers equal the naive ones up to float rounding (in practice
+    bit for bit on CPU: same kernels on the same inputs).
+
+Both return the counts they measured (forward hooks on the encoder layers) in
+``frame.attrs["layer_evaluations"]`` and the unablated model's values in ``frame.attrs["full"]``.
+
+Runs: only adapter runs can be ablated; :func:`run` skips full fine-tuning runs of the selection
+with a warning naming them and raises :class:`RobustkitError` when no adapter run is left.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from adapters.context import ForwardContext
+from torch import nn
+from tqdm.auto import tqdm
+
+from robustkit import tasks
+from robustkit.analysis.cache import cached
+from robustkit.analysis.landscape import split_batches
+from robustkit.analysis.select import select_runs
+from robustkit.checkpoints import load_run_model
+from robustkit.errors import RobustkitError
+from robustkit.methods import ADAPTER_NAME, get_method
+from robustkit.spec import RunSpec
+from robustkit.store import IDENTITY, read_manifest
+from robustkit.train import EVAL_BATCH_SIZE, evaluate, resolve_device, to_device
+
+ANALYSIS = "ablation"
+SPAN_COLUMNS = ["first", "last", "metric", "value"]
+COLUMNS = [*IDENTITY, "checkpoint", *SPAN_COLUMNS, "relative_change"]
+_VERSION = 1  # bump when the computation changes, so old cache files are not reused
+
+
+# ---------------------------------------------------------------------------------------------
+# shared helpers
+
+
+def spans(n_layers: int) -> list[tuple[int, int]]:
+    """Every (first, last) with 0 <= first <= last < n_layers, row-major: L(L+1)/2 spans."""
+    return [(i, j) for i in range(n_layers) for j in range(i, n_layers)]
+
+
+def expected_layer_evaluations(n_layers: int, n_batches: int = 1) -> dict[str, int]:
+    """Analytic layer-evaluation counts of :func:`naive_spans` and :func:`fast_spans`.
+
+    Both include the L evaluations of the unablated reference pass, per batch.
+    """
+    L = n_layers
+    return {
+        "naive": n_batches * (L + L * L * (L + 1) // 2),
+        "fast": n_batches * (L + L * (L + 1) * (L + 2) // 6),
+    }
+
+
+def encoder_layers(model: nn.Module) -> nn.ModuleList:
+    """The encoder's transformer layers (BERT-style models: ``base_model.encoder.layer``)."""
+    try:
+        return model.base_model.encoder.layer
+    except AttributeError:
+        raise RobustkitError(f"{type(model).__name__} has no base_model.encoder.layer: not a BERT-style encoder") from None
+
+
+def _check_adapters(model: nn.Module) -> None:
+    config = getattr(model, "adapters_config", None)
+    if config is None or ADAPTER_NAME not in config.adapters:
+        raise RobustkitError(f"the model has no adapter {ADAPTER_NAME!r} to ablate (is it a full fine-tuning run?)")
+
+
+@contextmanager
+def _restored_adapters(model: nn.Module) -> Iterator[None]:
+    """Restore the active adapter setup and skipped layers (and train/eval mode) on exit."""
+    setup, skip, training = model.adapters_config.active_setup, model.adapters_config.skip_layers, model.training
+    try:
+        yield
+    finally:
+        model.set_active_adapters(setup, skip_layers=skip)
+        model.train(training)
+
+
+def _skip(model: nn.Module, layers: Sequence[int] | None) -> None:
+    """Skip the adapters of ``layers`` (None or empty: every adapter active)."""
+    model.set_active_adapters(ADAPTER_NAME, skip_layers=list(layers) if layers else None)
+
+
+@contextmanager
+def _counting(layers: nn.ModuleList) -> Iterator[list[int]]:
+    """Count encoder-layer forward calls: the yielded list's one element."""
+    count = [0]
+
+    def hook(*_):
+        count[0] += 1
+
+    handles = [layer.register_forward_hook(hook) for layer in layers]
+    try:
+        yield count
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _inputs(batch: dict, device: torch.device) -> dict[str, torch.Tensor]:
+    return to_device({k: v for k, v in batch.items() if k != "order"}, device)
+
+
+def _frame(results: dict[tuple[int, int], dict[str, float]], full: dict[str, float], counts: int) -> pd.DataFrame:
+    rows = [{"first": i, "last": j, "metric": m, "value": float(v)} for (i, j), values in results.items() for m, v in values.items()]
+    frame = pd.DataFrame(rows, columns=SPAN_COLUMNS)
+    frame.attrs["full"] = {m: float(v) for m, v in full.items()}
+    frame.attrs["layer_evaluations"] = int(counts)
+    return frame
+
+
+# ---------------------------------------------------------------------------------------------
+# naive: one evaluation per span
+
+
+@torch.no_grad()
+def naive_spans(model: nn.Module, batches: list[dict], task: str | tasks.Task) -> pd.DataFrame:
+    """Loss and metrics with the adapters of each span of layers skipped, one evaluation each.
+
+    Parameters
+    ----------
+    model : nn.Module
+        An AdapterHub-adapted classification model holding adapter :data:`ADAPTER_NAME`.
+    batches : list of dict
+        Dev batches from :func:`robustkit.data.eval_batches`.
+    task : str or Task
+        Decides the loss and the metrics.
+
+    Returns
+    -------
+    DataFrame, shape (L(L+1)/2 * n_metrics, 4)
+        ``first, last, metric, value`` (loss: mean per example, nats or MSE). ``attrs["full"]``:
+        the unablated values; ``attrs["layer_evaluations"]``: encoder-layer calls made.
+    """
+    task = tasks.get_task(task)
+    _check_adapters(model)
+    layers = encoder_layers(model)
+    results = {}
+    with _restored_adapters(model), _counting(layers) as count:
+        _skip(model, None)
+        full = evaluate(model, batches, task)
+        for i, j in spans(len(layers)):
+            _skip(model, range(i, j + 1))
+            results[(i, j)] = evaluate(model, batches, task)
+    return _frame(results, full, count[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# fast: prefix cache + one layer per extension
+
+
+class _Accumulator:
+    """Per-batch losses and predictions of one span, reduced exactly as ``evaluate`` does."""
+
+    def __init__(self) -> None:
+        self.losses: list[float] = []
+        self.predictions: list[torch.Tensor] = []
+
+    def add(self, loss: torch.Tensor, logits: torch.Tensor, task: tasks.Task, n: int) -> None:
+        self.losses.append(float(loss) * n)
+        self.predictions.append((logits.squeeze(-1) if task.num_labels == 1 else logits.argmax(-1)).cpu())
+
+    def result(self, task: tasks.Task, labels: np.ndarray) -> dict[str, float]:
+        metrics = tasks.compute_metrics(task, torch.cat(self.predictions).numpy(), labels)
+        return {"loss": sum(self.losses) / len(labels), **metrics}
+
+
+def _head(model: nn.Module, sequence: torch.Tensor) -> torch.Tensor:
+    """Logits from the last layer's output, as the model's forward computes them.
+
+    BERT: pooler (tanh of the [CLS] projection) -> dropout -> classifier; RoBERTa-style models
+    have no pooler and a classifier that reads the sequence itself.
+    """
+    pooler = getattr(model.base_model, "pooler", None)
+    features = pooler(sequence) if pooler is not None else sequence
+    dropout = getattr(model, "dropout", None)
+    return model.classifier(dropout(features) if dropout is not None else features)
+
+
+def _loss(model: nn.Module, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """The loss ``*ForSequenceClassification.forward`` uses (its problem type)."""
+    n = model.config.num_labels
+    problem = model.config.problem_type or ("regression" if n == 1 else "single_label_classification")
+    if problem == "regression":
+        return nn.functional.mse_loss(logits.squeeze(), labels.squeeze()) if n == 1 else nn.functional.mse_loss(logits, labels)
+    if problem == "single_label_classification":
+        return nn.functional.cross_entropy(logits.view(-1, n), labels.view(-1))
+    raise RobustkitError(f"ablation does not support problem type {problem!r}")
+
+
+def _layer_output(output) -> torch.Tensor:
+    return output[0] if isinstance(output, tuple) else output
+
+
+def _prefix(model: nn.Module, layers: nn.ModuleList, inputs: dict) -> tuple[list[torch.Tensor], tuple, dict, object]:
+    """One ordinary forward with every adapter active.
+
+    Returns
+    -------
+    states : list of Tensor, L + 1 of shape (batch, seq, hidden)
+        ``states[k]`` is the input of layer k (``states[0]`` the embedding output,
+        ``states[L]`` the last layer's output).
+    args, kwargs
+        What the model's forward passed layer 0 besides the hidden states (the extended
+        attention mask, head mask, ...): reused for every layer call, as the encoder does.
+    output
+        The model's output (loss, logits) for the unablated reference.
+    """
+    states: list[torch.Tensor] = []
+    captured: dict = {}
+
+    def before(module, args, kwargs):
+        captured["args"], captured["kwargs"] = args[1:], dict(kwargs)
+        states.append(args[0])
+
+    def after(module, args, output):
+        states.append(_layer_output(output))
+
+    handles = [layers[0].register_forward_pre_hook(before, with_kwargs=True)]
+    handles += [layer.register_forward_hook(after) for layer in layers]
+    try:
+        output = model(**inputs)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return states, captured["args"], captured["kwargs"], output
+
+
+def _batch_spans(model, layers, inputs: dict, task: tasks.Task, accumulators: dict, reference: _Accumulator) -> None:
+    """Add one batch's results of every span (and of the unablated model) to the accumulators."""
+    _skip(model, None)
+    states, args, kwargs, output = _prefix(model, layers, inputs)
+    labels, n = inputs["labels"], len(inputs["labels"])
+    reference.add(output.loss, output.logits, task, n)
+    L = len(layers)
+
+    def layer(k: int, hidden: torch.Tensor, adapters: bool) -> torch.Tensor:
+        # skipping is read from adapters_config at each adapter call, so toggling it per layer
+        # is exactly what a whole forward with skip_layers=[..k..] does in layer k
+        _skip(model, None if adapters else [k])
+        return _layer_output(layers[k](hidden, *args, **kwargs))
+
+    # a ForwardContext like the one the model's forward opens (prefix masks, gating caches...)
+    with ForwardContext(model, **inputs):
+        for i in range(L):
+            ablated = states[i]
+            for j in range(i, L):
+                ablated = layer(j, ablated, adapters=False)
+                hidden = ablated
+                for k in range(j + 1, L):
+                    hidden = layer(k, hidden, adapters=True)
+                logits = _head(model, hidden)
+                accumulators[(i, j)].add(_loss(model, logits, labels), logits, task, n)
+    _skip(model, None)
+
+
+@torch.no_grad()
+def fast_spans(model: nn.Module, batches: list[dict], task: str | tasks.Task, progress: bool = False) -> pd.DataFrame:
+    """:func:`naive_spans`, reusing work across spans (same values, same columns and attrs).
+
+    Per batch: the adapted prefix states once, then for each first ablated layer i the ablated
+    states extended one layer at a time, and for each last ablated layer j only layers
+    j+1..L-1 with adapters, then the head. L + L(L+1)(L+2)/6 layer calls per batch instead of
+    L + L^2(L+1)/2.
+
+    Parameters
+    ----------
+    model : nn.Module
+        An AdapterHub-adapted BERT-style classification model holding :data:`ADAPTER_NAME`.
+    batches : list of dict
+        Dev batches from :func:`robustkit.data.eval_batches`.
+    task : str or Task
+        Decides the metrics (the loss is the model's own).
+
+    Returns
+    -------
+    DataFrame, shape (L(L+1)/2 * n_metrics, 4)
+        ``first, last, metric, value``; ``attrs["full"]`` and ``attrs["layer_evaluations"]``
+        as in :func:`naive_spans`.
+    """
+    task = tasks.get_task(task)
+    _check_adapters(model)
+    layers = encoder_layers(model)
+    model.eval()
+    device = next(model.parameters()).device
+    accumulators = {span: _Accumulator() for span in spans(len(layers))}
+    reference = _Accumulator()
+    with _restored_adapters(model), _counting(layers) as count:
+        model.eval()
+        for batch in tqdm(batches, desc="ablation", disable=not progress, leave=False, unit="batch"):
+            _batch_spans(model, layers, _inputs(batch, device), task, accumulators, reference)
+    labels = torch.cat([b["labels"] for b in batches]).numpy()
+    results = {span: acc.result(task, labels) for span, acc in accumulators.items()}
+    return _frame(results, reference.result(task, labels), count[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# runs of a store
+
+
+def relative_change(frame: pd.DataFrame, full: dict[str, float]) -> pd.Series:
+    """value / unablated value - 1 per row (unitless; -0.1 is a 10% drop)."""
+    reference = frame["metric"].map(full).astype(float)
+    return frame["value"] / reference - 1.0
+
+
+def ablation_run(run_dir: str | Path, checkpoint: str = "best", progress: bool = True, device: str | None = None) -> pd.DataFrame:
+    """:func:`fast_spans` of one adapter run's ``checkpoint`` on its dev set, uncached.
+
+    Returns
+    -------
+    DataFrame
+        ``first, last, metric, value, relative_change``.
+    """
+    spec = RunSpec(**read_manifest(run_dir)["spec"]).resolved()
+    model = load_run_model(run_dir, checkpoint).to(resolve_device(device))
+    batches = split_batches(spec, ["validation"])["validation"]
+    frame = fast_spans(model, batches, spec.task, progress=progress)
+    return frame.assign(relative_change=relative_change(frame, frame.attrs["full"]))
+
+
+def _adapter_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The adapter runs; full fine-tuning runs are dropped with a warning naming them."""
+    uses = runs["method"].map(lambda m: get_method(m).uses_adapters)
+    if not uses.all():
+        names = ", ".join(runs.loc[~uses, "run_id"].astype(str))
+        warnings.warn(f"skipping runs without adapters (nothing to ablate): {names}", stacklevel=3)
+    if not uses.any():
+        raise RobustkitError(f"no adapter run among the selected runs ({', '.join(runs['run_id'].astype(str))}): layer ablation needs adapters; select e.g. method=houlsby")
+    return runs[uses]
+
+
+def run(
+    store: str | Path,
+    select: dict | list[str] | None = None,
+    checkpoint: str = "best",
+    progress: bool = True,
+    device: str | None = None,
+) -> pd.DataFrame:
+    """The layer-span ablation of every selected adapter run, cached per run.
+
+    Parameters
+    ----------
+    store : path
+        Run store.
+    select : dict or list of str, optional
+        Run filters (``["method=houlsby"]``); full fine-tuning runs are skipped with a warning.
+    checkpoint : str
+        The tuned state to ablate: ``best`` (default) or ``last``.
+    device : str, optional
+        Where to evaluate (default: the GPU if there is one); not part of the cache key.
+
+    Returns
+    -------
+    DataFrame
+        Identity columns + ``checkpoint, first, last, metric, value, relative_change``: one row
+        per span (0-based layers, ``first <= last``) and metric; ``relative_change`` is
+        value / unablated value - 1 (unitless). Cached under ``<store>/.cache/ablation/``.
+
+    Raises
+    ------
+    RobustkitError
+        No adapter run in the selection.
+    """
+    params = {"checkpoint": checkpoint, "split": "validation", "batch_size": EVAL_BATCH_SIZE, "version": _VERSION}
+    frames = []
+    for _, row in _adapter_runs(select_runs(store, select)).iterrows():
+        compute = functools.partial(ablation_run, row["path"], checkpoint, progress, device)
+        frame = cached(row["path"], ANALYSIS, params, [checkpoint], compute)
+        for column in reversed(IDENTITY):
+            frame.insert(0, column, row.get(column))
+        frames.append(frame.assign(checkpoint=checkpoint))
+    return pd.concat(frames, ignore_index=True)[COLUMNS]

@@ -1,0 +1,196 @@
+"""Run OpenAttack's PWWS offline, from a standard NLTK data tree.
+
+OpenAttack 2.1.1 downloads its NLTK resources from data.thunlp.org (dead) as pickles that NLTK
+3.9+ no longer loads. PWWS's default components need three of them (see
+``OpenAttack/text_process/tokenizer/punct_tokenizer.py`` and
+``OpenAttack/attack_assist/substitute/word/english_wordnet.py``):
+
+=================================  ==========================================  ===============
+OpenAttack resource                NLTK resource                               NLTK package
+=================================  ==========================================  ===============
+TProcess.NLTKSentTokenizer         tokenizers/punkt_tab/english/               punkt_tab
+TProcess.NLTKPerceptronPosTagger   taggers/averaged_perceptron_tagger_eng/     averaged_perceptron_tagger_eng
+TProcess.NLTKWordNet               corpora/wordnet                             wordnet
+=================================  ==========================================  ===============
+
+:func:`configure_openattack` finds them with ``nltk.data.find`` in an NLTK data tree and
+registers loaders for them in OpenAttack's ``DataManager`` that use NLTK 3.10's own formats
+(JSON tagger, ``punkt_tab``). Missing resources raise :class:`AttackDataError`, which names
+them, the folders searched and the ``nltk.downloader`` command that installs them.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import nltk
+
+from robustkit.errors import RobustkitError
+
+PACKAGES = ("averaged_perceptron_tagger_eng", "wordnet", "punkt_tab")
+DOWNLOAD_COMMAND = "python -m nltk.downloader " + " ".join(PACKAGES)
+
+
+class AttackDataError(RobustkitError):
+    """An NLTK resource that PWWS needs is not installed where we looked."""
+
+
+@dataclass(frozen=True)
+class _Resource:
+    openattack_name: str
+    nltk_path: str  # as nltk.data.find takes it
+    package: str  # as nltk.downloader takes it
+    what: str
+    load: Callable  # PathPointer -> what OpenAttack's own loader returns
+
+
+def _load_sent_tokenizer(pointer) -> Callable[[str], list[str]]:
+    from nltk.tokenize.punkt import PunktSentenceTokenizer, load_punkt_params
+
+    # PunktSentenceTokenizer takes ready parameters in place of training text.
+    return PunktSentenceTokenizer(load_punkt_params(pointer)).tokenize
+
+
+def _load_pos_tagger(pointer) -> Callable[[list[str]], list[tuple[str, str]]]:
+    tagger = nltk.tag.PerceptronTagger(load=False)
+    tagger.load_from_json(loc=pointer)
+    return tagger.tag
+
+
+def _load_wordnet(pointer):
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    with warnings.catch_warnings():
+        # Without Open Multilingual Wordnet (PWWS uses English only) NLTK warns on every load.
+        warnings.filterwarnings("ignore", "The multilingual functions", UserWarning)
+        return WordNetCorpusReader(pointer, None)
+
+
+RESOURCES = (
+    _Resource("TProcess.NLTKSentTokenizer", "tokenizers/punkt_tab/english/", "punkt_tab",
+              "Punkt sentence tokenizer", _load_sent_tokenizer),
+    _Resource("TProcess.NLTKPerceptronPosTagger", "taggers/averaged_perceptron_tagger_eng/",
+              "averaged_perceptron_tagger_eng", "averaged-perceptron POS tagger", _load_pos_tagger),
+    _Resource("TProcess.NLTKWordNet", "corpora/wordnet", "wordnet", "WordNet", _load_wordnet),
+)
+
+_configured: tuple[str, ...] | None = None  # the folders the current loaders read from
+
+
+def configure_openattack(nltk_data: str | Path | None = None) -> None:
+    """Point OpenAttack's ``DataManager`` at an NLTK data tree, with downloads off.
+
+    Idempotent: calling it again with the same folder keeps the loaded resources.
+
+    Parameters
+    ----------
+    nltk_data : str or Path, optional
+        The NLTK data tree to read. Default: ``$NLTK_DATA`` (``os.pathsep``-separated folders,
+        as NLTK reads it), else NLTK's own search path (``nltk.data.path``: where
+        ``nltk.downloader`` installs). An explicit folder (argument or ``$NLTK_DATA``) is the
+        only place searched, so results never depend on another copy elsewhere.
+
+    Raises
+    ------
+    AttackDataError
+        A resource is missing (or NLTK refuses to read it); the message names each missing
+        resource, the folders searched, and the command that installs them.
+    """
+    global _configured
+    roots = _search_roots(nltk_data)
+    for root in reversed(roots):
+        # NLTK 3.10 reads only below the folders on nltk.data.path (its path sandbox).
+        if root not in nltk.data.path:
+            nltk.data.path.insert(0, root)
+    if roots == _configured:
+        return
+    _register(_find_all(roots))
+    _configured = roots
+
+
+def configured_roots() -> tuple[str, ...] | None:
+    """The folders OpenAttack's resources are read from; None before any configuration."""
+    return _configured
+
+
+def _search_roots(nltk_data: str | Path | None) -> tuple[str, ...]:
+    if nltk_data is not None:
+        return (str(Path(nltk_data).expanduser().resolve()),)
+    env = os.environ.get("NLTK_DATA")
+    if env:
+        return tuple(str(Path(p).expanduser().resolve()) for p in env.split(os.pathsep) if p)
+    return tuple(str(p) for p in nltk.data.path)
+
+
+def _find_all(roots: tuple[str, ...]) -> dict[str, object]:
+    """``{openattack_name: nltk PathPointer}`` for every resource; raises if any is missing."""
+    found, missing = {}, []
+    for resource in RESOURCES:
+        try:
+            found[resource.openattack_name] = nltk.data.find(resource.nltk_path, paths=list(roots))
+        except LookupError:
+            missing.append(resource)
+    if missing:
+        raise AttackDataError(_missing_message(missing, roots))
+    return found
+
+
+def _missing_message(missing: list[_Resource], roots: tuple[str, ...]) -> str:
+    names = ", ".join(f"{r.what} ({r.nltk_path}, package {r.package!r})" for r in missing)
+    lines = [
+        f"OpenAttack's PWWS needs NLTK data that is missing or unreadable: {names}.",
+        f"Searched: {', '.join(roots) or '(no folders)'}.",
+        f"Install it with: {DOWNLOAD_COMMAND}",
+        "(add `-d FOLDER` to install into FOLDER, then set NLTK_DATA=FOLDER or pass nltk_data=FOLDER).",
+    ]
+    folders = [Path(root) for root in roots] + [Path(root, r.nltk_path) for root in roots for r in missing]
+    shared = [str(f) for f in folders if f.is_dir() and f.stat().st_mode & 0o022]
+    if shared:
+        # NLTK 3.10 skips folders that other accounts can write to, as if they were empty. We do
+        # not copy them to a private folder to get past that: NLTK refuses them because a file
+        # planted there would be loaded as trusted data, so making them private is the user's call.
+        lines.append(f"NLTK refuses group- or world-writable folders: {', '.join(shared)} (`chmod -R go-w` them).")
+    return "\n".join(lines)
+
+
+def _register(pointers: dict[str, object]) -> None:
+    """Install our loaders in OpenAttack's DataManager (class attributes, patched in place).
+
+    OpenAttack has no hook for another data source: ``DataManager.load`` checks that
+    ``data_path[name]`` exists, then calls ``data_loader[name](data_path[name])`` and caches
+    the result in ``data_reference[name]``. Its own loaders read pickles NLTK 3.9+ refuses, so
+    we replace the three PWWS needs (without editing site-packages), point their path at the
+    file NLTK found (a folder, or the zip it reads from) and drop any object cached from an
+    earlier configuration.
+    """
+    from OpenAttack import DataManager
+
+    DataManager.setAutoDownload(False)
+    for resource in RESOURCES:
+        pointer = pointers[resource.openattack_name]
+        on_disk = pointer.zipfile.filename if hasattr(pointer, "zipfile") else pointer.path
+        DataManager.set_path(on_disk, resource.openattack_name)
+        DataManager.data_loader[resource.openattack_name] = _loader(resource, pointer)
+        DataManager.data_reference[resource.openattack_name] = None
+
+
+def _loader(resource: _Resource, pointer) -> Callable[[str], object]:
+    """A DataManager loader (called with the path we set) that reads NLTK's pointer instead.
+
+    Read errors become :class:`AttackDataError`: DataManager would turn an ``OSError`` into its
+    message-less ``DataNotExistException``.
+    """
+
+    def load(_path: str) -> object:
+        try:
+            return resource.load(pointer)
+        except (OSError, LookupError, ValueError) as error:
+            raise AttackDataError(
+                f"cannot read the {resource.what} from {pointer} ({error}); reinstall it with: {DOWNLOAD_COMMAND}"
+            ) from error
+
+    return load

@@ -46,6 +46,9 @@ SelectTypeParameters=CR_Core
 SchedulerType=sched/backfill
 # Test jobs are seconds long: schedule (and resolve dependencies) every second, not every 30-60 s.
 SchedulerParameters=bf_interval=1,sched_interval=1,sched_min_interval=100000
+# scancel sends SIGTERM, which submitit's jobs ignore (they wait for Slurm's USR2), then SIGKILL
+# after KillWait seconds (default 30): a test that cancels a job wants that at once.
+KillWait=1
 ReturnToService=2
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool

@@ -55,7 +55,8 @@ def test_grid_with_tsp_through_slurm(cluster, tmp_path):
 
 
 def test_cancelled_job_resubmitted_resumes_to_the_same_result(cluster, tmp_path):
-    spec = RunSpec(model="bert-tiny", task="rt", method="full", train_size=96, epochs=3, batch_size=8, max_length=24, eval_every=4).resolved()
+    # 20 epochs of 12 steps, evaluated at each epoch end: long enough to be cancelled mid-way
+    spec = RunSpec(model="bert-tiny", task="rt", method="full", train_size=96, epochs=20, batch_size=8, max_length=24).resolved()
     reference = train(spec, tmp_path / "reference", progress=False)
     runs = tmp_path / "runs"
     submitted = run_sweep([spec], runs, executor="slurm", slurm_options=OPTIONS, wait=False)
@@ -64,7 +65,7 @@ def test_cancelled_job_resubmitted_resumes_to_the_same_result(cluster, tmp_path)
     deadline = time.time() + 300
     while not _has_progress(run_dir):
         assert time.time() < deadline, "the job made no checkpoint in 5 minutes"
-        time.sleep(0.5)
+        time.sleep(0.1)
     subprocess.run(["scancel", job_id], check=True)
     while job_id in slurm.queue_states():
         time.sleep(0.5)
@@ -81,4 +82,4 @@ def _has_progress(run_dir: Path) -> bool:
     if not (run_dir / "manifest.json").exists():
         return False
     last = store.read_manifest(run_dir).get("checkpoints", {}).get("last")
-    return bool(last) and last["step"] >= 4
+    return bool(last) and last["step"] >= 12

@@ -66,6 +66,8 @@ KILL_AT_STEP = 5
 _KILLER = textwrap.dedent(
     """
     import os, signal, sys
+    import torch
+    torch.set_num_threads({threads})  # the reference's thread count: reductions stay bit-identical
     from robustkit.spec import RunSpec
     from robustkit.train import _Loop, train
     original = _Loop.step
@@ -81,7 +83,7 @@ _KILLER = textwrap.dedent(
 
 def test_killed_run_resumes_to_the_same_result(tiny_spec, tmp_path):
     reference = train(tiny_spec, tmp_path / "reference", progress=False)
-    script = _KILLER.format(kill=KILL_AT_STEP, spec=repr(tiny_spec.to_dict()))
+    script = _KILLER.format(kill=KILL_AT_STEP, spec=repr(tiny_spec.to_dict()), threads=torch.get_num_threads())
     killed = subprocess.run([sys.executable, "-c", script, str(tmp_path / "killed")], capture_output=True)
     assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()[-2000:]
     run_dir = tmp_path / "killed" / tiny_spec.run_id

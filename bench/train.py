@@ -25,7 +25,7 @@ def measure(method: str, steps: int, batches: list) -> tuple[float, int]:
     """(steps per second, checkpoint bytes) of ``method`` on the given batches."""
     spec = RunSpec(model="minilm-l6", task="rt", method=method, max_length=64).resolved()
     model, names, _ = build_classifier(spec, num_labels=2)
-    optimiser = _Optimiser([(n, p) for n, p in model.named_parameters() if p.requires_grad], spec.lr, 0.0)
+    optimiser = _Optimiser(model, spec.lr, 0.0)
     loop = _Loop(run_dir=None, seed=0, progress=False)
     loop.step(model, batches[0], optimiser, 1.0, 0, 1.0)  # warm-up, not timed
     started = time.perf_counter()

@@ -209,9 +209,11 @@ def _now() -> str:
 
 
 class _Optimiser:
-    """AdamW over the trainable parameters, with its state as named tensors for checkpoints."""
+    """AdamW over the model's trainable parameters (``requires_grad``), with its state as named
+    tensors for checkpoints."""
 
-    def __init__(self, named: list[tuple[str, torch.nn.Parameter]], lr: float, weight_decay: float):
+    def __init__(self, model: torch.nn.Module, lr: float, weight_decay: float):
+        named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         self.named = named
         self.lr = lr
         self.optimizer = torch.optim.AdamW([p for _, p in named], lr=lr, weight_decay=weight_decay, fused=True)
@@ -369,8 +371,7 @@ class _Pretrain(_Loop):
         texts = data.split_texts(splits["train"], tasks.get_task(spec.task).text_fields)
         features = data.encode(texts, tokenizer, spec.max_length)
         collator = data.masked_lm_collator(tokenizer, spec.mlm_probability)
-        model, names, fingerprint, initialised = build_masked_lm(spec)
-        model.to(self.device)
+        model, names, fingerprint, initialised, optimiser = self._fresh_model()
         self.start_manifest(
             {
                 "run_id": spec.run_id,
@@ -383,15 +384,12 @@ class _Pretrain(_Loop):
                 "n_texts": len(features),
             }
         )
-        optimiser = _Optimiser([(n, p) for n, p in model.named_parameters() if p.requires_grad], spec.lr, 0.0)
         state = self.resume(model, optimiser, fingerprint)
         start = state["step"] if state else 0
         if start > min(s for s in self.steps if not self._saved(s)):
             # A requested step lies before the resume point and was never saved: replay from 0
             # (deterministic, so the result is the same as if it had been requested at first).
-            model, names, fingerprint, _ = build_masked_lm(spec)
-            model.to(self.device)
-            optimiser = _Optimiser([(n, p) for n, p in model.named_parameters() if p.requires_grad], spec.lr, 0.0)
+            model, names, fingerprint, _, optimiser = self._fresh_model()
             start, self.history, self.gradnorms = 0, [], []
         meta = checkpoint_metadata(fingerprint, spec.run_id, spec.model, spec.method)
         target = max(self.steps)
@@ -409,6 +407,12 @@ class _Pretrain(_Loop):
                 if step in self.steps or step % TSP_SAVE_EVERY == 0:
                     self.save_last(model, names, optimiser, step, meta, {})
         store.update_manifest(self.run_dir, status="complete", updated=_now(), tsp_steps=self._all_saved())
+
+    def _fresh_model(self):
+        """The masked-LM model at TSP step 0 on this loop's device, and its optimiser."""
+        model, names, fingerprint, initialised = build_masked_lm(self.spec)
+        model.to(self.device)
+        return model, names, fingerprint, initialised, _Optimiser(model, self.spec.lr, 0.0)
 
     def _saved(self, step: int) -> bool:
         return f"tsp-{step}" in store.read_manifest(self.run_dir).get("checkpoints", {})
@@ -466,7 +470,7 @@ class _Finetune(_Loop):
 
     def _train(self, model, names, fingerprint, meta, encoded, collator) -> None:
         spec = self.spec
-        optimiser = _Optimiser([(n, p) for n, p in model.named_parameters() if p.requires_grad], spec.lr, spec.weight_decay)
+        optimiser = _Optimiser(model, spec.lr, spec.weight_decay)
         state = self.resume(model, optimiser, fingerprint)
         if state is None:
             self._start_from_tsp(model, fingerprint)

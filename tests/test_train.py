@@ -101,7 +101,7 @@ def test_adapter_training_leaves_the_frozen_base_bit_identical(tiny_spec, tiny_m
     tokenizer = load_tokenizer(tiny_spec.model)
     features = encode_labelled([("a fine film",), ("dull and long",)] * 4, [1, 0] * 4, tokenizer, 16)
     batch = classification_collator(tokenizer)(features)
-    optimiser = _Optimiser([(n, p) for n, p in model.named_parameters() if p.requires_grad], lr=1e-2, weight_decay=0.1)
+    optimiser = _Optimiser(model, lr=1e-2, weight_decay=0.1)
     trained_before = {n: p.detach().clone() for n, p in model.named_parameters() if n in names}
     loop = _Loop(run_dir=None, seed=0, progress=False)
     for step in range(1, 4):

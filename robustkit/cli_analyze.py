@@ -15,7 +15,7 @@ def _store_arguments(parser: argparse.ArgumentParser) -> None:
 def _attack_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n", type=int, default=200, help="test examples attacked per run (the same sample for every run); default: 200")
     parser.add_argument("--seed", type=int, default=0, help="seed of the example sample; default: 0")
-    parser.add_argument("--engine", choices=["fast", "openattack"], default="fast", help="fast: robustkit's batched PWWS (identical outputs); openattack: OpenAttack's own PWWSAttacker; default: fast")
+    parser.add_argument("--engine", choices=["fast", "openattack"], default="fast", help="fast: robustkit's batched PWWS with float32 screening (identical outputs); openattack: OpenAttack's own PWWSAttacker; default: fast")
 
 
 def _landscape_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,6 +28,14 @@ def _similarity_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tokens", type=int, default=5000, help="tokens sampled once from the task's dev set ([CLS]/[SEP]/[PAD] skipped); default: 5000 (He et al. 2021)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the token sample; default: 0")
     parser.add_argument("--checkpoint", default="best", help="tuned checkpoint compared with the base model: best, last or step-0; default: best")
+
+
+def _stability_arguments(parser: argparse.ArgumentParser, epochs: bool = False) -> None:
+    parser.add_argument("--metric", help="metric shown (accuracy, f1, mcc, ...); default: each task's main metric")
+    if epochs:  # epoch-end evaluations come from the history: validation only, no checkpoint
+        return
+    parser.add_argument("--split", choices=["test", "validation"], default="test", help="split scored; default: test")
+    parser.add_argument("--checkpoint", choices=["best", "last"], default="best", help="best: best validation main metric; last: end of training; default: best")
 
 
 def _similarity(args) -> pd.DataFrame:
@@ -89,6 +97,19 @@ def _analyze_gradnorm(args) -> int:
     return _write_or_print(frame, args.output, gradnorm.summary(frame, every=max(1, int(frame["step"].max()) // 10)))
 
 
+def _tradeoff_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--split", choices=["validation", "test"], default="validation", help="split whose main metric is shown (Houlsby et al. report validation); default: validation")
+    parser.add_argument("--checkpoint", choices=["best", "last"], default="best", help="checkpoint whose metrics are used: best (selected on validation) or last; default: best")
+
+
+def _analyze_tradeoff(args) -> int:
+    from robustkit.analysis import tradeoff
+
+    frame = tradeoff.table(args.store, args.select, checkpoint=args.checkpoint)
+    shown = tradeoff.summarize(frame, ["task", "split", "method", "adapter_size", "top_k", "adapter_sharing", "init_std"])
+    return _write_or_print(frame, args.output, shown)
+
+
 def _analyze_curves(args) -> int:
     from robustkit.analysis import curves
 
@@ -132,6 +153,12 @@ def add_analyze_commands(commands) -> None:
     grads.add_argument("-o", "--output", help="write every step's norms to this parquet file")
     grads.set_defaults(func=_analyze_gradnorm)
 
+    trade = analyses.add_parser("tradeoff", help="trained parameters vs main metric per run (Houlsby et al. 2019 section 3.4)", description="From the manifests (no model is loaded): each selected run's trainable parameters, its share of the model's parameters and its main metric at the chosen checkpoint on validation and test; prints the mean +- std over seeds per method setting.")
+    _store_arguments(trade)
+    trade.add_argument("--checkpoint", choices=["best", "last"], default="best", help="checkpoint whose metrics are used: best (selected on validation) or last; default: best")
+    trade.add_argument("-o", "--output", help="write the tidy per-run table to this parquet file")
+    trade.set_defaults(func=_analyze_tradeoff)
+
     curve = analyses.add_parser("curves", help="dev loss and metric vs step; mean and best dev metric (He et al. 2021, table 6)", description="Validation history of each run; prints the mean and best dev main metric over all evaluation steps, mean +- std over seeds.")
     _store_arguments(curve)
     curve.add_argument("-o", "--output", help="write the learning curves to this parquet file")
@@ -142,8 +169,25 @@ def add_analyze_commands(commands) -> None:
 # plot
 
 
+def _stability_figure(args):
+    """The stability box plots: one score per run (or per run x epoch end), then the figure."""
+    from robustkit.analysis import stability
+    from robustkit.plots import stability as plots
+
+    if args.figure == "box-tsp-epochs":
+        return plots.box_tsp_epochs(stability.epoch_outcomes(args.store, args.select, metric=args.metric))
+    frame = stability.outcomes(args.store, args.select, checkpoint=args.checkpoint, split=args.split, metric=args.metric)
+    if args.figure == "box-tsp":
+        return plots.box_tsp(frame, pooled=args.pooled)
+    if args.figure == "train-size":
+        return plots.train_size(frame, kind=args.kind)
+    return {"box-seeds": plots.box_seeds, "box-lr": plots.box_lr}[args.figure](frame)
+
+
 def _figure(args):
     """The figure ``args.figure`` names, from its analysis."""
+    if args.figure.startswith("box-") or args.figure == "train-size":
+        return _stability_figure(args)
     from robustkit.analysis import curves, gradnorm, landscape
     from robustkit.plots import curves as curve_plots
     from robustkit.plots.gradnorm import gradnorm_curves
@@ -166,6 +210,13 @@ def _figure(args):
         return ablation_heatmap(ablation.run(args.store, args.select, checkpoint=args.checkpoint))
     if args.figure == "gradnorm":
         return gradnorm_curves(gradnorm.summary(gradnorm.run(args.store, args.select)))
+    if args.figure in ("tradeoff", "init-std"):
+        from robustkit.analysis import tradeoff
+        from robustkit.plots.init_std import init_std_figure
+        from robustkit.plots.tradeoff import tradeoff_figure
+
+        draw = tradeoff_figure if args.figure == "tradeoff" else init_std_figure
+        return draw(tradeoff.table(args.store, args.select, checkpoint=args.checkpoint), args.split)
     if args.figure == "landscape":
         frame = landscape.run(args.store, args.select, alphas=args.alpha, splits=tuple(args.splits.split(",")), checkpoint=args.checkpoint)
         return landscape_curves(frame)
@@ -193,6 +244,13 @@ PLOTS = {
     "curves": "He et al. 2021 figures 5 and 9: dev loss and metric vs training step",
     "curves-by-tsp": "Han et al. 2021 figures 1 and 13: dev metric vs step, one line per TSP step",
     "mean-best": "He et al. 2021 table 6: mean and best dev metric over all evaluation steps",
+    "box-seeds": "Han et al. 2021 figure 2: box plot of each method's score over random seeds, one panel per task",
+    "box-tsp": "Han et al. 2021 figure 4: box plots of the score per TSP step and method (--pooled: one box per method over TSP steps)",
+    "box-tsp-epochs": "Han et al. 2021 figures 9-10: box plots of the dev score at each fine-tuning epoch end, per TSP step, one panel per method",
+    "box-lr": "He et al. 2021 figure 4: box plots of the score over seeds per learning rate and method",
+    "train-size": "He et al. 2021 figure 3: score vs number of training examples, per method (boxes or mean +- std)",
+    "tradeoff": "Houlsby et al. 2019 figures 3-4: metric vs trained parameters (log) for adapter sizes, top-k fine-tuning, LayerNorm-only and full fine-tuning",
+    "init-std": "Houlsby et al. 2019 figure 6 right: metric vs the std of the adapters' weight init (log)",
 }
 
 
@@ -210,6 +268,14 @@ def add_plot_commands(commands) -> None:
             _landscape_arguments(figure)
         if name == "ablation":
             figure.add_argument("--checkpoint", default="best", help="checkpoint ablated: best or last; default: best")
+        if name in ("tradeoff", "init-std"):
+            _tradeoff_arguments(figure)
+        if name.startswith("box-") or name == "train-size":
+            _stability_arguments(figure, epochs=name == "box-tsp-epochs")
+        if name == "box-tsp":
+            figure.add_argument("--pooled", action="store_true", help="one box per method over all TSP steps (each run differs by its TSP step, as in the paper) instead of a box per TSP step")
+        if name == "train-size":
+            figure.add_argument("--kind", choices=["box", "mean"], default="box", help="box: boxes over seeds; mean: mean +- std (ddof 1) as in the paper; default: box")
         if name == "rsa":
             _similarity_arguments(figure)
             figure.add_argument("--measure", choices=["rsa", "cka"], default="rsa", help="rsa (He et al. 2021) or linear CKA (Kornblith et al. 2019); default: rsa")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+
 import os
 import shutil
 from pathlib import Path
@@ -130,6 +131,51 @@ def test_fast_engine_gives_openattacks_results(victims, sentences, method):
     for result in fast:
         if result.success:
             assert result.modified_words >= 1 and victim.get_pred([result.adversarial])[0] != result.target
+
+
+@pytest.mark.parametrize("method", ["houlsby", "full"])
+def test_screened_engine_gives_openattacks_results(victims, sentences, method):
+    """float32 screening keeps the float64 results and spares most float64 substitute sentences."""
+    victim = victims[method]
+    screen = victim.screening()
+    targets = [int(t) for t in victim.get_pred(sentences)]
+    victim.clear_cache()
+    reference = [attack_openattack(victim, s, t) for s, t in zip(sentences, targets)]
+    fields = ("adversarial", "success", "queries", "modified_words")
+    exact_sentences = {}
+    for screened in (None, screen):
+        victim.clear_cache()
+        victim.reset_counters()
+        results = [attack_fast(victim, s, t, screen=screened) for s, t in zip(sentences, targets)]
+        for ref, new in zip(reference, results):
+            assert [getattr(new, f) for f in fields] == [getattr(ref, f) for f in fields], ref.original
+        exact_sentences[screened is not None] = victim.forwards
+    assert screen.forwards > 0
+    assert exact_sentences[True] < 0.6 * exact_sentences[False]
+
+
+def test_screen_keeps_every_substitute_that_could_be_best(victims, sentences):
+    """The float64 best substitute of each position is always among the screened leaders."""
+    from robustkit.attack import pwws
+
+    victim = victims["full"]
+    screen = victim.screening()
+    attacker = pwws_attacker()
+    kept = total = 0
+    for sentence in sentences[:10]:
+        target = int(victim.get_pred([sentence])[0])
+        tagged = attacker.tokenizer.tokenize(sentence.lower())
+        words = [w for w, _ in tagged]
+        swaps = {i: [" ".join(words[:i] + [s] + words[i + 1 :]) for s in pwws._substitutes(attacker, w, pos)]
+                 for i, (w, pos) in enumerate(tagged)}
+        swaps = {i: group for i, group in swaps.items() if group}
+        leaders = pwws._screen(screen, swaps, target)
+        for i, group in swaps.items():
+            exact = victim.get_prob(group)[:, target]
+            assert group[exact.argmin()] in leaders[i]
+            assert [s for s in group if s in leaders[i]] == leaders[i]  # order kept
+            kept, total = kept + len(leaders[i]), total + len(group)
+    assert 0 < kept < 0.5 * total
 
 
 def test_query_budget_cuts_both_engines_alike(victims, sentences):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -121,7 +122,11 @@ def _attack_examples(run_dir, todo: pd.DataFrame, path: Path, engine, query_budg
     configure_openattack()
     spec = RunSpec(**read_manifest(run_dir)["spec"]).resolved()
     victim = Victim(load_run_model(run_dir, checkpoint), load_tokenizer(spec.model), max_length=spec.max_length)
-    attack = attack_fast if engine == "fast" else attack_openattack
+    if engine == "fast":
+        screen = victim.screening()  # float32 rules out substitutes; results stay float64's
+        attack = partial(attack_fast, screen=screen)
+    else:
+        attack = attack_openattack
     _drop_partial_line(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as out:

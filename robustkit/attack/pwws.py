@@ -18,11 +18,20 @@ fails with 0 queries in both (OpenAttack's code would raise on its empty salienc
 
 Where the time goes: the k + 1 substitute sentences of every position must all be scored to
 rank the positions exactly (bounding unscored positions by a probability drop <= p(target)
-would skip only ~4% of them, measured on rt with a trained bert-tiny), and the :class:`Victim`
-memo already spares OpenAttack's engine the repeated original sentence. The fast engine
-therefore runs about as many sentences (~5% fewer: filter words) in ~4x fewer forward passes:
-on CPU, where a pass costs in proportion to its sentences, that gains little (``bench/attack.py``
-measures it); it pays where a pass over 64 sentences costs about what one over 1 does (GPUs).
+would skip only ~4% of them, measured on rt with a trained bert-tiny). Batching and dedup save
+the repeated original sentences and ~4x of the forward passes, which on CPU, where a pass costs
+in proportion to its sentences, gains little; it pays on GPUs.
+
+Float32 screening (``screen=``): on CPU most of the remaining cost is the float64 arithmetic that
+makes results batch-independent (see :mod:`robustkit.attack.victim`), spent mostly on substitutes
+that are not a position's best. With a float32 twin of the victim, :func:`attack_fast` scores
+the substitutes in float32 only to rule out those that cannot be the best: a substitute is out
+when, with every logit off by up to :data:`LOGIT_ERROR` (100x the largest float32 error
+measured; ``bench/attack.py`` reports it), its probability stays above the leader's. The
+candidates left (usually one) are scored in float64, and so is every number PWWS's arithmetic
+uses (saliency, original and best-substitute probabilities, greedy checks): the engine's
+decisions, texts and query counts are the float64 victim's, from about a third of its float64
+sentences.
 
 Query count (``AttackResult.queries``)
     The sentences PWWSAttacker.attack sends to the victim: (n + 1) + sum(k + 1 over positions
@@ -56,6 +65,11 @@ from robustkit.attack.victim import Victim, as_openattack
 # Greedy prefixes checked per victim call: 1, 2, 4, ... The first prefix is one of the substitute
 # sentences already scored (a memo hit), and most attacks that succeed do so within a few steps.
 FIRST_CHUNK = 1
+
+# Largest |float32 logit - float64 logit| screening allows for: 100x the largest difference
+# measured (6.4e-7 on a trained minilm-l6 run; 5e-8 on random-head bert-tiny).
+LOGIT_ERROR = 1e-4
+PROB_FLOOR = 1e-12  # float64's own rounding and batch noise (< 3e-15), which float32 cannot see
 
 _attackers: dict[tuple[str, ...], PWWSAttacker] = {}
 
@@ -138,8 +152,20 @@ def attack_openattack(victim: Victim, sentence: str, target: int, query_budget: 
     return _result(sentence, adversarial, target, queries, words, started)
 
 
-def attack_fast(victim: Victim, sentence: str, target: int, query_budget: int | None = None) -> AttackResult:
-    """Untargeted PWWS, batched; same results as :func:`attack_openattack` (see the module docstring)."""
+def attack_fast(
+    victim: Victim, sentence: str, target: int, query_budget: int | None = None, screen: Victim | None = None
+) -> AttackResult:
+    """Untargeted PWWS, batched; same results as :func:`attack_openattack` (see the module docstring).
+
+    Parameters
+    ----------
+    victim : Victim
+        The victim (float64 for batch-independent results).
+    sentence, target, query_budget
+        As in :func:`attack_openattack`.
+    screen : Victim, optional
+        A float32 twin of ``victim`` (:meth:`Victim.screening`) that rules out substitutes.
+    """
     started = time.perf_counter()
     attacker = pwws_attacker()
     tagged = attacker.tokenizer.tokenize(sentence.lower())
@@ -152,7 +178,7 @@ def attack_fast(victim: Victim, sentence: str, target: int, query_budget: int | 
     if calls_made < len(calls):
         return _result(sentence, None, target, spent, words, started)
     attackable = [i for i, word in enumerate(words) if word not in attacker.filter_words]
-    best, scores = _scores(attacker, victim, words, substitutes, attackable, target)
+    best, scores = _scores(attacker, victim, words, substitutes, attackable, target, screen)
     steps = _greedy_sentences(attacker, words, attackable, best, scores)
     allowed = len(steps) if query_budget is None else min(len(steps), query_budget - spent)
     hit = _first_success(victim, steps[:allowed], target)
@@ -191,8 +217,9 @@ def _scores(
     substitutes: list[list[str]],
     attackable: list[int],
     target: int,
+    screen: Victim | None = None,
 ) -> tuple[list[str], list]:
-    """Best substitute and PWWS score of each attackable position, from one batched query.
+    """Best substitute and PWWS score of each attackable position, from batched queries.
 
     Returns
     -------
@@ -205,24 +232,28 @@ def _scores(
     detokenize, unk = attacker.tokenizer.detokenize, attacker.token_unk
     original = detokenize(words)
     saliency = [detokenize(words[:i] + [unk] + words[i + 1 :]) for i in range(len(words))] + [original]
-    swaps = {i: [detokenize(words[:i] + [s] + words[i + 1 :]) for s in substitutes[i]] + [original]
+    swaps = {i: [detokenize(words[:i] + [s] + words[i + 1 :]) for s in substitutes[i]]
              for i in attackable if substitutes[i]}
-    prob = _target_probs(victim, saliency + [s for group in swaps.values() for s in group], target)
+    leaders = swaps if screen is None else _screen(screen, swaps, target)
+    prob = _target_probs(victim, saliency + [s for group in leaders.values() for s in group], target)
 
     # Same numpy operations, on arrays of the same values and order, as PWWSAttacker.
     res = prob(saliency)
     salience = res[-1] - res[:-1]
     softmax = np.exp(salience - salience.max())
     softmax = softmax / softmax.sum()
+    prob_orig = res[-1]
     best, scores = [], []
     for i in attackable:
         if i not in swaps:
             best.append(words[i])
             scores.append(softmax[i] * 0)
             continue
-        res = prob(swaps[i])
-        prob_orig, res = res[-1], res[:-1]
-        best.append(substitutes[i][res.argmin()])
+        # Screened out substitutes score above the leaders in any precision: the first minimum
+        # over the leaders (kept in their order) is the first minimum over all.
+        group = leaders[i]
+        res = prob(group)
+        best.append(substitutes[i][swaps[i].index(group[res.argmin()])])
         scores.append(softmax[i] * (prob_orig - res.min()))
     return best, scores
 
@@ -233,6 +264,23 @@ def _target_probs(victim: Victim, sentences: list[str], target: int):
     row = {sentence: i for i, sentence in enumerate(distinct)}
     column = victim.get_prob(distinct)[:, target]
     return lambda group: column[[row[s] for s in group]]
+
+
+def _screen(screen: Victim, swaps: dict[int, list[str]], target: int) -> dict[int, list[str]]:
+    """Per position, the substitute sentences that could be its best (lowest target probability).
+
+    A sentence stays when its float32 probability, lowered by its error bound, is at most the
+    float32 minimum raised by the minimum's bound; the first-order bound on a probability p when
+    every logit moves by up to e is 2 p (1 - p) e, doubled here for the float32 softmax input.
+    """
+    prob = _target_probs(screen, [s for group in swaps.values() for s in group], target)
+    leaders = {}
+    for i, group in swaps.items():
+        res = prob(group)
+        bound = 4 * res * (1 - res) * LOGIT_ERROR + PROB_FLOOR
+        k = res.argmin()
+        leaders[i] = [s for s, low in zip(group, res - bound) if low <= res[k] + bound[k]]
+    return leaders
 
 
 def _greedy_sentences(

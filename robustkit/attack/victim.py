@@ -19,7 +19,9 @@ Numeric determinism (why the default dtype is float64)
     ties, so an argmin can flip. In float64 the differences are at most 2.5e-15 and the
     smallest gap is 1.2e-12. The engines matched on every example tried in both precisions
     (150 in float32), but only float64 makes results independent of batching by a wide
-    margin, at ~2.2x the CPU time of float32 (``dtype=torch.float32`` when speed matters more).
+    margin, at ~2.2x the CPU time of float32. :meth:`Victim.screening` gives a float32 twin that
+    the fast PWWS engine uses with per-decision margins, falling back to float64 (see
+    :mod:`robustkit.attack.pwws`).
 """
 
 from __future__ import annotations
@@ -95,6 +97,11 @@ class Victim:
         self._memo: OrderedDict[bytes, np.ndarray] = OrderedDict()
         self.reset_counters()
 
+    def screening(self, dtype: torch.dtype = torch.float32) -> "Victim":
+        """A twin of this victim in a lower precision, for :func:`robustkit.attack.attack_fast`'s
+        certified screening (its own memo and counters; the model is copied, not shared)."""
+        return Victim(self.model, self.tokenizer, self.max_length, self.batch_size, dtype, self.cache_size)
+
     def reset_counters(self) -> None:
         self.queries = 0
         self.forwards = 0
@@ -113,11 +120,11 @@ class Victim:
 
         Returns
         -------
-        numpy.ndarray, shape (n, num_labels), of ``dtype``
+        numpy.ndarray, shape (n, num_labels), float64 (computed from ``dtype`` logits)
         """
         self.queries += len(sentences)
         if not sentences:
-            return torch.empty((0, self.num_labels), dtype=self.dtype).numpy()
+            return np.empty((0, self.num_labels), dtype=np.float64)
         keys = self._keys(sentences)
         rows = {key: self._memo[key] for key in keys if key in self._memo}
         for key in rows:
@@ -164,7 +171,8 @@ class Victim:
             inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])  # single sentences
         with torch.inference_mode():
             logits = self.model(**{k: v.to(self._device) for k, v in inputs.items()}).logits
-            return torch.softmax(logits, dim=-1).cpu().numpy()
+            # float64 softmax: a float32 victim's probabilities then carry only its logits' error.
+            return torch.softmax(logits.to(torch.float64), dim=-1).cpu().numpy()
 
 
 class _OpenAttackVictim(Classifier):

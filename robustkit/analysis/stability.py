@@ -1,0 +1,484 @@
+"""Stability of fine-tuning: how much the final score varies across runs, and tests of the claims.
+
+- Han et al. 2021, figure 2 (and appendix, MNLI): dev score over random seeds, with vs without
+  adapters; figure 4: over task-specific pretraining (TSP) steps; figures 9 and 10: over TSP
+  steps x fine-tuning epochs.
+- He et al. 2021, figure 4: test score over seeds at each learning rate; figure 3: test score
+  against the number of training examples.
+
+The papers read these off box plots ("the adapter leads to a smaller variance"). Here the same
+claims become tests: :func:`summarize` gives the spread of each box (std, IQR, bootstrap CI of
+the mean, runs at or below the majority-class baseline) and :func:`compare` tests the difference
+between methods (Levene / Brown-Forsythe for the variance, Mann-Whitney U for the location).
+
+Everything comes from the manifests' final metrics (:func:`outcomes`) or from
+``history.parquet`` (:func:`epoch_outcomes`), so nothing is recomputed and no cache is needed,
+except the majority baseline, which reads each task's labels once per process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import warnings
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from robustkit import tasks
+from robustkit.analysis.select import select_runs
+from robustkit.errors import RobustkitError
+from robustkit.store import IDENTITY, load_history
+
+OUTCOME_COLUMNS = [*IDENTITY, "checkpoint", "split", "metric", "value", "baseline", "failed"]
+EPOCH_COLUMNS = [*IDENTITY, "epoch", "step", "split", "metric", "value", "baseline", "failed"]
+SUMMARY_STATS = ["n", "mean", "std", "median", "iqr", "min", "max", "n_failed", "ci_low", "ci_high"]
+COMPARE_COLUMNS = ["by", "group_a", "group_b", "n_a", "n_b", "test", "statistic", "p_value", "ci_low", "ci_high", "note"]
+# Columns that can define a cell of runs that belong together; seed and run_id are the replicates.
+CELL_CANDIDATES = ["task", "model", "method", "tsp_step", "lr", "train_size", "adapter_size", "epoch", "checkpoint", "split", "metric"]
+
+N_RESAMPLES = 9999  # bootstrap resamples: CI ends stable to ~1% of their width at this B
+BOOTSTRAP_METHOD = "BCa"  # bias-corrected and accelerated; percentile where BCa is degenerate
+SEED = 0
+
+
+# ---------------------------------------------------------------------------------------------
+# outcomes: one value per run
+
+
+def outcomes(
+    store: str | Path,
+    select: dict | list[str] | None = None,
+    checkpoint: str = "best",
+    split: str | None = None,
+    metric: str | None = None,
+    epoch: int | None = None,
+    baseline: float | Mapping[str, float] | None = None,
+) -> pd.DataFrame:
+    """One row per selected run: its final score and whether it failed.
+
+    Parameters
+    ----------
+    store : path
+        Run store.
+    select : dict or list of str, optional
+        Run filters (``["task=rte", "method=houlsby,full"]``); complete fine-tuning runs only.
+    checkpoint : {"best", "last"}
+        ``best``: the checkpoint of the best validation main metric (so its ``validation``
+        score is optimistically biased: use ``test`` to compare); ``last``: the end of training.
+    split : {"test", "validation"}, optional
+        Split the score was measured on; default ``test``, or ``validation`` with ``epoch``.
+    metric : str, optional
+        Metric name (``accuracy``, ``f1``, ``mcc``, ``loss``, ...); default each run's task's
+        main metric.
+    epoch : int, optional
+        Instead of a checkpoint, the validation score at the end of this fine-tuning epoch
+        (from the history; see :func:`epoch_outcomes`). ``checkpoint`` is then ignored.
+    baseline : float or mapping of task to float, optional
+        Majority-class baseline to use instead of computing it from the task's labels.
+
+    Returns
+    -------
+    DataFrame
+        One row per run: identity columns (``run_id, model, task, method, seed, tsp_step, lr,
+        train_size, adapter_size``) + ``checkpoint, split, metric`` + ``value`` (the metric, as
+        a fraction for accuracy / F1, e.g. 0.71) + ``baseline`` (the same metric of always
+        predicting the majority training label; NaN for ``loss`` or when the data cannot be
+        read) + ``failed`` (nullable bool: ``value <= baseline``, NA without a baseline).
+
+    Raises
+    ------
+    RobustkitError
+        No complete run matches ``select``, or no selected run has the requested score.
+    """
+    if epoch is not None:
+        return epoch_outcomes(store, select, split=split or "validation", metric=metric, epochs=[epoch], baseline=baseline)
+    split = split or "test"
+    runs = select_runs(store, select)
+    names = runs["main_metric"] if metric is None else pd.Series(metric, index=runs.index)
+    columns = [f"{checkpoint}/{split}/{name}" for name in names]
+    values = [run.get(column, np.nan) for column, (_, run) in zip(columns, runs.iterrows())]
+    frame = runs[IDENTITY].assign(checkpoint=checkpoint, split=split, metric=names.to_numpy(), value=pd.to_numeric(values))
+    frame = frame.dropna(subset=["value"])
+    if frame.empty:
+        raise RobustkitError(
+            f"no run selected by {select or 'the selection'} in {str(store)!r} has a final "
+            f"{checkpoint}/{split}/{metric or '<main metric>'} score"
+        )
+    frame = _with_baseline(frame, runs, baseline)
+    return frame[OUTCOME_COLUMNS].sort_values(["task", "method", "tsp_step", "seed"], kind="stable").reset_index(drop=True)
+
+
+def epoch_outcomes(
+    store: str | Path,
+    select: dict | list[str] | None = None,
+    split: str = "validation",
+    metric: str | None = None,
+    epochs: Sequence[int] | None = None,
+    baseline: float | Mapping[str, float] | None = None,
+) -> pd.DataFrame:
+    """One row per selected run x fine-tuning epoch: the score at the end of each epoch.
+
+    Han et al. 2021 figures 9 and 10 (TSP steps x fine-tuning epochs). The history holds the
+    evaluations made during training, which are on the validation split only.
+
+    Parameters
+    ----------
+    store, select, metric, baseline
+        As in :func:`outcomes`.
+    split : {"validation"}
+        Split of the evaluations (the only one evaluated during training).
+    epochs : sequence of int, optional
+        Epoch ends to keep (1 = end of the first epoch); default every one.
+
+    Returns
+    -------
+    DataFrame
+        Identity columns + ``epoch`` (int, >= 1), ``step`` (optimiser updates done), ``split,
+        metric, value, baseline, failed`` as in :func:`outcomes`.
+
+    Raises
+    ------
+    RobustkitError
+        No complete run matches, or none has such evaluations.
+    """
+    runs = select_runs(store, select)
+    history = load_history(store)
+    if not history.empty:
+        history = history.merge(runs[["run_id", "main_metric"]], on="run_id", how="inner")
+        wanted = history["main_metric"] if metric is None else metric
+        history = history[(history["split"] == split) & (history["metric"] == wanted)]
+        # epoch = step / steps per epoch: epoch ends are the whole numbers
+        history = history[np.isclose(history["epoch"], history["epoch"].round()) & (history["epoch"] >= 1)]
+        history = history.assign(epoch=history["epoch"].round().astype(int))
+        if epochs is not None:
+            history = history[history["epoch"].isin(list(epochs))]
+    if history.empty:
+        raise RobustkitError(
+            f"no run selected by {select or 'the selection'} in {str(store)!r} has {split} "
+            f"{metric or '<main metric>'} evaluations at epoch ends {list(epochs) if epochs else ''}".rstrip()
+            + (" (only the validation split is evaluated during training)" if split != "validation" else "")
+        )
+    frame = _with_baseline(history, runs, baseline)
+    order = ["task", "method", "tsp_step", "seed", "epoch"]
+    return frame[EPOCH_COLUMNS].sort_values(order, kind="stable").reset_index(drop=True)
+
+
+def _with_baseline(frame: pd.DataFrame, runs: pd.DataFrame, baseline: float | Mapping[str, float] | None) -> pd.DataFrame:
+    """``frame`` + ``baseline`` and ``failed``; data settings come from each run's row of ``runs``."""
+    keys = frame[["run_id", "task", "metric", "split"]].drop_duplicates()
+    settings = runs.set_index("run_id")
+    values = []
+    for run_id, task, metric, split in keys.itertuples(index=False):
+        if baseline is not None:
+            values.append(float(baseline[task] if isinstance(baseline, Mapping) else baseline))
+            continue
+        run = settings.loc[run_id]
+        train_size, split_seed = _none(run.get("train_size")), _none(run.get("split_seed"))
+        values.append(majority_baseline(task, metric, split, _none(run.get("data_dir")),
+                                        None if train_size is None else int(train_size), int(split_seed or 0)))
+    frame = frame.merge(keys.assign(baseline=values), on=["run_id", "task", "metric", "split"], how="left")
+    failed = pd.array(frame["value"] <= frame["baseline"], dtype="boolean")
+    failed[frame["baseline"].isna().to_numpy()] = pd.NA
+    return frame.assign(failed=failed)
+
+
+def _none(value):
+    """NaN / None from a DataFrame cell -> None; numbers stay numbers."""
+    return None if value is None or (isinstance(value, float) and np.isnan(value)) else value
+
+
+@lru_cache(maxsize=64)
+def majority_baseline(task: str, metric: str, split: str, data_dir: str | None, train_size: int | None, split_seed: int) -> float:
+    """``metric`` on ``split`` of always predicting the majority training label (cached).
+
+    Returns
+    -------
+    float
+        NaN for ``loss`` (no meaningful constant baseline) or when the data cannot be loaded
+        (a warning says why): the run's outcome is still reported, only ``failed`` is NA.
+    """
+    spec = tasks.get_task(task)
+    if metric not in spec.metrics:
+        return float("nan")
+    try:
+        splits = tasks.load_splits(spec, data_dir=data_dir, train_size=train_size, split_seed=split_seed)
+    except (RobustkitError, OSError, ValueError) as error:  # e.g. offline hub, moved data folder
+        warnings.warn(f"no majority baseline for {task} {split}: {error}", stacklevel=2)
+        return float("nan")
+    # the task with ``metric`` as its main metric, so majority_baseline reports that metric
+    scored = dataclasses.replace(spec, main_metric=metric)
+    return float(tasks.majority_baseline(scored, np.asarray(splits["train"]["label"]), np.asarray(splits[split]["label"])))
+
+
+# ---------------------------------------------------------------------------------------------
+# summaries and tests
+
+
+def summarize(
+    df: pd.DataFrame,
+    by: Sequence[str] | str = ("method",),
+    value: str = "value",
+    confidence: float = 0.95,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = SEED,
+) -> pd.DataFrame:
+    """Spread of ``value`` in each group: one row per box of a box plot.
+
+    Parameters
+    ----------
+    df : DataFrame
+        One row per observation (run, or run x epoch), e.g. :func:`outcomes` output.
+    by : str or sequence of str
+        Grouping columns (missing values form their own group).
+    value : str
+        Column summarised.
+    confidence : float
+        Level of the bootstrap confidence interval of the mean.
+    n_resamples : int
+        Bootstrap resamples B (``scipy.stats.bootstrap``, BCa; percentile where BCa is
+        degenerate), seeded by ``seed`` so the same frame gives the same interval.
+
+    Returns
+    -------
+    DataFrame
+        ``by`` columns + ``n`` (observations), ``mean``, ``std`` (ddof 1; NaN for n = 1),
+        ``median``, ``iqr`` (75th - 25th percentile, linear interpolation), ``min``, ``max``,
+        ``n_failed`` (observations with ``failed``; NA without a ``failed`` column or
+        baseline), ``ci_low``, ``ci_high`` (bootstrap CI of the mean; NaN for n < 2; the value
+        itself for constant groups). Units are those of ``value``.
+    """
+    by = _columns(df, by, value, "summarize")
+    rows = []
+    for key, group in df.dropna(subset=[value]).groupby(by, dropna=False, sort=True):
+        x = group[value].to_numpy(float)
+        low, high, _ = _mean_ci(x, confidence, n_resamples, seed)
+        q75, q25 = np.percentile(x, [75, 25])
+        rows.append({
+            **dict(zip(by, key)), "n": len(x), "mean": x.mean(), "std": x.std(ddof=1) if len(x) > 1 else np.nan,
+            "median": np.median(x), "iqr": q75 - q25, "min": x.min(), "max": x.max(),
+            "n_failed": _n_failed(group), "ci_low": low, "ci_high": high,
+        })
+    return pd.DataFrame(rows, columns=[*by, *SUMMARY_STATS])
+
+
+def compare(
+    df: pd.DataFrame,
+    by: str = "method",
+    value: str = "value",
+    within: Sequence[str] | None = None,
+    confidence: float = 0.95,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = SEED,
+) -> pd.DataFrame:
+    """Test the difference between the groups of ``by`` (each pair), within each cell.
+
+    The papers' stability claim ("adapters vary less") is a difference of variances: Levene's
+    test (deviations from the group mean) and its Brown-Forsythe variant (from the median, robust
+    to skew, e.g. a few collapsed runs). Mann-Whitney U tests the location without assuming
+    normal scores. Effect sizes: ratio of standard deviations and a bootstrap CI of the
+    difference of means.
+
+    Parameters
+    ----------
+    df : DataFrame
+        One row per observation, e.g. :func:`outcomes` output.
+    by : str
+        Column whose values are compared pairwise (``method``: houlsby vs full).
+    value : str
+        Column tested.
+    within : sequence of str, optional
+        Cells tested separately (``["task", "tsp_step"]``); default :func:`default_within`:
+        every configuration column that varies inside a group of ``by``, so that runs of
+        different settings are never pooled.
+    confidence, n_resamples, seed
+        Bootstrap of the difference of means, as in :func:`summarize`.
+
+    Returns
+    -------
+    DataFrame
+        One row per cell x pair x test: ``within`` columns + ``by`` (the column name),
+        ``group_a``, ``group_b`` (the values compared, a < b in sorted order), ``n_a``,
+        ``n_b``, ``test`` (``levene``, ``brown-forsythe``, ``mann-whitney-u`` (two-sided),
+        ``std-ratio`` (std_a / std_b), ``mean-difference`` (mean_a - mean_b, with
+        ``ci_low``, ``ci_high``)), ``statistic``, ``p_value`` (NaN for the effect sizes and
+        for tests that cannot be computed), ``ci_low``, ``ci_high``, ``note`` (why a value is
+        NaN, else empty).
+    """
+    within = default_within(df, by) if within is None else list(within)
+    _columns(df, [*within, by], value, "compare")
+    rows = []
+    cells = df.groupby(within, dropna=False, sort=True) if within else [((), df)]
+    for key, cell in cells:
+        groups = {g: part[value].dropna().to_numpy(float) for g, part in cell.groupby(by, sort=True)}
+        for a, b in itertools.combinations(groups, 2):
+            cell_key = dict(zip(within, key if isinstance(key, tuple) else (key,)))
+            for test in _pair_tests(groups[a], groups[b], a, b, confidence, n_resamples, seed):
+                rows.append({**cell_key, "by": by, "group_a": a, "group_b": b, "n_a": len(groups[a]), "n_b": len(groups[b]), **test})
+    return pd.DataFrame(rows, columns=[*within, *COMPARE_COLUMNS])
+
+
+def default_within(df: pd.DataFrame, by: str) -> list[str]:
+    """Configuration columns that vary inside some group of ``by`` (``task`` always, if present).
+
+    With ``by="method"``, ``lr`` and ``adapter_size`` differ between methods by design (1e-4 vs
+    2e-5) but not inside one, so they do not split cells; a learning-rate sweep does.
+    """
+    cells = [c for c in CELL_CANDIDATES if c in df and c != by]
+    return [c for c in cells if c == "task" or df.groupby(by)[c].nunique(dropna=False).max() > 1]
+
+
+def caption(summary: pd.DataFrame, tests: pd.DataFrame) -> str:
+    """A short text for a figure: runs per box and the tests' p-values.
+
+    Parameters
+    ----------
+    summary : DataFrame
+        :func:`summarize` output (uses ``n``).
+    tests : DataFrame
+        :func:`compare` output.
+
+    Returns
+    -------
+    str
+        E.g. ``"n = 10 runs per box. houlsby vs full: Levene p = 0.003, Brown-Forsythe p =
+        0.004, Mann-Whitney U p = 0.21."``; with several cells, the number of cells with
+        p < 0.05 and the smallest p per test.
+    """
+    n = summary["n"]
+    parts = [f"n = {int(n.min())} runs per box." if n.min() == n.max() else f"n = {int(n.min())}-{int(n.max())} runs per box."]
+    names = {"levene": "Levene", "brown-forsythe": "Brown-Forsythe", "mann-whitney-u": "Mann-Whitney U"}
+    for (a, b), pair in tests.groupby(["group_a", "group_b"], sort=True):
+        texts = []
+        for test, name in names.items():
+            p = pair.loc[pair["test"] == test, "p_value"].dropna()
+            if len(p) == 1 and len(pair[pair["test"] == test]) == 1:
+                texts.append(f"{name} p = {_p(p.iloc[0])}")
+            elif len(p):
+                texts.append(f"{name} p < 0.05 in {int((p < 0.05).sum())}/{len(p)} cells (min p = {_p(p.min())})")
+            else:  # say why: too few runs, zero variance
+                notes = pair.loc[pair["test"] == test, "note"]
+                texts.append(f"{name} p n/a" + (f" ({notes.iloc[0]})" if len(notes) and notes.iloc[0] else ""))
+        parts.append(f"{a} vs {b}: " + ", ".join(texts) + ".")
+    if tests.empty:
+        parts.append("No test: no cell holds two groups to compare.")
+    return " ".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def _columns(df: pd.DataFrame, by: Sequence[str] | str, value: str, what: str) -> list[str]:
+    """Check ``df`` can be grouped by ``by`` and has ``value``; return ``by`` as a list."""
+    by = [by] if isinstance(by, str) else list(by)
+    if df.empty:
+        raise RobustkitError(f"nothing to {what}: the selection is empty (no rows)")
+    missing = [c for c in [*by, value] if c not in df.columns]
+    if missing:
+        raise RobustkitError(f"cannot {what}: no column {', '.join(map(repr, missing))}; columns are {', '.join(df.columns)}")
+    return by
+
+
+def _n_failed(group: pd.DataFrame) -> float:
+    if "failed" not in group or group["failed"].isna().all():
+        return np.nan
+    return float(group["failed"].fillna(False).astype(bool).sum())
+
+
+def _p(p: float) -> str:
+    return "< 0.001" if p < 0.001 else f"{p:.3f}" if p < 0.1 else f"{p:.2f}"
+
+
+def _mean_ci(x: np.ndarray, confidence: float, n_resamples: int, seed: int) -> tuple[float, float, str]:
+    """Bootstrap CI of the mean of ``x``, and a note when it is NaN or not BCa."""
+    if len(x) < 2:
+        return np.nan, np.nan, "fewer than 2 observations"
+    if np.ptp(x) == 0:  # every resample has the same mean
+        return float(x[0]), float(x[0]), "constant values"
+    return _bootstrap((x,), lambda s, axis: np.mean(s, axis=axis), confidence, n_resamples, seed)
+
+
+def _bootstrap(samples: tuple, statistic, confidence: float, n_resamples: int, seed: int) -> tuple[float, float, str]:
+    for method in (BOOTSTRAP_METHOD, "percentile"):
+        with warnings.catch_warnings():  # a degenerate BCa warns and returns NaN: retried below
+            warnings.simplefilter("ignore")
+            interval = stats.bootstrap(
+                samples, statistic, n_resamples=n_resamples, confidence_level=confidence, method=method,
+                random_state=np.random.default_rng(seed), vectorized=True,
+            ).confidence_interval
+        if np.isfinite(interval.low) and np.isfinite(interval.high):
+            return float(interval.low), float(interval.high), "" if method == BOOTSTRAP_METHOD else "percentile bootstrap (BCa degenerate)"
+    return np.nan, np.nan, "bootstrap interval degenerate"
+
+
+def _pair_tests(a: np.ndarray, b: np.ndarray, name_a, name_b, confidence: float, n_resamples: int, seed: int) -> list[dict]:
+    """The rows of :func:`compare` for one pair of groups."""
+    small = [str(n) for n, x in ((name_a, a), (name_b, b)) if len(x) < 2]
+    rows = [_spread_test(a, b, center, test) for test, center in (("levene", "mean"), ("brown-forsythe", "median"))]
+    rows.append(_mann_whitney(a, b, small))
+    sd_a, sd_b = (np.std(x, ddof=1) if len(x) > 1 else np.nan for x in (a, b))
+    ratio_note = f"fewer than 2 runs in {', '.join(small)}" if small else ("zero variance in " + str(name_b) if sd_b == 0 else "")
+    ratio = sd_a / sd_b if not small and sd_b > 0 else np.nan
+    rows.append(_row("std-ratio", ratio, np.nan, note=ratio_note))
+    if small:
+        rows.append(_row("mean-difference", np.nan, np.nan, note=f"fewer than 2 runs in {', '.join(small)}"))
+    else:
+        low, high, note = _mean_difference_ci(a, b, confidence, n_resamples, seed)
+        rows.append(_row("mean-difference", a.mean() - b.mean(), np.nan, low, high, note))
+    return rows
+
+
+def _spread_test(a: np.ndarray, b: np.ndarray, center: str, test: str) -> dict:
+    # With 2 runs both absolute deviations from the centre are equal: the test has no
+    # within-group variance to compare against, so it needs 3.
+    if min(len(a), len(b)) < 3:
+        return _row(test, np.nan, np.nan, note="fewer than 3 runs in a group")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        result = stats.levene(a, b, center=center)
+    if not np.isfinite(result.statistic):
+        return _row(test, np.nan, np.nan, note="degenerate: deviations constant within each group (e.g. zero variance)")
+    return _row(test, result.statistic, result.pvalue)
+
+
+def _mann_whitney(a: np.ndarray, b: np.ndarray, small: list[str]) -> dict:
+    if small:
+        return _row("mann-whitney-u", np.nan, np.nan, note=f"fewer than 2 runs in {', '.join(small)}")
+    if np.ptp(np.concatenate([a, b])) == 0:
+        return _row("mann-whitney-u", np.nan, np.nan, note="all values equal")
+    result = stats.mannwhitneyu(a, b, alternative="two-sided")
+    return _row("mann-whitney-u", result.statistic, result.pvalue)
+
+
+def _mean_difference_ci(a: np.ndarray, b: np.ndarray, confidence: float, n_resamples: int, seed: int) -> tuple[float, float, str]:
+    if np.ptp(a) == 0 and np.ptp(b) == 0:
+        return a[0] - b[0], a[0] - b[0], "constant values"
+    # independent resampling of each group (scipy resamples each sample separately)
+    return _bootstrap((a, b), lambda x, y, axis: np.mean(x, axis=axis) - np.mean(y, axis=axis), confidence, n_resamples, seed)
+
+
+def _row(test: str, statistic: float, p_value: float, ci_low: float = np.nan, ci_high: float = np.nan, note: str = "") -> dict:
+    return {"test": test, "statistic": float(statistic), "p_value": float(p_value), "ci_low": float(ci_low), "ci_high": float(ci_high), "note": note}
+
+
+def tables(df: pd.DataFrame, by: str = "method", within: Sequence[str] | None = None, value: str = "value") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`summarize` per cell x group and :func:`compare` of the groups within each cell.
+
+    Parameters
+    ----------
+    df : DataFrame
+        :func:`outcomes` or :func:`epoch_outcomes` output.
+    by, within, value
+        As in :func:`compare` (``within`` default: :func:`default_within`).
+
+    Returns
+    -------
+    (DataFrame, DataFrame)
+        The summary (``within`` + ``by`` columns + :data:`SUMMARY_STATS`) and the tests.
+    """
+    within = default_within(df, by) if within is None else list(within)
+    return summarize(df, [*within, by], value), compare(df, by, value, within)

@@ -33,9 +33,14 @@ def build_classifier(spec: RunSpec, num_labels: int) -> tuple[nn.Module, list[st
     spec = spec.resolved()
     model = models.load_classifier(spec.model, num_labels, seed=spec.seed)
     fingerprint = models.fingerprint(model)
-    torch.manual_seed(spec.seed)  # adapter init
-    trainable = apply_method(model, spec.method, spec.adapter_size or 0)
+    torch.manual_seed(spec.seed)  # adapter init (and its re-init with adapter_init_std)
+    trainable = apply_method(model, spec.method, spec.adapter_size or 0, **method_options(spec))
     return model, trainable, fingerprint
+
+
+def method_options(spec: RunSpec | TspSpec) -> dict:
+    """The method settings of a run besides its adapter size, as :func:`apply_method` takes them."""
+    return {"top_k": spec.top_k, "init_std": spec.adapter_init_std, "sharing": spec.adapter_sharing}
 
 
 def build_masked_lm(spec: TspSpec) -> tuple[nn.Module, list[str], str, list[str]]:
@@ -43,7 +48,7 @@ def build_masked_lm(spec: TspSpec) -> tuple[nn.Module, list[str], str, list[str]
     model, initialised = models.load_masked_lm(spec.model, seed=spec.seed)
     fingerprint = models.fingerprint(model)
     torch.manual_seed(spec.seed)
-    trainable = apply_method(model, spec.method, spec.adapter_size or 0)
+    trainable = apply_method(model, spec.method, spec.adapter_size or 0, **method_options(spec))
     return model, trainable, fingerprint, initialised
 
 

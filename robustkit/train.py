@@ -37,7 +37,14 @@ from robustkit.checkpoints import (
     trainable_state,
 )
 from robustkit.errors import RobustkitError
-from robustkit.methods import adapter_parameter_counts, check_houlsby_counts, count_parameters
+from robustkit.methods import (
+    adapter_parameter_counts,
+    check_houlsby_counts,
+    check_sharing_counts,
+    check_top_k,
+    count_parameters,
+    get_method,
+)
 from robustkit.spec import RunSpec, TspSpec
 
 EVAL_BATCH_SIZE = 64
@@ -68,7 +75,9 @@ def train(spec: RunSpec, store_path: str | Path, progress: bool = True, device: 
     if _is_complete(run_dir):
         return run_dir
     task = tasks.get_task(spec.task)
-    models.load_config(spec.model)  # a bad --model fails here, before any folder is made
+    config = models.load_config(spec.model)  # a bad --model fails here, before any folder is made
+    if get_method(spec.method).train_top_layers:  # and so does a --top-k beyond the model's layers
+        check_top_k(spec.top_k, config.num_hidden_layers)
     tsp_dir = None
     if spec.tsp_step:
         tsp_dir = pretrain(spec.tsp_spec(), [spec.tsp_step], root, data_dir=spec.data_dir, progress=progress, device=device)
@@ -466,6 +475,10 @@ class _Finetune(_Loop):
             "splits": {name: len(split) for name, split in splits.items()},
             "main_metric": self.task.main_metric,
             "adapter_check": check_houlsby_counts(model, spec.adapter_size) if spec.method == "houlsby" else None,
+            # distinct adapter modules and parameters vs Mohebbi's report, table 1
+            "sharing_check": (
+                check_sharing_counts(model, spec.adapter_size, spec.adapter_sharing) if spec.method == "houlsby" else None
+            ),
         }
 
     def _train(self, model, names, fingerprint, meta, encoded, collator) -> None:

@@ -65,3 +65,23 @@ def test_assets_list(capsys):
     assert main(["assets", "list"]) == 0
     out = capsys.readouterr().out
     assert "minilm-l6" in out and "polarity" in out
+
+
+def test_method_setting_flags_reach_the_run_specs():
+    from robustkit.cli import _specs_from_args
+
+    args = build_parser().parse_args(["train", "--store", "s", "--method", "houlsby", "--adapter-sharing", "3-layer",
+                                      "--adapter-init-std", "1e-5", "--seed", "0,1"])
+    specs = _specs_from_args(args)
+    assert [(s.seed, s.adapter_sharing, s.adapter_init_std) for s in specs] == [(0, "3-layer", 1e-5), (1, "3-layer", 1e-5)]
+    topk = _specs_from_args(build_parser().parse_args(["train", "--store", "s", "--method", "topk", "--top-k", "3"]))
+    assert topk[0].top_k == 3 and topk[0].adapter_sharing == "none"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["train", "--store", "s", "--adapter-sharing", "2-layer"])
+
+
+def test_topk_beyond_the_models_layers_is_named_before_any_run_folder(tmp_path, capsys):
+    code = main(["train", "--store", str(tmp_path), "--model", "bert-tiny", "--method", "topk", "--top-k", "5"])
+    err = capsys.readouterr().err
+    assert code == 1 and "top_k between 1 and 2" in err and "got 5" in err
+    assert list(tmp_path.iterdir()) == []

@@ -34,3 +34,54 @@ def test_runs_of_different_seeds_share_one_tsp_run():
 def test_bad_values_are_named(fields, named):
     with pytest.raises(RobustkitError, match=named):
         RunSpec(**fields).resolved()
+
+
+# Run ids computed with the code before top_k / adapter_init_std / adapter_sharing existed: adding
+# fields must never change the id (and so the folder) of a run already in a store.
+PINNED_IDS = {
+    RunSpec(): "rt-houlsby-minilm-l6-s0-tsp0-605128a5",
+    RunSpec(method="full", seed=2, tsp_step=200): "rt-full-minilm-l6-s2-tsp200-325b79ac",
+    RunSpec(method="adapterhub-houlsby", task="rte"): "rte-adapterhub-houlsby-minilm-l6-s0-tsp0-27b12a42",
+}
+
+
+@pytest.mark.parametrize("spec, run_id", PINNED_IDS.items())
+def test_run_ids_of_existing_runs_do_not_change(spec, run_id):
+    assert spec.run_id == run_id
+
+
+def test_tsp_run_id_of_existing_runs_does_not_change():
+    assert RunSpec(seed=2, tsp_step=200).tsp_spec().run_id == "tsp-rt-houlsby-minilm-l6-e169dbc3"
+
+
+def test_method_settings_are_normalised_to_their_method():
+    assert RunSpec(method="full", top_k=3, adapter_sharing="layer", adapter_init_std=1e-3).run_id == RunSpec(method="full").run_id
+    assert RunSpec(method="topk", top_k=2, adapter_init_std=1.0).resolved().adapter_init_std is None
+    houlsby = RunSpec(top_k=2, adapter_init_std=1, adapter_sharing="3-layer").resolved()
+    assert (houlsby.top_k, houlsby.adapter_init_std, houlsby.adapter_sharing) == (None, 1.0, "3-layer")
+    assert RunSpec(adapter_init_std=1).run_id == RunSpec(adapter_init_std=1.0).run_id  # TOML 1 vs 1.0
+    ids = {RunSpec(method="topk", top_k=1).run_id, RunSpec(method="topk", top_k=2).run_id,
+           RunSpec(adapter_sharing="layer").run_id, RunSpec(adapter_sharing="3-layer").run_id,
+           RunSpec(adapter_init_std=1e-3).run_id, RunSpec().run_id}
+    assert len(ids) == 6
+
+
+def test_new_method_defaults():
+    topk, layernorm = RunSpec(method="topk", top_k=1).resolved(), RunSpec(method="layernorm").resolved()
+    assert (topk.lr, topk.epochs, topk.max_length) == (2e-5, 10, 128)
+    assert (layernorm.lr, layernorm.epochs, layernorm.max_length, layernorm.adapter_size) == (1e-4, 20, 256, None)
+
+
+@pytest.mark.parametrize(
+    "fields, named",
+    [
+        ({"method": "topk"}, "top_k"),
+        ({"method": "topk", "top_k": 0}, "top_k"),
+        ({"adapter_sharing": "2-layer"}, "2-layer"),
+        ({"adapter_init_std": 0.0}, "adapter_init_std"),
+        ({"adapter_init_std": "big"}, "adapter_init_std"),
+    ],
+)
+def test_bad_method_settings_are_named(fields, named):
+    with pytest.raises(RobustkitError, match=named):
+        RunSpec(**fields).resolved()

@@ -74,3 +74,14 @@ def test_a_run_locked_by_another_sweep_is_reported_not_failed(tmp_path):
         result = run_sweep(specs, tmp_path / "runs", progress=False)
     assert list(result.status) == ["locked"]
     assert not (run_dir / "manifest.json").exists()
+
+
+def test_adapter_size_and_method_settings_are_grid_axes(tmp_path):
+    text = GRID.replace('method = ["houlsby", "full"]', "adapter_size = [8, 64, 256]").replace(
+        "adapter_size = 8\n", 'adapter_sharing = "layer"\nadapter_init_std = 1e-3\n')
+    specs = expand_grid(_write(tmp_path, text))
+    assert len(specs) == 3 * 2 * 2 and len({s.run_id for s in specs}) == 12
+    assert sorted({s.adapter_size for s in specs}) == [8, 64, 256]
+    assert {(s.adapter_sharing, s.adapter_init_std) for s in specs} == {("layer", 1e-3)}
+    topk = expand_grid({"base": {"model": "bert-tiny", "method": "topk"}, "grid": {"top_k": [1, 2]}})
+    assert [s.top_k for s in topk] == [1, 2]

@@ -14,8 +14,12 @@ METHOD_LABELS = {
     "houlsby": "with adapters (Houlsby)",
     "adapterhub-houlsby": "with adapters (AdapterHub preset)",
     "full": "without adapters (full fine-tuning)",
+    "topk": "fine-tuning the top k layers",
+    "layernorm": "LayerNorm parameters only",
 }
-METHOD_COLORS = {"houlsby": "#1b9e77", "adapterhub-houlsby": "#7570b3", "full": "#d95f02"}
+METHOD_COLORS = {
+    "houlsby": "#1b9e77", "adapterhub-houlsby": "#7570b3", "full": "#d95f02", "topk": "#1f78b4", "layernorm": "#e7298a",
+}
 
 
 def method_label(method: str) -> str:

@@ -138,6 +138,41 @@ def _cmd_assets(args) -> int:
     return 0
 
 
+def _add_reproduce_command(commands) -> None:
+    from robustkit.recipes import list_recipes
+
+    known = ", ".join(list_recipes())
+    reproduce = commands.add_parser(
+        "reproduce", help="train, analyse and draw paper figures from their recipes (analyses/*/*.toml)",
+        description="For each recipe: train the runs it needs that are not complete yet (runs shared between recipes "
+        "are trained once), run its analysis (cached) and write its figure as PDF. Known recipes: " + known,
+    )
+    reproduce.add_argument("recipes", nargs="*", metavar="RECIPE", help="recipe names, e.g. han2021/fig2 (see the list above)")
+    reproduce.add_argument("--all", action="store_true", help="every recipe")
+    reproduce.add_argument("--scale", choices=["demo", "paper"], default="demo", help="demo: minilm-l6 on the embedded tasks (CPU); paper: the papers' models, tasks and hyperparameters (GPU cluster); default: demo")
+    reproduce.add_argument("--store", help="run store folder; default: runs/<scale>")
+    reproduce.add_argument("--figures", default="figures", help="folder the PDFs are written to; default: figures")
+    reproduce.add_argument("--recipe-dir", help="folder of recipe files; default: the analyses/ folder of this checkout")
+    reproduce.add_argument("--jobs", type=int, default=2, help="runs trained at once (local executor); default: 2")
+    reproduce.add_argument("--train-only", action="store_true", help="train the runs, draw nothing (plot later, e.g. once cluster jobs are done)")
+    _add_cluster_arguments(reproduce, submission_control=False)
+    _add_device(reproduce)
+    reproduce.set_defaults(func=_cmd_reproduce)
+
+
+def _cmd_reproduce(args) -> int:
+    from robustkit.recipes import RECIPE_DIR
+    from robustkit.reproduce import reproduce
+
+    if bool(args.recipes) == args.all:
+        raise RobustkitError("name recipes to reproduce, or pass --all (not both)")
+    results = reproduce(None if args.all else args.recipes, scale=args.scale, store=args.store, figures=args.figures,
+                        recipes=args.recipe_dir or RECIPE_DIR, jobs=args.jobs, device=args.device,
+                        executor=args.executor, slurm_options=_slurm_options(args), train_only=args.train_only)
+    print(results.to_string(index=False))
+    return 1 if results["error"].notna().any() or results["failed_runs"].any() else 0
+
+
 def _cmd_demo(args) -> int:
     from robustkit.demo import run_demo
 
@@ -190,6 +225,22 @@ def _add_stats_command(commands) -> None:
     stats.set_defaults(func=_cmd_stats)
 
 
+def _add_cluster_arguments(parser: argparse.ArgumentParser, submission_control: bool = True) -> None:
+    """Slurm options; ``submission_control`` adds --status and --no-wait (sweeps only)."""
+    cluster = parser.add_argument_group("Slurm (--executor slurm: one job per run through submitit, as job arrays)")
+    cluster.add_argument("--executor", choices=["local", "slurm"], default="local", help="local: worker processes here; slurm: submit to a Slurm cluster; default: local")
+    if submission_control:
+        cluster.add_argument("--status", action="store_true", help="print each run's state (done / running / pending / failed / not submitted) from the store and squeue, then exit")
+        cluster.add_argument("--no-wait", action="store_true", help="return once the jobs are submitted instead of waiting for them")
+    cluster.add_argument("--partition", help="Slurm partition; default: the cluster's default")
+    cluster.add_argument("--time-min", type=int, default=240, help="time limit per job in minutes; a job reaching it is requeued and resumes; default: 240")
+    cluster.add_argument("--gpus-per-run", type=int, default=0, help="GPUs per job; default: 0")
+    cluster.add_argument("--cpus-per-run", type=int, default=2, help="CPU cores per job; default: 2")
+    cluster.add_argument("--mem-gb", type=int, help="memory per job in GB; default: the partition's default")
+    cluster.add_argument("--max-parallel", type=int, default=16, help="jobs of an array running at once; default: 16")
+    cluster.add_argument("--slurm-arg", action="append", metavar="KEY=VALUE", help="further sbatch option passed through, e.g. --slurm-arg account=nlp --slurm-arg qos=high (repeatable)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="robustkit", description="Adapter-based tuning vs full fine-tuning: train runs into a store, analyse them, plot the papers' figures.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -206,17 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--store", required=True, help="run store folder (created if missing)")
     sweep.add_argument("--jobs", type=int, default=1, help="runs trained at once (worker processes); default: 1")
     sweep.add_argument("--data-dir", help="local folder of GLUE-format TSV files for every run of the grid")
-    cluster = sweep.add_argument_group("Slurm (--executor slurm: one job per run through submitit, as job arrays)")
-    cluster.add_argument("--executor", choices=["local", "slurm"], default="local", help="local: worker processes here; slurm: submit to a Slurm cluster; default: local")
-    cluster.add_argument("--status", action="store_true", help="print each run's state (done / running / pending / failed / not submitted) from the store and squeue, then exit")
-    cluster.add_argument("--no-wait", action="store_true", help="return once the jobs are submitted instead of waiting for them")
-    cluster.add_argument("--partition", help="Slurm partition; default: the cluster's default")
-    cluster.add_argument("--time-min", type=int, default=240, help="time limit per job in minutes; a job reaching it is requeued and resumes; default: 240")
-    cluster.add_argument("--gpus-per-run", type=int, default=0, help="GPUs per job; default: 0")
-    cluster.add_argument("--cpus-per-run", type=int, default=2, help="CPU cores per job; default: 2")
-    cluster.add_argument("--mem-gb", type=int, help="memory per job in GB; default: the partition's default")
-    cluster.add_argument("--max-parallel", type=int, default=16, help="jobs of an array running at once; default: 16")
-    cluster.add_argument("--slurm-arg", action="append", metavar="KEY=VALUE", help="further sbatch option passed through, e.g. --slurm-arg account=nlp --slurm-arg qos=high (repeatable)")
+    _add_cluster_arguments(sweep)
     _add_device(sweep)
     sweep.set_defaults(func=_cmd_sweep)
 
@@ -237,6 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--jobs", type=int, default=2, help="runs trained at once (one torch thread each on 2 cores is ~1.5x the throughput of one run with 2 threads); default: 2")
     _add_device(demo)
     demo.set_defaults(func=_cmd_demo)
+
+    _add_reproduce_command(commands)
     from robustkit.cli_analyze import add_analyze_commands, add_plot_commands
 
     add_analyze_commands(commands)
@@ -259,9 +302,14 @@ def _join_negative_values(argv: list[str]) -> list[str]:
 NEGATIVE_VALUE_OPTIONS = ("--alpha",)
 
 
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """Parse a robustkit command line (``["plot", "rsa", ...]``) as the ``robustkit`` command does."""
+    return build_parser().parse_args(_join_negative_values(argv))
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = build_parser().parse_args(_join_negative_values(argv))
+    args = parse_args(argv)
     try:
         return args.func(args)
     except RobustkitError as error:

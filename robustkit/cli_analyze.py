@@ -177,6 +177,8 @@ def _stability_figure(args):
     if args.figure == "box-tsp-epochs":
         return plots.box_tsp_epochs(stability.epoch_outcomes(args.store, args.select, metric=args.metric))
     frame = stability.outcomes(args.store, args.select, checkpoint=args.checkpoint, split=args.split, metric=args.metric)
+    if args.figure == "table":
+        return _summary_table(frame, [c.strip() for c in args.by.split(",")], args.title)
     if args.figure == "box-tsp":
         return plots.box_tsp(frame, pooled=args.pooled)
     if args.figure == "train-size":
@@ -184,9 +186,19 @@ def _stability_figure(args):
     return {"box-seeds": plots.box_seeds, "box-lr": plots.box_lr}[args.figure](frame)
 
 
+def _summary_table(frame: pd.DataFrame, by: list[str], title: str):
+    from robustkit.analysis import stability
+    from robustkit.plots.stability import value_label
+    from robustkit.plots.tables import summary_table
+
+    _, tests = stability.tables(frame, by="method", within=[c for c in by if c != "method"] or None)
+    summary = stability.summarize(frame, by=by).sort_values(by)
+    return summary_table(summary, by, title, value_label(frame), stability.caption(summary, tests))
+
+
 def _figure(args):
     """The figure ``args.figure`` names, from its analysis."""
-    if args.figure.startswith("box-") or args.figure == "train-size":
+    if args.figure.startswith("box-") or args.figure in ("train-size", "table"):
         return _stability_figure(args)
     from robustkit.analysis import curves, gradnorm, landscape
     from robustkit.plots import curves as curve_plots
@@ -249,6 +261,7 @@ PLOTS = {
     "box-tsp-epochs": "Han et al. 2021 figures 9-10: box plots of the dev score at each fine-tuning epoch end, per TSP step, one panel per method",
     "box-lr": "He et al. 2021 figure 4: box plots of the score over seeds per learning rate and method",
     "train-size": "He et al. 2021 figure 3: score vs number of training examples, per method (boxes or mean +- std)",
+    "table": "Han et al. 2021 table 1, He et al. 2021 tables 2 and 5: mean +- std, bootstrap CI, range and failed runs per group, as a PDF table",
     "tradeoff": "Houlsby et al. 2019 figures 3-4: metric vs trained parameters (log) for adapter sizes, top-k fine-tuning, LayerNorm-only and full fine-tuning",
     "init-std": "Houlsby et al. 2019 figure 6 right: metric vs the std of the adapters' weight init (log)",
 }
@@ -270,8 +283,11 @@ def add_plot_commands(commands) -> None:
             figure.add_argument("--checkpoint", default="best", help="checkpoint ablated: best or last; default: best")
         if name in ("tradeoff", "init-std"):
             _tradeoff_arguments(figure)
-        if name.startswith("box-") or name == "train-size":
+        if name.startswith("box-") or name in ("train-size", "table"):
             _stability_arguments(figure, epochs=name == "box-tsp-epochs")
+        if name == "table":
+            figure.add_argument("--by", default="task,method", help="comma-separated columns that define a row (task, method, tsp_step, train_size, adapter_size, lr, ...); default: task,method")
+            figure.add_argument("--title", default="Results over runs", help="table title")
         if name == "box-tsp":
             figure.add_argument("--pooled", action="store_true", help="one box per method over all TSP steps (each run differs by its TSP step, as in the paper) instead of a box per TSP step")
         if name == "train-size":

@@ -151,7 +151,7 @@ def _box_figure(
             panel = data[(data["task"] == task) & ((data[columns] == col) if columns else True)]
             _panel(ax, panel, x, hue, hues, palette, mean_std)
             ax.set_xlabel(xlabel)
-            ax.set_ylabel(_value_label(panel))
+            ax.set_ylabel(value_label(panel))
             ax.set_title(task + (f": {method_label(col)}" if columns == "method" else ""), fontsize=9)
         _fit_limits(row[0], data.loc[data["task"] == task, "shown_baseline"])
     fig.suptitle(title, fontsize=10)
@@ -289,7 +289,8 @@ def _x_label(value) -> str:
     return str(value)
 
 
-def _value_label(panel: pd.DataFrame) -> str:
+def value_label(panel: pd.DataFrame) -> str:
+    """Axis label of the scores: split, metric and unit (e.g. \"test accuracy (%)\")."""
     metric, split = "/".join(sorted(panel["metric"].unique())), "/".join(sorted(panel["split"].unique()))
     if set(panel["metric"]) <= PERCENT:
         return f"{split} {metric} (%)"

@@ -1,0 +1,154 @@
+"""Recipes: one TOML file per paper figure or table, in ``analyses/<paper>/<figure>.toml``.
+
+A recipe names the runs a figure needs at each scale and the ``robustkit plot`` verb that draws
+it::
+
+    title = "Score over 10 random seeds, RTE, with vs without adapters"
+    plot = "box-seeds"                   # a `robustkit plot` verb
+    args = ["--split", "validation"]     # its flags (store, selection and output are added)
+    output = "han2021_fig2.pdf"
+
+    [demo.base]                          # RunSpec fields; on top of analyses/defaults.toml
+    tsp_step = 0
+    [demo.grid]                          # axes (or [[demo.grid]]: several grids, one list)
+    method = ["houlsby", "full"]
+    seed = [0, 1, 2, 3, 4]
+
+    [paper]                              # the same at the paper's scale; say which table
+    args = ["--n", "1000"]               # optional per-scale flags, after the recipe's
+
+``analyses/defaults.toml`` holds each scale's shared settings: ``[<scale>.base]`` (fields every
+run of that scale starts from) and ``[<scale>.lr]`` (learning rate per method where a grid sets
+none). Runs are identified by their settings alone (:attr:`robustkit.spec.RunSpec.run_id`), so
+recipes that need the same run share it: it is trained once in the scale's store.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from robustkit.errors import RobustkitError
+from robustkit.spec import RunSpec
+from robustkit.sweep import expand_grid
+
+RECIPE_DIR = Path(__file__).resolve().parents[1] / "analyses"
+SCALES = ("demo", "paper")
+_RECIPE_KEYS = {"title", "plot", "args", "output", "source", *SCALES}
+_SCALE_KEYS = {"base", "grid", "args"}
+
+
+class RecipeError(RobustkitError):
+    """A recipe that does not exist or does not parse (the message names the file and key)."""
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One paper figure or table.
+
+    Attributes
+    ----------
+    name : str
+        ``<paper>/<figure>``, e.g. ``han2021/fig2``: the file ``analyses/<name>.toml``.
+    title : str
+        What the figure shows.
+    plot : str
+        The ``robustkit plot`` verb that draws it.
+    output : str
+        PDF file name (in the figures folder).
+    scales : dict
+        Scale -> ``{"base": {...}, "grids": [{axis: values}], "args": [...]}``.
+    args : tuple of str
+        Flags of the plot verb at every scale.
+    """
+
+    name: str
+    title: str
+    plot: str
+    output: str
+    scales: dict
+    args: tuple[str, ...] = ()
+
+    def plot_args(self, scale: str) -> list[str]:
+        """The plot verb's flags at ``scale``: the recipe's, then the scale's own."""
+        return [*self.args, *self._scale(scale).get("args", [])]
+
+    def specs(self, scale: str, defaults: dict | None = None) -> list[RunSpec]:
+        """Every run the figure needs at ``scale`` (distinct, in grid order).
+
+        Parameters
+        ----------
+        defaults : dict, optional
+            Parsed ``defaults.toml`` (default: the one next to the recipes).
+        """
+        defaults = (load_defaults() if defaults is None else defaults).get(scale, {})
+        section = self._scale(scale)
+        base = {**defaults.get("base", {}), **section.get("base", {})}
+        specs: dict[str, RunSpec] = {}
+        for grid in section["grids"]:
+            lr = {} if "lr" in grid or "lr" in section.get("base", {}) else defaults.get("lr", {})
+            for method in grid.get("method", [base.get("method", "houlsby")]):
+                axes = {**grid, "method": [method]}
+                if method in lr:
+                    axes["lr"] = [lr[method]]
+                for spec in expand_grid({"base": base, "grid": axes}):
+                    specs.setdefault(spec.run_id, spec)
+        return list(specs.values())
+
+    def _scale(self, scale: str) -> dict:
+        if scale not in self.scales:
+            raise RecipeError(f"recipe {self.name!r} has no {scale!r} scale; it has: {', '.join(self.scales)}")
+        return self.scales[scale]
+
+
+def list_recipes(folder: str | Path = RECIPE_DIR) -> list[str]:
+    """Names of the recipes in ``folder`` (``<paper>/<figure>``), sorted."""
+    folder = Path(folder)
+    return sorted(str(p.relative_to(folder).with_suffix("")) for p in folder.glob("*/*.toml"))
+
+
+def load_recipe(name: str, folder: str | Path = RECIPE_DIR) -> Recipe:
+    """Read and check ``<folder>/<name>.toml``.
+
+    Raises
+    ------
+    RecipeError
+        Unknown recipe (the known ones are listed), invalid TOML, or a missing/unknown key.
+    """
+    path = Path(folder) / f"{name}.toml"
+    if not path.is_file():
+        known = ", ".join(list_recipes(folder)) or "none"
+        raise RecipeError(f"unknown recipe {name!r} (no {path}); known recipes: {known}")
+    raw = _read_toml(path)
+    unknown = sorted(set(raw) - _RECIPE_KEYS)
+    missing = sorted({"title", "plot", "output"} - set(raw))
+    if unknown or missing:
+        raise RecipeError(f"recipe {path}: unknown key(s) {unknown}, missing key(s) {missing}")
+    scales = {scale: _scale_section(path, scale, raw[scale]) for scale in SCALES if scale in raw}
+    if not scales:
+        raise RecipeError(f"recipe {path} defines no scale; expected a [demo] and/or [paper] section")
+    return Recipe(name=name, title=raw["title"], plot=raw["plot"], output=raw["output"], scales=scales,
+                  args=tuple(str(a) for a in raw.get("args", [])))
+
+
+def load_defaults(folder: str | Path = RECIPE_DIR) -> dict:
+    """``defaults.toml`` of a recipe folder (empty when there is none)."""
+    path = Path(folder) / "defaults.toml"
+    return _read_toml(path) if path.is_file() else {}
+
+
+def _scale_section(path: Path, scale: str, section: dict) -> dict:
+    unknown = sorted(set(section) - _SCALE_KEYS)
+    if unknown:
+        raise RecipeError(f"recipe {path}: unknown key(s) {unknown} in [{scale}]; known: {sorted(_SCALE_KEYS)}")
+    grids = section.get("grid", [{}])
+    grids = [grids] if isinstance(grids, dict) else grids
+    return {"base": section.get("base", {}), "grids": grids, "args": [str(a) for a in section.get("args", [])]}
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as error:
+        raise RecipeError(f"{path} is not valid TOML: {error}") from None

@@ -1,0 +1,82 @@
+"""`robustkit reproduce`: recipes that share runs train them once, then each figure is drawn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from robustkit.cli import main
+from robustkit.reproduce import reproduce
+from robustkit.store import load_runs
+
+RECIPE = """title = "{title}"
+plot = "{plot}"
+args = {args}
+output = "{output}"
+
+[demo.grid]
+method = ["houlsby", "full"]
+seed = {seeds}
+"""
+
+
+@pytest.fixture
+def recipe_dir(tmp_path, rte_folder) -> Path:
+    """Two tiny recipes on bert-tiny / local RTE: seeds 0-1 and seeds 1-2 (seed 1 shared)."""
+    glue = rte_folder(tmp_path / "glue")
+    folder = tmp_path / "analyses"
+    (folder / "toy").mkdir(parents=True)
+    (folder / "defaults.toml").write_text(
+        '[demo.base]\nmodel = "bert-tiny"\ntask = "rte"\nepochs = 1\nbatch_size = 8\nmax_length = 32\n'
+        f'adapter_size = 16\ndata_dir = "{glue}"\n[demo.lr]\nhoulsby = 1e-3\nfull = 1e-4\n'
+    )
+    (folder / "toy" / "seeds.toml").write_text(RECIPE.format(
+        title="Dev score over seeds", plot="box-seeds", args='["--split", "validation"]', output="toy_seeds.pdf", seeds="[0, 1]"))
+    (folder / "toy" / "table.toml").write_text(RECIPE.format(
+        title="Results table", plot="table", args='["--by", "method", "--split", "validation"]', output="toy_table.pdf", seeds="[1, 2]"))
+    return folder
+
+
+def test_shared_runs_train_once_and_every_figure_is_drawn(tmp_path, recipe_dir):
+    store, figures = tmp_path / "runs", tmp_path / "figures"
+    results = reproduce(None, scale="demo", store=store, figures=figures, recipes=recipe_dir, jobs=1, progress=False)
+    assert results["error"].isna().all(), results["error"].tolist()
+    assert list(results["runs"]) == [2 * 2, 2 * 2]
+    runs = load_runs(store)
+    assert len(runs) == 6 and set(runs["status"]) == {"complete"}  # 8 runs asked for, 6 distinct
+    for name in ("toy_seeds.pdf", "toy_table.pdf"):
+        assert (figures / name).read_bytes().startswith(b"%PDF")
+    index = (figures / "README.md").read_text()
+    assert "toy_seeds.pdf" in index and "`robustkit reproduce toy/table --scale demo`" in index
+
+    again = reproduce(["toy/table"], scale="demo", store=store, figures=figures, recipes=recipe_dir, jobs=1, progress=False)
+    assert again["error"].isna().all() and len(load_runs(store)) == 6  # nothing retrained
+
+
+def test_a_figure_sees_only_its_recipes_runs(tmp_path, recipe_dir, monkeypatch):
+    """A store holding other runs: each figure is drawn from exactly its recipe's runs."""
+    seen = {}
+    from robustkit.analysis import stability
+
+    original = stability.outcomes
+
+    def spy(store, select=None, **kwargs):
+        frame = original(store, select, **kwargs)
+        seen[len(seen)] = sorted(frame["seed"].unique())
+        return frame
+
+    monkeypatch.setattr(stability, "outcomes", spy)
+    reproduce(None, scale="demo", store=tmp_path / "runs", figures=tmp_path / "f", recipes=recipe_dir, jobs=1, progress=False)
+    assert list(seen.values()) == [[0, 1], [1, 2]]
+
+
+def test_cli_train_only_and_errors(tmp_path, recipe_dir, capsys):
+    store = tmp_path / "runs"
+    code = main(["reproduce", "toy/seeds", "--recipe-dir", str(recipe_dir), "--store", str(store),
+                 "--figures", str(tmp_path / "f"), "--train-only", "--jobs", "1"])
+    assert code == 0 and len(load_runs(store)) == 4 and not (tmp_path / "f" / "toy_seeds.pdf").exists()
+    assert main(["reproduce", "--recipe-dir", str(recipe_dir)]) != 0  # neither names nor --all
+    assert "name recipes to reproduce" in capsys.readouterr().err
+    assert main(["reproduce", "toy/nope", "--recipe-dir", str(recipe_dir)]) != 0
+    assert "unknown recipe 'toy/nope'" in capsys.readouterr().err

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from tqdm.auto import tqdm
 
 from robustkit.recipes import RECIPE_DIR, Recipe, list_recipes, load_defaults, load_recipe
 from robustkit.sweep import run_sweep
@@ -70,7 +71,7 @@ def reproduce(
                         executor=executor, slurm_options=slurm_options)
     failed = set(results.loc[results.status == "failed", "run_id"])
     rows = []
-    for recipe in chosen:
+    for recipe in tqdm(chosen, desc="figures", unit="figure", disable=not progress or train_only):
         run_ids = [spec.run_id for spec in needed[recipe.name]]
         row = {"recipe": recipe.name, "plot": recipe.plot, "runs": len(run_ids),
                "failed_runs": len(failed.intersection(run_ids)), "figure": None, "seconds": 0.0, "error": None}

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
-from robustkit.recipes import RECIPE_DIR, Recipe, list_recipes, load_defaults, load_recipe
+from robustkit.recipes import RECIPE_DIR, Recipe, RecipeError, list_recipes, load_defaults, load_recipe
 from robustkit.sweep import run_sweep
 
 FIGURES_DIR = Path("figures")
@@ -65,6 +65,8 @@ def reproduce(
     """
     chosen = [load_recipe(name, recipes) for name in (names or list_recipes(recipes))]
     store = Path(store) if store is not None else default_store(scale)
+    for recipe in chosen:  # a recipe with bad plot flags fails now, not after hours of training
+        _plot_args(recipe, scale, store, Path(figures) / recipe.output)
     needed = {recipe.name: recipe.specs(scale, load_defaults(recipes)) for recipe in chosen}
     distinct = {spec.run_id: spec for specs in needed.values() for spec in specs}
     results = run_sweep(list(distinct.values()), store, jobs=jobs, progress=progress, device=device,
@@ -77,6 +79,8 @@ def reproduce(
                "failed_runs": len(failed.intersection(run_ids)), "figure": None, "seconds": 0.0, "error": None}
         if not train_only:
             row.update(_draw(recipe, scale, store, run_ids, Path(figures)))
+            if row["error"]:
+                tqdm.write(f"{recipe.name}: figure failed: {row['error']}")
         rows.append(row)
     if not train_only:
         write_index(figures, scale, recipes)
@@ -129,13 +133,23 @@ def plot_command(recipe: Recipe, scale: str, store: str | Path, output: str | Pa
     return ["plot", recipe.plot, str(store), "-o", str(output), *recipe.plot_args(scale)]
 
 
+def _plot_args(recipe: Recipe, scale: str, store: Path, output: Path):
+    """The parsed plot command of ``recipe``; bad flags raise :class:`RecipeError` (argparse
+    would exit the process)."""
+    from robustkit.cli import parse_args
+
+    command = plot_command(recipe, scale, store, output)
+    try:
+        return parse_args(command)
+    except SystemExit:
+        raise RecipeError(f"recipe {recipe.name!r}: invalid plot command: robustkit {' '.join(command)}") from None
+
+
 def _draw(recipe: Recipe, scale: str, store: Path, run_ids: list[str], figures: Path) -> dict:
     """Render one figure on exactly the recipe's runs; a failure is reported, not raised, so
     one broken figure does not cost the others."""
-    from robustkit.cli import parse_args
-
     output = figures / recipe.output
-    args = parse_args(plot_command(recipe, scale, store, output))
+    args = _plot_args(recipe, scale, store, output)
     args.select = [f"run_id={','.join(run_ids)}"]
     started = time.perf_counter()
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from robustkit.cli import main
@@ -80,3 +81,26 @@ def test_cli_train_only_and_errors(tmp_path, recipe_dir, capsys):
     assert "name recipes to reproduce" in capsys.readouterr().err
     assert main(["reproduce", "toy/nope", "--recipe-dir", str(recipe_dir)]) != 0
     assert "unknown recipe 'toy/nope'" in capsys.readouterr().err
+
+
+def test_bad_plot_flags_fail_before_any_training(tmp_path, recipe_dir):
+    from robustkit.recipes import RecipeError
+
+    (recipe_dir / "toy" / "bad.toml").write_text(RECIPE.format(
+        title="t", plot="box-seeds", args='["--split", "nowhere"]', output="bad.pdf", seeds="[0]"))
+    with pytest.raises(RecipeError, match="recipe 'toy/bad': invalid plot command"):
+        reproduce(["toy/seeds", "toy/bad"], store=tmp_path / "runs", figures=tmp_path / "f", recipes=recipe_dir, progress=False)
+    assert not (tmp_path / "runs").exists() or not load_runs(tmp_path / "runs").shape[0]
+
+
+def test_a_failing_figure_is_reported_and_the_others_drawn(tmp_path, recipe_dir, monkeypatch):
+    from robustkit.plots import stability as stability_plots
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no ink")
+
+    monkeypatch.setattr(stability_plots, "box_seeds", broken)
+    results = reproduce(None, store=tmp_path / "runs", figures=tmp_path / "f", recipes=recipe_dir, jobs=1, progress=False)
+    errors = dict(zip(results["recipe"], results["error"]))
+    assert errors["toy/seeds"] == "RuntimeError: no ink" and pd.isna(errors["toy/table"])
+    assert (tmp_path / "f" / "toy_table.pdf").is_file() and not (tmp_path / "f" / "toy_seeds.pdf").exists()

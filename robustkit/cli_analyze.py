@@ -191,7 +191,7 @@ def _summary_table(frame: pd.DataFrame, by: list[str], title: str):
     from robustkit.plots.stability import value_label
     from robustkit.plots.tables import summary_table
 
-    _, tests = stability.tables(frame, by="method", within=[c for c in by if c != "method"] or None)
+    tests = stability.compare(frame, by="method", within=[c for c in by if c != "method"] or None)
     summary = stability.summarize(frame, by=by).sort_values(by)
     return summary_table(summary, by, title, value_label(frame), stability.caption(summary, tests))
 

@@ -35,7 +35,7 @@ from robustkit.sweep import expand_grid
 
 RECIPE_DIR = Path(__file__).resolve().parents[1] / "analyses"
 SCALES = ("demo", "paper")
-_RECIPE_KEYS = {"title", "plot", "args", "output", "source", *SCALES}
+_RECIPE_KEYS = {"title", "plot", "args", "output", *SCALES}
 _SCALE_KEYS = {"base", "grid", "args"}
 
 
@@ -88,7 +88,7 @@ class Recipe:
         specs: dict[str, RunSpec] = {}
         for grid in section["grids"]:
             lr = {} if "lr" in grid or "lr" in section.get("base", {}) else defaults.get("lr", {})
-            for method in grid.get("method", [base.get("method", "houlsby")]):
+            for method in grid.get("method", [base.get("method", RunSpec.method)]):
                 axes = {**grid, "method": [method]}
                 if method in lr:
                     axes["lr"] = [lr[method]]

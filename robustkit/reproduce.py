@@ -65,8 +65,8 @@ def reproduce(
     """
     chosen = [load_recipe(name, recipes) for name in (names or list_recipes(recipes))]
     store = Path(store) if store is not None else default_store(scale)
-    for recipe in chosen:  # a recipe with bad plot flags fails now, not after hours of training
-        _plot_args(recipe, scale, store, Path(figures) / recipe.output)
+    # A recipe with bad plot flags fails now, not after hours of training.
+    commands = {recipe.name: _plot_args(recipe, scale, store, Path(figures) / recipe.output) for recipe in chosen}
     needed = {recipe.name: recipe.specs(scale, load_defaults(recipes)) for recipe in chosen}
     distinct = {spec.run_id: spec for specs in needed.values() for spec in specs}
     results = run_sweep(list(distinct.values()), store, jobs=jobs, progress=progress, device=device,
@@ -78,7 +78,7 @@ def reproduce(
         row = {"recipe": recipe.name, "plot": recipe.plot, "runs": len(run_ids),
                "failed_runs": len(failed.intersection(run_ids)), "figure": None, "seconds": 0.0, "error": None}
         if not train_only:
-            row.update(_draw(recipe, scale, store, run_ids, Path(figures)))
+            row.update(_draw(commands[recipe.name], run_ids))
             if row["error"]:
                 tqdm.write(f"{recipe.name}: figure failed: {row['error']}")
         rows.append(row)
@@ -145,15 +145,13 @@ def _plot_args(recipe: Recipe, scale: str, store: Path, output: Path):
         raise RecipeError(f"recipe {recipe.name!r}: invalid plot command: robustkit {' '.join(command)}") from None
 
 
-def _draw(recipe: Recipe, scale: str, store: Path, run_ids: list[str], figures: Path) -> dict:
-    """Render one figure on exactly the recipe's runs; a failure is reported, not raised, so
-    one broken figure does not cost the others."""
-    output = figures / recipe.output
-    args = _plot_args(recipe, scale, store, output)
+def _draw(args, run_ids: list[str]) -> dict:
+    """Render one figure (its parsed plot command) on exactly the recipe's runs; a failure is
+    reported, not raised, so one broken figure does not cost the others."""
     args.select = [f"run_id={','.join(run_ids)}"]
     started = time.perf_counter()
     try:
         args.func(args)
     except Exception as error:  # noqa: BLE001 - reported per recipe
         return {"error": f"{type(error).__name__}: {error}", "seconds": time.perf_counter() - started}
-    return {"figure": str(output), "seconds": time.perf_counter() - started}
+    return {"figure": str(args.output), "seconds": time.perf_counter() - started}

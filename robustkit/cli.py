@@ -117,7 +117,7 @@ def _cmd_stats(args) -> int:
     within = None if args.within == "auto" else [c for c in args.within.split(",") if c and c != "none"]
     frame = stability.outcomes(args.store, args.select, checkpoint=args.checkpoint, split=args.split,
                                metric=args.metric, epoch=args.epoch)
-    summary, tests = stability.tables(frame, by=args.by, within=within)
+    summary, tests = stability.tables(frame, by=args.by, within=within, include_failed=args.include_failed)
     print(summary.to_string(index=False), "", tests.to_string(index=False), "", stability.caption(summary, tests), sep="\n")
     if args.output:
         out = Path(args.output)
@@ -184,12 +184,15 @@ def _cmd_demo(args) -> int:
 
 
 def _report(results, store) -> int:
-    from robustkit.report import runs_table
+    from robustkit.report import failed_outcomes, runs_table
 
     print(runs_table(store).to_string(index=False))
     failed = results[results.status == "failed"]
     for _, row in failed.iterrows():
         print(f"FAILED {row.run_id}: {row.error}", file=sys.stderr)
+    # a run stuck at the majority class trains without error: say so, it is not a result
+    for line in failed_outcomes(store, list(results.run_id)):
+        print(line, file=sys.stderr)
     print(f"\n{len(results)} runs: {sum(results.status == 'complete')} trained, "
           f"{sum(results.status == 'skipped')} already complete, {sum(results.status == 'locked')} being trained "
           f"by another process, {len(failed)} failed. Store: {store}")
@@ -221,6 +224,7 @@ def _add_stats_command(commands) -> None:
     stats.add_argument("--split", choices=["test", "validation"], help="split scored; default: test (validation with --epoch; the best checkpoint is chosen on validation, so its validation score is biased upwards)")
     stats.add_argument("--checkpoint", choices=["best", "last"], default="best", help="best: best validation main metric; last: end of training; default: best")
     stats.add_argument("--epoch", type=int, help="score at the end of this fine-tuning epoch (validation, from the training history) instead of a checkpoint")
+    stats.add_argument("--include-failed", action="store_true", help="keep collapsed and diverged runs in the statistics and tests (default: counted per group, left out; see robustkit.collapse)")
     stats.add_argument("-o", "--output", help="write the summary to this file (.csv, else parquet), the tests to <name>-tests and the per-run scores to <name>-runs beside it")
     stats.set_defaults(func=_cmd_stats)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from robustkit.store import load_runs
+from robustkit.store import load_runs, read_manifest
 
 SHOWN = ["run_id", "task", "method", "seed", "tsp_step", "lr", "train_size", "status", "trainable_params"]
 
@@ -31,3 +31,35 @@ def runs_table(store: str | Path, include_tsp: bool = False) -> pd.DataFrame:
             for m, (_, row) in zip(metric, runs.iterrows())
         ]
     return table
+
+
+def failed_outcomes(store: str | Path, run_ids: list[str]) -> list[str]:
+    """One line per run in ``run_ids`` that ended collapsed or diverged (:mod:`robustkit.collapse`).
+
+    Returns
+    -------
+    list of str
+        E.g. ``"COLLAPSED rt-houlsby-...: last test accuracy 0.530, 70% of predictions one
+        class"``; runs without a recorded outcome (trained before it existed) are skipped.
+    """
+    lines = []
+    for run_id in run_ids:
+        try:
+            manifest = read_manifest(Path(store) / run_id)
+        except Exception:  # noqa: BLE001 - a run that failed to start has no manifest
+            continue
+        outcome = manifest.get("outcome") or {}
+        bad = {f"{checkpoint}/{split}": value for checkpoint, splits in outcome.items()
+               for split, value in splits.items() if value != "ok"}
+        if not bad:
+            continue
+        metric = manifest.get("main_metric")
+        test = manifest.get("final", {}).get("last", {}).get("test", {})
+        share = test.get("top_class_share")
+        detail = f"last test {metric} {test.get(metric, float('nan')):.3f}"
+        if share is not None:
+            detail += f", {share:.0%} of test predictions in one class"
+        kinds = sorted(set(bad.values()))
+        lines.append(f"{'/'.join(k.upper() for k in kinds)} {run_id}: {detail} "
+                     f"({', '.join(f'{k} {v}' for k, v in sorted(bad.items()))})")
+    return lines

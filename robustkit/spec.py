@@ -182,6 +182,7 @@ class RunSpec:
 
 
 SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(RunSpec))
+SPEC_DEFAULTS = {f.name: f.default for f in dataclasses.fields(RunSpec)}
 
 
 class SpecError(RobustkitError):

@@ -36,6 +36,7 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 from robustkit.errors import RunLockedError, StoreError
+from robustkit.spec import SPEC_DEFAULTS, SPEC_FIELDS
 
 MANIFEST = "manifest.json"
 HISTORY = "history.parquet"
@@ -282,7 +283,11 @@ def _safetensors_metadata(data: bytes) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------
 # tidy DataFrames
 
-IDENTITY = ["run_id", "model", "task", "method", "seed", "tsp_step", "lr", "train_size", "adapter_size"]
+# Every field of the run spec is an identity column, so that analyses and figures can see every
+# setting in which two runs differ (and refuse to pool them: robustkit.analysis.pooling); the
+# nine that name a run come first. ``data_dir`` says where data was read, not what was run.
+_NAMING = ["model", "task", "method", "seed", "tsp_step", "lr", "train_size", "adapter_size"]
+IDENTITY = ["run_id", *_NAMING, *(f for f in SPEC_FIELDS if f not in _NAMING and f != "data_dir")]
 
 
 def load_runs(store: str | Path, include_tsp: bool = False) -> pd.DataFrame:
@@ -298,10 +303,12 @@ def load_runs(store: str | Path, include_tsp: bool = False) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        Columns ``run_id, kind, model, task, method, seed, tsp_step, lr, train_size,
-        adapter_size, status, trainable_params, path`` + the rest of the run's config + one
-        column per final metric, named ``<checkpoint>/<split>/<metric>`` (e.g.
-        ``best/test/accuracy``).
+        Columns ``run_id, kind`` + every field of the run's spec (:data:`IDENTITY`) +
+        ``status, main_metric, trainable_params, path``, ``n_<split>`` (examples per split),
+        one column per final metric, named ``<checkpoint>/<split>/<metric>`` (e.g.
+        ``best/test/accuracy``; ``top_class_share`` is the share of the most predicted class),
+        and ``outcome/<checkpoint>/<split>`` (``ok``, ``collapsed`` or ``diverged``, see
+        :mod:`robustkit.collapse`; absent for runs trained before outcomes were recorded).
     """
     rows = []
     for run_dir in run_dirs(store):
@@ -313,13 +320,17 @@ def load_runs(store: str | Path, include_tsp: bool = False) -> pd.DataFrame:
         row["status"] = manifest.get("status")
         row["main_metric"] = manifest.get("main_metric")
         row["trainable_params"] = manifest.get("trainable", {}).get("count")
+        row.update({f"n_{split}": size for split, size in (manifest.get("splits") or {}).items()})
         row.update(_flatten_final(manifest.get("final", {})))
+        row.update({f"outcome/{checkpoint}/{split}": value for checkpoint, splits in (manifest.get("outcome") or {}).items()
+                    for split, value in splits.items()})
         row["path"] = str(run_dir)
         rows.append(row)
     frame = pd.DataFrame(rows)
     if frame.empty:
         return pd.DataFrame(columns=["run_id", "kind", *IDENTITY[1:], "status", "trainable_params", "path"])
-    return frame
+    # runs stored before a spec field existed hold its default
+    return frame.assign(**{f: frame[f] if f in frame else SPEC_DEFAULTS[f] for f in IDENTITY[1:]})
 
 
 def _flatten_final(final: dict) -> dict:

@@ -28,7 +28,7 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 from tqdm.auto import tqdm
 
-from robustkit import data, models, store, tasks
+from robustkit import collapse, data, models, store, tasks
 from robustkit.checkpoints import (
     build_classifier,
     build_masked_lm,
@@ -452,6 +452,7 @@ class _Finetune(_Loop):
         model.to(self.device)
         meta = checkpoint_metadata(fingerprint, spec.run_id, spec.model, spec.method)
         self.start_manifest(self._manifest(model, names, fingerprint, splits))
+        self.splits = splits  # labels for the majority baseline of the run's outcome
         try:
             self._train(model, names, fingerprint, meta, encoded, collator)
         except Exception as error:  # a crash is recorded; KeyboardInterrupt/kill leaves it resumable
@@ -528,7 +529,9 @@ class _Finetune(_Loop):
         return points
 
     def _finish(self, model, fingerprint, batches, state) -> None:
-        """Test metrics of ``last`` (the model as it ends) and ``best``; mark the run complete."""
+        """Test metrics of ``last`` (the model as it ends) and ``best``, the share of the most
+        predicted class on both splits, the run's outcome (:mod:`robustkit.collapse`); mark the
+        run complete."""
         history = pd.DataFrame(self.history)
         steps = {name: entry["step"] for name, entry in store.read_manifest(self.run_dir)["checkpoints"].items()}
         final = {}
@@ -540,13 +543,40 @@ class _Finetune(_Loop):
                 tensors, meta = store.load_checkpoint(self.run_dir, "best")
                 load_tensors(model, tensors, meta, fingerprint, f"{self.run_dir.name}/best")
             rows = history[(history.split == "validation") & (history.step == steps[name])]
-            final[name] = {"validation": dict(zip(rows.metric, rows.value)), "test": evaluate(model, batches["test"], self.task)}
-        store.update_manifest(self.run_dir, status="complete", updated=_now(), final=final, best_step=state["best_step"])
+            validation = dict(zip(rows.metric, rows.value))
+            if not self.task.is_regression:  # one more validation pass: the history keeps metrics only
+                validation["top_class_share"] = evaluate(model, batches["validation"], self.task, shares=True)["top_class_share"]
+            final[name] = {"validation": validation, "test": evaluate(model, batches["test"], self.task, shares=True)}
+        outcomes = self._outcomes(final)
+        store.update_manifest(self.run_dir, status="complete", updated=_now(), final=final, best_step=state["best_step"],
+                              outcome=outcomes)
+
+    def _outcomes(self, final: dict) -> dict:
+        """``{checkpoint: {split: outcome}}`` of the main metric against the majority baseline."""
+        metric = self.task.main_metric
+        train_labels = self.splits["train"]["label"]
+        result = {}
+        for name, splits in final.items():
+            result[name] = {}
+            for split, metrics in splits.items():
+                labels = self.splits[split]["label"]
+                baseline = tasks.majority_baseline(self.task, train_labels, labels)
+                result[name][split] = collapse.outcome(
+                    metrics.get(metric, float("nan")), baseline, metric, len(labels), metrics.get("top_class_share"),
+                    loss=metrics.get("loss"))
+        return result
 
 
 @torch.inference_mode()
-def evaluate(model, batches: list[dict], task) -> dict[str, float]:
+def evaluate(model, batches: list[dict], task, shares: bool = False) -> dict[str, float]:
     """Mean loss and the task's metrics over pre-collated batches (see :func:`data.eval_batches`).
+
+    Parameters
+    ----------
+    shares : bool
+        Also return ``top_class_share``: the share of the predictions in the most predicted
+        class (classification only), which tells a run stuck at one class
+        (:mod:`robustkit.collapse`).
 
     Returns
     -------
@@ -563,5 +593,8 @@ def evaluate(model, batches: list[dict], task) -> dict[str, float]:
         predictions.append((logits.squeeze(-1) if task.num_labels == 1 else logits.argmax(-1)).cpu())
         labels.append(batch["labels"])
     n = sum(len(batch["labels"]) for batch in batches)
-    metrics = tasks.compute_metrics(task, torch.cat(predictions).numpy(), torch.cat(labels).numpy())
-    return {"loss": sum(losses) / n, **metrics}
+    predicted = torch.cat(predictions).numpy()
+    metrics = {"loss": sum(losses) / n, **tasks.compute_metrics(task, predicted, torch.cat(labels).numpy())}
+    if shares and not task.is_regression:
+        metrics["top_class_share"] = collapse.top_class_share(predicted)
+    return metrics

@@ -8,7 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from robustkit import collapse
 from robustkit.analysis import stability
+from robustkit.analysis.pooling import PoolingError
 from robustkit.cli import main
 from robustkit.errors import RobustkitError
 from robustkit.plots import stability as plots
@@ -41,15 +43,41 @@ def test_summary_matches_numpy():
     values = {"houlsby": [0.70, 0.72, 0.71, 0.69, 0.73], "full": [0.50, 0.80, 0.65, 0.52, 0.90, 0.74]}
     frame = pd.DataFrame([{"task": "rte", "method": m, "value": v, "baseline": 0.53} for m, vs in values.items() for v in vs])
     frame["failed"] = frame["value"] <= frame["baseline"]
-    summary = stability.summarize(frame, ["task", "method"], n_resamples=999).set_index("method")
+    summary = stability.summarize(frame, ["task", "method"], n_resamples=999, include_failed=True).set_index("method")
     assert list(summary.columns) == ["task", *stability.SUMMARY_STATS]
     for method, v in values.items():
         x, row = np.array(v), summary.loc[method]
-        assert row["n"] == len(x) and row["mean"] == pytest.approx(x.mean()) and row["std"] == pytest.approx(x.std(ddof=1))
+        assert row["n"] == row["n_runs"] == len(x) and row["mean"] == pytest.approx(x.mean()) and row["std"] == pytest.approx(x.std(ddof=1))
         assert row["iqr"] == pytest.approx(np.percentile(x, 75) - np.percentile(x, 25))
         assert (row["min"], row["max"], row["median"]) == pytest.approx((x.min(), x.max(), np.median(x)))
         assert row["ci_low"] < x.mean() < row["ci_high"] and x.min() <= row["ci_low"] and row["ci_high"] <= x.max()
     assert summary.loc["full", "n_failed"] == 2 and summary.loc["houlsby", "n_failed"] == 0
+
+
+def test_summary_leaves_collapsed_runs_out_and_counts_them():
+    values = {"houlsby": [0.70, 0.72, 0.71, 0.69, 0.73], "full": [0.50, 0.80, 0.65, 0.52, 0.90, 0.74]}
+    frame = pd.DataFrame([{"task": "rte", "method": m, "value": v, "baseline": 0.53} for m, vs in values.items() for v in vs])
+    summary = stability.summarize(frame, ["task", "method"], n_resamples=999).set_index("method")
+    kept = np.array([0.80, 0.65, 0.90, 0.74])  # 0.50 and 0.52 are at or below the 53% majority baseline
+    row = summary.loc["full"]
+    assert row["n"] == 4 and row["n_runs"] == 6 and row["n_collapsed"] == 2 and row["failed_rate"] == pytest.approx(2 / 6)
+    assert row["mean"] == pytest.approx(kept.mean()) and row["std"] == pytest.approx(kept.std(ddof=1)) and row["min"] == 0.65
+    tests = stability.compare(frame, within=["task"]).set_index("test")
+    assert tests.loc["levene", "n_a"] == 4 and tests.loc["mean-difference", "statistic"] == pytest.approx(kept.mean() - 0.71)
+    text = stability.caption(summary.reset_index(), tests.reset_index())
+    assert "Left out of boxes and tests: collapsed 2 of 11 runs" in text
+
+
+def test_summary_refuses_to_pool_runs_of_different_settings():
+    frame = _runs({"houlsby": 0.01, "full": 0.1}, n=4, baseline=0.0).assign(epochs=3)
+    frame.loc[frame["seed"] == 0, "epochs"] = 10
+    with pytest.raises(PoolingError, match="differ in epochs = 10, 3"):
+        stability.summarize(frame, ["task", "method"])
+    with pytest.raises(PoolingError, match="epochs"):
+        stability.compare(frame, within=["task"])
+    assert set(stability.summarize(frame, ["task", "method", "epochs"])["n"]) == {1, 3}  # split: fine
+    assert "epochs" in stability.default_within(frame, "method")  # the default cells split it
+    assert len(stability.summarize(frame, ["task", "method"], pooled=["epochs"])) == 2  # pooled on purpose
 
 
 def test_summary_ci_is_seeded_and_handles_small_groups():
@@ -60,7 +88,7 @@ def test_summary_ci_is_seeded_and_handles_small_groups():
     summary = stability.summarize(tiny, "method").set_index("method")
     assert np.isnan(summary.loc["a", "std"]) and np.isnan(summary.loc["a", "ci_low"])  # one run: no spread
     assert summary.loc["b", "ci_low"] == summary.loc["b", "ci_high"] == 0.6  # constant: the value itself
-    assert np.isnan(summary.loc["a", "n_failed"])  # no failed column: unknown, not 0
+    assert summary.loc["a", "n_failed"] == 0  # no baseline: no run can be shown to be stuck at it
 
 
 def test_failed_runs_are_those_at_or_below_the_baseline():
@@ -74,7 +102,7 @@ def test_failed_runs_are_those_at_or_below_the_baseline():
 
 
 def test_compare_detects_a_variance_difference():
-    tests = stability.compare(_runs({"houlsby": 0.01, "full": 0.1}, n=20, seed=1), within=["task"]).set_index("test")
+    tests = stability.compare(_runs({"houlsby": 0.01, "full": 0.1}, n=20, seed=1, baseline=0.0), within=["task"]).set_index("test")
     assert (tests["group_a"] == "full").all() and (tests["n_a"] == 20).all() and (tests["n_b"] == 20).all()
     assert tests.loc["levene", "p_value"] < 0.01 and tests.loc["brown-forsythe", "p_value"] < 0.01
     assert tests.loc["std-ratio", "statistic"] > 3  # full / houlsby
@@ -120,7 +148,7 @@ def test_empty_frames_raise_clear_errors():
 
 
 def test_caption_reports_n_and_p_values():
-    frame = _runs({"houlsby": 0.01, "full": 0.1}, n=20, seed=1)
+    frame = _runs({"houlsby": 0.01, "full": 0.1}, n=20, seed=1, baseline=0.0)
     summary, tests = stability.tables(frame, within=["task"])
     text = stability.caption(summary, tests)
     assert text.startswith("n = 20 runs per box. full vs houlsby: Levene p ")
@@ -140,10 +168,12 @@ def test_outcomes_on_a_store(tiny_store):
     for _, row in frame.iterrows():
         assert row["value"] == runs.loc[row["run_id"], "best/test/accuracy"] and row["metric"] == "accuracy"
     # the tiny RTE's dev set alternates labels: always predicting one is right half of the time
-    assert (frame["baseline"] == 0.5).all() and (frame["failed"] == (frame["value"] <= 0.5)).all()
+    expected = [collapse.outcome(v, 0.5, "accuracy", n, share) for v, n, share in zip(frame["value"], frame["n_eval"], frame["top_class_share"])]
+    assert (frame["baseline"] == 0.5).all() and list(frame["outcome"]) == expected
+    assert (frame["failed"] == (frame["outcome"] != "ok")).all() and (frame["n_eval"] == runs["n_test"].iloc[0]).all()
     last = stability.outcomes(tiny_store, ["method=full"], checkpoint="last", split="validation", metric="loss")
     assert len(last) == 1 and last["value"].item() == runs.loc[last["run_id"].item(), "last/validation/loss"]
-    assert last["baseline"].isna().all() and last["failed"].isna().all()  # no constant baseline for a loss
+    assert last["baseline"].isna().all() and (last["outcome"] == "ok").all()  # no constant baseline for a loss
 
 
 def test_baseline_override_and_unreadable_data(tiny_store, tmp_path):
@@ -173,7 +203,9 @@ def test_outcomes_empty_selection_names_it(tiny_store):
 
 def test_stats_cli(tiny_store, tmp_path, capsys):
     out = tmp_path / "stats.csv"
-    assert main(["stats", str(tiny_store), "--by", "method", "--metric", "accuracy", "--within", "task", "-o", str(out)]) == 0
+    # the tiny store's runs may sit at the majority class: keep them to test the printing
+    assert main(["stats", str(tiny_store), "--by", "method", "--metric", "accuracy", "--within", "task", "-o", str(out),
+                 "--include-failed"]) == 0
     printed = capsys.readouterr().out
     assert "levene" in printed and "fewer than 3 runs in a group" in printed and "n = 1 runs per box" in printed
     summary, tests, runs = (pd.read_csv(tmp_path / f) for f in ("stats.csv", "stats-tests.csv", "stats-runs.csv"))

@@ -29,17 +29,20 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from robustkit import tasks
+from robustkit import collapse, tasks
+from robustkit.analysis.pooling import check_pooling, setting_columns
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.store import IDENTITY, load_history
 
-OUTCOME_COLUMNS = [*IDENTITY, "checkpoint", "split", "metric", "value", "baseline", "failed"]
-EPOCH_COLUMNS = [*IDENTITY, "epoch", "step", "split", "metric", "value", "baseline", "failed"]
-SUMMARY_STATS = ["n", "mean", "std", "median", "iqr", "min", "max", "n_failed", "ci_low", "ci_high"]
+_SCORED = ["value", "baseline", "n_eval", "top_class_share", "outcome", "failed"]
+OUTCOME_COLUMNS = [*IDENTITY, "checkpoint", "split", "metric", *_SCORED[:-2], "eval_loss", *_SCORED[-2:]]
+EPOCH_COLUMNS = [*IDENTITY, "epoch", "step", "split", "metric", *_SCORED]
+_STATS = ["n", "mean", "std", "median", "iqr", "min", "max", "ci_low", "ci_high"]
+SUMMARY_STATS = [*_STATS[:7], "n_failed", *_STATS[7:], "n_runs", "n_collapsed", "n_diverged", "failed_rate"]
 COMPARE_COLUMNS = ["by", "group_a", "group_b", "n_a", "n_b", "test", "statistic", "p_value", "ci_low", "ci_high", "note"]
-# Columns that can define a cell of runs that belong together; seed and run_id are the replicates.
-CELL_CANDIDATES = ["task", "model", "method", "tsp_step", "lr", "train_size", "adapter_size", "epoch", "checkpoint", "split", "metric"]
+# Observation columns that also define a cell (besides every run setting).
+OBSERVATION_CELLS = ["epoch", "checkpoint", "split", "metric"]
 
 N_RESAMPLES = 9999  # bootstrap resamples: CI ends stable to ~1% of their width at this B
 BOOTSTRAP_METHOD = "BCa"  # bias-corrected and accelerated; percentile where BCa is degenerate
@@ -102,7 +105,12 @@ def outcomes(
     names = runs["main_metric"] if metric is None else pd.Series(metric, index=runs.index)
     columns = [f"{checkpoint}/{split}/{name}" for name in names]
     values = [run.get(column, np.nan) for column, (_, run) in zip(columns, runs.iterrows())]
-    frame = runs[IDENTITY].assign(checkpoint=checkpoint, split=split, metric=names.to_numpy(), value=pd.to_numeric(values))
+    def final(name: str) -> pd.Series:
+        return pd.to_numeric(runs.get(f"{checkpoint}/{split}/{name}", pd.Series(np.nan, index=runs.index)))
+
+    frame = runs[IDENTITY].assign(checkpoint=checkpoint, split=split, metric=names.to_numpy(), value=pd.to_numeric(values),
+                                  n_eval=runs.get(f"n_{split}", np.nan), top_class_share=final("top_class_share"),
+                                  eval_loss=final("loss"))
     frame = frame.dropna(subset=["value"])
     if frame.empty:
         raise RobustkitError(
@@ -149,7 +157,8 @@ def epoch_outcomes(
     runs = select_runs(store, select)
     history = load_history(store)
     if not history.empty:
-        history = history.merge(runs[["run_id", "main_metric"]], on="run_id", how="inner")
+        extra = runs[["run_id", "main_metric"]].assign(n_eval=runs.get(f"n_{split}", np.nan), top_class_share=np.nan)
+        history = history.merge(extra, on="run_id", how="inner")
         wanted = history["main_metric"] if metric is None else metric
         history = history[(history["split"] == split) & (history["metric"] == wanted)]
         # epoch = step / steps per epoch: epoch ends are the whole numbers
@@ -169,7 +178,8 @@ def epoch_outcomes(
 
 
 def _with_baseline(frame: pd.DataFrame, runs: pd.DataFrame, baseline: float | Mapping[str, float] | None) -> pd.DataFrame:
-    """``frame`` + ``baseline`` and ``failed``; data settings come from each run's row of ``runs``."""
+    """``frame`` + ``baseline``, ``outcome`` and ``failed`` (:func:`robustkit.collapse.mark`);
+    data settings come from each run's row of ``runs``."""
     keys = frame[["run_id", "task", "metric", "split"]].drop_duplicates()
     settings = runs.set_index("run_id")
     values = []
@@ -182,9 +192,7 @@ def _with_baseline(frame: pd.DataFrame, runs: pd.DataFrame, baseline: float | Ma
         values.append(majority_baseline(task, metric, split, _none(run.get("data_dir")),
                                         None if train_size is None else int(train_size), int(split_seed or 0)))
     frame = frame.merge(keys.assign(baseline=values), on=["run_id", "task", "metric", "split"], how="left")
-    failed = pd.array(frame["value"] <= frame["baseline"], dtype="boolean")
-    failed[frame["baseline"].isna().to_numpy()] = pd.NA
-    return frame.assign(failed=failed)
+    return collapse.mark(frame)
 
 
 def _none(value):
@@ -200,7 +208,8 @@ def majority_baseline(task: str, metric: str, split: str, data_dir: str | None, 
     -------
     float
         NaN for ``loss`` (no meaningful constant baseline) or when the data cannot be loaded
-        (a warning says why): the run's outcome is still reported, only ``failed`` is NA.
+        (a warning says why): the run's outcome then rests on the class-share and finiteness
+        rules of :mod:`robustkit.collapse` alone.
     """
     spec = tasks.get_task(task)
     if metric not in spec.metrics:
@@ -226,8 +235,13 @@ def summarize(
     confidence: float = 0.95,
     n_resamples: int = N_RESAMPLES,
     seed: int = SEED,
+    include_failed: bool = False,
+    pooled: Sequence[str] = (),
 ) -> pd.DataFrame:
     """Spread of ``value`` in each group: one row per box of a box plot.
+
+    Collapsed and diverged runs (``outcome`` column, :mod:`robustkit.collapse`) are counted but
+    left out of the statistics unless ``include_failed``.
 
     Parameters
     ----------
@@ -242,28 +256,44 @@ def summarize(
     n_resamples : int
         Bootstrap resamples B (``scipy.stats.bootstrap``, BCa; percentile where BCa is
         degenerate), seeded by ``seed`` so the same frame gives the same interval.
+    include_failed : bool
+        Compute the statistics over every run, collapsed and diverged ones included.
+    pooled : sequence of str
+        Run settings deliberately pooled inside a group (e.g. ``tsp_step``); any other setting
+        that varies inside a group raises (:func:`robustkit.analysis.pooling.check_pooling`).
 
     Returns
     -------
     DataFrame
-        ``by`` columns + ``n`` (observations), ``mean``, ``std`` (ddof 1; NaN for n = 1),
-        ``median``, ``iqr`` (75th - 25th percentile, linear interpolation), ``min``, ``max``,
-        ``n_failed`` (observations with ``failed``; NA without a ``failed`` column or
-        baseline), ``ci_low``, ``ci_high`` (bootstrap CI of the mean; NaN for n < 2; the value
-        itself for constant groups). Units are those of ``value``.
+        ``by`` columns + ``n`` (observations in the statistics), ``mean``, ``std`` (ddof 1;
+        NaN for n < 2), ``median``, ``iqr`` (75th - 25th percentile, linear interpolation),
+        ``min``, ``max``, ``n_failed`` (collapsed + diverged), ``ci_low``, ``ci_high``
+        (bootstrap CI of the mean; NaN for n < 2; the value itself for constant groups),
+        ``n_runs`` (every observation), ``n_collapsed``, ``n_diverged``, ``failed_rate``
+        (fraction). Units are those of ``value``; statistics are NaN for a group with no ok run.
+
+    Raises
+    ------
+    PoolingError
+        Runs of different settings (other than seed and ``pooled``) in one group.
     """
     by = _columns(df, by, value, "summarize")
+    check_pooling(df, by, pooled, "summarize")
+    df = _marked(df)
+    failures = collapse.failure_rates(df, by)
     rows = []
-    for key, group in df.dropna(subset=[value]).groupby(by, dropna=False, sort=True):
-        x = group[value].to_numpy(float)
+    for key, group in df.groupby(by, dropna=False, sort=True):
+        x = collapse.kept(group, include_failed)[value].dropna().to_numpy(float)
         low, high, _ = _mean_ci(x, confidence, n_resamples, seed)
-        q75, q25 = np.percentile(x, [75, 25])
+        q75, q25 = np.percentile(x, [75, 25]) if len(x) else (np.nan, np.nan)
         rows.append({
-            **dict(zip(by, key)), "n": len(x), "mean": x.mean(), "std": x.std(ddof=1) if len(x) > 1 else np.nan,
-            "median": np.median(x), "iqr": q75 - q25, "min": x.min(), "max": x.max(),
-            "n_failed": _n_failed(group), "ci_low": low, "ci_high": high,
+            **dict(zip(by, key)), "n": len(x), "mean": x.mean() if len(x) else np.nan,
+            "std": x.std(ddof=1) if len(x) > 1 else np.nan, "median": np.median(x) if len(x) else np.nan,
+            "iqr": q75 - q25, "min": x.min() if len(x) else np.nan, "max": x.max() if len(x) else np.nan,
+            "ci_low": low, "ci_high": high,
         })
-    return pd.DataFrame(rows, columns=[*by, *SUMMARY_STATS])
+    summary = pd.DataFrame(rows, columns=[*by, *_STATS]).merge(failures, on=by, how="left")
+    return summary.assign(n_failed=summary["n_collapsed"] + summary["n_diverged"])[[*by, *SUMMARY_STATS]]
 
 
 def compare(
@@ -274,14 +304,17 @@ def compare(
     confidence: float = 0.95,
     n_resamples: int = N_RESAMPLES,
     seed: int = SEED,
+    include_failed: bool = False,
+    pooled: Sequence[str] = (),
 ) -> pd.DataFrame:
     """Test the difference between the groups of ``by`` (each pair), within each cell.
 
     The papers' stability claim ("adapters vary less") is a difference of variances: Levene's
     test (deviations from the group mean) and its Brown-Forsythe variant (from the median, robust
-    to skew, e.g. a few collapsed runs). Mann-Whitney U tests the location without assuming
-    normal scores. Effect sizes: ratio of standard deviations and a bootstrap CI of the
-    difference of means.
+    to skew). Mann-Whitney U tests the location without assuming normal scores. Effect sizes:
+    ratio of standard deviations and a bootstrap CI of the difference of means. Collapsed and
+    diverged runs are left out (``include_failed`` keeps them): a run stuck at the majority
+    class is a failure to count (:func:`summarize`), not a score.
 
     Parameters
     ----------
@@ -293,24 +326,31 @@ def compare(
         Column tested.
     within : sequence of str, optional
         Cells tested separately (``["task", "tsp_step"]``); default :func:`default_within`:
-        every configuration column that varies inside a group of ``by``, so that runs of
-        different settings are never pooled.
+        every run setting that varies inside a group of ``by``, so that runs of different
+        settings are never pooled. An explicit ``within`` that would pool runs of different
+        settings raises :class:`robustkit.analysis.pooling.PoolingError`.
     confidence, n_resamples, seed
         Bootstrap of the difference of means, as in :func:`summarize`.
+    include_failed : bool
+        Test every run, collapsed and diverged ones included.
+    pooled : sequence of str
+        Run settings deliberately pooled inside a group (not split into cells).
 
     Returns
     -------
     DataFrame
         One row per cell x pair x test: ``within`` columns + ``by`` (the column name),
         ``group_a``, ``group_b`` (the values compared, a < b in sorted order), ``n_a``,
-        ``n_b``, ``test`` (``levene``, ``brown-forsythe``, ``mann-whitney-u`` (two-sided),
-        ``std-ratio`` (std_a / std_b), ``mean-difference`` (mean_a - mean_b, with
+        ``n_b`` (runs tested), ``test`` (``levene``, ``brown-forsythe``, ``mann-whitney-u``
+        (two-sided), ``std-ratio`` (std_a / std_b), ``mean-difference`` (mean_a - mean_b, with
         ``ci_low``, ``ci_high``)), ``statistic``, ``p_value`` (NaN for the effect sizes and
         for tests that cannot be computed), ``ci_low``, ``ci_high``, ``note`` (why a value is
         NaN, else empty).
     """
-    within = default_within(df, by) if within is None else list(within)
+    within = default_within(df, by, pooled) if within is None else list(within)
     _columns(df, [*within, by], value, "compare")
+    check_pooling(df, [*within, by], pooled, "compare")
+    df = collapse.kept(_marked(df), include_failed)
     rows = []
     cells = df.groupby(within, dropna=False, sort=True) if within else [((), df)]
     for key, cell in cells:
@@ -322,14 +362,19 @@ def compare(
     return pd.DataFrame(rows, columns=[*within, *COMPARE_COLUMNS])
 
 
-def default_within(df: pd.DataFrame, by: str) -> list[str]:
-    """Configuration columns that vary inside some group of ``by`` (``task`` always, if present).
+def default_within(df: pd.DataFrame, by: str, pooled: Sequence[str] = ()) -> list[str]:
+    """Cell columns that vary inside some group of ``by`` (``task`` always, if present).
 
-    With ``by="method"``, ``lr`` and ``adapter_size`` differ between methods by design (1e-4 vs
-    2e-5) but not inside one, so they do not split cells; a learning-rate sweep does.
+    Candidates are every run setting (:func:`robustkit.analysis.pooling.setting_columns`) and
+    the observation's ``epoch, checkpoint, split, metric``. With ``by="method"``, ``lr`` and
+    ``adapter_size`` differ between methods by design (1e-4 vs 2e-5) but not inside one, so
+    they do not split cells; a learning-rate sweep does.
     """
-    cells = [c for c in CELL_CANDIDATES if c in df and c != by]
-    return [c for c in cells if c == "task" or df.groupby(by)[c].nunique(dropna=False).max() > 1]
+    candidates = [*setting_columns(df), *[c for c in OBSERVATION_CELLS if c in df]]
+    cells = [c for c in candidates if c != by and c not in pooled]
+    text = df[cells].astype(str)
+    varying = text.groupby(df[by].astype(str)).nunique().max() if cells else pd.Series(dtype=int)
+    return [c for c in cells if c == "task" or varying[c] > 1]
 
 
 def caption(summary: pd.DataFrame, tests: pd.DataFrame) -> str:
@@ -338,7 +383,7 @@ def caption(summary: pd.DataFrame, tests: pd.DataFrame) -> str:
     Parameters
     ----------
     summary : DataFrame
-        :func:`summarize` output (uses ``n``).
+        :func:`summarize` output (uses ``n``, ``n_runs``, ``n_collapsed``, ``n_diverged``).
     tests : DataFrame
         :func:`compare` output.
 
@@ -347,10 +392,15 @@ def caption(summary: pd.DataFrame, tests: pd.DataFrame) -> str:
     str
         E.g. ``"n = 10 runs per box. houlsby vs full: Levene p = 0.003, Brown-Forsythe p =
         0.004, Mann-Whitney U p = 0.21."``; with several cells, the number of cells with
-        p < 0.05 and the smallest p per test.
+        p < 0.05 and the smallest p per test; failed runs, when any, are counted and said to be
+        left out.
     """
     n = summary["n"]
     parts = [f"n = {int(n.min())} runs per box." if n.min() == n.max() else f"n = {int(n.min())}-{int(n.max())} runs per box."]
+    if "n_runs" in summary and summary["n_failed"].fillna(0).sum():
+        failed = {"collapsed": int(summary["n_collapsed"].sum()), "diverged": int(summary["n_diverged"].sum())}
+        counted = " and ".join(f"{k} {v}" for k, v in failed.items() if v)
+        parts.append(f"Left out of boxes and tests: {counted} of {int(summary['n_runs'].sum())} runs (failed rate per box in the figure).")
     names = {"levene": "Levene", "brown-forsythe": "Brown-Forsythe", "mann-whitney-u": "Mann-Whitney U"}
     for (a, b), pair in tests.groupby(["group_a", "group_b"], sort=True):
         texts = []
@@ -384,10 +434,11 @@ def _columns(df: pd.DataFrame, by: Sequence[str] | str, value: str, what: str) -
     return by
 
 
-def _n_failed(group: pd.DataFrame) -> float:
-    if "failed" not in group or group["failed"].isna().all():
-        return np.nan
-    return float(group["failed"].fillna(False).astype(bool).sum())
+def _marked(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with an ``outcome`` column: its own, or marked from ``value`` and ``baseline``."""
+    if "outcome" in df:
+        return df
+    return collapse.mark(df) if "baseline" in df else df.assign(outcome=collapse.OK, failed=False)
 
 
 def _p(p: float) -> str:
@@ -465,14 +516,17 @@ def _row(test: str, statistic: float, p_value: float, ci_low: float = np.nan, ci
     return {"test": test, "statistic": float(statistic), "p_value": float(p_value), "ci_low": float(ci_low), "ci_high": float(ci_high), "note": note}
 
 
-def tables(df: pd.DataFrame, by: str = "method", within: Sequence[str] | None = None, value: str = "value") -> tuple[pd.DataFrame, pd.DataFrame]:
+def tables(
+    df: pd.DataFrame, by: str = "method", within: Sequence[str] | None = None, value: str = "value",
+    include_failed: bool = False, pooled: Sequence[str] = (),
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`summarize` per cell x group and :func:`compare` of the groups within each cell.
 
     Parameters
     ----------
     df : DataFrame
         :func:`outcomes` or :func:`epoch_outcomes` output.
-    by, within, value
+    by, within, value, include_failed, pooled
         As in :func:`compare` (``within`` default: :func:`default_within`).
 
     Returns
@@ -480,5 +534,6 @@ def tables(df: pd.DataFrame, by: str = "method", within: Sequence[str] | None = 
     (DataFrame, DataFrame)
         The summary (``within`` + ``by`` columns + :data:`SUMMARY_STATS`) and the tests.
     """
-    within = default_within(df, by) if within is None else list(within)
-    return summarize(df, [*within, by], value), compare(df, by, value, within)
+    within = default_within(df, by, pooled) if within is None else list(within)
+    return (summarize(df, [*within, by], value, include_failed=include_failed, pooled=pooled),
+            compare(df, by, value, within, include_failed=include_failed, pooled=pooled))

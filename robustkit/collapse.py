@@ -1,0 +1,208 @@
+"""Collapsed and diverged runs: the one definition every table, figure, test and claim uses.
+
+A fine-tuning run can end without having learned the task. The papers count such runs apart:
+He et al. 2021 (section 5) say full fine-tuning "often collapses" at larger learning rates, and
+Mosbach et al. 2021 ("On the stability of fine-tuning BERT") report the *failed-run rate* per
+setting instead of averaging failed runs into the mean. robustkit does the same. A run's
+**outcome** on a scored split is one of
+
+``diverged``
+    its score, or its loss on the scored split where known, is not a finite number;
+``collapsed``
+    it is stuck at the majority class: either nearly all of its predictions on the scored split
+    fall in one class (share of the most frequent predicted class >= ``max_class_share``,
+    default 0.95), or its score is within noise of the majority-class baseline:
+    ``value <= baseline + z * se`` with ``z`` = ``noise_z`` (default 2, one-sided ~98%) and
+    ``se`` the standard error of the metric of a chance-level classifier on the ``n`` scored
+    examples (accuracy: ``sqrt(q (1 - q) / n)`` with ``q`` the baseline accuracy; F1:
+    ``0.5 / sqrt(n)``, the largest binomial standard error; correlations (MCC, Pearson,
+    Spearman): ``1 / sqrt(n)``, the null standard error of a correlation);
+``ok``
+    anything else.
+
+With 1,000 validation examples and a 57% majority class a run needs more than 60.2% accuracy
+to count as ``ok``. Without ``n`` (unknown split size) only ``value <= baseline`` counts; without
+a baseline (a loss, or data that cannot be read) only the class-share and finiteness rules do.
+
+Figures and tables mark collapsed and diverged runs, leave them out of means, spreads and tests
+by default and report ``collapsed k/n`` per group (:func:`failure_rates`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+OK, COLLAPSED, DIVERGED = "ok", "collapsed", "diverged"
+OUTCOMES = (OK, COLLAPSED, DIVERGED)
+CORRELATIONS = {"mcc", "pearson", "spearman"}
+FAILURE_COLUMNS = ["n_runs", "n_ok", "n_collapsed", "n_diverged", "failed_rate"]
+
+
+@dataclass(frozen=True)
+class CollapseRule:
+    """Thresholds of the collapse rule (see the module docstring).
+
+    Attributes
+    ----------
+    max_class_share : float
+        A run predicting one class for at least this share of the scored examples is collapsed.
+    noise_z : float
+        How many standard errors above the majority baseline a score must be to count as learned.
+    """
+
+    max_class_share: float = 0.95
+    noise_z: float = 2.0
+
+
+DEFAULT_RULE = CollapseRule()
+
+
+def noise_band(metric: str, baseline: float, n: int | float | None, rule: CollapseRule = DEFAULT_RULE) -> float:
+    """How far above the majority baseline a score must be to count as learned (metric units).
+
+    Parameters
+    ----------
+    metric : str
+        ``accuracy``, ``f1``, ``mcc``, ``pearson`` or ``spearman`` (other metrics: 0).
+    baseline : float
+        The metric of always predicting the majority training class on the scored split.
+    n : int, optional
+        Scored examples; None or NaN gives 0 (only ``value <= baseline`` then counts).
+
+    Returns
+    -------
+    float
+        ``z * se`` (fraction units, e.g. 0.031 for accuracy with q = 0.57 and n = 1000).
+    """
+    if n is None or not np.isfinite(n) or n <= 0 or baseline is None or not np.isfinite(baseline):
+        return 0.0
+    if metric == "accuracy":
+        se = math.sqrt(max(baseline * (1 - baseline), 0.0) / n)
+    elif metric == "f1":
+        se = 0.5 / math.sqrt(n)
+    elif metric in CORRELATIONS:
+        se = 1 / math.sqrt(n)
+    else:
+        return 0.0
+    return rule.noise_z * se
+
+
+def outcome(
+    value: float,
+    baseline: float | None = None,
+    metric: str = "accuracy",
+    n: int | float | None = None,
+    top_class_share: float | None = None,
+    rule: CollapseRule = DEFAULT_RULE,
+    loss: float | None = None,
+) -> str:
+    """The outcome of one run on one scored split: ``ok``, ``collapsed`` or ``diverged``.
+
+    Parameters
+    ----------
+    value : float
+        The run's score (fraction units for accuracy and F1).
+    baseline : float, optional
+        Majority-class baseline of the same metric on the same split (NaN / None: unknown).
+    metric : str
+        Metric name, which sets the noise band (:func:`noise_band`).
+    n : int, optional
+        Number of scored examples.
+    top_class_share : float, optional
+        Share of the run's predictions in its most frequent predicted class (NaN / None:
+        unknown, e.g. runs trained before it was recorded).
+    loss : float, optional
+        The run's mean loss on the scored split (None: unknown); NaN or inf means diverged.
+    """
+    if value is None or not np.isfinite(value) or (loss is not None and not np.isfinite(loss)):
+        return DIVERGED
+    if top_class_share is not None and np.isfinite(top_class_share) and top_class_share >= rule.max_class_share:
+        return COLLAPSED
+    if baseline is not None and np.isfinite(baseline) and value <= baseline + noise_band(metric, baseline, n, rule):
+        return COLLAPSED
+    return OK
+
+
+def mark(frame: pd.DataFrame, rule: CollapseRule = DEFAULT_RULE) -> pd.DataFrame:
+    """``frame`` + ``outcome`` and ``failed`` (outcome is not ``ok``), one row per observation.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Needs ``value``; uses ``baseline``, ``metric``, ``n_eval``, ``top_class_share`` and
+        ``eval_loss`` where present (a NaN ``eval_loss`` is a diverged run: leave the column out
+        where the loss is unknown).
+
+    Returns
+    -------
+    DataFrame
+        A copy with ``outcome`` (str, one of :data:`OUTCOMES`) and ``failed`` (bool).
+    """
+    def column(name, default=np.nan):
+        return frame[name] if name in frame else [default] * len(frame)
+
+    outcomes = [
+        outcome(_float(v), _float(b), str(m), _float(n), _float(s), rule, None if loss is None else _float(loss))
+        for v, b, m, n, s, loss in zip(column("value"), column("baseline"), column("metric", "accuracy"),
+                                       column("n_eval"), column("top_class_share"), column("eval_loss", None))
+    ]
+    marked = frame.assign(outcome=outcomes)
+    return marked.assign(failed=marked["outcome"] != OK)
+
+
+def kept(frame: pd.DataFrame, include_failed: bool = False) -> pd.DataFrame:
+    """The rows that enter means, spreads and tests: ``ok`` ones, or all with ``include_failed``.
+
+    A frame without an ``outcome`` column is returned as it is.
+    """
+    if include_failed or "outcome" not in frame:
+        return frame
+    return frame[frame["outcome"] == OK]
+
+
+def failure_rates(frame: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """Failed-run counts per group (Mosbach et al. 2021): one row per group of ``by``.
+
+    Returns
+    -------
+    DataFrame
+        ``by`` columns + ``n_runs`` (observations), ``n_ok``, ``n_collapsed``, ``n_diverged``,
+        ``failed_rate`` ((collapsed + diverged) / n_runs, a fraction).
+    """
+    by = list(by)
+    rows = []
+    groups = frame.groupby(by, dropna=False, sort=True) if by else [((), frame)]
+    for key, group in groups:
+        counts = group["outcome"].value_counts() if "outcome" in group else pd.Series({OK: len(group)})
+        n_collapsed, n_diverged = int(counts.get(COLLAPSED, 0)), int(counts.get(DIVERGED, 0))
+        rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))), "n_runs": len(group),
+                     "n_ok": int(counts.get(OK, 0)), "n_collapsed": n_collapsed, "n_diverged": n_diverged,
+                     "failed_rate": (n_collapsed + n_diverged) / len(group)})
+    return pd.DataFrame(rows, columns=[*by, *FAILURE_COLUMNS])
+
+
+def label(n_collapsed: int, n_runs: int, n_diverged: int = 0) -> str:
+    """``"collapsed 2/5"`` (+ ``", diverged 1/5"``) for a cell or a box; empty when none failed."""
+    parts = [f"collapsed {n_collapsed}/{n_runs}"] if n_collapsed else []
+    parts += [f"diverged {n_diverged}/{n_runs}"] if n_diverged else []
+    return ", ".join(parts)
+
+
+def top_class_share(predictions: np.ndarray) -> float:
+    """Share of ``predictions`` (class ids, shape (n,)) in the most frequent one; NaN if empty."""
+    predictions = np.asarray(predictions).reshape(-1)
+    if predictions.size == 0:
+        return float("nan")
+    return float(np.bincount(predictions.astype(np.int64)).max() / predictions.size)
+
+
+def _float(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")

@@ -1,0 +1,93 @@
+"""The collapse rule (robustkit.collapse): each way a run fails, each way it does not, the
+failed-run rates, and that training records and the CLI reports a run that ends collapsed."""
+
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from robustkit import collapse
+from robustkit.cli import main
+from robustkit.store import load_runs, read_manifest
+
+from conftest import TINY_RTE
+
+
+def test_noise_band_per_metric():
+    assert collapse.noise_band("accuracy", 0.57, 1000) == pytest.approx(2 * math.sqrt(0.57 * 0.43 / 1000))
+    assert collapse.noise_band("f1", 0.0, 400) == pytest.approx(2 * 0.5 / 20)
+    assert collapse.noise_band("mcc", 0.0, 100) == pytest.approx(0.2)
+    assert collapse.noise_band("loss", 0.5, 100) == 0.0  # no constant baseline for a loss
+    assert collapse.noise_band("accuracy", 0.57, None) == collapse.noise_band("accuracy", 0.57, float("nan")) == 0.0
+    assert collapse.noise_band("accuracy", 0.57, 1000, collapse.CollapseRule(noise_z=1.0)) == pytest.approx(
+        collapse.noise_band("accuracy", 0.57, 1000) / 2)
+
+
+@pytest.mark.parametrize("value, share, n, expected", [
+    (0.80, 0.60, 1000, "ok"),          # learned
+    (0.53, 0.70, 1000, "collapsed"),   # below the 57% majority baseline (the issue's houlsby run)
+    (0.59, 0.80, 1000, "collapsed"),   # above it, but within 2 s.e. (0.031) of it
+    (0.61, 0.80, 1000, "ok"),          # beyond the noise band
+    (0.61, 0.96, 1000, "collapsed"),   # nearly every prediction one class
+    (0.59, None, None, "ok"),          # n unknown: only value <= baseline counts
+    (0.57, None, None, "collapsed"),   # at the baseline
+    (float("nan"), 0.5, 1000, "diverged"),
+])
+def test_outcome_rules(value, share, n, expected):
+    assert collapse.outcome(value, 0.57, "accuracy", n, share) == expected
+
+
+def test_diverged_loss_and_unknown_baseline():
+    assert collapse.outcome(0.8, 0.57, "accuracy", 1000, 0.5, loss=float("nan")) == "diverged"
+    assert collapse.outcome(0.8, 0.57, "accuracy", 1000, 0.5, loss=float("inf")) == "diverged"
+    assert collapse.outcome(0.8, 0.57, "accuracy", 1000, 0.5, loss=0.4) == "ok"
+    assert collapse.outcome(0.2, float("nan"), "accuracy", 1000) == "ok"  # no baseline: nothing to compare with
+    assert collapse.outcome(0.2, None, "accuracy", 1000, top_class_share=0.99) == "collapsed"
+
+
+def test_mark_and_failure_rates():
+    frame = pd.DataFrame({
+        "method": ["a", "a", "a", "b", "b"], "value": [0.8, 0.5, np.nan, 0.9, 0.85], "baseline": 0.57,
+        "metric": "accuracy", "n_eval": 1000, "top_class_share": [0.6, 0.9, 0.5, 0.55, 0.99],
+    })
+    marked = collapse.mark(frame)
+    assert list(marked["outcome"]) == ["ok", "collapsed", "diverged", "ok", "collapsed"]
+    assert list(marked["failed"]) == [False, True, True, False, True]
+    assert list(collapse.kept(marked)["value"]) == [0.8, 0.9]
+    assert len(collapse.kept(marked, include_failed=True)) == 5
+    rates = collapse.failure_rates(marked, ["method"]).set_index("method")
+    assert rates.loc["a"].to_dict() == {"n_runs": 3, "n_ok": 1, "n_collapsed": 1, "n_diverged": 1, "failed_rate": pytest.approx(2 / 3)}
+    assert rates.loc["b", "failed_rate"] == 0.5
+    assert collapse.label(1, 3, 1) == "collapsed 1/3, diverged 1/3" and collapse.label(0, 3) == ""
+    assert collapse.top_class_share(np.array([1, 1, 0, 1])) == 0.75
+
+
+def test_training_records_the_outcome_and_the_cli_reports_a_collapsed_run(tmp_path, rte_folder, capsys):
+    # lr 0: the classifier never leaves its initialisation, so it cannot beat the majority class
+    glue = rte_folder(tmp_path / "glue")
+    args = ["train", "--task", "rte", "--model", "bert-tiny", "--method", "full", "--lr", "0", "--epochs", "1",
+            "--batch-size", "8", "--max-length", "32", "--data-dir", str(glue), "--store", str(tmp_path / "runs")]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    runs = load_runs(tmp_path / "runs")
+    manifest = read_manifest(runs["path"].iloc[0])
+    assert manifest["outcome"]["last"]["test"] == "collapsed" and runs["outcome/last/test"].iloc[0] == "collapsed"
+    assert 0 < manifest["final"]["last"]["test"]["top_class_share"] <= 1
+    assert f"COLLAPSED {runs['run_id'].iloc[0]}" in err and "last/test collapsed" in err
+    assert runs["n_test"].iloc[0] == 12
+
+
+def test_a_learned_run_is_not_reported(tmp_path, rte_folder, capsys):
+    glue = rte_folder(tmp_path / "glue")
+    spec = dataclasses.replace(TINY_RTE, method="full", lr=1e-3, epochs=8, data_dir=str(glue))
+    from robustkit.train import train
+
+    run_dir = train(spec, tmp_path / "runs", progress=False)
+    outcome = read_manifest(run_dir)["outcome"]
+    assert set(outcome) == {"best", "last"} and set(outcome["last"]) == {"validation", "test"}
+    from robustkit.report import failed_outcomes
+
+    lines = failed_outcomes(tmp_path / "runs", [run_dir.name])
+    assert (lines == []) == all(v == "ok" for splits in outcome.values() for v in splits.values())

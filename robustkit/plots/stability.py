@@ -6,21 +6,25 @@
   per TSP step and method (over seeds), or one box per method pooling the TSP steps as in the
   paper (``pooled=True``).
 - :func:`box_tsp_epochs`: Han et al. 2021 figures 9 and 10, score at each fine-tuning epoch
-  end, one box per TSP step, one panel per method.
+  end, one box per TSP step, one panel per method; or (``pool_epochs=True``, the paper's) one
+  box per TSP step and method over every epoch end of every run.
 - :func:`box_lr`: He et al. 2021 figure 4, over seeds at each learning rate.
 - :func:`train_size`: He et al. 2021 figure 3, score against the number of training examples
   (boxes, or mean +- std).
 
-Every figure shows the number of runs behind each box (``n=``), the majority-class baseline
-(dashed: a run on or below it has failed) and, under the axes, the tests of
-:func:`robustkit.analysis.stability.caption` (Levene / Brown-Forsythe for the spread,
-Mann-Whitney U for the location).
+Every figure shows the number of runs behind each box (``n=``), collapsed and diverged runs
+(:mod:`robustkit.collapse`) as grey crosses left out of the boxes, means and tests (unless
+``include_failed``) with ``collapsed k/n`` over their box, the majority-class baseline (dashed)
+and, under the figure, the tests of :func:`robustkit.analysis.stability.caption` (Levene /
+Brown-Forsythe for the spread, Mann-Whitney U for the location). Runs that differ in any run
+setting besides the seed and the plotted axes are never pooled into one box: they get a panel
+each.
 """
 
 from __future__ import annotations
 
-import textwrap
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -31,31 +35,39 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.transforms import blended_transform_factory
 
+from robustkit import collapse
 from robustkit.analysis import stability
-from robustkit.plots.style import method_color, method_label, plt
+from robustkit.analysis.pooling import mixed_settings
+from robustkit.plots import style
+from robustkit.plots.style import PERCENT, SCALED, method_color, method_label, plt
 
-# Scores shown x 100 (as in the papers' tables); the rest (loss) as they are.
-PERCENT = {"accuracy", "f1"}
-SCALED = {"mcc", "pearson", "spearman"}
+__all__ = ["PERCENT", "SCALED", "box_lr", "box_seeds", "box_tsp", "box_tsp_epochs", "facet_columns", "marked",
+           "train_size", "value_label"]
+
 BOX_WIDTH = 0.8  # seaborn's default: dodged boxes share it equally
+BOX_NOTE = "Boxes: quartiles and median of the runs kept; whiskers: 1.5 x IQR; dots: runs."
 
 
-def box_seeds(frame: pd.DataFrame, caption_text: str | None = None) -> Figure:
+def box_seeds(frame: pd.DataFrame, caption_text: str | None = None, include_failed: bool = False) -> Figure:
     """Han et al. 2021 figure 2: one box per method over its runs (seeds); a panel per task.
 
     Parameters
     ----------
     frame : DataFrame
         :func:`robustkit.analysis.stability.outcomes` output (``task, method, value,
-        baseline, split, metric``); every run of a method in a task goes in one box.
+        baseline, split, metric``; ``outcome`` where known); every run of a method in a task
+        and setting goes in one box.
     caption_text : str, optional
-        Text under the axes; default the tests of method vs method within each task.
+        Text under the figure; default the tests of method vs method within each panel.
+    include_failed : bool
+        Keep collapsed / diverged runs in the boxes and tests (they are still marked).
     """
-    return _box_figure(frame, x="method", hue="method", within=["task"], xlabel="tuning method",
-                       title="Score over random seeds (Han et al. 2021, figure 2)", caption_text=caption_text)
+    return _box_figure(frame, x="method", hue="method", xlabel="tuning method", figure="Han et al. 2021, figure 2",
+                       caption_text=caption_text, include_failed=include_failed)
 
 
-def box_tsp(frame: pd.DataFrame, pooled: bool = False, caption_text: str | None = None) -> Figure:
+def box_tsp(frame: pd.DataFrame, pooled: bool = False, caption_text: str | None = None,
+            include_failed: bool = False) -> Figure:
     """Han et al. 2021 figure 4: scores over task-specific pretraining steps.
 
     Parameters
@@ -66,47 +78,70 @@ def box_tsp(frame: pd.DataFrame, pooled: bool = False, caption_text: str | None 
         False: x = TSP steps, one box per method over the seeds at that step. True: one box per
         method over every TSP step (the paper's figure 4: each run differs by its TSP step).
     caption_text : str, optional
-        Default: tests of method vs method within each task (and TSP step unless pooled).
+        Default: tests of method vs method within each panel (and TSP step unless pooled).
+    include_failed : bool
+        Keep collapsed / diverged runs in the boxes and tests.
     """
-    title = "Score over task-specific pretraining steps (Han et al. 2021, figure 4)"
+    figure = "Han et al. 2021, figure 4"
     if pooled:
-        steps = sorted(frame["tsp_step"].unique())
-        return _box_figure(frame, x="method", hue="method", within=["task"], title=title, caption_text=caption_text,
-                           xlabel=f"tuning method (runs from TSP steps {', '.join(map(str, steps))})")
-    return _box_figure(frame, x="tsp_step", hue="method", within=["task", "tsp_step"], title=title,
-                       xlabel="task-specific pretraining steps (masked-LM updates)", caption_text=caption_text)
+        steps = ", ".join(map(str, sorted(frame["tsp_step"].unique())))
+        return _box_figure(frame, x="method", hue="method", figure=figure, caption_text=caption_text,
+                           xlabel=f"tuning method (pooled over TSP steps {steps})", pooled=("tsp_step",),
+                           include_failed=include_failed)
+    return _box_figure(frame, x="tsp_step", hue="method", figure=figure, caption_text=caption_text,
+                       xlabel="task-specific pretraining steps (masked-LM updates)", include_failed=include_failed)
 
 
-def box_tsp_epochs(frame: pd.DataFrame, caption_text: str | None = None) -> Figure:
-    """Han et al. 2021 figures 9 and 10: score at each fine-tuning epoch end, hue = TSP step.
+def box_tsp_epochs(frame: pd.DataFrame, caption_text: str | None = None, pool_epochs: bool = False,
+                   include_failed: bool = False) -> Figure:
+    """Han et al. 2021 figures 9 and 10: the dev score at fine-tuning epoch ends per TSP step.
 
     Parameters
     ----------
     frame : DataFrame
-        :func:`robustkit.analysis.stability.epoch_outcomes` output (``epoch`` column).
+        :func:`robustkit.analysis.stability.epoch_outcomes` output (``epoch`` column; one row
+        per run x epoch end).
     caption_text : str, optional
-        Default: tests of method vs method within each task x TSP step x epoch.
+        Default: tests of method vs method within each cell.
+    pool_epochs : bool
+        False: x = epoch, hue = TSP step, a panel per method (a box per epoch over the seeds).
+        True, the paper's ("distributions of the development scores from 100 runs ...
+        fine-tuning epochs ranging from 1 to 100"): x = TSP step, hue = method, one box per
+        (TSP step, method) over every epoch end of every run.
+    include_failed : bool
+        Keep collapsed / diverged evaluations in the boxes and tests.
     """
-    return _box_figure(frame, x="epoch", hue="tsp_step", within=["task", "tsp_step", "epoch"], columns="method",
-                       xlabel="fine-tuning epochs", caption_text=caption_text,
-                       title="Score over TSP steps x fine-tuning epochs (Han et al. 2021, figures 9-10)")
+    figure = "Han et al. 2021, figures 9-10"
+    if pool_epochs:
+        epochs = sorted(frame["epoch"].unique())
+        span = f"{epochs[0]}-{epochs[-1]}" if len(epochs) > 1 else f"{epochs[0]}"
+        return _box_figure(frame, x="tsp_step", hue="method", figure=figure, caption_text=caption_text,
+                           xlabel=f"task-specific pretraining steps (each box: fine-tuning epoch ends {span} of every run)",
+                           pooled=("epoch", "step"), include_failed=include_failed, unit="evaluations")
+    return _box_figure(frame, x="epoch", hue="tsp_step", columns="method", xlabel="fine-tuning epochs",
+                       figure=figure, caption_text=caption_text, include_failed=include_failed)
 
 
-def box_lr(frame: pd.DataFrame, caption_text: str | None = None) -> Figure:
+def box_lr(frame: pd.DataFrame, caption_text: str | None = None, include_failed: bool = False) -> Figure:
     """He et al. 2021 figure 4: one box per learning rate and method, over the seeds.
+
+    Runs that differ in another setting (He's 1k and 5k training examples) get a panel each.
 
     Parameters
     ----------
     frame : DataFrame
         :func:`robustkit.analysis.stability.outcomes` output with several ``lr`` values.
     caption_text : str, optional
-        Default: tests of method vs method within each task x learning rate.
+        Default: tests of method vs method within each panel x learning rate.
+    include_failed : bool
+        Keep collapsed / diverged runs in the boxes and tests.
     """
-    return _box_figure(frame, x="lr", hue="method", within=["task", "lr"], xlabel="learning rate (AdamW peak)",
-                       title="Score over random seeds per learning rate (He et al. 2021, figure 4)", caption_text=caption_text)
+    return _box_figure(frame, x="lr", hue="method", xlabel="learning rate (AdamW peak)", figure="He et al. 2021, figure 4",
+                       caption_text=caption_text, include_failed=include_failed)
 
 
-def train_size(frame: pd.DataFrame, kind: str = "box", caption_text: str | None = None) -> Figure:
+def train_size(frame: pd.DataFrame, kind: str = "box", caption_text: str | None = None,
+               include_failed: bool = False) -> Figure:
     """He et al. 2021 figure 3: score against the number of training examples, per method.
 
     Parameters
@@ -117,13 +152,39 @@ def train_size(frame: pd.DataFrame, kind: str = "box", caption_text: str | None 
     kind : {"box", "mean"}
         Boxes over seeds, or the paper's mean with a +-1 std error bar (ddof 1).
     caption_text : str, optional
-        Default: tests of method vs method within each task x training size.
+        Default: tests of method vs method within each panel x training size.
+    include_failed : bool
+        Keep collapsed / diverged runs in the boxes, means and tests.
     """
     if kind not in ("box", "mean"):
         raise ValueError(f"kind must be 'box' or 'mean', got {kind!r}")
-    return _box_figure(frame, x="train_size", hue="method", within=["task", "train_size"], mean_std=kind == "mean",
-                       xlabel="training examples", caption_text=caption_text,
-                       title="Score vs training set size (He et al. 2021, figure 3)")
+    return _box_figure(frame, x="train_size", hue="method", mean_std=kind == "mean", xlabel="training examples",
+                       figure="He et al. 2021, figure 3", caption_text=caption_text, include_failed=include_failed)
+
+
+# ---------------------------------------------------------------------------------------------
+# outcomes and facets
+
+
+def marked(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with an ``outcome`` column: as given, from :func:`robustkit.collapse.mark`
+    when the frame has a value and a baseline, else every row ``ok`` (old callers)."""
+    if "outcome" in frame:
+        return frame
+    if "value" in frame and "baseline" in frame:
+        return collapse.mark(frame)
+    return frame.assign(outcome=collapse.OK, failed=False)
+
+
+def facet_columns(frame: pd.DataFrame, shown: Sequence[str], pooled: Sequence[str] = ()) -> list[str]:
+    """Run settings that vary inside a group of the ``shown`` columns (panels, x, hue).
+
+    Runs that differ in such a field would be pooled into one box (He et al. 2021 figure 4's
+    1k and 5k runs): each of its values gets a panel instead
+    (:func:`robustkit.analysis.pooling.mixed_settings`). ``pooled`` fields are pooled on
+    purpose (the TSP steps of Han et al.'s figure 4) and never split.
+    """
+    return list(mixed_settings(frame, [c for c in shown if c in frame], pooled))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -131,122 +192,217 @@ def train_size(frame: pd.DataFrame, kind: str = "box", caption_text: str | None 
 
 
 def _box_figure(
-    frame: pd.DataFrame, x: str, hue: str, within: list[str], xlabel: str, title: str,
-    caption_text: str | None, columns: str | None = None, mean_std: bool = False,
+    frame: pd.DataFrame, x: str, hue: str, xlabel: str, figure: str, caption_text: str | None,
+    columns: str | None = None, mean_std: bool = False, pooled: Sequence[str] = (), include_failed: bool = False,
+    unit: str = "runs",
 ) -> Figure:
-    """Rows = tasks, columns = values of ``columns`` (or one); boxes at x, coloured by hue."""
+    """Rows = tasks, columns = values of ``columns`` x settings that vary; boxes at x, by hue."""
     if frame.empty:
         raise ValueError("nothing to plot: the frame is empty")
-    data = _prepared(frame, x)
+    data = _prepared(marked(frame), x)
+    facets = facet_columns(data, ["task", x, hue, *([columns] if columns else [])], pooled)
+    panel_keys = [*([columns] if columns else []), *facets]
     tasks = sorted(data["task"].unique())
-    cols = sorted(data[columns].unique()) if columns else [None]
-    width = min(7.5, max(4.6, 0.9 * data["_x"].nunique() * data[hue].nunique() + 2.2))
-    # one y scale per row: methods side by side are compared by eye
-    fig, axes = plt.subplots(len(tasks), len(cols), squeeze=False, constrained_layout=True, sharey="row",
-                             figsize=(width * len(cols), 3.6 * len(tasks)))
-    hues = sorted(data[hue].unique())
+    combos = _combos(data, panel_keys)
+    hues = sorted(data[hue].unique(), key=_sort_key)
     palette = _palette(hue, hues)
+    width = min(7.5, max(4.6, 0.9 * data["_x"].nunique() * (len(hues) if hue != x else 1) + 2.2))
+    # one metric: every panel on one y scale, so boxes compare by eye across the whole figure
+    share = True if data["metric"].nunique() == 1 else "row"
+    fig, axes = plt.subplots(len(tasks), len(combos), squeeze=False, constrained_layout=True, sharey=share,
+                             figsize=(width * len(combos), 3.6 * len(tasks)))
+    counts = collapse.failure_rates(data, ["task", *panel_keys, "_x", hue])
+    summary, tests = _statistics(data, x, hue, ["task", *panel_keys], pooled, include_failed)
     for row, task in zip(axes, tasks):
-        for ax, col in zip(row, cols):
-            panel = data[(data["task"] == task) & ((data[columns] == col) if columns else True)]
-            _panel(ax, panel, x, hue, hues, palette, mean_std)
+        for ax, combo in zip(row, combos):
+            panel = data[(data["task"] == task) & _matches(data, panel_keys, combo)]
+            if panel.empty:
+                ax.set_visible(False)
+                continue
+            _panel(ax, panel, x, hue, [h for h in hues if h in set(panel[hue])], palette, mean_std, include_failed,
+                   _panel_rows(summary, task, panel_keys, combo) if mean_std else None)
+            _annotate(ax, panel, hue, [h for h in hues if h in set(panel[hue])], x != hue,
+                      _panel_rows(counts, task, panel_keys, combo), include_failed)
             ax.set_xlabel(xlabel)
-            ax.set_ylabel(value_label(panel))
-            ax.set_title(task + (f": {method_label(col)}" if columns == "method" else ""), fontsize=9)
-        _fit_limits(row[0], data.loc[data["task"] == task, "shown_baseline"])
-    fig.suptitle(title, fontsize=10)
+            ax.set_title(_panel_title(task, panel_keys, combo), fontsize=9)
+        row[0].set_ylabel(value_label(data[data["task"] == task]))
+    _fit_limits(axes, data)
+    style.set_title(fig, style.paper_title(figure, data))
+    style.legend_below(fig, axes[0][0], _legend_handles(data, hue, hues, palette, mean_std), ncols=None)
     if caption_text is None:
-        caption_text = stability.caption(stability.summarize(frame, [*within, "method"]), stability.compare(frame, "method", within=within))
-    _add_caption(fig, caption_text)
+        caption_text = stability.caption(summary, tests)
+    style.add_note(fig, caption_text)
+    style.add_note(fig, _method_note(data, mean_std, include_failed, unit))
     return fig
+
+
+def _statistics(data: pd.DataFrame, x: str, hue: str, keys: list[str], pooled: Sequence[str],
+                include_failed: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Summary per box and tests of method vs method within each cell (kept rows only, unless
+    ``include_failed``; failures counted per box)."""
+    shown = list(dict.fromkeys([*keys, x, hue]))
+    # the papers' question is always method vs method, within every other shown column
+    within = [c for c in shown if c != "method"]
+    options = {"include_failed": include_failed, "pooled": tuple(pooled)}
+    return stability.summarize(data, shown, **options), stability.compare(data, "method", within=within, **options)
 
 
 def _prepared(frame: pd.DataFrame, x: str) -> pd.DataFrame:
     """``frame`` + ``_x`` (x as ordered text) + ``shown`` / ``shown_baseline`` (plotted units)."""
     values = sorted(frame[x].unique(), key=_sort_key)
     labels = {v: _x_label(v) for v in values}
-    scale = frame["metric"].map(lambda m: 100.0 if m in PERCENT | SCALED else 1.0)
+    factor = frame["metric"].map(style.scale)
+    baseline = frame["baseline"] if "baseline" in frame else pd.Series(np.nan, index=frame.index)
     return frame.assign(
         _x=pd.Categorical(frame[x].map(labels), categories=list(dict.fromkeys(labels.values()))),
-        shown=frame["value"] * scale, shown_baseline=frame["baseline"] * scale,
+        shown=frame["value"] * factor, shown_baseline=baseline * factor,
     )
 
 
-def _panel(ax, panel: pd.DataFrame, x: str, hue: str, hues: list, palette: dict, mean_std: bool) -> None:
+def _panel(ax, panel: pd.DataFrame, x: str, hue: str, levels: list, palette: dict, mean_std: bool,
+           include_failed: bool, summary: pd.DataFrame | None) -> None:
     order = [c for c in panel["_x"].cat.categories if c in set(panel["_x"])]
     dodge = hue != x  # x = hue = method: one centred box per method
-    levels = [h for h in hues if h in set(panel[hue])]
-    common = {"data": panel, "x": "_x", "y": "shown", "hue": hue, "order": order, "hue_order": levels,
+    kept = collapse.kept(panel, include_failed)
+    ok = kept[kept["outcome"] == collapse.OK] if "outcome" in kept else kept
+    common = {"x": "_x", "y": "shown", "hue": hue, "order": order, "hue_order": levels,
               "palette": palette, "ax": ax, "legend": False}
     if mean_std:
-        _mean_std(ax, panel, order, hue, levels, palette)
-    else:
+        _mean_std(ax, summary, x, order, hue, levels, palette, dodge, style.scale(str(panel["metric"].iloc[0])))
+    elif not kept.empty:
         with warnings.catch_warnings():  # seaborn 0.13 passes matplotlib 3.11's deprecated vert=
             warnings.simplefilter("ignore", MatplotlibDeprecationWarning)
-            sns.boxplot(**common, dodge=dodge, width=BOX_WIDTH, showfliers=False, boxprops={"alpha": 0.45})
-    sns.stripplot(**common, dodge=dodge, jitter=0.12, size=3.5, linewidth=0.5, edgecolor="black")
-    _annotate_n(ax, panel, order, hue, levels, dodge)
-    handles = [Patch(facecolor=palette[h], alpha=0.7, label=_hue_label(hue, h)) for h in levels]
-    handles += _baseline(ax, panel, order)
-    ax.legend(handles=handles, fontsize=7, loc="best", title="mean +- std" if mean_std else None, title_fontsize=7)
+            sns.boxplot(data=kept, **common, dodge=dodge, width=BOX_WIDTH, showfliers=False, boxprops={"alpha": 0.45})
+    if not ok.empty:
+        sns.stripplot(data=ok, **common, dodge=dodge, jitter=0.12, size=3.5, linewidth=0.5, edgecolor="black")
+    _failed_markers(ax, panel, order, hue, levels, dodge)
+    _baseline(ax, panel, order, dodge)
     ax.grid(alpha=0.3, axis="y")
 
 
-def _mean_std(ax, panel: pd.DataFrame, order: list[str], hue: str, levels: list, palette: dict) -> None:
-    """Mean +- std (ddof 1) per x and hue, at the dodged box positions, joined per hue."""
+def _failed_markers(ax, panel: pd.DataFrame, order: list[str], hue: str, levels: list, dodge: bool) -> None:
+    """Collapsed (and plottable diverged) runs: grey crosses at their box's position."""
+    failed = panel[(panel["outcome"] != collapse.OK) & np.isfinite(panel["shown"])]
+    for (x, level), rows in failed.groupby(["_x", hue], observed=True):
+        if x not in order or level not in levels:
+            continue
+        centre = _position(order.index(x), levels.index(level), len(levels), dodge)
+        # spread side by side (deterministic): crosses at one value would hide each other
+        offsets = np.linspace(-0.08, 0.08, len(rows)) if len(rows) > 1 else np.zeros(1)
+        ax.plot(centre + offsets, rows["shown"].to_numpy(), **style.COLLAPSED_STYLE, zorder=4, gid="collapsed",
+                label="_collapsed")
+
+
+def _mean_std(ax, summary: pd.DataFrame, x: str, order: list[str], hue: str, levels: list, palette: dict,
+              dodge: bool, factor: float) -> None:
+    """Mean +- std (ddof 1, from :func:`stability.summarize`) per x and hue, joined per hue."""
+    if summary is None or summary.empty:
+        return
     for j, level in enumerate(levels):
-        rows = panel[panel[hue] == level]
-        stats = rows.groupby("_x", observed=True)["shown"].agg(["mean", "std"]).reindex(order)
-        positions = [_position(i, j, len(levels), True) for i in range(len(order))]
-        ax.errorbar(positions, stats["mean"], yerr=stats["std"].fillna(0), color=palette[level], marker="o",
-                    markersize=5, capsize=3, linewidth=1.2, zorder=3)
+        rows = summary[summary[hue] == level]
+        stats = rows.assign(_x=rows[x].map(_x_label)).set_index("_x").reindex(order)
+        positions = [_position(i, j, len(levels), dodge) for i in range(len(order))]
+        ax.errorbar(positions, stats["mean"] * factor, yerr=stats["std"].fillna(0) * factor, color=palette[level],
+                    marker="o", markersize=5, capsize=3, linewidth=1.2, zorder=3)
 
 
-def _fit_limits(ax, baselines: pd.Series) -> None:
-    """Y limits of a row: the baseline in view (even far below the runs), a top margin for n=."""
-    low, high = ax.get_ylim()
-    if baselines.notna().any():
-        span = max(high, baselines.max()) - min(low, baselines.min())
-        low, high = min(low, baselines.min() - 0.04 * span), max(high, baselines.max() + 0.04 * span)
-    ax.set_ylim(low, high + 0.12 * (high - low))
+def _fit_limits(axes: np.ndarray, data: pd.DataFrame) -> None:
+    """Y limits: every baseline in view (even far below the runs), a top margin for the n= and
+    collapsed labels. Shared axes get one setting; the others one per row."""
+    for row, task in zip(axes, sorted(data["task"].unique())):
+        style.include_baseline(row[0], data.loc[data["task"] == task, "shown_baseline"])
+    shared = data["metric"].nunique() == 1  # sharey=True: one setting for the whole figure
+    for row in axes[:1] if shared else axes:
+        low, high = row[0].get_ylim()
+        row[0].set_ylim(low, high + 0.16 * (high - low))
 
 
-def _annotate_n(ax, panel: pd.DataFrame, order: list[str], hue: str, levels: list, dodge: bool) -> None:
-    """``n=`` over each box, in the top margin of the axes (kept free by :func:`_fit_limits`)."""
+def _annotate(ax, panel: pd.DataFrame, hue: str, levels: list, dodge: bool, counts: pd.DataFrame,
+              include_failed: bool) -> None:
+    """``n=`` (runs in the box's statistics) and ``collapsed k/n`` over each box, in the top margin of the axes."""
     where = blended_transform_factory(ax.transData, ax.transAxes)
-    counts = panel.groupby(["_x", hue], observed=True).size()
-    for i, x in enumerate(order):
-        for j, level in enumerate(levels):
-            if (x, level) in counts.index:
-                ax.text(_position(i, j, len(levels), dodge), 0.985, f"n={counts[(x, level)]}", transform=where,
-                        ha="center", va="top", fontsize=6)
+    order = [c for c in panel["_x"].cat.categories if c in set(panel["_x"])]
+    for row in counts.to_dict("records"):
+        x, level = row["_x"], row[hue]
+        if x not in order or level not in levels:
+            continue
+        position = _position(order.index(x), levels.index(level), len(levels), dodge)
+        used = row["n_runs"] if include_failed else row["n_ok"]
+        ax.text(position, 0.985, f"n={used}", transform=where, ha="center", va="top", fontsize=6)
+        failed = collapse.label(row["n_collapsed"], row["n_runs"], row["n_diverged"])
+        if failed:
+            ax.text(position, 0.935, failed.replace(", ", "\n"), transform=where, ha="center", va="top",
+                    fontsize=5.5, color="#555555", gid="collapsed-label")
 
 
-def _baseline(ax, panel: pd.DataFrame, order: list[str]) -> list[Line2D]:
+def _baseline(ax, panel: pd.DataFrame, order: list[str], dodge: bool) -> None:
     """Dashed majority-class baseline: one line if it is the same for every x, else one per x."""
     base = panel.dropna(subset=["shown_baseline"]).groupby("_x", observed=True)["shown_baseline"].mean()
     if base.empty:
-        return []
-    style = {"color": "#444444", "linestyle": "--", "linewidth": 1.0, "zorder": 1}
+        return
     if np.allclose(base, base.iloc[0]):
-        ax.axhline(base.iloc[0], **style)
+        style.draw_baseline(ax, float(base.iloc[0]))
     else:
         for i, x in enumerate(order):
             if x in base.index:
-                ax.hlines(base[x], i - BOX_WIDTH / 2, i + BOX_WIDTH / 2, **style)
-    return [Line2D([], [], **style, label="majority-class baseline")]
+                ax.hlines(base[x], i - BOX_WIDTH / 2, i + BOX_WIDTH / 2, **style.BASELINE_STYLE, zorder=1)
 
 
-def _add_caption(fig: Figure, text: str) -> None:
-    """``text`` wrapped under the axes; the layout keeps the room it needs."""
-    lines = textwrap.wrap(text, width=int(fig.get_figwidth() * 17))
-    height = (len(lines) * 7 * 1.35 / 72 + 0.08) / fig.get_figheight()  # 7 pt text, 1.35 line spacing
-    fig.get_layout_engine().set(rect=(0, height, 1, 1 - height))
-    fig.text(0.01, 0.01, "\n".join(lines), fontsize=7, ha="left", va="bottom")
+def _legend_handles(data: pd.DataFrame, hue: str, hues: list, palette: dict, mean_std: bool) -> list:
+    handles = [Patch(facecolor=palette[h], alpha=0.7, label=_hue_label(hue, h)) for h in hues]
+    if mean_std:
+        handles.append(Line2D([], [], color="#333333", marker="o", markersize=4, label="mean ± 1 std over seeds (ddof 1)"))
+    if data["shown_baseline"].notna().any():
+        handles.append(style.baseline_handle())
+    if (data["outcome"] != collapse.OK).any():
+        handles.append(style.collapsed_handle())
+    return handles
+
+
+def _method_note(data: pd.DataFrame, mean_std: bool, include_failed: bool, unit: str) -> str:
+    """What the marks are (the caption counts the failed runs)."""
+    parts = ["Points: mean ± 1 std (ddof 1) over seeds; dots: runs." if mean_std else BOX_NOTE]
+    if (data["outcome"] != collapse.OK).any():
+        kept = "kept in" if include_failed else "left out of"
+        parts.append(f"Grey crosses: collapsed / diverged {unit} (robustkit.collapse: stuck at the majority class), "
+                     f"{kept} the {'means' if mean_std else 'boxes'}, n= and tests.")
+    return " ".join(parts)
 
 
 # ---------------------------------------------------------------------------------------------
 # helpers
+
+
+def _combos(data: pd.DataFrame, keys: list[str]) -> list[tuple]:
+    if not keys:
+        return [()]
+    combos = data[keys].drop_duplicates().itertuples(index=False, name=None)
+    return sorted(combos, key=lambda c: tuple(_sort_key(v) for v in c))
+
+
+def _matches(frame: pd.DataFrame, keys: list[str], combo: tuple) -> pd.Series:
+    mask = pd.Series(True, index=frame.index)
+    for key, value in zip(keys, combo):
+        mask &= frame[key].isna() if _missing(value) else frame[key] == value
+    return mask
+
+
+def _panel_rows(table: pd.DataFrame, task: str, keys: list[str], combo: tuple) -> pd.DataFrame:
+    if table is None or table.empty:
+        return table
+    return table[(table["task"] == task) & _matches(table, keys, combo)]
+
+
+def _panel_title(task: str, keys: list[str], combo: tuple) -> str:
+    parts = [task]
+    for key, value in zip(keys, combo):
+        parts.append(method_label(value) if key == "method" else f"{_column_label(key)} {_x_label(value)}")
+    return ": ".join(parts[:2]) + "".join(f", {p}" for p in parts[2:])
+
+
+def _column_label(column: str) -> str:
+    return {"tsp_step": "TSP steps", "train_size": "training examples", "adapter_size": "adapter size m",
+            "lr": "lr"}.get(column, column.replace("_", " "))
 
 
 def _position(i: int, j: int, k: int, dodge: bool) -> float:
@@ -291,7 +447,4 @@ def _x_label(value) -> str:
 
 def value_label(panel: pd.DataFrame) -> str:
     """Axis label of the scores: split, metric and unit (e.g. \"test accuracy (%)\")."""
-    metric, split = "/".join(sorted(panel["metric"].unique())), "/".join(sorted(panel["split"].unique()))
-    if set(panel["metric"]) <= PERCENT:
-        return f"{split} {metric} (%)"
-    return f"{split} {metric} (x 100)" if set(panel["metric"]) <= SCALED else f"{split} {metric}"
+    return style.score_label(panel["metric"], panel["split"] if "split" in panel else ())

@@ -1,14 +1,36 @@
-"""What every figure shares: method names and colours, PDF output."""
+"""What every figure shares: method names and colours, units, the collapsed-run marker and the
+majority-baseline line, titles that name the paper's figure and the model/task used, legends
+and notes hung under the figure, PDF output.
+
+Layout of a finished figure, top to bottom (everything outside the axes grid is placed outside
+the figure's own area and kept by the tight bounding box at save time, so no legend or note can
+sit over data and the constrained layout of the panels is never squeezed by text):
+
+- title (``set_title``), then ``--subtitle`` lines (``add_subtitle``);
+- the panels (constrained layout);
+- one legend for the whole figure (``legend_below``);
+- notes: what error bars and bands are, tests (``add_note``), then ``--footer`` (``add_footer``),
+  each wrapped to the figure width without a one-word last line.
+"""
 
 from __future__ import annotations
 
+import textwrap
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")  # figures are files; no display is needed or assumed
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.font_manager import FontProperties  # noqa: E402
+from matplotlib.legend import Legend  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
+from matplotlib.transforms import ScaledTranslation  # noqa: E402
 
 METHOD_LABELS = {
     "houlsby": "with adapters (Houlsby)",
@@ -20,6 +42,18 @@ METHOD_LABELS = {
 METHOD_COLORS = {
     "houlsby": "#1b9e77", "adapterhub-houlsby": "#7570b3", "full": "#d95f02", "topk": "#1f78b4", "layernorm": "#e7298a",
 }
+
+# Scores shown x 100: accuracy and F1 in %, correlations x 100 (as in the papers' tables).
+PERCENT = {"accuracy", "f1"}
+SCALED = {"mcc", "pearson", "spearman"}
+
+COLLAPSED_LABEL = "collapsed (stuck at majority class)"
+COLLAPSED_STYLE = {"marker": "x", "color": "#7f7f7f", "linestyle": "none", "markersize": 5, "markeredgewidth": 1.2}
+BASELINE_LABEL = "majority-class baseline"
+BASELINE_STYLE = {"color": "#444444", "linestyle": "--", "linewidth": 1.0}
+
+TITLE_SIZE, SUBTITLE_SIZE, NOTE_SIZE = 10.0, 8.0, 7.0
+_GAP_IN = 0.06  # vertical gap between stacked header / footer items (inches)
 
 
 def method_label(method: str) -> str:
@@ -35,10 +69,231 @@ def new_figure(width: float = 5.0, height: float = 3.6) -> tuple[Figure, plt.Axe
     return fig, ax
 
 
+# ---------------------------------------------------------------------------------------------
+# units and labels
+
+
+def scale(metric: str) -> float:
+    """Factor from stored values (fractions for accuracy/F1) to shown values (%, x 100)."""
+    return 100.0 if metric in PERCENT | SCALED else 1.0
+
+
+def unit(metric: str) -> str:
+    """Unit suffix of a shown metric: ``" (%)"``, ``" (x 100)"`` or ``""``."""
+    return " (%)" if metric in PERCENT else " (x 100)" if metric in SCALED else ""
+
+
+def score_label(metrics: Iterable[str], splits: Iterable[str] = ()) -> str:
+    """Axis label of scores: split, metric and one unit (e.g. ``"test accuracy (%)"``)."""
+    metrics, splits = sorted(set(map(str, metrics))), sorted(set(map(str, splits)))
+    units = {unit(m) for m in metrics}
+    shown = "/".join(metrics) + (units.pop() if len(units) == 1 else "")
+    return f"{'/'.join(splits)} {shown}".strip()
+
+
+def paper_title(figure: str, frame: pd.DataFrame | None = None, extra: str = "") -> str:
+    """``"He et al. 2021, figure 2 — minilm-l6 on rt"``: the paper's figure and what was run.
+
+    Parameters
+    ----------
+    figure : str
+        The paper and figure, e.g. ``"He et al. 2021, figure 2"``.
+    frame : DataFrame, optional
+        Rows drawn; their ``model`` and ``task`` columns name what was actually used.
+    extra : str
+        Appended after a comma (e.g. ``"layer-shared adapters"``).
+    """
+    used = ""
+    if frame is not None and not frame.empty:
+        models = _values(frame, "model")
+        task_names = _values(frame, "task")
+        used = " on ".join(p for p in (", ".join(models), ", ".join(task_names)) if p)
+    title = f"{figure} — {used}" if used else figure
+    return f"{title}, {extra}" if extra else title
+
+
+def _values(frame: pd.DataFrame, column: str) -> list[str]:
+    return sorted(map(str, frame[column].dropna().unique())) if column in frame else []
+
+
+def collapsed_handle() -> Line2D:
+    """Legend entry of the collapsed-run marker."""
+    return Line2D([], [], **COLLAPSED_STYLE, label=COLLAPSED_LABEL)
+
+
+def baseline_handle() -> Line2D:
+    """Legend entry of the dashed majority-class baseline."""
+    return Line2D([], [], **BASELINE_STYLE, label=BASELINE_LABEL)
+
+
+def draw_baseline(ax: plt.Axes, value: float) -> bool:
+    """A dashed horizontal majority-class baseline at ``value`` (shown units); False if NaN."""
+    if value is None or not np.isfinite(value):
+        return False
+    ax.axhline(value, **BASELINE_STYLE, zorder=1)
+    return True
+
+
+def include_baseline(ax: plt.Axes, values: Iterable[float], margin: float = 0.04) -> None:
+    """Widen the y limits of ``ax`` so that every finite value (baselines) stays in view."""
+    finite = [v for v in values if v is not None and np.isfinite(v)]
+    if not finite:
+        return
+    low, high = ax.get_ylim()
+    span = max(high, max(finite)) - min(low, min(finite))
+    ax.set_ylim(min(low, min(finite) - margin * span), max(high, max(finite) + margin * span))
+
+
+# ---------------------------------------------------------------------------------------------
+# header, legend and notes outside the panels
+
+
+def set_title(fig: Figure, title: str) -> Text:
+    """The figure's title, above the panels (and above any subtitle)."""
+    for old in _stack(fig, "_rk_title"):
+        old.remove()
+    artist = fig.text(0.5, 1.0, title, ha="center", va="bottom", fontsize=TITLE_SIZE)
+    fig._rk_title = [artist]
+    _restack(fig)
+    return artist
+
+
+def add_subtitle(fig: Figure, text: str | None) -> list[Text]:
+    """A second title line (e.g. the stand-in note), between the title and the panels."""
+    if not text:
+        return []
+    artists = [fig.text(0.5, 1.0, "\n".join(wrap(fig, part, SUBTITLE_SIZE)), ha="center", va="bottom",
+                        fontsize=SUBTITLE_SIZE, color="#333333") for part in _paragraphs(text)]
+    _stack(fig, "_rk_subtitles").extend(artists)
+    _restack(fig)
+    return artists
+
+
+def legend_below(fig: Figure, ax: plt.Axes, handles: Sequence, title: str | None = None,
+                 ncols: int | None = None, fontsize: float = 7.0) -> Legend:
+    """One legend for the figure, attached to ``ax``, hung under all panels (never over data).
+
+    The legend is left out of the constrained layout (it would widen one panel's margin) and
+    placed below the figure's area; :func:`save_pdf` crops to include it.
+    """
+    if ncols is None:
+        width = max((len(getattr(h, "get_label", lambda: "")()) for h in handles), default=10)
+        ncols = max(1, min(len(handles), int(fig.get_figwidth() * 72 / (fontsize * 0.6 * width + 40))))
+    legend = ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=fig.transFigure,
+                       ncols=ncols, fontsize=fontsize, title=title, title_fontsize=fontsize, frameon=False)
+    legend.set_in_layout(False)
+    footer = _stack(fig, "_rk_footer")
+    footer.insert(0, legend)  # the legend comes first, right under the panels
+    _restack(fig)
+    return legend
+
+
+def add_note(fig: Figure, text: str | None, fontsize: float = NOTE_SIZE, color: str = "#222222") -> list[Text]:
+    """Text under the figure (and its legend): each ``\\n``-separated paragraph wrapped to the
+    figure's width, never leaving a one-word last line."""
+    if not text:
+        return []
+    footer = _stack(fig, "_rk_footer")
+    artists = [fig.text(0.0, 0.0, "\n".join(wrap(fig, part, fontsize)), ha="left", va="top", fontsize=fontsize,
+                        color=color, linespacing=1.25) for part in _paragraphs(text)]
+    footer.extend(artists)
+    _restack(fig)
+    return artists
+
+
+def add_footer(fig: Figure, text: str | None) -> list[Text]:
+    """The ``--footer`` text (e.g. the paper's claim and the verdict), last under the figure."""
+    return add_note(fig, text, fontsize=NOTE_SIZE + 0.5, color="black")
+
+
+def decorate(fig: Figure, subtitle: str | None = None, footer: str | None = None) -> Figure:
+    """Apply the generic ``--subtitle`` / ``--footer`` of every ``robustkit plot`` verb."""
+    add_subtitle(fig, subtitle)
+    add_footer(fig, footer)
+    return fig
+
+
+def wrap(fig: Figure, text: str, fontsize: float, width_in: float | None = None) -> list[str]:
+    """``text`` as lines no wider than ``width_in`` inches (default: the figure's width), with
+    lines of balanced length: the narrowest wrap that needs no more lines than the widest one,
+    so the last line is never a lone word (a one-word paragraph stays one word)."""
+    text = " ".join(text.split())
+    if not text:
+        return []
+    width_in = (fig.get_figwidth() - 0.1) if width_in is None else width_in
+    # average character width of this very text at this size, measured (not guessed)
+    char_in = _text_width_in(fig, text, fontsize) / len(text)
+    most = max(8, int(width_in / char_in * 0.97))
+    lines = textwrap.wrap(text, most, break_long_words=False, break_on_hyphens=False)
+    for narrower in range(most - 1, 7, -1):  # balance: shrink while the line count holds
+        trial = textwrap.wrap(text, narrower, break_long_words=False, break_on_hyphens=False)
+        if len(trial) > len(lines):
+            break
+        lines = trial
+    if len(lines) > 1 and len(lines[-1].split()) == 1 and len(lines[-2].split()) > 2:
+        # a long unbreakable word can still end alone: give it a neighbour from the line above
+        head, moved = lines[-2].rsplit(" ", 1)
+        lines[-2:] = [head, f"{moved} {lines[-1]}"]
+    return lines
+
+
+def _text_width_in(fig: Figure, text: str, fontsize: float) -> float:
+    renderer = fig.canvas.get_renderer()
+    width, _, _ = renderer.get_text_width_height_descent(text, FontProperties(size=fontsize), ismath=False)
+    return width / fig.dpi
+
+
+def _paragraphs(text: str) -> list[str]:
+    return [part for part in str(text).replace("\\n", "\n").split("\n") if part.strip()]
+
+
+def _stack(fig: Figure, name: str) -> list:
+    if not hasattr(fig, name):
+        setattr(fig, name, [])
+    return getattr(fig, name)
+
+
+def _restack(fig: Figure) -> None:
+    """Place the header items upwards from the top edge and the footer items downwards from the
+    bottom edge, each offset by the heights (inches) of the items before it."""
+    renderer = fig.canvas.get_renderer()
+    offset = _GAP_IN
+    # upwards from the panels: the subtitles (last added lowest), then the title
+    for artist in [*reversed(_stack(fig, "_rk_subtitles")), *_stack(fig, "_rk_title")]:
+        artist.set_transform(fig.transFigure + ScaledTranslation(0, offset, fig.dpi_scale_trans))
+        offset += artist.get_window_extent(renderer).height / fig.dpi + _GAP_IN
+    offset = _GAP_IN
+    for artist in _stack(fig, "_rk_footer"):
+        shift = ScaledTranslation(0, -offset, fig.dpi_scale_trans)
+        if isinstance(artist, Legend):
+            artist.set_bbox_to_anchor((0.5, 0.0), transform=fig.transFigure + shift)
+            height = artist.get_window_extent(renderer).height / fig.dpi
+        else:
+            artist.set_transform(fig.transFigure + ScaledTranslation(0.05, -offset, fig.dpi_scale_trans))
+            height = artist.get_window_extent(renderer).height / fig.dpi
+        offset += height + _GAP_IN
+
+
+def figure_texts(fig: Figure) -> list[str]:
+    """Every text of ``fig`` (figure texts, axes texts and titles, legends), for tests and checks."""
+    texts = [t.get_text() for t in fig.texts]
+    for ax in fig.axes:
+        texts += [t.get_text() for t in ax.texts] + [ax.get_title(), ax.get_xlabel(), ax.get_ylabel()]
+        if ax.get_legend() is not None:
+            texts += [t.get_text() for t in ax.get_legend().get_texts()]
+        texts += [t.get_text() for table in ax.tables for t in (c.get_text() for c in table.get_celld().values())]
+    texts += [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    return texts
+
+
 def save_pdf(fig: Figure, path: str | Path) -> Path:
-    """Write ``fig`` as a PDF (folders created) and close it."""
+    """Write ``fig`` as a PDF (folders created), cropped to its content, and close it.
+
+    Cropping (tight bounding box) keeps the title, legend and notes placed outside the panels
+    and leaves no empty margin around tables.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="pdf")
+    fig.savefig(path, format="pdf", bbox_inches="tight", pad_inches=0.06)
     plt.close(fig)
     return path

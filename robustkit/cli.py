@@ -35,6 +35,7 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     hyper.add_argument("--top-k", type=int, help="topk only (required): fine-tune the top K encoder layers (+ pooler and head), 1..number of layers (Houlsby et al. 2019 section 3.4)")
     hyper.add_argument("--adapter-init-std", type=float, help="houlsby only: std of the adapters' truncated-normal (+-2 std) weight init, e.g. 1e-7..1 (Houlsby et al. 2019 figure 6 right); default: AdapterHub's houlsby init (std 1e-2)")
     hyper.add_argument("--adapter-sharing", choices=["none", "layer", "3-layer"], default="none", help="houlsby only: none = two adapters per layer; layer = one adapter for both positions of a layer; 3-layer = one adapter for both positions of three consecutive layers (Mohebbi's report, section 6); default: none")
+    hyper.add_argument("--mixout", type=float, default=0.0, metavar="P", help="mixout probability (Lee et al. 2020; He et al. 2021 table 7 use 0.9 for full fine-tuning and adapters): dropout is switched off and each trained linear layer's input-neuron weights are replaced by their values at the start of tuning with probability P; not used by TSP; default: 0 = off (plain dropout)")
     hyper.add_argument("--warmup-ratio", type=float, default=0.1, help="fraction of steps with linear warmup; default: 0.1")
     hyper.add_argument("--weight-decay", type=float, default=0.0, help="AdamW weight decay; default: 0")
     hyper.add_argument("--max-grad-norm", type=float, default=1.0, help="gradient clipping norm (0 = none); default: 1.0")
@@ -62,6 +63,7 @@ def _specs_from_args(args) -> list:
         eval_every=args.eval_every, tsp_lr=args.tsp_lr, tsp_batch_size=args.tsp_batch_size,
         tsp_seed=args.tsp_seed, train_size=args.train_size, split_seed=args.split_seed, data_dir=args.data_dir,
         top_k=args.top_k, adapter_init_std=args.adapter_init_std, adapter_sharing=args.adapter_sharing,
+        mixout=args.mixout,
     )
     return [RunSpec(seed=seed, tsp_step=step, **fields).resolved() for seed in args.seed for step in args.tsp_steps]
 

@@ -77,6 +77,10 @@ class RunSpec:
         section 3.6); None = AdapterHub's ``houlsby`` init (std 1e-2).
     adapter_sharing : str
         ``houlsby`` only: ``none``, ``layer`` or ``3-layer`` (Mohebbi's report, section 6).
+    mixout : float
+        Mixout probability p, 0 <= p < 1 (Lee et al. 2020; He et al. 2021 table 7 use 0.9): with
+        p > 0 dropout is off and the trained linear layers mix toward their weights at step 0 of
+        tuning (see :mod:`robustkit.mixout`); 0 = plain dropout. The TSP run does not use it.
     """
 
     model: str = "minilm-l6"
@@ -103,6 +107,7 @@ class RunSpec:
     top_k: int | None = None
     adapter_init_std: float | None = None
     adapter_sharing: str = "none"
+    mixout: float = 0.0
 
     def resolved(self) -> "RunSpec":
         """A copy with every paper default filled in (what the run id and manifest record).
@@ -127,6 +132,7 @@ class RunSpec:
             top_k=self.top_k if method.train_top_layers else None,
             adapter_init_std=float(self.adapter_init_std) if houlsby and self.adapter_init_std is not None else None,
             adapter_sharing=self.adapter_sharing if houlsby else "none",
+            mixout=float(self.mixout),  # TOML 0 vs 0.0: one id
             lr=self.lr if self.lr is not None else DEFAULT_LR[method.name],
             adapter_size=(self.adapter_size or ADAPTER_SIZE) if method.name == "houlsby" else None,
             epochs=self.epochs or (ADAPTER_EPOCHS if adapters else DEFAULT_EPOCHS[method.name]),
@@ -148,6 +154,9 @@ class RunSpec:
                 _check(name, getattr(self, name), (int, float), minimum=0)
         if self.adapter_init_std is not None and not self.adapter_init_std > 0:
             raise SpecError(f"adapter_init_std must be > 0, got {self.adapter_init_std!r}")
+        _check("mixout", self.mixout, (int, float), minimum=0)
+        if not self.mixout < 1:
+            raise SpecError(f"mixout must be < 1 (a probability), got {self.mixout!r}")
         if self.adapter_sharing not in SHARING:
             raise SpecError(f"adapter_sharing must be one of {', '.join(SHARING)}, got {self.adapter_sharing!r}")
         if self.batch_size < 1:
@@ -203,7 +212,7 @@ def _safe(model: str) -> str:
 
 # Fields added after runs were stored, with the default that reproduces those runs. At that
 # default a field is left out of the hash, so the ids of the runs made before it stay the same.
-_ADDED_FIELDS = {"top_k": None, "adapter_init_std": None, "adapter_sharing": "none"}
+_ADDED_FIELDS = {"top_k": None, "adapter_init_std": None, "adapter_sharing": "none", "mixout": 0.0}
 
 
 def _digest(spec) -> str:

@@ -45,6 +45,7 @@ from robustkit.methods import (
     count_parameters,
     get_method,
 )
+from robustkit.mixout import apply_mixout
 from robustkit.spec import RunSpec, TspSpec
 
 EVAL_BATCH_SIZE = 64
@@ -484,10 +485,12 @@ class _Finetune(_Loop):
 
     def _train(self, model, names, fingerprint, meta, encoded, collator) -> None:
         spec = self.spec
+        # theta_0 even when resuming (`last` then replaces the weights): it is mixout's target w0
+        self._start_from_tsp(model, fingerprint)
+        apply_mixout(model, spec.mixout)  # same parameters and names: checkpoints hold W
         optimiser = _Optimiser(model, spec.lr, spec.weight_decay)
         state = self.resume(model, optimiser, fingerprint)
         if state is None:
-            self._start_from_tsp(model, fingerprint)
             store.save_checkpoint(self.run_dir, "step-0", trainable_state(model, names), meta, 0)
             state = {"step": 0, "best_value": None, "best_step": None}
         n_train = len(encoded["train"])

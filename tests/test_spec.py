@@ -85,3 +85,16 @@ def test_new_method_defaults():
 def test_bad_method_settings_are_named(fields, named):
     with pytest.raises(RobustkitError, match=named):
         RunSpec(**fields).resolved()
+
+
+def test_mixout_is_part_of_the_run_id_only_when_on():
+    assert RunSpec(mixout=0.9).run_id != RunSpec().run_id
+    assert RunSpec(mixout=0).run_id == RunSpec(mixout=0.0).run_id == RunSpec().run_id  # ids of runs before mixout
+    assert RunSpec(method="full", mixout=0.9).run_id != RunSpec(method="full").run_id
+    assert RunSpec(mixout=0.9, tsp_step=100).tsp_spec() == RunSpec(tsp_step=100).tsp_spec()  # TSP has no mixout
+
+
+@pytest.mark.parametrize("mixout", [1.0, 1, -0.1, "0.9", True])
+def test_bad_mixout_is_named(mixout):
+    with pytest.raises(RobustkitError, match="mixout"):
+        RunSpec(mixout=mixout).resolved()

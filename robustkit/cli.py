@@ -175,6 +175,42 @@ def _cmd_reproduce(args) -> int:
     return 1 if results["error"].notna().any() or results["failed_runs"].any() else 0
 
 
+def _add_claims_command(commands) -> None:
+    claims = commands.add_parser(
+        "claims", help="verdict of each paper claim on the runs behind its figure",
+        description="For each recipe's claims (analyses/*/*.toml, [[claim]] tables): compute the per-run statistic on the "
+        "recipe's runs in the store, test the claim and print agrees / contradicts / inconclusive with n, effect size, "
+        "CI and p. Collapsed runs are left out (see robustkit/collapse.py). Trains nothing: run `robustkit reproduce` first.",
+    )
+    claims.add_argument("recipes", nargs="*", metavar="RECIPE", help="recipe names, e.g. han2021/fig2; default: every recipe")
+    claims.add_argument("--scale", choices=["demo", "paper"], default="demo", help="which runs of each recipe; default: demo")
+    claims.add_argument("--store", help="run store folder; default: runs/<scale>")
+    claims.add_argument("--recipe-dir", help="folder of recipe files; default: the analyses/ folder of this checkout")
+    claims.add_argument("--include-failed", action="store_true", help="keep collapsed and diverged runs in the tests")
+    claims.add_argument("-o", "--output", help="write every row (per claim and cell) to this file (.csv, else parquet)")
+    claims.set_defaults(func=_cmd_claims)
+
+
+def _cmd_claims(args) -> int:
+    import pandas as pd
+
+    from robustkit.recipes import RECIPE_DIR
+    from robustkit.reproduce import claims
+
+    table = claims(args.store, args.recipes or None, scale=args.scale, recipes=args.recipe_dir or RECIPE_DIR,
+                   include_failed=args.include_failed)
+    overall = table.groupby(["recipe", "claim"], sort=False).tail(1)
+    shown = overall[["recipe", "claim", "verdict", "n_a", "n_b", "n_failed", "effect_name", "effect", "ci_low", "ci_high", "p_value", "reason"]]
+    with pd.option_context("display.max_colwidth", 90, "display.width", 250, "display.float_format", "{:.3g}".format):
+        print(shown.to_string(index=False))
+    print("\n" + ", ".join(f"{n} {v}" for v, n in overall["verdict"].value_counts().items()))
+    if args.output:
+        out = Path(args.output)
+        table.to_csv(out, index=False) if out.suffix == ".csv" else table.to_parquet(out, index=False)
+        print(f"wrote {len(table)} rows to {out}")
+    return 0
+
+
 def _cmd_demo(args) -> int:
     from robustkit.demo import run_demo
 
@@ -286,6 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=_cmd_demo)
 
     _add_reproduce_command(commands)
+    _add_claims_command(commands)
     from robustkit.cli_analyze import add_analyze_commands, add_plot_commands
 
     add_analyze_commands(commands)

@@ -29,13 +29,14 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from robustkit.claim import Claim
 from robustkit.errors import RobustkitError
 from robustkit.spec import RunSpec
 from robustkit.sweep import expand_grid
 
 RECIPE_DIR = Path(__file__).resolve().parents[1] / "analyses"
 SCALES = ("demo", "paper")
-_RECIPE_KEYS = {"title", "plot", "args", "output", *SCALES}
+_RECIPE_KEYS = {"title", "plot", "args", "output", "claim", *SCALES}
 _SCALE_KEYS = {"base", "grid", "args"}
 
 
@@ -61,6 +62,9 @@ class Recipe:
         Scale -> ``{"base": {...}, "grids": [{axis: values}], "args": [...]}``.
     args : tuple of str
         Flags of the plot verb at every scale.
+    claims : tuple of Claim
+        The paper's claims the figure illustrates, as checkable hypotheses
+        (:class:`robustkit.claim.Claim`, from the recipe's ``[[claim]]`` tables).
     """
 
     name: str
@@ -69,6 +73,7 @@ class Recipe:
     output: str
     scales: dict
     args: tuple[str, ...] = ()
+    claims: tuple[Claim, ...] = ()
 
     def plot_args(self, scale: str) -> list[str]:
         """The plot verb's flags at ``scale``: the recipe's, then the scale's own."""
@@ -128,8 +133,13 @@ def load_recipe(name: str, folder: str | Path = RECIPE_DIR) -> Recipe:
     scales = {scale: _scale_section(path, scale, raw[scale]) for scale in SCALES if scale in raw}
     if not scales:
         raise RecipeError(f"recipe {path} defines no scale; expected a [demo] and/or [paper] section")
+    claims = raw.get("claim", [])
+    claims = [claims] if isinstance(claims, dict) else claims
+    parsed = tuple(Claim.from_table(table, f"recipe {path}") for table in claims)
+    if len({c.id for c in parsed}) != len(parsed):
+        raise RecipeError(f"recipe {path}: claim ids must be unique, got {[c.id for c in parsed]}")
     return Recipe(name=name, title=raw["title"], plot=raw["plot"], output=raw["output"], scales=scales,
-                  args=tuple(str(a) for a in raw.get("args", [])))
+                  args=tuple(str(a) for a in raw.get("args", [])), claims=parsed)
 
 
 def load_defaults(folder: str | Path = RECIPE_DIR) -> dict:

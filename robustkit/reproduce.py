@@ -1,10 +1,13 @@
-"""One command per paper figure: train what a recipe needs, run its analysis, draw it.
+"""One command per paper figure: train what a recipe needs, judge its claims, draw it.
 
 ``reproduce(["han2021/fig2"], scale="demo")`` collects the runs of every named recipe (see
 :mod:`robustkit.recipes`), trains the distinct ones that are not complete yet into the scale's
-store in one sweep (a run two recipes need is trained once), then renders each figure with its
-``robustkit plot`` verb on exactly the recipe's runs. Analyses are cached per run, so re-running
-only computes what is missing.
+store in one sweep (a run two recipes need is trained once), judges each recipe's claims on
+exactly its runs (:mod:`robustkit.claim`), then renders each figure with its ``robustkit plot``
+verb on those runs, with the model and task used as subtitle and the claims' verdicts under the
+figure. Analyses are cached per run, so re-running only computes what is missing.
+``figures/README.md`` then lists per figure the model/task used, runs per group, collapsed
+runs, the verdicts and what differs from the paper's settings.
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
+from robustkit import claim
 from robustkit.recipes import RECIPE_DIR, Recipe, RecipeError, list_recipes, load_defaults, load_recipe
+from robustkit.store import load_runs
 from robustkit.sweep import run_sweep
 
 FIGURES_DIR = Path("figures")
@@ -61,7 +66,9 @@ def reproduce(
     -------
     DataFrame
         One row per recipe: ``recipe, plot, runs, failed_runs, figure`` (the PDF path, or None),
-        ``seconds`` (its analysis and plotting) and ``error``.
+        ``seconds`` (its claims, analysis and plotting), ``error`` and ``verdicts`` (one line
+        per claim, see :func:`robustkit.claim.summary_line`). Every claim's rows are written to
+        ``<figures>/claims.csv`` (:data:`robustkit.claim.VERDICT_COLUMNS`).
     """
     chosen = [load_recipe(name, recipes) for name in (names or list_recipes(recipes))]
     store = Path(store) if store is not None else default_store(scale)
@@ -72,24 +79,99 @@ def reproduce(
     results = run_sweep(list(distinct.values()), store, jobs=jobs, progress=progress, device=device,
                         executor=executor, slurm_options=slurm_options)
     failed = set(results.loc[results.status == "failed", "run_id"])
-    rows = []
+    rows, judged = [], []
     for recipe in tqdm(chosen, desc="figures", unit="figure", disable=not progress or train_only):
         run_ids = [spec.run_id for spec in needed[recipe.name]]
         row = {"recipe": recipe.name, "plot": recipe.plot, "runs": len(run_ids),
-               "failed_runs": len(failed.intersection(run_ids)), "figure": None, "seconds": 0.0, "error": None}
+               "failed_runs": len(failed.intersection(run_ids)), "figure": None, "seconds": 0.0, "error": None, "verdicts": ""}
         if not train_only:
-            row.update(_draw(commands[recipe.name], run_ids))
-            if row["error"]:
-                tqdm.write(f"{recipe.name}: figure failed: {row['error']}")
+            started = time.perf_counter()
+            verdicts = claim.verdicts(store, [recipe], scale, defaults=load_defaults(recipes))
+            judged.append(verdicts)
+            args = commands[recipe.name]
+            args.subtitle, args.footer = subtitle(recipe, scale, load_defaults(recipes)), footer(recipe, verdicts)
+            row.update(_draw(args, run_ids), verdicts=claim.summary_line(verdicts))
+            row["seconds"] = time.perf_counter() - started  # claims and figure together
+            tqdm.write(f"{recipe.name}: " + (f"figure failed: {row['error']}" if row["error"] else "drawn") +
+                       "".join(f"\n  {line}" for line in row["verdicts"].splitlines()))
         rows.append(row)
     if not train_only:
-        write_index(figures, scale, recipes)
+        verdicts = pd.concat(judged, ignore_index=True) if judged else pd.DataFrame(columns=claim.VERDICT_COLUMNS)
+        Path(figures).mkdir(parents=True, exist_ok=True)
+        verdicts.to_csv(Path(figures) / "claims.csv", index=False)
+        write_index(figures, scale, recipes, store=store, verdicts=verdicts)
     return pd.DataFrame(rows)
 
 
-def write_index(figures: str | Path, scale: str, recipes: str | Path = RECIPE_DIR) -> Path:
+def claims(
+    store: str | Path | None = None,
+    names: list[str] | None = None,
+    scale: str = "demo",
+    recipes: str | Path = RECIPE_DIR,
+    include_failed: bool = False,
+) -> pd.DataFrame:
+    """The verdict of every claim of the named recipes on their runs (nothing is trained).
+
+    Parameters
+    ----------
+    store : path, optional
+        Run store; default ``runs/<scale>``.
+    names : list of str, optional
+        Recipe names (``han2021/fig2``); None = every recipe in ``recipes``.
+    scale : str
+        Whose runs: ``demo`` or ``paper``.
+    include_failed : bool
+        Keep collapsed and diverged runs in the tests.
+
+    Returns
+    -------
+    DataFrame
+        :data:`robustkit.claim.VERDICT_COLUMNS`: one row per recipe x claim x cell, the claim's
+        overall verdict last (cell ``all``).
+    """
+    chosen = [load_recipe(name, recipes) for name in (names or list_recipes(recipes))]
+    store = Path(store) if store is not None else default_store(scale)
+    return claim.verdicts(store, chosen, scale, include_failed, defaults=load_defaults(recipes))
+
+
+def subtitle(recipe: Recipe, scale: str, defaults: dict | None = None) -> str:
+    """The model and task(s) the figure's runs use, and what they stand in for at paper scale:
+    ``"minilm-l6 on rt (stand-in for bert-base-uncased on rte)"``."""
+    used = _model_task(recipe.specs(scale, defaults))
+    if scale != "paper" and "paper" in recipe.scales:
+        paper = _model_task(recipe.specs("paper", defaults))
+        if paper != used:
+            return f"{used} (stand-in for {paper})"
+    return used
+
+
+def footer(recipe: Recipe, verdicts: pd.DataFrame) -> str:
+    """Each claim of the recipe, how it is tested and its verdict, one paragraph per claim."""
+    lines = claim.summary_line(verdicts).splitlines()
+    texts = []
+    for item, line in zip(recipe.claims, lines):
+        texts.append(f"Claim: {item.says} Tested as {item.hypothesis}. Verdict {line.split(': ', 1)[1]}")
+    return "\n".join(texts) or "No claim stated for this figure."
+
+
+def _model_task(specs) -> str:
+    models = sorted({spec.model for spec in specs})
+    tasks = sorted({spec.task for spec in specs})
+    return f"{', '.join(models)} on {', '.join(tasks)}"
+
+
+def write_index(figures: str | Path, scale: str, recipes: str | Path = RECIPE_DIR, store: str | Path | None = None,
+                verdicts: pd.DataFrame | None = None) -> Path:
     """``<figures>/README.md``: every recipe whose PDF is in ``figures``, with its paper figure,
-    what it shows, the runs behind it and the command that made it.
+    what it shows, the model/task used, the runs per group, the collapsed runs, the verdict of
+    each claim, what differs from the paper's settings and the command that made it.
+
+    Parameters
+    ----------
+    store : path, optional
+        The scale's run store, for the collapsed runs (default ``runs/<scale>``).
+    verdicts : DataFrame, optional
+        :func:`robustkit.claim.verdicts` rows of the recipes (default: ``<figures>/claims.csv``).
 
     Returns
     -------
@@ -97,27 +179,91 @@ def write_index(figures: str | Path, scale: str, recipes: str | Path = RECIPE_DI
         The index file.
     """
     figures = Path(figures)
+    store = Path(store) if store is not None else default_store(scale)
+    if verdicts is None:
+        path = figures / "claims.csv"
+        verdicts = pd.read_csv(path) if path.is_file() else pd.DataFrame(columns=claim.VERDICT_COLUMNS)
+    runs = load_runs(store) if store.is_dir() else pd.DataFrame(columns=["run_id"])
     lines = [
         "# Figures",
         "",
         f"Made by `robustkit reproduce --all --scale {scale}` from the recipes in `analyses/` "
         "(each file cites the paper's table its settings come from). Re-running the command only "
-        "trains and analyses what is missing.",
+        "trains and analyses what is missing. Collapsed runs (stuck at the majority class, see "
+        "`robustkit/collapse.py`) are marked in every figure and left out of its statistics. Each "
+        "claim's verdict (agrees / contradicts / inconclusive) is computed from the figure's runs "
+        "by `robustkit claims`; every row is in [claims.csv](claims.csv).",
         "",
-        "| file | paper | what it shows | runs | command |",
-        "|---|---|---|---|---|",
+        "| file | paper | what it shows | model / task used | runs per group | collapsed | verdicts | differs from the paper | command |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     defaults = load_defaults(recipes)
     for name in list_recipes(recipes):
         recipe = load_recipe(name, recipes)
         if scale in recipe.scales and (figures / recipe.output).is_file():
-            runs = len(recipe.specs(scale, defaults))
-            lines.append(f"| [{recipe.output}]({recipe.output}) | {_paper_label(name)} | {recipe.title} | {runs} "
-                         f"| `robustkit reproduce {name} --scale {scale}` |")
+            specs = recipe.specs(scale, defaults)
+            judged = verdicts[verdicts["recipe"] == name] if len(verdicts) else verdicts
+            cells = [f"[{recipe.output}]({recipe.output})", _paper_label(name), recipe.title, subtitle(recipe, scale, defaults),
+                     _per_group(specs), _collapsed(recipe, scale, specs, runs), _verdict_cell(judged),
+                     _differences(recipe, scale, defaults), f"`robustkit reproduce {name} --scale {scale}`"]
+            lines.append("| " + " | ".join(c.replace("|", "/").replace("\n", "<br>") for c in cells) + " |")
     path = figures / "README.md"
     figures.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def _per_group(specs) -> str:
+    """``"houlsby 5, full 5"``: runs per method."""
+    counts = pd.Series([spec.method for spec in specs]).value_counts(sort=False)
+    return ", ".join(f"{method} {n}" for method, n in counts.items())
+
+
+def _scored(recipe: Recipe, scale: str) -> tuple[str, str]:
+    """The checkpoint and split a recipe's figure scores (its plot flags; default best, test)."""
+    args = recipe.plot_args(scale)
+    value = {flag: args[i + 1] for i, flag in enumerate(args[:-1]) if flag in ("--checkpoint", "--split")}
+    return value.get("--checkpoint", "best"), value.get("--split", "test")
+
+
+def _collapsed(recipe: Recipe, scale: str, specs, runs: pd.DataFrame) -> str:
+    """``"houlsby 0/5, full 2/5 (last/validation)"`` from the runs' recorded outcomes."""
+    checkpoint, split = _scored(recipe, scale)
+    column = f"outcome/{checkpoint}/{split}"
+    mine = runs[runs["run_id"].isin([spec.run_id for spec in specs])]
+    if mine.empty or column not in mine:
+        return "not recorded"
+    failed = (mine[column].notna() & (mine[column] != "ok")).groupby(mine["method"]).agg(["sum", "size"])
+    order = [m for m in dict.fromkeys(spec.method for spec in specs) if m in failed.index]  # as in _per_group
+    return ", ".join(f"{m} {int(failed.loc[m, 'sum'])}/{int(failed.loc[m, 'size'])}" for m in order) + f" ({checkpoint}/{split})"
+
+
+def _verdict_cell(judged: pd.DataFrame) -> str:
+    if judged.empty:
+        return "no claim"
+    overall = judged.groupby("claim", sort=False).tail(1)
+    return "<br>".join(f"**{row.verdict}** ({row.claim}: {row.reason})" for row in overall.itertuples())
+
+
+_COMPARED = ("model", "task", "train_size", "epochs", "batch_size", "max_length", "lr")
+
+
+def _differences(recipe: Recipe, scale: str, defaults: dict) -> str:
+    """Run settings that differ between ``scale`` and the recipe's paper scale (derived from the
+    specs, so it cannot drift from them), and the number of seeds per group."""
+    if scale == "paper" or "paper" not in recipe.scales:
+        return ""
+    ours, paper = recipe.specs(scale, defaults), recipe.specs("paper", defaults)
+    texts = []
+    for field in _COMPARED:
+        mine = sorted({str(getattr(s, field)) for s in ours})
+        theirs = sorted({str(getattr(s, field)) for s in paper})
+        if mine != theirs:
+            texts.append(f"{field} {', '.join(mine)} (paper {', '.join(theirs)})")
+    seeds = (len({s.seed for s in ours}), len({s.seed for s in paper}))
+    if seeds[0] != seeds[1]:
+        texts.append(f"{seeds[0]} seeds (paper {seeds[1]})")
+    return "; ".join(texts)
 
 
 def _paper_label(name: str) -> str:

@@ -329,8 +329,9 @@ def load_runs(store: str | Path, include_tsp: bool = False) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     if frame.empty:
         return pd.DataFrame(columns=["run_id", "kind", *IDENTITY[1:], "status", "trainable_params", "path"])
-    # runs stored before a spec field existed hold its default
-    return frame.assign(**{f: frame[f] if f in frame else SPEC_DEFAULTS[f] for f in IDENTITY[1:]})
+    # runs stored before a spec field existed hold its default (a None default stays missing)
+    return frame.assign(**{f: frame[f].fillna(SPEC_DEFAULTS[f]) if f in frame and SPEC_DEFAULTS[f] is not None
+                           else frame.get(f, SPEC_DEFAULTS[f]) for f in IDENTITY[1:]})
 
 
 def _flatten_final(final: dict) -> dict:

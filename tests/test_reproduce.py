@@ -22,6 +22,31 @@ seed = {seeds}
 """
 
 
+CLAIM = """
+[[claim]]
+id = "spread"
+says = "adapters vary less (toy)"
+statistic = "score"
+params = { split = "validation", checkpoint = "last" }
+compare = "spread"
+a = "houlsby"
+b = "full"
+direction = "less"
+test = "levene"
+
+[[claim]]
+id = "failures"
+says = "adapters collapse less often (toy)"
+statistic = "collapsed"
+params = { split = "validation", checkpoint = "last" }
+compare = "rate"
+a = "houlsby"
+b = "full"
+direction = "less"
+test = "fisher"
+"""
+
+
 @pytest.fixture
 def recipe_dir(tmp_path, rte_folder) -> Path:
     """Two tiny recipes on bert-tiny / local RTE: seeds 0-1 and seeds 1-2 (seed 1 shared)."""
@@ -33,7 +58,8 @@ def recipe_dir(tmp_path, rte_folder) -> Path:
         f'adapter_size = 16\ndata_dir = "{glue}"\n[demo.lr]\nhoulsby = 1e-3\nfull = 1e-4\n'
     )
     (folder / "toy" / "seeds.toml").write_text(RECIPE.format(
-        title="Dev score over seeds", plot="box-seeds", args='["--split", "validation"]', output="toy_seeds.pdf", seeds="[0, 1]"))
+        title="Dev score over seeds", plot="box-seeds", args='["--split", "validation"]', output="toy_seeds.pdf", seeds="[0, 1]")
+        + CLAIM)
     (folder / "toy" / "table.toml").write_text(RECIPE.format(
         title="Results table", plot="table", args='["--by", "method", "--split", "validation"]', output="toy_table.pdf", seeds="[1, 2]"))
     return folder
@@ -69,7 +95,8 @@ def test_a_figure_sees_only_its_recipes_runs(tmp_path, recipe_dir, monkeypatch):
 
     monkeypatch.setattr(stability, "outcomes", spy)
     reproduce(None, scale="demo", store=tmp_path / "runs", figures=tmp_path / "f", recipes=recipe_dir, jobs=1, progress=False)
-    assert list(seen.values()) == [[0, 1], [1, 2]]
+    # the figures and the claims' statistics alike read exactly their recipe's runs
+    assert {tuple(v) for v in seen.values()} == {(0, 1), (1, 2)}
 
 
 def test_cli_train_only_and_errors(tmp_path, recipe_dir, capsys):
@@ -104,3 +131,31 @@ def test_a_failing_figure_is_reported_and_the_others_drawn(tmp_path, recipe_dir,
     errors = dict(zip(results["recipe"], results["error"]))
     assert errors["toy/seeds"] == "RuntimeError: no ink" and pd.isna(errors["toy/table"])
     assert (tmp_path / "f" / "toy_table.pdf").is_file() and not (tmp_path / "f" / "toy_seeds.pdf").exists()
+
+
+def test_claims_are_judged_printed_under_the_figure_and_indexed(tmp_path, recipe_dir, monkeypatch, capsys):
+    from robustkit.plots import style
+
+    footers = []
+    decorate = style.decorate
+    monkeypatch.setattr(style, "decorate", lambda fig, **kw: footers.append(kw) or decorate(fig, **kw))
+    store, figures = tmp_path / "runs", tmp_path / "figures"
+    results = reproduce(["toy/seeds"], scale="demo", store=store, figures=figures, recipes=recipe_dir, jobs=1, progress=False)
+    line = results["verdicts"].iloc[0]
+    # one epoch on 24 examples: every run is stuck at the majority class, so no score is left to
+    # test a spread on (and two seeds per method would be too few anyway); the rate claim counts them
+    assert line.startswith("spread: inconclusive (n = 0 vs 0; 4 failed runs left out; too few runs to test")
+    assert "\nfailures: inconclusive (n = 2 vs 2; rate a - rate b 0; rates 1.00 vs 1.00" in line
+    assert footers and footers[0]["subtitle"] == "bert-tiny on rte"
+    assert "Claim: adapters vary less (toy) Tested as spread of score: houlsby < full (levene, one-sided). Verdict inconclusive" in footers[0]["footer"]
+    rows = pd.read_csv(figures / "claims.csv")
+    assert set(rows["claim"]) == {"spread", "failures"} and set(rows["recipe"]) == {"toy/seeds"}
+    index = (figures / "README.md").read_text()
+    assert "**inconclusive** (spread: too few runs to test" in index and "bert-tiny on rte" in index
+    assert "houlsby 2, full 2" in index and "houlsby 2/2, full 2/2 (best/validation)" in index  # runs per group, collapsed
+    capsys.readouterr()
+    assert main(["claims", "toy/seeds", "--store", str(store), "--recipe-dir", str(recipe_dir), "-o", str(tmp_path / "c.csv")]) == 0
+    printed = capsys.readouterr().out
+    assert "spread" in printed and "inconclusive" in printed
+    again = pd.read_csv(tmp_path / "c.csv")
+    assert list(again["verdict"]) == list(rows["verdict"]) and list(again["claim"]) == list(rows["claim"])

@@ -8,10 +8,8 @@ import pytest
 
 from robustkit.analysis import curves
 from robustkit.plots.curves import curves_by_tsp, dev_curves, mean_best_table
-from robustkit.plots.style import save_pdf
+from robustkit.plots.style import figure_texts, save_pdf
 from robustkit.store import IDENTITY, load_history
-
-
 
 
 # accuracy at eval steps 10, 20, 30 per (method, seed); loss rows (5.0) and a train row must not count
@@ -75,12 +73,61 @@ def test_mean_best_keeps_tsp_steps_apart():
 
 def test_figures_render_as_pdf(tiny_store, tmp_path):
     real = dev_curves(curves.run(tiny_store))
-    assert [ax.get_ylabel() for ax in real.axes] == ["dev loss (mean cross-entropy, nats)", "dev accuracy (fraction)"]
+    assert [ax.get_ylabel() for ax in real.axes] == ["dev loss (mean cross-entropy, nats)", "dev accuracy (%)"]
     synthetic = _synthetic(tsp_steps=(0, 100, 200))
     by_tsp = curves_by_tsp(synthetic)
     assert len(by_tsp.axes) == 2 and len(by_tsp.axes[0].lines) == 3
-    assert "TSP 100 steps (n=2 runs)" in [t.get_text() for t in by_tsp.axes[0].get_legend().get_texts()]
+    assert "TSP 100 steps (n=2 runs per line)" in [t.get_text() for t in by_tsp.axes[0].get_legend().get_texts()]
+    assert by_tsp.axes[0].get_ylim() == by_tsp.axes[1].get_ylim()  # one metric: one y scale
     table = mean_best_table(curves.mean_best(synthetic))
-    assert "n=2 runs" in table.legends[0].get_texts()[0].get_text()
     for name, fig in (("dev", real), ("by-tsp", by_tsp), ("table", table), ("dev-synthetic", dev_curves(synthetic))):
         assert save_pdf(fig, tmp_path / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+def _outcomes(collapsed: str = "full-s1-tsp0") -> pd.DataFrame:
+    """One score per run of :func:`_synthetic` (as stability.outcomes gives), one collapsed."""
+    runs = _synthetic()["run_id"].unique()
+    return pd.DataFrame({"run_id": runs, "value": 0.7, "baseline": 0.5,
+                         "outcome": ["collapsed" if r == collapsed else "ok" for r in runs]})
+
+
+def test_mean_best_leaves_a_collapsed_run_out_and_counts_it():
+    frame = curves.with_outcomes(_synthetic(), _outcomes())
+    assert set(frame.loc[frame.run_id == "full-s1-tsp0", "outcome"]) == {"collapsed"}
+    table = curves.mean_best(frame).set_index(["method", "statistic"])
+    full = table.loc[("full", "mean")]
+    assert full["value"] == pytest.approx(0.6) and full["n"] == 1 and full["n_runs"] == 2 and full["n_collapsed"] == 1
+    assert np.isnan(full["std"]) and full["baseline"] == 0.5
+    assert table.loc[("houlsby", "best"), "n"] == 2
+    kept_all = curves.mean_best(frame, include_failed=True).set_index(["method", "statistic"])
+    assert kept_all.loc[("full", "mean"), "value"] == pytest.approx(0.55)
+
+
+def test_mean_best_is_a_table_with_plus_minus_and_collapsed_cells(tmp_path):
+    summary = curves.mean_best(curves.with_outcomes(_synthetic(), _outcomes()))
+    fig = mean_best_table(summary)
+    assert not fig.axes[0].patches and len(fig.axes[0].tables) == 1  # a table, no bars
+    cells = {(r, c): cell.get_text().get_text() for (r, c), cell in fig.axes[0].tables[0].get_celld().items()}
+    header = [cells[(0, c)] for c in range(len({c for _, c in cells}))]
+    assert header[:4] == ["task", "method", "mean over eval steps (%)", "best over eval steps (%)"]
+    rows = {cells[(r, 1)]: [cells[(r, c)] for c in range(len(header))] for r in range(1, 3)}
+    full = rows["without adapters (full fine-tuning)"]
+    assert full[2] == "60.0 (1 run)" and full[3] == "90.0 (1 run)" and full[4] == "1" and full[5] == "collapsed 1/2"
+    houlsby = rows["with adapters (Houlsby)"]
+    assert houlsby[2] == "70.0 ± 0.0" and houlsby[3] == f"85.0 ± {100 * np.std([0.8, 0.9], ddof=1):.1f}"
+    assert houlsby[5] == "0/2" and houlsby[6] == "50.0"
+    assert "He et al. 2021, table 6 — bert-tiny on rte" in figure_texts(fig)
+    assert save_pdf(fig, tmp_path / "t6.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+def test_curves_draw_collapsed_runs_grey_and_leave_them_out_of_the_mean():
+    frame = curves.with_outcomes(_synthetic(), _outcomes())
+    fig = dev_curves(frame)
+    metric_ax = fig.axes[1]
+    grey = [line for line in metric_ax.lines if line.get_gid() == "collapsed"]
+    assert len(grey) == 1 and list(grey[0].get_ydata()) == pytest.approx([70.0, 50.0, 30.0])
+    full_mean = [line for line in metric_ax.lines if line.get_gid() != "collapsed" and line.get_color() == "#d95f02"]
+    assert list(full_mean[0].get_ydata()) == pytest.approx([90.0, 60.0, 30.0])  # seed 0 only
+    assert any(np.allclose(line.get_ydata(), 50.0) and line.get_linestyle() == "--" for line in metric_ax.lines)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "without adapters (full fine-tuning) (n=2 runs; collapsed 1/2)" in labels

@@ -12,16 +12,21 @@ epoch end), so nothing is recomputed and no cache is needed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from robustkit import collapse
 from robustkit.analysis.select import select_runs
 from robustkit.store import IDENTITY, load_history
 
 COLUMNS = [*IDENTITY, "main_metric", "step", "epoch", "split", "metric", "value"]
-# What identifies a configuration: everything but the seed (and the run id, which hashes it).
+# What identifies a configuration: every run setting but the seed (and the run id, which hashes it).
 GROUP = [c for c in IDENTITY if c not in ("run_id", "seed")]
+# Run-level columns added by with_outcomes.
+OUTCOME_COLUMNS = ["outcome", "baseline"]
 
 
 def run(store: str | Path, select: dict | list[str] | None = None) -> pd.DataFrame:
@@ -51,6 +56,64 @@ def run(store: str | Path, select: dict | list[str] | None = None) -> pd.DataFra
     return dev[COLUMNS].sort_values(["run_id", "step", "metric"], kind="stable").reset_index(drop=True)
 
 
+def with_outcomes(frame: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
+    """Learning curves + each run's outcome at the end of training and its majority baseline.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        :func:`run` output.
+    scores : DataFrame
+        One row per run: :func:`robustkit.analysis.stability.outcomes` output for the scored
+        split of the curves (``split="validation"``, ``checkpoint="last"``: how the run ended)
+        and the main metric (``run_id, value, baseline``, ``outcome`` where known).
+
+    Returns
+    -------
+    DataFrame
+        ``frame`` + ``outcome`` (the run's outcome, on every row of the run; ``ok`` for runs
+        not in ``scores``) and ``baseline`` (majority-class baseline of the main metric on the
+        validation split, same units as ``value``; NaN if unknown).
+    """
+    if "outcome" not in scores:
+        scores = collapse.mark(scores) if "baseline" in scores else scores.assign(outcome=collapse.OK)
+    if "baseline" not in scores:
+        scores = scores.assign(baseline=np.nan)
+    runs = scores.drop_duplicates("run_id").set_index("run_id")
+    out = frame.drop(columns=[c for c in OUTCOME_COLUMNS if c in frame])
+    return out.assign(outcome=out["run_id"].map(runs["outcome"]).fillna(collapse.OK),
+                      baseline=out["run_id"].map(runs["baseline"]))
+
+
+def mean_curves(frame: pd.DataFrame, by: Sequence[str], include_failed: bool = False) -> pd.DataFrame:
+    """Mean and spread over runs of each learning curve, at each evaluation step.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        :func:`run` (or :func:`with_outcomes`) output, usually one metric.
+    by : sequence of str
+        What defines one curve (e.g. ``["task", "method", "metric"]``); runs of one curve must
+        share their evaluation steps (same configuration, other seeds).
+    include_failed : bool
+        Average collapsed / diverged runs (``outcome``) in too.
+
+    Returns
+    -------
+    DataFrame
+        ``by`` + ``step`` + ``mean``, ``std`` (ddof 1, over runs; NaN for one run), ``min``,
+        ``max``, ``n`` (runs averaged at that step), ``n_runs`` (runs of the curve, failed ones
+        included), ``n_collapsed``, ``n_diverged``. Units are those of ``value``.
+    """
+    by = list(by)
+    kept = collapse.kept(frame, include_failed)
+    stats = (kept.groupby([*by, "step"], dropna=False, sort=True)["value"]
+             .agg(mean="mean", std="std", min="min", max="max", n="size").reset_index())
+    runs = frame.drop_duplicates([*by, "run_id"])
+    counts = collapse.failure_rates(runs, by).drop(columns=["n_ok", "failed_rate"])
+    return stats.merge(counts, on=by, how="left")
+
+
 def mean_best_runs(frame: pd.DataFrame) -> pd.DataFrame:
     """Per run: mean and best of its main dev metric over all evaluation steps.
 
@@ -62,44 +125,64 @@ def mean_best_runs(frame: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        Identity columns + ``metric`` (the main metric), ``mean`` and ``best`` (maximum: every
-        main metric is higher-is-better) over the run's evaluation steps, ``n_evals``.
+        Identity columns + ``metric`` (the main metric), (``outcome``, ``baseline`` when the
+        frame has them, see :func:`with_outcomes`), ``mean`` and ``best`` (maximum: every main
+        metric is higher-is-better) over the run's evaluation steps, ``n_evals``.
     """
     if "main_metric" not in frame:
         raise ValueError("the frame has no main_metric column: pass robustkit.analysis.curves.run output")
     dev = frame[(frame["split"] == "validation") & (frame["metric"] == frame["main_metric"])]
     stats = dev.groupby("run_id", sort=True)["value"].agg(mean="mean", best="max", n_evals="size").reset_index()
-    labels = dev.drop_duplicates("run_id")[[*IDENTITY, "main_metric"]].rename(columns={"main_metric": "metric"})
+    extra = [c for c in OUTCOME_COLUMNS if c in dev]
+    identity = [c for c in IDENTITY if c in dev]  # synthetic frames may carry fewer settings
+    labels = dev.drop_duplicates("run_id")[[*identity, "main_metric", *extra]].rename(columns={"main_metric": "metric"})
     return labels.merge(stats, on="run_id").sort_values("run_id").reset_index(drop=True)
 
 
-def mean_best(frame: pd.DataFrame) -> pd.DataFrame:
+def mean_best(frame: pd.DataFrame, include_failed: bool = False) -> pd.DataFrame:
     """He et al. 2021 table 6: mean and best dev result over evaluation steps, over seeds.
 
     Per run, the main dev metric is averaged (``mean``) and maximised (``best``) over all its
-    evaluation steps (:func:`mean_best_runs`); per configuration (every identity column but
-    ``run_id`` and ``seed``: task, method, tsp_step, model, lr, ...), each of the two is then
-    averaged over the runs (seeds), with their sample standard deviation.
+    evaluation steps (:func:`mean_best_runs`); per configuration (every run setting but the
+    seed: task, method, tsp_step, model, lr, ...), each of the two is then averaged over the
+    runs (seeds), with their sample standard deviation. Runs whose outcome (:func:`with_outcomes`)
+    is collapsed or diverged are counted, not averaged in, unless ``include_failed``.
 
     Parameters
     ----------
     frame : DataFrame
-        Output of :func:`run`.
+        Output of :func:`run` or :func:`with_outcomes`.
+    include_failed : bool
+        Average collapsed / diverged runs in too.
 
     Returns
     -------
     DataFrame
         Long form: :data:`GROUP` columns + ``metric`` (the main metric), ``statistic``
-        (``mean`` or ``best`` over evaluation steps), ``value`` (mean over runs), ``std``
-        (over runs, ddof 1; NaN for a single run), ``n_runs``.
+        (``mean`` or ``best`` over evaluation steps), ``value`` (mean over the kept runs; NaN
+        when none is kept), ``std`` (over them, ddof 1; NaN for a single run), ``n`` (runs
+        kept), ``n_runs`` (every run), ``n_collapsed``, ``n_diverged`` and ``baseline``
+        (majority-class baseline of the metric on the dev set; NaN if unknown).
     """
     per_run = mean_best_runs(frame)
+    if "outcome" not in per_run:
+        per_run = per_run.assign(outcome=collapse.OK)
+    if "baseline" not in per_run:
+        per_run = per_run.assign(baseline=np.nan)
+    group = [c for c in GROUP if c in per_run]
     long = per_run.melt(
-        id_vars=[*GROUP, "metric", "run_id"], value_vars=["mean", "best"], var_name="statistic", value_name="per_run"
+        id_vars=[*group, "metric", "run_id", "outcome", "baseline"], value_vars=["mean", "best"], var_name="statistic",
+        value_name="per_run",
     )
+    keys = [*group, "metric", "statistic"]
     # dropna=False: identity columns are NaN where they do not apply (adapter_size of full runs)
-    grouped = long.groupby([*GROUP, "metric", "statistic"], dropna=False, sort=True)["per_run"]
-    out = grouped.agg(value="mean", std="std", n_runs="size").reset_index()
+    everything = long.groupby(keys, dropna=False, sort=True).agg(baseline=("baseline", "mean"))
+    kept = collapse.kept(long, include_failed).groupby(keys, dropna=False, sort=True)["per_run"]
+    out = everything.join(kept.agg(value="mean", std="std", n="size"), how="left").reset_index()
+    out["n"] = out["n"].fillna(0).astype(int)
+    counts = collapse.failure_rates(long, keys).drop(columns=["n_ok", "failed_rate"])
+    out = out.merge(counts, on=keys, how="left")
     out["statistic"] = pd.Categorical(out["statistic"], ["mean", "best"])
     order = ["task", "method", "tsp_step", "statistic"]
-    return out.sort_values(order, kind="stable").reset_index(drop=True).astype({"statistic": str})
+    columns = [*keys, "value", "std", "n", "n_runs", "n_collapsed", "n_diverged", "baseline"]
+    return out.sort_values(order, kind="stable").reset_index(drop=True).astype({"statistic": str})[columns]

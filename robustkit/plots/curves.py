@@ -4,8 +4,13 @@
   steps, one line per method.
 - :func:`curves_by_tsp`: Han et al. 2021 figures 1 and 13, dev metric against fine-tuning steps,
   one line per number of task-specific pretraining steps, one panel per method.
-- :func:`mean_best_table`: He et al. 2021 table 6 as bars, mean and best dev result over the
-  evaluation steps, mean over seeds with +-1 std error bars.
+- :func:`mean_best_table`: He et al. 2021 table 6 as a table: mean and best dev result over
+  the evaluation steps, mean ± std over seeds.
+
+Lines are means over the runs of one configuration with a ±1 std band; runs that ended
+collapsed or diverged (``outcome``, :func:`robustkit.analysis.curves.with_outcomes`) are drawn
+as thin grey lines and left out of the means unless ``include_failed``. Metric axes are in %
+(accuracy, F1) with the majority-class baseline dashed.
 """
 
 from __future__ import annotations
@@ -13,112 +18,157 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+from robustkit import collapse
+from robustkit.analysis.curves import mean_curves
+from robustkit.analysis.pooling import mixed_settings
+from robustkit.plots import style
 from robustkit.plots.style import method_color, method_label, plt
+from robustkit.plots.tables import render_table
 
 STEP_LABEL = "training step (optimiser updates)"
+BAND_NOTE = "Lines: mean over the runs (seeds) of a configuration; bands: ±1 std over them (ddof 1)."
 
 
-def dev_curves(frame: pd.DataFrame, tsp_step: int | None = None) -> Figure:
-    """Dev loss (left) and dev main metric (right) against step; a row per task.
+def dev_curves(frame: pd.DataFrame, tsp_step: int | None = None, include_failed: bool = False) -> Figure:
+    """Dev loss (left) and dev main metric (right) against step; a row per task and setting.
 
     Each line is one method: the mean over its runs (seeds) at each evaluation step, with a
-    +-1 std band; a line going up on the left while the right one falls is overfitting.
+    ±1 std band; a line going up on the left while the right one falls is overfitting.
 
     Parameters
     ----------
     frame : DataFrame
-        :func:`robustkit.analysis.curves.run` output (``main_metric, step, split, metric, value``).
+        :func:`robustkit.analysis.curves.run` output (``main_metric, step, split, metric,
+        value``), optionally with ``outcome`` and ``baseline`` (:func:`~robustkit.analysis.curves.with_outcomes`).
     tsp_step : int, optional
         Which runs to show by their TSP steps; default the smallest in the frame (0 = no TSP,
         as in He et al.), so runs from different starting points are never averaged together.
+    include_failed : bool
+        Average runs that ended collapsed / diverged in too (they are drawn grey either way).
     """
-    data = _validation(frame)
+    data = _prepared(_validation(frame))
     tsp_step = int(data["tsp_step"].min()) if tsp_step is None else tsp_step
     data = data[data["tsp_step"] == tsp_step]
     if data.empty:
         raise ValueError(f"no runs with tsp_step {tsp_step}")
-    tasks = sorted(data["task"].unique())
-    fig, axes = plt.subplots(len(tasks), 2, figsize=(9, 3.4 * len(tasks)), squeeze=False, constrained_layout=True)
-    for row, task in zip(axes, tasks):
-        rows = data[data["task"] == task]
+    facets = list(mixed_settings(data, ["task", "method"]))
+    rows_keys = _combos(data, ["task", *facets])
+    fig, axes = plt.subplots(len(rows_keys), 2, figsize=(9, 3.2 * len(rows_keys)), squeeze=False, constrained_layout=True)
+    for row, key in zip(axes, rows_keys):
+        rows = data[_matches(data, ["task", *facets], key)]
         for ax, metric in zip(row, ["loss", _main_metric(rows)]):
-            for method, group in rows[rows["metric"] == metric].groupby("method", sort=True):
-                _mean_line(ax, group, method_color(method), f"{method_label(method)} (n={group['run_id'].nunique()} runs)")
+            shown = rows[rows["metric"] == metric]
+            for method, group in shown.groupby("method", sort=True):
+                _mean_line(ax, group, method_color(method), include_failed)
+            if metric != "loss":
+                _baseline(ax, shown)
             ax.set_xlabel(STEP_LABEL)
             ax.set_ylabel(_metric_label(metric))
-            ax.set_title(f"{task}: dev {metric}" + (f" (TSP {tsp_step} steps)" if tsp_step else ""), fontsize=9)
+            ax.set_title(_title(key, facets, f"dev {metric}"), fontsize=9)
             ax.grid(alpha=0.3)
-            ax.legend(fontsize=7, loc="best")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    _share_columns(axes, data)
+    title = style.paper_title("He et al. 2021, figures 5 and 9", data)
+    style.set_title(fig, title + (f" (TSP {tsp_step} steps)" if tsp_step else ""))
+    methods = sorted(data["method"].unique())
+    handles = [Line2D([], [], color=method_color(m), label=_runs_label(method_label(m), data[data["method"] == m])) for m in methods]
+    style.legend_below(fig, axes[0][0], handles + _extra_handles(data), ncols=2)
+    style.add_note(fig, _note(data, include_failed))
     return fig
 
 
-def curves_by_tsp(frame: pd.DataFrame, metric: str | None = None) -> Figure:
+def curves_by_tsp(frame: pd.DataFrame, metric: str | None = None, include_failed: bool = False) -> Figure:
     """Dev metric against fine-tuning step, one line per TSP step; a panel per task x method.
 
     Parameters
     ----------
     frame : DataFrame
-        :func:`robustkit.analysis.curves.run` output.
+        :func:`robustkit.analysis.curves.run` output (``outcome`` / ``baseline`` optional).
     metric : str, optional
         Metric to show; default each task's main metric.
+    include_failed : bool
+        Average runs that ended collapsed / diverged in too.
     """
-    data = _validation(frame)
-    tasks, methods = sorted(data["task"].unique()), sorted(data["method"].unique())
+    data = _prepared(_validation(frame))
+    facets = list(mixed_settings(data, ["task", "method", "tsp_step"]))
+    rows_keys = _combos(data, ["task", *facets])
+    methods = sorted(data["method"].unique())
     steps = sorted(data["tsp_step"].unique())
     colours = dict(zip(steps, plt.get_cmap("viridis")(np.linspace(0, 0.9, len(steps)))))
-    fig, axes = plt.subplots(
-        len(tasks), len(methods), figsize=(4.6 * len(methods), 3.4 * len(tasks)), squeeze=False, constrained_layout=True
-    )
-    for row, task in zip(axes, tasks):
+    shown_metrics = {metric or _main_metric(data[data["task"] == t]) for t in data["task"].unique()}
+    fig, axes = plt.subplots(len(rows_keys), len(methods), figsize=(4.6 * len(methods), 3.2 * len(rows_keys)),
+                             squeeze=False, constrained_layout=True, sharey=True if len(shown_metrics) == 1 else "row")
+    for row, key in zip(axes, rows_keys):
+        rows = data[_matches(data, ["task", *facets], key)]
+        shown_metric = metric or _main_metric(rows)
         for ax, method in zip(row, methods):
-            rows = data[(data["task"] == task) & (data["method"] == method)]
-            shown = metric or _main_metric(data[data["task"] == task])
-            for tsp, group in rows[rows["metric"] == shown].groupby("tsp_step", sort=True):
-                _mean_line(ax, group, colours[tsp], f"TSP {tsp} steps (n={group['run_id'].nunique()} runs)")
+            shown = rows[(rows["method"] == method) & (rows["metric"] == shown_metric)]
+            for tsp, group in shown.groupby("tsp_step", sort=True):
+                _mean_line(ax, group, colours[tsp], include_failed)
+            _baseline(ax, shown)
             ax.set_xlabel("fine-tuning " + STEP_LABEL)
-            ax.set_ylabel(_metric_label(shown))
-            ax.set_title(f"{task}: {method_label(method)}", fontsize=9)
+            ax.set_title(_title(key, facets, method_label(method)), fontsize=9)
             ax.grid(alpha=0.3)
-            if ax.lines:
-                ax.legend(fontsize=7, loc="best", title="task-specific pretraining", title_fontsize=7)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        row[0].set_ylabel(_metric_label(shown_metric))
+    for ax in axes.flat:
+        style.include_baseline(ax, data.loc[data["metric"].isin(shown_metrics), "shown_baseline"])
+    style.set_title(fig, style.paper_title("Han et al. 2021, figures 1 and 13", data))
+    handles = [Line2D([], [], color=colours[t], label=_runs_label(f"TSP {t} steps", data[data["tsp_step"] == t], "method"))
+               for t in steps]
+    style.legend_below(fig, axes[0][0], handles + _extra_handles(data), title="task-specific pretraining", ncols=3)
+    style.add_note(fig, _note(data, include_failed))
     return fig
 
 
 def mean_best_table(summary: pd.DataFrame) -> Figure:
-    """He et al. 2021 table 6 as grouped bars: per task, each method's mean (solid) and best
-    (hatched) dev result over evaluation steps, x 100; mean over seeds, error bar +-1 std.
+    """He et al. 2021 table 6 as a table: per task (and setting) and method, the mean and the
+    best dev result over evaluation steps, each as mean ± std over the runs (seeds).
 
     Parameters
     ----------
     summary : DataFrame
         :func:`robustkit.analysis.curves.mean_best` output (``task, method, metric,
-        statistic, value, std, n_runs`` and the other configuration columns).
+        statistic, value, std``, ``n`` / ``n_runs`` / ``n_collapsed`` / ``n_diverged`` /
+        ``baseline`` where present, and the other configuration columns).
+
+    Returns
+    -------
+    Figure
+        A table: one row per task x setting x method; columns mean over steps, best over
+        steps, n (runs kept), collapsed k/n, majority baseline (x 100 for fractions).
     """
     if summary.empty:
-        raise ValueError("nothing to plot: the mean/best summary is empty")
+        raise ValueError("nothing to tabulate: the mean/best summary is empty")
     keys = _group_keys(summary)
-    # one x position per configuration group, numbered in sorted key order
-    summary = summary.assign(position=summary.groupby(keys, dropna=False, sort=True).ngroup())
-    firsts = summary.drop_duplicates("position").sort_values("position")
-    methods = sorted(summary["method"].unique())
-    bars = [(m, s) for m in methods for s in ("mean", "best")]
-    width = 0.8 / len(bars)
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(firsts) * len(methods)) + 4.5, 3.8), constrained_layout=True)
-    for i, (method, statistic) in enumerate(bars):
-        rows = summary[(summary["method"] == method) & (summary["statistic"] == statistic)]
-        rows = rows.set_index("position").reindex(firsts["position"])
-        x = firsts["position"].to_numpy() + (i - (len(bars) - 1) / 2) * width
-        _bars(ax, x, rows, width, method, statistic)
-    ax.set_xticks(firsts["position"].to_numpy(), [_group_label(row, keys) for _, row in firsts.iterrows()], fontsize=8)
-    ax.set_ylabel("dev main metric x 100 (mean over runs, +-1 std)")
-    ax.set_xlabel("task (main metric)")
-    ax.set_title("Mean and best dev result over all evaluation steps (He et al. 2021, table 6)", fontsize=9)
-    fig.legend(handles=_legend(summary, methods), fontsize=7, loc="outside right upper")
-    ax.grid(alpha=0.3, axis="y")
-    return fig
+    metric = "/".join(sorted(summary["metric"].unique()))
+    factor = style.scale(str(summary["metric"].iloc[0])) if summary["metric"].nunique() == 1 else 100.0
+    shown_unit = style.unit(str(summary["metric"].iloc[0])) if summary["metric"].nunique() == 1 else ""
+    header = [*(_column_label(k) for k in keys), "method", f"mean over eval steps{shown_unit}",
+              f"best over eval steps{shown_unit}", "n", "collapsed"]
+    has_baseline = "baseline" in summary and summary["baseline"].notna().any()
+    header += ["majority baseline"] if has_baseline else []
+    rows = []
+    for key, group in summary.groupby([*keys, "method"], dropna=False, sort=True):
+        stats = group.set_index("statistic")
+        first = stats.iloc[0]
+        n = int(first.get("n", first.get("n_runs", 0)))
+        n_runs = int(first.get("n_runs", n))
+        cells = [_cell(v, k) for k, v in zip(keys, key[:-1])] + [method_label(key[-1])]
+        cells += [_mean_std(stats.loc[s], factor) if s in stats.index else "n/a" for s in ("mean", "best")]
+        cells += [str(n), collapse.label(int(first.get("n_collapsed", 0)), n_runs, int(first.get("n_diverged", 0))) or f"0/{n_runs}"]
+        if has_baseline:
+            cells.append(f"{factor * first['baseline']:.1f}" if pd.notna(first["baseline"]) else "n/a")
+        rows.append(cells)
+    notes = [f"Dev {metric}{shown_unit}: per run, the mean and the maximum over all its evaluation steps; then "
+             f"mean ± std (ddof 1) over the runs (seeds). n: runs kept; collapsed runs (robustkit.collapse, "
+             f"judged at the end of training) are left out and counted."]
+    title = style.paper_title("He et al. 2021, table 6", summary)
+    return render_table(header, rows, title, notes, numeric_from=len(keys) + 1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -132,6 +182,19 @@ def _validation(frame: pd.DataFrame) -> pd.DataFrame:
     return data
 
 
+def _prepared(data: pd.DataFrame) -> pd.DataFrame:
+    """``data`` + ``outcome`` (ok if unknown) and ``shown`` / ``shown_baseline`` (plotted units:
+    % for accuracy and F1, x 100 for correlations, losses as they are)."""
+    if "outcome" not in data:
+        data = data.assign(outcome=collapse.OK)
+    if "baseline" not in data:
+        data = data.assign(baseline=np.nan)
+    factor = data["metric"].map(style.scale)
+    # the baseline is the main metric's: it applies to the rows of that metric only
+    main = data["metric"] == data["main_metric"] if "main_metric" in data else data["metric"] != "loss"
+    return data.assign(shown=data["value"] * factor, shown_baseline=(data["baseline"] * factor).where(main))
+
+
 def _main_metric(rows: pd.DataFrame) -> str:
     if "main_metric" in rows and rows["main_metric"].notna().any():
         return str(rows["main_metric"].dropna().iloc[0])
@@ -141,48 +204,109 @@ def _main_metric(rows: pd.DataFrame) -> str:
 def _metric_label(metric: str) -> str:
     if metric == "loss":
         return "dev loss (mean cross-entropy, nats)"
-    return f"dev {metric} (fraction)" if metric in ("accuracy", "f1") else f"dev {metric}"
+    return f"dev {metric}{style.unit(metric)}"
 
 
-def _mean_line(ax, group: pd.DataFrame, colour, label: str) -> None:
-    """Mean over runs per step with a +-1 std band (runs of one configuration share steps)."""
-    stats = group.groupby("step")["value"].agg(["mean", "std"]).sort_index()
-    ax.plot(stats.index, stats["mean"], marker="o", markersize=2.5, linewidth=1.2, color=colour, label=label)
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    if group["run_id"].nunique() > 1:
-        std = stats["std"].fillna(0)
-        ax.fill_between(stats.index, stats["mean"] - std, stats["mean"] + std, color=colour, alpha=0.2, linewidth=0)
+def _mean_line(ax, group: pd.DataFrame, colour, include_failed: bool) -> None:
+    """Mean over the kept runs per step with a ±1 std band; failed runs as thin grey lines."""
+    stats = mean_curves(group.assign(value=group["shown"]), ["metric"], include_failed)
+    if len(stats):
+        ax.plot(stats["step"], stats["mean"], marker="o", markersize=2.5, linewidth=1.2, color=colour)
+        if stats["n"].max() > 1:
+            std = stats["std"].fillna(0)
+            ax.fill_between(stats["step"], stats["mean"] - std, stats["mean"] + std, color=colour, alpha=0.2, linewidth=0)
+    for _, run in group[group["outcome"] != collapse.OK].groupby("run_id"):
+        run = run.sort_values("step")
+        ax.plot(run["step"], run["shown"], color=style.COLLAPSED_STYLE["color"], linewidth=0.8, linestyle=":",
+                marker="x", markersize=3, gid="collapsed")
+
+
+def _baseline(ax, rows: pd.DataFrame) -> None:
+    values = rows["shown_baseline"].dropna().unique()
+    if len(values):
+        style.draw_baseline(ax, float(np.mean(values)))
+
+
+def _share_columns(axes: np.ndarray, data: pd.DataFrame) -> None:
+    """One y scale per column (loss; the metric when every row shows the same one), with every
+    baseline in view."""
+    for column in range(axes.shape[1]):
+        ylabels = {ax.get_ylabel() for ax in axes[:, column]}
+        if len(ylabels) == 1 and axes.shape[0] > 1:
+            for ax in axes[1:, column]:
+                ax.sharey(axes[0, column])
+        for ax in axes[:, column]:
+            if column == 1:
+                style.include_baseline(ax, data["shown_baseline"])
+
+
+def _extra_handles(data: pd.DataFrame) -> list:
+    handles = [Patch(facecolor="#999999", alpha=0.3, label="band: ±1 std over runs")]
+    if data["shown_baseline"].notna().any():
+        handles.append(style.baseline_handle())
+    if (data["outcome"] != collapse.OK).any():
+        handles.append(Line2D([], [], color=style.COLLAPSED_STYLE["color"], linestyle=":", marker="x", markersize=3,
+                              label="run that ended collapsed (stuck at majority class)"))
+    return handles
+
+
+def _runs_label(name: str, rows: pd.DataFrame, per: str | None = None) -> str:
+    """``name (n=3 runs)``, or per line when the lines of ``per`` (e.g. each method's panel)
+    share the label; failed runs counted."""
+    runs = rows.drop_duplicates("run_id")
+    counts = runs.groupby(per).size() if per else pd.Series([len(runs)])
+    n = f"{counts.min()}" if counts.min() == counts.max() else f"{counts.min()}-{counts.max()}"
+    failed = collapse.label(int((runs["outcome"] == collapse.COLLAPSED).sum()), len(runs),
+                            int((runs["outcome"] == collapse.DIVERGED).sum()))
+    return f"{name} (n={n} runs{' per line' if per else ''}{'; ' + failed if failed else ''})"
+
+
+def _note(data: pd.DataFrame, include_failed: bool) -> str:
+    note = BAND_NOTE
+    if (data["outcome"] != collapse.OK).any():
+        note += (" Runs that ended collapsed / diverged on the dev set (grey, dotted) are "
+                 f"{'kept in' if include_failed else 'left out of'} the means.")
+    return note
+
+
+def _combos(data: pd.DataFrame, keys: list[str]) -> list[tuple]:
+    combos = data[keys].drop_duplicates().itertuples(index=False, name=None)
+    return sorted(combos, key=lambda c: tuple(str(v) for v in c))
+
+
+def _matches(frame: pd.DataFrame, keys: list[str], combo: tuple) -> pd.Series:
+    mask = pd.Series(True, index=frame.index)
+    for key, value in zip(keys, combo):
+        mask &= frame[key].isna() if pd.isna(value) else frame[key] == value
+    return mask
+
+
+def _title(key: tuple, facets: list[str], what: str) -> str:
+    task, *settings = key
+    extra = "".join(f", {_column_label(f)} {_cell(v, f)}" for f, v in zip(facets, settings))
+    return f"{task}{extra}: {what}"
 
 
 def _group_keys(summary: pd.DataFrame) -> list[str]:
-    """Task, then every other configuration column that varies (never averaged over)."""
-    others = ["tsp_step", "model", "lr", "train_size", "adapter_size"]
-    # lr and adapter_size differ between methods by design; they split groups only within one
-    varying = [c for c in others if c in summary and summary.groupby("method")[c].nunique(dropna=False).max() > 1]
-    return ["task", *varying]
+    """Task, then every other run setting that varies within a method (never averaged over)."""
+    return ["task", *[c for c in mixed_settings(summary, ["method"]) if c != "task"]]
 
 
-def _group_label(row: pd.Series, keys: list[str]) -> str:
-    extra = [f"{k.replace('_', ' ')} {row[k]}" for k in keys if k != "task"]
-    return "\n".join([f"{row['task']} ({row['metric']})", *extra])
+def _mean_std(row: pd.Series, factor: float) -> str:
+    if pd.isna(row["value"]):
+        return "n/a (no run kept)"
+    std = row.get("std")
+    return f"{factor * row['value']:.1f} ± {factor * std:.1f}" if pd.notna(std) else f"{factor * row['value']:.1f} (1 run)"
 
 
-def _bars(ax, x: np.ndarray, rows: pd.DataFrame, width: float, method: str, statistic: str) -> None:
-    values, errors = 100 * rows["value"].to_numpy(float), 100 * rows["std"].fillna(0).to_numpy(float)
-    colour = method_color(method)
-    style = {"alpha": 0.9} if statistic == "mean" else {"alpha": 0.45, "hatch": "///"}
-    ax.bar(x, values, width, yerr=errors, color=colour, edgecolor=colour, capsize=2, error_kw={"linewidth": 0.8}, **style)
-    for xi, value in zip(x, values):
-        if np.isfinite(value):  # inside the bar, at its foot: clear of the error bar
-            ax.annotate(f"{value:.1f}", (xi, 0), xytext=(0, 3), textcoords="offset points", ha="center", va="bottom", fontsize=6, rotation=90)
+def _cell(value, column: str) -> str:
+    if pd.isna(value):
+        return "all" if column == "train_size" else "-"
+    if isinstance(value, (float, np.floating)) and float(value).is_integer() and column != "lr":
+        return str(int(value))
+    return f"{value:g}" if isinstance(value, (float, np.floating)) else str(value)
 
 
-def _legend(summary: pd.DataFrame, methods: list[str]) -> list[Patch]:
-    handles = []
-    for method in methods:
-        n = summary.loc[summary["method"] == method, "n_runs"]
-        runs = f"{int(n.min())}" if n.min() == n.max() else f"{int(n.min())}-{int(n.max())}"
-        colour = method_color(method)
-        handles.append(Patch(facecolor=colour, alpha=0.9, label=f"{method_label(method)}: mean over eval steps (n={runs} runs)"))
-        handles.append(Patch(facecolor=colour, alpha=0.45, hatch="///", label=f"{method_label(method)}: best over eval steps (n={runs} runs)"))
-    return handles
+def _column_label(column: str) -> str:
+    return {"tsp_step": "TSP steps", "train_size": "training examples", "adapter_size": "adapter size m",
+            "lr": "learning rate"}.get(column, column.replace("_", " "))

@@ -68,7 +68,7 @@ VERDICT_COLUMNS = ["recipe", "claim", "says", "statistic", "compare", "test", "a
 N_RESAMPLES = 9999
 SEED = 0
 _KEYS = {"id", "says", "statistic", "params", "compare", "by", "a", "b", "direction", "test", "within", "pooled",
-         "value", "alpha"}
+         "value", "alpha", "where"}
 
 
 class ClaimError(RobustkitError):
@@ -87,14 +87,20 @@ class Claim:
         A name of :data:`robustkit.analysis.per_run.STATISTICS`; ``params`` its parameters.
     compare : str
         ``spread``, ``location``, ``rate``, ``margin`` or ``threshold`` (module docstring).
-    by, a, b : str
-        Column whose groups ``a`` and ``b`` are compared (``b`` unused by ``threshold``).
+    by : str
+        Column whose groups ``a`` and ``b`` are compared.
+    a, b : tuple
+        The values of ``by`` that make group a and group b (several values: one group, e.g.
+        ``("houlsby", "adapterhub-houlsby")`` so that one claim serves both scales; numbers
+        compare as numbers). ``b`` is empty for ``threshold``.
     direction : {"less", "greater"}
         The claim: a less / greater than b (threshold: than ``value``).
     test : str
         The test (:data:`COMPARES` lists those of each compare).
     within, pooled : tuple of str
         Cells judged separately; run settings pooled on purpose inside a group.
+    where : dict
+        Column -> accepted values: only these observations are judged (e.g. the late TSP stage).
     value : float or None
         Margin or threshold (statistic units, e.g. 0.02 = 2 accuracy points).
     alpha : float
@@ -105,9 +111,9 @@ class Claim:
     says: str
     statistic: str
     compare: str
-    a: str | None
+    a: tuple
     direction: str
-    b: str | None = None
+    b: tuple = ()
     by: str = "method"
     test: str | None = None
     params: dict = field(default_factory=dict)
@@ -115,6 +121,7 @@ class Claim:
     pooled: tuple[str, ...] = ()
     value: float | None = None
     alpha: float = 0.05
+    where: dict = field(default_factory=dict)
 
     @classmethod
     def from_table(cls, raw: dict, where: str) -> "Claim":
@@ -135,10 +142,11 @@ class Claim:
             raise ClaimError(f"{where}: claim {raw['id']!r}: unknown statistic {raw['statistic']!r}; known: {', '.join(per_run.STATISTICS)}")
         if compare in ("margin", "threshold") and not isinstance(raw.get("value"), (int, float)):
             raise ClaimError(f"{where}: claim {raw['id']!r}: {compare} needs a numeric value")
-        if compare not in ("threshold",) and not (raw.get("a") and raw.get("b")):
+        if compare != "threshold" and (raw.get("a") is None or raw.get("b") is None):
             raise ClaimError(f"{where}: claim {raw['id']!r}: {compare} compares two groups: give a and b")
-        return cls(id=raw["id"], says=raw["says"], statistic=raw["statistic"], compare=compare, a=raw.get("a"),
-                   b=raw.get("b"), by=raw.get("by", "method"), direction=raw["direction"], test=test,
+        return cls(id=raw["id"], says=raw["says"], statistic=raw["statistic"], compare=compare, a=_values(raw.get("a")),
+                   b=_values(raw.get("b")), by=raw.get("by", "method"), direction=raw["direction"], test=test,
+                   where={k: _values(v) for k, v in raw.get("where", {}).items()},
                    params=dict(raw.get("params", {})), within=tuple(raw.get("within", ())), pooled=tuple(raw.get("pooled", ())),
                    value=None if raw.get("value") is None else float(raw["value"]), alpha=float(raw.get("alpha", 0.05)))
 
@@ -146,8 +154,8 @@ class Claim:
     def hypothesis(self) -> str:
         """The claim in one line, e.g. ``"spread of score: houlsby < full (levene, one-sided)"``."""
         sign = "<" if self.direction == "less" else ">"
-        other = self.b if self.compare != "threshold" else f"{self.value:g}"
-        left = self.a or "all runs"
+        other = _label(self.b) if self.compare != "threshold" else f"{self.value:g}"
+        left = _label(self.a) or "all runs"
         if self.compare == "margin":
             return f"{self.statistic}: {left} within {self.value:g} of {other} (bootstrap CI)"
         return f"{self.compare} of {self.statistic}: {left} {sign} {other} ({self.test}, one-sided)"
@@ -177,6 +185,12 @@ def judge(claim: Claim, observations: pd.DataFrame, include_failed: bool = False
     missing = [c for c in [claim.by, *claim.within, "value"] if c not in observations]
     if missing:
         return _rows(claim, [_result("all", reason=f"the statistic gives no column {', '.join(missing)}")])
+    for column, values in claim.where.items():
+        if column not in observations:
+            return _rows(claim, [_result("all", reason=f"cannot select where {column}: the statistic gives no such column")])
+        observations = observations[_is(observations[column], values)]
+    if claim.compare != "threshold" or claim.a:  # only the compared groups must be alike
+        observations = observations[_is(observations[claim.by], claim.a + claim.b)]
     check_pooling(observations, [claim.by, *claim.within], claim.pooled, f"test claim {claim.id!r}")
     n_failed = (observations["outcome"] != collapse.OK).groupby(_cells(observations, claim.within)).sum() \
         if "outcome" in observations else None
@@ -187,7 +201,7 @@ def judge(claim: Claim, observations: pd.DataFrame, include_failed: bool = False
         key = key if isinstance(key, tuple) else (key,)
         name = ", ".join(f"{c}={_text(k)}" for c, k in zip(claim.within, key)) or "all"
         a = cell.loc[_is(cell[claim.by], claim.a), "value"].dropna().to_numpy(float) if claim.a else cell["value"].dropna().to_numpy(float)
-        b = cell.loc[_is(cell[claim.by], claim.b), "value"].dropna().to_numpy(float) if claim.compare != "threshold" else np.array([])
+        b = cell.loc[_is(cell[claim.by], claim.b), "value"].dropna().to_numpy(float) if claim.b else np.array([])
         result = _verdict(claim, a, b)
         result.update(cell=name, n_failed=int(n_failed.get(name, 0)) if n_failed is not None else 0)
         results.append(result)
@@ -200,7 +214,7 @@ def judge(claim: Claim, observations: pd.DataFrame, include_failed: bool = False
 
 def _verdict(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
     need = MIN_RUNS[claim.compare]
-    groups = [(claim.a or "all runs", a)] + ([(claim.b, b)] if claim.compare != "threshold" else [])
+    groups = [(_label(claim.a) or "all runs", a)] + ([(_label(claim.b), b)] if claim.compare != "threshold" else [])
     small = [f"{name} has {len(x)}" for name, x in groups if len(x) < need]
     if small:
         return _result(n_a=len(a), n_b=len(b), reason=f"too few runs to test: {', '.join(small)} (needs {need} per group)")
@@ -313,7 +327,7 @@ def _result(cell: str = "all", n_a: int = 0, n_b: int = 0, n_failed: int = 0, ef
 
 def _rows(claim: Claim, results: list[dict]) -> pd.DataFrame:
     fixed = {"claim": claim.id, "says": claim.says, "statistic": claim.statistic, "compare": claim.compare,
-             "test": claim.test, "a": claim.a, "b": claim.b, "direction": claim.direction}
+             "test": claim.test, "a": _label(claim.a), "b": _label(claim.b), "direction": claim.direction}
     return pd.DataFrame([{**fixed, **r} for r in results], columns=VERDICT_COLUMNS[1:])
 
 
@@ -323,8 +337,24 @@ def _cells(frame: pd.DataFrame, within: Sequence[str]) -> pd.Series:
     return frame[list(within)].apply(lambda row: ", ".join(f"{c}={_text(v)}" for c, v in row.items()), axis=1)
 
 
-def _is(column: pd.Series, value) -> pd.Series:
-    return column.astype(str) == str(value)
+def _is(column: pd.Series, values: tuple) -> pd.Series:
+    """Rows whose value is one of ``values``: numbers compare as numbers (64 == 64.0), the rest
+    as text."""
+    numbers = pd.to_numeric(column, errors="coerce")
+    wanted = {float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    texts = {str(v) for v in values}
+    return numbers.isin(wanted) | column.map(str).isin(texts)
+
+
+def _values(value) -> tuple:
+    """A claim's group or filter value(s) as a tuple (``None``: empty)."""
+    if value is None:
+        return ()
+    return tuple(value) if isinstance(value, (list, tuple)) else (value,)
+
+
+def _label(values: tuple) -> str:
+    return "/".join(_text(v) for v in values)
 
 
 def _text(value) -> str:
@@ -362,8 +392,9 @@ def verdicts(store: str | Path, recipes: Sequence, scale: str = "demo", include_
             try:
                 observations = per_run.compute(claim.statistic, store, run_ids, claim.params)
                 frame = judge(claim, observations, include_failed)
-            except RobustkitError as error:
-                frame = _rows(claim, [_result(reason=f"not computable on these runs: {error}")])
+            except Exception as error:  # noqa: BLE001 - one claim's failure must not cost the figure
+                kind = "" if isinstance(error, RobustkitError) else f"{type(error).__name__}: "
+                frame = _rows(claim, [_result(reason=f"not computable on these runs: {kind}{error}")])
             frames.append(frame.assign(recipe=recipe.name))
     if not frames:
         return pd.DataFrame(columns=VERDICT_COLUMNS)

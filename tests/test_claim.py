@@ -125,3 +125,20 @@ def test_bad_claims_are_refused(change, message):
 
 def test_hypothesis_text():
     assert _claim().hypothesis == "spread of score: houlsby < full (levene, one-sided)"
+
+
+def test_groups_of_several_values_numbers_and_where():
+    claim = _claim(compare="location", test="mann-whitney", direction="greater", by="adapter_size",
+                   a=[64, 256], b=8, where={"task": ["rt"]})
+    frame = pd.concat([_runs({"x": HIGH}, adapter_size=64.0, task="rt"), _runs({"x": HIGH}, adapter_size=256.0, task="rt"),
+                       _runs({"x": LOW}, adapter_size=8.0, task="rt"), _runs({"x": HIGH * 0}, adapter_size=8.0, task="cola")])
+    row = judge(claim.__class__(**{**claim.__dict__, "pooled": ("task",)}), frame).iloc[0]
+    assert row["verdict"] == "agrees" and row["n_a"] == 16 and row["n_b"] == 8 and row["a"] == "64/256"
+    # a = 0.0 is a group like any other (mixout off)
+    assert _claim(by="mixout", a=0.0, b=0.9).a == (0.0,)
+
+
+def test_only_the_compared_groups_must_be_alike():
+    # a third group trained differently does not block a comparison it is not part of
+    frame = pd.concat([_runs({"houlsby": NARROW, "full": WIDE}, epochs=3), _runs({"topk": WIDE}, epochs=10)])
+    assert _verdict(_claim(), frame) == "agrees"

@@ -166,42 +166,46 @@ def mean_dev(store: str | Path, run_ids: list[str], **outcome) -> pd.DataFrame:
     return _with_outcome(store, run_ids, frame[IDENTITY].assign(value=frame["mean"]), **outcome)
 
 
-def _ablation(store: str | Path, run_ids: list[str], checkpoint: str) -> pd.DataFrame:
+def _ablation(store: str | Path, run_ids: list[str], checkpoint: str, metric: str | None) -> pd.DataFrame:
+    """The ablation rows of ``metric`` (default: each run's main metric)."""
     from robustkit.analysis import ablation
 
     frame = ablation.run(store, {"run_id": run_ids}, checkpoint=checkpoint, progress=False)
     main = stability.select_runs(store, {"run_id": run_ids}).set_index("run_id")["main_metric"]
-    return frame[frame["metric"] == frame["run_id"].map(main)]
+    return frame[frame["metric"] == (frame["run_id"].map(main) if metric is None else metric)]
 
 
-def ablation_max_single_drop(store: str | Path, run_ids: list[str], checkpoint: str = "best", **outcome) -> pd.DataFrame:
+def ablation_max_single_drop(store: str | Path, run_ids: list[str], checkpoint: str = "best", metric: str | None = None,
+                             **outcome) -> pd.DataFrame:
     """Largest relative drop of the dev metric when one layer's adapters are removed (fraction,
-    positive = worse; Houlsby et al. 2019 fig 6: "largest 2%")."""
-    frame = _ablation(store, run_ids, checkpoint)
+    positive = worse; Houlsby et al. 2019 fig 6: "largest 2%"). ``metric``: default the main one."""
+    frame = _ablation(store, run_ids, checkpoint, metric)
     single = frame[frame["first"] == frame["last"]]
     drop = single.groupby("run_id")["relative_change"].min().mul(-1).rename("value").reset_index()
     return _with_outcome(store, run_ids, single.drop_duplicates("run_id")[IDENTITY].merge(drop, on="run_id"), **outcome)
 
 
-def ablation_all_removed_gap(store: str | Path, run_ids: list[str], checkpoint: str = "best", **outcome) -> pd.DataFrame:
+def ablation_all_removed_gap(store: str | Path, run_ids: list[str], checkpoint: str = "best", metric: str | None = None,
+                             **outcome) -> pd.DataFrame:
     """Dev metric with every adapter removed minus the majority baseline (0 = "down to the
-    majority class", Houlsby et al. 2019 fig 6)."""
-    frame = _ablation(store, run_ids, checkpoint)
+    majority class", Houlsby et al. 2019 fig 6). ``metric``: default the main one."""
+    frame = _ablation(store, run_ids, checkpoint, metric)
     runs = stability.select_runs(store, {"run_id": run_ids}).set_index("run_id")
     rows = []
     for run_id, group in frame.groupby("run_id"):
         everything = group[(group["first"] == 0) & (group["last"] == group["last"].max())]
         run = runs.loc[run_id]
-        base = stability.majority_baseline(run["task"], run["main_metric"], "validation", stability._none(run.get("data_dir")),
+        base = stability.majority_baseline(run["task"], metric or run["main_metric"], "validation", stability._none(run.get("data_dir")),
                                            None if pd.isna(run["train_size"]) else int(run["train_size"]), int(run["split_seed"]))
         rows.append({"run_id": run_id, "value": float(everything["value"].iloc[0]) - base})
     return _with_outcome(store, run_ids, frame.drop_duplicates("run_id")[IDENTITY].merge(pd.DataFrame(rows), on="run_id"), **outcome)
 
 
-def ablation_low_minus_high(store: str | Path, run_ids: list[str], checkpoint: str = "best", **outcome) -> pd.DataFrame:
+def ablation_low_minus_high(store: str | Path, run_ids: list[str], checkpoint: str = "best", metric: str | None = None,
+                            **outcome) -> pd.DataFrame:
     """Mean relative drop of the spans inside the lower half of the layers minus that of the spans
     inside the upper half (negative = lower layers matter less, Houlsby et al. 2019 §3.6)."""
-    frame = _ablation(store, run_ids, checkpoint)
+    frame = _ablation(store, run_ids, checkpoint, metric)
     rows = []
     for run_id, group in frame.groupby("run_id"):
         half = (group["last"].max() + 1) / 2

@@ -53,8 +53,8 @@ def mixed_settings(frame: pd.DataFrame, groups: Sequence[str], pooled: Sequence[
     candidates = [c for c in setting_columns(frame) if c not in skip]
     if frame.empty or not candidates:
         return {}
-    text = frame[candidates].astype(str)  # None and NaN (e.g. train_size "all") compare as text
-    keys = [frame[g].astype(str) for g in groups] if groups else [pd.Series("", index=frame.index)]
+    text = frame[candidates].map(str)  # None and NaN (e.g. train_size "all") compare as text
+    keys = [frame[g].map(str) for g in groups] if groups else [pd.Series("", index=frame.index)]
     varying = text.groupby(keys, dropna=False).nunique().max()
     return {c: sorted(text[c].unique()) for c in candidates if varying[c] > 1}
 

@@ -372,8 +372,8 @@ def default_within(df: pd.DataFrame, by: str, pooled: Sequence[str] = ()) -> lis
     """
     candidates = [*setting_columns(df), *[c for c in OBSERVATION_CELLS if c in df]]
     cells = [c for c in candidates if c != by and c not in pooled]
-    text = df[cells].astype(str)
-    varying = text.groupby(df[by].astype(str)).nunique().max() if cells else pd.Series(dtype=int)
+    text = df[cells].map(str)
+    varying = text.groupby(df[by].map(str)).nunique().max() if cells else pd.Series(dtype=int)
     return [c for c in cells if c == "task" or varying[c] > 1]
 
 

@@ -2,33 +2,63 @@
 adapter init-scale sweep (section 3.6, figure 6 right): one row per run x split, no model needed.
 
 Everything comes from the runs' manifests: how many parameters each run trained (counted when
-it was built; a shared adapter once), how many the model has without adapters, and the task's
-main metric at the best checkpoint (selected on validation) on the validation and test splits.
+it was built; a shared adapter once), how many the model has without adapters, and a task
+metric at the best checkpoint (selected on validation) on the validation and test splits. Each
+row also carries the majority-class baseline of that metric on that split and the run's
+outcome (:mod:`robustkit.collapse`): collapsed and diverged runs are counted, never averaged in.
+
+- :func:`table`: one row per run x split.
+- :func:`select_best`: per point of a curve (method x size), the runs of the learning rate (and
+  epoch budget) with the best mean validation score, as Houlsby et al. do ("For each task and
+  algorithm, the best model is selected for each point along the curve").
+- :func:`summarize`: mean, std, s.e.m. and failure counts per group.
+- :func:`aggregate`: figure 3's cross-task aggregate: each point's score minus full
+  fine-tuning's on the same task, then its 20th / 50th / 80th percentiles across tasks.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from robustkit import collapse, tasks
 from robustkit.analysis.select import select_runs
+from robustkit.analysis.stability import majority_baseline
+from robustkit.errors import RobustkitError
 from robustkit.methods import HOULSBY_INIT_STD
+from robustkit.spec import RunSpec
 from robustkit.store import IDENTITY, read_manifest
 
 METHOD_COLUMNS = ["top_k", "adapter_init_std", "adapter_sharing"]
-COLUMNS = [
-    *IDENTITY, *METHOD_COLUMNS, "init_std", "trainable_params", "base_params", "trainable_fraction",
-    "checkpoint", "split", "metric", "value",
-]
+# Every other run setting, so that runs of different settings are never pooled unseen.
+SETTING_COLUMNS = [f.name for f in dataclasses.fields(RunSpec)
+                   if f.name not in (*IDENTITY, *METHOD_COLUMNS, "data_dir")]
+COLUMNS = list(dict.fromkeys([  # IDENTITY may already hold every run setting
+    *IDENTITY, *METHOD_COLUMNS, *SETTING_COLUMNS, "init_std", "trainable_params", "base_params",
+    "trainable_fraction", "checkpoint", "split", "metric", "value", "baseline", "n_eval", "top_class_share",
+    "outcome", "failed",
+]))
 SPLITS = ("validation", "test")
 # Defaults of the method columns in runs stored before those settings existed.
 _METHOD_DEFAULTS = {"top_k": None, "adapter_init_std": None, "adapter_sharing": "none"}
+# Settings Houlsby et al. sweep and select the best of, per point of a curve.
+SWEEP = ("lr", "epochs")
+# Methods drawn as curves, and the column that orders their points.
+POINT_COLUMN = {"houlsby": "adapter_size", "adapterhub-houlsby": "adapter_size", "topk": "top_k"}
+AGGREGATE_METHODS = ("houlsby", "adapterhub-houlsby", "topk")
+PERCENTILES = (20, 50, 80)
+SUMMARY_COLUMNS = ["trainable_params", "base_params", "value", "std", "sem", "n", "n_runs", "n_collapsed",
+                   "n_diverged", "failed_rate", "baseline"]
 
 
-def table(store: str | Path, select: dict | list[str] | None = None, checkpoint: str = "best") -> pd.DataFrame:
-    """Trained parameters and main metric of every selected complete run.
+def table(store: str | Path, select: dict | list[str] | None = None, checkpoint: str = "best",
+          metric: str | None = None) -> pd.DataFrame:
+    """Trained parameters, a metric and the outcome of every selected complete run.
 
     Parameters
     ----------
@@ -39,33 +69,43 @@ def table(store: str | Path, select: dict | list[str] | None = None, checkpoint:
     checkpoint : str
         Whose metrics: ``best`` (the validation-selected checkpoint, Houlsby et al.'s choice) or
         ``last``.
+    metric : str, optional
+        Metric reported (``accuracy`` for CoLA as Houlsby et al. plot); default each run's
+        task's main metric.
 
     Returns
     -------
     DataFrame
         One row per run x split (``validation``, ``test``; a split the run did not evaluate
         is left out). Columns: identity columns, ``top_k, adapter_init_std, adapter_sharing``,
-        ``init_std`` (the adapters' effective init std: ``adapter_init_std``, or 1e-2 for a
-        ``houlsby`` run with AdapterHub's init, which draws from the same distribution; NaN
-        without adapters of that init), ``trainable_params`` (count), ``base_params`` (count of
-        the model without adapters: encoder, pooler and head), ``trainable_fraction``
-        (trainable_params / base_params, dimensionless), ``checkpoint, split, metric`` (the
-        task's main metric) and ``value``.
+        every other run setting (:data:`SETTING_COLUMNS`), ``init_std`` (the adapters'
+        effective init std: ``adapter_init_std``, or 1e-2 for a ``houlsby`` run with
+        AdapterHub's init, which draws from the same distribution; NaN without adapters of
+        that init), ``trainable_params`` (count), ``base_params`` (count of the model without
+        adapters: encoder, pooler and head), ``trainable_fraction`` (trainable_params /
+        base_params, dimensionless), ``checkpoint, split, metric`` and ``value`` (fraction for
+        accuracy / F1), ``baseline`` (the metric of always predicting the majority training
+        class on that split; NaN when the data cannot be read), ``n_eval`` (examples scored;
+        NaN if unknown), ``top_class_share`` (share of the run's most predicted class, where
+        recorded), ``outcome`` (``ok`` / ``collapsed`` / ``diverged``) and ``failed`` (bool).
     """
     runs = select_runs(store, select)
-    frames = [_run_rows(run, checkpoint) for _, run in runs.iterrows()]
+    frames = [_run_rows(run, checkpoint, metric) for _, run in runs.iterrows()]
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
-    return frame[COLUMNS]
+    return collapse.mark(frame)[COLUMNS] if len(frame) else frame.assign(outcome=None, failed=None)[COLUMNS]
 
 
-def _run_rows(run: pd.Series, checkpoint: str) -> pd.DataFrame:
-    """A run's rows: one per split that has the main metric at ``checkpoint``."""
+def _run_rows(run: pd.Series, checkpoint: str, metric: str | None) -> pd.DataFrame:
+    """A run's rows: one per split that has the metric at ``checkpoint``."""
     manifest = read_manifest(Path(run["path"]))
     trainable = manifest.get("trainable", {})
+    spec = manifest.get("spec", {})
     count = trainable.get("count")
     base = _base_params(trainable)
     row = {column: run.get(column) for column in IDENTITY}
-    row.update({c: _value_or(run.get(c), default) for c, default in _METHOD_DEFAULTS.items()})
+    row.update({c: _value_or(run.get(c, spec.get(c)), default) for c, default in _METHOD_DEFAULTS.items()})
+    defaults = RunSpec()
+    row.update({c: _value_or(spec.get(c, run.get(c)), getattr(defaults, c, None)) for c in SETTING_COLUMNS})
     if row["top_k"] is not None:
         row["top_k"] = int(row["top_k"])  # a float when other runs of the table have none
     row.update(
@@ -74,12 +114,36 @@ def _run_rows(run: pd.Series, checkpoint: str) -> pd.DataFrame:
         base_params=base,
         trainable_fraction=count / base if count is not None and base else np.nan,
         checkpoint=checkpoint,
-        metric=manifest.get("main_metric"),
+        metric=metric or manifest.get("main_metric"),
     )
     final = manifest.get("final", {}).get(checkpoint, {})
-    rows = [{**row, "split": split, "value": final[split][row["metric"]]}
-            for split in SPLITS if row["metric"] in final.get(split, {})]
-    return pd.DataFrame(rows, columns=COLUMNS)
+    rows = []
+    for split in SPLITS:
+        scores = final.get(split, {})
+        if row["metric"] not in scores:
+            continue
+        data = (spec.get("data_dir"), _int_or_none(row.get("train_size")), int(spec.get("split_seed") or 0))
+        baseline = majority_baseline(str(row["task"]), str(row["metric"]), split, *data)
+        n_eval = (manifest.get("splits") or {}).get(split)  # recorded at training (newer runs)
+        if n_eval is None and np.isfinite(baseline):
+            n_eval = _split_size(str(row["task"]), split, *data)
+        rows.append({**row, "split": split, "value": scores[row["metric"]], "baseline": baseline,
+                     "n_eval": np.nan if n_eval is None else float(n_eval),
+                     "top_class_share": scores.get("top_class_share", np.nan)})
+    return pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("outcome", "failed")])
+
+
+@lru_cache(maxsize=64)
+def _split_size(task: str, split: str, data_dir: str | None, train_size: int | None, split_seed: int) -> float:
+    """Examples in ``split`` (the collapse rule's noise band needs it); NaN if unreadable."""
+    try:
+        return float(len(tasks.load_splits(task, data_dir=data_dir, train_size=train_size, split_seed=split_seed)[split]))
+    except (RobustkitError, OSError, ValueError, KeyError):
+        return np.nan
+
+
+def _int_or_none(value) -> int | None:
+    return None if value is None or (isinstance(value, float) and np.isnan(value)) else int(value)
 
 
 def _base_params(trainable: dict) -> int | None:
@@ -104,24 +168,170 @@ def effective_init_std(method: str, adapter_init_std: float | None) -> float:
     return HOULSBY_INIT_STD if adapter_init_std is None else float(adapter_init_std)
 
 
-def summarize(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Mean, std (ddof 1; 0 for one run) and number of runs of ``value`` per group.
+# ---------------------------------------------------------------------------------------------
+# points of the trade-off curves
+
+
+def with_points(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` + ``series`` (method, plus its sharing mode when not ``none``) and ``point``
+    (adapter size m or top k: what orders a run along its curve; NaN for one-point methods)."""
+    sharing = frame["adapter_sharing"].fillna("none") if "adapter_sharing" in frame else pd.Series("none", index=frame.index)
+    series = np.where(sharing == "none", frame["method"].astype(str), frame["method"].astype(str) + ", shared per " + sharing.astype(str))
+    point = pd.Series(np.nan, index=frame.index, dtype=float)
+    for method, column in POINT_COLUMN.items():
+        rows = (frame["method"] == method) & frame[column].notna() if column in frame else frame["method"] != frame["method"]
+        point[rows] = frame.loc[rows, column].astype(float)
+    return frame.assign(series=series, point=point)
+
+
+def select_best(frame: pd.DataFrame, select_on: str = "validation", include_failed: bool = False,
+                keys: Sequence[str] = ("task", "model", "series", "point")) -> pd.DataFrame:
+    """The runs of the best learning rate (and epoch budget) per point of each curve.
+
+    Houlsby et al. 2019, figure 3: "For each task and algorithm, the best model is selected for
+    each point along the curve". Per group of ``keys`` (task, curve, point), each configuration
+    of the swept settings (:data:`SWEEP`: ``lr``, ``epochs``) is scored by the mean ``select_on``
+    score of its kept runs (``ok`` ones unless ``include_failed``); the best configuration's
+    runs are returned, on every split. A point whose every configuration failed keeps the one
+    with the best mean over all its runs, so that its failures are still shown.
 
     Parameters
     ----------
     frame : DataFrame
-        :func:`table` output (one split).
-    by : list of str
-        Grouping columns; missing values (e.g. ``top_k`` of a houlsby run) form their own group.
+        :func:`table` output (``series`` / ``point`` are added if missing, see
+        :func:`with_points`).
+    select_on : str
+        Split the configuration is selected on (``validation``; never the split reported,
+        unless both are validation as in Houlsby et al.'s GLUE figures).
+    include_failed : bool
+        Score configurations with collapsed / diverged runs too.
+    keys : sequence of str
+        What defines one point.
 
     Returns
     -------
     DataFrame
-        ``by`` + ``trainable_params`` (mean; equal over seeds), ``value`` (mean), ``std``
-        and ``n``.
+        The rows of ``frame`` (all splits) of the selected configurations, + ``series``,
+        ``point``, ``n_configs`` (configurations compared at that point).
     """
-    grouped = frame.groupby(by, dropna=False)
-    out = grouped.agg(trainable_params=("trainable_params", "mean"), value=("value", "mean"),
-                      std=("value", "std"), n=("value", "size")).reset_index()
-    out["std"] = out["std"].fillna(0.0)
-    return out
+    data = frame if "series" in frame else with_points(frame)
+    keys = [k for k in keys if k in data]
+    columns = [*keys, *(c for c in SWEEP if c in data)]
+    scored = data[data["split"] == select_on]
+    kept = collapse.kept(scored, include_failed).groupby(columns, dropna=False)["value"].mean().rename("_kept")
+    every = scored.groupby(columns, dropna=False)["value"].mean().rename("_all")
+    # merge, not index look-ups: merge matches missing keys (point of full, epochs unset) as equal
+    configs = (data[columns].drop_duplicates().merge(kept.reset_index(), on=columns, how="left")
+               .merge(every.reset_index(), on=columns, how="left"))
+    configs["n_configs"] = configs.groupby(keys, dropna=False)[keys[0]].transform("size")
+    # kept runs' mean first; a point whose every configuration failed: the best mean of all runs
+    configs = configs.sort_values(["_kept", "_all"], ascending=False, na_position="last", kind="stable")
+    best = configs.groupby(keys, dropna=False, sort=False).head(1).drop(columns=["_kept", "_all"])
+    return data.merge(best, on=columns, how="inner")
+
+
+def summarize(frame: pd.DataFrame, by: list[str], include_failed: bool = False) -> pd.DataFrame:
+    """Mean, std, s.e.m. and failure counts of ``value`` per group.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        :func:`table` output (one split). Without an ``outcome`` column every row counts as
+        ``ok``.
+    by : list of str
+        Grouping columns; missing values (e.g. ``top_k`` of a houlsby run) form their own group.
+    include_failed : bool
+        Average collapsed / diverged runs in too.
+
+    Returns
+    -------
+    DataFrame
+        ``by`` + ``trainable_params`` and ``base_params`` (means; equal over seeds),
+        ``value`` (mean of the kept runs; NaN when none is kept), ``std`` (ddof 1; 0 for one
+        run), ``sem`` (std / sqrt(n), the paper's error bars), ``n`` (runs kept), ``n_runs``,
+        ``n_collapsed``, ``n_diverged``, ``failed_rate`` (a fraction) and ``baseline`` (mean
+        majority-class baseline; NaN if unknown).
+    """
+    data = frame if "outcome" in frame else frame.assign(outcome=collapse.OK)
+    if "baseline" not in data:
+        data = data.assign(baseline=np.nan)
+    kept = collapse.kept(data, include_failed)
+    everything = data.groupby(by, dropna=False, sort=True).agg(
+        trainable_params=("trainable_params", "mean"), base_params=("base_params", "mean"),
+        baseline=("baseline", "mean"))
+    stats = kept.groupby(by, dropna=False, sort=True)["value"].agg(value="mean", std="std", n="size")
+    out = everything.join(stats, how="left").reset_index()
+    out["n"] = out["n"].fillna(0).astype(int)
+    out[["value", "std"]] = out[["value", "std"]].astype(float)
+    out["std"] = out["std"].where(out["n"] != 1, 0.0)
+    out["sem"] = out["std"] / np.sqrt(out["n"].where(out["n"] > 0))
+    failures = collapse.failure_rates(data, by).drop(columns="n_ok")
+    out = out.merge(failures, on=by, how="left")
+    return out[[*by, *SUMMARY_COLUMNS]]
+
+
+def aggregate(frame: pd.DataFrame, split: str = "validation", select_on: str = "validation",
+              percentiles: Sequence[float] = PERCENTILES, include_failed: bool = False,
+              methods: Sequence[str] = AGGREGATE_METHODS) -> pd.DataFrame:
+    """Houlsby et al. 2019 figure 3: the trade-off aggregated across tasks.
+
+    Per task and point of a curve (method x adapter size or top k), the best configuration over
+    the swept settings (:func:`select_best`, on ``select_on``); its mean ``split`` score over
+    the kept runs minus the mean score of full fine-tuning (itself the best configuration) on
+    the same task ("To remove the intra-task variance in scores, we normalize the scores for
+    each model and task by subtracting the performance of full fine-tuning"); then, per point,
+    the percentiles of these differences across tasks.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        :func:`table` output over several tasks, with ``full`` runs on each.
+    split, select_on : str
+        Split reported and split the configurations are selected on.
+    percentiles : sequence of float
+        Percentiles across tasks, in [0, 100] (``numpy.percentile``, linear interpolation).
+    include_failed : bool
+        Average collapsed / diverged runs in.
+    methods : sequence of str
+        Curves aggregated (adapters and top-k, as in the paper's figure).
+
+    Returns
+    -------
+    DataFrame
+        Long form, one row per curve x point x percentile: ``series``, ``method``,
+        ``adapter_sharing``, ``point``, ``trainable_params`` (median across tasks, count),
+        ``n_tasks`` (tasks with a kept score at the point and a full fine-tuning score),
+        ``n_runs``, ``n_collapsed``, ``n_diverged`` (summed over tasks, selected
+        configurations), ``percentile`` and ``value`` (score minus full fine-tuning, metric
+        units: a fraction for accuracy), ``baseline`` (median across tasks of the majority
+        baseline minus full fine-tuning, same units).
+
+    Raises
+    ------
+    ValueError
+        No task has both a full fine-tuning score and a point of ``methods``.
+    """
+    data = with_points(frame[frame["method"].isin([*methods, "full"])])
+    if "adapter_init_std" in data:  # the init-std sweep is another figure
+        data = data[data["adapter_init_std"].isna()]
+    selected = select_best(data, select_on, include_failed)
+    keys = ["task", "series", "method", "adapter_sharing", "point"]
+    stats = summarize(selected[selected["split"] == split], keys, include_failed)
+    full = stats[stats["method"] == "full"].groupby("task")["value"].max()  # one config per task after selection
+    curves = stats[(stats["method"] != "full") & stats["task"].isin(full.dropna().index)]
+    curves = curves.assign(normalised=curves["value"] - curves["task"].map(full),
+                           normalised_baseline=curves["baseline"] - curves["task"].map(full))
+    if curves.empty:
+        raise ValueError(f"no task has both full fine-tuning and a {'/'.join(methods)} point on {split}")
+    rows = []
+    for (series, method, sharing, point), group in curves.groupby(keys[1:], dropna=False, sort=True):
+        values = group["normalised"].dropna().to_numpy(float)
+        base = {"series": series, "method": method, "adapter_sharing": sharing, "point": point,
+                "trainable_params": float(group["trainable_params"].median()), "n_tasks": len(values),
+                "n_runs": int(group["n_runs"].sum()), "n_collapsed": int(group["n_collapsed"].sum()),
+                "n_diverged": int(group["n_diverged"].sum()),
+                "baseline": float(group["normalised_baseline"].median()) if group["normalised_baseline"].notna().any() else np.nan}
+        found = np.percentile(values, list(percentiles)) if len(values) else np.full(len(percentiles), np.nan)
+        rows += [{**base, "percentile": float(q), "value": float(v)} for q, v in zip(percentiles, found)]
+    return pd.DataFrame(rows, columns=["series", "method", "adapter_sharing", "point", "trainable_params", "n_tasks",
+                                       "n_runs", "n_collapsed", "n_diverged", "percentile", "value", "baseline"])

@@ -4,18 +4,23 @@ weight init, one panel per task, one line per adapter size."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
-from robustkit.analysis.tradeoff import summarize
+from robustkit import collapse
+from robustkit.analysis.tradeoff import select_best, summarize, with_points
 from robustkit.methods import HOULSBY_INIT_STD
+from robustkit.plots import style
 from robustkit.plots.style import method_color
 
 _COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02")
 
 
-def init_std_figure(frame: pd.DataFrame, split: str = "validation") -> Figure:
-    """Mean metric (error bars: std over seeds) vs adapter init std (log x), per task.
+def init_std_figure(frame: pd.DataFrame, split: str = "validation", include_failed: bool = False,
+                    select_on: str = "validation") -> Figure:
+    """Mean metric (error bars: ±1 s.e.m. over seeds) vs adapter init std (log x), per task.
 
     Parameters
     ----------
@@ -24,42 +29,86 @@ def init_std_figure(frame: pd.DataFrame, split: str = "validation") -> Figure:
         (``houlsby`` runs; AdapterHub's default init counts as std 1e-2) are drawn.
     split : str
         ``validation`` (Houlsby et al.) or ``test``.
+    include_failed : bool
+        Average collapsed / diverged runs in (they are still marked).
+    select_on : str
+        Split on which the best learning rate of each point is chosen, when several were run.
 
     Returns
     -------
     Figure
-        One panel per task, one line per adapter size m (and sharing mode, when not ``none``);
-        a dotted vertical line marks the paper's default std 1e-2. Legend entries give the
-        number of runs (seeds) per point.
+        One panel per task (one y scale when they share a metric), one line per adapter size
+        m (and sharing mode, when not ``none``); a dotted vertical line marks the paper's
+        default std 1e-2, a dashed one the majority-class baseline; collapsed runs are grey
+        crosses left out of the means. Legend entries give the runs (seeds) per point.
     """
-    data = frame[(frame["split"] == split) & frame["init_std"].notna()]
-    if data.empty:
+    data = frame[frame["split"].isin({split, select_on}) & frame["init_std"].notna()]
+    if data[data["split"] == split].empty:
         raise ValueError(f"no houlsby rows for split {split!r}: the init-std figure needs adapter runs")
-    tasks = sorted(data["task"].unique())
-    fig, axes = plt.subplots(1, len(tasks), figsize=(5.2 * len(tasks), 4.4), constrained_layout=True, squeeze=False)
+    selected = select_best(with_points(data), select_on, include_failed,
+                           keys=("task", "model", "series", "point", "init_std"))
+    shown = selected[selected["split"] == split]
+    if "outcome" not in shown:
+        shown = collapse.mark(shown) if "baseline" in shown else shown.assign(outcome=collapse.OK)
+    tasks = sorted(shown["task"].unique())
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5.2 * len(tasks), 4.0), constrained_layout=True, squeeze=False,
+                             sharey=shown["metric"].nunique() == 1)
+    handles = {}
     for ax, task in zip(axes[0], tasks):
-        _panel(ax, data[data["task"] == task], split)
+        handles.update(_panel(ax, shown[shown["task"] == task], include_failed))
+    axes[0][0].set_ylabel(f"{style.score_label(shown['metric'], [split])} at the best checkpoint")
+    handles["default"] = Line2D([], [], color=method_color("houlsby"), linestyle=":", label="paper default (std 1e-2)")
+    if shown["baseline"].notna().any() if "baseline" in shown else False:
+        handles["baseline"] = style.baseline_handle()
+    if (shown["outcome"] != collapse.OK).any():
+        handles["collapsed"] = style.collapsed_handle()
+    style.set_title(fig, style.paper_title("Houlsby et al. 2019, figure 6 (right)", shown))
+    style.legend_below(fig, axes[0][0], list(handles.values()), ncols=2)
+    note = "Error bars: ±1 s.e.m. over seeds."
+    configs = int(selected["n_configs"].max()) if len(selected) else 1
+    if configs > 1:
+        note += f" Each point: the best of up to {configs} learning rates by mean {select_on} score."
+    failed = int((shown["outcome"] != collapse.OK).sum())
+    if failed:
+        note += (f" Collapsed / diverged runs (grey crosses) are {'kept in' if include_failed else 'left out of'} "
+                 f"the means: {failed} of {len(shown)} runs.")
+    style.add_note(fig, note)
     return fig
 
 
-def _panel(ax: plt.Axes, data: pd.DataFrame, split: str) -> None:
-    summary = summarize(data, ["adapter_size", "adapter_sharing", "init_std"])
+def _panel(ax: plt.Axes, data: pd.DataFrame, include_failed: bool) -> dict:
+    factor = style.scale(str(data["metric"].iloc[0]))
+    summary = summarize(data, ["adapter_size", "adapter_sharing", "init_std"], include_failed)
+    handles = {}
     for index, ((size, sharing), points) in enumerate(summary.groupby(["adapter_size", "adapter_sharing"], sort=True)):
         points = points.sort_values("init_std")
-        low, high = int(points["n"].min()), int(points["n"].max())
+        low, high = int(points["n_runs"].min()), int(points["n_runs"].max())
         runs = f"n={low}" if low == high else f"n={low}-{high}"
         shared = "" if sharing == "none" else f", shared per {sharing}"
-        ax.errorbar(points["init_std"], points["value"], yerr=points["std"], marker="o", markersize=4, capsize=2,
-                    linewidth=1.2, color=_COLORS[index % len(_COLORS)],
-                    label=f"adapter size m={int(size)}{shared} ({runs} runs per point)")
-    ax.axvline(HOULSBY_INIT_STD, color=method_color("houlsby"), linestyle=":", linewidth=0.9,
-               label="paper default (std 1e-2)")
+        label = f"adapter size m={int(size)}{shared} ({runs} runs per point)"
+        colour = _COLORS[index % len(_COLORS)]
+        drawn = points[points["n"] > 0]
+        ax.errorbar(drawn["init_std"], drawn["value"] * factor, yerr=drawn["sem"].fillna(0) * factor, marker="o",
+                    markersize=4, capsize=2, linewidth=1.2, color=colour, label=label)
+        handles[label] = Line2D([], [], color=colour, marker="o", markersize=4, label=label)
+        for _, row in points.iterrows():
+            text = collapse.label(int(row["n_collapsed"]), int(row["n_runs"]), int(row["n_diverged"]))
+            y = row["value"] if row["n"] > 0 else row["baseline"]
+            if text and np.isfinite(y):
+                ax.annotate(text, (row["init_std"], y * factor), textcoords="offset points", xytext=(0, -9),
+                            ha="center", fontsize=5.5, color="#555555", gid="collapsed-label")
+    failed = data[(data["outcome"] != collapse.OK) & np.isfinite(data["value"])]
+    if len(failed):
+        ax.plot(failed["init_std"], failed["value"] * factor, **style.COLLAPSED_STYLE, zorder=4, gid="collapsed")
+    if summary["baseline"].notna().any():
+        style.draw_baseline(ax, float(summary["baseline"].mean()) * factor)
+        style.include_baseline(ax, [float(summary["baseline"].mean()) * factor])
+    ax.axvline(HOULSBY_INIT_STD, color=method_color("houlsby"), linestyle=":", linewidth=0.9)
     ax.set_xscale("log")
     ax.set_xlabel("adapter init std (truncated normal, log scale)")
-    ax.set_ylabel(f"{split} {_one(data, 'metric')} at the best checkpoint")
     ax.set_title(f"{_one(data, 'task')} ({_one(data, 'model')})", fontsize=9)
     ax.grid(True, which="major", linewidth=0.3, alpha=0.6)
-    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=1, frameon=False)
+    return handles
 
 
 def _one(data: pd.DataFrame, column: str) -> str:

@@ -1,6 +1,11 @@
-"""Houlsby et al. 2019 figures 3 and 4: task metric vs number of trained parameters, for
-adapters of several sizes, fine-tuning the top k layers, LayerNorm-only tuning and full
-fine-tuning (reference), one panel per task."""
+"""Houlsby et al. 2019 figures 3 and 4: task metric vs number of trained parameters.
+
+- :func:`tradeoff_figure` (figure 4): per task, adapters of several sizes, fine-tuning the top
+  k layers, LayerNorm-only tuning and full fine-tuning (reference); each point the best
+  learning rate of its sweep (selected on validation), mean ± 1 s.e.m. over seeds.
+- :func:`tradeoff_aggregate_figure` (figure 3): each point's score minus full fine-tuning's,
+  20th / 50th / 80th percentiles across tasks (line: median, band: 20th-80th).
+"""
 
 from __future__ import annotations
 
@@ -8,118 +13,189 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
-from robustkit.analysis.tradeoff import summarize
+from robustkit import collapse
+from robustkit.analysis.tradeoff import POINT_COLUMN, select_best, summarize, with_points
+from robustkit.plots import style
 from robustkit.plots.style import method_color, method_label
 
-# Series drawn as a line through their points, and the column that orders the points.
-_POINT_COLUMN = {"houlsby": "adapter_size", "adapterhub-houlsby": "adapter_size", "topk": "top_k"}
 _POINT_PREFIX = {"adapter_size": "m=", "top_k": "k="}
 _MARKERS = {"none": "o", "layer": "s", "3-layer": "^"}
+_KEYS = ["task", "series", "method", "adapter_sharing", "point"]
 
 
-def tradeoff_figure(frame: pd.DataFrame, split: str = "validation") -> Figure:
-    """Mean metric (error bars: std over seeds) vs trained parameters (log x), per task.
+def tradeoff_figure(frame: pd.DataFrame, split: str = "validation", include_failed: bool = False,
+                    select_on: str = "validation") -> Figure:
+    """Mean metric (error bars: ±1 s.e.m. over seeds) vs trained parameters (log x), per task.
 
     Parameters
     ----------
     frame : DataFrame
-        :func:`robustkit.analysis.tradeoff.table` output: ``task, method, seed, adapter_size,
-        top_k, adapter_sharing, adapter_init_std, trainable_params, base_params, split,
-        metric, value``.
+        :func:`robustkit.analysis.tradeoff.table` output: ``task, method, seed, lr,
+        adapter_size, top_k, adapter_sharing, adapter_init_std, trainable_params,
+        base_params, split, metric, value`` (+ ``baseline, outcome`` where known).
     split : str
-        ``validation`` (Houlsby et al.'s figure 4) or ``test``.
+        Split shown: ``validation`` (Houlsby et al.'s figure 4) or ``test``.
+    include_failed : bool
+        Average collapsed / diverged runs in (they are still marked).
+    select_on : str
+        Split on which the best learning rate of each point is chosen.
 
     Returns
     -------
     Figure
-        One panel per task. Series: one per method and adapter sharing mode; points of adapter
-        series are labelled with the bottleneck size m, top-k points with k; full fine-tuning
-        is a star and a dashed horizontal reference line. Legend entries (below each panel)
-        give the number of runs (seeds) per point. When a panel holds one model, a top axis
+        One panel per task (one y scale when they share a metric). Series: one per method and
+        adapter sharing mode; points of adapter series are labelled with the bottleneck size
+        m, top-k points with k; full fine-tuning is a star and a dashed horizontal reference
+        line; the majority-class baseline is dashed grey; collapsed runs are grey crosses,
+        left out of the means, with ``collapsed k/n`` at their point. The legend (under the
+        figure) gives the runs (seeds) per point. When a panel holds one model, a top axis
         gives the trained parameters as % of the model's parameters without adapters. Runs
         with a non-default ``adapter_init_std`` belong to the init-std figure
-        (:func:`robustkit.plots.init_std.init_std_figure`) and are left out; the panel title
-        says how many.
+        (:func:`robustkit.plots.init_std.init_std_figure`) and are left out; a note says how
+        many.
     """
     data = frame[frame["split"] == split]
     if data.empty:
         raise ValueError(f"no rows for split {split!r}; the frame has {sorted(frame['split'].unique())}")
-    left_out = data[data["adapter_init_std"].notna()]
-    data = data[data["adapter_init_std"].isna()]
-    if data.empty:
+    usable = frame[frame["split"].isin({split, select_on})]
+    left_out = usable[usable["adapter_init_std"].notna()]
+    usable = usable[usable["adapter_init_std"].isna()]
+    if usable[usable["split"] == split].empty:
         raise ValueError("every run has a non-default adapter_init_std: plot them with the init-std figure")
-    data = data.assign(series=data.apply(_series, axis=1), point=data.apply(_point, axis=1))
-    tasks = sorted(data["task"].unique())
-    fig, axes = plt.subplots(1, len(tasks), figsize=(5.6 * len(tasks), 4.8), constrained_layout=True, squeeze=False)
+    selected = select_best(with_points(usable), select_on, include_failed)
+    shown = _marked(selected[selected["split"] == split])
+    stats = summarize(shown, _KEYS, include_failed)
+    tasks = sorted(shown["task"].unique())
+    share = shown["metric"].nunique() == 1  # panels on one metric share one y scale
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5.6 * len(tasks), 4.4), constrained_layout=True, squeeze=False,
+                             sharey=share)
+    handles: dict[str, object] = {}
     for ax, task in zip(axes[0], tasks):
-        _panel(ax, data[data["task"] == task], split)
-        excluded = left_out.loc[left_out["task"] == task, "run_id"].nunique()
-        if excluded:
-            ax.set_title(f"{ax.get_title()}; {excluded} runs with another init std left out", fontsize=9)
+        rows = shown[shown["task"] == task]
+        handles.update(_panel(ax, stats[stats["task"] == task], rows, split))
+    axes[0][0].set_ylabel(f"{style.score_label(shown['metric'], [split])} at the best checkpoint")
+    for ax in axes[0]:
+        style.include_baseline(ax, stats.loc[stats["task"].isin(tasks), "baseline"] * _factor(shown))
+    style.set_title(fig, style.paper_title("Houlsby et al. 2019, figure 4", shown))
+    style.legend_below(fig, axes[0][0], _legend(handles, shown, stats), ncols=min(3, len(handles) + 2))
+    style.add_note(fig, _note(selected, shown, split, select_on, include_failed, left_out))
     return fig
 
 
-def _series(run: pd.Series) -> str:
-    """Series key of a run: its method, plus its sharing mode when not ``none``."""
-    if run.get("adapter_sharing") not in (None, "none"):
-        return f"{run['method']}, shared per {run['adapter_sharing']}"
-    return run["method"]
+def _marked(rows: pd.DataFrame) -> pd.DataFrame:
+    if "outcome" in rows:
+        return rows
+    return collapse.mark(rows) if "baseline" in rows else rows.assign(outcome=collapse.OK, failed=False)
 
 
-def _point(run: pd.Series) -> float:
-    """What orders a run within its series: adapter size or k; NaN for single-point methods."""
-    column = _POINT_COLUMN.get(run["method"])
-    return float(run[column]) if column and pd.notna(run.get(column)) else np.nan
+def _factor(rows: pd.DataFrame) -> float:
+    metrics = rows["metric"].dropna().unique()
+    return style.scale(str(metrics[0])) if len(metrics) else 1.0
 
 
-def _panel(ax: plt.Axes, data: pd.DataFrame, split: str) -> None:
-    summary = summarize(data, ["series", "method", "adapter_sharing", "point"])
-    for series, points in summary.groupby("series", sort=True):
+def _panel(ax: plt.Axes, stats: pd.DataFrame, rows: pd.DataFrame, split: str) -> dict:
+    """Draw one task; return the legend handles by series."""
+    factor = _factor(rows)
+    handles = {}
+    for series, points in stats.groupby("series", sort=True):
         points = points.sort_values("trainable_params")
         method = points["method"].iloc[0]
+        label = _label(series, method, points)
         if method == "full":
-            _reference(ax, points)
-            continue
-        marker = _MARKERS.get(str(points["adapter_sharing"].iloc[0]), "o")
-        ax.errorbar(points["trainable_params"], points["value"], yerr=points["std"], marker=marker,
-                    markersize=4, capsize=2, linewidth=1.2, color=method_color(method),
-                    linestyle="-" if len(points) > 1 else "none", label=_label(series, method, points))
-        _annotate_points(ax, points, method)
+            handles[series] = _reference(ax, points, factor, label)
+        else:
+            marker = _MARKERS.get(str(points["adapter_sharing"].iloc[0]), "o")
+            drawn = points[points["n"] > 0]
+            ax.errorbar(drawn["trainable_params"], drawn["value"] * factor, yerr=drawn["sem"].fillna(0) * factor,
+                        marker=marker, markersize=4, capsize=2, linewidth=1.2, color=method_color(method),
+                        linestyle="-" if len(drawn) > 1 else "none", label=label)
+            handles[series] = Line2D([], [], color=method_color(method), marker=marker, markersize=4, label=label)
+            _annotate_points(ax, drawn, method, factor)
+        _collapsed_labels(ax, points, factor)
+    failed = rows[(rows["outcome"] != collapse.OK) & np.isfinite(rows["value"])]
+    if len(failed):
+        ax.plot(failed["trainable_params"], failed["value"] * factor, **style.COLLAPSED_STYLE, zorder=4, gid="collapsed")
+    baselines = stats["baseline"].dropna().unique()
+    if len(baselines):
+        style.draw_baseline(ax, float(np.mean(baselines)) * factor)
     ax.set_xscale("log")
     ax.set_xlabel("trained parameters (count, log scale)")
-    ax.set_ylabel(f"{split} {_one(data, 'metric')} at the best checkpoint")
-    ax.set_title(f"{_one(data, 'task')} ({_one(data, 'model')})", fontsize=9)
+    ax.set_title(f"{_one(rows, 'task')} ({_one(rows, 'model')})", fontsize=9)
     ax.grid(True, which="major", linewidth=0.3, alpha=0.6)
-    _percent_axis(ax, data)
-    # below the panel: inside it would cover points anywhere on a trade-off curve
-    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncols=1, frameon=False)
+    _percent_axis(ax, rows)
+    return handles
 
 
-def _reference(ax: plt.Axes, points: pd.DataFrame) -> None:
+def _reference(ax: plt.Axes, points: pd.DataFrame, factor: float, label: str) -> Line2D:
     """Full fine-tuning: a star with its error bar and a dashed line across the panel."""
     row = points.iloc[0]
-    ax.errorbar([row["trainable_params"]], [row["value"]], yerr=[row["std"]], marker="*", markersize=9,
-                capsize=2, color=method_color("full"), linestyle="none", label=_label("full", "full", points))
-    ax.axhline(row["value"], color=method_color("full"), linestyle="--", linewidth=0.8)
+    if row["n"] > 0:
+        ax.errorbar([row["trainable_params"]], [row["value"] * factor], yerr=[row["sem"] * factor], marker="*",
+                    markersize=9, capsize=2, color=method_color("full"), linestyle="none", label=label)
+        ax.axhline(row["value"] * factor, color=method_color("full"), linestyle="-.", linewidth=0.8)
+    return Line2D([], [], color=method_color("full"), marker="*", markersize=8, linestyle="-.", linewidth=0.8, label=label)
 
 
 def _label(series: str, method: str, points: pd.DataFrame) -> str:
     name = method_label(method) + series[len(method):]
-    low, high = int(points["n"].min()), int(points["n"].max())
+    low, high = int(points["n_runs"].min()), int(points["n_runs"].max())
     runs = f"n={low}" if low == high else f"n={low}-{high}"
     return f"{name} ({runs} runs per point)"
 
 
-def _annotate_points(ax: plt.Axes, points: pd.DataFrame, method: str) -> None:
+def _annotate_points(ax: plt.Axes, points: pd.DataFrame, method: str, factor: float) -> None:
     """Label each point of a multi-point series with its adapter size or k."""
-    column = _POINT_COLUMN.get(method)
+    column = POINT_COLUMN.get(method)
     if column is None:
         return
     for _, row in points.iterrows():
         if pd.notna(row["point"]):
-            ax.annotate(f"{_POINT_PREFIX[column]}{int(row['point'])}", (row["trainable_params"], row["value"]),
+            ax.annotate(f"{_POINT_PREFIX[column]}{int(row['point'])}", (row["trainable_params"], row["value"] * factor),
                         textcoords="offset points", xytext=(3, 4), fontsize=6, color=method_color(method))
+
+
+def _collapsed_labels(ax: plt.Axes, points: pd.DataFrame, factor: float) -> None:
+    """``collapsed k/n`` under each point that has failed runs (at the baseline if none is kept)."""
+    for _, row in points.iterrows():
+        text = collapse.label(int(row["n_collapsed"]), int(row["n_runs"]), int(row["n_diverged"]))
+        if not text:
+            continue
+        y = row["value"] if row["n"] > 0 else row["baseline"]
+        if not np.isfinite(y):
+            continue
+        ax.annotate(text, (row["trainable_params"], y * factor), textcoords="offset points", xytext=(0, -9),
+                    ha="center", fontsize=5.5, color="#555555", gid="collapsed-label")
+
+
+def _legend(handles: dict, shown: pd.DataFrame, stats: pd.DataFrame) -> list:
+    out = list(handles.values())
+    if stats["baseline"].notna().any():
+        out.append(style.baseline_handle())
+    if (shown["outcome"] != collapse.OK).any():
+        out.append(style.collapsed_handle())
+    return out
+
+
+def _note(selected: pd.DataFrame, shown: pd.DataFrame, split: str, select_on: str, include_failed: bool,
+          left_out: pd.DataFrame) -> str:
+    configs = int(selected["n_configs"].max()) if len(selected) else 1
+    parts = ["Error bars: ±1 s.e.m. over seeds (as in Houlsby et al. 2019)."]
+    if configs > 1:
+        parts.append(f"Each point: the best of up to {configs} learning rates / epoch budgets by the mean {select_on} "
+                     f"score of its runs; shown: {split} {_one(shown, 'metric')}.")
+    else:
+        parts.append(f"One learning rate per point (no sweep to select from); shown: {split} {_one(shown, 'metric')}.")
+    failed = int((shown["outcome"] != collapse.OK).sum())
+    if failed:
+        parts.append(f"Collapsed / diverged runs (grey crosses) are {'kept in' if include_failed else 'left out of'} "
+                     f"the means: {failed} of {len(shown)} runs.")
+    excluded = left_out["run_id"].nunique() if len(left_out) else 0
+    if excluded:
+        parts.append(f"{excluded} runs with another adapter init std are left out (init-std figure).")
+    return " ".join(parts)
 
 
 def _percent_axis(ax: plt.Axes, data: pd.DataFrame) -> None:
@@ -133,4 +209,106 @@ def _percent_axis(ax: plt.Axes, data: pd.DataFrame) -> None:
 
 
 def _one(data: pd.DataFrame, column: str) -> str:
-    return ", ".join(sorted(map(str, data[column].dropna().unique())))
+    return ", ".join(sorted(map(str, data[column].dropna().unique()))) if column in data else ""
+
+
+# ---------------------------------------------------------------------------------------------
+# figure 3: the aggregate across tasks
+
+
+def tradeoff_aggregate_figure(aggregate: pd.DataFrame, source: pd.DataFrame | None = None,
+                              split: str = "validation", metric: str | None = None) -> Figure:
+    """Houlsby et al. 2019 figure 3: score minus full fine-tuning vs trained parameters.
+
+    Parameters
+    ----------
+    aggregate : DataFrame
+        :func:`robustkit.analysis.tradeoff.aggregate` output (percentiles 20, 50 and 80).
+    source : DataFrame, optional
+        The table the aggregate came from: names the model and tasks in the title.
+    split : str
+        The split shown (for the labels).
+    metric : str, optional
+        The metric (labels and units); default from ``source``, else ``accuracy``.
+
+    Returns
+    -------
+    Figure
+        One panel: per curve (adapters, top-k) the median across tasks (line) and the 20th-80th
+        percentile band; a solid line at 0 is full fine-tuning, the dashed one the
+        majority-class baseline (median over tasks, normalised the same way). With one task
+        the band collapses onto the line and the figure says so.
+    """
+    if aggregate.empty:
+        raise ValueError("nothing to plot: the aggregate is empty")
+    metric = metric or (_one(source, "metric") if source is not None else "") or "accuracy"
+    factor = style.scale(metric)
+    fig, ax = plt.subplots(figsize=(6.4, 4.4), constrained_layout=True)
+    handles, empty = [], []
+    for series, rows in aggregate.groupby("series", sort=True):
+        method = rows["method"].iloc[0]
+        if not np.isfinite(rows["value"]).any():  # every run of every point failed: nothing to draw
+            empty.append(f"{method_label(method)}{series[len(method):]}")
+            continue
+        wide = rows.pivot_table(index="trainable_params", columns="percentile", values="value").sort_index()
+        qs = sorted(wide.columns)
+        low, mid, high = wide[qs[0]], wide[qs[len(qs) // 2]], wide[qs[-1]]
+        colour = method_color(method)
+        marker = _MARKERS.get(str(rows["adapter_sharing"].iloc[0]), "o")
+        ax.plot(wide.index, mid * factor, color=colour, marker=marker, markersize=4, linewidth=1.4)
+        ax.fill_between(wide.index, low * factor, high * factor, color=colour, alpha=0.2, linewidth=0)
+        _aggregate_labels(ax, rows, mid, factor, method)
+        tasks = rows.groupby("point", dropna=False)["n_tasks"].first()
+        n = f"{int(tasks.min())}" if tasks.min() == tasks.max() else f"{int(tasks.min())}-{int(tasks.max())}"
+        handles.append(Line2D([], [], color=colour, marker=marker, markersize=4,
+                              label=f"{method_label(method)}{series[len(method):]} ({n} tasks per point)"))
+    percentiles = sorted(aggregate["percentile"].unique())
+    handles.append(Patch(facecolor="#999999", alpha=0.3,
+                         label=f"band: {percentiles[0]:g}th-{percentiles[-1]:g}th percentile across tasks; line: "
+                               f"{percentiles[len(percentiles) // 2]:g}th"))
+    ax.axhline(0.0, color=method_color("full"), linewidth=1.0)
+    handles.append(Line2D([], [], color=method_color("full"), label="full fine-tuning (0 by construction)"))
+    baseline = aggregate["baseline"].dropna()
+    if len(baseline):
+        style.draw_baseline(ax, float(baseline.median()) * factor)
+        handles.append(Line2D([], [], **style.BASELINE_STYLE, label=f"{style.BASELINE_LABEL} (median over tasks)"))
+        style.include_baseline(ax, [float(baseline.median()) * factor])
+    ax.set_xscale("log")
+    ax.set_xlabel("trained parameters (count, log scale)")
+    points = "percentage points" if metric in style.PERCENT else ("x 100" if metric in style.SCALED else metric)
+    ax.set_ylabel(f"{split} {metric} − full fine-tuning ({points})")
+    ax.grid(True, which="major", linewidth=0.3, alpha=0.6)
+    n_tasks = int(aggregate["n_tasks"].max())
+    ax.set_title(f"aggregate over {n_tasks} task{'s' if n_tasks != 1 else ''}", fontsize=9)
+    style.set_title(fig, style.paper_title("Houlsby et al. 2019, figure 3", source))
+    style.legend_below(fig, ax, handles, ncols=2)
+    notes = [f"Per task and point, the best learning rate (by mean validation score) is taken and its mean {split} "
+             f"score minus full fine-tuning's on that task; then percentiles across tasks."]
+    if n_tasks == 1:
+        notes.insert(0, "1 task: percentiles are that task's value.")
+    if empty:
+        notes.append(f"Not drawn, no run kept at any point: {', '.join(empty)}.")
+    failed = int(aggregate.drop_duplicates(["series", "point"])["n_collapsed"].sum()
+                 + aggregate.drop_duplicates(["series", "point"])["n_diverged"].sum())
+    if failed:
+        total = int(aggregate.drop_duplicates(["series", "point"])["n_runs"].sum())
+        notes.append(f"Collapsed / diverged runs are left out of each task's mean: {failed} of {total} runs "
+                     f"(collapsed k/n at the points).")
+    style.add_note(fig, " ".join(notes))
+    return fig
+
+
+def _aggregate_labels(ax: plt.Axes, rows: pd.DataFrame, mid: pd.Series, factor: float, method: str) -> None:
+    """Point names (m=, k=) and ``collapsed k/n`` (summed over tasks) at each point."""
+    column = POINT_COLUMN.get(method)
+    for _, row in rows.drop_duplicates("point").iterrows():
+        x = row["trainable_params"]
+        if x not in mid.index or not np.isfinite(mid[x]):
+            continue
+        if column and pd.notna(row["point"]):
+            ax.annotate(f"{_POINT_PREFIX[column]}{int(row['point'])}", (x, mid[x] * factor), textcoords="offset points",
+                        xytext=(3, 4), fontsize=6, color=method_color(method))
+        text = collapse.label(int(row["n_collapsed"]), int(row["n_runs"]), int(row["n_diverged"]))
+        if text:
+            ax.annotate(text, (x, mid[x] * factor), textcoords="offset points", xytext=(0, -9), ha="center",
+                        fontsize=5.5, color="#555555", gid="collapsed-label")

@@ -1,5 +1,6 @@
 """Houlsby et al. 2019 figure 6 (left/centre): relative dev performance after removing the
-adapters of a span of layers, as a first-layer x last-layer heatmap."""
+adapters of a span of layers, as a first-layer x last-layer heatmap; one panel per task (and per
+run setting that differs), one colour scale for all panels."""
 
 from __future__ import annotations
 
@@ -10,7 +11,13 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from robustkit import tasks
-from robustkit.plots.style import method_label, new_figure
+from robustkit.analysis.pooling import mixed_settings
+from robustkit.plots import style
+from robustkit.plots.style import method_label, plt
+
+MAX_ANNOTATED_LAYERS = 24  # beyond this a cell is too small for a number at a readable size
+SHARING_TITLES = {"layer": "layer-shared adapters (one module per layer)",
+                  "3-layer": "layer-shared adapters (one module per 3 layers)"}
 
 
 def ablation_heatmap(frame: pd.DataFrame, metric: str | None = None) -> Figure:
@@ -18,44 +25,64 @@ def ablation_heatmap(frame: pd.DataFrame, metric: str | None = None) -> Figure:
 
     Rows are the first ablated layer, columns the last (0-based, as Houlsby et al.); cell
     (i, j) removes the adapters of layers i..j. The lower triangle (first > last: no span) is
-    0 and greyed out; the diagonal (one layer ablated) is outlined. Each cell is annotated with
-    its value when there are at most 12 layers.
+    greyed out; the diagonal (one layer ablated) is outlined. Each cell shows its value with one
+    decimal, at a font size that fits the cell and in black or white by the cell's brightness,
+    for up to :data:`MAX_ANNOTATED_LAYERS` layers.
 
     Parameters
     ----------
     frame : DataFrame
         :func:`robustkit.analysis.ablation.run` output (``first, last, metric,
-        relative_change`` + identity columns).
+        relative_change`` + identity columns, ``adapter_sharing`` among them).
     metric : str, optional
         Default: the task's main metric (one task expected), else ``loss``.
 
     Returns
     -------
     Figure
+        One panel per task and differing setting; the title names the paper's figure, the
+        model and task, and says "layer-shared" for runs with shared adapters.
     """
     metric = metric or _main_metric(frame)
     data = frame[frame["metric"] == metric]
     if data.empty:
         raise ValueError(f"no rows with metric {metric!r}; the frame has {sorted(frame['metric'].unique())}")
-    grid = _grid(data)
+    keys = ["task", *mixed_settings(data, ["task"])] if "task" in data else []
+    panels = list(data.groupby(keys, dropna=False, sort=True)) if keys else [((), data)]
+    grids = [_grid(rows) for _, rows in panels]
+    n_layers = max(g.shape[0] for g in grids)
+    bound = max(max(float(np.abs(g).max()) for g in grids), 1e-9)  # one scale: panels compare
+    side = 1.2 + 0.36 * n_layers
+    fig, axes = plt.subplots(1, len(panels), figsize=(side * len(panels) + 1.2, side + 0.4), squeeze=False,
+                             constrained_layout=True)
+    norm = TwoSlopeNorm(0.0, -bound, bound)
+    image = None
+    for ax, (key, rows), grid in zip(axes[0], panels, grids):
+        image = _panel(ax, grid, norm)
+        ax.set_title(_panel_title(rows, metric, keys, key), fontsize=8)
+    bar = fig.colorbar(image, ax=list(axes[0]), shrink=0.9)
+    bar.set_label(f"relative change in dev {metric} vs all adapters (%)")
+    style.set_title(fig, style.paper_title("Houlsby et al. 2019, figure 6", data, extra=_sharing(data)))
+    style.add_note(fig, "Cell (i, j): adapters of layers i..j removed (nothing re-trained), mean over the runs; "
+                        "outlined: a single layer; grey: no span.")
+    return fig
+
+
+def _panel(ax, grid: np.ndarray, norm):
     n_layers = grid.shape[0]
-    fig, ax = new_figure(4.8 + 0.15 * n_layers, 3.8 + 0.15 * n_layers)
     masked = np.ma.masked_where(np.tril(np.ones_like(grid, dtype=bool), k=-1), grid)
-    bound = max(float(np.abs(grid).max()), 1e-9)
     cmap = _cmap()
-    image = ax.imshow(masked, cmap=cmap, norm=TwoSlopeNorm(0.0, -bound, bound), origin="upper")
+    image = ax.imshow(masked, cmap=cmap, norm=norm, origin="upper")
     for k in range(n_layers):  # the diagonal: a single layer's adapters removed
-        ax.add_patch(Rectangle((k - 0.5, k - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=1.2))
-    if n_layers <= 12:
-        _annotate(ax, grid)
+        ax.add_patch(Rectangle((k - 0.5, k - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=1.0))
+    if n_layers <= MAX_ANNOTATED_LAYERS:
+        _annotate(ax, grid, cmap, norm)
     ax.set_xticks(range(n_layers))
     ax.set_yticks(range(n_layers))
+    ax.tick_params(labelsize=7)
     ax.set_xlabel("last ablated layer")
     ax.set_ylabel("first ablated layer")
-    bar = fig.colorbar(image, ax=ax)
-    bar.set_label(f"relative change in dev {metric} vs all adapters (%)")
-    ax.set_title(_title(data, metric), fontsize=9)
-    return fig
+    return image
 
 
 def _main_metric(frame: pd.DataFrame) -> str:
@@ -81,19 +108,32 @@ def _cmap():
     return matplotlib.colormaps["RdBu"].with_extremes(bad="#d9d9d9")  # grey: the lower triangle, no span
 
 
-def _annotate(ax, grid: np.ndarray) -> None:
+def cell_font_size(n_layers: int) -> float:
+    """Points for a cell's number: large for a few layers, smaller as the cells shrink."""
+    return float(np.clip(10.5 - 0.3 * n_layers, 4.5, 8.5))
+
+
+def _annotate(ax, grid: np.ndarray, cmap, norm) -> None:
     n = grid.shape[0]
-    bound = max(float(np.abs(grid).max()), 1e-9)
+    size = cell_font_size(n)
     for i in range(n):
         for j in range(i, n):
-            colour = "white" if abs(grid[i, j]) > 0.6 * bound else "black"
-            ax.text(j, i, f"{grid[i, j]:.1f}", ha="center", va="center", fontsize=6, color=colour)
+            red, green, blue, _ = cmap(norm(grid[i, j]))
+            # white on dark cells, black on light ones (relative luminance of the cell colour)
+            colour = "white" if 0.299 * red + 0.587 * green + 0.114 * blue < 0.5 else "black"
+            text = f"{grid[i, j]:.1f}".replace("-0.0", "0.0")
+            ax.text(j, i, text, ha="center", va="center", fontsize=size, color=colour)
 
 
-def _title(data: pd.DataFrame, metric: str) -> str:
+def _sharing(data: pd.DataFrame) -> str:
+    modes = sorted(set(data["adapter_sharing"].dropna()) - {"none"}) if "adapter_sharing" in data else []
+    return "; ".join(SHARING_TITLES.get(m, f"adapters shared per {m}") for m in modes)
+
+
+def _panel_title(data: pd.DataFrame, metric: str, keys: list[str], key) -> str:
     n = data["run_id"].nunique() if "run_id" in data else 1
-    parts = [", ".join(sorted(map(str, data[c].unique())))
-             for c in ("model", "task") if c in data]
+    key = key if isinstance(key, tuple) else (key,)
+    where = ", ".join([str(key[0]), *(f"{k.replace('_', ' ')} {v}" for k, v in zip(keys[1:], key[1:]))]) if keys else ""
     methods = ", ".join(method_label(m) for m in sorted(data["method"].unique())) if "method" in data else ""
-    head = " / ".join(p for p in parts if p)
-    return f"{head}: removing adapters of layers first..last\n{methods}, dev {metric}, mean of n={n} runs"
+    sharing = _sharing(data)
+    return f"{where}: {methods}{' (' + sharing.split(' (')[0] + ')' if sharing else ''}\ndev {metric}, mean of n={n} runs"

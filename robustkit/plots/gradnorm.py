@@ -8,6 +8,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from robustkit.analysis.gradnorm import with_layer_kind
+from robustkit.plots import style
 from robustkit.plots.style import method_color, method_label, plt
 
 PANELS = ("intermediate", "top", "pooler", "classifier")
@@ -50,8 +51,11 @@ def gradnorm_curves(frame: pd.DataFrame, intermediate: int | None = None) -> Fig
     axes[0].set_ylabel("L2 gradient norm before clipping (log scale)")
     runs = frame.groupby("method")["run_id"].nunique()
     handles = [Line2D([], [], color=method_color(m), label=f"{method_label(m)} (n={runs[m]} runs)") for m in methods]
-    fig.legend(handles=handles, loc="outside lower center", ncol=max(1, len(methods)), fontsize=8)
-    fig.suptitle(f"Gradient norms per layer group ({', '.join(sorted(frame['task'].unique()))}); mean over runs, band: min-max", fontsize=9)
+    # below the panels, never over data; the note says what the bands are
+    style.legend_below(fig, None, handles, ncols=max(1, len(methods)), fontsize=8)
+    style.set_title(fig, style.paper_title("Han et al. 2021, figure 3", frame))
+    style.add_note(fig, "Lines: mean over the runs (seeds) of each method; bands: min-max over the runs. Norms of each "
+                        "layer group's gradient before clipping, every optimiser step.")
     return fig
 
 

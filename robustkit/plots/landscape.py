@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
+from robustkit.plots import style
 from robustkit.plots.style import method_color, method_label, plt
 
 SPLIT_LABELS = {"validation": "dev", "train": "train", "test": "test"}
@@ -35,7 +36,8 @@ def landscape_curves(frame: pd.DataFrame, metric: str = "loss", split: str = "va
         have = sorted(set(zip(frame["split"], frame["metric"])))
         raise ValueError(f"no rows with split {split!r} and metric {metric!r}; the frame has {have}")
     tasks = sorted(data["task"].unique())
-    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.8), squeeze=False, constrained_layout=True)
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.8), squeeze=False, constrained_layout=True,
+                             sharey=metric != "loss" or len({_y_label(t, metric, split) for t in tasks}) == 1)
     # several TSP steps: one line style per step (their order), the colour stays the method's
     styles = {t: _STYLES[i % len(_STYLES)] for i, t in enumerate(sorted(data["tsp_step"].unique()))}
     several_tsp = len(styles) > 1
@@ -51,16 +53,22 @@ def landscape_curves(frame: pd.DataFrame, metric: str = "loss", split: str = "va
         if log:
             ax.set_yscale("log")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="best")
+    handles = {}
+    for ax in axes[0]:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    style.set_title(fig, style.paper_title("He et al. 2021, figure 6", data))
+    style.legend_below(fig, axes[0][0], list(handles.values()), ncols=2)
+    style.add_note(fig, "Lines: mean over the runs (seeds) of a configuration; bands: ±1 std over them (ddof 1).")
     return fig
 
 
-def _line(ax, group: pd.DataFrame, method: str, tsp: int, style: str, several_tsp: bool) -> None:
-    stats = group.groupby("alpha")["value"].agg(["mean", "std"]).sort_index()
+def _line(ax, group: pd.DataFrame, method: str, tsp: int, linestyle: str, several_tsp: bool) -> None:
+    stats = group.groupby("alpha")["value"].agg(["mean", "std"]).sort_index() * style.scale(str(group["metric"].iloc[0]))
     n = group["run_id"].nunique()
     label = f"{method_label(method)}{f', TSP {tsp} steps' if several_tsp else ''} (n={n} runs)"
     color = method_color(method)
-    ax.plot(stats.index, stats["mean"], marker="o", markersize=3, color=color, linestyle=style, label=label)
+    ax.plot(stats.index, stats["mean"], marker="o", markersize=3, color=color, linestyle=linestyle, label=label)
     if n > 1:
         std = stats["std"].fillna(0)
         ax.fill_between(stats.index, stats["mean"] - std, stats["mean"] + std, color=color, alpha=0.2, linewidth=0)
@@ -69,5 +77,5 @@ def _line(ax, group: pd.DataFrame, method: str, tsp: int, style: str, several_ts
 def _y_label(task: str, metric: str, split: str) -> str:
     where = SPLIT_LABELS.get(split, split)
     if metric != "loss":
-        return f"{where} {metric} (fraction)" if metric in ("accuracy", "f1") else f"{where} {metric}"
+        return f"{where} {metric}{style.unit(metric)}"
     return f"{where} loss ({'mean squared error' if task == 'stsb' else 'mean cross-entropy, nats'})"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
+from robustkit.plots import style
 from robustkit.plots.style import method_color, method_label, plt
 
 MEASURE_LABELS = {"rsa": "RSA", "cka": "linear CKA"}
@@ -17,8 +18,9 @@ _STYLES = ["-", "--", ":", "-."]
 def rsa_by_layer(frame: pd.DataFrame, measure: str = "rsa") -> Figure:
     """Similarity to the base model against layer, one line per method, one panel per task.
 
-    Each point is the mean over the runs (seeds) of a configuration, with +-1 standard deviation
-    as error bars; the legend gives the number of runs.
+    Each point is the mean over the runs (seeds) of a configuration, with ±1 standard deviation
+    as error bars; the legend (under the figure) gives the number of runs. Panels share one y
+    scale.
 
     Parameters
     ----------
@@ -37,9 +39,20 @@ def rsa_by_layer(frame: pd.DataFrame, measure: str = "rsa") -> Figure:
     if data.empty:
         raise ValueError(f"no rows with measure {measure!r} (have: {', '.join(map(str, frame['measure'].unique()))})")
     tasks = sorted(data["task"].unique())
-    fig, axes = plt.subplots(1, len(tasks), figsize=(5.0 * len(tasks), 3.6), constrained_layout=True, squeeze=False)
+    # one measure on every panel: one y scale, so tasks compare by eye
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5.0 * len(tasks), 3.6), constrained_layout=True, squeeze=False,
+                             sharey=True)
     for ax, task in zip(axes[0], tasks):
         _panel(ax, data[data["task"] == task], task, measure)
+    axes[0][0].set_ylabel(f"{MEASURE_LABELS.get(measure, measure)} with the base model")
+    handles, labels = {}, []
+    for ax in axes[0]:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    style.set_title(fig, style.paper_title("He et al. 2021, figures 2 and 7", data))
+    style.legend_below(fig, axes[0][0], list(handles.values()), ncols=2)
+    style.add_note(fig, "Points: mean over the runs (seeds) of a configuration; error bars: ±1 std over them (ddof 1). "
+                        "Dotted line: the base model itself (similarity 1).")
     return fig
 
 
@@ -54,9 +67,7 @@ def _panel(ax, data: pd.DataFrame, task: str, measure: str) -> None:
     ax.set_xticks(layers)
     ax.set_xticklabels(["emb" if layer == 0 else str(layer) for layer in layers])
     ax.set_xlabel("layer (emb = embedding output)")
-    ax.set_ylabel(f"{MEASURE_LABELS.get(measure, measure)} with the base model")
     ax.set_title(_title(data, task, measure), fontsize=9)
-    ax.legend(fontsize=7, loc="lower left")
     ax.ticklabel_format(axis="y", useOffset=False)  # values near 1: show them, not 1 + offset
     ax.grid(alpha=0.3)
 

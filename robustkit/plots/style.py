@@ -169,9 +169,10 @@ def add_subtitle(fig: Figure, text: str | None) -> list[Text]:
     return artists
 
 
-def legend_below(fig: Figure, ax: plt.Axes, handles: Sequence, title: str | None = None,
+def legend_below(fig: Figure, ax: plt.Axes | None, handles: Sequence, title: str | None = None,
                  ncols: int | None = None, fontsize: float = 7.0) -> Legend:
-    """One legend for the figure, attached to ``ax``, hung under all panels (never over data).
+    """One legend for the figure, attached to ``ax`` (``None``: a figure legend), hung under all
+    panels (never over data).
 
     The legend is left out of the constrained layout (it would widen one panel's margin) and
     placed below the figure's area; :func:`save_pdf` crops to include it.
@@ -179,8 +180,9 @@ def legend_below(fig: Figure, ax: plt.Axes, handles: Sequence, title: str | None
     if ncols is None:
         width = max((len(getattr(h, "get_label", lambda: "")()) for h in handles), default=10)
         ncols = max(1, min(len(handles), int(fig.get_figwidth() * 72 / (fontsize * 0.6 * width + 40))))
-    legend = ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=fig.transFigure,
-                       ncols=ncols, fontsize=fontsize, title=title, title_fontsize=fontsize, frameon=False)
+    owner = fig if ax is None else ax
+    legend = owner.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=fig.transFigure,
+                          ncols=ncols, fontsize=fontsize, title=title, title_fontsize=fontsize, frameon=False)
     legend.set_in_layout(False)
     footer = _stack(fig, "_rk_footer")
     footer.insert(0, legend)  # the legend comes first, right under the panels
@@ -188,13 +190,14 @@ def legend_below(fig: Figure, ax: plt.Axes, handles: Sequence, title: str | None
     return legend
 
 
-def add_note(fig: Figure, text: str | None, fontsize: float = NOTE_SIZE, color: str = "#222222") -> list[Text]:
-    """Text under the figure (and its legend): each ``\\n``-separated paragraph wrapped to the
-    figure's width, never leaving a one-word last line."""
+def add_note(fig: Figure, text: str | None, fontsize: float = NOTE_SIZE, color: str = "#222222",
+             width_in: float | None = None) -> list[Text]:
+    """Text under the figure (and its legend): each ``\\n``-separated paragraph wrapped to
+    ``width_in`` inches (default the figure's width), never leaving a one-word last line."""
     if not text:
         return []
     footer = _stack(fig, "_rk_footer")
-    artists = [fig.text(0.0, 0.0, "\n".join(wrap(fig, part, fontsize)), ha="left", va="top", fontsize=fontsize,
+    artists = [fig.text(0.0, 0.0, "\n".join(wrap(fig, part, fontsize, width_in)), ha="left", va="top", fontsize=fontsize,
                         color=color, linespacing=1.25) for part in _paragraphs(text)]
     footer.extend(artists)
     _restack(fig)
@@ -220,9 +223,10 @@ def wrap(fig: Figure, text: str, fontsize: float, width_in: float | None = None)
     text = " ".join(text.split())
     if not text:
         return []
-    width_in = (fig.get_figwidth() - 0.1) if width_in is None else width_in
+    if width_in is None:  # a figure may set a wider text width than its own (a narrow table)
+        width_in = getattr(fig, "_rk_text_width", fig.get_figwidth() - 0.1)
     # average character width of this very text at this size, measured (not guessed)
-    char_in = _text_width_in(fig, text, fontsize) / len(text)
+    char_in = text_width_in(fig, text, fontsize) / len(text)
     most = max(8, int(width_in / char_in * 0.97))
     lines = textwrap.wrap(text, most, break_long_words=False, break_on_hyphens=False)
     for narrower in range(most - 1, 7, -1):  # balance: shrink while the line count holds
@@ -237,9 +241,11 @@ def wrap(fig: Figure, text: str, fontsize: float, width_in: float | None = None)
     return lines
 
 
-def _text_width_in(fig: Figure, text: str, fontsize: float) -> float:
+def text_width_in(fig: Figure, text: str, fontsize: float, bold: bool = False) -> float:
+    """Width of ``text`` in inches at ``fontsize`` points (measured by the renderer)."""
     renderer = fig.canvas.get_renderer()
-    width, _, _ = renderer.get_text_width_height_descent(text, FontProperties(size=fontsize), ismath=False)
+    font = FontProperties(size=fontsize, weight="bold" if bold else "normal")
+    width, _, _ = renderer.get_text_width_height_descent(text, font, ismath=False)
     return width / fig.dpi
 
 

@@ -1,0 +1,92 @@
+"""What every figure shares: titles, --subtitle / --footer on every plot verb, notes wrapped
+without orphans, legends and notes outside the panels, cropped PDFs, readable heatmap cells."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from robustkit.cli import parse_args
+from robustkit.cli_analyze import PLOTS, SCORE_PLOTS
+from robustkit.plots import style
+from robustkit.plots.ablation import ablation_heatmap, cell_font_size
+
+TEXT = ("Claim: the standard deviation over seeds is smaller with adapters than with full fine-tuning "
+        "(Levene, one-sided, alpha 0.05). Verdict: inconclusive, n = 3 runs per method, p = 0.41, "
+        "std ratio 0.8 [0.3, 2.1]; the demo scale has too few seeds to tell.")
+
+
+@pytest.mark.parametrize("name", sorted(PLOTS))
+def test_every_plot_verb_takes_subtitle_and_footer(name):
+    args = parse_args(["plot", name, "runs", "-o", "x.pdf", "--subtitle", "minilm-l6 on rt", "--footer", "a\\nb"])
+    assert (args.subtitle, args.footer) == ("minilm-l6 on rt", "a\\nb")
+    if name in SCORE_PLOTS:
+        assert parse_args(["plot", name, "runs", "-o", "x.pdf", "--include-failed"]).include_failed
+
+
+@pytest.mark.parametrize("width", [2.5, 3.3, 4.0, 5.2, 6.4, 8.0])
+def test_wrapped_text_never_ends_on_a_lone_word_and_fits(width):
+    fig, _ = style.new_figure(width, 3)
+    lines = style.wrap(fig, TEXT, style.NOTE_SIZE)
+    assert " ".join(lines) == " ".join(TEXT.split())
+    assert len(lines) > 1 and len(lines[-1].split()) >= 2
+    assert max(style.text_width_in(fig, line, style.NOTE_SIZE) for line in lines) <= fig.get_figwidth()
+
+
+def test_subtitle_and_footer_stack_outside_the_panels(tmp_path):
+    fig, ax = style.new_figure(5, 3)
+    ax.plot([0, 1], [0, 1], label="a line")
+    style.set_title(fig, "He et al. 2021, figure 2 — minilm-l6 on rt")
+    style.legend_below(fig, ax, ax.get_legend_handles_labels()[0])
+    style.add_note(fig, TEXT)
+    style.decorate(fig, subtitle="minilm-l6 on rt, stand-in for BERT-base on SST-2", footer="Claim: x.\\nVerdict: agrees.")
+    texts = style.figure_texts(fig)
+    assert "minilm-l6 on rt, stand-in for BERT-base on SST-2" in texts and "Claim: x." in texts and "Verdict: agrees." in texts
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    panels = ax.get_tightbbox(renderer)
+    title, subtitle = fig._rk_title[0].get_window_extent(renderer), fig._rk_subtitles[0].get_window_extent(renderer)
+    below = [artist.get_window_extent(renderer) for artist in fig._rk_footer]
+    assert title.y0 >= subtitle.y1 and subtitle.y0 >= panels.y1  # title above subtitle above the panels
+    assert all(b.y1 <= panels.y0 for b in below)  # legend and notes under the panels
+    assert all(upper.y0 >= lower.y1 - 1 for upper, lower in zip(below, below[1:]))  # stacked, not overlapping
+    assert style.save_pdf(fig, tmp_path / "x.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_paper_title_names_model_and_task():
+    frame = pd.DataFrame({"model": ["minilm-l6"] * 2, "task": ["rt", "sst2"]})
+    assert style.paper_title("He et al. 2021, figure 2", frame) == "He et al. 2021, figure 2 — minilm-l6 on rt, sst2"
+    assert style.paper_title("X", None) == "X"
+    assert style.score_label(["accuracy"], ["test"]) == "test accuracy (%)"
+    assert style.score_label(["mcc"], ["validation"]) == "validation mcc (x 100)"
+
+
+def _ablation(n_layers: int, sharing: str = "none") -> pd.DataFrame:
+    rows = [{"run_id": "r", "model": "minilm-l6", "task": "rt", "method": "houlsby", "adapter_sharing": sharing,
+             "first": i, "last": j, "metric": "accuracy", "relative_change": -0.01 * (j - i + 1) * (i + 1)}
+            for i in range(n_layers) for j in range(i, n_layers)]
+    return pd.DataFrame(rows)
+
+
+def test_heatmap_cells_are_readable_and_the_shared_ablation_says_so():
+    fig = ablation_heatmap(_ablation(6))
+    ax = fig.axes[0]
+    cells = [t for t in ax.texts]
+    assert len(cells) == 21 and all(t.get_fontsize() == cell_font_size(6) >= 8 for t in cells)
+    assert {t.get_text() for t in cells} >= {"-1.0", "-12.0"}  # one decimal
+    darkest = next(t for t in cells if t.get_text() == "-12.0")
+    palest = next(t for t in cells if t.get_text() == "-1.0")
+    assert darkest.get_color() == "white" and palest.get_color() == "black"  # contrast follows the cell
+    assert cell_font_size(24) < cell_font_size(12) < cell_font_size(6)
+    shared = ablation_heatmap(_ablation(6, sharing="layer"))
+    assert "layer-shared" in shared._rk_title[0].get_text() and "minilm-l6 on rt" in shared._rk_title[0].get_text()
+    assert "layer-shared" in ablation_heatmap(_ablation(6, sharing="3-layer"))._rk_title[0].get_text()
+    assert "layer-shared" not in fig._rk_title[0].get_text()
+
+
+def test_saved_figures_are_cropped(tmp_path):
+    fig, ax = style.new_figure(5, 3)
+    ax.plot(np.arange(3))
+    style.add_note(fig, TEXT)
+    path = style.save_pdf(fig, tmp_path / "x.pdf")
+    box = [float(v) for v in path.read_bytes().split(b"/MediaBox [")[1].split(b"]")[0].split()]
+    assert box[2] < 5 * 72 + 20  # about the figure's width: cropped, not a page with margins

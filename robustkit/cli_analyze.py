@@ -195,7 +195,7 @@ def _summary_table(frame: pd.DataFrame, by: list[str], title: str, include_faile
     from robustkit.analysis import stability
     from robustkit.analysis.pooling import split_columns
     from robustkit.plots.stability import marked, value_label
-    from robustkit.plots.style import scale
+    from robustkit.plots.style import paper_title, scale
     from robustkit.plots.tables import summary_table
 
     frame = marked(frame)
@@ -209,7 +209,7 @@ def _summary_table(frame: pd.DataFrame, by: list[str], title: str, include_faile
     caption = stability.caption(summary, tests)
     for box, row in ((" (failed rate per box in the figure)", ""), ("boxes and tests", "the statistics and tests"), (" per box", " per row")):
         caption = caption.replace(box, row)  # the caption speaks of box plots; this is a table
-    return summary_table(summary.sort_values(by), by, title, value_label(frame), caption,
+    return summary_table(summary.sort_values(by), by, paper_title(title, frame), value_label(frame), caption,
                          scale=scale(metric) if metric else None, include_failed=include_failed)
 
 
@@ -352,7 +352,7 @@ def add_plot_commands(commands) -> None:
             _stability_arguments(figure, epochs=name == "box-tsp-epochs")
         if name == "table":
             figure.add_argument("--by", default="task,method", help="comma-separated columns that define a row (task, method, tsp_step, train_size, adapter_size, lr, ...); default: task,method")
-            figure.add_argument("--title", default="Results over runs", help="table title")
+            figure.add_argument("--title", default="Results over runs", help="table title (the model and task used are appended)")
         if name == "box-tsp-epochs":
             figure.add_argument("--pool-epochs", action="store_true", help="one box per TSP step and method over every fine-tuning epoch end of every run (Han et al. 2021 figures 9-10: 'development scores from 100 runs ... epochs ranging from 1 to 100') instead of a box per epoch")
         if name == "box-tsp":

@@ -56,7 +56,7 @@ def init_std_figure(frame: pd.DataFrame, split: str = "validation", include_fail
     handles = {}
     for ax, task in zip(axes[0], tasks):
         handles.update(_panel(ax, shown[shown["task"] == task], include_failed))
-    axes[0][0].set_ylabel(f"{style.score_label(shown['metric'], [split])} at the best checkpoint")
+    axes[0][0].set_ylabel(f"{style.score_label(shown['metric'], [split])} at the {_checkpoint(shown)} checkpoint")
     handles["default"] = Line2D([], [], color=method_color("houlsby"), linestyle=":", label="paper default (std 1e-2)")
     if shown["baseline"].notna().any() if "baseline" in shown else False:
         handles["baseline"] = style.baseline_handle()
@@ -113,3 +113,8 @@ def _panel(ax: plt.Axes, data: pd.DataFrame, include_failed: bool) -> dict:
 
 def _one(data: pd.DataFrame, column: str) -> str:
     return ", ".join(sorted(map(str, data[column].dropna().unique())))
+
+
+def _checkpoint(rows: pd.DataFrame) -> str:
+    """``best`` (selected on validation) or ``last``, as the rows say."""
+    return "/".join(sorted(map(str, rows["checkpoint"].dropna().unique()))) if "checkpoint" in rows else "best"

@@ -231,6 +231,8 @@ def _box_figure(
     style.legend_below(fig, axes[0][0], _legend_handles(data, hue, hues, palette, mean_std), ncols=None)
     if caption_text is None:
         caption_text = stability.caption(summary, tests)
+        if unit != "runs":  # each observation is an evaluation (run x epoch end), not a run
+            caption_text = caption_text.replace(" runs per box", f" {unit} per box").replace(" runs (", f" {unit} (")
     style.add_note(fig, caption_text)
     style.add_note(fig, _method_note(data, mean_std, include_failed, unit))
     return fig
@@ -360,8 +362,11 @@ def _legend_handles(data: pd.DataFrame, hue: str, hues: list, palette: dict, mea
 
 
 def _method_note(data: pd.DataFrame, mean_std: bool, include_failed: bool, unit: str) -> str:
-    """What the marks are (the caption counts the failed runs)."""
+    """What the scores and marks are (the caption counts the failed runs)."""
     parts = ["Points: mean ± 1 std (ddof 1) over seeds; dots: runs." if mean_std else BOX_NOTE]
+    if "checkpoint" in data and data["checkpoint"].nunique() == 1:
+        which = {"last": "the last checkpoint (end of training)", "best": "the checkpoint of the best validation score"}
+        parts.insert(0, f"Scores: {value_label(data).split(' (')[0]} at {which.get(data['checkpoint'].iloc[0], data['checkpoint'].iloc[0])}.")
     if (data["outcome"] != collapse.OK).any():
         kept = "kept in" if include_failed else "left out of"
         parts.append(f"Grey crosses: collapsed / diverged {unit} (robustkit.collapse: stuck at the majority class), "

@@ -76,7 +76,7 @@ def tradeoff_figure(frame: pd.DataFrame, split: str = "validation", include_fail
     for ax, task in zip(axes[0], tasks):
         rows = shown[shown["task"] == task]
         handles.update(_panel(ax, stats[stats["task"] == task], rows, split))
-    axes[0][0].set_ylabel(f"{style.score_label(shown['metric'], [split])} at the best checkpoint")
+    axes[0][0].set_ylabel(f"{style.score_label(shown['metric'], [split])} at the {_checkpoint(shown)} checkpoint")
     for ax in axes[0]:
         style.include_baseline(ax, stats.loc[stats["task"].isin(tasks), "baseline"] * _factor(shown))
     style.set_title(fig, style.paper_title("Houlsby et al. 2019, figure 4", shown))
@@ -313,3 +313,8 @@ def _aggregate_labels(ax: plt.Axes, rows: pd.DataFrame, mid: pd.Series, factor: 
         if text:
             ax.annotate(text, (x, mid[x] * factor), textcoords="offset points", xytext=(0, -9), ha="center",
                         fontsize=5.5, color="#555555", gid="collapsed-label")
+
+
+def _checkpoint(rows: pd.DataFrame) -> str:
+    """``best`` (selected on validation) or ``last``, as the rows say."""
+    return "/".join(sorted(map(str, rows["checkpoint"].dropna().unique()))) if "checkpoint" in rows else "best"

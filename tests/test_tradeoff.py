@@ -165,6 +165,15 @@ def test_each_point_is_the_best_learning_rate_on_validation():
         " ".join(figure_texts(fig)).split())
 
 
+def test_runs_of_one_point_that_differ_in_another_setting_are_not_pooled():
+    from robustkit.analysis.pooling import PoolingError
+
+    frame = _lr_sweep().assign(max_length=128)
+    frame.loc[frame.seed == 0, "max_length"] = 256
+    with pytest.raises(PoolingError, match="max_length = 128, 256"):
+        tradeoff.select_best(frame)
+
+
 def test_collapsed_points_are_marked_and_left_out(tmp_path):
     frame = _synthetic(seeds=3).assign(baseline=0.55).drop(columns=["outcome", "failed"])
     frame.loc[(frame.method == "topk") & (frame.top_k == 1) & (frame.seed == 0), "value"] = 0.55  # stuck

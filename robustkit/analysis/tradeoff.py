@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from robustkit import collapse, tasks
+from robustkit.analysis.pooling import check_pooling
 from robustkit.analysis.select import select_runs
 from robustkit.analysis.stability import majority_baseline
 from robustkit.errors import RobustkitError
@@ -213,10 +214,17 @@ def select_best(frame: pd.DataFrame, select_on: str = "validation", include_fail
     DataFrame
         The rows of ``frame`` (all splits) of the selected configurations, + ``series``,
         ``point``, ``n_configs`` (configurations compared at that point).
+
+    Raises
+    ------
+    robustkit.analysis.pooling.PoolingError
+        Runs of one configuration differ in a setting other than the seed (named).
     """
     data = frame if "series" in frame else with_points(frame)
     keys = [k for k in keys if k in data]
     columns = [*keys, *(c for c in SWEEP if c in data)]
+    # a configuration pools seeds only: runs of one point differing in another setting stop here
+    check_pooling(data, columns, what="select the best configuration per point")
     scored = data[data["split"] == select_on]
     kept = collapse.kept(scored, include_failed).groupby(columns, dropna=False)["value"].mean().rename("_kept")
     every = scored.groupby(columns, dropna=False)["value"].mean().rename("_all")

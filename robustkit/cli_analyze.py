@@ -264,7 +264,8 @@ def _figure(args):
         from robustkit.plots.attack import attack_vs_tsp
 
         examples = attack.run(args.store, args.select, n=args.n, seed=args.seed, engine=args.engine)
-        return attack_vs_tsp(attack.summarize(examples), args.convention)
+        summary = attack.with_outcomes(attack.summarize(examples), args.store)
+        return attack_vs_tsp(summary, args.convention, include_failed=args.include_failed)
     if args.figure == "rsa":
         from robustkit.plots.similarity import rsa_by_layer
 
@@ -297,7 +298,7 @@ def _plot(args) -> int:
 
 # Figures with a score axis: collapsed runs are marked there and left out unless --include-failed.
 SCORE_PLOTS = {"box-seeds", "box-tsp", "box-tsp-epochs", "box-lr", "train-size", "table", "tradeoff", "tradeoff-aggregate",
-               "init-std", "curves", "curves-by-tsp", "mean-best"}
+               "init-std", "curves", "curves-by-tsp", "mean-best", "attack-vs-tsp"}
 
 
 def _figure_text_arguments(parser: argparse.ArgumentParser) -> None:

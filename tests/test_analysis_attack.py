@@ -92,3 +92,20 @@ def test_figure_renders(tmp_path):
     assert path.read_bytes()[:4] == b"%PDF"
     with pytest.raises(ValueError, match="gold"):
         attack_vs_tsp(summary, convention="gold")
+
+
+def test_a_collapsed_victim_is_no_robustness(tmp_path):
+    """A victim stuck at the majority class cannot be flipped: it is drawn as a cross and kept out
+    of the mean line (the demo's Han fig 5 once read such a run as robustness)."""
+    summary = pd.DataFrame({
+        "method": ["houlsby"] * 4, "tsp_step": [0, 0, 200, 200], "convention": "openattack",
+        "success_rate": [0.6, 0.7, 0.65, 0.05], "attacked": 50, "outcome": ["ok", "ok", "ok", "collapsed"],
+    })
+    fig = attack_vs_tsp(summary)
+    line = fig.axes[0].get_lines()[0]
+    assert list(line.get_ydata()) == pytest.approx([65.0, 65.0])  # TSP 200: the one ok run
+    crosses = [l for l in fig.axes[0].get_lines() if l.get_marker() == "x"]
+    assert len(crosses) == 1 and list(crosses[0].get_ydata()) == pytest.approx([5.0])
+    assert any("collapsed 1/4" in t.get_text() for t in fig.texts)
+    kept = attack_vs_tsp(summary, include_failed=True).axes[0].get_lines()[0]
+    assert list(kept.get_ydata()) == pytest.approx([65.0, 35.0])

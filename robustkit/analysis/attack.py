@@ -214,7 +214,7 @@ def summarize(examples: pd.DataFrame) -> pd.DataFrame:
     """
     rows = []
     for run_id, group in examples.groupby("run_id", sort=True):
-        identity = group.iloc[0][IDENTITY].to_dict()
+        identity = group.iloc[0][[c for c in IDENTITY if c in group]].to_dict()
         correct = group["prediction"] == group["label"]
         fooled = correct & group["success"]
         for convention in CONVENTIONS:
@@ -232,3 +232,16 @@ def summarize(examples: pd.DataFrame) -> pd.DataFrame:
                 "mean_seconds": attacked["seconds"].mean(),
             })
     return pd.DataFrame(rows)
+
+
+def with_outcomes(summary: pd.DataFrame, store: str | Path, checkpoint: str = "best") -> pd.DataFrame:
+    """``summary`` + each victim's ``outcome`` on its test split (:mod:`robustkit.collapse`).
+
+    A victim stuck at the majority class predicts one label whatever the input, so no word
+    substitution flips it: its low success rate is no robustness, and figures and claims leave
+    it out (Han et al. 2021 figure 5 at demo scale once showed exactly that).
+    """
+    from robustkit.analysis import stability
+
+    scores = stability.outcomes(store, {"run_id": list(summary["run_id"].unique())}, checkpoint=checkpoint, split="test")
+    return summary.merge(scores[["run_id", "outcome"]], on="run_id", how="left").fillna({"outcome": "ok"})

@@ -330,24 +330,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _join_negative_values(argv: list[str]) -> list[str]:
-    """``--alpha -2:2:20`` -> ``--alpha=-2:2:20``: argparse takes a value that starts with '-'
-    for an option unless it looks like a plain number."""
-    joined: list[str] = []
-    for token in argv:
-        if joined and joined[-1] in NEGATIVE_VALUE_OPTIONS and token.startswith("-"):
-            joined[-1] = f"{joined[-1]}={token}"
-        else:
-            joined.append(token)
-    return joined
-
-
-NEGATIVE_VALUE_OPTIONS = ("--alpha",)
-
-
 def parse_args(argv: list[str]) -> argparse.Namespace:
     """Parse a robustkit command line (``["plot", "rsa", ...]``) as the ``robustkit`` command does."""
-    return build_parser().parse_args(_join_negative_values(argv))
+    from robustkit.cli_analyze import join_negative_values
+
+    return build_parser().parse_args(join_negative_values(argv))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -364,3 +364,26 @@ def add_plot_commands(commands) -> None:
             _similarity_arguments(figure)
             figure.add_argument("--measure", choices=["rsa", "cka"], default="rsa", help="rsa (He et al. 2021) or linear CKA (Kornblith et al. 2019); default: rsa")
         figure.set_defaults(func=_plot)
+
+
+NEGATIVE_VALUE_OPTIONS = ("--alpha",)
+
+
+def join_negative_values(argv: list[str]) -> list[str]:
+    """``--alpha -2:2:20`` -> ``--alpha=-2:2:20``: argparse takes a value that starts with '-'
+    for an option unless it looks like a plain number."""
+    joined: list[str] = []
+    for token in argv:
+        if joined and joined[-1] in NEGATIVE_VALUE_OPTIONS and token.startswith("-"):
+            joined[-1] = f"{joined[-1]}={token}"
+        else:
+            joined.append(token)
+    return joined
+
+
+def parse_plot_args(argv: list[str]) -> argparse.Namespace:
+    """Parse a ``robustkit plot ...`` command line (``["plot", "rsa", store, "-o", pdf, ...]``)
+    as the ``robustkit`` command does, without building the other commands (for reproduce)."""
+    parser = argparse.ArgumentParser(prog="robustkit")
+    add_plot_commands(parser.add_subparsers(dest="command", required=True))
+    return parser.parse_args(join_negative_values(argv))

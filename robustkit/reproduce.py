@@ -282,11 +282,11 @@ def plot_command(recipe: Recipe, scale: str, store: str | Path, output: str | Pa
 def _plot_args(recipe: Recipe, scale: str, store: Path, output: Path):
     """The parsed plot command of ``recipe``; bad flags raise :class:`RecipeError` (argparse
     would exit the process)."""
-    from robustkit.cli import parse_args
+    from robustkit.cli_analyze import parse_plot_args
 
     command = plot_command(recipe, scale, store, output)
     try:
-        return parse_args(command)
+        return parse_plot_args(command)
     except SystemExit:
         raise RecipeError(f"recipe {recipe.name!r}: invalid plot command: robustkit {' '.join(command)}") from None
 

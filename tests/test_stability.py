@@ -247,3 +247,26 @@ def test_figures_write_pdfs(name, tmp_path):
 def test_figures_refuse_an_empty_frame():
     with pytest.raises(ValueError, match="empty"):
         plots.box_seeds(_runs({"a": 0.1}, n=1).iloc[:0])
+
+
+def test_a_store_of_mixed_settings_is_never_pooled(tmp_path, rte_folder):
+    """Two adapter runs that differ in their epochs, not only their seed: no box, mean or test
+    may put them together; the default cells split them and an explicit grouping stops."""
+    import dataclasses
+
+    from conftest import TINY_RTE
+    from robustkit.plots import stability as stability_plots
+    from robustkit.train import train
+
+    glue = rte_folder(tmp_path / "glue")
+    for seed, epochs in ((0, 1), (1, 2)):
+        train(dataclasses.replace(TINY_RTE, method="houlsby", seed=seed, epochs=epochs, data_dir=str(glue)), tmp_path / "runs", progress=False)
+    frame = stability.outcomes(tmp_path / "runs", split="validation", checkpoint="last")
+    assert sorted(frame["epochs"]) == [1, 2] and {"warmup_ratio", "mixout", "max_length"} <= set(frame.columns)
+    with pytest.raises(PoolingError, match="differ in epochs = 1, 2"):
+        stability.summarize(frame, ["task", "method"], include_failed=True)
+    assert "epochs" in stability.default_within(frame, "method")
+    summary = stability.summarize(frame, ["task", "method", "epochs"], include_failed=True)
+    assert list(summary["n"]) == [1, 1]
+    fig = stability_plots.box_seeds(frame, include_failed=True)  # a panel per epochs value, not one box
+    assert len([ax for ax in fig.axes if ax.has_data()]) == 2

@@ -106,4 +106,5 @@ def summary(frame: pd.DataFrame, every: int | None = None) -> pd.DataFrame:
     )
     # identity columns hold NaN (adapter_size of full runs): re-attach them, never group on them
     labels = frame.drop(columns=["step", "value"]).drop_duplicates(["run_id", "layer"])
-    return means.merge(labels, on=["run_id", "layer"], how="left")[[*COLUMNS, "n_steps"]]
+    merged = means.merge(labels, on=["run_id", "layer"], how="left")
+    return merged[[c for c in COLUMNS if c in merged] + ["n_steps"]]  # frames may carry fewer run settings

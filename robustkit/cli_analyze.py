@@ -206,9 +206,7 @@ def _summary_table(frame: pd.DataFrame, by: list[str], title: str, include_faile
     if "baseline" in frame:
         summary = summary.merge(frame.groupby(by, dropna=False)["baseline"].mean().reset_index(), on=by, how="left")
     metric = str(frame["metric"].iloc[0]) if frame["metric"].nunique() == 1 else ""
-    caption = stability.caption(summary, tests)
-    for box, row in ((" (failed rate per box in the figure)", ""), ("boxes and tests", "the statistics and tests"), (" per box", " per row")):
-        caption = caption.replace(box, row)  # the caption speaks of box plots; this is a table
+    caption = stability.caption(summary, tests, group="row")
     return summary_table(summary.sort_values(by), by, paper_title(title, frame), value_label(frame), caption,
                          scale=scale(metric) if metric else None, include_failed=include_failed)
 

@@ -65,7 +65,7 @@ def test_summary_leaves_collapsed_runs_out_and_counts_them():
     tests = stability.compare(frame, within=["task"]).set_index("test")
     assert tests.loc["levene", "n_a"] == 4 and tests.loc["mean-difference", "statistic"] == pytest.approx(kept.mean() - 0.71)
     text = stability.caption(summary.reset_index(), tests.reset_index())
-    assert "Left out of boxes and tests: collapsed 2 of 11 runs" in text
+    assert "Left out of the statistics and tests: collapsed 2 of 11 runs (counted per box in the figure)" in text
 
 
 def test_summary_refuses_to_pool_runs_of_different_settings():

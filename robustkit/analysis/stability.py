@@ -377,8 +377,8 @@ def default_within(df: pd.DataFrame, by: str, pooled: Sequence[str] = ()) -> lis
     return [c for c in cells if c == "task" or varying[c] > 1]
 
 
-def caption(summary: pd.DataFrame, tests: pd.DataFrame) -> str:
-    """A short text for a figure: runs per box and the tests' p-values.
+def caption(summary: pd.DataFrame, tests: pd.DataFrame, unit: str = "runs", group: str = "box") -> str:
+    """A short text for a figure: observations per group and the tests' p-values.
 
     Parameters
     ----------
@@ -386,6 +386,10 @@ def caption(summary: pd.DataFrame, tests: pd.DataFrame) -> str:
         :func:`summarize` output (uses ``n``, ``n_runs``, ``n_collapsed``, ``n_diverged``).
     tests : DataFrame
         :func:`compare` output.
+    unit : str
+        What one observation is (``runs``; ``evaluations`` when each run gives one per epoch).
+    group : str
+        What one group is drawn as (``box`` in a box plot, ``row`` in a table).
 
     Returns
     -------
@@ -396,11 +400,13 @@ def caption(summary: pd.DataFrame, tests: pd.DataFrame) -> str:
         left out.
     """
     n = summary["n"]
-    parts = [f"n = {int(n.min())} runs per box." if n.min() == n.max() else f"n = {int(n.min())}-{int(n.max())} runs per box."]
+    count = f"{int(n.min())}" if n.min() == n.max() else f"{int(n.min())}-{int(n.max())}"
+    parts = [f"n = {count} {unit} per {group}."]
     if "n_runs" in summary and summary["n_failed"].fillna(0).sum():
         failed = {"collapsed": int(summary["n_collapsed"].sum()), "diverged": int(summary["n_diverged"].sum())}
         counted = " and ".join(f"{k} {v}" for k, v in failed.items() if v)
-        parts.append(f"Left out of boxes and tests: {counted} of {int(summary['n_runs'].sum())} runs (failed rate per box in the figure).")
+        parts.append(f"Left out of the statistics and tests: {counted} of {int(summary['n_runs'].sum())} {unit}"
+                     f" (counted per {group} in the figure).")
     names = {"levene": "Levene", "brown-forsythe": "Brown-Forsythe", "mann-whitney-u": "Mann-Whitney U"}
     for (a, b), pair in tests.groupby(["group_a", "group_b"], sort=True):
         texts = []

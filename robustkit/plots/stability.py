@@ -230,9 +230,7 @@ def _box_figure(
     style.set_title(fig, style.paper_title(figure, data))
     style.legend_below(fig, axes[0][0], _legend_handles(data, hue, hues, palette, mean_std), ncols=None)
     if caption_text is None:
-        caption_text = stability.caption(summary, tests)
-        if unit != "runs":  # each observation is an evaluation (run x epoch end), not a run
-            caption_text = caption_text.replace(" runs per box", f" {unit} per box").replace(" runs (", f" {unit} (")
+        caption_text = stability.caption(summary, tests, unit=unit)  # unit: runs, or evaluations (run x epoch end)
     style.add_note(fig, caption_text)
     style.add_note(fig, _method_note(data, mean_std, include_failed, unit))
     return fig

@@ -14,7 +14,6 @@ import json
 from dataclasses import dataclass, field
 
 from robustkit.errors import RobustkitError
-from robustkit.methods import ADAPTER_SIZE, DEFAULT_LR, SHARING, get_method
 
 # Methods without adapters: top-k fine-tunes part of the network, so it takes full fine-tuning's
 # settings; LayerNorm-only freezes the base like adapters do, so it takes the adapter settings.
@@ -117,6 +116,10 @@ class RunSpec:
         RobustkitError
             Unknown task or method, or a value of the wrong type or range (named).
         """
+        # methods imports adapters and transformers (seconds): only when a spec is resolved, so
+        # that reading a store (robustkit.store uses the spec's fields) stays light
+        from robustkit.methods import ADAPTER_SIZE, DEFAULT_LR, get_method
+
         self._validate()
         method = get_method(self.method)
         adapters = method.uses_adapters
@@ -157,6 +160,8 @@ class RunSpec:
         _check("mixout", self.mixout, (int, float), minimum=0)
         if not self.mixout < 1:
             raise SpecError(f"mixout must be < 1 (a probability), got {self.mixout!r}")
+        from robustkit.methods import SHARING
+
         if self.adapter_sharing not in SHARING:
             raise SpecError(f"adapter_sharing must be one of {', '.join(SHARING)}, got {self.adapter_sharing!r}")
         if self.batch_size < 1:

@@ -270,3 +270,12 @@ def test_a_store_of_mixed_settings_is_never_pooled(tmp_path, rte_folder):
     assert list(summary["n"]) == [1, 1]
     fig = stability_plots.box_seeds(frame, include_failed=True)  # a panel per epochs value, not one box
     assert len([ax for ax in fig.axes if ax.has_data()]) == 2
+
+
+def test_pooling_tsp_lengths_pools_the_tsp_runs_own_settings():
+    # at tsp_step 0 the TSP settings are normalised (no TSP run): they vary with the TSP length
+    frame = _runs({"houlsby": 0.01, "full": 0.1}, n=2, baseline=0.0, tsp_step=[0, 100]).assign(tsp_lr=np.nan, tsp_batch_size=32)
+    frame.loc[frame["tsp_step"] == 100, ["tsp_lr", "tsp_batch_size"]] = [1e-4, 16]
+    assert len(stability.summarize(frame, ["task", "method"], pooled=["tsp_step"])) == 2
+    with pytest.raises(PoolingError, match="tsp_step"):
+        stability.summarize(frame, ["task", "method"])

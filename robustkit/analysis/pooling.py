@@ -19,6 +19,9 @@ from robustkit.store import IDENTITY
 
 # What may differ between the replicates of one group.
 REPLICATE_FIELDS = ("run_id", "seed")
+# Settings that only mean something through another one: the TSP run's own settings are
+# normalised away at tsp_step 0 (RunSpec.resolved), so pooling TSP lengths pools them too.
+DEPENDENT_FIELDS = {"tsp_step": ("tsp_lr", "tsp_batch_size", "tsp_seed")}
 
 
 class PoolingError(RobustkitError):
@@ -41,7 +44,8 @@ def mixed_settings(frame: pd.DataFrame, groups: Sequence[str], pooled: Sequence[
         The columns that define a group (a box, a line, a table row).
     pooled : sequence of str
         Settings deliberately pooled inside a group (e.g. ``tsp_step`` for Han et al. 2021
-        figure 4, one box per method over TSP lengths).
+        figure 4, one box per method over TSP lengths; the TSP run's own settings
+        (:data:`DEPENDENT_FIELDS`) are pooled with it).
 
     Returns
     -------
@@ -49,7 +53,8 @@ def mixed_settings(frame: pd.DataFrame, groups: Sequence[str], pooled: Sequence[
         Field -> its distinct values (as text) in the frame, for every field that varies inside
         at least one group; empty when the grouping pools replicates only.
     """
-    groups, skip = list(groups), set(groups) | set(pooled)
+    pooled = {*pooled, *(d for p in pooled for d in DEPENDENT_FIELDS.get(p, ()))}
+    groups, skip = list(groups), set(groups) | pooled
     candidates = [c for c in setting_columns(frame) if c not in skip]
     if frame.empty or not candidates:
         return {}

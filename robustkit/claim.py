@@ -408,7 +408,7 @@ def summary_line(rows: pd.DataFrame) -> str:
     for claim, group in rows.groupby("claim", sort=False):
         row = group.iloc[-1]
         effect = f"; {row['effect_name']} {row['effect']:.3g}" if row["effect_name"] and np.isfinite(row["effect"]) else ""
-        failed = f"; {int(row['n_failed'])} failed runs left out" if row["n_failed"] and row["compare"] != "rate" else ""
+        failed = f"; {int(row['n_failed'])} collapsed or diverged left out" if row["n_failed"] and row["compare"] != "rate" else ""
         n = f"n = {int(row['n_a'])}" + (f" vs {int(row['n_b'])}" if row["compare"] != "threshold" else "")
         lines.append(f"{claim}: {row['verdict']} ({n}{effect}{failed}; {row['reason']})")
     return "\n".join(lines)

@@ -84,7 +84,7 @@ def test_collapsed_runs_are_left_out():
     assert rows.iloc[0]["verdict"] == "agrees" and rows.iloc[0]["n_a"] == 10 and rows.iloc[0]["n_failed"] == 2
     kept = judge(_claim(), pd.concat([frame, stuck], ignore_index=True), include_failed=True)
     assert kept.iloc[0]["n_a"] == 12 and kept.iloc[0]["verdict"] != "agrees"
-    assert "2 failed runs left out" in summary_line(rows.assign(recipe="r"))
+    assert "2 collapsed or diverged left out" in summary_line(rows.assign(recipe="r"))
 
 
 def test_cells_must_all_agree():

@@ -144,7 +144,7 @@ def test_claims_are_judged_printed_under_the_figure_and_indexed(tmp_path, recipe
     line = results["verdicts"].iloc[0]
     # one epoch on 24 examples: every run is stuck at the majority class, so no score is left to
     # test a spread on (and two seeds per method would be too few anyway); the rate claim counts them
-    assert line.startswith("spread: inconclusive (n = 0 vs 0; 4 failed runs left out; too few runs to test")
+    assert line.startswith("spread: inconclusive (n = 0 vs 0; 4 collapsed or diverged left out; too few runs to test")
     assert "\nfailures: inconclusive (n = 2 vs 2; rate a - rate b 0; rates 1.00 vs 1.00" in line
     assert footers and footers[0]["subtitle"] == "bert-tiny on rte"
     assert "Claim: adapters vary less (toy) Tested as spread of score: houlsby < full (levene, one-sided). Verdict inconclusive" in footers[0]["footer"]

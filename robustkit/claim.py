@@ -44,6 +44,7 @@ directional hypotheses over groups of runs (deepsig tests score distributions, w
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -247,7 +248,12 @@ def _location(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
     opposite = "greater" if claim.direction == "less" else "less"
     p_claimed = stats.mannwhitneyu(a, b, alternative=claim.direction).pvalue
     p_opposite = stats.mannwhitneyu(a, b, alternative=opposite).pvalue
-    return _decide(claim, base, p_claimed, p_opposite, f"means {a.mean():.3g} vs {b.mean():.3g}")
+    shown = f"means {a.mean():.3g} vs {b.mean():.3g}"
+    # the exact one-sided test cannot go below 1 / C(n_a + n_b, n_a): with 3 runs per group 0.05
+    smallest = 1 / math.comb(len(a) + len(b), len(a))
+    if smallest >= claim.alpha:
+        shown += f"; with {len(a)} vs {len(b)} runs the smallest possible p is {smallest:.3g}: cannot reach {claim.alpha:g}"
+    return _decide(claim, base, p_claimed, p_opposite, shown)
 
 
 def _rate(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:

@@ -142,3 +142,10 @@ def test_only_the_compared_groups_must_be_alike():
     # a third group trained differently does not block a comparison it is not part of
     frame = pd.concat([_runs({"houlsby": NARROW, "full": WIDE}, epochs=3), _runs({"topk": WIDE}, epochs=10)])
     assert _verdict(_claim(), frame) == "agrees"
+
+
+def test_too_few_runs_for_the_exact_test_say_so():
+    rows = judge(_claim(compare="location", test="mann-whitney", direction="greater"), _runs({"houlsby": HIGH[:3], "full": LOW[:3]}))
+    row = rows.iloc[0]
+    assert row["verdict"] == "inconclusive" and row["p_value"] == pytest.approx(0.05)
+    assert "smallest possible p is 0.05: cannot reach 0.05" in row["reason"]

@@ -90,3 +90,22 @@ def test_saved_figures_are_cropped(tmp_path):
     path = style.save_pdf(fig, tmp_path / "x.pdf")
     box = [float(v) for v in path.read_bytes().split(b"/MediaBox [")[1].split(b"]")[0].split()]
     assert box[2] < 5 * 72 + 20  # about the figure's width: cropped, not a page with margins
+
+
+def test_a_legend_wider_than_the_panels_is_not_cropped(tmp_path):
+    import re
+
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    from robustkit.plots import style
+
+    fig, ax = plt.subplots(figsize=(3, 2), constrained_layout=True)
+    ax.plot([0, 1], [0, 1])
+    handles = [Line2D([], [], label=f"a long legend label, number {i}, wider than the panel") for i in range(3)]
+    style.legend_below(fig, ax, handles, ncols=3)
+    legend_width = fig.legends[0].get_window_extent().width if fig.legends else ax.get_legend().get_window_extent(
+        fig.canvas.get_renderer()).width / fig.dpi * 72
+    path = style.save_pdf(fig, tmp_path / "wide.pdf")
+    box = re.search(rb"/MediaBox \[\s*0 0 ([\d.]+) ([\d.]+)", path.read_bytes())
+    assert float(box.group(1)) >= legend_width  # points: the whole legend is on the page

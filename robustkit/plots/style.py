@@ -300,6 +300,9 @@ def save_pdf(fig: Figure, path: str | Path) -> Path:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="pdf", bbox_inches="tight", pad_inches=0.06)
+    # legends hung under the panels are out of the layout, and a tight box leaves out what is
+    # out of the layout: name them (and every note) so that a wide legend is never cut
+    extra = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend()), *fig.texts]
+    fig.savefig(path, format="pdf", bbox_inches="tight", pad_inches=0.06, bbox_extra_artists=extra)
     plt.close(fig)
     return path

@@ -255,14 +255,20 @@ def _differences(recipe: Recipe, scale: str, defaults: dict) -> str:
         return ""
     ours, paper = recipe.specs(scale, defaults), recipe.specs("paper", defaults)
     texts = []
+    def shown(value) -> str:
+        return "all" if value is None else f"{value:g}" if isinstance(value, float) else str(value)  # None: the whole set
+
+    def ordered(values: set) -> list[str]:  # numbers by value, then text
+        return [shown(v) for v in sorted(values, key=lambda v: (not isinstance(v, (int, float)), v if isinstance(v, (int, float)) else 0, str(v)))]
+
     for field in _COMPARED:
-        mine = sorted({str(getattr(s, field)) for s in ours})
-        theirs = sorted({str(getattr(s, field)) for s in paper})
+        mine = ordered({getattr(s, field) for s in ours})
+        theirs = ordered({getattr(s, field) for s in paper})
         if mine != theirs:
             texts.append(f"{field} {', '.join(mine)} (paper {', '.join(theirs)})")
     seeds = (len({s.seed for s in ours}), len({s.seed for s in paper}))
     if seeds[0] != seeds[1]:
-        texts.append(f"{seeds[0]} seeds (paper {seeds[1]})")
+        texts.append(f"{seeds[0]} seed{'s' * (seeds[0] > 1)} (paper {seeds[1]})")
     return "; ".join(texts)
 
 

@@ -272,7 +272,7 @@ def _figure(args):
         from robustkit.analysis import ablation
         from robustkit.plots.ablation import ablation_heatmap
 
-        return ablation_heatmap(ablation.run(args.store, args.select, checkpoint=args.checkpoint), args.metric)
+        return ablation_heatmap(ablation.run(args.store, args.select, checkpoint=args.checkpoint), args.metric, args.paper_figure)
     if args.figure == "gradnorm":
         return gradnorm_curves(gradnorm.summary(gradnorm.run(args.store, args.select)))
     if args.figure == "landscape":
@@ -345,6 +345,7 @@ def add_plot_commands(commands) -> None:
         if name == "ablation":
             figure.add_argument("--checkpoint", default="best", help="checkpoint ablated: best or last; default: best")
             figure.add_argument("--metric", help="metric whose relative change is shown (Houlsby et al. plot validation accuracy); default: the task's main metric")
+            figure.add_argument("--paper-figure", default="Houlsby et al. 2019, figure 6", help="the figure named in the title; default: Houlsby et al. 2019, figure 6 (the course report's figure 8 is the same ablation of layer-shared adapters)")
         if name in ("tradeoff", "tradeoff-aggregate", "init-std"):
             _tradeoff_arguments(figure)
         if name.startswith("box-") or name in ("train-size", "table"):

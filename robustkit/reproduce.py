@@ -97,8 +97,12 @@ def reproduce(
         rows.append(row)
     if not train_only:
         verdicts = pd.concat(judged, ignore_index=True) if judged else pd.DataFrame(columns=claim.VERDICT_COLUMNS)
+        path = Path(figures) / "claims.csv"
+        if path.is_file():  # keep the verdicts of the recipes not drawn this time
+            earlier = pd.read_csv(path)
+            verdicts = pd.concat([earlier[~earlier["recipe"].isin([r.name for r in chosen])], verdicts], ignore_index=True)
         Path(figures).mkdir(parents=True, exist_ok=True)
-        verdicts.to_csv(Path(figures) / "claims.csv", index=False)
+        verdicts.to_csv(path, index=False)
         write_index(figures, scale, recipes, store=store, verdicts=verdicts)
     return pd.DataFrame(rows)
 

@@ -77,8 +77,11 @@ def test_shared_runs_train_once_and_every_figure_is_drawn(tmp_path, recipe_dir):
     index = (figures / "README.md").read_text()
     assert "toy_seeds.pdf" in index and "`robustkit reproduce toy/table --scale demo`" in index
 
+    claims_before = pd.read_csv(figures / "claims.csv")
     again = reproduce(["toy/table"], scale="demo", store=store, figures=figures, recipes=recipe_dir, jobs=1, progress=False)
     assert again["error"].isna().all() and len(load_runs(store)) == 6  # nothing retrained
+    # drawing one recipe keeps the other recipes' verdicts in claims.csv and in the index
+    assert pd.read_csv(figures / "claims.csv").equals(claims_before) and "**inconclusive** (spread:" in (figures / "README.md").read_text()
 
 
 def test_a_figure_sees_only_its_recipes_runs(tmp_path, recipe_dir, monkeypatch):

@@ -20,7 +20,7 @@ SHARING_TITLES = {"layer": "layer-shared adapters (one module per layer)",
                   "3-layer": "layer-shared adapters (one module per 3 layers)"}
 
 
-def ablation_heatmap(frame: pd.DataFrame, metric: str | None = None) -> Figure:
+def ablation_heatmap(frame: pd.DataFrame, metric: str | None = None, paper_figure: str = "Houlsby et al. 2019, figure 6") -> Figure:
     """Mean relative change of ``metric`` (in %) per ablated span, over the runs given.
 
     Rows are the first ablated layer, columns the last (0-based, as Houlsby et al.); cell
@@ -36,6 +36,9 @@ def ablation_heatmap(frame: pd.DataFrame, metric: str | None = None) -> Figure:
         relative_change`` + identity columns, ``adapter_sharing`` among them).
     metric : str, optional
         Default: the task's main metric (one task expected), else ``loss``.
+    paper_figure : str
+        The figure the heatmap reproduces, named in the title (the course report's figure 8
+        draws the same ablation for layer-shared adapters).
 
     Returns
     -------
@@ -62,7 +65,7 @@ def ablation_heatmap(frame: pd.DataFrame, metric: str | None = None) -> Figure:
         ax.set_title(_panel_title(rows, metric, keys, key), fontsize=8)
     bar = fig.colorbar(image, ax=list(axes[0]), shrink=0.9)
     bar.set_label(f"relative change in dev {metric} vs all adapters (%)")
-    style.set_title(fig, style.paper_title("Houlsby et al. 2019, figure 6", data, extra=_sharing(data)))
+    style.set_title(fig, style.paper_title(paper_figure, data, extra=_sharing(data)))
     style.add_note(fig, "Cell (i, j): adapters of layers i..j removed (nothing re-trained), mean over the runs; "
                         "outlined: a single layer; grey: no span.")
     return fig

@@ -194,7 +194,8 @@ def _summary_table(frame: pd.DataFrame, by: list[str], title: str, include_faile
     baseline per row; settings that vary inside a row become columns (never pooled)."""
     from robustkit.analysis import stability
     from robustkit.analysis.pooling import split_columns
-    from robustkit.plots.stability import marked, value_label
+    from robustkit.collapse import marked
+    from robustkit.plots.stability import value_label
     from robustkit.plots.style import paper_title, scale
     from robustkit.plots.tables import summary_table
 

@@ -155,6 +155,16 @@ def mark(frame: pd.DataFrame, rule: CollapseRule = DEFAULT_RULE) -> pd.DataFrame
     return marked.assign(failed=marked["outcome"] != OK)
 
 
+def marked(frame: pd.DataFrame, rule: CollapseRule = DEFAULT_RULE) -> pd.DataFrame:
+    """``frame`` with ``outcome`` and ``failed``: its own ``outcome``, else :func:`mark` when the
+    frame has a ``value`` and a ``baseline``, else every row ``ok`` (nothing to judge it by)."""
+    if "outcome" in frame:
+        return frame
+    if "value" in frame and "baseline" in frame:
+        return mark(frame, rule)
+    return frame.assign(outcome=OK, failed=False)
+
+
 def kept(frame: pd.DataFrame, include_failed: bool = False) -> pd.DataFrame:
     """The rows that enter means, spreads and tests: ``ok`` ones, or all with ``include_failed``.
 

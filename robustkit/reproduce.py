@@ -74,7 +74,8 @@ def reproduce(
     store = Path(store) if store is not None else default_store(scale)
     # A recipe with bad plot flags fails now, not after hours of training.
     commands = {recipe.name: _plot_args(recipe, scale, store, Path(figures) / recipe.output) for recipe in chosen}
-    needed = {recipe.name: recipe.specs(scale, load_defaults(recipes)) for recipe in chosen}
+    defaults = load_defaults(recipes)  # read once: every recipe's specs, claims and subtitle use it
+    needed = {recipe.name: recipe.specs(scale, defaults) for recipe in chosen}
     distinct = {spec.run_id: spec for specs in needed.values() for spec in specs}
     results = run_sweep(list(distinct.values()), store, jobs=jobs, progress=progress, device=device,
                         executor=executor, slurm_options=slurm_options)
@@ -86,10 +87,10 @@ def reproduce(
                "failed_runs": len(failed.intersection(run_ids)), "figure": None, "seconds": 0.0, "error": None, "verdicts": ""}
         if not train_only:
             started = time.perf_counter()
-            verdicts = claim.verdicts(store, [recipe], scale, defaults=load_defaults(recipes))
+            verdicts = claim.verdicts(store, [recipe], scale, defaults=defaults)
             judged.append(verdicts)
             args = commands[recipe.name]
-            args.subtitle, args.footer = subtitle(recipe, scale, load_defaults(recipes)), footer(recipe, verdicts)
+            args.subtitle, args.footer = subtitle(recipe, scale, defaults), footer(recipe, verdicts)
             row.update(_draw(args, run_ids), verdicts=claim.summary_line(verdicts))
             row["seconds"] = time.perf_counter() - started  # claims and figure together
             tqdm.write(f"{recipe.name}: " + (f"figure failed: {row['error']}" if row["error"] else "drawn") +

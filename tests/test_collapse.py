@@ -91,3 +91,10 @@ def test_a_learned_run_is_not_reported(tmp_path, rte_folder, capsys):
 
     lines = failed_outcomes(tmp_path / "runs", [run_dir.name])
     assert (lines == []) == all(v == "ok" for splits in outcome.values() for v in splits.values())
+
+
+def test_marked_keeps_an_outcome_marks_from_a_baseline_or_says_ok():
+    given = pd.DataFrame({"value": [0.5], "baseline": [0.57], "outcome": ["ok"]})
+    assert collapse.marked(given) is given
+    assert list(collapse.marked(given.drop(columns="outcome"))["outcome"]) == ["collapsed"]
+    assert list(collapse.marked(pd.DataFrame({"value": [0.5]}))["outcome"]) == ["ok"]  # nothing to judge it by

@@ -75,8 +75,7 @@ def with_outcomes(frame: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
         not in ``scores``) and ``baseline`` (majority-class baseline of the main metric on the
         validation split, same units as ``value``; NaN if unknown).
     """
-    if "outcome" not in scores:
-        scores = collapse.mark(scores) if "baseline" in scores else scores.assign(outcome=collapse.OK)
+    scores = collapse.marked(scores)
     if "baseline" not in scores:
         scores = scores.assign(baseline=np.nan)
     runs = scores.drop_duplicates("run_id").set_index("run_id")

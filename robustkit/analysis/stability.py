@@ -279,7 +279,7 @@ def summarize(
     """
     by = _columns(df, by, value, "summarize")
     check_pooling(df, by, pooled, "summarize")
-    df = _marked(df)
+    df = collapse.marked(df)
     failures = collapse.failure_rates(df, by)
     rows = []
     for key, group in df.groupby(by, dropna=False, sort=True):
@@ -350,7 +350,7 @@ def compare(
     within = default_within(df, by, pooled) if within is None else list(within)
     _columns(df, [*within, by], value, "compare")
     check_pooling(df, [*within, by], pooled, "compare")
-    df = collapse.kept(_marked(df), include_failed)
+    df = collapse.kept(collapse.marked(df), include_failed)
     rows = []
     cells = df.groupby(within, dropna=False, sort=True) if within else [((), df)]
     for key, cell in cells:
@@ -438,13 +438,6 @@ def _columns(df: pd.DataFrame, by: Sequence[str] | str, value: str, what: str) -
     if missing:
         raise RobustkitError(f"cannot {what}: no column {', '.join(map(repr, missing))}; columns are {', '.join(df.columns)}")
     return by
-
-
-def _marked(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with an ``outcome`` column: its own, or marked from ``value`` and ``baseline``."""
-    if "outcome" in df:
-        return df
-    return collapse.mark(df) if "baseline" in df else df.assign(outcome=collapse.OK, failed=False)
 
 
 def _p(p: float) -> str:

@@ -47,9 +47,7 @@ def init_std_figure(frame: pd.DataFrame, split: str = "validation", include_fail
         raise ValueError(f"no houlsby rows for split {split!r}: the init-std figure needs adapter runs")
     selected = select_best(with_points(data), select_on, include_failed,
                            keys=("task", "model", "series", "point", "init_std"))
-    shown = selected[selected["split"] == split]
-    if "outcome" not in shown:
-        shown = collapse.mark(shown) if "baseline" in shown else shown.assign(outcome=collapse.OK)
+    shown = collapse.marked(selected[selected["split"] == split])
     tasks = sorted(shown["task"].unique())
     fig, axes = plt.subplots(1, len(tasks), figsize=(5.2 * len(tasks), 4.0), constrained_layout=True, squeeze=False,
                              sharey=shown["metric"].nunique() == 1)

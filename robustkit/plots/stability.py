@@ -41,7 +41,7 @@ from robustkit.analysis.pooling import mixed_settings
 from robustkit.plots import style
 from robustkit.plots.style import PERCENT, SCALED, method_color, method_label, plt
 
-__all__ = ["PERCENT", "SCALED", "box_lr", "box_seeds", "box_tsp", "box_tsp_epochs", "facet_columns", "marked",
+__all__ = ["PERCENT", "SCALED", "box_lr", "box_seeds", "box_tsp", "box_tsp_epochs", "facet_columns",
            "train_size", "value_label"]
 
 BOX_WIDTH = 0.8  # seaborn's default: dodged boxes share it equally
@@ -166,16 +166,6 @@ def train_size(frame: pd.DataFrame, kind: str = "box", caption_text: str | None 
 # outcomes and facets
 
 
-def marked(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with an ``outcome`` column: as given, from :func:`robustkit.collapse.mark`
-    when the frame has a value and a baseline, else every row ``ok`` (old callers)."""
-    if "outcome" in frame:
-        return frame
-    if "value" in frame and "baseline" in frame:
-        return collapse.mark(frame)
-    return frame.assign(outcome=collapse.OK, failed=False)
-
-
 def facet_columns(frame: pd.DataFrame, shown: Sequence[str], pooled: Sequence[str] = ()) -> list[str]:
     """Run settings that vary inside a group of the ``shown`` columns (panels, x, hue).
 
@@ -199,7 +189,7 @@ def _box_figure(
     """Rows = tasks, columns = values of ``columns`` x settings that vary; boxes at x, by hue."""
     if frame.empty:
         raise ValueError("nothing to plot: the frame is empty")
-    data = _prepared(marked(frame), x)
+    data = _prepared(collapse.marked(frame), x)
     facets = facet_columns(data, ["task", x, hue, *([columns] if columns else [])], pooled)
     panel_keys = [*([columns] if columns else []), *facets]
     tasks = sorted(data["task"].unique())

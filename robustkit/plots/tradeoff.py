@@ -66,7 +66,7 @@ def tradeoff_figure(frame: pd.DataFrame, split: str = "validation", include_fail
     if usable[usable["split"] == split].empty:
         raise ValueError("every run has a non-default adapter_init_std: plot them with the init-std figure")
     selected = select_best(with_points(usable), select_on, include_failed)
-    shown = _marked(selected[selected["split"] == split])
+    shown = collapse.marked(selected[selected["split"] == split])
     stats = summarize(shown, _KEYS, include_failed)
     tasks = sorted(shown["task"].unique())
     share = shown["metric"].nunique() == 1  # panels on one metric share one y scale
@@ -83,12 +83,6 @@ def tradeoff_figure(frame: pd.DataFrame, split: str = "validation", include_fail
     style.legend_below(fig, axes[0][0], _legend(handles, shown, stats), ncols=min(3, len(handles) + 2))
     style.add_note(fig, _note(selected, shown, split, select_on, include_failed, left_out))
     return fig
-
-
-def _marked(rows: pd.DataFrame) -> pd.DataFrame:
-    if "outcome" in rows:
-        return rows
-    return collapse.mark(rows) if "baseline" in rows else rows.assign(outcome=collapse.OK, failed=False)
 
 
 def _factor(rows: pd.DataFrame) -> float:

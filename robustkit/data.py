@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
 from transformers import DataCollatorForLanguageModeling, DataCollatorWithPadding, PreTrainedTokenizerBase
 
 from robustkit.errors import TaskError
@@ -66,14 +65,3 @@ def masked_lm_collator(tokenizer: PreTrainedTokenizerBase, mlm_probability: floa
     which the training loop seeds per step."""
     return DataCollatorForLanguageModeling(tokenizer, mlm=True, mlm_probability=mlm_probability, return_tensors="pt")
 
-
-def eval_batches(features: Features, batch_size: int, collator) -> list[dict[str, torch.Tensor]]:
-    """The split in order, in padded batches; sorted by length first to pad less."""
-    order = sorted(range(len(features)), key=lambda i: len(features[i]["input_ids"]))
-    batches = []
-    for start in range(0, len(order), batch_size):
-        chosen = order[start : start + batch_size]
-        batch = collator([features[i] for i in chosen])
-        batch["order"] = torch.tensor(chosen)
-        batches.append(batch)
-    return batches

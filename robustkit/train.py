@@ -37,6 +37,7 @@ from robustkit.checkpoints import (
     trainable_state,
 )
 from robustkit.errors import RobustkitError
+from robustkit.evaluate import EVAL_BATCH_SIZE, encode_split, eval_batches, evaluate, resolve_device, to_device
 from robustkit.methods import (
     adapter_parameter_counts,
     check_houlsby_counts,
@@ -48,7 +49,6 @@ from robustkit.methods import (
 from robustkit.mixout import apply_mixout
 from robustkit.spec import RunSpec, TspSpec
 
-EVAL_BATCH_SIZE = 64
 TSP_SAVE_EVERY = 500
 _LAYER = re.compile(r"\.layer\.(\d+)\.")
 
@@ -183,17 +183,6 @@ def gradient_norms(named: list[tuple[str, torch.nn.Parameter]]) -> dict[str, flo
     # one device -> host transfer per step, not one per parameter
     values = torch.stack(list(squares.values())).sqrt().tolist() if squares else []
     return dict(zip(squares, values))
-
-
-def resolve_device(device: str | None = None) -> torch.device:
-    """``device`` if given, else the GPU when there is one, else the CPU."""
-    if device in (None, "auto"):
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    return torch.device(device)
-
-
-def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
-    return {k: v.to(device) for k, v in batch.items()}
 
 
 def package_versions() -> dict[str, str]:
@@ -447,7 +436,7 @@ class _Finetune(_Loop):
         spec, task = self.spec, self.task
         splits = tasks.load_splits(spec.task, data_dir=spec.data_dir, train_size=spec.train_size, split_seed=spec.split_seed)
         tokenizer = models.load_tokenizer(spec.model)
-        encoded = {name: self._encode(split, tokenizer) for name, split in splits.items()}
+        encoded = {name: encode_split(split, task, tokenizer, spec.max_length) for name, split in splits.items()}
         collator = data.classification_collator(tokenizer)
         model, names, fingerprint = build_classifier(spec, task.num_labels)
         model.to(self.device)
@@ -459,10 +448,6 @@ class _Finetune(_Loop):
         except Exception as error:  # a crash is recorded; KeyboardInterrupt/kill leaves it resumable
             store.update_manifest(self.run_dir, status="failed", error=f"{type(error).__name__}: {error}", updated=_now())
             raise
-
-    def _encode(self, split, tokenizer):
-        texts = data.split_texts(split, self.task.text_fields)
-        return data.encode_labelled(texts, split["label"], tokenizer, self.spec.max_length)
 
     def _manifest(self, model, names, fingerprint, splits) -> dict:
         spec = self.spec
@@ -498,7 +483,7 @@ class _Finetune(_Loop):
         total = spec.epochs * per_epoch
         warmup = round(spec.warmup_ratio * total)
         evals = self._eval_points(per_epoch, total)
-        batches = {s: data.eval_batches(encoded[s], EVAL_BATCH_SIZE, collator) for s in ("validation", "test")}
+        batches = {s: eval_batches(encoded[s], EVAL_BATCH_SIZE, collator) for s in ("validation", "test")}
         with self.bar(total, state["step"], f"{spec.task}/{spec.method}/s{spec.seed}/tsp{spec.tsp_step}") as bar:
             for step in range(state["step"] + 1, total + 1):
                 seed_step(spec.seed, step, self.stage)
@@ -568,36 +553,3 @@ class _Finetune(_Loop):
                     metrics.get(metric, float("nan")), baseline, metric, len(labels), metrics.get("top_class_share"),
                     loss=metrics.get("loss"))
         return result
-
-
-@torch.inference_mode()
-def evaluate(model, batches: list[dict], task, shares: bool = False) -> dict[str, float]:
-    """Mean loss and the task's metrics over pre-collated batches (see :func:`data.eval_batches`).
-
-    Parameters
-    ----------
-    shares : bool
-        Also return ``top_class_share``: the share of the predictions in the most predicted
-        class (classification only), which tells a run stuck at one class
-        (:mod:`robustkit.collapse`).
-
-    Returns
-    -------
-    dict
-        ``loss`` (mean cross-entropy, or MSE for regression) and each metric of the task.
-    """
-    model.eval()
-    device = next(model.parameters()).device
-    losses, predictions, labels = [], [], []
-    for batch in batches:
-        output = model(**to_device({k: v for k, v in batch.items() if k != "order"}, device))
-        losses.append(float(output.loss) * len(batch["labels"]))
-        logits = output.logits
-        predictions.append((logits.squeeze(-1) if task.num_labels == 1 else logits.argmax(-1)).cpu())
-        labels.append(batch["labels"])
-    n = sum(len(batch["labels"]) for batch in batches)
-    predicted = torch.cat(predictions).numpy()
-    metrics = {"loss": sum(losses) / n, **tasks.compute_metrics(task, predicted, torch.cat(labels).numpy())}
-    if shares and not task.is_regression:
-        metrics["top_class_share"] = collapse.top_class_share(predicted)
-    return metrics

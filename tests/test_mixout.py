@@ -11,9 +11,10 @@ from torch import nn
 from robustkit import data, models, store, tasks
 from robustkit.checkpoints import build_classifier, load_run_model
 from robustkit.errors import MethodError
+from robustkit.evaluate import EVAL_BATCH_SIZE, eval_batches, evaluate
 from robustkit.mixout import MixLinear, apply_mixout, disable_dropout, draw_mask, mix_linears, mix_weight
 from robustkit.spec import RunSpec
-from robustkit.train import EVAL_BATCH_SIZE, _Loop, evaluate, train
+from robustkit.train import _Loop, train
 
 # conftest's TINY_RTE: bert-tiny on a 24-example local RTE (rte_folder), 6 steps
 TINY_RTE = RunSpec(model="bert-tiny", task="rte", epochs=2, batch_size=8, max_length=32, adapter_size=16, eval_every=2)
@@ -207,7 +208,7 @@ def _evaluate_reloaded(run_dir, spec, glue) -> dict:
     tokenizer = models.load_tokenizer(spec.model)
     texts = data.split_texts(splits["test"], task.text_fields)
     features = data.encode_labelled(texts, splits["test"]["label"], tokenizer, spec.resolved().max_length)
-    batches = data.eval_batches(features, EVAL_BATCH_SIZE, data.classification_collator(tokenizer))
+    batches = eval_batches(features, EVAL_BATCH_SIZE, data.classification_collator(tokenizer))
     return evaluate(load_run_model(run_dir, "last"), batches, task)
 
 

@@ -9,7 +9,7 @@ every layer's adapters gives exactly the pretrained base with the trained LayerN
 Two implementations with identical results:
 
 :func:`naive_spans`
-    One full :func:`robustkit.train.evaluate` per span: L(L+1)/2 x L layer evaluations per
+    One full :func:`robustkit.evaluate.evaluate` per span: L(L+1)/2 x L layer evaluations per
     batch (plus L for the unablated reference). The reference.
 :func:`fast_spans`
     Per batch, one ordinary forward of the adapted model gives the embedding output and the
@@ -41,7 +41,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import torch
 from adapters.context import ForwardContext
@@ -50,14 +49,13 @@ from tqdm.auto import tqdm
 
 from robustkit import tasks
 from robustkit.analysis.cache import cached
-from robustkit.analysis.landscape import split_batches
 from robustkit.analysis.select import select_runs
 from robustkit.checkpoints import load_run_model
 from robustkit.errors import RobustkitError
+from robustkit.evaluate import EVAL_BATCH_SIZE, MetricAccumulator, evaluate, model_inputs, resolve_device, split_batches
 from robustkit.methods import ADAPTER_NAME, get_method
 from robustkit.spec import RunSpec
 from robustkit.store import IDENTITY, read_manifest
-from robustkit.train import EVAL_BATCH_SIZE, evaluate, resolve_device, to_device
 
 ANALYSIS = "ablation"
 SPAN_COLUMNS = ["first", "last", "metric", "value"]
@@ -132,10 +130,6 @@ def _counting(layers: nn.ModuleList) -> Iterator[list[int]]:
             handle.remove()
 
 
-def _inputs(batch: dict, device: torch.device) -> dict[str, torch.Tensor]:
-    return to_device({k: v for k, v in batch.items() if k != "order"}, device)
-
-
 def _frame(results: dict[tuple[int, int], dict[str, float]], full: dict[str, float], counts: int) -> pd.DataFrame:
     rows = [{"first": i, "last": j, "metric": m, "value": float(v)} for (i, j), values in results.items() for m, v in values.items()]
     frame = pd.DataFrame(rows, columns=SPAN_COLUMNS)
@@ -157,7 +151,7 @@ def naive_spans(model: nn.Module, batches: list[dict], task: str | tasks.Task) -
     model : nn.Module
         An AdapterHub-adapted classification model holding adapter :data:`ADAPTER_NAME`.
     batches : list of dict
-        Dev batches from :func:`robustkit.data.eval_batches`.
+        Dev batches from :func:`robustkit.evaluate.split_batches`.
     task : str or Task
         Decides the loss and the metrics.
 
@@ -182,22 +176,6 @@ def naive_spans(model: nn.Module, batches: list[dict], task: str | tasks.Task) -
 
 # ---------------------------------------------------------------------------------------------
 # fast: prefix cache + one layer per extension
-
-
-class _Accumulator:
-    """Per-batch losses and predictions of one span, reduced exactly as ``evaluate`` does."""
-
-    def __init__(self) -> None:
-        self.losses: list[float] = []
-        self.predictions: list[torch.Tensor] = []
-
-    def add(self, loss: torch.Tensor, logits: torch.Tensor, task: tasks.Task, n: int) -> None:
-        self.losses.append(float(loss) * n)
-        self.predictions.append((logits.squeeze(-1) if task.num_labels == 1 else logits.argmax(-1)).cpu())
-
-    def result(self, task: tasks.Task, labels: np.ndarray) -> dict[str, float]:
-        metrics = tasks.compute_metrics(task, torch.cat(self.predictions).numpy(), labels)
-        return {"loss": sum(self.losses) / len(labels), **metrics}
 
 
 def _head(model: nn.Module, sequence: torch.Tensor) -> torch.Tensor:
@@ -261,12 +239,12 @@ def _prefix(model: nn.Module, layers: nn.ModuleList, inputs: dict) -> tuple[list
     return states, captured["args"], captured["kwargs"], output
 
 
-def _batch_spans(model, layers, inputs: dict, task: tasks.Task, accumulators: dict, reference: _Accumulator) -> None:
+def _batch_spans(model, layers, inputs: dict, task: tasks.Task, accumulators: dict, reference: MetricAccumulator) -> None:
     """Add one batch's results of every span (and of the unablated model) to the accumulators."""
     _skip(model, None)
     states, args, kwargs, output = _prefix(model, layers, inputs)
-    labels, n = inputs["labels"], len(inputs["labels"])
-    reference.add(output.loss, output.logits, task, n)
+    labels = inputs["labels"]
+    reference.add(output.loss, output.logits, labels)
     L = len(layers)
 
     def layer(k: int, hidden: torch.Tensor, adapters: bool) -> torch.Tensor:
@@ -285,7 +263,7 @@ def _batch_spans(model, layers, inputs: dict, task: tasks.Task, accumulators: di
                 for k in range(j + 1, L):
                     hidden = layer(k, hidden, adapters=True)
                 logits = _head(model, hidden)
-                accumulators[(i, j)].add(_loss(model, logits, labels), logits, task, n)
+                accumulators[(i, j)].add(_loss(model, logits, labels), logits, labels)
     _skip(model, None)
 
 
@@ -303,7 +281,7 @@ def fast_spans(model: nn.Module, batches: list[dict], task: str | tasks.Task, pr
     model : nn.Module
         An AdapterHub-adapted BERT-style classification model holding :data:`ADAPTER_NAME`.
     batches : list of dict
-        Dev batches from :func:`robustkit.data.eval_batches`.
+        Dev batches from :func:`robustkit.evaluate.split_batches`.
     task : str or Task
         Decides the metrics (the loss is the model's own).
 
@@ -318,15 +296,15 @@ def fast_spans(model: nn.Module, batches: list[dict], task: str | tasks.Task, pr
     layers = encoder_layers(model)
     model.eval()
     device = next(model.parameters()).device
-    accumulators = {span: _Accumulator() for span in spans(len(layers))}
-    reference = _Accumulator()
+    # each span reduced exactly as evaluate() reduces a whole model (one shared reduction)
+    accumulators = {span: MetricAccumulator(task) for span in spans(len(layers))}
+    reference = MetricAccumulator(task)
     with _restored_adapters(model), _counting(layers) as count:
         model.eval()
         for batch in tqdm(batches, desc="ablation", disable=not progress, leave=False, unit="batch"):
-            _batch_spans(model, layers, _inputs(batch, device), task, accumulators, reference)
-    labels = torch.cat([b["labels"] for b in batches]).numpy()
-    results = {span: acc.result(task, labels) for span, acc in accumulators.items()}
-    return _frame(results, reference.result(task, labels), count[0])
+            _batch_spans(model, layers, model_inputs(batch, device), task, accumulators, reference)
+    results = {span: acc.result() for span, acc in accumulators.items()}
+    return _frame(results, reference.result(), count[0])
 
 
 # ---------------------------------------------------------------------------------------------

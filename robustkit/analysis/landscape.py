@@ -27,14 +27,14 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from robustkit import data, models, tasks
+from robustkit import tasks
 from robustkit.analysis.cache import cached
 from robustkit.analysis.select import select_runs, with_identity
 from robustkit.checkpoints import build_classifier, load_tensors
 from robustkit.errors import RobustkitError, StoreError
+from robustkit.evaluate import EVAL_BATCH_SIZE, evaluate, resolve_device, split_batches
 from robustkit.spec import RunSpec
 from robustkit.store import IDENTITY, load_checkpoint, read_manifest
-from robustkit.train import EVAL_BATCH_SIZE, evaluate, resolve_device
 
 ANALYSIS = "landscape"
 DEFAULT_ALPHAS = "-2:2:20"
@@ -133,7 +133,7 @@ def interpolate(
     alphas : sequence of float, shape (n_alpha,)
         Interpolation coefficients (0 = theta0, 1 = theta1).
     batches : dict of str to list of dict, or list of dict
-        Split name -> batches from :func:`robustkit.data.eval_batches`; a bare list is the
+        Split name -> batches from :func:`robustkit.evaluate.split_batches`; a bare list is the
         ``validation`` split.
     task : str or Task
         Decides the loss (cross-entropy or MSE) and the metrics.
@@ -201,26 +201,6 @@ def _restore(parameters: dict, original: dict) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # runs of a store
-
-
-def split_batches(spec: RunSpec, splits: Sequence[str]) -> dict[str, list[dict]]:
-    """The run's evaluation batches of each split, built as training builds them.
-
-    Same splits (``train_size``, ``split_seed``, ``data_dir``), tokenizer, ``max_length``,
-    collator and batch size (:data:`robustkit.train.EVAL_BATCH_SIZE`) as the training loop, so
-    a loss here equals the one in the run's history.
-    """
-    spec = spec.resolved()
-    task = tasks.get_task(spec.task)
-    loaded = tasks.load_splits(spec.task, data_dir=spec.data_dir, train_size=spec.train_size, split_seed=spec.split_seed)
-    tokenizer = models.load_tokenizer(spec.model)
-    collator = data.classification_collator(tokenizer)
-    out = {}
-    for split in splits:
-        texts = data.split_texts(loaded[split], task.text_fields)
-        features = data.encode_labelled(texts, loaded[split]["label"], tokenizer, spec.max_length)
-        out[split] = data.eval_batches(features, EVAL_BATCH_SIZE, collator)
-    return out
 
 
 def landscape_run(

@@ -29,6 +29,7 @@ from transformers import PreTrainedTokenizerBase
 
 from robustkit import data, models, tasks
 from robustkit.errors import RobustkitError
+from robustkit.evaluate import eval_batches
 from robustkit.spec import RunSpec
 from robustkit.store import read_manifest
 
@@ -47,7 +48,7 @@ class TokenSample:
     max_length, seed : int
     features : list of dict
         Encoded dev examples holding at least one sampled token, in dev order
-        (``input_ids``, ``attention_mask``, ...), ready for :func:`robustkit.data.eval_batches`.
+        (``input_ids``, ``attention_mask``, ...), ready for :func:`robustkit.evaluate.eval_batches`.
     example : numpy.ndarray of int, shape (n,)
         Row of each token's example in the dev split.
     position : numpy.ndarray of int, shape (n,)
@@ -88,7 +89,7 @@ class TokenSample:
 
     def batches(self, batch_size: int = 64) -> list[dict[str, Tensor]]:
         """The examples in padded batches (sorted by length), each with an ``order`` entry."""
-        return data.eval_batches(self.features, batch_size, data.classification_collator(self.tokenizer))
+        return eval_batches(self.features, batch_size, data.classification_collator(self.tokenizer))
 
 
 def sample_tokens(
@@ -190,7 +191,7 @@ def layer_representations(
         A BERT-style model (adapters, if any, active as trained); put in eval mode for the call.
     batches : list of dict
         Padded model inputs, each with ``order``: the rows (into the features the positions
-        refer to) of its examples, as :func:`robustkit.data.eval_batches` makes them.
+        refer to) of its examples, as :func:`robustkit.evaluate.eval_batches` makes them.
     positions : LongTensor, shape (n, 2)
         (example row, token position) of each wanted token.
     device : str or torch.device, optional

@@ -7,7 +7,7 @@ numpy
     Per layer: unit rows, the two full n x n cosine matrices (float64), their upper triangles
     through ``np.triu_indices`` (computed once, outside the timing), ``np.corrcoef``.
 torch chunked
-    :func:`robustkit.analysis.rsa.rsa_layers` with ``method="chunked"``: row-chunks of the
+    :func:`robustkit.measures.rsa.rsa_layers` with ``method="chunked"``: row-chunks of the
     upper triangles, centred moments merged (float64).
 torch auto
     The default, ``method="auto"``, which picks ``gram`` here: the Pearson sums from d x d
@@ -83,7 +83,7 @@ def _child(name: str, folder: str, chunk: int, queue) -> None:
 
     import torch
 
-    from robustkit.analysis.rsa import rsa_layers
+    from robustkit.measures.rsa import rsa_layers
 
     a, b = np.load(Path(folder, "a.npy")), np.load(Path(folder, "b.npy"))
     upper = np.triu_indices(a.shape[1], 1) if name == "numpy" else None

@@ -7,7 +7,7 @@ import pytest
 import torch
 from scipy.stats import ortho_group
 
-from robustkit.analysis.cka import cka_layers, linear_cka
+from robustkit.measures.cka import cka_layers, linear_cka
 
 
 def published_cka(x: np.ndarray, y: np.ndarray) -> float:

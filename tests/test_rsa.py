@@ -8,7 +8,7 @@ import torch
 from scipy.spatial.distance import pdist
 from scipy.stats import pearsonr
 
-from robustkit.analysis.rsa import choose_method, rsa, rsa_layers
+from robustkit.measures.rsa import choose_method, rsa, rsa_layers
 
 METHODS = ["gram", "chunked"]
 

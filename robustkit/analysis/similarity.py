@@ -18,7 +18,6 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from robustkit.analysis.cache import cached
-from robustkit.analysis.cka import cka_layers
 from robustkit.analysis.representations import (
     MAX_LENGTH,
     TokenSample,
@@ -26,8 +25,9 @@ from robustkit.analysis.representations import (
     representations,
     sample_tokens,
 )
-from robustkit.analysis.rsa import DEFAULT_CHUNK, rsa_layers
 from robustkit.analysis.select import select_runs, with_identity
+from robustkit.measures.cka import cka_layers
+from robustkit.measures.rsa import DEFAULT_CHUNK, rsa_layers
 from robustkit.store import IDENTITY
 
 ANALYSIS = "similarity"

@@ -1,0 +1,9 @@
+"""Pure measures on arrays: functions of tensors to numbers, with no run, store or model in sight.
+
+- :mod:`robustkit.measures.rsa`: representational similarity analysis (RSA);
+- :mod:`robustkit.measures.cka`: linear centred kernel alignment (CKA).
+
+Analyses (:mod:`robustkit.analysis`) gather the arrays from runs and call these. Contract shared
+by the similarity measures: a value that cannot be computed honestly (non-finite input, a side
+with no variation) is NaN, never a number that reads as a result.
+"""

@@ -1,3 +1,6 @@
+"""``python -m robustkit``: the ``robustkit`` command."""
+
 from robustkit.cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # importing this module (e.g. to check that every module imports) runs nothing
+    raise SystemExit(main())

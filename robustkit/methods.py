@@ -94,6 +94,7 @@ class Method:
     train_top_layers: bool = False
 
 
+# robustkit.spec.METHOD_NAMES lists these names without importing this module (tests/test_spec.py).
 METHODS: dict[str, Method] = {
     "full": Method("full", uses_adapters=False, train_layer_norms=True, train_all=True),
     "houlsby": Method("houlsby", uses_adapters=True, train_layer_norms=True),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
@@ -11,8 +12,15 @@ from robustkit.store import load_runs, read_manifest
 SHOWN = ["run_id", "task", "method", "seed", "tsp_step", "lr", "train_size", "status", "trainable_params"]
 
 
-def runs_table(store: str | Path, include_tsp: bool = False) -> pd.DataFrame:
+def runs_table(store: str | Path, include_tsp: bool = False, run_ids: Iterable[str] | None = None) -> pd.DataFrame:
     """One row per run: identity, status, trainable parameters and the main metric.
+
+    Parameters
+    ----------
+    run_ids : iterable of str, optional
+        Only these runs, in this order (e.g. the runs a command just trained); ids without a
+        manifest in the store (a run that failed before it started) have no row. Default: every
+        run of the store.
 
     Returns
     -------
@@ -22,6 +30,9 @@ def runs_table(store: str | Path, include_tsp: bool = False) -> pd.DataFrame:
         test at the last one (``last_test``).
     """
     runs = load_runs(store, include_tsp=include_tsp)
+    if run_ids is not None:
+        order = {run_id: i for i, run_id in enumerate(run_ids)}
+        runs = runs[runs.run_id.isin(list(order))].sort_values("run_id", key=lambda ids: ids.map(order)).reset_index(drop=True)
     table = runs.reindex(columns=SHOWN).copy()
     metric = runs.get("main_metric", pd.Series([None] * len(runs)))
     table["metric"] = metric.values

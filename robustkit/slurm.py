@@ -1,4 +1,5 @@
-"""Sweeps on a Slurm cluster, through submitit (no scheduler of robustkit's own).
+"""Sweeps on a Slurm cluster, through submitit (no scheduler of robustkit's own):
+:class:`SlurmExecutor`, an :class:`robustkit.executors.Executor`.
 
 One job per run, as job arrays: first the distinct TSP runs, then the supervised runs, whose
 array starts after the TSP array has ended (``afterany``: a supervised job whose TSP run failed
@@ -20,11 +21,13 @@ import os
 import subprocess
 import time
 from pathlib import Path
+from typing import Sequence
 
 import pandas as pd
 import submitit
 
 from robustkit.errors import RobustkitError
+from robustkit.jobs import Job, JobResult, run_job, waves
 from robustkit.spec import RunSpec
 
 SLURM_DIR = ".slurm"
@@ -61,24 +64,49 @@ class SlurmOptions:
 
 
 class RunJob(submitit.helpers.Checkpointable):
-    """What a Slurm job runs: one TSP run or one supervised run.
+    """What a Slurm job runs: one :class:`robustkit.jobs.Job` (a TSP run or a supervised run).
 
     ``Checkpointable`` makes submitit requeue the job with the same arguments on preemption or
     timeout; the run then resumes from its ``last`` checkpoint in the store.
     """
 
-    def __call__(self, kind: str, item: tuple, store: str, device: str | None) -> dict:
+    def __call__(self, job: Job) -> JobResult:
         import torch
-
-        from robustkit.sweep import _pretrain_job, _train_job
 
         # torch would use every core of the node; the job owns only --cpus-per-run of them.
         torch.set_num_threads(int(os.environ.get("SLURM_CPUS_PER_TASK", torch.get_num_threads())))
+        return run_job(job, progress=False)
 
-        if kind == "tsp":
-            spec, steps, data_dir = item
-            return _pretrain_job(spec, steps, data_dir, store, device, progress=False)
-        return _train_job(item[0], store, device, progress=False)
+
+class SlurmExecutor:
+    """One Slurm job per run, as job arrays: the TSP runs' array, then the other runs' array,
+    which starts once the first has ended (``afterany``: a run whose TSP run failed retries it
+    in its own job, under the TSP run's lock).
+
+    Parameters
+    ----------
+    store : Path
+        The run store: submitit's logs go to ``<store>/.slurm/logs`` and each run's job id to
+        ``<store>/.slurm/jobs.json`` (for :func:`status`).
+    options : SlurmOptions
+        Resources and scheduling of each job.
+    wait : bool
+        Wait for the jobs to leave the queue and return their results; else return at once, each
+        job ``submitted`` with its Slurm job id as ``error``.
+    """
+
+    def __init__(self, store: str | Path, options: SlurmOptions | None = None, wait: bool = True) -> None:
+        self.store = Path(store).resolve()
+        self.options = options or SlurmOptions()
+        self.wait = wait
+
+    def run(self, jobs: Sequence[Job]) -> list[JobResult]:
+        submitted = submit(jobs, self.store, self.options)
+        if not self.wait:
+            return [{"run_id": job.run_id, "status": "submitted", "error": f"job {handle.job_id}"}
+                    for job, handle in zip(jobs, submitted, strict=True)]
+        wait_until_done(submitted)
+        return [outcome(handle, job.run_id) for job, handle in zip(jobs, submitted, strict=True)]
 
 
 def make_executor(store: Path, options: SlurmOptions) -> submitit.AutoExecutor:
@@ -101,41 +129,34 @@ def make_executor(store: Path, options: SlurmOptions) -> submitit.AutoExecutor:
     return executor
 
 
-def submit(
-    tsp_items: list[tuple], run_items: list[RunSpec], store: Path, options: SlurmOptions, device: str | None = None
-) -> list[submitit.Job]:
-    """Submit the TSP array, then the supervised array after it; record each run's job id.
-
-    Parameters
-    ----------
-    tsp_items : list of (TspSpec, steps, data_dir)
-        Distinct TSP runs with every step asked of them.
-    run_items : list of RunSpec
-        Supervised runs that are not complete.
+def submit(jobs: Sequence[Job], store: Path, options: SlurmOptions) -> list[submitit.Job]:
+    """Submit the array of the jobs others need (TSP runs), then the array of the rest after it;
+    record each run's job id.
 
     Returns
     -------
     list of submitit.Job
-        TSP jobs first.
+        One per job, in the order of ``jobs``.
     """
     executor = make_executor(store, options)
-    job = RunJob()
-    tsp_jobs: list[submitit.Job] = []
-    if tsp_items:
+    task = RunJob()
+    handles: list[submitit.Job | None] = [None] * len(jobs)
+    first, then = waves(jobs)
+    if first:
         with executor.batch():
-            tsp_jobs = [executor.submit(job, "tsp", item, str(store), device) for item in tsp_items]
-    if tsp_jobs:
+            pending = [executor.submit(task, jobs[i]) for i in first]
+        for i, handle in zip(first, pending, strict=True):
+            handles[i] = handle
         # The tasks of one array share its id ("123_4"): afterany:123 waits for the whole array.
-        array = tsp_jobs[0].job_id.split("_")[0]
+        array = pending[0].job_id.split("_")[0]
         executor.update_parameters(slurm_additional_parameters={**options.extra, "dependency": f"afterany:{array}"})
-    run_jobs: list[submitit.Job] = []
-    if run_items:
+    if then:
         with executor.batch():
-            run_jobs = [executor.submit(job, "run", (spec,), str(store), device) for spec in run_items]
-    ids = {item[0].run_id: j.job_id for item, j in zip(tsp_items, tsp_jobs, strict=True)}
-    ids.update({spec.run_id: j.job_id for spec, j in zip(run_items, run_jobs, strict=True)})
-    _record_jobs(store, ids)
-    return tsp_jobs + run_jobs
+            pending = [executor.submit(task, jobs[i]) for i in then]
+        for i, handle in zip(then, pending, strict=True):
+            handles[i] = handle
+    _record_jobs(store, {job.run_id: handle.job_id for job, handle in zip(jobs, handles, strict=True)})
+    return handles  # type: ignore[return-value] - every position is filled above
 
 
 def _record_jobs(store: Path, ids: dict[str, str]) -> None:
@@ -147,7 +168,7 @@ def _record_jobs(store: Path, ids: dict[str, str]) -> None:
     atomic_write_json(path, known)
 
 
-def wait(jobs: list[submitit.Job], poll_s: float = 2.0) -> None:
+def wait_until_done(jobs: list[submitit.Job], poll_s: float = 2.0) -> None:
     """Block until none of the jobs is in the Slurm queue any more (``squeue``, not ``sacct``)."""
     ids = {job.job_id for job in jobs}
     while ids & set(queue_states()):

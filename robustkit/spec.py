@@ -15,6 +15,11 @@ from dataclasses import dataclass, field
 
 from robustkit.errors import RobustkitError
 
+# The tuning methods' names, in robustkit.methods.METHODS order. Kept here as plain data so that
+# what only needs the names (the CLI's --method choices) does not import robustkit.methods, which
+# imports torch and AdapterHub (seconds); tests/test_spec.py checks it equals the registry's keys.
+METHOD_NAMES = ("full", "houlsby", "adapterhub-houlsby", "topk", "layernorm")
+
 # Methods without adapters: top-k fine-tunes part of the network, so it takes full fine-tuning's
 # settings; LayerNorm-only freezes the base like adapters do, so it takes the adapter settings.
 DEFAULT_EPOCHS = {"full": 10, "topk": 10, "layernorm": 20}

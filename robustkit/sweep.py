@@ -20,20 +20,19 @@ Complete runs are skipped, so re-running a sweep only trains what is missing.
 
 from __future__ import annotations
 
-import concurrent.futures as futures
 import dataclasses
 import itertools
-import multiprocessing
-import os
 import tomllib
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Iterable
 
-import pandas as pd
-from tqdm.auto import tqdm
-
-from robustkit.errors import RobustkitError, RunLockedError, SweepError
+from robustkit.errors import RobustkitError, SweepError
+from robustkit.executors import Executor, LocalExecutor
+from robustkit.jobs import Job
 from robustkit.spec import SPEC_FIELDS, RunSpec, TspSpec
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 GRID_SECTIONS = ("base", "grid")
 
@@ -103,7 +102,7 @@ def run_sweep(
     jobs: int = 1,
     progress: bool = True,
     device: str | None = None,
-    executor: str = "local",
+    executor: str | Executor = "local",
     slurm_options=None,
     wait: bool = True,
 ) -> pd.DataFrame:
@@ -112,12 +111,16 @@ def run_sweep(
     Parameters
     ----------
     jobs : int
-        Runs trained at once, one per worker process; torch threads are split between them.
+        Local executor: runs trained at once, one per worker process; torch threads are split
+        between them.
+    progress : bool
+        Local executor: show progress bars.
     device : str, optional
         Where runs train (default: the GPU if there is one, else the CPU).
-    executor : str
-        ``local`` (worker processes on this machine) or ``slurm`` (one job per run, see
-        :mod:`robustkit.slurm`; ``slurm_options`` is a :class:`robustkit.slurm.SlurmOptions`).
+    executor : str or Executor
+        ``local`` (worker processes on this machine, :class:`robustkit.executors.LocalExecutor`),
+        ``slurm`` (one job per run, :class:`robustkit.slurm.SlurmExecutor`; ``slurm_options`` is
+        a :class:`robustkit.slurm.SlurmOptions`), or any :class:`robustkit.executors.Executor`.
     wait : bool
         Slurm only: wait for the jobs to end (else return once they are submitted, with status
         ``submitted``).
@@ -125,93 +128,39 @@ def run_sweep(
     Returns
     -------
     DataFrame
-        One row per run: ``run_id, status`` (``complete``, ``skipped`` if it already was,
-        ``locked`` if another process is training it, ``failed``) and ``error``.
+        One row per spec, in their order: ``run_id, status`` (``complete``, ``skipped`` if it
+        already was, ``locked`` if another process is training it, ``failed``, ``submitted``)
+        and ``error``.
     """
+    import pandas as pd
+
     from robustkit.store import open_store
     from robustkit.train import _is_complete
 
-    root = open_store(store)
-    todo = [s for s in specs if not _is_complete(root / s.run_id)]
-    done = [{"run_id": s.run_id, "status": "skipped", "error": None} for s in specs if s not in todo]
-    if executor == "slurm":
-        return pd.DataFrame(done + _run_on_slurm(todo, root, slurm_options, device, wait), columns=["run_id", "status", "error"])
-    if executor != "local":
-        raise SweepError(f"unknown executor {executor!r}; known: local, slurm")
-    tsp = [(spec, steps, data_dir, str(root), device) for spec, (steps, data_dir) in tsp_jobs(todo).items()]
-    rows = _map(_pretrain_job, tsp, jobs, progress, "TSP runs")
-    failed_tsp = {row["run_id"]: row["error"] for row in rows if row["status"] == "failed"}
-    runnable = [s for s in todo if not s.tsp_step or s.tsp_spec().run_id not in failed_tsp]
-    for spec in todo:
-        if spec not in runnable:
-            done.append({"run_id": spec.run_id, "status": "failed", "error": f"TSP run failed: {failed_tsp[spec.tsp_spec().run_id]}"})
-    done += _map(_train_job, [(spec, str(root), device) for spec in runnable], jobs, progress, "runs")
-    return pd.DataFrame(done, columns=["run_id", "status", "error"])
+    root = open_store(store).resolve()  # absolute: a job running elsewhere (Slurm) must find it
+    if isinstance(executor, str):
+        executor = make_executor(executor, root, jobs=jobs, progress=progress, slurm_options=slurm_options, wait=wait)
+    pending = [not _is_complete(root / spec.run_id) for spec in specs]
+    todo = [spec for spec, wanted in zip(specs, pending) if wanted]
+    tsp = [Job(spec, str(root), device, tuple(steps), data_dir) for spec, (steps, data_dir) in tsp_jobs(todo).items()]
+    runs = [Job(spec, str(root), device, needs=spec.tsp_spec().run_id if spec.tsp_step else None) for spec in todo]
+    # rows are the specs' runs; a TSP run shows in the runs that start from it (see the executors)
+    results = iter(executor.run(tsp + runs)[len(tsp):])
+    rows = [next(results) if wanted else {"run_id": spec.run_id, "status": "skipped", "error": None}
+            for spec, wanted in zip(specs, pending)]
+    return pd.DataFrame(rows, columns=["run_id", "status", "error"])
 
 
-def _run_on_slurm(todo: list[RunSpec], root: Path, options, device: str | None, wait: bool) -> list[dict]:
-    from robustkit import slurm
+def make_executor(name: str, store: Path, jobs: int = 1, progress: bool = True, slurm_options=None,
+                  wait: bool = True) -> Executor:
+    """The executor called ``name`` (``local`` or ``slurm``, the CLI's ``--executor``)."""
+    if name == "local":
+        return LocalExecutor(workers=jobs, progress=progress)
+    if name == "slurm":
+        from robustkit.slurm import SlurmExecutor  # imports submitit: only for Slurm sweeps
 
-    tsp = [(spec, steps, data_dir) for spec, (steps, data_dir) in tsp_jobs(todo).items()]
-    submitted = slurm.submit(tsp, todo, root.resolve(), options or slurm.SlurmOptions(), device)
-    run_jobs = submitted[len(tsp):]
-    if not wait:
-        return [{"run_id": s.run_id, "status": "submitted", "error": f"job {j.job_id}"} for s, j in zip(todo, run_jobs, strict=True)]
-    slurm.wait(submitted)
-    return [slurm.outcome(job, spec.run_id) for spec, job in zip(todo, run_jobs, strict=True)]
-
-
-def _map(function: Callable, items: list[tuple], jobs: int, progress: bool, label: str) -> list[dict]:
-    """Local executor: ``function(*item)`` for each item, in ``jobs`` worker processes."""
-    if not items:
-        return []
-    bar = tqdm(total=len(items), desc=label, disable=not progress, unit="run")
-    if jobs <= 1:
-        results = []
-        for item in items:
-            results.append(function(*item, progress=progress))
-            bar.update(1)
-        bar.close()
-        return results
-    threads = max(1, (os.cpu_count() or 1) // jobs)
-    context = multiprocessing.get_context("spawn")
-    with futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_set_threads, initargs=(threads,)) as pool:
-        pending = [pool.submit(function, *item, progress=False) for item in items]
-        results = []
-        for future in futures.as_completed(pending):
-            results.append(future.result())
-            bar.update(1)
-    bar.close()
-    return results
-
-
-def _set_threads(threads: int) -> None:
-    import torch
-
-    torch.set_num_threads(threads)
-
-
-def _pretrain_job(spec: TspSpec, steps: list[int], data_dir: str | None, store: str, device: str | None, progress: bool) -> dict:
-    from robustkit.train import pretrain
-
-    return _guarded(spec.run_id, lambda: pretrain(spec, steps, store, data_dir=data_dir, progress=progress, device=device))
-
-
-def _train_job(spec: RunSpec, store: str, device: str | None, progress: bool) -> dict:
-    from robustkit.train import train
-
-    return _guarded(spec.run_id, lambda: train(spec, store, progress=progress, device=device))
-
-
-def _guarded(run_id: str, work: Callable) -> dict:
-    """Run one job; a failure is reported in the result instead of stopping the sweep."""
-    try:
-        work()
-    except RunLockedError as error:  # another sweep is training it: not ours to report as failed
-        return {"run_id": run_id, "status": "locked", "error": str(error)}
-    except Exception as error:  # noqa: BLE001 - reported per run, the sweep goes on
-        return {"run_id": run_id, "status": "failed", "error": f"{type(error).__name__}: {error}"}
-    return {"run_id": run_id, "status": "complete", "error": None}
+        return SlurmExecutor(store, slurm_options, wait=wait)
+    raise SweepError(f"unknown executor {name!r}; known: local, slurm")
 
 
 def with_overrides(specs: list[RunSpec], **changes) -> list[RunSpec]:

@@ -98,3 +98,11 @@ def test_mixout_is_part_of_the_run_id_only_when_on():
 def test_bad_mixout_is_named(mixout):
     with pytest.raises(RobustkitError, match="mixout"):
         RunSpec(mixout=mixout).resolved()
+
+
+def test_light_method_names_are_the_registrys():
+    # the CLI takes --method choices from spec.METHOD_NAMES so that --help never imports methods
+    from robustkit.methods import METHODS
+    from robustkit.spec import METHOD_NAMES
+
+    assert METHOD_NAMES == tuple(METHODS)

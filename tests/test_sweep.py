@@ -85,3 +85,67 @@ def test_adapter_size_and_method_settings_are_grid_axes(tmp_path):
     assert {(s.adapter_sharing, s.adapter_init_std) for s in specs} == {("layer", 1e-3)}
     topk = expand_grid({"base": {"model": "bert-tiny", "method": "topk"}, "grid": {"top_k": [1, 2]}})
     assert [s.top_k for s in topk] == [1, 2]
+
+
+class _RecordingExecutor:
+    """An Executor that trains nothing: it records the jobs and answers ``complete``."""
+
+    def __init__(self):
+        self.jobs = []
+
+    def run(self, jobs):
+        self.jobs = list(jobs)
+        return [{"run_id": job.run_id, "status": "complete", "error": None} for job in jobs]
+
+
+def test_sweep_hands_every_job_to_its_executor_tsp_first(tmp_path):
+    specs = expand_grid(_write(tmp_path, GRID))
+    executor = _RecordingExecutor()
+    results = run_sweep(specs, tmp_path / "runs", executor=executor)
+    assert list(results.run_id) == [s.run_id for s in specs] and set(results.status) == {"complete"}
+    tsp = [job for job in executor.jobs if job.is_tsp]
+    assert executor.jobs[:len(tsp)] == tsp and len(tsp) == 2  # one TSP run per method, before the runs
+    assert [job.spec for job in executor.jobs[len(tsp):]] == specs
+    for job in executor.jobs[len(tsp):]:
+        assert job.needs == (job.spec.tsp_spec().run_id if job.spec.tsp_step else None)
+        assert job.store == str((tmp_path / "runs").resolve())  # absolute: a Slurm job must find it
+    assert {job.tsp_steps for job in tsp} == {(2,)}
+
+
+def test_unknown_executor_is_named(tmp_path):
+    with pytest.raises(SweepError, match="'nope'"):
+        run_sweep(expand_grid(_write(tmp_path, GRID))[:1], tmp_path / "runs", executor="nope")
+
+
+def test_local_executor_does_not_try_runs_whose_tsp_run_failed(tmp_path, monkeypatch):
+    from robustkit import executors
+    from robustkit.jobs import Job
+
+    specs = expand_grid(_write(tmp_path, GRID))
+    with_tsp = [s for s in specs if s.tsp_step][:1]
+    without = [s for s in specs if not s.tsp_step][:1]
+    tsp = with_tsp[0].tsp_spec()
+    jobs = [Job(with_tsp[0], "store", needs=tsp.run_id), Job(tsp, "store", tsp_steps=(2,)), Job(without[0], "store")]
+    ran = []
+
+    def fake_run_job(job, progress=False):
+        ran.append(job.run_id)
+        status = "failed" if job.is_tsp else "complete"
+        return {"run_id": job.run_id, "status": status, "error": "boom" if job.is_tsp else None}
+
+    monkeypatch.setattr(executors, "run_job", fake_run_job)
+    results = executors.LocalExecutor(workers=1, progress=False).run(jobs)
+    assert ran == [tsp.run_id, without[0].run_id]  # the TSP run first; the run that needs it never
+    assert [r["run_id"] for r in results] == [job.run_id for job in jobs]  # in the order given
+    assert results[0] == {"run_id": with_tsp[0].run_id, "status": "failed", "error": "TSP run failed: boom"}
+
+
+def test_a_needed_job_may_not_need_another(tmp_path):
+    from robustkit.jobs import Job, waves
+
+    spec = expand_grid(_write(tmp_path, GRID))[0]
+    first, then = waves([Job(spec, "s", needs="x")])
+    assert (first, then) == ([], [0])  # a job it needs outside the batch: nothing to wait for
+    tsp = spec.tsp_spec()
+    with pytest.raises(ValueError, match="need none"):
+        waves([Job(tsp, "s", needs=spec.run_id), Job(spec, "s", needs=tsp.run_id)])

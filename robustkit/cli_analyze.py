@@ -30,14 +30,6 @@ def _similarity_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint", default="best", help="tuned checkpoint compared with the base model: best, last or step-0; default: best")
 
 
-def _stability_arguments(parser: argparse.ArgumentParser, epochs: bool = False) -> None:
-    parser.add_argument("--metric", help="metric shown (accuracy, f1, mcc, ...); default: each task's main metric")
-    if epochs:  # epoch-end evaluations come from the history: validation only, no checkpoint
-        return
-    parser.add_argument("--split", choices=["test", "validation"], default="test", help="split scored; default: test")
-    parser.add_argument("--checkpoint", choices=["best", "last"], default="best", help="best: best validation main metric; last: end of training; default: best")
-
-
 def _similarity(args) -> pd.DataFrame:
     from robustkit.analysis import similarity
 
@@ -95,12 +87,6 @@ def _analyze_gradnorm(args) -> int:
 
     frame = gradnorm.run(args.store, args.select)
     return _write_or_print(frame, args.output, gradnorm.summary(frame, every=max(1, int(frame["step"].max()) // 10)))
-
-
-def _tradeoff_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--split", choices=["validation", "test"], default="validation", help="split whose metric is shown (Houlsby et al. report validation); the best learning rate per point is always selected on validation; default: validation")
-    parser.add_argument("--checkpoint", choices=["best", "last"], default="best", help="checkpoint whose metrics are used: best (selected on validation) or last; default: best")
-    parser.add_argument("--metric", help="metric shown (accuracy, f1, mcc, ...; Houlsby et al. plot accuracy for CoLA too); default: each task's main metric")
 
 
 def _analyze_tradeoff(args) -> int:
@@ -167,210 +153,54 @@ def add_analyze_commands(commands) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# plot
-
-
-def _stability_figure(args):
-    """The stability box plots: one score per run (or per run x epoch end), then the figure."""
-    from robustkit.analysis import stability
-    from robustkit.plots import stability as plots
-
-    failed = args.include_failed
-    if args.figure == "box-tsp-epochs":
-        frame = stability.epoch_outcomes(args.store, args.select, metric=args.metric)
-        return plots.box_tsp_epochs(frame, pool_epochs=args.pool_epochs, include_failed=failed)
-    frame = stability.outcomes(args.store, args.select, checkpoint=args.checkpoint, split=args.split, metric=args.metric)
-    if args.figure == "table":
-        return _summary_table(frame, [c.strip() for c in args.by.split(",")], args.title, failed)
-    if args.figure == "box-tsp":
-        return plots.box_tsp(frame, pooled=args.pooled, include_failed=failed)
-    if args.figure == "train-size":
-        return plots.train_size(frame, kind=args.kind, include_failed=failed)
-    return {"box-seeds": plots.box_seeds, "box-lr": plots.box_lr}[args.figure](frame, include_failed=failed)
-
-
-def _summary_table(frame: pd.DataFrame, by: list[str], title: str, include_failed: bool = False):
-    """The results table: statistics of the kept runs, failure counts and the majority
-    baseline per row; settings that vary inside a row become columns (never pooled)."""
-    from robustkit.analysis import stability
-    from robustkit.analysis.pooling import split_columns
-    from robustkit.collapse import marked
-    from robustkit.plots.stability import value_label
-    from robustkit.plots.style import paper_title, scale
-    from robustkit.plots.tables import summary_table
-
-    frame = marked(frame)
-    by = split_columns(frame, by)
-    within = [c for c in by if c != "method"] or None
-    tests = stability.compare(frame, by="method", within=within, include_failed=include_failed)
-    summary = stability.summarize(frame, by=by, include_failed=include_failed)
-    if "baseline" in frame:
-        summary = summary.merge(frame.groupby(by, dropna=False)["baseline"].mean().reset_index(), on=by, how="left")
-    metric = str(frame["metric"].iloc[0]) if frame["metric"].nunique() == 1 else ""
-    caption = stability.caption(summary, tests, group="row")
-    return summary_table(summary.sort_values(by), by, paper_title(title, frame), value_label(frame), caption,
-                         scale=scale(metric) if metric else None, include_failed=include_failed)
-
-
-def _curves_with_outcomes(args):
-    """Learning curves + each run's outcome at the end of training (on validation) and the
-    majority baseline of its main metric, when the store can say (else unmarked curves)."""
-    import warnings
-
-    from robustkit.analysis import curves, stability
-    from robustkit.errors import RobustkitError
-
-    frame = curves.run(args.store, args.select)
-    try:
-        scores = stability.outcomes(args.store, args.select, checkpoint="last", split="validation")
-    except RobustkitError as error:
-        warnings.warn(f"learning curves drawn without run outcomes: {error}", stacklevel=2)
-        return frame
-    return curves.with_outcomes(frame, scores)
-
-
-def _tradeoff_figure(args):
-    from robustkit.analysis import tradeoff
-
-    frame = tradeoff.table(args.store, args.select, checkpoint=args.checkpoint, metric=args.metric)
-    if args.figure == "tradeoff":
-        from robustkit.plots.tradeoff import tradeoff_figure
-
-        return tradeoff_figure(frame, args.split, include_failed=args.include_failed)
-    if args.figure == "tradeoff-aggregate":
-        from robustkit.plots.tradeoff import tradeoff_aggregate_figure
-
-        aggregate = tradeoff.aggregate(frame, split=args.split, include_failed=args.include_failed)
-        return tradeoff_aggregate_figure(aggregate, frame[frame["split"] == args.split], split=args.split)
-    from robustkit.plots.init_std import init_std_figure
-
-    return init_std_figure(frame, args.split, include_failed=args.include_failed)
-
-
-def _figure(args):
-    """The figure ``args.figure`` names, from its analysis."""
-    if args.figure.startswith("box-") or args.figure in ("train-size", "table"):
-        return _stability_figure(args)
-    if args.figure in ("tradeoff", "tradeoff-aggregate", "init-std"):
-        return _tradeoff_figure(args)
-    from robustkit.analysis import curves, gradnorm, landscape
-    from robustkit.plots import curves as curve_plots
-    from robustkit.plots.gradnorm import gradnorm_curves
-    from robustkit.plots.landscape import landscape_curves
-
-    if args.figure == "attack-vs-tsp":
-        from robustkit.analysis import attack
-        from robustkit.plots.attack import attack_vs_tsp
-
-        examples = attack.run(args.store, args.select, n=args.n, seed=args.seed, engine=args.engine)
-        summary = attack.with_outcomes(attack.summarize(examples), args.store)
-        return attack_vs_tsp(summary, args.convention, include_failed=args.include_failed)
-    if args.figure == "rsa":
-        from robustkit.plots.similarity import rsa_by_layer
-
-        return rsa_by_layer(_similarity(args), args.measure)
-    if args.figure == "ablation":
-        from robustkit.analysis import ablation
-        from robustkit.plots.ablation import ablation_heatmap
-
-        return ablation_heatmap(ablation.run(args.store, args.select, checkpoint=args.checkpoint), args.metric, args.paper_figure)
-    if args.figure == "gradnorm":
-        return gradnorm_curves(gradnorm.summary(gradnorm.run(args.store, args.select)))
-    if args.figure == "landscape":
-        frame = landscape.run(args.store, args.select, alphas=args.alpha, splits=tuple(args.splits.split(",")), checkpoint=args.checkpoint)
-        return landscape_curves(frame)
-    frame = _curves_with_outcomes(args)
-    if args.figure == "curves":
-        return curve_plots.dev_curves(frame, include_failed=args.include_failed)
-    if args.figure == "curves-by-tsp":
-        return curve_plots.curves_by_tsp(frame, include_failed=args.include_failed)
-    return curve_plots.mean_best_table(curves.mean_best(frame, include_failed=args.include_failed))
+# plot: one verb per registered figure (robustkit.figures), its flags from the figure's parameters
 
 
 def _plot(args) -> int:
-    from robustkit.plots.style import decorate, save_pdf
+    from robustkit import figures
+    from robustkit.plots.style import save_pdf
 
-    fig = decorate(_figure(args), subtitle=args.subtitle, footer=args.footer)
+    figure = figures.get(args.figure)
+    params = {p.name: getattr(args, p.name) for p in figure.parameters}
+    fig = figure.draw(args.store, args.select, subtitle=args.subtitle, footer=args.footer, **params)
     print(f"wrote {save_pdf(fig, args.output)}")
     return 0
 
 
-# Figures with a score axis: collapsed runs are marked there and left out unless --include-failed.
-SCORE_PLOTS = {"box-seeds", "box-tsp", "box-tsp-epochs", "box-lr", "train-size", "table", "tradeoff", "tradeoff-aggregate",
-               "init-std", "curves", "curves-by-tsp", "mean-best", "attack-vs-tsp"}
-
-
-def _figure_text_arguments(parser: argparse.ArgumentParser) -> None:
-    """--subtitle / --footer: every plot verb has them (robustkit reproduce passes the recipe's
-    stand-in note and the paper's claim with its verdict)."""
-    parser.add_argument("--subtitle", help="a second title line, e.g. 'minilm-l6 on rt, stand-in for BERT-base on SST-2'")
-    parser.add_argument("--footer", help="text under the figure, wrapped to its width; '\\n' separates paragraphs (e.g. the claim and its verdict)")
-
-
-PLOTS = {
-    "rsa": "He et al. 2021 figure 2: similarity of each layer's representations to the base model's",
-    "attack-vs-tsp": "Han et al. 2021 figure 5: PWWS attack success rate vs TSP steps, with vs without adapters",
-    "ablation": "Houlsby et al. 2019 figure 6: relative change of the dev metric when the adapters of layers i..j are removed",
-    "gradnorm": "Han et al. 2021 figure 3: per-layer gradient norms during training (log scale)",
-    "landscape": "He et al. 2021 figure 6: loss along the line from theta_0 to theta_1",
-    "curves": "He et al. 2021 figures 5 and 9: dev loss and metric vs training step",
-    "curves-by-tsp": "Han et al. 2021 figures 1 and 13: dev metric vs step, one line per TSP step",
-    "mean-best": "He et al. 2021 table 6: mean and best dev metric over all evaluation steps, as a table",
-    "box-seeds": "Han et al. 2021 figure 2: box plot of each method's score over random seeds, one panel per task",
-    "box-tsp": "Han et al. 2021 figure 4: box plots of the score per TSP step and method (--pooled: one box per method over TSP steps)",
-    "box-tsp-epochs": "Han et al. 2021 figures 9-10: box plots of the dev score at each fine-tuning epoch end, per TSP step, one panel per method (--pool-epochs: one box per TSP step and method over every epoch end, the paper's)",
-    "box-lr": "He et al. 2021 figure 4: box plots of the score over seeds per learning rate and method",
-    "train-size": "He et al. 2021 figure 3: score vs number of training examples, per method (boxes or mean +- std)",
-    "table": "Han et al. 2021 table 1, He et al. 2021 tables 2 and 5: mean +- std, bootstrap CI, range and failed runs per group, as a PDF table",
-    "tradeoff": "Houlsby et al. 2019 figure 4 (per task; figure 3's curves): metric vs trained parameters (log) for adapter sizes, top-k fine-tuning, LayerNorm-only and full fine-tuning; each point the best learning rate of its sweep, error bars s.e.m.",
-    "tradeoff-aggregate": "Houlsby et al. 2019 figure 3: score minus full fine-tuning vs trained parameters, 20th/50th/80th percentiles across tasks, adapters vs top-k",
-    "init-std": "Houlsby et al. 2019 figure 6 right: metric vs the std of the adapters' weight init (log)",
-}
+def _add_param(parser: argparse.ArgumentParser, param) -> None:
+    """``param`` (:class:`robustkit.figures.Param`) as a flag: a switch for booleans, a
+    comma-separated value for lists."""
+    if param.type is bool:
+        parser.add_argument(param.flag, dest=param.name, action="store_true", help=param.help)
+        return
+    kind = param.type if param.type in (int, float) else str
+    parser.add_argument(param.flag, dest=param.name, type=kind, default=param.default,
+                        choices=list(param.choices) or None, help=param.help)
 
 
 def add_plot_commands(commands) -> None:
-    plot = commands.add_parser("plot", help="render a paper figure from a store as PDF", description="Runs the figure's analysis (cached) and writes the figure as PDF.")
-    figures = plot.add_subparsers(dest="figure", required=True, help="the figure to render")
-    for name, help_text in PLOTS.items():
-        figure = figures.add_parser(name, help=help_text, description=help_text)
-        _store_arguments(figure)
-        figure.add_argument("-o", "--output", required=True, help="PDF file to write")
-        _figure_text_arguments(figure)
-        if name in SCORE_PLOTS:
-            figure.add_argument("--include-failed", action="store_true", help="keep collapsed and diverged runs (robustkit.collapse) in boxes, means, error bars and tests; they are marked either way; default: left out")
-        if name == "attack-vs-tsp":
-            _attack_arguments(figure)
-            figure.add_argument("--convention", choices=["openattack", "gold"], default="openattack", help="openattack: prediction flips, misclassified inputs included; gold: only correctly classified inputs; default: openattack")
-        if name == "landscape":
-            _landscape_arguments(figure)
-        if name == "ablation":
-            figure.add_argument("--checkpoint", default="best", help="checkpoint ablated: best or last; default: best")
-            figure.add_argument("--metric", help="metric whose relative change is shown (Houlsby et al. plot validation accuracy); default: the task's main metric")
-            figure.add_argument("--paper-figure", default="Houlsby et al. 2019, figure 6", help="the figure named in the title; default: Houlsby et al. 2019, figure 6 (the course report's figure 8 is the same ablation of layer-shared adapters)")
-        if name in ("tradeoff", "tradeoff-aggregate", "init-std"):
-            _tradeoff_arguments(figure)
-        if name.startswith("box-") or name in ("train-size", "table"):
-            _stability_arguments(figure, epochs=name == "box-tsp-epochs")
-        if name == "table":
-            figure.add_argument("--by", default="task,method", help="comma-separated columns that define a row (task, method, tsp_step, train_size, adapter_size, lr, ...); default: task,method")
-            figure.add_argument("--title", default="Results over runs", help="table title (the model and task used are appended)")
-        if name == "box-tsp-epochs":
-            figure.add_argument("--pool-epochs", action="store_true", help="one box per TSP step and method over every fine-tuning epoch end of every run (Han et al. 2021 figures 9-10: 'development scores from 100 runs ... epochs ranging from 1 to 100') instead of a box per epoch")
-        if name == "box-tsp":
-            figure.add_argument("--pooled", action="store_true", help="one box per method over all TSP steps (each run differs by its TSP step, as in the paper) instead of a box per TSP step")
-        if name == "train-size":
-            figure.add_argument("--kind", choices=["box", "mean"], default="box", help="box: boxes over seeds; mean: mean +- std (ddof 1) as in the paper; default: box")
-        if name == "rsa":
-            _similarity_arguments(figure)
-            figure.add_argument("--measure", choices=["rsa", "cka"], default="rsa", help="rsa (He et al. 2021) or linear CKA (Kornblith et al. 2019); default: rsa")
-        figure.set_defaults(func=_plot)
+    from robustkit.figures import FIGURES
+
+    plot = commands.add_parser("plot", help="render a paper figure from a store as PDF", description="Runs the figure's analysis (cached) and writes the figure as PDF. The same figures are drawn in a notebook by robustkit.figures.draw(name, store, ...).")
+    verbs = plot.add_subparsers(dest="figure", required=True, help="the figure to render")
+    for name, figure in FIGURES.items():
+        parser = verbs.add_parser(name, help=figure.help, description=figure.help)
+        _store_arguments(parser)
+        parser.add_argument("-o", "--output", required=True, help="PDF file to write")
+        # --subtitle / --footer: robustkit reproduce passes the recipe's stand-in note and the
+        # paper's claim with its verdict
+        parser.add_argument("--subtitle", help="a second title line, e.g. 'minilm-l6 on rt, stand-in for BERT-base on SST-2'")
+        parser.add_argument("--footer", help="text under the figure, wrapped to its width; '\\n' separates paragraphs (e.g. the claim and its verdict)")
+        for param in figure.parameters:
+            _add_param(parser, param)
+        parser.set_defaults(func=_plot)
 
 
-NEGATIVE_VALUE_OPTIONS = ("--alpha",)
+NEGATIVE_VALUE_OPTIONS = ("--alpha", "--alphas")
 
 
 def join_negative_values(argv: list[str]) -> list[str]:
-    """``--alpha -2:2:20`` -> ``--alpha=-2:2:20``: argparse takes a value that starts with '-'
+    """``--alphas -2:2:20`` -> ``--alphas=-2:2:20``: argparse takes a value that starts with '-'
     for an option unless it looks like a plain number."""
     joined: list[str] = []
     for token in argv:
@@ -379,11 +209,3 @@ def join_negative_values(argv: list[str]) -> list[str]:
         else:
             joined.append(token)
     return joined
-
-
-def parse_plot_args(argv: list[str]) -> argparse.Namespace:
-    """Parse a ``robustkit plot ...`` command line (``["plot", "rsa", store, "-o", pdf, ...]``)
-    as the ``robustkit`` command does, without building the other commands (for reproduce)."""
-    parser = argparse.ArgumentParser(prog="robustkit")
-    add_plot_commands(parser.add_subparsers(dest="command", required=True))
-    return parser.parse_args(join_negative_values(argv))

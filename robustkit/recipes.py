@@ -1,11 +1,11 @@
 """Recipes: one TOML file per paper figure or table, in ``analyses/<paper>/<figure>.toml``.
 
-A recipe names the runs a figure needs at each scale and the ``robustkit plot`` verb that draws
-it::
+A recipe names the runs a figure needs at each scale, the registered figure that draws it
+(:mod:`robustkit.figures`) and that figure's parameters::
 
     title = "Score over 10 random seeds, RTE, with vs without adapters"
-    plot = "box-seeds"                   # a `robustkit plot` verb
-    args = ["--split", "validation"]     # its flags (store, selection and output are added)
+    figure = "box-seeds"                 # a registered figure (robustkit.figures.FIGURES)
+    params = { split = "validation" }    # its parameters (store and run selection are added)
     output = "han2021_fig2.pdf"
 
     [demo.base]                          # RunSpec fields; on top of analyses/defaults.toml
@@ -15,7 +15,7 @@ it::
     seed = [0, 1, 2, 3, 4]
 
     [paper]                              # the same at the paper's scale; say which table
-    args = ["--n", "1000"]               # optional per-scale flags, after the recipe's
+    params = { n = 1000 }                # optional per-scale parameters, over the recipe's
 
 ``analyses/defaults.toml`` holds each scale's shared settings: ``[<scale>.base]`` (fields every
 run of that scale starts from) and ``[<scale>.lr]`` (learning rate per method where a grid sets
@@ -26,9 +26,10 @@ recipes that need the same run share it: it is trained once in the scale's store
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from robustkit import figures
 from robustkit.claim import Claim
 from robustkit.errors import RobustkitError
 from robustkit.spec import RunSpec
@@ -36,8 +37,8 @@ from robustkit.sweep import expand_grid
 
 RECIPE_DIR = Path(__file__).resolve().parents[1] / "analyses"
 SCALES = ("demo", "paper")
-_RECIPE_KEYS = {"title", "plot", "args", "output", "claim", *SCALES}
-_SCALE_KEYS = {"base", "grid", "args"}
+_RECIPE_KEYS = {"title", "figure", "params", "output", "claim", *SCALES}
+_SCALE_KEYS = {"base", "grid", "params"}
 
 
 class RecipeError(RobustkitError):
@@ -54,14 +55,14 @@ class Recipe:
         ``<paper>/<figure>``, e.g. ``han2021/fig2``: the file ``analyses/<name>.toml``.
     title : str
         What the figure shows.
-    plot : str
-        The ``robustkit plot`` verb that draws it.
+    figure : str
+        The registered figure that draws it (:func:`robustkit.figures.get`).
     output : str
         PDF file name (in the figures folder).
     scales : dict
-        Scale -> ``{"base": {...}, "grids": [{axis: values}], "args": [...]}``.
-    args : tuple of str
-        Flags of the plot verb at every scale.
+        Scale -> ``{"base": {...}, "grids": [{axis: values}], "params": {...}}``.
+    params : dict
+        The figure's parameters at every scale.
     claims : tuple of Claim
         The paper's claims the figure illustrates, as checkable hypotheses
         (:class:`robustkit.claim.Claim`, from the recipe's ``[[claim]]`` tables).
@@ -69,15 +70,15 @@ class Recipe:
 
     name: str
     title: str
-    plot: str
+    figure: str
     output: str
     scales: dict
-    args: tuple[str, ...] = ()
+    params: dict = field(default_factory=dict)
     claims: tuple[Claim, ...] = ()
 
-    def plot_args(self, scale: str) -> list[str]:
-        """The plot verb's flags at ``scale``: the recipe's, then the scale's own."""
-        return [*self.args, *self._scale(scale).get("args", [])]
+    def figure_params(self, scale: str) -> dict:
+        """The figure's parameters at ``scale``: the recipe's, overridden by the scale's own."""
+        return {**self.params, **self._scale(scale).get("params", {})}
 
     def specs(self, scale: str, defaults: dict | None = None) -> list[RunSpec]:
         """Every run the figure needs at ``scale`` (distinct, in grid order).
@@ -127,7 +128,7 @@ def load_recipe(name: str, folder: str | Path = RECIPE_DIR) -> Recipe:
         raise RecipeError(f"unknown recipe {name!r} (no {path}); known recipes: {known}")
     raw = _read_toml(path)
     unknown = sorted(set(raw) - _RECIPE_KEYS)
-    missing = sorted({"title", "plot", "output"} - set(raw))
+    missing = sorted({"title", "figure", "output"} - set(raw))
     if unknown or missing:
         raise RecipeError(f"recipe {path}: unknown key(s) {unknown}, missing key(s) {missing}")
     scales = {scale: _scale_section(path, scale, raw[scale]) for scale in SCALES if scale in raw}
@@ -138,8 +139,15 @@ def load_recipe(name: str, folder: str | Path = RECIPE_DIR) -> Recipe:
     parsed = tuple(Claim.from_table(table, f"recipe {path}") for table in claims)
     if len({c.id for c in parsed}) != len(parsed):
         raise RecipeError(f"recipe {path}: claim ids must be unique, got {[c.id for c in parsed]}")
-    return Recipe(name=name, title=raw["title"], plot=raw["plot"], output=raw["output"], scales=scales,
-                  args=tuple(str(a) for a in raw.get("args", [])), claims=parsed)
+    recipe = Recipe(name=name, title=raw["title"], figure=raw["figure"], output=raw["output"], scales=scales,
+                    params=dict(raw.get("params", {})), claims=parsed)
+    try:  # a misspelt figure or parameter fails now, not after hours of training
+        figure = figures.get(recipe.figure)
+        for scale in scales:
+            figure.resolve(**recipe.figure_params(scale))
+    except figures.FigureError as error:
+        raise RecipeError(f"recipe {path}: {error}") from None
+    return recipe
 
 
 def load_defaults(folder: str | Path = RECIPE_DIR) -> dict:
@@ -154,7 +162,7 @@ def _scale_section(path: Path, scale: str, section: dict) -> dict:
         raise RecipeError(f"recipe {path}: unknown key(s) {unknown} in [{scale}]; known: {sorted(_SCALE_KEYS)}")
     grids = section.get("grid", [{}])
     grids = [grids] if isinstance(grids, dict) else grids
-    return {"base": section.get("base", {}), "grids": grids, "args": [str(a) for a in section.get("args", [])]}
+    return {"base": section.get("base", {}), "grids": grids, "params": dict(section.get("params", {}))}
 
 
 def _read_toml(path: Path) -> dict:

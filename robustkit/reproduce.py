@@ -3,8 +3,8 @@
 ``reproduce(["han2021/fig2"], scale="demo")`` collects the runs of every named recipe (see
 :mod:`robustkit.recipes`), trains the distinct ones that are not complete yet into the scale's
 store in one sweep (a run two recipes need is trained once), judges each recipe's claims on
-exactly its runs (:mod:`robustkit.claim`), then renders each figure with its ``robustkit plot``
-verb on those runs, with the model and task used as subtitle and the claims' verdicts under the
+exactly its runs (:mod:`robustkit.claim`), then draws each recipe's registered figure
+(:mod:`robustkit.figures`) on those runs, with the model and task used as subtitle and the claims' verdicts under the
 figure. Analyses are cached per run, so re-running only computes what is missing.
 ``figures/README.md`` then lists per figure the model/task used, runs per group, collapsed
 runs, the verdicts and what differs from the paper's settings.
@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
-from robustkit import claim
+from robustkit import claim, figures as registry
 from robustkit.recipes import RECIPE_DIR, Recipe, RecipeError, list_recipes, load_defaults, load_recipe
 from robustkit.store import load_runs
 from robustkit.sweep import run_sweep
@@ -65,15 +65,13 @@ def reproduce(
     Returns
     -------
     DataFrame
-        One row per recipe: ``recipe, plot, runs, failed_runs, figure`` (the PDF path, or None),
+        One row per recipe: ``recipe, figure`` (the registered figure), ``runs, failed_runs, pdf`` (the PDF path, or None),
         ``seconds`` (its claims, analysis and plotting), ``error`` and ``verdicts`` (one line
         per claim, see :func:`robustkit.claim.summary_line`). Every claim's rows are written to
         ``<figures>/claims.csv`` (:data:`robustkit.claim.VERDICT_COLUMNS`).
     """
     chosen = [load_recipe(name, recipes) for name in (names or list_recipes(recipes))]
     store = Path(store) if store is not None else default_store(scale)
-    # A recipe with bad plot flags fails now, not after hours of training.
-    commands = {recipe.name: _plot_args(recipe, scale, store, Path(figures) / recipe.output) for recipe in chosen}
     defaults = load_defaults(recipes)  # read once: every recipe's specs, claims and subtitle use it
     needed = {recipe.name: recipe.specs(scale, defaults) for recipe in chosen}
     distinct = {spec.run_id: spec for specs in needed.values() for spec in specs}
@@ -83,15 +81,15 @@ def reproduce(
     rows, judged = [], []
     for recipe in tqdm(chosen, desc="figures", unit="figure", disable=not progress or train_only):
         run_ids = [spec.run_id for spec in needed[recipe.name]]
-        row = {"recipe": recipe.name, "plot": recipe.plot, "runs": len(run_ids),
-               "failed_runs": len(failed.intersection(run_ids)), "figure": None, "seconds": 0.0, "error": None, "verdicts": ""}
+        row = {"recipe": recipe.name, "figure": recipe.figure, "runs": len(run_ids),
+               "failed_runs": len(failed.intersection(run_ids)), "pdf": None, "seconds": 0.0, "error": None, "verdicts": ""}
         if not train_only:
             started = time.perf_counter()
             verdicts = claim.verdicts(store, [recipe], scale, defaults=defaults)
             judged.append(verdicts)
-            args = commands[recipe.name]
-            args.subtitle, args.footer = subtitle(recipe, scale, defaults), footer(recipe, verdicts)
-            row.update(_draw(args, run_ids), verdicts=claim.summary_line(verdicts))
+            row.update(_draw(recipe, scale, store, run_ids, Path(figures) / recipe.output,
+                             subtitle(recipe, scale, defaults), footer(recipe, verdicts)),
+                       verdicts=claim.summary_line(verdicts))
             row["seconds"] = time.perf_counter() - started  # claims and figure together
             tqdm.write(f"{recipe.name}: " + (f"figure failed: {row['error']}" if row["error"] else "drawn") +
                        "".join(f"\n  {line}" for line in row["verdicts"].splitlines()))
@@ -225,10 +223,9 @@ def _per_group(specs) -> str:
 
 
 def _scored(recipe: Recipe, scale: str) -> tuple[str, str]:
-    """The checkpoint and split a recipe's figure scores (its plot flags; default best, test)."""
-    args = recipe.plot_args(scale)
-    value = {flag: args[i + 1] for i, flag in enumerate(args[:-1]) if flag in ("--checkpoint", "--split")}
-    return value.get("--checkpoint", "best"), value.get("--split", "test")
+    """The checkpoint and split a recipe's figure scores (its parameters; default best, test)."""
+    values = registry.get(recipe.figure).resolve(**recipe.figure_params(scale))
+    return values.get("checkpoint", "best"), values.get("split", "test")
 
 
 def _collapsed(recipe: Recipe, scale: str, specs, runs: pd.DataFrame) -> str:
@@ -285,30 +282,39 @@ def _paper_label(name: str) -> str:
     return f"{authors}, {item.replace('fig', 'figure ').replace('table', 'table ')}"
 
 
-def plot_command(recipe: Recipe, scale: str, store: str | Path, output: str | Path) -> list[str]:
-    """The ``robustkit plot`` arguments that draw ``recipe`` (without the run selection)."""
-    return ["plot", recipe.plot, str(store), "-o", str(output), *recipe.plot_args(scale)]
+def draw(name: str, store: str | Path | None = None, scale: str = "demo", recipes: str | Path = RECIPE_DIR,
+         verdicts: bool = False):
+    """Recipe ``name``'s figure (a matplotlib Figure) on exactly its runs of ``store``, as
+    ``robustkit reproduce`` draws it, without training anything: for notebooks,
+    ``robustkit.draw("han2021/fig2", "runs/demo")``.
+
+    Parameters
+    ----------
+    store : path, optional
+        Run store; default ``runs/<scale>``.
+    verdicts : bool
+        Also judge the recipe's claims and print their verdicts under the figure.
+    """
+    recipe = load_recipe(name, recipes)
+    store = Path(store) if store is not None else default_store(scale)
+    defaults = load_defaults(recipes)
+    run_ids = [spec.run_id for spec in recipe.specs(scale, defaults)]
+    text = footer(recipe, claim.verdicts(store, [recipe], scale, defaults=defaults)) if verdicts else None
+    return registry.draw(recipe.figure, store, [f"run_id={','.join(run_ids)}"], subtitle=subtitle(recipe, scale, defaults),
+                         footer=text, **recipe.figure_params(scale))
 
 
-def _plot_args(recipe: Recipe, scale: str, store: Path, output: Path):
-    """The parsed plot command of ``recipe``; bad flags raise :class:`RecipeError` (argparse
-    would exit the process)."""
-    from robustkit.cli_analyze import parse_plot_args
+def _draw(recipe: Recipe, scale: str, store: Path, run_ids: list[str], output: Path, subtitle_text: str,
+          footer_text: str) -> dict:
+    """Render one recipe's figure on exactly its runs to ``output``; a failure is reported, not
+    raised, so one broken figure does not cost the others."""
+    from robustkit.plots.style import save_pdf
 
-    command = plot_command(recipe, scale, store, output)
-    try:
-        return parse_plot_args(command)
-    except SystemExit:
-        raise RecipeError(f"recipe {recipe.name!r}: invalid plot command: robustkit {' '.join(command)}") from None
-
-
-def _draw(args, run_ids: list[str]) -> dict:
-    """Render one figure (its parsed plot command) on exactly the recipe's runs; a failure is
-    reported, not raised, so one broken figure does not cost the others."""
-    args.select = [f"run_id={','.join(run_ids)}"]
     started = time.perf_counter()
     try:
-        args.func(args)
+        fig = registry.draw(recipe.figure, store, [f"run_id={','.join(run_ids)}"], subtitle=subtitle_text,
+                            footer=footer_text, **recipe.figure_params(scale))
+        save_pdf(fig, output)
     except Exception as error:  # noqa: BLE001 - reported per recipe
         return {"error": f"{type(error).__name__}: {error}", "seconds": time.perf_counter() - started}
-    return {"figure": str(args.output), "seconds": time.perf_counter() - started}
+    return {"pdf": str(output), "seconds": time.perf_counter() - started}

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from robustkit.cli import parse_args
-from robustkit.cli_analyze import PLOTS, SCORE_PLOTS
+from robustkit.figures import FIGURES
 from robustkit.plots import style
 from robustkit.plots.ablation import ablation_heatmap, cell_font_size
 
@@ -15,11 +15,11 @@ TEXT = ("Claim: the standard deviation over seeds is smaller with adapters than 
         "std ratio 0.8 [0.3, 2.1]; the demo scale has too few seeds to tell.")
 
 
-@pytest.mark.parametrize("name", sorted(PLOTS))
+@pytest.mark.parametrize("name", sorted(FIGURES))
 def test_every_plot_verb_takes_subtitle_and_footer(name):
     args = parse_args(["plot", name, "runs", "-o", "x.pdf", "--subtitle", "minilm-l6 on rt", "--footer", "a\\nb"])
     assert (args.subtitle, args.footer) == ("minilm-l6 on rt", "a\\nb")
-    if name in SCORE_PLOTS:
+    if FIGURES[name].score_axis:
         assert parse_args(["plot", name, "runs", "-o", "x.pdf", "--include-failed"]).include_failed
 
 

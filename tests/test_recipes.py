@@ -27,7 +27,7 @@ def test_every_required_figure_has_a_recipe():
 
 @pytest.mark.parametrize("name", sorted(REQUIRED))
 def test_recipe_expands_at_both_scales(name):
-    from robustkit.cli import parse_args
+    from robustkit import figures
 
     recipe = load_recipe(name)
     demo, paper = recipe.specs("demo"), recipe.specs("paper")
@@ -35,8 +35,8 @@ def test_recipe_expands_at_both_scales(name):
     assert {s.model for s in demo} == {"minilm-l6"} and {s.task for s in demo} <= {"rt", "polarity"}
     assert {s.model for s in paper} == {"bert-base-uncased"} and not {s.task for s in paper} & {"rt", "polarity"}
     assert len({s.run_id for s in demo}) == len(demo)  # distinct
-    for scale in ("demo", "paper"):  # the plot verb and its flags are valid
-        parse_args(["plot", recipe.plot, "runs", "-o", "x.pdf", *recipe.plot_args(scale)])
+    for scale in ("demo", "paper"):  # the registered figure and its parameters are valid
+        figures.get(recipe.figure).resolve(**recipe.figure_params(scale))
 
 
 @pytest.mark.parametrize("name", sorted(REQUIRED))
@@ -115,12 +115,19 @@ def test_paper_scale_scores_han_after_the_fixed_budget_and_he_on_a_held_out_spli
     """Han et al. report the dev score after training (never a selection on that split); He et
     al. select on validation and report on test (appendix A.2)."""
     for name in ("han2021/fig2", "han2021/fig4", "han2021/table1"):
-        args = load_recipe(name).plot_args("paper")
-        assert args[args.index("--checkpoint") + 1] == "last" and args[args.index("--split") + 1] == "validation", name
+        values = _figure_values(name, "paper")
+        assert values["checkpoint"] == "last" and values["split"] == "validation", name
     for name in ("he2021/fig3", "he2021/fig4", "he2021/table2", "he2021/table5", "he2021/table7"):
-        args = load_recipe(name).plot_args("paper")
-        assert "--checkpoint" not in args or args[args.index("--checkpoint") + 1] == "best", name
-        assert "--split" not in args or args[args.index("--split") + 1] == "test", name
+        values = _figure_values(name, "paper")
+        assert values["checkpoint"] == "best" and values["split"] == "test", name
+
+
+def _figure_values(name: str, scale: str) -> dict:
+    """Every parameter of the recipe's figure at ``scale`` (the recipe's over the defaults)."""
+    from robustkit import figures
+
+    recipe = load_recipe(name)
+    return figures.get(recipe.figure).resolve(**recipe.figure_params(scale))
 
 
 def test_he_fig4_keeps_the_training_sizes_apart():
@@ -138,8 +145,7 @@ def test_he_table2_builds_only_cells_with_1k_validation_examples_left():
 
 def test_houlsby_accuracy_on_cola_and_the_lr_sweep():
     for name in ("houlsby2019/fig3", "houlsby2019/fig3-4", "houlsby2019/fig6-ablation", "houlsby2019/fig6-init-std", "mohebbi/fig8"):
-        args = load_recipe(name).plot_args("paper")
-        assert args[args.index("--metric") + 1] == "accuracy", name
+        assert _figure_values(name, "paper")["metric"] == "accuracy", name
     specs = load_recipe("houlsby2019/fig3-4").specs("paper")
     assert {s.lr for s in specs} == {3e-5, 3e-4, 3e-3}
     assert {s.adapter_size for s in specs if s.method == "houlsby"} == {2**n for n in range(10)}
@@ -152,12 +158,18 @@ def test_unknown_recipe_lists_the_known_ones():
 
 def test_bad_recipe_names_the_file_and_key(tmp_path):
     (tmp_path / "p").mkdir()
-    (tmp_path / "p" / "f.toml").write_text('title = "t"\nplot = "rsa"\noutput = "o.pdf"\ncolour = 1\n[demo.grid]\nseed = [0]\n')
+    (tmp_path / "p" / "f.toml").write_text('title = "t"\nfigure = "rsa"\noutput = "o.pdf"\ncolour = 1\n[demo.grid]\nseed = [0]\n')
     with pytest.raises(RecipeError, match=r"f.toml: unknown key\(s\) \['colour'\]"):
         load_recipe("p/f", tmp_path)
-    (tmp_path / "p" / "g.toml").write_text('title = "t"\nplot = "rsa"\noutput = "o.pdf"\n[demo]\ngrids = []\n')
+    (tmp_path / "p" / "g.toml").write_text('title = "t"\nfigure = "rsa"\noutput = "o.pdf"\n[demo]\ngrids = []\n')
     with pytest.raises(RecipeError, match=r"unknown key\(s\) \['grids'\] in \[demo\]"):
         load_recipe("p/g", tmp_path)
-    (tmp_path / "p" / "h.toml").write_text('title = "t"\nplot = "rsa"\noutput = "o.pdf"\n[demo.grid]\nseed = [0]\n')
+    (tmp_path / "p" / "h.toml").write_text('title = "t"\nfigure = "rsa"\noutput = "o.pdf"\n[demo.grid]\nseed = [0]\n')
     with pytest.raises(RecipeError, match=r"no 'paper' scale"):
         load_recipe("p/h", tmp_path).specs("paper")
+    (tmp_path / "p" / "i.toml").write_text('title = "t"\nfigure = "rsa"\nparams = { tokenz = 5 }\noutput = "o.pdf"\n[demo.grid]\nseed = [0]\n')
+    with pytest.raises(RecipeError, match=r"i.toml: figure 'rsa' has no parameter\(s\) \['tokenz'\]"):
+        load_recipe("p/i", tmp_path)
+    (tmp_path / "p" / "j.toml").write_text('title = "t"\nfigure = "rsa"\noutput = "o.pdf"\n[demo]\nparams = { tokens = "many" }\n[demo.grid]\nseed = [0]\n')
+    with pytest.raises(RecipeError, match=r"j.toml: parameter 'tokens'"):
+        load_recipe("p/j", tmp_path)

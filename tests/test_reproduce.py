@@ -12,8 +12,8 @@ from robustkit.reproduce import reproduce
 from robustkit.store import load_runs
 
 RECIPE = """title = "{title}"
-plot = "{plot}"
-args = {args}
+figure = "{plot}"
+params = {args}
 output = "{output}"
 
 [demo.grid]
@@ -58,10 +58,10 @@ def recipe_dir(tmp_path, rte_folder) -> Path:
         f'adapter_size = 16\ndata_dir = "{glue}"\n[demo.lr]\nhoulsby = 1e-3\nfull = 1e-4\n'
     )
     (folder / "toy" / "seeds.toml").write_text(RECIPE.format(
-        title="Dev score over seeds", plot="box-seeds", args='["--split", "validation"]', output="toy_seeds.pdf", seeds="[0, 1]")
+        title="Dev score over seeds", plot="box-seeds", args='{ split = "validation" }', output="toy_seeds.pdf", seeds="[0, 1]")
         + CLAIM)
     (folder / "toy" / "table.toml").write_text(RECIPE.format(
-        title="Results table", plot="table", args='["--by", "method", "--split", "validation"]', output="toy_table.pdf", seeds="[1, 2]"))
+        title="Results table", plot="table", args='{ by = ["method"], split = "validation" }', output="toy_table.pdf", seeds="[1, 2]"))
     return folder
 
 
@@ -113,12 +113,12 @@ def test_cli_train_only_and_errors(tmp_path, recipe_dir, capsys):
     assert "unknown recipe 'toy/nope'" in capsys.readouterr().err
 
 
-def test_bad_plot_flags_fail_before_any_training(tmp_path, recipe_dir):
+def test_bad_figure_parameters_fail_before_any_training(tmp_path, recipe_dir):
     from robustkit.recipes import RecipeError
 
     (recipe_dir / "toy" / "bad.toml").write_text(RECIPE.format(
-        title="t", plot="box-seeds", args='["--split", "nowhere"]', output="bad.pdf", seeds="[0]"))
-    with pytest.raises(RecipeError, match="recipe 'toy/bad': invalid plot command"):
+        title="t", plot="box-seeds", args='{ split = "nowhere" }', output="bad.pdf", seeds="[0]"))
+    with pytest.raises(RecipeError, match=r"toy/bad.toml: parameter 'split' must be one of"):
         reproduce(["toy/seeds", "toy/bad"], store=tmp_path / "runs", figures=tmp_path / "f", recipes=recipe_dir, progress=False)
     assert not (tmp_path / "runs").exists() or not load_runs(tmp_path / "runs").shape[0]
 

@@ -234,6 +234,20 @@ def summarize(examples: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def success(
+    store: str | Path,
+    select: dict | list[str] | None = None,
+    n: int = 200,
+    seed: int = 0,
+    engine: str = "fast",
+    checkpoint: str = "best",
+) -> pd.DataFrame:
+    """Han et al. 2021 figure 5's data: :func:`summarize` of :func:`run` per victim, with each
+    victim's outcome (:func:`with_outcomes`)."""
+    examples = run(store, select, n=n, seed=seed, engine=engine, checkpoint=checkpoint)
+    return with_outcomes(summarize(examples), store, checkpoint=checkpoint)
+
+
 def with_outcomes(summary: pd.DataFrame, store: str | Path, checkpoint: str = "best") -> pd.DataFrame:
     """``summary`` + each victim's ``outcome`` on its test split (:mod:`robustkit.collapse`).
 

@@ -84,6 +84,30 @@ def with_outcomes(frame: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
                       baseline=out["run_id"].map(runs["baseline"]))
 
 
+def with_run_outcomes(store: str | Path, select: dict | list[str] | None = None) -> pd.DataFrame:
+    """:func:`run` + each run's outcome at the end of training on validation and the majority
+    baseline (:func:`with_outcomes`), when the store can say; else the unmarked curves (with a
+    warning naming why)."""
+    import warnings
+
+    from robustkit.analysis import stability
+    from robustkit.errors import RobustkitError
+
+    frame = run(store, select)
+    try:
+        scores = stability.outcomes(store, select, checkpoint="last", split="validation")
+    except RobustkitError as error:
+        warnings.warn(f"learning curves drawn without run outcomes: {error}", stacklevel=2)
+        return frame
+    return with_outcomes(frame, scores)
+
+
+def mean_best_of_runs(store: str | Path, select: dict | list[str] | None = None, include_failed: bool = False) -> pd.DataFrame:
+    """He et al. 2021 table 6 for the selected runs of ``store``: :func:`mean_best` of
+    :func:`with_run_outcomes`."""
+    return mean_best(with_run_outcomes(store, select), include_failed=include_failed)
+
+
 def mean_curves(frame: pd.DataFrame, by: Sequence[str], include_failed: bool = False) -> pd.DataFrame:
     """Mean and spread over runs of each learning curve, at each evaluation step.
 

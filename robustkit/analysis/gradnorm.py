@@ -108,3 +108,8 @@ def summary(frame: pd.DataFrame, every: int | None = None) -> pd.DataFrame:
     labels = frame.drop(columns=["step", "value"]).drop_duplicates(["run_id", "layer"])
     merged = means.merge(labels, on=["run_id", "layer"], how="left")
     return merged[[c for c in COLUMNS if c in merged] + ["n_steps"]]  # frames may carry fewer run settings
+
+
+def summarized(store: str | Path, select: dict | list[str] | None = None) -> pd.DataFrame:
+    """:func:`summary` of the selected runs' gradient norms (Han et al. 2021 figure 3's data)."""
+    return summary(run(store, select))

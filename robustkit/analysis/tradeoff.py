@@ -343,3 +343,18 @@ def aggregate(frame: pd.DataFrame, split: str = "validation", select_on: str = "
         rows += [{**base, "percentile": float(q), "value": float(v)} for q, v in zip(percentiles, found)]
     return pd.DataFrame(rows, columns=["series", "method", "adapter_sharing", "point", "trainable_params", "n_tasks",
                                        "n_runs", "n_collapsed", "n_diverged", "percentile", "value", "baseline"])
+
+
+def aggregated(store: str | Path, select: dict | list[str] | None = None, checkpoint: str = "best",
+               metric: str | None = None, split: str = "validation", include_failed: bool = False) -> dict[str, pd.DataFrame]:
+    """Houlsby et al. 2019 figure 3's data for the selected runs of ``store``.
+
+    Returns
+    -------
+    dict
+        ``aggregate``: :func:`aggregate` of :func:`table`; ``source``: the table's rows of
+        ``split`` (the runs behind it, which name the model and tasks).
+    """
+    frame = table(store, select, checkpoint=checkpoint, metric=metric)
+    return {"aggregate": aggregate(frame, split=split, include_failed=include_failed),
+            "source": frame[frame["split"] == split]}

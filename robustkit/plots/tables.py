@@ -71,6 +71,17 @@ def summary_table(summary: pd.DataFrame, by: list[str], title: str, value_label:
     return render_table(header, rows, title, notes, numeric_from=len(by))
 
 
+def results_table_figure(summary: pd.DataFrame, by: list[str], caption: str, source: pd.DataFrame,
+                         title: str = "Results over runs", include_failed: bool = False) -> Figure:
+    """:func:`summary_table` of :func:`robustkit.analysis.results.results_table`'s output:
+    the title names the model and task of ``source`` (the runs), values in its metric's units."""
+    from robustkit.plots.stability import value_label
+
+    metric = str(source["metric"].iloc[0]) if source["metric"].nunique() == 1 else ""
+    return summary_table(summary, by, style.paper_title(title, source), value_label(source), caption,
+                         scale=style.scale(metric) if metric else None, include_failed=include_failed)
+
+
 def render_table(header: Sequence[str], rows: Sequence[Sequence[str]], title: str, notes: Sequence[str] = (),
                  numeric_from: int = 1) -> Figure:
     """A table figure sized to its content: bold shaded header, left-aligned label columns,

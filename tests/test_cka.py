@@ -70,3 +70,44 @@ def test_layers_and_errors():
     assert math.isnan(linear_cka(torch.ones(5, 3), torch.randn(5, 3)))
     with pytest.raises(ValueError, match="same items"):
         linear_cka(torch.randn(5, 3), torch.randn(4, 3))
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+@pytest.mark.parametrize("n, d", [(30, 5), (6, 20)])  # feature form and n < d Gram form
+def test_non_finite_input_gives_nan_not_one(bad, n, d):
+    # min(1.0, nan) is 1.0: a NaN anywhere used to come out as CKA 1.0, "geometry unchanged"
+    x, y = _data(n, d, d)
+    broken = x.copy()
+    broken[2, 1] = bad
+    assert math.isnan(_cka(broken, y))
+    assert math.isnan(_cka(y, broken))
+    assert math.isnan(_cka(broken, broken))
+    values = cka_layers(torch.from_numpy(np.stack([x, broken])), torch.from_numpy(np.stack([x, x])))
+    assert values[0].item() == pytest.approx(1.0, abs=1e-12) and math.isnan(values[1].item())
+
+
+@pytest.mark.parametrize("n", [7, 50, 1000])
+def test_constant_input_gives_nan_despite_centring_residue(n):
+    # every item the same vector: centring leaves ~1e-16 residue (the mean of n copies of a
+    # float is not always that float), which an exact == 0 test took for data: CKA came out
+    # ~1e-17 (even negative) against anything and exactly 1.0 against itself
+    rng = np.random.default_rng(n)
+    constant = np.tile(3.0 * rng.normal(size=8), (n, 1))
+    centred = constant - constant.mean(axis=0)
+    assert np.abs(centred).max() > 0  # the residue this test is about is there
+    y = rng.normal(size=(n, 8))
+    assert math.isnan(_cka(constant, y))
+    assert math.isnan(_cka(y, constant))
+    assert math.isnan(_cka(constant, constant))
+
+
+def test_near_constant_but_valid_input_still_gives_its_value():
+    rng = np.random.default_rng(0)
+    noise, y = rng.normal(size=(60, 12)), rng.normal(size=(60, 5))
+    # a tiny spread around a large offset is data: CKA is translation and scale invariant
+    assert _cka(5.0 + 1e-6 * noise, y) == pytest.approx(_cka(noise, y), rel=1e-8)
+    # the smallest variation float32 can hold: one item one ulp off, still a (finite) value
+    one_ulp = torch.full((60, 12), 5.0)
+    one_ulp[7, 3] = torch.nextafter(torch.tensor(5.0), torch.tensor(6.0))
+    value = linear_cka(one_ulp, torch.from_numpy(y))
+    assert math.isfinite(value) and 0.0 <= value <= 1.0

@@ -103,3 +103,41 @@ def test_constant_similarities_give_nan_and_bad_shapes_raise():
         rsa(torch.randn(5), torch.randn(5))
     with pytest.raises(ValueError, match="chunk"):
         rsa(torch.randn(5, 3), torch.randn(5, 3), chunk=0)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_non_finite_input_gives_nan_not_one(method, bad):
+    # min(1.0, nan) is 1.0: a NaN anywhere used to come out as RSA 1.0, "geometry unchanged"
+    a, b = _pair(n=20)
+    x, y = torch.from_numpy(a), torch.from_numpy(b)
+    broken = x.clone()
+    broken[4, 2] = bad
+    assert math.isnan(rsa(broken, y, method=method))
+    assert math.isnan(rsa(y, broken, method=method))
+    assert math.isnan(rsa(broken, broken, method=method))
+    # per layer: only the broken layer is NaN
+    values = rsa_layers(torch.stack([x, broken]), torch.stack([x, x]), method=method)
+    assert values[0].item() == pytest.approx(1.0, abs=1e-12) and math.isnan(values[1].item())
+
+
+def test_huge_finite_entries_do_not_overflow_the_row_norms():
+    # float32 squares overflow past ~1e19: the rows would become zero vectors (similarity 0)
+    a, b = _pair()
+    x, y = torch.from_numpy(a).float(), torch.from_numpy(b).float()
+    expected = rsa(x, y, dtype=torch.float32, method="chunked")
+    huge = x * 1e25
+    assert torch.isfinite(huge).all()
+    assert rsa(huge, y, dtype=torch.float32, method="chunked") == pytest.approx(expected, rel=1e-5)
+    assert rsa(huge, y, method="gram") == pytest.approx(reference_rsa(a, b), rel=1e-6)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_near_constant_but_valid_input_still_gives_its_value(method):
+    # every item close to one direction (spread 1e-3), but not the same: a real RSA, not NaN
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=12) + 1e-3 * rng.normal(size=(60, 12))
+    b = rng.normal(size=(60, 5))
+    value = rsa(torch.from_numpy(a), torch.from_numpy(b), method=method)
+    # scipy's 1 - cosine distance itself keeps only ~10 digits of cosines this close to 1
+    assert value == pytest.approx(reference_rsa(a, b), rel=1e-6)

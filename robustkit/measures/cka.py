@@ -9,6 +9,12 @@ For representations of the same n items, ``A`` (n, d1) and ``B`` (n, d2), with e
 It is invariant to orthogonal transforms and isotropic scaling of either side (and, through
 the centring, to translations), but not to general invertible linear maps. Values lie in
 [0, 1]. Computed in float64.
+
+A value that cannot be computed honestly is NaN, never a number: non-finite input (NaN or inf
+anywhere, e.g. a diverged model's hidden states) and a side without variation (every item the
+same). "Without variation" is decided per feature against the feature's own size, not by an
+exact zero test, because centring a constant column in floating point leaves rounding residue
+(see :data:`CONSTANT_RTOL`).
 """
 
 from __future__ import annotations
@@ -17,6 +23,14 @@ import math
 
 import torch
 from torch import Tensor
+
+# A centred feature whose norm is at most this fraction of its uncentred norm holds rounding
+# residue only and is set to exactly zero. Centring a constant float64 column leaves residue of
+# ~eps * log2(n) of its size (pairwise-summed mean): ~2e-15 for n = 5000, three orders below.
+# The smallest real variation a float32 input can hold -- one item off by one float32 ulp
+# (6e-8 relative) -- is 6e-8 / sqrt(n) of the column's norm: 8e-10 at n = 5000, and above
+# 1e-12 for any n below ~3e9. So the threshold separates the two for every realistic input.
+CONSTANT_RTOL = 1e-12
 
 
 def linear_cka(a: Tensor, b: Tensor) -> float:
@@ -31,7 +45,9 @@ def linear_cka(a: Tensor, b: Tensor) -> float:
     Returns
     -------
     float
-        In [0, 1]; NaN when either side is constant (zero after centring).
+        In [0, 1]. NaN when either input holds a NaN or an infinity, or when either side is
+        constant: every feature's centred norm at most :data:`CONSTANT_RTOL` of its uncentred
+        norm (only rounding residue left after centring).
 
     Raises
     ------
@@ -44,6 +60,9 @@ def linear_cka(a: Tensor, b: Tensor) -> float:
         raise ValueError(f"a and b must describe the same items: {a.shape[0]} vs {b.shape[0]} rows")
     if a.shape[0] < 2:
         raise ValueError(f"CKA needs at least 2 items, got {a.shape[0]}")
+    if not (torch.isfinite(a).all() and torch.isfinite(b).all()):
+        # NaN would propagate, and min(1.0, nan) is 1.0: report "unchanged" for broken input
+        return math.nan
     a = _centred(a)
     b = _centred(b.to(a.device))
     if a.shape[0] < max(a.shape[1], b.shape[1]):
@@ -55,9 +74,12 @@ def linear_cka(a: Tensor, b: Tensor) -> float:
         cross = (b.T @ a).square().sum()
         norm_a, norm_b = (a.T @ a).norm(), (b.T @ b).norm()
     denominator = (norm_a * norm_b).item()
-    if denominator == 0.0:
+    if denominator == 0.0:  # exact: _centred zeroes features that are constant up to rounding
         return math.nan
-    return min(1.0, cross.item() / denominator)  # rounding can exceed 1 for identical inputs
+    value = cross.item() / denominator
+    if not math.isfinite(value):  # overflow of the products (entries past ~1e77): no number
+        return math.nan
+    return min(1.0, value)  # rounding can exceed 1 for identical inputs
 
 
 def cka_layers(a: Tensor, b: Tensor) -> Tensor:
@@ -78,6 +100,13 @@ def cka_layers(a: Tensor, b: Tensor) -> Tensor:
 
 
 def _centred(x: Tensor) -> Tensor:
-    """Float64 copy with each column's mean removed (the centring matrix H applied as H X)."""
+    """Float64 copy with each column's mean removed (the centring matrix H applied as H X).
+
+    A column left with rounding residue only (centred norm <= :data:`CONSTANT_RTOL` x its
+    uncentred norm) is set to zero: a constant side then gives exactly zero norms (NaN), not
+    a ratio of residues (anything from ~1e-32 to 1).
+    """
     x = x.to(torch.float64)
-    return x - x.mean(dim=0, keepdim=True)
+    centred = x - x.mean(dim=0, keepdim=True)
+    residue = centred.norm(dim=0) <= CONSTANT_RTOL * x.norm(dim=0)
+    return centred.masked_fill(residue, 0.0)

@@ -57,9 +57,10 @@ def rsa(
     Returns
     -------
     float
-        Pearson r in [-1, 1]; NaN when either matrix is constant over the upper triangle (e.g.
-        every item has the same direction), up to rounding. A zero vector has similarity 0
-        with everything.
+        Pearson r in [-1, 1]. NaN (never a number that reads as a result) when either input
+        holds a NaN or an infinity (e.g. the hidden states of a diverged model), or when either
+        matrix is constant over the upper triangle (e.g. every item has the same direction), up
+        to rounding. A zero vector has similarity 0 with everything.
 
     Raises
     ------
@@ -88,7 +89,8 @@ def rsa_layers(
     Returns
     -------
     Tensor, shape (n_layers,), float64
-        RSA of ``a[l]`` and ``b[l]`` for each layer l.
+        RSA of ``a[l]`` and ``b[l]`` for each layer l; NaN for a layer as :func:`rsa` says
+        (non-finite or constant), the other layers unaffected.
     """
     _check_pair(a, b, ndim=3)
     if a.shape[0] != b.shape[0]:
@@ -118,6 +120,10 @@ def _rsa_one(a: Tensor, b: Tensor, chunk: int, dtype: torch.dtype, method: str) 
         raise ValueError(f"unknown RSA method {method!r}; known: {', '.join(METHODS)}")
     if chunk < 1:
         raise ValueError(f"chunk must be >= 1, got {chunk}")
+    if not (_finite(a) and _finite(b)):
+        # a NaN or inf would propagate to r = NaN, which the clip to [-1, 1] turned into 1.0
+        # ("unchanged"); say NaN outright instead of relying on propagation
+        return math.nan
     if method == "auto":
         method = choose_method(a.shape[0], a.shape[1], b.shape[1])
     if method == "gram":
@@ -125,10 +131,21 @@ def _rsa_one(a: Tensor, b: Tensor, chunk: int, dtype: torch.dtype, method: str) 
     return _rsa_chunked(_unit_rows(a, dtype), _unit_rows(b, dtype), chunk)
 
 
+def _finite(x: Tensor) -> bool:
+    return bool(torch.isfinite(x).all())
+
+
 def _unit_rows(x: Tensor, dtype: torch.dtype) -> Tensor:
-    """Rows scaled to unit L2 norm (zero rows stay zero), so ``x @ x.T`` is cosine similarity."""
-    x = x.to(dtype)
-    return x / x.norm(dim=1, keepdim=True).clamp_min(torch.finfo(dtype).tiny)
+    """Rows scaled to unit L2 norm (zero rows stay zero), so ``x @ x.T`` is cosine similarity.
+
+    Normalised in float64 after dividing each row by its largest magnitude, then cast to
+    ``dtype``: a squared norm taken in ``dtype`` overflows for entries past ~1e19 in float32
+    (the row would silently become zero, similarity 0), and one in float64 past ~1e154.
+    """
+    x = x.to(torch.float64)
+    tiny = torch.finfo(torch.float64).tiny
+    x = x / x.abs().amax(dim=1, keepdim=True).clamp_min(tiny)
+    return (x / x.norm(dim=1, keepdim=True).clamp_min(tiny)).to(dtype)
 
 
 # --- gram: sums over the pairs from d x d products ----------------------------------------------
@@ -257,5 +274,11 @@ class _Moments:
 
 
 def _clip(r: float) -> float:
-    """Rounding can push |r| a hair past 1 for identical inputs."""
+    """Rounding can push |r| a hair past 1 for identical inputs; NaN stays NaN.
+
+    ``min(1.0, nan)`` is 1.0 in Python (the comparison with NaN is false), which reported a
+    broken input as "unchanged": test for NaN before clipping.
+    """
+    if math.isnan(r):
+        return r
     return max(-1.0, min(1.0, r))

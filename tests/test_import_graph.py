@@ -196,10 +196,26 @@ def _third_party(modules: dict[str, Path]) -> list[str]:
     return sorted(names - set(sys.stdlib_module_names) - {"robustkit", "__future__"})
 
 
+def _import_each(modules: list[str], dependencies: list[str], cwd: Path) -> dict[str, str]:
+    """Module -> traceback, for each module that fails to import on its own."""
+    done = subprocess.run([sys.executable, "-c", _IMPORT_EACH, json.dumps(modules), json.dumps(dependencies)],
+                          capture_output=True, text=True, cwd=cwd, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def test_every_module_imports_on_its_own():
     modules = package_modules()
-    done = subprocess.run([sys.executable, "-c", _IMPORT_EACH, json.dumps(sorted(modules)), json.dumps(_third_party(modules))],
-                          capture_output=True, text=True, cwd=PACKAGE.parent, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    failures = json.loads(done.stdout.strip().splitlines()[-1])
+    failures = _import_each(sorted(modules), _third_party(modules), PACKAGE.parent)
     assert not failures, "modules that fail to import on their own:\n" + "\n".join(f"{n}:\n{m}" for n, m in failures.items())
+
+
+def test_import_check_catches_a_module_that_needs_another_imported_first(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("import json\nVALUE = 1\n")
+    (package / "b.py").write_text("import pkg\nVALUE = pkg.a.VALUE  # works only after someone imported pkg.a\n")
+    assert _third_party({"a": package / "a.py"}) == []  # json is the stdlib's
+    failures = _import_each(["pkg.a", "pkg.b"], [], tmp_path)
+    assert list(failures) == ["pkg.b"] and "AttributeError" in failures["pkg.b"]

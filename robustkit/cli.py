@@ -131,12 +131,12 @@ def _cmd_stats(args) -> int:
 
 
 def _cmd_assets(args) -> int:
-    from robustkit import assets
+    from robustkit import cli_assets
 
     if args.action == "fetch":
-        assets.cli_fetch(args.names or None)
+        cli_assets.cli_fetch(args.names or None)
     else:
-        assets.cli_list()
+        cli_assets.cli_list()
     return 0
 
 

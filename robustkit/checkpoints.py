@@ -16,7 +16,7 @@ from robustkit import models
 from robustkit.errors import StoreError
 from robustkit.methods import apply_method
 from robustkit.spec import RunSpec, TspSpec
-from robustkit.store import load_checkpoint, read_manifest
+from robustkit.store import load_checkpoint, read_spec
 
 
 def build_classifier(spec: RunSpec, num_labels: int) -> tuple[nn.Module, list[str], str]:
@@ -123,10 +123,7 @@ def load_run_model(run_dir: str | Path, checkpoint: str = "best") -> nn.Module:
     from robustkit.tasks import get_task
 
     run_dir = Path(run_dir)
-    manifest = read_manifest(run_dir)
-    if manifest.get("kind") != "finetune":
-        raise StoreError(f"{run_dir.name!r} is not a fine-tuning run")
-    spec = RunSpec(**manifest["spec"])
+    spec = read_spec(run_dir)
     model, _, fingerprint = build_classifier(spec, get_task(spec.task).num_labels)
     tensors, metadata = load_checkpoint(run_dir, checkpoint)
     load_tensors(model, tensors, metadata, fingerprint, f"{run_dir.name}/{checkpoint}")

@@ -19,7 +19,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from robustkit import claim, figures as registry
-from robustkit.recipes import RECIPE_DIR, Recipe, RecipeError, list_recipes, load_defaults, load_recipe
+from robustkit.recipes import RECIPE_DIR, Recipe, list_recipes, load_defaults, load_recipe
 from robustkit.store import load_runs
 from robustkit.sweep import run_sweep
 

@@ -36,7 +36,7 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 from robustkit.errors import RunLockedError, StoreError
-from robustkit.spec import SPEC_DEFAULTS, SPEC_FIELDS
+from robustkit.spec import SPEC_DEFAULTS, SPEC_FIELDS, RunSpec
 
 MANIFEST = "manifest.json"
 HISTORY = "history.parquet"
@@ -120,6 +120,21 @@ def read_manifest(run_dir: Path) -> dict:
         raise StoreError(f"no run at {str(run_dir)!r}: {MANIFEST} is missing") from None
     except json.JSONDecodeError as error:
         raise StoreError(f"corrupt manifest {str(path)!r}: {error}") from None
+
+
+def read_spec(run_dir: str | Path) -> RunSpec:
+    """The :class:`robustkit.spec.RunSpec` of the fine-tuning run in ``run_dir`` (the one place
+    a run's settings are read back from its manifest).
+
+    Raises
+    ------
+    StoreError
+        No run there, a corrupt manifest, or a run that is not a fine-tuning run (a TSP run).
+    """
+    manifest = read_manifest(Path(run_dir))
+    if manifest.get("kind") != "finetune":
+        raise StoreError(f"{Path(run_dir).name!r} is not a fine-tuning run")
+    return RunSpec(**manifest["spec"])
 
 
 def write_manifest(run_dir: Path, manifest: dict) -> None:

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from robustkit import store
-from robustkit.analysis.cache import cached
+from robustkit.analysis.each_run import each_run
 from robustkit.analysis.select import parse_filters, select_runs
 from robustkit.errors import RobustkitError, StoreError
 
@@ -28,21 +28,42 @@ def test_parse_and_select(tmp_path):
         parse_filters(["task"])
 
 
-def test_cache_hits_and_invalidates_on_a_changed_checkpoint(tmp_path):
-    run_dir = _run(tmp_path, "a")
+def test_each_run_caches_invalidates_on_a_changed_checkpoint_and_adds_identity(tmp_path):
+    run_dir = _run(tmp_path, "a", task="rt", method="houlsby", seed=3)
     store.save_checkpoint(run_dir, "best", {"w": torch.zeros(2)}, {}, step=1)
     calls = []
 
-    def compute():
-        calls.append(1)
+    def compute(row):
+        calls.append(row["run_id"])
         return pd.DataFrame({"value": [len(calls)]})
 
-    first = cached(run_dir, "demo", {"n": 5}, ["best"], compute)
-    again = cached(run_dir, "demo", {"n": 5}, ["best"], compute)
-    assert len(calls) == 1 and first.equals(again)
-    cached(run_dir, "demo", {"n": 6}, ["best"], compute)
-    assert len(calls) == 2
+    def analyse(params, checkpoints=("best",)):
+        return each_run(select_runs(tmp_path), "demo", params, checkpoints, compute)
+
+    first, again = analyse({"n": 5}), analyse({"n": 5})
+    assert calls == ["a"] and first.equals(again)
+    assert first.loc[0, ["run_id", "task", "method", "seed", "value"]].tolist() == ["a", "rt", "houlsby", 3, 1]
+    analyse({"n": 6})
+    assert len(calls) == 2  # other parameters: another key
     store.save_checkpoint(run_dir, "best", {"w": torch.ones(2)}, {}, step=2)
-    assert cached(run_dir, "demo", {"n": 5}, ["best"], compute)["value"].item() == 3
+    assert analyse({"n": 5})["value"].item() == 3  # a changed checkpoint: recomputed
     with pytest.raises(StoreError, match="no checkpoint 'step-0'"):
-        cached(run_dir, "demo", {}, ["step-0"], compute)
+        analyse({}, ["step-0"])
+
+
+def test_a_resumable_analysis_keeps_its_own_file_under_the_same_key(tmp_path):
+    run_dir = _run(tmp_path, "a", task="rt", method="full", seed=0)
+    store.save_checkpoint(run_dir, "best", {"w": torch.zeros(2)}, {}, step=1)
+    files = []
+
+    def compute(row, path):
+        files.append(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a") as out:
+            out.write('{"example": %d}\n' % len(files))
+        return pd.read_json(path, lines=True)
+
+    each_run(select_runs(tmp_path), "attack", {"n": 1}, ["best"], compute, resumable=True)
+    second = each_run(select_runs(tmp_path), "attack", {"n": 1}, ["best"], compute, resumable=True)
+    assert files[0] == files[1] and files[0].suffix == ".jsonl" and files[0].name.startswith("a-")
+    assert second["example"].tolist() == [1, 2] and (second["run_id"] == "a").all()

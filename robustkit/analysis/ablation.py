@@ -35,7 +35,6 @@ with a warning naming them and raises :class:`RobustkitError` when no adapter ru
 
 from __future__ import annotations
 
-import functools
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -48,14 +47,13 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from robustkit import tasks
-from robustkit.analysis.cache import cached
+from robustkit.analysis.each_run import each_run
 from robustkit.analysis.select import select_runs
 from robustkit.checkpoints import load_run_model
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import EVAL_BATCH_SIZE, MetricAccumulator, evaluate, model_inputs, resolve_device, split_batches
 from robustkit.methods import ADAPTER_NAME, get_method
-from robustkit.spec import RunSpec
-from robustkit.store import IDENTITY, read_manifest
+from robustkit.store import IDENTITY, read_spec
 
 ANALYSIS = "ablation"
 SPAN_COLUMNS = ["first", "last", "metric", "value"]
@@ -325,7 +323,7 @@ def ablation_run(run_dir: str | Path, checkpoint: str = "best", progress: bool =
     DataFrame
         ``first, last, metric, value, relative_change``.
     """
-    spec = RunSpec(**read_manifest(run_dir)["spec"]).resolved()
+    spec = read_spec(run_dir).resolved()
     model = load_run_model(run_dir, checkpoint).to(resolve_device(device))
     batches = split_batches(spec, ["validation"])["validation"]
     frame = fast_spans(model, batches, spec.task, progress=progress)
@@ -376,11 +374,6 @@ def run(
         No adapter run in the selection.
     """
     params = {"checkpoint": checkpoint, "split": "validation", "batch_size": EVAL_BATCH_SIZE, "version": _VERSION}
-    frames = []
-    for _, row in _adapter_runs(select_runs(store, select)).iterrows():
-        compute = functools.partial(ablation_run, row["path"], checkpoint, progress, device)
-        frame = cached(row["path"], ANALYSIS, params, [checkpoint], compute)
-        for column in reversed(IDENTITY):
-            frame.insert(0, column, row.get(column))
-        frames.append(frame.assign(checkpoint=checkpoint))
-    return pd.concat(frames, ignore_index=True)[COLUMNS]
+    frame = each_run(_adapter_runs(select_runs(store, select)), ANALYSIS, params, [checkpoint],
+                     lambda row: ablation_run(row["path"], checkpoint, progress, device))
+    return frame.assign(checkpoint=checkpoint)[COLUMNS]

@@ -17,7 +17,6 @@ the model's own tensors are copied back bit for bit at the end.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,13 +27,12 @@ import torch
 from tqdm.auto import tqdm
 
 from robustkit import tasks
-from robustkit.analysis.cache import cached
-from robustkit.analysis.select import select_runs, with_identity
+from robustkit.analysis.each_run import each_run
+from robustkit.analysis.select import select_runs
 from robustkit.checkpoints import build_classifier, load_tensors
 from robustkit.errors import RobustkitError, StoreError
 from robustkit.evaluate import EVAL_BATCH_SIZE, evaluate, resolve_device, split_batches
-from robustkit.spec import RunSpec
-from robustkit.store import IDENTITY, load_checkpoint, read_manifest
+from robustkit.store import IDENTITY, load_checkpoint, read_spec
 
 ANALYSIS = "landscape"
 DEFAULT_ALPHAS = "-2:2:20"
@@ -161,8 +159,8 @@ def interpolate(
     try:
         for alpha in tqdm([float(a) for a in alphas], desc="landscape", disable=not progress, leave=False, unit="alpha"):
             _place(parameters, start, end, alpha)
-            for split, split_batches in by_split.items():
-                rows += [{"alpha": alpha, "split": split, "metric": m, "value": v} for m, v in evaluate(model, split_batches, task).items()]
+            for split, batches in by_split.items():
+                rows += [{"alpha": alpha, "split": split, "metric": m, "value": v} for m, v in evaluate(model, batches, task).items()]
     finally:
         _restore(parameters, original)
         model.train(was_training)
@@ -219,10 +217,7 @@ def landscape_run(
         ``alpha, split, metric, value`` (see :func:`interpolate`).
     """
     run_dir = Path(run_dir)
-    manifest = read_manifest(run_dir)
-    if manifest.get("kind") != "finetune":
-        raise StoreError(f"{run_dir.name!r} is not a fine-tuning run")
-    spec = RunSpec(**manifest["spec"]).resolved()
+    spec = read_spec(run_dir).resolved()
     task = tasks.get_task(spec.task)
     model, _, fingerprint = build_classifier(spec, task.num_labels)
     thetas = [_checked_tensors(run_dir, name, model, fingerprint) for name in ("step-0", checkpoint)]
@@ -274,12 +269,9 @@ def run(
     grid = _as_grid(alphas)
     splits = _checked_splits(splits)
     params = {"alphas": grid.tolist(), "splits": list(splits), "checkpoint": checkpoint, "batch_size": EVAL_BATCH_SIZE}
-    frames = []
-    for _, row in select_runs(store, select).iterrows():
-        compute = functools.partial(landscape_run, row["path"], grid, splits, checkpoint, progress, device)
-        frame = cached(row["path"], ANALYSIS, params, ["step-0", checkpoint], compute)
-        frames.append(with_identity(frame, row).assign(checkpoint=checkpoint))
-    return pd.concat(frames, ignore_index=True)[COLUMNS]
+    frame = each_run(select_runs(store, select), ANALYSIS, params, ["step-0", checkpoint],
+                     lambda row: landscape_run(row["path"], grid, splits, checkpoint, progress, device))
+    return frame.assign(checkpoint=checkpoint)[COLUMNS]
 
 
 def _checked_splits(splits: Sequence[str]) -> tuple[str, ...]:

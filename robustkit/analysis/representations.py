@@ -31,7 +31,7 @@ from robustkit import data, models, tasks
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import eval_batches
 from robustkit.spec import RunSpec
-from robustkit.store import read_manifest
+from robustkit.store import read_spec
 
 MAX_LENGTH = 128
 NON_MODEL_KEYS = ("order", "labels")
@@ -152,7 +152,7 @@ def sample_tokens(
 def _spec(source: str | Path | RunSpec) -> RunSpec:
     if isinstance(source, RunSpec):
         return source
-    return RunSpec(**read_manifest(Path(source))["spec"])
+    return read_spec(source)
 
 
 def _encode(texts: list[tuple[str, ...]], tokenizer: PreTrainedTokenizerBase, max_length: int):

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-import pandas as pd
 
 from robustkit.analysis import stability
 from robustkit.analysis.pooling import split_columns

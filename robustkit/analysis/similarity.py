@@ -6,10 +6,16 @@ of the base model; then, per run, one pass of the run's checkpoint and the per-l
 similarities. Each run's result is cached (``<store>/.cache/similarity/``), keyed by the
 checkpoint's sha256, the parameters and the sample's digest: a second call reads parquet files
 only, and neither the base model nor a run model is loaded.
+
+A value the measures cannot compute honestly (:mod:`robustkit.measures`: a layer whose
+representations hold a NaN or an infinity, e.g. a diverged checkpoint's, or have no variation)
+is NaN in the frame, never a number, and :func:`run` warns naming the runs and layers;
+:func:`summarize` counts such runs apart (``n_nan``) instead of averaging them in.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,7 +23,7 @@ import pandas as pd
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from robustkit.analysis.cache import cached
+from robustkit.analysis.each_run import each_run
 from robustkit.analysis.representations import (
     MAX_LENGTH,
     TokenSample,
@@ -25,13 +31,15 @@ from robustkit.analysis.representations import (
     representations,
     sample_tokens,
 )
-from robustkit.analysis.select import select_runs, with_identity
+from robustkit.analysis.select import select_runs
 from robustkit.measures.cka import cka_layers
 from robustkit.measures.rsa import DEFAULT_CHUNK, rsa_layers
 from robustkit.store import IDENTITY
 
 ANALYSIS = "similarity"
-VERSION = 1  # bump when the computation changes: it is part of the cache key
+# bump when the computation changes: it is part of the cache key. 2: non-finite representations
+# give NaN (version 1 cached them as 1.0) and CKA of a constant side is NaN.
+VERSION = 2
 MEASURES: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
     "rsa": lambda a, b: rsa_layers(a, b, chunk=DEFAULT_CHUNK),
     "cka": cka_layers,
@@ -79,7 +87,8 @@ def run(
     DataFrame
         One row per run x layer x measure: identity columns, ``checkpoint``, ``tokens``,
         ``layer`` (0 = embeddings, 1..L = encoder layers), ``measure`` (``rsa``, ``cka``),
-        ``value`` (1 = the base's representational geometry unchanged).
+        ``value`` (1 = the base's representational geometry unchanged; NaN where either
+        model's representations at that layer are non-finite or constant, with a warning).
     """
     runs = select_runs(store, select)
     settings = {"tokens": tokens, "seed": seed, "max_length": max_length, "split": split}
@@ -87,7 +96,25 @@ def run(
     with tqdm(total=len(runs), desc="similarity", unit="run", disable=not progress) as bar:
         for _, group in runs.groupby(["model", "task", _data_dir(runs)], sort=True, dropna=False):
             frames.extend(_group(group, settings, checkpoint, batch_size, device, bar))
-    return pd.concat(frames, ignore_index=True)[COLUMNS]
+    frame = pd.concat(frames, ignore_index=True)[COLUMNS]
+    _warn_nan(frame)
+    return frame
+
+
+def _warn_nan(frame: pd.DataFrame) -> None:
+    """Say which runs and layers have no value: NaN is a finding about the run, not a gap."""
+    missing = frame[frame["value"].isna()]
+    if missing.empty:
+        return
+    where = "; ".join(
+        f"{run_id} ({', '.join(sorted(group['measure'].unique()))} at layers {', '.join(map(str, sorted(group['layer'].unique())))})"
+        for run_id, group in missing.groupby("run_id", sort=True)
+    )
+    warnings.warn(
+        f"similarity is NaN for {missing['run_id'].nunique()} run(s), their representations being non-finite "
+        f"(a diverged checkpoint?) or constant: {where}",
+        stacklevel=3,
+    )
 
 
 def _group(group: pd.DataFrame, settings: dict, checkpoint: str, batch_size: int, device, bar) -> list[pd.DataFrame]:
@@ -97,16 +124,10 @@ def _group(group: pd.DataFrame, settings: dict, checkpoint: str, batch_size: int
     # the cache key) covers the run and, through its base fingerprint, the base model.
     params = {"version": VERSION, **settings, "sample": sample.digest, "measures": sorted(MEASURES), "base": "pretrained"}
     base = _Lazy(lambda: base_representations(sample, batch_size, device))
-    frames = []
-    for _, run_row in group.iterrows():
-
-        def compute(path: str = run_row["path"]) -> pd.DataFrame:
-            return compare(base(), run_representations(path, checkpoint, sample, batch_size, device), device)
-
-        frame = cached(run_row["path"], ANALYSIS, params, [checkpoint], compute)
-        frames.append(_with_identity(frame, run_row, checkpoint, len(sample)))
-        bar.update()
-    return frames
+    frame = each_run(group, ANALYSIS, params, [checkpoint],
+                     lambda row: compare(base(), run_representations(row["path"], checkpoint, sample, batch_size, device), device),
+                     on_done=bar.update)
+    return [frame.assign(checkpoint=checkpoint, tokens=len(sample))]
 
 
 def _data_dir(runs: pd.DataFrame) -> pd.Series:
@@ -166,10 +187,6 @@ def compare(base: Tensor, tuned: Tensor, device: str | None = None) -> pd.DataFr
     return pd.concat(frames, ignore_index=True)
 
 
-def _with_identity(frame: pd.DataFrame, run_row: pd.Series, checkpoint: str, tokens: int) -> pd.DataFrame:
-    return with_identity(frame, run_row).assign(checkpoint=checkpoint, tokens=tokens)
-
-
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     """Mean, standard deviation and run count over seeds, per config x layer x measure.
 
@@ -177,10 +194,12 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     -------
     DataFrame
         The non-seed identity columns present, ``checkpoint, tokens, layer, measure, mean, std,
-        runs``.
+        runs`` (runs with a value, in the mean and std) and ``n_nan`` (runs whose value is NaN:
+        non-finite or constant representations; counted here, never averaged in).
     """
     keys = [c for c in [*IDENTITY, "checkpoint", "tokens"] if c not in ("run_id", "seed") and c in frame.columns]
     keys += ["layer", "measure"]
-    stats = frame.groupby(keys, dropna=False)["value"].agg(mean="mean", std="std", runs="count")
-    return stats.reset_index()
+    grouped = frame.assign(nan=frame["value"].isna()).groupby(keys, dropna=False)
+    stats = grouped.agg(mean=("value", "mean"), std=("value", "std"), runs=("value", "count"), n_nan=("nan", "sum"))
+    return stats.reset_index().astype({"n_nan": int})
 

@@ -1,8 +1,10 @@
 """Representation similarity of tuned runs vs the base model, on a tiny store of bert-tiny runs."""
 
 import dataclasses
+import shutil
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -144,3 +146,35 @@ def test_figure_renders_to_pdf(rt_store, tmp_path):
         assert path.read_bytes()[:4] == b"%PDF"
     with pytest.raises(ValueError, match="no rows"):
         rsa_by_layer(frame, "cca")
+
+
+def test_non_finite_representations_are_nan_in_the_frame_warned_and_counted_apart():
+    base = torch.randn(3, 20, 8, dtype=torch.float64)
+    tuned = base + 0.1 * torch.randn_like(base)
+    tuned[2, 5, 1] = float("nan")  # the last layer of a diverged checkpoint
+    frame = similarity.compare(base, tuned)
+    assert frame.query("layer == 2")["value"].isna().all()  # never 1.0, "unchanged"
+    assert frame.query("layer < 2")["value"].between(0.0, 1.0).all()
+    two_runs = pd.concat([frame.assign(run_id="ok", seed=0, value=frame["value"].fillna(0.9)), frame.assign(run_id="bad", seed=1)])
+    summary = similarity.summarize(two_runs).set_index(["layer", "measure"])
+    assert (summary.loc[2, "n_nan"] == 1).all() and (summary.loc[2, "runs"] == 1).all()
+    assert (summary.loc[2, "mean"] == 0.9).all()  # the NaN run is not averaged in as a value
+    assert (summary.loc[0, "n_nan"] == 0).all() and (summary.loc[0, "runs"] == 2).all()
+
+
+def test_a_run_with_non_finite_weights_gets_nan_and_a_warning(rt_store, tmp_path):
+    runs = tmp_path / "runs"
+    shutil.copytree(rt_store, runs)
+    run_dir = _run_dir(runs, "full")
+    tensors, metadata = store.load_checkpoint(run_dir, "best")
+    name = next(n for n in tensors if n.endswith("encoder.layer.1.output.dense.weight"))
+    tensors[name][0, 0] = float("nan")
+    store.save_checkpoint(run_dir, "best", tensors, metadata, store.read_manifest(run_dir)["checkpoints"]["best"]["step"])
+    with pytest.warns(UserWarning, match=r"NaN for 1 run.*layers 2"):
+        frame = similarity.run(runs, ["method=full"], tokens=TOKENS, checkpoint="best", progress=False)
+    assert frame.query("layer == 2")["value"].isna().all()
+    assert frame.query("layer < 2")["value"].notna().all()
+    # cached as NaN too: a second call gives the same frame, and warns again
+    with pytest.warns(UserWarning, match="NaN"):
+        again = similarity.run(runs, ["method=full"], tokens=TOKENS, checkpoint="best", progress=False)
+    pd.testing.assert_frame_equal(again, frame)

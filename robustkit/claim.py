@@ -5,7 +5,7 @@ Each recipe (``analyses/<paper>/<figure>.toml``) states its paper's claim before
     [[claim]]
     id = "spread"
     says = "full FT 'leads to a large standard deviation'; adapters 'a much smaller variance' (§2)"
-    statistic = "score"                        # per-run statistic (robustkit.analysis.per_run)
+    statistic = "score"                        # per-run statistic (robustkit.analysis.claim_statistics)
     params = { split = "validation", checkpoint = "last" }
     compare = "spread"                         # spread | location | rate | margin | threshold
     a = "houlsby"
@@ -55,7 +55,7 @@ import pandas as pd
 from scipy import stats
 
 from robustkit import collapse
-from robustkit.analysis import per_run
+from robustkit.analysis import claim_statistics
 from robustkit.analysis.pooling import check_pooling
 from robustkit.errors import RobustkitError
 
@@ -85,7 +85,7 @@ class Claim:
     id, says : str
         Short name; the paper's words with the section.
     statistic : str
-        A name of :data:`robustkit.analysis.per_run.STATISTICS`; ``params`` its parameters.
+        A name of :data:`robustkit.analysis.claim_statistics.STATISTICS`; ``params`` its parameters.
     compare : str
         ``spread``, ``location``, ``rate``, ``margin`` or ``threshold`` (module docstring).
     by : str
@@ -139,8 +139,8 @@ class Claim:
             raise ClaimError(f"{where}: claim {raw['id']!r}: {compare} takes test {' or '.join(COMPARES[compare])}, got {test!r}")
         if raw["direction"] not in ("less", "greater"):
             raise ClaimError(f"{where}: claim {raw['id']!r}: direction must be less or greater, got {raw['direction']!r}")
-        if raw["statistic"] not in per_run.STATISTICS:
-            raise ClaimError(f"{where}: claim {raw['id']!r}: unknown statistic {raw['statistic']!r}; known: {', '.join(per_run.STATISTICS)}")
+        if raw["statistic"] not in claim_statistics.STATISTICS:
+            raise ClaimError(f"{where}: claim {raw['id']!r}: unknown statistic {raw['statistic']!r}; known: {', '.join(claim_statistics.STATISTICS)}")
         if compare in ("margin", "threshold") and not isinstance(raw.get("value"), (int, float)):
             raise ClaimError(f"{where}: claim {raw['id']!r}: {compare} needs a numeric value")
         if compare != "threshold" and (raw.get("a") is None or raw.get("b") is None):
@@ -173,7 +173,7 @@ def judge(claim: Claim, observations: pd.DataFrame, include_failed: bool = False
     ----------
     observations : DataFrame
         One row per observation: ``claim.by``, ``value``, the ``within`` columns, run settings
-        and ``outcome`` (e.g. :func:`robustkit.analysis.per_run.compute` output).
+        and ``outcome`` (e.g. :func:`robustkit.analysis.claim_statistics.compute` output).
     include_failed : bool
         Keep collapsed and diverged runs (always kept for ``rate``).
 
@@ -396,7 +396,7 @@ def verdicts(store: str | Path, recipes: Sequence, scale: str = "demo", include_
         run_ids = [spec.run_id for spec in recipe.specs(scale, defaults)]
         for claim in recipe.claims:
             try:
-                observations = per_run.compute(claim.statistic, store, run_ids, claim.params)
+                observations = claim_statistics.compute(claim.statistic, store, run_ids, claim.params)
                 frame = judge(claim, observations, include_failed)
             except Exception as error:  # noqa: BLE001 - one claim's failure must not cost the figure
                 kind = "" if isinstance(error, RobustkitError) else f"{type(error).__name__}: "

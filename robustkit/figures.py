@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from robustkit.attacks import ATTACKS  # names only: the attacks' modules load when one is built
 from robustkit.errors import RobustkitError
 
 
@@ -223,7 +224,7 @@ def _metric(help_extra: str = "") -> Param:
 SPLIT = Param("split", "test", "split scored; default: test", choices=("test", "validation"))
 CHECKPOINT = Param("checkpoint", "best", "best: best validation main metric; last: end of training; default: best", choices=("best", "last"))
 SCORES = (SPLIT, CHECKPOINT, _metric())
-OUTCOMES = "robustkit.analysis.stability:outcomes"
+OUTCOMES = "robustkit.analysis.scores:outcomes"
 BOXES = "robustkit.plots.stability"
 TRADEOFF_PARAMS = (
     Param("split", "validation", "split whose metric is shown (Houlsby et al. report validation); the best learning rate per point is always selected on validation; default: validation", choices=("validation", "test")),
@@ -232,9 +233,10 @@ TRADEOFF_PARAMS = (
 )
 ATTACK_PARAMS = (
     Param("n", 200, "test examples attacked per run (the same sample for every run); default: 200"),
-    Param("seed", 0, "seed of the example sample; default: 0"),
-    Param("engine", "fast", "fast: robustkit's batched PWWS with float32 screening (identical outputs); openattack: OpenAttack's own PWWSAttacker; default: fast", choices=("fast", "openattack")),
+    Param("seed", 0, "seed of the example sample and of randomized attacks (per example); default: 0"),
+    Param("engine", "fast", "PWWS's engine (other attackers ignore it): fast: robustkit's batched PWWS with float32 screening (identical outputs); openattack: OpenAttack's own PWWSAttacker; default: fast", choices=("fast", "openattack")),
 )
+CONVENTION = Param("convention", "openattack", "openattack: prediction flips, misclassified inputs included; gold: only correctly classified inputs; default: openattack", choices=("openattack", "gold"))
 
 # ---------------------------------------------------------------------------------------------
 # the figures
@@ -247,10 +249,16 @@ register(Figure(
      Param("checkpoint", "best", "tuned checkpoint compared with the base model: best, last or step-0; default: best", choices=("best", "last", "step-0")),
      Param("measure", "rsa", "rsa (He et al. 2021) or linear CKA (Kornblith et al. 2019); default: rsa", choices=("rsa", "cka")))))
 register(Figure(
-    "attack-vs-tsp", "Han et al. 2021 figure 5: PWWS attack success rate vs TSP steps, with vs without adapters",
+    "attack-vs-tsp", "Han et al. 2021 figure 5: PWWS (or another attacker's) attack success rate vs TSP steps, with vs without adapters",
     "robustkit.analysis.attack:success", "robustkit.plots.attack:attack_vs_tsp",
-    (*ATTACK_PARAMS,
-     Param("convention", "openattack", "openattack: prediction flips, misclassified inputs included; gold: only correctly classified inputs; default: openattack", choices=("openattack", "gold"))),
+    (Param("attacker", "pwws", "pwws: PWWS (Ren et al. 2019), Han et al.'s; deepwordbug: DeepWordBug (Gao et al. 2018), character-level; default: pwws", choices=tuple(ATTACKS)),
+     *ATTACK_PARAMS, CONVENTION),
+    score_axis=True))
+register(Figure(
+    "attack-by-attacker", "Han et al. 2021 figure 5 with a second attack: PWWS and DeepWordBug success rate vs TSP steps side by side (one panel each, shared y axis), with vs without adapters",
+    "robustkit.analysis.attack:success_by_attacker", "robustkit.plots.attack:attack_by_attacker",
+    (Param("attackers", ["pwws", "deepwordbug"], f"comma-separated attackers, one panel each ({', '.join(ATTACKS)}); default: pwws,deepwordbug", kind=list),
+     *ATTACK_PARAMS, CONVENTION),
     score_axis=True))
 register(Figure(
     "ablation", "Houlsby et al. 2019 figure 6: relative change of the dev metric when the adapters of layers i..j are removed",
@@ -286,7 +294,7 @@ register(Figure(
     score_axis=True))
 register(Figure(
     "box-tsp-epochs", "Han et al. 2021 figures 9-10: box plots of the dev score at each fine-tuning epoch end, per TSP step, one panel per method (pool_epochs: one box per TSP step and method over every epoch end, the paper's)",
-    "robustkit.analysis.stability:epoch_outcomes", f"{BOXES}:box_tsp_epochs",
+    "robustkit.analysis.scores:epoch_outcomes", f"{BOXES}:box_tsp_epochs",
     (_metric(), Param("pool_epochs", False, "one box per TSP step and method over every fine-tuning epoch end of every run (Han et al. 2021 figures 9-10: 'development scores from 100 runs ... epochs ranging from 1 to 100') instead of a box per epoch")),
     score_axis=True))
 register(Figure(

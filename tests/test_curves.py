@@ -85,7 +85,7 @@ def test_figures_render_as_pdf(tiny_store, tmp_path):
 
 
 def _outcomes(collapsed: str = "full-s1-tsp0") -> pd.DataFrame:
-    """One score per run of :func:`_synthetic` (as stability.outcomes gives), one collapsed."""
+    """One score per run of :func:`_synthetic` (as scores.outcomes gives), one collapsed."""
     runs = _synthetic()["run_id"].unique()
     return pd.DataFrame({"run_id": runs, "value": 0.7, "baseline": 0.5,
                          "outcome": ["collapsed" if r == collapsed else "ok" for r in runs]})

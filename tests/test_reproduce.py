@@ -87,16 +87,16 @@ def test_shared_runs_train_once_and_every_figure_is_drawn(tmp_path, recipe_dir):
 def test_a_figure_sees_only_its_recipes_runs(tmp_path, recipe_dir, monkeypatch):
     """A store holding other runs: each figure is drawn from exactly its recipe's runs."""
     seen = {}
-    from robustkit.analysis import stability
+    from robustkit.analysis import scores
 
-    original = stability.outcomes
+    original = scores.outcomes
 
     def spy(store, select=None, **kwargs):
         frame = original(store, select, **kwargs)
         seen[len(seen)] = sorted(frame["seed"].unique())
         return frame
 
-    monkeypatch.setattr(stability, "outcomes", spy)
+    monkeypatch.setattr(scores, "outcomes", spy)
     reproduce(None, scale="demo", store=tmp_path / "runs", figures=tmp_path / "f", recipes=recipe_dir, jobs=1, progress=False)
     # the figures and the claims' statistics alike read exactly their recipe's runs
     assert {tuple(v) for v in seen.values()} == {(0, 1), (1, 2)}

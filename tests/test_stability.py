@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from robustkit import collapse
-from robustkit.analysis import stability
+from robustkit.analysis import scores, stability
 from robustkit.analysis.pooling import PoolingError
 from robustkit.cli import main
 from robustkit.errors import RobustkitError
@@ -162,43 +162,43 @@ def test_caption_reports_n_and_p_values():
 
 
 def test_outcomes_on_a_store(tiny_store):
-    frame = stability.outcomes(tiny_store)
+    frame = scores.outcomes(tiny_store)
     runs = load_runs(tiny_store).set_index("run_id")
-    assert list(frame.columns) == stability.OUTCOME_COLUMNS and len(frame) == len(runs) == 2
+    assert list(frame.columns) == scores.OUTCOME_COLUMNS and len(frame) == len(runs) == 2
     for _, row in frame.iterrows():
         assert row["value"] == runs.loc[row["run_id"], "best/test/accuracy"] and row["metric"] == "accuracy"
     # the tiny RTE's dev set alternates labels: always predicting one is right half of the time
     expected = [collapse.outcome(v, 0.5, "accuracy", n, share) for v, n, share in zip(frame["value"], frame["n_eval"], frame["top_class_share"])]
     assert (frame["baseline"] == 0.5).all() and list(frame["outcome"]) == expected
     assert (frame["failed"] == (frame["outcome"] != "ok")).all() and (frame["n_eval"] == runs["n_test"].iloc[0]).all()
-    last = stability.outcomes(tiny_store, ["method=full"], checkpoint="last", split="validation", metric="loss")
+    last = scores.outcomes(tiny_store, ["method=full"], checkpoint="last", split="validation", metric="loss")
     assert len(last) == 1 and last["value"].item() == runs.loc[last["run_id"].item(), "last/validation/loss"]
     assert last["baseline"].isna().all() and (last["outcome"] == "ok").all()  # no constant baseline for a loss
 
 
 def test_baseline_override_and_unreadable_data(tiny_store, tmp_path):
-    frame = stability.outcomes(tiny_store, baseline={"rte": 1.0})
+    frame = scores.outcomes(tiny_store, baseline={"rte": 1.0})
     assert (frame["baseline"] == 1.0).all() and frame["failed"].all()  # nothing beats a perfect score
     with pytest.warns(UserWarning, match="no majority baseline"):
-        value = stability.majority_baseline("rte", "accuracy", "test", str(tmp_path / "moved"), None, 0)
+        value = scores.majority_baseline("rte", "accuracy", "test", str(tmp_path / "moved"), None, 0)
     assert np.isnan(value)
 
 
 def test_epoch_outcomes_on_a_store(tiny_store):
-    frame = stability.epoch_outcomes(tiny_store)
-    assert list(frame.columns) == stability.EPOCH_COLUMNS
+    frame = scores.epoch_outcomes(tiny_store)
+    assert list(frame.columns) == scores.EPOCH_COLUMNS
     assert set(frame["epoch"]) == {1, 2} and len(frame) == 2 * 2 and (frame["split"] == "validation").all()
-    one = stability.outcomes(tiny_store, epoch=2)
+    one = scores.outcomes(tiny_store, epoch=2)
     assert set(one["epoch"]) == {2} and len(one) == 2
     with pytest.raises(RobustkitError, match="only the validation split"):
-        stability.epoch_outcomes(tiny_store, split="test")
+        scores.epoch_outcomes(tiny_store, split="test")
 
 
 def test_outcomes_empty_selection_names_it(tiny_store):
     with pytest.raises(RobustkitError, match="task.*cola"):
-        stability.outcomes(tiny_store, ["task=cola"])
+        scores.outcomes(tiny_store, ["task=cola"])
     with pytest.raises(RobustkitError, match="best/test/nonsense"):
-        stability.outcomes(tiny_store, metric="nonsense")
+        scores.outcomes(tiny_store, metric="nonsense")
 
 
 def test_stats_cli(tiny_store, tmp_path, capsys):
@@ -261,7 +261,7 @@ def test_a_store_of_mixed_settings_is_never_pooled(tmp_path, rte_folder):
     glue = rte_folder(tmp_path / "glue")
     for seed, epochs in ((0, 1), (1, 2)):
         train(dataclasses.replace(TINY_RTE, method="houlsby", seed=seed, epochs=epochs, data_dir=str(glue)), tmp_path / "runs", progress=False)
-    frame = stability.outcomes(tmp_path / "runs", split="validation", checkpoint="last")
+    frame = scores.outcomes(tmp_path / "runs", split="validation", checkpoint="last")
     assert sorted(frame["epochs"]) == [1, 2] and {"warmup_ratio", "mixout", "max_length"} <= set(frame.columns)
     with pytest.raises(PoolingError, match="differ in epochs = 1, 2"):
         stability.summarize(frame, ["task", "method"], include_failed=True)

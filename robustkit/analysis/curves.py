@@ -64,7 +64,7 @@ def with_outcomes(frame: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
     frame : DataFrame
         :func:`run` output.
     scores : DataFrame
-        One row per run: :func:`robustkit.analysis.stability.outcomes` output for the scored
+        One row per run: :func:`robustkit.analysis.scores.outcomes` output for the scored
         split of the curves (``split="validation"``, ``checkpoint="last"``: how the run ended)
         and the main metric (``run_id, value, baseline``, ``outcome`` where known).
 
@@ -90,12 +90,12 @@ def with_run_outcomes(store: str | Path, select: dict | list[str] | None = None)
     warning naming why)."""
     import warnings
 
-    from robustkit.analysis import stability
+    from robustkit.analysis import scores
     from robustkit.errors import RobustkitError
 
     frame = run(store, select)
     try:
-        scores = stability.outcomes(store, select, checkpoint="last", split="validation")
+        scores = scores.outcomes(store, select, checkpoint="last", split="validation")
     except RobustkitError as error:
         warnings.warn(f"learning curves drawn without run outcomes: {error}", stacklevel=2)
         return frame

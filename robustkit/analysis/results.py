@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 
-from robustkit.analysis import stability
+from robustkit.analysis import scores, stability
 from robustkit.analysis.pooling import split_columns
 from robustkit.collapse import marked
 
@@ -33,7 +33,7 @@ def results_table(
     by : sequence of str
         Columns that define a row (``task, method, tsp_step, train_size, ...``).
     checkpoint, split, metric
-        The score of each run (:func:`robustkit.analysis.stability.outcomes`).
+        The score of each run (:func:`robustkit.analysis.scores.outcomes`).
     include_failed : bool
         Keep collapsed and diverged runs in the statistics and tests.
 
@@ -46,7 +46,7 @@ def results_table(
         other columns (:func:`robustkit.analysis.stability.caption`); ``source``: one row per
         run (the scores the statistics come from).
     """
-    frame = marked(stability.outcomes(store, select, checkpoint=checkpoint, split=split, metric=metric))
+    frame = marked(scores.outcomes(store, select, checkpoint=checkpoint, split=split, metric=metric))
     by = split_columns(frame, [c.strip() for c in by])
     within = [c for c in by if c != "method"] or None
     tests = stability.compare(frame, by="method", within=within, include_failed=include_failed)

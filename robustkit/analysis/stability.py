@@ -11,33 +11,24 @@ claims become tests: :func:`summarize` gives the spread of each box (std, IQR, b
 the mean, runs at or below the majority-class baseline) and :func:`compare` tests the difference
 between methods (Levene / Brown-Forsythe for the variance, Mann-Whitney U for the location).
 
-Everything comes from the manifests' final metrics (:func:`outcomes`) or from
-``history.parquet`` (:func:`epoch_outcomes`), so nothing is recomputed and no cache is needed,
-except the majority baseline, which reads each task's labels once per process.
+The scores come from :mod:`robustkit.analysis.scores` (one per run, with its outcome); this
+module only computes statistics on them.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import warnings
-from collections.abc import Mapping, Sequence
-from functools import lru_cache
-from pathlib import Path
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from robustkit import collapse, tasks
+from robustkit import collapse
 from robustkit.analysis.pooling import check_pooling, setting_columns
-from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
-from robustkit.store import IDENTITY, load_history
 
-_SCORED = ["value", "baseline", "n_eval", "top_class_share", "outcome", "failed"]
-OUTCOME_COLUMNS = [*IDENTITY, "checkpoint", "split", "metric", *_SCORED[:-2], "eval_loss", *_SCORED[-2:]]
-EPOCH_COLUMNS = [*IDENTITY, "epoch", "step", "split", "metric", *_SCORED]
 _STATS = ["n", "mean", "std", "median", "iqr", "min", "max", "ci_low", "ci_high"]
 SUMMARY_STATS = [*_STATS[:7], "n_failed", *_STATS[7:], "n_runs", "n_collapsed", "n_diverged", "failed_rate"]
 COMPARE_COLUMNS = ["by", "group_a", "group_b", "n_a", "n_b", "test", "statistic", "p_value", "ci_low", "ci_high", "note"]
@@ -47,181 +38,6 @@ OBSERVATION_CELLS = ["epoch", "checkpoint", "split", "metric"]
 N_RESAMPLES = 9999  # bootstrap resamples: CI ends stable to ~1% of their width at this B
 BOOTSTRAP_METHOD = "BCa"  # bias-corrected and accelerated; percentile where BCa is degenerate
 SEED = 0
-
-
-# ---------------------------------------------------------------------------------------------
-# outcomes: one value per run
-
-
-def outcomes(
-    store: str | Path,
-    select: dict | list[str] | None = None,
-    checkpoint: str = "best",
-    split: str | None = None,
-    metric: str | None = None,
-    epoch: int | None = None,
-    baseline: float | Mapping[str, float] | None = None,
-) -> pd.DataFrame:
-    """One row per selected run: its final score and whether it failed.
-
-    Parameters
-    ----------
-    store : path
-        Run store.
-    select : dict or list of str, optional
-        Run filters (``["task=rte", "method=houlsby,full"]``); complete fine-tuning runs only.
-    checkpoint : {"best", "last"}
-        ``best``: the checkpoint of the best validation main metric (so its ``validation``
-        score is optimistically biased: use ``test`` to compare); ``last``: the end of training.
-    split : {"test", "validation"}, optional
-        Split the score was measured on; default ``test``, or ``validation`` with ``epoch``.
-    metric : str, optional
-        Metric name (``accuracy``, ``f1``, ``mcc``, ``loss``, ...); default each run's task's
-        main metric.
-    epoch : int, optional
-        Instead of a checkpoint, the validation score at the end of this fine-tuning epoch
-        (from the history; see :func:`epoch_outcomes`). ``checkpoint`` is then ignored.
-    baseline : float or mapping of task to float, optional
-        Majority-class baseline to use instead of computing it from the task's labels.
-
-    Returns
-    -------
-    DataFrame
-        One row per run: identity columns (``run_id, model, task, method, seed, tsp_step, lr,
-        train_size, adapter_size``) + ``checkpoint, split, metric`` + ``value`` (the metric, as
-        a fraction for accuracy / F1, e.g. 0.71) + ``baseline`` (the same metric of always
-        predicting the majority training label; NaN for ``loss`` or when the data cannot be
-        read) + ``failed`` (nullable bool: ``value <= baseline``, NA without a baseline).
-
-    Raises
-    ------
-    RobustkitError
-        No complete run matches ``select``, or no selected run has the requested score.
-    """
-    if epoch is not None:
-        return epoch_outcomes(store, select, split=split or "validation", metric=metric, epochs=[epoch], baseline=baseline)
-    split = split or "test"
-    runs = select_runs(store, select)
-    names = runs["main_metric"] if metric is None else pd.Series(metric, index=runs.index)
-    columns = [f"{checkpoint}/{split}/{name}" for name in names]
-    values = [run.get(column, np.nan) for column, (_, run) in zip(columns, runs.iterrows())]
-    def final(name: str) -> pd.Series:
-        return pd.to_numeric(runs.get(f"{checkpoint}/{split}/{name}", pd.Series(np.nan, index=runs.index)))
-
-    frame = runs[IDENTITY].assign(checkpoint=checkpoint, split=split, metric=names.to_numpy(), value=pd.to_numeric(values),
-                                  n_eval=runs.get(f"n_{split}", np.nan), top_class_share=final("top_class_share"),
-                                  eval_loss=final("loss"))
-    frame = frame.dropna(subset=["value"])
-    if frame.empty:
-        raise RobustkitError(
-            f"no run selected by {select or 'the selection'} in {str(store)!r} has a final "
-            f"{checkpoint}/{split}/{metric or '<main metric>'} score"
-        )
-    frame = _with_baseline(frame, runs, baseline)
-    return frame[OUTCOME_COLUMNS].sort_values(["task", "method", "tsp_step", "seed"], kind="stable").reset_index(drop=True)
-
-
-def epoch_outcomes(
-    store: str | Path,
-    select: dict | list[str] | None = None,
-    split: str = "validation",
-    metric: str | None = None,
-    epochs: Sequence[int] | None = None,
-    baseline: float | Mapping[str, float] | None = None,
-) -> pd.DataFrame:
-    """One row per selected run x fine-tuning epoch: the score at the end of each epoch.
-
-    Han et al. 2021 figures 9 and 10 (TSP steps x fine-tuning epochs). The history holds the
-    evaluations made during training, which are on the validation split only.
-
-    Parameters
-    ----------
-    store, select, metric, baseline
-        As in :func:`outcomes`.
-    split : {"validation"}
-        Split of the evaluations (the only one evaluated during training).
-    epochs : sequence of int, optional
-        Epoch ends to keep (1 = end of the first epoch); default every one.
-
-    Returns
-    -------
-    DataFrame
-        Identity columns + ``epoch`` (int, >= 1), ``step`` (optimiser updates done), ``split,
-        metric, value, baseline, failed`` as in :func:`outcomes`.
-
-    Raises
-    ------
-    RobustkitError
-        No complete run matches, or none has such evaluations.
-    """
-    runs = select_runs(store, select)
-    history = load_history(store)
-    if not history.empty:
-        extra = runs[["run_id", "main_metric"]].assign(n_eval=runs.get(f"n_{split}", np.nan), top_class_share=np.nan)
-        history = history.merge(extra, on="run_id", how="inner")
-        wanted = history["main_metric"] if metric is None else metric
-        history = history[(history["split"] == split) & (history["metric"] == wanted)]
-        # epoch = step / steps per epoch: epoch ends are the whole numbers
-        history = history[np.isclose(history["epoch"], history["epoch"].round()) & (history["epoch"] >= 1)]
-        history = history.assign(epoch=history["epoch"].round().astype(int))
-        if epochs is not None:
-            history = history[history["epoch"].isin(list(epochs))]
-    if history.empty:
-        raise RobustkitError(
-            f"no run selected by {select or 'the selection'} in {str(store)!r} has {split} "
-            f"{metric or '<main metric>'} evaluations at epoch ends {list(epochs) if epochs else ''}".rstrip()
-            + (" (only the validation split is evaluated during training)" if split != "validation" else "")
-        )
-    frame = _with_baseline(history, runs, baseline)
-    order = ["task", "method", "tsp_step", "seed", "epoch"]
-    return frame[EPOCH_COLUMNS].sort_values(order, kind="stable").reset_index(drop=True)
-
-
-def _with_baseline(frame: pd.DataFrame, runs: pd.DataFrame, baseline: float | Mapping[str, float] | None) -> pd.DataFrame:
-    """``frame`` + ``baseline``, ``outcome`` and ``failed`` (:func:`robustkit.collapse.mark`);
-    data settings come from each run's row of ``runs``."""
-    keys = frame[["run_id", "task", "metric", "split"]].drop_duplicates()
-    settings = runs.set_index("run_id")
-    values = []
-    for run_id, task, metric, split in keys.itertuples(index=False):
-        if baseline is not None:
-            values.append(float(baseline[task] if isinstance(baseline, Mapping) else baseline))
-            continue
-        run = settings.loc[run_id]
-        train_size, split_seed = _none(run.get("train_size")), _none(run.get("split_seed"))
-        values.append(majority_baseline(task, metric, split, _none(run.get("data_dir")),
-                                        None if train_size is None else int(train_size), int(split_seed or 0)))
-    frame = frame.merge(keys.assign(baseline=values), on=["run_id", "task", "metric", "split"], how="left")
-    return collapse.mark(frame)
-
-
-def _none(value):
-    """NaN / None from a DataFrame cell -> None; numbers stay numbers."""
-    return None if value is None or (isinstance(value, float) and np.isnan(value)) else value
-
-
-@lru_cache(maxsize=64)
-def majority_baseline(task: str, metric: str, split: str, data_dir: str | None, train_size: int | None, split_seed: int) -> float:
-    """``metric`` on ``split`` of always predicting the majority training label (cached).
-
-    Returns
-    -------
-    float
-        NaN for ``loss`` (no meaningful constant baseline) or when the data cannot be loaded
-        (a warning says why): the run's outcome then rests on the class-share and finiteness
-        rules of :mod:`robustkit.collapse` alone.
-    """
-    spec = tasks.get_task(task)
-    if metric not in spec.metrics:
-        return float("nan")
-    try:
-        splits = tasks.load_splits(spec, data_dir=data_dir, train_size=train_size, split_seed=split_seed)
-    except (RobustkitError, OSError, ValueError) as error:  # e.g. offline hub, moved data folder
-        warnings.warn(f"no majority baseline for {task} {split}: {error}", stacklevel=2)
-        return float("nan")
-    # the task with ``metric`` as its main metric, so majority_baseline reports that metric
-    scored = dataclasses.replace(spec, main_metric=metric)
-    return float(tasks.majority_baseline(scored, np.asarray(splits["train"]["label"]), np.asarray(splits[split]["label"])))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -524,7 +340,7 @@ def tables(
     Parameters
     ----------
     df : DataFrame
-        :func:`outcomes` or :func:`epoch_outcomes` output.
+        :func:`robustkit.analysis.scores.outcomes` or :func:`~robustkit.analysis.scores.epoch_outcomes` output.
     by, within, value, include_failed, pooled
         As in :func:`compare` (``within`` default: :func:`default_within`).
 

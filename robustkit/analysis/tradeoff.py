@@ -29,7 +29,7 @@ import pandas as pd
 from robustkit import collapse, tasks
 from robustkit.analysis.pooling import check_pooling
 from robustkit.analysis.select import select_runs
-from robustkit.analysis.stability import majority_baseline
+from robustkit.analysis.scores import majority_baseline
 from robustkit.errors import RobustkitError
 from robustkit.methods import HOULSBY_INIT_STD
 from robustkit.spec import RunSpec

@@ -54,7 +54,7 @@ def box_seeds(frame: pd.DataFrame, caption_text: str | None = None, include_fail
     Parameters
     ----------
     frame : DataFrame
-        :func:`robustkit.analysis.stability.outcomes` output (``task, method, value,
+        :func:`robustkit.analysis.scores.outcomes` output (``task, method, value,
         baseline, split, metric``; ``outcome`` where known); every run of a method in a task
         and setting goes in one box.
     caption_text : str, optional
@@ -73,7 +73,7 @@ def box_tsp(frame: pd.DataFrame, pooled: bool = False, caption_text: str | None 
     Parameters
     ----------
     frame : DataFrame
-        :func:`robustkit.analysis.stability.outcomes` output with several ``tsp_step`` values.
+        :func:`robustkit.analysis.scores.outcomes` output with several ``tsp_step`` values.
     pooled : bool
         False: x = TSP steps, one box per method over the seeds at that step. True: one box per
         method over every TSP step (the paper's figure 4: each run differs by its TSP step).
@@ -99,7 +99,7 @@ def box_tsp_epochs(frame: pd.DataFrame, caption_text: str | None = None, pool_ep
     Parameters
     ----------
     frame : DataFrame
-        :func:`robustkit.analysis.stability.epoch_outcomes` output (``epoch`` column; one row
+        :func:`robustkit.analysis.scores.epoch_outcomes` output (``epoch`` column; one row
         per run x epoch end).
     caption_text : str, optional
         Default: tests of method vs method within each cell.
@@ -130,7 +130,7 @@ def box_lr(frame: pd.DataFrame, caption_text: str | None = None, include_failed:
     Parameters
     ----------
     frame : DataFrame
-        :func:`robustkit.analysis.stability.outcomes` output with several ``lr`` values.
+        :func:`robustkit.analysis.scores.outcomes` output with several ``lr`` values.
     caption_text : str, optional
         Default: tests of method vs method within each panel x learning rate.
     include_failed : bool
@@ -147,7 +147,7 @@ def train_size(frame: pd.DataFrame, kind: str = "box", caption_text: str | None 
     Parameters
     ----------
     frame : DataFrame
-        :func:`robustkit.analysis.stability.outcomes` output with several ``train_size``
+        :func:`robustkit.analysis.scores.outcomes` output with several ``train_size``
         values (missing = the whole training set, shown as ``all``).
     kind : {"box", "mean"}
         Boxes over seeds, or the paper's mean with a +-1 std error bar (ddof 1).

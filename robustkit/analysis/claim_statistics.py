@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from robustkit.analysis import stability
+from robustkit.analysis import scores, stability
 from robustkit.errors import RobustkitError
 from robustkit.store import IDENTITY
 
@@ -28,12 +28,12 @@ Statistic = Callable[..., pd.DataFrame]
 
 def score(store: str | Path, run_ids: list[str], split: str = "test", checkpoint: str = "best",
           metric: str | None = None, epoch: int | str | None = None, **_) -> pd.DataFrame:
-    """The final score of each run (:func:`robustkit.analysis.stability.outcomes`).
+    """The final score of each run (:func:`robustkit.analysis.scores.outcomes`).
 
     Parameters
     ----------
     split, checkpoint, metric
-        As in :func:`~robustkit.analysis.stability.outcomes`.
+        As in :func:`~robustkit.analysis.scores.outcomes`.
     epoch : int or "all", optional
         The validation score at the end of this fine-tuning epoch, or at every epoch end
         (``"all"``: one observation per run x epoch, Han et al. 2021 figures 9-10).
@@ -46,9 +46,9 @@ def score(store: str | Path, run_ids: list[str], split: str = "test", checkpoint
     """
     select = {"run_id": run_ids}
     if epoch is None:
-        return stability.outcomes(store, select, checkpoint=checkpoint, split=split, metric=metric)
+        return scores.outcomes(store, select, checkpoint=checkpoint, split=split, metric=metric)
     epochs = None if epoch == "all" else [int(epoch)]
-    return stability.epoch_outcomes(store, select, split="validation", metric=metric, epochs=epochs)
+    return scores.epoch_outcomes(store, select, split="validation", metric=metric, epochs=epochs)
 
 
 def collapsed(store: str | Path, run_ids: list[str], **params) -> pd.DataFrame:
@@ -195,7 +195,7 @@ def ablation_all_removed_gap(store: str | Path, run_ids: list[str], checkpoint: 
     for run_id, group in frame.groupby("run_id"):
         everything = group[(group["first"] == 0) & (group["last"] == group["last"].max())]
         run = runs.loc[run_id]
-        base = stability.majority_baseline(run["task"], metric or run["main_metric"], "validation", stability._none(run.get("data_dir")),
+        base = scores.majority_baseline(run["task"], metric or run["main_metric"], "validation", scores._none(run.get("data_dir")),
                                            None if pd.isna(run["train_size"]) else int(run["train_size"]), int(run["split_seed"]))
         rows.append({"run_id": run_id, "value": float(everything["value"].iloc[0]) - base})
     return _with_outcome(store, run_ids, frame.drop_duplicates("run_id")[IDENTITY].merge(pd.DataFrame(rows), on="run_id"), **outcome)
@@ -264,5 +264,5 @@ def _with_outcome(store: str | Path, run_ids: list[str], frame: pd.DataFrame, ou
     """``frame`` + ``outcome``: each run's outcome on its score (collapsed runs are not results)."""
     if unknown:
         raise RobustkitError(f"unknown statistic parameter(s): {', '.join(sorted(unknown))}")
-    scores = stability.outcomes(store, {"run_id": run_ids}, checkpoint=outcome_checkpoint, split=outcome_split)
-    return frame.merge(scores[["run_id", "outcome"]], on="run_id", how="left").fillna({"outcome": "ok"})
+    outcomes = scores.outcomes(store, {"run_id": run_ids}, checkpoint=outcome_checkpoint, split=outcome_split)
+    return frame.merge(outcomes[["run_id", "outcome"]], on="run_id", how="left").fillna({"outcome": "ok"})

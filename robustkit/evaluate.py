@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import torch
 
 from robustkit import collapse, data, models, tasks
+from robustkit.metrics import compute_metrics
 from robustkit.spec import RunSpec
 
 EVAL_BATCH_SIZE = 64
@@ -157,7 +158,7 @@ class MetricAccumulator:
         """
         predicted = torch.cat(self.predictions).numpy()
         labels = torch.cat(self.labels).numpy()
-        metrics = {"loss": self.loss_sum / len(labels), **tasks.compute_metrics(self.task, predicted, labels)}
+        metrics = {"loss": self.loss_sum / len(labels), **compute_metrics(self.task, predicted, labels)}
         if shares and not self.task.is_regression:
             metrics["top_class_share"] = collapse.top_class_share(predicted)
         return metrics

@@ -6,7 +6,7 @@ import datasets
 import numpy as np
 import pytest
 
-from robustkit import tasks
+from robustkit import metrics, tasks
 from robustkit.errors import TaskError
 
 # --- registry ---------------------------------------------------------------------------------
@@ -303,53 +303,53 @@ GOLD = np.array([1, 0, 0, 1, 1, 0])  # TP=2 FP=1 FN=1 TN=2
 
 
 def test_binary_metrics_against_hand_computed_values():
-    assert tasks.accuracy(PRED, GOLD) == pytest.approx(4 / 6)
-    assert tasks.f1_score(PRED, GOLD) == pytest.approx(2 * 2 / (2 * 2 + 1 + 1))
+    assert metrics.accuracy(PRED, GOLD) == pytest.approx(4 / 6)
+    assert metrics.f1_score(PRED, GOLD) == pytest.approx(2 * 2 / (2 * 2 + 1 + 1))
     # (TP TN - FP FN) / sqrt((TP+FP)(TP+FN)(TN+FP)(TN+FN)) = (4 - 1) / sqrt(3^4)
-    assert tasks.matthews_corrcoef(PRED, GOLD) == pytest.approx(1 / 3)
-    assert tasks.matthews_corrcoef(GOLD, GOLD) == pytest.approx(1.0)
-    assert tasks.matthews_corrcoef(1 - GOLD, GOLD) == pytest.approx(-1.0)
+    assert metrics.matthews_corrcoef(PRED, GOLD) == pytest.approx(1 / 3)
+    assert metrics.matthews_corrcoef(GOLD, GOLD) == pytest.approx(1.0)
+    assert metrics.matthews_corrcoef(1 - GOLD, GOLD) == pytest.approx(-1.0)
 
 
 def test_degenerate_metrics_are_zero():
     zeros = np.zeros(4, dtype=int)
-    assert tasks.f1_score(zeros, zeros) == 0.0
-    assert tasks.matthews_corrcoef(zeros, np.array([0, 1, 0, 1])) == 0.0
-    assert tasks.pearson(np.full(3, 2.0), np.array([1.0, 2.0, 3.0])) == 0.0
-    assert tasks.spearman(np.full(3, 2.0), np.array([1.0, 2.0, 3.0])) == 0.0
+    assert metrics.f1_score(zeros, zeros) == 0.0
+    assert metrics.matthews_corrcoef(zeros, np.array([0, 1, 0, 1])) == 0.0
+    assert metrics.pearson(np.full(3, 2.0), np.array([1.0, 2.0, 3.0])) == 0.0
+    assert metrics.spearman(np.full(3, 2.0), np.array([1.0, 2.0, 3.0])) == 0.0
 
 
 def test_multiclass_mcc_against_hand_computed_value():
     # confusion rows (true) [[2,0,0],[0,0,1],[0,0,1]]: t=[2,1,1], p=[2,0,2], c=3, s=4
     # (3*4 - (4+0+2)) / sqrt((16-8)(16-6)) = 6 / sqrt(80)
-    value = tasks.matthews_corrcoef(np.array([0, 2, 2, 0]), np.array([0, 1, 2, 0]))
+    value = metrics.matthews_corrcoef(np.array([0, 2, 2, 0]), np.array([0, 1, 2, 0]))
     assert value == pytest.approx(6 / np.sqrt(80))
 
 
 def test_correlations_against_hand_computed_values():
     x = np.array([1.0, 2.0, 3.0])
     # deviations [-1,0,1] and [-4/3,-1/3,5/3]: 3 / (sqrt(2) sqrt(42)/3) = 9 / sqrt(84)
-    assert tasks.pearson(x, np.array([1.0, 2.0, 4.0])) == pytest.approx(9 / np.sqrt(84))
+    assert metrics.pearson(x, np.array([1.0, 2.0, 4.0])) == pytest.approx(9 / np.sqrt(84))
     # rank differences [-2,1,1]: 1 - 6*6 / (3*(9-1)) = -0.5
-    assert tasks.spearman(x, np.array([3.0, 1.0, 2.0])) == pytest.approx(-0.5)
+    assert metrics.spearman(x, np.array([3.0, 1.0, 2.0])) == pytest.approx(-0.5)
 
 
 def test_compute_metrics_returns_the_task_metrics():
-    assert tasks.compute_metrics("mrpc", PRED, GOLD) == pytest.approx({"f1": 2 / 3, "accuracy": 2 / 3})
-    assert set(tasks.compute_metrics("stsb", np.array([0.1, 0.5, 0.2]), np.array([1.0, 4.0, 2.0]))) == {
+    assert metrics.compute_metrics("mrpc", PRED, GOLD) == pytest.approx({"f1": 2 / 3, "accuracy": 2 / 3})
+    assert set(metrics.compute_metrics("stsb", np.array([0.1, 0.5, 0.2]), np.array([1.0, 4.0, 2.0]))) == {
         "pearson",
         "spearman",
     }
     with pytest.raises(ValueError):
-        tasks.compute_metrics("rte", PRED, GOLD[:3])
+        metrics.compute_metrics("rte", PRED, GOLD[:3])
 
 
 def test_majority_baseline():
-    assert tasks.majority_baseline("mrpc", np.array([1, 1, 0])) == pytest.approx(2 * 2 / (2 * 2 + 1))
-    assert tasks.majority_baseline("sst2", np.array([0, 0, 1]), np.array([1, 1, 0, 0])) == 0.5
-    assert tasks.majority_baseline("cola", np.array([1, 1, 0])) == 0.0
-    assert tasks.majority_baseline("qqp", np.array([0, 0, 1])) == 0.0
-    assert tasks.majority_baseline("stsb", np.array([1.0, 2.5, 4.0])) == 0.0
+    assert metrics.majority_baseline("mrpc", np.array([1, 1, 0])) == pytest.approx(2 * 2 / (2 * 2 + 1))
+    assert metrics.majority_baseline("sst2", np.array([0, 0, 1]), np.array([1, 1, 0, 0])) == 0.5
+    assert metrics.majority_baseline("cola", np.array([1, 1, 0])) == 0.0
+    assert metrics.majority_baseline("qqp", np.array([0, 0, 1])) == 0.0
+    assert metrics.majority_baseline("stsb", np.array([1.0, 2.5, 4.0])) == 0.0
 
 
 # --- task text --------------------------------------------------------------------------------

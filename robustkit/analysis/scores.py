@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from robustkit import collapse, tasks
+from robustkit import collapse, metrics, tasks
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.store import IDENTITY, load_history
@@ -197,4 +197,4 @@ def majority_baseline(task: str, metric: str, split: str, data_dir: str | None, 
         return float("nan")
     # the task with ``metric`` as its main metric, so majority_baseline reports that metric
     scored = dataclasses.replace(spec, main_metric=metric)
-    return float(tasks.majority_baseline(scored, np.asarray(splits["train"]["label"]), np.asarray(splits[split]["label"])))
+    return float(metrics.majority_baseline(scored, np.asarray(splits["train"]["label"]), np.asarray(splits[split]["label"])))

@@ -20,7 +20,7 @@ import torch
 
 from robustkit.analysis import ablation
 from robustkit.analysis.landscape import split_batches
-from robustkit.checkpoints import build_classifier
+from robustkit.run_model import build_classifier
 from robustkit.methods import ADAPTER_NAME
 from robustkit.spec import RunSpec
 

@@ -52,7 +52,7 @@ def minilm_representations(n: int) -> tuple[np.ndarray, np.ndarray]:
         representations,
         sample_tokens,
     )
-    from robustkit.checkpoints import build_classifier
+    from robustkit.run_model import build_classifier
     from robustkit.spec import RunSpec
 
     spec = RunSpec(model="minilm-l6", task="rt", method="houlsby")

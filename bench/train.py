@@ -15,7 +15,7 @@ import torch
 from safetensors.torch import save
 
 from robustkit import data, tasks
-from robustkit.checkpoints import build_classifier, trainable_state
+from robustkit.run_model import build_classifier, trainable_state
 from robustkit.models import load_tokenizer
 from robustkit.spec import RunSpec
 from robustkit.train import _Loop, _Optimiser

@@ -11,7 +11,7 @@ import torch
 from robustkit.analysis import ablation
 from robustkit.analysis.landscape import split_batches
 from robustkit.analysis.select import select_runs
-from robustkit.checkpoints import load_run_model
+from robustkit.run_model import load_run_model
 from robustkit.errors import RobustkitError
 from robustkit.methods import ADAPTER_NAME
 from robustkit.spec import RunSpec

@@ -11,7 +11,7 @@ import torch
 
 from robustkit import store
 from robustkit.analysis import landscape
-from robustkit.checkpoints import load_run_model
+from robustkit.run_model import load_run_model
 from robustkit.errors import RobustkitError
 from robustkit.plots.landscape import landscape_curves
 from robustkit.plots.style import save_pdf

@@ -222,7 +222,7 @@ def glue_dir(tmp_path_factory, rte_folder):
 )
 def test_new_methods_train_and_round_trip(tiny_spec, tmp_path, glue_dir, changes):
     from robustkit import store
-    from robustkit.checkpoints import load_run_model
+    from robustkit.run_model import load_run_model
     from robustkit.train import train
 
     spec = dataclasses.replace(tiny_spec, task="rte", train_size=None, epochs=1, batch_size=8, data_dir=glue_dir, **changes)

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from robustkit import data, models, store, tasks
-from robustkit.checkpoints import build_classifier, load_run_model
+from robustkit.run_model import build_classifier, load_run_model
 from robustkit.errors import MethodError
 from robustkit.evaluate import EVAL_BATCH_SIZE, eval_batches, evaluate
 from robustkit.mixout import MixLinear, apply_mixout, disable_dropout, draw_mask, mix_linears, mix_weight

@@ -17,7 +17,7 @@ from robustkit.analysis.representations import (
     representations,
     sample_tokens,
 )
-from robustkit.checkpoints import load_run_model
+from robustkit.run_model import load_run_model
 from robustkit.errors import RobustkitError
 from robustkit.models import load_tokenizer
 from robustkit.plots.similarity import rsa_by_layer

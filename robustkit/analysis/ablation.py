@@ -49,7 +49,7 @@ from tqdm.auto import tqdm
 from robustkit import tasks
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.select import select_runs
-from robustkit.checkpoints import load_run_model
+from robustkit.run_model import load_run_model
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import EVAL_BATCH_SIZE, MetricAccumulator, evaluate, model_inputs, resolve_device, split_batches
 from robustkit.methods import ADAPTER_NAME, get_method

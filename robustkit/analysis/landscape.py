@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 from robustkit import tasks
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.select import select_runs
-from robustkit.checkpoints import build_classifier, load_tensors
+from robustkit.run_model import build_classifier, load_tensors
 from robustkit.errors import RobustkitError, StoreError
 from robustkit.evaluate import EVAL_BATCH_SIZE, evaluate, resolve_device, split_batches
 from robustkit.store import IDENTITY, load_checkpoint, read_spec

@@ -1,4 +1,4 @@
-"""Models <-> checkpoints: build a run's model, take the tensors it saves, load them back.
+"""A run's model from its checkpoints: build it (base + method), take the tensors it saves, load them back.
 
 A run is always rebuilt as: pretrained base model + the method's adapters + the saved tensors.
 Every checkpoint carries the fingerprint of its base model, so tensors are never loaded onto a

@@ -27,16 +27,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from robustkit.attack import (
-    AttackResult,
-    Victim,
-    attack_fast,
-    attack_openattack,
-    configure_openattack,
-    pwws_attacker,
-)
-from robustkit.attack.pwws import LOGIT_ERROR
-from robustkit.checkpoints import build_classifier, load_run_model
+from robustkit.attacks.base import AttackResult
+from robustkit.attacks.offline import configure_openattack
+from robustkit.attacks.pwws import LOGIT_ERROR, attack_fast, attack_openattack, pwws_attacker
+from robustkit.attacks.victim import Victim
+from robustkit.run_model import build_classifier, load_run_model
 from robustkit.models import load_tokenizer
 from robustkit.spec import RunSpec
 from robustkit.store import read_manifest

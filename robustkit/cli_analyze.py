@@ -6,6 +6,8 @@ import argparse
 
 import pandas as pd
 
+from robustkit.attacks import ATTACKS
+
 
 def _store_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("store", help="run store folder")
@@ -111,7 +113,7 @@ def add_analyze_commands(commands) -> None:
     attack = analyses.add_parser("attack", help="PWWS adversarial attack on each selected run (Han et al. 2021, section 4)", description="Attack each selected run's checkpoint with PWWS (OpenAttack 2.1.1 semantics) on a reproducible sample of its test split; results are saved per example and an interrupted attack resumes. Needs WordNet, the perceptron POS tagger and Punkt in an NLTK data folder ($NLTK_DATA).")
     _store_arguments(attack)
     _attack_arguments(attack)
-    attack.add_argument("--attacker", choices=["pwws"], default="pwws", help="attack method; default: pwws")
+    attack.add_argument("--attacker", choices=list(ATTACKS), default="pwws", help="attack: pwws (Han et al. 2021's) or deepwordbug (character-level, Gao et al. 2018); default: pwws")
     attack.add_argument("--query-budget", type=int, help="victim queries allowed per example (attack fails past it); default: no limit")
     attack.add_argument("--checkpoint", default="best", help="checkpoint attacked: best, last or step-0; default: best")
     attack.add_argument("-o", "--output", help="write the per-example results to this parquet file")

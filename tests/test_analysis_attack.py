@@ -1,13 +1,17 @@
-"""Orchestration of the PWWS analysis over a store: sampling, resume, conventions, figure."""
+"""Orchestration of the attack analysis over a store: sampling, attackers, cache and resume,
+conventions, figures."""
 
 import dataclasses
 
+import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-import robustkit.attack as engine
+from robustkit import attacks, figures
 from robustkit.analysis import attack
-from robustkit.plots.attack import attack_vs_tsp
+from robustkit.analysis.cache import CACHE_DIR
+from robustkit.attacks import pwws
+from robustkit.plots.attack import attack_by_attacker, attack_vs_tsp
 from robustkit.plots.style import save_pdf
 from robustkit.train import train
 
@@ -17,6 +21,12 @@ N = 6
 @pytest.fixture(autouse=True)
 def _nltk_data(monkeypatch, shared_nltk_data):
     monkeypatch.setenv("NLTK_DATA", shared_nltk_data)
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
 
 
 @pytest.fixture(scope="module")
@@ -30,41 +40,112 @@ def attack_store(tmp_path_factory):
     return root
 
 
+class Fake:
+    """An attack that fools the victim on even examples and counts its calls."""
+
+    name = "fake"
+    calls: list[int] = []
+    fail_at: int | None = None  # raise KeyboardInterrupt on this call (an interrupted analysis)
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    @property
+    def params(self):
+        return {"seed": self.seed}
+
+    def attack(self, victim, example, budget=None):
+        Fake.calls.append(example.index)
+        if len(Fake.calls) == Fake.fail_at:
+            raise KeyboardInterrupt
+        fooled = example.index % 2 == 0
+        return attacks.AttackResult(example.sentence, "x" if fooled else None, fooled, example.target, 1, int(fooled), 3, 0.0)
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    monkeypatch.setitem(attacks.ATTACKS, "fake", Fake)
+    monkeypatch.setattr(Fake, "calls", [])
+    monkeypatch.setattr(Fake, "fail_at", None)
+    return Fake
+
+
+def _cache_files(store, attacker: str) -> list:
+    return sorted((store / CACHE_DIR / "attack").glob(f"*-{attacker}-*.jsonl"))
+
+
 def test_examples_are_the_same_sample_for_every_run(attack_store):
     examples = attack.run(attack_store, n=N, seed=3, progress=False)
     assert len(examples) == 2 * N and set(examples.method) == {"houlsby", "full"}
     by_run = examples.groupby("run_id")["example"].apply(tuple)
     assert by_run.nunique() == 1
-    assert set(attack.EXAMPLE_COLUMNS) <= set(examples.columns)
+    assert set(attack.EXAMPLE_COLUMNS) <= set(examples.columns) and set(examples.attacker) == {"pwws"}
     flipped = examples[examples.success]
     assert (flipped.adversarial != flipped.original.str.lower()).all()
 
 
-def test_interrupted_attack_resumes_without_repeating(attack_store, monkeypatch):
-    reference = attack.run(attack_store, n=N, seed=5, select=["method=full"], progress=False)
-    calls = {"n": 0}
-    real = engine.attack_fast
+def test_a_registered_attack_runs_through_the_analysis(attack_store, fake):
+    examples = attack.run(attack_store, n=N, seed=3, attacker="fake", select=["method=full"], progress=False)
+    assert set(examples.attacker) == {"fake"} and len(fake.calls) == N
+    assert (examples.success == (examples.example % 2 == 0)).all()
+    summary = attack.summarize(examples)
+    assert set(summary.attacker) == {"fake"} and set(summary.convention) == set(attack.CONVENTIONS)
+    assert len(_cache_files(attack_store, "fake")) == 1
+    attack.run(attack_store, n=N, seed=3, attacker="fake", select=["method=full"], progress=False)
+    assert len(fake.calls) == N  # read from its cache
+    attack.run(attack_store, n=N, seed=4, attacker="fake", select=["method=full"], progress=False)
+    assert len(fake.calls) == 2 * N and len(_cache_files(attack_store, "fake")) == 2  # the seed is in the key
 
-    def flaky(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
 
-    monkeypatch.setattr(engine, "attack_fast", flaky)
+def test_interrupted_attack_resumes_without_repeating(attack_store, fake):
+    fake.fail_at = 3
     with pytest.raises(KeyboardInterrupt):
-        attack.run(attack_store, n=N, seed=6, select=["method=full"], progress=False)
-    monkeypatch.setattr(engine, "attack_fast", real)
-    resumed = attack.run(attack_store, n=N, seed=6, select=["method=full"], progress=False)
+        attack.run(attack_store, n=N, seed=6, attacker="fake", select=["method=full"], progress=False)
+    first = list(fake.calls[:2])
+    fake.fail_at = None
+    resumed = attack.run(attack_store, n=N, seed=6, attacker="fake", select=["method=full"], progress=False)
     assert len(resumed) == N and resumed.example.is_unique
-    again = attack.run(attack_store, n=N, seed=5, select=["method=full"], progress=False)
-    pd.testing.assert_frame_equal(reference.drop(columns="seconds"), again.drop(columns="seconds"))
+    assert len(fake.calls) == N + 1  # the two done before the interrupt were not attacked again
+    assert not set(first) & set(fake.calls[3:])
+
+
+def test_attackers_are_cached_apart_and_resume_alike(attack_store):
+    select = ["method=full"]
+    pwws_rows = attack.run(attack_store, n=N, seed=5, select=select, progress=False)
+    bug = attack.run(attack_store, n=N, seed=5, attacker="deepwordbug", select=select, progress=False)
+    assert set(bug.attacker) == {"deepwordbug"} and list(bug.example) == list(pwws_rows.example)
+    fooled = bug[bug.success]
+    assert len(fooled) and not fooled.adversarial.map(str.isascii).any()  # homoglyphs, not WordNet words
+    (bug_file,) = _cache_files(attack_store, "deepwordbug")
+    # An interrupted DeepWordBug attack (two examples done) resumes with the same results.
+    bug_file.write_text("".join(bug_file.read_text().splitlines(keepends=True)[:2]) + '{"example": 1')
+    resumed = attack.run(attack_store, n=N, seed=5, attacker="deepwordbug", select=select, progress=False)
+    pd.testing.assert_frame_equal(bug.drop(columns="seconds"), resumed.drop(columns="seconds"))
+    both = attack.summarize(pd.concat([pwws_rows, bug]))
+    assert len(both) == 2 * len(attack.CONVENTIONS) and set(both.attacker) == {"pwws", "deepwordbug"}
+
+
+def test_pwws_caches_named_before_the_attacker_are_kept(attack_store, monkeypatch):
+    select = ["method=houlsby"]
+    before = set(_cache_files(attack_store, "pwws"))
+    reference = attack.run(attack_store, n=N, seed=8, select=select, progress=False)
+    (path,) = set(_cache_files(attack_store, "pwws")) - before
+    legacy = path.with_name(path.name.replace("-pwws-", "-"))
+    path.rename(legacy)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("attacked again")
+
+    monkeypatch.setattr(pwws, "attack_fast", refuse)
+    again = attack.run(attack_store, n=N, seed=8, select=select, progress=False)
+    pd.testing.assert_frame_equal(reference, again)
+    assert path.exists() and not legacy.exists()
 
 
 def test_summary_conventions_by_hand():
     rows = pd.DataFrame({
         "run_id": "r", "model": "m", "task": "rt", "method": "full", "seed": 0, "tsp_step": 0, "lr": 1e-4,
-        "train_size": 1000, "adapter_size": None,
+        "train_size": 1000, "adapter_size": None, "attacker": "pwws",
         "label":      [1, 1, 0, 0],
         "prediction": [1, 1, 0, 1],   # the last one is misclassified
         "success":    [True, False, True, True],
@@ -76,22 +157,35 @@ def test_summary_conventions_by_hand():
     assert summary.loc["gold", "accuracy_before"] == 0.75
     assert summary.loc["gold", "accuracy_under_attack"] == 0.25
     assert summary.loc["openattack", "mean_modification_rate"] == pytest.approx((0.1 + 0.2 + 0.1) / 3)
+    assert (summary["attacker"] == "pwws").all()
 
 
-def test_pair_tasks_and_bad_engine_are_refused(attack_store):
+def test_bad_attacker_and_engine_are_refused(attack_store):
     with pytest.raises(Exception, match="unknown attack engine 'nope'"):
         attack.attack_run(attack.select_runs(attack_store).path[0], engine="nope")
+    with pytest.raises(Exception, match="unknown attacker 'textfooler'"):
+        attack.run(attack_store, attacker="textfooler")
+    with pytest.raises(Exception, match="unknown attacker 'textfooler'"):
+        attack.success_by_attacker(attack_store, attackers=["pwws", "textfooler"])
+
+
+def _summary(attacker: str = "pwws", rates=(0.3, 0.35, 0.32, 0.3, 0.6, 0.5, 0.7, 0.65), outcome=None) -> pd.DataFrame:
+    frame = pd.DataFrame({
+        "method": ["houlsby"] * 4 + ["full"] * 4, "tsp_step": [0, 0, 200, 200] * 2, "convention": "openattack",
+        "success_rate": list(rates), "attacked": 200, "attacker": attacker,
+    })
+    return frame if outcome is None else frame.assign(outcome=outcome)
 
 
 def test_figure_renders(tmp_path):
-    summary = pd.DataFrame({
-        "method": ["houlsby"] * 4 + ["full"] * 4, "tsp_step": [0, 0, 200, 200] * 2, "convention": "openattack",
-        "success_rate": [0.3, 0.35, 0.32, 0.3, 0.6, 0.5, 0.7, 0.65], "attacked": 200,
-    })
-    path = save_pdf(attack_vs_tsp(summary), tmp_path / "fig5.pdf")
+    path = save_pdf(attack_vs_tsp(_summary()), tmp_path / "fig5.pdf")
     assert path.read_bytes()[:4] == b"%PDF"
     with pytest.raises(ValueError, match="gold"):
-        attack_vs_tsp(summary, convention="gold")
+        attack_vs_tsp(_summary(), convention="gold")
+    bug = attack_vs_tsp(_summary("deepwordbug"))
+    assert bug.axes[0].get_title().startswith("DeepWordBug attack success")
+    with pytest.raises(ValueError, match="several attackers"):
+        attack_vs_tsp(pd.concat([_summary(), _summary("deepwordbug")]))
 
 
 def test_a_collapsed_victim_is_no_robustness(tmp_path):
@@ -109,3 +203,40 @@ def test_a_collapsed_victim_is_no_robustness(tmp_path):
     assert any("collapsed 1/4" in t.get_text() for t in fig.texts)
     kept = attack_vs_tsp(summary, include_failed=True).axes[0].get_lines()[0]
     assert list(kept.get_ydata()) == pytest.approx([65.0, 35.0])
+
+
+def test_attackers_side_by_side(tmp_path):
+    outcome = ["ok"] * 3 + ["collapsed"] + ["ok"] * 4
+    summary = pd.concat([_summary("pwws", outcome=outcome),
+                         _summary("deepwordbug", rates=(0.5, 0.6, 0.55, 0.1, 0.9, 0.8, 0.9, 1.0), outcome=outcome)])
+    fig = attack_by_attacker(summary)
+    pwws_ax, bug_ax = fig.axes[:2]
+    assert pwws_ax.get_title().startswith("PWWS") and bug_ax.get_title().startswith("DeepWordBug")
+    assert pwws_ax.get_shared_y_axes().joined(pwws_ax, bug_ax)
+    means = {ax.get_title().split()[0]: [list(l.get_ydata()) for l in ax.get_lines() if l.get_marker() == "o"]
+             for ax in (pwws_ax, bug_ax)}
+    # Lines per panel, methods in order (full, houlsby); the collapsed houlsby run left out.
+    assert means["PWWS"] == [pytest.approx([55.0, 67.5]), pytest.approx([32.5, 32.0])]
+    assert means["DeepWordBug"] == [pytest.approx([85.0, 95.0]), pytest.approx([55.0, 55.0])]
+    assert all(len([l for l in ax.get_lines() if l.get_marker() == "x"]) == 1 for ax in (pwws_ax, bug_ax))
+    legend = [t.get_text() for t in fig.legends[0].get_texts()] if fig.legends else \
+        [t.get_text() for t in pwws_ax.get_legend().get_texts()]
+    assert "houlsby" in " ".join(legend).lower() and "n=1-2 runs per point" in " ".join(legend)
+    texts = " ".join(t.get_text() for t in fig.texts)
+    assert "collapsed 1/4" in texts and "±1 std" in texts
+    assert save_pdf(fig, tmp_path / "fig5-attacks.pdf").read_bytes()[:4] == b"%PDF"
+    with pytest.raises(ValueError, match="no attacker column"):
+        attack_by_attacker(summary.drop(columns="attacker"))
+
+
+def test_attack_figures_are_registered():
+    by_attacker = figures.get("attack-by-attacker")
+    assert by_attacker.analysis == "robustkit.analysis.attack:success_by_attacker"
+    assert by_attacker.resolve(attackers="pwws,deepwordbug")["attackers"] == ["pwws", "deepwordbug"]
+    assert figures._load(by_attacker.plot) is attack_by_attacker
+    assert figures._load(by_attacker.analysis) is attack.success_by_attacker
+    vs_tsp = figures.get("attack-vs-tsp")
+    assert vs_tsp.resolve(attacker="deepwordbug")["attacker"] == "deepwordbug"
+    assert set(dict((p.name, p.choices) for p in vs_tsp.parameters)["attacker"]) == set(attacks.ATTACKS)
+    with pytest.raises(figures.FigureError):
+        vs_tsp.resolve(attacker="textfooler")

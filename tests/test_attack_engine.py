@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import os
 import shutil
 from pathlib import Path
@@ -12,29 +11,21 @@ import numpy as np
 import pytest
 import torch
 
-from robustkit.attack import (
-    AttackDataError,
-    Victim,
-    as_openattack,
-    attack_fast,
-    attack_openattack,
-    configure_openattack,
-    pwws_attacker,
-)
-from robustkit.attack.offline import DOWNLOAD_COMMAND
-from robustkit.checkpoints import build_classifier
+from robustkit.attacks.offline import DOWNLOAD_COMMAND, AttackDataError, configure_openattack
+from robustkit.attacks.pwws import attack_fast, attack_openattack, pwws_attacker
+from robustkit.attacks.victim import Victim, as_openattack
+from robustkit.run_model import build_classifier
 from robustkit.models import load_tokenizer
 from robustkit.spec import RunSpec
 from robustkit.tasks import load_splits
 
 N_EXAMPLES = 30
-NLTK_DATA = os.environ.get("NLTK_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "nltk_data")
 
 
 @pytest.fixture(autouse=True)
-def _nltk_data(monkeypatch):
-    """OpenAttack reads the shared NLTK tree; nltk.data.path changes are undone after each test."""
-    monkeypatch.setenv("NLTK_DATA", NLTK_DATA)
+def _nltk_data(monkeypatch, shared_nltk_data):
+    """OpenAttack reads the tests' NLTK data (conftest); nltk.data.path changes are undone after each test."""
+    monkeypatch.setenv("NLTK_DATA", shared_nltk_data)
     monkeypatch.setattr(nltk.data, "path", list(nltk.data.path))
     configure_openattack()
 
@@ -64,19 +55,20 @@ def sentences() -> list[str]:
     return load_splits("rt")["test"]["sentence"][:N_EXAMPLES]
 
 
-def test_default_pwws_components_work_offline():
+def test_default_pwws_components_work_offline(shared_nltk_data):
     attacker = pwws_attacker()
     tagged = attacker.tokenizer.tokenize("The film is good. It's not a masterpiece.")
     assert tagged[:4] == [("The", "other"), ("film", "noun"), ("is", "verb"), ("good", "adj")]
     assert "beneficial" in [word for word, _ in attacker.substitute("good", "adj")]
-    configure_openattack(NLTK_DATA)  # idempotent: the loaded resources are kept
+    configure_openattack(shared_nltk_data)  # idempotent: the loaded resources are kept
     assert pwws_attacker() is attacker
 
 
-def test_missing_tagger_names_it_and_the_download_command(tmp_path):
+def test_missing_tagger_names_it_and_the_download_command(tmp_path, shared_nltk_data):
     punkt = tmp_path / "tokenizers" / "punkt_tab" / "english"  # a tree with Punkt only
     punkt.mkdir(parents=True)
-    for source in Path(NLTK_DATA, "tokenizers", "punkt_tab", "english").iterdir():
+    found = nltk.data.find("tokenizers/punkt_tab/english/", paths=shared_nltk_data.split(os.pathsep))
+    for source in Path(found.path).iterdir():
         shutil.copyfile(source, punkt / source.name)
     for path in (tmp_path, *tmp_path.rglob("*")):
         path.chmod(0o755 if path.is_dir() else 0o644)  # NLTK reads no group-writable file
@@ -85,7 +77,7 @@ def test_missing_tagger_names_it_and_the_download_command(tmp_path):
     message = str(error.value)
     assert "averaged_perceptron_tagger_eng" in message and "punkt_tab" not in message.split("Searched")[0]
     assert str(tmp_path) in message and DOWNLOAD_COMMAND in message
-    configure_openattack(NLTK_DATA)  # still works after the failed attempt
+    configure_openattack(shared_nltk_data)  # still works after the failed attempt
 
 
 def test_victim_memo_is_batch_independent_and_counted(victims):
@@ -156,7 +148,7 @@ def test_screened_engine_gives_openattacks_results(victims, sentences, method):
 
 def test_screen_keeps_every_substitute_that_could_be_best(victims, sentences):
     """The float64 best substitute of each position is always among the screened leaders."""
-    from robustkit.attack import pwws
+    from robustkit.attacks import pwws
 
     victim = victims["full"]
     screen = victim.screening()

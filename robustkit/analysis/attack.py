@@ -1,42 +1,47 @@
-"""PWWS adversarial attack on saved runs (Han et al. 2021, section 4 and figure 5).
+"""Adversarial attacks on saved runs (Han et al. 2021, section 4 and figure 5).
 
-For each selected run, a reproducible sample of ``n`` test examples is attacked with PWWS
-(Ren et al. 2019) as OpenAttack 2.1.1 implements it, through robustkit's batched engine
-(``engine="fast"``, identical outputs) or OpenAttack's own (``engine="openattack"``).
+For each selected run, a reproducible sample of ``n`` test examples is attacked by one attacker
+of :data:`robustkit.attacks.ATTACKS`, a parameter of the analysis:
 
-One attack per example serves both success conventions, because PWWS is untargeted and moves
-away from the model's own prediction:
+- ``pwws``: PWWS (Ren et al. 2019) as OpenAttack 2.1.1 implements it, the paper's attack,
+  through robustkit's batched engine (``engine="fast"``, identical outputs) or OpenAttack's
+  own (``engine="openattack"``);
+- ``deepwordbug``: DeepWordBug (Gao et al. 2018), character-level, by OpenAttack, its random
+  choices seeded by (``seed``, example) (:mod:`robustkit.attacks.deepwordbug`).
+
+One attack per example serves both success conventions, because the attacks are untargeted and
+move away from the model's own prediction:
 
 - ``openattack``: every example is attacked; success = the prediction changes (misclassified
   inputs included), as OpenAttack's ``AttackEval`` counts it.
 - ``gold``: only correctly classified examples count; success = they become misclassified.
 
-Results are appended per example to ``<store>/.cache/attack/<run_id>-<key>.jsonl`` as they
-finish, so an interrupted attack resumes where it stopped; the key hashes the parameters and
-the checkpoint's sha256.
+Results are appended per example to ``<store>/.cache/attack/<run_id>-<attacker>-<key>.jsonl``
+as they finish, so an interrupted attack resumes where it stopped; the key hashes the attacker,
+its options (:attr:`robustkit.attacks.Attack.params`), the other parameters and the
+checkpoint's sha256, so two attackers' results never mix. Every output has an ``attacker``
+column.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from robustkit import attacks
 from robustkit.analysis.cache import CACHE_DIR, cache_key
 from robustkit.analysis.select import select_runs, with_identity
 from robustkit.errors import RobustkitError
 from robustkit.store import IDENTITY
 
-ENGINES = ("fast", "openattack")
-ATTACKERS = ("pwws",)
 CONVENTIONS = ("openattack", "gold")
 EXAMPLE_COLUMNS = [
-    "example", "idx", "label", "prediction", "original", "adversarial", "success",
+    "attacker", "example", "idx", "label", "prediction", "original", "adversarial", "success",
     "queries", "modified_words", "words", "seconds",
 ]
 
@@ -57,7 +62,7 @@ def sample_examples(run_dir: Path, n: int, seed: int, split: str = "test") -> pd
     spec = RunSpec(**read_manifest(run_dir)["spec"])
     task = tasks.get_task(spec.task)
     if len(task.text_fields) != 1:
-        raise RobustkitError(f"PWWS attacks single-sentence tasks; {spec.task!r} has sentence pairs")
+        raise RobustkitError(f"the attacks take single-sentence tasks; {spec.task!r} has sentence pairs")
     data = tasks.load_splits(spec.task, data_dir=spec.data_dir, train_size=spec.train_size, split_seed=spec.split_seed)[split]
     if n > len(data):
         raise RobustkitError(f"--n {n} is more than the {len(data)} examples of {spec.task!r}/{split}")
@@ -72,6 +77,7 @@ def attack_run(
     run_dir: str | Path,
     n: int = 200,
     seed: int = 0,
+    attacker: str = "pwws",
     engine: str = "fast",
     query_budget: int | None = None,
     checkpoint: str = "best",
@@ -79,24 +85,41 @@ def attack_run(
 ) -> pd.DataFrame:
     """Attack one run's checkpoint on a sample of its test split; resumable.
 
+    Parameters
+    ----------
+    run_dir : path
+        The run's folder.
+    n, seed, attacker, engine, query_budget, checkpoint
+        As in :func:`run`.
+    progress : bool
+        Show a progress bar.
+
     Returns
     -------
     DataFrame
         One row per example: :data:`EXAMPLE_COLUMNS` (``prediction`` on the original text;
         ``adversarial`` is None where the attack failed or was not needed).
     """
-    if engine not in ENGINES:
-        raise RobustkitError(f"unknown attack engine {engine!r}; known: {', '.join(ENGINES)}")
+    # The attack seed is the sample's: a seed names one reproducible experiment.
+    attack = attacks.create(attacker, engine=engine, seed=seed)
     run_dir = Path(run_dir)
-    params = {"attacker": "pwws", "n": n, "seed": seed, "engine": engine, "query_budget": query_budget, "checkpoint": checkpoint}
+    params = {**attack.params, "attacker": attacker, "n": n, "seed": seed, "query_budget": query_budget,
+              "checkpoint": checkpoint}
     key = cache_key(run_dir, "attack", params, [checkpoint])
-    path = run_dir.parent / CACHE_DIR / "attack" / f"{run_dir.name}-{key}.jsonl"
+    folder = run_dir.parent / CACHE_DIR / "attack"
+    path = folder / f"{run_dir.name}-{attacker}-{key}.jsonl"
+    legacy = folder / f"{run_dir.name}-{key}.jsonl"
+    if legacy.exists() and not path.exists():
+        # Files named before the attacker was (PWWS only): the key hashes the attacker, so a file
+        # with this key holds this attacker's results.
+        legacy.rename(path)
     done = _read_done(path)
     examples = sample_examples(run_dir, n, seed)
     todo = examples[~examples["example"].isin(done)]
     if len(todo):
-        _attack_examples(run_dir, todo, path, engine, query_budget, checkpoint, progress)
+        _attack_examples(run_dir, todo, path, attack, query_budget, checkpoint, progress)
     rows = pd.DataFrame([json.loads(line) for line in path.read_text().splitlines()], columns=EXAMPLE_COLUMNS)
+    rows["attacker"] = attacker  # rows written before the column existed have none
     return rows.sort_values("example").reset_index(drop=True)
 
 
@@ -112,9 +135,11 @@ def _read_done(path: Path) -> set[int]:
     return done
 
 
-def _attack_examples(run_dir, todo: pd.DataFrame, path: Path, engine, query_budget, checkpoint, progress) -> None:
-    from robustkit.attack import Victim, attack_fast, attack_openattack, configure_openattack
-    from robustkit.checkpoints import load_run_model
+def _attack_examples(run_dir: Path, todo: pd.DataFrame, path: Path, attack: attacks.Attack, query_budget: int | None,
+                     checkpoint: str, progress: bool) -> None:
+    from robustkit.attacks.offline import configure_openattack
+    from robustkit.attacks.victim import Victim
+    from robustkit.run_model import load_run_model
     from robustkit.models import load_tokenizer
     from robustkit.spec import RunSpec
     from robustkit.store import read_manifest
@@ -122,22 +147,20 @@ def _attack_examples(run_dir, todo: pd.DataFrame, path: Path, engine, query_budg
     configure_openattack()
     spec = RunSpec(**read_manifest(run_dir)["spec"]).resolved()
     victim = Victim(load_run_model(run_dir, checkpoint), load_tokenizer(spec.model), max_length=spec.max_length)
-    if engine == "fast":
-        screen = victim.screening()  # float32 rules out substitutes; results stay float64's
-        attack = partial(attack_fast, screen=screen)
-    else:
-        attack = attack_openattack
     _drop_partial_line(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as out:
-        for row in tqdm(todo.itertuples(), total=len(todo), desc=f"PWWS {run_dir.name}", disable=not progress, unit="ex"):
+        rows = tqdm(todo.itertuples(), total=len(todo), desc=f"{attack.name} {run_dir.name}", disable=not progress, unit="ex")
+        for row in rows:
             started = time.perf_counter()
             prediction = int(victim.get_pred([row.sentence])[0])
-            result = attack(victim, row.sentence, target=prediction, query_budget=query_budget)
+            example = attacks.Example(row.sentence, target=prediction, index=int(row.example))
+            result = attack.attack(victim, example, query_budget)
             record = {
-                "example": int(row.example), "idx": int(row.idx), "label": int(row.label), "prediction": prediction,
-                "original": row.sentence, "adversarial": result.adversarial, "success": bool(result.success),
-                "queries": int(result.queries), "modified_words": int(result.modified_words), "words": int(result.words),
+                "attacker": attack.name, "example": int(row.example), "idx": int(row.idx), "label": int(row.label),
+                "prediction": prediction, "original": row.sentence, "adversarial": result.adversarial,
+                "success": bool(result.success), "queries": int(result.queries),
+                "modified_words": int(result.modified_words), "words": int(result.words),
                 "seconds": time.perf_counter() - started,
             }
             out.write(json.dumps(record) + "\n")
@@ -172,11 +195,13 @@ def run(
     select : dict or list of str, optional
         Run filters, e.g. ``["task=rt", "method=houlsby"]``.
     n, seed : int
-        Sample size and seed of the test examples attacked (the same examples for every run).
+        Sample size and seed of the test examples attacked (the same examples for every run);
+        ``seed`` also seeds randomized attackers (per example, see :mod:`robustkit.attacks.base`).
     attacker : str
-        ``pwws`` (the only one so far).
+        A name in :data:`robustkit.attacks.ATTACKS`: ``pwws`` (Han et al. 2021's) or ``deepwordbug``.
     engine : str
-        ``fast`` (batched, identical outputs) or ``openattack``.
+        PWWS's engine (other attackers ignore it): ``fast`` (batched, identical outputs) or
+        ``openattack``.
     query_budget : int, optional
         Victim queries allowed per example; past it the attack counts as failed.
     checkpoint : str
@@ -187,33 +212,34 @@ def run(
     DataFrame
         Identity columns + :data:`EXAMPLE_COLUMNS`; summarise with :func:`summarize`.
     """
-    if attacker not in ATTACKERS:
-        raise RobustkitError(f"unknown attacker {attacker!r}; known: {', '.join(ATTACKERS)}")
+    attacks.create(attacker, engine=engine, seed=seed)  # an unknown attacker or engine fails before any run
     runs = select_runs(store, select)
     frames = []
     for _, run_row in runs.iterrows():
-        frames.append(with_identity(attack_run(run_row["path"], n, seed, engine, query_budget, checkpoint, progress), run_row))
+        examples = attack_run(run_row["path"], n=n, seed=seed, attacker=attacker, engine=engine, query_budget=query_budget,
+                              checkpoint=checkpoint, progress=progress)
+        frames.append(with_identity(examples, run_row))
     return pd.concat(frames, ignore_index=True)
 
 
 def summarize(examples: pd.DataFrame) -> pd.DataFrame:
-    """Per run and success convention: success rate, accuracy before and under attack, costs.
+    """Per attacker, run and success convention: success rate, accuracy before and under attack, costs.
 
     Parameters
     ----------
     examples : DataFrame
-        Output of :func:`run`.
+        Output of :func:`run` (of one attacker, or several concatenated).
 
     Returns
     -------
     DataFrame
-        Identity columns + ``convention`` (``openattack`` or ``gold``), ``attacked`` (examples
-        the convention attacks), ``success_rate``, ``accuracy_before``,
+        Identity columns + ``attacker``, ``convention`` (``openattack`` or ``gold``),
+        ``attacked`` (examples the convention attacks), ``success_rate``, ``accuracy_before``,
         ``accuracy_under_attack``, ``mean_queries``, ``mean_modification_rate`` (modified /
         total words, over successful attacks), ``mean_seconds`` (per attacked example).
     """
     rows = []
-    for run_id, group in examples.groupby("run_id", sort=True):
+    for (attacker, _), group in examples.groupby(["attacker", "run_id"], sort=True):
         identity = group.iloc[0][[c for c in IDENTITY if c in group]].to_dict()
         correct = group["prediction"] == group["label"]
         fooled = correct & group["success"]
@@ -222,6 +248,7 @@ def summarize(examples: pd.DataFrame) -> pd.DataFrame:
             successful = attacked[attacked["success"]]
             rows.append({
                 **identity,
+                "attacker": attacker,
                 "convention": convention,
                 "attacked": len(attacked),
                 "success_rate": attacked["success"].mean() if len(attacked) else np.nan,
@@ -239,23 +266,44 @@ def success(
     select: dict | list[str] | None = None,
     n: int = 200,
     seed: int = 0,
+    attacker: str = "pwws",
     engine: str = "fast",
     checkpoint: str = "best",
 ) -> pd.DataFrame:
     """Han et al. 2021 figure 5's data: :func:`summarize` of :func:`run` per victim, with each
     victim's outcome (:func:`with_outcomes`)."""
-    examples = run(store, select, n=n, seed=seed, engine=engine, checkpoint=checkpoint)
+    examples = run(store, select, n=n, seed=seed, attacker=attacker, engine=engine, checkpoint=checkpoint)
     return with_outcomes(summarize(examples), store, checkpoint=checkpoint)
+
+
+def success_by_attacker(
+    store: str | Path,
+    select: dict | list[str] | None = None,
+    attackers: list[str] | tuple[str, ...] = ("pwws", "deepwordbug"),
+    n: int = 200,
+    seed: int = 0,
+    engine: str = "fast",
+    checkpoint: str = "best",
+) -> pd.DataFrame:
+    """:func:`success` of each attacker on the same runs and examples, as one frame (its
+    ``attacker`` column in the order of ``attackers``)."""
+    if not attackers:
+        raise RobustkitError("no attackers given")
+    for attacker in attackers:
+        attacks.create(attacker, engine=engine, seed=seed)  # fail on a typo before hours of attacks
+    frames = [summarize(run(store, select, n=n, seed=seed, attacker=a, engine=engine, checkpoint=checkpoint))
+              for a in attackers]
+    return with_outcomes(pd.concat(frames, ignore_index=True), store, checkpoint=checkpoint)
 
 
 def with_outcomes(summary: pd.DataFrame, store: str | Path, checkpoint: str = "best") -> pd.DataFrame:
     """``summary`` + each victim's ``outcome`` on its test split (:mod:`robustkit.collapse`).
 
-    A victim stuck at the majority class predicts one label whatever the input, so no word
-    substitution flips it: its low success rate is no robustness, and figures and claims leave
+    A victim stuck at the majority class predicts one label whatever the input, so no
+    perturbation flips it: its low success rate is no robustness, and figures and claims leave
     it out (Han et al. 2021 figure 5 at demo scale once showed exactly that).
     """
-    from robustkit.analysis import stability
+    from robustkit.analysis import scores
 
-    scores = stability.outcomes(store, {"run_id": list(summary["run_id"].unique())}, checkpoint=checkpoint, split="test")
+    scores = scores.outcomes(store, {"run_id": list(summary["run_id"].unique())}, checkpoint=checkpoint, split="test")
     return summary.merge(scores[["run_id", "outcome"]], on="run_id", how="left").fillna({"outcome": "ok"})

@@ -1,13 +1,28 @@
-"""Han et al. 2021 figure 5: PWWS attack success rate vs task-specific pretraining steps."""
+"""Han et al. 2021 figure 5: attack success rate vs task-specific pretraining steps, per method;
+one attacker (PWWS in the paper) or several side by side."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from robustkit import collapse
 from robustkit.plots import style
 from robustkit.plots.style import method_color, method_label, new_figure
+
+ATTACKER_LABELS = {"pwws": "PWWS", "deepwordbug": "DeepWordBug"}
+Y_LABEL = "attack success rate (%)"
+BANDS = "Lines: mean over the runs (seeds) at each TSP step; bands: ±1 std over them (ddof 1)."
+
+
+def attacker_label(attacker: str) -> str:
+    """How an attacker is named in figures (its registry name when it has no label here)."""
+    return ATTACKER_LABELS.get(attacker, attacker)
 
 
 def attack_vs_tsp(summary: pd.DataFrame, convention: str = "openattack", include_failed: bool = False) -> Figure:
@@ -16,44 +31,124 @@ def attack_vs_tsp(summary: pd.DataFrame, convention: str = "openattack", include
     Parameters
     ----------
     summary : DataFrame
-        :func:`robustkit.analysis.attack.summarize` output (columns ``method, tsp_step,
-        convention, success_rate``; one row per run and convention), with ``outcome``
-        (:func:`robustkit.analysis.attack.with_outcomes`): collapsed victims are drawn as grey
-        crosses and left out of the lines and bands unless ``include_failed``.
+        :func:`robustkit.analysis.attack.summarize` output of one attacker (columns ``method,
+        tsp_step, convention, success_rate, attacked``, optionally ``attacker``; one row per run
+        and convention), with ``outcome`` (:func:`robustkit.analysis.attack.with_outcomes`):
+        collapsed victims are drawn as grey crosses and left out of the lines and bands unless
+        ``include_failed``.
     convention : str
         ``openattack`` (prediction flips, misclassified inputs included) or ``gold``.
+
+    Raises
+    ------
+    ValueError
+        No rows of ``convention``, or rows of several attackers (see :func:`attack_by_attacker`).
     """
+    data = _of_convention(summary, convention)
+    attackers = _attackers(data)
+    if len(attackers) > 1:
+        raise ValueError(f"rows of several attackers {attackers}: draw them with attack_by_attacker")
+    fig, ax = new_figure()
+    counts = _panel(ax, data, include_failed)
+    name = attacker_label(attackers[0]) if attackers else "Attack"
+    ax.set_ylabel(Y_LABEL)
+    ax.set_title(f"{name} attack success ({convention} convention, up to {int(data['attacked'].max())} examples/run)", fontsize=9)
+    style.set_title(fig, style.paper_title("Han et al. 2021, figure 5", data))
+    _legend_and_note(fig, ax, data, counts, include_failed, BANDS)
+    return fig
+
+
+def attack_by_attacker(summary: pd.DataFrame, convention: str = "openattack", include_failed: bool = False) -> Figure:
+    """Han et al. 2021 figure 5 with every attacker side by side: one panel per attacker (shared
+    y axis), success rate (%) against TSP steps, one line per method, mean over seeds, ±1 std band.
+
+    Parameters
+    ----------
+    summary : DataFrame
+        :func:`robustkit.analysis.attack.success_by_attacker` output: as for
+        :func:`attack_vs_tsp`, with an ``attacker`` column; panels follow the attackers' order
+        of appearance. Collapsed victims are crosses in every panel, left out of lines and bands
+        unless ``include_failed``.
+    convention : str
+        ``openattack`` or ``gold`` (see :func:`attack_vs_tsp`).
+
+    Raises
+    ------
+    ValueError
+        No rows of ``convention``, or no ``attacker`` column.
+    """
+    data = _of_convention(summary, convention)
+    attackers = _attackers(data)
+    if not attackers:
+        raise ValueError("the summary has no attacker column")
+    fig, axes = plt.subplots(1, len(attackers), figsize=(0.6 + 4.2 * len(attackers), 3.6), sharey=True, squeeze=False,
+                             constrained_layout=True)
+    counts: dict[str, list[int]] = {}
+    for ax, attacker in zip(axes[0], attackers):
+        panel = data[data["attacker"] == attacker]
+        for method, runs in _panel(ax, panel, include_failed).items():
+            counts.setdefault(method, []).extend(runs)
+        ax.set_title(f"{attacker_label(attacker)} (up to {int(panel['attacked'].max())} examples/run)", fontsize=9)
+    axes[0][0].set_ylabel(Y_LABEL)
+    labels = " vs ".join(attacker_label(a) for a in attackers)
+    style.set_title(fig, style.paper_title("Han et al. 2021, figure 5", data, extra=f"{labels} ({convention} convention)"))
+    note = (f"{BANDS} Every attacker attacks the same examples of each run; the y axis is shared. "
+            "Han et al. 2021 report PWWS only.")
+    # Collapse is a property of the victim: count it once, from the first attacker's rows.
+    _legend_and_note(fig, axes[0][0], data[data["attacker"] == attackers[0]], counts, include_failed, note)
+    return fig
+
+
+def _of_convention(summary: pd.DataFrame, convention: str) -> pd.DataFrame:
     data = summary[summary["convention"] == convention]
     if data.empty:
         raise ValueError(f"no rows with convention {convention!r}")
-    if "outcome" not in data:
-        data = data.assign(outcome=collapse.OK)
+    return data if "outcome" in data else data.assign(outcome=collapse.OK)
+
+
+def _attackers(data: pd.DataFrame) -> list[str]:
+    return list(pd.unique(data["attacker"])) if "attacker" in data else []
+
+
+def _panel(ax: Axes, data: pd.DataFrame, include_failed: bool) -> dict[str, list[int]]:
+    """One line and ±1 std band per method, then collapsed victims as crosses (left out of both
+    unless ``include_failed``); returns the runs per point of each method."""
     shown = collapse.kept(data, include_failed)
-    failed = data[data["outcome"] != collapse.OK]
-    fig, ax = new_figure()
+    counts = {}
     for method, group in shown.groupby("method", sort=True):
         stats = group.groupby("tsp_step")["success_rate"].agg(["mean", "std", "count"]).sort_index()
         x, mean, std = stats.index.to_numpy(), 100 * stats["mean"], 100 * stats["std"].fillna(0)
         color = method_color(method)
-        low, high = int(stats["count"].min()), int(stats["count"].max())
-        ax.plot(x, mean, marker="o", color=color, label=f"{method_label(method)} (n={low if low == high else f'{low}-{high}'} runs per point)")
+        ax.plot(x, mean, marker="o", color=color, label=method_label(method))
         ax.fill_between(x, mean - std, mean + std, color=color, alpha=0.2, linewidth=0)
-    handles, _ = ax.get_legend_handles_labels()
+        counts[method] = stats["count"].astype(int).tolist()
+    failed = data[data["outcome"] != collapse.OK]
     if len(failed) and not include_failed:
         ax.plot(failed["tsp_step"], 100 * failed["success_rate"], **style.COLLAPSED_STYLE)
-        handles.append(style.collapsed_handle())
-    examples = int(data["attacked"].max())
     ax.set_xlabel("task-specific pretraining steps")
-    ax.set_ylabel("attack success rate (%)")
-    ax.set_title(f"PWWS attack success ({convention} convention, up to {examples} examples/run)", fontsize=9)
     ax.grid(alpha=0.3)
-    style.set_title(fig, style.paper_title("Han et al. 2021, figure 5", data))
+    return counts
+
+
+def _legend_and_note(fig: Figure, ax: Axes, data: pd.DataFrame, counts: dict[str, list[int]], include_failed: bool,
+                     note: str) -> None:
+    """One legend entry per method with its runs per point, the collapsed marker if any victim
+    collapsed, and the note saying what lines and bands are and which victims were left out."""
+    handles = [Line2D([], [], marker="o", color=method_color(method),
+                      label=f"{method_label(method)} (n={_span(runs)} runs per point)")
+               for method, runs in sorted(counts.items())]
+    failed = (data["outcome"] != collapse.OK).any()
+    if failed and not include_failed:
+        handles.append(style.collapsed_handle())
     style.legend_below(fig, ax, handles, ncols=1)
-    counts = collapse.failure_rates(data, ["method"])
+    rates = collapse.failure_rates(data, ["method"])
     left_out = "; ".join(f"{method_label(r.method)}: {collapse.label(r.n_collapsed, r.n_runs, r.n_diverged)}"
-                         for r in counts.itertuples() if r.n_collapsed or r.n_diverged)
-    note = "Lines: mean over the runs (seeds) at each TSP step; bands: ±1 std over them (ddof 1)."
+                         for r in rates.itertuples() if r.n_collapsed or r.n_diverged)
     if left_out and not include_failed:
         note += f" Victims stuck at the majority class cannot be flipped: left out of lines and bands ({left_out})."
     style.add_note(fig, note)
-    return fig
+
+
+def _span(values: Iterable[int]) -> str:
+    low, high = min(values), max(values)
+    return str(low) if low == high else f"{low}-{high}"

@@ -10,11 +10,13 @@ PWWSAttacker.attack (OpenAttack 2.1.1), on the lowercased sentence tokenized int
    after the other (filter words skipped), one query per step, until the prediction leaves
    ``target``.
 
-:func:`attack_openattack` runs OpenAttack's own code. :func:`attack_fast` sends steps 1-2 as one
-deduplicated batch (skipping the substitutes of filter words, which step 3 never uses) and
-step 3 in growing chunks of prefixes, then replays OpenAttack's arithmetic on the same numbers,
-so both return the same adversarial text, success and query count. A sentence without words
-fails with 0 queries in both (OpenAttack's code would raise on its empty saliency array).
+:class:`PWWS` is the attack behind :mod:`robustkit.attacks`' interface; its ``engine`` option
+picks :func:`attack_openattack`, which runs OpenAttack's own code, or :func:`attack_fast`, which
+sends steps 1-2 as one deduplicated batch (skipping the substitutes of filter words, which step
+3 never uses) and step 3 in growing chunks of prefixes, then replays OpenAttack's arithmetic on
+the same numbers, so both return the same adversarial text, success and query count. A sentence
+without words fails with 0 queries in both (OpenAttack's code would raise on its empty saliency
+array).
 
 Where the time goes: the k + 1 substitute sentences of every position must all be scored to
 rank the positions exactly (bounding unscored positions by a probability drop <= p(target)
@@ -23,7 +25,7 @@ the repeated original sentences and ~4x of the forward passes, which on CPU, whe
 in proportion to its sentences, gains little; it pays on GPUs.
 
 Float32 screening (``screen=``): on CPU most of the remaining cost is the float64 arithmetic that
-makes results batch-independent (see :mod:`robustkit.attack.victim`), spent mostly on substitutes
+makes results batch-independent (see :mod:`robustkit.attacks.victim`), spent mostly on substitutes
 that are not a position's best. With a float32 twin of the victim, :func:`attack_fast` scores
 the substitutes in float32 only to rule out those that cannot be the best: a substitute is out
 when, with every logit off by up to :data:`LOGIT_ERROR` (100x the largest float32 error
@@ -51,7 +53,8 @@ Query budget
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+import weakref
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -59,8 +62,10 @@ from OpenAttack.attack_assist.goal import ClassifierGoal
 from OpenAttack.attackers import PWWSAttacker
 from OpenAttack.exceptions import InvokeLimitExceeded, WordNotInDictionaryException
 
-from robustkit.attack import offline
-from robustkit.attack.victim import Victim, as_openattack
+from robustkit.attacks import offline
+from robustkit.attacks.base import AttackResult, Example
+from robustkit.attacks.victim import Victim, as_openattack
+from robustkit.errors import RobustkitError
 
 # Greedy prefixes checked per victim call: 1, 2, 4, ... The first prefix is one of the substitute
 # sentences already scored (a memo hit), and most attacks that succeed do so within a few steps.
@@ -74,44 +79,44 @@ PROB_FLOOR = 1e-12  # float64's own rounding and batch noise (< 3e-15), which fl
 _attackers: dict[tuple[str, ...], PWWSAttacker] = {}
 
 
-@dataclass
-class AttackResult:
-    """One untargeted PWWS attack.
+ENGINES = ("fast", "openattack")
 
-    Attributes
+
+class PWWS:
+    """Untargeted PWWS behind :class:`robustkit.attacks.Attack`'s interface.
+
+    Parameters
     ----------
-    original : str
-        The sentence as given.
-    adversarial : str or None
-        OpenAttack's detokenized, lowercased adversarial text; None on failure.
-    success : bool
-        The victim's prediction of ``adversarial`` is not ``target``.
-    target : int
-        The label the attack moves away from.
-    queries : int
-        Victim queries as OpenAttack's PWWS makes them (see the module docstring).
-    modified_words : int
-        Words of ``adversarial`` that differ from the lowercased original's (0 on failure).
-    words : int
-        Words of the lowercased original (OpenAttack's default tokenizer).
-    seconds : float
-        Wall time of the attack.
+    engine : str
+        ``fast``: :func:`attack_fast` with float32 screening by a twin of each victim (identical
+        outputs); ``openattack``: :func:`attack_openattack`.
     """
 
-    original: str
-    adversarial: str | None
-    success: bool
-    target: int
-    queries: int
-    modified_words: int
-    words: int
-    seconds: float
+    name: ClassVar[str] = "pwws"
+
+    def __init__(self, engine: str = "fast") -> None:
+        if engine not in ENGINES:
+            raise RobustkitError(f"unknown attack engine {engine!r}; known: {', '.join(ENGINES)}")
+        self.engine = engine
+        # One float32 twin per victim, made on first use and dropped with the victim.
+        self._screens: weakref.WeakKeyDictionary[Victim, Victim] = weakref.WeakKeyDictionary()
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {"engine": self.engine}
+
+    def attack(self, victim: Victim, example: Example, budget: int | None = None) -> AttackResult:
+        if self.engine == "openattack":
+            return attack_openattack(victim, example.sentence, example.target, query_budget=budget)
+        if victim not in self._screens:
+            self._screens[victim] = victim.screening()
+        return attack_fast(victim, example.sentence, example.target, query_budget=budget, screen=self._screens[victim])
 
 
 def pwws_attacker() -> PWWSAttacker:
     """OpenAttack's ``PWWSAttacker`` with its defaults (one per NLTK data configuration).
 
-    Configures OpenAttack offline (:func:`robustkit.attack.offline.configure_openattack`,
+    Configures OpenAttack offline (:func:`robustkit.attacks.offline.configure_openattack`,
     ``$NLTK_DATA`` or NLTK's default folders) unless that was done already.
     """
     if offline.configured_roots() is None:

@@ -1,7 +1,8 @@
-"""Run OpenAttack's PWWS offline, from a standard NLTK data tree.
+"""Run OpenAttack's attacks offline, from a standard NLTK data tree.
 
 OpenAttack 2.1.1 downloads its NLTK resources from data.thunlp.org (dead) as pickles that NLTK
-3.9+ no longer loads. PWWS's default components need three of them (see
+3.9+ no longer loads. PWWS's default components need three of them, DeepWordBug's default
+tokenizer the first two (see
 ``OpenAttack/text_process/tokenizer/punct_tokenizer.py`` and
 ``OpenAttack/attack_assist/substitute/word/english_wordnet.py``):
 
@@ -13,7 +14,9 @@ TProcess.NLTKPerceptronPosTagger   taggers/averaged_perceptron_tagger_eng/     a
 TProcess.NLTKWordNet               corpora/wordnet                             wordnet
 =================================  ==========================================  ===============
 
-:func:`configure_openattack` finds them with ``nltk.data.find`` in an NLTK data tree and
+:func:`configure_openattack` finds them with ``nltk.data.find`` in NLTK data trees (by default
+those of :func:`robustkit.attacks.nltk_data.default_roots`: ``$NLTK_DATA``, then robustkit's
+embedded WordNet and Punkt, then the tagger from NLTK's own folders) and
 registers loaders for them in OpenAttack's ``DataManager`` that use NLTK 3.10's own formats
 (JSON tagger, ``punkt_tab``). Missing resources raise :class:`AttackDataError`, which names
 them, the folders searched and the ``nltk.downloader`` command that installs them.
@@ -36,7 +39,7 @@ DOWNLOAD_COMMAND = "python -m nltk.downloader " + " ".join(PACKAGES)
 
 
 class AttackDataError(RobustkitError):
-    """An NLTK resource that PWWS needs is not installed where we looked."""
+    """An NLTK resource that OpenAttack's attacks need is not installed where we looked."""
 
 
 @dataclass(frozen=True)
@@ -89,10 +92,11 @@ def configure_openattack(nltk_data: str | Path | None = None) -> None:
     Parameters
     ----------
     nltk_data : str or Path, optional
-        The NLTK data tree to read. Default: ``$NLTK_DATA`` (``os.pathsep``-separated folders,
-        as NLTK reads it), else NLTK's own search path (``nltk.data.path``: where
-        ``nltk.downloader`` installs). An explicit folder (argument or ``$NLTK_DATA``) is the
-        only place searched, so results never depend on another copy elsewhere.
+        The NLTK data tree(s) to read, ``os.pathsep``-separated as in ``$NLTK_DATA``; named
+        folders are the only place searched. Default:
+        :func:`robustkit.attacks.nltk_data.default_roots`: ``$NLTK_DATA`` first, then
+        robustkit's embedded assets (pinned, sha256-verified) for what it lacks, then the tagger
+        from NLTK's own folders (``nltk.data.path``) or NLTK's downloader.
 
     Raises
     ------
@@ -119,11 +123,10 @@ def configured_roots() -> tuple[str, ...] | None:
 
 def _search_roots(nltk_data: str | Path | None) -> tuple[str, ...]:
     if nltk_data is not None:
-        return (str(Path(nltk_data).expanduser().resolve()),)
-    env = os.environ.get("NLTK_DATA")
-    if env:
-        return tuple(str(Path(p).expanduser().resolve()) for p in env.split(os.pathsep) if p)
-    return tuple(str(p) for p in nltk.data.path)
+        return tuple(str(Path(p).expanduser().resolve()) for p in str(nltk_data).split(os.pathsep) if p)
+    from robustkit.attacks.nltk_data import default_roots  # it imports this module
+
+    return default_roots()
 
 
 def _find_all(roots: tuple[str, ...]) -> dict[str, object]:
@@ -142,7 +145,7 @@ def _find_all(roots: tuple[str, ...]) -> dict[str, object]:
 def _missing_message(missing: list[_Resource], roots: tuple[str, ...]) -> str:
     names = ", ".join(f"{r.what} ({r.nltk_path}, package {r.package!r})" for r in missing)
     lines = [
-        f"OpenAttack's PWWS needs NLTK data that is missing or unreadable: {names}.",
+        f"OpenAttack's attacks need NLTK data that is missing or unreadable: {names}.",
         f"Searched: {', '.join(roots) or '(no folders)'}.",
         f"Install it with: {DOWNLOAD_COMMAND}",
         "(add `-d FOLDER` to install into FOLDER, then set NLTK_DATA=FOLDER or pass nltk_data=FOLDER).",
@@ -163,7 +166,7 @@ def _register(pointers: dict[str, object]) -> None:
     OpenAttack has no hook for another data source: ``DataManager.load`` checks that
     ``data_path[name]`` exists, then calls ``data_loader[name](data_path[name])`` and caches
     the result in ``data_reference[name]``. Its own loaders read pickles NLTK 3.9+ refuses, so
-    we replace the three PWWS needs (without editing site-packages), point their path at the
+    we replace the three the attacks need (without editing site-packages), point their path at the
     file NLTK found (a folder, or the zip it reads from) and drop any object cached from an
     earlier configuration.
     """

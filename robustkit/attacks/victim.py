@@ -21,7 +21,7 @@ Numeric determinism (why the default dtype is float64)
     (150 in float32), but only float64 makes results independent of batching by a wide
     margin, at ~2.2x the CPU time of float32. :meth:`Victim.screening` gives a float32 twin that
     the fast PWWS engine uses with per-decision margins, falling back to float64 (see
-    :mod:`robustkit.attack.pwws`).
+    :mod:`robustkit.attacks.pwws`).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class Victim:
     Parameters
     ----------
     model : nn.Module
-        A sequence-classification model (e.g. from :func:`robustkit.checkpoints.load_run_model`);
+        A sequence-classification model (e.g. from :func:`robustkit.run_model.load_run_model`);
         put in eval mode. With a ``dtype`` other than its own, a converted copy is used and
         ``model`` is left as it is.
     tokenizer : PreTrainedTokenizerBase
@@ -98,7 +98,7 @@ class Victim:
         self.reset_counters()
 
     def screening(self, dtype: torch.dtype = torch.float32) -> "Victim":
-        """A twin of this victim in a lower precision, for :func:`robustkit.attack.attack_fast`'s
+        """A twin of this victim in a lower precision, for :func:`robustkit.attacks.pwws.attack_fast`'s
         certified screening (its own memo and counters; the model is copied, not shared)."""
         return Victim(self.model, self.tokenizer, self.max_length, self.batch_size, dtype, self.cache_size)
 

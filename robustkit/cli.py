@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from robustkit.errors import RobustkitError
+from robustkit.errors import RobustkitError, SweepError
 
 
 def _ints(text: str) -> list[int]:
@@ -18,11 +18,12 @@ def _ints(text: str) -> list[int]:
 
 
 def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    from robustkit.methods import METHODS
+    # the names alone, not robustkit.methods (torch, AdapterHub): --help must answer at once
+    from robustkit.spec import METHOD_NAMES
 
     run = parser.add_argument_group("run")
     run.add_argument("--task", default="rt", help="task name: a GLUE task (cola, sst2, mrpc, qqp, stsb, mnli, qnli, rte, wnli) or an embedded one (rt, polarity); default: rt")
-    run.add_argument("--method", default="houlsby", choices=sorted(METHODS), help="tuning method; default: houlsby")
+    run.add_argument("--method", default="houlsby", choices=sorted(METHOD_NAMES), help="tuning method; default: houlsby")
     run.add_argument("--model", default="minilm-l6", help="embedded model (minilm-l6, bert-tiny), a local model folder, or a Hugging Face hub name; default: minilm-l6")
     run.add_argument("--seed", type=_ints, default=[0], help="random seed(s), comma-separated: one run per seed; default: 0")
     run.add_argument("--tsp-steps", type=_ints, default=[0], help="task-specific pretraining steps to start from, comma-separated (0 = none); one masked-LM run keeps a checkpoint at each; default: 0")
@@ -93,15 +94,18 @@ def _cmd_sweep(args) -> int:
 
 
 def _slurm_options(args):
-    from robustkit.errors import SweepError
-    from robustkit.slurm import SlurmOptions
-
+    """The Slurm flags as :class:`robustkit.slurm.SlurmOptions`; None for the local executor (so
+    that local runs never import submitit). A bad --slurm-arg is refused either way."""
     extra = {}
     for item in args.slurm_arg or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise SweepError(f"--slurm-arg expects key=value, got {item!r}")
         extra[key.lstrip("-")] = value
+    if args.executor != "slurm":
+        return None
+    from robustkit.slurm import SlurmOptions
+
     return SlurmOptions(partition=args.partition, time_min=args.time_min, gpus_per_run=args.gpus_per_run,
                         cpus_per_run=args.cpus_per_run, mem_gb=args.mem_gb, max_parallel=args.max_parallel, extra=extra)
 
@@ -114,10 +118,10 @@ def _cmd_runs(args) -> int:
 
 
 def _cmd_stats(args) -> int:
-    from robustkit.analysis import stability
+    from robustkit.analysis import scores, stability
 
     within = None if args.within == "auto" else [c for c in args.within.split(",") if c and c != "none"]
-    frame = stability.outcomes(args.store, args.select, checkpoint=args.checkpoint, split=args.split,
+    frame = scores.outcomes(args.store, args.select, checkpoint=args.checkpoint, split=args.split,
                                metric=args.metric, epoch=args.epoch)
     summary, tests = stability.tables(frame, by=args.by, within=within, include_failed=args.include_failed)
     print(summary.to_string(index=False), "", tests.to_string(index=False), "", stability.caption(summary, tests), sep="\n")
@@ -222,9 +226,11 @@ def _cmd_demo(args) -> int:
 
 
 def _report(results, store) -> int:
+    """Print the runs of ``results`` (the command's own, not the whole store), then failures and
+    counts; the exit status is 1 if a run failed."""
     from robustkit.report import failed_outcomes, runs_table
 
-    print(runs_table(store).to_string(index=False))
+    print(runs_table(store, run_ids=list(results.run_id)).to_string(index=False))
     failed = results[results.status == "failed"]
     for _, row in failed.iterrows():
         print(f"FAILED {row.run_id}: {row.error}", file=sys.stderr)

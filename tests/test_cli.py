@@ -52,13 +52,19 @@ def test_bad_seed_list_is_an_argparse_error(capsys):
 
 def test_train_then_runs_table(tmp_path, capsys):
     runs = str(tmp_path / "runs")
-    args = ["train", "--model", "bert-tiny", "--task", "polarity", "--method", "full", "--seed", "0,1",
-            "--train-size", "32", "--epochs", "1", "--batch-size", "16", "--max-length", "24", "--store", runs]
-    assert main(args) == 0
+    args = ["train", "--model", "bert-tiny", "--task", "polarity", "--method", "full", "--train-size", "32",
+            "--epochs", "1", "--batch-size", "16", "--max-length", "24", "--store", runs]
+    assert main([*args, "--seed", "0,1"]) == 0
     assert main(["runs", runs]) == 0
     out = capsys.readouterr().out
     assert out.count("polarity-full-bert-tiny") >= 2 and "complete" in out
     assert len(store.load_runs(runs)) == 2
+    # train prints its own runs, not the whole store
+    ids = store.load_runs(runs).set_index("seed").run_id
+    assert main([*args, "--seed", "1"]) == 0  # complete already: skipped, but it is this command's run
+    out = capsys.readouterr().out
+    assert ids[1] in out and ids[0] not in out, out
+    assert "1 runs: 0 trained, 1 already complete" in out
 
 
 def test_assets_list(capsys):

@@ -1,13 +1,21 @@
-# The README's two commands: `make demo` and `make test`. Both set up .venv from the project's
-# own files first, so they work on a fresh machine.
+# The README's commands: `make demo`, `make test` (the full suite, what CI runs) and `make
+# test-fast` (without the tests marked slow). Each sets up .venv from the project's own files
+# first, so they work on a fresh clone.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.robustkit-installed
-NLTK_DATA ?= $(abspath ../shared/nltk_data)
-export NLTK_DATA
 
-.PHONY: setup demo test bench clean
+# NLTK data for the attacks: a checkout with ../shared/nltk_data beside it (CI's) reads that tree;
+# a fresh clone reads the embedded WordNet and Punkt (`robustkit assets fetch`) and NLTK's POS
+# tagger from NLTK's own folders (see robustkit/attacks/nltk_data.py). An NLTK_DATA of your own wins.
+SHARED_NLTK_DATA := $(abspath ../shared/nltk_data)
+ifneq ($(wildcard $(SHARED_NLTK_DATA)/corpora/wordnet),)
+NLTK_DATA ?= $(SHARED_NLTK_DATA)
+export NLTK_DATA
+endif
+
+.PHONY: setup demo test test-fast bench clean
 
 setup: $(STAMP)
 
@@ -25,6 +33,11 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m robustkit assets fetch
 	$(PY) -m pytest -q
+
+# The inner loop: everything but the end-to-end tests marked `slow` (pyproject.toml).
+test-fast: $(STAMP)
+	$(PY) -m robustkit assets fetch
+	$(PY) -m pytest -q -m "not slow"
 
 bench: $(STAMP)
 	$(PY) bench/train.py

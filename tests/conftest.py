@@ -25,10 +25,17 @@ def _one_torch_thread():
 
 @pytest.fixture(scope="session")
 def shared_nltk_data() -> str:
-    """The NLTK data tree for PWWS: $NLTK_DATA (the Makefile sets it), else ../shared/nltk_data."""
-    path = os.environ.get("NLTK_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "nltk_data")
-    assert Path(path, "corpora", "wordnet").is_dir(), f"no NLTK data tree at {path}: set NLTK_DATA"
-    return path
+    """The NLTK data the attack tests share, as a ``$NLTK_DATA`` value (``os.pathsep``-joined).
+
+    Resolved once, as the attacks resolve it (:func:`robustkit.attacks.nltk_data.default_roots`):
+    ``$NLTK_DATA`` (``make test`` sets ``../shared/nltk_data`` where that exists), then the
+    embedded WordNet and Punkt, then the POS tagger from NLTK's own folders. A fresh clone
+    without ``../shared`` needs only the tagger (``python -m nltk.downloader
+    averaged_perceptron_tagger_eng``); without it the attack tests fail with that command.
+    """
+    from robustkit.attacks.nltk_data import default_roots
+
+    return os.pathsep.join(default_roots())
 
 
 @pytest.fixture(scope="session")

@@ -240,3 +240,16 @@ def test_attack_figures_are_registered():
     assert set(dict((p.name, p.choices) for p in vs_tsp.parameters)["attacker"]) == set(attacks.ATTACKS)
     with pytest.raises(figures.FigureError):
         vs_tsp.resolve(attacker="textfooler")
+
+
+def test_the_attacks_recipe_reuses_figure_5s_runs():
+    """Han fig 5 with DeepWordBug beside PWWS trains nothing new: the same runs at both scales."""
+    from robustkit.recipes import load_recipe
+
+    both, pwws_only = load_recipe("han2021/fig5-attacks"), load_recipe("han2021/fig5")
+    for scale in ("demo", "paper"):
+        assert {s.run_id for s in both.specs(scale)} == {s.run_id for s in pwws_only.specs(scale)}
+        params = figures.get(both.figure).resolve(**both.figure_params(scale))
+        assert params["attackers"] == ["pwws", "deepwordbug"]
+        assert params["n"] == pwws_only.figure_params(scale)["n"]  # PWWS results come from fig 5's cache
+    assert not both.claims  # Han et al. ran PWWS only: nothing of theirs to check about DeepWordBug

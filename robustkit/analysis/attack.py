@@ -305,5 +305,5 @@ def with_outcomes(summary: pd.DataFrame, store: str | Path, checkpoint: str = "b
     """
     from robustkit.analysis import scores
 
-    scores = scores.outcomes(store, {"run_id": list(summary["run_id"].unique())}, checkpoint=checkpoint, split="test")
-    return summary.merge(scores[["run_id", "outcome"]], on="run_id", how="left").fillna({"outcome": "ok"})
+    victims = scores.outcomes(store, {"run_id": list(summary["run_id"].unique())}, checkpoint=checkpoint, split="test")
+    return summary.merge(victims[["run_id", "outcome"]], on="run_id", how="left").fillna({"outcome": "ok"})

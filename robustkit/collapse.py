@@ -7,7 +7,10 @@ setting instead of averaging failed runs into the mean. robustkit does the same.
 **outcome** on a scored split is one of
 
 ``diverged``
-    its score, or its loss on the scored split where known, is not a finite number;
+    training stopped at a non-finite loss, gradient norm or weights (run status ``diverged``,
+    :mod:`robustkit.train`; the run keeps its last finite checkpoints, whose scores do not
+    make it a result), or its score, or its loss on the scored split where known, is not a
+    finite number (a model with non-finite weights scored as it is);
 ``collapsed``
     it is stuck at the majority class: either nearly all of its predictions on the scored split
     fall in one class (share of the most frequent predicted class >= ``max_class_share``,
@@ -136,7 +139,8 @@ def mark(frame: pd.DataFrame, rule: CollapseRule = DEFAULT_RULE) -> pd.DataFrame
     frame : DataFrame
         Needs ``value``; uses ``baseline``, ``metric``, ``n_eval``, ``top_class_share`` and
         ``eval_loss`` where present (a NaN ``eval_loss`` is a diverged run: leave the column out
-        where the loss is unknown).
+        where the loss is unknown), and ``status`` (the run's, :func:`robustkit.store.load_runs`):
+        a row of a run whose status is ``diverged`` is diverged whatever its score.
 
     Returns
     -------
@@ -147,9 +151,11 @@ def mark(frame: pd.DataFrame, rule: CollapseRule = DEFAULT_RULE) -> pd.DataFrame
         return frame[name] if name in frame else [default] * len(frame)
 
     outcomes = [
-        outcome(_float(v), _float(b), str(m), _float(n), _float(s), rule, None if loss is None else _float(loss))
-        for v, b, m, n, s, loss in zip(column("value"), column("baseline"), column("metric", "accuracy"),
-                                       column("n_eval"), column("top_class_share"), column("eval_loss", None))
+        DIVERGED if status == DIVERGED  # stopped by training: its kept checkpoints are no result
+        else outcome(_float(v), _float(b), str(m), _float(n), _float(s), rule, None if loss is None else _float(loss))
+        for v, b, m, n, s, loss, status in zip(column("value"), column("baseline"), column("metric", "accuracy"),
+                                               column("n_eval"), column("top_class_share"), column("eval_loss", None),
+                                               column("status", None))
     ]
     marked = frame.assign(outcome=outcomes)
     return marked.assign(failed=marked["outcome"] != OK)

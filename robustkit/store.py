@@ -44,6 +44,14 @@ GRADNORMS = "gradnorms.parquet"
 CHECKPOINTS = "checkpoints"
 MODEL_FILE = "model.safetensors"
 
+# A run's ``status`` in its manifest. ``running`` (or interrupted: resumable), ``failed`` (an
+# exception; resumable), ``complete`` (trained to the end), ``diverged`` (stopped at a non-finite
+# loss, gradient norm or weights: its last finite state kept, its outcome ``diverged``,
+# :mod:`robustkit.collapse`). Complete and diverged runs are finished: never trained again, and
+# analysed (a diverged run is counted as such, never averaged in as a result).
+COMPLETE, DIVERGED = "complete", "diverged"
+FINISHED = (COMPLETE, DIVERGED)
+
 
 # ---------------------------------------------------------------------------------------------
 # atomic files
@@ -319,11 +327,14 @@ def load_runs(store: str | Path, include_tsp: bool = False) -> pd.DataFrame:
     -------
     DataFrame
         Columns ``run_id, kind`` + every field of the run's spec (:data:`IDENTITY`) +
-        ``status, main_metric, trainable_params, path``, ``n_<split>`` (examples per split),
+        ``status`` (``complete``, ``diverged``, ``running``, ``failed``: see :data:`FINISHED`),
+        ``main_metric, trainable_params, path``, ``n_<split>`` (examples per split),
         one column per final metric, named ``<checkpoint>/<split>/<metric>`` (e.g.
         ``best/test/accuracy``; ``top_class_share`` is the share of the most predicted class),
         and ``outcome/<checkpoint>/<split>`` (``ok``, ``collapsed`` or ``diverged``, see
-        :mod:`robustkit.collapse`; absent for runs trained before outcomes were recorded).
+        :mod:`robustkit.collapse`; absent for runs trained before outcomes were recorded). A
+        diverged run's final metrics are those of the finite checkpoints it kept, and its
+        outcome is ``diverged`` on every checkpoint and split.
     """
     rows = []
     for run_dir in run_dirs(store):

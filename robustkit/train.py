@@ -9,6 +9,12 @@
 
 Both resume from their ``last`` checkpoint after a crash and reproduce the uninterrupted run
 exactly: the batch and the dropout/masking randomness of step ``s`` depend only on (seed, s).
+
+Both stop a run that diverges (:class:`Diverged`): a non-finite training loss or gradient norm
+(checked every step, before the update), or non-finite weights (checked before every evaluation
+and checkpoint). Nothing non-finite is ever saved: the run keeps its last finite state as
+``last`` (and ``best``), is marked ``diverged`` in its manifest (status and outcome,
+:mod:`robustkit.collapse`), and is finished: never trained again.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import platform
 import re
 import time
@@ -29,13 +36,6 @@ from safetensors.torch import save as save_safetensors
 from tqdm.auto import tqdm
 
 from robustkit import collapse, data, models, store, tasks
-from robustkit.checkpoints import (
-    build_classifier,
-    build_masked_lm,
-    checkpoint_metadata,
-    load_tensors,
-    trainable_state,
-)
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import EVAL_BATCH_SIZE, encode_split, eval_batches, evaluate, resolve_device, to_device
 from robustkit.methods import (
@@ -46,7 +46,15 @@ from robustkit.methods import (
     count_parameters,
     get_method,
 )
+from robustkit.metrics import majority_baseline
 from robustkit.mixout import apply_mixout
+from robustkit.run_model import (
+    build_classifier,
+    build_masked_lm,
+    checkpoint_metadata,
+    load_tensors,
+    trainable_state,
+)
 from robustkit.spec import RunSpec, TspSpec
 
 TSP_SAVE_EVERY = 500
@@ -114,8 +122,28 @@ def pretrain(
         return run_dir
     with store.run_lock(run_dir, wait=True):
         if not _has_checkpoints(run_dir, wanted):
+            _refuse_diverged_steps(run_dir, wanted)
             _Pretrain(spec, wanted, run_dir, data_dir, progress, device).run()
     return run_dir
+
+
+def _refuse_diverged_steps(run_dir: Path, wanted: list[int]) -> None:
+    """Raise :class:`Diverged` for a TSP step the run diverged before reaching.
+
+    Training is deterministic: it would diverge again at the same step, so it is not retried.
+    Steps before the divergence that were never requested can still be trained.
+    """
+    if not (run_dir / store.MANIFEST).exists():
+        return
+    manifest = store.read_manifest(run_dir)
+    diverged = manifest.get("diverged")
+    if manifest.get("status") != store.DIVERGED or not diverged:
+        return
+    saved = manifest.get("checkpoints", {})
+    lost = [s for s in wanted if f"tsp-{s}" not in saved and s >= diverged["step"]]
+    if lost:
+        stop = Diverged(diverged["step"], f"{diverged['reason']}; no tsp-{', tsp-'.join(map(str, lost))}")
+        raise stop.named(run_dir.name)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -123,7 +151,47 @@ def pretrain(
 
 
 def _is_complete(run_dir: Path) -> bool:
-    return (run_dir / store.MANIFEST).exists() and store.read_manifest(run_dir).get("status") == "complete"
+    """Whether the run is finished (:data:`robustkit.store.FINISHED`: complete, or diverged),
+    so that a train() or sweep never trains it again."""
+    return (run_dir / store.MANIFEST).exists() and store.read_manifest(run_dir).get("status") in store.FINISHED
+
+
+class Diverged(RobustkitError):
+    """Training met a non-finite number: the run stops (outcome ``diverged``, :mod:`robustkit.collapse`).
+
+    Attributes
+    ----------
+    step : int
+        Optimisation step (1-based) at which it was found.
+    reason : str
+        What was not finite: the training loss, the gradient norm of which layer groups, or
+        the weights.
+    loss : float or None
+        The step's training loss where it was computed (possibly NaN or inf).
+    """
+
+    def __init__(self, step: int, reason: str, loss: float | None = None, run: str | None = None):
+        self.step, self.reason, self.loss = step, reason, loss
+        super().__init__(f"{f'run {run!r} ' if run else ''}diverged at step {step}: {reason}")
+
+    def named(self, run: str) -> Diverged:
+        """The same divergence, its message naming the run."""
+        return Diverged(self.step, self.reason, self.loss, run)
+
+
+def _non_finite(loss: float, norms: dict[str, float]) -> str | None:
+    """Why a step's loss or gradient norms rule out its update (None: they do not)."""
+    if not math.isfinite(loss):
+        return f"training loss {loss}"
+    bad = [layer for layer, value in norms.items() if not math.isfinite(value)]
+    return f"gradient norm not finite in {', '.join(bad)}" if bad else None
+
+
+def weights_finite(named: list[tuple[str, torch.nn.Parameter]]) -> bool:
+    """Whether every one of these parameters is finite (one device -> host transfer)."""
+    if not named:
+        return True
+    return bool(torch.stack([torch.isfinite(p.detach()).all() for _, p in named]).all())
 
 
 def _has_checkpoints(run_dir: Path, steps: list[int]) -> bool:
@@ -252,18 +320,43 @@ class _Loop:
         return model(**batch).loss
 
     def step(self, model, batch, optimiser: _Optimiser, factor: float, step: int, max_grad_norm: float | None):
-        """One update: forward, backward, gradient norms (pre-clipping), clip, AdamW."""
+        """One update: forward, backward, gradient norms (pre-clipping), clip, AdamW.
+
+        Raises
+        ------
+        Diverged
+            The loss or a gradient norm is not finite; the update is not applied (the
+            gradient norms of the step are logged all the same).
+        """
         model.train()
         optimiser.set_lr_factor(factor)
         loss = self.loss(model, to_device(batch, self.device))
         loss.backward()
-        for layer, value in gradient_norms(optimiser.named).items():
+        norms = gradient_norms(optimiser.named)
+        for layer, value in norms.items():
             self.gradnorms.append({"step": step, "layer": layer, "value": value})
+        value = float(loss.detach())  # no extra sync: the norms above already waited for backward
+        # before the update: clipping a NaN gradient gives NaN, and AdamW would write it into
+        # the weights (and its moments) for good
+        reason = _non_finite(value, norms)
+        if reason:
+            optimiser.optimizer.zero_grad(set_to_none=True)
+            raise Diverged(step, reason, value)
         if max_grad_norm:
             torch.nn.utils.clip_grad_norm_([p for _, p in optimiser.named], max_grad_norm)
         optimiser.optimizer.step()
         optimiser.optimizer.zero_grad(set_to_none=True)
-        return float(loss.detach())
+        return value
+
+    def check_weights(self, optimiser: _Optimiser, step: int) -> None:
+        """Raise :class:`Diverged` if an update left a non-finite weight.
+
+        Called before every evaluation and checkpoint: a finite loss and gradient do not make a
+        finite update (an infinite learning rate, an overflowing step), and a non-finite
+        ``best`` or ``last`` must never be written.
+        """
+        if not weights_finite(optimiser.named):
+            raise Diverged(step, "weights not finite after the update")
 
     def log(self, step: int, epoch: float, split: str, metric: str, value: float) -> None:
         self.history.append({"step": step, "epoch": epoch, "split": split, "metric": metric, "value": float(value)})
@@ -272,11 +365,14 @@ class _Loop:
         store.atomic_write_parquet(self.run_dir / store.HISTORY, _frame(self.history, ["step", "epoch", "split", "metric", "value"]))
         store.atomic_write_parquet(self.run_dir / store.GRADNORMS, _frame(self.gradnorms, ["step", "layer", "value"]))
 
-    def save_last(self, model, names, optimiser: _Optimiser, step: int, metadata: dict, state: dict) -> None:
-        """Logs first, then the resumable checkpoint: rows past a checkpoint are dropped on resume."""
+    def save_last(self, model, names, optimiser: _Optimiser | None, step: int, metadata: dict, state: dict) -> None:
+        """Logs first, then the resumable checkpoint: rows past a checkpoint are dropped on resume.
+
+        ``optimiser`` None saves an empty optimizer state (a state restored from ``step-0``).
+        """
         self.flush_logs()
         extra = {
-            "optimizer.safetensors": save_safetensors(optimiser.state_tensors()),
+            "optimizer.safetensors": save_safetensors(optimiser.state_tensors() if optimiser else {}),
             "state.json": json.dumps({"step": step, **state}).encode(),
         }
         store.save_checkpoint(self.run_dir, "last", trainable_state(model, names), metadata, step, extra)
@@ -392,20 +488,36 @@ class _Pretrain(_Loop):
             start, self.history, self.gradnorms = 0, [], []
         meta = checkpoint_metadata(fingerprint, spec.run_id, spec.model, spec.method)
         target = max(self.steps)
-        with self.bar(target, start, f"TSP {spec.task}/{spec.method}") as bar:
-            for step in range(start + 1, target + 1):
-                seed_step(spec.seed, step, self.stage)
-                index = data.batch_indices(len(features), spec.batch_size, spec.seed, step - 1)
-                batch = collator([features[i] for i in index])
-                loss = self.step(model, batch, optimiser, constant_lr_factor(step, spec.warmup_steps), step, None)
-                self.log(step, step / data.steps_per_epoch(len(features), spec.batch_size), "train", "mlm_loss", loss)
-                bar.update(1)
-                bar.set_postfix(loss=f"{loss:.3f}")
-                if step in self.steps:
-                    store.save_checkpoint(self.run_dir, f"tsp-{step}", trainable_state(model, names), meta, step)
-                if step in self.steps or step % TSP_SAVE_EVERY == 0:
-                    self.save_last(model, names, optimiser, step, meta, {})
-        store.update_manifest(self.run_dir, status="complete", updated=_now(), tsp_steps=self._all_saved())
+        per_epoch = data.steps_per_epoch(len(features), spec.batch_size)
+        try:
+            with self.bar(target, start, f"TSP {spec.task}/{spec.method}") as bar:
+                for step in range(start + 1, target + 1):
+                    seed_step(spec.seed, step, self.stage)
+                    index = data.batch_indices(len(features), spec.batch_size, spec.seed, step - 1)
+                    batch = collator([features[i] for i in index])
+                    loss = self.step(model, batch, optimiser, constant_lr_factor(step, spec.warmup_steps), step, None)
+                    self.log(step, step / per_epoch, "train", "mlm_loss", loss)
+                    bar.update(1)
+                    bar.set_postfix(loss=f"{loss:.3f}")
+                    if step in self.steps or step % TSP_SAVE_EVERY == 0:
+                        self.check_weights(optimiser, step)
+                    if step in self.steps:
+                        store.save_checkpoint(self.run_dir, f"tsp-{step}", trainable_state(model, names), meta, step)
+                    if step in self.steps or step % TSP_SAVE_EVERY == 0:
+                        self.save_last(model, names, optimiser, step, meta, {})
+        except Diverged as stop:
+            # the TSP checkpoints saved so far are finite and stay usable; the later ones cannot
+            # be made (the run would diverge again at the same step): fine-tuning runs that need
+            # them fail with this message
+            if stop.loss is not None:
+                self.log(stop.step, stop.step / per_epoch, "train", "mlm_loss", stop.loss)
+            self.flush_logs()
+            store.update_manifest(self.run_dir, status=store.DIVERGED, updated=_now(), tsp_steps=self._all_saved(),
+                                  diverged={"step": stop.step, "reason": stop.reason})
+            raise stop.named(self.run_dir.name) from None
+        # a run that diverged past the steps trained now stays diverged
+        status = store.DIVERGED if "diverged" in store.read_manifest(self.run_dir) else store.COMPLETE
+        store.update_manifest(self.run_dir, status=status, updated=_now(), tsp_steps=self._all_saved())
 
     def _fresh_model(self):
         """The masked-LM model at TSP step 0 on this loop's device, and its optimiser."""
@@ -484,24 +596,70 @@ class _Finetune(_Loop):
         warmup = round(spec.warmup_ratio * total)
         evals = self._eval_points(per_epoch, total)
         batches = {s: eval_batches(encoded[s], EVAL_BATCH_SIZE, collator) for s in ("validation", "test")}
-        with self.bar(total, state["step"], f"{spec.task}/{spec.method}/s{spec.seed}/tsp{spec.tsp_step}") as bar:
-            for step in range(state["step"] + 1, total + 1):
-                seed_step(spec.seed, step, self.stage)
-                index = data.batch_indices(n_train, spec.batch_size, spec.seed, step - 1)
-                batch = collator([encoded["train"][i] for i in index])
-                loss = self.step(model, batch, optimiser, linear_lr_factor(step, warmup, total), step, spec.max_grad_norm)
-                self.log(step, step / per_epoch, "train", "loss", loss)
-                bar.update(1)
-                if step in evals:
-                    metrics = evaluate(model, batches["validation"], self.task)
-                    for metric, value in metrics.items():
-                        self.log(step, step / per_epoch, "validation", metric, value)
-                    bar.set_postfix(loss=f"{loss:.3f}", **{self.task.main_metric: f"{metrics[self.task.main_metric]:.3f}"})
-                    if state["best_value"] is None or metrics[self.task.main_metric] > state["best_value"]:
-                        state.update(best_value=metrics[self.task.main_metric], best_step=step)
-                        store.save_checkpoint(self.run_dir, "best", trainable_state(model, names), meta, step)
-                    self.save_last(model, names, optimiser, step, meta, {k: state[k] for k in ("best_value", "best_step")})
+        try:
+            with self.bar(total, state["step"], f"{spec.task}/{spec.method}/s{spec.seed}/tsp{spec.tsp_step}") as bar:
+                for step in range(state["step"] + 1, total + 1):
+                    seed_step(spec.seed, step, self.stage)
+                    index = data.batch_indices(n_train, spec.batch_size, spec.seed, step - 1)
+                    batch = collator([encoded["train"][i] for i in index])
+                    loss = self.step(model, batch, optimiser, linear_lr_factor(step, warmup, total), step, spec.max_grad_norm)
+                    self.log(step, step / per_epoch, "train", "loss", loss)
+                    bar.update(1)
+                    if step in evals:
+                        self.check_weights(optimiser, step)
+                        metrics = evaluate(model, batches["validation"], self.task)
+                        for metric, value in metrics.items():
+                            self.log(step, step / per_epoch, "validation", metric, value)
+                        bar.set_postfix(loss=f"{loss:.3f}", **{self.task.main_metric: f"{metrics[self.task.main_metric]:.3f}"})
+                        if state["best_value"] is None or metrics[self.task.main_metric] > state["best_value"]:
+                            state.update(best_value=metrics[self.task.main_metric], best_step=step)
+                            store.save_checkpoint(self.run_dir, "best", trainable_state(model, names), meta, step)
+                        self.save_last(model, names, optimiser, step, meta, {k: state[k] for k in ("best_value", "best_step")})
+        except Diverged as stop:
+            self._diverged(stop, model, names, fingerprint, meta, optimiser, batches, state, per_epoch)
+            return
         self._finish(model, fingerprint, batches, state)
+
+    def _diverged(self, stop: Diverged, model, names, fingerprint, meta, optimiser, batches, state, per_epoch) -> None:
+        """Keep the run's last finite state as ``last`` (and ``best`` if it has none), score
+        it, and mark the run diverged: status, ``diverged`` (step, reason) and an outcome of
+        ``diverged`` on every checkpoint and split, whatever the kept checkpoints score."""
+        if stop.loss is not None:
+            self.log(stop.step, stop.step / per_epoch, "train", "loss", stop.loss)
+        saved = store.read_manifest(self.run_dir)["checkpoints"]
+        if weights_finite(optimiser.named):
+            # found before its update was applied: the weights are those after step - 1
+            kept = stop.step - 1
+            self.save_last(model, names, optimiser, kept, meta, {k: state[k] for k in ("best_value", "best_step")})
+        else:
+            # an earlier update made them non-finite: back to the newest finite checkpoint,
+            # which every saved one is (weights are checked before each save)
+            source = "last" if "last" in saved else "step-0"
+            tensors, metadata = store.load_checkpoint(self.run_dir, source)
+            load_tensors(model, tensors, metadata, fingerprint, f"{self.run_dir.name}/{source}")
+            kept = saved[source]["step"]
+            if source == "last":
+                self.flush_logs()
+            else:
+                self.save_last(model, names, None, kept, meta, {k: state[k] for k in ("best_value", "best_step")})
+        if "best" not in saved:  # diverged before its first evaluation: the one state it has
+            store.save_checkpoint(self.run_dir, "best", trainable_state(model, names), meta, kept)
+            state["best_step"] = kept
+        best_step = store.read_manifest(self.run_dir)["checkpoints"]["best"]["step"]
+        final = {"last": self._scores(model, batches)}
+        if best_step == kept:
+            final["best"] = final["last"]
+        else:
+            tensors, metadata = store.load_checkpoint(self.run_dir, "best")
+            load_tensors(model, tensors, metadata, fingerprint, f"{self.run_dir.name}/best")
+            final["best"] = self._scores(model, batches)
+        outcome = {name: {split: collapse.DIVERGED for split in scores} for name, scores in final.items()}
+        store.update_manifest(self.run_dir, status=store.DIVERGED, updated=_now(), final=final, best_step=state["best_step"],
+                              outcome=outcome, diverged={"step": stop.step, "reason": stop.reason})
+
+    def _scores(self, model, batches) -> dict:
+        """Validation and test metrics of the model as it is (with the top class share)."""
+        return {split: evaluate(model, batches[split], self.task, shares=True) for split in ("validation", "test")}
 
     def _start_from_tsp(self, model, fingerprint) -> None:
         if self.tsp_dir is None:
@@ -536,7 +694,7 @@ class _Finetune(_Loop):
                 validation["top_class_share"] = evaluate(model, batches["validation"], self.task, shares=True)["top_class_share"]
             final[name] = {"validation": validation, "test": evaluate(model, batches["test"], self.task, shares=True)}
         outcomes = self._outcomes(final)
-        store.update_manifest(self.run_dir, status="complete", updated=_now(), final=final, best_step=state["best_step"],
+        store.update_manifest(self.run_dir, status=store.COMPLETE, updated=_now(), final=final, best_step=state["best_step"],
                               outcome=outcomes)
 
     def _outcomes(self, final: dict) -> dict:
@@ -548,7 +706,7 @@ class _Finetune(_Loop):
             result[name] = {}
             for split, metrics in splits.items():
                 labels = self.splits[split]["label"]
-                baseline = tasks.majority_baseline(self.task, train_labels, labels)
+                baseline = majority_baseline(self.task, train_labels, labels)
                 result[name][split] = collapse.outcome(
                     metrics.get(metric, float("nan")), baseline, metric, len(labels), metrics.get("top_class_share"),
                     loss=metrics.get("loss"))

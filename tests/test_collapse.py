@@ -98,3 +98,14 @@ def test_marked_keeps_an_outcome_marks_from_a_baseline_or_says_ok():
     assert collapse.marked(given) is given
     assert list(collapse.marked(given.drop(columns="outcome"))["outcome"]) == ["collapsed"]
     assert list(collapse.marked(pd.DataFrame({"value": [0.5]}))["outcome"]) == ["ok"]  # nothing to judge it by
+
+
+def test_a_run_stopped_as_diverged_is_diverged_whatever_its_kept_checkpoints_score():
+    # training keeps a diverged run's last finite checkpoints: their (finite, even good) scores
+    # do not make it a result; runs of other statuses are judged by their scores as before
+    frame = pd.DataFrame({"value": [0.9, 0.9, 0.5], "baseline": [0.5, 0.5, 0.5], "eval_loss": [0.3, 0.3, 0.7],
+                          "status": ["diverged", "complete", "complete"], "method": ["a", "a", "a"]})
+    marked = collapse.mark(frame)
+    assert marked["outcome"].tolist() == ["diverged", "ok", "collapsed"]
+    assert marked["failed"].tolist() == [True, False, True]
+    assert collapse.mark(frame.drop(columns="status"))["outcome"].tolist() == ["ok", "ok", "collapsed"]

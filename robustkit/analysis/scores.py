@@ -86,7 +86,7 @@ def outcomes(
 
     frame = runs[IDENTITY].assign(checkpoint=checkpoint, split=split, metric=names.to_numpy(), value=pd.to_numeric(values),
                                   n_eval=runs.get(f"n_{split}", np.nan), top_class_share=final("top_class_share"),
-                                  eval_loss=final("loss"))
+                                  eval_loss=final("loss"), status=runs["status"])  # status: diverged runs
     frame = frame.dropna(subset=["value"])
     if frame.empty:
         raise RobustkitError(

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from robustkit.errors import RobustkitError
-from robustkit.store import IDENTITY, load_runs
+from robustkit.store import FINISHED, IDENTITY, load_runs
 
 
 def parse_filters(filters: list[str] | None) -> dict[str, list[str]]:
@@ -29,7 +29,8 @@ def select_runs(store: str | Path, filters: dict[str, list[str]] | list[str] | N
     filters : dict or list of str, optional
         Column -> accepted values, or ``key=value[,value]`` strings.
     complete : bool
-        Keep only complete runs.
+        Keep only finished runs: complete or diverged (:data:`robustkit.store.FINISHED`; a
+        diverged run is counted as such by the analyses, :mod:`robustkit.collapse`).
 
     Raises
     ------
@@ -40,7 +41,7 @@ def select_runs(store: str | Path, filters: dict[str, list[str]] | list[str] | N
         filters = parse_filters(filters)
     runs = load_runs(store)
     if complete and not runs.empty:
-        runs = runs[runs["status"] == "complete"]
+        runs = runs[runs["status"].isin(FINISHED)]
     for column, values in filters.items():
         if column not in runs.columns:
             raise RobustkitError(f"cannot select on {column!r}: runs have columns {', '.join(runs.columns)}")

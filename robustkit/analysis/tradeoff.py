@@ -93,7 +93,10 @@ def table(store: str | Path, select: dict | list[str] | None = None, checkpoint:
     runs = select_runs(store, select)
     frames = [_run_rows(run, checkpoint, metric) for _, run in runs.iterrows()]
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
-    return collapse.mark(frame)[COLUMNS] if len(frame) else frame.assign(outcome=None, failed=None)[COLUMNS]
+    if not len(frame):
+        return frame.assign(outcome=None, failed=None)[COLUMNS]
+    # the run's status too: a diverged run is diverged whatever its kept checkpoints score
+    return collapse.mark(frame.assign(status=frame["run_id"].map(runs.set_index("run_id")["status"])))[COLUMNS]
 
 
 def _run_rows(run: pd.Series, checkpoint: str, metric: str | None) -> pd.DataFrame:

@@ -8,6 +8,8 @@ DataFrames::
     history = robustkit.load_history("runs/")  # one row per run x eval step x metric
 
     verdicts = robustkit.claims("runs/demo")  # each paper claim: agrees / contradicts / inconclusive
+    fig = robustkit.draw("han2021/fig2", "runs/demo")   # a recipe's figure, as reproduce draws it
+    fig = robustkit.figures.draw("box-seeds", "runs/demo", select=["task=rt"], split="validation")
 
 ``import robustkit`` itself imports nothing heavy: every ``robustkit`` command imports this
 package first, and ``robustkit --help`` must answer at once, so the notebook functions load
@@ -26,7 +28,13 @@ if TYPE_CHECKING:  # for type checkers and IDEs only; at run time __getattr__ im
 _LAZY = {"load_runs": "robustkit.store", "load_history": "robustkit.store", "load_gradnorms": "robustkit.store"}
 
 
+# Submodules a notebook reaches as attributes (``robustkit.figures.draw(...)``).
+_SUBMODULES = {"figures"}
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"robustkit.{name}")
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value  # later lookups skip this function
@@ -35,7 +43,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    return sorted({*globals(), *_LAZY, *_SUBMODULES})
 
 
 def claims(store=None, recipes=None, scale: str = "demo", include_failed: bool = False):
@@ -46,5 +54,15 @@ def claims(store=None, recipes=None, scale: str = "demo", include_failed: bool =
     return judge(store, recipes, scale=scale, include_failed=include_failed)
 
 
-__all__ = ["load_runs", "load_history", "load_gradnorms", "claims"]
+def draw(recipe: str, store=None, scale: str = "demo", verdicts: bool = False, recipes=None):
+    """Recipe ``recipe``'s figure (e.g. ``"han2021/fig2"``) on exactly its runs of ``store``,
+    as ``robustkit reproduce`` draws it, without training (see :func:`robustkit.reproduce.draw`;
+    any registered figure on any runs: :func:`robustkit.figures.draw`)."""
+    from robustkit.recipes import RECIPE_DIR
+    from robustkit.reproduce import draw as draw_recipe
+
+    return draw_recipe(recipe, store, scale=scale, recipes=recipes or RECIPE_DIR, verdicts=verdicts)
+
+
+__all__ = ["load_runs", "load_history", "load_gradnorms", "claims", "draw"]
 __version__ = "0.1.0"

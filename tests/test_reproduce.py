@@ -76,6 +76,12 @@ def test_shared_runs_train_once_and_every_figure_is_drawn(tmp_path, recipe_dir):
         assert (figures / name).read_bytes().startswith(b"%PDF")
     index = (figures / "README.md").read_text()
     assert "toy_seeds.pdf" in index and "`robustkit reproduce toy/table --scale demo`" in index
+    # a notebook draws a recipe's figure from the same registry, on exactly its runs
+    import robustkit
+    from robustkit.plots.style import figure_texts
+
+    fig = robustkit.draw("toy/seeds", store, recipes=recipe_dir)
+    assert "bert-tiny on rte" in " ".join(figure_texts(fig))
 
     claims_before = pd.read_csv(figures / "claims.csv")
     again = reproduce(["toy/table"], scale="demo", store=store, figures=figures, recipes=recipe_dir, jobs=1, progress=False)

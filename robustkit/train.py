@@ -23,10 +23,8 @@ import dataclasses
 import hashlib
 import json
 import math
-import platform
 import re
 import time
-from importlib import metadata as importlib_metadata
 from pathlib import Path
 
 import pandas as pd
@@ -48,6 +46,7 @@ from robustkit.methods import (
 )
 from robustkit.metrics import majority_baseline
 from robustkit.mixout import apply_mixout
+from robustkit.provenance import asset_hashes, package_versions
 from robustkit.run_model import (
     build_classifier,
     build_masked_lm,
@@ -63,6 +62,11 @@ _LAYER = re.compile(r"\.layer\.(\d+)\.")
 
 # ---------------------------------------------------------------------------------------------
 # public entry points
+
+
+# The loop state saved with ``last`` (state.json) besides the step: the best validation score so
+# far, its step, and the share of the most predicted validation class at ``best`` and ``last``.
+LOOP_STATE = ("best_value", "best_step", "best_share", "last_share")
 
 
 def train(spec: RunSpec, store_path: str | Path, progress: bool = True, device: str | None = None) -> Path:
@@ -251,24 +255,6 @@ def gradient_norms(named: list[tuple[str, torch.nn.Parameter]]) -> dict[str, flo
     # one device -> host transfer per step, not one per parameter
     values = torch.stack(list(squares.values())).sqrt().tolist() if squares else []
     return dict(zip(squares, values))
-
-
-def package_versions() -> dict[str, str]:
-    names = ["torch", "transformers", "adapters", "datasets", "numpy", "pandas", "safetensors", "robustkit"]
-    versions = {"python": platform.python_version()}
-    for name in names:
-        try:
-            versions[name] = importlib_metadata.version(name)
-        except importlib_metadata.PackageNotFoundError:
-            versions[name] = "not installed"
-    return versions
-
-
-def asset_hashes(*names: str) -> dict[str, dict[str, str]]:
-    """sha256 of the files of the embedded assets a run uses (models and data)."""
-    from robustkit.assets import ASSETS
-
-    return {name: dict(ASSETS[name].files) for name in names if name in ASSETS}
 
 
 def _now() -> str:
@@ -607,14 +593,16 @@ class _Finetune(_Loop):
                     bar.update(1)
                     if step in evals:
                         self.check_weights(optimiser, step)
-                        metrics = evaluate(model, batches["validation"], self.task)
+                        metrics = evaluate(model, batches["validation"], self.task, shares=True)
+                        # kept for the run's outcome (no extra pass at the end), not logged as a metric
+                        state["last_share"] = metrics.pop("top_class_share", None)
                         for metric, value in metrics.items():
                             self.log(step, step / per_epoch, "validation", metric, value)
                         bar.set_postfix(loss=f"{loss:.3f}", **{self.task.main_metric: f"{metrics[self.task.main_metric]:.3f}"})
                         if state["best_value"] is None or metrics[self.task.main_metric] > state["best_value"]:
-                            state.update(best_value=metrics[self.task.main_metric], best_step=step)
+                            state.update(best_value=metrics[self.task.main_metric], best_step=step, best_share=state["last_share"])
                             store.save_checkpoint(self.run_dir, "best", trainable_state(model, names), meta, step)
-                        self.save_last(model, names, optimiser, step, meta, {k: state[k] for k in ("best_value", "best_step")})
+                        self.save_last(model, names, optimiser, step, meta, {k: state.get(k) for k in LOOP_STATE})
         except Diverged as stop:
             self._diverged(stop, model, names, fingerprint, meta, optimiser, batches, state, per_epoch)
             return
@@ -630,7 +618,7 @@ class _Finetune(_Loop):
         if weights_finite(optimiser.named):
             # found before its update was applied: the weights are those after step - 1
             kept = stop.step - 1
-            self.save_last(model, names, optimiser, kept, meta, {k: state[k] for k in ("best_value", "best_step")})
+            self.save_last(model, names, optimiser, kept, meta, {k: state.get(k) for k in LOOP_STATE})
         else:
             # an earlier update made them non-finite: back to the newest finite checkpoint,
             # which every saved one is (weights are checked before each save)
@@ -641,7 +629,7 @@ class _Finetune(_Loop):
             if source == "last":
                 self.flush_logs()
             else:
-                self.save_last(model, names, None, kept, meta, {k: state[k] for k in ("best_value", "best_step")})
+                self.save_last(model, names, None, kept, meta, {k: state.get(k) for k in LOOP_STATE})
         if "best" not in saved:  # diverged before its first evaluation: the one state it has
             store.save_checkpoint(self.run_dir, "best", trainable_state(model, names), meta, kept)
             state["best_step"] = kept
@@ -690,8 +678,10 @@ class _Finetune(_Loop):
                 load_tensors(model, tensors, meta, fingerprint, f"{self.run_dir.name}/best")
             rows = history[(history.split == "validation") & (history.step == steps[name])]
             validation = dict(zip(rows.metric, rows.value))
-            if not self.task.is_regression:  # one more validation pass: the history keeps metrics only
-                validation["top_class_share"] = evaluate(model, batches["validation"], self.task, shares=True)["top_class_share"]
+            if not self.task.is_regression:  # from the evaluation at that step; a pass if resumed from an older run
+                share = state.get(f"{name}_share")
+                validation["top_class_share"] = (share if share is not None else
+                                                 evaluate(model, batches["validation"], self.task, shares=True)["top_class_share"])
             final[name] = {"validation": validation, "test": evaluate(model, batches["test"], self.task, shares=True)}
         outcomes = self._outcomes(final)
         store.update_manifest(self.run_dir, status=store.COMPLETE, updated=_now(), final=final, best_step=state["best_step"],

@@ -54,6 +54,16 @@ def test_run_folder_manifest_and_checkpoints(tiny_spec, tmp_path):
     # adapter runs store only what trains
     saved = store.load_checkpoint(run_dir, "best")[0]
     assert all("adapters" in n or "LayerNorm" in n or n.startswith("classifier") for n in saved)
+    # the share of the most predicted validation class, kept from the evaluations during training,
+    # is what a fresh pass over each saved checkpoint gives, and is not logged as a metric
+    from robustkit.evaluate import evaluate, split_batches
+    from robustkit.tasks import get_task
+
+    batches = split_batches(tiny_spec.resolved(), ["validation"])["validation"]
+    for name in ("best", "last"):
+        fresh = evaluate(load_run_model(run_dir, name), batches, get_task("rt"), shares=True)["top_class_share"]
+        assert manifest["final"][name]["validation"]["top_class_share"] == pytest.approx(fresh, abs=1e-12), name
+    assert "top_class_share" not in set(_history(run_dir)["metric"])
 
 
 def test_complete_run_is_never_rerun(tiny_spec, tmp_path):

@@ -34,11 +34,12 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from robustkit import attacks
-from robustkit.analysis.cache import CACHE_DIR, cache_key
-from robustkit.analysis.select import select_runs, with_identity
+from robustkit.analysis.each_run import cache_path, each_run
+from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.store import IDENTITY
 
+ANALYSIS = "attack"  # the cache folder
 CONVENTIONS = ("openattack", "gold")
 EXAMPLE_COLUMNS = [
     "attacker", "example", "idx", "label", "prediction", "original", "adversarial", "success",
@@ -56,10 +57,9 @@ def sample_examples(run_dir: Path, n: int, seed: int, split: str = "test") -> pd
         ``example``. Every run of one task and split seed gets the same examples.
     """
     from robustkit import tasks
-    from robustkit.spec import RunSpec
-    from robustkit.store import read_manifest
+    from robustkit.store import read_spec
 
-    spec = RunSpec(**read_manifest(run_dir)["spec"])
+    spec = read_spec(run_dir)
     task = tasks.get_task(spec.task)
     if len(task.text_fields) != 1:
         raise RobustkitError(f"the attacks take single-sentence tasks; {spec.task!r} has sentence pairs")
@@ -82,6 +82,7 @@ def attack_run(
     query_budget: int | None = None,
     checkpoint: str = "best",
     progress: bool = True,
+    path: str | Path | None = None,
 ) -> pd.DataFrame:
     """Attack one run's checkpoint on a sample of its test split; resumable.
 
@@ -93,6 +94,9 @@ def attack_run(
         As in :func:`run`.
     progress : bool
         Show a progress bar.
+    path : path, optional
+        The per-example results file (JSON lines, appended as examples finish); default: the
+        run's cache file for these parameters (:func:`robustkit.analysis.each_run.cache_path`).
 
     Returns
     -------
@@ -103,12 +107,11 @@ def attack_run(
     # The attack seed is the sample's: a seed names one reproducible experiment.
     attack = attacks.create(attacker, engine=engine, seed=seed)
     run_dir = Path(run_dir)
-    params = {**attack.params, "attacker": attacker, "n": n, "seed": seed, "query_budget": query_budget,
-              "checkpoint": checkpoint}
-    key = cache_key(run_dir, "attack", params, [checkpoint])
-    folder = run_dir.parent / CACHE_DIR / "attack"
-    path = folder / f"{run_dir.name}-{attacker}-{key}.jsonl"
-    legacy = folder / f"{run_dir.name}-{key}.jsonl"
+    params = _cache_params(attack, attacker, n, seed, query_budget, checkpoint)
+    if path is None:
+        path = cache_path(run_dir, ANALYSIS, params, [checkpoint], ".jsonl", label=attacker)
+    path = Path(path)
+    legacy = cache_path(run_dir, ANALYSIS, params, [checkpoint], ".jsonl")
     if legacy.exists() and not path.exists():
         # Files named before the attacker was (PWWS only): the key hashes the attacker, so a file
         # with this key holds this attacker's results.
@@ -139,13 +142,12 @@ def _attack_examples(run_dir: Path, todo: pd.DataFrame, path: Path, attack: atta
                      checkpoint: str, progress: bool) -> None:
     from robustkit.attacks.offline import configure_openattack
     from robustkit.attacks.victim import Victim
-    from robustkit.run_model import load_run_model
     from robustkit.models import load_tokenizer
-    from robustkit.spec import RunSpec
-    from robustkit.store import read_manifest
+    from robustkit.run_model import load_run_model
+    from robustkit.store import read_spec
 
     configure_openattack()
-    spec = RunSpec(**read_manifest(run_dir)["spec"]).resolved()
+    spec = read_spec(run_dir).resolved()
     victim = Victim(load_run_model(run_dir, checkpoint), load_tokenizer(spec.model), max_length=spec.max_length)
     _drop_partial_line(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -212,14 +214,19 @@ def run(
     DataFrame
         Identity columns + :data:`EXAMPLE_COLUMNS`; summarise with :func:`summarize`.
     """
-    attacks.create(attacker, engine=engine, seed=seed)  # an unknown attacker or engine fails before any run
-    runs = select_runs(store, select)
-    frames = []
-    for _, run_row in runs.iterrows():
-        examples = attack_run(run_row["path"], n=n, seed=seed, attacker=attacker, engine=engine, query_budget=query_budget,
-                              checkpoint=checkpoint, progress=progress)
-        frames.append(with_identity(examples, run_row))
-    return pd.concat(frames, ignore_index=True)
+    attack = attacks.create(attacker, engine=engine, seed=seed)  # an unknown attacker or engine fails before any run
+    params = _cache_params(attack, attacker, n, seed, query_budget, checkpoint)
+
+    def compute(row: pd.Series, path: Path) -> pd.DataFrame:
+        return attack_run(row["path"], n=n, seed=seed, attacker=attacker, engine=engine, query_budget=query_budget,
+                          checkpoint=checkpoint, progress=progress, path=path)
+
+    return each_run(select_runs(store, select), ANALYSIS, params, [checkpoint], compute, resumable=True, label=attacker)
+
+
+def _cache_params(attack: attacks.Attack, attacker: str, n: int, seed: int, query_budget: int | None, checkpoint: str) -> dict:
+    """Everything besides the checkpoint that changes an attack's per-example results."""
+    return {**attack.params, "attacker": attacker, "n": n, "seed": seed, "query_budget": query_budget, "checkpoint": checkpoint}
 
 
 def summarize(examples: pd.DataFrame) -> pd.DataFrame:

@@ -27,11 +27,15 @@ from robustkit.analysis.select import with_identity
 from robustkit.store import atomic_write_parquet
 
 
-def cache_path(run_dir: str | Path, analysis: str, params: dict, checkpoints: Sequence[str], suffix: str = ".parquet") -> Path:
-    """Where the run's result for these parameters and checkpoints is cached."""
+def cache_path(run_dir: str | Path, analysis: str, params: dict, checkpoints: Sequence[str], suffix: str = ".parquet",
+               label: str | None = None) -> Path:
+    """Where the run's result for these parameters and checkpoints is cached:
+    ``<store>/.cache/<analysis>/<run_id>[-<label>]-<key><suffix>`` (``label`` only names the file
+    for people, e.g. the attacker; the key already hashes every parameter)."""
     run_dir = Path(run_dir)
     key = cache_key(run_dir, analysis, params, list(checkpoints))
-    return run_dir.parent / CACHE_DIR / analysis / f"{run_dir.name}-{key}{suffix}"
+    name = f"{run_dir.name}-{label}-{key}" if label else f"{run_dir.name}-{key}"
+    return run_dir.parent / CACHE_DIR / analysis / f"{name}{suffix}"
 
 
 def each_run(
@@ -42,6 +46,7 @@ def each_run(
     compute: Callable[..., pd.DataFrame],
     resumable: bool = False,
     on_done: Callable[[], None] | None = None,
+    label: str | None = None,
 ) -> pd.DataFrame:
     """``compute`` for every run of ``runs``, cached, with the runs' identity columns.
 
@@ -63,6 +68,8 @@ def each_run(
         The analysis keeps its own partial results (see above) instead of a parquet file.
     on_done : callable, optional
         Called after each run (e.g. a progress bar's update).
+    label : str, optional
+        A readable part of the cache file names (:func:`cache_path`).
 
     Returns
     -------
@@ -72,9 +79,9 @@ def each_run(
     frames = []
     for _, row in runs.iterrows():
         if resumable:
-            frame = compute(row, cache_path(row["path"], analysis, params, checkpoints, ".jsonl"))
+            frame = compute(row, cache_path(row["path"], analysis, params, checkpoints, ".jsonl", label))
         else:
-            path = cache_path(row["path"], analysis, params, checkpoints)
+            path = cache_path(row["path"], analysis, params, checkpoints, label=label)
             if path.exists():
                 frame = pd.read_parquet(path)
             else:

@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from robustkit.analysis import scores, stability
+from robustkit.analysis import scores
+from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.store import IDENTITY
 
@@ -171,7 +172,7 @@ def _ablation(store: str | Path, run_ids: list[str], checkpoint: str, metric: st
     from robustkit.analysis import ablation
 
     frame = ablation.run(store, {"run_id": run_ids}, checkpoint=checkpoint, progress=False)
-    main = stability.select_runs(store, {"run_id": run_ids}).set_index("run_id")["main_metric"]
+    main = select_runs(store, {"run_id": run_ids}).set_index("run_id")["main_metric"]
     return frame[frame["metric"] == (frame["run_id"].map(main) if metric is None else metric)]
 
 
@@ -190,7 +191,7 @@ def ablation_all_removed_gap(store: str | Path, run_ids: list[str], checkpoint: 
     """Dev metric with every adapter removed minus the majority baseline (0 = "down to the
     majority class", Houlsby et al. 2019 fig 6). ``metric``: default the main one."""
     frame = _ablation(store, run_ids, checkpoint, metric)
-    runs = stability.select_runs(store, {"run_id": run_ids}).set_index("run_id")
+    runs = select_runs(store, {"run_id": run_ids}).set_index("run_id")
     rows = []
     for run_id, group in frame.groupby("run_id"):
         everything = group[(group["first"] == 0) & (group["last"] == group["last"].max())]

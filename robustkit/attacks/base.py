@@ -23,9 +23,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-import numpy as np
-
-if TYPE_CHECKING:  # the victim imports torch and OpenAttack; the registry must stay light
+# NumPy is imported where used: the registry (this package) is read by `robustkit --help`,
+# which imports no heavy library.
+if TYPE_CHECKING:  # the victim imports torch and OpenAttack
     from robustkit.attacks.victim import Victim
 
 
@@ -102,6 +102,8 @@ def example_seed(seed: int, index: int) -> int:
 
     ``SeedSequence`` mixes the pair so that neighbouring examples (or seeds) get unrelated streams.
     """
+    import numpy as np
+
     return int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
 
 
@@ -112,6 +114,8 @@ def seeded(seed: int, index: int) -> Iterator[None]:
     OpenAttack's attackers draw from the global ``random`` and ``numpy.random`` state; restoring
     it keeps the attack from shifting the random streams of whatever runs after it.
     """
+    import numpy as np
+
     python_state, numpy_state = random.getstate(), np.random.get_state()
     value = example_seed(seed, index)
     random.seed(value)

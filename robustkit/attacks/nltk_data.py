@@ -12,7 +12,7 @@ them, and for each resource the first source that has it wins:
 3. The tagger, which no package registry ships: NLTK's own folders (``nltk.data.path``, where
    ``python -m nltk.downloader averaged_perceptron_tagger_eng`` installs it), then
    ``<cache>/nltk_data``, where this module runs that downloader itself. On a machine that is
-   offline it raises :class:`~robustkit.attacks.offline.AttackDataError` naming the command.
+   offline it raises :class:`AttackDataError` naming the command.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 import nltk
 
 from robustkit.assets import asset_path, cache_dir
-from robustkit.attacks.offline import AttackDataError
+from robustkit.errors import RobustkitError
 
 # NLTK resource path -> the embedded asset that holds it (robustkit/assets.toml).
 EMBEDDED = {
@@ -37,6 +37,10 @@ TAGGER_PATH = "taggers/averaged_perceptron_tagger_eng"
 TAGGER_PACKAGE = "averaged_perceptron_tagger_eng"
 TAGGER_COMMAND = f"python -m nltk.downloader {TAGGER_PACKAGE}"
 DOWNLOAD_TIMEOUT_S = 300
+
+
+class AttackDataError(RobustkitError):
+    """An NLTK resource that OpenAttack's attacks need is not installed where we looked."""
 
 
 def env_roots() -> tuple[str, ...]:

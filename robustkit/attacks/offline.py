@@ -32,14 +32,11 @@ from pathlib import Path
 
 import nltk
 
-from robustkit.errors import RobustkitError
+# AttackDataError lives with the data lookup, which raises it too; re-exported here.
+from robustkit.attacks.nltk_data import AttackDataError, default_roots
 
 PACKAGES = ("averaged_perceptron_tagger_eng", "wordnet", "punkt_tab")
 DOWNLOAD_COMMAND = "python -m nltk.downloader " + " ".join(PACKAGES)
-
-
-class AttackDataError(RobustkitError):
-    """An NLTK resource that OpenAttack's attacks need is not installed where we looked."""
 
 
 @dataclass(frozen=True)
@@ -124,8 +121,6 @@ def configured_roots() -> tuple[str, ...] | None:
 def _search_roots(nltk_data: str | Path | None) -> tuple[str, ...]:
     if nltk_data is not None:
         return tuple(str(Path(p).expanduser().resolve()) for p in str(nltk_data).split(os.pathsep) if p)
-    from robustkit.attacks.nltk_data import default_roots  # it imports this module
-
     return default_roots()
 
 

@@ -74,6 +74,7 @@ def _cache_files(store, attacker: str) -> list:
     return sorted((store / CACHE_DIR / "attack").glob(f"*-{attacker}-*.jsonl"))
 
 
+@pytest.mark.slow
 def test_examples_are_the_same_sample_for_every_run(attack_store):
     examples = attack.run(attack_store, n=N, seed=3, progress=False)
     assert len(examples) == 2 * N and set(examples.method) == {"houlsby", "full"}

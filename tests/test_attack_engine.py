@@ -105,6 +105,7 @@ def test_openattack_victim_takes_no_gradients(victims, sentences):
     assert classifier.context.invoke == 3  # OpenAttack's own query counting sees our victim
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["houlsby", "full"])
 def test_fast_engine_gives_openattacks_results(victims, sentences, method):
     victim = victims[method]
@@ -125,6 +126,7 @@ def test_fast_engine_gives_openattacks_results(victims, sentences, method):
             assert result.modified_words >= 1 and victim.get_pred([result.adversarial])[0] != result.target
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["houlsby", "full"])
 def test_screened_engine_gives_openattacks_results(victims, sentences, method):
     """float32 screening keeps the float64 results and spares most float64 substitute sentences."""

@@ -79,6 +79,7 @@ def test_an_attack_is_one_registry_line(monkeypatch):
     assert echo.attack(None, Example("a film .", 1)).target == 1
 
 
+@pytest.mark.slow
 def test_pwws_through_the_interface_is_openattacks_pwws(victim, examples):
     for engine in ("fast", "openattack"):
         pwws = PWWS(engine)
@@ -89,6 +90,7 @@ def test_pwws_through_the_interface_is_openattacks_pwws(victim, examples):
             assert _outcome(pwws.attack(victim, example)) == _outcome(reference), (engine, example.sentence)
 
 
+@pytest.mark.slow
 def test_deepwordbug_is_openattacks_attack_under_the_example_seed(victim, examples):
     """The wrapper adds a seed, a prefetch batch and counting; the texts are OpenAttack's own."""
     attacker = deepwordbug_attacker()
@@ -110,6 +112,7 @@ def test_deepwordbug_is_openattacks_attack_under_the_example_seed(victim, exampl
             assert victim.get_pred([result.adversarial])[0] != result.target
 
 
+@pytest.mark.slow
 def test_deepwordbug_is_reproducible_whatever_ran_before(victim, examples):
     """Seeded per (seed, example index): the same result alone, after other examples, or with a
     cold memo, so an interrupted analysis resumes with the results it would have had."""

@@ -50,6 +50,7 @@ def test_bad_seed_list_is_an_argparse_error(capsys):
     assert "1,a" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_train_then_runs_table(tmp_path, capsys):
     runs = str(tmp_path / "runs")
     args = ["train", "--model", "bert-tiny", "--task", "polarity", "--method", "full", "--train-size", "32",

@@ -64,6 +64,7 @@ def test_mark_and_failure_rates():
     assert collapse.top_class_share(np.array([1, 1, 0, 1])) == 0.75
 
 
+@pytest.mark.slow
 def test_training_records_the_outcome_and_the_cli_reports_a_collapsed_run(tmp_path, rte_folder, capsys):
     # lr 0: the classifier never leaves its initialisation, so it cannot beat the majority class
     glue = rte_folder(tmp_path / "glue")
@@ -79,6 +80,7 @@ def test_training_records_the_outcome_and_the_cli_reports_a_collapsed_run(tmp_pa
     assert runs["n_test"].iloc[0] == 12
 
 
+@pytest.mark.slow
 def test_a_learned_run_is_not_reported(tmp_path, rte_folder, capsys):
     glue = rte_folder(tmp_path / "glue")
     spec = dataclasses.replace(TINY_RTE, method="full", lr=1e-3, epochs=8, data_dir=str(glue))

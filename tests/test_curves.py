@@ -71,6 +71,7 @@ def test_mean_best_keeps_tsp_steps_apart():
     assert best[100] - best[0] == pytest.approx(0.1)
 
 
+@pytest.mark.slow
 def test_figures_render_as_pdf(tiny_store, tmp_path):
     real = dev_curves(curves.run(tiny_store))
     assert [ax.get_ylabel() for ax in real.axes] == ["dev loss (mean cross-entropy, nats)", "dev accuracy (%)"]

@@ -40,6 +40,7 @@ def test_loss_is_the_mean_per_example_over_unequal_batches():
     assert result["top_class_share"] == 0.5
 
 
+@pytest.mark.slow
 def test_an_analysis_evaluation_equals_the_runs_own_history(tiny_store):
     # split_batches rebuilds the validation batches from the run's spec alone; the loss and
     # metrics of its `last` checkpoint must be the ones training logged at that step, exactly

@@ -53,6 +53,7 @@ def test_summary_window_means_by_hand():
         gradnorm.summary(frame, every=0)
 
 
+@pytest.mark.slow
 def test_figure_shows_the_missing_pooler_as_a_note_not_a_line(tiny_store, tmp_path):
     frame = gradnorm.run(tiny_store)
     seeds = pd.concat([frame, frame.assign(run_id=frame["run_id"] + "-copy", value=frame["value"] * 2)])

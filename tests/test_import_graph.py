@@ -204,6 +204,7 @@ def _import_each(modules: list[str], dependencies: list[str], cwd: Path) -> dict
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_every_module_imports_on_its_own():
     modules = package_modules()
     failures = _import_each(sorted(modules), _third_party(modules), PACKAGE.parent)

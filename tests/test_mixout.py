@@ -212,6 +212,7 @@ def _evaluate_reloaded(run_dir, spec, glue) -> dict:
     return evaluate(load_run_model(run_dir, "last"), batches, task)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["houlsby", "full"])
 def test_a_mixout_run_saves_the_same_tensors_and_reloads(method, tmp_path, rte_folder):
     glue = str(rte_folder(tmp_path / "glue"))

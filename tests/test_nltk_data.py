@@ -80,6 +80,7 @@ def test_fresh_clone_reads_the_embedded_assets_and_the_tagger_from_nltk_data(tag
     assert {"the", "not", "and"} <= set(stopwords.words("english")) and "french" in stopwords.fileids()
 
 
+@pytest.mark.slow
 def test_fresh_clone_runs_pwws_components(tagger_only):
     from robustkit.attacks.pwws import pwws_attacker
 

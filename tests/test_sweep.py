@@ -55,6 +55,7 @@ def test_missing_grid_file_is_named(tmp_path):
         expand_grid(tmp_path / "missing.toml")
 
 
+@pytest.mark.slow
 def test_sweep_trains_once_and_skips_complete_runs(tmp_path):
     specs = expand_grid(_write(tmp_path, GRID))
     first = run_sweep(specs, tmp_path / "runs", jobs=2, progress=False)

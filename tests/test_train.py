@@ -25,6 +25,7 @@ def _history(run_dir):
     return pd.read_parquet(run_dir / "history.parquet")
 
 
+@pytest.mark.slow
 def test_same_seed_gives_identical_metrics(tiny_spec, tmp_path):
     a = train(tiny_spec, tmp_path / "a", progress=False)
     b = train(tiny_spec, tmp_path / "b", progress=False)
@@ -92,6 +93,7 @@ _KILLER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_to_the_same_result(tiny_spec, tmp_path):
     reference = train(tiny_spec, tmp_path / "reference", progress=False)
     script = _KILLER.format(kill=KILL_AT_STEP, spec=repr(tiny_spec.to_dict()), threads=torch.get_num_threads())
@@ -143,6 +145,7 @@ def test_checkpoint_from_another_base_model_is_refused(tiny_spec, tmp_path):
         load_run_model(run_dir, "best")
 
 
+@pytest.mark.slow
 def test_one_tsp_run_serves_every_tsp_step_and_extends_exactly(tiny_spec, tmp_path):
     tsp = dataclasses.replace(tiny_spec, tsp_step=4).tsp_spec()
     first = pretrain(tsp, [0, 2, 4], tmp_path / "a", progress=False)

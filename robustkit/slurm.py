@@ -101,6 +101,8 @@ class SlurmExecutor:
         self.wait = wait
 
     def run(self, jobs: Sequence[Job]) -> list[JobResult]:
+        if not jobs:  # every run complete: nothing to submit, no need for a reachable squeue
+            return []
         submitted = submit(jobs, self.store, self.options)
         if not self.wait:
             return [{"run_id": job.run_id, "status": "submitted", "error": f"job {handle.job_id}"}

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # annotations only: --help must not import pandas
+    import pandas as pd
 
 from robustkit.attacks import ATTACKS
 

@@ -27,13 +27,16 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from pathlib import Path
 
 from robustkit import figures
-from robustkit.claim import Claim
 from robustkit.errors import RobustkitError
 from robustkit.spec import RunSpec
 from robustkit.sweep import expand_grid
+
+if TYPE_CHECKING:  # claims import the analyses (torch); recipes are read by `--help`
+    from robustkit.claim import Claim
 
 RECIPE_DIR = Path(__file__).resolve().parents[1] / "analyses"
 SCALES = ("demo", "paper")
@@ -136,6 +139,8 @@ def load_recipe(name: str, folder: str | Path = RECIPE_DIR) -> Recipe:
         raise RecipeError(f"recipe {path} defines no scale; expected a [demo] and/or [paper] section")
     claims = raw.get("claim", [])
     claims = [claims] if isinstance(claims, dict) else claims
+    from robustkit.claim import Claim
+
     parsed = tuple(Claim.from_table(table, f"recipe {path}") for table in claims)
     if len({c.id for c in parsed}) != len(parsed):
         raise RecipeError(f"recipe {path}: claim ids must be unique, got {[c.id for c in parsed]}")

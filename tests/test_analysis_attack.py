@@ -110,6 +110,7 @@ def test_interrupted_attack_resumes_without_repeating(attack_store, fake):
     assert not set(first) & set(fake.calls[3:])
 
 
+@pytest.mark.slow
 def test_attackers_are_cached_apart_and_resume_alike(attack_store):
     select = ["method=full"]
     pwws_rows = attack.run(attack_store, n=N, seed=5, select=select, progress=False)

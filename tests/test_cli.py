@@ -27,6 +27,7 @@ def test_unknown_task_is_named_and_the_store_untouched(tmp_path, capsys):
     assert [p.name for p in runs.iterdir()] == ["keep.txt"]
 
 
+@pytest.mark.slow
 def test_unknown_model_is_named_before_any_run_folder_exists(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     runs = tmp_path / "runs"

@@ -142,6 +142,7 @@ def test_a_failing_figure_is_reported_and_the_others_drawn(tmp_path, recipe_dir,
     assert (tmp_path / "f" / "toy_table.pdf").is_file() and not (tmp_path / "f" / "toy_seeds.pdf").exists()
 
 
+@pytest.mark.slow
 def test_claims_are_judged_printed_under_the_figure_and_indexed(tmp_path, recipe_dir, monkeypatch, capsys):
     from robustkit.plots import style
 

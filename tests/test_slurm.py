@@ -41,6 +41,7 @@ def cluster(tmp_path_factory):
         os.environ["SLURM_CONF"] = previous
 
 
+@pytest.mark.slow
 def test_grid_with_tsp_through_slurm(cluster, tmp_path):
     grid = {"base": {"model": "bert-tiny", "task": "rt", "train_size": 32, "epochs": 1, "batch_size": 16, "max_length": 24, "adapter_size": 8, "method": "houlsby"},
             "grid": {"tsp_step": [0, 2]}}
@@ -54,6 +55,7 @@ def test_grid_with_tsp_through_slurm(cluster, tmp_path):
     assert set(again.status) == {"skipped"}
 
 
+@pytest.mark.slow
 def test_cancelled_job_resubmitted_resumes_to_the_same_result(cluster, tmp_path):
     # 20 epochs of 12 steps, evaluated at each epoch end: long enough to be cancelled mid-way
     spec = RunSpec(model="bert-tiny", task="rt", method="full", train_size=96, epochs=20, batch_size=8, max_length=24).resolved()

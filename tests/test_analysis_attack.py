@@ -227,6 +227,8 @@ def test_attackers_side_by_side(tmp_path):
     texts = " ".join(t.get_text() for t in fig.texts)
     assert "collapsed 1/4" in texts and "±1 std" in texts
     assert save_pdf(fig, tmp_path / "fig5-attacks.pdf").read_bytes()[:4] == b"%PDF"
+    single = attack_by_attacker(summary[summary["tsp_step"] == 0].groupby(["attacker", "method"]).head(1))
+    assert "one run per TSP step" in " ".join(t.get_text() for t in single.texts)
     with pytest.raises(ValueError, match="no attacker column"):
         attack_by_attacker(summary.drop(columns="attacker"))
 

@@ -141,6 +141,8 @@ def _legend_and_note(fig: Figure, ax: Axes, data: pd.DataFrame, counts: dict[str
     if failed and not include_failed:
         handles.append(style.collapsed_handle())
     style.legend_below(fig, ax, handles, ncols=1)
+    if max((n for runs in counts.values() for n in runs), default=0) <= 1:
+        note = note.replace(BANDS, "Lines: one run per TSP step (no spread to show).")
     rates = collapse.failure_rates(data, ["method"])
     left_out = "; ".join(f"{method_label(r.method)}: {collapse.label(r.n_collapsed, r.n_runs, r.n_diverged)}"
                          for r in rates.itertuples() if r.n_collapsed or r.n_diverged)

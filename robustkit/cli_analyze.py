@@ -112,7 +112,7 @@ def add_analyze_commands(commands) -> None:
     analyze = commands.add_parser("analyze", help="run an analysis on the runs of a store", description="Each analysis returns a tidy DataFrame (cached next to the runs, keyed by the checkpoints' sha256); printed, or written with -o.")
     analyses = analyze.add_subparsers(dest="analysis", required=True, help="the analysis to run")
 
-    attack = analyses.add_parser("attack", help="PWWS adversarial attack on each selected run (Han et al. 2021, section 4)", description="Attack each selected run's checkpoint with PWWS (OpenAttack 2.1.1 semantics) on a reproducible sample of its test split; results are saved per example and an interrupted attack resumes. Needs WordNet, the perceptron POS tagger and Punkt in an NLTK data folder ($NLTK_DATA).")
+    attack = analyses.add_parser("attack", help="adversarial attack (PWWS or DeepWordBug, --attacker) on each selected run (Han et al. 2021, section 4)", description="Attack each selected run's checkpoint with the chosen attacker (PWWS or DeepWordBug, both as OpenAttack 2.1.1 defines them) on a reproducible sample of its test split; results are saved per example and an interrupted attack resumes. Needs WordNet, the perceptron POS tagger and Punkt in an NLTK data folder ($NLTK_DATA).")
     _store_arguments(attack)
     _attack_arguments(attack)
     attack.add_argument("--attacker", choices=list(ATTACKS), default="pwws", help="attack: pwws (Han et al. 2021's) or deepwordbug (character-level, Gao et al. 2018); default: pwws")

@@ -194,6 +194,22 @@ def test_epoch_outcomes_on_a_store(tiny_store):
         scores.epoch_outcomes(tiny_store, split="test")
 
 
+def test_epoch_outcomes_mark_every_epoch_of_a_diverged_run(tiny_store, tmp_path):
+    """A run that diverged later is no result at any epoch, as in :func:`scores.outcomes`."""
+    import shutil
+
+    from robustkit.store import run_dirs, update_manifest
+
+    store = tmp_path / "runs"
+    shutil.copytree(tiny_store, store)
+    diverged = run_dirs(store)[0]
+    update_manifest(diverged, status="diverged")
+    frame = scores.epoch_outcomes(store)
+    mine = frame["run_id"] == diverged.name
+    assert (frame.loc[mine, "outcome"] == "diverged").all() and frame.loc[mine, "failed"].all()
+    assert (frame.loc[~mine, "outcome"] != "diverged").all()
+
+
 def test_outcomes_empty_selection_names_it(tiny_store):
     with pytest.raises(RobustkitError, match="task.*cola"):
         scores.outcomes(tiny_store, ["task=cola"])

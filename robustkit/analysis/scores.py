@@ -133,7 +133,8 @@ def epoch_outcomes(
     runs = select_runs(store, select)
     history = load_history(store)
     if not history.empty:
-        extra = runs[["run_id", "main_metric"]].assign(n_eval=runs.get(f"n_{split}", np.nan), top_class_share=np.nan)
+        # status: a diverged run's epoch-end evaluations before it diverged are no result either
+        extra = runs[["run_id", "main_metric", "status"]].assign(n_eval=runs.get(f"n_{split}", np.nan), top_class_share=np.nan)
         history = history.merge(extra, on="run_id", how="inner")
         wanted = history["main_metric"] if metric is None else metric
         history = history[(history["split"] == split) & (history["metric"] == wanted)]

@@ -199,8 +199,8 @@ def queue_states() -> dict[str, str]:
 
 
 def status(specs: list[RunSpec], store: str | Path) -> pd.DataFrame:
-    """State of each run of a sweep: ``done``, ``running``, ``pending``, ``failed`` or
-    ``not submitted``, from the store first, then ``squeue``.
+    """State of each run of a sweep: ``done``, ``diverged`` (finished, its outcome a divergence),
+    ``running``, ``pending``, ``failed`` or ``not submitted``, from the store first, then ``squeue``.
 
     Returns
     -------
@@ -225,6 +225,8 @@ def status(specs: list[RunSpec], store: str | Path) -> pd.DataFrame:
 def _state(stored: str | None, queued: str | None, job_id: str | None) -> str:
     if stored == "complete":
         return "done"
+    if stored == "diverged":  # finished (stopped at a non-finite value, robustkit.collapse): not to resubmit
+        return "diverged"
     if queued in ("RUNNING", "COMPLETING", "CONFIGURING"):
         return "running"
     if queued in ("PENDING", "REQUEUED", "REQUEUE_HOLD", "SUSPENDED"):

@@ -85,3 +85,13 @@ def _has_progress(run_dir: Path) -> bool:
         return False
     last = store.read_manifest(run_dir).get("checkpoints", {}).get("last")
     return bool(last) and last["step"] >= 12
+
+
+def test_status_states_from_the_store_first_then_the_queue():
+    """No cluster needed: a diverged run is finished (never shown as failed and resubmitted)."""
+    assert slurm._state("complete", None, "7") == "done"
+    assert slurm._state("diverged", None, "7") == "diverged"
+    assert slurm._state("running", "RUNNING", "7") == "running"
+    assert slurm._state(None, "PENDING", "7") == "pending"
+    assert slurm._state("running", None, "7") == "failed"  # left the queue unfinished
+    assert slurm._state(None, None, None) == "not submitted"

@@ -1,0 +1,116 @@
+"""Checks made before a run trains: what would make it fail once started (a model folder that is
+not a model, an unknown hub name, a device that does not exist, data that is missing, malformed
+or smaller than ``train_size``), found before any run folder exists.
+
+:func:`robustkit.sweep.run_sweep` checks every run it is about to train, so that a bad input
+stops the sweep (the CLI: exit status 2 and one line naming the value) instead of failing each
+run; :func:`robustkit.train.train` and :func:`robustkit.train.pretrain` check their own run, so
+notebooks get the same errors. The values themselves (types, ranges) are checked earlier, by
+:class:`robustkit.spec.RunSpec`.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Iterable
+
+import torch
+
+from robustkit import models, tasks
+from robustkit.errors import RobustkitError, TaskError
+from robustkit.methods import check_top_k, get_method
+from robustkit.spec import RunSpec, TspSpec
+
+# Rows of the train split of each GLUE task on the hub (nyu-mll/glue): train_size is checked
+# against them without downloading the data. Local TSV files are read instead.
+GLUE_TRAIN_ROWS = {"cola": 8551, "sst2": 67349, "mrpc": 3668, "qqp": 363846, "stsb": 5749, "mnli": 392702,
+                   "qnli": 104743, "rte": 2490, "wnli": 635}
+VAL_SIZE = 1000  # the low-resource validation split drawn from train (tasks.load_splits' val_size)
+
+
+class DeviceError(RobustkitError):
+    """A device that torch does not know, or that this machine does not have."""
+
+
+def check_device(device: str | None, here: bool = True) -> None:
+    """Raise :class:`DeviceError` naming ``device`` unless runs can train on it.
+
+    ``None`` and ``auto`` (the GPU if there is one) always can. ``here`` False checks the name
+    only: runs that train on another machine (Slurm jobs) may ask for a GPU this one lacks.
+    """
+    if device is None or device == "auto":
+        return
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise DeviceError(f"unknown device {device!r}: expected cpu, cuda, cuda:N or mps") from None
+    if parsed.type not in ("cpu", "cuda", "mps", "xpu"):
+        raise DeviceError(f"device {device!r}: runs train on cpu, cuda, cuda:N, mps or xpu, not {parsed.type}")
+    if not here or parsed.type == "cpu":
+        return
+    backend = getattr(torch, parsed.type)  # torch.cuda, torch.mps, torch.xpu
+    if not backend.is_available():
+        raise DeviceError(f"device {device!r}: this machine has no {parsed.type} device")
+    count = backend.device_count()
+    if parsed.index is not None and parsed.index >= count:
+        raise DeviceError(f"device {device!r}: this machine has {count} {parsed.type} device(s), numbered from 0")
+
+
+def check_run(spec: RunSpec | TspSpec, device: str | None = None, data_dir: str | None = None,
+              device_here: bool = True) -> None:
+    """Everything a run needs besides its values: device, model, method settings that depend on
+    the model (``top_k``), and its data (``data_dir`` is a TSP run's; a RunSpec has its own).
+
+    Raises
+    ------
+    RobustkitError
+        :class:`DeviceError`, :class:`robustkit.models.ModelError`,
+        :class:`robustkit.errors.MethodError` or :class:`robustkit.errors.TaskError`, naming
+        the bad value.
+    """
+    if isinstance(spec, RunSpec):
+        spec, data_dir = spec.resolved(), spec.data_dir
+    check_device(device, here=device_here)
+    config = models.check_model(spec.model)
+    if get_method(spec.method).train_top_layers:
+        check_top_k(spec.top_k, config.num_hidden_layers)
+    check_data(spec.task, data_dir, spec.train_size, spec.split_seed)
+
+
+def check_runs(specs: Iterable[RunSpec], device: str | None = None, device_here: bool = True) -> None:
+    """:func:`check_run` of each distinct model, task and data setting among ``specs``."""
+    check_device(device, here=device_here)
+    seen = set()
+    for spec in specs:
+        key = (spec.model, spec.method, spec.top_k, spec.task, spec.data_dir, spec.train_size, spec.split_seed)
+        if key not in seen:
+            seen.add(key)
+            check_run(spec, device, device_here=device_here)
+
+
+def check_data(task: str, data_dir: str | None, train_size: int | None, split_seed: int) -> None:
+    """Raise :class:`robustkit.errors.TaskError` unless the task's data loads and holds
+    ``train_size`` training examples besides the validation split drawn from them.
+
+    Embedded tasks take no ``data_dir``. Local GLUE files are read (and checked as
+    :func:`robustkit.tasks.load_splits` checks them); hub GLUE data is not downloaded here:
+    ``train_size`` is checked against :data:`GLUE_TRAIN_ROWS`.
+    """
+    source = tasks.get_task(task)
+    if source.source == "embedded" and data_dir is not None:
+        raise TaskError(f"data_dir {str(data_dir)!r} is for GLUE tasks; task {source.name!r} is embedded "
+                        "(its data ships with robustkit): leave data_dir out")
+    if source.source == "glue" and data_dir is None:
+        rows = GLUE_TRAIN_ROWS.get(source.glue_config)
+        if train_size is not None and rows is not None and train_size > rows - VAL_SIZE:
+            raise TaskError(
+                f"train_size={train_size} is more than the {rows - VAL_SIZE} training examples available for "
+                f"task {source.name!r} ({rows} in its train split minus val_size={VAL_SIZE})")
+        return
+    _load_once(source.name, None if data_dir is None else str(data_dir), train_size, split_seed)
+
+
+@functools.lru_cache(maxsize=16)
+def _load_once(task: str, data_dir: str | None, train_size: int | None, split_seed: int) -> None:
+    """Load the splits once per process (an error is not cached: it is raised every time)."""
+    tasks.load_splits(task, data_dir=data_dir, train_size=train_size, split_seed=split_seed)

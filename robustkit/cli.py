@@ -227,20 +227,25 @@ def _cmd_demo(args) -> int:
 
 def _report(results, store) -> int:
     """Print the runs of ``results`` (the command's own, not the whole store), then failures and
-    counts; the exit status is 1 if a run failed."""
+    counts; the exit status is 1 if a run failed or was not trained (locked: being trained by
+    another process)."""
     from robustkit.report import failed_outcomes, runs_table
 
     print(runs_table(store, run_ids=list(results.run_id)).to_string(index=False))
     failed = results[results.status == "failed"]
     for _, row in failed.iterrows():
         print(f"FAILED {row.run_id}: {row.error}", file=sys.stderr)
+    # not done either: exit non-zero, as a re-run that did nothing must not look finished
+    locked = results[results.status == "locked"]
+    for _, row in locked.iterrows():
+        print(f"NOT DONE {row.run_id}: {row.error}; run the command again once it has ended", file=sys.stderr)
     # a run stuck at the majority class trains without error: say so, it is not a result
     for line in failed_outcomes(store, list(results.run_id)):
         print(line, file=sys.stderr)
     print(f"\n{len(results)} runs: {sum(results.status == 'complete')} trained, "
           f"{sum(results.status == 'skipped')} already complete, {sum(results.status == 'locked')} being trained "
           f"by another process, {len(failed)} failed. Store: {store}")
-    return 1 if len(failed) else 0
+    return 1 if len(failed) or len(locked) else 0
 
 
 def _add_stats_command(commands) -> None:

@@ -5,14 +5,26 @@ calls; :class:`LocalExecutor` (worker processes on this machine) implements it h
 The sweep decides *what* runs (:mod:`robustkit.sweep`: grids, skipping complete runs, which
 TSP runs the supervised runs start from); an executor decides only *where and when*, and runs
 every job through the same :func:`robustkit.jobs.run_job`.
+
+The local executor's worker processes never outlive the sweep that started them: each one is
+killed when its parent dies (Linux: ``PR_SET_PDEATHSIG``; elsewhere, and for a parent that died
+before the worker asked, a watchdog thread that sees the parent's pid change), and a sweep that
+is stopped (SIGTERM, Ctrl-C, any exception) kills its workers before it goes. A worker killed
+mid-run leaves that run resumable, and its run lock (``flock``) dies with it, so the next sweep
+trains it.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as futures
+import contextlib
 import multiprocessing
 import os
-from typing import Protocol, Sequence
+import signal
+import sys
+import threading
+import time
+from typing import Iterator, Protocol, Sequence
 
 from robustkit.jobs import Job, JobResult, run_job, waves
 
@@ -73,8 +85,8 @@ class LocalExecutor:
             threads = max(1, (os.cpu_count() or 1) // self.workers)
             # spawn, not fork: CUDA and torch's thread pools do not survive a fork
             context = multiprocessing.get_context("spawn")
-            with futures.ProcessPoolExecutor(self.workers, mp_context=context, initializer=_set_threads,
-                                             initargs=(threads,)) as pool:
+            with futures.ProcessPoolExecutor(self.workers, mp_context=context, initializer=_init_worker,
+                                             initargs=(threads, os.getpid())) as pool, _workers_stop_with(pool):
                 pending = {pool.submit(run_job, job, progress=False): i for i, job in enumerate(jobs)}
                 done: dict[int, JobResult] = {}
                 for future in futures.as_completed(pending):
@@ -83,7 +95,86 @@ class LocalExecutor:
             return [done[i] for i in range(len(jobs))]
 
 
-def _set_threads(threads: int) -> None:
+# How often a worker's watchdog checks that its parent is alive (where PR_SET_PDEATHSIG is not
+# available, or was set too late): the longest a worker can outlive its parent.
+WATCHDOG_SECONDS = 0.5
+
+
+def _init_worker(threads: int, parent: int) -> None:
+    """Set up a worker process: its torch threads, and its death when ``parent`` dies."""
+    _die_with_parent(parent)
     import torch
 
     torch.set_num_threads(threads)
+
+
+def _die_with_parent(parent: int) -> None:
+    """End this process as soon as the process ``parent`` is gone.
+
+    A worker whose sweep died would otherwise go on training, take queued runs and hold their
+    locks, then wait forever for a parent that will never send it more work.
+    """
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: the kernel kills us with the parent
+    if os.getppid() != parent:  # the parent died before the line above: no signal will come
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(WATCHDOG_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="robustkit-parent-watchdog", daemon=True).start()
+
+
+@contextlib.contextmanager
+def _workers_stop_with(pool: futures.ProcessPoolExecutor) -> Iterator[None]:
+    """Kill the pool's workers when this process leaves the block early or is sent SIGTERM.
+
+    Leaving the pool's own ``with`` block waits for every queued job: after an exception (a
+    Ctrl-C, a failed result) the workers would go on training what nobody waits for. On SIGTERM
+    the workers are killed, then the previous handler runs (by default: this process dies of
+    the signal, a non-zero exit). The runs they were training stay resumable.
+    """
+    installed = False
+    if threading.current_thread() is threading.main_thread():  # only there can handlers be set
+        previous = signal.getsignal(signal.SIGTERM)
+        if previous is not signal.SIG_IGN:
+            def on_sigterm(signum, frame):
+                # only signals: the main thread may hold the pool's locks where this interrupts it
+                _kill_workers(pool, reap=False)
+                if callable(previous):
+                    previous(signum, frame)
+                    return
+                signal.signal(signum, signal.SIG_DFL)
+                os.kill(os.getpid(), signum)
+
+            signal.signal(signal.SIGTERM, on_sigterm)
+            installed = True
+    try:
+        yield
+    except BaseException:
+        _kill_workers(pool)
+        raise
+    finally:
+        if installed:
+            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
+def _kill_workers(pool: futures.ProcessPoolExecutor, reap: bool = True) -> None:
+    """SIGKILL every worker of the pool; with ``reap``, also cancel its queued jobs and wait
+    for the workers to be gone."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        with contextlib.suppress(OSError, ValueError):
+            process.kill()
+    if not reap:
+        return
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(OSError, ValueError, AssertionError):
+            process.join(timeout=5)

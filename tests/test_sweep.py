@@ -1,3 +1,14 @@
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pandas as pd
 import pytest
 
 from robustkit import store
@@ -150,3 +161,179 @@ def test_a_needed_job_may_not_need_another(tmp_path):
     tsp = spec.tsp_spec()
     with pytest.raises(ValueError, match="need none"):
         waves([Job(tsp, "s", needs=spec.run_id), Job(spec, "s", needs=tsp.run_id)])
+
+
+# --- a killed sweep: its workers die with it ---------------------------------------------------
+
+_SWEEP_GRID = """
+[base]
+model = "bert-tiny"
+task = "rte"
+method = "houlsby"
+epochs = 2
+batch_size = 8
+max_length = 32
+adapter_size = 16
+eval_every = 25
+data_dir = "{glue}"
+
+[grid]
+seed = [0, 1, 2]
+"""
+_MARK = "ROBUSTKIT_KILLED_SWEEP_TEST"  # in the environment of the sweep and of every process it starts
+
+
+def _marked(mark: str) -> list[int]:
+    """Live processes (zombies aside) whose environment holds ``_MARK=mark``."""
+    needle = f"{_MARK}={mark}".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if needle in (proc / "environ").read_bytes().split(b"\0") and (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                found.append(int(proc.name))
+        except OSError:  # gone, or not ours
+            continue
+    return found
+
+
+def _running(store_dir: Path) -> list[str]:
+    runs = store.load_runs(store_dir) if store_dir.exists() else pd.DataFrame()
+    return [] if runs.empty else runs[runs.status == "running"].run_id.tolist()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds the sweep's workers through /proc")
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_a_killed_sweep_leaves_no_worker_and_a_rerun_finishes_every_run(sig, tmp_path, rte_folder):
+    """Killing a sweep's parent used to leave its workers training (then waiting forever): they
+    took the queued runs and held their locks, so a re-run found them 'being trained by another
+    process' and did nothing."""
+    import torch
+
+    from robustkit.train import train
+
+    glue = rte_folder(tmp_path / "glue", train=400)  # 100 steps a run: still training when killed
+    grid = tmp_path / "grid.toml"
+    grid.write_text(_SWEEP_GRID.format(glue=glue))
+    runs = tmp_path / "runs"
+    mark = uuid.uuid4().hex
+    with open(tmp_path / "sweep.log", "wb") as log:
+        parent = subprocess.Popen([sys.executable, "-m", "robustkit", "sweep", str(grid), "--store", str(runs), "--jobs", "2"],
+                                  env={**os.environ, _MARK: mark}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while len(_running(runs)) < 2:  # both workers hold a run's lock and train it
+            assert parent.poll() is None, (tmp_path / "sweep.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "the sweep's workers never started training"
+            time.sleep(0.05)
+        workers = [pid for pid in _marked(mark) if pid != parent.pid]
+        assert len(workers) >= 2
+        parent.send_signal(sig)
+        assert parent.wait(timeout=30) == -sig
+        deadline = time.monotonic() + 10
+        while _marked(mark) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _marked(mark) == [], "worker processes outlived their sweep"
+        interrupted = _running(runs)
+        assert interrupted, "every run was complete before the kill: nothing was tested"
+    finally:  # whatever happened, no process of this test outlives it
+        if parent.poll() is None:
+            parent.kill()
+        parent.wait()
+        for pid in _marked(mark):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    specs = expand_grid(grid)
+    # in this process, one run at a time: no worker start-up to wait for
+    again = run_sweep(specs, runs, jobs=1, progress=False)  # no run is left locked by a stray worker
+    assert set(again.status) <= {"complete", "skipped"}, again.to_dict("records")
+    assert set(again[again.run_id.isin(interrupted)].status) == {"complete"}
+    finished = store.load_runs(runs)
+    assert sorted(finished.run_id) == sorted(spec.run_id for spec in specs) and set(finished.status) == {"complete"}
+    # a run resumed after its worker was killed is the uninterrupted run (where the workers
+    # trained with this process's torch thread count: reductions are then bit-identical)
+    if sig == signal.SIGKILL and max(1, (os.cpu_count() or 1) // 2) == torch.get_num_threads():
+        spec = next(spec for spec in specs if spec.run_id == interrupted[0])
+        reference = train(spec, tmp_path / "reference", progress=False)
+        for table in (store.HISTORY, store.GRADNORMS):
+            pd.testing.assert_frame_equal(pd.read_parquet(runs / spec.run_id / table), pd.read_parquet(reference / table),
+                                          check_exact=True)
+        assert store.read_manifest(runs / spec.run_id)["final"] == store.read_manifest(reference)["final"]
+
+
+_WATCHED = textwrap.dedent(
+    """
+    import os, sys, time
+    sys.platform = "darwin"  # no PR_SET_PDEATHSIG: only the watchdog thread
+    from robustkit.executors import _die_with_parent
+    _die_with_parent(os.getppid())
+    print("watching", flush=True)
+    time.sleep(60)
+    """
+)
+# starts the watched worker, then dies without a word to it, as a killed sweep
+_PARENT = textwrap.dedent(
+    """
+    import os, subprocess, sys
+    child = subprocess.Popen([sys.executable, "-c", {watched!r}], stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline() == "watching\\n"
+    print(child.pid, flush=True)
+    os._exit(0)
+    """
+)
+# adopts the orphaned worker (a subreaper), to see how it ends: "exit <status>" or "survived"
+_REAPER = textwrap.dedent(
+    """
+    import ctypes, os, subprocess, sys, time
+    assert ctypes.CDLL(None).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    parent = subprocess.Popen([sys.executable, "-c", {parent!r}], stdout=subprocess.PIPE, text=True)
+    pid = int(parent.stdout.readline())
+    parent.wait()
+    deadline = time.monotonic() + {timeout}
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            print("exit", os.waitstatus_to_exitcode(status))
+            break
+        time.sleep(0.02)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        print("survived")
+    """
+)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="adopts the orphan with PR_SET_CHILD_SUBREAPER")
+def test_a_worker_whose_parent_dies_ends_without_pdeathsig():
+    """The watchdog alone (where PR_SET_PDEATHSIG does not exist) ends an orphaned worker."""
+    from robustkit.executors import WATCHDOG_SECONDS
+
+    script = _REAPER.format(parent=_PARENT.format(watched=_WATCHED), timeout=4 * WATCHDOG_SECONDS + 2)
+    reaper = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert reaper.stdout.split() == ["exit", "1"], reaper.stdout + reaper.stderr
+
+
+def test_a_worker_whose_parent_died_before_it_started_ends_at_once():
+    done = subprocess.run([sys.executable, "-c", "from robustkit.executors import _die_with_parent; "
+                           "_die_with_parent(-5); print('alive')"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "alive" not in done.stdout
+
+
+def test_a_sweep_that_finds_a_run_locked_exits_non_zero(tmp_path, capsys):
+    """A re-run whose runs another process holds did nothing: it says so and does not exit 0."""
+    from robustkit.cli import main
+
+    grid = _write(tmp_path, GRID)
+    spec = expand_grid(grid)[0]
+    run_dir = tmp_path / "runs" / spec.run_id
+    run_dir.mkdir(parents=True)
+    one = _write(tmp_path, GRID.replace("seed = [0, 1]", f"seed = [{spec.seed}]").replace(
+        'method = ["houlsby", "full"]', f'method = ["{spec.method}"]').replace("tsp_step = [0, 2]", f"tsp_step = [{spec.tsp_step}]"))
+    assert [s.run_id for s in expand_grid(one)] == [spec.run_id]
+    with store.run_lock(run_dir):
+        code = main(["sweep", str(one), "--store", str(tmp_path / "runs")])
+    err = capsys.readouterr().err
+    assert code == 1 and f"NOT DONE {spec.run_id}" in err and "being trained by another process" in err

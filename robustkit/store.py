@@ -211,7 +211,7 @@ def save_checkpoint(
     dict
         The manifest entry: ``{"step": step, "files": {file name: sha256}}``.
     """
-    files = {MODEL_FILE: save_safetensors(_contiguous(tensors), metadata=metadata)}
+    files = {MODEL_FILE: _canonical_safetensors(save_safetensors(_contiguous(tensors), metadata=metadata))}
     files.update(extra or {})
     final = checkpoint_dir(run_dir, name)
     staging = final.with_name(f".{name}.tmp")
@@ -234,6 +234,24 @@ def save_checkpoint(
 
 def _contiguous(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
+
+
+def _canonical_safetensors(data: bytes) -> bytes:
+    """The same safetensors file with its metadata's keys in sorted order.
+
+    safetensors writes the metadata in a random order (a Rust HashMap), so two saves of the same
+    tensors with the same metadata gave different bytes, hence different sha256 in the manifest:
+    a resumed run's checkpoints could not be shown identical to an uninterrupted run's. Sorting
+    keeps the header's length, so the tensor data stays where it is.
+    """
+    size = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + size])
+    if isinstance(header.get("__metadata__"), dict):
+        header["__metadata__"] = dict(sorted(header["__metadata__"].items()))
+    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
+    if len(text) != len(data[8 : 8 + size].rstrip(b" ")):  # not the writer's formatting: keep its bytes
+        return data
+    return data[:8] + text.ljust(size) + data[8 + size :]
 
 
 def recover_checkpoints(run_dir: Path) -> None:

@@ -255,11 +255,16 @@ def _canonical_safetensors(data: bytes) -> bytes:
 
 
 def recover_checkpoints(run_dir: Path) -> None:
-    """Undo what a crash in the middle of :func:`save_checkpoint` left behind.
+    """Undo what a crash in the middle of :func:`save_checkpoint` or :func:`atomic_write_bytes`
+    left behind (call it holding the run's lock: it removes what a live writer would be writing).
 
     A checkpoint folder whose files do not match the manifest is dropped, and the previous one
-    (``.<name>.old``) is restored if it matches; half-written staging folders are removed.
+    (``.<name>.old``) is restored if it matches; half-written staging folders and the temporary
+    files of the run's manifest and logs (``.<name>.<random>``, never renamed) are removed.
     """
+    for name in (MANIFEST, HISTORY, GRADNORMS):
+        for temporary in Path(run_dir).glob(f".{name}.*"):
+            temporary.unlink(missing_ok=True)
     folder = Path(run_dir) / CHECKPOINTS
     if not folder.is_dir():
         return
@@ -287,27 +292,41 @@ def _matches(folder: Path, entry: dict | None) -> bool:
 def read_checkpoint_file(run_dir: Path, name: str, file_name: str) -> bytes:
     """Bytes of one checkpoint file, verified against the manifest's sha256.
 
+    While a save of the checkpoint is under way, or after one was killed (:func:`save_checkpoint`),
+    the files the manifest lists may be in its backup folder ``.<name>.old``: they are read from
+    there. A save that ends between reading the manifest and the file is read again.
+
     Raises
     ------
     StoreError
         Missing checkpoint, or a file whose sha256 differs from the manifest (corrupt or
         truncated).
     """
-    entry = read_manifest(run_dir).get("checkpoints", {}).get(name)
-    if entry is None or file_name not in entry["files"]:
-        known = ", ".join(sorted(read_manifest(run_dir).get("checkpoints", {}))) or "none"
-        raise StoreError(f"run {Path(run_dir).name!r} has no checkpoint {name!r} (has: {known})")
-    path = checkpoint_dir(run_dir, name) / file_name
+    for _ in range(2):
+        entry = read_manifest(run_dir).get("checkpoints", {}).get(name)
+        if entry is None or file_name not in entry["files"]:
+            known = ", ".join(sorted(read_manifest(run_dir).get("checkpoints", {}))) or "none"
+            raise StoreError(f"run {Path(run_dir).name!r} has no checkpoint {name!r} (has: {known})")
+        path = checkpoint_dir(run_dir, name) / file_name
+        data = _read_or_none(path)
+        if data is not None and sha256_bytes(data) == entry["files"][file_name]:
+            return data
+        old = _read_or_none(path.parent.with_name(f".{name}.old") / file_name)
+        if old is not None and sha256_bytes(old) == entry["files"][file_name]:
+            return old
+    if data is None:
+        raise StoreError(f"checkpoint file {str(path)!r} is missing")
+    raise StoreError(
+        f"checkpoint file {str(path)!r} is corrupt or truncated: sha256 {sha256_bytes(data)[:16]}... "
+        f"does not match the manifest's {entry['files'][file_name][:16]}..."
+    )
+
+
+def _read_or_none(path: Path) -> bytes | None:
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise StoreError(f"checkpoint file {str(path)!r} is missing") from None
-    if sha256_bytes(data) != entry["files"][file_name]:
-        raise StoreError(
-            f"checkpoint file {str(path)!r} is corrupt or truncated: sha256 {sha256_bytes(data)[:16]}... "
-            f"does not match the manifest's {entry['files'][file_name][:16]}..."
-        )
-    return data
+        return path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
 
 
 def load_checkpoint(run_dir: Path, name: str) -> tuple[dict[str, torch.Tensor], dict[str, str]]:

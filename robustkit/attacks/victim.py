@@ -38,6 +38,11 @@ from transformers import PreTrainedTokenizerBase
 
 DEFAULT_DTYPE = torch.float64  # see the module docstring
 DEFAULT_CACHE_SIZE = 100_000  # sentences (~40 MB for rt-length ones); one attack needs ~100-2000
+# A forward pass over fewer tokens than this (rows x padded width) runs on one thread: PWWS's
+# greedy checks are batches of 1-4 sentences, where a second thread gains little on a quiet
+# machine and loses 3-8x on a busy one (minilm-l6, 34 tokens, 2 shared cores: batch 1 took
+# 12.8 ms on one thread, 104 ms on two). Switching the thread count per call costs nothing measurable.
+SMALL_BATCH_TOKENS = 256
 
 
 class Victim:
@@ -169,10 +174,16 @@ class Victim:
         inputs = {"input_ids": torch.from_numpy(input_ids), "attention_mask": torch.from_numpy(attention)}
         if self._token_types:
             inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])  # single sentences
-        with torch.inference_mode():
-            logits = self.model(**{k: v.to(self._device) for k, v in inputs.items()}).logits
-            # float64 softmax: a float32 victim's probabilities then carry only its logits' error.
-            return torch.softmax(logits.to(torch.float64), dim=-1).cpu().numpy()
+        threads = torch.get_num_threads()
+        if input_ids.size < SMALL_BATCH_TOKENS and self._device.type == "cpu":
+            torch.set_num_threads(1)
+        try:
+            with torch.inference_mode():
+                logits = self.model(**{k: v.to(self._device) for k, v in inputs.items()}).logits
+                # float64 softmax: a float32 victim's probabilities then carry only its logits' error.
+                return torch.softmax(logits.to(torch.float64), dim=-1).cpu().numpy()
+        finally:
+            torch.set_num_threads(threads)
 
 
 class _OpenAttackVictim(Classifier):

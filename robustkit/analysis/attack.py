@@ -43,7 +43,7 @@ ANALYSIS = "attack"  # the cache folder
 CONVENTIONS = ("openattack", "gold")
 EXAMPLE_COLUMNS = [
     "attacker", "example", "idx", "label", "prediction", "original", "adversarial", "success",
-    "queries", "modified_words", "words", "seconds",
+    "queries", "forward_passes", "modified_words", "words", "seconds",
 ]
 
 
@@ -102,7 +102,10 @@ def attack_run(
     -------
     DataFrame
         One row per example: :data:`EXAMPLE_COLUMNS` (``prediction`` on the original text;
-        ``adversarial`` is None where the attack failed or was not needed).
+        ``adversarial`` is None where the attack failed or was not needed; ``queries`` as the
+        attack defines them, e.g. PWWS's as OpenAttack counts them; ``forward_passes`` the
+        sentences the attack really ran through the model, float32 and float64, memo hits not
+        counted, NaN in rows cached before the column existed).
     """
     # The attack seed is the sample's: a seed names one reproducible experiment.
     attack = attacks.create(attacker, engine=engine, seed=seed)
@@ -162,6 +165,7 @@ def _attack_examples(run_dir: Path, todo: pd.DataFrame, path: Path, attack: atta
                 "attacker": attack.name, "example": int(row.example), "idx": int(row.idx), "label": int(row.label),
                 "prediction": prediction, "original": row.sentence, "adversarial": result.adversarial,
                 "success": bool(result.success), "queries": int(result.queries),
+                "forward_passes": None if result.forward_passes is None else int(result.forward_passes),
                 "modified_words": int(result.modified_words), "words": int(result.words),
                 "seconds": time.perf_counter() - started,
             }
@@ -242,7 +246,8 @@ def summarize(examples: pd.DataFrame) -> pd.DataFrame:
     DataFrame
         Identity columns + ``attacker``, ``convention`` (``openattack`` or ``gold``),
         ``attacked`` (examples the convention attacks), ``success_rate``, ``accuracy_before``,
-        ``accuracy_under_attack``, ``mean_queries``, ``mean_modification_rate`` (modified /
+        ``accuracy_under_attack``, ``mean_queries``, ``mean_forward_passes`` (sentences really
+        run), ``mean_modification_rate`` (modified /
         total words, over successful attacks), ``mean_seconds`` (per attacked example).
     """
     rows = []
@@ -262,6 +267,7 @@ def summarize(examples: pd.DataFrame) -> pd.DataFrame:
                 "accuracy_before": correct.mean(),
                 "accuracy_under_attack": (correct & ~fooled).mean(),
                 "mean_queries": attacked["queries"].mean(),
+                "mean_forward_passes": attacked["forward_passes"].mean() if "forward_passes" in attacked else np.nan,
                 "mean_modification_rate": (successful["modified_words"] / successful["words"].clip(lower=1)).mean(),
                 "mean_seconds": attacked["seconds"].mean(),
             })

@@ -70,6 +70,9 @@ class AttackResult:
         Words of the original, as the attack's tokenizer splits it.
     seconds : float
         Wall time of the attack.
+    forward_passes : int or None
+        Sentences the attack really ran through a model (every precision; memo hits and repeats
+        not counted), where ``queries`` counts what the attack asked for. None: not counted.
     """
 
     original: str
@@ -80,6 +83,7 @@ class AttackResult:
     modified_words: int
     words: int
     seconds: float
+    forward_passes: int | None = None
 
 
 class Attack(Protocol):

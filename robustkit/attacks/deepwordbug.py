@@ -80,6 +80,7 @@ class DeepWordBug:
 
     def attack(self, victim: Victim, example: Example, budget: int | None = None) -> AttackResult:
         started = time.perf_counter()
+        before = victim.forwards
         attacker = deepwordbug_attacker(self.power)
         words = attacker.tokenizer.tokenize(example.sentence, pos_tagging=False)
         if not words:
@@ -96,7 +97,9 @@ class DeepWordBug:
         finally:
             queries = classifier.context.invoke
             classifier.clear_context()
-        return _result(example, adversarial, queries, words, started)
+        result = _result(example, adversarial, queries, words, started)
+        result.forward_passes = victim.forwards - before
+        return result
 
 
 def deepwordbug_attacker(power: int = 5) -> DeepWordBugAttacker:

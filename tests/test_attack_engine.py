@@ -1,4 +1,5 @@
-"""PWWS engines: OpenAttack offline, the victim, and the batched engine's identity with OpenAttack's."""
+"""PWWS engines: OpenAttack offline, the victim, and the fast engine's identity with OpenAttack's
+(its certified float32 decisions, its lazy evaluation, its fallbacks and audits)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import pytest
 import torch
 
 from robustkit.attacks.offline import DOWNLOAD_COMMAND, AttackDataError, configure_openattack
-from robustkit.attacks.pwws import attack_fast, attack_openattack, pwws_attacker
+from robustkit.attacks import pwws
+from robustkit.attacks.base import Example
+from robustkit.attacks.pwws import PWWS, Screen, attack_fast, attack_openattack, pwws_attacker
 from robustkit.attacks.victim import Victim, as_openattack
 from robustkit.run_model import build_classifier
 from robustkit.models import load_tokenizer
@@ -39,9 +42,9 @@ def _one_thread():
     torch.set_num_threads(threads)
 
 
-def _victim(method: str) -> Victim:
+def _victim(method: str, task: str = "rt") -> Victim:
     """bert-tiny with its random head (seed 0): untrained, but its predictions can be flipped."""
-    model, _, _ = build_classifier(RunSpec(model="bert-tiny", task="rt", method=method), num_labels=2)
+    model, _, _ = build_classifier(RunSpec(model="bert-tiny", task=task, method=method), num_labels=2)
     return Victim(model, load_tokenizer("bert-tiny"), max_length=64)
 
 
@@ -105,86 +108,178 @@ def test_openattack_victim_takes_no_gradients(victims, sentences):
     assert classifier.context.invoke == 3  # OpenAttack's own query counting sees our victim
 
 
+FIELDS = ("adversarial", "success", "queries", "modified_words", "words", "target")
+
+
+def _outcomes(results) -> list[tuple]:
+    return [tuple(getattr(r, f) for f in FIELDS) for r in results]
+
+
+def _identical_to_openattack(victim: Victim, sentences: list[str]) -> Screen:
+    """The fast engine, lazy or eager, certified float32 or float64 only, gives OpenAttack's
+    results on every sentence (each engine from an empty memo); returns the screen it used."""
+    targets = [int(t) for t in victim.get_pred(sentences)]
+    victim.clear_cache()
+    reference = _outcomes(attack_openattack(victim, s, t) for s, t in zip(sentences, targets))
+    screen = Screen(victim.screening())
+    for twin, lazy in ((screen, True), (screen, False), (None, True)):
+        victim.clear_cache()
+        screen.victim.clear_cache()
+        results = [attack_fast(victim, s, t, screen=twin, lazy=lazy) for s, t in zip(sentences, targets)]
+        for ref, new in zip(reference, _outcomes(results)):
+            assert new == ref, (twin is not None, lazy, ref)
+    success = np.mean([r[1] for r in reference])
+    assert 0 < success < 1
+    return screen
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ["houlsby", "full"])
 def test_fast_engine_gives_openattacks_results(victims, sentences, method):
     victim = victims[method]
-    targets = [int(t) for t in victim.get_pred(sentences)]
-    victim.clear_cache()  # each engine computes its own probabilities, in its own batches
-    reference = [attack_openattack(victim, s, t) for s, t in zip(sentences, targets)]
-    victim.clear_cache()
-    victim.reset_counters()
-    fast = [attack_fast(victim, s, t) for s, t in zip(sentences, targets)]
-    fields = ("adversarial", "success", "queries", "modified_words", "words", "target")
-    for ref, new in zip(reference, fast):
-        assert [getattr(new, f) for f in fields] == [getattr(ref, f) for f in fields], ref.original
-    success = np.mean([r.success for r in reference])
-    assert 0 < success < 1
-    assert victim.forwards < sum(r.queries for r in fast)
-    for result in fast:
-        if result.success:
-            assert result.modified_words >= 1 and victim.get_pred([result.adversarial])[0] != result.target
+    screen = _identical_to_openattack(victim, sentences)
+    assert screen.audited > 0 and screen.largest_error < screen.margin_error  # fallbacks ran and were audited
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ["houlsby", "full"])
-def test_screened_engine_gives_openattacks_results(victims, sentences, method):
-    """float32 screening keeps the float64 results and spares most float64 substitute sentences."""
-    victim = victims[method]
-    screen = victim.screening()
-    targets = [int(t) for t in victim.get_pred(sentences)]
-    victim.clear_cache()
-    reference = [attack_openattack(victim, s, t) for s, t in zip(sentences, targets)]
-    fields = ("adversarial", "success", "queries", "modified_words")
-    exact_sentences = {}
-    for screened in (None, screen):
-        victim.clear_cache()
-        victim.reset_counters()
-        results = [attack_fast(victim, s, t, screen=screened) for s, t in zip(sentences, targets)]
-        for ref, new in zip(reference, results):
-            assert [getattr(new, f) for f in fields] == [getattr(ref, f) for f in fields], ref.original
-        exact_sentences[screened is not None] = victim.forwards
-    assert screen.forwards > 0
-    assert exact_sentences[True] < 0.6 * exact_sentences[False]
+def test_fast_engine_gives_openattacks_results_on_a_third_task():
+    """polarity, a task no other attack test uses, on a victim with polarity's head."""
+    victim = _victim("full", task="polarity")
+    _identical_to_openattack(victim, load_splits("polarity")["test"]["sentence"][:20])
 
 
-def test_screen_keeps_every_substitute_that_could_be_best(victims, sentences):
-    """The float64 best substitute of each position is always among the screened leaders."""
-    from robustkit.attacks import pwws
-
+@pytest.mark.slow
+def test_lazy_and_eager_paths_agree_on_every_polarity_test_example(victims):
+    """Lazy evaluation skips positions only when they cannot reach the greedy prefix used: the
+    same result on each of polarity's 400 test sentences (one memo: the same numbers for both)."""
     victim = victims["full"]
-    screen = victim.screening()
-    attacker = pwws_attacker()
-    kept = total = 0
-    for sentence in sentences[:10]:
-        target = int(victim.get_pred([sentence])[0])
-        tagged = attacker.tokenizer.tokenize(sentence.lower())
-        words = [w for w, _ in tagged]
-        swaps = {i: [" ".join(words[:i] + [s] + words[i + 1 :]) for s in pwws._substitutes(attacker, w, pos)]
-                 for i, (w, pos) in enumerate(tagged)}
-        swaps = {i: group for i, group in swaps.items() if group}
-        leaders = pwws._screen(screen, swaps, target)
-        for i, group in swaps.items():
-            exact = victim.get_prob(group)[:, target]
-            assert group[exact.argmin()] in leaders[i]
-            assert [s for s in group if s in leaders[i]] == leaders[i]  # order kept
-            kept, total = kept + len(leaders[i]), total + len(group)
-    assert 0 < kept < 0.5 * total
+    screen = Screen(victim.screening())
+    sentences = list(load_splits("polarity")["test"]["sentence"])
+    targets = [int(t) for t in victim.get_pred(sentences)]
+    lazy_sentences = eager_sentences = 0
+    for sentence, target in zip(sentences, targets):
+        lazy = attack_fast(victim, sentence, target, screen=screen, lazy=True)
+        eager = attack_fast(victim, sentence, target, screen=screen, lazy=False)
+        assert _outcomes([lazy]) == _outcomes([eager]), sentence
+        lazy_sentences += lazy.forward_passes
+    assert len(sentences) == 400 and lazy_sentences > 0
+
+
+def test_fast_engine_runs_fewer_sentences_mostly_float32(victims, sentences):
+    victim = victims["full"]
+    screen = Screen(victim.screening())
+    victim.clear_cache()
+    victim.reset_counters()
+    results = [attack_fast(victim, s, int(victim.get_pred([s])[0]), screen=screen) for s in sentences[:8]]
+    float64 = victim.forwards - len(results)  # less the target predictions
+    assert sum(r.forward_passes for r in results) == float64 + screen.victim.forwards
+    assert sum(r.forward_passes for r in results) < sum(r.queries for r in results)
+    assert float64 < 0.1 * screen.victim.forwards
+
+
+def test_bounds_hold_the_float64_probability():
+    """[1/(1 + r e^D), 1/(1 + r e^-D)] holds p whenever every log-odds moves by at most D."""
+    rng = np.random.default_rng(0)
+    screen = Screen(None, margin_error=1e-3)  # bounds and audits need no twin
+    for _ in range(200):
+        logits = rng.normal(scale=rng.choice([0.1, 3, 30]), size=3)
+        moved = logits + rng.uniform(-0.5e-3, 0.5e-3, size=3)  # differences move by < 1e-3
+        rough, exact = (np.exp(z - z.max()) / np.exp(z - z.max()).sum() for z in (logits, moved))
+        for c in range(3):
+            low, high = screen.bounds(rough, c)
+            assert low <= exact[c] <= high
+        screen.audit(rough, exact)
+    assert screen.largest_error < 1e-3
+    wrong = np.exp(moved + [0.5, 0, 0]) / np.exp(moved + [0.5, 0, 0]).sum()
+    assert not all(low <= p <= high for p, (low, high) in zip(wrong, (screen.bounds(rough, c) for c in range(3))))
+    with pytest.raises(pwws.BoundViolation):
+        screen.audit(rough, wrong)
+    assert screen.margin_error > 1e-3  # widened to SAFETY x the error seen
+
+
+def test_a_violated_bound_is_caught_and_the_example_redone_in_float64(victims, sentences):
+    """A bound too small for the twin's real error: the first fallback's audit sees it, the
+    example is redone in float64, and the result is still OpenAttack's."""
+    victim = victims["houlsby"]
+    sentence = sentences[1]
+    target = int(victim.get_pred([sentence])[0])
+    victim.clear_cache()
+    reference = attack_openattack(victim, sentence, target)
+    screen = Screen(victim.screening(), margin_error=1e-13)  # float32 is not that close to float64
+    screen.bounds = lambda row, cls: (0.0, 1.0)  # nothing certain: every decision falls back, and is audited
+    victim.clear_cache()
+    with pytest.warns(RuntimeWarning, match="redone in float64"):
+        result = attack_fast(victim, sentence, target, screen=screen, lazy=False)
+    assert _outcomes([result]) == _outcomes([reference])
+
+
+def test_pwws_calibrates_its_twin_once_per_victim(victims, sentences):
+    victim = victims["full"]
+    attack = PWWS("fast")
+    first = attack.attack(victim, Example(sentences[0], int(victim.get_pred(sentences[:1])[0])))
+    (screen,) = attack._screens.values()
+    assert screen.audited >= first.words + 1 and pwws.MARGIN_ERROR <= screen.margin_error < 1e-2
+    attack.attack(victim, Example(sentences[1], int(victim.get_pred(sentences[1:2])[0])))
+    assert list(attack._screens.values()) == [screen]
+    assert PWWS("fast", lazy=False, certify=False).params == attack.params == {"engine": "fast"}
 
 
 def test_query_budget_cuts_both_engines_alike(victims, sentences):
     victim = victims["houlsby"]
+    screen = Screen(victim.screening())
     attacks = ((s, int(victim.get_pred([s])[0])) for s in sentences)
-    free = next(r for r in (attack_fast(victim, s, t) for s, t in attacks) if r.success)
+    free = next(r for r in (attack_fast(victim, s, t) for s, t in attacks) if r.success and r.queries > r.words + 3)
     sentence, target = free.original, free.target
     # Cut during the saliency query, the substitute queries, the last greedy step; and no cut.
     budgets = [free.words, free.words + 1, free.queries - 1, free.queries]
     for budget in budgets:
         victim.clear_cache()
         reference = attack_openattack(victim, sentence, target, query_budget=budget)
-        victim.clear_cache()
-        fast = attack_fast(victim, sentence, target, query_budget=budget)
-        outcome = (fast.adversarial, fast.success, fast.queries)
-        assert outcome == (reference.adversarial, reference.success, reference.queries)
-        assert fast.queries <= budget and fast.success == (budget >= free.queries)
+        for twin, lazy in ((None, False), (screen, True)):
+            victim.clear_cache()
+            fast = attack_fast(victim, sentence, target, query_budget=budget, screen=twin, lazy=lazy)
+            outcome = (fast.adversarial, fast.success, fast.queries)
+            assert outcome == (reference.adversarial, reference.success, reference.queries)
+            assert fast.queries <= budget and fast.success == (budget >= free.queries)
     assert attack_fast(victim, sentence, target, query_budget=free.words).queries == 0
+
+
+def _readme_route(method: str):
+    """OpenAttack as its README runs it: TransformersClassifier on the float32 model, AttackEval."""
+    import OpenAttack
+
+    model, _, _ = build_classifier(RunSpec(model="bert-tiny", task="rt", method=method), num_labels=2)
+    classifier = OpenAttack.classifiers.TransformersClassifier(
+        model.eval(), load_tokenizer("bert-tiny"), model.get_input_embeddings(), max_length=64)
+    return model, classifier, OpenAttack.AttackEval(pwws_attacker(), classifier)
+
+
+def test_readme_route_fails_silently_on_an_adapter_victim(victims, sentences, caplog):
+    """Frozen word embeddings: TransformersClassifier's hook raises on every sentence, AttackEval
+    logs it and reports an attack success rate of 0. robustkit's victim takes no gradients."""
+    model, _, evaluation = _readme_route("houlsby")
+    assert not model.get_input_embeddings().weight.requires_grad
+    summary = evaluation.eval([{"x": s, "y": 0} for s in sentences[:2]])
+    assert summary["Attack Success Rate"] == 0.0
+    assert "can't retain_grad on Tensor that has requires_grad=False" in caplog.text
+    victim = victims["houlsby"]
+    results = [attack_fast(victim, s, int(victim.get_pred([s])[0])) for s in sentences[:2]]
+    assert any(r.success for r in results)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["houlsby", "full"])
+def test_readme_route_gives_the_fast_engines_results(victims, sentences, method):
+    """Float32 with gradients, batches of 8, no memo: the same texts, successes and PWWS queries
+    (AttackEval's own count less its target prediction and re-check) as the fast engine."""
+    model, classifier, evaluation = _readme_route(method)
+    model.get_input_embeddings().weight.requires_grad_(True)  # the adapter run's, else it fails (above)
+    victim = victims[method]
+    for sentence in sentences[:10]:
+        (record,) = evaluation.ieval([{"x": sentence, "y": 0}])
+        adversarial = record["result"]
+        queries = record["metrics"]["Victim Model Queries"] - 1 - (adversarial is not None)
+        target = int(victim.get_pred([sentence])[0])
+        assert int(classifier.get_pred([sentence])[0]) == target
+        fast = attack_fast(victim, sentence, target, screen=victim.screening())
+        assert (fast.adversarial, fast.queries) == (adversarial, queries), sentence

@@ -1,46 +1,102 @@
-"""PWWS (Ren et al. 2019), untargeted: OpenAttack's engine and a batched engine with its results.
+"""PWWS (Ren et al. 2019), untargeted: OpenAttack's engine and a fast engine with its results.
 
-PWWSAttacker.attack (OpenAttack 2.1.1), on the lowercased sentence tokenized into n words:
+PWWSAttacker.attack (OpenAttack 2.1.1), on the lowercased sentence tokenized into n words, with
+``p(x)`` the victim's probability of the target class for a text ``x``:
 
 1. saliency: one query of n + 1 sentences (each word replaced by ``<UNK>``, then the original);
+   ``S_i = p(x) - p(x with <UNK> at i)``, ``softmax(S)``;
 2. for each position whose word has k > 0 WordNet substitutes (other than itself): one query of
-   k + 1 sentences (each substitute, then the original); the best substitute lowers the
-   target's probability most (first minimum);
-3. greedy: positions sorted by saliency softmax x probability drop (stable sort), replaced one
-   after the other (filter words skipped), one query per step, until the prediction leaves
-   ``target``.
+   k + 1 sentences (each substitute, then the original); the best substitute lowers ``p`` most
+   (first minimum), ``dP_i = p(x) - min p(substitute)``;
+3. greedy: positions sorted by ``H_i = softmax(S)_i x dP_i`` (descending, stable sort; a position
+   without substitutes scores ``softmax(S)_i x 0``), replaced one after the other (filter words
+   skipped), one query per step, until the prediction (first argmax) leaves ``target``.
 
 :class:`PWWS` is the attack behind :mod:`robustkit.attacks`' interface; its ``engine`` option
-picks :func:`attack_openattack`, which runs OpenAttack's own code, or :func:`attack_fast`, which
-sends steps 1-2 as one deduplicated batch (skipping the substitutes of filter words, which step
-3 never uses) and step 3 in growing chunks of prefixes, then replays OpenAttack's arithmetic on
-the same numbers, so both return the same adversarial text, success and query count. A sentence
-without words fails with 0 queries in both (OpenAttack's code would raise on its empty saliency
-array).
+picks :func:`attack_openattack`, which runs OpenAttack's own code on the float64 victim
+(``--engine openattack``), or :func:`attack_fast`, which takes every decision of steps 1-3 that
+OpenAttack takes, on the same float64 numbers, but mostly without computing them:
 
-Where the time goes: the k + 1 substitute sentences of every position must all be scored to
-rank the positions exactly (bounding unscored positions by a probability drop <= p(target)
-would skip only ~4% of them, measured on rt with a trained bert-tiny). Batching and dedup save
-the repeated original sentences and ~4x of the forward passes, which on CPU, where a pass costs
-in proportion to its sentences, gains little; it pays on GPUs.
+Certified float32 decisions
+    Every decision PWWS makes only needs the order or the sign of float64 quantities: the
+    per-position argmin (step 2), the order of the ``H_i`` (step 3) and each greedy check's
+    argmax. :func:`attack_fast` runs the sentences on a float32 twin of the victim
+    (:meth:`Victim.screening`, ~2.3x cheaper per sentence on CPU than float64) and turns each
+    float32 probability into an interval that certainly holds the float64 one (see "The bound"
+    below). A decision whose intervals do not overlap is the float64 decision; where they
+    overlap, the few sentences involved are run in float64 and the decision is taken on the
+    float64 numbers themselves, with OpenAttack's arithmetic. Decisions:
 
-Float32 screening (``screen=``): on CPU most of the remaining cost is the float64 arithmetic that
-makes results batch-independent (see :mod:`robustkit.attacks.victim`), spent mostly on substitutes
-that are not a position's best. With a float32 twin of the victim, :func:`attack_fast` scores
-the substitutes in float32 only to rule out those that cannot be the best: a substitute is out
-when, with every logit off by up to :data:`LOGIT_ERROR` (100x the largest float32 error
-measured; ``bench/attack.py`` reports it), its probability stays above the leader's. The
-candidates left (usually one) are scored in float64, and so is every number PWWS's arithmetic
-uses (saliency, original and best-substitute probabilities, greedy checks): the engine's
-decisions, texts and query counts are the float64 victim's, from about a third of its float64
-sentences.
+    - best substitute of a position: the substitutes whose lower bound is at most the smallest
+      upper bound are the only ones that can be the float64 minimum; one left is the argmin, else
+      those are run in float64 (first minimum among them, in substitute order, which is the first
+      minimum over all: the others are strictly larger);
+    - greedy order: ``softmax(S)_i = exp(-p_i) / sum_j exp(-p_j)`` (``p(x)`` cancels), so
+      ``H_i = K_i x C`` with ``K_i = exp(-p_i) (p(x) - m_i)`` (``m_i``: the best substitute's
+      probability) and ``C > 0`` the same for every position; OpenAttack's computed ``H_i`` is
+      ``K_i x C x (1 + t)`` with ``|t| <= 8`` units of roundoff (the subtraction, exp, division
+      and product round once or twice each; the sum in ``C`` is common to all). Intervals of
+      ``K_i`` widened by :data:`ROUNDING` therefore order the computed ``H_i`` up to ``C``:
+      ``i`` precedes ``j`` when ``lo(K_i) > hi(K_j)``, or ``lo(K_i) >= hi(K_j)`` and ``i < j``
+      (the stable sort's tie rule). When the first remaining position is not certain, the
+      sentences of the positions involved (their ``<UNK>`` sentence, best substitute and the
+      original) run in float64; if that does not settle it, the whole saliency query runs in
+      float64 too, and the positions involved then have OpenAttack's own ``H_i`` (same numpy
+      operations on the same values), compared exactly;
+    - greedy check: success is certain when some class's lower bound exceeds the target's upper
+      bound (or equals it from a lower index: ``argmax`` takes the first maximum), failure when
+      every other class is certainly below; else that text runs in float64.
+
+The bound
+    ``p_c = 1 / (1 + r_c)`` with ``r_c = sum_{k != c} exp(z_k - z_c)`` for logits ``z``. If the
+    float32 twin's log-odds ``log r_c`` are within ``D`` of the float64 victim's, the float64
+    ``p_c`` lies in ``[1 / (1 + r e^D), 1 / (1 + r e^-D)]`` computed from the float32 ``r``
+    (exact, not first order). These and all derived bounds are widened by :data:`ROUNDING`
+    (relative 1e-12, over 1000x the few units of float64 roundoff in OpenAttack's arithmetic, in
+    the victim's softmax, in ours, and the < 3e-15 by which float64 probabilities of one
+    sentence differ between batches, see :mod:`robustkit.attacks.victim`).
+
+    ``D`` itself cannot be derived a priori to any useful size: a worst-case forward error bound
+    for six float32 transformer layers (``~ d u |W| |x|`` per matrix product, amplified by every
+    layer's Lipschitz constant) exceeds the logits themselves. It is bounded a posteriori,
+    conservatively: ``D = max(`` :data:`MARGIN_ERROR` ``, ``:data:`SAFETY` ``x`` the largest
+    log-odds error measured when the twin is made (on the first example's saliency sentences,
+    run in both precisions)``)``; measured errors on trained minilm-l6 and random-head bert-tiny
+    victims are ~1e-6, so ``D`` = 1e-4 is 100x them. And it is audited: every sentence that
+    later runs in float64 (the fallbacks, exactly where a decision is close) has its log-odds
+    error checked against ``D``; a violation widens ``D`` to :data:`SAFETY` x the error seen and
+    redoes that example entirely in float64. A bound too small is then caught wherever it was
+    close to mattering, and the example it was caught on keeps OpenAttack's result.
+
+Lazy evaluation (``lazy=True``)
+    ``m_i >= 0``, so ``H_i <= softmax(S)_i x p(x)`` (in floating point too: rounding is
+    monotone), i.e. ``K_i <= exp(-p_i) p(x)``; and ``m_i <= 1`` gives ``K_i >= exp(-p_i) (p(x) -
+    1)``. An unscored position takes these as its interval. The greedy order is built one
+    position at a time, and a position is placed only when it certainly precedes every remaining
+    one, unscored ones by their bound included; when an unscored position blocks, it is scored
+    (with the others that block, in one batch). The placed prefix is therefore exactly
+    OpenAttack's, and the positions never scored are those whose bound stays below every position
+    placed before the greedy phase succeeds: they cannot be in the prefix it uses. The first
+    scoring round takes the positions with the largest bounds, :data:`SCORE_CHUNK` sentences.
+    ``lazy=False`` scores every position first (one batch with the saliency query).
+
+Other savings
+    Sentences are deduplicated (memo by token ids) and run in length-sorted batches padded to
+    their longest member, under ``torch.inference_mode``; batches of fewer than
+    :data:`robustkit.attacks.victim.SMALL_BATCH_TOKENS` tokens (the greedy checks) run on one
+    thread. Greedy checks go in growing chunks of prefixes (1, 2, 4, ...).
+
+``attack_fast(victim, ..., screen=None)`` takes the same decisions on float64 numbers only (every
+interval a point). Its float64 probabilities come from other batches than OpenAttack's engine's,
+so a decision between two float64 numbers closer than ~3e-15 could in principle differ from
+OpenAttack's; the smallest such gap measured is 1.2e-12 (see :mod:`robustkit.attacks.victim`).
 
 Query count (``AttackResult.queries``)
     The sentences PWWSAttacker.attack sends to the victim: (n + 1) + sum(k + 1 over positions
     with k > 0) + greedy steps taken. Not counted: the prediction of the original sentence
     that chooses ``target`` (the caller makes it) and the re-check of the adversarial text
     that OpenAttack's ``AttackEval`` adds. :func:`attack_fast` computes the count analytically;
-    ``Victim.forwards`` shows what it really ran.
+    ``AttackResult.forward_passes`` counts the sentences it really ran (float32 and float64).
 
 Query budget
     A call (a group of sentences, as above) that would take the count past ``query_budget`` is
@@ -52,7 +108,9 @@ Query budget
 
 from __future__ import annotations
 
+import math
 import time
+import warnings
 import weakref
 from typing import Any, ClassVar
 
@@ -71,10 +129,16 @@ from robustkit.errors import RobustkitError
 # sentences already scored (a memo hit), and most attacks that succeed do so within a few steps.
 FIRST_CHUNK = 1
 
-# Largest |float32 logit - float64 logit| screening allows for: 100x the largest difference
-# measured (9.9e-7 over 50 attacks on a trained minilm-l6 run; 5e-8 on random-head bert-tiny).
-LOGIT_ERROR = 1e-4
-PROB_FLOOR = 1e-12  # float64's own rounding and batch noise (< 3e-15), which float32 cannot see
+# Smallest bound D on |log-odds(float32) - log-odds(float64)| (see the module docstring): 100x the
+# largest error measured (9.9e-7 over 50 attacks on a trained minilm-l6 run; 5e-8 on bert-tiny).
+MARGIN_ERROR = 1e-4
+SAFETY = 100  # D >= SAFETY x the largest error measured (calibration) or seen (audits)
+ROUNDING = 1e-12  # relative slack for float64 roundoff and batch noise (module docstring)
+# Lazy evaluation: substitute sentences of the first scoring round. Smaller first rounds score
+# fewer sentences in all (polarity, minilm-l6 full, 20 examples: 105.2 per example scoring all
+# first, 102.2 with 64, 94.5 with 8, 92.9 with 1) for a few more, smaller batches (3.9, 4.3,
+# 4.5, 4.6 per example).
+SCORE_CHUNK = 8
 
 _attackers: dict[tuple[str, ...], PWWSAttacker] = {}
 
@@ -88,29 +152,111 @@ class PWWS:
     Parameters
     ----------
     engine : str
-        ``fast``: :func:`attack_fast` with float32 screening by a twin of each victim (identical
-        outputs); ``openattack``: :func:`attack_openattack`.
+        ``fast``: :func:`attack_fast` with certified float32 decisions by a twin of each victim
+        (identical outputs); ``openattack``: :func:`attack_openattack`.
+    lazy : bool
+        The fast engine's lazy evaluation of positions (identical outputs either way).
+    certify : bool
+        The fast engine's float32 twin; without it every number is float64.
     """
 
     name: ClassVar[str] = "pwws"
 
-    def __init__(self, engine: str = "fast") -> None:
+    def __init__(self, engine: str = "fast", lazy: bool = True, certify: bool = True) -> None:
         if engine not in ENGINES:
             raise RobustkitError(f"unknown attack engine {engine!r}; known: {', '.join(ENGINES)}")
         self.engine = engine
+        self.lazy = lazy
+        self.certify = certify
         # One float32 twin per victim, made on first use and dropped with the victim.
-        self._screens: weakref.WeakKeyDictionary[Victim, Victim] = weakref.WeakKeyDictionary()
+        self._screens: weakref.WeakKeyDictionary[Victim, Screen] = weakref.WeakKeyDictionary()
 
     @property
     def params(self) -> dict[str, Any]:
-        return {"engine": self.engine}
+        return {"engine": self.engine}  # lazy and certify change costs, never results
 
     def attack(self, victim: Victim, example: Example, budget: int | None = None) -> AttackResult:
         if self.engine == "openattack":
             return attack_openattack(victim, example.sentence, example.target, query_budget=budget)
-        if victim not in self._screens:
-            self._screens[victim] = victim.screening()
-        return attack_fast(victim, example.sentence, example.target, query_budget=budget, screen=self._screens[victim])
+        screen, calibration = None, 0
+        if self.certify:
+            if victim not in self._screens:
+                before = victim.forwards
+                self._screens[victim] = Screen.calibrated(victim, _saliency_sentences(pwws_attacker(), example.sentence))
+                calibration = victim.forwards - before + self._screens[victim].victim.forwards
+            screen = self._screens[victim]
+        result = attack_fast(victim, example.sentence, example.target, query_budget=budget, screen=screen, lazy=self.lazy)
+        result.forward_passes += calibration  # the first example pays for measuring the twin's error
+        return result
+
+
+class BoundViolation(Exception):
+    """A float64 probability fell outside the interval its float32 twin certified."""
+
+
+class Screen:
+    """A float32 twin of a victim and the bound ``D`` on its log-odds error (module docstring).
+
+    Attributes
+    ----------
+    victim : Victim
+        The twin (:meth:`Victim.screening`).
+    margin_error : float
+        ``D``.
+    largest_error : float
+        The largest log-odds error measured or audited so far.
+    audited : int
+        Sentences checked in both precisions (calibration and fallbacks).
+    """
+
+    def __init__(self, twin: Victim, margin_error: float = MARGIN_ERROR) -> None:
+        self.victim = twin
+        self.margin_error = margin_error
+        self.largest_error = 0.0
+        self.audited = 0
+
+    @classmethod
+    def calibrated(cls, victim: Victim, sentences: list[str]) -> Screen:
+        """A twin of ``victim`` with ``D = max(MARGIN_ERROR, SAFETY x error measured on sentences)``."""
+        screen = cls(victim.screening())
+        if sentences:
+            measured = max(log_odds_error(r, e) for r, e in zip(screen.victim.get_prob(sentences), victim.get_prob(sentences)))
+            screen.largest_error = measured
+            screen.audited = len(sentences)
+            screen.margin_error = max(MARGIN_ERROR, SAFETY * measured)
+        return screen
+
+    def bounds(self, row: np.ndarray, cls: int) -> tuple[float, float]:
+        """Interval certain to hold the float64 probability of class ``cls`` (float32 ``row``)."""
+        p = float(row[cls])
+        others = float(row[:cls].sum() + row[cls + 1 :].sum())  # no 1 - p: it cancels near 1
+        grow = math.exp(self.margin_error)
+        low = p / (p + grow * others)
+        high = p / (p + others / grow)
+        return low * (1 - ROUNDING), min(1.0, high * (1 + ROUNDING) + 1e-300)
+
+    def audit(self, rough: np.ndarray, exact: np.ndarray) -> None:
+        """Check the bound's assumption on one sentence run in both precisions: its log-odds
+        error is at most ``D`` (then every interval :meth:`bounds` gives it holds the float64 value)."""
+        error = log_odds_error(rough, exact)
+        self.largest_error = max(self.largest_error, error)
+        self.audited += 1
+        if error > self.margin_error:
+            self.margin_error = max(self.margin_error, SAFETY * error)
+            raise BoundViolation(f"float32 log-odds error {error:.2e} beyond the bound; now {self.margin_error:.2e}")
+
+
+def log_odds_error(rough: np.ndarray, exact: np.ndarray) -> float:
+    """max over classes c of |log r_c(rough) - log r_c(exact)|, r_c = sum_{k != c} p_k / p_c."""
+    worst = 0.0
+    for c in range(len(exact)):
+        odds = []
+        for row in (rough, exact):
+            others = float(row[:c].sum() + row[c + 1 :].sum())
+            odds.append(math.log(others) - math.log(row[c]) if others > 0 and row[c] > 0 else None)
+        if None not in odds:
+            worst = max(worst, abs(odds[0] - odds[1]))
+    return worst
 
 
 def pwws_attacker() -> PWWSAttacker:
@@ -140,10 +286,11 @@ def attack_openattack(victim: Victim, sentence: str, target: int, query_budget: 
         Most queries allowed; see the module docstring.
     """
     started = time.perf_counter()
+    before = victim.forwards
     attacker = pwws_attacker()
     words = _words(attacker, sentence)
     if not words:
-        return _result(sentence, None, target, 0, words, started)
+        return _result(sentence, None, target, 0, words, started, 0)
     classifier = as_openattack(victim)
     classifier.set_context({"x": sentence}, query_budget)
     try:
@@ -154,13 +301,18 @@ def attack_openattack(victim: Victim, sentence: str, target: int, query_budget: 
     finally:
         queries = classifier.context.invoke
         classifier.clear_context()
-    return _result(sentence, adversarial, target, queries, words, started)
+    return _result(sentence, adversarial, target, queries, words, started, victim.forwards - before)
 
 
 def attack_fast(
-    victim: Victim, sentence: str, target: int, query_budget: int | None = None, screen: Victim | None = None
+    victim: Victim,
+    sentence: str,
+    target: int,
+    query_budget: int | None = None,
+    screen: Screen | Victim | None = None,
+    lazy: bool = True,
 ) -> AttackResult:
-    """Untargeted PWWS, batched; same results as :func:`attack_openattack` (see the module docstring).
+    """Untargeted PWWS; same results as :func:`attack_openattack` (see the module docstring).
 
     Parameters
     ----------
@@ -168,32 +320,51 @@ def attack_fast(
         The victim (float64 for batch-independent results).
     sentence, target, query_budget
         As in :func:`attack_openattack`.
-    screen : Victim, optional
-        A float32 twin of ``victim`` (:meth:`Victim.screening`) that rules out substitutes.
+    screen : Screen or Victim, optional
+        A float32 twin that takes the decisions it can certify (a bare :class:`Victim` twin gets
+        ``D`` = :data:`MARGIN_ERROR`); None: every number is float64.
+    lazy : bool
+        Score positions only as the greedy order needs them (module docstring).
     """
     started = time.perf_counter()
+    if isinstance(screen, Victim):
+        screen = Screen(screen)
+    models = [victim] + ([screen.victim] if screen is not None else [])
+    before = sum(model.forwards for model in models)
     attacker = pwws_attacker()
     tagged = attacker.tokenizer.tokenize(sentence.lower())
     words = [word for word, _ in tagged]
     if not words:
-        return _result(sentence, None, target, 0, words, started)
+        return _result(sentence, None, target, 0, words, started, 0)
     substitutes = [_substitutes(attacker, word, pos) for word, pos in tagged]
     calls = [len(words) + 1] + [len(s) + 1 for s in substitutes if s]
     spent, calls_made = _spend(calls, query_budget)
     if calls_made < len(calls):
-        return _result(sentence, None, target, spent, words, started)
+        return _result(sentence, None, target, spent, words, started, 0)
     attackable = [i for i, word in enumerate(words) if word not in attacker.filter_words]
-    best, scores = _scores(attacker, victim, words, substitutes, attackable, target, screen)
-    steps = _greedy_sentences(attacker, words, attackable, best, scores)
-    allowed = len(steps) if query_budget is None else min(len(steps), query_budget - spent)
-    hit = _first_success(victim, steps[:allowed], target)
+    allowed = len(attackable) if query_budget is None else min(len(attackable), query_budget - spent)
+    try:
+        hit = _Search(attacker, victim, screen, words, substitutes, attackable, target, lazy).run(allowed)
+    except BoundViolation as violation:
+        warnings.warn(f"PWWS: {violation}; this example is redone in float64", RuntimeWarning, stacklevel=2)
+        hit = _Search(attacker, victim, None, words, substitutes, attackable, target, lazy).run(allowed)
+    forwards = sum(model.forwards for model in models) - before
     if hit is None:
-        return _result(sentence, None, target, spent + allowed, words, started)
-    return _result(sentence, steps[hit], target, spent + hit + 1, words, started)
+        return _result(sentence, None, target, spent + allowed, words, started, forwards)
+    step, text = hit
+    return _result(sentence, text, target, spent + step + 1, words, started, forwards)
 
 
 def _words(attacker: PWWSAttacker, sentence: str) -> list[str]:
     return attacker.tokenizer.tokenize(sentence.lower(), pos_tagging=False)
+
+
+def _saliency_sentences(attacker: PWWSAttacker, sentence: str) -> list[str]:
+    """Step 1's query: each word replaced by ``<UNK>``, then the original."""
+    words = _words(attacker, sentence)
+    detokenize = attacker.tokenizer.detokenize
+    return [detokenize(words[:i] + [attacker.token_unk] + words[i + 1 :]) for i in range(len(words))] + (
+        [detokenize(words)] if words else [])
 
 
 def _substitutes(attacker: PWWSAttacker, word: str, pos: str) -> list[str]:
@@ -215,109 +386,240 @@ def _spend(calls: list[int], budget: int | None) -> tuple[int, int]:
     return spent, len(calls)
 
 
-def _scores(
-    attacker: PWWSAttacker,
-    victim: Victim,
-    words: list[str],
-    substitutes: list[list[str]],
-    attackable: list[int],
-    target: int,
-    screen: Victim | None = None,
-) -> tuple[list[str], list]:
-    """Best substitute and PWWS score of each attackable position, from batched queries.
+class _Probs:
+    """The probabilities of one attack's sentences: float64 rows, or float32 rows with intervals."""
 
-    Returns
-    -------
-    best : list of str, length len(attackable)
-        Per position, the substitute lowering the target's probability most (the word
-        itself when it has none).
-    scores : list of numpy scalars, length len(attackable)
-        Per position, softmax(saliency) x probability drop, as OpenAttack computes it.
-    """
-    detokenize, unk = attacker.tokenizer.detokenize, attacker.token_unk
-    original = detokenize(words)
-    saliency = [detokenize(words[:i] + [unk] + words[i + 1 :]) for i in range(len(words))] + [original]
-    swaps = {i: [detokenize(words[:i] + [s] + words[i + 1 :]) for s in substitutes[i]]
-             for i in attackable if substitutes[i]}
-    leaders = swaps if screen is None else _screen(screen, swaps, target)
-    prob = _target_probs(victim, saliency + [s for group in leaders.values() for s in group], target)
+    def __init__(self, victim: Victim, screen: Screen | None, target: int) -> None:
+        self.victim, self.screen, self.target = victim, screen, target
+        self.exact: dict[str, np.ndarray] = {}
+        self.rough: dict[str, np.ndarray] = {}
+        self.version = 0  # changes whenever a number becomes exact
 
-    # Same numpy operations, on arrays of the same values and order, as PWWSAttacker.
-    res = prob(saliency)
-    salience = res[-1] - res[:-1]
-    softmax = np.exp(salience - salience.max())
-    softmax = softmax / softmax.sum()
-    prob_orig = res[-1]
-    best, scores = [], []
-    for i in attackable:
-        if i not in swaps:
-            best.append(words[i])
-            scores.append(softmax[i] * 0)
-            continue
-        # Screened out substitutes score above the leaders in any precision: the first minimum
-        # over the leaders (kept in their order) is the first minimum over all.
-        group = leaders[i]
-        res = prob(group)
-        best.append(substitutes[i][swaps[i].index(group[res.argmin()])])
-        scores.append(softmax[i] * (prob_orig - res.min()))
-    return best, scores
+    def look(self, sentences: list[str]) -> None:
+        """Make sure every sentence has a row (float32 with a screen, else float64)."""
+        missing = [s for s in dict.fromkeys(sentences) if s not in self.exact and s not in self.rough]
+        if not missing:
+            return
+        if self.screen is None:
+            self.exact.update(zip(missing, self.victim.get_prob(missing)))
+            self.version += 1
+        else:
+            self.rough.update(zip(missing, self.screen.victim.get_prob(missing)))
 
+    def refine(self, sentences: list[str]) -> None:
+        """Run in float64 the sentences that are not yet, auditing their float32 intervals."""
+        missing = [s for s in dict.fromkeys(sentences) if s not in self.exact]
+        if not missing:
+            return
+        for sentence, row in zip(missing, self.victim.get_prob(missing)):
+            if sentence in self.rough:
+                self.screen.audit(self.rough[sentence], row)
+            self.exact[sentence] = row
+        self.version += 1
 
-def _target_probs(victim: Victim, sentences: list[str], target: int):
-    """Query the distinct sentences once; return ``lookup(list) -> probabilities of target``."""
-    distinct = list(dict.fromkeys(sentences))
-    row = {sentence: i for i, sentence in enumerate(distinct)}
-    column = victim.get_prob(distinct)[:, target]
-    return lambda group: column[[row[s] for s in group]]
+    def is_exact(self, sentence: str) -> bool:
+        return sentence in self.exact
 
+    def bounds(self, sentence: str, cls: int | None = None) -> tuple[float, float]:
+        cls = self.target if cls is None else cls
+        if sentence in self.exact:
+            value = float(self.exact[sentence][cls])
+            return value, value
+        return self.screen.bounds(self.rough[sentence], cls)
 
-def _screen(screen: Victim, swaps: dict[int, list[str]], target: int) -> dict[int, list[str]]:
-    """Per position, the substitute sentences that could be its best (lowest target probability).
-
-    A sentence stays when its float32 probability, lowered by its error bound, is at most the
-    float32 minimum raised by the minimum's bound; the first-order bound on a probability p when
-    every logit moves by up to e is 2 p (1 - p) e, doubled here for the float32 softmax input.
-    """
-    prob = _target_probs(screen, [s for group in swaps.values() for s in group], target)
-    leaders = {}
-    for i, group in swaps.items():
-        res = prob(group)
-        bound = 4 * res * (1 - res) * LOGIT_ERROR + PROB_FLOOR
-        k = res.argmin()
-        leaders[i] = [s for s, low in zip(group, res - bound) if low <= res[k] + bound[k]]
-    return leaders
+    def flipped(self, sentence: str) -> bool | None:
+        """Whether the prediction (first argmax) is not the target; None when not certain."""
+        if sentence in self.exact:
+            return bool(self.exact[sentence].argmax() != self.target)
+        y = self.target
+        low_y, high_y = self.bounds(sentence, y)
+        certain_fail = True
+        for c in range(len(self.rough[sentence])):
+            if c == y:
+                continue
+            low, high = self.bounds(sentence, c)
+            if low > high_y or (c < y and low >= high_y):
+                return True
+            if not (high < low_y or (c > y and high <= low_y)):
+                certain_fail = False
+        return False if certain_fail else None
 
 
-def _greedy_sentences(
-    attacker: PWWSAttacker, words: list[str], positions: list[int], best: list[str], scores: list
-) -> list[str]:
-    """The texts PWWS's greedy phase checks, in order: each adds one more replacement.
+class _Search:
+    """One attack's steps 2-3 on certified numbers (module docstring)."""
 
-    OpenAttack sorts every position and skips filter words while replacing; sorting only the
-    others gives them the same relative order (``sorted`` is stable).
-    """
-    order = sorted(zip(positions, best, scores), key=lambda entry: -entry[2])
-    current = list(words)
-    steps = []
-    for position, word, _ in order:
-        current[position] = word
-        steps.append(attacker.tokenizer.detokenize(current))
-    return steps
+    def __init__(self, attacker, victim, screen, words, substitutes, attackable, target, lazy) -> None:
+        self.detokenize = attacker.tokenizer.detokenize
+        unk = attacker.token_unk
+        self.words = words
+        self.probs = _Probs(victim, screen, target)
+        self.saliency = [self.detokenize(words[:i] + [unk] + words[i + 1 :]) for i in range(len(words))]
+        self.original = self.detokenize(words)
+        self.positions = np.array(attackable, dtype=int)
+        self.substitutes = substitutes
+        self.swaps = {i: [self.detokenize(words[:i] + [s] + words[i + 1 :]) for s in substitutes[i]]
+                      for i in attackable if substitutes[i]}
+        self.best: dict[int, int] = {}  # position -> index of its best substitute
+        self.lazy = lazy
+        self._cache: tuple | None = None
 
+    # -- scoring (step 2) ------------------------------------------------------------------------
 
-def _first_success(victim: Victim, steps: list[str], target: int) -> int | None:
-    """Index of the first text not predicted as ``target``, checked in growing chunks."""
-    start, size = 0, FIRST_CHUNK
-    while start < len(steps):
-        hits = np.flatnonzero(victim.get_pred(steps[start : start + size]) != target)
-        if hits.size:
-            return start + int(hits[0])
-        start, size = start + size, 2 * size
-    return None
+    def _score(self, positions: list[int]) -> None:
+        """Best substitute of each position: certified from intervals, float64 where they overlap."""
+        self.probs.look([s for i in positions for s in self.swaps[i]])
+        contested = {}
+        for i in positions:
+            bounds = [self.probs.bounds(s) for s in self.swaps[i]]
+            lowest_high = min(high for _, high in bounds)
+            leaders = [k for k, (low, _) in enumerate(bounds) if low <= lowest_high]
+            if len(leaders) == 1:
+                self.best[i] = leaders[0]
+            else:
+                contested[i] = leaders
+        if contested:
+            self.probs.refine([self.swaps[i][k] for i, leaders in contested.items() for k in leaders])
+            for i, leaders in contested.items():
+                values = np.array([self.probs.exact[self.swaps[i][k]][self.probs.target] for k in leaders])
+                self.best[i] = leaders[int(values.argmin())]  # first minimum, in substitute order
+
+    def _best_sentence(self, i: int) -> str:
+        return self.swaps[i][self.best[i]]
+
+    def _round(self, positions: list[int]) -> list[int]:
+        """The positions to score next among unscored ``positions``: the largest upper bounds
+        first, until SCORE_CHUNK sentences (at least one position)."""
+        _, high, _ = self._bounds()
+        index = {int(i): k for k, i in enumerate(self.positions)}
+        chosen, size = [], 0
+        for i in sorted(positions, key=lambda i: (-high[index[i]], i)):
+            if size >= SCORE_CHUNK:
+                break
+            chosen.append(i)
+            size += len(self.swaps[i])
+        return chosen
+
+    # -- the greedy order (step 3) ---------------------------------------------------------------
+
+    def _bounds(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per attackable position: bounds of K_i (widened by ROUNDING), and OpenAttack's H_i where
+        it is known exactly (NaN elsewhere)."""
+        key = (self.probs.version, len(self.probs.rough), len(self.best))
+        if self._cache is not None and self._cache[0] == key:
+            return self._cache[1]
+        probs, count = self.probs, len(self.positions)
+        sal = np.array([probs.bounds(self.saliency[i]) for i in self.positions]).reshape(count, 2)
+        orig_low, orig_high = probs.bounds(self.original)
+        e_low, e_high = np.exp(-sal[:, 1]), np.exp(-sal[:, 0])
+        m_low, m_high, scored, no_swap = np.zeros(count), np.ones(count), np.zeros(count, bool), np.zeros(count, bool)
+        for k, i in enumerate(self.positions):
+            if i not in self.swaps:
+                no_swap[k] = True
+            elif i in self.best:
+                m_low[k], m_high[k] = probs.bounds(self._best_sentence(i))
+                scored[k] = True
+        d_low, d_high = orig_low - m_high, orig_high - m_low
+        low = np.where(d_low >= 0, e_low * d_low, e_high * d_low)
+        high = np.where(d_high >= 0, e_high * d_high, e_low * d_high)
+        low, high = low - np.abs(low) * ROUNDING, high + np.abs(high) * ROUNDING
+        low[no_swap], high[no_swap] = 0.0, 0.0
+        exact = np.full(count, np.nan)
+        exact[no_swap] = 0.0  # softmax(S)_i x 0, whatever softmax(S)
+        if all(probs.is_exact(s) for s in self.saliency) and probs.is_exact(self.original):
+            # Same numpy operations, on arrays of the same values and order, as PWWSAttacker.
+            res = np.array([probs.exact[s][probs.target] for s in self.saliency + [self.original]])
+            salience = res[-1] - res[:-1]
+            softmax = np.exp(salience - salience.max())
+            softmax = softmax / softmax.sum()
+            prob_orig = res[-1]
+            for k, i in enumerate(self.positions):
+                if scored[k] and probs.is_exact(self._best_sentence(i)):
+                    exact[k] = softmax[i] * (prob_orig - probs.exact[self._best_sentence(i)][probs.target])
+        result = (low, high, exact)
+        self._cache = (key, result)
+        return result
+
+    def _blockers(self, c: int, remaining: np.ndarray) -> np.ndarray:
+        """Indices of remaining positions that ``c`` does not certainly precede."""
+        low, high, exact = self._bounds()
+        both = ~np.isnan(exact[c]) & ~np.isnan(exact)
+        by_exact = (exact[c] > exact) | ((exact[c] == exact) & (c < np.arange(len(exact))))
+        by_bounds = (low[c] > high) | ((low[c] >= high) & (c < np.arange(len(low))))
+        precedes = np.where(both, by_exact, by_bounds)
+        return np.flatnonzero(remaining & ~precedes & (np.arange(len(low)) != c))
+
+    def _next(self, remaining: np.ndarray) -> int:
+        """Index (into the attackable positions) of the first remaining position of the greedy order."""
+        local_done: set = set()
+        while True:
+            low, _, _ = self._bounds()
+            c = int(np.flatnonzero(remaining)[np.argmax(low[remaining])])  # first maximum: lowest index
+            blockers = self._blockers(c, remaining)
+            if not len(blockers):
+                return c
+            group = [c] + [int(b) for b in blockers]
+            positions = [int(self.positions[k]) for k in group]
+            unscored = [i for i in positions if i in self.swaps and i not in self.best]
+            if unscored:
+                self._score(unscored)  # capping this round saves no sentences, costs batches
+                continue
+            _, _, exact = self._bounds()
+            if np.isnan(exact[group]).any():
+                sentences = [self._best_sentence(i) for i in positions if i in self.swaps]
+                if frozenset(group) not in local_done:
+                    local_done.add(frozenset(group))
+                    self.probs.refine([self.saliency[i] for i in positions] + [self.original] + sentences)
+                else:
+                    self.probs.refine(self.saliency + [self.original] + sentences)
+                continue
+            # Every position involved has OpenAttack's own H: the first of them by the stable sort
+            # precedes c, which precedes every other remaining position.
+            return min(group, key=lambda k: (-exact[k], k))
+
+    def _first_success(self, texts: list[str]) -> int | None:
+        """Index of the first text not predicted as the target, certified or checked in float64."""
+        self.probs.look(texts)
+        verdicts = [self.probs.flipped(t) for t in texts]
+        first = next((k for k, v in enumerate(verdicts) if v is True), len(texts))
+        unsure = [t for t, v in zip(texts[:first], verdicts) if v is None]
+        if unsure:
+            self.probs.refine(unsure)
+            verdicts = [self.probs.flipped(t) for t in texts[: first + 1]]
+        return next((k for k, v in enumerate(verdicts) if v), None)
+
+    def run(self, allowed: int) -> tuple[int, str] | None:
+        """(greedy step, text) of the first success within ``allowed`` steps, or None."""
+        if allowed <= 0:
+            return None
+        if self.lazy:
+            self.probs.look(self.saliency + [self.original])
+            first = self._round([i for i in self.swaps if i not in self.best])
+            if first:
+                self._score(first)
+        else:
+            self.probs.look(self.saliency + [self.original] + [s for group in self.swaps.values() for s in group])
+            self._score(list(self.swaps))
+        remaining = np.ones(len(self.positions), bool)
+        current = list(self.words)
+        step, size = 0, FIRST_CHUNK
+        while step < allowed:
+            texts = []
+            for _ in range(min(size, allowed - step)):
+                k = self._next(remaining)
+                remaining[k] = False
+                i = int(self.positions[k])
+                current[i] = self.substitutes[i][self.best[i]] if i in self.swaps else self.words[i]
+                texts.append(self.detokenize(current))
+            hit = self._first_success(texts)
+            if hit is not None:
+                return step + hit, texts[hit]
+            step, size = step + len(texts), 2 * size
+        return None
 
 
 def _result(
-    sentence: str, adversarial: str | None, target: int, queries: int, words: list[str], started: float
+    sentence: str, adversarial: str | None, target: int, queries: int, words: list[str], started: float,
+    forward_passes: int | None = None,
 ) -> AttackResult:
     # The default tokenizer detokenizes with " ".join, and neither its tokens nor WordNet's
     # substitutes hold spaces: the adversarial text splits back into aligned words.
@@ -331,4 +633,5 @@ def _result(
         modified_words=modified,
         words=len(words),
         seconds=time.perf_counter() - started,
+        forward_passes=forward_passes,
     )

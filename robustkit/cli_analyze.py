@@ -9,6 +9,7 @@ if TYPE_CHECKING:  # annotations only: --help must not import pandas
     import pandas as pd
 
 from robustkit.attacks import ATTACKS
+from robustkit.errors import RobustkitError
 
 
 def _store_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,7 +20,8 @@ def _store_arguments(parser: argparse.ArgumentParser) -> None:
 def _attack_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n", type=int, default=200, help="test examples attacked per run (the same sample for every run); default: 200")
     parser.add_argument("--seed", type=int, default=0, help="seed of the example sample; default: 0")
-    parser.add_argument("--engine", choices=["fast", "openattack"], default="fast", help="fast: robustkit's batched PWWS with float32 screening (identical outputs); openattack: OpenAttack's own PWWSAttacker; default: fast")
+    parser.add_argument("--engine", choices=["fast", "openattack"], default="fast", help="fast: robustkit's PWWS, float32 decisions certified against float64 (identical outputs); openattack: OpenAttack's own PWWSAttacker; default: fast")
+    parser.add_argument("--threads", type=int, help="torch CPU threads; default: torch's (OMP_NUM_THREADS, else all cores)")
 
 
 def _landscape_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,6 +58,12 @@ def _write_or_print(frame: pd.DataFrame, output: str | None, shown: pd.DataFrame
 def _analyze_attack(args) -> int:
     from robustkit.analysis import attack
 
+    if args.threads is not None:
+        if args.threads < 1:
+            raise RobustkitError(f"--threads must be at least 1, got {args.threads}")
+        import torch
+
+        torch.set_num_threads(args.threads)
     examples = attack.run(args.store, args.select, n=args.n, seed=args.seed, attacker=args.attacker,
                           engine=args.engine, query_budget=args.query_budget, checkpoint=args.checkpoint)
     print(attack.summarize(examples).drop(columns=["model", "lr", "adapter_size"]).to_string(index=False))

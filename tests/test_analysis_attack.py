@@ -257,3 +257,33 @@ def test_the_attacks_recipe_reuses_figure_5s_runs():
         assert params["attackers"] == ["pwws", "deepwordbug"]
         assert params["n"] == pwws_only.figure_params(scale)["n"]  # PWWS results come from fig 5's cache
     assert not both.claims  # Han et al. ran PWWS only: nothing of theirs to check about DeepWordBug
+
+
+def test_threads_option_of_the_attack_and_train_commands(monkeypatch):
+    """--threads sets torch's CPU threads before the work starts (before: OMP_NUM_THREADS only)."""
+    import torch
+
+    from robustkit import cli, sweep
+
+    class Started(Exception):
+        pass
+
+    seen = []
+
+    def record(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        raise Started
+
+    threads = torch.get_num_threads()
+    try:
+        monkeypatch.setattr(attack, "run", record)
+        with pytest.raises(Started):
+            cli.main(["analyze", "attack", "store", "--threads", "1"])
+        monkeypatch.setattr(sweep, "run_sweep", record)
+        with pytest.raises(Started):
+            cli.main(["train", "--store", "store", "--model", "bert-tiny", "--threads", "2"])
+    finally:
+        torch.set_num_threads(threads)
+    assert seen == [1, 2]
+    assert cli.main(["analyze", "attack", "store", "--threads", "0"]) == 2
+    assert cli.main(["train", "--store", "store", "--threads", "2", "--jobs", "2"]) == 2  # workers split the cores

@@ -69,9 +69,23 @@ def _specs_from_args(args) -> list:
     return [RunSpec(seed=seed, tsp_step=step, **fields).resolved() for seed in args.seed for step in args.tsp_steps]
 
 
+def _set_threads(threads: int | None, jobs: int = 1) -> None:
+    """torch's CPU threads for work done in this process (None: torch's default, OMP_NUM_THREADS or all cores)."""
+    if threads is None:
+        return
+    if threads < 1:
+        raise RobustkitError(f"--threads must be at least 1, got {threads}")
+    if jobs > 1:
+        raise RobustkitError("--threads is for runs trained in this process (--jobs 1); with --jobs N each worker takes cores // N threads")
+    import torch
+
+    torch.set_num_threads(threads)
+
+
 def _cmd_train(args) -> int:
     from robustkit.sweep import run_sweep
 
+    _set_threads(args.threads, args.jobs)
     return _report(run_sweep(_specs_from_args(args), args.store, jobs=args.jobs, device=args.device), args.store)
 
 
@@ -302,6 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_arguments(train)
     train.add_argument("--store", required=True, help="run store folder (created if missing)")
     train.add_argument("--jobs", type=int, default=1, help="runs trained at once (worker processes); default: 1")
+    train.add_argument("--threads", type=int, help="torch CPU threads of the run(s) trained with --jobs 1; default: torch's (OMP_NUM_THREADS, else all cores)")
     _add_device(train)
     train.set_defaults(func=_cmd_train)
 

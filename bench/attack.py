@@ -1,137 +1,231 @@
-"""PWWS speed: the fast engine vs OpenAttack's PWWSAttacker, same victim, same inputs, one run.
+"""PWWS speed: robustkit's fast engine vs OpenAttack as its users run it, same victims, same inputs, one run.
 
-Attacks the first ``--n`` rt test sentences (target: the victim's prediction) with four set-ups,
-interleaved example by example (so load changes on a shared machine hit all alike), each
-starting from an empty memo:
+For each victim (default: the demo store's polarity minilm-l6 runs, one full fine-tuning and one
+houlsby adapter run; ``--run`` picks others, no run gives random-head models), the first ``--n``
+test sentences of the victim's task are attacked by every set-up below, interleaved example by
+example (load changes on a shared machine hit all alike), each example starting from empty memos:
 
-- ``openattack``: OpenAttack's PWWSAttacker on the victim as the issue asks it to be wrapped
-  (no gradients, float64, dynamic padding) without a memo: the baseline;
-- ``openattack+memo``: the same with robustkit's memo, which spares it the repeated sentences;
-- ``fast-float64``: robustkit's batched, deduplicated engine on the float64 victim;
-- ``fast``: the same with certified float32 screening (the default of ``analyze attack``).
+- ``readme``: OpenAttack as its README runs it: ``TransformersClassifier`` on the run's float32
+  model (its own batches of 8, a backward pass per batch for the gradients PWWS never uses),
+  ``AttackEval(PWWSAttacker(), victim).ieval`` (which adds the target prediction and a re-check
+  of the adversarial text; ``ieval`` leaves out ``eval(visualize=True)``'s extra display query).
+  Its ``max_length`` is the run's, as in training. On an adapter run the word embeddings are
+  frozen and its gradient hook fails on every sentence; ``AttackEval`` logs that and reports an
+  attack success rate of 0.0. The bench shows this on one sentence, then makes the embeddings
+  grad-capable (``requires_grad_(True)``: outputs unchanged) to time it;
+- ``openattack``: ``--engine openattack``: OpenAttack's ``PWWSAttacker`` on robustkit's victim
+  (float64, no gradients, memoized, length-sorted batches);
+- ``fast``: ``--engine fast`` (the default of ``analyze attack``): certified float32 decisions
+  with lazy evaluation of positions (see ``robustkit/attacks/pwws.py``);
+- ``fast-eager`` and ``fast-float64`` (unless ``--quick``): the fast engine without lazy
+  evaluation, and without the float32 twin (every number float64).
 
-Prints seconds per example and the ratios against the baseline (target: >= 5x), sentences run
-and forward passes per example, the float32 / float64 split of the fast engine, and the largest
-float32-vs-float64 logit difference seen (screening assumes <= robustkit's LOGIT_ERROR); asserts
-that the adversarial texts, success decisions and query counts of all four are identical.
+The robustkit set-ups' time includes the float64 prediction that picks the target, as the analysis
+makes it. Printed per victim: seconds per example and the fast engine's speed-up over each
+set-up (target: >= 5x the README route), PWWS queries per example (as PWWSAttacker counts them;
+the README route's count less AttackEval's target prediction and re-check), sentences really run
+through a model and forward batches per example, the float32 bound (``D``, the largest error
+audited), and the identity checks: each set-up's adversarial text, success, PWWS queries and
+modified words against the fast engine's (and the README route's target, from float32).
 
-    .venv/bin/python bench/attack.py [--run runs/demo/<run>] [--model minilm-l6] [--method houlsby] [--n 50] [--threads 1]
+    NLTK_DATA=../shared/nltk_data .venv/bin/python bench/attack.py [--run RUN ...] [--n 20] [--threads 2] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import math
+import os
 import time
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
-from robustkit.attacks.base import AttackResult
+from robustkit.attacks.base import AttackResult, Example
 from robustkit.attacks.offline import configure_openattack
-from robustkit.attacks.pwws import LOGIT_ERROR, attack_fast, attack_openattack, pwws_attacker
+from robustkit.attacks.pwws import PWWS, attack_openattack, pwws_attacker
 from robustkit.attacks.victim import Victim
-from robustkit.run_model import build_classifier, load_run_model
 from robustkit.models import load_tokenizer
+from robustkit.run_model import build_classifier, load_run_model
 from robustkit.spec import RunSpec
 from robustkit.store import read_manifest
 from robustkit.tasks import load_splits
 
+DEMO_RUNS = ("runs/demo/polarity-full-minilm-l6-s0-tsp0-09731d8b", "runs/demo/polarity-houlsby-minilm-l6-s0-tsp0-fbb08406")
+FIELDS = ("adversarial", "success", "queries", "modified_words")
+
 
 @dataclass
 class Tally:
-    """What one engine cost over all examples."""
+    """What one set-up cost over all examples."""
 
     seconds: float = 0.0
-    forwards: int = 0
+    sentences: int = 0
     batches: int = 0
-    screened: int = 0
     results: list[AttackResult] = field(default_factory=list)
 
 
-def run_engine(engine, victims: list[Victim], sentence: str, target: int, tally: Tally) -> None:
-    for victim in victims:
-        victim.clear_cache()
-        victim.reset_counters()
-    started = time.perf_counter()
-    tally.results.append(engine(sentence, target))
-    tally.seconds += time.perf_counter() - started
-    tally.forwards += sum(v.forwards for v in victims)
-    tally.batches += sum(v.batches for v in victims)
-    tally.screened += sum(v.forwards for v in victims[1:])
+class ReadmeRoute:
+    """OpenAttack's README set-up on a float32 model, attacked one example at a time through AttackEval."""
+
+    def __init__(self, model, tokenizer, max_length: int) -> None:
+        import OpenAttack
+
+        self.model = model.eval()
+        self.classifier = OpenAttack.classifiers.TransformersClassifier(
+            model, tokenizer, model.get_input_embeddings(), max_length=max_length)
+        self.eval = OpenAttack.AttackEval(pwws_attacker(), self.classifier)
+        self.sentences = self.batches = 0
+        predict = self.classifier.predict
+
+        def counted(sen_list, labels=None):  # every sentence it is asked for runs: it has no memo
+            self.sentences += len(sen_list)
+            self.batches += math.ceil(len(sen_list) / self.classifier.batch_size)
+            return predict(sen_list, labels)
+
+        self.classifier.predict = counted
+
+    def attack(self, sentence: str, label: int) -> AttackResult:
+        started = time.perf_counter()
+        (record,) = list(self.eval.ieval([{"x": sentence, "y": label}]))
+        seconds = time.perf_counter() - started
+        adversarial = record["result"]
+        # AttackEval counts the target prediction, and the re-check of a success.
+        queries = int(record["metrics"]["Victim Model Queries"]) - 1 - (adversarial is not None)
+        words = pwws_attacker().tokenizer.tokenize(sentence.lower(), pos_tagging=False)
+        modified = 0 if adversarial is None else sum(a != b for a, b in zip(words, adversarial.split(" ")))
+        target = int(self.classifier.get_pred([sentence])[0])
+        return AttackResult(sentence, adversarial, adversarial is not None, target, queries, modified, len(words), seconds)
 
 
-def load_victim(args) -> tuple[Victim, str]:
-    """The victim model: a stored run's best checkpoint, or a fresh model with a random head."""
-    if args.run:
-        spec = read_manifest(Path(args.run))["spec"]
-        model, name = load_run_model(Path(args.run), "best"), f"{Path(args.run).name} (best checkpoint)"
-        return Victim(model, load_tokenizer(spec["model"]), max_length=spec["max_length"] or 128), name
-    model, _, _ = build_classifier(RunSpec(model=args.model, task="rt", method=args.method), num_labels=2)
-    return Victim(model, load_tokenizer(args.model)), f"{args.model} / {args.method} (random head)"
+def readme_on_frozen_embeddings(model, tokenizer, max_length: int, sentence: str, label: int) -> str:
+    """What the README route does on an adapter run as it is: the error AttackEval swallows, and its summary."""
+    import OpenAttack
+
+    messages = []
+
+    class Catch(logging.Handler):
+        def emit(self, record):
+            messages.append(str(record.exc_info[1]) if record.exc_info else record.getMessage())
+
+    logger = logging.getLogger("OpenAttack.AttackEval")
+    handler, propagate = Catch(), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        classifier = OpenAttack.classifiers.TransformersClassifier(
+            model.eval(), tokenizer, model.get_input_embeddings(), max_length=max_length)
+        summary = OpenAttack.AttackEval(pwws_attacker(), classifier).eval([{"x": sentence, "y": label}])
+        classifier.hook.remove()
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+    return f"attack success rate {summary['Attack Success Rate']}, error swallowed: {messages[0] if messages else 'none'}"
 
 
-def largest_logit_error(victim: Victim, screen: Victim, sentences: list[str]) -> float:
-    """max |float32 logit - float64 logit| over ``sentences``, each run in its own batch of the lot."""
-    encoded = victim.tokenizer(sentences, padding=True, truncation=True, max_length=victim.max_length, return_tensors="pt")
-    with torch.inference_mode():
-        exact = victim.model(**encoded).logits
-        screened = screen.model(**encoded).logits.to(torch.float64)
-    return float((exact - screened).abs().max())
+def load_victim(run: str | None, model_name: str, method: str):
+    """(float32 model, tokenizer, max_length, task, name): a stored run's best checkpoint, or a random head."""
+    if run:
+        spec = read_manifest(Path(run))["spec"]
+        return (load_run_model(Path(run), "best"), load_tokenizer(spec["model"]), spec["max_length"] or 128,
+                spec["task"], f"{Path(run).name} (best checkpoint)")
+    model, _, _ = build_classifier(RunSpec(model=model_name, task="rt", method=method), num_labels=2)
+    return model, load_tokenizer(model_name), 128, "rt", f"{model_name} / {method} (random head)"
+
+
+def bench_victim(model, tokenizer, max_length: int, task: str, name: str, args) -> bool:
+    data = load_splits(task)["test"]
+    sentences, labels = data["sentence"][: args.n], [int(y) for y in data["label"][: args.n]]
+    victim = Victim(model, tokenizer, max_length=max_length)  # float64 copy; `model` stays float32
+    frozen = not model.get_input_embeddings().weight.requires_grad
+    print(f"\n== {name}: {len(sentences)} {task} test sentences, {torch.get_num_threads()} thread(s)")
+    if frozen:
+        print("readme route as is (frozen word embeddings), first sentence: "
+              + readme_on_frozen_embeddings(model, tokenizer, max_length, sentences[0], labels[0]))
+        model.get_input_embeddings().weight.requires_grad_(True)
+        print("readme route below: word embeddings made grad-capable (requires_grad_(True); the forward pass is unchanged)")
+    readme = ReadmeRoute(model, tokenizer, max_length)
+    engines = {"fast": PWWS("fast")}
+    if not args.quick:
+        engines |= {"fast-eager": PWWS("fast", lazy=False), "fast-float64": PWWS("fast", certify=False)}
+    engines["openattack"] = PWWS("openattack")
+    tallies = {key: Tally() for key in ["readme", *engines]}
+
+    for index, (sentence, label) in enumerate(zip(sentences, labels)):
+        for key, tally in tallies.items():
+            if key == "readme":
+                before = readme.sentences, readme.batches
+                result = readme.attack(sentence, label)
+                tally.sentences += readme.sentences - before[0]
+                tally.batches += readme.batches - before[1]
+            else:
+                pwws = engines[key]
+                models = [victim] + [s.victim for s in pwws._screens.values()]
+                for m in models:
+                    m.clear_cache()
+                before = sum(m.forwards for m in models), sum(m.batches for m in models)
+                started = time.perf_counter()
+                target = int(victim.get_pred([sentence])[0])
+                result = pwws.attack(victim, Example(sentence, target, index))
+                result.seconds = time.perf_counter() - started
+                models = [victim] + [s.victim for s in pwws._screens.values()]  # the twin is made on the first example
+                tally.sentences += sum(m.forwards for m in models) - before[0]
+                tally.batches += sum(m.batches for m in models) - before[1]
+            tally.seconds += result.seconds
+            tally.results.append(result)
+
+    n = len(sentences)
+    fast = tallies["fast"]
+    print(f"success rate {sum(r.success for r in fast.results) / n:.2f}, "
+          f"{sum(r.words for r in fast.results) / n:.1f} words per sentence")
+    print(f"{'set-up':>13}  {'s/example':>9}  {'fast is':>8}  {'PWWS queries':>12}  {'sentences run':>13}  {'forward batches':>15}")
+    for key, tally in tallies.items():
+        print(f"{key:>13}  {tally.seconds / n:9.3f}  {tally.seconds / fast.seconds:7.2f}x  "
+              f"{sum(r.queries for r in tally.results) / n:12.1f}  {tally.sentences / n:13.1f}  {tally.batches / n:15.1f}")
+    screen = next(iter(engines["fast"]._screens.values()))
+    print(f"fast engine's float32 bound: D = {screen.margin_error:.1e} on log-odds; largest error measured or audited "
+          f"{screen.largest_error:.1e} over {screen.audited} sentences run in both precisions")
+    print(f"fast engine {tallies['readme'].seconds / fast.seconds:.2f}x the README route (target >= 5x), "
+          f"{tallies['openattack'].seconds / fast.seconds:.2f}x --engine openattack")
+    identical = True
+    for key, tally in tallies.items():
+        if key == "fast":
+            continue
+        same = [all(getattr(r, f) == getattr(q, f) for f in FIELDS) for r, q in zip(fast.results, tally.results)]
+        extra = ""
+        if key == "readme":
+            targets = sum(r.target == q.target for r, q in zip(fast.results, tally.results))
+            extra = f" (targets: float32 prediction = float64 prediction on {targets}/{n})"
+        print(f"identical to fast ({', '.join(FIELDS)}): {key} {sum(same)}/{n}{extra}")
+        for result, ok in zip(tally.results, same):
+            if not ok:
+                print(f"   differs: {result.original!r}")
+        identical &= all(same) or key == "readme"  # the README route decides in float32: reported, not required
+    return identical
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--run", help="a stored run folder whose best checkpoint is the victim (default: a random-head model)")
-    parser.add_argument("--model", default="minilm-l6", help="embedded model without --run (default: minilm-l6)")
-    parser.add_argument("--method", default="houlsby", help="tuning method of the victim without --run (default: houlsby)")
-    parser.add_argument("--n", type=int, default=50, help="rt test sentences attacked (default: 50)")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default: 1)")
+    parser.add_argument("--run", action="append", help="a stored run folder whose best checkpoint is a victim (repeatable; "
+                        "default: the demo store's polarity minilm-l6 full and houlsby runs where present)")
+    parser.add_argument("--model", default="minilm-l6", help="embedded model of random-head victims (no run found)")
+    parser.add_argument("--n", type=int, default=20, help="test sentences attacked per victim (default: 20)")
+    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (default: 2)")
+    parser.add_argument("--quick", action="store_true", help="leave out the fast-eager and fast-float64 variants")
     parser.add_argument("--nltk-data", help="NLTK data tree for OpenAttack (default: $NLTK_DATA, else NLTK's folders)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     configure_openattack(args.nltk_data)
     pwws_attacker()  # load WordNet and the tagger before timing
-    victim, name = load_victim(args)
-    plain = Victim(victim.model, victim.tokenizer, victim.max_length, cache_size=0)
-    screen = victim.screening()
-    sentences = load_splits("rt")["test"]["sentence"][: args.n]
-    targets = [int(t) for t in victim.get_pred(sentences)]
-
-    setups = {
-        "openattack": (lambda s, t: attack_openattack(plain, s, t), [plain]),
-        "openattack+memo": (lambda s, t: attack_openattack(victim, s, t), [victim]),
-        "fast-float64": (lambda s, t: attack_fast(victim, s, t), [victim]),
-        "fast": (lambda s, t: attack_fast(victim, s, t, screen=screen), [victim, screen]),
-    }
-    tallies = {key: Tally() for key in setups}
-    for sentence, target in zip(sentences, targets):
-        for key, (engine, victims) in setups.items():
-            run_engine(engine, victims, sentence, target, tallies[key])
-
-    n = len(sentences)
-    fast = tallies["fast"].results
-    print(f"victim: {name}, float64, {torch.get_num_threads()} thread(s); "
-          f"{n} rt test sentences, {sum(r.words for r in fast) / n:.1f} words on average")
-    print(f"success rate {sum(r.success for r in fast) / n:.2f}, "
-          f"OpenAttack-equivalent queries per example {sum(r.queries for r in fast) / n:.1f}")
-    baseline = tallies["openattack"].seconds
-    for key, tally in tallies.items():
-        print(f"{key:>16}: {tally.seconds / n:.3f} s/example  {baseline / tally.seconds:5.2f}x   "
-              f"sentences run {tally.forwards / n:.1f}/example   forward passes {tally.batches / n:.1f}/example")
-    print(f"speed ratio openattack/fast: {baseline / tallies['fast'].seconds:.2f}x (target >= 5x); "
-          f"openattack+memo/fast: {tallies['openattack+memo'].seconds / tallies['fast'].seconds:.2f}x")
-    texts = [r.adversarial or r.original for r in fast]
-    screened = tallies["fast"].screened
-    print(f"fast: {screened / n:.1f} float32 + {(tallies['fast'].forwards - screened) / n:.1f} float64 sentences/example; "
-          f"largest float32 logit error on the {n} final texts: {largest_logit_error(victim, screen, texts):.2e} "
-          f"(screening assumes <= {LOGIT_ERROR:.0e})")
-    fields = ("adversarial", "success", "queries", "modified_words")
-    reference = tallies["openattack"].results
-    for key, tally in tallies.items():
-        same = sum(all(getattr(r, f) == getattr(q, f) for f in fields) for r, q in zip(reference, tally.results))
-        print(f"identical to openattack: {key} {same}/{n}")
-        assert same == n, f"{key}'s results differ from OpenAttack's"
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
+    runs = args.run or [run for run in DEMO_RUNS if Path(run).exists()]
+    victims = [load_victim(run, args.model, None) for run in runs] if runs else [
+        load_victim(None, args.model, method) for method in ("full", "houlsby")]
+    ok = all([bench_victim(*victim, args) for victim in victims])
+    print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    assert ok, "an engine's results differ from the fast engine's"
 
 
 if __name__ == "__main__":

@@ -90,11 +90,11 @@ def _cmd_train(args) -> int:
 
 
 def _cmd_sweep(args) -> int:
-    from robustkit.sweep import expand_grid, run_sweep, with_overrides
+    from robustkit.sweep import expand_grid, run_sweep, with_data_dir
 
     specs = expand_grid(args.grid)
     if args.data_dir:
-        specs = with_overrides(specs, data_dir=args.data_dir)
+        specs = with_data_dir(specs, args.data_dir)
     if args.status:
         from robustkit import slurm
 
@@ -125,10 +125,23 @@ def _slurm_options(args):
 
 
 def _cmd_runs(args) -> int:
-    from robustkit.report import runs_table
+    from robustkit.report import damaged_notes, runs_table
 
     print(runs_table(args.store, include_tsp=args.tsp).to_string(index=False))
+    for line in damaged_notes(args.store):
+        print(line, file=sys.stderr)
     return 0
+
+
+def _cmd_verify(args) -> int:
+    from robustkit.verify import summary, verify_store
+
+    table = verify_store(args.store, repair=args.repair)
+    for row in table[table.status != "ok"].itertuples():
+        print(f"{row.status.upper()} {row.run_id}" + (f": {row.problem}" if row.problem else ""))
+        print(f"    {row.advice}" + (f" ({row.moved_to})" if row.moved_to else ""))
+    print(f"{summary(table)}; {int(table['files'].sum())} checkpoint files hashed. Store: {args.store}")
+    return 1 if (table.status == "damaged").any() else 0
 
 
 def _cmd_stats(args) -> int:
@@ -241,14 +254,17 @@ def _cmd_demo(args) -> int:
 
 def _report(results, store) -> int:
     """Print the runs of ``results`` (the command's own, not the whole store), then failures and
-    counts; the exit status is 1 if a run failed or was not trained (locked: being trained by
-    another process)."""
+    counts; the exit status is 1 if a run failed or was not trained (damaged, or locked: being
+    trained by another process)."""
     from robustkit.report import failed_outcomes, runs_table
 
     print(runs_table(store, run_ids=list(results.run_id)).to_string(index=False))
     failed = results[results.status == "failed"]
     for _, row in failed.iterrows():
         print(f"FAILED {row.run_id}: {row.error}", file=sys.stderr)
+    damaged = results[results.status == "damaged"]
+    for _, row in damaged.iterrows():
+        print(f"DAMAGED {row.run_id} (not trained): {row.error}", file=sys.stderr)
     # not done either: exit non-zero, as a re-run that did nothing must not look finished
     locked = results[results.status == "locked"]
     for _, row in locked.iterrows():
@@ -258,8 +274,9 @@ def _report(results, store) -> int:
         print(line, file=sys.stderr)
     print(f"\n{len(results)} runs: {sum(results.status == 'complete')} trained, "
           f"{sum(results.status == 'skipped')} already complete, {sum(results.status == 'locked')} being trained "
-          f"by another process, {len(failed)} failed. Store: {store}")
-    return 1 if len(failed) or len(locked) else 0
+          f"by another process, {len(failed)} failed" + (f", {len(damaged)} damaged" if len(damaged) else "")
+          + f". Store: {store}")
+    return 1 if len(failed) or len(damaged) or len(locked) else 0
 
 
 def _add_stats_command(commands) -> None:
@@ -324,7 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("grid", help="grid file (TOML): [base] holds fixed run fields, [grid] lists axes")
     sweep.add_argument("--store", required=True, help="run store folder (created if missing)")
     sweep.add_argument("--jobs", type=int, default=1, help="runs trained at once (worker processes); default: 1")
-    sweep.add_argument("--data-dir", help="local folder of GLUE-format TSV files for every run of the grid")
+    sweep.add_argument("--data-dir", help="local folder of GLUE-format TSV files for every run of a GLUE task in the grid")
     _add_cluster_arguments(sweep)
     _add_device(sweep)
     sweep.set_defaults(func=_cmd_sweep)
@@ -333,6 +350,15 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("store", help="run store folder")
     runs.add_argument("--tsp", action="store_true", help="also list task-specific pretraining runs")
     runs.set_defaults(func=_cmd_runs)
+
+    verify = commands.add_parser(
+        "verify", help="re-hash every checkpoint of a store; list damaged runs and what to do",
+        description="Check every run folder of a store: its manifest's shape, and every checkpoint file against the "
+        "sha256 in the manifest (hashed, not loaded). Damaged runs (a missing or broken manifest, a missing, corrupt "
+        "or truncated checkpoint) are listed with what to do; the exit status is 1 if any is left.")
+    verify.add_argument("store", help="run store folder")
+    verify.add_argument("--repair", action="store_true", help="move each damaged run to <store>/.damaged/<run_id>-<time> (nothing is deleted), so that the next sweep trains it again")
+    verify.set_defaults(func=_cmd_verify)
 
     _add_stats_command(commands)
 
@@ -364,9 +390,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run a robustkit command line; the one place where errors meet the user: a
+    :class:`robustkit.errors.RobustkitError` (bad input, anywhere below) prints one line naming
+    it and gives exit status 2, as argparse does for a malformed command line."""
     argv = sys.argv[1:] if argv is None else argv
-    args = parse_args(argv)
     try:
+        args = parse_args(argv)
         return args.func(args)
     except RobustkitError as error:
         print(f"robustkit: error: {error}", file=sys.stderr)

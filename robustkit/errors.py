@@ -31,3 +31,24 @@ class RunLockedError(StoreError):
 
 class SweepError(RobustkitError):
     """A grid file that cannot be read or has unknown keys or bad values."""
+
+
+class DamagedRunError(StoreError):
+    """A run folder that cannot be trusted: a manifest that is missing (with checkpoints left),
+    unreadable or of the wrong shape, or checkpoint files that do not match it.
+
+    Attributes
+    ----------
+    run : str
+        The run folder's name.
+    problem : str
+        What is wrong, without the advice.
+    """
+
+    def __init__(self, run: str, problem: str, advice: str = ""):
+        self.run, self.problem = run, problem
+        super().__init__(f"run {run!r} is damaged: {problem}" + (f"; {advice}" if advice else ""))
+
+
+class DataChangedError(RobustkitError):
+    """A run asked to train or resume on data other than the data its id and manifest name."""

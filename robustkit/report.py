@@ -7,13 +7,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from robustkit.store import load_runs, read_manifest
+from robustkit.store import DAMAGED, load_runs, read_manifest
 
 SHOWN = ["run_id", "task", "method", "seed", "tsp_step", "lr", "train_size", "status", "trainable_params"]
 
 
 def runs_table(store: str | Path, include_tsp: bool = False, run_ids: Iterable[str] | None = None) -> pd.DataFrame:
     """One row per run: identity, status, trainable parameters and the main metric.
+
+    Damaged runs (:func:`robustkit.store.damage`) are rows of status ``damaged`` with no
+    settings; :func:`damaged_notes` says why.
 
     Parameters
     ----------
@@ -29,11 +32,15 @@ def runs_table(store: str | Path, include_tsp: bool = False, run_ids: Iterable[s
         validation and test splits at the best checkpoint (``best_val``, ``best_test``) and on
         test at the last one (``last_test``).
     """
-    runs = load_runs(store, include_tsp=include_tsp)
+    runs = load_runs(store, include_tsp=include_tsp, include_damaged=True)
     if run_ids is not None:
         order = {run_id: i for i, run_id in enumerate(run_ids)}
         runs = runs[runs.run_id.isin(list(order))].sort_values("run_id", key=lambda ids: ids.map(order)).reset_index(drop=True)
     table = runs.reindex(columns=SHOWN).copy()
+    for column in ("seed", "tsp_step", "train_size", "trainable_params"):  # integers, though a damaged row has none
+        values = pd.to_numeric(table[column], errors="coerce")
+        if values.notna().any() and values.dropna().mod(1).eq(0).all():
+            table[column] = values.astype("Int64")
     metric = runs.get("main_metric", pd.Series([None] * len(runs)))
     table["metric"] = metric.values
     for column, (checkpoint, split) in {"best_val": ("best", "validation"), "best_test": ("best", "test"), "last_test": ("last", "test")}.items():
@@ -42,6 +49,18 @@ def runs_table(store: str | Path, include_tsp: bool = False, run_ids: Iterable[s
             for m, (_, row) in zip(metric, runs.iterrows())
         ]
     return table
+
+
+def damaged_notes(store: str | Path) -> list[str]:
+    """One line per damaged run of the store: its problem, then what to do."""
+    runs = load_runs(store, include_tsp=True, include_damaged=True)
+    damaged = runs[runs["status"] == DAMAGED] if "problem" in runs else runs.iloc[:0]
+    lines = [f"DAMAGED {row.run_id}: {row.problem}" for row in damaged.itertuples()]
+    if lines:
+        lines.append(f"{len(lines)} damaged run(s) left out of every analysis: `robustkit verify {store}` checks every "
+                     f"checkpoint and says what to do; `robustkit verify {store} --repair` moves them aside so that "
+                     "the next sweep trains them again")
+    return lines
 
 
 def failed_outcomes(store: str | Path, run_ids: list[str]) -> list[str]:

@@ -77,7 +77,7 @@ def reproduce(
     distinct = {spec.run_id: spec for specs in needed.values() for spec in specs}
     results = run_sweep(list(distinct.values()), store, jobs=jobs, progress=progress, device=device,
                         executor=executor, slurm_options=slurm_options)
-    failed = set(results.loc[results.status == "failed", "run_id"])
+    failed = set(results.loc[results.status.isin(["failed", "damaged"]), "run_id"])  # damaged: not trained over
     rows, judged = [], []
     for recipe in tqdm(chosen, desc="figures", unit="figure", disable=not progress or train_only):
         run_ids = [spec.run_id for spec in needed[recipe.name]]

@@ -200,14 +200,15 @@ def queue_states() -> dict[str, str]:
 
 def status(specs: list[RunSpec], store: str | Path) -> pd.DataFrame:
     """State of each run of a sweep: ``done``, ``diverged`` (finished, its outcome a divergence),
-    ``running``, ``pending``, ``failed`` or ``not submitted``, from the store first, then ``squeue``.
+    ``running``, ``pending``, ``failed``, ``not submitted`` or ``damaged`` (a missing or broken
+    manifest: ``robustkit verify``), from the store first, then ``squeue``.
 
     Returns
     -------
     DataFrame
         ``run_id, job_id, state``.
     """
-    from robustkit.store import read_manifest
+    from robustkit.store import DAMAGED, damage, read_manifest
 
     store = Path(store)
     path = store / SLURM_DIR / JOBS_FILE
@@ -215,6 +216,9 @@ def status(specs: list[RunSpec], store: str | Path) -> pd.DataFrame:
     queue = queue_states()
     rows = []
     for spec in specs:
+        if damage(store / spec.run_id):
+            rows.append({"run_id": spec.run_id, "job_id": jobs.get(spec.run_id), "state": DAMAGED})
+            continue
         manifest_path = store / spec.run_id / "manifest.json"
         stored = read_manifest(store / spec.run_id).get("status") if manifest_path.exists() else None
         job_id = jobs.get(spec.run_id)

@@ -20,13 +20,16 @@ old or the new checkpoint, never a mix.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import io
 import json
 import os
+import re
+import secrets
 import shutil
-import tempfile
+import warnings
 from pathlib import Path
 from typing import Iterator
 
@@ -35,8 +38,8 @@ import torch
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
-from robustkit.errors import RunLockedError, StoreError
-from robustkit.spec import SPEC_DEFAULTS, SPEC_FIELDS, RunSpec
+from robustkit.errors import DamagedRunError, RunLockedError, StoreError
+from robustkit.spec import SPEC_DEFAULTS, SPEC_FIELDS, RunSpec, TspSpec
 
 MANIFEST = "manifest.json"
 HISTORY = "history.parquet"
@@ -51,6 +54,11 @@ MODEL_FILE = "model.safetensors"
 # analysed (a diverged run is counted as such, never averaged in as a result).
 COMPLETE, DIVERGED = "complete", "diverged"
 FINISHED = (COMPLETE, DIVERGED)
+STATUSES = ("running", "failed", COMPLETE, DIVERGED)
+# A run folder that cannot be trusted (robustkit.verify): shown with this status, never analysed.
+DAMAGED = "damaged"
+# Where `robustkit verify --repair` moves damaged runs (hidden, like .cache: not a run folder).
+DAMAGED_DIR = ".damaged"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -66,10 +74,26 @@ def sha256_file(path: Path) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
+def _create_temporary(path: Path) -> tuple[int, str]:
+    """A new empty file beside ``path`` (``.<name>.<random>``), open for writing.
+
+    Created as ``open()`` creates files, mode 0666 less the umask (and the folder's default
+    ACL), not 0600 as ``tempfile.mkstemp`` makes them: in a store shared by a lab group under a
+    group umask (0002, 0027) every member can read every run.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}"
+        try:
+            return os.open(tmp, flags, 0o666), str(tmp)
+        except FileExistsError:  # 2^32 names: another writer picked this one, pick again
+            continue
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    handle, tmp = _create_temporary(path)
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
@@ -117,17 +141,251 @@ def open_store(store: str | Path, create: bool = True) -> Path:
 def run_dirs(store: str | Path) -> list[Path]:
     """Every run folder (one holding a manifest) in the store, sorted by name."""
     root = open_store(store, create=False)
-    return sorted(p.parent for p in root.glob(f"*/{MANIFEST}"))
+    return sorted(p.parent for p in root.glob(f"*/{MANIFEST}") if not p.parent.name.startswith("."))
+
+
+# What a run folder holds besides its manifest: left without one, the folder is damaged.
+_RUN_FILES = (CHECKPOINTS, HISTORY, GRADNORMS)
+
+
+def run_folders(store: str | Path) -> list[Path]:
+    """Every folder of the store that holds a run or what is left of one (a manifest, or
+    checkpoints or logs without it), sorted by name. Hidden folders (``.cache``, ``.damaged``,
+    ``.slurm``) are not runs; a folder holding only a ``.lock`` (a run that never started) is
+    not either."""
+    root = open_store(store, create=False)
+    return sorted(
+        p for p in root.iterdir()
+        if p.is_dir() and not p.name.startswith(".") and any((p / n).exists() for n in (MANIFEST, *_RUN_FILES))
+    )
+
+
+def repair_hint(run_dir: Path) -> str:
+    """What to do about a damaged run (the advice of :class:`DamagedRunError`)."""
+    root = Path(run_dir).parent
+    return (f"`robustkit verify {root} --repair` moves it to {root / DAMAGED_DIR}/ and the next sweep "
+            "trains it again")
 
 
 def read_manifest(run_dir: Path) -> dict:
+    """The run's manifest, checked against the schema (:func:`manifest_problem`).
+
+    Raises
+    ------
+    StoreError
+        No manifest (no run there).
+    DamagedRunError
+        A manifest that cannot be read, is not JSON, or is of the wrong shape (the reason named).
+    """
     path = Path(run_dir) / MANIFEST
+    name = os.path.basename(os.path.abspath(run_dir))
     try:
-        return json.loads(path.read_text())
+        manifest = json.loads(path.read_bytes())
     except FileNotFoundError:
         raise StoreError(f"no run at {str(run_dir)!r}: {MANIFEST} is missing") from None
-    except json.JSONDecodeError as error:
-        raise StoreError(f"corrupt manifest {str(path)!r}: {error}") from None
+    except (OSError, ValueError) as error:  # a folder, unreadable; not JSON or not UTF-8
+        problem = (f"corrupt manifest: {MANIFEST} is not JSON ({error})" if isinstance(error, ValueError)
+                   else f"cannot read {MANIFEST}: {error.strerror or error}")
+        raise DamagedRunError(name, problem, repair_hint(run_dir)) from None
+    problem = manifest_problem(manifest, name)
+    if problem:
+        raise DamagedRunError(name, f"{MANIFEST}: {problem}", repair_hint(run_dir))
+    return manifest
+
+
+# ---------------------------------------------------------------------------------------------
+# the manifest schema
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_SPECS = {"finetune": RunSpec, "tsp": TspSpec}
+_JSON_TYPES = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,), "None": (type(None),)}
+
+
+def _field_types(spec_class) -> dict[str, tuple[type, ...] | None]:
+    """The JSON types each spec field may hold, from its annotation (None: not checked)."""
+    types = {}
+    for f in dataclasses.fields(spec_class):
+        names = [part.strip() for part in str(f.type).split("|")]
+        types[f.name] = (tuple(t for name in names for t in _JSON_TYPES[name])
+                         if all(name in _JSON_TYPES for name in names) else None)
+    return types
+
+
+_SPEC_TYPES = {kind: _field_types(spec_class) for kind, spec_class in _SPECS.items()}
+_SPEC_ANNOTATIONS = {kind: {f.name: str(f.type) for f in dataclasses.fields(c)} for kind, c in _SPECS.items()}
+
+
+def _is(value, types: tuple[type, ...]) -> bool:
+    """isinstance, with JSON's true/false not counting as numbers."""
+    return isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+
+
+def _nested(value, depth: int) -> bool:
+    """A dict of dicts ``depth`` levels deep (final: checkpoint -> split -> metric -> value)."""
+    return isinstance(value, dict) and (depth == 1 or all(_nested(v, depth - 1) for v in value.values()))
+
+
+# Optional top-level keys that the store's readers rely on: key -> (check, expected).
+_OPTIONAL = {
+    "status": (lambda v: v in STATUSES, f"one of {', '.join(STATUSES)}"),
+    "main_metric": (lambda v: v is None or isinstance(v, str), "a metric name"),
+    "trainable": (lambda v: isinstance(v, dict) and (v.get("count") is None or _is(v["count"], (int,))),
+                  "an object whose count is an integer"),
+    "splits": (lambda v: v is None or (isinstance(v, dict) and all(_is(n, (int,)) for n in v.values())),
+               "split -> number of examples"),
+    "final": (lambda v: _nested(v, 3), "checkpoint -> split -> metric -> value"),
+    "outcome": (lambda v: v is None or _nested(v, 2), "checkpoint -> split -> outcome"),
+    "data": (lambda v: isinstance(v, dict) and isinstance(v.get("fingerprint"), str), "an object with a fingerprint"),
+    "tsp_run": (lambda v: v is None or isinstance(v, str), "a run id"),
+    "error": (lambda v: v is None or isinstance(v, str), "a message"),
+}
+
+
+def manifest_problem(manifest, folder: str | None = None) -> str | None:
+    """What is wrong with a manifest's shape, or None: the schema every reader relies on.
+
+    Required: ``run_id`` (the folder's name when ``folder`` is given), ``kind`` (``finetune`` or
+    ``tsp``) and ``spec`` (an object of the kind's spec fields, each of its annotated type);
+    where present, ``status`` is a known status, ``checkpoints`` maps names to ``{"step": int,
+    "files": {file: sha256}}``, and the keys of :data:`_OPTIONAL` have their shapes. Other keys
+    are free (newer robustkit versions may add some).
+    """
+    if not isinstance(manifest, dict):
+        return f"a JSON {type(manifest).__name__} ({json.dumps(manifest)[:40]}), not an object"
+    for key in ("run_id", "kind", "spec"):
+        if key not in manifest:
+            return f"no {key!r}"
+    run_id, kind, spec = manifest["run_id"], manifest["kind"], manifest["spec"]
+    if not isinstance(run_id, str) or not run_id:
+        return f"run_id is {run_id!r}, not a run id"
+    if folder is not None and run_id != folder:
+        return f"run_id {run_id!r} is not the name of its folder {folder!r}"
+    if kind not in _SPECS:
+        return f"kind is {kind!r}, expected 'finetune' or 'tsp'"
+    if not isinstance(spec, dict):
+        return f"spec is {spec!r}, not an object of run settings"
+    types = _SPEC_TYPES[kind]
+    for name, value in spec.items():
+        if name not in types:
+            return f"spec has an unknown field {name!r}"
+        if types[name] is not None and not _is(value, types[name]):
+            return f"spec field {name!r} is {value!r}, expected {_SPEC_ANNOTATIONS[kind][name]}"
+    for key, (check, expected) in _OPTIONAL.items():
+        if key in manifest and not check(manifest[key]):
+            return f"{key} is {json.dumps(manifest[key], default=str)[:60]}, expected {expected}"
+    checkpoints = manifest.get("checkpoints", {})
+    if not isinstance(checkpoints, dict):
+        return f"checkpoints is {checkpoints!r}, not an object"
+    for name, entry in checkpoints.items():
+        if not (isinstance(entry, dict) and _is(entry.get("step"), (int,)) and isinstance(entry.get("files"), dict)
+                and entry["files"]):
+            return f"checkpoint {name!r} is {json.dumps(entry, default=str)[:60]}, expected {{step, files}}"
+        for file_name, digest in entry["files"].items():
+            if "/" in file_name or file_name in ("", ".", "..") or not (isinstance(digest, str) and _SHA256.fullmatch(digest)):
+                return f"checkpoint {name!r} lists file {file_name!r} with {digest!r}, not a sha256"
+    return None
+
+
+def inspect_run(run_dir: Path) -> tuple[dict | None, str | None]:
+    """A run folder's manifest, or why the folder is damaged, from the manifest alone (nothing
+    is hashed).
+
+    Damaged: a manifest that cannot be read or has the wrong shape, or none while checkpoints or
+    logs are left (training writes the manifest first: only a deleted one gives that).
+
+    Returns
+    -------
+    (dict or None, str or None)
+        ``(manifest, None)`` for a readable run, ``(None, problem)`` for a damaged one and
+        ``(None, None)`` for a folder with nothing of a run in it (or no folder).
+    """
+    run_dir = Path(run_dir)
+    try:
+        return read_manifest(run_dir), None
+    except DamagedRunError as error:
+        return None, error.problem
+    except StoreError:  # no manifest
+        left = [f"{n}/" if n == CHECKPOINTS else n for n in _RUN_FILES if (run_dir / n).exists()]
+        return None, (f"{MANIFEST} is missing but {', '.join(left)} {'is' if len(left) == 1 else 'are'} left"
+                      if left else None)
+
+
+def damage(run_dir: Path) -> str | None:
+    """Why a run folder is damaged (see :func:`inspect_run`), or None."""
+    return inspect_run(run_dir)[1]
+
+
+def refuse_damaged(run_dir: Path) -> None:
+    """Raise :class:`DamagedRunError` for a damaged run folder (see :func:`damage`), so that
+    training never starts over the checkpoints of a run whose manifest is gone."""
+    problem = damage(run_dir)
+    if problem:
+        raise DamagedRunError(Path(run_dir).name, problem, repair_hint(run_dir))
+
+
+def checkpoint_problems(run_dir: Path, names: list[str] | None = None, manifest: dict | None = None) -> list[str]:
+    """Re-hash checkpoint files against the manifest's sha256 (nothing is loaded).
+
+    Parameters
+    ----------
+    names : list of str, optional
+        Checkpoints to check (one the manifest lacks is a problem); default: every one listed.
+
+    Returns
+    -------
+    list of str
+        One line per missing checkpoint, missing file or file whose sha256 differs.
+    """
+    manifest = read_manifest(run_dir) if manifest is None else manifest
+    entries = manifest.get("checkpoints", {})
+    problems = []
+    for name in entries if names is None else names:
+        if name not in entries:
+            problems.append(f"checkpoint {name!r} is not in the manifest (has: {', '.join(sorted(entries)) or 'none'})")
+            continue
+        found = _file_problems(checkpoint_dir(run_dir, name), entries[name]["files"])
+        backup = checkpoint_dir(run_dir, f".{name}.old")  # a save under way or killed: what readers take
+        if found and not (backup.is_dir() and not _file_problems(backup, entries[name]["files"])):
+            problems += [f"{CHECKPOINTS}/{name}/{line}" for line in found]
+    return problems
+
+
+def _file_problems(folder: Path, files: dict[str, str]) -> list[str]:
+    """One line per file of ``files`` (name -> sha256) missing from ``folder`` or hashing to
+    another sha256."""
+    problems = []
+    for file_name, expected in files.items():
+        path = folder / file_name
+        if not path.is_file():
+            problems.append(f"{file_name} is missing")
+        elif (actual := sha256_file(path)) != expected:
+            problems.append(f"{file_name} is corrupt or truncated (sha256 {actual[:12]}... is not the manifest's "
+                            f"{expected[:12]}...)")
+    return problems
+
+
+def finished_state(run_dir: Path) -> tuple[bool, str | None]:
+    """Whether a sweep may count the run as finished, and what is damaged if anything.
+
+    A finished (complete or diverged) fine-tuning run counts only once its ``best`` and ``last``
+    files hash to the manifest's sha256 (hashed, not loaded: ~0.3 s for a full minilm-l6 run).
+    Unfinished runs are not hashed: their resume verifies ``last`` itself (and another process
+    may be writing it right now).
+
+    Returns
+    -------
+    (bool, str or None)
+        ``(True, None)``: finished and intact; ``(False, None)``: to train or resume;
+        ``(False, problem)``: damaged, not to be trained over (see :func:`repair_hint`).
+    """
+    manifest, problem = inspect_run(run_dir)
+    if manifest is None:
+        return False, problem
+    if manifest.get("status") not in FINISHED:
+        return False, None
+    names = ["best", "last"] if manifest["kind"] == "finetune" else None
+    problems = checkpoint_problems(run_dir, names, manifest)
+    return (False, "; ".join(problems)) if problems else (True, None)
 
 
 def read_spec(run_dir: str | Path) -> RunSpec:
@@ -282,11 +540,7 @@ def recover_checkpoints(run_dir: Path) -> None:
 
 
 def _matches(folder: Path, entry: dict | None) -> bool:
-    if not entry:
-        return False
-    return all(
-        (folder / f).is_file() and sha256_file(folder / f) == digest for f, digest in entry["files"].items()
-    )
+    return bool(entry) and not _file_problems(folder, entry["files"])
 
 
 def read_checkpoint_file(run_dir: Path, name: str, file_name: str) -> bytes:
@@ -350,8 +604,16 @@ _NAMING = ["model", "task", "method", "seed", "tsp_step", "lr", "train_size", "a
 IDENTITY = ["run_id", *_NAMING, *(f for f in SPEC_FIELDS if f not in _NAMING and f != "data_dir")]
 
 
-def load_runs(store: str | Path, include_tsp: bool = False) -> pd.DataFrame:
+class DamagedRunWarning(UserWarning):
+    """Damaged runs were left out of what was read (:func:`load_runs`)."""
+
+
+def load_runs(store: str | Path, include_tsp: bool = False, include_damaged: bool = False) -> pd.DataFrame:
     """One row per run: identity columns, status, trainable parameters and final metrics.
+
+    Damaged runs (:func:`damage`: a missing, unreadable or misshapen manifest) are left out
+    with a :class:`DamagedRunWarning` naming them and the reason, so that one bad run never
+    blocks the rest of the store; ``robustkit verify`` lists and repairs them.
 
     Parameters
     ----------
@@ -359,6 +621,9 @@ def load_runs(store: str | Path, include_tsp: bool = False) -> pd.DataFrame:
         A run store.
     include_tsp : bool
         Also list task-specific pretraining runs (``kind == "tsp"``).
+    include_damaged : bool
+        List damaged runs too (no warning), as rows of status ``damaged`` with the ``problem``,
+        their folder name as ``run_id`` and no settings.
 
     Returns
     -------
@@ -373,9 +638,12 @@ def load_runs(store: str | Path, include_tsp: bool = False) -> pd.DataFrame:
         diverged run's final metrics are those of the finite checkpoints it kept, and its
         outcome is ``diverged`` on every checkpoint and split.
     """
-    rows = []
-    for run_dir in run_dirs(store):
-        manifest = read_manifest(run_dir)
+    rows, damaged = [], []
+    for run_dir in run_folders(store):
+        manifest, problem = inspect_run(run_dir)
+        if problem:
+            damaged.append({"run_id": run_dir.name, "kind": None, "status": DAMAGED, "problem": problem, "path": str(run_dir)})
+            continue
         if manifest.get("kind") == "tsp" and not include_tsp:
             continue
         row = {"run_id": manifest["run_id"], "kind": manifest.get("kind")}
@@ -390,11 +658,19 @@ def load_runs(store: str | Path, include_tsp: bool = False) -> pd.DataFrame:
         row["path"] = str(run_dir)
         rows.append(row)
     frame = pd.DataFrame(rows)
+    if damaged and not include_damaged:
+        listed = "; ".join(f"{row['run_id']}: {row['problem']}" for row in damaged)
+        warnings.warn(f"{len(damaged)} damaged run(s) of {store} left out ({listed}); `robustkit verify {store}` "
+                      "lists them and what to do", DamagedRunWarning, stacklevel=2)
     if frame.empty:
-        return pd.DataFrame(columns=["run_id", "kind", *IDENTITY[1:], "status", "trainable_params", "path"])
-    # runs stored before a spec field existed hold its default (a None default stays missing)
-    return frame.assign(**{f: frame[f].fillna(SPEC_DEFAULTS[f]) if f in frame and SPEC_DEFAULTS[f] is not None
-                           else frame.get(f, SPEC_DEFAULTS[f]) for f in IDENTITY[1:]})
+        frame = pd.DataFrame(columns=["run_id", "kind", *IDENTITY[1:], "status", "trainable_params", "path"])
+    else:
+        # runs stored before a spec field existed hold its default (a None default stays missing)
+        frame = frame.assign(**{f: frame[f].fillna(SPEC_DEFAULTS[f]) if f in frame and SPEC_DEFAULTS[f] is not None
+                                else frame.get(f, SPEC_DEFAULTS[f]) for f in IDENTITY[1:]})
+    if damaged and include_damaged:  # after the defaults: a damaged run's settings are unknown
+        frame = pd.concat([frame, pd.DataFrame(damaged)], ignore_index=True).sort_values("run_id", ignore_index=True)
+    return frame
 
 
 def _flatten_final(final: dict) -> dict:

@@ -15,7 +15,10 @@ Grid file::
 
 Running a sweep first trains each distinct TSP run once, up to the largest TSP step any of its
 runs asks for (one masked-LM run, checkpoints at every requested step), then the supervised runs.
-Complete runs are skipped, so re-running a sweep only trains what is missing.
+Complete runs are skipped, so re-running a sweep only trains what is missing; a complete run
+counts only once its ``best`` and ``last`` files hash to its manifest's sha256, and a damaged run
+(:mod:`robustkit.verify`) is reported, not trained over, until ``robustkit verify --repair``
+moves it aside.
 
 This module decides which runs a sweep trains; where and when they train is an executor's
 business (:mod:`robustkit.executors`: the protocol and the local executor; :mod:`robustkit.slurm`).
@@ -41,15 +44,30 @@ GRID_SECTIONS = ("base", "grid")
 
 
 def read_grid(path: str | Path) -> dict:
-    """Parse a grid file; errors name the file and the bad key or value."""
+    """Parse a grid file; errors name the file and the bad key or value.
+
+    Raises
+    ------
+    SweepError
+        A path that does not exist, is a folder or cannot be read; a file that is not UTF-8
+        text or not valid TOML.
+    """
     path = Path(path)
     try:
-        grid = tomllib.loads(path.read_text())
+        text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         raise SweepError(f"grid file {str(path)!r} does not exist") from None
+    except IsADirectoryError:
+        raise SweepError(f"grid file {str(path)!r} is a folder, not a TOML grid file") from None
+    except OSError as error:
+        raise SweepError(f"cannot read grid file {str(path)!r}: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise SweepError(f"grid file {str(path)!r} is not UTF-8 text (TOML must be): byte "
+                         f"{error.object[error.start]:#04x} at offset {error.start}") from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise SweepError(f"grid file {str(path)!r} is not valid TOML: {error}") from None
-    return grid
 
 
 def expand_grid(grid: dict | str | Path) -> list[RunSpec]:
@@ -63,15 +81,23 @@ def expand_grid(grid: dict | str | Path) -> list[RunSpec]:
     Raises
     ------
     SweepError
-        Unknown section or key (named), an axis that is not a non-empty list, or a value the
-        run spec rejects.
+        Unknown section or key (named), a section that is not a table, an axis that is not a
+        non-empty list, a grid without any field (it would train one run of every default), or
+        a value the run spec rejects.
     """
+    source = "grid" if isinstance(grid, dict) else f"grid file {str(grid)!r}"
     if not isinstance(grid, dict):
         grid = read_grid(grid)
     unknown = sorted(set(grid) - set(GRID_SECTIONS))
     if unknown:
         raise SweepError(f"unknown grid section(s) {unknown}; expected {list(GRID_SECTIONS)}")
+    for section in GRID_SECTIONS:
+        if not isinstance(grid.get(section, {}), dict):
+            raise SweepError(f"{section!r} in {source} must be a table ([{section}] with one key per run "
+                             f"field), got {grid[section]!r}")
     base, axes = dict(grid.get("base", {})), dict(grid.get("grid", {}))
+    if not base and not axes:
+        raise SweepError(f"the {source} defines no runs: [base] and [grid] are empty or missing")
     for section, keys in (("base", base), ("grid", axes)):
         bad = sorted(set(keys) - set(SPEC_FIELDS))
         if bad:
@@ -132,25 +158,35 @@ def run_sweep(
     -------
     DataFrame
         One row per spec, in their order: ``run_id, status`` (``complete``, ``skipped`` if it
-        already was, ``locked`` if another process is training it, ``failed``, ``submitted``)
-        and ``error``.
+        already was, ``locked`` if another process is training it, ``failed``, ``submitted``,
+        ``damaged`` if its folder cannot be trusted: not trained over, see
+        :func:`robustkit.store.finished_state`) and ``error``.
     """
     import pandas as pd
 
-    from robustkit.store import open_store
-    from robustkit.train import _is_complete
+    from robustkit import preflight
+    from robustkit.store import DAMAGED, finished_state, open_store, repair_hint
 
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise SweepError(f"jobs must be a positive integer (runs trained at once), got {jobs!r}")
     root = open_store(store).resolve()  # absolute: a job running elsewhere (Slurm) must find it
     if isinstance(executor, str):
         executor = make_executor(executor, root, jobs=jobs, progress=progress, slurm_options=slurm_options, wait=wait)
-    pending = [not _is_complete(root / spec.run_id) for spec in specs]
+    # finished runs count once their best/last files hash right; damaged ones are not trained over
+    states = [finished_state(root / spec.run_id) for spec in specs]
+    pending = [not finished and not problem for finished, problem in states]
     todo = [spec for spec, wanted in zip(specs, pending) if wanted]
+    # a bad model, device or data stops the sweep here, before any run folder exists (runs
+    # trained elsewhere, by Slurm, may ask for a device that this machine lacks)
+    preflight.check_runs(todo, device, device_here=isinstance(executor, LocalExecutor))
     tsp = [Job(spec, str(root), device, tuple(steps), data_dir) for spec, (steps, data_dir) in tsp_jobs(todo).items()]
     runs = [Job(spec, str(root), device, needs=spec.tsp_spec().run_id if spec.tsp_step else None) for spec in todo]
     # rows are the specs' runs; a TSP run shows in the runs that start from it (see the executors)
     results = iter(executor.run(tsp + runs)[len(tsp):])
-    rows = [next(results) if wanted else {"run_id": spec.run_id, "status": "skipped", "error": None}
-            for spec, wanted in zip(specs, pending)]
+    rows = [next(results) if wanted else
+            {"run_id": spec.run_id, "status": DAMAGED, "error": f"{problem}; {repair_hint(root / spec.run_id)}"} if problem
+            else {"run_id": spec.run_id, "status": "skipped", "error": None}
+            for spec, wanted, (_, problem) in zip(specs, pending, states)]
     return pd.DataFrame(rows, columns=["run_id", "status", "error"])
 
 
@@ -167,5 +203,28 @@ def make_executor(name: str, store: Path, jobs: int = 1, progress: bool = True, 
 
 
 def with_overrides(specs: list[RunSpec], **changes) -> list[RunSpec]:
-    """The same runs with some fields changed (e.g. ``data_dir``)."""
+    """The same runs with some fields changed (e.g. ``data_dir``, whose data is then
+    fingerprinted anew: the runs' ids follow what the new folder holds)."""
+    if "data_dir" in changes:
+        changes.setdefault("data_fingerprint", None)
     return [dataclasses.replace(spec, **changes).resolved() for spec in specs]
+
+
+def with_data_dir(specs: list[RunSpec], data_dir: str) -> list[RunSpec]:
+    """The runs of GLUE tasks read their TSV files from ``data_dir`` (a sweep's ``--data-dir``);
+    runs of embedded tasks, whose data ships with robustkit, stay as they are.
+
+    Raises
+    ------
+    SweepError
+        No run is of a GLUE task: the folder would be ignored.
+    """
+    from robustkit.tasks import get_task
+
+    glue = [get_task(spec.task).source == "glue" for spec in specs]
+    if not any(glue):
+        names = ", ".join(sorted({spec.task for spec in specs}))
+        raise SweepError(f"data_dir {str(data_dir)!r} is for GLUE tasks, and every run of the grid is of an "
+                         f"embedded task ({names}), whose data ships with robustkit")
+    return [dataclasses.replace(spec, data_dir=data_dir).resolved() if is_glue else spec
+            for spec, is_glue in zip(specs, glue)]

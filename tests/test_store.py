@@ -78,7 +78,9 @@ def test_corrupt_manifest_is_named(tmp_path):
     run_dir = _new_run(tmp_path)
     (run_dir / "manifest.json").write_text("{not json")
     with pytest.raises(StoreError, match="corrupt manifest"):
-        store.load_runs(tmp_path)
+        store.read_manifest(run_dir)
+    with pytest.warns(store.DamagedRunWarning, match="run-a: corrupt manifest"):
+        assert store.load_runs(tmp_path).empty
 
 
 def test_tidy_loaders(tmp_path):

@@ -1,0 +1,115 @@
+"""``robustkit verify``: check every run of a store against its manifest, list the damaged ones
+and what to do, and with ``repair`` move them aside so that the next sweep trains them again.
+
+A run is damaged when its manifest is missing while checkpoints or logs are left, cannot be
+read, is not JSON or has the wrong shape (:func:`robustkit.store.manifest_problem`), when a
+checkpoint file it lists is missing or does not hash to its sha256, or when a finished
+fine-tuning run lacks ``best`` or ``last``. Files are hashed, never loaded.
+
+Repair moves a damaged run folder whole to ``<store>/.damaged/<run_id>-<time>``: nothing is
+deleted (a lost manifest can be put back by hand), and the run's id is free again, so the next
+sweep trains it from the start. Training is deterministic, so a retrained run has the same bytes
+as the intact one had.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from robustkit import store
+from robustkit.errors import RunLockedError
+
+COLUMNS = ["run_id", "kind", "status", "files", "problem", "advice", "moved_to"]
+OK, DAMAGED, MOVED, BUSY = "ok", store.DAMAGED, "moved", "busy"
+
+
+def verify_store(store_path: str | Path, repair: bool = False) -> pd.DataFrame:
+    """Re-hash every checkpoint file of every run of a store against its manifest.
+
+    Parameters
+    ----------
+    store_path : path
+        A run store.
+    repair : bool
+        Move each damaged run to ``<store>/.damaged/<run_id>-<YYYYmmddTHHMMSS>``.
+
+    Returns
+    -------
+    DataFrame
+        One row per run folder (:data:`COLUMNS`): ``run_id`` (the folder's name), ``kind``
+        (``finetune``, ``tsp``, or None when the manifest cannot tell), ``status`` (``ok``;
+        ``damaged``; ``moved`` once repaired; ``busy`` if another process is training it: not
+        checked), ``files`` (checkpoint files hashed), ``problem`` (every problem found, ``; ``
+        separated), ``advice`` (what to do) and ``moved_to``.
+
+    Raises
+    ------
+    StoreError
+        The store does not exist or is a file.
+    """
+    root = store.open_store(store_path, create=False)
+    rows = []
+    for run_dir in store.run_folders(root):
+        row = {"run_id": run_dir.name, "kind": None, "files": 0, "problem": None, "advice": None, "moved_to": None}
+        try:
+            with store.run_lock(run_dir):
+                row.update(_check(run_dir))
+                if repair and row["status"] == DAMAGED:
+                    row.update(status=MOVED, moved_to=str(_move_aside(root, run_dir)),
+                               advice="moved aside; the next sweep (or `robustkit train`) trains it again")
+        except RunLockedError:
+            row.update(status=BUSY, advice="being trained by another process: verify it once that is done")
+        rows.append(row)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _check(run_dir: Path) -> dict:
+    """Status, kind, number of files hashed, problems and advice of one run folder."""
+    manifest, problem = store.inspect_run(run_dir)
+    if problem:
+        missing = not (run_dir / store.MANIFEST).exists()
+        return {"status": DAMAGED, "problem": problem, "advice": _advice(run_dir, missing)}
+    listed = manifest.get("checkpoints", {})
+    names = list(listed)
+    if manifest["kind"] == "finetune" and manifest.get("status") in store.FINISHED:
+        names += [name for name in ("best", "last") if name not in listed]  # a finished run has both
+    problems = store.checkpoint_problems(run_dir, names, manifest)
+    files = sum(len(entry["files"]) for entry in listed.values())
+    if not problems:
+        return {"status": OK, "kind": manifest["kind"], "files": files}
+    return {"status": DAMAGED, "kind": manifest["kind"], "files": files, "problem": "; ".join(problems),
+            "advice": _advice(run_dir, False, manifest["kind"])}
+
+
+def _advice(run_dir: Path, missing_manifest: bool, kind: str | None = None) -> str:
+    root = run_dir.parent
+    text = (f"`robustkit verify {root} --repair` moves it to {root / store.DAMAGED_DIR}/; the next sweep "
+            "trains it again from the start (same settings, same bytes)")
+    if missing_manifest:
+        text = f"put its {store.MANIFEST} back if you have a copy; else " + text
+    if kind == "tsp":
+        text += "; fine-tuning runs that started from it stay valid"
+    return text
+
+
+def _move_aside(root: Path, run_dir: Path) -> Path:
+    """Rename a run folder into ``<store>/.damaged/`` under a name that is not taken yet."""
+    target_dir = root / store.DAMAGED_DIR
+    target_dir.mkdir(exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    target, n = target_dir / f"{run_dir.name}-{stamp}", 1
+    while target.exists():
+        n += 1
+        target = target_dir / f"{run_dir.name}-{stamp}-{n}"
+    run_dir.rename(target)
+    return target
+
+
+def summary(table: pd.DataFrame) -> str:
+    """One line: how many runs are ok, damaged, moved aside, busy."""
+    counts = table["status"].value_counts()
+    parts = [f"{counts.get(status, 0)} {status}" for status in (OK, DAMAGED, MOVED, BUSY) if counts.get(status, 0)]
+    return f"{len(table)} runs: " + (", ".join(parts) if parts else "none")

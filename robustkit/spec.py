@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
+import os
 from dataclasses import dataclass, field
 
 from robustkit.errors import RobustkitError
@@ -54,6 +56,7 @@ class TspSpec:
     top_k: int | None = None
     adapter_init_std: float | None = None
     adapter_sharing: str = "none"
+    data_fingerprint: str | None = None
 
     @property
     def run_id(self) -> str:
@@ -73,7 +76,8 @@ class RunSpec:
     eval_every : int or None
         Evaluate every this many steps, besides every epoch end.
     data_dir : str or None
-        Local folder of GLUE-format TSV files; not part of the run id.
+        Local folder of GLUE-format TSV files. Where the data lives is not part of the run id;
+        what it holds is (``data_fingerprint``).
     top_k : int or None
         ``topk`` only: how many top encoder layers train (Houlsby et al. 2019 section 3.4).
     adapter_init_std : float or None
@@ -85,6 +89,12 @@ class RunSpec:
         Mixout probability p, 0 <= p < 1 (Lee et al. 2020; He et al. 2021 table 7 use 0.9): with
         p > 0 dropout is off and the trained linear layers mix toward their weights at step 0 of
         tuning (see :mod:`robustkit.mixout`); 0 = plain dropout. The TSP run does not use it.
+    data_fingerprint : str or None
+        What data the run trains on (:func:`robustkit.tasks.data_fingerprint`), filled in by
+        :meth:`resolved`: None for the data every run had before ids included it (an embedded
+        task's data file at the sha256 pinned then, a hub task at no pinned revision), so those
+        runs keep their ids; else e.g. ``tsv:sha256:...`` for a local TSV folder, so changed
+        data is a new run. Training refuses data with another fingerprint.
     """
 
     model: str = "minilm-l6"
@@ -112,6 +122,7 @@ class RunSpec:
     adapter_init_std: float | None = None
     adapter_sharing: str = "none"
     mixout: float = 0.0
+    data_fingerprint: str | None = None
 
     def resolved(self) -> "RunSpec":
         """A copy with every paper default filled in (what the run id and manifest record).
@@ -141,6 +152,8 @@ class RunSpec:
             adapter_init_std=float(self.adapter_init_std) if houlsby and self.adapter_init_std is not None else None,
             adapter_sharing=self.adapter_sharing if houlsby else "none",
             mixout=float(self.mixout),  # TOML 0 vs 0.0: one id
+            # what the data holds (hashing a TSV folder's files once per process), not where it is
+            data_fingerprint=data_identity(self.task, self.data_dir, self.data_fingerprint),
             lr=self.lr if self.lr is not None else DEFAULT_LR[method.name],
             adapter_size=(self.adapter_size or ADAPTER_SIZE) if method.name == "houlsby" else None,
             epochs=self.epochs or (ADAPTER_EPOCHS if adapters else DEFAULT_EPOCHS[method.name]),
@@ -149,19 +162,29 @@ class RunSpec:
         )
 
     def _validate(self) -> None:
+        """Types and ranges of every field, each error naming the field and the value. What
+        needs the model or the data (a model folder, a device, train_size against the data)
+        is checked before training by :mod:`robustkit.preflight`."""
         from robustkit.tasks import get_task
 
+        for name in ("model", "task", "method", "adapter_sharing"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise SpecError(f"{name} must be a non-empty string, got {getattr(self, name)!r}")
+        if self.data_dir is not None and (not isinstance(self.data_dir, (str, os.PathLike)) or not str(self.data_dir)):
+            raise SpecError(f"data_dir must be a folder path, got {self.data_dir!r}")
         get_task(self.task)
         for name in ("seed", "tsp_step", "batch_size", "split_seed", "tsp_seed", "tsp_batch_size"):
             _check(name, getattr(self, name), int, minimum=0)
         for name in ("train_size", "adapter_size", "epochs", "max_length", "eval_every", "top_k"):
             if getattr(self, name) is not None:
                 _check(name, getattr(self, name), int, minimum=1)
-        for name in ("lr", "tsp_lr", "warmup_ratio", "weight_decay", "max_grad_norm", "adapter_init_std"):
+        # learning rates and init std: finite and > 0 (0 trains nothing, inf trains NaN from step 2)
+        for name in ("lr", "tsp_lr", "adapter_init_std"):
             if getattr(self, name) is not None:
-                _check(name, getattr(self, name), (int, float), minimum=0)
-        if self.adapter_init_std is not None and not self.adapter_init_std > 0:
-            raise SpecError(f"adapter_init_std must be > 0, got {self.adapter_init_std!r}")
+                _check(name, getattr(self, name), (int, float), minimum=0, positive=True)
+        for name in ("weight_decay", "max_grad_norm"):
+            _check(name, getattr(self, name), (int, float), minimum=0)
+        _check("warmup_ratio", self.warmup_ratio, (int, float), minimum=0, maximum=1)
         _check("mixout", self.mixout, (int, float), minimum=0)
         if not self.mixout < 1:
             raise SpecError(f"mixout must be < 1 (a probability), got {self.mixout!r}")
@@ -194,6 +217,7 @@ class RunSpec:
             top_k=spec.top_k,
             adapter_init_std=spec.adapter_init_std,
             adapter_sharing=spec.adapter_sharing,
+            data_fingerprint=spec.data_fingerprint,
         )
 
     def to_dict(self) -> dict:
@@ -208,12 +232,19 @@ class SpecError(RobustkitError):
     """A run setting of the wrong type or out of range."""
 
 
-def _check(name: str, value, types, minimum) -> None:
+def _check(name: str, value, types, minimum, maximum=None, positive: bool = False) -> None:
+    """Raise :class:`SpecError` naming ``name`` and ``value`` unless ``value`` is of ``types``,
+    finite, >= ``minimum`` (> 0 with ``positive``) and <= ``maximum``."""
     if isinstance(value, bool) or not isinstance(value, types):
         kind = "an integer" if types is int else "a number"
         raise SpecError(f"{name} must be {kind}, got {value!r}")
-    if value < minimum:
-        raise SpecError(f"{name} must be >= {minimum}, got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise SpecError(f"{name} must be a finite number, got {value!r}")
+    if positive and not value > 0:
+        raise SpecError(f"{name} must be > 0, got {value!r}")
+    if value < minimum or (maximum is not None and value > maximum):
+        bounds = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
+        raise SpecError(f"{name} must be {bounds}, got {value!r}")
 
 
 def _safe(model: str) -> str:
@@ -222,7 +253,8 @@ def _safe(model: str) -> str:
 
 # Fields added after runs were stored, with the default that reproduces those runs. At that
 # default a field is left out of the hash, so the ids of the runs made before it stay the same.
-_ADDED_FIELDS = {"top_k": None, "adapter_init_std": None, "adapter_sharing": "none", "mixout": 0.0}
+_ADDED_FIELDS = {"top_k": None, "adapter_init_std": None, "adapter_sharing": "none", "mixout": 0.0,
+                 "data_fingerprint": None}
 
 
 def _digest(spec) -> str:
@@ -234,3 +266,43 @@ def _digest(spec) -> str:
         if f.compare and not (f.name in _ADDED_FIELDS and getattr(spec, f.name) == _ADDED_FIELDS[f.name])
     }
     return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()[:8]
+
+
+# The data fingerprint (robustkit.tasks.data_fingerprint) of each task's data as every run had it
+# before run ids included the data: the embedded tasks' files at the sha256 pinned in assets.toml
+# then, the GLUE tasks from the hub at no pinned revision. At this value the fingerprint is left
+# out of the id (data_fingerprint None), so the runs of existing stores keep their ids; a new pin
+# of an embedded file, a hub revision or a local TSV folder gives runs of their own.
+_LEGACY_DATA = {
+    "rt": "asset:rt:sha256:26b56d24d5a04cbed72d2a8c9a3fa47ebf62229f8c1cd8c9c3544c4ef12dd3f5",
+    "polarity": "asset:polarity:sha256:1b9975e7c33f487bc2187fffdc55213fdbb84bac4f6c1852b5dd40912411f53f",
+    **{task: f"hub:nyu-mll/glue/{config}" for task, config in (
+        ("cola", "cola"), ("sst2", "sst2"), ("mrpc", "mrpc"), ("qqp", "qqp"), ("stsb", "stsb"), ("mnli", "mnli"),
+        ("mnli-mm", "mnli"), ("qnli", "qnli"), ("rte", "rte"), ("wnli", "wnli"))},
+}
+
+
+def data_identity(task: str, data_dir: str | None, given: str | None = None) -> str | None:
+    """The ``data_fingerprint`` a run's id holds: ``given`` if set (a spec read back from a
+    manifest keeps the data it was trained on), else the fingerprint of the data ``task`` and
+    ``data_dir`` give now; None where that is the legacy default (:data:`_LEGACY_DATA`).
+
+    Raises
+    ------
+    SpecError
+        ``given`` is not a string.
+    TaskError
+        The data cannot be fingerprinted (a missing TSV folder or file).
+    """
+    if given is not None and (not isinstance(given, str) or not given):
+        raise SpecError(f"data_fingerprint must be a non-empty string, got {given!r}")
+    if given is None:
+        from robustkit.tasks import data_fingerprint
+
+        given = data_fingerprint(task, data_dir)
+    return None if given == _LEGACY_DATA.get(task) else given
+
+
+def full_data_fingerprint(spec: RunSpec | TspSpec) -> str:
+    """The fingerprint of the data a (resolved) spec's run is for, the legacy default spelt out."""
+    return spec.data_fingerprint or _LEGACY_DATA[spec.task]

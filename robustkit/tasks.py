@@ -45,6 +45,7 @@ import csv
 import functools
 import hashlib
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +57,9 @@ import pandas as pd
 from robustkit.errors import TaskError
 
 GLUE_HUB = "nyu-mll/glue"
+# The hub revision (commit, tag or branch) of GLUE_HUB to load; None: its default branch. Part
+# of the data fingerprint of hub runs (data_fingerprint), so pinning one gives runs of their own.
+GLUE_REVISION: str | None = None
 EMBEDDED_SPLIT_SEED = 20210601
 HELD_OUT_FRACTION = 0.1  # of each label's distinct texts, for each of validation and test
 SPLITS = ("train", "validation", "test")
@@ -288,7 +292,8 @@ def _from_frame(frame: pd.DataFrame, task: Task) -> datasets.Dataset:
 
 def _load_glue_hub(task: Task) -> dict[str, datasets.Dataset]:
     """Train and validation of ``nyu-mll/glue`` (its test split has no labels, so it is unused)."""
-    raw = datasets.load_dataset(GLUE_HUB, task.glue_config)
+    revision = {"revision": GLUE_REVISION} if GLUE_REVISION else {}
+    raw = datasets.load_dataset(GLUE_HUB, task.glue_config, **revision)
     train = _canonical(raw["train"], task)
     validation = _canonical(raw[task.validation_split], task)
     return {"train": train, "validation": validation, "test": validation}
@@ -517,3 +522,87 @@ def task_texts(dataset: datasets.Dataset, task: str | Task) -> list[str]:
     task = get_task(task)
     columns = [dataset[field] for field in task.text_fields]
     return [text for row in zip(*columns) for text in row]
+
+
+# --- data fingerprints ------------------------------------------------------------------------
+
+
+def data_fingerprint(task: str | Task, data_dir: str | Path | None = None) -> str:
+    """What identifies the data a run of ``task`` reads, without loading it.
+
+    - embedded task: ``asset:<asset>:sha256:<hex>``, its data file's sha256 as pinned in
+      ``assets.toml`` (the asset layer re-fetches a cached file that does not match its pin,
+      so the pin is what is read);
+    - local GLUE TSV folder (``data_dir``): ``tsv:sha256:<hex>``, a hash of the name and sha256
+      of each file the task reads (train and dev), not of their path: moving the folder keeps
+      it, editing a label changes it. Files are hashed once per process (while unchanged);
+    - the hub: ``hub:nyu-mll/glue/<config>``, with ``@<revision>`` when :data:`GLUE_REVISION`
+      pins one. What the hub holds is only known once loaded: :func:`data_record` adds the
+      ``datasets`` library's fingerprints of the loaded splits.
+
+    Raises
+    ------
+    TaskError
+        Unknown task, or a ``data_dir`` without the task's files.
+    """
+    task = get_task(task)
+    if task.source == "embedded":
+        from robustkit.assets import ASSETS
+
+        (digest,) = ASSETS[task.asset].files.values()
+        return f"asset:{task.asset}:sha256:{digest}"
+    if data_dir is not None:
+        files = {path.name: _file_sha256(path) for path in _tsv_files(task, Path(data_dir))}
+        return "tsv:sha256:" + hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+    return f"hub:{GLUE_HUB}/{task.glue_config}" + (f"@{GLUE_REVISION}" if GLUE_REVISION else "")
+
+
+def data_record(task: str | Task, data_dir: str | Path | None = None,
+                splits: Mapping[str, datasets.Dataset] | None = None) -> dict:
+    """What a run's manifest records about its data (``data``): ``fingerprint``
+    (:func:`data_fingerprint`) and ``source`` (``embedded``, ``tsv`` or ``hub``); for TSV
+    folders the ``files`` read (name -> sha256) and the ``data_dir``; for the hub, the
+    ``datasets`` library's fingerprint of each loaded split (``datasets``, from ``splits``).
+    """
+    task = get_task(task)
+    record = {"fingerprint": data_fingerprint(task, data_dir)}
+    if task.source == "embedded":
+        record.update(source="embedded", asset=task.asset)
+    elif data_dir is not None:
+        paths = _tsv_files(task, Path(data_dir))
+        record.update(source="tsv", data_dir=str(data_dir), files={p.name: _file_sha256(p) for p in paths})
+    else:
+        record.update(source="hub", name=GLUE_HUB, config=task.glue_config, revision=GLUE_REVISION)
+        if splits is not None:
+            record["datasets"] = {name: getattr(split, "_fingerprint", None) for name, split in splits.items()}
+    return record
+
+
+def _tsv_files(task: Task, data_dir: Path) -> list[Path]:
+    """The TSV files :func:`load_splits` reads for a GLUE task from ``data_dir``."""
+    fmt = _GLUE_TSV[task.glue_config]
+    folder = _glue_folder(data_dir, fmt, task)
+    paths = [folder / "train.tsv", folder / _DEV_FILE[task.validation_split]]
+    for split, path in zip(("train", "validation"), paths):
+        if not path.is_file():
+            raise TaskError(f"task {task.name!r}: missing GLUE {split} file {path}")
+    return paths
+
+
+# (path, inode, size, mtime) -> sha256 of the files hashed by this process
+_HASHES: dict[tuple, str] = {}
+# A file modified this recently may change again within the file system's timestamp granularity
+# without its mtime changing: its hash is not remembered (git's "racily clean" rule).
+_RACY_NS = 2_000_000_000
+
+
+def _file_sha256(path: Path) -> str:
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    if key not in _HASHES:
+        with open(path, "rb") as handle:
+            digest = hashlib.file_digest(handle, "sha256").hexdigest()
+        if time.time_ns() - stat.st_mtime_ns < _RACY_NS:
+            return digest
+        _HASHES[key] = digest
+    return _HASHES[key]

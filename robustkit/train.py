@@ -33,16 +33,14 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 from tqdm.auto import tqdm
 
-from robustkit import collapse, data, models, store, tasks
-from robustkit.errors import RobustkitError
+from robustkit import collapse, data, models, preflight, store, tasks
+from robustkit.errors import DataChangedError, RobustkitError
 from robustkit.evaluate import EVAL_BATCH_SIZE, encode_split, eval_batches, evaluate, resolve_device, to_device
 from robustkit.methods import (
     adapter_parameter_counts,
     check_houlsby_counts,
     check_sharing_counts,
-    check_top_k,
     count_parameters,
-    get_method,
 )
 from robustkit.metrics import majority_baseline
 from robustkit.mixout import apply_mixout
@@ -54,7 +52,7 @@ from robustkit.run_model import (
     load_tensors,
     trainable_state,
 )
-from robustkit.spec import RunSpec, TspSpec
+from robustkit.spec import RunSpec, TspSpec, data_identity, full_data_fingerprint
 
 TSP_SAVE_EVERY = 500
 _LAYER = re.compile(r"\.layer\.(\d+)\.")
@@ -88,15 +86,15 @@ def train(spec: RunSpec, store_path: str | Path, progress: bool = True, device: 
     if _is_complete(run_dir):
         return run_dir
     task = tasks.get_task(spec.task)
-    config = models.load_config(spec.model)  # a bad --model fails here, before any folder is made
-    if get_method(spec.method).train_top_layers:  # and so does a --top-k beyond the model's layers
-        check_top_k(spec.top_k, config.num_hidden_layers)
+    # a bad model, device or data (or a top_k beyond the model's layers) fails here, before any folder is made
+    preflight.check_run(spec, device)
     tsp_dir = None
     if spec.tsp_step:
         tsp_dir = pretrain(spec.tsp_spec(), [spec.tsp_step], root, data_dir=spec.data_dir, progress=progress, device=device)
     with store.run_lock(run_dir):
         if _is_complete(run_dir):
             return run_dir
+        store.refuse_damaged(run_dir)  # never train over the checkpoints of a run without a manifest
         _Finetune(spec, task, run_dir, tsp_dir, progress, device).run()
     return run_dir
 
@@ -113,19 +111,25 @@ def pretrain(
 
     Waits for another process that holds the same TSP run, then uses what it saved.
 
+    A spec without a ``data_fingerprint`` gets the one of the data ``data_dir`` gives (as
+    :meth:`RunSpec.resolved` does), which may name another folder than ``spec.run_id``.
+
     Returns
     -------
     Path
         The TSP run's folder.
     """
+    spec = dataclasses.replace(spec, data_fingerprint=data_identity(spec.task, data_dir, spec.data_fingerprint))
     wanted = sorted({int(s) for s in steps if int(s) > 0})
     if any(s < 0 for s in map(int, steps)):
         raise RobustkitError(f"TSP steps must be >= 0, got {steps}")
     run_dir = store.open_store(store_path) / spec.run_id
     if not wanted or _has_checkpoints(run_dir, wanted):
         return run_dir
+    preflight.check_run(spec, device, data_dir=data_dir)  # before the run's folder is made
     with store.run_lock(run_dir, wait=True):
         if not _has_checkpoints(run_dir, wanted):
+            store.refuse_damaged(run_dir)
             _refuse_diverged_steps(run_dir, wanted)
             _Pretrain(spec, wanted, run_dir, data_dir, progress, device).run()
     return run_dir
@@ -158,6 +162,34 @@ def _is_complete(run_dir: Path) -> bool:
     """Whether the run is finished (:data:`robustkit.store.FINISHED`: complete, or diverged),
     so that a train() or sweep never trains it again."""
     return (run_dir / store.MANIFEST).exists() and store.read_manifest(run_dir).get("status") in store.FINISHED
+
+
+def check_data(run_dir: Path, spec: RunSpec | TspSpec, data_dir: str | None, splits: dict) -> dict:
+    """The manifest's record of the data the run reads now (:func:`robustkit.tasks.data_record`),
+    after checking it is the data the run is for.
+
+    The run id holds the data's fingerprint, and the manifest of a started run records it (with
+    the ``datasets`` fingerprints of hub data, which the id cannot hold): training or resuming a
+    run on other data would mix two datasets in one run (a spec resolved before the data
+    changed, a Slurm job that starts after it did, a resume after the TSV files were edited).
+
+    Raises
+    ------
+    DataChangedError
+        The data differs from the run's; the message names both fingerprints.
+    """
+    record = tasks.data_record(spec.task, data_dir, splits)
+    where = f"data_dir {data_dir}" if record["source"] == "tsv" else f"the {record['source']} data of {spec.task!r}"
+    recorded = store.read_manifest(run_dir).get("data", {}) if (run_dir / store.MANIFEST).exists() else {}
+    claims = [("its run id", full_data_fingerprint(spec), record["fingerprint"]),
+              ("its manifest's datasets fingerprints", recorded.get("datasets"), record.get("datasets"))]
+    for source, expected, actual in claims:
+        if expected and actual and expected != actual:
+            raise DataChangedError(
+                f"run {run_dir.name!r} is for data {expected} ({source}), but {where} now gives {actual}: "
+                "refusing to train or resume it on different data. Restore the data it was trained on, "
+                "or train the new data as a run of its own (a spec resolved now has a new run id)")
+    return record
 
 
 class Diverged(RobustkitError):
@@ -447,6 +479,7 @@ class _Pretrain(_Loop):
         splits = tasks.load_splits(
             spec.task, data_dir=self.data_dir, train_size=spec.train_size, split_seed=spec.split_seed
         )
+        data_record = check_data(self.run_dir, spec, self.data_dir, splits)
         tokenizer = models.load_tokenizer(spec.model)
         # Sentence pairs stay pairs ([CLS] a [SEP] b [SEP]), as in BERT's own pretraining input.
         texts = data.split_texts(splits["train"], tasks.get_task(spec.task).text_fields)
@@ -462,6 +495,7 @@ class _Pretrain(_Loop):
                 "mlm_head_initialized": initialised,
                 "trainable": _trainable_summary(model, names),
                 "assets": asset_hashes(spec.model, spec.task),
+                "data": data_record,
                 "n_texts": len(features),
             }
         )
@@ -533,6 +567,7 @@ class _Finetune(_Loop):
     def run(self) -> None:
         spec, task = self.spec, self.task
         splits = tasks.load_splits(spec.task, data_dir=spec.data_dir, train_size=spec.train_size, split_seed=spec.split_seed)
+        self.data_record = check_data(self.run_dir, spec, spec.data_dir, splits)
         tokenizer = models.load_tokenizer(spec.model)
         encoded = {name: encode_split(split, task, tokenizer, spec.max_length) for name, split in splits.items()}
         collator = data.classification_collator(tokenizer)
@@ -556,6 +591,7 @@ class _Finetune(_Loop):
             "base_fingerprint": fingerprint,
             "trainable": _trainable_summary(model, names),
             "assets": asset_hashes(spec.model, spec.task),
+            "data": self.data_record,
             "tsp_run": self.tsp_dir.name if self.tsp_dir else None,
             "splits": {name: len(split) for name, split in splits.items()},
             "main_metric": self.task.main_metric,

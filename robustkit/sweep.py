@@ -226,5 +226,6 @@ def with_data_dir(specs: list[RunSpec], data_dir: str) -> list[RunSpec]:
         names = ", ".join(sorted({spec.task for spec in specs}))
         raise SweepError(f"data_dir {str(data_dir)!r} is for GLUE tasks, and every run of the grid is of an "
                          f"embedded task ({names}), whose data ships with robustkit")
-    return [dataclasses.replace(spec, data_dir=data_dir).resolved() if is_glue else spec
+    # data_fingerprint=None: the fingerprint is of the old folder; resolved() takes the new one's
+    return [dataclasses.replace(spec, data_dir=data_dir, data_fingerprint=None).resolved() if is_glue else spec
             for spec, is_glue in zip(specs, glue)]

@@ -213,3 +213,17 @@ def test_resuming_a_hub_run_on_changed_hub_data_is_refused(tmp_path, rte_folder,
     with pytest.raises(DataChangedError, match="datasets fingerprints") as refused:
         train(spec, tmp_path / "runs", progress=False)
     assert recorded["datasets"]["train"] in str(refused.value)
+
+
+def test_a_sweeps_data_dir_replaces_the_grids_folder_and_its_fingerprint(tmp_path, rte_folder):
+    """``sweep --data-dir B`` over a grid whose [base] names folder A: the runs are B's, with B's
+    fingerprint (not A's, which training on B would refuse as changed data)."""
+    from robustkit.sweep import with_data_dir
+
+    first, second = rte_folder(tmp_path / "a"), rte_folder(tmp_path / "b")
+    _flip_first_label(second)
+    spec = RunSpec(model="bert-tiny", task="rte", data_dir=str(first)).resolved()
+    moved, = with_data_dir([spec], str(second))
+    assert moved.data_dir == str(second)
+    assert moved.data_fingerprint == RunSpec(model="bert-tiny", task="rte", data_dir=str(second)).resolved().data_fingerprint
+    assert moved.data_fingerprint != spec.data_fingerprint and moved.run_id != spec.run_id

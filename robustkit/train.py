@@ -34,7 +34,7 @@ from safetensors.torch import save as save_safetensors
 from tqdm.auto import tqdm
 
 from robustkit import collapse, data, models, preflight, store, tasks
-from robustkit.errors import DataChangedError, RobustkitError
+from robustkit.errors import DamagedRunError, DataChangedError, RobustkitError, StoreError
 from robustkit.evaluate import EVAL_BATCH_SIZE, encode_split, eval_batches, evaluate, resolve_device, to_device
 from robustkit.methods import (
     adapter_parameter_counts,
@@ -400,12 +400,17 @@ class _Loop:
         store.recover_checkpoints(self.run_dir)
         if "last" not in store.read_manifest(self.run_dir).get("checkpoints", {}):
             return None
-        tensors, meta = store.load_checkpoint(self.run_dir, "last")
+        try:
+            tensors, meta = store.load_checkpoint(self.run_dir, "last")
+            optimizer_bytes = store.read_checkpoint_file(self.run_dir, "last", "optimizer.safetensors")
+            state = json.loads(store.read_checkpoint_file(self.run_dir, "last", "state.json"))
+        except DamagedRunError:
+            raise
+        except StoreError as error:  # a corrupt `last` fails every resume the same way: say what to do
+            raise DamagedRunError(self.run_dir.name, f"its checkpoint 'last' cannot be resumed from: {error}",
+                                  store.repair_hint(self.run_dir)) from None
         load_tensors(model, tensors, meta, fingerprint, f"{self.run_dir.name}/last")
-        optimiser.load_state_tensors(
-            load_safetensors(store.read_checkpoint_file(self.run_dir, "last", "optimizer.safetensors"))
-        )
-        state = json.loads(store.read_checkpoint_file(self.run_dir, "last", "state.json"))
+        optimiser.load_state_tensors(load_safetensors(optimizer_bytes))
         self.history = _rows_until(self.run_dir / store.HISTORY, state["step"])
         self.gradnorms = _rows_until(self.run_dir / store.GRADNORMS, state["step"])
         return state

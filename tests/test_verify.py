@@ -214,3 +214,34 @@ def test_a_checkpoint_whose_save_was_killed_is_not_damage_while_its_backup_match
     assert store.checkpoint_problems(run_dir) == []  # readers take the backup; recover_checkpoints restores it
     shutil.rmtree(folder / ".last.old")
     assert "corrupt or truncated" in store.checkpoint_problems(run_dir)[0]
+
+
+class _Killed(BaseException):
+    """Stands for a kill: not an ``Exception``, so the run stays resumable (not ``failed``)."""
+
+
+def test_an_interrupted_run_whose_last_is_corrupt_says_what_to_do_and_trains_after_repair(tmp_path, monkeypatch, capsys):
+    """Before, each re-run failed on the corrupt `last` the same way, with no hint."""
+    from robustkit.train import _Loop, train
+
+    root = tmp_path / "runs"
+    spec = dataclasses.replace(TINY_RTE, epochs=1, data_dir=str(write_rte(tmp_path / "glue")))
+    original = _Loop.step
+
+    def step(self, model, batch, optimiser, factor, step, max_grad_norm):
+        if step == 3:
+            raise _Killed
+        return original(self, model, batch, optimiser, factor, step, max_grad_norm)
+
+    monkeypatch.setattr(_Loop, "step", step)
+    with pytest.raises(_Killed):
+        train(spec, root, progress=False)
+    monkeypatch.setattr(_Loop, "step", original)
+    run_dir = root / spec.run_id
+    path = run_dir / "checkpoints" / "last" / "model.safetensors"
+    path.write_bytes(path.read_bytes()[:-100])
+    with pytest.raises(DamagedRunError, match="'last'.*corrupt or truncated.*verify .* --repair"):
+        train(spec, root, progress=False)
+    code, output = _cli(capsys, "verify", str(root), "--repair")
+    assert code == 0 and f"MOVED {spec.run_id}" in output
+    assert store.read_manifest(train(spec, root, progress=False))["status"] == "complete"

@@ -33,7 +33,10 @@ Certified float32 decisions
       minimum over all: the others are strictly larger);
     - greedy order: ``softmax(S)_i = exp(-p_i) / sum_j exp(-p_j)`` (``p(x)`` cancels), so
       ``H_i = K_i x C`` with ``K_i = exp(-p_i) (p(x) - m_i)`` (``m_i``: the best substitute's
-      probability) and ``C > 0`` the same for every position; OpenAttack's computed ``H_i`` is
+      probability) and ``C > 0`` the same for every position. ``K_i`` needs position i's own
+      ``<UNK>`` sentence only: those of filter words and of positions without substitutes
+      (``H_i = 0``) are not run unless a fallback needs OpenAttack's exact softmax (a third of
+      the saliency query on polarity). OpenAttack's computed ``H_i`` is
       ``K_i x C x (1 + t)`` with ``|t| <= 8`` units of roundoff (the subtraction, exp, division
       and product round once or twice each; the sum in ``C`` is common to all). Intervals of
       ``K_i`` widened by :data:`ROUNDING` therefore order the computed ``H_i`` up to ``C``:
@@ -135,8 +138,8 @@ MARGIN_ERROR = 1e-4
 SAFETY = 100  # D >= SAFETY x the largest error measured (calibration) or seen (audits)
 ROUNDING = 1e-12  # relative slack for float64 roundoff and batch noise (module docstring)
 # Lazy evaluation: substitute sentences of the first scoring round. Smaller first rounds score
-# fewer sentences in all (polarity, minilm-l6 full, 20 examples: 105.2 per example scoring all
-# first, 102.2 with 64, 94.5 with 8, 92.9 with 1) for a few more, smaller batches (3.9, 4.3,
+# fewer sentences in all (polarity, minilm-l6 full, 20 examples: 92.4 per example scoring all
+# first, 89.4 with 64, 81.6 with 8, 80.0 with 1) for a few more, smaller batches (3.9, 4.3,
 # 4.5, 4.6 per example).
 SCORE_CHUNK = 8
 
@@ -508,7 +511,9 @@ class _Search:
         if self._cache is not None and self._cache[0] == key:
             return self._cache[1]
         probs, count = self.probs, len(self.positions)
-        sal = np.array([probs.bounds(self.saliency[i]) for i in self.positions]).reshape(count, 2)
+        # Only the <UNK> sentences of positions with substitutes run (the others' K is 0).
+        sal = np.array([probs.bounds(self.saliency[i]) if i in self.swaps else (0.0, 0.0)
+                        for i in self.positions]).reshape(count, 2)
         orig_low, orig_high = probs.bounds(self.original)
         e_low, e_high = np.exp(-sal[:, 1]), np.exp(-sal[:, 0])
         m_low, m_high, scored, no_swap = np.zeros(count), np.ones(count), np.zeros(count, bool), np.zeros(count, bool)
@@ -570,7 +575,7 @@ class _Search:
                     local_done.add(frozenset(group))
                     self.probs.refine([self.saliency[i] for i in positions] + [self.original] + sentences)
                 else:
-                    self.probs.refine(self.saliency + [self.original] + sentences)
+                    self.probs.refine(self.saliency + [self.original] + sentences)  # all: OpenAttack's softmax
                 continue
             # Every position involved has OpenAttack's own H: the first of them by the stable sort
             # precedes c, which precedes every other remaining position.
@@ -591,13 +596,14 @@ class _Search:
         """(greedy step, text) of the first success within ``allowed`` steps, or None."""
         if allowed <= 0:
             return None
+        needed = [self.saliency[i] for i in self.swaps] + [self.original]  # the rest only for exact H
         if self.lazy:
-            self.probs.look(self.saliency + [self.original])
+            self.probs.look(needed)
             first = self._round([i for i in self.swaps if i not in self.best])
             if first:
                 self._score(first)
         else:
-            self.probs.look(self.saliency + [self.original] + [s for group in self.swaps.values() for s in group])
+            self.probs.look(needed + [s for group in self.swaps.values() for s in group])
             self._score(list(self.swaps))
         remaining = np.ones(len(self.positions), bool)
         current = list(self.words)

@@ -17,25 +17,44 @@ def _ints(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
 
+def _method_name(text: str) -> str:
+    from robustkit.errors import MethodError
+    from robustkit.methods.registry import get_method
+
+    try:
+        get_method(text)
+    except MethodError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
 def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    # the names alone, not robustkit.methods (torch, AdapterHub): --help must answer at once
-    from robustkit.spec import METHOD_NAMES
+    # the method objects' metadata only (robustkit.methods.registry imports neither torch nor
+    # AdapterHub): --help must answer at once
+    from robustkit.methods.registry import METHOD_NAMES, defaults_help, options_help, spec_fields
 
     run = parser.add_argument_group("run")
     run.add_argument("--task", default="rt", help="task name: a GLUE task (cola, sst2, mrpc, qqp, stsb, mnli, qnli, rte, wnli) or an embedded one (rt, polarity); default: rt")
-    run.add_argument("--method", default="houlsby", choices=sorted(METHOD_NAMES), help="tuning method; default: houlsby")
+    run.add_argument("--method", default="houlsby", type=_method_name, metavar="METHOD",
+                     help=f"tuning method: {', '.join(METHOD_NAMES)}, or adapterhub:<config string> for any AdapterHub config "
+                          "(e.g. adapterhub:lora[r=4,alpha=16]); default: houlsby")
     run.add_argument("--model", default="minilm-l6", help="embedded model (minilm-l6, bert-tiny), a local model folder, or a Hugging Face hub name; default: minilm-l6")
     run.add_argument("--seed", type=_ints, default=[0], help="random seed(s), comma-separated: one run per seed; default: 0")
     run.add_argument("--tsp-steps", type=_ints, default=[0], help="task-specific pretraining steps to start from, comma-separated (0 = none); one masked-LM run keeps a checkpoint at each; default: 0")
     hyper = parser.add_argument_group("hyperparameters (defaults: Han et al. 2021 tables 2-3)")
-    hyper.add_argument("--lr", type=float, help="learning rate; default: 1e-4 for adapter methods and layernorm, 2e-5 for full and topk")
-    hyper.add_argument("--epochs", type=int, help="training epochs; default: 20 for adapter methods and layernorm, 10 for full and topk")
+    hyper.add_argument("--lr", type=float, help=f"learning rate; default per method: {defaults_help('default_lr')}")
+    hyper.add_argument("--epochs", type=int, help=f"training epochs; default per method: {defaults_help('default_epochs')}")
     hyper.add_argument("--batch-size", type=int, default=32, help="training batch size; default: 32")
-    hyper.add_argument("--max-length", type=int, help="max tokens per example; default: 256 for adapter methods and layernorm, 128 for full and topk")
-    hyper.add_argument("--adapter-size", type=int, help="adapter bottleneck size m (houlsby); default: 64")
-    hyper.add_argument("--top-k", type=int, help="topk only (required): fine-tune the top K encoder layers (+ pooler and head), 1..number of layers (Houlsby et al. 2019 section 3.4)")
-    hyper.add_argument("--adapter-init-std", type=float, help="houlsby only: std of the adapters' truncated-normal (+-2 std) weight init, e.g. 1e-7..1 (Houlsby et al. 2019 figure 6 right); default: AdapterHub's houlsby init (std 1e-2)")
-    hyper.add_argument("--adapter-sharing", choices=["none", "layer", "3-layer"], default="none", help="houlsby only: none = two adapters per layer; layer = one adapter for both positions of a layer; 3-layer = one adapter for both positions of three consecutive layers (Mohebbi's report, section 6); default: none")
+    hyper.add_argument("--max-length", type=int, help=f"max tokens per example; default per method: {defaults_help('default_max_length')}")
+    methods = parser.add_argument_group("method options", "Each method's options, with their defaults: " + options_help() + ".")
+    methods.add_argument("--method-option", action="append", metavar="NAME=VALUE", default=[],
+                         help="an option of the method (repeatable), e.g. --method lora --method-option r=4 --method-option matrices=q,k,v; "
+                              "every option is part of the run's identity")
+    for name, (option, owners) in spec_fields().items():
+        default = "none" if option.default is None else option.default
+        methods.add_argument(f"--{name.replace('_', '-')}", dest=name, type=option.kind, choices=option.choices or None,
+                             help=f"{', '.join(owners)} only{' (required)' if option.required else ''}: {option.help}"
+                                  f"{'' if option.required else f'; default: {default}'}")
     hyper.add_argument("--mixout", type=float, default=0.0, metavar="P", help="mixout probability (Lee et al. 2020; He et al. 2021 table 7 use 0.9 for full fine-tuning and adapters): dropout is switched off and each trained linear layer's input-neuron weights are replaced by their values at the start of tuning with probability P; not used by TSP; default: 0 = off (plain dropout)")
     hyper.add_argument("--warmup-ratio", type=float, default=0.1, help="fraction of steps with linear warmup; default: 0.1")
     hyper.add_argument("--weight-decay", type=float, default=0.0, help="AdamW weight decay; default: 0")
@@ -54,7 +73,20 @@ def _add_device(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default=None, help="where runs train: cpu, cuda, cuda:N; default: the GPU if there is one, else the CPU (recorded in the manifest, not part of the run id)")
 
 
+def _method_options(items: list[str]) -> dict[str, str]:
+    """``["r=4", "lora.alpha=16"]`` -> ``{"r": "4", "lora.alpha": "16"}`` (values are parsed by
+    the option's type when the spec is resolved)."""
+    options: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise RobustkitError(f"--method-option expects NAME=VALUE, got {item!r}")
+        options[key.strip()] = value
+    return options
+
+
 def _specs_from_args(args) -> list:
+    from robustkit.methods.registry import spec_fields
     from robustkit.spec import RunSpec
 
     fields = dict(
@@ -63,8 +95,9 @@ def _specs_from_args(args) -> list:
         warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay, max_grad_norm=args.max_grad_norm,
         eval_every=args.eval_every, tsp_lr=args.tsp_lr, tsp_batch_size=args.tsp_batch_size,
         tsp_seed=args.tsp_seed, train_size=args.train_size, split_seed=args.split_seed, data_dir=args.data_dir,
-        top_k=args.top_k, adapter_init_std=args.adapter_init_std, adapter_sharing=args.adapter_sharing,
-        mixout=args.mixout,
+        mixout=args.mixout, method_options=_method_options(args.method_option),
+        # the method options that are run-spec fields (--adapter-size, --top-k, ...), where given
+        **{name: getattr(args, name) for name in spec_fields() if getattr(args, name) is not None},
     )
     return [RunSpec(seed=seed, tsp_step=step, **fields).resolved() for seed in args.seed for step in args.tsp_steps]
 

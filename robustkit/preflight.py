@@ -18,7 +18,7 @@ import torch
 
 from robustkit import models, tasks
 from robustkit.errors import RobustkitError, TaskError
-from robustkit.methods import check_top_k, get_method
+from robustkit.methods.registry import options_of
 from robustkit.spec import RunSpec, TspSpec
 
 # Rows of the train split of each GLUE task on the hub (nyu-mll/glue): train_size is checked
@@ -59,7 +59,7 @@ def check_device(device: str | None, here: bool = True) -> None:
 def check_run(spec: RunSpec | TspSpec, device: str | None = None, data_dir: str | None = None,
               device_here: bool = True) -> None:
     """Everything a run needs besides its values: device, model, method settings that depend on
-    the model (``top_k``), and its data (``data_dir`` is a TSP run's; a RunSpec has its own).
+    the model (:meth:`robustkit.methods.base.Method.check_model`, e.g. ``top_k``), and its data (``data_dir`` is a TSP run's; a RunSpec has its own).
 
     Raises
     ------
@@ -72,8 +72,8 @@ def check_run(spec: RunSpec | TspSpec, device: str | None = None, data_dir: str 
         spec, data_dir = spec.resolved(), spec.data_dir
     check_device(device, here=device_here)
     config = models.check_model(spec.model)
-    if get_method(spec.method).train_top_layers:
-        check_top_k(spec.top_k, config.num_hidden_layers)
+    method, options = options_of(spec)
+    method.check_model(config, options)  # e.g. a top_k beyond the model's layers
     check_data(spec.task, data_dir, spec.train_size, spec.split_seed)
 
 
@@ -82,7 +82,8 @@ def check_runs(specs: Iterable[RunSpec], device: str | None = None, device_here:
     check_device(device, here=device_here)
     seen = set()
     for spec in specs:
-        key = (spec.model, spec.method, spec.top_k, spec.task, spec.data_dir, spec.train_size, spec.split_seed)
+        key = (spec.model, spec.method, spec.top_k, spec.method_options, spec.task, spec.data_dir, spec.train_size,
+               spec.split_seed)
         if key not in seen:
             seen.add(key)
             check_run(spec, device, device_here=device_here)

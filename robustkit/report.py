@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from robustkit.store import DAMAGED, load_runs, read_manifest
+from robustkit.store import DAMAGED, OPTION_COLUMNS, load_runs, read_manifest
 
-SHOWN = ["run_id", "task", "method", "seed", "tsp_step", "lr", "train_size", "status", "trainable_params"]
+SHOWN = ["run_id", "task", "method", "options", "seed", "tsp_step", "lr", "train_size", "status", "trainable_params"]
 
 
 def runs_table(store: str | Path, include_tsp: bool = False, run_ids: Iterable[str] | None = None) -> pd.DataFrame:
@@ -28,7 +28,8 @@ def runs_table(store: str | Path, include_tsp: bool = False, run_ids: Iterable[s
     Returns
     -------
     DataFrame
-        :data:`SHOWN` columns + ``metric`` (the task's main metric) and its value on the
+        :data:`SHOWN` columns (``options``: the method's options, ``r=8 alpha=8 ...``; empty
+        for methods whose options are run-spec columns) + ``metric`` (the task's main metric) and its value on the
         validation and test splits at the best checkpoint (``best_val``, ``best_test``) and on
         test at the last one (``last_test``).
     """
@@ -36,7 +37,7 @@ def runs_table(store: str | Path, include_tsp: bool = False, run_ids: Iterable[s
     if run_ids is not None:
         order = {run_id: i for i, run_id in enumerate(run_ids)}
         runs = runs[runs.run_id.isin(list(order))].sort_values("run_id", key=lambda ids: ids.map(order)).reset_index(drop=True)
-    table = runs.reindex(columns=SHOWN).copy()
+    table = runs.assign(options=[_options(row) for _, row in runs.iterrows()]).reindex(columns=SHOWN).copy()
     for column in ("seed", "tsp_step", "train_size", "trainable_params"):  # integers, though a damaged row has none
         values = pd.to_numeric(table[column], errors="coerce")
         if values.notna().any() and values.dropna().mod(1).eq(0).all():
@@ -61,6 +62,14 @@ def damaged_notes(store: str | Path) -> list[str]:
                      f"checkpoint and says what to do; `robustkit verify {store} --repair` moves them aside so that "
                      "the next sweep trains them again")
     return lines
+
+
+def _options(run: pd.Series) -> str:
+    """A run's method options in one cell: ``r=8 alpha=8 dropout=0.0 matrices=q,v``."""
+    prefix = f"{run.get('method')}."
+    # a column holding other methods' missing values is float: 8.0 is the integer 8
+    return " ".join(f"{c[len(prefix):]}={run[c]:g}" if isinstance(run[c], float) else f"{c[len(prefix):]}={run[c]}"
+                    for c in OPTION_COLUMNS if c.startswith(prefix) and pd.notna(run.get(c)))
 
 
 def failed_outcomes(store: str | Path, run_ids: list[str]) -> list[str]:

@@ -14,7 +14,7 @@ from torch import nn
 
 from robustkit import models
 from robustkit.errors import StoreError
-from robustkit.methods import apply_method
+from robustkit.methods.registry import options_of
 from robustkit.spec import RunSpec, TspSpec
 from robustkit.store import load_checkpoint, read_spec
 
@@ -34,13 +34,8 @@ def build_classifier(spec: RunSpec, num_labels: int) -> tuple[nn.Module, list[st
     model = models.load_classifier(spec.model, num_labels, seed=spec.seed)
     fingerprint = models.fingerprint(model)
     torch.manual_seed(spec.seed)  # adapter init (and its re-init with adapter_init_std)
-    trainable = apply_method(model, spec.method, spec.adapter_size or 0, **method_options(spec))
-    return model, trainable, fingerprint
-
-
-def method_options(spec: RunSpec | TspSpec) -> dict:
-    """The method settings of a run besides its adapter size, as :func:`apply_method` takes them."""
-    return {"top_k": spec.top_k, "init_std": spec.adapter_init_std, "sharing": spec.adapter_sharing}
+    method, options = options_of(spec)
+    return model, method.adapt(model, options), fingerprint
 
 
 def build_masked_lm(spec: TspSpec) -> tuple[nn.Module, list[str], str, list[str]]:
@@ -48,8 +43,8 @@ def build_masked_lm(spec: TspSpec) -> tuple[nn.Module, list[str], str, list[str]
     model, initialised = models.load_masked_lm(spec.model, seed=spec.seed)
     fingerprint = models.fingerprint(model)
     torch.manual_seed(spec.seed)
-    trainable = apply_method(model, spec.method, spec.adapter_size or 0, **method_options(spec))
-    return model, trainable, fingerprint, initialised
+    method, options = options_of(spec)
+    return model, method.adapt(model, options), fingerprint, initialised
 
 
 def trainable_state(model: nn.Module, names: list[str]) -> dict[str, torch.Tensor]:

@@ -3,7 +3,11 @@ pretraining), with their defaults from the papers and their stable run ids.
 
 Defaults follow Han et al. 2021, appendix A, tables 2-3: batch size 32; adapter runs lr 1e-4,
 20 epochs, max length 256; full fine-tuning lr 2e-5, 10 epochs, max length 128. Linear warmup
-over 10% of the steps, then linear decay to zero (Houlsby et al. 2019, section 3.1).
+over 10% of the steps, then linear decay to zero (Houlsby et al. 2019, section 3.1). Each
+method's defaults and options are its own (:mod:`robustkit.methods`): a resolved spec holds
+every option's value, in ``method_options`` or, for the options that existed before method
+options did (``adapter_size``, ``top_k``, ``adapter_init_std``, ``adapter_sharing``), in their
+own fields.
 """
 
 from __future__ import annotations
@@ -16,18 +20,10 @@ import os
 from dataclasses import dataclass, field
 
 from robustkit.errors import RobustkitError
+from robustkit.methods.registry import METHOD_NAMES, given_options, spec_fields, split_method
 
-# The tuning methods' names, in robustkit.methods.METHODS order. Kept here as plain data so that
-# what only needs the names (the CLI's --method choices) does not import robustkit.methods, which
-# imports torch and AdapterHub (seconds); tests/test_spec.py checks it equals the registry's keys.
-METHOD_NAMES = ("full", "houlsby", "adapterhub-houlsby", "topk", "layernorm")
+__all__ = ["METHOD_NAMES", "RunSpec", "TspSpec", "SpecError", "SPEC_FIELDS", "SPEC_DEFAULTS"]
 
-# Methods without adapters: top-k fine-tunes part of the network, so it takes full fine-tuning's
-# settings; LayerNorm-only freezes the base like adapters do, so it takes the adapter settings.
-DEFAULT_EPOCHS = {"full": 10, "topk": 10, "layernorm": 20}
-ADAPTER_EPOCHS = 20
-DEFAULT_MAX_LENGTH = {"full": 128, "topk": 128, "layernorm": 256}
-ADAPTER_MAX_LENGTH = 256
 TSP_WARMUP_STEPS = 100
 
 
@@ -57,6 +53,10 @@ class TspSpec:
     adapter_init_std: float | None = None
     adapter_sharing: str = "none"
     data_fingerprint: str | None = None
+    method_options: tuple = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "method_options", option_pairs(self.method_options))
 
     @property
     def run_id(self) -> str:
@@ -85,7 +85,11 @@ class RunSpec:
         section 3.6); None = AdapterHub's ``houlsby`` init (std 1e-2).
     adapter_sharing : str
         ``houlsby`` only: ``none``, ``layer`` or ``3-layer`` (Mohebbi's report, section 6).
-    mixout : float
+    method_options : tuple of (str, object)
+        The method's other options (``(("alpha", 8), ("r", 4), ...)``; a dict is accepted and
+        sorted). Keys are option names or ``<method>.<name>``; the latter are dropped for runs
+        of other methods (a grid over several methods). Resolved, it holds every option of the
+        method (defaults filled in), so two spellings of one setting share a run id.
         Mixout probability p, 0 <= p < 1 (Lee et al. 2020; He et al. 2021 table 7 use 0.9): with
         p > 0 dropout is off and the trained linear layers mix toward their weights at step 0 of
         tuning (see :mod:`robustkit.mixout`); 0 = plain dropout. The TSP run does not use it.
@@ -123,6 +127,10 @@ class RunSpec:
     adapter_sharing: str = "none"
     mixout: float = 0.0
     data_fingerprint: str | None = None
+    method_options: tuple = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "method_options", option_pairs(self.method_options))
 
     def resolved(self) -> "RunSpec":
         """A copy with every paper default filled in (what the run id and manifest record).
@@ -132,33 +140,21 @@ class RunSpec:
         RobustkitError
             Unknown task or method, or a value of the wrong type or range (named).
         """
-        # methods imports adapters and transformers (seconds): only when a spec is resolved, so
-        # that reading a store (robustkit.store uses the spec's fields) stays light
-        from robustkit.methods import ADAPTER_SIZE, DEFAULT_LR, get_method
-
         self._validate()
-        method = get_method(self.method)
-        adapters = method.uses_adapters
+        method, options = resolve_method(self)
         # Without TSP the TSP settings change nothing: normalise them so such runs share an id.
         tsp = {} if self.tsp_step else {"tsp_seed": 0, "tsp_batch_size": 32}
-        houlsby = method.name == "houlsby"
-        if method.train_top_layers and self.top_k is None:
-            raise SpecError("method 'topk' needs top_k (--top-k): how many top encoder layers train")
         return dataclasses.replace(
             self,
             **tsp,
-            # Settings of other methods change nothing: normalise them so such runs share an id.
-            top_k=self.top_k if method.train_top_layers else None,
-            adapter_init_std=float(self.adapter_init_std) if houlsby and self.adapter_init_std is not None else None,
-            adapter_sharing=self.adapter_sharing if houlsby else "none",
+            **options,
             mixout=float(self.mixout),  # TOML 0 vs 0.0: one id
             # what the data holds (hashing a TSV folder's files once per process), not where it is
             data_fingerprint=data_identity(self.task, self.data_dir, self.data_fingerprint),
-            lr=self.lr if self.lr is not None else DEFAULT_LR[method.name],
-            adapter_size=(self.adapter_size or ADAPTER_SIZE) if method.name == "houlsby" else None,
-            epochs=self.epochs or (ADAPTER_EPOCHS if adapters else DEFAULT_EPOCHS[method.name]),
-            max_length=self.max_length or (ADAPTER_MAX_LENGTH if adapters else DEFAULT_MAX_LENGTH[method.name]),
-            tsp_lr=None if not self.tsp_step else (self.tsp_lr or self.lr or DEFAULT_LR[method.name]),
+            lr=self.lr if self.lr is not None else method.default_lr,
+            epochs=self.epochs or method.default_epochs,
+            max_length=self.max_length or method.default_max_length,
+            tsp_lr=None if not self.tsp_step else (self.tsp_lr or self.lr or method.default_lr),
         )
 
     def _validate(self) -> None:
@@ -188,10 +184,6 @@ class RunSpec:
         _check("mixout", self.mixout, (int, float), minimum=0)
         if not self.mixout < 1:
             raise SpecError(f"mixout must be < 1 (a probability), got {self.mixout!r}")
-        from robustkit.methods import SHARING
-
-        if self.adapter_sharing not in SHARING:
-            raise SpecError(f"adapter_sharing must be one of {', '.join(SHARING)}, got {self.adapter_sharing!r}")
         if self.batch_size < 1:
             raise SpecError(f"batch_size must be at least 1, got {self.batch_size}")
 
@@ -218,6 +210,7 @@ class RunSpec:
             adapter_init_std=spec.adapter_init_std,
             adapter_sharing=spec.adapter_sharing,
             data_fingerprint=spec.data_fingerprint,
+            method_options=spec.method_options,
         )
 
     def to_dict(self) -> dict:
@@ -252,9 +245,10 @@ def _safe(model: str) -> str:
 
 
 # Fields added after runs were stored, with the default that reproduces those runs. At that
-# default a field is left out of the hash, so the ids of the runs made before it stay the same.
+# default a field is left out of the hash, so the ids of the runs made before it stay the same
+# (the methods that existed before method options have none: their method_options stay empty).
 _ADDED_FIELDS = {"top_k": None, "adapter_init_std": None, "adapter_sharing": "none", "mixout": 0.0,
-                 "data_fingerprint": None}
+                 "data_fingerprint": None, "method_options": ()}
 
 
 def _digest(spec) -> str:
@@ -306,3 +300,52 @@ def data_identity(task: str, data_dir: str | None, given: str | None = None) -> 
 def full_data_fingerprint(spec: RunSpec | TspSpec) -> str:
     """The fingerprint of the data a (resolved) spec's run is for, the legacy default spelt out."""
     return spec.data_fingerprint or _LEGACY_DATA[spec.task]
+
+
+def option_pairs(options) -> tuple:
+    """``method_options`` in one form: sorted (name, value) pairs (from a dict, or pairs read
+    back from a manifest as lists). Anything else is kept for :func:`resolve_method` to refuse."""
+    if options is None:
+        return ()
+    if isinstance(options, dict):
+        options = options.items()
+    try:
+        pairs = [tuple(pair) for pair in options]
+    except TypeError:
+        return options
+    if not all(len(pair) == 2 and isinstance(pair[0], str) for pair in pairs):
+        return options
+    return tuple(sorted(pairs, key=lambda pair: pair[0]))
+
+
+def resolve_method(spec: RunSpec | TspSpec):
+    """The spec's method and its resolved option fields: ``method`` (its plain name),
+    ``method_options`` and the option fields of :func:`robustkit.methods.registry.spec_fields`
+    (those of other methods at their defaults: they change nothing, so such runs share an id).
+    Raises
+    ------
+    SpecError
+        Unknown method, an option it does not have, a bad value (the method, the option and
+        the value named).
+    """
+    from robustkit.errors import MethodError
+
+    try:
+        method, argument = split_method(spec.method)
+        pairs = spec.method_options
+        if not isinstance(pairs, tuple) or not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
+            raise SpecError(f"method_options must map option names to values, got {pairs!r}")
+        given = {**argument, **given_options(method, pairs)}
+        for option in (o for o in method.options if o.spec_field):
+            value = getattr(spec, option.spec_field)
+            if value is None or value == SPEC_DEFAULTS[option.spec_field]:
+                continue
+            if option.name in given and given[option.name] != value:
+                raise SpecError(f"method {method.name!r}: option {option.name!r} given twice ({given[option.name]!r}, {value!r})")
+            given[option.name] = value
+        options = method.resolve(given)
+    except MethodError as error:
+        raise SpecError(str(error)) from None
+    resolved = {name: SPEC_DEFAULTS[name] for name in spec_fields()}
+    resolved.update({o.spec_field: options[o.name] for o in method.options if o.spec_field})
+    return method, {"method": method.name, "method_options": method.stored_options(options), **resolved}

@@ -39,6 +39,7 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 from robustkit.errors import DamagedRunError, RunLockedError, StoreError
+from robustkit.methods.registry import identity_columns, option_columns
 from robustkit.spec import SPEC_DEFAULTS, SPEC_FIELDS, RunSpec, TspSpec
 
 MANIFEST = "manifest.json"
@@ -600,8 +601,14 @@ def _safetensors_metadata(data: bytes) -> dict[str, str]:
 # Every field of the run spec is an identity column, so that analyses and figures can see every
 # setting in which two runs differ (and refuse to pool them: robustkit.analysis.pooling); the
 # nine that name a run come first. ``data_dir`` says where data was read, not what was run.
+# ``method_options`` is one column per option of every method (``lora.r``, ``prefix.length``;
+# missing for runs of other methods), so that no analysis pools runs of different options.
 _NAMING = ["model", "task", "method", "seed", "tsp_step", "lr", "train_size", "adapter_size"]
-IDENTITY = ["run_id", *_NAMING, *(f for f in SPEC_FIELDS if f not in _NAMING and f != "data_dir")]
+OPTION_COLUMNS = option_columns()
+IDENTITY = ["run_id", *_NAMING, *(f for f in SPEC_FIELDS if f not in _NAMING and f not in ("data_dir", "method_options")),
+            *OPTION_COLUMNS]
+# What an identity column holds for a run stored before it existed (None: missing).
+_COLUMN_DEFAULTS = {**SPEC_DEFAULTS, **dict.fromkeys(OPTION_COLUMNS)}
 
 
 class DamagedRunWarning(UserWarning):
@@ -628,7 +635,8 @@ def load_runs(store: str | Path, include_tsp: bool = False, include_damaged: boo
     Returns
     -------
     DataFrame
-        Columns ``run_id, kind`` + every field of the run's spec (:data:`IDENTITY`) +
+        Columns ``run_id, kind`` + every field of the run's spec and one column per method
+        option (:data:`IDENTITY`; ``lora.r`` holds r for LoRA runs, nothing for others) +
         ``status`` (``complete``, ``diverged``, ``running``, ``failed``: see :data:`FINISHED`),
         ``main_metric, trainable_params, path``, ``n_<split>`` (examples per split),
         one column per final metric, named ``<checkpoint>/<split>/<metric>`` (e.g.
@@ -647,7 +655,9 @@ def load_runs(store: str | Path, include_tsp: bool = False, include_damaged: boo
         if manifest.get("kind") == "tsp" and not include_tsp:
             continue
         row = {"run_id": manifest["run_id"], "kind": manifest.get("kind")}
-        row.update(manifest.get("spec", {}))
+        spec = dict(manifest.get("spec", {}))
+        row.update(identity_columns(spec.get("method"), spec.pop("method_options", None)))
+        row.update(spec)
         row["status"] = manifest.get("status")
         row["main_metric"] = manifest.get("main_metric")
         row["trainable_params"] = manifest.get("trainable", {}).get("count")
@@ -666,8 +676,8 @@ def load_runs(store: str | Path, include_tsp: bool = False, include_damaged: boo
         frame = pd.DataFrame(columns=["run_id", "kind", *IDENTITY[1:], "status", "trainable_params", "path"])
     else:
         # runs stored before a spec field existed hold its default (a None default stays missing)
-        frame = frame.assign(**{f: frame[f].fillna(SPEC_DEFAULTS[f]) if f in frame and SPEC_DEFAULTS[f] is not None
-                                else frame.get(f, SPEC_DEFAULTS[f]) for f in IDENTITY[1:]})
+        frame = frame.assign(**{f: frame[f].fillna(_COLUMN_DEFAULTS[f]) if f in frame and _COLUMN_DEFAULTS[f] is not None
+                                else frame.get(f, _COLUMN_DEFAULTS[f]) for f in IDENTITY[1:]})
     if damaged and include_damaged:  # after the defaults: a damaged run's settings are unknown
         frame = pd.concat([frame, pd.DataFrame(damaged)], ignore_index=True).sort_values("run_id", ignore_index=True)
     return frame

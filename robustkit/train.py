@@ -36,12 +36,8 @@ from tqdm.auto import tqdm
 from robustkit import collapse, data, models, preflight, store, tasks
 from robustkit.errors import DamagedRunError, DataChangedError, RobustkitError, StoreError
 from robustkit.evaluate import EVAL_BATCH_SIZE, encode_split, eval_batches, evaluate, resolve_device, to_device
-from robustkit.methods import (
-    adapter_parameter_counts,
-    check_houlsby_counts,
-    check_sharing_counts,
-    count_parameters,
-)
+from robustkit.methods import adaptation_of, adapter_parameter_counts
+from robustkit.methods.model_parts import count_parameters
 from robustkit.metrics import majority_baseline
 from robustkit.mixout import apply_mixout
 from robustkit.provenance import asset_hashes, package_versions
@@ -443,11 +439,18 @@ def _rows_until(path: Path, step: int) -> list[dict]:
 
 
 def _trainable_summary(model, names: list[str]) -> dict:
+    """The manifest's ``trainable``: count and names of what trains, the model's total, the
+    parameters the method added (``added``; ``total - added`` is the pretrained model with its
+    head) and each bottleneck adapter module's count; and ``method_check``, the method's
+    trainable-count check against its formula (:meth:`robustkit.methods.base.Method.check`)."""
+    adaptation = adaptation_of(model)
     return {
         "count": count_parameters(model, names),
         "total": count_parameters(model),
         "names": names,
+        "added": count_parameters(model, adaptation.added),
         "adapter_modules": adapter_parameter_counts(model),
+        "method_check": adaptation.check,
     }
 
 
@@ -600,11 +603,6 @@ class _Finetune(_Loop):
             "tsp_run": self.tsp_dir.name if self.tsp_dir else None,
             "splits": {name: len(split) for name, split in splits.items()},
             "main_metric": self.task.main_metric,
-            "adapter_check": check_houlsby_counts(model, spec.adapter_size) if spec.method == "houlsby" else None,
-            # distinct adapter modules and parameters vs Mohebbi's report, table 1
-            "sharing_check": (
-                check_sharing_counts(model, spec.adapter_size, spec.adapter_sharing) if spec.method == "houlsby" else None
-            ),
         }
 
     def _train(self, model, names, fingerprint, meta, encoded, collator) -> None:

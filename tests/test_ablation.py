@@ -79,7 +79,7 @@ def test_ablating_every_layer_is_the_adapter_free_model(houlsby_run, tiny_store)
 
 
 def test_run_caches_and_skips_full_runs(tiny_store, monkeypatch):
-    with pytest.warns(UserWarning, match="without adapters"):
+    with pytest.warns(UserWarning, match="without per-layer adapters"):
         first = ablation.run(tiny_store, progress=False)
     assert set(first["method"]) == {"houlsby"}
     assert set(first["metric"]) == {"loss", "accuracy"}

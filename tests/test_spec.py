@@ -29,19 +29,32 @@ def test_runs_of_different_seeds_share_one_tsp_run():
 
 @pytest.mark.parametrize(
     "fields, named",
-    [({"task": "nope"}, "nope"), ({"method": "lora"}, "lora"), ({"seed": "x"}, "seed"), ({"epochs": 0}, "epochs"), ({"lr": -1.0}, "lr")],
+    [({"task": "nope"}, "nope"), ({"method": "lorra"}, "lorra"), ({"seed": "x"}, "seed"), ({"epochs": 0}, "epochs"), ({"lr": -1.0}, "lr")],
 )
 def test_bad_values_are_named(fields, named):
     with pytest.raises(RobustkitError, match=named):
         RunSpec(**fields).resolved()
 
 
-# Run ids computed with the code before top_k / adapter_init_std / adapter_sharing existed: adding
-# fields must never change the id (and so the folder) of a run already in a store.
+# Run ids computed with the code before top_k / adapter_init_std / adapter_sharing existed (and,
+# for topk, layernorm and the houlsby variants, before method objects and method_options): adding
+# fields or methods must never change the id (and so the folder) of a run already in a store.
 PINNED_IDS = {
     RunSpec(): "rt-houlsby-minilm-l6-s0-tsp0-605128a5",
     RunSpec(method="full", seed=2, tsp_step=200): "rt-full-minilm-l6-s2-tsp200-325b79ac",
     RunSpec(method="adapterhub-houlsby", task="rte"): "rte-adapterhub-houlsby-minilm-l6-s0-tsp0-27b12a42",
+    RunSpec(method="topk", top_k=2): "rt-topk-minilm-l6-s0-tsp0-3830dfbb",
+    RunSpec(method="topk", top_k=1, task="rte", seed=3): "rte-topk-minilm-l6-s3-tsp0-bfe83277",
+    RunSpec(method="layernorm"): "rt-layernorm-minilm-l6-s0-tsp0-1417022f",
+    RunSpec(method="layernorm", tsp_step=100, seed=1): "rt-layernorm-minilm-l6-s1-tsp100-dc415aef",
+    RunSpec(adapter_sharing="3-layer", adapter_init_std=1e-3): "rt-houlsby-minilm-l6-s0-tsp0-b553bd70",
+    RunSpec(method="houlsby", adapter_size=8, lr=1e-3): "rt-houlsby-minilm-l6-s0-tsp0-01916b4c",
+    RunSpec(mixout=0.9, method="full"): "rt-full-minilm-l6-s0-tsp0-5e37a6d6",
+}
+PINNED_TSP_IDS = {
+    RunSpec(method="topk", top_k=2): "tsp-rt-topk-minilm-l6-96e4755b",
+    RunSpec(method="layernorm", tsp_step=100, seed=1): "tsp-rt-layernorm-minilm-l6-5fcde4b3",
+    RunSpec(adapter_sharing="3-layer", adapter_init_std=1e-3): "tsp-rt-houlsby-minilm-l6-768a4af0",
 }
 
 
@@ -52,6 +65,8 @@ def test_run_ids_of_existing_runs_do_not_change(spec, run_id):
 
 def test_tsp_run_id_of_existing_runs_does_not_change():
     assert RunSpec(seed=2, tsp_step=200).tsp_spec().run_id == "tsp-rt-houlsby-minilm-l6-e169dbc3"
+    for spec, run_id in PINNED_TSP_IDS.items():
+        assert spec.tsp_spec().run_id == run_id
 
 
 def test_method_settings_are_normalised_to_their_method():

@@ -41,7 +41,7 @@ def test_run_folder_manifest_and_checkpoints(tiny_spec, tmp_path):
     manifest = store.read_manifest(run_dir)
     assert manifest["status"] == "complete" and manifest["kind"] == "finetune"
     assert set(manifest["checkpoints"]) == {"step-0", "best", "last"}
-    assert set(manifest["adapter_check"]["counts"]) == {houlsby_adapter_size(128, 16)}
+    assert set(manifest["trainable"]["method_check"]["adapter"]["counts"]) == {houlsby_adapter_size(128, 16)}
     assert manifest["trainable"]["count"] == sum(
         t.numel() for t in store.load_checkpoint(run_dir, "last")[0].values()
     )

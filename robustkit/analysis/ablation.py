@@ -331,11 +331,12 @@ def ablation_run(run_dir: str | Path, checkpoint: str = "best", progress: bool =
 
 
 def _adapter_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """The adapter runs; full fine-tuning runs are dropped with a warning naming them."""
-    uses = runs["method"].map(lambda m: get_method(m).uses_adapters)
+    """The runs whose method AdapterHub can switch off per layer (:attr:`Method.layer_ablation`);
+    the others (full fine-tuning, prompt tuning, ...) are dropped with a warning naming them."""
+    uses = runs["method"].map(lambda m: get_method(m).layer_ablation)
     if not uses.all():
         names = ", ".join(runs.loc[~uses, "run_id"].astype(str))
-        warnings.warn(f"skipping runs without adapters (nothing to ablate): {names}", stacklevel=3)
+        warnings.warn(f"skipping runs without per-layer adapters (nothing to ablate): {names}", stacklevel=3)
     if not uses.any():
         raise RobustkitError(f"no adapter run among the selected runs ({', '.join(runs['run_id'].astype(str))}): layer ablation needs adapters; select e.g. method=houlsby")
     return runs[uses]

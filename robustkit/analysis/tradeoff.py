@@ -32,13 +32,16 @@ from robustkit.analysis.select import select_runs
 from robustkit.analysis.scores import majority_baseline
 from robustkit.errors import RobustkitError
 from robustkit.methods import HOULSBY_INIT_STD
-from robustkit.spec import RunSpec
+from robustkit.methods.registry import METHODS, spec_fields
+from robustkit.spec import SPEC_DEFAULTS, RunSpec
 from robustkit.store import IDENTITY, read_manifest
 
-METHOD_COLUMNS = ["top_k", "adapter_init_std", "adapter_sharing"]
-# Every other run setting, so that runs of different settings are never pooled unseen.
+# The methods' options that are run-spec fields (the other options are IDENTITY columns).
+METHOD_COLUMNS = list(spec_fields())
+# Every other run setting, so that runs of different settings are never pooled unseen
+# (method_options are in IDENTITY, one column per option).
 SETTING_COLUMNS = [f.name for f in dataclasses.fields(RunSpec)
-                   if f.name not in (*IDENTITY, *METHOD_COLUMNS, "data_dir")]
+                   if f.name not in (*IDENTITY, *METHOD_COLUMNS, "data_dir", "method_options")]
 COLUMNS = list(dict.fromkeys([  # IDENTITY may already hold every run setting
     *IDENTITY, *METHOD_COLUMNS, *SETTING_COLUMNS, "init_std", "trainable_params", "base_params",
     "trainable_fraction", "checkpoint", "split", "metric", "value", "baseline", "n_eval", "top_class_share",
@@ -46,11 +49,12 @@ COLUMNS = list(dict.fromkeys([  # IDENTITY may already hold every run setting
 ]))
 SPLITS = ("validation", "test")
 # Defaults of the method columns in runs stored before those settings existed.
-_METHOD_DEFAULTS = {"top_k": None, "adapter_init_std": None, "adapter_sharing": "none"}
+_METHOD_DEFAULTS = {column: SPEC_DEFAULTS[column] for column in METHOD_COLUMNS}
 # Settings Houlsby et al. sweep and select the best of, per point of a curve.
 SWEEP = ("lr", "epochs")
-# Methods drawn as curves, and the column that orders their points.
-POINT_COLUMN = {"houlsby": "adapter_size", "adapterhub-houlsby": "adapter_size", "topk": "top_k"}
+# Methods drawn as curves, the column that orders their points, and its symbol in figures (m, k, r).
+POINT_COLUMN = {name: method.point_column for name, method in METHODS.items() if method.point_column}
+POINT_SYMBOL = {method.point_column: method.point_symbol for method in METHODS.values() if method.point_column}
 AGGREGATE_METHODS = ("houlsby", "adapterhub-houlsby", "topk")
 PERCENTILES = (20, 50, 80)
 SUMMARY_COLUMNS = ["trainable_params", "base_params", "value", "std", "sem", "n", "n_runs", "n_collapsed",
@@ -151,11 +155,13 @@ def _int_or_none(value) -> int | None:
 
 
 def _base_params(trainable: dict) -> int | None:
-    """Parameters of the model without its adapters (``total`` counts the adapters too)."""
+    """Parameters of the model without what the method added (``total`` counts it too); runs
+    stored before ``added`` was recorded had bottleneck adapters at most."""
     total = trainable.get("total")
     if total is None:
         return None
-    return total - sum(trainable.get("adapter_modules", {}).values())
+    added = trainable.get("added")
+    return total - (added if added is not None else sum(trainable.get("adapter_modules", {}).values()))
 
 
 def _value_or(value, default):
@@ -178,13 +184,15 @@ def effective_init_std(method: str, adapter_init_std: float | None) -> float:
 
 def with_points(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` + ``series`` (method, plus its sharing mode when not ``none``) and ``point``
-    (adapter size m or top k: what orders a run along its curve; NaN for one-point methods)."""
+    (the method's curve option: adapter size m, top k, LoRA's r, ...: what orders a run along
+    its curve, :data:`POINT_COLUMN`; NaN for one-point methods)."""
     sharing = frame["adapter_sharing"].fillna("none") if "adapter_sharing" in frame else pd.Series("none", index=frame.index)
     series = np.where(sharing == "none", frame["method"].astype(str), frame["method"].astype(str) + ", shared per " + sharing.astype(str))
     point = pd.Series(np.nan, index=frame.index, dtype=float)
     for method, column in POINT_COLUMN.items():
-        rows = (frame["method"] == method) & frame[column].notna() if column in frame else frame["method"] != frame["method"]
-        point[rows] = frame.loc[rows, column].astype(float)
+        if column in frame:  # frames of other methods may lack the column
+            rows = (frame["method"] == method) & frame[column].notna()
+            point[rows] = frame.loc[rows, column].astype(float)
     return frame.assign(series=series, point=point)
 
 

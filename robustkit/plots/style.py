@@ -32,16 +32,11 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 from matplotlib.transforms import ScaledTranslation  # noqa: E402
 
-METHOD_LABELS = {
-    "houlsby": "with adapters (Houlsby)",
-    "adapterhub-houlsby": "with adapters (AdapterHub preset)",
-    "full": "without adapters (full fine-tuning)",
-    "topk": "fine-tuning the top k layers",
-    "layernorm": "LayerNorm parameters only",
-}
-METHOD_COLORS = {
-    "houlsby": "#1b9e77", "adapterhub-houlsby": "#7570b3", "full": "#d95f02", "topk": "#1f78b4", "layernorm": "#e7298a",
-}
+from robustkit.methods.registry import method_colours, method_labels  # noqa: E402
+
+# Each method's label and colour are its own (robustkit.methods).
+METHOD_LABELS = method_labels()
+METHOD_COLORS = method_colours()
 
 # Scores shown x 100: accuracy and F1 in %, correlations x 100 (as in the papers' tables).
 PERCENT = {"accuracy", "f1"}

@@ -17,11 +17,10 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from robustkit import collapse
-from robustkit.analysis.tradeoff import POINT_COLUMN, select_best, summarize, with_points
+from robustkit.analysis.tradeoff import POINT_COLUMN, POINT_SYMBOL, select_best, summarize, with_points
 from robustkit.plots import style
 from robustkit.plots.style import method_color, method_label
 
-_POINT_PREFIX = {"adapter_size": "m=", "top_k": "k="}
 _MARKERS = {"none": "o", "layer": "s", "3-layer": "^"}
 _KEYS = ["task", "series", "method", "adapter_sharing", "point"]
 
@@ -147,7 +146,7 @@ def _annotate_points(ax: plt.Axes, points: pd.DataFrame, method: str, factor: fl
         return
     for _, row in points.iterrows():
         if pd.notna(row["point"]):
-            ax.annotate(f"{_POINT_PREFIX[column]}{int(row['point'])}", (row["trainable_params"], row["value"] * factor),
+            ax.annotate(f"{POINT_SYMBOL[column]}={row['point']:g}", (row["trainable_params"], row["value"] * factor),
                         textcoords="offset points", xytext=(3, 4), fontsize=6, color=method_color(method))
 
 
@@ -301,7 +300,7 @@ def _aggregate_labels(ax: plt.Axes, rows: pd.DataFrame, mid: pd.Series, factor: 
         if x not in mid.index or not np.isfinite(mid[x]):
             continue
         if column and pd.notna(row["point"]):
-            ax.annotate(f"{_POINT_PREFIX[column]}{int(row['point'])}", (x, mid[x] * factor), textcoords="offset points",
+            ax.annotate(f"{POINT_SYMBOL[column]}={row['point']:g}", (x, mid[x] * factor), textcoords="offset points",
                         xytext=(3, 4), fontsize=6, color=method_color(method))
         text = collapse.label(int(row["n_collapsed"]), int(row["n_runs"]), int(row["n_diverged"]))
         if text:

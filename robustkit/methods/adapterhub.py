@@ -1,0 +1,152 @@
+"""Methods that add AdapterHub (``adapters``) modules to a frozen base, and the generic
+``adapterhub`` method that takes any AdapterHub config string.
+
+An :class:`AdapterHubMethod` names one of AdapterHub's config classes and maps its options onto
+the config's fields; applying it is AdapterHub's own sequence: ``adapters.init(model)``,
+``add_adapter``, then ``train_adapter``, which freezes the base model and unfreezes the adapter
+(AdapterHub's definition of what trains). The task head trains too (a masked-LM head's weight
+stays tied to the frozen word embeddings). Switching the method off is
+``set_active_adapters(None)``.
+
+adapterhub
+    ``adapterhub:<config string>`` (or ``--method adapterhub --method-option config=...``):
+    any config AdapterHub resolves from a string, e.g. ``lora[r=4,alpha=16]``, ``seq_bn``,
+    ``prefix_tuning|par_bn`` (a union). The string is the run's identity; config files are
+    refused (their content would not be). No formula: the manifest records AdapterHub's count.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from robustkit.errors import MethodError
+from robustkit.methods.base import ADAPTER_NAME, Method, Option
+
+if TYPE_CHECKING:
+    from adapters import AdapterConfig
+    from torch import nn
+
+
+@dataclass(frozen=True, kw_only=True)
+class AdapterHubMethod(Method):
+    """A method that is one AdapterHub config.
+
+    Attributes
+    ----------
+    config_class : str
+        The config's class in ``adapters`` (``"LoRAConfig"``).
+    fixed : tuple of (str, object)
+        Config fields this method sets besides its options.
+    train_layer_norms : bool
+        The pretrained LayerNorms train too (Houlsby et al. 2019), besides AdapterHub's choice.
+    """
+
+    config_class: str = ""
+    fixed: tuple[tuple[str, Any], ...] = ()
+    train_layer_norms: bool = False
+    uses_adapters: bool = True
+    layer_ablation: bool = True
+
+    def adapter_config(self, options: Mapping[str, Any], model_config) -> AdapterConfig:
+        """The AdapterHub config of a run with these options on a model of this (transformers)
+        config."""
+        import adapters
+
+        return getattr(adapters, self.config_class)(**dict(self.fixed), **self.config_fields(options))
+
+    def config_fields(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The config fields set by the options (by default, the options' own names)."""
+        return dict(options)
+
+    def _apply(self, model: nn.Module, options: Mapping[str, Any]) -> None:
+        from robustkit.methods import model_parts
+
+        add_adapter(model, self.name, self.adapter_config(options, model.config))
+        model_parts.train(model, model_parts.head_names(model))
+        if self.train_layer_norms:
+            model_parts.train(model, model_parts.layer_norm_names(model))
+        self.after_adding(model, options)
+
+    def after_adding(self, model: nn.Module, options: Mapping[str, Any]) -> None:
+        """What the method does to the model after AdapterHub added its adapter (nothing)."""
+
+    def deactivate(self, model: nn.Module) -> None:
+        model.set_active_adapters(None)
+
+
+def add_adapter(model: nn.Module, method: str, config: AdapterConfig) -> None:
+    """AdapterHub's own setup: ``adapters.init``, ``add_adapter`` and ``train_adapter`` (the base
+    frozen, the adapter trainable and active); the model's train/eval mode is kept.
+
+    Raises
+    ------
+    MethodError
+        AdapterHub does not support the config on this model (method and model named).
+    """
+    import adapters
+
+    from robustkit.methods.model_parts import describe
+    from robustkit.models import quiet_loading
+
+    with quiet_loading():
+        adapters.init(model)
+        if not model.supports_adapter(config):
+            raise MethodError(f"method {method!r}: AdapterHub does not support {type(config).__name__} on {describe(model)}")
+        try:
+            model.add_adapter(ADAPTER_NAME, config=config)
+        except (ValueError, TypeError, NotImplementedError) as error:
+            raise MethodError(f"method {method!r} cannot be added to {describe(model)}: {error}") from error
+        training = model.training
+        model.train_adapter(ADAPTER_NAME)
+        model.train(training)  # train_adapter switches to training mode; the caller decides
+
+
+def load_config_string(text: str) -> AdapterConfig:
+    """AdapterHub's config for a config string (``lora[r=4]``, ``seq_bn|prefix_tuning``).
+
+    Raises
+    ------
+    ValueError
+        A string AdapterHub does not know, or a file (whose content would not be part of a
+        run's identity).
+    """
+    from adapters import AdapterConfig
+
+    if os.path.exists(text):
+        raise ValueError("config files are not accepted (a run's identity is the config string): write the config as a string")
+    config = AdapterConfig.load(text)
+    if config is None:
+        raise ValueError("empty config")
+    return config
+
+
+def _config_string(text: str) -> str:
+    """Normalise (no spaces) and check an AdapterHub config string."""
+    text = "".join(text.split())
+    try:
+        load_config_string(text)
+    except (ValueError, TypeError, KeyError) as error:
+        raise ValueError(f"not an AdapterHub config string ({error})") from None
+    return text
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnyAdapterHubConfig(AdapterHubMethod):
+    """The generic method: the config comes from AdapterHub's config-string syntax."""
+
+    layer_ablation: bool = False  # depends on the config (prompt tuning has no layers)
+
+    def adapter_config(self, options: Mapping[str, Any], model_config) -> AdapterConfig:
+        return load_config_string(options["config"])
+
+
+ADAPTERHUB = AnyAdapterHubConfig(
+    name="adapterhub", label="AdapterHub config", colour="#525252", argument="config",
+    options=(Option("config", str, None, "an AdapterHub config string, e.g. lora[r=4,alpha=16], seq_bn, "
+                    "prefix_tuning|par_bn (--method adapterhub:<config> sets it)", required=True, normalise=_config_string),),
+)
+
+METHODS = (ADAPTERHUB,)

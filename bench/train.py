@@ -1,9 +1,12 @@
-"""Training speed and checkpoint size: houlsby vs full fine-tuning on minilm-l6, in one run.
+"""Training speed and checkpoint size of every tuning method against full fine-tuning, in one run.
 
-Prints steps/s of each method on the same batches (rt texts, batch 32, max length 64) and the
-adapter checkpoint's size as a fraction of the full one (target: under 5%).
+For each method (default: every registered one, plus an ``adapterhub:`` config string), on the
+same batches (rt texts, batch 32, max length 64, minilm-l6 by default): steps/s of the
+training step (forward, backward, clipping, AdamW), and the size of the run's checkpoint (the
+trained tensors only, safetensors) as a fraction of full fine-tuning's (the whole model). Full
+fine-tuning is measured first; each ratio is against that measurement.
 
-    .venv/bin/python bench/train.py [--steps 20]
+    .venv/bin/python bench/train.py [--steps 10] [--model minilm-l6] [--methods lora,prefix]
 """
 
 from __future__ import annotations
@@ -15,15 +18,20 @@ import torch
 from safetensors.torch import save
 
 from robustkit import data, tasks
-from robustkit.run_model import build_classifier, trainable_state
+from robustkit.methods.registry import METHOD_NAMES
 from robustkit.models import load_tokenizer
+from robustkit.run_model import build_classifier, trainable_state
 from robustkit.spec import RunSpec
 from robustkit.train import _Loop, _Optimiser
 
+# Options a method needs (top-k has no default k) and the generic method's example config.
+OPTIONS = {"topk": {"top_k": 2}}
+EXTRA = ("adapterhub:lora[r=16,alpha=16]",)
 
-def measure(method: str, steps: int, batches: list) -> tuple[float, int]:
-    """(steps per second, checkpoint bytes) of ``method`` on the given batches."""
-    spec = RunSpec(model="minilm-l6", task="rt", method=method, max_length=64).resolved()
+
+def measure(method: str, model_name: str, steps: int, batches: list) -> tuple[float, int, int]:
+    """(steps per second, checkpoint bytes, trainable parameters) of ``method``."""
+    spec = RunSpec(model=model_name, task="rt", method=method, max_length=64, **OPTIONS.get(method, {})).resolved()
     model, names, _ = build_classifier(spec, num_labels=2)
     optimiser = _Optimiser(model, spec.lr, 0.0)
     loop = _Loop(run_dir=None, seed=0, progress=False)
@@ -32,24 +40,31 @@ def measure(method: str, steps: int, batches: list) -> tuple[float, int]:
     for step in range(steps):
         loop.step(model, batches[step % len(batches)], optimiser, 1.0, step + 1, 1.0)
     rate = steps / (time.perf_counter() - started)
-    return rate, len(save(trainable_state(model, names)))
+    state = trainable_state(model, names)
+    return rate, len(save(state)), sum(t.numel() for t in state.values())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=20, help="timed steps per method (default: 20)")
+    parser.add_argument("--steps", type=int, default=10, help="timed steps per method (default: 10)")
+    parser.add_argument("--model", default="minilm-l6", help="model (default: minilm-l6)")
+    parser.add_argument("--methods", help="comma-separated methods (default: every registered one and an adapterhub: config)")
     args = parser.parse_args()
     torch.manual_seed(0)
     splits = tasks.load_splits("rt")
-    tokenizer = load_tokenizer("minilm-l6")
-    features = data.encode_labelled(data.split_texts(splits["train"], tasks.get_task("rt").text_fields)[:320], splits["train"]["label"][:320], tokenizer, 64)
+    tokenizer = load_tokenizer(args.model)
+    texts = data.split_texts(splits["train"], tasks.get_task("rt").text_fields)[:320]
+    features = data.encode_labelled(texts, splits["train"]["label"][:320], tokenizer, 64)
     collator = data.classification_collator(tokenizer)
     batches = [collator(features[i : i + 32]) for i in range(0, 320, 32)]
-    adapter_rate, adapter_bytes = measure("houlsby", args.steps, batches)
-    full_rate, full_bytes = measure("full", args.steps, batches)
-    print(f"threads: {torch.get_num_threads()}, steps: {args.steps}, batch 32, max length 64")
-    print(f"houlsby: {adapter_rate:.2f} steps/s   full: {full_rate:.2f} steps/s   speed ratio houlsby/full: {adapter_rate / full_rate:.2f}x")
-    print(f"checkpoint: houlsby {adapter_bytes / 1e6:.2f} MB   full {full_bytes / 1e6:.2f} MB   ratio: {100 * adapter_bytes / full_bytes:.2f}% (target < 5%)")
+    methods = args.methods.split(",") if args.methods else [m for m in METHOD_NAMES if m != "adapterhub"] + list(EXTRA)
+    full_rate, full_bytes, full_params = measure("full", args.model, args.steps, batches)
+    print(f"{args.model}, threads: {torch.get_num_threads()}, {args.steps} timed steps per method, batch 32, max length 64")
+    print(f"full fine-tuning: {full_rate:.2f} steps/s, checkpoint {full_bytes / 1e6:.1f} MB ({full_params:,} parameters)")
+    print(f"{'method':34s} {'steps/s':>8s} {'speed / full':>12s} {'checkpoint MB':>14s} {'% of full':>10s} {'trained':>11s}")
+    for method in methods:
+        rate, size, params = (full_rate, full_bytes, full_params) if method == "full" else measure(method, args.model, args.steps, batches)
+        print(f"{method:34s} {rate:8.2f} {rate / full_rate:11.2f}x {size / 1e6:14.3f} {100 * size / full_bytes:9.2f}% {params:11,}")
 
 
 if __name__ == "__main__":

@@ -90,6 +90,7 @@ class RunSpec:
         sorted). Keys are option names or ``<method>.<name>``; the latter are dropped for runs
         of other methods (a grid over several methods). Resolved, it holds every option of the
         method (defaults filled in), so two spellings of one setting share a run id.
+    mixout : float
         Mixout probability p, 0 <= p < 1 (Lee et al. 2020; He et al. 2021 table 7 use 0.9): with
         p > 0 dropout is off and the trained linear layers mix toward their weights at step 0 of
         tuning (see :mod:`robustkit.mixout`); 0 = plain dropout. The TSP run does not use it.
@@ -336,9 +337,12 @@ def resolve_method(spec: RunSpec | TspSpec):
         if not isinstance(pairs, tuple) or not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
             raise SpecError(f"method_options must map option names to values, got {pairs!r}")
         given = {**argument, **given_options(method, pairs)}
-        for option in (o for o in method.options if o.spec_field):
-            value = getattr(spec, option.spec_field)
-            if value is None or value == SPEC_DEFAULTS[option.spec_field]:
+        for field_name, (option, owners) in spec_fields().items():
+            value = getattr(spec, field_name)
+            if value is None or value == SPEC_DEFAULTS[field_name]:
+                continue
+            if method.name not in owners:  # another method's setting: checked, then dropped
+                option.coerce(owners[0], value)
                 continue
             if option.name in given and given[option.name] != value:
                 raise SpecError(f"method {method.name!r}: option {option.name!r} given twice ({given[option.name]!r}, {value!r})")

@@ -183,6 +183,35 @@ def test_a_count_that_differs_from_the_formula_is_refused(tiny_model, monkeypatc
         apply_method(load_classifier(tiny_model, num_labels=2, seed=0), "lora")
 
 
+@pytest.mark.parametrize("method, options", [("prompt", {}), ("prompt", {"combine": "prefix_after_bos"}),
+                                             ("adapterhub:prompt_tuning[prompt_length=4]|lora", {})])
+def test_a_prompt_leaves_one_token_state_per_input_token(tiny_model, method, options):
+    """Prompt tuning lengthens the encoder's output; the masked-LM loss of TSP needs one state per
+    input token, and the states of the input's tokens are those AdapterHub computed."""
+    from robustkit.data import encode, masked_lm_collator
+    from robustkit.models import load_masked_lm, load_tokenizer
+    from robustkit.train import masked_lm_loss
+
+    model, _ = load_masked_lm(tiny_model, seed=0)
+    apply_method(model, method, **options)
+    model.eval()
+    tokenizer = load_tokenizer(tiny_model)
+    torch.manual_seed(0)
+    batch = masked_lm_collator(tokenizer, 0.15)(encode([("a fine and quite long film about the sea",)] * 4, tokenizer, 16))
+    with torch.no_grad():
+        n = batch["input_ids"].shape[1]
+        assert model.base_model(input_ids=batch["input_ids"])[0].shape[1] == n
+        assert model(**batch).logits.shape[1] == n
+        assert torch.isfinite(masked_lm_loss(model, batch))
+
+
+def test_a_method_adapterhub_cannot_add_is_named(tiny_model):
+    model = load_classifier(tiny_model, num_labels=2, seed=0)
+    # invertible adapters sit on the bare encoder's embeddings; AdapterHub refuses them under a head
+    with pytest.raises(MethodError, match=r"method 'adapterhub': AdapterHub does not support SeqBnInvConfig on BertForSequenceClassification"):
+        apply_method(model, "adapterhub:seq_bn_inv")
+
+
 # ---------------------------------------------------------------------------------------------
 # on bert-tiny: every method trains, resumes, keeps its base and switches off
 

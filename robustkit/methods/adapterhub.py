@@ -79,7 +79,9 @@ class AdapterHubMethod(Method):
 
 def add_adapter(model: nn.Module, method: str, config: AdapterConfig) -> None:
     """AdapterHub's own setup: ``adapters.init``, ``add_adapter`` and ``train_adapter`` (the base
-    frozen, the adapter trainable and active); the model's train/eval mode is kept.
+    frozen, the adapter trainable and active); the model's train/eval mode is kept. A prompt
+    (prompt tuning, alone or in a union) is removed from the base model's token states
+    (:class:`PromptRemover`).
 
     Raises
     ------
@@ -97,11 +99,47 @@ def add_adapter(model: nn.Module, method: str, config: AdapterConfig) -> None:
             raise MethodError(f"method {method!r}: AdapterHub does not support {type(config).__name__} on {describe(model)}")
         try:
             model.add_adapter(ADAPTER_NAME, config=config)
-        except (ValueError, TypeError, NotImplementedError) as error:
+        except (ValueError, TypeError, NotImplementedError, ImportError) as error:
             raise MethodError(f"method {method!r} cannot be added to {describe(model)}: {error}") from error
         training = model.training
         model.train_adapter(ADAPTER_NAME)
         model.train(training)  # train_adapter switches to training mode; the caller decides
+    for part in getattr(config, "configs", None) or (config,):
+        if isinstance(part, adapters.PromptTuningConfig):
+            model.base_model.register_forward_hook(PromptRemover(part.prompt_length, part.combine))
+
+
+class PromptRemover:
+    """Forward hook of the base model: remove a prompt's positions from its token states.
+
+    Prompt tuning makes the encoder's outputs p positions longer than its input. AdapterHub's own
+    heads cut them off (``adapters/heads/base.py``); transformers' heads, which robustkit uses, do
+    not, so this hook does it on ``last_hidden_state`` and ``hidden_states``: a masked-LM head and
+    per-token analyses see one state per input token. The pooled output is computed before,
+    from the whole sequence. Nothing is removed while the adapter is switched off.
+    """
+
+    def __init__(self, length: int, combine: str):
+        self.length, self.combine = length, combine
+
+    def __call__(self, module, args, output):
+        states = output[0]
+        if states.shape[1] <= self.length or not module.adapters_config.active_setup:
+            return output
+        if isinstance(output, tuple):  # return_dict=False: the token states come first
+            return (self.strip(states), *output[1:])
+        output["last_hidden_state"] = self.strip(states)
+        if output.get("hidden_states") is not None:
+            output["hidden_states"] = tuple(self.strip(h) for h in output["hidden_states"])
+        return output
+
+    def strip(self, states):
+        """``states`` (batch x (p + n) x d) without the prompt's p positions (batch x n x d)."""
+        import torch
+
+        if self.combine == "prefix":
+            return states[:, self.length:]
+        return torch.cat([states[:, :1], states[:, 1 + self.length:]], dim=1)
 
 
 def load_config_string(text: str) -> AdapterConfig:

@@ -158,20 +158,22 @@ class ModelShape:
         Hidden size.
     layers : int
         Encoder layers L.
-    ffn : int
-        Inner size of the feed-forward block (4d in BERT).
+    ffn : int or None
+        Inner size of the feed-forward block (4d in BERT; None where the config does not say).
     heads : int
         Attention heads.
     """
 
     d: int
     layers: int
-    ffn: int
+    ffn: int | None
     heads: int
 
     @classmethod
     def of(cls, config) -> ModelShape:
-        return cls(config.hidden_size, config.num_hidden_layers, config.intermediate_size, config.num_attention_heads)
+        # transformers maps these names onto each architecture's own (attribute_map)
+        return cls(config.hidden_size, config.num_hidden_layers, getattr(config, "intermediate_size", None),
+                   config.num_attention_heads)
 
 
 @dataclass(frozen=True)

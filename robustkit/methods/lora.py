@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from robustkit.errors import MethodError
 from robustkit.methods.adapterhub import AdapterHubMethod
 from robustkit.methods.base import Expected, ModelShape, Option, matrix_list
 
@@ -43,6 +44,8 @@ def _matrices(default: str) -> Option:
 
 def matrix_shapes(shape: ModelShape, matrices: str) -> list[tuple[int, int]]:
     """(d_in, d_out) of each adapted matrix of one layer."""
+    if shape.ffn is None and any(m in matrices.split(",") for m in ("intermediate", "output")):
+        raise MethodError("the model's config gives no feed-forward size (intermediate_size): no formula for its FFN matrices")
     sizes = {"q": (shape.d, shape.d), "k": (shape.d, shape.d), "v": (shape.d, shape.d),
              "intermediate": (shape.d, shape.ffn), "output": (shape.ffn, shape.d)}
     return [sizes[name] for name in matrices.split(",")]

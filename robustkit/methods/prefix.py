@@ -11,11 +11,9 @@ prompt
     Lester et al. 2021: ``length`` trained input embeddings (p d parameters) joined to the
     token embeddings (``combine``: ``prefix`` puts them first, AdapterHub's default;
     ``prefix_after_bos`` after the first token, so a [CLS]-pooling head still reads it). The
-    encoder's outputs then have p more positions than the input: they are removed from the
-    base model's outputs (``last_hidden_state``, ``hidden_states``), as AdapterHub's own heads
-    do, so a masked-LM head and per-token analyses see one state per input token (the pooled
-    output is computed before, from the full sequence). AdapterHub cannot skip prompt tuning
-    per layer, so it has no layer ablation.
+    encoder's outputs then have p more positions than the input; they are removed from the
+    base model's token states (:class:`robustkit.methods.adapterhub.PromptRemover`). AdapterHub
+    cannot skip prompt tuning per layer, so it has no layer ablation.
 
 Learning rates are starting points: prompt tuning's 3e-1 (Lester et al., with Adafactor) is far
 from AdamW's scale, so both take 1e-3 here, to be tuned.
@@ -25,13 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from robustkit.methods.adapterhub import AdapterHubMethod
 from robustkit.methods.base import Expected, ModelShape, Option
-
-if TYPE_CHECKING:
-    from torch import nn
 
 
 def prefix_parameters(shape: ModelShape, length: int, bottleneck: int | None) -> int:
@@ -66,41 +61,6 @@ class PromptTuning(AdapterHubMethod):
 
     def expected(self, shape: ModelShape, options: Mapping[str, Any]) -> Expected:
         return Expected(options["length"] * shape.d, f"p d, p={options['length']}, d={shape.d}")
-
-    def after_adding(self, model: nn.Module, options: Mapping[str, Any]) -> None:
-        model.base_model.register_forward_hook(_PromptRemover(options["length"], options["combine"]))
-
-
-class _PromptRemover:
-    """Forward hook of the base model: drop the prompt's positions from its token states."""
-
-    def __init__(self, length: int, combine: str):
-        self.length, self.combine = length, combine
-
-    def __call__(self, module, args, output):
-        states = output[0]
-        expected = states.shape[1] - self.length
-        if expected < 1 or not _has_prompt(module):
-            return output
-        if isinstance(output, tuple):  # return_dict=False: the token states come first
-            return (self.strip(states), *output[1:])
-        output["last_hidden_state"] = self.strip(states)
-        if output.get("hidden_states") is not None:
-            output["hidden_states"] = tuple(self.strip(h) for h in output["hidden_states"])
-        return output
-
-    def strip(self, states):
-        import torch
-
-        if self.combine == "prefix":
-            return states[:, self.length:]
-        return torch.cat([states[:, :1], states[:, 1 + self.length:]], dim=1)
-
-
-def _has_prompt(module) -> bool:
-    """Whether the forward pass ran with the prompt (it is off when the adapter is switched off)."""
-    setup = module.adapters_config.active_setup
-    return bool(setup) and len(setup) > 0
 
 
 PREFIX = PrefixTuning(

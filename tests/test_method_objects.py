@@ -326,6 +326,7 @@ def test_runs_of_one_method_with_different_options_are_never_pooled(tmp_path, gl
         stability.summarize(frame, ["task", "method"], include_failed=True)
     assert "lora.r" in stability.default_within(frame, "method")
     assert list(stability.summarize(frame, ["task", "method", "lora.r"], include_failed=True)["n"]) == [1, 1]
+    assert list(scores.outcomes(tmp_path / "runs", ["lora.r=4"], split="validation")["lora.r"]) == [4]  # --select lora.r=4
     table = tradeoff.table(tmp_path / "runs")
     points = tradeoff.with_points(table)
     assert sorted(points["point"].unique()) == [2, 4]  # r orders LoRA's trade-off curve

@@ -22,7 +22,8 @@ def parse_filters(filters: list[str] | None) -> dict[str, list[str]]:
 
 
 def select_runs(store: str | Path, filters: dict[str, list[str]] | list[str] | None = None, complete: bool = True) -> pd.DataFrame:
-    """Fine-tuning runs of a store matching every filter (values compared as text).
+    """Fine-tuning runs of a store matching every filter (values compared as text, and numbers
+    as numbers).
 
     Parameters
     ----------
@@ -45,10 +46,18 @@ def select_runs(store: str | Path, filters: dict[str, list[str]] | list[str] | N
     for column, values in filters.items():
         if column not in runs.columns:
             raise RobustkitError(f"cannot select on {column!r}: runs have columns {', '.join(runs.columns)}")
-        runs = runs[runs[column].astype(str).isin(values)]
+        runs = runs[_matches(runs[column], values)]
     if runs.empty:
         raise RobustkitError(f"no complete run in {str(store)!r} matches {filters or 'the selection'}")
     return runs.reset_index(drop=True)
+
+
+def _matches(column: pd.Series, values: list[str]) -> pd.Series:
+    """Rows whose value is one of ``values`` as text, or as a number (``lora.r=4`` selects 4.0:
+    a column that is missing for runs of other methods holds floats)."""
+    numbers = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").dropna()
+    numeric = pd.to_numeric(column, errors="coerce") if column.dtype.kind in "iuf" else pd.Series(float("nan"), index=column.index)
+    return column.astype(str).isin(values) | numeric.isin(list(numbers))
 
 
 def with_identity(frame: pd.DataFrame, run: pd.Series) -> pd.DataFrame:

@@ -282,11 +282,6 @@ class Method:
         spec_field = self.option(option).spec_field
         return spec_field or f"{self.name}.{option}"
 
-    def identity(self, options: Mapping[str, Any]) -> dict[str, Any]:
-        """The columns this run adds to the store's identity (its options that are not run-spec
-        fields), e.g. ``{"lora.r": 8, "lora.alpha": 8, ...}``."""
-        return {f"{self.name}.{o.name}": options[o.name] for o in self.options if not o.spec_field}
-
     def stored_options(self, options: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
         """The run spec's ``method_options``: the options that are not run-spec fields, sorted.
         Empty for the methods that existed before method options, so their run ids stay."""

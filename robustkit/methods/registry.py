@@ -108,12 +108,13 @@ def options_of(spec) -> tuple[Method, dict[str, Any]]:
 def option_columns() -> list[str]:
     """The store's identity columns of the methods' options that are not run-spec fields
     (``lora.r``, ...), in method order."""
-    return [f"{m.name}.{o.name}" for m in METHODS.values() for o in m.options if not o.spec_field]
+    return [m.column(o.name) for m in METHODS.values() for o in m.options if not o.spec_field]
 
 
 def identity_columns(method: str, method_options: Iterable | Mapping | None) -> dict[str, Any]:
-    """A run's option columns from its manifest's ``method`` and ``method_options`` (pairs);
-    readable without the method (a store written by a later version)."""
+    """A run's option columns (``{"lora.r": 8, ...}``, as :meth:`Method.column` names them) from
+    its manifest's ``method`` and ``method_options`` (pairs); readable without the method object
+    (a store written by a later version)."""
     pairs = method_options.items() if isinstance(method_options, Mapping) else (method_options or ())
     return {f"{method}.{name}": value for name, value in pairs}
 

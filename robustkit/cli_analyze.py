@@ -116,6 +116,15 @@ def _analyze_curves(args) -> int:
     return _write_or_print(frame, args.output, curves.mean_best(frame))
 
 
+def _analyze_curvature(args) -> int:
+    from robustkit.analysis import curvature
+
+    frame = curvature.run(args.store, args.select, checkpoints=args.checkpoints.split(","), examples=args.examples,
+                          grouping=args.grouping, max_iterations=args.max_iterations, tol=args.tol, samples=args.samples,
+                          seed=args.seed, block_eigenvalues=not args.no_block_eigenvalues, device=args.device)
+    return _write_or_print(frame, args.output, curvature.summarize(frame))
+
+
 def add_analyze_commands(commands) -> None:
     analyze = commands.add_parser("analyze", help="run an analysis on the runs of a store", description="Each analysis returns a tidy DataFrame (cached next to the runs, keyed by the checkpoints' sha256); printed, or written with -o.")
     analyses = analyze.add_subparsers(dest="analysis", required=True, help="the analysis to run")
@@ -157,6 +166,20 @@ def add_analyze_commands(commands) -> None:
     trade.add_argument("--checkpoint", choices=["best", "last"], default="best", help="checkpoint whose metrics are used: best (selected on validation) or last; default: best")
     trade.add_argument("-o", "--output", help="write the tidy per-run table to this parquet file")
     trade.set_defaults(func=_analyze_tradeoff)
+
+    curv = analyses.add_parser("curvature", help="top Hessian eigenvalue and trace of the training loss, whole trained set and per layer/module (issue #16)", description="Hessian-vector products over the parameters each run trains (adapters, LayerNorms and head for adapter runs; everything for full fine-tuning) on one fixed batch of training examples: the top eigenvalue by power iteration (with its residual bound and iteration count) and the trace by Hutchinson (with its standard error), for the whole set and each block; prints mean +- std over seeds.")
+    _store_arguments(curv)
+    curv.add_argument("--checkpoints", default="step-0,best,last", help="comma-separated checkpoints: step-0 (theta_0; for tsp_step > 0 the TSP checkpoint with a fresh head), best, last; default: step-0,best,last")
+    curv.add_argument("--examples", type=int, default=32, help="training examples in the fixed batch; default: 32")
+    curv.add_argument("--grouping", choices=["layer", "module", "none"], default="layer", help="blocks besides the whole set: layer (as the gradient norms group them), module (each module's own tensors), none; default: layer")
+    curv.add_argument("--max-iterations", type=int, default=30, help="power iteration cap per eigenvalue; default: 30")
+    curv.add_argument("--tol", type=float, default=1e-3, help="power iteration stops at this relative change; default: 1e-3")
+    curv.add_argument("--samples", type=int, default=30, help="Hutchinson samples (every block's trace from the same ones); default: 30")
+    curv.add_argument("--seed", type=int, default=0, help="seed of the batch and the random vectors; default: 0")
+    curv.add_argument("--no-block-eigenvalues", action="store_true", help="skip the per-block power iterations (the costly part with --grouping module); traces stay per block")
+    curv.add_argument("--device", help="where the products run: cpu, cuda; default: the GPU if there is one")
+    curv.add_argument("-o", "--output", help="write the tidy result (per run x checkpoint x block x estimator) to this parquet file")
+    curv.set_defaults(func=_analyze_curvature)
 
     curve = analyses.add_parser("curves", help="dev loss and metric vs step; mean and best dev metric (He et al. 2021, table 6)", description="Validation history of each run; prints the mean and best dev main metric over all evaluation steps, mean +- std over seeds.")
     _store_arguments(curve)

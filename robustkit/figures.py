@@ -321,3 +321,19 @@ register(Figure(
 register(Figure(
     "init-std", "Houlsby et al. 2019 figure 6 right: metric vs the std of the adapters' weight init (log)",
     "robustkit.analysis.tradeoff:table", "robustkit.plots.init_std:init_std_figure", TRADEOFF_PARAMS, score_axis=True))
+
+# ---------------------------------------------------------------------------------------------
+# beyond the papers (issue #16): the field's own measures of sharpness, connectivity, similarity
+
+CURVATURE_PARAMS = (
+    Param("checkpoints", ["step-0", "best", "last"], "comma-separated checkpoints: step-0 (theta_0; a TSP run's start for tsp_step > 0), best, last; default: step-0,best,last", kind=list),
+    Param("examples", 32, "training examples in the one fixed batch the loss is taken on (the same for every run); default: 32"),
+    Param("max_iterations", 30, "power iteration cap (Hessian-vector products per eigenvalue); default: 30"),
+    Param("samples", 30, "Hutchinson samples for the traces; default: 30"),
+    Param("seed", 0, "seed of the batch, the start vectors and the Rademacher samples; default: 0"),
+)
+register(Figure(
+    "curvature", "Curvature of the training loss: top Hessian eigenvalue (power iteration) and trace (Hutchinson) over the trained parameters, per checkpoint and per layer block",
+    "robustkit.analysis.curvature:run", "robustkit.plots.curvature:curvature_figure",
+    (*CURVATURE_PARAMS,
+     Param("layer_checkpoint", "best", "checkpoint of the per-layer panels; default: best", choices=("step-0", "best", "last")))))

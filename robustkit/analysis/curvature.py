@@ -1,0 +1,303 @@
+"""Curvature of the training loss at a run's checkpoints: the top Hessian eigenvalue and the
+Hessian trace, for the whole trained set and per layer or per module (issue #16, item 1).
+
+"Sharper" and "flatter" minima (Keskar et al. 2017; He et al. 2021 §5 read it off a 1-D line,
+:mod:`robustkit.analysis.landscape`) become two numbers per checkpoint here, as PyHessian (Yao
+et al. 2020) reports them: the largest eigenvalue of the Hessian of the training loss (power
+iteration) and its trace (Hutchinson), both from Hessian-vector products
+(:mod:`robustkit.measures.hessian`).
+
+What is measured, exactly:
+
+- the loss: mean cross-entropy (nats; MSE for regression) of the model in eval mode (no
+  dropout, so the loss is a fixed function) on one fixed batch of ``examples`` training examples
+  (:func:`robustkit.analysis.batches.sampled_batches`: the same examples for every run trained on
+  the same data);
+- the parameters: the ones the run trains (every parameter for full fine-tuning; the adapters,
+  LayerNorms and head for adapter runs, whose frozen base enters the products only through its
+  activations). So a full run's Hessian and an adapter run's are over different parameter
+  sets: the numbers compare how sharply each method's own loss bends along the directions it
+  can move in;
+- the blocks: ``layer`` groups the parameters as the gradient norms of training do
+  (:func:`robustkit.train.layer_group`: ``embeddings``, ``layer.<i>`` with its adapters,
+  ``pooler``, ``classifier``), ``module`` by the module owning each tensor
+  (``...layer.0.attention.output.adapters.default.adapter_down.0``); a block's numbers are those
+  of the diagonal block H_BB (only that block moving);
+- the checkpoints: ``step-0`` (theta_0; for a run with ``tsp_step`` > 0 that is its TSP
+  checkpoint with a fresh head), ``best``, ``last``.
+
+Attention runs through PyTorch's "math" scaled-dot-product kernel here: the fused CPU and flash
+kernels have no second derivative.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from tqdm.auto import tqdm
+
+from robustkit import tasks
+from robustkit.analysis.batches import sampled_batches
+from robustkit.analysis.each_run import each_run
+from robustkit.analysis.select import select_runs
+from robustkit.errors import RobustkitError
+from robustkit.evaluate import model_inputs, resolve_device
+from robustkit.measures.hessian import (
+    DEFAULT_TOL,
+    HessianVectorProduct,
+    hutchinson_trace,
+    top_eigenvalue,
+)
+from robustkit.run_model import build_classifier, load_tensors
+from robustkit.store import IDENTITY, load_checkpoint, read_spec
+from robustkit.train import layer_group
+
+ANALYSIS = "curvature"
+VERSION = 1  # part of the cache key: bump when the computation changes
+CHECKPOINTS = ("step-0", "best", "last")
+GROUPINGS = ("layer", "module", "none")
+ESTIMATORS = ("top_eigenvalue", "trace")
+SPREAD_KINDS = {"top_eigenvalue": "residual ||Hv - lambda v||", "trace": "standard error"}
+RESULT_COLUMNS = ["scope", "group", "estimator", "value", "spread", "spread_kind", "iterations", "converged",
+                  "n_params", "examples"]
+COLUMNS = [*IDENTITY, "checkpoint", *RESULT_COLUMNS]
+DEFAULT_EXAMPLES = 32
+DEFAULT_ITERATIONS = 30
+DEFAULT_SAMPLES = 30
+
+
+def blocks(names: Sequence[str], grouping: str = "layer") -> dict[str, list[int]]:
+    """Parameter indices of each block.
+
+    Parameters
+    ----------
+    names : sequence of str
+        Parameter names, in the order of the parameters handed to the Hessian.
+    grouping : {"layer", "module", "none"}
+        ``layer``: :func:`robustkit.train.layer_group`; ``module``: the name without its last
+        part (the owning module); ``none``: no blocks.
+
+    Returns
+    -------
+    dict of str to list of int
+        Block name -> indices into ``names``, blocks in order of first appearance.
+    """
+    if grouping not in GROUPINGS:
+        raise RobustkitError(f"unknown grouping {grouping!r}; choose from {', '.join(GROUPINGS)}")
+    if grouping == "none":
+        return {}
+    key = layer_group if grouping == "layer" else (lambda name: name.rsplit(".", 1)[0])
+    groups: dict[str, list[int]] = {}
+    for index, name in enumerate(names):
+        groups.setdefault(key(name), []).append(index)
+    return groups
+
+
+def model_curvature(
+    model: torch.nn.Module,
+    names: Sequence[str],
+    batch: dict[str, torch.Tensor],
+    grouping: str = "layer",
+    max_iterations: int = DEFAULT_ITERATIONS,
+    tol: float = DEFAULT_TOL,
+    samples: int = DEFAULT_SAMPLES,
+    seed: int = 0,
+    block_eigenvalues: bool = True,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Top eigenvalue and trace of the Hessian of ``model``'s loss on ``batch``, over ``names``.
+
+    Parameters
+    ----------
+    model : nn.Module
+        A sequence-classification model; it runs where its parameters are, in eval mode.
+    names : sequence of str
+        The parameters the Hessian is over (e.g. the run's trained ones); the others are held
+        fixed (``requires_grad`` is switched on for ``names`` only, and restored afterwards).
+    batch : dict of str to Tensor
+        Model inputs with ``labels``: the loss is ``model(**batch).loss``.
+    grouping : {"layer", "module", "none"}
+        Blocks reported besides the whole set (:func:`blocks`).
+    max_iterations, tol : int, float
+        Power iteration cap and relative tolerance (:func:`robustkit.measures.hessian.top_eigenvalue`).
+    samples : int
+        Hutchinson samples (every block's trace comes from the same ones).
+    seed : int
+        Seed of the start vectors and Rademacher samples.
+    block_eigenvalues : bool
+        Also run a power iteration per block (one per block: the costly part with many blocks).
+
+    Returns
+    -------
+    DataFrame
+        One row per scope x group x estimator: ``scope`` (``all`` or the grouping), ``group``
+        (``all``, ``layer.3``, a module name), ``estimator`` (``top_eigenvalue``, ``trace``),
+        ``value`` (loss units per squared parameter unit), ``spread`` (eigenvalue: the residual
+        ||Hv - lambda v||, a bound on the distance to an eigenvalue; trace: the standard
+        error), ``spread_kind``, ``iterations`` (Hessian-vector products, or samples),
+        ``converged`` (eigenvalue: relative change below ``tol``; trace: always true),
+        ``n_params`` (scalars in the block), ``examples``.
+    """
+    named = dict(model.named_parameters())
+    missing = [n for n in names if n not in named]
+    if missing:
+        raise RobustkitError(f"the model has no parameters {missing[:3]}")
+    names = [n for n in named if n in set(names)]  # the model's order
+    parameters = [named[n] for n in names]
+    device = parameters[0].device
+    inputs = model_inputs(batch, device)
+    examples = int(inputs["labels"].shape[0])
+    grad_state = {n: p.requires_grad for n, p in named.items()}
+    was_training = model.training
+    groups = blocks(names, grouping)
+    rows = []
+    try:
+        for name, parameter in named.items():
+            parameter.requires_grad_(name in set(names))
+        model.eval()
+        with sdpa_kernel(SDPBackend.MATH):
+            hvp = HessianVectorProduct(lambda: model(**inputs).loss, parameters)
+            targets = {"all": None, **(groups if block_eigenvalues else {})}
+            for group, block in tqdm(targets.items(), desc="top eigenvalue", disable=not progress, leave=False):
+                estimate = top_eigenvalue(hvp, block, max_iterations, tol, seed)
+                rows.append(_row("all" if block is None else grouping, group, "top_eigenvalue", estimate.value,
+                                 estimate.residual, estimate.iterations, estimate.converged,
+                                 _count(parameters, block), examples))
+            for group, estimate in hutchinson_trace(hvp, groups, samples, seed).items():
+                rows.append(_row("all" if group == "all" else grouping, group, "trace", estimate.value,
+                                 estimate.std_error, estimate.samples, True,
+                                 _count(parameters, groups.get(group)), examples))
+    finally:
+        for name, parameter in named.items():
+            parameter.requires_grad_(grad_state[name])
+        model.train(was_training)
+    order = {"all": 0, **{g: i + 1 for i, g in enumerate(groups)}}
+    frame = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    return frame.sort_values(["estimator", "group"], key=lambda c: c.map(order) if c.name == "group" else c,
+                             kind="stable").reset_index(drop=True)
+
+
+def _row(scope, group, estimator, value, spread, iterations, converged, n_params, examples) -> dict:
+    return {"scope": scope, "group": group, "estimator": estimator, "value": float(value), "spread": float(spread),
+            "spread_kind": SPREAD_KINDS[estimator], "iterations": int(iterations), "converged": bool(converged),
+            "n_params": int(n_params), "examples": int(examples)}
+
+
+def _count(parameters: list[torch.Tensor], block: Sequence[int] | None) -> int:
+    chosen = parameters if block is None else [parameters[i] for i in block]
+    return sum(p.numel() for p in chosen)
+
+
+def curvature_run(
+    run_dir: str | Path,
+    checkpoint: str = "best",
+    examples: int = DEFAULT_EXAMPLES,
+    grouping: str = "layer",
+    max_iterations: int = DEFAULT_ITERATIONS,
+    tol: float = DEFAULT_TOL,
+    samples: int = DEFAULT_SAMPLES,
+    seed: int = 0,
+    block_eigenvalues: bool = True,
+    device: str | None = None,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """:func:`model_curvature` of one run's checkpoint over the parameters it trains, uncached.
+
+    The batch is ``examples`` training examples drawn with ``seed``
+    (:func:`robustkit.analysis.batches.sampled_batches`), as one batch.
+    """
+    run_dir = Path(run_dir)
+    spec = read_spec(run_dir).resolved()
+    model, names, fingerprint = build_classifier(spec, tasks.get_task(spec.task).num_labels)
+    tensors, metadata = load_checkpoint(run_dir, checkpoint)
+    load_tensors(model, tensors, metadata, fingerprint, f"{run_dir.name}/{checkpoint}")
+    model.to(resolve_device(device))
+    (batch,) = sampled_batches(spec, "train", examples, seed, batch_size=examples)
+    return model_curvature(model, names, batch, grouping, max_iterations, tol, samples, seed, block_eigenvalues, progress)
+
+
+def run(
+    store: str | Path,
+    select: dict | list[str] | None = None,
+    checkpoints: Sequence[str] = CHECKPOINTS,
+    examples: int = DEFAULT_EXAMPLES,
+    grouping: str = "layer",
+    max_iterations: int = DEFAULT_ITERATIONS,
+    tol: float = DEFAULT_TOL,
+    samples: int = DEFAULT_SAMPLES,
+    seed: int = 0,
+    block_eigenvalues: bool = True,
+    device: str | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Curvature of every selected run at each of ``checkpoints``, cached per run and checkpoint.
+
+    Parameters
+    ----------
+    store : path
+        Run store.
+    select : dict or list of str, optional
+        Run filters (``["task=rt"]``); complete fine-tuning runs only.
+    checkpoints : sequence of str
+        Any of ``step-0``, ``best``, ``last``.
+    examples : int
+        Training examples in the fixed batch (default 32).
+    grouping : {"layer", "module", "none"}
+        Blocks reported besides the whole trained set (:func:`blocks`).
+    max_iterations, tol, samples, seed, block_eigenvalues
+        As in :func:`model_curvature`.
+    device : str, optional
+        Where the products run (default: the GPU if there is one); not part of the cache key.
+
+    Returns
+    -------
+    DataFrame
+        Identity columns + ``checkpoint`` + the columns of :func:`model_curvature`. Cached
+        under ``<store>/.cache/curvature/`` by the checkpoint's sha256 and the parameters.
+    """
+    checkpoints = _checked(checkpoints)
+    if grouping not in GROUPINGS:
+        raise RobustkitError(f"unknown grouping {grouping!r}; choose from {', '.join(GROUPINGS)}")
+    if examples < 1 or max_iterations < 1 or samples < 1 or not tol > 0:
+        raise RobustkitError("examples, max_iterations and samples must be at least 1 and tol positive")
+    params = {"version": VERSION, "examples": examples, "grouping": grouping, "max_iterations": max_iterations,
+              "tol": tol, "samples": samples, "seed": seed, "block_eigenvalues": block_eigenvalues, "split": "train"}
+    runs = select_runs(store, select)
+    frames = []
+    with tqdm(total=len(runs) * len(checkpoints), desc="curvature", unit="checkpoint", disable=not progress) as bar:
+        for checkpoint in checkpoints:
+            frame = each_run(runs, ANALYSIS, params, [checkpoint],
+                             lambda row: curvature_run(row["path"], checkpoint, examples, grouping, max_iterations, tol,
+                                                       samples, seed, block_eigenvalues, device),
+                             on_done=bar.update)
+            frames.append(frame.assign(checkpoint=checkpoint))
+    return pd.concat(frames, ignore_index=True)[COLUMNS]
+
+
+def _checked(checkpoints: Sequence[str] | str) -> list[str]:
+    checkpoints = [checkpoints] if isinstance(checkpoints, str) else list(checkpoints)
+    bad = [c for c in checkpoints if c not in CHECKPOINTS]
+    if not checkpoints or bad:
+        raise RobustkitError(f"bad checkpoint(s) {bad or checkpoints}: choose from {', '.join(CHECKPOINTS)}")
+    return checkpoints
+
+
+def summarize(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean, std and run count over seeds per method x checkpoint x group x estimator.
+
+    Returns
+    -------
+    DataFrame
+        The non-seed identity columns that vary, ``checkpoint, scope, group, estimator, mean,
+        std, runs, not_converged`` (eigenvalue estimates that hit the iteration cap).
+    """
+    keys = [c for c in ("model", "task", "method", "tsp_step", "lr", "train_size", "adapter_size") if c in frame]
+    keys = [c for c in keys if c in ("task", "method") or frame[c].nunique(dropna=False) > 1]
+    keys += ["checkpoint", "scope", "group", "estimator"]
+    grouped = frame.assign(_nc=~frame["converged"].astype(bool)).groupby(keys, dropna=False, sort=False)
+    return grouped.agg(mean=("value", "mean"), std=("value", "std"), runs=("value", "count"),
+                       not_converged=("_nc", "sum")).reset_index()

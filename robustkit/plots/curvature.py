@@ -1,0 +1,134 @@
+"""Curvature of the training loss per method: top Hessian eigenvalue and Hessian trace, for the
+whole trained set at each checkpoint and per layer at one checkpoint (issue #16, item 1)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from robustkit.plots import style
+from robustkit.plots.style import method_color, method_label, plt
+
+ESTIMATOR_LABELS = {"top_eigenvalue": "top Hessian eigenvalue", "trace": "Hessian trace"}
+CHECKPOINT_ORDER = ("step-0", "best", "last")
+
+
+def curvature_figure(frame: pd.DataFrame, layer_checkpoint: str = "best") -> Figure:
+    """Rows: top eigenvalue, trace. Left: the whole trained set per checkpoint (a dot per run,
+    its estimate's spread as error bar, the mean over runs joined per method); right: per layer
+    at ``layer_checkpoint`` (a dot per run, the means joined).
+
+    Parameters
+    ----------
+    frame : DataFrame
+        :func:`robustkit.analysis.curvature.run` output.
+    layer_checkpoint : str
+        Checkpoint of the per-layer panels (``best`` by default).
+    """
+    if frame.empty:
+        raise ValueError("nothing to plot: the frame is empty")
+    methods = sorted(frame["method"].unique())
+    checkpoints = [c for c in CHECKPOINT_ORDER if c in set(frame["checkpoint"])]
+    layers = frame[(frame["scope"] == "layer") & (frame["checkpoint"] == layer_checkpoint)]
+    fig, axes = plt.subplots(2, 2 if not layers.empty else 1, figsize=(10.5 if not layers.empty else 5.2, 6.6),
+                             squeeze=False, constrained_layout=True)
+    for row, estimator in zip(axes, ("top_eigenvalue", "trace")):
+        _by_checkpoint(row[0], frame[(frame["scope"] == "all") & (frame["estimator"] == estimator)], methods, checkpoints)
+        row[0].set_ylabel(f"{ESTIMATOR_LABELS[estimator]}\n(nats per squared parameter unit)")
+        row[0].set_title(f"{ESTIMATOR_LABELS[estimator]}, whole trained set", fontsize=9)
+        if not layers.empty:
+            _by_layer(row[1], layers[layers["estimator"] == estimator], methods)
+            row[1].set_title(f"{ESTIMATOR_LABELS[estimator]} per layer block at '{layer_checkpoint}'", fontsize=9)
+    axes[-1][0].set_xlabel("checkpoint (step-0 = before tuning)")
+    if not layers.empty:
+        axes[-1][1].set_xlabel("layer block (only that block's parameters move)")
+    style.set_title(fig, style.paper_title("Curvature of the training loss (PyHessian's estimators, Yao et al. 2020)", frame))
+    runs = frame.drop_duplicates("run_id").groupby("method")["run_id"].size()
+    params = frame[frame["scope"] == "all"].groupby("method")["n_params"].max()
+    handles = [plt.Line2D([], [], color=method_color(m), marker="o", label=f"{method_label(m)} (n={runs[m]} runs, "
+                          f"{_count(params[m])} trained parameters)") for m in methods]
+    style.legend_below(fig, axes[0][0], handles, ncols=1)
+    style.add_note(fig, _note(frame, layer_checkpoint))
+    return fig
+
+
+def _by_checkpoint(ax, data: pd.DataFrame, methods: list[str], checkpoints: list[str]) -> None:
+    offsets = _offsets(len(methods))
+    for offset, method in zip(offsets, methods):
+        rows = data[data["method"] == method]
+        x = rows["checkpoint"].map({c: i for i, c in enumerate(checkpoints)}).to_numpy(float) + offset
+        ax.errorbar(x, rows["value"], yerr=_spread(rows), fmt="o", color=method_color(method), markersize=3.5,
+                    capsize=2, alpha=0.8, linewidth=0.8)
+        means = rows.groupby("checkpoint")["value"].mean().reindex(checkpoints)
+        ax.plot(np.arange(len(checkpoints)) + offset, means.to_numpy(), color=method_color(method), linewidth=1.2)
+    ax.set_xticks(range(len(checkpoints)), checkpoints)
+    _scale(ax, data["value"])
+    ax.grid(alpha=0.3)
+
+
+def _by_layer(ax, data: pd.DataFrame, methods: list[str]) -> None:
+    groups = sorted(data["group"].unique(), key=_layer_key)
+    offsets = _offsets(len(methods))
+    position = {g: i for i, g in enumerate(groups)}
+    for offset, method in zip(offsets, methods):
+        rows = data[data["method"] == method]
+        # a dot per run (an error bar of the spread over runs would cross zero on a log axis)
+        ax.plot(rows["group"].map(position).to_numpy(float) + offset, rows["value"], "o", color=method_color(method),
+                markersize=3, alpha=0.8)
+        means = rows.groupby("group")["value"].mean().reindex(groups)
+        ax.plot(np.arange(len(groups)) + offset, means.to_numpy(), "-", color=method_color(method), linewidth=1.0)
+    ax.set_xticks(range(len(groups)), [g.replace("layer.", "L") for g in groups], rotation=30, fontsize=7)
+    _scale(ax, data["value"])
+    ax.grid(alpha=0.3)
+
+
+def _spread(rows: pd.DataFrame) -> np.ndarray:
+    """Error bar half-widths: the eigenvalue's residual bound, or 2 standard errors of the trace."""
+    factor = np.where(rows["estimator"] == "trace", 2.0, 1.0)
+    return (rows["spread"].fillna(0).to_numpy() * factor)
+
+
+def _scale(ax, values: pd.Series) -> None:
+    finite = values[np.isfinite(values)]
+    if finite.empty:
+        return
+    magnitudes = finite.abs()[finite != 0]
+    if magnitudes.empty or magnitudes.max() / magnitudes.min() <= 20:
+        return  # a linear axis shows a narrow range best
+    if (finite > 0).all():
+        ax.set_yscale("log")
+    else:  # signed values (negative eigenvalues away from a minimum): log-like on both sides
+        ax.set_yscale("symlog", linthresh=float(magnitudes.min()))
+
+
+def _offsets(n: int) -> np.ndarray:
+    return (np.arange(n) - (n - 1) / 2) * 0.12
+
+
+def _layer_key(group: str) -> tuple:
+    match = re.fullmatch(r"layer\.(\d+)", group)
+    order = {"embeddings": 0, "pooler": 2, "classifier": 3, "mlm_head": 4}
+    return (1, int(match.group(1))) if match else (order.get(group, 5), 0)
+
+
+def _count(n: float) -> str:
+    return f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.0f}k" if n >= 1e3 else f"{int(n)}"
+
+
+def _note(frame: pd.DataFrame, layer_checkpoint: str) -> str:
+    examples = "/".join(str(int(e)) for e in sorted(frame["examples"].unique()))
+    iterations = frame[frame["estimator"] == "top_eigenvalue"]
+    capped = int((~iterations["converged"].astype(bool)).sum())
+    samples = "/".join(str(int(s)) for s in sorted(frame.loc[frame["estimator"] == "trace", "iterations"].unique()))
+    return (f"Hessian of the mean training cross-entropy (eval mode) on one fixed batch of {examples} training "
+            "examples, the same for every run, over the parameters each run trains: full fine-tuning's and the "
+            "adapters' Hessians are over different parameter sets. Top eigenvalue: power iteration (largest magnitude, "
+            f"signed), {int(iterations['iterations'].min())}-{int(iterations['iterations'].max())} Hessian-vector products"
+            f"{f', {capped} estimate(s) stopped at the cap before converging' if capped else ''}; error bar: the residual "
+            "||Hv - λv|| (an eigenvalue lies within it). Trace: Hutchinson with "
+            f"{samples} Rademacher samples; error bar: ±2 standard errors. Left: a dot per run, lines join the means over "
+            f"runs; right ('{layer_checkpoint}'): a dot per run for the diagonal Hessian block of each layer "
+            "(robustkit.train.layer_group; only that block moves), lines join the means over runs.")

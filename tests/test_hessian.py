@@ -1,0 +1,134 @@
+"""Curvature (issue #16 item 1): power iteration and Hutchinson against exact Hessians (a
+quadratic with known spectrum, a small MLP whose Hessian autograd forms), per block; and the
+curvature analysis on bert-tiny runs (cache, trained tensors only)."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from scipy.stats import ortho_group
+
+from robustkit import store
+from robustkit.analysis import curvature
+from robustkit.measures.hessian import HessianVectorProduct, hutchinson_trace, top_eigenvalue
+
+
+def _quadratic(eigenvalues, seed=0):
+    """f(x) = 1/2 x^T A x with A = Q diag(eigenvalues) Q^T, as two parameter tensors (3 + rest)."""
+    n = len(eigenvalues)
+    q = torch.from_numpy(ortho_group.rvs(n, random_state=seed))
+    a = q @ torch.diag(torch.tensor(eigenvalues, dtype=torch.float64)) @ q.T
+    x = torch.randn(n, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+    parts = [x[:3].clone().requires_grad_(), x[3:].clone().requires_grad_()]
+    return a, parts, lambda: 0.5 * torch.cat(parts) @ a @ torch.cat(parts)
+
+
+def test_power_iteration_finds_the_top_eigenvalue_of_a_quadratic():
+    eigenvalues = [5.0, 2.0, 1.0, 0.5, -0.3, 0.1, 0.0, 3.0]
+    a, parts, loss = _quadratic(eigenvalues)
+    estimate = top_eigenvalue(HessianVectorProduct(loss, parts), max_iterations=500, tol=1e-10)
+    assert estimate.converged and estimate.value == pytest.approx(5.0, rel=1e-8)
+    assert estimate.residual < 1e-3  # an eigenvalue lies within the residual: here 5 itself
+    assert abs(estimate.value - 5.0) <= estimate.residual + 1e-12
+    assert estimate.iterations == len(estimate.history) < 500
+
+
+def test_power_iteration_keeps_the_sign_of_the_largest_magnitude():
+    a, parts, loss = _quadratic([-4.0, 1.0, 2.0, 0.5, 0.1])
+    assert top_eigenvalue(HessianVectorProduct(loss, parts), max_iterations=500, tol=1e-10).value == pytest.approx(-4.0, rel=1e-7)
+
+
+def test_hutchinson_is_exact_for_a_diagonal_hessian_and_unbiased_otherwise():
+    diagonal = torch.tensor([3.0, -1.0, 0.5, 2.0, 7.0], dtype=torch.float64)
+    x = torch.ones(5, dtype=torch.float64, requires_grad=True)
+    trace = hutchinson_trace(HessianVectorProduct(lambda: 0.5 * (diagonal * x * x).sum(), [x]), samples=3)["all"]
+    assert trace.value == pytest.approx(11.5, abs=1e-12) and trace.std_error == pytest.approx(0.0, abs=1e-12)
+    a, parts, loss = _quadratic([5.0, 2.0, 1.0, 0.5, -0.3, 0.1, 0.0, 3.0])
+    estimates = hutchinson_trace(HessianVectorProduct(loss, parts), {"first": [0], "rest": [1]}, samples=400, seed=1)
+    exact = {"all": float(torch.trace(a)), "first": float(torch.trace(a[:3, :3])), "rest": float(torch.trace(a[3:, 3:]))}
+    for name, value in exact.items():
+        # Rademacher variance of v_B^T (A v)_B, closed form: 2 sum_{i != j in B} A_ij^2 within the
+        # block plus sum_{i in B, j not in B} A_ij^2 from the cross terms
+        inside = {"all": slice(0, 8), "first": slice(0, 3), "rest": slice(3, 8)}[name]
+        block, rows = a[inside, inside], a[inside, :]
+        within = float((block ** 2).sum() - (torch.diagonal(block) ** 2).sum())
+        sd = math.sqrt((2 * within + float((rows ** 2).sum() - (block ** 2).sum())) / 400)
+        assert abs(estimates[name].value - value) < 4 * sd, name
+        assert estimates[name].std_error == pytest.approx(sd, rel=0.3), name
+    assert estimates["first"].value + estimates["rest"].value == pytest.approx(estimates["all"].value, rel=1e-10)
+
+
+def _mlp():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 3)).double()
+    x = torch.randn(16, 4, dtype=torch.float64)
+    y = torch.randint(0, 3, (16,))
+    return model, x, y
+
+
+def _exact_hessian(model, x, y, names):
+    """The Hessian over ``names`` (flattened, in order), formed whole by autograd."""
+    params = dict(model.named_parameters())
+    shapes = [params[n].shape for n in names]
+    sizes = [params[n].numel() for n in names]
+
+    def loss(flat):
+        pieces = dict(zip(names, (p.view(s) for p, s in zip(torch.split(flat, sizes), shapes))))
+        values = {**{n: p.detach() for n, p in params.items()}, **pieces}
+        return torch.nn.functional.cross_entropy(torch.func.functional_call(model, values, (x,)), y)
+
+    flat = torch.cat([params[n].detach().reshape(-1) for n in names])
+    return torch.autograd.functional.hessian(loss, flat), sizes
+
+
+def test_mlp_eigenvalue_trace_and_blocks_equal_the_exact_hessian():
+    model, x, y = _mlp()
+    names = [n for n, _ in model.named_parameters()]
+    hessian, sizes = _exact_hessian(model, x, y, names)
+    params = [p for _, p in model.named_parameters()]
+    hvp = HessianVectorProduct(lambda: torch.nn.functional.cross_entropy(model(x), y), params)
+    eigenvalues = torch.linalg.eigvalsh(hessian)
+    top = eigenvalues[eigenvalues.abs().argmax()]
+    assert top_eigenvalue(hvp, max_iterations=2000, tol=1e-12).value == pytest.approx(float(top), rel=1e-6)
+    # the block of the second layer (its weight and bias): the diagonal block of the exact Hessian
+    start = sum(sizes[:2])
+    block = hessian[start:, start:]
+    block_top = torch.linalg.eigvalsh(block)
+    estimate = top_eigenvalue(hvp, [2, 3], max_iterations=2000, tol=1e-12)
+    assert estimate.value == pytest.approx(float(block_top[block_top.abs().argmax()]), rel=1e-6)
+    traces = hutchinson_trace(hvp, {"second": [2, 3]}, samples=2000, seed=3)
+    for name, exact in (("all", torch.trace(hessian)), ("second", torch.trace(block))):
+        assert abs(traces[name].value - float(exact)) < 4 * traces[name].std_error, name
+
+
+def test_blocks_follow_the_gradient_norm_layer_groups():
+    names = ["bert.embeddings.word_embeddings.weight", "bert.encoder.layer.0.attention.self.query.weight",
+             "bert.encoder.layer.0.attention.self.query.bias", "bert.encoder.layer.1.output.dense.weight",
+             "bert.pooler.dense.weight", "classifier.weight"]
+    assert curvature.blocks(names, "layer") == {"embeddings": [0], "layer.0": [1, 2], "layer.1": [3], "pooler": [4],
+                                                "classifier": [5]}
+    assert curvature.blocks(names, "module")["bert.encoder.layer.0.attention.self.query"] == [1, 2]
+    assert curvature.blocks(names, "none") == {}
+
+
+@pytest.mark.parametrize("method", ["houlsby", "full"])
+def test_curvature_of_runs_is_cached_and_over_trained_tensors_only(tiny_store, method, monkeypatch):
+    options = dict(select=[f"method={method}"], checkpoints=["step-0", "best"], examples=8, max_iterations=3,
+                   samples=3, progress=False)
+    frame = curvature.run(tiny_store, **options)
+    assert set(frame["checkpoint"]) == {"step-0", "best"}
+    whole = frame[(frame["scope"] == "all")].set_index(["checkpoint", "estimator"])
+    run_dir = next(p for p in store.run_dirs(tiny_store) if store.read_manifest(p)["spec"]["method"] == method)
+    trained = store.read_manifest(run_dir)["trainable"]["count"]
+    assert (whole["n_params"] == trained).all()  # the Hessian is over the trained tensors, all of them
+    layers = frame[(frame["scope"] == "layer") & (frame["estimator"] == "trace")]
+    assert layers.groupby("checkpoint")["n_params"].sum().eq(trained).all()  # blocks partition them
+    assert {"layer.0", "layer.1", "classifier"} <= set(layers["group"])
+    for checkpoint, group in layers.groupby("checkpoint"):  # block traces add up to the whole trace
+        assert group["value"].sum() == pytest.approx(whole.loc[(checkpoint, "trace"), "value"], rel=1e-6)
+    assert np.isfinite(frame["value"]).all() and (frame["spread"].dropna() >= 0).all()
+    # the second call reads the cache: nothing is computed
+    monkeypatch.setattr(curvature, "curvature_run", lambda *a, **k: pytest.fail("recomputed"))
+    pd.testing.assert_frame_equal(curvature.run(tiny_store, **options), frame)

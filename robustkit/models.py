@@ -218,7 +218,8 @@ def fingerprint(model: PreTrainedModel) -> str:
     """
     digest = hashlib.sha256()
     for name, tensor in sorted(model.base_model.state_dict().items()):
-        if not name.startswith(("embeddings.", "encoder.")) or ".adapters." in name:
+        # DistilBERT's encoder is ``transformer.``; every other encoder's is ``encoder.``
+        if not name.startswith(("embeddings.", "encoder.", "transformer.")) or ".adapters." in name:
             continue
         if "position_ids" in name:
             continue

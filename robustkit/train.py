@@ -37,7 +37,7 @@ from robustkit import collapse, data, models, preflight, store, tasks
 from robustkit.errors import DamagedRunError, DataChangedError, RobustkitError, StoreError
 from robustkit.evaluate import EVAL_BATCH_SIZE, encode_split, eval_batches, evaluate, resolve_device, to_device
 from robustkit.methods import adaptation_of, adapter_parameter_counts
-from robustkit.methods.model_parts import count_parameters
+from robustkit.methods.model_parts import count_parameters, layer_groups
 from robustkit.metrics import majority_baseline
 from robustkit.mixout import apply_mixout
 from robustkit.provenance import asset_hashes, package_versions
@@ -256,7 +256,9 @@ def constant_lr_factor(step: int, warmup: int) -> float:
 
 
 def layer_group(name: str) -> str:
-    """The layer group a parameter's gradient norm is reported under.
+    """The layer group of a parameter from its name alone (BERT-style names); training groups
+    by the model's structure instead (:func:`robustkit.methods.model_parts.layer_groups`) and
+    uses this only for names that mapping lacks.
 
     ``embeddings``, ``layer.<i>`` (encoder layer i, adapters included), ``pooler``,
     ``classifier`` or ``mlm_head``.
@@ -273,12 +275,18 @@ def layer_group(name: str) -> str:
     return "classifier"
 
 
-def gradient_norms(named: list[tuple[str, torch.nn.Parameter]]) -> dict[str, float]:
-    """L2 norm of the gradient per layer group (before clipping)."""
+def gradient_norms(named: list[tuple[str, torch.nn.Parameter]], groups: dict[str, str] | None = None) -> dict[str, float]:
+    """L2 norm of the gradient per layer group (before clipping).
+
+    ``groups`` maps parameter names to groups (:func:`robustkit.methods.model_parts.layer_groups`,
+    from the model's structure: any encoder architecture, a method's own parameters under their
+    layer); names it lacks are grouped by :func:`layer_group`.
+    """
+    groups = groups or {}
     squares: dict[str, torch.Tensor] = {}
     for name, parameter in named:
         if parameter.grad is not None:
-            group = layer_group(name)
+            group = groups.get(name) or layer_group(name)
             squares[group] = squares.get(group, 0.0) + parameter.grad.detach().float().pow(2).sum()
     # one device -> host transfer per step, not one per parameter
     values = torch.stack(list(squares.values())).sqrt().tolist() if squares else []
@@ -296,6 +304,7 @@ class _Optimiser:
     def __init__(self, model: torch.nn.Module, lr: float, weight_decay: float):
         named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         self.named = named
+        self.groups = layer_groups(model)
         self.lr = lr
         self.optimizer = torch.optim.AdamW([p for _, p in named], lr=lr, weight_decay=weight_decay, fused=True)
 
@@ -346,7 +355,7 @@ class _Loop:
         optimiser.set_lr_factor(factor)
         loss = self.loss(model, to_device(batch, self.device))
         loss.backward()
-        norms = gradient_norms(optimiser.named)
+        norms = gradient_norms(optimiser.named, optimiser.groups)
         for layer, value in norms.items():
             self.gradnorms.append({"step": step, "layer": layer, "value": value})
         value = float(loss.detach())  # no extra sync: the norms above already waited for backward

@@ -2,7 +2,10 @@
 
 For every span of encoder layers ``first..last`` (``first <= last``, 0-based), the trained
 adapters of those layers are removed -- each becomes the identity, through AdapterHub's
-per-layer skipping (``set_active_adapters(name, skip_layers=...)``); nothing is re-trained and
+per-layer skipping (``set_active_adapters(name, skip_layers=...)``, which every AdapterHub
+method whose modules live in layers obeys: bottleneck adapters, LoRA / IA3, prefix tuning, ReFT,
+and their unions; prompt tuning, whose prompt precedes the layers, is refused with an error
+naming it); nothing is re-trained and
 the trained LayerNorms and head stay -- and the model is re-evaluated on the dev set. Removing
 every layer's adapters gives exactly the pretrained base with the trained LayerNorms and head.
 
@@ -53,6 +56,7 @@ from robustkit.run_model import load_run_model
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import EVAL_BATCH_SIZE, MetricAccumulator, evaluate, model_inputs, resolve_device, split_batches
 from robustkit.methods import ADAPTER_NAME, get_method
+from robustkit.methods.model_parts import describe
 from robustkit.store import IDENTITY, read_spec
 
 ANALYSIS = "ablation"
@@ -82,18 +86,38 @@ def expected_layer_evaluations(n_layers: int, n_batches: int = 1) -> dict[str, i
     }
 
 
-def encoder_layers(model: nn.Module) -> nn.ModuleList:
-    """The encoder's transformer layers (BERT-style models: ``base_model.encoder.layer``)."""
-    try:
-        return model.base_model.encoder.layer
-    except AttributeError:
-        raise RobustkitError(f"{type(model).__name__} has no base_model.encoder.layer: not a BERT-style encoder") from None
+def encoder_layers(model: nn.Module) -> list[nn.Module]:
+    """The layers AdapterHub numbers for ``skip_layers``, lowest first, through its own accessor
+    (``iter_layers``) for every architecture it supports: ``bert.encoder.layer``,
+    ``distilbert.transformer.layer``, ``deberta.encoder.layer``, ... ALBERT's layers share
+    weights: it has one module per distinct layer (``num_hidden_groups`` x ``inner_group_num``),
+    which AdapterHub skips in every pass that calls it.
+
+    Raises
+    ------
+    RobustkitError
+        The model has no AdapterHub adapters (a full fine-tuning run).
+    """
+    iter_layers = getattr(model, "iter_layers", None)
+    if iter_layers is None:
+        raise RobustkitError(f"{describe(model)} has no AdapterHub layers: nothing to ablate by layer (is it a full fine-tuning run?)")
+    return [layer for _, layer in iter_layers()]
 
 
 def _check_adapters(model: nn.Module) -> None:
+    """Raise :class:`RobustkitError` unless the model holds :data:`ADAPTER_NAME` and all of it
+    lives in encoder layers (prompt tuning's prompt sits before them: it cannot be removed per
+    layer, alone or in a union)."""
     config = getattr(model, "adapters_config", None)
     if config is None or ADAPTER_NAME not in config.adapters:
         raise RobustkitError(f"the model has no adapter {ADAPTER_NAME!r} to ablate (is it a full fine-tuning run?)")
+    from adapters import PromptTuningConfig
+
+    adapter_config = config.get(ADAPTER_NAME)
+    for part in getattr(adapter_config, "configs", None) or (adapter_config,):
+        if isinstance(part, PromptTuningConfig):
+            raise RobustkitError(f"{describe(model)}: its adapter includes prompt tuning, whose prompt is prepended to the input "
+                                 "embeddings, not held by an encoder layer: it cannot be ablated by layer")
 
 
 @contextmanager
@@ -113,7 +137,7 @@ def _skip(model: nn.Module, layers: Sequence[int] | None) -> None:
 
 
 @contextmanager
-def _counting(layers: nn.ModuleList) -> Iterator[list[int]]:
+def _counting(layers: Sequence[nn.Module]) -> Iterator[list[int]]:
     """Count encoder-layer forward calls: the yielded list's one element."""
     count = [0]
 
@@ -203,7 +227,7 @@ def _layer_output(output) -> torch.Tensor:
     return output[0] if isinstance(output, tuple) else output
 
 
-def _prefix(model: nn.Module, layers: nn.ModuleList, inputs: dict) -> tuple[list[torch.Tensor], tuple, dict, object]:
+def _prefix(model: nn.Module, layers: Sequence[nn.Module], inputs: dict) -> tuple[list[torch.Tensor], tuple, dict, object]:
     """One ordinary forward with every adapter active.
 
     Returns
@@ -266,8 +290,29 @@ def _batch_spans(model, layers, inputs: dict, task: tasks.Task, accumulators: di
 
 
 @torch.no_grad()
+def _fast_applies(model: nn.Module, layers: Sequence[nn.Module], inputs: dict) -> bool:
+    """Whether :func:`fast_spans`' replay (each layer once, in order, then :func:`_head`) gives
+    the model's own logits: true of BERT, RoBERTa, XLM-R and ELECTRA; not of ALBERT (one shared
+    layer called L times) nor of heads :func:`_head` does not rebuild (DistilBERT's
+    pre-classifier, DeBERTa's context pooler), which :func:`naive_spans` evaluates instead."""
+    if len(layers) != model.config.num_hidden_layers:
+        return False
+    with _restored_adapters(model):
+        _skip(model, None)
+        model.eval()
+        try:
+            states, _, _, output = _prefix(model, layers, inputs)
+            logits = _head(model, states[-1])
+        except (AttributeError, TypeError, RuntimeError, IndexError, KeyError):
+            return False
+    return (len(states) == len(layers) + 1 and logits.shape == output.logits.shape
+            and torch.allclose(logits, output.logits, rtol=1e-4, atol=1e-5))
+
+
+@torch.no_grad()
 def fast_spans(model: nn.Module, batches: list[dict], task: str | tasks.Task, progress: bool = False) -> pd.DataFrame:
-    """:func:`naive_spans`, reusing work across spans (same values, same columns and attrs).
+    """:func:`naive_spans`, reusing work across spans (same values, same columns and attrs);
+    :func:`naive_spans` itself where the replay does not reproduce the model (:func:`_fast_applies`).
 
     Per batch: the adapted prefix states once, then for each first ablated layer i the ablated
     states extended one layer at a time, and for each last ablated layer j only layers
@@ -294,6 +339,8 @@ def fast_spans(model: nn.Module, batches: list[dict], task: str | tasks.Task, pr
     layers = encoder_layers(model)
     model.eval()
     device = next(model.parameters()).device
+    if batches and not _fast_applies(model, layers, model_inputs(batches[0], device)):
+        return naive_spans(model, batches, task)
     # each span reduced exactly as evaluate() reduces a whole model (one shared reduction)
     accumulators = {span: MetricAccumulator(task) for span in spans(len(layers))}
     reference = MetricAccumulator(task)
@@ -335,7 +382,7 @@ def _adapter_runs(runs: pd.DataFrame) -> pd.DataFrame:
     the others (full fine-tuning, prompt tuning, ...) are dropped with a warning naming them."""
     uses = runs["method"].map(lambda m: get_method(m).layer_ablation)
     if not uses.all():
-        names = ", ".join(runs.loc[~uses, "run_id"].astype(str))
+        names = ", ".join(f"{r} ({m})" for r, m in zip(runs.loc[~uses, "run_id"].astype(str), runs.loc[~uses, "method"]))
         warnings.warn(f"skipping runs without per-layer adapters (nothing to ablate): {names}", stacklevel=3)
     if not uses.any():
         raise RobustkitError(f"no adapter run among the selected runs ({', '.join(runs['run_id'].astype(str))}): layer ablation needs adapters; select e.g. method=houlsby")

@@ -99,7 +99,7 @@ def add_adapter(model: nn.Module, method: str, config: AdapterConfig) -> None:
             raise MethodError(f"method {method!r}: AdapterHub does not support {type(config).__name__} on {describe(model)}")
         try:
             model.add_adapter(ADAPTER_NAME, config=config)
-        except (ValueError, TypeError, NotImplementedError, ImportError) as error:
+        except (ValueError, TypeError, NotImplementedError, ImportError, AssertionError, RuntimeError) as error:
             raise MethodError(f"method {method!r} cannot be added to {describe(model)}: {error}") from error
         training = model.training
         model.train_adapter(ADAPTER_NAME)

@@ -157,23 +157,31 @@ class ModelShape:
     d : int
         Hidden size.
     layers : int
-        Encoder layers L.
+        Encoder layers L with modules of their own (ALBERT: its distinct shared layers).
     ffn : int or None
         Inner size of the feed-forward block (4d in BERT; None where the config does not say).
     heads : int
         Attention heads.
+    embedding : int or None
+        Size of the input embeddings where it differs from d (ALBERT, ELECTRA: embedding_size).
     """
 
     d: int
     layers: int
     ffn: int | None
     heads: int
+    embedding: int | None = None
 
     @classmethod
     def of(cls, config) -> ModelShape:
-        # transformers maps these names onto each architecture's own (attribute_map)
-        return cls(config.hidden_size, config.num_hidden_layers, getattr(config, "intermediate_size", None),
-                   config.num_attention_heads)
+        # transformers maps these names onto each architecture's own (attribute_map); ALBERT's
+        # L passes share num_hidden_groups x inner_group_num distinct layers, which are the ones
+        # AdapterHub gives modules (its iter_layers)
+        layers = config.num_hidden_layers
+        if getattr(config, "model_type", None) == "albert":
+            layers = config.num_hidden_groups * config.inner_group_num
+        ffn = getattr(config, "intermediate_size", None) or getattr(config, "hidden_dim", None)  # DistilBERT: hidden_dim
+        return cls(config.hidden_size, layers, ffn, config.num_attention_heads, getattr(config, "embedding_size", None))
 
 
 @dataclass(frozen=True)

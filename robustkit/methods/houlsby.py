@@ -236,7 +236,7 @@ def check_sharing_counts(model: nn.Module, adapter_size: int, sharing: str) -> d
     MethodError
         If the count of modules or parameters differs from the formula.
     """
-    d, n_layers = model.config.hidden_size, model.config.num_hidden_layers
+    d, n_layers = model.config.hidden_size, ModelShape.of(model.config).layers
     positions = adapter_layers(model)
     modules = len({id(p.adapters[ADAPTER_NAME]) for p in positions})
     found = sum(adapter_parameter_counts(model).values())

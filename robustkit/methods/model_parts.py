@@ -4,7 +4,8 @@ sits between them, found from the model's structure (not from one architecture's
 - The task head is every parameter outside ``model.base_model`` (a classifier, a masked-LM
   head); a head weight tied to the input embeddings is the embeddings' (``named_parameters``
   lists a tied tensor once, under its first name), so it never trains with the head.
-- The encoder layers are the base model's ``nn.ModuleList`` of ``num_hidden_layers`` modules.
+- The encoder layers are the base model's ``nn.ModuleList`` of ``num_hidden_layers`` modules
+  (ALBERT: of its ``num_hidden_groups`` layer groups, which its passes share).
 - The embeddings are the base model's child that holds the input embeddings.
 """
 
@@ -65,10 +66,11 @@ def head_names(model: nn.Module) -> list[str]:
 
 
 def layer_norm_names(model: nn.Module) -> list[str]:
-    """Parameters of the model's ``nn.LayerNorm`` modules (2d each)."""
+    """Parameters of the model's LayerNorm modules (2d each): ``nn.LayerNorm`` and the
+    architectures' own classes of that name (DeBERTa's ``DebertaLayerNorm``)."""
     names = []
     for module_name, module in model.named_modules():
-        if isinstance(module, nn.LayerNorm):
+        if isinstance(module, nn.LayerNorm) or type(module).__name__.endswith("LayerNorm"):
             names += [f"{module_name}.{p}" for p, _ in module.named_parameters(recurse=False)]
     known = set(parameter_names(model))
     return [n for n in names if n in known]
@@ -82,7 +84,10 @@ def encoder_layers(model: nn.Module) -> list[str]:
     MethodError
         The base model has no list of ``num_hidden_layers`` modules.
     """
-    n_layers = model.config.num_hidden_layers
+    config = model.config
+    n_layers = config.num_hidden_layers
+    if getattr(config, "model_type", None) == "albert":  # its distinct (shared) layers, as ModelShape.of
+        n_layers = config.num_hidden_groups * config.inner_group_num
     for name, module in model.base_model.named_modules():
         if isinstance(module, nn.ModuleList) and len(module) == n_layers and name:
             return [f"{base_prefix(model)}{name}.{i}." for i in range(n_layers)]
@@ -101,3 +106,46 @@ def embedding_prefix(model: nn.Module) -> str:
 def describe(model: nn.Module) -> str:
     """The model in an error message: class and architecture (``BertForSequenceClassification (bert)``)."""
     return f"{type(model).__name__} ({getattr(model.config, 'model_type', '?')})"
+
+
+def layer_groups(model: nn.Module) -> dict[str, str]:
+    """The layer group each parameter's gradient norm is reported under, from the model's
+    structure (:func:`encoder_layers`, :func:`embedding_prefix`, :func:`head_names`), for any
+    encoder architecture:
+
+    ``layer.<i>``
+        Encoder layer i, with the method's modules inside it (adapters, LoRA, IA3, ReFT).
+    ``embeddings``
+        The input embeddings' module, and prompt tuning's prompt (prepended to them).
+    ``shared``
+        Other base-model parameters that several layers use: prefix tuning's pool (one MLP
+        gives every layer's prefix), DeBERTa's relative embeddings, ALBERT's shared layer.
+    ``pooler``, ``classifier``, ``mlm_head``
+        The pooler (the base model's or the head's own, as DeBERTa's), the rest of the head.
+    """
+    try:
+        layers = encoder_layers(model)
+    except MethodError:
+        layers = []
+    try:
+        embeddings = embedding_prefix(model)
+    except (MethodError, AttributeError, NotImplementedError):
+        embeddings = None
+    head = set(head_names(model))
+    mlm = any(n.startswith(("cls.", "lm_head.")) for n in head)
+    groups = {}
+    for name in parameter_names(model):
+        if ".prompt_tuning." in name or name.startswith("prompt_tuning."):
+            group = "embeddings"
+        elif ".prefix_tuning.pool." in name or name.startswith("prefix_tuning."):
+            group = "shared"
+        elif name.startswith("pooler.") or ".pooler." in name:
+            group = "pooler"
+        elif name in head:
+            group = "mlm_head" if mlm else "classifier"
+        elif embeddings is not None and name.startswith(embeddings):
+            group = "embeddings"
+        else:
+            group = next((f"layer.{i}" for i, prefix in enumerate(layers) if name.startswith(prefix)), "shared")
+        groups[name] = group
+    return groups

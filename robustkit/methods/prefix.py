@@ -60,7 +60,8 @@ class PromptTuning(AdapterHubMethod):
         return {"prompt_length": options["length"], "combine": options["combine"]}
 
     def expected(self, shape: ModelShape, options: Mapping[str, Any]) -> Expected:
-        return Expected(options["length"] * shape.d, f"p d, p={options['length']}, d={shape.d}")
+        e = shape.embedding or shape.d  # the prompt is in the input embeddings' space
+        return Expected(options["length"] * e, f"p e, p={options['length']}, e={e} (embedding size)")
 
 
 PREFIX = PrefixTuning(

@@ -65,7 +65,7 @@ def arch_store(request, tmp_path_factory):
 
 
 def test_every_analysis_runs_on_every_encoder(arch_store):
-    from robustkit.analysis import ablation, gradnorm, landscape, scores, similarity, stability
+    from robustkit.analysis import ablation, gradnorm, landscape, scores, similarity, stability, tradeoff
     from robustkit.store import load_runs
 
     architecture, store = arch_store
@@ -99,6 +99,30 @@ def test_every_analysis_runs_on_every_encoder(arch_store):
     # stability of the outcomes per method
     summary = stability.summarize(scores.outcomes(store), by="method")
     assert set(summary["method"]) == set(METHODS)
+
+    # trade-off: every method on one parameters-vs-score frame
+    points = tradeoff.table(store)
+    assert set(points["method"]) == set(METHODS)
+
+
+def test_pwws_attacks_every_encoder(arch_store, shared_nltk_data, monkeypatch):
+    """The attack victim on each architecture (word embeddings, token types from the tokenizer):
+    PWWS on one sentence of each run, float64 as the attack analysis runs it."""
+    from robustkit.attacks.pwws import attack_fast
+    from robustkit.attacks.victim import Victim
+    from robustkit.models import load_tokenizer
+    from robustkit.run_model import load_run_model
+    from robustkit.store import load_runs, read_spec
+
+    monkeypatch.setenv("NLTK_DATA", shared_nltk_data)
+    architecture, store = arch_store
+    for path in load_runs(store)["path"]:
+        spec = read_spec(path)
+        victim = Victim(load_run_model(path, "best"), load_tokenizer(spec.model), max_length=spec.max_length, dtype=torch.float64)
+        sentence = "a good film with a fine cast"
+        target = int(victim.get_pred([sentence])[0])
+        result = attack_fast(victim, sentence, target, query_budget=60)
+        assert result.target == target and victim.queries > 0, architecture
 
 
 @pytest.mark.parametrize("architecture", ARCHITECTURES)

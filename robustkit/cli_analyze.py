@@ -125,6 +125,25 @@ def _analyze_curvature(args) -> int:
     return _write_or_print(frame, args.output, curvature.summarize(frame))
 
 
+def _analyze_surface(args) -> int:
+    from robustkit.analysis import surface
+
+    frame = surface.run(args.store, args.select, checkpoint=args.checkpoint, grid=args.grid, split=args.split,
+                        examples=args.examples, seed=args.seed, device=args.device)
+    shown = frame[frame["metric"] == "loss"].groupby(["run_id", "method", "seed"])["value"].agg(["min", "median", "max"])
+    return _write_or_print(frame, args.output, shown.reset_index())
+
+
+def _analyze_connectivity(args) -> int:
+    from robustkit.analysis import connectivity
+
+    frame = connectivity.run(args.store, args.select, checkpoint=args.checkpoint, alphas=args.alpha, split=args.split,
+                             examples=args.examples, seed=args.seed, device=args.device)
+    table = connectivity.barriers(frame)
+    return _write_or_print(frame, args.output, table.drop(columns=[c for c in table if c not in (
+        "run_id", "method", "seed", "run_id_b", "seed_b", "split", "metric", "barrier", "argmax_alpha", "end_a", "end_b")]))
+
+
 def add_analyze_commands(commands) -> None:
     analyze = commands.add_parser("analyze", help="run an analysis on the runs of a store", description="Each analysis returns a tidy DataFrame (cached next to the runs, keyed by the checkpoints' sha256); printed, or written with -o.")
     analyses = analyze.add_subparsers(dest="analysis", required=True, help="the analysis to run")
@@ -181,6 +200,28 @@ def add_analyze_commands(commands) -> None:
     curv.add_argument("-o", "--output", help="write the tidy result (per run x checkpoint x block x estimator) to this parquet file")
     curv.set_defaults(func=_analyze_curvature)
 
+    surf = analyses.add_parser("surface", help="2-D loss surface around a checkpoint along two filter-normalised random directions (Li et al. 2018)", description="Loss and metrics at theta* + a d1 + b d2 on a grid, d1 and d2 Gaussian directions with every row of every weight matrix rescaled to that row's norm in theta* (biases and LayerNorms fixed), over the tensors each run trains; prints min/median/max loss per run.")
+    _store_arguments(surf)
+    surf.add_argument("--checkpoint", default="best", choices=["best", "last", "step-0"], help="the centre theta*; default: best")
+    surf.add_argument("--grid", default="-1:1:11", help="coefficients of each direction: start:stop:count or a comma list; default: -1:1:11")
+    surf.add_argument("--split", default="train", choices=["train", "validation", "test"], help="split the loss is taken on; default: train")
+    surf.add_argument("--examples", type=int, default=256, help="examples of the split, drawn with --seed; default: 256")
+    surf.add_argument("--seed", type=int, default=0, help="seed of the directions and the examples; default: 0")
+    surf.add_argument("--device", help="where the model runs: cpu, cuda; default: the GPU if there is one")
+    surf.add_argument("-o", "--output", help="write the tidy grid (per run x a x b x metric) to this parquet file")
+    surf.set_defaults(func=_analyze_surface)
+
+    conn = analyses.add_parser("connectivity", help="linear mode connectivity: loss between two seeds of a configuration and its barrier (Frankle et al. 2020)", description="For every pair of selected runs that differ only in their seed: loss and metrics along (1 - alpha) theta_A + alpha theta_B over the tensors they train (adapter runs share the frozen base), and the barrier max - mean of the ends; prints the barriers.")
+    _store_arguments(conn)
+    conn.add_argument("--checkpoint", default="best", choices=["best", "last"], help="checkpoint of both ends; default: best")
+    conn.add_argument("--alpha", default="0:1:11", help="interpolation coefficients, holding 0 and 1: start:stop:count or a comma list; default: 0:1:11")
+    conn.add_argument("--split", default="train", choices=["train", "validation", "test"], help="split the loss is taken on; default: train")
+    conn.add_argument("--examples", type=int, default=512, help="examples of the split, drawn with --seed; default: 512")
+    conn.add_argument("--seed", type=int, default=0, help="seed of the examples; default: 0")
+    conn.add_argument("--device", help="where the model runs: cpu, cuda; default: the GPU if there is one")
+    conn.add_argument("-o", "--output", help="write the lines (per pair x alpha x metric) to this parquet file")
+    conn.set_defaults(func=_analyze_connectivity)
+
     curve = analyses.add_parser("curves", help="dev loss and metric vs step; mean and best dev metric (He et al. 2021, table 6)", description="Validation history of each run; prints the mean and best dev main metric over all evaluation steps, mean +- std over seeds.")
     _store_arguments(curve)
     curve.add_argument("-o", "--output", help="write the learning curves to this parquet file")
@@ -231,7 +272,7 @@ def add_plot_commands(commands) -> None:
         parser.set_defaults(func=_plot)
 
 
-NEGATIVE_VALUE_OPTIONS = ("--alpha", "--alphas")
+NEGATIVE_VALUE_OPTIONS = ("--alpha", "--alphas", "--grid")
 
 
 def join_negative_values(argv: list[str]) -> list[str]:

@@ -337,3 +337,20 @@ register(Figure(
     "robustkit.analysis.curvature:run", "robustkit.plots.curvature:curvature_figure",
     (*CURVATURE_PARAMS,
      Param("layer_checkpoint", "best", "checkpoint of the per-layer panels; default: best", choices=("step-0", "best", "last")))))
+register(Figure(
+    "surface", "Li et al. 2018: 2-D loss surface around each run's checkpoint along two filter-normalised random directions (contours; only the trained tensors move)",
+    "robustkit.analysis.surface:run", "robustkit.plots.surface:surface_contours",
+    (Param("checkpoint", "best", "the centre theta*: best, last or step-0; default: best", choices=("best", "last", "step-0")),
+     Param("grid", "-1:1:11", "coefficients of each direction: start:stop:count or a comma list; default: -1:1:11 (121 points)"),
+     Param("split", "train", "split the loss is taken on; default: train (Li et al.'s)", choices=("train", "validation", "test")),
+     Param("examples", 256, "examples of the split, drawn with --seed (the same for every run); default: 256"),
+     Param("seed", 0, "seed of the two directions and of the examples; default: 0"),
+     Param("max_seeds", 3, "runs drawn per method (the lowest seeds); default: 3"))))
+register(Figure(
+    "connectivity", "Frankle et al. 2020: linear mode connectivity between runs that differ only in their seed; the loss along the line and the barrier per method as a box over seed pairs",
+    "robustkit.analysis.connectivity:lines_and_barriers", "robustkit.plots.connectivity:connectivity_figure",
+    (Param("checkpoint", "best", "checkpoint of both ends: best or last; default: best", choices=("best", "last")),
+     Param("alphas", "0:1:11", "interpolation coefficients (must hold 0 and 1): start:stop:count or a comma list; default: 0:1:11"),
+     Param("split", "train", "split the loss is taken on; default: train", choices=("train", "validation", "test")),
+     Param("examples", 512, "examples of the split, drawn with --seed (the same for every pair); default: 512"),
+     Param("seed", 0, "seed of the examples; default: 0"))))

@@ -150,7 +150,7 @@ def interpolate(
     """
     task = tasks.get_task(task)
     by_split = dict(batches) if isinstance(batches, Mapping) else {"validation": batches}
-    parameters = _moving_parameters(model, theta0, theta1)
+    parameters = moving_parameters(model, theta0, theta1)
     start = {n: theta0[n].to(device=p.device, dtype=p.dtype) for n, p in parameters.items()}
     end = {n: theta1[n].to(device=p.device, dtype=p.dtype) for n, p in parameters.items()}
     original = {n: p.detach().clone() for n, p in parameters.items()}
@@ -162,12 +162,12 @@ def interpolate(
             for split, batches in by_split.items():
                 rows += [{"alpha": alpha, "split": split, "metric": m, "value": v} for m, v in evaluate(model, batches, task).items()]
     finally:
-        _restore(parameters, original)
+        restore_parameters(parameters, original)
         model.train(was_training)
     return pd.DataFrame(rows, columns=POINT_COLUMNS)
 
 
-def _moving_parameters(model, theta0: dict, theta1: dict) -> dict[str, torch.nn.Parameter]:
+def moving_parameters(model, theta0: dict, theta1: dict) -> dict[str, torch.nn.Parameter]:
     """The model's parameters named by theta0/theta1, after checking names and shapes agree."""
     if set(theta0) != set(theta1):
         only = sorted(set(theta0) ^ set(theta1))
@@ -192,7 +192,8 @@ def _place(parameters: dict, start: dict, end: dict, alpha: float) -> None:
 
 
 @torch.no_grad()
-def _restore(parameters: dict, original: dict) -> None:
+def restore_parameters(parameters: dict, original: dict) -> None:
+    """Copy the saved tensors back (bit for bit) into the parameters that moved."""
     for name, parameter in parameters.items():
         parameter.copy_(original[name])
 
@@ -220,13 +221,13 @@ def landscape_run(
     spec = read_spec(run_dir).resolved()
     task = tasks.get_task(spec.task)
     model, _, fingerprint = build_classifier(spec, task.num_labels)
-    thetas = [_checked_tensors(run_dir, name, model, fingerprint) for name in ("step-0", checkpoint)]
+    thetas = [checked_tensors(run_dir, name, model, fingerprint) for name in ("step-0", checkpoint)]
     model.to(resolve_device(device))
     batches = split_batches(spec, splits)
     return interpolate(model, *thetas, _as_grid(alphas), batches, task, progress=progress)
 
 
-def _checked_tensors(run_dir: Path, name: str, model, fingerprint: str) -> dict[str, torch.Tensor]:
+def checked_tensors(run_dir: Path, name: str, model, fingerprint: str) -> dict[str, torch.Tensor]:
     """A checkpoint's tensors (sha256-checked), after load_tensors checked base and shapes."""
     tensors, metadata = load_checkpoint(run_dir, name)
     load_tensors(model, tensors, metadata, fingerprint, f"{run_dir.name}/{name}")

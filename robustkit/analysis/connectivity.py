@@ -1,0 +1,254 @@
+"""Linear mode connectivity between runs that differ only in their seed (Frankle et al. 2020,
+"Linear mode connectivity and the lottery ticket hypothesis"; issue #16, item 2).
+
+For two runs A and B of one configuration, trained from different seeds (head initialisation,
+batch order, dropout), the loss along the straight line between their checkpoints::
+
+    f(alpha) = L((1 - alpha) theta_A + alpha theta_B),   alpha in [0, 1]
+
+and its *barrier*: the highest point of the line above the mean of its ends,
+``max_alpha f(alpha) - (f(0) + f(1)) / 2`` (Frankle et al.'s instability, there with the test
+error; here with the loss, and the error as ``1 - metric`` for the task's main metric). A barrier
+near 0 means the two seeds ended in one linearly connected basin; the box over every pair of
+seeds of a method says how reliably the method's solutions share one.
+
+Which tensors move: the ones the runs train, as in :mod:`robustkit.analysis.landscape`. For an
+adapter method both ends share the frozen pretrained base, so the line runs through the adapters,
+LayerNorms and head only and the barrier is well defined. A frozen tensor that the pretrained
+checkpoint lacks is initialised from each run's seed (bert-tiny has no pooler weights): it is
+part of each run's model, differs between the two, and moves along the line with the trained
+tensors, so the line still joins exactly the two runs' models. Full fine-tuning and adapter runs are
+never interpolated with each other: they are different parameterisations (an adapter run has
+modules a full run lacks and keeps the base weights a full run moves), so the points between
+them are neither method's model (half-scaled adapters on a half-moved base) and a "barrier"
+would measure that mismatch, not the loss geometry either method finds. Pairs are therefore
+formed only inside one configuration: every run setting but the seed equal
+(:func:`robustkit.analysis.pooling.setting_columns`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from robustkit import tasks
+from robustkit.analysis.batches import sampled_batches
+from robustkit.analysis.each_run import cache_path
+from robustkit.analysis.landscape import checked_tensors, interpolate, parse_alphas
+from robustkit.analysis.pooling import setting_columns
+from robustkit.analysis.select import select_runs, with_identity
+from robustkit.errors import RobustkitError
+from robustkit.evaluate import EVAL_BATCH_SIZE, resolve_device
+from robustkit.run_model import build_classifier
+from robustkit.store import IDENTITY, atomic_write_parquet, read_manifest, read_spec
+
+ANALYSIS = "connectivity"
+VERSION = 1
+DEFAULT_ALPHAS = "0:1:11"
+POINT_COLUMNS = ["alpha", "split", "metric", "value"]
+COLUMNS = [*IDENTITY, "run_id_b", "seed_b", "checkpoint", "examples", *POINT_COLUMNS]
+BARRIER_COLUMNS = [*IDENTITY, "run_id_b", "seed_b", "checkpoint", "split", "metric", "barrier", "argmax_alpha",
+                   "end_a", "end_b"]
+
+
+def seed_pairs(runs: pd.DataFrame) -> list[tuple[pd.Series, pd.Series]]:
+    """Every pair of runs whose settings are equal but for the seed (seed of A < seed of B).
+
+    Parameters
+    ----------
+    runs : DataFrame
+        :func:`robustkit.analysis.select.select_runs` rows.
+
+    Returns
+    -------
+    list of (Series, Series)
+        Pairs in a stable order (configuration, then seeds).
+    """
+    settings = setting_columns(runs)
+    key = runs[settings].map(str).agg("|".join, axis=1) if settings else pd.Series("", index=runs.index)
+    pairs = []
+    for _, group in runs.assign(_key=key).groupby("_key", sort=True):
+        ordered = group.sort_values(["seed", "run_id"])
+        pairs += [(a, b) for (_, a), (_, b) in itertools.combinations(ordered.iterrows(), 2) if a["seed"] != b["seed"]]
+    return pairs
+
+
+def pair_line(
+    run_a: str | Path,
+    run_b: str | Path,
+    checkpoint: str = "best",
+    alphas: str | Sequence[float] = DEFAULT_ALPHAS,
+    split: str = "train",
+    examples: int | None = 512,
+    seed: int = 0,
+    device: str | None = None,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Loss and metrics along (1 - alpha) theta_A + alpha theta_B, uncached.
+
+    Raises
+    ------
+    RobustkitError
+        The runs differ in a setting other than the seed.
+
+    Returns
+    -------
+    DataFrame
+        ``alpha, split, metric, value`` (:func:`robustkit.analysis.landscape.interpolate`).
+    """
+    run_a, run_b = Path(run_a), Path(run_b)
+    spec_a, spec_b = read_spec(run_a).resolved(), read_spec(run_b).resolved()
+    differ = sorted(k for k, v in spec_a.to_dict().items() if k != "seed" and spec_b.to_dict().get(k) != v)
+    if differ:
+        raise RobustkitError(f"{run_a.name} and {run_b.name} differ in {', '.join(differ)}, not only in their seed: "
+                             "only runs of one configuration are interpolated")
+    task = tasks.get_task(spec_a.task)
+    model_a, _, fingerprint = build_classifier(spec_a, task.num_labels)
+    model_b, _, _ = build_classifier(spec_b, task.num_labels)
+    theta_b = checked_tensors(run_b, checkpoint, model_b, fingerprint)
+    theta_a = checked_tensors(run_a, checkpoint, model_a, fingerprint)
+    for name in seed_dependent_frozen(model_a, model_b, set(theta_a) | set(theta_b)):
+        theta_a[name] = dict(model_a.named_parameters())[name].detach().clone()
+        theta_b[name] = dict(model_b.named_parameters())[name].detach().clone()
+    del model_b
+    model_a.to(resolve_device(device))
+    grid = parse_alphas(alphas) if isinstance(alphas, str) else np.asarray(alphas, float)
+    batches = sampled_batches(spec_a, split, examples, seed, EVAL_BATCH_SIZE)
+    return interpolate(model_a, theta_a, theta_b, grid, {split: batches}, task, progress=progress)
+
+
+def seed_dependent_frozen(model_a: torch.nn.Module, model_b: torch.nn.Module, moving: set[str]) -> list[str]:
+    """Tensors that neither checkpoint holds but that differ between the two runs' models.
+
+    The frozen pretrained base is the same in both; what differs is initialised from the seed
+    where the pretrained checkpoint has no weights (a pooler), and must move along the line.
+    """
+    b = dict(model_b.named_parameters())
+    return [name for name, parameter in model_a.named_parameters()
+            if name not in moving and not torch.equal(parameter.detach().cpu(), b[name].detach().cpu())]
+
+
+def run(
+    store: str | Path,
+    select: dict | list[str] | None = None,
+    checkpoint: str = "best",
+    alphas: str = DEFAULT_ALPHAS,
+    split: str = "train",
+    examples: int | None = 512,
+    seed: int = 0,
+    device: str | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """The interpolation line of every seed pair of the selected runs, cached per pair.
+
+    Parameters
+    ----------
+    store : path
+        Run store.
+    select : dict or list of str, optional
+        Run filters; pairs are formed inside each configuration (:func:`seed_pairs`).
+    checkpoint : str
+        The checkpoint of both ends: ``best`` (default) or ``last``.
+    alphas : str
+        Grid spec (:func:`robustkit.analysis.landscape.parse_alphas`); default ``0:1:11``.
+    split : str
+        Split the loss is taken on; ``train`` (default) as Frankle et al. report train and
+        test instability alike.
+    examples : int, optional
+        Examples of the split drawn with ``seed`` (default 512; None: all).
+
+    Returns
+    -------
+    DataFrame
+        A's identity columns + ``run_id_b, seed_b, checkpoint, examples, alpha, split, metric,
+        value``. Cached under ``<store>/.cache/connectivity/<A>-<B>-<key>.parquet``, the key
+        hashing both checkpoints' sha256 and the parameters.
+
+    Raises
+    ------
+    RobustkitError
+        No configuration of the selection has two seeds.
+    """
+    grid = parse_alphas(alphas)
+    if not {0.0, 1.0} <= set(grid.tolist()):
+        raise RobustkitError(f"the alpha grid {alphas!r} must hold 0 and 1 (the two runs): the barrier is measured from them")
+    runs = select_runs(store, select)
+    pairs = seed_pairs(runs)
+    if not pairs:
+        raise RobustkitError("no pair of selected runs differs only in its seed: select at least two seeds of a configuration")
+    params = {"version": VERSION, "alphas": grid.tolist(), "split": split, "examples": examples, "seed": seed,
+              "batch_size": EVAL_BATCH_SIZE}
+    frames = []
+    for a, b in tqdm(pairs, desc="connectivity", unit="pair", disable=not progress):
+        other = read_manifest(Path(b["path"]))["checkpoints"].get(checkpoint, {}).get("files")
+        path = cache_path(a["path"], ANALYSIS, {**params, "other": b["run_id"], "other_files": other}, [checkpoint],
+                          label=b["run_id"])
+        if path.exists():
+            frame = pd.read_parquet(path)
+        else:
+            frame = pair_line(a["path"], b["path"], checkpoint, grid, split, examples, seed, device)
+            atomic_write_parquet(path, frame)
+        frames.append(with_identity(frame, a).assign(run_id_b=b["run_id"], seed_b=b["seed"]))
+    frame = pd.concat(frames, ignore_index=True).assign(checkpoint=checkpoint)
+    counts = runs.set_index("run_id")["n_train" if split == "train" else f"n_{split}"]
+    frame["examples"] = examples if examples is not None else frame["run_id"].map(counts)
+    return frame[COLUMNS]
+
+
+def barriers(frame: pd.DataFrame) -> pd.DataFrame:
+    """The barrier of each pair's line: loss, and error for every other metric.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        :func:`run` output.
+
+    Returns
+    -------
+    DataFrame
+        One row per pair x split x metric: A's identity columns, ``run_id_b, seed_b,
+        checkpoint, split, metric`` (``loss``, or ``<metric> error``: 1 - the metric),
+        ``barrier`` (max over alpha minus the mean of the two ends; >= 0 up to the grid,
+        since the ends are on the grid), ``argmax_alpha`` (where the maximum is), ``end_a``,
+        ``end_b`` (the values at alpha 0 and 1).
+    """
+    rows = []
+    keys = [*IDENTITY, "run_id_b", "seed_b", "checkpoint", "split", "metric"]
+    for key, line in frame.groupby(keys, sort=False, dropna=False):
+        line = line.sort_values("alpha")
+        metric = key[-1]
+        values = line["value"].to_numpy(float) if metric == "loss" else 1.0 - line["value"].to_numpy(float)
+        alphas = line["alpha"].to_numpy(float)
+        ends = [values[np.argmin(np.abs(alphas - end))] for end in (0.0, 1.0)]
+        top = int(np.nanargmax(values)) if np.isfinite(values).any() else 0
+        rows.append({**dict(zip(keys, key)), "metric": metric if metric == "loss" else f"{metric} error",
+                     "barrier": float(values[top] - (ends[0] + ends[1]) / 2), "argmax_alpha": float(alphas[top]),
+                     "end_a": float(ends[0]), "end_b": float(ends[1])})
+    return pd.DataFrame(rows, columns=BARRIER_COLUMNS)
+
+
+def lines_and_barriers(
+    store: str | Path,
+    select: dict | list[str] | None = None,
+    checkpoint: str = "best",
+    alphas: str = DEFAULT_ALPHAS,
+    split: str = "train",
+    examples: int | None = 512,
+    seed: int = 0,
+    progress: bool = True,
+) -> dict[str, pd.DataFrame]:
+    """:func:`run` and its :func:`barriers`, as the ``connectivity`` figure draws them.
+
+    Returns
+    -------
+    dict
+        ``lines`` (:func:`run`) and ``barriers`` (:func:`barriers` of it).
+    """
+    lines = run(store, select, checkpoint, alphas, split, examples, seed, progress=progress)
+    return {"lines": lines, "barriers": barriers(lines)}

@@ -1,0 +1,238 @@
+"""2-D loss surface around a checkpoint along two filter-normalised random directions
+(Li et al. 2018, "Visualizing the loss landscape of neural nets", §4; issue #16, item 2)::
+
+    f(a, b) = L(theta* + a d1 + b d2),   a, b in [-1, 1]
+
+with theta* a run's checkpoint (``best`` by default) and d1, d2 two Gaussian directions, each
+*filter-normalised*: every filter of a direction is rescaled to the norm of the same filter of
+theta*, so that a step of 1 moves each filter by its own size and surfaces of differently
+scaled networks compare. A filter is a slice along the first dimension of a tensor of 2 or more
+dimensions: an output unit (row) of a linear layer, an output channel of a convolution, a token
+row of an embedding. One-dimensional tensors (biases, LayerNorm gains and shifts) get a zero
+direction, Li et al.'s default (``ignore='biasbn'`` in their code); ``ignore="none"`` sets them
+to the tensor itself, as their code does then.
+
+Only the tensors a run trains move (what its checkpoint holds): every parameter for full
+fine-tuning; the adapters, LayerNorms and head for an adapter run, whose frozen base stays where
+it is, as in :mod:`robustkit.analysis.landscape`. Each point is computed fresh from theta* and
+the directions, and the model's tensors are copied back bit for bit afterwards.
+
+The directions are drawn on the CPU from ``seed`` (the same numbers on any device) in the
+order of the parameter names, so a run's surface is reproducible; they are not
+orthogonalised: two Gaussian directions in thousands of dimensions are nearly orthogonal
+(Li et al. §4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from robustkit import tasks
+from robustkit.analysis.batches import sampled_batches
+from robustkit.analysis.each_run import each_run
+from robustkit.analysis.landscape import checked_tensors, moving_parameters, parse_alphas, restore_parameters
+from robustkit.analysis.select import select_runs
+from robustkit.errors import RobustkitError
+from robustkit.evaluate import EVAL_BATCH_SIZE, evaluate, resolve_device
+from robustkit.run_model import build_classifier
+from robustkit.store import IDENTITY, read_spec
+
+ANALYSIS = "surface"
+VERSION = 1
+DEFAULT_GRID = "-1:1:11"
+IGNORE = ("biasbn", "none")
+POINT_COLUMNS = ["a", "b", "split", "metric", "value"]
+COLUMNS = [*IDENTITY, "checkpoint", "examples", *POINT_COLUMNS]
+
+
+def filter_normalized_direction(
+    weights: Mapping[str, torch.Tensor], generator: torch.Generator, ignore: str = "biasbn",
+) -> dict[str, torch.Tensor]:
+    """A Gaussian direction with each filter rescaled to the norm of the weights' filter.
+
+    Parameters
+    ----------
+    weights : mapping of str to Tensor
+        The point the direction starts from (name -> tensor); the direction has the same keys
+        and shapes, and is drawn in sorted name order.
+    generator : torch.Generator
+        A CPU generator (seeded by the caller).
+    ignore : {"biasbn", "none"}
+        ``biasbn``: 1-D tensors get a zero direction (Li et al.'s default); ``none``: they get
+        the tensor itself (their code's choice when nothing is ignored).
+
+    Returns
+    -------
+    dict of str to Tensor
+        For every filter i (slice ``[i]`` of a tensor of >= 2 dimensions):
+        ``||d[i]|| = ||w[i]||``; a filter of zero weights gets a zero direction.
+    """
+    if ignore not in IGNORE:
+        raise RobustkitError(f"ignore must be one of {IGNORE}, got {ignore!r}")
+    direction = {}
+    for name in sorted(weights):
+        w = weights[name].detach().to("cpu", torch.float32)
+        d = torch.randn(w.shape, generator=generator, dtype=torch.float32)
+        if w.dim() <= 1:
+            d = torch.zeros_like(w) if ignore == "biasbn" else w.clone()
+        else:
+            d_norms = d.flatten(1).norm(dim=1)
+            w_norms = w.flatten(1).norm(dim=1)
+            # Li et al. divide by ||d_i|| + 1e-10; a Gaussian row is never that small, so the
+            # epsilon only matters for an all-zero weight row, which then stays put
+            d = d * (w_norms / (d_norms + 1e-10)).view(-1, *([1] * (w.dim() - 1)))
+        direction[name] = d.to(weights[name].dtype)
+    return direction
+
+
+def surface(
+    model: torch.nn.Module,
+    center: Mapping[str, torch.Tensor],
+    directions: tuple[Mapping[str, torch.Tensor], Mapping[str, torch.Tensor]],
+    a_values: Sequence[float] | np.ndarray,
+    b_values: Sequence[float] | np.ndarray,
+    batches: Mapping[str, list[dict]] | list[dict],
+    task: str | tasks.Task,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Loss and metrics of ``model`` at center + a d1 + b d2 for every (a, b) of the grid.
+
+    Parameters
+    ----------
+    model : nn.Module
+        A classification model; the parameters named in ``center`` are changed meanwhile and
+        restored bit for bit afterwards (its train/eval mode too).
+    center : mapping of str to Tensor
+        theta*, the tensors that move.
+    directions : (mapping, mapping)
+        d1 and d2, with ``center``'s names and shapes.
+    a_values, b_values : sequence of float, shapes (n_a,), (n_b,)
+        Coefficients of d1 and d2 (0, 0 = the checkpoint itself).
+    batches : dict of str to list of dict, or list of dict
+        Split -> batches (a bare list is the ``train`` split).
+    task : str or Task
+
+    Returns
+    -------
+    DataFrame
+        One row per a x b x split x metric: ``a, b, split, metric, value`` (``loss``: mean
+        cross-entropy per example in nats, or MSE; or a task metric).
+    """
+    task = tasks.get_task(task)
+    d1, d2 = directions
+    parameters = moving_parameters(model, dict(center), dict(d1))
+    moving_parameters(model, dict(center), dict(d2))  # same names and shapes for the second one
+    devices = {n: (p.device, p.dtype) for n, p in parameters.items()}
+    start = {n: center[n].to(*devices[n]) for n in parameters}
+    first = {n: d1[n].to(*devices[n]) for n in parameters}
+    second = {n: d2[n].to(*devices[n]) for n in parameters}
+    by_split = dict(batches) if isinstance(batches, Mapping) else {"train": batches}
+    original = {n: p.detach().clone() for n, p in parameters.items()}
+    was_training = model.training
+    points = [(float(a), float(b)) for a in a_values for b in b_values]
+    rows = []
+    try:
+        for a, b in tqdm(points, desc="surface", disable=not progress, leave=False, unit="point"):
+            with torch.no_grad():
+                for name, parameter in parameters.items():
+                    parameter.copy_(start[name] + a * first[name] + b * second[name])
+            for split, split_batches in by_split.items():
+                rows += [{"a": a, "b": b, "split": split, "metric": m, "value": v}
+                         for m, v in evaluate(model, split_batches, task).items()]
+    finally:
+        restore_parameters(parameters, original)
+        model.train(was_training)
+    return pd.DataFrame(rows, columns=POINT_COLUMNS)
+
+
+def surface_run(
+    run_dir: str | Path,
+    checkpoint: str = "best",
+    grid: str = DEFAULT_GRID,
+    split: str = "train",
+    examples: int | None = 256,
+    seed: int = 0,
+    ignore: str = "biasbn",
+    device: str | None = None,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """:func:`surface` of one run around ``checkpoint``, uncached.
+
+    The two directions come from ``seed`` (d1 then d2 from one generator), the examples from
+    :func:`robustkit.analysis.batches.sampled_batches` with the same seed.
+    """
+    run_dir = Path(run_dir)
+    spec = read_spec(run_dir).resolved()
+    task = tasks.get_task(spec.task)
+    model, _, fingerprint = build_classifier(spec, task.num_labels)
+    center = checked_tensors(run_dir, checkpoint, model, fingerprint)
+    generator = torch.Generator().manual_seed(seed)
+    directions = (filter_normalized_direction(center, generator, ignore), filter_normalized_direction(center, generator, ignore))
+    model.to(resolve_device(device))
+    values = parse_alphas(grid)
+    batches = sampled_batches(spec, split, examples, seed, EVAL_BATCH_SIZE)
+    return surface(model, center, directions, values, values, {split: batches}, task, progress)
+
+
+def run(
+    store: str | Path,
+    select: dict | list[str] | None = None,
+    checkpoint: str = "best",
+    grid: str = DEFAULT_GRID,
+    split: str = "train",
+    examples: int | None = 256,
+    seed: int = 0,
+    ignore: str = "biasbn",
+    device: str | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """The 2-D loss surface of every selected run around ``checkpoint``, cached per run.
+
+    Parameters
+    ----------
+    store : path
+        Run store.
+    select : dict or list of str, optional
+        Run filters; complete fine-tuning runs only.
+    checkpoint : str
+        theta*: ``best`` (default), ``last`` or ``step-0``.
+    grid : str
+        Coefficients of each direction, ``start:stop:count`` or a comma list
+        (:func:`robustkit.analysis.landscape.parse_alphas`); default ``-1:1:11`` (121 points).
+    split : str
+        Split the loss is taken on: ``train`` (Li et al.'s) by default.
+    examples : int, optional
+        Examples of the split drawn with ``seed`` (default 256; None: all of them).
+    seed : int
+        Seed of the directions and of the examples.
+    ignore : {"biasbn", "none"}
+        What 1-D tensors do (:func:`filter_normalized_direction`).
+
+    Returns
+    -------
+    DataFrame
+        Identity columns + ``checkpoint, examples, a, b, split, metric, value``. Cached under
+        ``<store>/.cache/surface/`` by the checkpoint's sha256 and the parameters.
+    """
+    values = parse_alphas(grid)
+    if split not in tasks.SPLITS:
+        raise RobustkitError(f"unknown split {split!r}; known: {', '.join(tasks.SPLITS)}")
+    if ignore not in IGNORE:
+        raise RobustkitError(f"ignore must be one of {IGNORE}, got {ignore!r}")
+    params = {"version": VERSION, "grid": values.tolist(), "split": split, "examples": examples, "seed": seed,
+              "ignore": ignore, "batch_size": EVAL_BATCH_SIZE}
+    runs = select_runs(store, select)
+    with tqdm(total=len(runs), desc="surface", unit="run", disable=not progress) as bar:
+        frame = each_run(runs, ANALYSIS, params, [checkpoint],
+                         lambda row: surface_run(row["path"], checkpoint, grid, split, examples, seed, ignore, device),
+                         on_done=bar.update)
+    counts = runs.set_index("run_id")["n_train" if split == "train" else f"n_{split}"] if examples is None else None
+    frame = frame.assign(checkpoint=checkpoint,
+                         examples=examples if counts is None else frame["run_id"].map(counts))
+    return frame[COLUMNS]

@@ -142,3 +142,33 @@ def test_unsupported_method_names_architecture_and_method(architecture, tmp_path
             apply_method(model, method)
         except MethodError as error:
             assert repr(method) in str(error) and architecture.replace("-", "_") in str(error).replace("-", "_"), str(error)
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+@pytest.mark.parametrize("method", ["houlsby", "lora", "prefix"])
+def test_fast_ablation_equals_naive_on_every_encoder(architecture, method):
+    """The fast span replay holds on every encoder (ALBERT, one shared layer: the naive path)."""
+    from transformers import AutoModelForSequenceClassification
+
+    from robustkit.analysis import ablation
+    from robustkit.methods import apply_method
+
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_config(tiny_config(architecture, 120))
+    apply_method(model, method)
+    model.eval()
+    with torch.no_grad():  # off the (near) identity initialisation: spans must differ
+        for parameter in model.parameters():
+            if parameter.requires_grad:
+                parameter.add_(0.3 * torch.randn_like(parameter))
+    ids = torch.randint(5, 120, (3, 8), generator=torch.Generator().manual_seed(0))
+    mask = torch.ones_like(ids)
+    mask[0, 5:] = 0
+    batches = [{"input_ids": ids, "attention_mask": mask, "labels": torch.tensor([0, 1, 0])}]
+    layers = ablation.encoder_layers(model)
+    assert len(layers) == (1 if architecture == "albert" else N_LAYERS)
+    assert ablation._fast_applies(model, layers, {"input_ids": ids, "attention_mask": mask}) == (architecture != "albert")
+    fast, naive = ablation.fast_spans(model, batches, "rte"), ablation.naive_spans(model, batches, "rte")
+    np.testing.assert_allclose(fast["value"], naive["value"], rtol=0, atol=1e-5)
+    if architecture != "albert":
+        assert fast.attrs["layer_evaluations"] < naive.attrs["layer_evaluations"]

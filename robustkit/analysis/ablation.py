@@ -204,9 +204,15 @@ def _head(model: nn.Module, sequence: torch.Tensor) -> torch.Tensor:
     """Logits from the last layer's output, as the model's forward computes them.
 
     BERT: pooler (tanh of the [CLS] projection) -> dropout -> classifier; RoBERTa-style models
-    have no pooler and a classifier that reads the sequence itself.
+    have no pooler and a classifier that reads the sequence itself; DeBERTa's pooler is the
+    head's own (``model.pooler``); DistilBERT: [CLS] -> pre_classifier -> ReLU -> dropout ->
+    classifier. :func:`_fast_applies` checks the result against the model's own logits.
     """
+    if model.config.model_type == "distilbert":
+        return model.classifier(model.dropout(torch.relu(model.pre_classifier(sequence[:, 0]))))
     pooler = getattr(model.base_model, "pooler", None)
+    if pooler is None:
+        pooler = getattr(model, "pooler", None)
     features = pooler(sequence) if pooler is not None else sequence
     dropout = getattr(model, "dropout", None)
     return model.classifier(dropout(features) if dropout is not None else features)
@@ -292,18 +298,24 @@ def _batch_spans(model, layers, inputs: dict, task: tasks.Task, accumulators: di
 @torch.no_grad()
 def _fast_applies(model: nn.Module, layers: Sequence[nn.Module], inputs: dict) -> bool:
     """Whether :func:`fast_spans`' replay (each layer once, in order, then :func:`_head`) gives
-    the model's own logits: true of BERT, RoBERTa, XLM-R and ELECTRA; not of ALBERT (one shared
-    layer called L times) nor of heads :func:`_head` does not rebuild (DistilBERT's
-    pre-classifier, DeBERTa's context pooler), which :func:`naive_spans` evaluates instead."""
+    the model's own logits (checked on one batch, outside the layer-call count). Not so for ALBERT
+    (one shared layer called L times) nor where the encoder does more than call its layers,
+    which :func:`naive_spans` evaluates instead."""
     if len(layers) != model.config.num_hidden_layers:
         return False
     with _restored_adapters(model):
         _skip(model, None)
         model.eval()
         try:
-            states, _, _, output = _prefix(model, layers, inputs)
-            logits = _head(model, states[-1])
-        except (AttributeError, TypeError, RuntimeError, IndexError, KeyError):
+            states, args, kwargs, output = _prefix(model, layers, inputs)
+            # the replay itself: each layer on the previous one's output, with layer 0's arguments
+            # (an encoder that does more between layers, as DeBERTa-v2's conv, fails here)
+            with ForwardContext(model, **inputs):
+                hidden = states[0]
+                for layer in layers:
+                    hidden = _layer_output(layer(hidden, *args, **kwargs))
+            logits = _head(model, hidden)
+        except (AttributeError, TypeError, RuntimeError, IndexError, KeyError, ValueError):
             return False
     return (len(states) == len(layers) + 1 and logits.shape == output.logits.shape
             and torch.allclose(logits, output.logits, rtol=1e-4, atol=1e-5))

@@ -120,3 +120,13 @@ def test_gradient_norm_groups_put_lora_under_its_layer():
         if parameter.requires_grad and ".loras." in name:
             layer = name.split(".layer.")[1].split(".")[0]
             assert groups[name] == f"layer.{layer}"
+
+
+def test_store_runs_are_kept_by_their_method_and_adapterhub_config():
+    import pandas as pd
+
+    runs = pd.DataFrame({"run_id": ["a", "b", "c", "d", "e"], "method": ["lora", "prompt", "adapterhub", "adapterhub", "full"],
+                         "adapterhub.config": [None, None, "lora[r=4]", "prompt_tuning|lora", None]})
+    with pytest.warns(UserWarning, match=r"b \(prompt\), d \(adapterhub\), e \(full\)"):
+        kept = ablation._adapter_runs(runs)
+    assert list(kept["run_id"]) == ["a", "c"]

@@ -389,10 +389,22 @@ def ablation_run(run_dir: str | Path, checkpoint: str = "best", progress: bool =
     return frame.assign(relative_change=relative_change(frame, frame.attrs["full"]))
 
 
+def _layer_ablation(run: pd.Series) -> bool:
+    """Whether a run's method can be ablated by layer: :attr:`Method.layer_ablation`, and for the
+    generic ``adapterhub`` method, a config string without prompt tuning."""
+    method = get_method(run["method"])
+    if method.layer_ablation:
+        return True
+    if method.name == "adapterhub":
+        config = run.get(method.column("config"))
+        return isinstance(config, str) and "prompt_tuning" not in config
+    return False
+
+
 def _adapter_runs(runs: pd.DataFrame) -> pd.DataFrame:
     """The runs whose method AdapterHub can switch off per layer (:attr:`Method.layer_ablation`);
     the others (full fine-tuning, prompt tuning, ...) are dropped with a warning naming them."""
-    uses = runs["method"].map(lambda m: get_method(m).layer_ablation)
+    uses = runs.apply(_layer_ablation, axis=1).astype(bool) if len(runs) else runs["method"].astype(bool)
     if not uses.all():
         names = ", ".join(f"{r} ({m})" for r, m in zip(runs.loc[~uses, "run_id"].astype(str), runs.loc[~uses, "method"]))
         warnings.warn(f"skipping runs without per-layer adapters (nothing to ablate): {names}", stacklevel=3)

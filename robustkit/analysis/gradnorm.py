@@ -21,7 +21,8 @@ from robustkit.analysis.select import select_runs
 from robustkit.store import IDENTITY, load_gradnorms
 
 # Kinds in the order figures show them; ``mlm_head`` only occurs in TSP runs; ``shared``: base-model
-# parameters several layers use (prefix tuning's pool, DeBERTa's relative embeddings).
+# parameters outside the embeddings and any one layer (prefix tuning's pool, DeBERTa's relative
+# embeddings; robustkit.methods.model_parts.layer_groups).
 LAYER_KINDS = ("embeddings", "shared", "intermediate", "top", "pooler", "classifier", "mlm_head")
 COLUMNS = [*IDENTITY, "step", "layer", "layer_index", "layer_kind", "value"]
 TARGET_POINTS = 200  # default smoothing of :func:`summary`: about this many points per run

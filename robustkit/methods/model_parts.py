@@ -118,8 +118,9 @@ def layer_groups(model: nn.Module) -> dict[str, str]:
     ``embeddings``
         The input embeddings' module, and prompt tuning's prompt (prepended to them).
     ``shared``
-        Other base-model parameters that several layers use: prefix tuning's pool (one MLP
-        gives every layer's prefix), DeBERTa's relative embeddings, ALBERT's shared layer.
+        Other base-model parameters, outside the embeddings' module and any one layer: prefix
+        tuning's pool (one MLP gives every layer's prefix), DeBERTa's relative embeddings,
+        ELECTRA's and ALBERT's projection of the embeddings to the hidden size.
     ``pooler``, ``classifier``, ``mlm_head``
         The pooler (the base model's or the head's own, as DeBERTa's), the rest of the head.
     """
@@ -132,7 +133,7 @@ def layer_groups(model: nn.Module) -> dict[str, str]:
     except (MethodError, AttributeError, NotImplementedError):
         embeddings = None
     head = set(head_names(model))
-    mlm = any(n.startswith(("cls.", "lm_head.")) for n in head)
+    mlm = "MaskedLM" in type(model).__name__ or any(n.startswith(("cls.", "lm_head.")) for n in head)
     groups = {}
     for name in parameter_names(model):
         if ".prompt_tuning." in name or name.startswith("prompt_tuning."):

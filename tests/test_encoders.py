@@ -134,8 +134,7 @@ def test_unsupported_method_names_architecture_and_method(architecture, tmp_path
     from robustkit.methods import apply_method
 
     # at hidden size 32 compacter cannot be added anywhere (its bottleneck 1 is not divisible by
-    # phm_dim 4); AdapterHub 1.3 cannot add dora to DeBERTa (fused q,k,v); vera on DeBERTa: the
-    # formula assumes separate q, v matrices
+    # phm_dim 4); AdapterHub 1.3 cannot add dora to DeBERTa (its fused q,k,v)
     for method in ("houlsby", "pfeiffer", "parallel", "compacter", "lora", "dora", "vera", "ia3", "prefix", "prompt", "loreft"):
         model = AutoModelForSequenceClassification.from_config(tiny_config(architecture, 120))
         try:

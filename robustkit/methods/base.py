@@ -164,6 +164,9 @@ class ModelShape:
         Attention heads.
     embedding : int or None
         Size of the input embeddings where it differs from d (ALBERT, ELECTRA: embedding_size).
+    fused_attention : bool
+        Query, key and value are one matrix (DeBERTa v1's ``in_proj``): AdapterHub adapts them
+        as one merged module.
     """
 
     d: int
@@ -171,6 +174,7 @@ class ModelShape:
     ffn: int | None
     heads: int
     embedding: int | None = None
+    fused_attention: bool = False
 
     @classmethod
     def of(cls, config) -> ModelShape:
@@ -181,7 +185,8 @@ class ModelShape:
         if getattr(config, "model_type", None) == "albert":
             layers = config.num_hidden_groups * config.inner_group_num
         ffn = getattr(config, "intermediate_size", None) or getattr(config, "hidden_dim", None)  # DistilBERT: hidden_dim
-        return cls(config.hidden_size, layers, ffn, config.num_attention_heads, getattr(config, "embedding_size", None))
+        return cls(config.hidden_size, layers, ffn, config.num_attention_heads, getattr(config, "embedding_size", None),
+                   getattr(config, "model_type", None) == "deberta")
 
 
 @dataclass(frozen=True)

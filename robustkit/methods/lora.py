@@ -79,6 +79,13 @@ class WeightMethod(AdapterHubMethod):
         count, text = per[self.per_matrix]
         shapes = matrix_shapes(shape, options["matrices"])
         total = shape.layers * sum(count(i, o) for i, o in shapes)
+        names = options["matrices"].split(",")
+        n = sum(m in _ATTENTION for m in names)
+        if self.per_matrix == "vera" and shape.fused_attention and n:
+            # one merged module for the n attention matrices: rank n r, output n d
+            rest = sum(count(i, o) for m, (i, o) in zip(names, shapes) if m not in _ATTENTION)
+            total = shape.layers * ((n * r) ** 2 + (n * shape.d) ** 2 + rest)
+            text += f"; fused attention (DeBERTa): its {n} matrices one module of (n r)^2 + (n d)^2"
         sizes = ", ".join(f"{i}x{o}" for i, o in shapes)
         return Expected(total, f"L x sum over adapted matrices of {text}, L={shape.layers}, "
                                f"matrices {options['matrices']} (d_in x d_out: {sizes}){f', r={r}' if r else ''}")

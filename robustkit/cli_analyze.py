@@ -144,6 +144,15 @@ def _analyze_connectivity(args) -> int:
         "run_id", "method", "seed", "run_id_b", "seed_b", "split", "metric", "barrier", "argmax_alpha", "end_a", "end_b")]))
 
 
+def _analyze_similarity_ci(args) -> int:
+    from robustkit.analysis import similarity_ci
+
+    frame = similarity_ci.run(args.store, args.select, tokens=args.tokens, seed=args.seed, checkpoint=args.checkpoint,
+                              groups=args.groups, resamples=args.resamples, confidence=args.confidence)
+    return _write_or_print(frame, args.output, frame.drop(columns=[c for c in frame if c not in (
+        "run_id", "method", "seed", "layer", "measure", "value", "ci_low", "ci_high")]))
+
+
 def add_analyze_commands(commands) -> None:
     analyze = commands.add_parser("analyze", help="run an analysis on the runs of a store", description="Each analysis returns a tidy DataFrame (cached next to the runs, keyed by the checkpoints' sha256); printed, or written with -o.")
     analyses = analyze.add_subparsers(dest="analysis", required=True, help="the analysis to run")
@@ -162,6 +171,15 @@ def add_analyze_commands(commands) -> None:
     _similarity_arguments(rsa)
     rsa.add_argument("-o", "--output", help="write the tidy result (per run x layer x measure) to this parquet file")
     rsa.set_defaults(func=_analyze_rsa)
+
+    sim = analyses.add_parser("similarity-ci", help="RSA, linear CKA, debiased CKA and Procrustes distance per layer vs the base model, each with a token-bootstrap interval (issue #16)", description="The representations of 'analyze rsa' (the same sampled dev tokens, base model vs each run), four measures per layer, and for each a basic bootstrap interval from random halves of random token groups (no token paired with its own copy).")
+    _store_arguments(sim)
+    _similarity_arguments(sim)
+    sim.add_argument("--groups", type=int, default=20, help="random token groups (even, >= 4); default: 20")
+    sim.add_argument("--resamples", type=int, default=200, help="random halves per layer; default: 200")
+    sim.add_argument("--confidence", type=float, default=0.95, help="level of the intervals; default: 0.95")
+    sim.add_argument("-o", "--output", help="write the tidy result (per run x layer x measure) to this parquet file")
+    sim.set_defaults(func=_analyze_similarity_ci)
 
     ablate = analyses.add_parser("ablation", help="remove the adapters of every layer span i..j and re-evaluate (Houlsby et al. 2019, figure 6)", description="For each adapter run and every span of layers i..j, skip those layers' adapters (nothing re-trained) and evaluate on the dev set; reports each metric and its relative change vs the fully adapted model. Full fine-tuning runs are skipped with a warning.")
     _store_arguments(ablate)

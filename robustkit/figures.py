@@ -354,3 +354,11 @@ register(Figure(
      Param("split", "train", "split the loss is taken on; default: train", choices=("train", "validation", "test")),
      Param("examples", 512, "examples of the split, drawn with --seed (the same for every pair); default: 512"),
      Param("seed", 0, "seed of the examples; default: 0"))))
+register(Figure(
+    "similarity-ci", "RSA, linear CKA, debiased linear CKA and orthogonal Procrustes distance of each layer to the base model, side by side, each run with a bootstrap interval over the token sample",
+    "robustkit.analysis.similarity_ci:run", "robustkit.plots.similarity_ci:similarity_panels",
+    (Param("tokens", 5000, "tokens sampled once from the task's dev set ([CLS]/[SEP]/[PAD] skipped); default: 5000 (He et al. 2021)"),
+     Param("seed", 0, "seed of the token sample, its groups and the resampled halves; default: 0"),
+     Param("checkpoint", "best", "tuned checkpoint compared with the base model: best, last or step-0; default: best", choices=("best", "last", "step-0")),
+     Param("groups", 20, "random token groups of the half-sampling bootstrap (even, >= 4); default: 20"),
+     Param("resamples", 200, "random halves per layer; default: 200"))))

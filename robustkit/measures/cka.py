@@ -24,6 +24,8 @@ import math
 import torch
 from torch import Tensor
 
+from robustkit.measures.moments import CrossMoments
+
 # A centred feature whose norm is at most this fraction of its uncentred norm holds rounding
 # residue only and is set to exactly zero. Centring a constant float64 column leaves residue of
 # ~eps * log2(n) of its size (pairwise-summed mean): ~2e-15 for n = 5000, three orders below.
@@ -110,3 +112,18 @@ def _centred(x: Tensor) -> Tensor:
     centred = x - x.mean(dim=0, keepdim=True)
     residue = centred.norm(dim=0) <= CONSTANT_RTOL * x.norm(dim=0)
     return centred.masked_fill(residue, 0.0)
+
+
+def from_moments(m: CrossMoments) -> float:
+    """Linear CKA from the additive moments of (a, b) (:class:`robustkit.measures.moments.CrossMoments`).
+
+    ||C_ab||_F^2 / (||C_aa||_F ||C_bb||_F) with the centred cross-products C = X^T X - s s^T / n:
+    what the token bootstrap (:mod:`robustkit.measures.half_sampling`) evaluates on each subset.
+    Pass moments of column-centred inputs (any fixed shift is exact; the full sample's mean
+    keeps the subtraction from cancelling). NaN where :func:`linear_cka` says so.
+    """
+    cross = m.centred_cross().square().sum().item()
+    denominator = (m.centred_a().norm() * m.centred_b().norm()).item()
+    if not math.isfinite(cross) or not math.isfinite(denominator) or denominator == 0.0:
+        return math.nan
+    return min(1.0, cross / denominator)

@@ -31,6 +31,8 @@ import math
 import torch
 from torch import Tensor
 
+from robustkit.measures.moments import CrossMoments
+
 DEFAULT_CHUNK = 1024
 METHODS = ("auto", "gram", "chunked")
 
@@ -282,3 +284,56 @@ def _clip(r: float) -> float:
     if math.isnan(r):
         return r
     return max(-1.0, min(1.0, r))
+
+
+# --- from additive moments: the token bootstrap (robustkit.measures.half_sampling) ------------------
+
+
+def unit_rows(x: Tensor) -> Tensor:
+    """Rows of ``x`` scaled to unit L2 norm in float64 (zero rows stay zero): cosine geometry."""
+    return _unit_rows(x, torch.float64)
+
+
+def from_unit_moments(m: CrossMoments, shift_a: Tensor, shift_b: Tensor) -> float:
+    """RSA from the moments of shifted unit rows, r_i = unit(a_i) - shift_a (and b's).
+
+    The gram method's sums (see :func:`_rsa_gram`), written in the additive sums of
+    :class:`robustkit.measures.moments.CrossMoments` of r (the shift plays the mean unit row's
+    part: exact for any shift, free of cancellation when it is near the mean), so that the RSA
+    of any subset of items is a function of the subset's summed moments.
+
+    Parameters
+    ----------
+    m : CrossMoments
+        Of ``unit_rows(a) - shift_a`` and ``unit_rows(b) - shift_b`` over the items.
+    shift_a, shift_b : Tensor, shapes (d1,), (d2,), float64
+
+    Returns
+    -------
+    float
+        Pearson r of the cosine similarities over the pairs i < j, as :func:`rsa`; NaN for a
+        constant side.
+    """
+    n = m.n
+    if n < 3:
+        return math.nan
+    c, e = shift_a.to(torch.float64), shift_b.to(torch.float64)
+    su, sv = c @ m.sum_a, e @ m.sum_b  # sums of u_i = c . r_i and v_i = e . r'_i
+    suu, svv, suv = c @ m.aa @ c, e @ m.bb @ e, c @ m.ab @ e
+    # sums over all n^2 entries of x_ij = s_ij - c.c (and y_ij), then of the diagonal
+    total_x, total_y = 2 * n * su + m.sum_a @ m.sum_a, 2 * n * sv + m.sum_b @ m.sum_b
+    square_x = 2 * n * suu + 2 * su**2 + 4 * c @ m.aa @ m.sum_a + m.aa.square().sum()
+    square_y = 2 * n * svv + 2 * sv**2 + 4 * e @ m.bb @ m.sum_b + m.bb.square().sum()
+    cross = 2 * n * suv + 2 * su * sv + 2 * c @ m.ab @ m.sum_b + 2 * m.sum_a @ m.ab @ e + m.ab.square().sum()
+    diag_x, diag_y = 2 * su + m.k, 2 * sv + m.l
+    diag_xx, diag_yy = 4 * suu + 4 * c @ m.a_k + m.kk, 4 * svv + 4 * e @ m.b_l + m.ll
+    diag_xy = 4 * suv + 2 * c @ m.a_l + 2 * e @ m.b_k + m.kl
+    pairs = n * (n - 1) / 2
+    mean_x, mean_y = (total_x - diag_x) / 2 / pairs, (total_y - diag_y) / 2 / pairs
+    var_x = ((square_x - diag_xx) / 2 / pairs - mean_x**2).item()
+    var_y = ((square_y - diag_yy) / 2 / pairs - mean_y**2).item()
+    cov = ((cross - diag_xy) / 2 / pairs - mean_x * mean_y).item()
+    noise = (64 * torch.finfo(torch.float64).eps) ** 2
+    if var_x <= noise or var_y <= noise:
+        return math.nan
+    return _clip(cov / math.sqrt(var_x * var_y))

@@ -171,3 +171,41 @@ def test_fast_ablation_equals_naive_on_every_encoder(architecture, method):
     np.testing.assert_allclose(fast["value"], naive["value"], rtol=0, atol=1e-5)
     if architecture != "albert":
         assert fast.attrs["layer_evaluations"] < naive.attrs["layer_evaluations"]
+
+
+# every method, one run each, on the tiny BERT: the options that make them fit hidden size 32
+_EVERY_METHOD_OPTIONS = {"topk": (("top_k", 1),), "compacter": (("reduction_factor", 2.0),),
+                         "adapterhub": (("config", "lora[r=2]"),)}
+
+
+@pytest.mark.slow
+def test_every_analysis_runs_for_every_method(tmp_path):
+    """Item 3 of issue #14: every method through every analysis (one tiny BERT, a few steps)."""
+    from robustkit.analysis import ablation, gradnorm, landscape, scores, similarity, stability, tradeoff
+    from robustkit.methods import METHODS
+    from robustkit.store import load_runs
+    from robustkit.train import train
+
+    folder = tiny_model_folder("bert", tmp_path / "model")
+    glue = write_rte(tmp_path / "glue", train=16, dev=8)
+    for method in METHODS:
+        spec = dataclasses.replace(TINY_RTE, model=str(folder), method=method, data_dir=str(glue), epochs=1,
+                                   method_options=_EVERY_METHOD_OPTIONS.get(method, ()))
+        train(spec, tmp_path / "runs", progress=False)
+    store = tmp_path / "runs"
+    runs = load_runs(store)
+    assert set(runs["method"]) == set(METHODS) and (runs["status"] == "complete").all()
+
+    norms = gradnorm.run(store)
+    for method in METHODS:
+        groups = set(norms.loc[norms["method"] == method, "layer"])
+        assert groups and groups <= {"embeddings", "shared", "pooler", "classifier", *(f"layer.{i}" for i in range(N_LAYERS))}, (method, groups)
+    assert set(norms.loc[norms["method"] == "prompt", "layer"]) == {"embeddings", "classifier"}
+    assert set(norms.loc[norms["method"] == "prefix", "layer"]) == {"shared", "classifier"}
+    assert set(similarity.run(store, tokens=40, progress=False)["method"]) == set(METHODS)
+    assert set(landscape.run(store, alphas=[0.0, 1.0], progress=False)["method"]) == set(METHODS)
+    with pytest.warns(UserWarning, match=r"\(prompt\)"):
+        spans = ablation.run(store, progress=False)
+    assert set(spans["method"]) == {n for n, m in METHODS.items() if m.layer_ablation} | {"adapterhub"}
+    assert set(stability.summarize(scores.outcomes(store), by="method")["method"]) == set(METHODS)
+    assert set(tradeoff.table(store)["method"]) == set(METHODS)

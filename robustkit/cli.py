@@ -178,17 +178,26 @@ def _cmd_verify(args) -> int:
 
 
 def _cmd_stats(args) -> int:
-    from robustkit.analysis import scores, stability
+    from robustkit.analysis import dominance, scores, stability
 
     within = None if args.within == "auto" else [c for c in args.within.split(",") if c and c != "none"]
     frame = scores.outcomes(args.store, args.select, checkpoint=args.checkpoint, split=args.split,
                                metric=args.metric, epoch=args.epoch)
     summary, tests = stability.tables(frame, by=args.by, within=within, include_failed=args.include_failed)
-    print(summary.to_string(index=False), "", tests.to_string(index=False), "", stability.caption(summary, tests), sep="\n")
+    cells = [c for c in tests.columns if c not in stability.COMPARE_COLUMNS]
+    aso = None if args.no_aso else dominance.aso_table(frame, args.by, within=cells, include_failed=args.include_failed)
+    failures = dominance.failure_rates(frame, [*cells, args.by])
+    print(summary.to_string(index=False), "", tests.to_string(index=False), sep="\n")
+    if aso is not None and not aso.empty:
+        print("", "ASO (almost stochastic order, deepsig): eps_min of group_a over group_b", aso.to_string(index=False), sep="\n")
+    print("", "failed (collapsed or diverged) runs, exact binomial interval", failures.to_string(index=False),
+          "", stability.caption(summary, tests, dominance=aso), sep="\n")
     if args.output:
         out = Path(args.output)
+        extra = [(aso, out.with_name(f"{out.stem}-aso{out.suffix}"))] if aso is not None else []
         for frame_, path in ((summary, out), (tests, out.with_name(f"{out.stem}-tests{out.suffix}")),
-                             (frame, out.with_name(f"{out.stem}-runs{out.suffix}"))):
+                             (frame, out.with_name(f"{out.stem}-runs{out.suffix}")),
+                             (failures, out.with_name(f"{out.stem}-failures{out.suffix}")), *extra):
             frame_.to_csv(path, index=False) if path.suffix == ".csv" else frame_.to_parquet(path, index=False)
             print(f"wrote {len(frame_)} rows to {path}")
     return 0
@@ -314,7 +323,7 @@ def _report(results, store) -> int:
 
 def _add_stats_command(commands) -> None:
     stats = commands.add_parser(
-        "stats", help="stability statistics over runs: spread per method and tests (Levene, Brown-Forsythe, Mann-Whitney U)",
+        "stats", help="stability statistics over runs: spread per method, tests (Levene, Brown-Forsythe, Mann-Whitney U), ASO and failed-run rates",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="One score per selected run (a checkpoint's final metric, or the validation score at an epoch\n"
         "end), then per cell (--within) and group (--by): n, mean, std (ddof 1), median, IQR, min, max,\n"
@@ -338,7 +347,8 @@ def _add_stats_command(commands) -> None:
     stats.add_argument("--checkpoint", choices=["best", "last"], default="best", help="best: best validation main metric; last: end of training; default: best")
     stats.add_argument("--epoch", type=int, help="score at the end of this fine-tuning epoch (validation, from the training history) instead of a checkpoint")
     stats.add_argument("--include-failed", action="store_true", help="keep collapsed and diverged runs in the statistics and tests (default: counted per group, left out; see robustkit.collapse)")
-    stats.add_argument("-o", "--output", help="write the summary to this file (.csv, else parquet), the tests to <name>-tests and the per-run scores to <name>-runs beside it")
+    stats.add_argument("--no-aso", action="store_true", help="skip ASO (almost stochastic order, deepsig's epsilon_min of each group over each other; a few seconds per pair and cell)")
+    stats.add_argument("-o", "--output", help="write the summary to this file (.csv, else parquet), the tests to <name>-tests, the per-run scores to <name>-runs, ASO to <name>-aso and the failed-run rates to <name>-failures beside it")
     stats.set_defaults(func=_cmd_stats)
 
 

@@ -153,6 +153,14 @@ def _analyze_similarity_ci(args) -> int:
         "run_id", "method", "seed", "layer", "measure", "value", "ci_low", "ci_high")]))
 
 
+def _analyze_tuning(args) -> int:
+    from robustkit.analysis import tuning
+
+    frame = tuning.run(args.store, args.select, split=args.split, checkpoint=args.checkpoint, metric=args.metric,
+                       by=args.by.split(","), confidence=args.confidence, exclude_failed=args.exclude_failed)
+    return _write_or_print(frame, args.output)
+
+
 def add_analyze_commands(commands) -> None:
     analyze = commands.add_parser("analyze", help="run an analysis on the runs of a store", description="Each analysis returns a tidy DataFrame (cached next to the runs, keyed by the checkpoints' sha256); printed, or written with -o.")
     analyses = analyze.add_subparsers(dest="analysis", required=True, help="the analysis to run")
@@ -239,6 +247,17 @@ def add_analyze_commands(commands) -> None:
     conn.add_argument("--device", help="where the model runs: cpu, cuda; default: the GPU if there is one")
     conn.add_argument("-o", "--output", help="write the lines (per pair x alpha x metric) to this parquet file")
     conn.set_defaults(func=_analyze_connectivity)
+
+    tune = analyses.add_parser("tuning", help="tuning curves: median and expected best score of k runs, with confidence bands (Dodge et al. 2019; opda)", description="Each group's runs (over seeds, and learning rates where a group has several) as draws of a search: the median best-of-k score with opda's simultaneous band and the expected best of k (expected validation performance), k = 1..n.")
+    _store_arguments(tune)
+    tune.add_argument("--split", choices=["validation", "test"], default="validation", help="split scored; default: validation (what a search selects on)")
+    tune.add_argument("--checkpoint", choices=["best", "last"], default="best", help="checkpoint scored; default: best")
+    tune.add_argument("--metric", help="metric; default: each task's main metric")
+    tune.add_argument("--by", default="method", help="comma-separated grouping columns; default: method (settings that vary inside a group split it too)")
+    tune.add_argument("--confidence", type=float, default=0.8, help="level of the simultaneous bands; default: 0.8")
+    tune.add_argument("--exclude-failed", action="store_true", help="leave collapsed and diverged runs out (default: they count as draws)")
+    tune.add_argument("-o", "--output", help="write the curves to this parquet file")
+    tune.set_defaults(func=_analyze_tuning)
 
     curve = analyses.add_parser("curves", help="dev loss and metric vs step; mean and best dev metric (He et al. 2021, table 6)", description="Validation history of each run; prints the mean and best dev main metric over all evaluation steps, mean +- std over seeds.")
     _store_arguments(curve)

@@ -225,6 +225,7 @@ SPLIT = Param("split", "test", "split scored; default: test", choices=("test", "
 CHECKPOINT = Param("checkpoint", "best", "best: best validation main metric; last: end of training; default: best", choices=("best", "last"))
 SCORES = (SPLIT, CHECKPOINT, _metric())
 OUTCOMES = "robustkit.analysis.scores:outcomes"
+ASO = Param("aso", False, "add ASO's epsilon_min of each method over the other (deepsig, Dror et al. 2019) to the caption, where the figure compares two methods")
 BOXES = "robustkit.plots.stability"
 TRADEOFF_PARAMS = (
     Param("split", "validation", "split whose metric is shown (Houlsby et al. report validation); the best learning rate per point is always selected on validation; default: validation", choices=("validation", "test")),
@@ -286,11 +287,11 @@ register(Figure(
     "robustkit.analysis.curves:mean_best_of_runs", "robustkit.plots.curves:mean_best_table", score_axis=True))
 register(Figure(
     "box-seeds", "Han et al. 2021 figure 2: box plot of each method's score over random seeds, one panel per task",
-    OUTCOMES, f"{BOXES}:box_seeds", SCORES, score_axis=True))
+    OUTCOMES, f"{BOXES}:box_seeds", (*SCORES, ASO), score_axis=True))
 register(Figure(
     "box-tsp", "Han et al. 2021 figure 4: box plots of the score per TSP step and method (pooled: one box per method over TSP steps)",
     OUTCOMES, f"{BOXES}:box_tsp",
-    (*SCORES, Param("pooled", False, "one box per method over all TSP steps (each run differs by its TSP step, as in the paper) instead of a box per TSP step")),
+    (*SCORES, Param("pooled", False, "one box per method over all TSP steps (each run differs by its TSP step, as in the paper) instead of a box per TSP step"), ASO),
     score_axis=True))
 register(Figure(
     "box-tsp-epochs", "Han et al. 2021 figures 9-10: box plots of the dev score at each fine-tuning epoch end, per TSP step, one panel per method (pool_epochs: one box per TSP step and method over every epoch end, the paper's)",
@@ -299,11 +300,11 @@ register(Figure(
     score_axis=True))
 register(Figure(
     "box-lr", "He et al. 2021 figure 4: box plots of the score over seeds per learning rate and method",
-    OUTCOMES, f"{BOXES}:box_lr", SCORES, score_axis=True))
+    OUTCOMES, f"{BOXES}:box_lr", (*SCORES, ASO), score_axis=True))
 register(Figure(
     "train-size", "He et al. 2021 figure 3: score vs number of training examples, per method (boxes or mean +- std)",
     OUTCOMES, f"{BOXES}:train_size",
-    (*SCORES, Param("kind", "box", "box: boxes over seeds; mean: mean +- std (ddof 1) as in the paper; default: box", choices=("box", "mean"))),
+    (*SCORES, Param("kind", "box", "box: boxes over seeds; mean: mean +- std (ddof 1) as in the paper; default: box", choices=("box", "mean")), ASO),
     score_axis=True))
 register(Figure(
     "table", "Han et al. 2021 table 1, He et al. 2021 tables 2 and 5: mean +- std, bootstrap CI, range and failed runs per group, as a PDF table",
@@ -362,3 +363,11 @@ register(Figure(
      Param("checkpoint", "best", "tuned checkpoint compared with the base model: best, last or step-0; default: best", choices=("best", "last", "step-0")),
      Param("groups", 20, "random token groups of the half-sampling bootstrap (even, >= 4); default: 20"),
      Param("resamples", 200, "random halves per layer; default: 200"))))
+register(Figure(
+    "tuning-curves", "Dodge et al. 2019 / Lourie et al. 2024: tuning curves per method, the median (with confidence band) and expected best score of a budget of k runs over seeds or learning rates",
+    "robustkit.analysis.tuning:run", "robustkit.plots.tuning:tuning_curves",
+    (Param("split", "validation", "split scored; default: validation (what a search selects on)", choices=("validation", "test")),
+     Param("checkpoint", "best", "best or last; default: best", choices=("best", "last")),
+     _metric(),
+     Param("confidence", 0.8, "level of the simultaneous bands; default: 0.8 (opda's examples)"),
+     Param("exclude_failed", False, "leave collapsed and diverged runs out (default: they count as draws of the search, which a budget of k runs can draw)"))))

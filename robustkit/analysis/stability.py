@@ -193,7 +193,8 @@ def default_within(df: pd.DataFrame, by: str, pooled: Sequence[str] = ()) -> lis
     return [c for c in cells if c == "task" or varying[c] > 1]
 
 
-def caption(summary: pd.DataFrame, tests: pd.DataFrame, unit: str = "runs", group: str = "box") -> str:
+def caption(summary: pd.DataFrame, tests: pd.DataFrame, unit: str = "runs", group: str = "box",
+            dominance: pd.DataFrame | None = None) -> str:
     """A short text for a figure: observations per group and the tests' p-values.
 
     Parameters
@@ -206,6 +207,8 @@ def caption(summary: pd.DataFrame, tests: pd.DataFrame, unit: str = "runs", grou
         What one observation is (``runs``; ``evaluations`` when each run gives one per epoch).
     group : str
         What one group is drawn as (``box`` in a box plot, ``row`` in a table).
+    dominance : DataFrame, optional
+        :func:`robustkit.analysis.dominance.aso_table` output: its epsilon_min values are added.
 
     Returns
     -------
@@ -238,7 +241,11 @@ def caption(summary: pd.DataFrame, tests: pd.DataFrame, unit: str = "runs", grou
         parts.append(f"{a} vs {b}: " + ", ".join(texts) + ".")
     if tests.empty:
         parts.append("No test: no cell holds two groups to compare.")
-    return " ".join(parts)
+    if dominance is not None and not dominance.empty:
+        from robustkit.analysis.dominance import aso_sentence
+
+        parts.append(aso_sentence(dominance))
+    return " ".join(p for p in parts if p)
 
 
 # ---------------------------------------------------------------------------------------------

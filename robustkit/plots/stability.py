@@ -36,7 +36,7 @@ from matplotlib.patches import Patch
 from matplotlib.transforms import blended_transform_factory
 
 from robustkit import collapse
-from robustkit.analysis import stability
+from robustkit.analysis import dominance, stability
 from robustkit.analysis.pooling import mixed_settings
 from robustkit.plots import style
 from robustkit.plots.style import PERCENT, SCALED, method_color, method_label, plt
@@ -48,7 +48,8 @@ BOX_WIDTH = 0.8  # seaborn's default: dodged boxes share it equally
 BOX_NOTE = "Boxes: quartiles and median of the runs kept; whiskers: 1.5 x IQR; dots: runs."
 
 
-def box_seeds(frame: pd.DataFrame, caption_text: str | None = None, include_failed: bool = False) -> Figure:
+def box_seeds(frame: pd.DataFrame, caption_text: str | None = None, include_failed: bool = False,
+              aso: bool = False) -> Figure:
     """Han et al. 2021 figure 2: one box per method over its runs (seeds); a panel per task.
 
     Parameters
@@ -61,13 +62,16 @@ def box_seeds(frame: pd.DataFrame, caption_text: str | None = None, include_fail
         Text under the figure; default the tests of method vs method within each panel.
     include_failed : bool
         Keep collapsed / diverged runs in the boxes and tests (they are still marked).
+    aso : bool
+        Add ASO's epsilon_min of each method over the other to the caption (two methods only;
+        :mod:`robustkit.analysis.dominance`).
     """
     return _box_figure(frame, x="method", hue="method", xlabel="tuning method", figure="Han et al. 2021, figure 2",
-                       caption_text=caption_text, include_failed=include_failed)
+                       caption_text=caption_text, include_failed=include_failed, aso=aso)
 
 
 def box_tsp(frame: pd.DataFrame, pooled: bool = False, caption_text: str | None = None,
-            include_failed: bool = False) -> Figure:
+            include_failed: bool = False, aso: bool = False) -> Figure:
     """Han et al. 2021 figure 4: scores over task-specific pretraining steps.
 
     Parameters
@@ -81,15 +85,17 @@ def box_tsp(frame: pd.DataFrame, pooled: bool = False, caption_text: str | None 
         Default: tests of method vs method within each panel (and TSP step unless pooled).
     include_failed : bool
         Keep collapsed / diverged runs in the boxes and tests.
+    aso : bool
+        Add ASO's epsilon_min of each method over the other to the caption (two methods only).
     """
     figure = "Han et al. 2021, figure 4"
     if pooled:
         steps = ", ".join(map(str, sorted(frame["tsp_step"].unique())))
         return _box_figure(frame, x="method", hue="method", figure=figure, caption_text=caption_text,
                            xlabel=f"tuning method (pooled over TSP steps {steps})", pooled=("tsp_step",),
-                           include_failed=include_failed)
+                           include_failed=include_failed, aso=aso)
     return _box_figure(frame, x="tsp_step", hue="method", figure=figure, caption_text=caption_text,
-                       xlabel="task-specific pretraining steps (masked-LM updates)", include_failed=include_failed)
+                       xlabel="task-specific pretraining steps (masked-LM updates)", include_failed=include_failed, aso=aso)
 
 
 def box_tsp_epochs(frame: pd.DataFrame, caption_text: str | None = None, pool_epochs: bool = False,
@@ -122,7 +128,7 @@ def box_tsp_epochs(frame: pd.DataFrame, caption_text: str | None = None, pool_ep
                        figure=figure, caption_text=caption_text, include_failed=include_failed)
 
 
-def box_lr(frame: pd.DataFrame, caption_text: str | None = None, include_failed: bool = False) -> Figure:
+def box_lr(frame: pd.DataFrame, caption_text: str | None = None, include_failed: bool = False, aso: bool = False) -> Figure:
     """He et al. 2021 figure 4: one box per learning rate and method, over the seeds.
 
     Runs that differ in another setting (He's 1k and 5k training examples) get a panel each.
@@ -135,13 +141,15 @@ def box_lr(frame: pd.DataFrame, caption_text: str | None = None, include_failed:
         Default: tests of method vs method within each panel x learning rate.
     include_failed : bool
         Keep collapsed / diverged runs in the boxes and tests.
+    aso : bool
+        Add ASO's epsilon_min of each method over the other to the caption (two methods only).
     """
     return _box_figure(frame, x="lr", hue="method", xlabel="learning rate (AdamW peak)", figure="He et al. 2021, figure 4",
-                       caption_text=caption_text, include_failed=include_failed)
+                       caption_text=caption_text, include_failed=include_failed, aso=aso)
 
 
 def train_size(frame: pd.DataFrame, kind: str = "box", caption_text: str | None = None,
-               include_failed: bool = False) -> Figure:
+               include_failed: bool = False, aso: bool = False) -> Figure:
     """He et al. 2021 figure 3: score against the number of training examples, per method.
 
     Parameters
@@ -155,11 +163,13 @@ def train_size(frame: pd.DataFrame, kind: str = "box", caption_text: str | None 
         Default: tests of method vs method within each panel x training size.
     include_failed : bool
         Keep collapsed / diverged runs in the boxes, means and tests.
+    aso : bool
+        Add ASO's epsilon_min of each method over the other to the caption (two methods only).
     """
     if kind not in ("box", "mean"):
         raise ValueError(f"kind must be 'box' or 'mean', got {kind!r}")
     return _box_figure(frame, x="train_size", hue="method", mean_std=kind == "mean", xlabel="training examples",
-                       figure="He et al. 2021, figure 3", caption_text=caption_text, include_failed=include_failed)
+                       figure="He et al. 2021, figure 3", caption_text=caption_text, include_failed=include_failed, aso=aso)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -184,7 +194,7 @@ def facet_columns(frame: pd.DataFrame, shown: Sequence[str], pooled: Sequence[st
 def _box_figure(
     frame: pd.DataFrame, x: str, hue: str, xlabel: str, figure: str, caption_text: str | None,
     columns: str | None = None, mean_std: bool = False, pooled: Sequence[str] = (), include_failed: bool = False,
-    unit: str = "runs",
+    unit: str = "runs", aso: bool = False,
 ) -> Figure:
     """Rows = tasks, columns = values of ``columns`` x settings that vary; boxes at x, by hue."""
     if frame.empty:
@@ -220,7 +230,11 @@ def _box_figure(
     style.set_title(fig, style.paper_title(figure, data))
     style.legend_below(fig, axes[0][0], _legend_handles(data, hue, hues, palette, mean_std), ncols=None)
     if caption_text is None:
-        caption_text = stability.caption(summary, tests, unit=unit)  # unit: runs, or evaluations (run x epoch end)
+        # ASO where the figure compares exactly two methods (computed once, here, for the caption)
+        table = (dominance.aso_table(data, "method", within=[c for c in tests.columns if c not in stability.COMPARE_COLUMNS],
+                                     include_failed=include_failed, pooled=pooled)
+                 if aso and data["method"].nunique() == 2 else None)
+        caption_text = stability.caption(summary, tests, unit=unit, dominance=table)  # unit: runs, or evaluations (run x epoch end)
     style.add_note(fig, caption_text)
     style.add_note(fig, _method_note(data, mean_std, include_failed, unit))
     return fig

@@ -4,8 +4,8 @@ For each selected run, a reproducible sample of ``n`` test examples is attacked 
 of :data:`robustkit.attacks.ATTACKS`, a parameter of the analysis:
 
 - ``pwws``: PWWS (Ren et al. 2019) as OpenAttack 2.1.1 implements it, the paper's attack,
-  through robustkit's batched engine (``engine="fast"``, identical outputs) or OpenAttack's
-  own (``engine="openattack"``);
+  through robustkit's fast engine (``engine="fast"``: certified float32 decisions, identical
+  outputs) or OpenAttack's own (``engine="openattack"``);
 - ``deepwordbug``: DeepWordBug (Gao et al. 2018), character-level, by OpenAttack, its random
   choices seeded by (``seed``, example) (:mod:`robustkit.attacks.deepwordbug`).
 
@@ -206,8 +206,8 @@ def run(
     attacker : str
         A name in :data:`robustkit.attacks.ATTACKS`: ``pwws`` (Han et al. 2021's) or ``deepwordbug``.
     engine : str
-        PWWS's engine (other attackers ignore it): ``fast`` (batched, identical outputs) or
-        ``openattack``.
+        PWWS's engine (other attackers ignore it): ``fast`` (certified float32 decisions,
+        identical outputs) or ``openattack``.
     query_budget : int, optional
         Victim queries allowed per example; past it the attack counts as failed.
     checkpoint : str

@@ -6,8 +6,8 @@
   a run's model queried without gradients, memoized);
 - :mod:`robustkit.attacks.offline`: OpenAttack offline, from an NLTK data tree;
 - the attacks, one module each: :mod:`~robustkit.attacks.pwws` (PWWS, Ren et al. 2019; OpenAttack's
-  engine and a batched one with its results) and :mod:`~robustkit.attacks.deepwordbug`
-  (DeepWordBug, Gao et al. 2018, by OpenAttack).
+  engine and a fast one with its results: certified float32 decisions, lazy scoring) and
+  :mod:`~robustkit.attacks.deepwordbug` (DeepWordBug, Gao et al. 2018, by OpenAttack).
 
 Adding an attack is one module with a class that has the interface, and one line in
 :data:`ATTACKS`. The registry names classes by import path, imported only when an attack is

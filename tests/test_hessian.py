@@ -132,3 +132,13 @@ def test_curvature_of_runs_is_cached_and_over_trained_tensors_only(tiny_store, m
     # the second call reads the cache: nothing is computed
     monkeypatch.setattr(curvature, "curvature_run", lambda *a, **k: pytest.fail("recomputed"))
     pd.testing.assert_frame_equal(curvature.run(tiny_store, **options), frame)
+
+
+def test_curvature_claim_statistic_reads_the_analysis(tiny_store):
+    from robustkit.analysis import claim_statistics
+
+    run_ids = [p.name for p in store.run_dirs(tiny_store)]
+    frame = claim_statistics.compute("curvature", tiny_store, run_ids, {
+        "checkpoint": "best", "estimator": "trace", "examples": 8, "max_iterations": 3, "samples": 3})
+    assert sorted(frame["run_id"]) == sorted(run_ids) and np.isfinite(frame["value"]).all()
+    assert set(frame["outcome"]) <= {"ok", "collapsed", "diverged"}

@@ -141,5 +141,10 @@ def test_similarity_ci_of_runs(tiny_store, monkeypatch):
     for measure in ("rsa", "cka"):
         ours = mine.xs(measure, level="measure")
         np.testing.assert_allclose(ours, plain.xs(measure, level="measure").reindex(ours.index), atol=1e-10)
+    from robustkit.analysis import claim_statistics
+
+    claimed = claim_statistics.compute("similarity-beyond", tiny_store, list(frame["run_id"].unique()),
+                                       {"measure": "procrustes", "tokens": 120, "groups": 4, "resamples": 20})
+    assert len(claimed) == 2 * 3 and set(claimed["layer"]) == {0, 1, 2}
     monkeypatch.setattr(similarity_ci, "compare", lambda *a, **k: pytest.fail("recomputed"))
     pd.testing.assert_frame_equal(similarity_ci.run(tiny_store, tokens=120, groups=4, resamples=20, progress=False), frame)

@@ -102,6 +102,11 @@ def test_connectivity_pairs_seeds_of_one_configuration_and_its_ends_are_the_runs
     with pytest.raises(RobustkitError, match="differ in"):
         connectivity.pair_line(_run_dir(seeds_store, "houlsby"), _run_dir(seeds_store, "full"))
     save_pdf(connectivity_figure(lines, table), tmp_path / "connectivity.pdf")
+    from robustkit.analysis import claim_statistics
+
+    claimed = claim_statistics.compute("barrier", seeds_store, list(lines["run_id"].unique()) + list(lines["run_id_b"].unique()),
+                                       {"alphas": "0:1:3", "examples": 12})
+    assert claimed["value"].tolist() == pytest.approx([table.set_index("metric").loc["loss", "barrier"]])
     monkeypatch.setattr(connectivity, "pair_line", lambda *a, **k: pytest.fail("recomputed"))
     pd.testing.assert_frame_equal(connectivity.run(seeds_store, alphas="0:1:3", examples=12, progress=False), lines)
 

@@ -125,6 +125,52 @@ def landscape_curvature(store: str | Path, run_ids: list[str], alphas: str = "-2
     return _with_outcome(store, run_ids, identity.merge(pd.DataFrame(rows), on="run_id"), **outcome)
 
 
+def curvature(store: str | Path, run_ids: list[str], checkpoint: str = "last", estimator: str = "top_eigenvalue",
+              group: str = "all", examples: int = 32, max_iterations: int = 30, samples: int = 30, seed: int = 0,
+              block_eigenvalues: bool = True, **outcome) -> pd.DataFrame:
+    """Sharpness of each run's training loss at ``checkpoint``: the top Hessian eigenvalue or the
+    Hessian trace over the trained parameters (``group="all"``) or one block (``layer.3``), from
+    :func:`robustkit.analysis.curvature.run` (nats per squared parameter unit; smaller = flatter).
+    """
+    from robustkit.analysis import curvature as analysis
+
+    frame = analysis.run(store, {"run_id": run_ids}, checkpoints=[checkpoint], examples=examples,
+                         max_iterations=max_iterations, samples=samples, seed=seed,
+                         block_eigenvalues=block_eigenvalues, progress=False)
+    frame = frame[(frame["estimator"] == estimator) & (frame["group"] == group)]
+    if frame.empty:
+        raise RobustkitError(f"no {estimator} of block {group!r} for these runs")
+    return _with_outcome(store, run_ids, frame[[*IDENTITY, "value"]], **outcome)
+
+
+def barrier(store: str | Path, run_ids: list[str], checkpoint: str = "best", metric: str = "loss", alphas: str = "0:1:11",
+            split: str = "train", examples: int = 512, seed: int = 0, **outcome) -> pd.DataFrame:
+    """Linear mode connectivity barrier of every seed pair among the runs (Frankle et al. 2020):
+    max over alpha of the loss (or ``<metric> error``) minus the mean of the two ends, one row per
+    pair under the identity of its lower-seed run (:func:`robustkit.analysis.connectivity.run`)."""
+    from robustkit.analysis import connectivity
+
+    table = connectivity.barriers(connectivity.run(store, {"run_id": run_ids}, checkpoint=checkpoint, alphas=alphas,
+                                                   split=split, examples=examples, seed=seed, progress=False))
+    table = table[table["metric"] == (metric if metric == "loss" else f"{metric} error")]
+    return _with_outcome(store, run_ids, table[[*IDENTITY, "barrier"]].rename(columns={"barrier": "value"}), **outcome)
+
+
+def similarity_beyond(store: str | Path, run_ids: list[str], measure: str = "cka-debiased", layer: str = "each",
+                      tokens: int = 5000, checkpoint: str = "best", groups: int = 20, resamples: int = 200,
+                      **outcome) -> pd.DataFrame:
+    """A measure of :mod:`robustkit.analysis.similarity_ci` (``rsa``, ``cka``, ``cka-debiased``,
+    ``procrustes``) of each run's layers with the base model's; ``layer`` as in :func:`rsa`."""
+    from robustkit.analysis import similarity_ci
+
+    frame = similarity_ci.run(store, {"run_id": run_ids}, tokens=tokens, checkpoint=checkpoint, groups=groups,
+                              resamples=resamples, progress=False)
+    frame = frame[frame["measure"] == measure]
+    if layer != "each":
+        frame = _layer_third(frame, "layer", layer, first=1).groupby(IDENTITY, dropna=False, as_index=False)["value"].mean()
+    return _with_outcome(store, run_ids, frame[[*IDENTITY, *(["layer"] if layer == "each" else []), "value"]], **outcome)
+
+
 def attack_success(store: str | Path, run_ids: list[str], n: int = 200, seed: int = 0, convention: str = "openattack",
                    checkpoint: str = "best", **outcome) -> pd.DataFrame:
     """PWWS attack success rate of each run (fraction; Han et al. 2021 §4)."""
@@ -222,6 +268,9 @@ STATISTICS: dict[str, Statistic] = {
     "rsa": rsa,
     "gradnorm-slope": gradnorm_slope,
     "landscape-curvature": landscape_curvature,
+    "curvature": curvature,
+    "barrier": barrier,
+    "similarity-beyond": similarity_beyond,
     "attack-success": attack_success,
     "overfit": overfit,
     "best-minus-mean": best_minus_mean,

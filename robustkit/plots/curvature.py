@@ -40,7 +40,14 @@ def curvature_figure(frame: pd.DataFrame, layer_checkpoint: str = "best") -> Fig
         row[0].set_ylabel(f"{ESTIMATOR_LABELS[estimator]}\n(nats per squared parameter unit)")
         row[0].set_title(f"{ESTIMATOR_LABELS[estimator]}, whole trained set", fontsize=9)
         if not layers.empty:
-            _by_layer(row[1], layers[layers["estimator"] == estimator], methods)
+            block = layers[layers["estimator"] == estimator]
+            if block.empty:  # block_eigenvalues=False: traces per block only
+                row[1].text(0.5, 0.5, "not computed\n(block_eigenvalues = false)", ha="center", va="center",
+                            transform=row[1].transAxes, fontsize=8, color="#555555")
+                row[1].set_xticks([])
+                row[1].set_yticks([])
+            else:
+                _by_layer(row[1], block, methods)
             row[1].set_title(f"{ESTIMATOR_LABELS[estimator]} per layer block at '{layer_checkpoint}'", fontsize=9)
     axes[-1][0].set_xlabel("checkpoint (step-0 = before tuning)")
     if not layers.empty:

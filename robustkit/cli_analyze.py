@@ -214,7 +214,7 @@ def add_analyze_commands(commands) -> None:
 
     curv = analyses.add_parser("curvature", help="top Hessian eigenvalue and trace of the training loss, whole trained set and per layer/module (issue #16)", description="Hessian-vector products over the parameters each run trains (adapters, LayerNorms and head for adapter runs; everything for full fine-tuning) on one fixed batch of training examples: the top eigenvalue by power iteration (with its residual bound and iteration count) and the trace by Hutchinson (with its standard error), for the whole set and each block; prints mean +- std over seeds.")
     _store_arguments(curv)
-    curv.add_argument("--checkpoints", default="step-0,best,last", help="comma-separated checkpoints: step-0 (theta_0; for tsp_step > 0 the TSP checkpoint with a fresh head), best, last; default: step-0,best,last")
+    curv.add_argument("--checkpoints", default="step-0,best,last", help="comma-separated checkpoints: step-0 (theta_0; for tsp_step > 0 the TSP checkpoint with a fresh head), best, last, tsp (the masked-LM loss at the TSP checkpoint itself, runs with tsp_step > 0); default: step-0,best,last")
     curv.add_argument("--examples", type=int, default=32, help="training examples in the fixed batch; default: 32")
     curv.add_argument("--grouping", choices=["layer", "module", "none"], default="layer", help="blocks besides the whole set: layer (as the gradient norms group them), module (each module's own tensors), none; default: layer")
     curv.add_argument("--max-iterations", type=int, default=30, help="power iteration cap per eigenvalue; default: 30")

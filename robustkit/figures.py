@@ -327,7 +327,7 @@ register(Figure(
 # beyond the papers (issue #16): the field's own measures of sharpness, connectivity, similarity
 
 CURVATURE_PARAMS = (
-    Param("checkpoints", ["step-0", "best", "last"], "comma-separated checkpoints: step-0 (theta_0; a TSP run's start for tsp_step > 0), best, last; default: step-0,best,last", kind=list),
+    Param("checkpoints", ["step-0", "best", "last"], "comma-separated checkpoints: step-0 (theta_0; a TSP run's start for tsp_step > 0), best, last, tsp (the masked-LM loss at the TSP checkpoint, runs with tsp_step > 0); default: step-0,best,last", kind=list),
     Param("examples", 32, "training examples in the one fixed batch the loss is taken on (the same for every run); default: 32"),
     Param("max_iterations", 30, "power iteration cap (Hessian-vector products per eigenvalue); default: 30"),
     Param("samples", 30, "Hutchinson samples for the traces; default: 30"),

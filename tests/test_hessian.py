@@ -142,3 +142,22 @@ def test_curvature_claim_statistic_reads_the_analysis(tiny_store):
         "checkpoint": "best", "estimator": "trace", "examples": 8, "max_iterations": 3, "samples": 3})
     assert sorted(frame["run_id"]) == sorted(run_ids) and np.isfinite(frame["value"]).all()
     assert set(frame["outcome"]) <= {"ok", "collapsed", "diverged"}
+
+
+def test_curvature_at_the_tsp_checkpoint_uses_the_masked_lm_loss(tmp_path, rte_folder):
+    import dataclasses
+
+    from conftest import TINY_RTE
+    from robustkit.train import train
+
+    glue = rte_folder(tmp_path / "glue")
+    train(dataclasses.replace(TINY_RTE, method="houlsby", tsp_step=2, data_dir=str(glue)), tmp_path / "runs", progress=False)
+    frame = curvature.run(tmp_path / "runs", checkpoints=["tsp", "step-0"], examples=8, max_iterations=3, samples=3,
+                          grouping="none", progress=False)
+    whole = frame[frame["scope"] == "all"].set_index(["checkpoint", "estimator"])["value"]
+    assert set(frame["checkpoint"]) == {"tsp", "step-0"} and np.isfinite(whole).all()
+    # a different loss (masked LM) over different parameters (the TSP run's, MLM head included)
+    tsp_dir = next(p for p in (tmp_path / "runs").iterdir() if p.name.startswith("tsp-"))
+    trained = store.read_manifest(tsp_dir)["trainable"]["count"]
+    assert (frame.loc[frame["checkpoint"] == "tsp", "n_params"] == trained).all()
+    assert whole[("tsp", "trace")] != whole[("step-0", "trace")]

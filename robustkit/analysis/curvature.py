@@ -24,7 +24,10 @@ What is measured, exactly:
   (``...layer.0.attention.output.adapters.default.adapter_down.0``); a block's numbers are those
   of the diagonal block H_BB (only that block moving);
 - the checkpoints: ``step-0`` (theta_0; for a run with ``tsp_step`` > 0 that is its TSP
-  checkpoint with a fresh head), ``best``, ``last``.
+  checkpoint with a fresh classification head), ``best``, ``last``, and ``tsp``: the TSP
+  checkpoint itself (``tsp-<tsp_step>`` of the run's masked-LM run) under the loss it was trained
+  on, the masked-LM cross-entropy on ``examples`` training texts masked once with ``seed``, over
+  the parameters the TSP run trains (runs with ``tsp_step`` 0 have none and give no rows).
 
 Attention runs through PyTorch's "math" scaled-dot-product kernel here: the fused CPU and flash
 kernels have no second derivative.
@@ -32,15 +35,16 @@ kernels have no second derivative.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from tqdm.auto import tqdm
 
-from robustkit import tasks
+from robustkit import data, models, tasks
 from robustkit.analysis.batches import sampled_batches
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.select import select_runs
@@ -52,13 +56,13 @@ from robustkit.measures.hessian import (
     hutchinson_trace,
     top_eigenvalue,
 )
-from robustkit.run_model import build_classifier, load_tensors
-from robustkit.store import IDENTITY, load_checkpoint, read_spec
-from robustkit.train import layer_group
+from robustkit.run_model import build_classifier, build_masked_lm, load_tensors
+from robustkit.store import IDENTITY, load_checkpoint, read_manifest, read_spec
+from robustkit.train import layer_group, masked_lm_loss
 
 ANALYSIS = "curvature"
 VERSION = 1  # part of the cache key: bump when the computation changes
-CHECKPOINTS = ("step-0", "best", "last")
+CHECKPOINTS = ("step-0", "best", "last", "tsp")
 GROUPINGS = ("layer", "module", "none")
 ESTIMATORS = ("top_eigenvalue", "trace")
 SPREAD_KINDS = {"top_eigenvalue": "residual ||Hv - lambda v||", "trace": "standard error"}
@@ -108,6 +112,7 @@ def model_curvature(
     seed: int = 0,
     block_eigenvalues: bool = True,
     progress: bool = False,
+    loss: Callable[[torch.nn.Module, dict], torch.Tensor] | None = None,
 ) -> pd.DataFrame:
     """Top eigenvalue and trace of the Hessian of ``model``'s loss on ``batch``, over ``names``.
 
@@ -130,6 +135,8 @@ def model_curvature(
         Seed of the start vectors and Rademacher samples.
     block_eigenvalues : bool
         Also run a power iteration per block (one per block: the costly part with many blocks).
+    loss : callable, optional
+        ``loss(model, inputs) -> Tensor``; default ``model(**inputs).loss``.
 
     Returns
     -------
@@ -160,7 +167,8 @@ def model_curvature(
             parameter.requires_grad_(name in set(names))
         model.eval()
         with sdpa_kernel(SDPBackend.MATH):
-            hvp = HessianVectorProduct(lambda: model(**inputs).loss, parameters)
+            objective = (lambda: model(**inputs).loss) if loss is None else (lambda: loss(model, inputs))
+            hvp = HessianVectorProduct(objective, parameters)
             targets = {"all": None, **(groups if block_eigenvalues else {})}
             for group, block in tqdm(targets.items(), desc="top eigenvalue", disable=not progress, leave=False):
                 estimate = top_eigenvalue(hvp, block, max_iterations, tol, seed)
@@ -220,6 +228,55 @@ def curvature_run(
     return model_curvature(model, names, batch, grouping, max_iterations, tol, samples, seed, block_eigenvalues, progress)
 
 
+def tsp_curvature_run(
+    run_dir: str | Path,
+    examples: int = DEFAULT_EXAMPLES,
+    grouping: str = "layer",
+    max_iterations: int = DEFAULT_ITERATIONS,
+    tol: float = DEFAULT_TOL,
+    samples: int = DEFAULT_SAMPLES,
+    seed: int = 0,
+    block_eigenvalues: bool = True,
+    device: str | None = None,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """:func:`model_curvature` of the masked-LM loss at the TSP checkpoint a run starts from, uncached.
+
+    The model is the TSP run's masked-LM model at ``tsp-<tsp_step>``, the parameters those the TSP
+    run trains, the batch ``examples`` of the run's training texts (drawn with ``seed``) masked
+    as TSP masks them (BERT's 15 %, from ``torch.manual_seed(seed)``), the loss
+    :func:`robustkit.train.masked_lm_loss`.
+    """
+    run_dir = Path(run_dir)
+    spec = read_spec(run_dir).resolved()
+    tsp_dir = tsp_run_dir(run_dir)
+    tsp_spec = spec.tsp_spec()
+    model, names, fingerprint, _ = build_masked_lm(tsp_spec)
+    name = f"tsp-{spec.tsp_step}"
+    tensors, metadata = load_checkpoint(tsp_dir, name)
+    load_tensors(model, tensors, metadata, fingerprint, f"{tsp_dir.name}/{name}")
+    model.to(resolve_device(device))
+    splits = tasks.load_splits(spec.task, data_dir=spec.data_dir, train_size=spec.train_size, split_seed=spec.split_seed)
+    texts = data.split_texts(splits["train"], tasks.get_task(spec.task).text_fields)
+    if not 1 <= examples <= len(texts):
+        raise RobustkitError(f"cannot sample {examples} examples: the train split of {spec.task!r} has {len(texts)}")
+    rows = sorted(np.random.default_rng(seed).choice(len(texts), examples, replace=False).tolist())
+    tokenizer = models.load_tokenizer(spec.model)
+    features = data.encode([texts[i] for i in rows], tokenizer, tsp_spec.max_length)
+    torch.manual_seed(seed)  # the collator masks from the global RNG
+    batch = dict(data.masked_lm_collator(tokenizer, tsp_spec.mlm_probability)(features))
+    return model_curvature(model, names, batch, grouping, max_iterations, tol, samples, seed, block_eigenvalues, progress,
+                           loss=masked_lm_loss)
+
+
+def tsp_run_dir(run_dir: Path) -> Path:
+    """The folder of the TSP run a fine-tuning run started from (its manifest's ``tsp_run``)."""
+    tsp = read_manifest(run_dir).get("tsp_run")
+    if not tsp:
+        raise RobustkitError(f"{run_dir.name} has no TSP run (tsp_step 0)")
+    return run_dir.parent / tsp
+
+
 def run(
     store: str | Path,
     select: dict | list[str] | None = None,
@@ -243,7 +300,8 @@ def run(
     select : dict or list of str, optional
         Run filters (``["task=rt"]``); complete fine-tuning runs only.
     checkpoints : sequence of str
-        Any of ``step-0``, ``best``, ``last``.
+        Any of ``step-0``, ``best``, ``last``, ``tsp`` (the masked-LM loss at the run's TSP
+        checkpoint; runs with ``tsp_step`` 0 give no ``tsp`` rows).
     examples : int
         Training examples in the fixed batch (default 32).
     grouping : {"layer", "module", "none"}
@@ -267,15 +325,36 @@ def run(
     params = {"version": VERSION, "examples": examples, "grouping": grouping, "max_iterations": max_iterations,
               "tol": tol, "samples": samples, "seed": seed, "block_eigenvalues": block_eigenvalues, "split": "train"}
     runs = select_runs(store, select)
+    options = (examples, grouping, max_iterations, tol, samples, seed, block_eigenvalues, device)
     frames = []
     with tqdm(total=len(runs) * len(checkpoints), desc="curvature", unit="checkpoint", disable=not progress) as bar:
         for checkpoint in checkpoints:
+            if checkpoint == "tsp":
+                frames += _tsp_frames(runs, params, options, bar)
+                continue
             frame = each_run(runs, ANALYSIS, params, [checkpoint],
-                             lambda row: curvature_run(row["path"], checkpoint, examples, grouping, max_iterations, tol,
-                                                       samples, seed, block_eigenvalues, device),
-                             on_done=bar.update)
+                             lambda row: curvature_run(row["path"], checkpoint, *options), on_done=bar.update)
             frames.append(frame.assign(checkpoint=checkpoint))
+    frames = [f for f in frames if not f.empty]
+    if not frames:
+        raise RobustkitError("no curvature to compute: checkpoint 'tsp' needs runs with tsp_step > 0")
     return pd.concat(frames, ignore_index=True)[COLUMNS]
+
+
+def _tsp_frames(runs: pd.DataFrame, params: dict, options: tuple, bar) -> list[pd.DataFrame]:
+    """The ``tsp`` rows, one run at a time: the cache key adds the TSP checkpoint's files."""
+    frames = []
+    for index in range(len(runs)):
+        row = runs.iloc[[index]]
+        if int(row["tsp_step"].iloc[0]) == 0:
+            bar.update()
+            continue
+        run_dir = Path(row["path"].iloc[0])
+        files = read_manifest(tsp_run_dir(run_dir))["checkpoints"][f"tsp-{int(row['tsp_step'].iloc[0])}"]["files"]
+        frame = each_run(row, ANALYSIS, {**params, "loss": "masked-lm", "tsp_files": files}, ["step-0"],
+                         lambda r: tsp_curvature_run(r["path"], *options), on_done=bar.update)
+        frames.append(frame.assign(checkpoint="tsp"))
+    return frames
 
 
 def _checked(checkpoints: Sequence[str] | str) -> list[str]:

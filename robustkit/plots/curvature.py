@@ -13,7 +13,7 @@ from robustkit.plots import style
 from robustkit.plots.style import method_color, method_label, plt
 
 ESTIMATOR_LABELS = {"top_eigenvalue": "top Hessian eigenvalue", "trace": "Hessian trace"}
-CHECKPOINT_ORDER = ("step-0", "best", "last")
+CHECKPOINT_ORDER = ("tsp", "step-0", "best", "last")
 
 
 def curvature_figure(frame: pd.DataFrame, layer_checkpoint: str = "best") -> Figure:
@@ -49,7 +49,7 @@ def curvature_figure(frame: pd.DataFrame, layer_checkpoint: str = "best") -> Fig
             else:
                 _by_layer(row[1], block, methods)
             row[1].set_title(f"{ESTIMATOR_LABELS[estimator]} per layer block at '{layer_checkpoint}'", fontsize=9)
-    axes[-1][0].set_xlabel("checkpoint (step-0 = before tuning)")
+    axes[-1][0].set_xlabel("checkpoint (tsp: the masked-LM loss at the TSP checkpoint; step-0 = before tuning)")
     if not layers.empty:
         axes[-1][1].set_xlabel("layer block (only that block's parameters move)")
     style.set_title(fig, style.paper_title("Curvature of the training loss (PyHessian's estimators, Yao et al. 2020)", frame))

@@ -281,10 +281,13 @@ def _plot(args) -> int:
 
 
 def _add_param(parser: argparse.ArgumentParser, param) -> None:
-    """``param`` (:class:`robustkit.figures.Param`) as a flag: a switch for booleans, a
-    comma-separated value for lists."""
+    """``param`` (:class:`robustkit.figures.Param`) as a flag: a switch for booleans (``--no-<name>``
+    for one that is on by default), a comma-separated value for lists."""
     if param.type is bool:
-        parser.add_argument(param.flag, dest=param.name, action="store_true", help=param.help)
+        if param.default:  # on unless switched off: the flag is --no-<name>
+            parser.add_argument("--no-" + param.flag[2:], dest=param.name, action="store_false", help=param.help)
+        else:
+            parser.add_argument(param.flag, dest=param.name, action="store_true", help=param.help)
         return
     kind = param.type if param.type in (int, float) else str
     parser.add_argument(param.flag, dest=param.name, type=kind, default=param.default,

@@ -332,7 +332,7 @@ CURVATURE_PARAMS = (
     Param("max_iterations", 30, "power iteration cap (Hessian-vector products per eigenvalue); default: 30"),
     Param("samples", 30, "Hutchinson samples for the traces; default: 30"),
     Param("seed", 0, "seed of the batch, the start vectors and the Rademacher samples; default: 0"),
-    Param("block_eigenvalues", True, "a power iteration per layer block too (the costly part: one per block); false: per-layer traces only", kind=bool),
+    Param("block_eigenvalues", True, "a power iteration per layer block besides the whole set's (the costly part: one per block); off (--no-block-eigenvalues): per-layer traces only", kind=bool),
 )
 register(Figure(
     "curvature", "Curvature of the training loss: top Hessian eigenvalue (power iteration) and trace (Hutchinson) over the trained parameters, per checkpoint and per layer block",

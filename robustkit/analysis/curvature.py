@@ -61,7 +61,9 @@ from robustkit.store import IDENTITY, load_checkpoint, read_manifest, read_spec
 from robustkit.train import layer_group, masked_lm_loss
 
 ANALYSIS = "curvature"
-VERSION = 1  # part of the cache key: bump when the computation changes
+# part of the cache key: bump when the computation changes. 2: the largest eigenvalue (a shifted
+# second power iteration where the largest-magnitude one is negative), not the largest magnitude
+VERSION = 2
 CHECKPOINTS = ("step-0", "best", "last", "tsp")
 GROUPINGS = ("layer", "module", "none")
 ESTIMATORS = ("top_eigenvalue", "trace")
@@ -142,10 +144,12 @@ def model_curvature(
     -------
     DataFrame
         One row per scope x group x estimator: ``scope`` (``all`` or the grouping), ``group``
-        (``all``, ``layer.3``, a module name), ``estimator`` (``top_eigenvalue``, ``trace``),
+        (``all``, ``layer.3``, a module name), ``estimator`` (``top_eigenvalue``: the largest
+        eigenvalue, :func:`robustkit.measures.hessian.top_eigenvalue`; ``trace``),
         ``value`` (loss units per squared parameter unit), ``spread`` (eigenvalue: the residual
         ||Hv - lambda v||, a bound on the distance to an eigenvalue; trace: the standard
-        error), ``spread_kind``, ``iterations`` (Hessian-vector products, or samples),
+        error), ``spread_kind``, ``iterations`` (Hessian-vector products, both power
+        iterations together where a shifted second one ran; or samples),
         ``converged`` (eigenvalue: relative change below ``tol``; trace: always true),
         ``n_params`` (scalars in the block), ``examples``.
     """

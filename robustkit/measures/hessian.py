@@ -19,11 +19,15 @@ to anything).
 
 Estimators (the numbers PyHessian, Yao et al. 2020, reports):
 
-- :func:`top_eigenvalue`: power iteration from a seeded Gaussian start. It finds the eigenvalue
-  of largest *magnitude*, with its sign (negative where the point is not a minimum), and
-  reports the residual r = ||H v - lambda v|| of its last iterate: for a symmetric H some
-  eigenvalue lies in [lambda - r, lambda + r] (a guaranteed bound; it is the estimate's
-  spread), with the iteration count and whether the relative change fell below ``tol``.
+- :func:`top_eigenvalue`: the largest eigenvalue lambda_max (the sharpness of Keskar et al. 2017
+  and PyHessian) by power iteration from a seeded Gaussian start. Power iteration finds the
+  eigenvalue of largest *magnitude*; where that one is negative (away from a minimum, a
+  direction of strong negative curvature), a second power iteration on the shifted H - lambda I,
+  whose eigenvalues are all >= 0, finds lambda_max (PyHessian stops at the first and reports
+  the negative one). The estimate comes with the residual r = ||H v - lambda v|| of its last
+  iterate: for a symmetric H some eigenvalue lies in [lambda - r, lambda + r] (a guaranteed
+  bound; it is the estimate's spread), the products used, and whether the relative change fell
+  below ``tol``.
 - :func:`hutchinson_trace`: tr(H) = E[v^T H v] for Rademacher v (Hutchinson 1989; the
   Rademacher distribution has the smallest variance among such v, 2 sum_{i != j} H_ij^2, and
   is exact for a diagonal H). The spread is the standard error over the samples. One product
@@ -70,7 +74,10 @@ class EigenEstimate:
     converged : bool
         The relative change of the estimate fell below the tolerance before the iteration cap.
     history : tuple of float
-        The Rayleigh quotient after each iteration.
+        The Rayleigh quotient after each iteration (of H, shifted back, in the second phase).
+    dominant : float
+        The eigenvalue of largest magnitude (the first phase's estimate): ``value`` itself unless
+        it was negative.
     """
 
     value: float
@@ -78,6 +85,7 @@ class EigenEstimate:
     iterations: int
     converged: bool
     history: tuple[float, ...] = field(repr=False, default=())
+    dominant: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -196,7 +204,7 @@ def top_eigenvalue(
     tol: float = DEFAULT_TOL,
     seed: int = 0,
 ) -> EigenEstimate:
-    """The eigenvalue of largest magnitude of H (or of its block H_BB) by power iteration.
+    """The largest eigenvalue of H (or of its block H_BB) by power iteration.
 
     Parameters
     ----------
@@ -204,11 +212,12 @@ def top_eigenvalue(
     block : sequence of int, optional
         Indices of the parameters forming the block (default: all).
     max_iterations : int
-        Cap on Hessian-vector products.
+        Cap on Hessian-vector products per power iteration (a second one runs where the
+        eigenvalue of largest magnitude is negative).
     tol : float
         Stop when the Rayleigh quotient changes by at most ``tol`` times its magnitude.
     seed : int
-        Seed of the Gaussian start vector.
+        Seed of the Gaussian start vectors.
 
     Returns
     -------
@@ -217,6 +226,19 @@ def top_eigenvalue(
     if max_iterations < 1:
         raise ValueError(f"max_iterations must be at least 1, got {max_iterations}")
     like = [hvp.parameters[i] for i in (range(len(hvp.parameters)) if block is None else block)]
+    first = _power(lambda v: hvp(v, block), like, max_iterations, tol, seed)
+    if not first.value < 0:
+        return EigenEstimate(first.value, first.residual, first.iterations, first.converged, first.history, first.value)
+    shift = first.value  # ~ the most negative eigenvalue: H - shift I has eigenvalues >= 0
+    second = _power(lambda v: [h - shift * x for h, x in zip(hvp(v, block), v)], like, max_iterations, tol, seed + 1)
+    # (H - shift I) v - mu v = H v - (mu + shift) v: the residual carries over unchanged
+    return EigenEstimate(second.value + shift, second.residual, first.iterations + second.iterations, second.converged,
+                         first.history + tuple(h + shift for h in second.history), first.value)
+
+
+def _power(product: Callable[[list[Tensor]], list[Tensor]], like: Sequence[Tensor], max_iterations: int, tol: float,
+           seed: int) -> EigenEstimate:
+    """Power iteration of a symmetric operator from a seeded Gaussian start."""
     generator = torch.Generator().manual_seed(seed)
     v = _random(like, generator, "gaussian")
     v = _scaled(v, 1.0 / _norm(v))
@@ -224,7 +246,7 @@ def top_eigenvalue(
     value = residual = math.nan
     converged = False
     for _ in range(max_iterations):
-        hv = hvp(v, block)
+        hv = product(v)
         value = _dot(v, hv)
         residual = _norm([h - value * x for h, x in zip(hv, v)])
         converged = bool(history) and abs(value - history[-1]) <= tol * abs(value)
@@ -233,7 +255,7 @@ def top_eigenvalue(
         if converged or size == 0.0 or not math.isfinite(size):
             break  # a zero H v: v lies in the null space, whose eigenvalue 0 is exact
         v = _scaled(hv, 1.0 / size)
-    return EigenEstimate(value, residual, len(history), converged or residual == 0.0, tuple(history))
+    return EigenEstimate(value, residual, len(history), converged or residual == 0.0, tuple(history), value)
 
 
 def _scaled(tensors: Sequence[Tensor], factor: float) -> list[Tensor]:

@@ -107,7 +107,7 @@ def _scale(ax, values: pd.Series) -> None:
         return  # a linear axis shows a narrow range best
     if (finite > 0).all():
         ax.set_yscale("log")
-    else:  # signed values (negative eigenvalues away from a minimum): log-like on both sides
+    else:  # signed values (negative curvature away from a minimum): log-like on both sides
         ax.set_yscale("symlog", linthresh=float(magnitudes.min()))
 
 
@@ -132,8 +132,9 @@ def _note(frame: pd.DataFrame, layer_checkpoint: str) -> str:
     samples = "/".join(str(int(s)) for s in sorted(frame.loc[frame["estimator"] == "trace", "iterations"].unique()))
     return (f"Hessian of the mean training cross-entropy (eval mode) on one fixed batch of {examples} training "
             "examples, the same for every run, over the parameters each run trains: full fine-tuning's and the "
-            "adapters' Hessians are over different parameter sets. Top eigenvalue: power iteration (largest magnitude, "
-            f"signed), {int(iterations['iterations'].min())}-{int(iterations['iterations'].max())} Hessian-vector products"
+            "adapters' Hessians are over different parameter sets. Top eigenvalue: the largest, by power iteration "
+            "(a second, shifted one where the largest-magnitude eigenvalue is negative), "
+            f"{int(iterations['iterations'].min())}-{int(iterations['iterations'].max())} Hessian-vector products"
             f"{f', {capped} estimate(s) stopped at the cap before converging' if capped else ''}; error bar: the residual "
             "||Hv - λv|| (an eigenvalue lies within it). Trace: Hutchinson with "
             f"{samples} Rademacher samples; error bar: ±2 standard errors. Left: a dot per run, lines join the means over "

@@ -122,8 +122,8 @@ class Injector:
                 injector.kill()
             return real_rename(path, target)
 
-        def gradient_norms(named):
-            norms = real_norms(named)  # the step's forward and backward are done, its update is not
+        def gradient_norms(*args, **kwargs):
+            norms = real_norms(*args, **kwargs)  # the step's forward and backward are done, its update is not
             if self._point("step"):
                 self.kill()
             return norms

@@ -117,6 +117,16 @@ def test_blocks_follow_the_gradient_norm_layer_groups():
     assert curvature.blocks(names, "none") == {}
 
 
+def test_blocks_take_the_models_own_layer_groups():
+    """Names that do not say their layer (ALBERT's one shared layer, a prefix pool) take the
+    group the model's structure gives them, as the gradient norms do."""
+    names = ["albert.encoder.albert_layer_groups.0.albert_layers.0.attention.query.weight",
+             "albert.encoder.embedding_hidden_mapping_in.weight", "classifier.weight"]
+    layer_of = {names[0]: "layer.0", names[1]: "shared"}
+    assert curvature.blocks(names, "layer") == {"classifier": [0, 1, 2]}  # names alone cannot tell
+    assert curvature.blocks(names, "layer", layer_of) == {"layer.0": [0], "shared": [1], "classifier": [2]}
+
+
 @pytest.mark.parametrize("method", ["houlsby", "full"])
 def test_curvature_of_runs_is_cached_and_over_trained_tensors_only(tiny_store, method, monkeypatch):
     options = dict(select=[f"method={method}"], checkpoints=["step-0", "best"], examples=8, max_iterations=3,

@@ -18,9 +18,10 @@ What is measured, exactly:
   activations). So a full run's Hessian and an adapter run's are over different parameter
   sets: the numbers compare how sharply each method's own loss bends along the directions it
   can move in;
-- the blocks: ``layer`` groups the parameters as the gradient norms of training do
-  (:func:`robustkit.train.layer_group`: ``embeddings``, ``layer.<i>`` with its adapters,
-  ``pooler``, ``classifier``), ``module`` by the module owning each tensor
+- the blocks: ``layer`` groups the parameters as the gradient norms of training do, from the
+  model's structure (:func:`robustkit.methods.model_parts.layer_groups`: ``embeddings``,
+  ``layer.<i>`` with the method's modules in it, ``shared``, ``pooler``, ``classifier``; any
+  encoder architecture), ``module`` by the module owning each tensor
   (``...layer.0.attention.output.adapters.default.adapter_down.0``); a block's numbers are those
   of the diagonal block H_BB (only that block moving);
 - the checkpoints: ``step-0`` (theta_0; for a run with ``tsp_step`` > 0 that is its TSP
@@ -35,7 +36,7 @@ kernels have no second derivative.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +57,7 @@ from robustkit.measures.hessian import (
     hutchinson_trace,
     top_eigenvalue,
 )
+from robustkit.methods.model_parts import layer_groups
 from robustkit.run_model import build_classifier, build_masked_lm, load_tensors
 from robustkit.store import IDENTITY, load_checkpoint, read_manifest, read_spec
 from robustkit.train import layer_group, masked_lm_loss
@@ -76,7 +78,7 @@ DEFAULT_ITERATIONS = 30
 DEFAULT_SAMPLES = 30
 
 
-def blocks(names: Sequence[str], grouping: str = "layer") -> dict[str, list[int]]:
+def blocks(names: Sequence[str], grouping: str = "layer", layer_of: Mapping[str, str] | None = None) -> dict[str, list[int]]:
     """Parameter indices of each block.
 
     Parameters
@@ -84,8 +86,13 @@ def blocks(names: Sequence[str], grouping: str = "layer") -> dict[str, list[int]
     names : sequence of str
         Parameter names, in the order of the parameters handed to the Hessian.
     grouping : {"layer", "module", "none"}
-        ``layer``: :func:`robustkit.train.layer_group`; ``module``: the name without its last
-        part (the owning module); ``none``: no blocks.
+        ``layer``: the parameter's layer group (``layer_of``, else :func:`robustkit.train.layer_group`
+        from the name alone); ``module``: the name without its last part (the owning module);
+        ``none``: no blocks.
+    layer_of : mapping of str to str, optional
+        Parameter name -> layer group, from the model's structure
+        (:func:`robustkit.methods.model_parts.layer_groups`: any encoder architecture, a method's
+        own modules under their layer, as the gradient norms group them).
 
     Returns
     -------
@@ -96,7 +103,8 @@ def blocks(names: Sequence[str], grouping: str = "layer") -> dict[str, list[int]
         raise RobustkitError(f"unknown grouping {grouping!r}; choose from {', '.join(GROUPINGS)}")
     if grouping == "none":
         return {}
-    key = layer_group if grouping == "layer" else (lambda name: name.rsplit(".", 1)[0])
+    layer_of = layer_of or {}
+    key = (lambda name: layer_of.get(name) or layer_group(name)) if grouping == "layer" else (lambda name: name.rsplit(".", 1)[0])
     groups: dict[str, list[int]] = {}
     for index, name in enumerate(names):
         groups.setdefault(key(name), []).append(index)
@@ -164,7 +172,7 @@ def model_curvature(
     examples = int(inputs["labels"].shape[0])
     grad_state = {n: p.requires_grad for n, p in named.items()}
     was_training = model.training
-    groups = blocks(names, grouping)
+    groups = blocks(names, grouping, layer_groups(model))
     rows = []
     try:
         for name, parameter in named.items():

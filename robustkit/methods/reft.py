@@ -1,4 +1,4 @@
-"""Representation fine-tuning as an AdapterHub config: ``loreft``.
+"""Representation fine-tuning as AdapterHub configs: ``loreft``, ``direft``.
 
 loreft
     Wu et al. 2024 (ReFT): the hidden states of the first ``prefix_positions`` and last
@@ -6,6 +6,9 @@ loreft
     h + R^T (W h + b - R h), R (r x d, orthonormal rows) and W, b trained. AdapterHub keeps one
     unit for the prefix and one for the suffix positions (one if ``tied``): per layer and unit
     r (2d + 1) parameters. The lr (1e-3) is a starting point, to be tuned.
+direft
+    Wu et al. 2024's DiReFT: the same edit without the orthonormal R (AdapterHub's
+    ``DiReftConfig``: ``orthogonality = False``), the same r (2d + 1) parameters per layer and unit.
 """
 
 from __future__ import annotations
@@ -42,4 +45,9 @@ LOREFT = LoReft(
     ),
 )
 
-METHODS = (LOREFT,)
+DIREFT = LoReft(
+    name="direft", label="DiReFT", colour="#ff7f0e", default_lr=1e-3, curve_option="r", config_class="DiReftConfig",
+    options=LOREFT.options,
+)
+
+METHODS = (LOREFT, DIREFT)

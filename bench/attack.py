@@ -45,7 +45,7 @@ import torch
 
 from robustkit.attacks.base import AttackResult, Example
 from robustkit.attacks.offline import configure_openattack
-from robustkit.attacks.pwws import PWWS, attack_openattack, pwws_attacker
+from robustkit.attacks.pwws import PWWS, pwws_attacker
 from robustkit.attacks.victim import Victim
 from robustkit.models import load_tokenizer
 from robustkit.run_model import build_classifier, load_run_model

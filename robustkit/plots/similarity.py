@@ -45,7 +45,7 @@ def rsa_by_layer(frame: pd.DataFrame, measure: str = "rsa") -> Figure:
     for ax, task in zip(axes[0], tasks):
         _panel(ax, data[data["task"] == task], task, measure)
     axes[0][0].set_ylabel(f"{MEASURE_LABELS.get(measure, measure)} with the base model")
-    handles, labels = {}, []
+    handles = {}
     for ax in axes[0]:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, handle)

@@ -17,8 +17,26 @@ def parse_filters(filters: list[str] | None) -> dict[str, list[str]]:
         key, sep, values = item.partition("=")
         if not sep or not key or not values:
             raise RobustkitError(f"bad selection {item!r}: expected key=value[,value...]")
-        parsed.setdefault(key.strip(), []).extend(v.strip() for v in values.split(","))
+        parsed.setdefault(key.strip(), []).extend(v.strip() for v in _top_level_split(values))
     return parsed
+
+
+def _top_level_split(values: str) -> list[str]:
+    """Split at commas outside brackets: an AdapterHub config string keeps its own commas
+    (``adapterhub:lora[r=4,alpha=8],full`` is two values)."""
+    parts, depth, current = [], 0, []
+    for char in values:
+        if char in "[(":
+            depth += 1
+        elif char in "])":
+            depth = max(depth - 1, 0)
+        if char == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    parts.append("".join(current))
+    return parts
 
 
 def select_runs(store: str | Path, filters: dict[str, list[str]] | list[str] | None = None, complete: bool = True) -> pd.DataFrame:

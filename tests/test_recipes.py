@@ -14,9 +14,13 @@ REQUIRED = {
     "he2021/fig7", "he2021/table2", "he2021/table5", "he2021/table6", "he2021/table7", "houlsby2019/fig3",
     "houlsby2019/fig3-4", "houlsby2019/fig6-ablation", "houlsby2019/fig6-init-std", "mohebbi/fig8",
 }
-# Demo scale: every recipe's runs together (each ~4 CPU-minutes), so that
-# `robustkit reproduce --all --scale demo` fits its time budget on 2 CPU cores.
+# Demo scale: every paper recipe's runs together (each ~4 CPU-minutes), so that reproducing the
+# papers' figures at demo scale fits its time budget on 2 CPU cores.
 DEMO_RUN_BUDGET = 43
+# The PEFT zoo (issue #14): five recipes on the same runs, 4 seeds of 4 added methods beyond the
+# papers' runs (its full and houlsby runs are Han et al. figure 2's).
+ZOO = ["peft/zoo", "peft/zoo-rsa", "peft/zoo-landscape", "peft/zoo-attack", "peft/zoo-tradeoff"]
+ZOO_EXTRA_RUNS = 16
 # He et al. 2021 figure 4's demo grid: one learning-rate grid for both methods.
 DEMO_LR_GRID = [2e-5, 1e-4, 5e-4, 2.5e-3]
 
@@ -25,7 +29,7 @@ def test_every_required_figure_has_a_recipe():
     assert REQUIRED <= set(list_recipes())
 
 
-@pytest.mark.parametrize("name", sorted(REQUIRED))
+@pytest.mark.parametrize("name", sorted(REQUIRED | set(ZOO)))
 def test_recipe_expands_at_both_scales(name):
     from robustkit import figures
 
@@ -39,7 +43,7 @@ def test_recipe_expands_at_both_scales(name):
         figures.get(recipe.figure).resolve(**recipe.figure_params(scale))
 
 
-@pytest.mark.parametrize("name", sorted(REQUIRED))
+@pytest.mark.parametrize("name", sorted(REQUIRED | set(ZOO)))
 def test_paper_scale_cites_where_its_settings_come_from(name):
     """The comment just above a recipe's [paper] section names the paper's table or section."""
     text = (RECIPE_DIR / f"{name}.toml").read_text()
@@ -52,7 +56,7 @@ def test_paper_scale_cites_where_its_settings_come_from(name):
     assert comment and any(word in " ".join(comment) for word in ("table", "§", "section")), name
 
 
-@pytest.mark.parametrize("name", sorted(REQUIRED))
+@pytest.mark.parametrize("name", sorted(REQUIRED | set(ZOO)))
 def test_every_recipe_states_a_claim_in_the_papers_words(name):
     claims = load_recipe(name).claims
     assert claims, f"{name} states no [[claim]]"
@@ -61,7 +65,7 @@ def test_every_recipe_states_a_claim_in_the_papers_words(name):
         assert any(mark in claim.says for mark in ("§", "table", "figure")), (name, claim.id)
 
 
-@pytest.mark.parametrize("name", sorted(REQUIRED))
+@pytest.mark.parametrize("name", sorted(REQUIRED | set(ZOO)))
 def test_claims_group_on_values_the_recipe_has(name):
     """A claim's groups a and b are values its `by` column takes at the paper scale (the demo
     may lack some: its verdict is then inconclusive, by design)."""
@@ -83,9 +87,35 @@ def _number(value):
 
 
 def test_demo_runs_fit_the_budget():
-    """Recipes that need the same run share it; all of them together stay within the budget."""
-    runs = {s.run_id for name in list_recipes() for s in load_recipe(name).specs("demo")}
-    assert len(runs) <= DEMO_RUN_BUDGET, f"{len(runs)} distinct demo runs > {DEMO_RUN_BUDGET}"
+    """Recipes that need the same run share it; the papers' recipes stay within the budget, the
+    PEFT zoo adds only its added methods' runs, and beyond/ trains nothing of its own."""
+    def runs(names):
+        return {s.run_id for name in names for s in load_recipe(name).specs("demo")}
+
+    names = list_recipes()
+    papers = runs(n for n in names if not n.startswith(("peft/", "beyond/")))
+    zoo = runs(n for n in names if n.startswith("peft/"))
+    assert len(papers) <= DEMO_RUN_BUDGET, f"{len(papers)} distinct demo runs > {DEMO_RUN_BUDGET}"
+    assert len(zoo - papers) <= ZOO_EXTRA_RUNS, len(zoo - papers)
+    assert runs(n for n in names if n.startswith("beyond/")) <= papers | zoo
+
+
+@pytest.mark.parametrize("scale", ["demo", "paper"])
+def test_the_zoo_recipes_draw_the_same_runs(scale):
+    runs = [sorted(s.run_id for s in load_recipe(name).specs(scale)) for name in ZOO]
+    assert all(r == runs[0] for r in runs[1:])
+    methods = {s.method for s in load_recipe(ZOO[0]).specs(scale)}
+    assert methods == {"full", "houlsby", "pfeiffer", "lora", "prefix", "ia3"}
+
+
+def test_zoo_methods_take_their_calibrated_rate():
+    """Each added method's demo rate is a point of the calibration grid or its one extension
+    (analyses/README.md, "PEFT zoo"), and the zoo's full and houlsby runs are figure 2's."""
+    lr = load_defaults()["demo"]["lr"]
+    for method in ("pfeiffer", "lora", "prefix", "ia3"):
+        assert lr[method] in [*DEMO_LR_GRID, 1.25e-2], (method, lr.get(method))
+    zoo = {s.run_id for s in load_recipe("peft/zoo").specs("demo") if s.method in ("full", "houlsby")}
+    assert zoo <= {s.run_id for s in load_recipe("han2021/fig2").specs("demo")}
 
 
 def test_demo_learning_rates_are_on_the_shared_grid():

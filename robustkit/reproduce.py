@@ -274,11 +274,14 @@ def _differences(recipe: Recipe, scale: str, defaults: dict) -> str:
     return "; ".join(texts)
 
 
+PAPERS = {"han2021": "Han et al. 2021", "he2021": "He et al. 2021", "houlsby2019": "Houlsby et al. 2019",
+          "mohebbi": "Mohebbi (course report)"}
+
+
 def _paper_label(name: str) -> str:
     """``han2021/fig9-10`` -> ``Han et al. 2021, fig 9-10``."""
     paper, item = name.split("/", 1)
-    authors = {"han2021": "Han et al. 2021", "he2021": "He et al. 2021", "houlsby2019": "Houlsby et al. 2019",
-               "mohebbi": "Mohebbi (course report)"}.get(paper, paper)
+    authors = PAPERS.get(paper, paper)
     return f"{authors}, {item.replace('fig', 'figure ').replace('table', 'table ')}"
 
 
@@ -300,8 +303,19 @@ def draw(name: str, store: str | Path | None = None, scale: str = "demo", recipe
     defaults = load_defaults(recipes)
     run_ids = [spec.run_id for spec in recipe.specs(scale, defaults)]
     text = footer(recipe, claim.verdicts(store, [recipe], scale, defaults=defaults)) if verdicts else None
-    return registry.draw(recipe.figure, store, [f"run_id={','.join(run_ids)}"], subtitle=subtitle(recipe, scale, defaults),
-                         footer=text, **recipe.figure_params(scale))
+    fig = registry.draw(recipe.figure, store, [f"run_id={','.join(run_ids)}"], subtitle=subtitle(recipe, scale, defaults),
+                        footer=text, **recipe.figure_params(scale))
+    return _titled(fig, recipe)
+
+
+def _titled(fig, recipe: Recipe):
+    """A recipe of no paper (``peft/``, ``beyond/``) reuses a paper figure's plot; its title is the
+    recipe's own, so that the figure is never taken for the paper's."""
+    if recipe.name.split("/", 1)[0] not in PAPERS:
+        from robustkit.plots.style import set_title
+
+        set_title(fig, recipe.title)
+    return fig
 
 
 def _draw(recipe: Recipe, scale: str, store: Path, run_ids: list[str], output: Path, subtitle_text: str,
@@ -314,7 +328,7 @@ def _draw(recipe: Recipe, scale: str, store: Path, run_ids: list[str], output: P
     try:
         fig = registry.draw(recipe.figure, store, [f"run_id={','.join(run_ids)}"], subtitle=subtitle_text,
                             footer=footer_text, **recipe.figure_params(scale))
-        save_pdf(fig, output)
+        save_pdf(_titled(fig, recipe), output)
     except Exception as error:  # noqa: BLE001 - reported per recipe
         return {"error": f"{type(error).__name__}: {error}", "seconds": time.perf_counter() - started}
     return {"pdf": str(output), "seconds": time.perf_counter() - started}

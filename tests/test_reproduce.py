@@ -169,3 +169,21 @@ def test_claims_are_judged_printed_under_the_figure_and_indexed(tmp_path, recipe
     assert "spread" in printed and "inconclusive" in printed
     again = pd.read_csv(tmp_path / "c.csv")
     assert list(again["verdict"]) == list(rows["verdict"]) and list(again["claim"]) == list(rows["claim"])
+
+
+def test_a_recipe_of_no_paper_takes_its_own_title_not_the_papers():
+    """The zoo reuses Han et al.'s box plot; its PDF must not be titled as Han et al.'s figure."""
+    import matplotlib.pyplot as plt
+
+    from robustkit.plots import style
+    from robustkit.recipes import load_recipe
+    from robustkit.reproduce import _titled
+
+    for name, kept in (("peft/zoo", False), ("han2021/fig2", True)):
+        fig = plt.figure()
+        style.set_title(fig, "Han et al. 2021, figure 2 — minilm-l6 on rt")
+        recipe = load_recipe(name)
+        texts = style.figure_texts(_titled(fig, recipe))
+        assert ("Han et al. 2021, figure 2 — minilm-l6 on rt" in texts) is kept, (name, texts)
+        assert (recipe.title in texts) is not kept, (name, texts)
+        plt.close(fig)

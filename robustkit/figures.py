@@ -262,6 +262,11 @@ register(Figure(
      *ATTACK_PARAMS, CONVENTION),
     score_axis=True))
 register(Figure(
+    "attack-boxes", "Attack success rate per method, one box over each method's victims (seeds), with the tests between methods (runs at one TSP step)",
+    "robustkit.analysis.attack:success_scores", "robustkit.plots.attack:attack_boxes",
+    (Param("attacker", "pwws", "pwws or deepwordbug; default: pwws", choices=tuple(ATTACKS)), *ATTACK_PARAMS, CONVENTION),
+    score_axis=True))
+register(Figure(
     "ablation", "Houlsby et al. 2019 figure 6: relative change of the dev metric when the adapters of layers i..j are removed",
     "robustkit.analysis.ablation:run", "robustkit.plots.ablation:ablation_heatmap",
     (Param("checkpoint", "best", "checkpoint ablated: best or last; default: best", choices=("best", "last")),

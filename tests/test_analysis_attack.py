@@ -287,3 +287,24 @@ def test_threads_option_of_the_attack_and_train_commands(monkeypatch):
     assert seen == [1, 2]
     assert cli.main(["analyze", "attack", "store", "--threads", "0"]) == 2
     assert cli.main(["train", "--store", "store", "--threads", "2", "--jobs", "2"]) == 2  # workers split the cores
+
+
+def test_attack_boxes_draw_each_methods_success_rates_as_scores(monkeypatch):
+    """The zoo's attack figure: per-victim success rates of one convention become per-run scores,
+    one box per method; a collapsed victim is marked, not boxed."""
+    import pandas as pd
+
+    from robustkit.analysis import attack as analysis
+    from robustkit.plots.attack import attack_boxes
+    from robustkit.plots.style import figure_texts
+
+    rows = [dict(run_id=f"{m}-{s}", task="rt", method=m, seed=s, convention=c, success_rate=r + (0.5 if c == "gold" else 0),
+                 outcome="collapsed" if (m, s) == ("lora", 2) else "ok")
+            for m, rates in (("full", [0.9, 0.8, 0.85]), ("lora", [0.6, 0.7, 0.0])) for s, r in enumerate(rates)
+            for c in ("openattack", "gold")]
+    monkeypatch.setattr(analysis, "success", lambda *args, **kwargs: pd.DataFrame(rows))
+    frame = analysis.success_scores("unused", convention="openattack")
+    assert len(frame) == 6 and set(frame["metric"]) == {"pwws success"}
+    assert frame.set_index("run_id")["value"].to_dict()["lora-1"] == 0.7  # the openattack convention's rate
+    texts = " ".join(figure_texts(attack_boxes(frame)))
+    assert "PWWS attack success per method" in texts and "collapsed 1/3" in texts

@@ -289,6 +289,30 @@ def success(
     return with_outcomes(summarize(examples), store, checkpoint=checkpoint)
 
 
+def success_scores(
+    store: str | Path,
+    select: dict | list[str] | None = None,
+    n: int = 200,
+    seed: int = 0,
+    attacker: str = "pwws",
+    engine: str = "fast",
+    checkpoint: str = "best",
+    convention: str = "openattack",
+) -> pd.DataFrame:
+    """Each victim's attack success rate as a per-run score, for box plots over seeds.
+
+    Returns
+    -------
+    DataFrame
+        One row per victim: :func:`success`'s columns for ``convention`` plus ``value`` (the
+        success rate, a fraction), ``metric`` (``"<attacker> success"``), ``split`` (``test``)
+        and ``baseline`` (none).
+    """
+    frame = success(store, select, n=n, seed=seed, attacker=attacker, engine=engine, checkpoint=checkpoint)
+    frame = frame[frame["convention"] == convention].copy()
+    return frame.assign(value=frame["success_rate"], metric=f"{attacker} success", split="test", baseline=np.nan)
+
+
 def success_by_attacker(
     store: str | Path,
     select: dict | list[str] | None = None,

@@ -58,6 +58,14 @@ def attack_vs_tsp(summary: pd.DataFrame, convention: str = "openattack", include
     return fig
 
 
+def attack_boxes(frame: pd.DataFrame, attacker: str = "pwws", include_failed: bool = False) -> Figure:
+    """Attack success rate per method, one box over each method's victims (seeds): for runs that
+    differ in method and seed only (one TSP step), where :func:`attack_vs_tsp` has one x."""
+    from robustkit.plots.stability import method_boxes
+
+    return method_boxes(frame, f"{attacker_label(attacker)} attack success per method", include_failed=include_failed)
+
+
 def attack_by_attacker(summary: pd.DataFrame, convention: str = "openattack", include_failed: bool = False) -> Figure:
     """Han et al. 2021 figure 5 with every attacker side by side: one panel per attacker (shared
     y axis), success rate (%) against TSP steps, one line per method, mean over seeds, ±1 std band.

@@ -176,6 +176,13 @@ def train_size(frame: pd.DataFrame, kind: str = "box", caption_text: str | None 
 # outcomes and facets
 
 
+def method_boxes(frame: pd.DataFrame, figure: str, include_failed: bool = False) -> Figure:
+    """One box per method over its runs, a panel per task, titled ``figure``: any per-run score
+    (``value``, ``metric``, ``split``; ``outcome`` where known), with the tests between methods."""
+    return _box_figure(frame, x="method", hue="method", xlabel="tuning method", figure=figure, caption_text=None,
+                       include_failed=include_failed)
+
+
 def facet_columns(frame: pd.DataFrame, shown: Sequence[str], pooled: Sequence[str] = ()) -> list[str]:
     """Run settings that vary inside a group of the ``shown`` columns (panels, x, hue).
 

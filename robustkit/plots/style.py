@@ -39,7 +39,7 @@ METHOD_LABELS = method_labels()
 METHOD_COLORS = method_colours()
 
 # Scores shown x 100: accuracy and F1 in %, correlations x 100 (as in the papers' tables).
-PERCENT = {"accuracy", "f1"}
+PERCENT = {"accuracy", "f1", "pwws success", "deepwordbug success"}
 SCALED = {"mcc", "pearson", "spearman"}
 
 COLLAPSED_LABEL = "collapsed (stuck at majority class)"

@@ -177,6 +177,16 @@ def _cmd_verify(args) -> int:
     return 1 if (table.status == "damaged").any() else 0
 
 
+def _cmd_import(args) -> int:
+    from robustkit.importing import import_run
+
+    known = {"seed": args.seed, "lr": args.lr, "epochs": args.epochs, "batch_size": args.batch_size, "train_size": args.train_size}
+    run_dir = import_run(args.folder, args.base, args.task, args.store, known=known, data_dir=args.data_dir,
+                         max_length=args.max_length, device=args.device)
+    print(run_dir)
+    return 0
+
+
 def _cmd_stats(args) -> int:
     from robustkit.analysis import dominance, scores, stability
 
@@ -402,6 +412,23 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("store", help="run store folder")
     verify.add_argument("--repair", action="store_true", help="move each damaged run to <store>/.damaged/<run_id>-<time> (nothing is deleted), so that the next sweep trains it again")
     verify.set_defaults(func=_cmd_verify)
+
+    imports = commands.add_parser(
+        "import", help="put a model, adapter or checkpoint series trained elsewhere into a store",
+        description="Import a fine-tuned transformers model folder (method full), an AdapterHub adapter folder from "
+        "save_adapter (method adapterhub with its config) or a folder of checkpoint-N/ subfolders (a Trainer's series) "
+        "as one run that every analysis accepts. It is scored on the task's validation and test splits; the manifest "
+        "records the source and the sha256 of its files; settings not given here (seed, lr, ...) are recorded as unknown.")
+    imports.add_argument("folder", help="the model, adapter or checkpoint-series folder")
+    imports.add_argument("--base", required=True, help="the model it was tuned from: embedded name, folder or hub name")
+    imports.add_argument("--task", required=True, help="the task it was tuned on (scores it)")
+    imports.add_argument("--store", required=True, help="run store folder (created if missing)")
+    imports.add_argument("--data-dir", help="local folder of GLUE-format TSV files (GLUE tasks)")
+    imports.add_argument("--max-length", type=int, help="tokens per example when scoring; default: the method's")
+    for flag, kind in (("--seed", int), ("--lr", float), ("--epochs", int), ("--batch-size", int), ("--train-size", int)):
+        imports.add_argument(flag, type=kind, help=f"the source's {flag[2:]} if known (else recorded as unknown)")
+    _add_device(imports)
+    imports.set_defaults(func=_cmd_import)
 
     _add_stats_command(commands)
 

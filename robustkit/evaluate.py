@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import torch
 
 from robustkit import collapse, data, models, tasks
-from robustkit.metrics import compute_metrics
+from robustkit.metrics import compute_metrics, majority_baseline
 from robustkit.spec import RunSpec
 
 EVAL_BATCH_SIZE = 64
@@ -198,3 +198,34 @@ def evaluate(model: torch.nn.Module, batches: list[dict], task: str | tasks.Task
         accumulator.add(output.loss, output.logits, batch["labels"])
     return accumulator.result(shares)
 
+
+
+def final_outcomes(task: str | tasks.Task, splits, final: dict) -> dict:
+    """The outcome of each checkpoint on each scored split (:mod:`robustkit.collapse`): the main
+    metric against the majority baseline of the training labels.
+
+    Parameters
+    ----------
+    splits : mapping of str to Dataset
+        The run's ``train`` split and every split scored in ``final`` (with ``label``).
+    final : dict
+        ``{checkpoint: {split: {metric: value}}}``, as a manifest's ``final``.
+
+    Returns
+    -------
+    dict
+        ``{checkpoint: {split: "ok" | "collapsed" | "diverged"}}``.
+    """
+    task = tasks.get_task(task)
+    metric = task.main_metric
+    train_labels = splits["train"]["label"]
+    result = {}
+    for name, scored in final.items():
+        result[name] = {}
+        for split, metrics in scored.items():
+            labels = splits[split]["label"]
+            baseline = majority_baseline(task, train_labels, labels)
+            result[name][split] = collapse.outcome(
+                metrics.get(metric, float("nan")), baseline, metric, len(labels), metrics.get("top_class_share"),
+                loss=metrics.get("loss"))
+    return result

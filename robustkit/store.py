@@ -249,7 +249,8 @@ def manifest_problem(manifest, folder: str | None = None) -> str | None:
     ``tsp``) and ``spec`` (an object of the kind's spec fields, each of its annotated type);
     where present, ``status`` is a known status, ``checkpoints`` maps names to ``{"step": int,
     "files": {file: sha256}}``, and the keys of :data:`_OPTIONAL` have their shapes. Other keys
-    are free (newer robustkit versions may add some).
+    are free (newer robustkit versions may add some). ``unknown`` lists the spec fields of an
+    imported run that nobody recorded (:mod:`robustkit.importing`): those hold null.
     """
     if not isinstance(manifest, dict):
         return f"a JSON {type(manifest).__name__} ({json.dumps(manifest)[:40]}), not an object"
@@ -266,9 +267,14 @@ def manifest_problem(manifest, folder: str | None = None) -> str | None:
     if not isinstance(spec, dict):
         return f"spec is {spec!r}, not an object of run settings"
     types = _SPEC_TYPES[kind]
+    unknown = manifest.get("unknown", [])
+    if not (isinstance(unknown, list) and all(name in types for name in unknown)):
+        return f"unknown is {json.dumps(unknown, default=str)[:60]}, expected a list of spec fields"
     for name, value in spec.items():
         if name not in types:
             return f"spec has an unknown field {name!r}"
+        if value is None and name in unknown:  # an imported run's setting nobody recorded
+            continue
         if types[name] is not None and not _is(value, types[name]):
             return f"spec field {name!r} is {value!r}, expected {_SPEC_ANNOTATIONS[kind][name]}"
     for key, (check, expected) in _OPTIONAL.items():
@@ -401,7 +407,11 @@ def read_spec(run_dir: str | Path) -> RunSpec:
     manifest = read_manifest(Path(run_dir))
     if manifest.get("kind") != "finetune":
         raise StoreError(f"{Path(run_dir).name!r} is not a fine-tuning run")
-    return RunSpec(**manifest["spec"])
+    # An imported run's unknown settings (seed, lr, ...) take their defaults here only so that a
+    # spec can rebuild the model: every tensor it needs comes from the checkpoint, none from an
+    # init seed. What the store reports (load_runs) keeps them unknown.
+    unknown = {name: SPEC_DEFAULTS[name] for name in manifest.get("unknown", []) if manifest["spec"].get(name) is None}
+    return RunSpec(**{**manifest["spec"], **unknown})
 
 
 def write_manifest(run_dir: Path, manifest: dict) -> None:
@@ -644,7 +654,10 @@ def load_runs(store: str | Path, include_tsp: bool = False, include_damaged: boo
         and ``outcome/<checkpoint>/<split>`` (``ok``, ``collapsed`` or ``diverged``, see
         :mod:`robustkit.collapse`; absent for runs trained before outcomes were recorded). A
         diverged run's final metrics are those of the finite checkpoints it kept, and its
-        outcome is ``diverged`` on every checkpoint and split.
+        outcome is ``diverged`` on every checkpoint and split. Runs put in the store by
+        ``robustkit import`` have ``imported_from`` (the folder they came from; None for runs
+        trained here) and ``unknown`` (the settings nobody recorded, e.g. ``("seed", "lr")``),
+        whose columns hold None for them.
     """
     rows, damaged = [], []
     for run_dir in run_folders(store):
@@ -658,6 +671,8 @@ def load_runs(store: str | Path, include_tsp: bool = False, include_damaged: boo
         spec = dict(manifest.get("spec", {}))
         row.update(identity_columns(spec.get("method"), spec.pop("method_options", None)))
         row.update(spec)
+        row["unknown"] = tuple(manifest.get("unknown", ()))
+        row["imported_from"] = manifest.get("import", {}).get("source")
         row["status"] = manifest.get("status")
         row["main_metric"] = manifest.get("main_metric")
         row["trainable_params"] = manifest.get("trainable", {}).get("count")
@@ -678,6 +693,8 @@ def load_runs(store: str | Path, include_tsp: bool = False, include_damaged: boo
         # runs stored before a spec field existed hold its default (a None default stays missing)
         frame = frame.assign(**{f: frame[f].fillna(_COLUMN_DEFAULTS[f]) if f in frame and _COLUMN_DEFAULTS[f] is not None
                                 else frame.get(f, _COLUMN_DEFAULTS[f]) for f in IDENTITY[1:]})
+        for name in {name for unknown in frame["unknown"] for name in unknown}:  # not guessed: missing
+            frame[name] = frame[name].mask(frame["unknown"].map(lambda u, n=name: n in u))
     if damaged and include_damaged:  # after the defaults: a damaged run's settings are unknown
         frame = pd.concat([frame, pd.DataFrame(damaged)], ignore_index=True).sort_values("run_id", ignore_index=True)
     return frame

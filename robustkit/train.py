@@ -35,10 +35,17 @@ from tqdm.auto import tqdm
 
 from robustkit import collapse, data, models, preflight, store, tasks
 from robustkit.errors import DamagedRunError, DataChangedError, RobustkitError, StoreError
-from robustkit.evaluate import EVAL_BATCH_SIZE, encode_split, eval_batches, evaluate, resolve_device, to_device
+from robustkit.evaluate import (
+    EVAL_BATCH_SIZE,
+    encode_split,
+    eval_batches,
+    evaluate,
+    final_outcomes,
+    resolve_device,
+    to_device,
+)
 from robustkit.methods import adaptation_of, adapter_parameter_counts
 from robustkit.methods.model_parts import count_parameters, layer_groups
-from robustkit.metrics import majority_baseline
 from robustkit.mixout import apply_mixout
 from robustkit.provenance import asset_hashes, package_versions
 from robustkit.run_model import (
@@ -447,7 +454,7 @@ def _rows_until(path: Path, step: int) -> list[dict]:
     return frame[frame["step"] <= step].to_dict("records")
 
 
-def _trainable_summary(model, names: list[str]) -> dict:
+def trainable_summary(model, names: list[str]) -> dict:
     """The manifest's ``trainable``: count and names of what trains, the model's total, the
     parameters the method added (``added``; ``total - added`` is the pretrained model with its
     head) and each bottleneck adapter module's count; and ``method_check``, the method's
@@ -510,7 +517,7 @@ class _Pretrain(_Loop):
                 "spec": dataclasses.asdict(spec),
                 "base_fingerprint": fingerprint,
                 "mlm_head_initialized": initialised,
-                "trainable": _trainable_summary(model, names),
+                "trainable": trainable_summary(model, names),
                 "assets": asset_hashes(spec.model, spec.task),
                 "data": data_record,
                 "n_texts": len(features),
@@ -606,7 +613,7 @@ class _Finetune(_Loop):
             "kind": "finetune",
             "spec": spec.to_dict(),
             "base_fingerprint": fingerprint,
-            "trainable": _trainable_summary(model, names),
+            "trainable": trainable_summary(model, names),
             "assets": asset_hashes(spec.model, spec.task),
             "data": self.data_record,
             "tsp_run": self.tsp_dir.name if self.tsp_dir else None,
@@ -737,15 +744,4 @@ class _Finetune(_Loop):
 
     def _outcomes(self, final: dict) -> dict:
         """``{checkpoint: {split: outcome}}`` of the main metric against the majority baseline."""
-        metric = self.task.main_metric
-        train_labels = self.splits["train"]["label"]
-        result = {}
-        for name, splits in final.items():
-            result[name] = {}
-            for split, metrics in splits.items():
-                labels = self.splits[split]["label"]
-                baseline = majority_baseline(self.task, train_labels, labels)
-                result[name][split] = collapse.outcome(
-                    metrics.get(metric, float("nan")), baseline, metric, len(labels), metrics.get("top_class_share"),
-                    loss=metrics.get("loss"))
-        return result
+        return final_outcomes(self.task, self.splits, final)

@@ -17,6 +17,7 @@ adapterhub
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -143,7 +144,8 @@ class PromptRemover:
 
 
 def load_config_string(text: str) -> AdapterConfig:
-    """AdapterHub's config for a config string (``lora[r=4]``, ``seq_bn|prefix_tuning``).
+    """AdapterHub's config for a config string (``lora[r=4]``, ``seq_bn|prefix_tuning``) or a
+    config written out as a JSON object (``{"architecture": "lora", ...}``).
 
     Raises
     ------
@@ -155,15 +157,23 @@ def load_config_string(text: str) -> AdapterConfig:
 
     if os.path.exists(text):
         raise ValueError("config files are not accepted (a run's identity is the config string): write the config as a string")
-    config = AdapterConfig.load(text)
+    config = AdapterConfig.load(json.loads(text) if text.lstrip().startswith("{") else text)
     if config is None:
         raise ValueError("empty config")
     return config
 
 
+def config_json(config: Mapping[str, Any]) -> str:
+    """A config's one JSON spelling (keys sorted, no spaces): the same config, the same run id."""
+    return json.dumps(config, sort_keys=True, separators=(",", ":"))
+
+
 def _config_string(text: str) -> str:
-    """Normalise (no spaces) and check an AdapterHub config string."""
-    text = "".join(text.split())
+    """Normalise (no spaces; a JSON config in its one spelling) and check an AdapterHub config string."""
+    try:
+        text = config_json(json.loads(text)) if text.lstrip().startswith("{") else "".join(text.split())
+    except ValueError as error:
+        raise ValueError(f"not a JSON config ({error})") from None
     try:
         load_config_string(text)
     except (ValueError, TypeError, KeyError) as error:

@@ -88,7 +88,7 @@ def test_representations_are_each_tokens_own_hidden_states(rt_store):
 
 def test_step0_checkpoint_matches_the_base(rt_store):
     frame = similarity.run(rt_store, tokens=TOKENS, checkpoint="step-0", progress=False)
-    assert list(frame.columns) == similarity.COLUMNS
+    assert list(frame.columns) == [*similarity.COLUMNS, "outcome"]
     assert sorted(frame["layer"].unique()) == list(range(N_LAYERS + 1))
     assert len(frame) == 2 * 2 * (N_LAYERS + 1)  # runs x measures x layers
     # adapters sit inside the encoder layers: the embedding output is the base's, exactly
@@ -178,3 +178,18 @@ def test_a_run_with_non_finite_weights_gets_nan_and_a_warning(rt_store, tmp_path
     with pytest.warns(UserWarning, match="NaN"):
         again = similarity.run(runs, ["method=full"], tokens=TOKENS, checkpoint="best", progress=False)
     pd.testing.assert_frame_equal(again, frame)
+
+
+def test_figure_leaves_collapsed_runs_out_and_counts_them():
+    """A collapsed run's representations are no result: not in the mean, counted in the legend."""
+    rows = [{"run_id": f"r{seed}", "task": "rt", "method": "prefix", "model": "m", "layer": layer, "measure": "rsa",
+             "value": value, "outcome": outcome, "seed": seed}
+            for seed, (value, outcome) in enumerate([(0.9, "ok"), (0.1, "collapsed"), (0.2, "collapsed")])
+            for layer in (0, 1)]
+    fig = rsa_by_layer(pd.DataFrame(rows), "rsa")
+    line = fig.axes[0].get_lines()[0]
+    assert list(line.get_ydata()) == [0.9, 0.9]
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert any("n=1 run; 2 collapsed left out" in label for label in labels), labels
+    every_run_failed = rsa_by_layer(pd.DataFrame(rows).query("outcome == 'collapsed'"), "rsa")
+    assert any("n=0 runs; 2 collapsed left out" in t.get_text() for t in every_run_failed.axes[0].get_legend().get_texts())

@@ -342,5 +342,4 @@ def with_outcomes(summary: pd.DataFrame, store: str | Path, checkpoint: str = "b
     """
     from robustkit.analysis import scores
 
-    victims = scores.outcomes(store, {"run_id": list(summary["run_id"].unique())}, checkpoint=checkpoint, split="test")
-    return summary.merge(victims[["run_id", "outcome"]], on="run_id", how="left").fillna({"outcome": "ok"})
+    return scores.with_outcomes(summary, store, checkpoint=checkpoint)

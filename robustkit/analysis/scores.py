@@ -97,6 +97,20 @@ def outcomes(
     return frame[OUTCOME_COLUMNS].sort_values(["task", "method", "tsp_step", "seed"], kind="stable").reset_index(drop=True)
 
 
+def with_outcomes(frame: pd.DataFrame, store: str | Path, checkpoint: str = "best", split: str = "test") -> pd.DataFrame:
+    """``frame`` (rows with a ``run_id``) + each run's ``outcome`` on ``split`` at ``checkpoint``
+    (:mod:`robustkit.collapse`; ``ok`` for a checkpoint with no score, such as ``step-0``).
+
+    A run stuck at the majority class (or diverged) is no result: what a figure computes from
+    it (its robustness, its representations' drift) is left out of means and claims, and
+    counted as such.
+    """
+    if checkpoint not in ("best", "last") or frame.empty:
+        return frame.assign(outcome=collapse.OK)
+    runs = outcomes(store, {"run_id": list(frame["run_id"].unique())}, checkpoint=checkpoint, split=split)
+    return frame.merge(runs[["run_id", "outcome"]], on="run_id", how="left").fillna({"outcome": collapse.OK})
+
+
 def epoch_outcomes(
     store: str | Path,
     select: dict | list[str] | None = None,

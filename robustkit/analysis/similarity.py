@@ -23,6 +23,7 @@ import pandas as pd
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from robustkit.analysis import scores
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.representations import (
     MAX_LENGTH,
@@ -88,7 +89,10 @@ def run(
         One row per run x layer x measure: identity columns, ``checkpoint``, ``tokens``,
         ``layer`` (0 = embeddings, 1..L = encoder layers), ``measure`` (``rsa``, ``cka``),
         ``value`` (1 = the base's representational geometry unchanged; NaN where either
-        model's representations at that layer are non-finite or constant, with a warning).
+        model's representations at that layer are non-finite or constant, with a warning),
+        ``outcome`` of the run at ``checkpoint`` on its test split (``ok``, ``collapsed``,
+        ``diverged``: :func:`robustkit.analysis.scores.with_outcomes`), which figures and
+        claims leave out.
     """
     runs = select_runs(store, select)
     settings = {"tokens": tokens, "seed": seed, "max_length": max_length, "split": split}
@@ -98,7 +102,7 @@ def run(
             frames.extend(_group(group, settings, checkpoint, batch_size, device, bar))
     frame = pd.concat(frames, ignore_index=True)[COLUMNS]
     _warn_nan(frame)
-    return frame
+    return scores.with_outcomes(frame, store, checkpoint)
 
 
 def _warn_nan(frame: pd.DataFrame) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
+from robustkit import collapse
 from robustkit.plots import style
 from robustkit.plots.style import method_color, method_label, plt
 
@@ -19,14 +20,15 @@ def rsa_by_layer(frame: pd.DataFrame, measure: str = "rsa") -> Figure:
     """Similarity to the base model against layer, one line per method, one panel per task.
 
     Each point is the mean over the runs (seeds) of a configuration, with ±1 standard deviation
-    as error bars; the legend (under the figure) gives the number of runs. Panels share one y
-    scale.
+    as error bars; the legend (under the figure) gives the number of runs. Runs whose
+    ``outcome`` is collapsed or diverged are left out of the lines (their representations
+    are no result) and counted in the legend. Panels share one y scale.
 
     Parameters
     ----------
     frame : DataFrame
         :func:`robustkit.analysis.similarity.run` output: columns ``task, method, layer,
-        measure, value``, and optionally ``tokens`` and the identity columns.
+        measure, value``, and optionally ``tokens``, ``outcome`` and the identity columns.
     measure : str
         ``rsa`` or ``cka``.
 
@@ -51,8 +53,10 @@ def rsa_by_layer(frame: pd.DataFrame, measure: str = "rsa") -> Figure:
             handles.setdefault(label, handle)
     style.set_title(fig, style.paper_title("He et al. 2021, figures 2 and 7", data))
     style.legend_below(fig, axes[0][0], list(handles.values()), ncols=2)
+    failed = "Collapsed or diverged runs are left out of the lines (counted in the legend). " \
+        if "outcome" in data and (data["outcome"] != collapse.OK).any() else ""
     style.add_note(fig, "Points: mean over the runs (seeds) of a configuration; error bars: ±1 std over them (ddof 1). "
-                        "Dotted line: the base model itself (similarity 1).")
+                        f"{failed}Dotted line: the base model itself (similarity 1).")
     return fig
 
 
@@ -73,10 +77,18 @@ def _panel(ax, data: pd.DataFrame, task: str, measure: str) -> None:
 
 
 def _line(ax, group: pd.DataFrame, method: str, config: dict, style: str) -> None:
+    failed = group[group["outcome"] != collapse.OK] if "outcome" in group else group.iloc[:0]
+    group = group.drop(failed.index)
     stats = group.groupby("layer")["value"].agg(["mean", "std", "count"]).sort_index()
-    runs = group["run_id"].nunique() if "run_id" in group.columns else int(stats["count"].max())
+    runs = group["run_id"].nunique() if "run_id" in group.columns else int(stats["count"].max() if len(stats) else 0)
     extra = ", ".join(f"{k}={v}" for k, v in config.items())
-    label = f"{method_label(method)}{f' [{extra}]' if extra else ''} (n={runs} run{'s' if runs != 1 else ''})"
+    left_out = ", ".join(f"{n} {outcome} left out" for outcome, n in
+                         failed.groupby("outcome")["run_id"].nunique().items()) if len(failed) else ""
+    label = (f"{method_label(method)}{f' [{extra}]' if extra else ''} (n={runs} run{'s' if runs != 1 else ''}"
+             f"{f'; {left_out}' if left_out else ''})")
+    if stats.empty:  # every run failed: in the legend only
+        ax.plot([], [], color=method_color(method), linestyle=style, marker="o", markersize=3, label=label)
+        return
     ax.errorbar(
         stats.index, stats["mean"], yerr=stats["std"].fillna(0.0), color=method_color(method), linestyle=style,
         marker="o", markersize=3, capsize=3, linewidth=1.2, label=label,

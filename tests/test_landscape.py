@@ -159,3 +159,18 @@ def test_landscape_figure_renders_as_pdf(tiny_store, tmp_path):
     assert path.read_bytes()[:5] == b"%PDF-"
     with pytest.raises(ValueError, match="no rows"):
         landscape_curves(frame, split="train")
+
+
+def test_figure_leaves_collapsed_runs_out_and_counts_them():
+    """A collapsed run's loss curve is no result: not in the mean line, counted in the legend."""
+    import pandas as pd
+
+    from robustkit.plots.landscape import landscape_curves
+
+    rows = [{"run_id": f"r{seed}", "task": "rt", "method": "prefix", "tsp_step": 0, "checkpoint": "best", "alpha": alpha,
+             "split": "validation", "metric": "loss", "value": value + alpha, "outcome": outcome}
+            for seed, (value, outcome) in enumerate([(0.5, "ok"), (3.0, "collapsed")]) for alpha in (0.0, 1.0)]
+    fig = landscape_curves(pd.DataFrame(rows))
+    line = fig.axes[0].get_lines()[0]
+    assert list(line.get_ydata()) == [0.5, 1.5]
+    assert "n=1 run; 1 collapsed left out" in line.get_label()

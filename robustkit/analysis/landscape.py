@@ -27,6 +27,7 @@ import torch
 from tqdm.auto import tqdm
 
 from robustkit import tasks
+from robustkit.analysis import scores
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.select import select_runs
 from robustkit.run_model import build_classifier, load_tensors
@@ -264,7 +265,8 @@ def run(
     -------
     DataFrame
         Identity columns + ``checkpoint`` (theta_1's name), ``alpha``, ``split``, ``metric``
-        (``loss`` or a task metric), ``value``. Cached under
+        (``loss`` or a task metric), ``value``, and the run's ``outcome`` at ``checkpoint``
+        (:func:`robustkit.analysis.scores.with_outcomes`). Cached under
         ``<store>/.cache/landscape/`` by the sha256 of both checkpoints and the parameters.
     """
     grid = _as_grid(alphas)
@@ -272,7 +274,7 @@ def run(
     params = {"alphas": grid.tolist(), "splits": list(splits), "checkpoint": checkpoint, "batch_size": EVAL_BATCH_SIZE}
     frame = each_run(select_runs(store, select), ANALYSIS, params, ["step-0", checkpoint],
                      lambda row: landscape_run(row["path"], grid, splits, checkpoint, progress, device))
-    return frame.assign(checkpoint=checkpoint)[COLUMNS]
+    return scores.with_outcomes(frame.assign(checkpoint=checkpoint)[COLUMNS], store, checkpoint)
 
 
 def _checked_splits(splits: Sequence[str]) -> tuple[str, ...]:

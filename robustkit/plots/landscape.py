@@ -15,7 +15,8 @@ _STYLES = ("-", "--", ":", "-.")
 def landscape_curves(frame: pd.DataFrame, metric: str = "loss", split: str = "validation", log: bool = False) -> Figure:
     """f(alpha) = L(theta_0 + alpha (theta_1 - theta_0)) per task, one line per method.
 
-    Lines are the mean over runs (seeds) with a +-1 std band; dotted and dashed verticals mark
+    Lines are the mean over runs (seeds) with a +-1 std band; runs whose ``outcome`` is
+    collapsed or diverged are left out of them and counted in the legend; dotted and dashed verticals mark
     alpha = 0 (theta_0, before tuning) and alpha = 1 (theta_1, after tuning). When runs of
     several TSP steps are given, each (method, TSP step) gets its own line style.
 
@@ -23,7 +24,7 @@ def landscape_curves(frame: pd.DataFrame, metric: str = "loss", split: str = "va
     ----------
     frame : DataFrame
         :func:`robustkit.analysis.landscape.run` output (identity columns + ``checkpoint,
-        alpha, split, metric, value``).
+        alpha, split, metric, value, outcome``).
     metric : str
         ``loss`` (default) or a task metric.
     split : str
@@ -59,14 +60,19 @@ def landscape_curves(frame: pd.DataFrame, metric: str = "loss", split: str = "va
             handles.setdefault(label, handle)
     style.set_title(fig, style.paper_title("He et al. 2021, figure 6", data))
     style.legend_below(fig, axes[0][0], list(handles.values()), ncols=2)
-    style.add_note(fig, "Lines: mean over the runs (seeds) of a configuration; bands: ±1 std over them (ddof 1).")
+    failed = " Collapsed or diverged runs are left out of the lines (counted in the legend)." \
+        if "outcome" in data and (data["outcome"] != "ok").any() else ""
+    style.add_note(fig, f"Lines: mean over the runs (seeds) of a configuration; bands: ±1 std over them (ddof 1).{failed}")
     return fig
 
 
 def _line(ax, group: pd.DataFrame, method: str, tsp: int, linestyle: str, several_tsp: bool) -> None:
-    stats = group.groupby("alpha")["value"].agg(["mean", "std"]).sort_index() * style.scale(str(group["metric"].iloc[0]))
+    metric = str(group["metric"].iloc[0])
+    group, left_out = style.without_failed(group)
+    stats = group.groupby("alpha")["value"].agg(["mean", "std"]).sort_index() * style.scale(metric)
     n = group["run_id"].nunique()
-    label = f"{method_label(method)}{f', TSP {tsp} steps' if several_tsp else ''} (n={n} runs)"
+    label = (f"{method_label(method)}{f', TSP {tsp} steps' if several_tsp else ''} (n={n} run{'s' if n != 1 else ''}"
+             f"{f'; {left_out}' if left_out else ''})")
     color = method_color(method)
     ax.plot(stats.index, stats["mean"], marker="o", markersize=3, color=color, linestyle=linestyle, label=label)
     if n > 1:

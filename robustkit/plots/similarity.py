@@ -76,21 +76,18 @@ def _panel(ax, data: pd.DataFrame, task: str, measure: str) -> None:
     ax.grid(alpha=0.3)
 
 
-def _line(ax, group: pd.DataFrame, method: str, config: dict, style: str) -> None:
-    failed = group[group["outcome"] != collapse.OK] if "outcome" in group else group.iloc[:0]
-    group = group.drop(failed.index)
+def _line(ax, group: pd.DataFrame, method: str, config: dict, linestyle: str) -> None:
+    group, left_out = style.without_failed(group)
     stats = group.groupby("layer")["value"].agg(["mean", "std", "count"]).sort_index()
     runs = group["run_id"].nunique() if "run_id" in group.columns else int(stats["count"].max() if len(stats) else 0)
     extra = ", ".join(f"{k}={v}" for k, v in config.items())
-    left_out = ", ".join(f"{n} {outcome} left out" for outcome, n in
-                         failed.groupby("outcome")["run_id"].nunique().items()) if len(failed) else ""
     label = (f"{method_label(method)}{f' [{extra}]' if extra else ''} (n={runs} run{'s' if runs != 1 else ''}"
              f"{f'; {left_out}' if left_out else ''})")
     if stats.empty:  # every run failed: in the legend only
-        ax.plot([], [], color=method_color(method), linestyle=style, marker="o", markersize=3, label=label)
+        ax.plot([], [], color=method_color(method), linestyle=linestyle, marker="o", markersize=3, label=label)
         return
     ax.errorbar(
-        stats.index, stats["mean"], yerr=stats["std"].fillna(0.0), color=method_color(method), linestyle=style,
+        stats.index, stats["mean"], yerr=stats["std"].fillna(0.0), color=method_color(method), linestyle=linestyle,
         marker="o", markersize=3, capsize=3, linewidth=1.2, label=label,
     )
 

@@ -111,6 +111,20 @@ def _values(frame: pd.DataFrame, column: str) -> list[str]:
     return sorted(map(str, frame[column].dropna().unique())) if column in frame else []
 
 
+def without_failed(runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The rows of runs whose ``outcome`` is ``ok`` (all rows without the column), and what was
+    left out, for a legend (``"2 collapsed left out"``; empty when nothing was).
+
+    A collapsed or diverged run is no result (:mod:`robustkit.collapse`): a line's mean is over
+    the other runs, and the legend counts the rest.
+    """
+    if "outcome" not in runs:
+        return runs, ""
+    failed = runs[runs["outcome"] != "ok"]
+    left_out = ", ".join(f"{n} {outcome} left out" for outcome, n in failed.groupby("outcome")["run_id"].nunique().items())
+    return runs.drop(failed.index), left_out
+
+
 def collapsed_handle() -> Line2D:
     """Legend entry of the collapsed-run marker."""
     return Line2D([], [], **COLLAPSED_STYLE, label=COLLAPSED_LABEL)

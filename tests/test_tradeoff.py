@@ -270,3 +270,15 @@ def test_plot_commands_write_pdfs(fake_store, tmp_path, capsys):
         assert out.read_bytes()[:5] == b"%PDF-"
     assert main(["analyze", "tradeoff", str(fake_store), "--select", "method=houlsby"]) == 0
     assert "houlsby" in capsys.readouterr().out
+
+
+def test_tradeoff_legend_counts_the_runs_in_each_mean_and_the_failed_ones_apart():
+    """A point whose runs mostly collapsed says n of the runs averaged, not of the runs trained."""
+    frame = _synthetic()
+    houlsby = frame.index[(frame.method == "houlsby") & (frame.adapter_sharing == "none") & (frame.seed > 0)]
+    frame.loc[houlsby, ["value", "outcome", "failed"]] = [0.5, "collapsed", True]
+    fig = tradeoff_figure(frame)
+    axis = next(ax for ax in fig.axes if ax.get_xlabel().startswith("trained parameters (count"))
+    labels = [text.get_text() for text in axis.get_legend().get_texts()]
+    assert any(label.startswith("with adapters (Houlsby) (n=1 run per point;") and "failed, left out" in label
+               for label in labels), labels

@@ -134,9 +134,11 @@ def _reference(ax: plt.Axes, points: pd.DataFrame, factor: float, label: str) ->
 
 def _label(series: str, method: str, points: pd.DataFrame) -> str:
     name = method_label(method) + series[len(method):]
-    low, high = int(points["n_runs"].min()), int(points["n_runs"].max())
+    # n counts the runs in a point's mean; collapsed or diverged ones are left out and counted apart
+    low, high = int(points["n"].min()), int(points["n"].max())
     runs = f"n={low}" if low == high else f"n={low}-{high}"
-    return f"{name} ({runs} runs per point)"
+    failed = int((points["n_runs"] - points["n"]).sum())
+    return f"{name} ({runs} run{'s' if high != 1 else ''} per point{f'; {failed} failed, left out' if failed else ''})"
 
 
 def _annotate_points(ax: plt.Axes, points: pd.DataFrame, method: str, factor: float) -> None:

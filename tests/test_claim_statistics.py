@@ -70,3 +70,19 @@ def test_unknown_statistic_or_parameter():
 def test_unknown_parameter_is_refused(tiny_store, ids):
     with pytest.raises(RobustkitError, match="unknown statistic parameter"):
         claim_statistics.compute("overfit", tiny_store, ids, {"colour": "red"})
+
+
+@pytest.mark.parametrize("statistic, params", [
+    ("rsa", {"tokens": 50}), ("rsa", {"tokens": 50, "layer": "top"}), ("landscape-curvature", {"alphas": "-2:2:21"}),
+    ("score", {}), ("ablation-max-single-drop", {})])
+def test_each_statistic_carries_the_claims_outcome(tiny_store, ids, statistic, params):
+    """The outcome a claim leaves runs out by is the store's on the claim's split and checkpoint,
+    in one ``outcome`` column, even where the analysis frame carries its own (similarity.run's
+    once made it outcome_x / outcome_y, and no collapsed run was left out)."""
+    from robustkit.analysis import scores
+
+    houlsby = [i for i in ids if "houlsby" in i]
+    frame = claim_statistics.compute(statistic, tiny_store, houlsby, params)
+    assert "outcome" in frame and not {"outcome_x", "outcome_y"} & set(frame.columns)
+    expected = scores.outcomes(tiny_store, {"run_id": houlsby}, checkpoint="best", split="test").set_index("run_id")["outcome"]
+    assert (frame["outcome"].to_numpy() == expected.loc[frame["run_id"]].to_numpy()).all()

@@ -315,4 +315,8 @@ def _with_outcome(store: str | Path, run_ids: list[str], frame: pd.DataFrame, ou
     if unknown:
         raise RobustkitError(f"unknown statistic parameter(s): {', '.join(sorted(unknown))}")
     outcomes = scores.outcomes(store, {"run_id": run_ids}, checkpoint=outcome_checkpoint, split=outcome_split)
+    # An analysis frame may carry its own outcome (e.g. similarity.run's, for its figure): the
+    # claim's outcome split and checkpoint decide here. Merging both gave outcome_x / outcome_y
+    # and no ``outcome``, so no run was left out.
+    frame = frame.drop(columns=["outcome"], errors="ignore")
     return frame.merge(outcomes[["run_id", "outcome"]], on="run_id", how="left").fillna({"outcome": "ok"})

@@ -91,7 +91,7 @@ def _specs_from_args(args) -> list:
 
     fields = dict(
         model=args.model, task=args.task, method=args.method, lr=args.lr, epochs=args.epochs,
-        batch_size=args.batch_size, max_length=args.max_length, adapter_size=args.adapter_size,
+        batch_size=args.batch_size, max_length=args.max_length,
         warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay, max_grad_norm=args.max_grad_norm,
         eval_every=args.eval_every, tsp_lr=args.tsp_lr, tsp_batch_size=args.tsp_batch_size,
         tsp_seed=args.tsp_seed, train_size=args.train_size, split_seed=args.split_seed, data_dir=args.data_dir,

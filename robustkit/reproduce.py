@@ -201,19 +201,41 @@ def write_index(figures: str | Path, scale: str, recipes: str | Path = RECIPE_DI
         "|---|---|---|---|---|---|---|---|---|",
     ]
     defaults = load_defaults(recipes)
+    path = figures / "README.md"
+    before = _index_rows(path)
     for name in list_recipes(recipes):
         recipe = load_recipe(name, recipes)
         if scale in recipe.scales and (figures / recipe.output).is_file():
             specs = recipe.specs(scale, defaults)
             judged = verdicts[verdicts["recipe"] == name] if len(verdicts) else verdicts
+            collapsed = _collapsed(recipe, scale, specs, runs)
+            stored = len({spec.run_id for spec in specs} & set(runs["run_id"]))
+            if stored < len({spec.run_id for spec in specs}):
+                if recipe.output in before:  # drawn from a store that held its runs: keep its count
+                    collapsed = before[recipe.output][COLLAPSED_CELL]
+                elif stored:
+                    collapsed += f"; only {stored} of its {len(specs)} runs are in {store}"
             cells = [f"[{recipe.output}]({recipe.output})", _paper_label(name), recipe.title, subtitle(recipe, scale, defaults),
-                     _per_group(specs), _collapsed(recipe, scale, specs, runs), _verdict_cell(judged),
+                     _per_group(specs), collapsed, _verdict_cell(judged),
                      _differences(recipe, scale, defaults), f"`robustkit reproduce {name} --scale {scale}`"]
             lines.append("| " + " | ".join(c.replace("|", "/").replace("\n", "<br>") for c in cells) + " |")
-    path = figures / "README.md"
     figures.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+COLLAPSED_CELL = 5  # the index's "collapsed" column
+
+
+def _index_rows(path: Path) -> dict[str, list[str]]:
+    """The cells of an existing index's figure rows, by figure file (empty when there is none)."""
+    rows = {}
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            if line.startswith("| [") and "](" in line:
+                cells = [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+                rows[cells[0][1 : cells[0].index("]")]] = cells
+    return rows
 
 
 def _per_group(specs) -> str:

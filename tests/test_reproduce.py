@@ -163,6 +163,15 @@ def test_claims_are_judged_printed_under_the_figure_and_indexed(tmp_path, recipe
     index = (figures / "README.md").read_text()
     assert "**inconclusive** (spread: too few runs to test" in index and "bert-tiny on rte" in index
     assert "houlsby 2, full 2" in index and "houlsby 2/2, full 2/2 (best/validation)" in index  # runs per group, collapsed
+    # re-indexed from a store that lacks the recipe's runs (another scale's, a fresh one): the
+    # count stays the one of the store that drew the figure; once it said "0/0" or "0/1"
+    from robustkit.reproduce import write_index
+
+    write_index(figures, "demo", recipe_dir, store=tmp_path / "elsewhere")
+    assert "houlsby 2/2, full 2/2 (best/validation)" in (figures / "README.md").read_text()
+    (figures / "README.md").unlink()
+    write_index(figures, "demo", recipe_dir, store=tmp_path / "elsewhere")
+    assert "| not recorded |" in (figures / "README.md").read_text()
     capsys.readouterr()
     assert main(["claims", "toy/seeds", "--store", str(store), "--recipe-dir", str(recipe_dir), "-o", str(tmp_path / "c.csv")]) == 0
     printed = capsys.readouterr().out

@@ -121,7 +121,8 @@ def _analyze_curvature(args) -> int:
 
     frame = curvature.run(args.store, args.select, checkpoints=args.checkpoints.split(","), examples=args.examples,
                           grouping=args.grouping, max_iterations=args.max_iterations, tol=args.tol, samples=args.samples,
-                          seed=args.seed, block_eigenvalues=not args.no_block_eigenvalues, device=args.device)
+                          seed=args.seed, block_eigenvalues=not args.no_block_eigenvalues, device=args.device,
+                          micro_batch=args.micro_batch)
     return _write_or_print(frame, args.output, curvature.summarize(frame))
 
 
@@ -223,6 +224,7 @@ def add_analyze_commands(commands) -> None:
     curv.add_argument("--seed", type=int, default=0, help="seed of the batch and the random vectors; default: 0")
     curv.add_argument("--no-block-eigenvalues", action="store_true", help="skip the per-block power iterations (the costly part with --grouping module); traces stay per block")
     curv.add_argument("--device", help="where the products run: cpu, cuda; default: the GPU if there is one")
+    curv.add_argument("--micro-batch", type=int, help="run each Hessian-vector product in parts of this many examples, one part's graph in memory at a time (the same numbers up to rounding; the graph is rebuilt at every product, so slower); default: the whole batch, its graph built once")
     curv.add_argument("-o", "--output", help="write the tidy result (per run x checkpoint x block x estimator) to this parquet file")
     curv.set_defaults(func=_analyze_curvature)
 

@@ -107,6 +107,50 @@ def test_mlp_eigenvalue_trace_and_blocks_equal_the_exact_hessian():
         assert abs(traces[name].value - float(exact)) < 4 * traces[name].std_error, name
 
 
+def test_a_loss_in_weighted_parts_gives_the_whole_batchs_products():
+    """Micro-batches of unequal sizes, weighted by their share of the examples: the same H v as
+    the whole batch (and as the exact Hessian), the same gradient, one part's graph at a time."""
+    model, x, y = _mlp()
+    names = [n for n, _ in model.named_parameters()]
+    hessian, _ = _exact_hessian(model, x, y, names)
+    params = [p for _, p in model.named_parameters()]
+    loss = torch.nn.functional.cross_entropy
+    whole = HessianVectorProduct(lambda: loss(model(x), y), params)
+    cuts = [(0, 5), (5, 6), (6, 16)]  # 5, 1 and 10 examples
+    parts = HessianVectorProduct([((b - a) / 16, lambda a=a, b=b: loss(model(x[a:b]), y[a:b])) for a, b in cuts], params)
+    v = [torch.randn(p.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(1)) for p in params]
+    exact = hessian @ torch.cat([t.reshape(-1) for t in v])
+    in_parts = torch.cat([t.reshape(-1) for t in parts(v)])
+    assert parts.products == 1  # counted per product, not per part
+    torch.testing.assert_close(in_parts, torch.cat([t.reshape(-1) for t in whole(v)]), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(in_parts, exact, rtol=1e-10, atol=1e-12)
+    for a, b in zip(parts.gradient(), whole.gradient()):
+        torch.testing.assert_close(a, b.detach(), rtol=1e-12, atol=1e-12)
+    block = parts([t for t in v[2:]], [2, 3])  # a block of a loss in parts, too
+    start = sum(p.numel() for p in params[:2])
+    torch.testing.assert_close(torch.cat([t.reshape(-1) for t in block]),
+                               hessian[start:, start:] @ torch.cat([t.reshape(-1) for t in v[2:]]), rtol=1e-10, atol=1e-12)
+    assert top_eigenvalue(parts, max_iterations=2000, tol=1e-12).value == pytest.approx(
+        float(torch.linalg.eigvalsh(hessian).max()), rel=1e-6)
+
+
+def test_micro_batches_weigh_parts_by_their_loss_terms():
+    batch = {"input_ids": torch.arange(10).reshape(5, 2), "labels": torch.tensor([0, 1, 1, 0, 1])}
+    parts = curvature.micro_batches(batch, 2)
+    assert [w for w, _ in parts] == [0.4, 0.4, 0.2]
+    assert torch.equal(torch.cat([p["input_ids"] for _, p in parts]), batch["input_ids"])
+    # a masked-LM batch: the loss is a mean over masked tokens (labels other than -100)
+    masked = {"input_ids": torch.zeros(3, 4, dtype=torch.long),
+              "labels": torch.tensor([[-100, 5, -100, 7], [-100] * 4, [3, -100, -100, -100]])}
+    parts = curvature.micro_batches(masked, 1)
+    assert [w for w, _ in parts] == [pytest.approx(2 / 3), pytest.approx(1 / 3)]  # the all -100 row has no term
+    assert torch.equal(parts[1][1]["labels"], masked["labels"][2:])
+    regression = {"labels": torch.tensor([0.5, -100.0, 2.0])}
+    assert [w for w, _ in curvature.micro_batches(regression, 2)] == [pytest.approx(2 / 3), pytest.approx(1 / 3)]
+    with pytest.raises(Exception, match="at least 1"):
+        curvature.micro_batches(batch, 0)
+
+
 def test_blocks_follow_the_gradient_norm_layer_groups():
     names = ["bert.embeddings.word_embeddings.weight", "bert.encoder.layer.0.attention.self.query.weight",
              "bert.encoder.layer.0.attention.self.query.bias", "bert.encoder.layer.1.output.dense.weight",
@@ -143,6 +187,11 @@ def test_curvature_of_runs_is_cached_and_over_trained_tensors_only(tiny_store, m
     for checkpoint, group in layers.groupby("checkpoint"):  # block traces add up to the whole trace
         assert group["value"].sum() == pytest.approx(whole.loc[(checkpoint, "trace"), "value"], rel=1e-6)
     assert np.isfinite(frame["value"]).all() and (frame["spread"].dropna() >= 0).all()
+    # in micro-batches of 3 (parts of 3, 3, 2 examples): the same numbers up to float32 rounding
+    parts = curvature.curvature_run(run_dir, "best", examples=8, max_iterations=3, samples=3, micro_batch=3)
+    best = frame[frame["checkpoint"] == "best"].reset_index(drop=True)
+    np.testing.assert_allclose(parts["value"], best["value"], rtol=1e-3, atol=1e-6)
+    assert parts[["scope", "group", "estimator", "n_params"]].equals(best[["scope", "group", "estimator", "n_params"]])
     # the second call reads the cache: nothing is computed
     monkeypatch.setattr(curvature, "curvature_run", lambda *a, **k: pytest.fail("recomputed"))
     pd.testing.assert_frame_equal(curvature.run(tiny_store, **options), frame)
@@ -175,3 +224,8 @@ def test_curvature_at_the_tsp_checkpoint_uses_the_masked_lm_loss(tmp_path, rte_f
     trained = store.read_manifest(tsp_dir)["trainable"]["count"]
     assert (frame.loc[frame["checkpoint"] == "tsp", "n_params"] == trained).all()
     assert whole[("tsp", "trace")] != whole[("step-0", "trace")]
+    # the masked-LM loss in micro-batches: parts weighted by their masked tokens give the same numbers
+    run_dir = next(p for p in (tmp_path / "runs").iterdir() if not p.name.startswith("tsp-") and p.is_dir()
+                   and not p.name.startswith("."))
+    parts = curvature.tsp_curvature_run(run_dir, examples=8, max_iterations=3, samples=3, grouping="none", micro_batch=3)
+    np.testing.assert_allclose(parts["value"], frame[frame["checkpoint"] == "tsp"]["value"], rtol=1e-3, atol=1e-6)

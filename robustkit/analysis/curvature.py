@@ -111,6 +111,41 @@ def blocks(names: Sequence[str], grouping: str = "layer", layer_of: Mapping[str,
     return groups
 
 
+def micro_batches(batch: Mapping[str, torch.Tensor], size: int) -> list[tuple[float, dict[str, torch.Tensor]]]:
+    """One batch as consecutive micro-batches of ``size`` examples, each with its share of the
+    loss, so that the batch's mean loss is sum_k w_k (mean loss of part k).
+
+    Parameters
+    ----------
+    batch : mapping of str to Tensor
+        Model inputs with ``labels``; every tensor has the examples along dim 0 (shape
+        (n, ...)). Padding is kept as it is, so each example is computed exactly as in the
+        whole batch.
+    size : int
+        Examples per part (the last part may hold fewer).
+
+    Returns
+    -------
+    list of (float, dict)
+        (w_k, part_k): w_k is the part's loss terms over the batch's (integer labels: the
+        entries other than -100, the examples of a classifier or the masked tokens of a
+        masked-LM batch; float labels: every entry). Parts without a loss term are left out.
+    """
+    if size < 1:
+        raise RobustkitError(f"micro_batch must be at least 1, got {size}")
+    labels = batch["labels"]
+    terms = (labels != -100) if not labels.is_floating_point() else torch.ones_like(labels, dtype=torch.bool)
+    total = int(terms.sum())
+    if total == 0:
+        raise RobustkitError("the batch has no loss terms (every label is -100)")
+    parts = []
+    for start in range(0, labels.shape[0], size):
+        count = int(terms[start:start + size].sum())
+        if count:
+            parts.append((count / total, {k: v[start:start + size] for k, v in batch.items()}))
+    return parts
+
+
 def model_curvature(
     model: torch.nn.Module,
     names: Sequence[str],
@@ -123,6 +158,7 @@ def model_curvature(
     block_eigenvalues: bool = True,
     progress: bool = False,
     loss: Callable[[torch.nn.Module, dict], torch.Tensor] | None = None,
+    micro_batch: int | None = None,
 ) -> pd.DataFrame:
     """Top eigenvalue and trace of the Hessian of ``model``'s loss on ``batch``, over ``names``.
 
@@ -147,6 +183,11 @@ def model_curvature(
         Also run a power iteration per block (one per block: the costly part with many blocks).
     loss : callable, optional
         ``loss(model, inputs) -> Tensor``; default ``model(**inputs).loss``.
+    micro_batch : int, optional
+        Examples per part: each Hessian-vector product runs the batch in parts of this size
+        (:func:`micro_batches`), holding one part's graph at a time instead of the whole
+        batch's (less memory, rebuilt at every product: more time). The same numbers up to
+        float rounding. Default: the whole batch, its graph built once.
 
     Returns
     -------
@@ -179,8 +220,12 @@ def model_curvature(
             parameter.requires_grad_(name in set(names))
         model.eval()
         with sdpa_kernel(SDPBackend.MATH):
-            objective = (lambda: model(**inputs).loss) if loss is None else (lambda: loss(model, inputs))
-            hvp = HessianVectorProduct(objective, parameters)
+            loss_of = (lambda part: model(**part).loss) if loss is None else (lambda part: loss(model, part))
+            if micro_batch is None:
+                hvp = HessianVectorProduct(lambda: loss_of(inputs), parameters)
+            else:
+                hvp = HessianVectorProduct([(weight, lambda part=part: loss_of(part))
+                                            for weight, part in micro_batches(inputs, micro_batch)], parameters)
             targets = {"all": None, **(groups if block_eigenvalues else {})}
             for group, block in tqdm(targets.items(), desc="top eigenvalue", disable=not progress, leave=False):
                 estimate = top_eigenvalue(hvp, block, max_iterations, tol, seed)
@@ -224,6 +269,7 @@ def curvature_run(
     block_eigenvalues: bool = True,
     device: str | None = None,
     progress: bool = False,
+    micro_batch: int | None = None,
 ) -> pd.DataFrame:
     """:func:`model_curvature` of one run's checkpoint over the parameters it trains, uncached.
 
@@ -237,7 +283,8 @@ def curvature_run(
     load_tensors(model, tensors, metadata, fingerprint, f"{run_dir.name}/{checkpoint}")
     model.to(resolve_device(device))
     (batch,) = sampled_batches(spec, "train", examples, seed, batch_size=examples)
-    return model_curvature(model, names, batch, grouping, max_iterations, tol, samples, seed, block_eigenvalues, progress)
+    return model_curvature(model, names, batch, grouping, max_iterations, tol, samples, seed, block_eigenvalues, progress,
+                           micro_batch=micro_batch)
 
 
 def tsp_curvature_run(
@@ -251,6 +298,7 @@ def tsp_curvature_run(
     block_eigenvalues: bool = True,
     device: str | None = None,
     progress: bool = False,
+    micro_batch: int | None = None,
 ) -> pd.DataFrame:
     """:func:`model_curvature` of the masked-LM loss at the TSP checkpoint a run starts from, uncached.
 
@@ -278,7 +326,7 @@ def tsp_curvature_run(
     torch.manual_seed(seed)  # the collator masks from the global RNG
     batch = dict(data.masked_lm_collator(tokenizer, tsp_spec.mlm_probability)(features))
     return model_curvature(model, names, batch, grouping, max_iterations, tol, samples, seed, block_eigenvalues, progress,
-                           loss=masked_lm_loss)
+                           loss=masked_lm_loss, micro_batch=micro_batch)
 
 
 def tsp_run_dir(run_dir: Path) -> Path:
@@ -302,6 +350,7 @@ def run(
     block_eigenvalues: bool = True,
     device: str | None = None,
     progress: bool = True,
+    micro_batch: int | None = None,
 ) -> pd.DataFrame:
     """Curvature of every selected run at each of ``checkpoints``, cached per run and checkpoint.
 
@@ -322,6 +371,9 @@ def run(
         As in :func:`model_curvature`.
     device : str, optional
         Where the products run (default: the GPU if there is one); not part of the cache key.
+    micro_batch : int, optional
+        Examples per part of each product (:func:`model_curvature`): memory, not the result
+        (beyond float rounding), so not part of the cache key either.
 
     Returns
     -------
@@ -332,12 +384,13 @@ def run(
     checkpoints = _checked(checkpoints)
     if grouping not in GROUPINGS:
         raise RobustkitError(f"unknown grouping {grouping!r}; choose from {', '.join(GROUPINGS)}")
-    if examples < 1 or max_iterations < 1 or samples < 1 or not tol > 0:
-        raise RobustkitError("examples, max_iterations and samples must be at least 1 and tol positive")
+    if examples < 1 or max_iterations < 1 or samples < 1 or not tol > 0 or (micro_batch is not None and micro_batch < 1):
+        raise RobustkitError("examples, max_iterations, samples and micro_batch must be at least 1 and tol positive")
     params = {"version": VERSION, "examples": examples, "grouping": grouping, "max_iterations": max_iterations,
               "tol": tol, "samples": samples, "seed": seed, "block_eigenvalues": block_eigenvalues, "split": "train"}
     runs = select_runs(store, select)
-    options = (examples, grouping, max_iterations, tol, samples, seed, block_eigenvalues, device)
+    options = {"examples": examples, "grouping": grouping, "max_iterations": max_iterations, "tol": tol, "samples": samples,
+               "seed": seed, "block_eigenvalues": block_eigenvalues, "device": device, "micro_batch": micro_batch}
     frames = []
     with tqdm(total=len(runs) * len(checkpoints), desc="curvature", unit="checkpoint", disable=not progress) as bar:
         for checkpoint in checkpoints:
@@ -345,7 +398,7 @@ def run(
                 frames += _tsp_frames(runs, params, options, bar)
                 continue
             frame = each_run(runs, ANALYSIS, params, [checkpoint],
-                             lambda row: curvature_run(row["path"], checkpoint, *options), on_done=bar.update)
+                             lambda row: curvature_run(row["path"], checkpoint, **options), on_done=bar.update)
             frames.append(frame.assign(checkpoint=checkpoint))
     frames = [f for f in frames if not f.empty]
     if not frames:
@@ -353,7 +406,7 @@ def run(
     return pd.concat(frames, ignore_index=True)[COLUMNS]
 
 
-def _tsp_frames(runs: pd.DataFrame, params: dict, options: tuple, bar) -> list[pd.DataFrame]:
+def _tsp_frames(runs: pd.DataFrame, params: dict, options: dict, bar) -> list[pd.DataFrame]:
     """The ``tsp`` rows, one run at a time: the cache key adds the TSP checkpoint's files."""
     frames = []
     for index in range(len(runs)):
@@ -364,7 +417,7 @@ def _tsp_frames(runs: pd.DataFrame, params: dict, options: tuple, bar) -> list[p
         run_dir = Path(row["path"].iloc[0])
         files = read_manifest(tsp_run_dir(run_dir))["checkpoints"][f"tsp-{int(row['tsp_step'].iloc[0])}"]["files"]
         frame = each_run(row, ANALYSIS, {**params, "loss": "masked-lm", "tsp_files": files}, ["step-0"],
-                         lambda r: tsp_curvature_run(r["path"], *options), on_done=bar.update)
+                         lambda r: tsp_curvature_run(r["path"], **options), on_done=bar.update)
         frames.append(frame.assign(checkpoint="tsp"))
     return frames
 

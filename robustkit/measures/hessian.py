@@ -11,6 +11,16 @@ which costs about two backward passes and memory for one more graph of the gradi
 tensors named as parameters enter the product: for an adapter run (frozen base) they are the
 adapters, LayerNorms and head, so the product touches nothing of the base but its activations.
 
+Memory: the product holds the gradient's graph, i.e. the activations of the batch twice over
+(the forward's and the first backward's), plus three parameter-sized buffers (gradient, v,
+H v). For an adapter run the buffers are small but the activations are not: the loss still
+flows back through every frozen layer above the lowest adapter. Both shrink with the batch,
+so the loss may be given as *parts* (micro-batches): L = sum_k w_k L_k, hence
+H v = sum_k w_k H_k v, each part's graph built, used and freed in turn. Memory then holds one
+part's activations, and what cannot shrink is the parameter-sized floor, which is where an
+adapter run's Hessian is cheap (full fine-tuning of BERT-base holds three 440 MB buffers).
+The price is time: the parts' graphs are rebuilt at every product (about 1.5-2x).
+
 A *block* is a subset of the parameters (one layer, one module). Restricting v to the block
 and reading H v on the block gives H_BB v_B, the diagonal block of the Hessian: the curvature
 of the loss when only that block moves, which is what "curvature per layer / per module"
@@ -112,15 +122,20 @@ class HessianVectorProduct:
 
     Parameters
     ----------
-    loss : callable
-        ``loss() -> Tensor`` (a scalar), a function of ``parameters`` through autograd.
+    loss : callable, or sequence of (float, callable)
+        ``loss() -> Tensor`` (a scalar), a function of ``parameters`` through autograd; or the
+        loss as weighted parts ``[(w_1, loss_1), ...]`` meaning sum_k w_k loss_k() (micro-batches
+        of one batch: w_k the part's share of the loss's terms, as
+        :func:`robustkit.analysis.curvature.micro_batches` splits a batch). Parts are
+        differentiated one at a time and their graphs freed before the next, so ``retain``
+        does not apply to them.
     parameters : sequence of Tensor
         The tensors differentiated (``requires_grad``); H is over them alone.
     retain : bool
         Build the gradient's graph once and reuse it for every product (one backward of the
         graph per product; memory for the graph stays allocated until this object is freed).
         False: recompute the loss and gradient at each product (less memory, about twice the
-        time).
+        time). Ignored for a loss in parts.
 
     Attributes
     ----------
@@ -128,20 +143,35 @@ class HessianVectorProduct:
         Hessian-vector products computed so far.
     """
 
-    def __init__(self, loss: Callable[[], Tensor], parameters: Sequence[Tensor], retain: bool = True) -> None:
+    def __init__(self, loss: Callable[[], Tensor] | Sequence[tuple[float, Callable[[], Tensor]]],
+                 parameters: Sequence[Tensor], retain: bool = True) -> None:
         self.parameters = list(parameters)
         if not self.parameters:
             raise ValueError("no parameters: the Hessian of a loss with respect to nothing is empty")
         if not all(p.requires_grad for p in self.parameters):
             raise ValueError("every parameter must require grad")
-        self._loss, self._retain = loss, retain
+        if callable(loss):
+            self._parts, self._retain = [(1.0, loss)], retain
+        else:
+            self._parts, self._retain = [(float(w), part) for w, part in loss], False
+            if not self._parts:
+                raise ValueError("a loss in parts needs at least one part")
+        self._loss = loss if callable(loss) else None
         self._gradient: tuple[Tensor, ...] | None = None
         self.products = 0
 
     def gradient(self) -> tuple[Tensor, ...]:
-        """The loss's gradient (with its graph, for differentiating once more)."""
+        """The loss's gradient: with its graph, for differentiating once more (a loss in one
+        part); summed over the parts and detached (a loss in parts)."""
         if self._gradient is not None:
             return self._gradient
+        if self._loss is None:
+            total = [torch.zeros_like(p) for p in self.parameters]
+            for weight, part in self._parts:
+                for t, g in zip(total, torch.autograd.grad(part(), self.parameters, allow_unused=True)):
+                    if g is not None:
+                        t.add_(g, alpha=weight)
+            return tuple(total)
         gradient = torch.autograd.grad(self._loss(), self.parameters, create_graph=True)
         if self._retain:
             self._gradient = gradient
@@ -166,14 +196,31 @@ class HessianVectorProduct:
         indices = list(range(len(self.parameters))) if block is None else list(block)
         if len(vector) != len(indices):
             raise ValueError(f"expected {len(indices)} tensors, got {len(vector)}")
-        gradient = self.gradient()
-        products = torch.autograd.grad(
-            [gradient[i] for i in indices], [self.parameters[i] for i in indices], grad_outputs=list(vector),
-            retain_graph=True, allow_unused=True,
-        )
+        chosen = [self.parameters[i] for i in indices]
+        if self._loss is not None:
+            gradient = self.gradient()
+            result = self._product([gradient[i] for i in indices], chosen, vector, retain=True)
+        else:
+            result = [torch.zeros_like(p) for p in chosen]
+            for weight, part in self._parts:
+                # one part's graph at a time: built here, freed when `gradient` goes out of scope
+                gradient = torch.autograd.grad(part(), self.parameters, create_graph=True, allow_unused=True)
+                product = self._product([gradient[i] for i in indices], chosen, vector, retain=False)
+                del gradient
+                for total, h in zip(result, product):
+                    total.add_(h, alpha=weight)
         self.products += 1
-        # allow_unused: a parameter the loss does not reach (a head not in the graph) has a zero block
-        return [torch.zeros_like(self.parameters[i]) if h is None else h.detach() for i, h in zip(indices, products)]
+        return result
+
+    @staticmethod
+    def _product(gradient: list[Tensor | None], parameters: list[Tensor], vector: Sequence[Tensor],
+                 retain: bool) -> list[Tensor]:
+        """d(gradient . v)/d parameters, zero where the loss does not reach a parameter."""
+        # allow_unused / None: a parameter the loss does not reach (a head not in the graph) has a zero block
+        pairs = [(g, p, v) for g, p, v in zip(gradient, parameters, vector) if g is not None and g.requires_grad]
+        products = torch.autograd.grad([g for g, _, _ in pairs], parameters, grad_outputs=[v for _, _, v in pairs],
+                                       retain_graph=retain, allow_unused=True) if pairs else [None] * len(parameters)
+        return [torch.zeros_like(p) if h is None else h.detach() for p, h in zip(parameters, products)]
 
 
 def _dot(a: Sequence[Tensor], b: Sequence[Tensor]) -> float:

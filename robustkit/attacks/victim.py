@@ -36,6 +36,8 @@ from OpenAttack.victim.classifiers import Classifier
 from torch import nn
 from transformers import PreTrainedTokenizerBase
 
+from robustkit.attacks.first_token import first_token_only
+
 DEFAULT_DTYPE = torch.float64  # see the module docstring
 DEFAULT_CACHE_SIZE = 100_000  # sentences (~40 MB for rt-length ones); one attack needs ~100-2000
 # A forward pass over fewer tokens than this (rows x padded width) runs on one thread: PWWS's
@@ -100,12 +102,21 @@ class Victim:
         self._device = next(model.parameters()).device
         self._token_types = "token_type_ids" in tokenizer.model_input_names
         self._memo: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self.first_token_only = False  # see screening()
         self.reset_counters()
 
-    def screening(self, dtype: torch.dtype = torch.float32) -> "Victim":
+    def screening(self, dtype: torch.dtype = torch.float32, first_token: bool = True) -> "Victim":
         """A twin of this victim in a lower precision, for :func:`robustkit.attacks.pwws.attack_fast`'s
-        certified screening (its own memo and counters; the model is copied, not shared)."""
-        return Victim(self.model, self.tokenizer, self.max_length, self.batch_size, dtype, self.cache_size)
+        certified screening (its own memo and counters; the model is copied, not shared).
+
+        With ``first_token``, the twin's last layer computes the first token only where that
+        keeps the logits (:func:`robustkit.attacks.first_token.first_token_only`, checked on a
+        probe); the twin's ``first_token_only`` says whether it does.
+        """
+        twin = Victim(copy.deepcopy(self.model).to(dtype), self.tokenizer, self.max_length, self.batch_size, dtype,
+                      self.cache_size)
+        twin.first_token_only = first_token and first_token_only(twin.model)
+        return twin
 
     def reset_counters(self) -> None:
         self.queries = 0

@@ -20,8 +20,8 @@ example (load changes on a shared machine hit all alike), each example starting 
 - ``fast-eager`` and ``fast-float64`` (unless ``--quick``): the fast engine without lazy
   evaluation, and without the float32 twin (every number float64).
 
-The robustkit set-ups' time includes the float64 prediction that picks the target, as the analysis
-makes it. Printed per victim: seconds per example and the fast engine's speed-up over each
+The robustkit set-ups' time includes the prediction that picks the target, as the analysis makes
+it (``PWWS.predict``: float64, which the fast engine certifies from its float32 twin where it can). Printed per victim: seconds per example and the fast engine's speed-up over each
 set-up (target: >= 5x the README route), PWWS queries per example (as PWWSAttacker counts them;
 the README route's count less AttackEval's target prediction and re-check), sentences really run
 through a model and forward batches per example, the float32 bound (``D``, the largest error
@@ -167,7 +167,7 @@ def bench_victim(model, tokenizer, max_length: int, task: str, name: str, args) 
                     m.clear_cache()
                 before = sum(m.forwards for m in models), sum(m.batches for m in models)
                 started = time.perf_counter()
-                target = int(victim.get_pred([sentence])[0])
+                target = pwws.predict(victim, sentence)  # as the analysis picks the target
                 result = pwws.attack(victim, Example(sentence, target, index))
                 result.seconds = time.perf_counter() - started
                 models = [victim] + [s.victim for s in pwws._screens.values()]  # the twin is made on the first example

@@ -54,6 +54,9 @@ class Fake:
     def params(self):
         return {"seed": self.seed}
 
+    def predict(self, victim, sentence):
+        return int(victim.get_pred([sentence])[0])
+
     def attack(self, victim, example, budget=None):
         Fake.calls.append(example.index)
         if len(Fake.calls) == Fake.fail_at:

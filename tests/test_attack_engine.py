@@ -225,6 +225,30 @@ def test_pwws_calibrates_its_twin_once_per_victim(victims, sentences):
     assert PWWS("fast", lazy=False, certify=False).params == attack.params == {"engine": "fast"}
 
 
+@pytest.mark.parametrize("method", ["houlsby", "full"])
+def test_the_target_prediction_is_the_float64_one_mostly_from_float32(victims, sentences, method):
+    """PWWS.predict: the float64 argmax on every sentence (the test sentences and their <UNK>
+    variants, where the random head is often unsure), certified from the twin where it can be."""
+    victim = victims[method]
+    texts = list(dict.fromkeys(t for s in sentences[:12] for t in pwws._saliency_sentences(pwws_attacker(), s)))
+    attack = PWWS("fast")
+    attack.predict(victim, texts[0])  # makes the twin
+    victim.clear_cache()
+    before = victim.forwards
+    predictions = [attack.predict(victim, t) for t in texts]
+    float64_runs = victim.forwards - before
+    assert predictions == victim.get_pred(texts).tolist()
+    assert float64_runs < len(texts) / 4, (float64_runs, len(texts))  # mostly certified from float32
+    # nothing certain (bounds [0, 1]): every prediction is the float64 row's, audited
+    (screen,) = attack._screens.values()
+    screen.bounds = lambda row, cls: (0.0, 1.0)
+    victim.clear_cache()
+    audited = screen.audited
+    assert [attack.predict(victim, t) for t in texts[:10]] == predictions[:10]
+    assert screen.audited == audited + 10
+    assert PWWS("openattack").predict(victim, texts[0]) == predictions[0]
+
+
 def test_query_budget_cuts_both_engines_alike(victims, sentences):
     victim = victims["houlsby"]
     screen = Screen(victim.screening())

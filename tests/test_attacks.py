@@ -70,6 +70,9 @@ def test_an_attack_is_one_registry_line(monkeypatch):
         def params(self):
             return {"seed": self.seed}
 
+        def predict(self, victim, sentence):
+            return 0
+
         def attack(self, victim, example, budget=None):
             return attacks.AttackResult(example.sentence, None, False, example.target, 0, 0, 0, 0.0)
 

@@ -158,7 +158,7 @@ def _attack_examples(run_dir: Path, todo: pd.DataFrame, path: Path, attack: atta
         rows = tqdm(todo.itertuples(), total=len(todo), desc=f"{attack.name} {run_dir.name}", disable=not progress, unit="ex")
         for row in rows:
             started = time.perf_counter()
-            prediction = int(victim.get_pred([row.sentence])[0])
+            prediction = attack.predict(victim, row.sentence)
             example = attacks.Example(row.sentence, target=prediction, index=int(row.example))
             result = attack.attack(victim, example, query_budget)
             record = {

@@ -1,7 +1,8 @@
 """Adversarial attacks on trained runs, one object per attack behind one interface.
 
-- :mod:`robustkit.attacks.base`: the interface (:class:`Attack`: ``attack(victim, example,
-  budget) -> AttackResult``), :class:`Example`, :class:`AttackResult`, per-example seeding;
+- :mod:`robustkit.attacks.base`: the interface (:class:`Attack`: ``predict(victim, sentence)
+  -> int``, the target, and ``attack(victim, example, budget) -> AttackResult``),
+  :class:`Example`, :class:`AttackResult`, per-example seeding;
 - :mod:`robustkit.attacks.victim`: the shared victim (:class:`~robustkit.attacks.victim.Victim`,
   a run's model queried without gradients, memoized);
 - :mod:`robustkit.attacks.offline`: OpenAttack offline, from an NLTK data tree;

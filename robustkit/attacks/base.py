@@ -96,6 +96,11 @@ class Attack(Protocol):
         """The options that change results (JSON-serialisable): part of the analysis's cache key."""
         ...
 
+    def predict(self, victim: Victim, sentence: str) -> int:
+        """The victim's prediction of ``sentence`` (first argmax of its float64 probabilities):
+        the target the attack moves away from."""
+        ...
+
     def attack(self, victim: Victim, example: Example, budget: int | None = None) -> AttackResult:
         """Attack ``example`` on ``victim`` with at most ``budget`` queries (None: no limit)."""
         ...

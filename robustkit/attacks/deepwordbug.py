@@ -78,6 +78,9 @@ class DeepWordBug:
     def params(self) -> dict[str, Any]:
         return {"seed": self.seed, "power": self.power}
 
+    def predict(self, victim: Victim, sentence: str) -> int:
+        return int(victim.get_pred([sentence])[0])
+
     def attack(self, victim: Victim, example: Example, budget: int | None = None) -> AttackResult:
         started = time.perf_counter()
         before = victim.forwards

@@ -267,21 +267,19 @@ class Screen:
 
 def certified_prediction(screen: Screen, victim: Victim, sentence: str) -> int:
     """The float64 victim's prediction of ``sentence`` (first argmax), from the twin's row where
-    its intervals certify it: class c is the first argmax when its lower bound exceeds every
-    other class's upper bound (or equals that of a later class). Else the float64 row decides,
-    and the twin's row is audited against it."""
+    its intervals certify it: the twin's argmax is the float64 one when a greedy check with it
+    as the target (:meth:`_Probs.flipped`) is certain the prediction stays. Else the float64 row
+    decides, and the twin's row is audited against it (:meth:`_Probs.refine`)."""
     (rough,) = screen.victim.get_prob([sentence])
-    bounds = [screen.bounds(rough, c) for c in range(len(rough))]
-    best = int(rough.argmax())
-    low = bounds[best][0]
-    if all(high < low or (c > best and high <= low) for c, (_, high) in enumerate(bounds) if c != best):
-        return best
-    (exact,) = victim.get_prob([sentence])
+    probs = _Probs(victim, screen, int(rough.argmax()))
+    probs.look([sentence])
+    if probs.flipped(sentence) is False:
+        return probs.target
     try:
-        screen.audit(rough, exact)
+        probs.refine([sentence])
     except BoundViolation as violation:  # D is widened; this prediction is float64 anyway
         warnings.warn(f"PWWS: {violation}", RuntimeWarning, stacklevel=2)
-    return int(exact.argmax())
+    return int(victim.get_pred([sentence])[0])  # a memo hit: refine ran it
 
 
 def log_odds_error(rough: np.ndarray, exact: np.ndarray) -> float:

@@ -150,13 +150,12 @@ class HessianVectorProduct:
             raise ValueError("no parameters: the Hessian of a loss with respect to nothing is empty")
         if not all(p.requires_grad for p in self.parameters):
             raise ValueError("every parameter must require grad")
-        if callable(loss):
-            self._parts, self._retain = [(1.0, loss)], retain
-        else:
-            self._parts, self._retain = [(float(w), part) for w, part in loss], False
-            if not self._parts:
-                raise ValueError("a loss in parts needs at least one part")
+        # exactly one of the two: the loss whole (its graph reusable), or its weighted parts
         self._loss = loss if callable(loss) else None
+        self._parts = [] if callable(loss) else [(float(w), part) for w, part in loss]
+        if self._loss is None and not self._parts:
+            raise ValueError("a loss in parts needs at least one part")
+        self._retain = retain
         self._gradient: tuple[Tensor, ...] | None = None
         self.products = 0
 

@@ -18,6 +18,9 @@ after one untimed attack of another sentence (OpenAttack's tagger and WordNet lo
   (float64, no gradients, memoized, length-sorted batches);
 - ``fast``: ``--engine fast`` (the default of ``analyze attack``): certified float32 decisions
   with lazy evaluation of positions (see ``robustkit/attacks/pwws.py``);
+- ``fast-blas``: the fast engine with its float32 twin's linear layers on PyTorch's BLAS (MKL)
+  instead of oneDNN (``robustkit/attacks/onednn.py``): how much of the speed-up comes from the
+  kernel, which depends on the CPU (MKL runs AVX2 code on AMD processors, oneDNN AVX-512);
 - ``fast-eager`` and ``fast-float64`` (unless ``--quick``): the fast engine without lazy
   evaluation, and without the float32 twin (every number float64).
 
@@ -153,7 +156,7 @@ def bench_victim(model, tokenizer, max_length: int, task: str, name: str, args) 
         model.get_input_embeddings().weight.requires_grad_(True)
         print("readme route below: word embeddings made grad-capable (requires_grad_(True); the forward pass is unchanged)")
     readme = ReadmeRoute(model, tokenizer, max_length)
-    engines = {"fast": PWWS("fast")}
+    engines = {"fast": PWWS("fast"), "fast-blas": PWWS("fast", onednn=False)}
     if not args.quick:
         engines |= {"fast-eager": PWWS("fast", lazy=False), "fast-float64": PWWS("fast", certify=False)}
     engines["openattack"] = PWWS("openattack")
@@ -193,6 +196,8 @@ def bench_victim(model, tokenizer, max_length: int, task: str, name: str, args) 
     screen = next(iter(engines["fast"]._screens.values()))
     print(f"fast engine's float32 bound: D = {screen.margin_error:.1e} on log-odds; largest error measured or audited "
           f"{screen.largest_error:.1e} over {screen.audited} sentences run in both precisions")
+    print(f"fast engine's float32 twin: last layer on the first token only: {screen.victim.first_token_only}; "
+          f"linear layers on oneDNN: {screen.victim.onednn}")
     print(f"fast engine {tallies['readme'].seconds / fast.seconds:.2f}x the README route (target >= 5x), "
           f"{tallies['openattack'].seconds / fast.seconds:.2f}x --engine openattack")
     identical = True

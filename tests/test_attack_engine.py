@@ -116,15 +116,18 @@ def _outcomes(results) -> list[tuple]:
 
 
 def _identical_to_openattack(victim: Victim, sentences: list[str]) -> Screen:
-    """The fast engine, lazy or eager, certified float32 or float64 only, gives OpenAttack's
-    results on every sentence (each engine from an empty memo); returns the screen it used."""
+    """The fast engine, lazy or eager, certified float32 (twin on oneDNN or on BLAS) or float64
+    only, gives OpenAttack's results on every sentence (each engine from an empty memo); returns
+    the (oneDNN) screen it used."""
     targets = [int(t) for t in victim.get_pred(sentences)]
     victim.clear_cache()
     reference = _outcomes(attack_openattack(victim, s, t) for s, t in zip(sentences, targets))
-    screen = Screen(victim.screening())
-    for twin, lazy in ((screen, True), (screen, False), (None, True)):
+    screen, blas = Screen(victim.screening()), Screen(victim.screening(onednn=False))
+    assert screen.victim.onednn and not blas.victim.onednn
+    for twin, lazy in ((screen, True), (screen, False), (blas, True), (None, True)):
         victim.clear_cache()
         screen.victim.clear_cache()
+        blas.victim.clear_cache()
         results = [attack_fast(victim, s, t, screen=twin, lazy=lazy) for s, t in zip(sentences, targets)]
         for ref, new in zip(reference, _outcomes(results)):
             assert new == ref, (twin is not None, lazy, ref)
@@ -222,7 +225,11 @@ def test_pwws_calibrates_its_twin_once_per_victim(victims, sentences):
     assert screen.audited >= first.words + 1 and pwws.MARGIN_ERROR <= screen.margin_error < 1e-2
     attack.attack(victim, Example(sentences[1], int(victim.get_pred(sentences[1:2])[0])))
     assert list(attack._screens.values()) == [screen]
-    assert PWWS("fast", lazy=False, certify=False).params == attack.params == {"engine": "fast"}
+    assert screen.victim.onednn
+    assert PWWS("fast", lazy=False, certify=False, onednn=False).params == attack.params == {"engine": "fast"}
+    blas = PWWS("fast", onednn=False)
+    blas.attack(victim, Example(sentences[0], int(victim.get_pred(sentences[:1])[0])))
+    assert not next(iter(blas._screens.values())).victim.onednn
 
 
 @pytest.mark.parametrize("method", ["houlsby", "full"])

@@ -31,11 +31,9 @@ import torch
 from torch import nn
 from transformers.pytorch_utils import apply_chunking_to_forward
 
+from robustkit.attacks.probe import probe_batch, same_logits
 from robustkit.errors import MethodError
 from robustkit.methods.model_parts import encoder_layers
-
-# The probe's logits must agree within this (absolute, plus the same relative to the logits' size).
-PROBE_TOLERANCE = 1e-4
 
 
 def first_token_only(model: nn.Module) -> bool:
@@ -59,14 +57,12 @@ def first_token_only(model: nn.Module) -> bool:
     attention = getattr(layer, "attention", None)
     if attention is None or not hasattr(layer, "feed_forward_chunk") or not _takes(attention, "encoder_hidden_states"):
         return False
-    probe = _probe(model)
+    probe = probe_batch(model)
     with torch.inference_mode():
         expected = model(**probe).logits
         layer.forward = types.MethodType(_first_token_forward, layer)
         try:
-            got = model(**probe).logits
-            agrees = got.shape == expected.shape and bool(
-                ((got - expected).abs() <= PROBE_TOLERANCE * (1 + expected.abs().max())).all())
+            agrees = same_logits(model(**probe).logits, expected)
         except Exception:  # noqa: BLE001 - any failure of the shortcut keeps the full layer
             agrees = False
     if not agrees:
@@ -90,18 +86,3 @@ def _takes(module: nn.Module, argument: str) -> bool:
         return argument in inspect.signature(module.forward).parameters
     except (TypeError, ValueError):
         return False
-
-
-def _probe(model: nn.Module) -> dict[str, torch.Tensor]:
-    """Two seeded rows of ordinary token ids, the second padded after 5 of its 9 tokens."""
-    device = next(model.parameters()).device
-    vocab = int(model.config.vocab_size)
-    generator = torch.Generator().manual_seed(0)
-    ids = torch.randint(min(1000, vocab // 2), vocab, (2, 9), generator=generator)
-    mask = torch.ones_like(ids)
-    mask[1, 5:] = 0
-    ids[1, 5:] = int(getattr(model.config, "pad_token_id", 0) or 0)
-    inputs = {"input_ids": ids, "attention_mask": mask}
-    if getattr(model.config, "type_vocab_size", 0):
-        inputs["token_type_ids"] = torch.zeros_like(ids)
-    return {k: v.to(device) for k, v in inputs.items()}

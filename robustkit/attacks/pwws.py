@@ -21,7 +21,8 @@ Certified float32 decisions
     Every decision PWWS makes only needs the order or the sign of float64 quantities: the
     per-position argmin (step 2), the order of the ``H_i`` (step 3) and each greedy check's
     argmax. :func:`attack_fast` runs the sentences on a float32 twin of the victim
-    (:meth:`Victim.screening`, ~2.3x cheaper per sentence on CPU than float64) and turns each
+    (:meth:`Victim.screening`, ~2.3x cheaper per sentence on CPU than float64 on the same kernels,
+    more on oneDNN's: see "Other savings") and turns each
     float32 probability into an interval that certainly holds the float64 one (see "The bound"
     below). A decision whose intervals do not overlap is the float64 decision; where they
     overlap, the few sentences involved are run in float64 and the decision is taken on the
@@ -87,7 +88,9 @@ Other savings
     The float32 twin's last layer computes the first token only, the one the classification
     head reads (:mod:`robustkit.attacks.first_token`; ~14% less compute on a six-layer encoder,
     where a probe batch shows the logits unchanged; the float64 victim keeps its full layer).
-    Sentences are deduplicated (memo by token ids) and run in length-sorted batches padded to
+    Its linear layers run oneDNN's float32 kernel instead of PyTorch's BLAS, again where a probe
+    shows the logits unchanged (:mod:`robustkit.attacks.onednn`; on this project's AMD CPU, MKL
+    runs AVX2 code and oneDNN AVX-512: the twin's forwards take ~0.6x the time). Sentences are deduplicated (memo by token ids) and run in length-sorted batches padded to
     their longest member, under ``torch.inference_mode``; batches of fewer than
     :data:`robustkit.attacks.victim.SMALL_BATCH_TOKENS` tokens (the greedy checks) run on one
     thread. Greedy checks go in growing chunks of prefixes (1, 2, 4, ...).
@@ -164,22 +167,26 @@ class PWWS:
         The fast engine's lazy evaluation of positions (identical outputs either way).
     certify : bool
         The fast engine's float32 twin; without it every number is float64.
+    onednn : bool
+        The twin's linear layers on oneDNN's kernel where a probe shows the same logits
+        (:mod:`robustkit.attacks.onednn`); else on PyTorch's BLAS.
     """
 
     name: ClassVar[str] = "pwws"
 
-    def __init__(self, engine: str = "fast", lazy: bool = True, certify: bool = True) -> None:
+    def __init__(self, engine: str = "fast", lazy: bool = True, certify: bool = True, onednn: bool = True) -> None:
         if engine not in ENGINES:
             raise RobustkitError(f"unknown attack engine {engine!r}; known: {', '.join(ENGINES)}")
         self.engine = engine
         self.lazy = lazy
         self.certify = certify
+        self.onednn = onednn
         # One float32 twin per victim, made on first use and dropped with the victim.
         self._screens: weakref.WeakKeyDictionary[Victim, Screen] = weakref.WeakKeyDictionary()
 
     @property
     def params(self) -> dict[str, Any]:
-        return {"engine": self.engine}  # lazy and certify change costs, never results
+        return {"engine": self.engine}  # lazy, certify and onednn change costs, never results
 
     def predict(self, victim: Victim, sentence: str) -> int:
         """The float64 prediction (first argmax); the fast engine takes it from the float32 twin
@@ -202,7 +209,7 @@ class PWWS:
         """The victim's float32 twin, made and calibrated on ``sentence``'s saliency query at first use."""
         if victim not in self._screens:
             before = victim.forwards
-            screen = Screen.calibrated(victim, _saliency_sentences(pwws_attacker(), sentence))
+            screen = Screen.calibrated(victim, _saliency_sentences(pwws_attacker(), sentence), onednn=self.onednn)
             screen.uncharged = victim.forwards - before + screen.victim.forwards
             self._screens[victim] = screen
         return self._screens[victim]
@@ -235,9 +242,10 @@ class Screen:
         self.uncharged = 0  # sentences run to calibrate, not yet counted in an attack's forward passes
 
     @classmethod
-    def calibrated(cls, victim: Victim, sentences: list[str]) -> Screen:
-        """A twin of ``victim`` with ``D = max(MARGIN_ERROR, SAFETY x error measured on sentences)``."""
-        screen = cls(victim.screening())
+    def calibrated(cls, victim: Victim, sentences: list[str], onednn: bool = True) -> Screen:
+        """A twin of ``victim`` (:meth:`Victim.screening`) with
+        ``D = max(MARGIN_ERROR, SAFETY x error measured on sentences)``."""
+        screen = cls(victim.screening(onednn=onednn))
         if sentences:
             measured = max(log_odds_error(r, e) for r, e in zip(screen.victim.get_prob(sentences), victim.get_prob(sentences)))
             screen.largest_error = measured

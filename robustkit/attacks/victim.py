@@ -26,6 +26,7 @@ Numeric determinism (why the default dtype is float64)
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections import OrderedDict
 
@@ -37,6 +38,7 @@ from torch import nn
 from transformers import PreTrainedTokenizerBase
 
 from robustkit.attacks.first_token import first_token_only
+from robustkit.attacks.onednn import OneDNNLinear, onednn_linear_keeps_logits
 
 DEFAULT_DTYPE = torch.float64  # see the module docstring
 DEFAULT_CACHE_SIZE = 100_000  # sentences (~40 MB for rt-length ones); one attack needs ~100-2000
@@ -103,19 +105,23 @@ class Victim:
         self._token_types = "token_type_ids" in tokenizer.model_input_names
         self._memo: OrderedDict[bytes, np.ndarray] = OrderedDict()
         self.first_token_only = False  # see screening()
+        self.onednn = False  # see screening()
         self.reset_counters()
 
-    def screening(self, dtype: torch.dtype = torch.float32, first_token: bool = True) -> "Victim":
+    def screening(self, dtype: torch.dtype = torch.float32, first_token: bool = True, onednn: bool = True) -> "Victim":
         """A twin of this victim in a lower precision, for :func:`robustkit.attacks.pwws.attack_fast`'s
         certified screening (its own memo and counters; the model is copied, not shared).
 
         With ``first_token``, the twin's last layer computes the first token only where that
         keeps the logits (:func:`robustkit.attacks.first_token.first_token_only`, checked on a
-        probe); the twin's ``first_token_only`` says whether it does.
+        probe); the twin's ``first_token_only`` says whether it does. With ``onednn``, its
+        linear layers run oneDNN's float32 kernel where that keeps the logits
+        (:mod:`robustkit.attacks.onednn`, checked on a probe); its ``onednn`` says whether they do.
         """
         twin = Victim(copy.deepcopy(self.model).to(dtype), self.tokenizer, self.max_length, self.batch_size, dtype,
                       self.cache_size)
         twin.first_token_only = first_token and first_token_only(twin.model)
+        twin.onednn = onednn and onednn_linear_keeps_logits(twin.model)
         return twin
 
     def reset_counters(self) -> None:
@@ -189,7 +195,7 @@ class Victim:
         if input_ids.size < SMALL_BATCH_TOKENS and self._device.type == "cpu":
             torch.set_num_threads(1)
         try:
-            with torch.inference_mode():
+            with torch.inference_mode(), OneDNNLinear() if self.onednn else contextlib.nullcontext():
                 logits = self.model(**{k: v.to(self._device) for k, v in inputs.items()}).logits
                 # float64 softmax: a float32 victim's probabilities then carry only its logits' error.
                 return torch.softmax(logits.to(torch.float64), dim=-1).cpu().numpy()

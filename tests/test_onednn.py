@@ -22,10 +22,12 @@ def test_float32_linear_runs_onednn_with_the_same_result(shape, with_bias):
     with torch.no_grad():  # the module's parameters require gradients
         with OneDNNLinear() as mode:
             got = F.linear(x, weight, bias)
+            by_keywords = F.linear(input=x, weight=weight, bias=bias)
             by_module = module(x)
         by_blas = module(x)
-    assert mode.calls == 2  # the functional call and nn.Linear's
+    assert mode.calls == 3  # the functional calls and nn.Linear's
     torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-6)
+    assert torch.equal(by_keywords, got)
     torch.testing.assert_close(by_module, by_blas, rtol=1e-6, atol=1e-6)
 
 

@@ -20,14 +20,16 @@ after one untimed attack of another sentence (OpenAttack's tagger and WordNet lo
   with lazy evaluation of positions (see ``robustkit/attacks/pwws.py``);
 - ``fast-blas``: the fast engine with its float32 twin's linear layers on PyTorch's BLAS (MKL)
   instead of oneDNN (``robustkit/attacks/onednn.py``): how much of the speed-up comes from the
-  kernel, which depends on the CPU (MKL runs AVX2 code on AMD processors, oneDNN AVX-512);
+  kernel, which depends on the CPU (on this project's AMD processor oneDNN runs AVX-512 code and
+  MKL's sgemm half its rate);
 - ``fast-eager`` and ``fast-float64`` (unless ``--quick``): the fast engine without lazy
   evaluation, and without the float32 twin (every number float64).
 
 The robustkit set-ups' time includes the prediction that picks the target, as the analysis makes
-it (``PWWS.predict``: float64, which the fast engine certifies from its float32 twin where it can). Printed per victim: seconds per example and the fast engine's speed-up over each
-set-up (target: >= 5x the README route), PWWS queries per example (as PWWSAttacker counts them;
-the README route's count less AttackEval's target prediction and re-check), sentences really run
+it (``PWWS.predict``: float64, which the fast engine certifies from its float32 twin where it
+can). Printed per victim: seconds per example and the fast engine's speed-up over each set-up
+(target: >= 5x the README route), PWWS queries per example (as PWWSAttacker counts them; the
+README route's count less AttackEval's target prediction and re-check), sentences really run
 through a model and forward batches per example, the float32 bound (``D``, the largest error
 audited), and the identity checks: each set-up's adversarial text, success, PWWS queries and
 modified words against the fast engine's (and the README route's target, from float32).

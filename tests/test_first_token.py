@@ -33,6 +33,14 @@ def _model(architecture: str, method: str):
     return model
 
 
+def _inputs() -> dict[str, torch.Tensor]:
+    """Four seeded rows of 11 token ids of the tiny models' vocabulary, two of them padded."""
+    ids = torch.randint(5, 120, (4, 11), generator=torch.Generator().manual_seed(1))
+    mask = torch.ones_like(ids)
+    mask[0, 6:], mask[2, 3:] = 0, 0
+    return {"input_ids": ids, "attention_mask": mask}
+
+
 @pytest.mark.parametrize("architecture", ARCHITECTURES)
 @pytest.mark.parametrize("method", ["full", "houlsby", "lora", "prefix", "loreft"])
 def test_first_token_only_keeps_the_logits_or_is_not_taken(architecture, method):
@@ -42,10 +50,7 @@ def test_first_token_only_keeps_the_logits_or_is_not_taken(architecture, method)
         model = _model(architecture, method)
     except MethodError:
         pytest.skip(f"AdapterHub 1.3 has no {method} for {architecture}")  # tested in test_encoders
-    ids = torch.randint(5, 120, (4, 11), generator=torch.Generator().manual_seed(1))
-    mask = torch.ones_like(ids)
-    mask[0, 6:], mask[2, 3:] = 0, 0
-    inputs = {"input_ids": ids, "attention_mask": mask}
+    inputs = _inputs()
     with torch.inference_mode():
         expected = model(**inputs).logits
     twin = copy.deepcopy(model)

@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from test_encoders import ARCHITECTURES
-from test_first_token import _model
+from test_first_token import _inputs, _model
 
 from robustkit.attacks import onednn
 from robustkit.attacks.onednn import OneDNNLinear, onednn_linear_keeps_logits
@@ -52,13 +52,11 @@ def test_every_encoder_and_method_keeps_its_logits_on_onednn(architecture, metho
     except MethodError:
         pytest.skip(f"AdapterHub 1.3 has no {method} for {architecture}")  # tested in test_encoders
     assert onednn_linear_keeps_logits(model)
-    ids = torch.randint(5, 120, (4, 11), generator=torch.Generator().manual_seed(1))
-    mask = torch.ones_like(ids)
-    mask[0, 6:], mask[2, 3:] = 0, 0
+    inputs = _inputs()
     with torch.inference_mode():
-        expected = model(input_ids=ids, attention_mask=mask).logits
+        expected = model(**inputs).logits
         with OneDNNLinear() as mode:
-            got = model(input_ids=ids, attention_mask=mask).logits
+            got = model(**inputs).logits
     assert mode.calls > 0
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
 

@@ -21,12 +21,12 @@ Certified float32 decisions
     Every decision PWWS makes only needs the order or the sign of float64 quantities: the
     per-position argmin (step 2), the order of the ``H_i`` (step 3) and each greedy check's
     argmax. :func:`attack_fast` runs the sentences on a float32 twin of the victim
-    (:meth:`Victim.screening`, ~2.3x cheaper per sentence on CPU than float64 on the same kernels,
-    more on oneDNN's: see "Other savings") and turns each
-    float32 probability into an interval that certainly holds the float64 one (see "The bound"
-    below). A decision whose intervals do not overlap is the float64 decision; where they
-    overlap, the few sentences involved are run in float64 and the decision is taken on the
-    float64 numbers themselves, with OpenAttack's arithmetic. Decisions:
+    (:meth:`Victim.screening`, ~2.3x cheaper per sentence on CPU than float64 on the same
+    kernels, more on oneDNN's: see "Other savings") and turns each float32 probability into an
+    interval that certainly holds the float64 one (see "The bound" below). A decision whose
+    intervals do not overlap is the float64 decision; where they overlap, the few sentences
+    involved are run in float64 and the decision is taken on the float64 numbers themselves,
+    with OpenAttack's arithmetic. Decisions:
 
     - best substitute of a position: the substitutes whose lower bound is at most the smallest
       upper bound are the only ones that can be the float64 minimum; one left is the argmin, else
@@ -90,8 +90,9 @@ Other savings
     where a probe batch shows the logits unchanged; the float64 victim keeps its full layer).
     Its linear layers run oneDNN's float32 kernel instead of PyTorch's BLAS, again where a probe
     shows the logits unchanged (:mod:`robustkit.attacks.onednn`; on this project's AMD CPU, MKL
-    runs AVX2 code and oneDNN AVX-512: the twin's forwards take ~0.6x the time). Sentences are deduplicated (memo by token ids) and run in length-sorted batches padded to
-    their longest member, under ``torch.inference_mode``; batches of fewer than
+    runs at half oneDNN's rate: the engine takes ~0.7x the time). Sentences are deduplicated
+    (memo by token ids) and run in length-sorted batches padded to their longest member, under
+    ``torch.inference_mode``; batches of fewer than
     :data:`robustkit.attacks.victim.SMALL_BATCH_TOKENS` tokens (the greedy checks) run on one
     thread. Greedy checks go in growing chunks of prefixes (1, 2, 4, ...).
 

@@ -5,13 +5,17 @@ Each recipe (``analyses/<paper>/<figure>.toml``) states its paper's claim before
     [[claim]]
     id = "spread"
     says = "full FT 'leads to a large standard deviation'; adapters 'a much smaller variance' (§2)"
-    statistic = "score"                        # per-run statistic (robustkit.analysis.claim_statistics)
-    params = { split = "validation", checkpoint = "last" }
+    statistic = "scores.score"                 # <analysis>.<statistic> (robustkit.analysis.registry)
     compare = "spread"                         # spread | location | rate | margin | threshold
     a = "houlsby"
     b = "full"
     direction = "less"                         # the claim: a less than b
     test = "levene"
+
+A claim is judged on the frame its figure drew: when ``statistic`` names the figure's analysis,
+the analysis's parameters are the figure's (the recipe's ``params`` at the scale), so claim and
+figure read one cache entry; a claim's ``params`` are then the statistic's own. A claim on
+another analysis gives that analysis's parameters in ``params`` too (unknown names are errors).
 
 The verdict is one of ``agrees``, ``contradicts`` or ``inconclusive``:
 
@@ -55,9 +59,10 @@ import pandas as pd
 from scipy import stats
 
 from robustkit import collapse
-from robustkit.analysis import claim_statistics
+from robustkit.analysis import registry
 from robustkit.analysis.pooling import check_pooling
 from robustkit.errors import RobustkitError
+from robustkit.params import resolve
 
 AGREES, CONTRADICTS, INCONCLUSIVE = "agrees", "contradicts", "inconclusive"
 VERDICTS = (AGREES, CONTRADICTS, INCONCLUSIVE)
@@ -85,7 +90,8 @@ class Claim:
     id, says : str
         Short name; the paper's words with the section.
     statistic : str
-        A name of :data:`robustkit.analysis.claim_statistics.STATISTICS`; ``params`` its parameters.
+        ``<analysis>.<statistic>`` of :mod:`robustkit.analysis.registry`; ``params`` the
+        statistic's parameters (and, for an analysis other than the figure's, the analysis's).
     compare : str
         ``spread``, ``location``, ``rate``, ``margin`` or ``threshold`` (module docstring).
     by : str
@@ -139,8 +145,10 @@ class Claim:
             raise ClaimError(f"{where}: claim {raw['id']!r}: {compare} takes test {' or '.join(COMPARES[compare])}, got {test!r}")
         if raw["direction"] not in ("less", "greater"):
             raise ClaimError(f"{where}: claim {raw['id']!r}: direction must be less or greater, got {raw['direction']!r}")
-        if raw["statistic"] not in claim_statistics.STATISTICS:
-            raise ClaimError(f"{where}: claim {raw['id']!r}: unknown statistic {raw['statistic']!r}; known: {', '.join(claim_statistics.STATISTICS)}")
+        try:
+            registry.statistic_of(raw["statistic"])
+        except RobustkitError as error:
+            raise ClaimError(f"{where}: claim {raw['id']!r}: {error}") from None
         if compare in ("margin", "threshold") and not isinstance(raw.get("value"), (int, float)):
             raise ClaimError(f"{where}: claim {raw['id']!r}: {compare} needs a numeric value")
         if compare != "threshold" and (raw.get("a") is None or raw.get("b") is None):
@@ -373,6 +381,67 @@ def _text(value) -> str:
 # claims of recipes, on a store
 
 
+def parameters(claim: Claim, figure: str, figure_params: dict) -> tuple[registry.Analysis, dict, dict]:
+    """The analysis a claim reads, the analysis's parameters and the statistic's own.
+
+    Parameters
+    ----------
+    figure : str
+        The recipe's registered figure (:mod:`robustkit.figures`).
+    figure_params : dict
+        The recipe's figure parameters at the scale judged.
+
+    Returns
+    -------
+    tuple
+        The analysis, its parameter values (the figure's when it is the figure's analysis: one
+        cache entry for both), the statistic's parameter values.
+
+    Raises
+    ------
+    ClaimError
+        A claim that sets its figure's analysis parameters (they would judge another frame than
+        the one drawn), or an unknown parameter.
+    """
+    from robustkit import figures
+
+    analysis, statistic = registry.statistic_of(claim.statistic)
+    shared = {p.name for p in analysis.params}
+    drawn = figures.get(figure)
+    try:
+        if drawn.analysis == analysis.name:
+            clash = sorted(shared.intersection(claim.params))
+            if clash:
+                raise ClaimError(f"claim {claim.id!r} sets {clash}, parameters of its figure's analysis {analysis.name!r}: "
+                                 "set them once in the recipe's params, so the claim is judged on the frame the figure draws")
+            values = drawn.analysis_values(drawn.resolve(**figure_params))
+        else:
+            values = analysis.resolve(**{k: v for k, v in claim.params.items() if k in shared})
+        own = {k: v for k, v in claim.params.items() if k not in shared}
+        resolve(statistic.params, own, f"statistic {claim.statistic}", ClaimError)
+    except RobustkitError as error:
+        raise ClaimError(f"claim {claim.id!r}: {error}") from None
+    return analysis, values, own
+
+
+def observations(claim: Claim, figure: str, figure_params: dict, store: str | Path, run_ids: list[str],
+                 frames: dict | None = None) -> pd.DataFrame:
+    """The claim's per-run observations: its statistic of its analysis's frame, each run's outcome added.
+
+    ``frames`` memoizes the analyses' frames within one call of :func:`verdicts` (keyed by
+    analysis and parameters), so the claims of a figure compute its frame once.
+    """
+    analysis, values, own = parameters(claim, figure, figure_params)
+    key = (analysis.name, repr(sorted(values.items())), tuple(run_ids))
+    frames = {} if frames is None else frames
+    if key not in frames:
+        frames[key] = analysis.run(store, {"run_id": run_ids}, **values, progress=False)
+    from robustkit.analysis.statistics import with_outcome
+
+    name = claim.statistic.rpartition(".")[2]
+    return with_outcome(analysis.statistic(name, frames[key], store, **own), store)
+
+
 def verdicts(store: str | Path, recipes: Sequence, scale: str = "demo", include_failed: bool = False,
              defaults: dict | None = None) -> pd.DataFrame:
     """Every claim of ``recipes`` judged on the recipe's runs at ``scale`` in ``store``.
@@ -394,10 +463,11 @@ def verdicts(store: str | Path, recipes: Sequence, scale: str = "demo", include_
     frames = []
     for recipe in recipes:
         run_ids = [spec.run_id for spec in recipe.specs(scale, defaults)]
+        memo: dict = {}
         for claim in recipe.claims:
             try:
-                observations = claim_statistics.compute(claim.statistic, store, run_ids, claim.params)
-                frame = judge(claim, observations, include_failed)
+                found = observations(claim, recipe.figure, recipe.figure_params(scale), store, run_ids, memo)
+                frame = judge(claim, found, include_failed)
             except Exception as error:  # noqa: BLE001 - one claim's failure must not cost the figure
                 kind = "" if isinstance(error, RobustkitError) else f"{type(error).__name__}: "
                 frame = _rows(claim, [_result(reason=f"not computable on these runs: {kind}{error}")])

@@ -354,7 +354,11 @@ def _add_stats_command(commands) -> None:
     stats.add_argument("--within", default="auto", help="comma-separated columns: cells tested separately (e.g. task,tsp_step), 'none' to pool everything; default: auto = task + every configuration column that varies inside a --by group (so runs of different settings are never pooled)")
     stats.add_argument("--metric", help="metric scored (accuracy, f1, mcc, spearman, loss, ...); default: each task's main metric")
     stats.add_argument("--split", choices=["test", "validation"], help="split scored; default: test (validation with --epoch; the best checkpoint is chosen on validation, so its validation score is biased upwards)")
-    stats.add_argument("--checkpoint", choices=["best", "last"], default="best", help="best: best validation main metric; last: end of training; default: best")
+    from robustkit.analysis.registry import get
+    from robustkit.cli_analyze import add_param
+
+    scored = {p.name: p for p in get("scores").params}
+    add_param(stats, scored["checkpoint"])  # the scores analysis's own declaration
     stats.add_argument("--epoch", type=int, help="score at the end of this fine-tuning epoch (validation, from the training history) instead of a checkpoint")
     stats.add_argument("--include-failed", action="store_true", help="keep collapsed and diverged runs in the statistics and tests (default: counted per group, left out; see robustkit.collapse)")
     stats.add_argument("--no-aso", action="store_true", help="skip ASO (almost stochastic order, deepsig's epsilon_min of each group over each other; a few seconds per pair and cell)")

@@ -139,7 +139,7 @@ def load_recipe(name: str, folder: str | Path = RECIPE_DIR) -> Recipe:
         raise RecipeError(f"recipe {path} defines no scale; expected a [demo] and/or [paper] section")
     claims = raw.get("claim", [])
     claims = [claims] if isinstance(claims, dict) else claims
-    from robustkit.claim import Claim
+    from robustkit.claim import Claim, parameters as claim_parameters
 
     parsed = tuple(Claim.from_table(table, f"recipe {path}") for table in claims)
     if len({c.id for c in parsed}) != len(parsed):
@@ -150,7 +150,9 @@ def load_recipe(name: str, folder: str | Path = RECIPE_DIR) -> Recipe:
         figure = figures.get(recipe.figure)
         for scale in scales:
             figure.resolve(**recipe.figure_params(scale))
-    except figures.FigureError as error:
+            for item in parsed:
+                claim_parameters(item, recipe.figure, recipe.figure_params(scale))
+    except RobustkitError as error:
         raise RecipeError(f"recipe {path}: {error}") from None
     return recipe
 

@@ -16,6 +16,7 @@ from robustkit.errors import RobustkitError
 from robustkit.methods import ADAPTER_NAME
 from robustkit.spec import RunSpec
 from robustkit.store import read_manifest
+from robustkit.analysis.registry import get as analysis
 
 
 @pytest.fixture(scope="module")
@@ -80,18 +81,18 @@ def test_ablating_every_layer_is_the_adapter_free_model(houlsby_run, tiny_store)
 
 def test_run_caches_and_skips_full_runs(tiny_store, monkeypatch):
     with pytest.warns(UserWarning, match="without per-layer adapters"):
-        first = ablation.run(tiny_store, progress=False)
+        first = analysis("ablation").run(tiny_store, progress=False)
     assert set(first["method"]) == {"houlsby"}
     assert set(first["metric"]) == {"loss", "accuracy"}
     single = first[first["first"] == first["last"]]
     assert np.isfinite(single["relative_change"]).all()
     calls = []
     monkeypatch.setattr(ablation, "fast_spans", lambda *a, **k: calls.append(1))
-    second = ablation.run(tiny_store, ["method=houlsby"], progress=False)
+    second = analysis("ablation").run(tiny_store, ["method=houlsby"], progress=False)
     assert not calls  # a cache hit: nothing recomputed
     assert second.equals(first)
     with pytest.raises(RobustkitError, match="no adapter run"), pytest.warns(UserWarning):
-        ablation.run(tiny_store, ["method=full"], progress=False)
+        analysis("ablation").run(tiny_store, ["method=full"], progress=False)
 
 
 def test_heatmap_renders_pdf(tiny_store, tmp_path):
@@ -100,7 +101,7 @@ def test_heatmap_renders_pdf(tiny_store, tmp_path):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        frame = ablation.run(tiny_store, ["method=houlsby"], progress=False)
+        frame = analysis("ablation").run(tiny_store, ["method=houlsby"], progress=False)
     fig = ablation_heatmap(frame)
     assert "n=1 runs" in fig.axes[0].get_title()
     path = save_pdf(fig, tmp_path / "fig6.pdf")

@@ -166,12 +166,17 @@ def test_summary_conventions_by_hand():
 
 
 def test_bad_attacker_and_engine_are_refused(attack_store):
+    from robustkit.analysis.registry import get
+
     with pytest.raises(Exception, match="unknown attack engine 'nope'"):
         attack.attack_run(attack.select_runs(attack_store).path[0], engine="nope")
     with pytest.raises(Exception, match="unknown attacker 'textfooler'"):
         attack.run(attack_store, attacker="textfooler")
-    with pytest.raises(Exception, match="unknown attacker 'textfooler'"):
-        attack.success_by_attacker(attack_store, attackers=["pwws", "textfooler"])
+    with pytest.raises(Exception, match=r"parameter 'attackers' must be one of .*got 'textfooler'"):
+        get("attack").run(attack_store, attackers=["pwws", "textfooler"])
+    # an attacker's own option: an error where no chosen attacker takes it, never dropped
+    with pytest.raises(Exception, match=r"attack option\(s\) \['engin'\] are taken by none of \['pwws'\]"):
+        get("attack").run(attack_store, attack_options=["engin=openattack"])
 
 
 def _summary(attacker: str = "pwws", rates=(0.3, 0.35, 0.32, 0.3, 0.6, 0.5, 0.7, 0.65), outcome=None) -> pd.DataFrame:
@@ -237,16 +242,19 @@ def test_attackers_side_by_side(tmp_path):
 
 
 def test_attack_figures_are_registered():
+    from robustkit.analysis.registry import load
+
     by_attacker = figures.get("attack-by-attacker")
-    assert by_attacker.analysis == "robustkit.analysis.attack:success_by_attacker"
+    assert by_attacker.analysis == "attack" and by_attacker.resolve()["attackers"] == ["pwws", "deepwordbug"]
     assert by_attacker.resolve(attackers="pwws,deepwordbug")["attackers"] == ["pwws", "deepwordbug"]
-    assert figures._load(by_attacker.plot) is attack_by_attacker
-    assert figures._load(by_attacker.analysis) is attack.success_by_attacker
+    assert load(by_attacker.plot) is attack_by_attacker
+    assert load(by_attacker.source().compute) is attack.run_attackers
     vs_tsp = figures.get("attack-vs-tsp")
-    assert vs_tsp.resolve(attacker="deepwordbug")["attacker"] == "deepwordbug"
-    assert set(dict((p.name, p.choices) for p in vs_tsp.parameters)["attacker"]) == set(attacks.ATTACKS)
+    assert vs_tsp.resolve()["attackers"] == ["pwws"]
+    assert vs_tsp.resolve(attackers="deepwordbug")["attackers"] == ["deepwordbug"]
+    assert set(dict((p.name, p.choices) for p in vs_tsp.parameters)["attackers"]) == set(attacks.ATTACKS)
     with pytest.raises(figures.FigureError):
-        vs_tsp.resolve(attacker="textfooler")
+        vs_tsp.resolve(attackers="textfooler")
 
 
 def test_the_attacks_recipe_reuses_figure_5s_runs():
@@ -305,8 +313,8 @@ def test_attack_boxes_draw_each_methods_success_rates_as_scores(monkeypatch):
                  outcome="collapsed" if (m, s) == ("lora", 2) else "ok")
             for m, rates in (("full", [0.9, 0.8, 0.85]), ("lora", [0.6, 0.7, 0.0])) for s, r in enumerate(rates)
             for c in ("openattack", "gold")]
-    monkeypatch.setattr(analysis, "success", lambda *args, **kwargs: pd.DataFrame(rows))
-    frame = analysis.success_scores("unused", convention="openattack")
+    monkeypatch.setattr(analysis, "success_view", lambda *args, **kwargs: pd.DataFrame(rows).assign(attacker="pwws"))
+    frame = analysis.success_scores_view(pd.DataFrame(), "unused", checkpoint="best", convention="openattack")
     assert len(frame) == 6 and set(frame["metric"]) == {"pwws success"}
     assert frame.set_index("run_id")["value"].to_dict()["lora-1"] == 0.7  # the openattack convention's rate
     texts = " ".join(figure_texts(attack_boxes(frame)))

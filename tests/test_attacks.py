@@ -51,8 +51,12 @@ def _outcome(result) -> tuple:
 def test_registry_builds_each_attack_with_the_options_it_takes():
     pwws = attacks.create("pwws", engine="openattack", seed=3)
     assert isinstance(pwws, PWWS) and pwws.name == "pwws" and pwws.params == {"engine": "openattack"}
-    bug = attacks.create("deepwordbug", engine="openattack", seed=3)  # engine is PWWS's only
+    bug = attacks.create("deepwordbug", seed=3)
     assert isinstance(bug, DeepWordBug) and bug.params == {"seed": 3, "power": 5}
+    # engine is PWWS's only: given to another attacker it is an error, never dropped
+    with pytest.raises(RobustkitError, match=r"attacker 'deepwordbug' takes no option\(s\) \['engine'\]; it takes: power, prefetch"):
+        attacks.create("deepwordbug", engine="openattack", seed=3)
+    assert attacks.options_of("pwws") >= {"engine"} and attacks.parse_options(["engine=openattack", "power=3"]) == {"engine": "openattack", "power": 3}
     with pytest.raises(RobustkitError, match="unknown attacker 'nope'; known: pwws, deepwordbug"):
         attacks.create("nope")
     with pytest.raises(RobustkitError, match="unknown attack engine 'slow'"):
@@ -77,7 +81,7 @@ def test_an_attack_is_one_registry_line(monkeypatch):
             return attacks.AttackResult(example.sentence, None, False, example.target, 0, 0, 0, 0.0)
 
     monkeypatch.setitem(attacks.ATTACKS, "echo", Echo)
-    echo = attacks.create("echo", engine="fast", seed=7)
+    echo = attacks.create("echo", seed=7)
     assert echo.params == {"seed": 7}
     assert echo.attack(None, Example("a film .", 1)).target == 1
 

@@ -11,7 +11,7 @@ from robustkit.claim import Claim, ClaimError, judge, summary_line
 
 
 def _claim(**changes) -> Claim:
-    table = {"id": "c", "says": "adapters vary less (§2)", "statistic": "score", "compare": "spread",
+    table = {"id": "c", "says": "adapters vary less (§2)", "statistic": "scores.score", "compare": "spread",
              "a": "houlsby", "b": "full", "direction": "less", "test": "levene", **changes}
     return Claim.from_table(table, "test")
 
@@ -54,7 +54,7 @@ def test_location(test):
 
 
 def test_rate_counts_failed_runs():
-    claim = _claim(compare="rate", test="fisher", statistic="collapsed", direction="less")
+    claim = _claim(compare="rate", test="fisher", statistic="scores.failed", direction="less")
     many, few = np.array([1] * 9 + [0] * 3), np.array([0] * 11 + [1])
     assert _verdict(claim, _runs({"houlsby": few, "full": many})) == "agrees"
     assert _verdict(claim, _runs({"houlsby": many, "full": few})) == "contradicts"
@@ -113,7 +113,8 @@ def test_no_silent_pooling_in_a_claim():
     ({"compare": "variance"}, "compare must be one of"),
     ({"test": "t-test"}, "spread takes test"),
     ({"direction": "smaller"}, "direction must be"),
-    ({"statistic": "magic"}, "unknown statistic"),
+    ({"statistic": "magic"}, "named <analysis>.<statistic>"),
+    ({"statistic": "scores.magic"}, "analysis 'scores' has no statistic 'magic'"),
     ({"b": None}, "give a and b"),
     ({"colour": "red"}, "unknown key"),
     ({"compare": "threshold", "test": "bootstrap-mean"}, "needs a numeric value"),
@@ -124,7 +125,7 @@ def test_bad_claims_are_refused(change, message):
 
 
 def test_hypothesis_text():
-    assert _claim().hypothesis == "spread of score: houlsby < full (levene, one-sided)"
+    assert _claim().hypothesis == "spread of scores.score: houlsby < full (levene, one-sided)"
 
 
 def test_groups_of_several_values_numbers_and_where():

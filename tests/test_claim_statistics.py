@@ -1,10 +1,11 @@
-"""Per-run statistics that claims are tested on (robustkit.analysis.claim_statistics), on a real store:
+"""Per-run statistics that claims are tested on (robustkit.analysis.statistics, named by the
+analysis registry), on a real store:
 each reduces its analysis to the number its docstring names."""
 
 import numpy as np
 import pytest
 
-from robustkit.analysis import claim_statistics, curves, gradnorm
+from robustkit.analysis import curves, gradnorm, registry
 from robustkit.errors import RobustkitError
 from robustkit.store import IDENTITY, load_runs
 
@@ -15,13 +16,13 @@ def ids(tiny_store) -> list[str]:
 
 
 def test_score_and_collapsed(tiny_store, ids):
-    frame = claim_statistics.compute("score", tiny_store, ids, {"split": "validation", "checkpoint": "last"})
+    frame = registry.per_run("scores.score", tiny_store, {"run_id": ids}, **{"split": "validation", "checkpoint": "last"})
     runs = load_runs(tiny_store).set_index("run_id")
     assert set(IDENTITY) <= set(frame.columns) and {"value", "outcome"} <= set(frame.columns)
     assert all(frame.set_index("run_id")["value"] == runs.loc[frame["run_id"], "last/validation/accuracy"].to_numpy())
-    failed = claim_statistics.compute("collapsed", tiny_store, ids, {"split": "validation", "checkpoint": "last"})
+    failed = registry.per_run("scores.failed", tiny_store, {"run_id": ids}, **{"split": "validation", "checkpoint": "last"})
     assert list(failed["value"]) == list(frame["failed"].astype(float)) and set(failed["outcome"]) == {"ok"}
-    epochs = claim_statistics.compute("score", tiny_store, ids, {"epoch": "all"})
+    epochs = registry.per_run("epoch-scores.score", tiny_store, {"run_id": ids}, **{"epoch": "all"})
     assert sorted(epochs["epoch"].unique()) == [1, 2] and len(epochs) == 2 * len(ids)
 
 
@@ -31,50 +32,52 @@ def test_dev_curve_statistics(tiny_store, ids):
     for run_id, group in dev.groupby("run_id"):
         loss = group[group["metric"] == "loss"].sort_values("step")["value"]
         acc = group[group["metric"] == "accuracy"]["value"]
-        overfit = claim_statistics.compute("overfit", tiny_store, [run_id]).set_index("run_id")["value"][run_id]
+        overfit = registry.per_run("curves.overfit", tiny_store, {"run_id": [run_id]}).set_index("run_id")["value"][run_id]
         assert overfit == pytest.approx(loss.iloc[-1] - loss.min()) and overfit >= 0
-        gap = claim_statistics.compute("best-minus-mean", tiny_store, [run_id])["value"].item()
+        gap = registry.per_run("curves.best-minus-mean", tiny_store, {"run_id": [run_id]})["value"].item()
         assert gap == pytest.approx(acc.max() - acc.mean())
-        assert claim_statistics.compute("mean-dev", tiny_store, [run_id])["value"].item() == pytest.approx(acc.mean())
+        assert registry.per_run("curves.mean-dev", tiny_store, {"run_id": [run_id]})["value"].item() == pytest.approx(acc.mean())
 
 
 def test_gradnorm_slope_is_the_fitted_slope(tiny_store, ids):
     norms = gradnorm.run(tiny_store, {"run_id": ids})
-    slopes = claim_statistics.compute("gradnorm-slope", tiny_store, ids, {"layer": "classifier"}).set_index("run_id")["value"]
+    slopes = registry.per_run("gradnorm.slope", tiny_store, {"run_id": ids}, **{"layer": "classifier"}).set_index("run_id")["value"]
     for run_id, group in norms[norms["layer"] == "classifier"].groupby("run_id"):
         expected = np.polyfit(group["step"] / 1000, np.log10(group["value"]), 1)[0]
         assert slopes[run_id] == pytest.approx(expected)
-    top = claim_statistics.compute("gradnorm-slope", tiny_store, ids, {"layer": "top"})
+    top = registry.per_run("gradnorm.slope", tiny_store, {"run_id": ids}, **{"layer": "top"})
     assert len(top) == len(ids) and top["value"].notna().all()  # bert-tiny: the top third is layer 1
 
 
 def test_analysis_statistics_on_a_real_run(tiny_store, ids):
     houlsby = [i for i in ids if "houlsby" in i]
-    curvature = claim_statistics.compute("landscape-curvature", tiny_store, houlsby, {"alphas": "-2:2:21"})
+    curvature = registry.per_run("landscape.curvature", tiny_store, {"run_id": houlsby}, **{"alphas": "-2:2:21"})
     assert len(curvature) == 1 and np.isfinite(curvature["value"].item())
-    drop = claim_statistics.compute("ablation-max-single-drop", tiny_store, houlsby)
-    gap = claim_statistics.compute("ablation-all-removed-gap", tiny_store, houlsby)
-    low_high = claim_statistics.compute("ablation-low-minus-high", tiny_store, houlsby)
+    drop = registry.per_run("ablation.max-single-drop", tiny_store, {"run_id": houlsby})
+    gap = registry.per_run("ablation.all-removed-gap", tiny_store, {"run_id": houlsby})
+    low_high = registry.per_run("ablation.low-minus-high", tiny_store, {"run_id": houlsby})
     assert all(len(f) == 1 and np.isfinite(f["value"].item()) for f in (drop, gap, low_high))
-    layers = claim_statistics.compute("rsa", tiny_store, houlsby, {"tokens": 50})
+    layers = registry.per_run("rsa.similarity", tiny_store, {"run_id": houlsby}, **{"tokens": 50})
     assert sorted(layers["layer"]) == [0, 1, 2]  # embeddings + 2 encoder layers
-    top = claim_statistics.compute("rsa", tiny_store, houlsby, {"tokens": 50, "layer": "top"})
+    top = registry.per_run("rsa.similarity", tiny_store, {"run_id": houlsby}, **{"tokens": 50, "layer": "top"})
     assert top["value"].item() == pytest.approx(layers.loc[layers["layer"] == 2, "value"].item())
 
 
 def test_unknown_statistic_or_parameter():
-    with pytest.raises(RobustkitError, match="unknown statistic 'magic'"):
-        claim_statistics.compute("magic", "nowhere", [])
+    with pytest.raises(RobustkitError, match="a statistic is named <analysis>.<statistic>, got 'magic'"):
+        registry.per_run("magic", "nowhere", {"run_id": []})
+    with pytest.raises(RobustkitError, match="analysis 'curves' has no statistic 'magic'; it has: overfit"):
+        registry.per_run("curves.magic", "nowhere", {"run_id": []})
 
 
 def test_unknown_parameter_is_refused(tiny_store, ids):
-    with pytest.raises(RobustkitError, match="unknown statistic parameter"):
-        claim_statistics.compute("overfit", tiny_store, ids, {"colour": "red"})
+    with pytest.raises(RobustkitError, match=r"statistic curves.overfit has no parameter\(s\) \['colour'\]"):
+        registry.per_run("curves.overfit", tiny_store, {"run_id": ids}, **{"colour": "red"})
 
 
 @pytest.mark.parametrize("statistic, params", [
-    ("rsa", {"tokens": 50}), ("rsa", {"tokens": 50, "layer": "top"}), ("landscape-curvature", {"alphas": "-2:2:21"}),
-    ("score", {}), ("ablation-max-single-drop", {})])
+    ("rsa.similarity", {"tokens": 50}), ("rsa.similarity", {"tokens": 50, "layer": "top"}),
+    ("landscape.curvature", {"alphas": "-2:2:21"}), ("scores.score", {}), ("ablation.max-single-drop", {})])
 def test_each_statistic_carries_the_claims_outcome(tiny_store, ids, statistic, params):
     """The outcome a claim leaves runs out by is the store's on the claim's split and checkpoint,
     in one ``outcome`` column, even where the analysis frame carries its own (similarity.run's
@@ -82,7 +85,7 @@ def test_each_statistic_carries_the_claims_outcome(tiny_store, ids, statistic, p
     from robustkit.analysis import scores
 
     houlsby = [i for i in ids if "houlsby" in i]
-    frame = claim_statistics.compute(statistic, tiny_store, houlsby, params)
+    frame = registry.per_run(statistic, tiny_store, {"run_id": houlsby}, **params)
     assert "outcome" in frame and not {"outcome_x", "outcome_y"} & set(frame.columns)
-    expected = scores.outcomes(tiny_store, {"run_id": houlsby}, checkpoint="best", split="test").set_index("run_id")["outcome"]
+    expected = scores.outcomes(tiny_store, {"run_id": houlsby}, checkpoint="best", split="test", metric=None).set_index("run_id")["outcome"]
     assert (frame["outcome"].to_numpy() == expected.loc[frame["run_id"]].to_numpy()).all()

@@ -4,6 +4,8 @@ download), trained a few steps with houlsby and lora, then every analysis on the
 
 from __future__ import annotations
 
+from robustkit.analysis.registry import get as analysis
+
 import dataclasses
 import warnings
 from pathlib import Path
@@ -82,26 +84,26 @@ def test_every_analysis_runs_on_every_encoder(arch_store):
     assert np.isfinite(norms["value"]).all()
 
     # RSA / CKA: embeddings + every encoder layer, from output_hidden_states
-    sim = similarity.run(store, tokens=40, progress=False)
+    sim = analysis("rsa").run(store, tokens=40, progress=False)
     assert set(sim["layer"]) == set(range(N_LAYERS + 1)) and set(sim["measure"]) == {"rsa", "cka"}
 
     # loss landscape between the initial and the tuned state
-    land = landscape.run(store, alphas=[0.0, 1.0], progress=False)
+    land = analysis("landscape").run(store, alphas=[0.0, 1.0], progress=False)
     assert set(land["method"]) == set(METHODS) and np.isfinite(land["value"]).all()
 
     # layer-span ablation of both methods (their modules live in layers)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        spans = ablation.run(store, progress=False)
+        spans = analysis("ablation").run(store, progress=False)
     assert set(spans["method"]) == set(METHODS)
     assert np.isfinite(spans["value"]).all()
 
     # stability of the outcomes per method
-    summary = stability.summarize(scores.outcomes(store), by="method")
+    summary = stability.summarize(scores.outcomes(store, checkpoint="best", split="test", metric=None), by="method")
     assert set(summary["method"]) == set(METHODS)
 
     # trade-off: every method on one parameters-vs-score frame
-    points = tradeoff.table(store)
+    points = analysis("tradeoff").run(store)
     assert set(points["method"]) == set(METHODS)
 
 
@@ -202,10 +204,10 @@ def test_every_analysis_runs_for_every_method(tmp_path):
         assert groups and groups <= {"embeddings", "shared", "pooler", "classifier", *(f"layer.{i}" for i in range(N_LAYERS))}, (method, groups)
     assert set(norms.loc[norms["method"] == "prompt", "layer"]) == {"embeddings", "classifier"}
     assert set(norms.loc[norms["method"] == "prefix", "layer"]) == {"shared", "classifier"}
-    assert set(similarity.run(store, tokens=40, progress=False)["method"]) == set(METHODS)
-    assert set(landscape.run(store, alphas=[0.0, 1.0], progress=False)["method"]) == set(METHODS)
+    assert set(analysis("rsa").run(store, tokens=40, progress=False)["method"]) == set(METHODS)
+    assert set(analysis("landscape").run(store, alphas=[0.0, 1.0], progress=False)["method"]) == set(METHODS)
     with pytest.warns(UserWarning, match=r"\(prompt\)"):
-        spans = ablation.run(store, progress=False)
+        spans = analysis("ablation").run(store, progress=False)
     assert set(spans["method"]) == {n for n, m in METHODS.items() if m.layer_ablation} | {"adapterhub"}
-    assert set(stability.summarize(scores.outcomes(store), by="method")["method"]) == set(METHODS)
-    assert set(tradeoff.table(store)["method"]) == set(METHODS)
+    assert set(stability.summarize(scores.outcomes(store, checkpoint="best", split="test", metric=None), by="method")["method"]) == set(METHODS)
+    assert set(analysis("tradeoff").run(store)["method"]) == set(METHODS)

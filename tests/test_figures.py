@@ -8,17 +8,24 @@ import inspect
 import pytest
 
 from robustkit import figures
-from robustkit.figures import FIGURES, Figure, FigureError, Param
+from robustkit.analysis.registry import Analysis, load
+from robustkit.figures import FIGURES, Figure, FigureError
+from robustkit.params import Param
 
 
 @pytest.mark.parametrize("name", sorted(FIGURES))
-def test_every_parameter_reaches_the_analysis_or_the_plot(name):
-    """Parameters are routed by name: one that neither function takes would be silently dropped."""
+def test_every_parameter_reaches_the_analysis_the_view_or_the_plot(name):
+    """Parameters are routed by name: one that no function takes would be silently dropped. The
+    analysis's come from its registry entry (never redeclared here); the figure's own reach its
+    view or its plot."""
     figure = FIGURES[name]
-    analysis, plot = figures._load(figure.analysis), figures._load(figure.plot)
-    taken = set(inspect.signature(analysis).parameters) | set(inspect.signature(plot).parameters)
-    assert {"store", "select"} <= set(inspect.signature(analysis).parameters), name
-    assert not {p.name for p in figure.parameters} - taken, name
+    compute = load(figure.source().compute)
+    assert {"store", "select"} <= set(inspect.signature(compute).parameters), name
+    assert {p.name for p in figure.source().params} <= set(inspect.signature(compute).parameters), name
+    taken = set(inspect.signature(load(figure.plot)).parameters)
+    if figure.view:
+        taken |= set(inspect.signature(load(figure.view)).parameters)
+    assert not {p.name for p in figure.params} - taken, name
     for param in figure.parameters:  # defaults are valid values of their own parameter
         assert param.coerce(param.default) == param.default or param.default is None
 
@@ -39,15 +46,17 @@ def test_parameters_are_checked_and_typed():
 
 
 def test_a_new_figure_is_one_registration(tmp_path, monkeypatch):
-    """Register a figure from a notebook: analysis + plot named by import path, parameters routed."""
+    """Register an analysis and a figure from a notebook: named by import path, parameters routed."""
     import types
     import sys
 
     import matplotlib.pyplot as plt
     import pandas as pd
 
+    from robustkit.analysis import registry
+
     module = types.ModuleType("toy_figure")
-    module.analysis = lambda store, select=None, rows=2: pd.DataFrame({"x": range(rows), "store": str(store)})
+    module.analysis = lambda store, select, *, rows: pd.DataFrame({"x": range(rows), "store": str(store)})
     def plot(frame, colour="k"):
         fig, ax = plt.subplots()
         ax.plot(frame["x"], color=colour)
@@ -55,13 +64,18 @@ def test_a_new_figure_is_one_registration(tmp_path, monkeypatch):
     module.plot = plot
     monkeypatch.setitem(sys.modules, "toy_figure", module)
     monkeypatch.setattr(figures, "FIGURES", dict(FIGURES))
-    figures.register(Figure("toy", "a toy", "toy_figure:analysis", "toy_figure:plot",
-                            (Param("rows", 2, "rows"), Param("colour", "k", "line colour"))))
+    monkeypatch.setattr(registry, "ANALYSES", dict(registry.ANALYSES))
+    registry.register(Analysis("toy", "a toy", "rows of x", "toy_figure:analysis", (Param("rows", 2, "rows"),)))
+    figures.register(Figure("toy", "a toy", "toy", "toy_figure:plot", (Param("colour", "k", "line colour"),)))
     assert len(figures.data("toy", tmp_path, rows=3)) == 3
     fig = figures.draw("toy", tmp_path, subtitle="on nothing", colour="r", rows=4)
     assert len(fig.axes[0].lines[0].get_xdata()) == 4 and fig.axes[0].lines[0].get_color() == "r"
     with pytest.raises(FigureError, match="registered twice"):
         figures.register(figures.get("toy"))
+    with pytest.raises(FigureError, match=r"\['rows'\] are not its own parameters"):
+        figures.register(Figure("toy-2", "a toy", "toy", "toy_figure:plot", (Param("rows", 5, "rows again"),)))
+    with pytest.raises(FigureError, match=r"has no parameter\(s\) \['colur'\]"):
+        figures.draw("toy", tmp_path, colur="r")
     plt.close("all")
 
 

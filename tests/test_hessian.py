@@ -13,6 +13,7 @@ from scipy.stats import ortho_group
 from robustkit import store
 from robustkit.analysis import curvature
 from robustkit.measures.hessian import HessianVectorProduct, hutchinson_trace, top_eigenvalue
+from robustkit.analysis.registry import get as analysis
 
 
 def _quadratic(eigenvalues, seed=0):
@@ -175,7 +176,7 @@ def test_blocks_take_the_models_own_layer_groups():
 def test_curvature_of_runs_is_cached_and_over_trained_tensors_only(tiny_store, method, monkeypatch):
     options = dict(select=[f"method={method}"], checkpoints=["step-0", "best"], examples=8, max_iterations=3,
                    samples=3, progress=False)
-    frame = curvature.run(tiny_store, **options)
+    frame = analysis("curvature").run(tiny_store, **options)
     assert set(frame["checkpoint"]) == {"step-0", "best"}
     whole = frame[(frame["scope"] == "all")].set_index(["checkpoint", "estimator"])
     run_dir = next(p for p in store.run_dirs(tiny_store) if store.read_manifest(p)["spec"]["method"] == method)
@@ -194,14 +195,14 @@ def test_curvature_of_runs_is_cached_and_over_trained_tensors_only(tiny_store, m
     assert parts[["scope", "group", "estimator", "n_params"]].equals(best[["scope", "group", "estimator", "n_params"]])
     # the second call reads the cache: nothing is computed
     monkeypatch.setattr(curvature, "curvature_run", lambda *a, **k: pytest.fail("recomputed"))
-    pd.testing.assert_frame_equal(curvature.run(tiny_store, **options), frame)
+    pd.testing.assert_frame_equal(analysis("curvature").run(tiny_store, **options), frame)
 
 
 def test_curvature_claim_statistic_reads_the_analysis(tiny_store):
-    from robustkit.analysis import claim_statistics
+    from robustkit.analysis import registry
 
     run_ids = [p.name for p in store.run_dirs(tiny_store)]
-    frame = claim_statistics.compute("curvature", tiny_store, run_ids, {
+    frame = registry.per_run("curvature.sharpness", tiny_store, {"run_id": run_ids}, **{
         "checkpoint": "best", "estimator": "trace", "examples": 8, "max_iterations": 3, "samples": 3})
     assert sorted(frame["run_id"]) == sorted(run_ids) and np.isfinite(frame["value"]).all()
     assert set(frame["outcome"]) <= {"ok", "collapsed", "diverged"}
@@ -215,7 +216,7 @@ def test_curvature_at_the_tsp_checkpoint_uses_the_masked_lm_loss(tmp_path, rte_f
 
     glue = rte_folder(tmp_path / "glue")
     train(dataclasses.replace(TINY_RTE, method="houlsby", tsp_step=2, data_dir=str(glue)), tmp_path / "runs", progress=False)
-    frame = curvature.run(tmp_path / "runs", checkpoints=["tsp", "step-0"], examples=8, max_iterations=3, samples=3,
+    frame = analysis("curvature").run(tmp_path / "runs", checkpoints=["tsp", "step-0"], examples=8, max_iterations=3, samples=3,
                           grouping="none", progress=False)
     whole = frame[frame["scope"] == "all"].set_index(["checkpoint", "estimator"])["value"]
     assert set(frame["checkpoint"]) == {"tsp", "step-0"} and np.isfinite(whole).all()

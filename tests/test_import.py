@@ -5,6 +5,8 @@ what is unknown recorded as unknown."""
 
 from __future__ import annotations
 
+from robustkit.analysis.registry import get as analysis
+
 import json
 import math
 
@@ -137,9 +139,9 @@ def test_checkpoint_series_and_every_analysis(tmp_path, glue):
     import_run(tmp_path / "other", BASE, "rte", tmp_path / "runs", known={"seed": 7}, data_dir=glue)
     assert len(load_runs(tmp_path / "runs")) == 2
     store = tmp_path / "runs"
-    assert len(set(similarity.run(store, tokens=40, progress=False)["run_id"])) == 2
-    assert len(set(landscape.run(store, alphas=[0.0, 1.0], progress=False)["run_id"])) == 2
-    outcomes = scores.outcomes(store)
+    assert len(set(analysis("rsa").run(store, tokens=40, progress=False)["run_id"])) == 2
+    assert len(set(analysis("landscape").run(store, alphas=[0.0, 1.0], progress=False)["run_id"])) == 2
+    outcomes = scores.outcomes(store, checkpoint="best", split="test", metric=None)
     assert len(outcomes) == 2
     summary = stability.summarize(outcomes, by="method")  # two full runs, one of unknown seed: one box
     assert len(summary) == 1 and (summary["n"] + summary["n_failed"]).sum() == 2

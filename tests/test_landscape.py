@@ -18,6 +18,7 @@ from robustkit.plots.style import save_pdf
 from robustkit.spec import RunSpec
 from robustkit.tasks import get_task
 from robustkit.train import evaluate
+from robustkit.analysis.registry import get as analysis
 
 
 
@@ -56,7 +57,7 @@ def test_parse_alphas():
 @pytest.mark.parametrize("method", ["houlsby", "full"])
 def test_endpoints_equal_the_checkpoints_evaluated_directly(tiny_store, method):
     run_dir = _run_dir(tiny_store, method)
-    frame = landscape.run(tiny_store, select=[f"method={method}"], alphas="-1:2:4", progress=False)
+    frame = analysis("landscape").run(tiny_store, select=[f"method={method}"], alphas="-1:2:4", progress=False)
     assert len(frame) == 4 * 2 and set(frame["metric"]) == {"loss", "accuracy"}
     assert set(frame["checkpoint"]) == {"best"} and set(frame["split"]) == {"validation"}
     loss = frame[frame["metric"] == "loss"].set_index("alpha")["value"]
@@ -119,7 +120,7 @@ def test_mismatched_thetas_are_refused(tiny_store):
     with pytest.raises(RobustkitError, match="different parameters"):
         landscape.interpolate(model, theta0, theta1, [0.0], [], "rte")
     with pytest.raises(RobustkitError, match="bad split"):
-        landscape.run(tiny_store, splits=("dev",), progress=False)
+        analysis("landscape").run(tiny_store, splits=("dev",), progress=False)
 
 
 def test_cache_hit_and_recompute_after_a_changed_checkpoint(tiny_store, tmp_path, monkeypatch):
@@ -133,14 +134,14 @@ def test_cache_hit_and_recompute_after_a_changed_checkpoint(tiny_store, tmp_path
         return real(*args, **kwargs)
 
     monkeypatch.setattr(landscape, "interpolate", counting)
-    first = landscape.run(tmp_path / "runs", alphas="0,1", progress=False)
-    again = landscape.run(tmp_path / "runs", alphas="0,1", progress=False)
+    first = analysis("landscape").run(tmp_path / "runs", alphas="0,1", progress=False)
+    again = analysis("landscape").run(tmp_path / "runs", alphas="0,1", progress=False)
     assert len(calls) == 1
     pd.testing.assert_frame_equal(first, again)
     tensors, metadata = store.load_checkpoint(run_dir, "best")
     tensors["classifier.bias"] = tensors["classifier.bias"] + torch.tensor([0.5, -0.5])
     store.save_checkpoint(run_dir, "best", tensors, metadata, store.read_manifest(run_dir)["checkpoints"]["best"]["step"])
-    changed = landscape.run(tmp_path / "runs", alphas="0,1", progress=False)
+    changed = analysis("landscape").run(tmp_path / "runs", alphas="0,1", progress=False)
     assert len(calls) == 2
     assert _loss_at(changed, 0.0) == _loss_at(first, 0.0) and _loss_at(changed, 1.0) != _loss_at(first, 1.0)
 
@@ -150,7 +151,7 @@ def _loss_at(frame: pd.DataFrame, alpha: float) -> float:
 
 
 def test_landscape_figure_renders_as_pdf(tiny_store, tmp_path):
-    frame = landscape.run(tiny_store, alphas="-1:2:4", progress=False)
+    frame = analysis("landscape").run(tiny_store, alphas="-1:2:4", progress=False)
     seeds = pd.concat([frame, frame.assign(run_id=frame["run_id"] + "-copy", value=frame["value"] * 1.1)])
     fig = landscape_curves(seeds)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]

@@ -21,6 +21,7 @@ from robustkit.methods import METHOD_NAMES, adaptation_of, apply_method, get_met
 from robustkit.methods.model_parts import count_parameters
 from robustkit.models import load_classifier
 from robustkit.spec import RunSpec
+from robustkit.analysis.registry import get as analysis
 
 D, FFN, LAYERS = 128, 512, 2  # bert-tiny
 # The options each method needs (top-k has no default k) and the generic method's config.
@@ -320,14 +321,14 @@ def test_runs_of_one_method_with_different_options_are_never_pooled(tmp_path, gl
     for seed, r in ((0, 2), (1, 4)):
         spec = dataclasses.replace(TINY_RTE, method="lora", seed=seed, epochs=1, data_dir=glue, method_options={"r": r})
         train(spec, tmp_path / "runs", progress=False)
-    frame = scores.outcomes(tmp_path / "runs", split="validation", checkpoint="last")
+    frame = scores.outcomes(tmp_path / "runs", split="validation", checkpoint="last", metric=None)
     assert sorted(frame["lora.r"]) == [2, 4] and set(frame["lora.matrices"]) == {"q,v"}
     with pytest.raises(PoolingError, match=r"differ in lora\.r = 2, 4"):
         stability.summarize(frame, ["task", "method"], include_failed=True)
     assert "lora.r" in stability.default_within(frame, "method")
     assert list(stability.summarize(frame, ["task", "method", "lora.r"], include_failed=True)["n"]) == [1, 1]
-    assert list(scores.outcomes(tmp_path / "runs", ["lora.r=4"], split="validation")["lora.r"]) == [4]  # --select lora.r=4
-    table = tradeoff.table(tmp_path / "runs")
+    assert list(scores.outcomes(tmp_path / "runs", ["lora.r=4"], split="validation", checkpoint="best", metric=None)["lora.r"]) == [4]  # --select lora.r=4
+    table = analysis("tradeoff").run(tmp_path / "runs")
     points = tradeoff.with_points(table)
     assert sorted(points["point"].unique()) == [2, 4]  # r orders LoRA's trade-off curve
     with pytest.raises(PoolingError, match="lora.r"):

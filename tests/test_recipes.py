@@ -201,5 +201,5 @@ def test_bad_recipe_names_the_file_and_key(tmp_path):
     with pytest.raises(RecipeError, match=r"i.toml: figure 'rsa' has no parameter\(s\) \['tokenz'\]"):
         load_recipe("p/i", tmp_path)
     (tmp_path / "p" / "j.toml").write_text('title = "t"\nfigure = "rsa"\noutput = "o.pdf"\n[demo]\nparams = { tokens = "many" }\n[demo.grid]\nseed = [0]\n')
-    with pytest.raises(RecipeError, match=r"j.toml: parameter 'tokens'"):
+    with pytest.raises(RecipeError, match=r"j.toml: figure 'rsa': parameter 'tokens'"):
         load_recipe("p/j", tmp_path)

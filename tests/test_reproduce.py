@@ -26,8 +26,7 @@ CLAIM = """
 [[claim]]
 id = "spread"
 says = "adapters vary less (toy)"
-statistic = "score"
-params = { split = "validation", checkpoint = "last" }
+statistic = "scores.score"
 compare = "spread"
 a = "houlsby"
 b = "full"
@@ -37,8 +36,7 @@ test = "levene"
 [[claim]]
 id = "failures"
 says = "adapters collapse less often (toy)"
-statistic = "collapsed"
-params = { split = "validation", checkpoint = "last" }
+statistic = "scores.failed"
 compare = "rate"
 a = "houlsby"
 b = "full"
@@ -58,7 +56,7 @@ def recipe_dir(tmp_path, rte_folder) -> Path:
         f'adapter_size = 16\ndata_dir = "{glue}"\n[demo.lr]\nhoulsby = 1e-3\nfull = 1e-4\n'
     )
     (folder / "toy" / "seeds.toml").write_text(RECIPE.format(
-        title="Dev score over seeds", plot="box-seeds", args='{ split = "validation" }', output="toy_seeds.pdf", seeds="[0, 1]")
+        title="Dev score over seeds", plot="box-seeds", args='{ split = "validation", checkpoint = "last" }', output="toy_seeds.pdf", seeds="[0, 1]")
         + CLAIM)
     (folder / "toy" / "table.toml").write_text(RECIPE.format(
         title="Results table", plot="table", args='{ by = ["method"], split = "validation" }', output="toy_table.pdf", seeds="[1, 2]"))
@@ -124,7 +122,7 @@ def test_bad_figure_parameters_fail_before_any_training(tmp_path, recipe_dir):
 
     (recipe_dir / "toy" / "bad.toml").write_text(RECIPE.format(
         title="t", plot="box-seeds", args='{ split = "nowhere" }', output="bad.pdf", seeds="[0]"))
-    with pytest.raises(RecipeError, match=r"toy/bad.toml: parameter 'split' must be one of"):
+    with pytest.raises(RecipeError, match=r"toy/bad.toml: figure 'box-seeds': parameter 'split' must be one of"):
         reproduce(["toy/seeds", "toy/bad"], store=tmp_path / "runs", figures=tmp_path / "f", recipes=recipe_dir, progress=False)
     assert not (tmp_path / "runs").exists() or not load_runs(tmp_path / "runs").shape[0]
 

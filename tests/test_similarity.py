@@ -24,6 +24,7 @@ from robustkit.plots.similarity import rsa_by_layer
 from robustkit.plots.style import save_pdf
 from robustkit.spec import RunSpec
 from robustkit.train import train
+from robustkit.analysis.registry import get as analysis
 
 TOKENS = 300
 N_LAYERS = 2  # bert-tiny
@@ -87,7 +88,7 @@ def test_representations_are_each_tokens_own_hidden_states(rt_store):
 
 
 def test_step0_checkpoint_matches_the_base(rt_store):
-    frame = similarity.run(rt_store, tokens=TOKENS, checkpoint="step-0", progress=False)
+    frame = analysis("rsa").run(rt_store, tokens=TOKENS, checkpoint="step-0", progress=False)
     assert list(frame.columns) == [*similarity.COLUMNS, "outcome"]
     assert sorted(frame["layer"].unique()) == list(range(N_LAYERS + 1))
     assert len(frame) == 2 * 2 * (N_LAYERS + 1)  # runs x measures x layers
@@ -111,10 +112,10 @@ def test_values_bounded_cached_and_recomputed_on_a_new_checkpoint(rt_store, monk
 
     monkeypatch.setattr(similarity, "base_representations", counting("base", similarity.base_representations))
     monkeypatch.setattr(similarity, "run_representations", counting("run", similarity.run_representations))
-    first = similarity.run(rt_store, ["task=rt"], tokens=TOKENS, checkpoint="best", progress=False)
+    first = analysis("rsa").run(rt_store, ["task=rt"], tokens=TOKENS, checkpoint="best", progress=False)
     assert calls == {"base": 1, "run": 2}  # the base pass is shared by the (model, task) group
     assert first["value"].between(-1.0, 1.0).all() and first["tokens"].eq(TOKENS).all()
-    again = similarity.run(rt_store, ["task=rt"], tokens=TOKENS, checkpoint="best", progress=False)
+    again = analysis("rsa").run(rt_store, ["task=rt"], tokens=TOKENS, checkpoint="best", progress=False)
     assert calls == {"base": 1, "run": 2}  # cache hit: no model loaded at all
     assert again.equals(first)
     # a changed checkpoint of one run: only that run is computed again
@@ -123,7 +124,7 @@ def test_values_bounded_cached_and_recomputed_on_a_new_checkpoint(rt_store, monk
     name = next(n for n in tensors if n.endswith("encoder.layer.1.output.dense.weight"))
     tensors[name] = tensors[name] + 0.05 * torch.randn_like(tensors[name])
     store.save_checkpoint(run_dir, "best", tensors, metadata, store.read_manifest(run_dir)["checkpoints"]["best"]["step"])
-    changed = similarity.run(rt_store, ["task=rt"], tokens=TOKENS, checkpoint="best", progress=False)
+    changed = analysis("rsa").run(rt_store, ["task=rt"], tokens=TOKENS, checkpoint="best", progress=False)
     assert calls == {"base": 2, "run": 3}
     top = changed.query("method == 'full' and layer == 2 and measure == 'rsa'")["value"].item()
     assert top < first.query("method == 'full' and layer == 2 and measure == 'rsa'")["value"].item()
@@ -138,7 +139,7 @@ def test_base_model_hidden_states_ignore_the_random_head(rt_store):
 
 
 def test_figure_renders_to_pdf(rt_store, tmp_path):
-    frame = similarity.run(rt_store, tokens=TOKENS, checkpoint="step-0", progress=False)
+    frame = analysis("rsa").run(rt_store, tokens=TOKENS, checkpoint="step-0", progress=False)
     for measure in ("rsa", "cka"):
         fig = rsa_by_layer(frame, measure)
         assert "rt" in fig.axes[0].get_title() and f"{TOKENS} dev tokens" in fig.axes[0].get_title()
@@ -171,12 +172,12 @@ def test_a_run_with_non_finite_weights_gets_nan_and_a_warning(rt_store, tmp_path
     tensors[name][0, 0] = float("nan")
     store.save_checkpoint(run_dir, "best", tensors, metadata, store.read_manifest(run_dir)["checkpoints"]["best"]["step"])
     with pytest.warns(UserWarning, match=r"NaN for 1 run.*layers 2"):
-        frame = similarity.run(runs, ["method=full"], tokens=TOKENS, checkpoint="best", progress=False)
+        frame = analysis("rsa").run(runs, ["method=full"], tokens=TOKENS, checkpoint="best", progress=False)
     assert frame.query("layer == 2")["value"].isna().all()
     assert frame.query("layer < 2")["value"].notna().all()
     # cached as NaN too: a second call gives the same frame, and warns again
     with pytest.warns(UserWarning, match="NaN"):
-        again = similarity.run(runs, ["method=full"], tokens=TOKENS, checkpoint="best", progress=False)
+        again = analysis("rsa").run(runs, ["method=full"], tokens=TOKENS, checkpoint="best", progress=False)
     pd.testing.assert_frame_equal(again, frame)
 
 

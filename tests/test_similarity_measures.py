@@ -16,6 +16,7 @@ from robustkit.measures import cka, half_sampling, rsa
 from robustkit.measures.debiased_cka import debiased_linear_cka
 from robustkit.measures.moments import CrossMoments
 from robustkit.measures.procrustes import procrustes_distance
+from robustkit.analysis.registry import get as analysis
 
 
 def _data(n=80, d1=12, d2=9, seed=0):
@@ -131,20 +132,19 @@ def test_half_sampling_interval_has_the_full_samples_spread():
 
 
 def test_similarity_ci_of_runs(tiny_store, monkeypatch):
-    frame = similarity_ci.run(tiny_store, tokens=120, groups=4, resamples=20, progress=False)
+    frame = analysis("similarity-ci").run(tiny_store, tokens=120, groups=4, resamples=20, progress=False)
     assert set(frame["measure"]) == {"rsa", "cka", "cka-debiased", "procrustes"}
     assert len(frame) == 2 * 3 * 4  # runs x (embeddings + 2 layers) x measures
     assert (frame["ci_low"] <= frame["ci_high"]).all() and (frame["resamples"] == 20).all()
     # the values are those of the similarity analysis (same tokens, same representations)
-    plain = similarity.run(tiny_store, tokens=120, progress=False).set_index(["run_id", "layer", "measure"])["value"]
+    plain = analysis("rsa").run(tiny_store, tokens=120, progress=False).set_index(["run_id", "layer", "measure"])["value"]
     mine = frame.set_index(["run_id", "layer", "measure"])["value"]
     for measure in ("rsa", "cka"):
         ours = mine.xs(measure, level="measure")
         np.testing.assert_allclose(ours, plain.xs(measure, level="measure").reindex(ours.index), atol=1e-10)
-    from robustkit.analysis import claim_statistics
+    from robustkit.analysis import registry
 
-    claimed = claim_statistics.compute("similarity-beyond", tiny_store, list(frame["run_id"].unique()),
-                                       {"measure": "procrustes", "tokens": 120, "groups": 4, "resamples": 20})
+    claimed = registry.per_run("similarity-ci.similarity", tiny_store, {"run_id": list(frame["run_id"].unique())}, **{"measure": "procrustes", "tokens": 120, "groups": 4, "resamples": 20})
     assert len(claimed) == 2 * 3 and set(claimed["layer"]) == {0, 1, 2}
     monkeypatch.setattr(similarity_ci, "compare", lambda *a, **k: pytest.fail("recomputed"))
-    pd.testing.assert_frame_equal(similarity_ci.run(tiny_store, tokens=120, groups=4, resamples=20, progress=False), frame)
+    pd.testing.assert_frame_equal(analysis("similarity-ci").run(tiny_store, tokens=120, groups=4, resamples=20, progress=False), frame)

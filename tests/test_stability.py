@@ -162,7 +162,7 @@ def test_caption_reports_n_and_p_values():
 
 
 def test_outcomes_on_a_store(tiny_store):
-    frame = scores.outcomes(tiny_store)
+    frame = scores.outcomes(tiny_store, checkpoint="best", split="test", metric=None)
     runs = load_runs(tiny_store).set_index("run_id")
     assert list(frame.columns) == scores.OUTCOME_COLUMNS and len(frame) == len(runs) == 2
     for _, row in frame.iterrows():
@@ -177,7 +177,7 @@ def test_outcomes_on_a_store(tiny_store):
 
 
 def test_baseline_override_and_unreadable_data(tiny_store, tmp_path):
-    frame = scores.outcomes(tiny_store, baseline={"rte": 1.0})
+    frame = scores.outcomes(tiny_store, baseline={"rte": 1.0}, checkpoint="best", split="test", metric=None)
     assert (frame["baseline"] == 1.0).all() and frame["failed"].all()  # nothing beats a perfect score
     with pytest.warns(UserWarning, match="no majority baseline"):
         value = scores.majority_baseline("rte", "accuracy", "test", str(tmp_path / "moved"), None, 0)
@@ -185,13 +185,13 @@ def test_baseline_override_and_unreadable_data(tiny_store, tmp_path):
 
 
 def test_epoch_outcomes_on_a_store(tiny_store):
-    frame = scores.epoch_outcomes(tiny_store)
+    frame = scores.epoch_outcomes(tiny_store, metric=None)
     assert list(frame.columns) == scores.EPOCH_COLUMNS
     assert set(frame["epoch"]) == {1, 2} and len(frame) == 2 * 2 and (frame["split"] == "validation").all()
-    one = scores.outcomes(tiny_store, epoch=2)
+    one = scores.outcomes(tiny_store, epoch=2, checkpoint="best", split=None, metric=None)
     assert set(one["epoch"]) == {2} and len(one) == 2
     with pytest.raises(RobustkitError, match="only the validation split"):
-        scores.epoch_outcomes(tiny_store, split="test")
+        scores.epoch_outcomes(tiny_store, split="test", metric=None)
 
 
 def test_epoch_outcomes_mark_every_epoch_of_a_diverged_run(tiny_store, tmp_path):
@@ -204,7 +204,7 @@ def test_epoch_outcomes_mark_every_epoch_of_a_diverged_run(tiny_store, tmp_path)
     shutil.copytree(tiny_store, store)
     diverged = run_dirs(store)[0]
     update_manifest(diverged, status="diverged")
-    frame = scores.epoch_outcomes(store)
+    frame = scores.epoch_outcomes(store, metric=None)
     mine = frame["run_id"] == diverged.name
     assert (frame.loc[mine, "outcome"] == "diverged").all() and frame.loc[mine, "failed"].all()
     assert (frame.loc[~mine, "outcome"] != "diverged").all()
@@ -212,9 +212,9 @@ def test_epoch_outcomes_mark_every_epoch_of_a_diverged_run(tiny_store, tmp_path)
 
 def test_outcomes_empty_selection_names_it(tiny_store):
     with pytest.raises(RobustkitError, match="task.*cola"):
-        scores.outcomes(tiny_store, ["task=cola"])
+        scores.outcomes(tiny_store, ["task=cola"], checkpoint="best", split="test", metric=None)
     with pytest.raises(RobustkitError, match="best/test/nonsense"):
-        scores.outcomes(tiny_store, metric="nonsense")
+        scores.outcomes(tiny_store, metric="nonsense", checkpoint="best", split="test")
 
 
 def test_stats_cli(tiny_store, tmp_path, capsys):
@@ -277,7 +277,7 @@ def test_a_store_of_mixed_settings_is_never_pooled(tmp_path, rte_folder):
     glue = rte_folder(tmp_path / "glue")
     for seed, epochs in ((0, 1), (1, 2)):
         train(dataclasses.replace(TINY_RTE, method="houlsby", seed=seed, epochs=epochs, data_dir=str(glue)), tmp_path / "runs", progress=False)
-    frame = scores.outcomes(tmp_path / "runs", split="validation", checkpoint="last")
+    frame = scores.outcomes(tmp_path / "runs", split="validation", checkpoint="last", metric=None)
     assert sorted(frame["epochs"]) == [1, 2] and {"warmup_ratio", "mixout", "max_length"} <= set(frame.columns)
     with pytest.raises(PoolingError, match="differ in epochs = 1, 2"):
         stability.summarize(frame, ["task", "method"], include_failed=True)

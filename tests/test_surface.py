@@ -20,6 +20,7 @@ from robustkit.plots.surface import surface_contours
 from robustkit.run_model import load_run_model
 from robustkit.tasks import get_task
 from robustkit.train import train
+from robustkit.analysis.registry import get as analysis
 
 
 def _run_dir(runs, method, seed=0):
@@ -43,7 +44,7 @@ def test_filter_normalised_directions_match_each_rows_norm():
 
 def test_surface_centre_is_the_checkpoint_and_the_model_is_restored(tiny_store):
     run_dir = _run_dir(tiny_store, "houlsby")
-    frame = surface.run(tiny_store, ["method=houlsby"], grid="-1:1:3", examples=12, progress=False)
+    frame = analysis("surface").run(tiny_store, ["method=houlsby"], grid="-1:1:3", examples=12, progress=False)
     assert len(frame) == 9 * 2 and set(frame["metric"]) == {"loss", "accuracy"} and set(frame["examples"]) == {12}
     spec = store.read_spec(run_dir)
     model = load_run_model(run_dir, "best")
@@ -85,7 +86,7 @@ def seeds_store(tiny_store, tmp_path_factory):
 
 
 def test_connectivity_pairs_seeds_of_one_configuration_and_its_ends_are_the_runs(seeds_store, tmp_path, monkeypatch):
-    lines = connectivity.run(seeds_store, alphas="0:1:3", examples=12, progress=False)
+    lines = analysis("connectivity").run(seeds_store, alphas="0:1:3", examples=12, progress=False)
     assert set(lines["method"]) == {"houlsby"}  # the full run has no second seed: no pair, no line
     assert set(zip(lines["seed"], lines["seed_b"])) == {(0, 1)}
     loss = lines[lines["metric"] == "loss"].set_index("alpha")["value"]
@@ -98,19 +99,18 @@ def test_connectivity_pairs_seeds_of_one_configuration_and_its_ends_are_the_runs
     assert set(table["metric"]) == {"loss", "accuracy error"} and len(table) == 2
     assert table.set_index("metric").loc["loss", "barrier"] == pytest.approx(loss.max() - (loss[0.0] + loss[1.0]) / 2)
     with pytest.raises(RobustkitError, match="must hold 0 and 1"):
-        connectivity.run(seeds_store, alphas="0.2:0.8:3", progress=False)
+        analysis("connectivity").run(seeds_store, alphas="0.2:0.8:3", progress=False)
     with pytest.raises(RobustkitError, match="differ in"):
         connectivity.pair_line(_run_dir(seeds_store, "houlsby"), _run_dir(seeds_store, "full"))
     save_pdf(connectivity_figure(lines, table), tmp_path / "connectivity.pdf")
-    from robustkit.analysis import claim_statistics
+    from robustkit.analysis import registry
 
-    claimed = claim_statistics.compute("barrier", seeds_store, list(lines["run_id"].unique()) + list(lines["run_id_b"].unique()),
-                                       {"alphas": "0:1:3", "examples": 12})
+    claimed = registry.per_run("connectivity.barrier", seeds_store, {"run_id": list(lines["run_id"].unique()) + list(lines["run_id_b"].unique())}, **{"alphas": "0:1:3", "examples": 12})
     assert claimed["value"].tolist() == pytest.approx([table.set_index("metric").loc["loss", "barrier"]])
     monkeypatch.setattr(connectivity, "pair_line", lambda *a, **k: pytest.fail("recomputed"))
-    pd.testing.assert_frame_equal(connectivity.run(seeds_store, alphas="0:1:3", examples=12, progress=False), lines)
+    pd.testing.assert_frame_equal(analysis("connectivity").run(seeds_store, alphas="0:1:3", examples=12, progress=False), lines)
 
 
 def test_surface_figure(tiny_store, tmp_path):
-    frame = surface.run(tiny_store, grid="-1:1:3", examples=12, progress=False)
+    frame = analysis("surface").run(tiny_store, grid="-1:1:3", examples=12, progress=False)
     assert save_pdf(surface_contours(frame), tmp_path / "surface.pdf").stat().st_size > 0

@@ -13,6 +13,7 @@ from robustkit.plots.init_std import init_std_figure
 from robustkit.plots.style import COLLAPSED_LABEL, figure_texts, save_pdf
 from robustkit.plots.tradeoff import tradeoff_aggregate_figure, tradeoff_figure
 from robustkit.spec import RunSpec
+from robustkit.analysis.registry import get as analysis
 
 BASE = 4_000_000  # parameters of the fake model without adapters
 
@@ -44,7 +45,7 @@ def fake_store(tmp_path):
 
 
 def test_table_reads_counts_and_best_metrics_from_manifests(fake_store):
-    frame = tradeoff.table(fake_store)
+    frame = analysis("tradeoff").run(fake_store)
     assert list(frame.columns) == tradeoff.COLUMNS
     assert len(frame) == 6 * 2  # complete runs x (validation, test); the running one is left out
     houlsby = frame[(frame.method == "houlsby") & (frame.seed == 1) & frame.adapter_init_std.isna()]
@@ -66,12 +67,12 @@ def test_table_reads_counts_and_best_metrics_from_manifests(fake_store):
 
 
 def test_table_selects_runs_and_checkpoints(fake_store):
-    frame = tradeoff.table(fake_store, ["method=topk"], checkpoint="last")
+    frame = analysis("tradeoff").run(fake_store, ["method=topk"], checkpoint="last")
     assert set(frame.method) == {"topk"} and set(frame.value) == {0.1}
 
 
 def test_summarize_gives_mean_std_sem_and_count_per_setting(fake_store):
-    frame = tradeoff.table(fake_store)
+    frame = analysis("tradeoff").run(fake_store)
     summary = tradeoff.summarize(frame[frame.split == "validation"], ["method", "adapter_size", "init_std"])
     row = summary[(summary.method == "houlsby") & (summary.init_std == 1e-2)].iloc[0]
     assert (row["n"], row["value"]) == (2, pytest.approx(0.75))

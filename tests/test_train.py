@@ -228,7 +228,7 @@ def test_infinite_lr_diverges_keeps_finite_checkpoints_and_counts_as_diverged(tm
     # the store and the statistics count it as diverged, never as a result
     runs = store.load_runs(tmp_path / "runs")
     assert runs["status"].tolist() == ["diverged"] and runs["outcome/best/test"].tolist() == ["diverged"]
-    frame = scores.outcomes(tmp_path / "runs")
+    frame = scores.outcomes(tmp_path / "runs", checkpoint="best", split="test", metric=None)
     assert frame["outcome"].tolist() == ["diverged"]
     summary = stability.summarize(frame, by="method")
     assert summary[["n_runs", "n_diverged", "n"]].iloc[0].tolist() == [1, 1, 0]

@@ -416,7 +416,8 @@ def _adapter_runs(runs: pd.DataFrame) -> pd.DataFrame:
 def run(
     store: str | Path,
     select: dict | list[str] | None = None,
-    checkpoint: str = "best",
+    *,
+    checkpoint: str,
     progress: bool = True,
     device: str | None = None,
 ) -> pd.DataFrame:

@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -78,11 +80,11 @@ def attack_run(
     n: int = 200,
     seed: int = 0,
     attacker: str = "pwws",
-    engine: str = "fast",
     query_budget: int | None = None,
     checkpoint: str = "best",
     progress: bool = True,
     path: str | Path | None = None,
+    **options: Any,
 ) -> pd.DataFrame:
     """Attack one run's checkpoint on a sample of its test split; resumable.
 
@@ -90,7 +92,7 @@ def attack_run(
     ----------
     run_dir : path
         The run's folder.
-    n, seed, attacker, engine, query_budget, checkpoint
+    n, seed, attacker, query_budget, checkpoint, options
         As in :func:`run`.
     progress : bool
         Show a progress bar.
@@ -108,7 +110,7 @@ def attack_run(
         counted, NaN in rows cached before the column existed).
     """
     # The attack seed is the sample's: a seed names one reproducible experiment.
-    attack = attacks.create(attacker, engine=engine, seed=seed)
+    attack = attacks.create(attacker, seed=seed, **options)
     run_dir = Path(run_dir)
     params = _cache_params(attack, attacker, n, seed, query_budget, checkpoint)
     if path is None:
@@ -187,10 +189,10 @@ def run(
     n: int = 200,
     seed: int = 0,
     attacker: str = "pwws",
-    engine: str = "fast",
     query_budget: int | None = None,
     checkpoint: str = "best",
     progress: bool = True,
+    **options: Any,
 ) -> pd.DataFrame:
     """Attack every selected run; per-example results with the runs' identity columns.
 
@@ -205,9 +207,10 @@ def run(
         ``seed`` also seeds randomized attackers (per example, see :mod:`robustkit.attacks.base`).
     attacker : str
         A name in :data:`robustkit.attacks.ATTACKS`: ``pwws`` (Han et al. 2021's) or ``deepwordbug``.
-    engine : str
-        PWWS's engine (other attackers ignore it): ``fast`` (certified float32 decisions,
-        identical outputs) or ``openattack``.
+    **options
+        The attacker's own options (:func:`robustkit.attacks.options_of`), e.g. PWWS's
+        ``engine``: ``fast`` (certified float32 decisions, identical outputs) or ``openattack``;
+        one it does not take is an error.
     query_budget : int, optional
         Victim queries allowed per example; past it the attack counts as failed.
     checkpoint : str
@@ -218,12 +221,12 @@ def run(
     DataFrame
         Identity columns + :data:`EXAMPLE_COLUMNS`; summarise with :func:`summarize`.
     """
-    attack = attacks.create(attacker, engine=engine, seed=seed)  # an unknown attacker or engine fails before any run
+    attack = attacks.create(attacker, seed=seed, **options)  # an unknown attacker or option fails before any run
     params = _cache_params(attack, attacker, n, seed, query_budget, checkpoint)
 
     def compute(row: pd.Series, path: Path) -> pd.DataFrame:
-        return attack_run(row["path"], n=n, seed=seed, attacker=attacker, engine=engine, query_budget=query_budget,
-                          checkpoint=checkpoint, progress=progress, path=path)
+        return attack_run(row["path"], n=n, seed=seed, attacker=attacker, query_budget=query_budget,
+                          checkpoint=checkpoint, progress=progress, path=path, **options)
 
     return each_run(select_runs(store, select), ANALYSIS, params, [checkpoint], compute, resumable=True, label=attacker)
 
@@ -274,63 +277,68 @@ def summarize(examples: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def success(
+def run_attackers(
     store: str | Path,
-    select: dict | list[str] | None = None,
-    n: int = 200,
-    seed: int = 0,
-    attacker: str = "pwws",
-    engine: str = "fast",
-    checkpoint: str = "best",
+    select: dict | list[str] | None,
+    *,
+    attackers: Sequence[str],
+    n: int,
+    seed: int,
+    query_budget: int | None,
+    checkpoint: str,
+    attack_options: Sequence[str],
+    threads: int | None = None,
+    progress: bool = True,
 ) -> pd.DataFrame:
-    """Han et al. 2021 figure 5's data: :func:`summarize` of :func:`run` per victim, with each
+    """:func:`run` of each attacker on the same runs and examples, as one frame (its ``attacker``
+    column in the order of ``attackers``): the registered ``attack`` analysis.
+
+    Parameters
+    ----------
+    attack_options : sequence of str
+        ``NAME=VALUE`` options of the attackers (e.g. PWWS's ``engine=openattack``), each passed
+        to the attackers that take it; one that no chosen attacker takes is an error.
+    threads : int, optional
+        torch CPU threads (changes the speed, never the results).
+    """
+    if not attackers:
+        raise RobustkitError("no attackers given")
+    options = attacks.parse_options(attack_options)
+    taken = {name: attacks.accepted_options(name, options) for name in attackers}  # fails on a typo before hours of attacks
+    unused = sorted(set(options) - {key for chosen in taken.values() for key in chosen})
+    if unused:
+        raise RobustkitError(f"attack option(s) {unused} are taken by none of {list(attackers)}; "
+                             f"they take: {', '.join(f'{a}: {sorted(attacks.options_of(a)) or None}' for a in attackers)}")
+    if threads is not None:
+        if threads < 1:
+            raise RobustkitError(f"threads must be at least 1, got {threads}")
+        import torch
+
+        torch.set_num_threads(threads)
+    frames = [run(store, select, n=n, seed=seed, attacker=a, query_budget=query_budget, checkpoint=checkpoint,
+                  progress=progress, **taken[a]) for a in attackers]
+    return pd.concat(frames, ignore_index=True)
+
+
+def success_view(examples: pd.DataFrame, store: str | Path, checkpoint: str) -> pd.DataFrame:
+    """Han et al. 2021 figure 5's data: :func:`summarize` per victim and attacker, with each
     victim's outcome (:func:`with_outcomes`)."""
-    examples = run(store, select, n=n, seed=seed, attacker=attacker, engine=engine, checkpoint=checkpoint)
     return with_outcomes(summarize(examples), store, checkpoint=checkpoint)
 
 
-def success_scores(
-    store: str | Path,
-    select: dict | list[str] | None = None,
-    n: int = 200,
-    seed: int = 0,
-    attacker: str = "pwws",
-    engine: str = "fast",
-    checkpoint: str = "best",
-    convention: str = "openattack",
-) -> pd.DataFrame:
+def success_scores_view(examples: pd.DataFrame, store: str | Path, checkpoint: str, convention: str) -> pd.DataFrame:
     """Each victim's attack success rate as a per-run score, for box plots over seeds.
 
     Returns
     -------
     DataFrame
-        One row per victim: :func:`success`'s columns for ``convention`` plus ``value`` (the
-        success rate, a fraction), ``metric`` (``"<attacker> success"``), ``split`` (``test``)
-        and ``baseline`` (none).
+        One row per victim and attacker: :func:`success_view`'s columns for ``convention`` plus
+        ``value`` (the success rate, a fraction), ``metric`` (``"<attacker> success"``),
+        ``split`` (``test``) and ``baseline`` (none).
     """
-    frame = success(store, select, n=n, seed=seed, attacker=attacker, engine=engine, checkpoint=checkpoint)
+    frame = success_view(examples, store, checkpoint)
     frame = frame[frame["convention"] == convention].copy()
-    return frame.assign(value=frame["success_rate"], metric=f"{attacker} success", split="test", baseline=np.nan)
-
-
-def success_by_attacker(
-    store: str | Path,
-    select: dict | list[str] | None = None,
-    attackers: list[str] | tuple[str, ...] = ("pwws", "deepwordbug"),
-    n: int = 200,
-    seed: int = 0,
-    engine: str = "fast",
-    checkpoint: str = "best",
-) -> pd.DataFrame:
-    """:func:`success` of each attacker on the same runs and examples, as one frame (its
-    ``attacker`` column in the order of ``attackers``)."""
-    if not attackers:
-        raise RobustkitError("no attackers given")
-    for attacker in attackers:
-        attacks.create(attacker, engine=engine, seed=seed)  # fail on a typo before hours of attacks
-    frames = [summarize(run(store, select, n=n, seed=seed, attacker=a, engine=engine, checkpoint=checkpoint))
-              for a in attackers]
-    return with_outcomes(pd.concat(frames, ignore_index=True), store, checkpoint=checkpoint)
+    return frame.assign(value=frame["success_rate"], metric=frame["attacker"] + " success", split="test", baseline=np.nan)
 
 
 def with_outcomes(summary: pd.DataFrame, store: str | Path, checkpoint: str = "best") -> pd.DataFrame:

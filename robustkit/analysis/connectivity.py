@@ -137,11 +137,12 @@ def seed_dependent_frozen(model_a: torch.nn.Module, model_b: torch.nn.Module, mo
 def run(
     store: str | Path,
     select: dict | list[str] | None = None,
-    checkpoint: str = "best",
-    alphas: str = DEFAULT_ALPHAS,
-    split: str = "train",
-    examples: int | None = 512,
-    seed: int = 0,
+    *,
+    checkpoint: str,
+    alphas: str,
+    split: str,
+    examples: int | None,
+    seed: int,
     device: str | None = None,
     progress: bool = True,
 ) -> pd.DataFrame:
@@ -233,22 +234,19 @@ def barriers(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=BARRIER_COLUMNS)
 
 
-def lines_and_barriers(
-    store: str | Path,
-    select: dict | list[str] | None = None,
-    checkpoint: str = "best",
-    alphas: str = DEFAULT_ALPHAS,
-    split: str = "train",
-    examples: int | None = 512,
-    seed: int = 0,
-    progress: bool = True,
-) -> dict[str, pd.DataFrame]:
-    """:func:`run` and its :func:`barriers`, as the ``connectivity`` figure draws them.
+def lines_and_barriers(lines: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The lines of :func:`run` and their :func:`barriers`, as the ``connectivity`` figure draws them.
 
     Returns
     -------
     dict
-        ``lines`` (:func:`run`) and ``barriers`` (:func:`barriers` of it).
+        ``lines`` (as given) and ``barriers`` (:func:`barriers` of them).
     """
-    lines = run(store, select, checkpoint, alphas, split, examples, seed, progress=progress)
     return {"lines": lines, "barriers": barriers(lines)}
+
+
+def barrier_summary(lines: pd.DataFrame) -> pd.DataFrame:
+    """The barriers of :func:`run`'s lines, the columns a person reads (``analyze connectivity``)."""
+    table = barriers(lines)
+    return table[[c for c in ("run_id", "method", "seed", "run_id_b", "seed_b", "split", "metric", "barrier",
+                              "argmax_alpha", "end_a", "end_b") if c in table]]

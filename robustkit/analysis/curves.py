@@ -95,17 +95,11 @@ def with_run_outcomes(store: str | Path, select: dict | list[str] | None = None)
 
     frame = run(store, select)
     try:
-        scores = scores.outcomes(store, select, checkpoint="last", split="validation")
+        scores = scores.outcomes(store, select, checkpoint="last", split="validation", metric=None)
     except RobustkitError as error:
         warnings.warn(f"learning curves drawn without run outcomes: {error}", stacklevel=2)
         return frame
     return with_outcomes(frame, scores)
-
-
-def mean_best_of_runs(store: str | Path, select: dict | list[str] | None = None, include_failed: bool = False) -> pd.DataFrame:
-    """He et al. 2021 table 6 for the selected runs of ``store``: :func:`mean_best` of
-    :func:`with_run_outcomes`."""
-    return mean_best(with_run_outcomes(store, select), include_failed=include_failed)
 
 
 def mean_curves(frame: pd.DataFrame, by: Sequence[str], include_failed: bool = False) -> pd.DataFrame:

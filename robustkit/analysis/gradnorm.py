@@ -112,6 +112,6 @@ def summary(frame: pd.DataFrame, every: int | None = None) -> pd.DataFrame:
     return merged[[c for c in COLUMNS if c in merged] + ["n_steps"]]  # frames may carry fewer run settings
 
 
-def summarized(store: str | Path, select: dict | list[str] | None = None) -> pd.DataFrame:
-    """:func:`summary` of the selected runs' gradient norms (Han et al. 2021 figure 3's data)."""
-    return summary(run(store, select))
+def per_run_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """:func:`summary` in ten windows of each run's steps (what ``analyze gradnorm`` prints)."""
+    return summary(frame, every=max(1, int(frame["step"].max()) // 10)) if len(frame) else frame

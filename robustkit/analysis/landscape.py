@@ -238,9 +238,10 @@ def checked_tensors(run_dir: Path, name: str, model, fingerprint: str) -> dict[s
 def run(
     store: str | Path,
     select: dict | list[str] | None = None,
-    alphas: str | Sequence[float] | np.ndarray = DEFAULT_ALPHAS,
-    splits: Sequence[str] = ("validation",),
-    checkpoint: str = "best",
+    *,
+    alphas: str | Sequence[float] | np.ndarray,
+    splits: Sequence[str],
+    checkpoint: str,
     progress: bool = True,
     device: str | None = None,
 ) -> pd.DataFrame:

@@ -9,31 +9,22 @@ each row's other settings. Settings that vary inside a requested row become row 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
+import pandas as pd
 
-
-from robustkit.analysis import scores, stability
+from robustkit.analysis import stability
 from robustkit.analysis.pooling import split_columns
 from robustkit.collapse import marked
 
 
-def results_table(
-    store: str | Path,
-    select: dict | list[str] | None = None,
-    by: Sequence[str] = ("task", "method"),
-    checkpoint: str = "best",
-    split: str = "test",
-    metric: str | None = None,
-    include_failed: bool = False,
-) -> dict:
-    """Statistics per row of the selected runs of ``store``.
+def results_table(frame: pd.DataFrame, by: Sequence[str], include_failed: bool = False) -> dict:
+    """Statistics per row of the runs' scores.
 
     Parameters
     ----------
+    frame : DataFrame
+        One row per run: the ``scores`` analysis (:func:`robustkit.analysis.scores.outcomes`).
     by : sequence of str
         Columns that define a row (``task, method, tsp_step, train_size, ...``).
-    checkpoint, split, metric
-        The score of each run (:func:`robustkit.analysis.scores.outcomes`).
     include_failed : bool
         Keep collapsed and diverged runs in the statistics and tests.
 
@@ -46,7 +37,7 @@ def results_table(
         other columns (:func:`robustkit.analysis.stability.caption`); ``source``: one row per
         run (the scores the statistics come from).
     """
-    frame = marked(scores.outcomes(store, select, checkpoint=checkpoint, split=split, metric=metric))
+    frame = marked(frame)
     by = split_columns(frame, [c.strip() for c in by])
     within = [c for c in by if c != "method"] or None
     tests = stability.compare(frame, by="method", within=within, include_failed=include_failed)

@@ -32,9 +32,10 @@ EPOCH_COLUMNS = [*IDENTITY, "epoch", "step", "split", "metric", *_SCORED]
 def outcomes(
     store: str | Path,
     select: dict | list[str] | None = None,
-    checkpoint: str = "best",
-    split: str | None = None,
-    metric: str | None = None,
+    *,
+    checkpoint: str,
+    split: str | None,
+    metric: str | None,
     epoch: int | None = None,
     baseline: float | Mapping[str, float] | None = None,
 ) -> pd.DataFrame:
@@ -107,15 +108,16 @@ def with_outcomes(frame: pd.DataFrame, store: str | Path, checkpoint: str = "bes
     """
     if checkpoint not in ("best", "last") or frame.empty:
         return frame.assign(outcome=collapse.OK)
-    runs = outcomes(store, {"run_id": list(frame["run_id"].unique())}, checkpoint=checkpoint, split=split)
+    runs = outcomes(store, {"run_id": list(frame["run_id"].unique())}, checkpoint=checkpoint, split=split, metric=None)
     return frame.merge(runs[["run_id", "outcome"]], on="run_id", how="left").fillna({"outcome": collapse.OK})
 
 
 def epoch_outcomes(
     store: str | Path,
     select: dict | list[str] | None = None,
+    *,
     split: str = "validation",
-    metric: str | None = None,
+    metric: str | None,
     epochs: Sequence[int] | None = None,
     baseline: float | Mapping[str, float] | None = None,
 ) -> pd.DataFrame:

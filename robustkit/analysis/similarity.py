@@ -51,9 +51,10 @@ COLUMNS = [*IDENTITY, "checkpoint", "tokens", "layer", "measure", "value"]
 def run(
     store: str | Path,
     select: dict | list[str] | None = None,
-    tokens: int = 5000,
-    seed: int = 0,
-    checkpoint: str = "best",
+    *,
+    tokens: int,
+    seed: int,
+    checkpoint: str,
     max_length: int = MAX_LENGTH,
     split: str = "validation",
     batch_size: int = 64,

@@ -67,12 +67,13 @@ def compare(base: Tensor, tuned: Tensor, groups: int = DEFAULT_GROUPS, resamples
 def run(
     store: str | Path,
     select: dict | list[str] | None = None,
-    tokens: int = 5000,
-    seed: int = 0,
-    checkpoint: str = "best",
-    groups: int = DEFAULT_GROUPS,
-    resamples: int = DEFAULT_RESAMPLES,
-    confidence: float = DEFAULT_CONFIDENCE,
+    *,
+    tokens: int,
+    seed: int,
+    checkpoint: str,
+    groups: int,
+    resamples: int,
+    confidence: float,
     max_length: int = MAX_LENGTH,
     split: str = "validation",
     batch_size: int = 64,
@@ -134,3 +135,8 @@ def _one(base: Tensor, row, checkpoint: str, sample: TokenSample, groups: int, r
          seed: int, batch_size: int, device) -> pd.DataFrame:
     tuned = run_representations(row["path"], checkpoint, sample, batch_size, device)
     return compare(base, tuned, groups, resamples, confidence, seed)
+
+
+def summarize(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each run's value and interval per layer and measure, the columns a person reads."""
+    return frame[[c for c in ("run_id", "method", "seed", "layer", "measure", "value", "ci_low", "ci_high") if c in frame]]

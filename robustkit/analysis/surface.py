@@ -183,11 +183,12 @@ def surface_run(
 def run(
     store: str | Path,
     select: dict | list[str] | None = None,
-    checkpoint: str = "best",
-    grid: str = DEFAULT_GRID,
-    split: str = "train",
-    examples: int | None = 256,
-    seed: int = 0,
+    *,
+    checkpoint: str,
+    grid: str,
+    split: str,
+    examples: int | None,
+    seed: int,
     ignore: str = "biasbn",
     device: str | None = None,
     progress: bool = True,
@@ -236,3 +237,9 @@ def run(
     frame = frame.assign(checkpoint=checkpoint,
                          examples=examples if counts is None else frame["run_id"].map(counts))
     return frame[COLUMNS]
+
+
+def loss_range(frame: pd.DataFrame) -> pd.DataFrame:
+    """Minimum, median and maximum loss over each run's grid (what ``analyze surface`` prints)."""
+    loss = frame[frame["metric"] == "loss"]
+    return loss.groupby(["run_id", "method", "seed"])["value"].agg(["min", "median", "max"]).reset_index()

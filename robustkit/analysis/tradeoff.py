@@ -61,8 +61,8 @@ SUMMARY_COLUMNS = ["trainable_params", "base_params", "value", "std", "sem", "n"
                    "n_diverged", "failed_rate", "baseline"]
 
 
-def table(store: str | Path, select: dict | list[str] | None = None, checkpoint: str = "best",
-          metric: str | None = None) -> pd.DataFrame:
+def table(store: str | Path, select: dict | list[str] | None = None, *, checkpoint: str,
+          metric: str | None) -> pd.DataFrame:
     """Trained parameters, a metric and the outcome of every selected complete run.
 
     Parameters
@@ -356,9 +356,8 @@ def aggregate(frame: pd.DataFrame, split: str = "validation", select_on: str = "
                                        "n_runs", "n_collapsed", "n_diverged", "percentile", "value", "baseline"])
 
 
-def aggregated(store: str | Path, select: dict | list[str] | None = None, checkpoint: str = "best",
-               metric: str | None = None, split: str = "validation", include_failed: bool = False) -> dict[str, pd.DataFrame]:
-    """Houlsby et al. 2019 figure 3's data for the selected runs of ``store``.
+def aggregated(frame: pd.DataFrame, split: str, include_failed: bool = False) -> dict[str, pd.DataFrame]:
+    """Houlsby et al. 2019 figure 3's data from the runs' :func:`table`.
 
     Returns
     -------
@@ -366,6 +365,10 @@ def aggregated(store: str | Path, select: dict | list[str] | None = None, checkp
         ``aggregate``: :func:`aggregate` of :func:`table`; ``source``: the table's rows of
         ``split`` (the runs behind it, which name the model and tasks).
     """
-    frame = table(store, select, checkpoint=checkpoint, metric=metric)
     return {"aggregate": aggregate(frame, split=split, include_failed=include_failed),
             "source": frame[frame["split"] == split]}
+
+
+def settings_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """:func:`summarize` per task, split and method setting (what ``analyze tradeoff`` prints)."""
+    return summarize(frame, ["task", "split", "method", "adapter_size", "top_k", "adapter_sharing", "init_std"])

@@ -33,25 +33,65 @@ ATTACKS: dict[str, str | Callable[..., Attack]] = {
 }
 
 
-def create(name: str, **options: Any) -> Attack:
-    """The attack ``name``, built with those ``options`` its constructor takes.
-
-    Options an attack does not take are not passed (a caller can give every attack the same
-    options, e.g. PWWS's ``engine`` and a seed, whatever the attacker).
-
-    Raises
-    ------
-    RobustkitError
-        ``name`` is not in :data:`ATTACKS`.
-    """
+def _factory(name: str) -> Callable[..., Attack]:
     if name not in ATTACKS:
         raise RobustkitError(f"unknown attacker {name!r}; known: {', '.join(ATTACKS)}")
     factory = ATTACKS[name]
     if isinstance(factory, str):
         module, _, attribute = factory.partition(":")
         factory = getattr(importlib.import_module(module), attribute)
-    accepted = inspect.signature(factory).parameters
-    return factory(**{key: value for key, value in options.items() if key in accepted})
+    return factory
 
 
-__all__ = ["ATTACKS", "Attack", "AttackResult", "Example", "create"]
+def options_of(name: str) -> set[str]:
+    """The options attacker ``name`` takes (its constructor's keywords; ``seed`` is robustkit's own,
+    given by the analysis)."""
+    return {key for key in inspect.signature(_factory(name)).parameters if key != "seed"}
+
+
+def accepted_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Those of ``options`` that attacker ``name`` takes."""
+    return {key: value for key, value in options.items() if key in options_of(name)}
+
+
+def parse_options(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """``["engine=openattack", "power=3"]`` -> ``{"engine": "openattack", "power": 3}`` (numbers
+    and true/false are converted; the rest stays text)."""
+    options: dict[str, Any] = {}
+    for item in items:
+        key, eq, text = str(item).partition("=")
+        if not eq or not key.strip():
+            raise RobustkitError(f"an attack option is NAME=VALUE, got {item!r}")
+        value: Any = text.strip()
+        for convert in (int, float):
+            try:
+                value = convert(value)
+                break
+            except ValueError:
+                continue
+        if value in ("true", "false"):
+            value = value == "true"
+        options[key.strip()] = value
+    return options
+
+
+def create(name: str, seed: int | None = None, **options: Any) -> Attack:
+    """The attack ``name``, built with ``options`` (and ``seed`` where the attacker is randomized).
+
+    Raises
+    ------
+    RobustkitError
+        ``name`` is not in :data:`ATTACKS`, or an option it does not take (the ones it takes are
+        named): a misspelt option never vanishes.
+    """
+    factory = _factory(name)
+    accepted = options_of(name)
+    unknown = sorted(set(options) - accepted)
+    if unknown:
+        raise RobustkitError(f"attacker {name!r} takes no option(s) {unknown}; it takes: {', '.join(sorted(accepted)) or 'none'}")
+    if seed is not None and "seed" in inspect.signature(factory).parameters:
+        options["seed"] = seed
+    return factory(**options)
+
+
+__all__ = ["ATTACKS", "Attack", "AttackResult", "Example", "accepted_options", "create", "options_of", "parse_options"]

@@ -1,0 +1,226 @@
+"""The per-run statistics claims are tested on, each a function of one analysis's frame.
+
+A paper's claim compares a number between groups of runs ("the dev loss rises more after its
+minimum without adapters"). Each function here reduces the frame of one analysis (the very frame
+its figure drew: :mod:`robustkit.analysis.registry` names each function as a statistic of its
+analysis, ``<analysis>.<statistic>``) to that number, one row per observation with the run's
+identity columns and ``value``; :mod:`robustkit.claim` adds each run's outcome and tests.
+
+Signature: ``statistic(frame, store=None, **its own parameters) -> DataFrame``. Nothing here
+runs an analysis: the frame is given, so a claim reads its figure's cache entry.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from robustkit.analysis import scores
+from robustkit.analysis.select import select_runs
+from robustkit.errors import RobustkitError
+from robustkit.store import IDENTITY
+
+
+def score(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each run's score (``scores`` analysis; its own outcome column is kept)."""
+    return frame
+
+
+def failed(frame: pd.DataFrame) -> pd.DataFrame:
+    """1.0 for a collapsed or diverged run, 0.0 otherwise (for failed-run rates)."""
+    return frame.assign(value=frame["failed"].astype(float), outcome="ok")  # every run counts in a rate
+
+
+def epoch_score(frame: pd.DataFrame, epoch: str) -> pd.DataFrame:
+    """The validation score at the end of fine-tuning epoch ``epoch`` (or every epoch: ``all``)."""
+    if epoch == "all":
+        return frame
+    return frame[frame["epoch"] == int(epoch)]
+
+
+def rsa(frame: pd.DataFrame, measure: str, layer: str) -> pd.DataFrame:
+    """Similarity of each run's representations to its base model's (He et al. 2021 §2.2).
+
+    ``layer``: ``each`` (one row per run x layer), ``top`` / ``bottom`` (the mean over the top /
+    bottom third of the encoder layers).
+    """
+    frame = frame[frame["measure"] == measure].drop(columns=["outcome"], errors="ignore")
+    if layer != "each":
+        frame = _layer_third(frame, "layer", layer, first=1).groupby(IDENTITY, dropna=False, as_index=False)["value"].mean()
+    return frame
+
+
+def gradnorm_slope(frame: pd.DataFrame, layer: str) -> pd.DataFrame:
+    """Slope of log10 gradient norm over training steps (per 1,000 steps; Han et al. 2021 fig 3).
+
+    ``layer``: a logged layer group (``pooler``, ``classifier``, ``embeddings``, ``layer.<i>``)
+    or ``top`` / ``bottom`` (mean slope over the top / bottom third of the encoder layers).
+    Negative = vanishing gradients.
+    """
+    if frame.empty:
+        raise RobustkitError("no gradient norms were logged for these runs")
+    if layer in ("top", "bottom"):
+        frame = _layer_third(frame.dropna(subset=["layer_index"]), "layer_index", layer, first=0)
+    else:
+        frame = frame[frame["layer"] == layer]
+    rows = []
+    for (run_id, name), group in frame.groupby(["run_id", "layer"], sort=True):
+        slope = np.polyfit(group["step"].to_numpy(float) / 1000, np.log10(group["value"].clip(lower=1e-30)), 1)[0]
+        rows.append({"run_id": run_id, "layer": name, "value": slope})
+    slopes = pd.DataFrame(rows).groupby("run_id", as_index=False)["value"].mean()
+    return frame.drop_duplicates("run_id")[IDENTITY].merge(slopes, on="run_id")
+
+
+def landscape_curvature(frame: pd.DataFrame, split: str) -> pd.DataFrame:
+    """Curvature of the loss at the tuned point alpha = 1 of theta_0 -> theta_1 (He et al. 2021 §5).
+
+    The second derivative of a quadratic fitted to the 5 grid points nearest alpha = 1 (the
+    grid of -2:2:20 does not hold 1 exactly); smaller = flatter minimum. Loss units per alpha^2.
+    """
+    frame = frame[(frame["metric"] == "loss") & (frame["split"] == split)]
+    rows = []
+    for run_id, group in frame.groupby("run_id", sort=True):
+        near = group.iloc[np.argsort(np.abs(group["alpha"].to_numpy(float) - 1.0))[:5]]
+        rows.append({"run_id": run_id, "value": 2 * np.polyfit(near["alpha"].to_numpy(float), near["value"].to_numpy(float), 2)[0]})
+    return frame.drop_duplicates("run_id")[IDENTITY].merge(pd.DataFrame(rows, columns=["run_id", "value"]), on="run_id")
+
+
+def curvature(frame: pd.DataFrame, checkpoint: str, estimator: str, group: str) -> pd.DataFrame:
+    """Sharpness of each run's training loss at ``checkpoint``: the top Hessian eigenvalue or the
+    Hessian trace over the trained parameters (``group="all"``) or one block (``layer.3``), from
+    the ``curvature`` analysis (nats per squared parameter unit; smaller = flatter)."""
+    frame = frame[(frame["checkpoint"] == checkpoint) & (frame["estimator"] == estimator) & (frame["group"] == group)]
+    if frame.empty:
+        raise RobustkitError(f"no {estimator} of block {group!r} at {checkpoint} for these runs")
+    return frame[[*IDENTITY, "value"]]
+
+
+def barrier(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Linear mode connectivity barrier of every seed pair among the runs (Frankle et al. 2020):
+    max over alpha of the loss (or ``<metric> error``) minus the mean of the two ends, one row per
+    pair under the identity of its lower-seed run (the ``connectivity`` analysis's lines)."""
+    from robustkit.analysis import connectivity
+
+    table = connectivity.barriers(frame)
+    table = table[table["metric"] == (metric if metric == "loss" else f"{metric} error")]
+    return table[[*IDENTITY, "barrier"]].rename(columns={"barrier": "value"})
+
+
+def similarity_ci(frame: pd.DataFrame, measure: str, layer: str) -> pd.DataFrame:
+    """A measure of the ``similarity-ci`` analysis (``rsa``, ``cka``, ``cka-debiased``,
+    ``procrustes``) of each run's layers with the base model's; ``layer`` as in :func:`rsa`."""
+    frame = frame[frame["measure"] == measure]
+    if layer != "each":
+        frame = _layer_third(frame, "layer", layer, first=1).groupby(IDENTITY, dropna=False, as_index=False)["value"].mean()
+    return frame[[*IDENTITY, *(["layer"] if layer == "each" else []), "value"]]
+
+
+def attack_success(frame: pd.DataFrame, convention: str, attacker: str) -> pd.DataFrame:
+    """Attack success rate of each run under ``attacker`` (fraction; Han et al. 2021 §4)."""
+    from robustkit.analysis import attack
+
+    summary = attack.summarize(frame[frame["attacker"] == attacker])
+    summary = summary[summary["convention"] == convention].rename(columns={"success_rate": "value"})
+    return summary[[*IDENTITY, "value"]]
+
+
+def overfit(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rise of the dev loss from its minimum to the end of training (loss units; He et al. §5)."""
+    dev = frame[(frame["split"] == "validation") & (frame["metric"] == "loss")].sort_values("step")
+    rise = dev.groupby("run_id")["value"].agg(lambda v: v.iloc[-1] - v.min()).rename("value").reset_index()
+    return dev.drop_duplicates("run_id")[IDENTITY].merge(rise, on="run_id")
+
+
+def _mean_best(frame: pd.DataFrame) -> pd.DataFrame:
+    from robustkit.analysis import curves
+
+    return curves.mean_best_runs(frame.drop(columns=["outcome", "baseline"], errors="ignore"))
+
+
+def best_minus_mean(frame: pd.DataFrame) -> pd.DataFrame:
+    """Best minus mean of the main dev metric over all evaluations (He et al. 2021 table 6)."""
+    frame = _mean_best(frame)
+    return frame[IDENTITY].assign(value=frame["best"] - frame["mean"])
+
+
+def mean_dev(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean of the main dev metric over all evaluations (He et al. 2021 table 6)."""
+    frame = _mean_best(frame)
+    return frame[IDENTITY].assign(value=frame["mean"])
+
+
+def _ablation(frame: pd.DataFrame, store: str | Path, metric: str | None) -> pd.DataFrame:
+    """The ablation rows of ``metric`` (default: each run's main metric)."""
+    main = select_runs(store, {"run_id": list(frame["run_id"].unique())}).set_index("run_id")["main_metric"]
+    return frame[frame["metric"] == (frame["run_id"].map(main) if metric is None else metric)]
+
+
+def ablation_max_single_drop(frame: pd.DataFrame, store: str | Path, metric: str | None) -> pd.DataFrame:
+    """Largest relative drop of the dev metric when one layer's adapters are removed (fraction,
+    positive = worse; Houlsby et al. 2019 fig 6: "largest 2%"). ``metric``: default the main one."""
+    frame = _ablation(frame, store, metric)
+    single = frame[frame["first"] == frame["last"]]
+    drop = single.groupby("run_id")["relative_change"].min().mul(-1).rename("value").reset_index()
+    return single.drop_duplicates("run_id")[IDENTITY].merge(drop, on="run_id")
+
+
+def ablation_all_removed_gap(frame: pd.DataFrame, store: str | Path, metric: str | None) -> pd.DataFrame:
+    """Dev metric with every adapter removed minus the majority baseline (0 = "down to the
+    majority class", Houlsby et al. 2019 fig 6). ``metric``: default the main one."""
+    frame = _ablation(frame, store, metric)
+    runs = select_runs(store, {"run_id": list(frame["run_id"].unique())}).set_index("run_id")
+    rows = []
+    for run_id, group in frame.groupby("run_id"):
+        everything = group[(group["first"] == 0) & (group["last"] == group["last"].max())]
+        run = runs.loc[run_id]
+        base = scores.majority_baseline(run["task"], metric or run["main_metric"], "validation", scores._none(run.get("data_dir")),
+                                        None if pd.isna(run["train_size"]) else int(run["train_size"]), int(run["split_seed"]))
+        rows.append({"run_id": run_id, "value": float(everything["value"].iloc[0]) - base})
+    return frame.drop_duplicates("run_id")[IDENTITY].merge(pd.DataFrame(rows), on="run_id")
+
+
+def ablation_low_minus_high(frame: pd.DataFrame, store: str | Path, metric: str | None) -> pd.DataFrame:
+    """Mean relative drop of the spans inside the lower half of the layers minus that of the spans
+    inside the upper half (negative = lower layers matter less, Houlsby et al. 2019 §3.6)."""
+    frame = _ablation(frame, store, metric)
+    rows = []
+    for run_id, group in frame.groupby("run_id"):
+        half = (group["last"].max() + 1) / 2
+        low = -group.loc[group["last"] < half, "relative_change"].mean()
+        high = -group.loc[group["first"] >= half, "relative_change"].mean()
+        rows.append({"run_id": run_id, "value": low - high})
+    return frame.drop_duplicates("run_id")[IDENTITY].merge(pd.DataFrame(rows), on="run_id")
+
+
+OUTCOME_ON = ("test", "best")  # split and checkpoint whose score decides a run's outcome in a claim
+
+
+def with_outcome(frame: pd.DataFrame, store: str | Path) -> pd.DataFrame:
+    """``frame`` + ``outcome``: each run's outcome on its score (collapsed runs are not results).
+
+    A statistic of the score analyses keeps the outcome of its own split and checkpoint; every
+    other statistic gets each run's outcome on its test score at the best checkpoint
+    (:data:`OUTCOME_ON`).
+    """
+    if "outcome" in frame:
+        return frame
+    split, checkpoint = OUTCOME_ON
+    outcomes = scores.outcomes(store, {"run_id": list(frame["run_id"].unique())}, checkpoint=checkpoint, split=split, metric=None)
+    return frame.merge(outcomes[["run_id", "outcome"]], on="run_id", how="left").fillna({"outcome": "ok"})
+
+
+def _layer_third(frame: pd.DataFrame, column: str, which: str, first: int) -> pd.DataFrame:
+    """Rows of the top or bottom third (rounded up) of the encoder layers, per run.
+
+    ``column`` numbers the encoder layers from ``first`` (1 in the similarity frames, where 0
+    is the embeddings; 0 in the gradient-norm frames) to each run's highest index.
+    """
+    if which not in ("top", "bottom"):
+        raise RobustkitError(f"layer must be each, top or bottom, got {which!r}")
+    index = pd.to_numeric(frame[column])
+    last = index.groupby(frame["run_id"]).transform("max")
+    k = np.ceil((last - first + 1) / 3)
+    keep = index > last - k if which == "top" else (index >= first) & (index < first + k)
+    return frame[keep]

@@ -1,0 +1,220 @@
+"""The analysis registry is the one home of an analysis: its parameters (each default declared
+once), its statistics, its `analyze` verb; figures and claims read the same entry and the same
+cache entry."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import pytest
+
+from robustkit import figures
+from robustkit.analysis import registry
+from robustkit.analysis.registry import ANALYSES, AnalysisError, load
+from robustkit.params import Param
+
+LIBRARY = Path(registry.__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("name", sorted(ANALYSES))
+def test_each_parameter_reaches_the_computation_without_a_second_default(name):
+    """The computation takes every declared parameter, keyword-only and with no default of its
+    own: the registry's is the only one."""
+    analysis = ANALYSES[name]
+    signature = inspect.signature(load(analysis.compute)).parameters
+    assert list(signature)[:2] == ["store", "select"], name
+    for param in analysis.params:
+        assert param.name in signature, (name, param.name)
+        assert signature[param.name].default is inspect.Parameter.empty, (name, param.name)
+        assert signature[param.name].kind is inspect.Parameter.KEYWORD_ONLY, (name, param.name)
+    for param in analysis.options:
+        assert param.name in signature, (name, param.name)
+    shared = {p.name for p in analysis.params}
+    for statistic in analysis.statistics:
+        taken = inspect.signature(load(statistic.function)).parameters
+        assert not shared & {p.name for p in statistic.params}, (name, statistic.name)  # never the analysis's
+        for param in statistic.params:
+            assert taken[param.name].default is inspect.Parameter.empty, (name, statistic.name, param.name)
+    if analysis.summary:
+        load(analysis.summary)
+
+
+def _declared_defaults() -> dict[str, set]:
+    """Parameter name -> the defaults declared for it in the registries."""
+    found: dict[str, set] = {}
+    params = [p for a in ANALYSES.values() for p in (*a.params, *(q for s in a.statistics for q in s.params))]
+    params += [p for f in figures.FIGURES.values() for p in f.params]
+    for param in params:
+        if param.default is not None and not isinstance(param.default, (bool, list)):
+            found.setdefault(param.name, set()).add(param.default)
+    return found
+
+
+def _module_constants(tree: ast.Module) -> dict[str, object]:
+    constants = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                constants[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                pass
+    return constants
+
+
+def duplicated_defaults(files: list[Path], declared: dict[str, set]) -> list[str]:
+    """Places in ``files`` (``file:line name=value``) that give a registered parameter its
+    registered default a second time: a signature default, an argparse ``default=`` or a
+    ``Param(...)``."""
+    places = []
+    for path in files:
+        tree = ast.parse(path.read_text())
+        constants = _module_constants(tree)
+
+        def value(node):
+            if isinstance(node, ast.Name):
+                return constants.get(node.id, None)
+            try:
+                return ast.literal_eval(node)
+            except ValueError:
+                return None
+
+        for node in ast.walk(tree):
+            pairs = []
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = node.args
+                positional = args.posonlyargs + args.args
+                pairs += list(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults))
+                pairs += [(a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+            elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "add_argument" and node.args:
+                flag = value(node.args[0])
+                default = next((k.value for k in node.keywords if k.arg == "default"), None)
+                if isinstance(flag, str) and default is not None:
+                    pairs.append((flag.lstrip("-").replace("-", "_"), default))
+            elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Param" and len(node.args) >= 2:
+                pairs.append((value(node.args[0]), node.args[1]))
+            for name, default in pairs:
+                found = value(default)
+                if name in declared and isinstance(found, (int, float, str)) and not isinstance(found, bool) and found in declared[name]:
+                    places.append(f"{path.name}:{default.lineno} {name}={found!r}")
+    return places
+
+
+def repeated_in_signatures() -> list[str]:
+    """``function name=value`` for each function a registry names (computation, statistic, view,
+    plot) whose signature repeats the default of an analysis's or a statistic's parameter it
+    receives (a figure's own, plot-only parameters are the figure's business)."""
+    places = []
+
+    def check(path: str, params) -> None:
+        signature = inspect.signature(load(path)).parameters
+        for param in params:
+            given = signature.get(param.name)
+            if given is not None and given.default is not inspect.Parameter.empty and given.default == param.default \
+                    and param.default is not None:
+                places.append(f"{path} {param.name}={param.default!r}")
+
+    for analysis in ANALYSES.values():
+        check(analysis.compute, analysis.params)
+        for statistic in analysis.statistics:
+            check(statistic.function, statistic.params)
+    for figure in figures.FIGURES.values():
+        for path in filter(None, (figure.view, figure.plot)):
+            check(path, figure.analysis_parameters)
+    return places
+
+
+def test_every_default_of_an_analysis_parameter_appears_once():
+    """A default lives in its registry entry only: no function the registries call repeats it in
+    its signature, and the analyze, plot and claim paths (the CLI, figures, claims, reproduce) hold
+    no second copy as a flag default or a Param (the issue found tokens=5000 in five places and
+    the alpha grid in four)."""
+    declared = _declared_defaults()
+    assert declared["tokens"] == {5000} and "-2:2:20" in declared["alphas"]
+    assert repeated_in_signatures() == []
+    paths = [LIBRARY / name for name in ("cli.py", "cli_analyze.py", "claim.py", "reproduce.py", "recipes.py",
+                                         "analysis/statistics.py")]
+    assert duplicated_defaults(paths, declared) == []
+
+
+def test_the_scan_finds_a_repeated_default(tmp_path):
+    """The scan can fail: a signature, a flag and a Param that repeat a registered default."""
+    (tmp_path / "bad.py").write_text(
+        "def run(store, select=None, tokens=5000, seed=0):\n    pass\n"
+        "parser.add_argument('--alphas', default='-2:2:20')\n"
+        "X = Param('examples', 512, 'again')\n")
+    declared = {"tokens": {5000}, "alphas": {"-2:2:20"}, "examples": {512, 256}}
+    places = duplicated_defaults([tmp_path / "bad.py"], declared)
+    assert places == ["bad.py:1 tokens=5000", "bad.py:3 alphas='-2:2:20'", "bad.py:4 examples=512"]
+
+
+def test_analyze_verbs_are_generated_from_the_registry():
+    from robustkit.cli import build_parser
+
+    parser = build_parser()
+    analyze = parser._subparsers._group_actions[0].choices["analyze"]
+    verbs = analyze._subparsers._group_actions[0].choices
+    assert set(verbs) == set(ANALYSES)
+    args = parser.parse_args(["analyze", "landscape", "runs", "--alphas=-1:1:5", "--splits", "train,validation", "--device", "cpu"])
+    assert (args.alphas, args.splits, args.device) == ("-1:1:5", "train,validation", "cpu")
+    defaults = parser.parse_args(["analyze", "rsa", "runs"])
+    assert defaults.tokens == registry.get("rsa").resolve()["tokens"]  # the flag's default is the registry's
+    flags = parser.parse_args(["analyze", "curvature", "runs", "--no-block-eigenvalues"])
+    assert flags.block_eigenvalues is False
+
+
+def test_unknown_parameters_are_errors_everywhere(tiny_store):
+    rsa = registry.get("rsa")
+    with pytest.raises(AnalysisError, match=r"analysis 'rsa' has no parameter\(s\) \['tokenz'\]; it has: checkpoint, seed, tokens"):
+        rsa.run(tiny_store, tokenz=5)
+    with pytest.raises(AnalysisError, match="unknown analysis 'rsb'; known analyses: scores"):
+        registry.get("rsb")
+    with pytest.raises(AnalysisError, match=r"statistic gradnorm.slope has no parameter\(s\) \['layers'\]"):
+        registry.per_run("gradnorm.slope", tiny_store, layers="top")
+    with pytest.raises(figures.FigureError, match=r"figure 'rsa' has no parameter\(s\) \['colour'\]"):
+        figures.draw("rsa", tiny_store, colour="red")
+
+
+def test_a_claim_and_its_figure_share_one_cache_entry(tiny_store, monkeypatch):
+    """The claim reads the frame its figure drew: the figure's analysis parameters, so no second
+    computation and no second cache file."""
+    import matplotlib.pyplot as plt
+
+    from robustkit import claim as claims
+    from robustkit.analysis import landscape
+    from robustkit.recipes import Recipe
+
+    params = {"alphas": "-1:1:3", "checkpoint": "last"}
+    calls = []
+    original = landscape.landscape_run
+    monkeypatch.setattr(landscape, "landscape_run", lambda *a, **k: calls.append(a) or original(*a, **k))
+    plt.close(figures.draw("landscape", tiny_store, **params))
+    cache = sorted((tiny_store / ".cache" / "landscape").iterdir())
+    computed = len(calls)
+    assert computed == 2 and len(cache) >= 2  # houlsby and full
+
+    claim = claims.Claim.from_table({"id": "flat", "says": "flatter", "statistic": "landscape.curvature",
+                                     "params": {"split": "validation"}, "compare": "location", "a": "houlsby",
+                                     "b": "full", "direction": "less"}, "test")
+    recipe = Recipe("toy/landscape", "t", "landscape", "t.pdf", {"demo": {"base": {}, "grids": [{}], "params": {}}},
+                    params=params, claims=(claim,))
+    analysis, values, own = claims.parameters(claim, recipe.figure, recipe.figure_params("demo"))
+    assert values == figures.get("landscape").analysis_values(figures.get("landscape").resolve(**params)) and own == {"split": "validation"}
+    run_ids = sorted(p.name for p in tiny_store.iterdir() if not p.name.startswith("."))
+    observations = claims.observations(claim, recipe.figure, recipe.figure_params("demo"), tiny_store, run_ids)
+    assert len(observations) == 2 and len(calls) == computed  # nothing computed again
+    assert sorted((tiny_store / ".cache" / "landscape").iterdir()) == cache  # no second cache entry
+
+    # a claim that sets its figure's analysis parameters is refused: it would judge another frame
+    other = claims.Claim.from_table({**{"id": "flat", "says": "flatter", "statistic": "landscape.curvature", "compare": "location",
+                                        "a": "houlsby", "b": "full", "direction": "less"}, "params": {"alphas": "-2:2:20"}}, "test")
+    with pytest.raises(claims.ClaimError, match=r"sets \['alphas'\], parameters of its figure's analysis 'landscape'"):
+        claims.parameters(other, "landscape", params)
+
+
+def test_param_types_and_choices():
+    param = Param("attackers", ["pwws"], "who", kind=list, choices=("pwws", "deepwordbug"))
+    assert param.coerce("pwws, deepwordbug") == ["pwws", "deepwordbug"]
+    with pytest.raises(Exception, match="must be one of"):
+        param.coerce("pwws,textfooler")

@@ -1,8 +1,9 @@
-"""The figure registry: name -> (analysis, plot, typed parameters with defaults).
+"""The figure registry: name -> (analysis, view, plot, typed parameters with defaults).
 
-A figure is an analysis (selected runs of a store -> tidy data, cached next to the runs)
-followed by a plot (that data -> a matplotlib Figure); statistics belong to the analysis, the
-plot only draws. The ``robustkit plot`` verbs, :func:`robustkit.reproduce.reproduce` and a
+A figure is an analysis (selected runs of a store -> tidy data, cached next to the runs),
+optionally a view (that data -> what the figure shows: the statistics, tests, selected points
+and caption, computed in :mod:`robustkit.analysis`) and a plot (-> a matplotlib Figure);
+statistics belong to the analysis and the view, the plot only draws. The ``robustkit plot`` verbs, :func:`robustkit.reproduce.reproduce` and a
 notebook all read this registry::
 
     from robustkit import figures
@@ -15,9 +16,10 @@ and, for a paper figure, a recipe in ``analyses/``. Functions are named by impor
 the registry (e.g. for ``robustkit plot --help``) imports nothing heavy.
 
 Parameters are routed by name: each function receives the figure's parameters that appear in
-its signature (an analysis gets ``store`` and ``select`` too). An analysis that returns a dict
-passes its items to the plot as keyword arguments; any other result is the plot's first
-argument.
+its signature (an analysis gets ``store`` and ``select`` too). A view gets the analysis result
+as its first argument and returns a dict. A dict (the view's, or the analysis's where there is
+no view) passes its items to the plot as keyword arguments; any other result is the plot's
+first argument.
 """
 
 from __future__ import annotations
@@ -112,12 +114,17 @@ class Figure:
         tidy data the figure shows (a DataFrame, or a dict of them).
     plot : str
         ``"module:function"``, called as ``function(data, **params)`` (or ``**data`` for a
-        dict); returns a matplotlib Figure.
+        dict: the view's); returns a matplotlib Figure and computes nothing.
     params : tuple of Param
         The figure's parameters, with defaults.
     score_axis : bool
         The figure shows scores: collapsed and diverged runs are marked and left out of
         statistics unless ``include_failed`` (a parameter every such figure has).
+    view : str, optional
+        ``"module:function"`` in :mod:`robustkit.analysis`, called as ``function(data,
+        **params)`` on the analysis result ``data``; returns a dict of the plot's keyword
+        arguments (statistics, tests, selected points, caption). None: the analysis result
+        goes to the plot as it is.
     """
 
     name: str
@@ -126,6 +133,7 @@ class Figure:
     plot: str
     params: tuple[Param, ...] = ()
     score_axis: bool = False
+    view: str | None = None
     _all: tuple[Param, ...] = field(init=False, repr=False, compare=False, default=())
 
     def __post_init__(self) -> None:
@@ -166,10 +174,21 @@ class Figure:
         from robustkit.plots.style import decorate
 
         values = self.resolve(**params)
-        result = _call(_load(self.analysis), (store, select), values)
+        result = self.shown(_call(_load(self.analysis), (store, select), values), **values)
         plot = _load(self.plot)
         fig = _call(plot, (), {**values, **result}) if isinstance(result, dict) else _call(plot, (result,), values)
         return decorate(fig, subtitle=subtitle, footer=footer)
+
+    def shown(self, data: Any, **params: Any) -> Any:
+        """What the plot draws from ``data`` (the analysis result, :meth:`data`): the view's
+        dict of the plot's keyword arguments, or ``data`` itself for a figure without a view.
+
+        ``params`` are the figure's parameters (unknown ones raise, missing ones default); the
+        view receives those its signature names.
+        """
+        if self.view is None:
+            return data
+        return _call(_load(self.view), (data,), self.resolve(**params))
 
 
 INCLUDE_FAILED = Param("include_failed", False, "keep collapsed and diverged runs (robustkit.collapse) in boxes, means, error bars and tests; they are marked either way; default: left out")

@@ -246,6 +246,7 @@ SCORES = (SPLIT, CHECKPOINT, _metric())
 OUTCOMES = "robustkit.analysis.scores:outcomes"
 ASO = Param("aso", False, "add ASO's epsilon_min of each method over the other (deepsig, Dror et al. 2019) to the caption, where the figure compares two methods")
 BOXES = "robustkit.plots.stability"
+BOX_VIEWS = "robustkit.analysis.boxes"
 TRADEOFF_PARAMS = (
     Param("split", "validation", "split whose metric is shown (Houlsby et al. report validation); the best learning rate per point is always selected on validation; default: validation", choices=("validation", "test")),
     Param("checkpoint", "best", "checkpoint whose metrics are used: best (selected on validation) or last; default: best", choices=("best", "last")),
@@ -284,7 +285,7 @@ register(Figure(
     "attack-boxes", "Attack success rate per method, one box over each method's victims (seeds), with the tests between methods (runs at one TSP step)",
     "robustkit.analysis.attack:success_scores", "robustkit.plots.attack:attack_boxes",
     (Param("attacker", "pwws", "pwws or deepwordbug; default: pwws", choices=tuple(ATTACKS)), *ATTACK_PARAMS, CONVENTION),
-    score_axis=True))
+    score_axis=True, view=f"{BOX_VIEWS}:method_boxes"))
 register(Figure(
     "ablation", "Houlsby et al. 2019 figure 6: relative change of the dev metric when the adapters of layers i..j are removed",
     "robustkit.analysis.ablation:run", "robustkit.plots.ablation:ablation_heatmap",
@@ -311,25 +312,25 @@ register(Figure(
     "robustkit.analysis.curves:mean_best_of_runs", "robustkit.plots.curves:mean_best_table", score_axis=True))
 register(Figure(
     "box-seeds", "Han et al. 2021 figure 2: box plot of each method's score over random seeds, one panel per task",
-    OUTCOMES, f"{BOXES}:box_seeds", (*SCORES, ASO), score_axis=True))
+    OUTCOMES, f"{BOXES}:box_seeds", (*SCORES, ASO), score_axis=True, view=f"{BOX_VIEWS}:box_seeds"))
 register(Figure(
     "box-tsp", "Han et al. 2021 figure 4: box plots of the score per TSP step and method (pooled: one box per method over TSP steps)",
     OUTCOMES, f"{BOXES}:box_tsp",
     (*SCORES, Param("pooled", False, "one box per method over all TSP steps (each run differs by its TSP step, as in the paper) instead of a box per TSP step"), ASO),
-    score_axis=True))
+    score_axis=True, view=f"{BOX_VIEWS}:box_tsp"))
 register(Figure(
     "box-tsp-epochs", "Han et al. 2021 figures 9-10: box plots of the dev score at each fine-tuning epoch end, per TSP step, one panel per method (pool_epochs: one box per TSP step and method over every epoch end, the paper's)",
     "robustkit.analysis.scores:epoch_outcomes", f"{BOXES}:box_tsp_epochs",
     (_metric(), Param("pool_epochs", False, "one box per TSP step and method over every fine-tuning epoch end of every run (Han et al. 2021 figures 9-10: 'development scores from 100 runs ... epochs ranging from 1 to 100') instead of a box per epoch")),
-    score_axis=True))
+    score_axis=True, view=f"{BOX_VIEWS}:box_tsp_epochs"))
 register(Figure(
     "box-lr", "He et al. 2021 figure 4: box plots of the score over seeds per learning rate and method",
-    OUTCOMES, f"{BOXES}:box_lr", (*SCORES, ASO), score_axis=True))
+    OUTCOMES, f"{BOXES}:box_lr", (*SCORES, ASO), score_axis=True, view=f"{BOX_VIEWS}:box_lr"))
 register(Figure(
     "train-size", "He et al. 2021 figure 3: score vs number of training examples, per method (boxes or mean +- std)",
     OUTCOMES, f"{BOXES}:train_size",
     (*SCORES, Param("kind", "box", "box: boxes over seeds; mean: mean +- std (ddof 1) as in the paper; default: box", choices=("box", "mean")), ASO),
-    score_axis=True))
+    score_axis=True, view=f"{BOX_VIEWS}:train_size"))
 register(Figure(
     "table", "Han et al. 2021 table 1, He et al. 2021 tables 2 and 5: mean +- std, bootstrap CI, range and failed runs per group, as a PDF table",
     "robustkit.analysis.results:results_table", "robustkit.plots.tables:results_table_figure",

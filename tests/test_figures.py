@@ -13,10 +13,14 @@ from robustkit.figures import FIGURES, Figure, FigureError, Param
 
 @pytest.mark.parametrize("name", sorted(FIGURES))
 def test_every_parameter_reaches_the_analysis_or_the_plot(name):
-    """Parameters are routed by name: one that neither function takes would be silently dropped."""
+    """Parameters are routed by name: one that no function (analysis, view, plot) takes would be
+    silently dropped."""
     figure = FIGURES[name]
     analysis, plot = figures._load(figure.analysis), figures._load(figure.plot)
     taken = set(inspect.signature(analysis).parameters) | set(inspect.signature(plot).parameters)
+    if figure.view is not None:
+        assert figure.view.startswith("robustkit.analysis."), name  # the computing step is analysis
+        taken |= set(inspect.signature(figures._load(figure.view)).parameters)
     assert {"store", "select"} <= set(inspect.signature(analysis).parameters), name
     assert not {p.name for p in figure.parameters} - taken, name
     for param in figure.parameters:  # defaults are valid values of their own parameter

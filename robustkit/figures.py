@@ -340,13 +340,15 @@ register(Figure(
     score_axis=True))
 register(Figure(
     "tradeoff", "Houlsby et al. 2019 figure 4 (per task; figure 3's curves): metric vs trained parameters (log) for adapter sizes, top-k fine-tuning, LayerNorm-only and full fine-tuning; each point the best learning rate of its sweep, error bars s.e.m.",
-    "robustkit.analysis.tradeoff:table", "robustkit.plots.tradeoff:tradeoff_figure", TRADEOFF_PARAMS, score_axis=True))
+    "robustkit.analysis.tradeoff:table", "robustkit.plots.tradeoff:tradeoff_figure", TRADEOFF_PARAMS, score_axis=True,
+    view="robustkit.analysis.tradeoff:tradeoff_points"))
 register(Figure(
     "tradeoff-aggregate", "Houlsby et al. 2019 figure 3: score minus full fine-tuning vs trained parameters, 20th/50th/80th percentiles across tasks, adapters vs top-k",
     "robustkit.analysis.tradeoff:aggregated", "robustkit.plots.tradeoff:tradeoff_aggregate_figure", TRADEOFF_PARAMS, score_axis=True))
 register(Figure(
     "init-std", "Houlsby et al. 2019 figure 6 right: metric vs the std of the adapters' weight init (log)",
-    "robustkit.analysis.tradeoff:table", "robustkit.plots.init_std:init_std_figure", TRADEOFF_PARAMS, score_axis=True))
+    "robustkit.analysis.tradeoff:table", "robustkit.plots.init_std:init_std_figure", TRADEOFF_PARAMS, score_axis=True,
+    view="robustkit.analysis.tradeoff:init_std_points"))
 
 # ---------------------------------------------------------------------------------------------
 # beyond the papers (issue #16): the field's own measures of sharpness, connectivity, similarity

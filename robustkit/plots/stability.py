@@ -62,8 +62,9 @@ def box_seeds(frame: pd.DataFrame, summary: pd.DataFrame, panels: Sequence[str] 
     Parameters
     ----------
     frame : DataFrame
-        The view's ``frame``: :func:`robustkit.analysis.scores.outcomes` output (``task, method, value,
-        baseline, split, metric``); every run of a method in a task and setting goes in one box, with ``outcome``.
+        The view's ``frame``: :func:`robustkit.analysis.scores.outcomes` output (``task, method,
+        value, baseline, split, metric, outcome``); every run of a method in a task and setting
+        goes in one box.
     summary : DataFrame
         The view's ``summary`` (one row per box: ``n_runs``, ``n_collapsed``, ``n_diverged``,
         ``n_failed``).
@@ -87,14 +88,16 @@ def box_tsp(frame: pd.DataFrame, summary: pd.DataFrame, panels: Sequence[str] = 
     Parameters
     ----------
     frame : DataFrame
-        The view's ``frame``: :func:`robustkit.analysis.scores.outcomes` output with several ``tsp_step`` values, with ``outcome``.
+        The view's ``frame``: :func:`robustkit.analysis.scores.outcomes` output with several
+        ``tsp_step`` values, with ``outcome``.
     summary : DataFrame
         The view's ``summary`` (one row per box: ``n_runs``, ``n_collapsed``, ``n_diverged``,
         ``n_failed``).
     panels : sequence of str
         The view's ``panels``: columns that give a panel each besides the task.
     caption_text : str
-        Text under the figure (the view's: the tests of method vs method within each panel (and TSP step unless pooled)).
+        Text under the figure (the view's: the tests of method vs method within each panel, and
+        TSP step unless pooled).
     pooled : bool
         False: x = TSP steps, one box per method over the seeds at that step. True: one box per
         method over every TSP step (the paper's figure 4: each run differs by its TSP step); as
@@ -121,8 +124,8 @@ def box_tsp_epochs(frame: pd.DataFrame, summary: pd.DataFrame, panels: Sequence[
     Parameters
     ----------
     frame : DataFrame
-        The view's ``frame``: :func:`robustkit.analysis.scores.epoch_outcomes` output (``epoch`` column; one
-        row per run x epoch end), with ``outcome``.
+        The view's ``frame``: :func:`robustkit.analysis.scores.epoch_outcomes` output
+        (``epoch`` column; one row per run x epoch end), with ``outcome``.
     summary : DataFrame
         The view's ``summary`` (one row per box: ``n_runs``, ``n_collapsed``, ``n_diverged``,
         ``n_failed``).
@@ -159,7 +162,8 @@ def box_lr(frame: pd.DataFrame, summary: pd.DataFrame, panels: Sequence[str] = (
     Parameters
     ----------
     frame : DataFrame
-        The view's ``frame``: :func:`robustkit.analysis.scores.outcomes` output with several ``lr`` values, with ``outcome``.
+        The view's ``frame``: :func:`robustkit.analysis.scores.outcomes` output with several
+        ``lr`` values, with ``outcome``.
     summary : DataFrame
         The view's ``summary`` (one row per box: ``n_runs``, ``n_collapsed``, ``n_diverged``,
         ``n_failed``).
@@ -183,8 +187,9 @@ def train_size(frame: pd.DataFrame, summary: pd.DataFrame, panels: Sequence[str]
     Parameters
     ----------
     frame : DataFrame
-        The view's ``frame``: :func:`robustkit.analysis.scores.outcomes` output with several ``train_size``
-        values (missing = the whole training set, shown as ``all``), with ``outcome``.
+        The view's ``frame``: :func:`robustkit.analysis.scores.outcomes` output with several
+        ``train_size`` values (missing = the whole training set, shown as ``all``), with
+        ``outcome``.
     summary : DataFrame
         The view's ``summary`` (one row per box: ``n_runs``, ``n_collapsed``, ``n_diverged``,
         ``n_failed``; ``mean`` and ``std`` (ddof 1) for ``kind="mean"``).

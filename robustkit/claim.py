@@ -41,27 +41,27 @@ Collapsed and diverged runs (:mod:`robustkit.collapse`) are left out except for 
 every cell agrees, contradicts when any cell contradicts, and is inconclusive otherwise. Too few
 runs, or a statistic the runs cannot give, is ``inconclusive`` with the reason.
 
-The verdict logic here is hand-written on scipy: no maintained package states paper claims as
+The verdict logic here is hand-written: no maintained package states paper claims as
 directional hypotheses over groups of runs (deepsig tests score distributions, which is what
-``location`` does with Mann-Whitney).
+``location`` does with Mann-Whitney). The tests and intervals themselves are those of the
+figures' captions, in :mod:`robustkit.measures.significance` (scipy).
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from robustkit import collapse
 from robustkit.analysis import registry
 from robustkit.analysis.pooling import check_pooling
 from robustkit.errors import RobustkitError
+from robustkit.measures import significance
 from robustkit.params import resolve
 
 AGREES, CONTRADICTS, INCONCLUSIVE = "agrees", "contradicts", "inconclusive"
@@ -233,20 +233,19 @@ def _verdict(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
 def _spread(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
     sd_a, sd_b = np.std(a, ddof=1), np.std(b, ddof=1)
     ratio = sd_a / sd_b if sd_b > 0 else np.inf if sd_a > 0 else np.nan
-    low, high = _bootstrap_ci((a, b), lambda x, y, axis: np.std(x, ddof=1, axis=axis) / np.std(y, ddof=1, axis=axis), claim.alpha)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        test = stats.levene(a, b, center="mean" if claim.test == "levene" else "median")
+    low, high = _bootstrap_ci((a, b), significance.std_ratio, claim.alpha)
+    _, p_value = significance.spread_test(a, b, center="mean" if claim.test == "levene" else "median")
     base = {"n_a": len(a), "n_b": len(b), "effect": ratio, "effect_name": "std ratio a/b", "ci_low": low, "ci_high": high}
-    if not np.isfinite(test.pvalue):
+    if not np.isfinite(p_value):
         return _result(**base, reason="test degenerate (no spread within the groups)")
     shows_less = sd_a < sd_b
-    p_claimed = test.pvalue / 2 if shows_less == (claim.direction == "less") else 1 - test.pvalue / 2
+    p_claimed = p_value / 2 if shows_less == (claim.direction == "less") else 1 - p_value / 2
     p_opposite = 1 - p_claimed
     return _decide(claim, base, p_claimed, p_opposite, f"std {sd_a:.3g} vs {sd_b:.3g}")
 
 
 def _location(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
-    low, high = _bootstrap_ci((a, b), lambda x, y, axis: np.mean(x, axis=axis) - np.mean(y, axis=axis), claim.alpha)
+    low, high = _bootstrap_ci((a, b), significance.mean_difference, claim.alpha)
     base = {"n_a": len(a), "n_b": len(b), "effect": a.mean() - b.mean(), "effect_name": "mean a - mean b",
             "ci_low": low, "ci_high": high}
     if claim.test == "bootstrap-mean":
@@ -254,8 +253,8 @@ def _location(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
     if np.ptp(np.concatenate([a, b])) == 0:
         return _result(**base, reason="all values equal")
     opposite = "greater" if claim.direction == "less" else "less"
-    p_claimed = stats.mannwhitneyu(a, b, alternative=claim.direction).pvalue
-    p_opposite = stats.mannwhitneyu(a, b, alternative=opposite).pvalue
+    _, p_claimed = significance.mann_whitney(a, b, claim.direction)
+    _, p_opposite = significance.mann_whitney(a, b, opposite)
     shown = f"means {a.mean():.3g} vs {b.mean():.3g}"
     # the exact one-sided test cannot go below 1 / C(n_a + n_b, n_a): with 3 runs per group 0.05
     smallest = 1 / math.comb(len(a) + len(b), len(a))
@@ -265,17 +264,16 @@ def _location(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
 
 
 def _rate(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
-    table = [[int(a.sum()), len(a) - int(a.sum())], [int(b.sum()), len(b) - int(b.sum())]]
     base = {"n_a": len(a), "n_b": len(b), "effect": a.mean() - b.mean(), "effect_name": "rate a - rate b",
             "ci_low": np.nan, "ci_high": np.nan}
     opposite = "greater" if claim.direction == "less" else "less"
-    p_claimed = stats.fisher_exact(table, alternative=claim.direction).pvalue
-    p_opposite = stats.fisher_exact(table, alternative=opposite).pvalue
+    _, p_claimed = significance.fisher_exact(a, b, claim.direction)
+    _, p_opposite = significance.fisher_exact(a, b, opposite)
     return _decide(claim, base, p_claimed, p_opposite, f"rates {a.mean():.2f} vs {b.mean():.2f}")
 
 
 def _margin(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
-    low, high = _bootstrap_ci((a, b), lambda x, y, axis: np.mean(x, axis=axis) - np.mean(y, axis=axis), claim.alpha)
+    low, high = _bootstrap_ci((a, b), significance.mean_difference, claim.alpha)
     base = {"n_a": len(a), "n_b": len(b), "effect": a.mean() - b.mean(), "effect_name": "mean a - mean b",
             "ci_low": low, "ci_high": high}
     # the claim "a within value of b" is a one-sided equivalence: mean(a) - mean(b) > -value
@@ -283,7 +281,7 @@ def _margin(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
 
 
 def _threshold(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
-    low, high = _bootstrap_ci((a,), lambda x, axis: np.mean(x, axis=axis), claim.alpha)
+    low, high = _bootstrap_ci((a,), significance.mean, claim.alpha)
     base = {"n_a": len(a), "n_b": 0, "effect": a.mean(), "effect_name": "mean", "ci_low": low, "ci_high": high}
     return _by_interval(claim, base, claim.value)
 
@@ -322,14 +320,11 @@ def _overall(results: list[dict]) -> dict:
 
 
 def _bootstrap_ci(samples: tuple, statistic, alpha: float) -> tuple[float, float]:
-    """(1 - 2 alpha) percentile bootstrap interval, each sample resampled on its own."""
+    """(1 - 2 alpha) percentile bootstrap interval, each sample resampled on its own
+    (:func:`robustkit.measures.significance.bootstrap_ci`)."""
     if any(len(x) < 2 for x in samples):
         return np.nan, np.nan
-    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
-        warnings.simplefilter("ignore")
-        interval = stats.bootstrap(samples, statistic, n_resamples=N_RESAMPLES, confidence_level=1 - 2 * alpha,
-                                   method="percentile", random_state=np.random.default_rng(SEED), vectorized=True).confidence_interval
-    return float(interval.low), float(interval.high)
+    return significance.bootstrap_ci(samples, statistic, 1 - 2 * alpha, N_RESAMPLES, SEED, significance.PERCENTILE)
 
 
 def _result(cell: str = "all", n_a: int = 0, n_b: int = 0, n_failed: int = 0, effect: float = np.nan, effect_name: str = "",

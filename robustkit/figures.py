@@ -115,12 +115,19 @@ class Figure:
         from robustkit.plots.style import decorate
 
         values = self.resolve(**params)
-        result = self.source().run(store, select, **self.analysis_values(values))
-        if self.view is not None:
-            result = call(load(self.view), (result,), {**values, "store": store, "select": select})
+        result = self.shown(self.source().run(store, select, **self.analysis_values(values)), store, select, **values)
         plot = load(self.plot)
         fig = call(plot, (), {**values, **result}) if isinstance(result, dict) else call(plot, (result,), values)
         return decorate(fig, subtitle=subtitle, footer=footer)
+
+
+    def shown(self, data: Any, store: str | Path | None = None, select: dict | list[str] | None = None, **params: Any) -> Any:
+        """What the plot draws from ``data`` (the analysis's frame, :meth:`data`): the view's
+        dict of the plot's keyword arguments, or ``data`` itself for a figure without a view.
+        ``params`` are the figure's (unknown ones raise, missing ones default)."""
+        if self.view is None:
+            return data
+        return call(load(self.view), (data,), {**self.resolve(**params), "store": store, "select": select})
 
 
 INCLUDE_FAILED = Param("include_failed", False, "keep collapsed and diverged runs (robustkit.collapse) in boxes, means, error bars and tests; they are marked either way; default: left out")
@@ -163,6 +170,7 @@ def draw(name: str, store: str | Path, select: dict | list[str] | None = None, s
 
 ASO = Param("aso", False, "add ASO's epsilon_min of each method over the other (deepsig, Dror et al. 2019) to the caption, where the figure compares two methods")
 BOXES = "robustkit.plots.stability"
+BOX_VIEWS = "robustkit.analysis.boxes"
 CONVENTION = Param("convention", "openattack", "openattack: prediction flips, misclassified inputs included; gold: only correctly classified inputs; default: openattack", choices=("openattack", "gold"))
 SHOWN_SPLIT = Param("split", "validation", "split whose metric is shown (Houlsby et al. report validation); the best learning rate per point is always selected on validation; default: validation", choices=("validation", "test"))
 ATTACKED = "robustkit.analysis.attack:success_view"
@@ -183,7 +191,7 @@ register(Figure(
     defaults={"attackers": ["pwws", "deepwordbug"]}, score_axis=True))
 register(Figure(
     "attack-boxes", "Attack success rate per method, one box over each method's victims (seeds), with the tests between methods (runs at one TSP step)",
-    "attack", "robustkit.plots.attack:attack_boxes", (CONVENTION,), view="robustkit.analysis.attack:success_scores_view",
+    "attack", "robustkit.plots.attack:attack_boxes", (CONVENTION,), view="robustkit.analysis.attack:attack_boxes",
     score_axis=True))
 register(Figure(
     "ablation", "Houlsby et al. 2019 figure 6: relative change of the dev metric when the adapters of layers i..j are removed",
@@ -207,25 +215,25 @@ register(Figure(
     "curves", "robustkit.plots.curves:mean_best_table", view="robustkit.analysis.curves:mean_best", score_axis=True))
 register(Figure(
     "box-seeds", "Han et al. 2021 figure 2: box plot of each method's score over random seeds, one panel per task",
-    "scores", f"{BOXES}:box_seeds", (ASO,), score_axis=True))
+    "scores", f"{BOXES}:box_seeds", (ASO,), view=f"{BOX_VIEWS}:box_seeds", score_axis=True))
 register(Figure(
     "box-tsp", "Han et al. 2021 figure 4: box plots of the score per TSP step and method (pooled: one box per method over TSP steps)",
     "scores", f"{BOXES}:box_tsp",
     (Param("pooled", False, "one box per method over all TSP steps (each run differs by its TSP step, as in the paper) instead of a box per TSP step"), ASO),
-    score_axis=True))
+    view=f"{BOX_VIEWS}:box_tsp", score_axis=True))
 register(Figure(
     "box-tsp-epochs", "Han et al. 2021 figures 9-10: box plots of the dev score at each fine-tuning epoch end, per TSP step, one panel per method (pool_epochs: one box per TSP step and method over every epoch end, the paper's)",
     "epoch-scores", f"{BOXES}:box_tsp_epochs",
     (Param("pool_epochs", False, "one box per TSP step and method over every fine-tuning epoch end of every run (Han et al. 2021 figures 9-10: 'development scores from 100 runs ... epochs ranging from 1 to 100') instead of a box per epoch"),),
-    score_axis=True))
+    view=f"{BOX_VIEWS}:box_tsp_epochs", score_axis=True))
 register(Figure(
     "box-lr", "He et al. 2021 figure 4: box plots of the score over seeds per learning rate and method",
-    "scores", f"{BOXES}:box_lr", (ASO,), score_axis=True))
+    "scores", f"{BOXES}:box_lr", (ASO,), view=f"{BOX_VIEWS}:box_lr", score_axis=True))
 register(Figure(
     "train-size", "He et al. 2021 figure 3: score vs number of training examples, per method (boxes or mean +- std)",
     "scores", f"{BOXES}:train_size",
     (Param("kind", "box", "box: boxes over seeds; mean: mean +- std (ddof 1) as in the paper; default: box", choices=("box", "mean")), ASO),
-    score_axis=True))
+    view=f"{BOX_VIEWS}:train_size", score_axis=True))
 register(Figure(
     "table", "Han et al. 2021 table 1, He et al. 2021 tables 2 and 5: mean +- std, bootstrap CI, range and failed runs per group, as a PDF table",
     "scores", "robustkit.plots.tables:results_table_figure",
@@ -234,14 +242,16 @@ register(Figure(
     view="robustkit.analysis.results:results_table", score_axis=True))
 register(Figure(
     "tradeoff", "Houlsby et al. 2019 figure 4 (per task; figure 3's curves): metric vs trained parameters (log) for adapter sizes, top-k fine-tuning, LayerNorm-only and full fine-tuning; each point the best learning rate of its sweep, error bars s.e.m.",
-    "tradeoff", "robustkit.plots.tradeoff:tradeoff_figure", (SHOWN_SPLIT,), score_axis=True))
+    "tradeoff", "robustkit.plots.tradeoff:tradeoff_figure", (SHOWN_SPLIT,),
+    view="robustkit.analysis.tradeoff:tradeoff_points", score_axis=True))
 register(Figure(
     "tradeoff-aggregate", "Houlsby et al. 2019 figure 3: score minus full fine-tuning vs trained parameters, 20th/50th/80th percentiles across tasks, adapters vs top-k",
     "tradeoff", "robustkit.plots.tradeoff:tradeoff_aggregate_figure", (SHOWN_SPLIT,),
     view="robustkit.analysis.tradeoff:aggregated", score_axis=True))
 register(Figure(
     "init-std", "Houlsby et al. 2019 figure 6 right: metric vs the std of the adapters' weight init (log)",
-    "tradeoff", "robustkit.plots.init_std:init_std_figure", (SHOWN_SPLIT,), score_axis=True))
+    "tradeoff", "robustkit.plots.init_std:init_std_figure", (SHOWN_SPLIT,),
+    view="robustkit.analysis.tradeoff:init_std_points", score_axis=True))
 
 # ---------------------------------------------------------------------------------------------
 # beyond the papers: the field's own measures of sharpness, connectivity, similarity

@@ -317,5 +317,6 @@ def test_attack_boxes_draw_each_methods_success_rates_as_scores(monkeypatch):
     frame = analysis.success_scores_view(pd.DataFrame(), "unused", checkpoint="best", convention="openattack")
     assert len(frame) == 6 and set(frame["metric"]) == {"pwws success"}
     assert frame.set_index("run_id")["value"].to_dict()["lora-1"] == 0.7  # the openattack convention's rate
-    texts = " ".join(figure_texts(attack_boxes(frame)))
+    texts = " ".join(figure_texts(attack_boxes(**analysis.attack_boxes(pd.DataFrame(), "unused", checkpoint="best",
+                                                                          convention="openattack"))))
     assert "PWWS attack success per method" in texts and "collapsed 1/3" in texts

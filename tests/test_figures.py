@@ -24,6 +24,7 @@ def test_every_parameter_reaches_the_analysis_the_view_or_the_plot(name):
     assert {p.name for p in figure.source().params} <= set(inspect.signature(compute).parameters), name
     taken = set(inspect.signature(load(figure.plot)).parameters)
     if figure.view:
+        assert figure.view.startswith("robustkit.analysis."), name  # the computing step is analysis
         taken |= set(inspect.signature(load(figure.view)).parameters)
     assert not {p.name for p in figure.params} - taken, name
     for param in figure.parameters:  # defaults are valid values of their own parameter

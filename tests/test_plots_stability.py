@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from robustkit.analysis import boxes
 from robustkit.plots import stability as plots
 from robustkit.plots.style import COLLAPSED_LABEL, decorate, figure_texts, save_pdf
 
@@ -36,7 +37,7 @@ def _strip_values(ax) -> np.ndarray:
 
 
 def test_a_collapsed_run_is_left_out_of_its_box_and_marked():
-    fig = plots.box_seeds(_runs({"full": FULL, "houlsby": HOULSBY}))
+    fig = plots.box_seeds(**boxes.box_seeds(_runs({"full": FULL, "houlsby": HOULSBY})))
     ax = fig.axes[0]
     texts = [t.get_text() for t in ax.texts]
     assert "collapsed 1/4" in texts and "n=3" in texts and "n=4" in texts
@@ -55,7 +56,7 @@ def test_a_collapsed_run_is_left_out_of_its_box_and_marked():
 
 
 def test_include_failed_keeps_the_collapsed_run_in_the_box():
-    fig = plots.box_seeds(_runs({"full": FULL, "houlsby": HOULSBY}), include_failed=True)
+    fig = plots.box_seeds(**boxes.box_seeds(_runs({"full": FULL, "houlsby": HOULSBY}), include_failed=True), include_failed=True)
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.texts].count("n=4") == 2 and "collapsed 1/4" in [t.get_text() for t in ax.texts]
     medians = [line.get_ydata() for line in ax.lines if len(line.get_ydata()) == 2]
@@ -66,13 +67,13 @@ def test_include_failed_keeps_the_collapsed_run_in_the_box():
 def test_outcome_column_wins_over_the_baseline_rule():
     frame = _runs({"full": FULL, "houlsby": HOULSBY}).assign(outcome="ok")
     frame.loc[0, "outcome"] = "diverged"  # as an analysis recorded it
-    texts = [t.get_text() for t in plots.box_seeds(frame).axes[0].texts]
+    texts = [t.get_text() for t in plots.box_seeds(**boxes.box_seeds(frame)).axes[0].texts]
     assert "diverged 1/4" in texts and "collapsed 1/4" not in texts
 
 
 def test_runs_of_different_training_sizes_get_a_panel_each():
     frame = _runs({"full": [0.7, 0.72, 0.74], "houlsby": [0.75, 0.76, 0.77]}, lr=[1e-5, 1e-4], train_size=[1000, 5000])
-    fig = plots.box_lr(frame)
+    fig = plots.box_lr(**boxes.box_lr(frame))
     titles = sorted(ax.get_title() for ax in fig.axes if ax.get_visible())
     assert titles == ["rt: training examples 1000", "rt: training examples 5000"]
     assert all(t == "n=3" for ax in fig.axes for t in (x.get_text() for x in ax.texts))  # never 6: not pooled
@@ -82,17 +83,17 @@ def test_runs_of_different_training_sizes_get_a_panel_each():
 
 def test_pool_epochs_gives_one_box_per_tsp_step_and_method_over_every_epoch():
     frame = _runs({"full": [0.7, 0.72, 0.74], "houlsby": [0.75, 0.76, 0.77]}, tsp_step=[0, 200], epoch=[1, 2, 3, 4])
-    fig = plots.box_tsp_epochs(frame, pool_epochs=True)
+    fig = plots.box_tsp_epochs(**boxes.box_tsp_epochs(frame, pool_epochs=True), pool_epochs=True)
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.texts] == ["n=12"] * 4  # 3 seeds x 4 epoch ends per box
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "200"]
     assert "epoch ends 1-4" in ax.get_xlabel()
-    per_epoch = plots.box_tsp_epochs(frame)
+    per_epoch = plots.box_tsp_epochs(**boxes.box_tsp_epochs(frame))
     assert len([a for a in per_epoch.axes if a.get_visible()]) == 2  # a panel per method, a box per epoch
 
 
 def test_title_subtitle_and_footer(tmp_path):
-    fig = plots.box_seeds(_runs({"full": FULL, "houlsby": HOULSBY}))
+    fig = plots.box_seeds(**boxes.box_seeds(_runs({"full": FULL, "houlsby": HOULSBY})))
     footer = "Claim: std over seeds houlsby < full (Levene, one-sided).\nVerdict: inconclusive (n = 4 per method, p = 0.41)."
     decorate(fig, subtitle="minilm-l6 on rt, stand-in for BERT-base on SST-2", footer=footer)
     texts = figure_texts(fig)
@@ -105,7 +106,7 @@ def test_title_subtitle_and_footer(tmp_path):
 
 
 def test_mean_kind_error_bars_are_the_std_of_the_kept_runs():
-    fig = plots.train_size(_runs({"full": FULL, "houlsby": HOULSBY}, train_size=[250, 1000]), kind="mean")
+    fig = plots.train_size(**boxes.train_size(_runs({"full": FULL, "houlsby": HOULSBY}, train_size=[250, 1000])), kind="mean")
     ax = fig.axes[0]
     full = next(c for c in ax.containers if len(c) == 3)
     (segments,) = full[2]

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from robustkit import collapse
-from robustkit.analysis import scores, stability
+from robustkit.analysis import boxes, scores, stability
 from robustkit.analysis.pooling import PoolingError
 from robustkit.cli import main
 from robustkit.errors import RobustkitError
@@ -240,13 +240,13 @@ def test_stats_cli(tiny_store, tmp_path, capsys):
 def test_figures_write_pdfs(name, tmp_path):
     spread = {"houlsby": 0.01, "full": 0.1}
     figures = {
-        "seeds": lambda: plots.box_seeds(_runs(spread, n=6)),
-        "tsp": lambda: plots.box_tsp(_runs(spread, n=4, tsp_step=[0, 100, 200])),
-        "tsp-pooled": lambda: plots.box_tsp(_runs(spread, n=1, tsp_step=[0, 100, 200, 300]), pooled=True),
-        "tsp-epochs": lambda: plots.box_tsp_epochs(_runs(spread, n=3, tsp_step=[0, 100], epoch=[1, 2, 3]).assign(split="validation")),
-        "lr": lambda: plots.box_lr(_runs(spread, n=4, lr=[2e-5, 1e-4])),
-        "train-size": lambda: plots.train_size(_runs(spread, n=4, train_size=[1000, 5000, None])),
-        "train-size-mean": lambda: plots.train_size(_runs(spread, n=4, train_size=[1000, None]), kind="mean"),
+        "seeds": lambda: plots.box_seeds(**boxes.box_seeds(_runs(spread, n=6))),
+        "tsp": lambda: plots.box_tsp(**boxes.box_tsp(_runs(spread, n=4, tsp_step=[0, 100, 200]))),
+        "tsp-pooled": lambda: plots.box_tsp(**boxes.box_tsp(_runs(spread, n=1, tsp_step=[0, 100, 200, 300]), pooled=True), pooled=True),
+        "tsp-epochs": lambda: plots.box_tsp_epochs(**boxes.box_tsp_epochs(_runs(spread, n=3, tsp_step=[0, 100], epoch=[1, 2, 3]).assign(split="validation"))),
+        "lr": lambda: plots.box_lr(**boxes.box_lr(_runs(spread, n=4, lr=[2e-5, 1e-4]))),
+        "train-size": lambda: plots.train_size(**boxes.train_size(_runs(spread, n=4, train_size=[1000, 5000, None]))),
+        "train-size-mean": lambda: plots.train_size(**boxes.train_size(_runs(spread, n=4, train_size=[1000, None])), kind="mean"),
     }
     fig = figures[name]()
     texts = [t.get_text() for t in fig.texts]
@@ -262,7 +262,7 @@ def test_figures_write_pdfs(name, tmp_path):
 
 def test_figures_refuse_an_empty_frame():
     with pytest.raises(ValueError, match="empty"):
-        plots.box_seeds(_runs({"a": 0.1}, n=1).iloc[:0])
+        boxes.box_seeds(_runs({"a": 0.1}, n=1).iloc[:0])
 
 
 def test_a_store_of_mixed_settings_is_never_pooled(tmp_path, rte_folder):
@@ -284,7 +284,7 @@ def test_a_store_of_mixed_settings_is_never_pooled(tmp_path, rte_folder):
     assert "epochs" in stability.default_within(frame, "method")
     summary = stability.summarize(frame, ["task", "method", "epochs"], include_failed=True)
     assert list(summary["n"]) == [1, 1]
-    fig = stability_plots.box_seeds(frame, include_failed=True)  # a panel per epochs value, not one box
+    fig = stability_plots.box_seeds(**boxes.box_seeds(frame, include_failed=True), include_failed=True)  # a panel per epochs value
     assert len([ax for ax in fig.axes if ax.has_data()]) == 2
 
 

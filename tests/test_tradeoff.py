@@ -112,7 +112,7 @@ def _synthetic(seeds: int = 3) -> pd.DataFrame:
 
 
 def test_tradeoff_figure_has_a_log_panel_per_task_with_counted_series(tmp_path):
-    fig = tradeoff_figure(_synthetic())
+    fig = tradeoff_figure(**tradeoff.tradeoff_points(_synthetic()))
     axes = [ax for ax in fig.axes if ax.get_xlabel().startswith("trained parameters (count")]
     assert len(axes) == 2 and all(ax.get_xscale() == "log" for ax in axes)
     assert axes[0].get_ylim() == axes[1].get_ylim()  # one metric: one y scale
@@ -133,7 +133,7 @@ def test_tradeoff_figure_has_a_log_panel_per_task_with_counted_series(tmp_path):
 
 def test_tradeoff_figure_error_bars_are_the_sem_over_seeds():
     frame = _synthetic()
-    fig = tradeoff_figure(frame[frame.task == "rte"], split="test")
+    fig = tradeoff_figure(**tradeoff.tradeoff_points(frame[frame.task == "rte"], split="test"), split="test")
     ax = fig.axes[0]
     layernorm = frame[(frame.task == "rte") & (frame.method == "layernorm") & (frame.split == "test")]["value"]
     container = next(c for c in ax.containers if c.get_label().startswith("LayerNorm"))
@@ -158,7 +158,7 @@ def test_each_point_is_the_best_learning_rate_on_validation():
     m8 = selected[(selected.method == "houlsby") & (selected.adapter_size == 8)]
     assert set(m8["lr"]) == {1e-3} and (m8["n_configs"] == 2).all() and len(m8) == 6  # 3 seeds x 2 splits
     assert set(selected.loc[selected.adapter_size == 64, "lr"]) == {1e-4}
-    fig = tradeoff_figure(_lr_sweep(), split="test")
+    fig = tradeoff_figure(**tradeoff.tradeoff_points(_lr_sweep(), split="test"), split="test")
     m8_test = [c for c in fig.axes[0].containers if c.get_label().startswith("with adapters (Houlsby) (")][0]
     x, y = m8_test[0].get_data()
     assert 50.0 in list(np.round(np.asarray(y, float), 6))  # the test score of the validation-selected lr, not the test-best one
@@ -179,7 +179,7 @@ def test_collapsed_points_are_marked_and_left_out(tmp_path):
     frame = _synthetic(seeds=3).assign(baseline=0.55).drop(columns=["outcome", "failed"])
     frame.loc[(frame.method == "topk") & (frame.top_k == 1) & (frame.seed == 0), "value"] = 0.55  # stuck
     frame = collapse.mark(frame)
-    fig = tradeoff_figure(frame[frame.task == "rte"])
+    fig = tradeoff_figure(**tradeoff.tradeoff_points(frame[frame.task == "rte"]))
     ax = fig.axes[0]
     assert "collapsed 1/3" in [t.get_text() for t in ax.texts]
     crosses = [line for line in ax.lines if line.get_gid() == "collapsed"]
@@ -245,7 +245,7 @@ def test_aggregate_figure_and_the_one_task_case(tmp_path):
 
 def test_init_std_figure_is_log_in_std_with_one_line_per_size(tmp_path):
     frame = _synthetic(seeds=2)
-    fig = init_std_figure(frame)
+    fig = init_std_figure(**tradeoff.init_std_points(frame))
     assert len(fig.axes) == 2 and fig.axes[0].get_xscale() == "log"
     lines = [c for c in fig.axes[0].containers]
     assert len(lines) == 5  # m = 2, 8, 256 (default init), m = 64, m = 64 shared per layer
@@ -258,7 +258,7 @@ def test_init_std_figure_is_log_in_std_with_one_line_per_size(tmp_path):
 
 def test_figures_name_a_missing_split():
     with pytest.raises(ValueError, match="'train'"):
-        tradeoff_figure(_synthetic(seeds=1), split="train")
+        tradeoff.tradeoff_points(_synthetic(seeds=1), split="train")
 
 
 def test_plot_commands_write_pdfs(fake_store, tmp_path, capsys):
@@ -278,7 +278,7 @@ def test_tradeoff_legend_counts_the_runs_in_each_mean_and_the_failed_ones_apart(
     frame = _synthetic()
     houlsby = frame.index[(frame.method == "houlsby") & (frame.adapter_sharing == "none") & (frame.seed > 0)]
     frame.loc[houlsby, ["value", "outcome", "failed"]] = [0.5, "collapsed", True]
-    fig = tradeoff_figure(frame)
+    fig = tradeoff_figure(**tradeoff.tradeoff_points(frame))
     axis = next(ax for ax in fig.axes if ax.get_xlabel().startswith("trained parameters (count"))
     labels = [text.get_text() for text in axis.get_legend().get_texts()]
     assert any(label.startswith("with adapters (Houlsby) (n=1 run per point;") and "failed, left out" in label

@@ -341,6 +341,15 @@ def success_scores_view(examples: pd.DataFrame, store: str | Path, checkpoint: s
     return frame.assign(value=frame["success_rate"], metric=frame["attacker"] + " success", split="test", baseline=np.nan)
 
 
+def attack_boxes(examples: pd.DataFrame, store: str | Path, checkpoint: str, convention: str,
+                 include_failed: bool = False) -> dict:
+    """The attack-boxes figure's data: :func:`success_scores_view` as per-run scores, one box per
+    method with its statistics (:func:`robustkit.analysis.boxes.method_boxes`)."""
+    from robustkit.analysis import boxes
+
+    return boxes.method_boxes(success_scores_view(examples, store, checkpoint, convention), include_failed=include_failed)
+
+
 def with_outcomes(summary: pd.DataFrame, store: str | Path, checkpoint: str = "best") -> pd.DataFrame:
     """``summary`` + each victim's ``outcome`` on its test split (:mod:`robustkit.collapse`).
 

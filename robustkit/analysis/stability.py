@@ -18,16 +18,15 @@ module only computes statistics on them.
 from __future__ import annotations
 
 import itertools
-import warnings
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from robustkit import collapse
 from robustkit.analysis.pooling import check_pooling, setting_columns
 from robustkit.errors import RobustkitError
+from robustkit.measures import significance
 
 _STATS = ["n", "mean", "std", "median", "iqr", "min", "max", "ci_low", "ci_high"]
 SUMMARY_STATS = [*_STATS[:7], "n_failed", *_STATS[7:], "n_runs", "n_collapsed", "n_diverged", "failed_rate"]
@@ -36,7 +35,7 @@ COMPARE_COLUMNS = ["by", "group_a", "group_b", "n_a", "n_b", "test", "statistic"
 OBSERVATION_CELLS = ["epoch", "checkpoint", "split", "metric"]
 
 N_RESAMPLES = 9999  # bootstrap resamples: CI ends stable to ~1% of their width at this B
-BOOTSTRAP_METHOD = "BCa"  # bias-corrected and accelerated; percentile where BCa is degenerate
+BOOTSTRAP_METHOD = significance.BCA  # bias-corrected and accelerated; percentile where BCa is degenerate
 SEED = 0
 
 
@@ -273,20 +272,15 @@ def _mean_ci(x: np.ndarray, confidence: float, n_resamples: int, seed: int) -> t
         return np.nan, np.nan, "fewer than 2 observations"
     if np.ptp(x) == 0:  # every resample has the same mean
         return float(x[0]), float(x[0]), "constant values"
-    return _bootstrap((x,), lambda s, axis: np.mean(s, axis=axis), confidence, n_resamples, seed)
+    return _bootstrap((x,), significance.mean, confidence, n_resamples, seed)
 
 
 def _bootstrap(samples: tuple, statistic, confidence: float, n_resamples: int, seed: int) -> tuple[float, float, str]:
-    for method in (BOOTSTRAP_METHOD, "percentile"):
-        with warnings.catch_warnings():  # a degenerate BCa warns and returns NaN: retried below
-            warnings.simplefilter("ignore")
-            interval = stats.bootstrap(
-                samples, statistic, n_resamples=n_resamples, confidence_level=confidence, method=method,
-                random_state=np.random.default_rng(seed), vectorized=True,
-            ).confidence_interval
-        if np.isfinite(interval.low) and np.isfinite(interval.high):
-            return float(interval.low), float(interval.high), "" if method == BOOTSTRAP_METHOD else "percentile bootstrap (BCa degenerate)"
-    return np.nan, np.nan, "bootstrap interval degenerate"
+    """:func:`robustkit.measures.significance.bootstrap_ci_bca`, with the note of its method."""
+    low, high, method = significance.bootstrap_ci_bca(samples, statistic, confidence, n_resamples, seed)
+    if not method:
+        return np.nan, np.nan, "bootstrap interval degenerate"
+    return low, high, "" if method == BOOTSTRAP_METHOD else "percentile bootstrap (BCa degenerate)"
 
 
 def _pair_tests(a: np.ndarray, b: np.ndarray, name_a, name_b, confidence: float, n_resamples: int, seed: int) -> list[dict]:
@@ -311,11 +305,10 @@ def _spread_test(a: np.ndarray, b: np.ndarray, center: str, test: str) -> dict:
     # within-group variance to compare against, so it needs 3.
     if min(len(a), len(b)) < 3:
         return _row(test, np.nan, np.nan, note="fewer than 3 runs in a group")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        result = stats.levene(a, b, center=center)
-    if not np.isfinite(result.statistic):
+    statistic, p_value = significance.spread_test(a, b, center)
+    if not np.isfinite(statistic):
         return _row(test, np.nan, np.nan, note="degenerate: deviations constant within each group (e.g. zero variance)")
-    return _row(test, result.statistic, result.pvalue)
+    return _row(test, statistic, p_value)
 
 
 def _mann_whitney(a: np.ndarray, b: np.ndarray, small: list[str]) -> dict:
@@ -323,15 +316,14 @@ def _mann_whitney(a: np.ndarray, b: np.ndarray, small: list[str]) -> dict:
         return _row("mann-whitney-u", np.nan, np.nan, note=f"fewer than 2 runs in {', '.join(small)}")
     if np.ptp(np.concatenate([a, b])) == 0:
         return _row("mann-whitney-u", np.nan, np.nan, note="all values equal")
-    result = stats.mannwhitneyu(a, b, alternative="two-sided")
-    return _row("mann-whitney-u", result.statistic, result.pvalue)
+    return _row("mann-whitney-u", *significance.mann_whitney(a, b, "two-sided"))
 
 
 def _mean_difference_ci(a: np.ndarray, b: np.ndarray, confidence: float, n_resamples: int, seed: int) -> tuple[float, float, str]:
     if np.ptp(a) == 0 and np.ptp(b) == 0:
         return a[0] - b[0], a[0] - b[0], "constant values"
     # independent resampling of each group (scipy resamples each sample separately)
-    return _bootstrap((a, b), lambda x, y, axis: np.mean(x, axis=axis) - np.mean(y, axis=axis), confidence, n_resamples, seed)
+    return _bootstrap((a, b), significance.mean_difference, confidence, n_resamples, seed)
 
 
 def _row(test: str, statistic: float, p_value: float, ci_low: float = np.nan, ci_high: float = np.nan, note: str = "") -> dict:

@@ -372,3 +372,93 @@ def aggregated(frame: pd.DataFrame, split: str, include_failed: bool = False) ->
 def settings_summary(frame: pd.DataFrame) -> pd.DataFrame:
     """:func:`summarize` per task, split and method setting (what ``analyze tradeoff`` prints)."""
     return summarize(frame, ["task", "split", "method", "adapter_size", "top_k", "adapter_sharing", "init_std"])
+
+
+# ---------------------------------------------------------------------------------------------
+# the figures' views: what robustkit.plots.tradeoff and robustkit.plots.init_std draw
+
+POINT_KEYS = ["task", "series", "method", "adapter_sharing", "point"]
+INIT_STD_KEYS = ["task", "adapter_size", "adapter_sharing", "init_std"]
+
+
+def tradeoff_points(frame: pd.DataFrame, split: str = "validation", include_failed: bool = False,
+                    select_on: str = "validation") -> dict:
+    """Houlsby et al. 2019 figure 4's points: the best configuration per point, then its mean.
+
+    Runs with a non-default ``adapter_init_std`` belong to the init-std figure
+    (:func:`init_std_points`) and are left out (counted).
+
+    Parameters
+    ----------
+    frame : DataFrame
+        :func:`table` output.
+    split : str
+        Split shown (``validation``, Houlsby et al.'s, or ``test``).
+    include_failed : bool
+        Select on and average collapsed / diverged runs too.
+    select_on : str
+        Split on which the best learning rate (and epoch budget) of each point is chosen
+        (:func:`select_best`).
+
+    Returns
+    -------
+    dict
+        The keyword arguments of :func:`robustkit.plots.tradeoff.tradeoff_figure`: ``shown``
+        (the selected runs' rows of ``split``, one per run, with ``series``, ``point`` and
+        ``outcome``), ``stats`` (:func:`summarize` of them per :data:`POINT_KEYS`: ``value``
+        mean, ``sem`` = std / sqrt(n), counts; metric units), ``n_configs`` (most
+        configurations compared at a point; 1: no sweep) and ``n_left_out`` (runs with another
+        adapter init std).
+
+    Raises
+    ------
+    ValueError
+        No row of ``split``, or every run has a non-default init std.
+    """
+    data = frame[frame["split"] == split]
+    if data.empty:
+        raise ValueError(f"no rows for split {split!r}; the frame has {sorted(frame['split'].unique())}")
+    usable = frame[frame["split"].isin({split, select_on})]
+    left_out = usable[usable["adapter_init_std"].notna()]
+    usable = usable[usable["adapter_init_std"].isna()]
+    if usable[usable["split"] == split].empty:
+        raise ValueError("every run has a non-default adapter_init_std: plot them with the init-std figure")
+    selected = select_best(with_points(usable), select_on, include_failed)
+    shown = collapse.marked(selected[selected["split"] == split])
+    return {"shown": shown, "stats": summarize(shown, POINT_KEYS, include_failed),
+            "n_configs": int(selected["n_configs"].max()) if len(selected) else 1,
+            "n_left_out": int(left_out["run_id"].nunique()) if len(left_out) else 0}
+
+
+def init_std_points(frame: pd.DataFrame, split: str = "validation", include_failed: bool = False,
+                    select_on: str = "validation") -> dict:
+    """Houlsby et al. 2019 figure 6 (right)'s points: per task, adapter size and init std, the
+    best learning rate's runs (:func:`select_best` on ``select_on``) and their mean.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        :func:`table` output; only rows with an ``init_std`` (``houlsby`` runs) are used.
+    split, include_failed, select_on
+        As in :func:`tradeoff_points`.
+
+    Returns
+    -------
+    dict
+        The keyword arguments of :func:`robustkit.plots.init_std.init_std_figure`: ``shown``
+        (the selected runs' rows of ``split``, with ``outcome``), ``stats`` (:func:`summarize`
+        per :data:`INIT_STD_KEYS`) and ``n_configs`` (most learning rates compared at a point).
+
+    Raises
+    ------
+    ValueError
+        No houlsby row of ``split``.
+    """
+    data = frame[frame["split"].isin({split, select_on}) & frame["init_std"].notna()]
+    if data[data["split"] == split].empty:
+        raise ValueError(f"no houlsby rows for split {split!r}: the init-std figure needs adapter runs")
+    selected = select_best(with_points(data), select_on, include_failed,
+                           keys=("task", "model", "series", "point", "init_std"))
+    shown = collapse.marked(selected[selected["split"] == split])
+    return {"shown": shown, "stats": summarize(shown, INIT_STD_KEYS, include_failed),
+            "n_configs": int(selected["n_configs"].max()) if len(selected) else 1}

@@ -3,7 +3,7 @@ one attacker (PWWS in the paper) or several side by side."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -58,12 +58,19 @@ def attack_vs_tsp(summary: pd.DataFrame, convention: str = "openattack", include
     return fig
 
 
-def attack_boxes(frame: pd.DataFrame, attacker: str = "pwws", include_failed: bool = False) -> Figure:
+def attack_boxes(frame: pd.DataFrame, summary: pd.DataFrame, panels: Sequence[str] = (), caption_text: str = "",
+                 attacker: str = "pwws", include_failed: bool = False) -> Figure:
     """Attack success rate per method, one box over each method's victims (seeds): for runs that
-    differ in method and seed only (one TSP step), where :func:`attack_vs_tsp` has one x."""
+    differ in method and seed only (one TSP step), where :func:`attack_vs_tsp` has one x.
+
+    ``frame``, ``summary``, ``panels`` and ``caption_text`` (the tests between methods) are the
+    keyword arguments :func:`robustkit.analysis.boxes.method_boxes` returns for
+    :func:`robustkit.analysis.attack.success_scores` output.
+    """
     from robustkit.plots.stability import method_boxes
 
-    return method_boxes(frame, f"{attacker_label(attacker)} attack success per method", include_failed=include_failed)
+    return method_boxes(frame, summary, f"{attacker_label(attacker)} attack success per method", panels=panels,
+                        caption_text=caption_text, include_failed=include_failed)
 
 
 def attack_by_attacker(summary: pd.DataFrame, convention: str = "openattack", include_failed: bool = False) -> Figure:

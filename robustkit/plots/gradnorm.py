@@ -7,7 +7,6 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from robustkit.analysis.gradnorm import with_layer_kind
 from robustkit.plots import style
 from robustkit.plots.style import method_color, method_label, plt
 
@@ -25,14 +24,17 @@ def gradnorm_curves(frame: pd.DataFrame, intermediate: int | None = None) -> Fig
     ----------
     frame : DataFrame
         :func:`robustkit.analysis.gradnorm.run` or :func:`~robustkit.analysis.gradnorm.summary`
-        output (identity columns + ``step, layer, value``; ``layer_kind`` is added if absent).
+        output (identity columns + ``step, layer, layer_index, layer_kind, value``; a frame without
+        ``layer_kind`` gets it from :func:`robustkit.analysis.gradnorm.with_layer_kind`).
     intermediate : int, optional
         0-based index of the encoder layer of the first panel; default: the middle one,
         ``top // 2`` (layer 5 of BERT-base's 0..11).
     """
     if frame.empty:
         raise ValueError("no gradient norms to plot")
-    frame = frame if "layer_kind" in frame else with_layer_kind(frame)
+    if "layer_kind" not in frame or "layer_index" not in frame:
+        raise ValueError("no layer_kind / layer_index columns: pass robustkit.analysis.gradnorm.run or summary "
+                         "output (or add them with robustkit.analysis.gradnorm.with_layer_kind)")
     frame = frame[frame["value"] > 0]  # a log axis cannot show 0; norms are > 0 wherever logged
     methods = sorted(frame["method"].unique())
     fig, axes = plt.subplots(1, len(PANELS), figsize=(3.2 * len(PANELS), 3.4), constrained_layout=True)

@@ -1,5 +1,6 @@
 """Houlsby et al. 2019 figure 6 (right): task metric vs the standard deviation of the adapters'
-weight init, one panel per task, one line per adapter size."""
+weight init, one panel per task, one line per adapter size. It only draws: the points and
+their means come from :func:`robustkit.analysis.tradeoff.init_std_points`, the figure's view."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from robustkit import collapse
-from robustkit.analysis.tradeoff import select_best, summarize, with_points
 from robustkit.methods import HOULSBY_INIT_STD
 from robustkit.plots import style
 from robustkit.plots.style import method_color
@@ -18,21 +18,32 @@ from robustkit.plots.style import method_color
 _COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02")
 
 
-def init_std_figure(frame: pd.DataFrame, split: str = "validation", include_failed: bool = False,
-                    select_on: str = "validation") -> Figure:
+def init_std_figure(shown: pd.DataFrame, stats: pd.DataFrame, n_configs: int = 1, split: str = "validation",
+                    include_failed: bool = False, select_on: str = "validation") -> Figure:
     """Mean metric (error bars: ±1 s.e.m. over seeds) vs adapter init std (log x), per task.
+
+    ``shown``, ``stats`` and ``n_configs`` are the items of
+    :func:`robustkit.analysis.tradeoff.init_std_points` (the figure's view of
+    :func:`robustkit.analysis.tradeoff.table`: ``houlsby`` runs only, AdapterHub's default
+    init counted as std 1e-2), made with the same ``split``, ``include_failed`` and
+    ``select_on``.
 
     Parameters
     ----------
-    frame : DataFrame
-        :func:`robustkit.analysis.tradeoff.table` output; only rows with an ``init_std``
-        (``houlsby`` runs; AdapterHub's default init counts as std 1e-2) are drawn.
+    shown : DataFrame
+        The selected runs' rows of ``split`` (``task, model, init_std, metric, value,
+        outcome``, ...): crosses, titles, axes.
+    stats : DataFrame
+        One row per task x adapter size x sharing x init std: ``value`` (mean of the kept
+        runs), ``sem``, ``n``, ``n_runs``, ``n_collapsed``, ``n_diverged``, ``baseline``.
+    n_configs : int
+        Most learning rates compared at a point.
     split : str
         ``validation`` (Houlsby et al.) or ``test``.
     include_failed : bool
-        Average collapsed / diverged runs in (they are still marked).
+        The means hold collapsed / diverged runs (they are still marked).
     select_on : str
-        Split on which the best learning rate of each point is chosen, when several were run.
+        Split on which the best learning rate of each point was chosen (for the note).
 
     Returns
     -------
@@ -42,18 +53,12 @@ def init_std_figure(frame: pd.DataFrame, split: str = "validation", include_fail
         default std 1e-2, a dashed one the majority-class baseline; collapsed runs are grey
         crosses left out of the means. Legend entries give the runs (seeds) per point.
     """
-    data = frame[frame["split"].isin({split, select_on}) & frame["init_std"].notna()]
-    if data[data["split"] == split].empty:
-        raise ValueError(f"no houlsby rows for split {split!r}: the init-std figure needs adapter runs")
-    selected = select_best(with_points(data), select_on, include_failed,
-                           keys=("task", "model", "series", "point", "init_std"))
-    shown = collapse.marked(selected[selected["split"] == split])
     tasks = sorted(shown["task"].unique())
     fig, axes = plt.subplots(1, len(tasks), figsize=(5.2 * len(tasks), 4.0), constrained_layout=True, squeeze=False,
                              sharey=shown["metric"].nunique() == 1)
     handles = {}
     for ax, task in zip(axes[0], tasks):
-        handles.update(_panel(ax, shown[shown["task"] == task], include_failed))
+        handles.update(_panel(ax, shown[shown["task"] == task], stats[stats["task"] == task]))
     axes[0][0].set_ylabel(f"{style.score_label(shown['metric'], [split])} at the {_checkpoint(shown)} checkpoint")
     handles["default"] = Line2D([], [], color=method_color("houlsby"), linestyle=":", label="paper default (std 1e-2)")
     if shown["baseline"].notna().any() if "baseline" in shown else False:
@@ -63,9 +68,8 @@ def init_std_figure(frame: pd.DataFrame, split: str = "validation", include_fail
     style.set_title(fig, style.paper_title("Houlsby et al. 2019, figure 6 (right)", shown))
     style.legend_below(fig, axes[0][0], list(handles.values()), ncols=2)
     note = "Error bars: ±1 s.e.m. over seeds."
-    configs = int(selected["n_configs"].max()) if len(selected) else 1
-    if configs > 1:
-        note += f" Each point: the best of up to {configs} learning rates by mean {select_on} score."
+    if n_configs > 1:
+        note += f" Each point: the best of up to {n_configs} learning rates by mean {select_on} score."
     failed = int((shown["outcome"] != collapse.OK).sum())
     if failed:
         note += (f" Collapsed / diverged runs (grey crosses) are {'kept in' if include_failed else 'left out of'} "
@@ -74,9 +78,8 @@ def init_std_figure(frame: pd.DataFrame, split: str = "validation", include_fail
     return fig
 
 
-def _panel(ax: plt.Axes, data: pd.DataFrame, include_failed: bool) -> dict:
+def _panel(ax: plt.Axes, data: pd.DataFrame, summary: pd.DataFrame) -> dict:
     factor = style.scale(str(data["metric"].iloc[0]))
-    summary = summarize(data, ["adapter_size", "adapter_sharing", "init_std"], include_failed)
     handles = {}
     for index, ((size, sharing), points) in enumerate(summary.groupby(["adapter_size", "adapter_sharing"], sort=True)):
         points = points.sort_values("init_std")

@@ -15,10 +15,17 @@
 Every figure shows the number of runs behind each box (``n=``), collapsed and diverged runs
 (:mod:`robustkit.collapse`) as grey crosses left out of the boxes, means and tests (unless
 ``include_failed``) with ``collapsed k/n`` over their box, the majority-class baseline (dashed)
-and, under the figure, the tests of :func:`robustkit.analysis.stability.caption` (Levene /
+and, under the figure, the caption of :func:`robustkit.analysis.stability.caption` (Levene /
 Brown-Forsythe for the spread, Mann-Whitney U for the location). Runs that differ in any run
 setting besides the seed and the plotted axes are never pooled into one box: they get a panel
 each.
+
+These functions only draw. Their statistics (the summary per box, the panels, the caption with
+its tests) come from the view of the same name in :mod:`robustkit.analysis.boxes`, whose dict
+is their keyword arguments::
+
+    from robustkit.analysis import boxes
+    fig = box_seeds(**boxes.box_seeds(frame))
 """
 
 from __future__ import annotations
@@ -36,162 +43,182 @@ from matplotlib.patches import Patch
 from matplotlib.transforms import blended_transform_factory
 
 from robustkit import collapse
-from robustkit.analysis import dominance, stability
-from robustkit.analysis.pooling import mixed_settings
 from robustkit.plots import style
 from robustkit.plots.style import PERCENT, SCALED, method_color, method_label, plt
 
-__all__ = ["PERCENT", "SCALED", "box_lr", "box_seeds", "box_tsp", "box_tsp_epochs", "facet_columns",
-           "train_size", "value_label"]
+__all__ = ["PERCENT", "SCALED", "box_lr", "box_seeds", "box_tsp", "box_tsp_epochs", "method_boxes", "train_size",
+           "value_label"]
 
 BOX_WIDTH = 0.8  # seaborn's default: dodged boxes share it equally
 BOX_NOTE = "Boxes: quartiles and median of the runs kept; whiskers: 1.5 x IQR; dots: runs."
 
 
-def box_seeds(frame: pd.DataFrame, caption_text: str | None = None, include_failed: bool = False,
-              aso: bool = False) -> Figure:
+def box_seeds(frame: pd.DataFrame, summary: pd.DataFrame, panels: Sequence[str] = (), caption_text: str = "",
+              include_failed: bool = False) -> Figure:
     """Han et al. 2021 figure 2: one box per method over its runs (seeds); a panel per task.
 
+    The arguments but ``include_failed`` are :func:`robustkit.analysis.boxes.box_seeds`'s.
+
     Parameters
     ----------
     frame : DataFrame
-        :func:`robustkit.analysis.scores.outcomes` output (``task, method, value,
-        baseline, split, metric``; ``outcome`` where known); every run of a method in a task
-        and setting goes in one box.
-    caption_text : str, optional
-        Text under the figure; default the tests of method vs method within each panel.
+        The view's ``frame``: :func:`robustkit.analysis.scores.outcomes` output (``task, method,
+        value, baseline, split, metric, outcome``); every run of a method in a task and setting
+        goes in one box.
+    summary : DataFrame
+        The view's ``summary`` (one row per box: ``n_runs``, ``n_collapsed``, ``n_diverged``,
+        ``n_failed``).
+    panels : sequence of str
+        The view's ``panels``: columns that give a panel each besides the task.
+    caption_text : str
+        Text under the figure (the view's: the tests of method vs method within each panel).
     include_failed : bool
-        Keep collapsed / diverged runs in the boxes and tests (they are still marked).
-    aso : bool
-        Add ASO's epsilon_min of each method over the other to the caption (two methods only;
-        :mod:`robustkit.analysis.dominance`).
+        The boxes hold collapsed / diverged runs too (they are still marked); as the view's.
     """
-    return _box_figure(frame, x="method", hue="method", xlabel="tuning method", figure="Han et al. 2021, figure 2",
-                       caption_text=caption_text, include_failed=include_failed, aso=aso)
+    return _box_figure(frame, summary, panels, caption_text, x="method", hue="method", xlabel="tuning method",
+                       figure="Han et al. 2021, figure 2", include_failed=include_failed)
 
 
-def box_tsp(frame: pd.DataFrame, pooled: bool = False, caption_text: str | None = None,
-            include_failed: bool = False, aso: bool = False) -> Figure:
+def box_tsp(frame: pd.DataFrame, summary: pd.DataFrame, panels: Sequence[str] = (), caption_text: str = "",
+            pooled: bool = False, include_failed: bool = False) -> Figure:
     """Han et al. 2021 figure 4: scores over task-specific pretraining steps.
 
+    The arguments but ``pooled`` and ``include_failed`` are :func:`robustkit.analysis.boxes.box_tsp`'s.
+
     Parameters
     ----------
     frame : DataFrame
-        :func:`robustkit.analysis.scores.outcomes` output with several ``tsp_step`` values.
+        The view's ``frame``: :func:`robustkit.analysis.scores.outcomes` output with several
+        ``tsp_step`` values, with ``outcome``.
+    summary : DataFrame
+        The view's ``summary`` (one row per box: ``n_runs``, ``n_collapsed``, ``n_diverged``,
+        ``n_failed``).
+    panels : sequence of str
+        The view's ``panels``: columns that give a panel each besides the task.
+    caption_text : str
+        Text under the figure (the view's: the tests of method vs method within each panel, and
+        TSP step unless pooled).
     pooled : bool
         False: x = TSP steps, one box per method over the seeds at that step. True: one box per
-        method over every TSP step (the paper's figure 4: each run differs by its TSP step).
-    caption_text : str, optional
-        Default: tests of method vs method within each panel (and TSP step unless pooled).
+        method over every TSP step (the paper's figure 4: each run differs by its TSP step); as
+        the view's.
     include_failed : bool
-        Keep collapsed / diverged runs in the boxes and tests.
-    aso : bool
-        Add ASO's epsilon_min of each method over the other to the caption (two methods only).
+        The boxes hold collapsed / diverged runs too; as the view's.
     """
     figure = "Han et al. 2021, figure 4"
     if pooled:
         steps = ", ".join(map(str, sorted(frame["tsp_step"].unique())))
-        return _box_figure(frame, x="method", hue="method", figure=figure, caption_text=caption_text,
-                           xlabel=f"tuning method (pooled over TSP steps {steps})", pooled=("tsp_step",),
-                           include_failed=include_failed, aso=aso)
-    return _box_figure(frame, x="tsp_step", hue="method", figure=figure, caption_text=caption_text,
-                       xlabel="task-specific pretraining steps (masked-LM updates)", include_failed=include_failed, aso=aso)
+        return _box_figure(frame, summary, panels, caption_text, x="method", hue="method", figure=figure,
+                           xlabel=f"tuning method (pooled over TSP steps {steps})", include_failed=include_failed)
+    return _box_figure(frame, summary, panels, caption_text, x="tsp_step", hue="method", figure=figure,
+                       xlabel="task-specific pretraining steps (masked-LM updates)", include_failed=include_failed)
 
 
-def box_tsp_epochs(frame: pd.DataFrame, caption_text: str | None = None, pool_epochs: bool = False,
-                   include_failed: bool = False) -> Figure:
+def box_tsp_epochs(frame: pd.DataFrame, summary: pd.DataFrame, panels: Sequence[str] = (), caption_text: str = "",
+                   pool_epochs: bool = False, include_failed: bool = False) -> Figure:
     """Han et al. 2021 figures 9 and 10: the dev score at fine-tuning epoch ends per TSP step.
+
+    The arguments but ``pool_epochs`` and ``include_failed`` are
+    :func:`robustkit.analysis.boxes.box_tsp_epochs`'s.
 
     Parameters
     ----------
     frame : DataFrame
-        :func:`robustkit.analysis.scores.epoch_outcomes` output (``epoch`` column; one row
-        per run x epoch end).
-    caption_text : str, optional
-        Default: tests of method vs method within each cell.
+        The view's ``frame``: :func:`robustkit.analysis.scores.epoch_outcomes` output
+        (``epoch`` column; one row per run x epoch end), with ``outcome``.
+    summary : DataFrame
+        The view's ``summary`` (one row per box: ``n_runs``, ``n_collapsed``, ``n_diverged``,
+        ``n_failed``).
+    panels : sequence of str
+        The view's ``panels``: columns that give a panel each besides the task.
+    caption_text : str
+        Text under the figure (the view's: the tests of method vs method within each cell).
     pool_epochs : bool
         False: x = epoch, hue = TSP step, a panel per method (a box per epoch over the seeds).
         True, the paper's ("distributions of the development scores from 100 runs ...
         fine-tuning epochs ranging from 1 to 100"): x = TSP step, hue = method, one box per
-        (TSP step, method) over every epoch end of every run.
+        (TSP step, method) over every epoch end of every run. As the view's.
     include_failed : bool
-        Keep collapsed / diverged evaluations in the boxes and tests.
+        The boxes hold collapsed / diverged evaluations too; as the view's.
     """
     figure = "Han et al. 2021, figures 9-10"
     if pool_epochs:
         epochs = sorted(frame["epoch"].unique())
         span = f"{epochs[0]}-{epochs[-1]}" if len(epochs) > 1 else f"{epochs[0]}"
-        return _box_figure(frame, x="tsp_step", hue="method", figure=figure, caption_text=caption_text,
+        return _box_figure(frame, summary, panels, caption_text, x="tsp_step", hue="method", figure=figure,
                            xlabel=f"task-specific pretraining steps (each box: fine-tuning epoch ends {span} of every run)",
-                           pooled=("epoch", "step"), include_failed=include_failed, unit="evaluations")
-    return _box_figure(frame, x="epoch", hue="tsp_step", columns="method", xlabel="fine-tuning epochs",
-                       figure=figure, caption_text=caption_text, include_failed=include_failed)
+                           include_failed=include_failed, unit="evaluations")
+    return _box_figure(frame, summary, panels, caption_text, x="epoch", hue="tsp_step", xlabel="fine-tuning epochs",
+                       figure=figure, include_failed=include_failed)
 
 
-def box_lr(frame: pd.DataFrame, caption_text: str | None = None, include_failed: bool = False, aso: bool = False) -> Figure:
+def box_lr(frame: pd.DataFrame, summary: pd.DataFrame, panels: Sequence[str] = (), caption_text: str = "",
+           include_failed: bool = False) -> Figure:
     """He et al. 2021 figure 4: one box per learning rate and method, over the seeds.
 
     Runs that differ in another setting (He's 1k and 5k training examples) get a panel each.
+    The arguments but ``include_failed`` are :func:`robustkit.analysis.boxes.box_lr`'s.
 
     Parameters
     ----------
     frame : DataFrame
-        :func:`robustkit.analysis.scores.outcomes` output with several ``lr`` values.
-    caption_text : str, optional
-        Default: tests of method vs method within each panel x learning rate.
+        The view's ``frame``: :func:`robustkit.analysis.scores.outcomes` output with several
+        ``lr`` values, with ``outcome``.
+    summary : DataFrame
+        The view's ``summary`` (one row per box: ``n_runs``, ``n_collapsed``, ``n_diverged``,
+        ``n_failed``).
+    panels : sequence of str
+        The view's ``panels``: columns that give a panel each besides the task.
+    caption_text : str
+        Text under the figure (the view's: the tests of method vs method within each panel x learning rate).
     include_failed : bool
-        Keep collapsed / diverged runs in the boxes and tests.
-    aso : bool
-        Add ASO's epsilon_min of each method over the other to the caption (two methods only).
+        The boxes hold collapsed / diverged runs too; as the view's.
     """
-    return _box_figure(frame, x="lr", hue="method", xlabel="learning rate (AdamW peak)", figure="He et al. 2021, figure 4",
-                       caption_text=caption_text, include_failed=include_failed, aso=aso)
+    return _box_figure(frame, summary, panels, caption_text, x="lr", hue="method", xlabel="learning rate (AdamW peak)",
+                       figure="He et al. 2021, figure 4", include_failed=include_failed)
 
 
-def train_size(frame: pd.DataFrame, kind: str = "box", caption_text: str | None = None,
-               include_failed: bool = False, aso: bool = False) -> Figure:
+def train_size(frame: pd.DataFrame, summary: pd.DataFrame, panels: Sequence[str] = (), caption_text: str = "",
+               kind: str = "box", include_failed: bool = False) -> Figure:
     """He et al. 2021 figure 3: score against the number of training examples, per method.
 
+    The arguments but ``kind`` and ``include_failed`` are :func:`robustkit.analysis.boxes.train_size`'s.
+
     Parameters
     ----------
     frame : DataFrame
-        :func:`robustkit.analysis.scores.outcomes` output with several ``train_size``
-        values (missing = the whole training set, shown as ``all``).
+        The view's ``frame``: :func:`robustkit.analysis.scores.outcomes` output with several
+        ``train_size`` values (missing = the whole training set, shown as ``all``), with
+        ``outcome``.
+    summary : DataFrame
+        The view's ``summary`` (one row per box: ``n_runs``, ``n_collapsed``, ``n_diverged``,
+        ``n_failed``; ``mean`` and ``std`` (ddof 1) for ``kind="mean"``).
+    panels : sequence of str
+        The view's ``panels``: columns that give a panel each besides the task.
+    caption_text : str
+        Text under the figure (the view's: the tests of method vs method within each panel x training size).
     kind : {"box", "mean"}
-        Boxes over seeds, or the paper's mean with a +-1 std error bar (ddof 1).
-    caption_text : str, optional
-        Default: tests of method vs method within each panel x training size.
+        Boxes over seeds, or the paper's mean with a +-1 std error bar (ddof 1, the summary's).
     include_failed : bool
-        Keep collapsed / diverged runs in the boxes, means and tests.
-    aso : bool
-        Add ASO's epsilon_min of each method over the other to the caption (two methods only).
+        The boxes and means hold collapsed / diverged runs too; as the view's.
     """
     if kind not in ("box", "mean"):
         raise ValueError(f"kind must be 'box' or 'mean', got {kind!r}")
-    return _box_figure(frame, x="train_size", hue="method", mean_std=kind == "mean", xlabel="training examples",
-                       figure="He et al. 2021, figure 3", caption_text=caption_text, include_failed=include_failed, aso=aso)
+    return _box_figure(frame, summary, panels, caption_text, x="train_size", hue="method", mean_std=kind == "mean",
+                       xlabel="training examples", figure="He et al. 2021, figure 3", include_failed=include_failed)
 
 
 # ---------------------------------------------------------------------------------------------
 # outcomes and facets
 
 
-def method_boxes(frame: pd.DataFrame, figure: str, include_failed: bool = False) -> Figure:
+def method_boxes(frame: pd.DataFrame, summary: pd.DataFrame, figure: str, panels: Sequence[str] = (),
+                 caption_text: str = "", include_failed: bool = False) -> Figure:
     """One box per method over its runs, a panel per task, titled ``figure``: any per-run score
-    (``value``, ``metric``, ``split``; ``outcome`` where known), with the tests between methods."""
-    return _box_figure(frame, x="method", hue="method", xlabel="tuning method", figure=figure, caption_text=None,
-                       include_failed=include_failed)
-
-
-def facet_columns(frame: pd.DataFrame, shown: Sequence[str], pooled: Sequence[str] = ()) -> list[str]:
-    """Run settings that vary inside a group of the ``shown`` columns (panels, x, hue).
-
-    Runs that differ in such a field would be pooled into one box (He et al. 2021 figure 4's
-    1k and 5k runs): each of its values gets a panel instead
-    (:func:`robustkit.analysis.pooling.mixed_settings`). ``pooled`` fields are pooled on
-    purpose (the TSP steps of Han et al.'s figure 4) and never split.
-    """
-    return list(mixed_settings(frame, [c for c in shown if c in frame], pooled))
+    (``value``, ``metric``, ``split``, ``outcome``); ``summary``, ``panels`` and ``caption_text``
+    (the tests between methods) from :func:`robustkit.analysis.boxes.method_boxes`."""
+    return _box_figure(frame, summary, panels, caption_text, x="method", hue="method", xlabel="tuning method",
+                       figure=figure, include_failed=include_failed)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -199,16 +226,17 @@ def facet_columns(frame: pd.DataFrame, shown: Sequence[str], pooled: Sequence[st
 
 
 def _box_figure(
-    frame: pd.DataFrame, x: str, hue: str, xlabel: str, figure: str, caption_text: str | None,
-    columns: str | None = None, mean_std: bool = False, pooled: Sequence[str] = (), include_failed: bool = False,
-    unit: str = "runs", aso: bool = False,
+    frame: pd.DataFrame, summary: pd.DataFrame, panels: Sequence[str], caption_text: str, x: str, hue: str,
+    xlabel: str, figure: str, mean_std: bool = False, include_failed: bool = False, unit: str = "runs",
 ) -> Figure:
-    """Rows = tasks, columns = values of ``columns`` x settings that vary; boxes at x, by hue."""
+    """Rows = tasks, columns = values of the ``panels`` columns; boxes at x, by hue."""
     if frame.empty:
         raise ValueError("nothing to plot: the frame is empty")
-    data = _prepared(collapse.marked(frame), x)
-    facets = facet_columns(data, ["task", x, hue, *([columns] if columns else [])], pooled)
-    panel_keys = [*([columns] if columns else []), *facets]
+    if "outcome" not in frame or not {x, hue} <= set(summary.columns):
+        raise ValueError(f"the frame needs an outcome column and the summary one row per {x} x {hue}: "
+                         "pass the view's dict (robustkit.analysis.boxes)")
+    data = _prepared(frame, x)
+    panel_keys = list(panels)
     tasks = sorted(data["task"].unique())
     combos = _combos(data, panel_keys)
     hues = sorted(data[hue].unique(), key=_sort_key)
@@ -218,8 +246,8 @@ def _box_figure(
     share = True if data["metric"].nunique() == 1 else "row"
     fig, axes = plt.subplots(len(tasks), len(combos), squeeze=False, constrained_layout=True, sharey=share,
                              figsize=(width * len(combos), 3.6 * len(tasks)))
-    counts = collapse.failure_rates(data, ["task", *panel_keys, "_x", hue])
-    summary, tests = _statistics(data, x, hue, ["task", *panel_keys], pooled, include_failed)
+    # runs per box, from the summary (its statistics' groups are the boxes)
+    counts = summary.assign(_x=summary[x].map(_x_label), n_ok=summary["n_runs"] - summary["n_failed"])
     for row, task in zip(axes, tasks):
         for ax, combo in zip(row, combos):
             panel = data[(data["task"] == task) & _matches(data, panel_keys, combo)]
@@ -236,26 +264,9 @@ def _box_figure(
     _fit_limits(axes, data)
     style.set_title(fig, style.paper_title(figure, data))
     style.legend_below(fig, axes[0][0], _legend_handles(data, hue, hues, palette, mean_std), ncols=None)
-    if caption_text is None:
-        # ASO where the figure compares exactly two methods (computed once, here, for the caption)
-        table = (dominance.aso_table(data, "method", within=[c for c in tests.columns if c not in stability.COMPARE_COLUMNS],
-                                     include_failed=include_failed, pooled=pooled)
-                 if aso and data["method"].nunique() == 2 else None)
-        caption_text = stability.caption(summary, tests, unit=unit, dominance=table)  # unit: runs, or evaluations (run x epoch end)
     style.add_note(fig, caption_text)
     style.add_note(fig, _method_note(data, mean_std, include_failed, unit))
     return fig
-
-
-def _statistics(data: pd.DataFrame, x: str, hue: str, keys: list[str], pooled: Sequence[str],
-                include_failed: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Summary per box and tests of method vs method within each cell (kept rows only, unless
-    ``include_failed``; failures counted per box)."""
-    shown = list(dict.fromkeys([*keys, x, hue]))
-    # the papers' question is always method vs method, within every other shown column
-    within = [c for c in shown if c != "method"]
-    options = {"include_failed": include_failed, "pooled": tuple(pooled)}
-    return stability.summarize(data, shown, **options), stability.compare(data, "method", within=within, **options)
 
 
 def _prepared(frame: pd.DataFrame, x: str) -> pd.DataFrame:
@@ -306,7 +317,8 @@ def _failed_markers(ax, panel: pd.DataFrame, order: list[str], hue: str, levels:
 
 def _mean_std(ax, summary: pd.DataFrame, x: str, order: list[str], hue: str, levels: list, palette: dict,
               dodge: bool, factor: float) -> None:
-    """Mean +- std (ddof 1, from :func:`stability.summarize`) per x and hue, joined per hue."""
+    """Mean +- std (ddof 1, the summary's: :func:`robustkit.analysis.stability.summarize`) per x
+    and hue, joined per hue."""
     if summary is None or summary.empty:
         return
     for j, level in enumerate(levels):

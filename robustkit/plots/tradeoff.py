@@ -5,6 +5,10 @@
   learning rate of its sweep (selected on validation), mean ± 1 s.e.m. over seeds.
 - :func:`tradeoff_aggregate_figure` (figure 3): each point's score minus full fine-tuning's,
   20th / 50th / 80th percentiles across tasks (line: median, band: 20th-80th).
+
+Both only draw: the selected points and their means come from
+:func:`robustkit.analysis.tradeoff.tradeoff_points` (the figure's view) and
+:func:`robustkit.analysis.tradeoff.aggregate`.
 """
 
 from __future__ import annotations
@@ -17,30 +21,43 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from robustkit import collapse
-from robustkit.analysis.tradeoff import POINT_COLUMN, POINT_SYMBOL, select_best, summarize, with_points
+from robustkit.analysis.tradeoff import POINT_COLUMN, POINT_SYMBOL
 from robustkit.plots import style
 from robustkit.plots.style import method_color, method_label
 
 _MARKERS = {"none": "o", "layer": "s", "3-layer": "^"}
-_KEYS = ["task", "series", "method", "adapter_sharing", "point"]
 
 
-def tradeoff_figure(frame: pd.DataFrame, split: str = "validation", include_failed: bool = False,
-                    select_on: str = "validation") -> Figure:
+def tradeoff_figure(shown: pd.DataFrame, stats: pd.DataFrame, n_configs: int = 1, n_left_out: int = 0,
+                    split: str = "validation", include_failed: bool = False, select_on: str = "validation") -> Figure:
     """Mean metric (error bars: ±1 s.e.m. over seeds) vs trained parameters (log x), per task.
+
+    ``shown``, ``stats``, ``n_configs`` and ``n_left_out`` are the items of
+    :func:`robustkit.analysis.tradeoff.tradeoff_points` (the figure's view of
+    :func:`robustkit.analysis.tradeoff.table`), made with the same ``split``,
+    ``include_failed`` and ``select_on``::
+
+        tradeoff_figure(**tradeoff_points(table(store), split="test"), split="test")
 
     Parameters
     ----------
-    frame : DataFrame
-        :func:`robustkit.analysis.tradeoff.table` output: ``task, method, seed, lr,
-        adapter_size, top_k, adapter_sharing, adapter_init_std, trainable_params,
-        base_params, split, metric, value`` (+ ``baseline, outcome`` where known).
+    shown : DataFrame
+        The selected runs' rows of ``split`` (``task, model, series, method, point,
+        trainable_params, base_params, metric, value, outcome``, ...): crosses, titles, axes.
+    stats : DataFrame
+        One row per point (``task, series, method, adapter_sharing, point``): ``value`` (mean
+        of the kept runs), ``sem``, ``n``, ``n_runs``, ``n_collapsed``, ``n_diverged``,
+        ``baseline``, ``trainable_params``.
+    n_configs : int
+        Most configurations (learning rates, epoch budgets) compared at a point.
+    n_left_out : int
+        Runs left out for another adapter init std.
     split : str
         Split shown: ``validation`` (Houlsby et al.'s figure 4) or ``test``.
     include_failed : bool
-        Average collapsed / diverged runs in (they are still marked).
+        The means hold collapsed / diverged runs (they are still marked).
     select_on : str
-        Split on which the best learning rate of each point is chosen.
+        Split on which the best learning rate of each point was chosen (for the note).
 
     Returns
     -------
@@ -56,17 +73,6 @@ def tradeoff_figure(frame: pd.DataFrame, split: str = "validation", include_fail
         (:func:`robustkit.plots.init_std.init_std_figure`) and are left out; a note says how
         many.
     """
-    data = frame[frame["split"] == split]
-    if data.empty:
-        raise ValueError(f"no rows for split {split!r}; the frame has {sorted(frame['split'].unique())}")
-    usable = frame[frame["split"].isin({split, select_on})]
-    left_out = usable[usable["adapter_init_std"].notna()]
-    usable = usable[usable["adapter_init_std"].isna()]
-    if usable[usable["split"] == split].empty:
-        raise ValueError("every run has a non-default adapter_init_std: plot them with the init-std figure")
-    selected = select_best(with_points(usable), select_on, include_failed)
-    shown = collapse.marked(selected[selected["split"] == split])
-    stats = summarize(shown, _KEYS, include_failed)
     tasks = sorted(shown["task"].unique())
     share = shown["metric"].nunique() == 1  # panels on one metric share one y scale
     fig, axes = plt.subplots(1, len(tasks), figsize=(5.6 * len(tasks), 4.4), constrained_layout=True, squeeze=False,
@@ -80,7 +86,7 @@ def tradeoff_figure(frame: pd.DataFrame, split: str = "validation", include_fail
         style.include_baseline(ax, stats.loc[stats["task"].isin(tasks), "baseline"] * _factor(shown))
     style.set_title(fig, style.paper_title("Houlsby et al. 2019, figure 4", shown))
     style.legend_below(fig, axes[0][0], _legend(handles, shown, stats), ncols=min(3, len(handles) + 2))
-    style.add_note(fig, _note(selected, shown, split, select_on, include_failed, left_out))
+    style.add_note(fig, _note(n_configs, shown, split, select_on, include_failed, n_left_out))
     return fig
 
 
@@ -174,9 +180,8 @@ def _legend(handles: dict, shown: pd.DataFrame, stats: pd.DataFrame) -> list:
     return out
 
 
-def _note(selected: pd.DataFrame, shown: pd.DataFrame, split: str, select_on: str, include_failed: bool,
-          left_out: pd.DataFrame) -> str:
-    configs = int(selected["n_configs"].max()) if len(selected) else 1
+def _note(configs: int, shown: pd.DataFrame, split: str, select_on: str, include_failed: bool,
+          excluded: int) -> str:
     parts = ["Error bars: ±1 s.e.m. over seeds (as in Houlsby et al. 2019)."]
     if configs > 1:
         parts.append(f"Each point: the best of up to {configs} learning rates / epoch budgets by the mean {select_on} "
@@ -187,7 +192,6 @@ def _note(selected: pd.DataFrame, shown: pd.DataFrame, split: str, select_on: st
     if failed:
         parts.append(f"Collapsed / diverged runs (grey crosses) are {'kept in' if include_failed else 'left out of'} "
                      f"the means: {failed} of {len(shown)} runs.")
-    excluded = left_out["run_id"].nunique() if len(left_out) else 0
     if excluded:
         parts.append(f"{excluded} runs with another adapter init std are left out (init-std figure).")
     return " ".join(parts)

@@ -16,7 +16,8 @@ from robustkit import models
 from robustkit.errors import StoreError
 from robustkit.methods.registry import options_of
 from robustkit.spec import RunSpec, TspSpec
-from robustkit.store import load_checkpoint, read_spec
+from robustkit.store.checkpoints import load_checkpoint
+from robustkit.store.manifest import read_spec
 
 
 def build_classifier(spec: RunSpec, num_labels: int) -> tuple[nn.Module, list[str], str]:

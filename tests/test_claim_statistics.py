@@ -6,7 +6,7 @@ import pytest
 
 from robustkit.analysis import claim_statistics, curves, gradnorm
 from robustkit.errors import RobustkitError
-from robustkit.store import IDENTITY, load_runs
+from robustkit.store.tables import IDENTITY, load_runs
 
 
 @pytest.fixture(scope="module")

@@ -52,12 +52,13 @@ from tqdm.auto import tqdm
 from robustkit import tasks
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.select import select_runs
-from robustkit.run_model import load_run_model
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import EVAL_BATCH_SIZE, MetricAccumulator, evaluate, model_inputs, resolve_device, split_batches
 from robustkit.methods import ADAPTER_NAME, get_method
 from robustkit.methods.model_parts import describe
-from robustkit.store import IDENTITY, read_spec
+from robustkit.run_model import load_run_model
+from robustkit.store.manifest import read_spec
+from robustkit.store.tables import IDENTITY
 
 ANALYSIS = "ablation"
 SPAN_COLUMNS = ["first", "last", "metric", "value"]

@@ -22,7 +22,7 @@ import pandas as pd
 from robustkit.analysis import scores
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
-from robustkit.store import IDENTITY
+from robustkit.store.tables import IDENTITY
 
 Statistic = Callable[..., pd.DataFrame]
 

@@ -46,7 +46,9 @@ from robustkit.analysis.select import select_runs, with_identity
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import EVAL_BATCH_SIZE, resolve_device
 from robustkit.run_model import build_classifier
-from robustkit.store import IDENTITY, atomic_write_parquet, read_manifest, read_spec
+from robustkit.store.atomic import atomic_write_parquet
+from robustkit.store.manifest import read_manifest, read_spec
+from robustkit.store.tables import IDENTITY
 
 ANALYSIS = "connectivity"
 VERSION = 1

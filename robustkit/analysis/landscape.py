@@ -30,10 +30,12 @@ from robustkit import tasks
 from robustkit.analysis import scores
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.select import select_runs
-from robustkit.run_model import build_classifier, load_tensors
 from robustkit.errors import RobustkitError, StoreError
 from robustkit.evaluate import EVAL_BATCH_SIZE, evaluate, resolve_device, split_batches
-from robustkit.store import IDENTITY, load_checkpoint, read_spec
+from robustkit.run_model import build_classifier, load_tensors
+from robustkit.store.checkpoints import load_checkpoint
+from robustkit.store.manifest import read_spec
+from robustkit.store.tables import IDENTITY
 
 ANALYSIS = "landscape"
 DEFAULT_ALPHAS = "-2:2:20"

@@ -35,7 +35,7 @@ from robustkit.analysis.representations import (
 from robustkit.analysis.select import select_runs
 from robustkit.measures.cka import cka_layers
 from robustkit.measures.rsa import DEFAULT_CHUNK, rsa_layers
-from robustkit.store import IDENTITY
+from robustkit.store.tables import IDENTITY
 
 ANALYSIS = "similarity"
 # bump when the computation changes: it is part of the cache key. 2: non-finite representations

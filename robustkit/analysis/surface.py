@@ -41,7 +41,8 @@ from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import EVAL_BATCH_SIZE, evaluate, resolve_device
 from robustkit.run_model import build_classifier
-from robustkit.store import IDENTITY, read_spec
+from robustkit.store.manifest import read_spec
+from robustkit.store.tables import IDENTITY
 
 ANALYSIS = "surface"
 VERSION = 1

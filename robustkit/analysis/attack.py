@@ -146,12 +146,11 @@ def _attack_examples(run_dir: Path, todo: pd.DataFrame, path: Path, attack: atta
     from robustkit.attacks.offline import configure_openattack
     from robustkit.attacks.victim import Victim
     from robustkit.models import load_tokenizer
-    from robustkit.run_model import load_run_model
-    from robustkit.store.manifest import read_spec
+    from robustkit.run_model import load_run
 
     configure_openattack()
-    spec = read_spec(run_dir).resolved()
-    victim = Victim(load_run_model(run_dir, checkpoint), load_tokenizer(spec.model), max_length=spec.max_length)
+    run = load_run(run_dir, checkpoint, "cpu")  # the victim scores on the CPU
+    victim = Victim(run.model, load_tokenizer(run.spec.model), max_length=run.spec.max_length)
     _drop_partial_line(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as out:

@@ -60,7 +60,7 @@ from robustkit.measures.hessian import (
 from robustkit.layer_names import layer_group
 from robustkit.masked_lm import masked_lm_loss
 from robustkit.methods.model_parts import layer_groups
-from robustkit.run_model import build_classifier, build_masked_lm, load_tensors
+from robustkit.run_model import build_masked_lm, load_run, load_tensors
 from robustkit.store.checkpoints import load_checkpoint
 from robustkit.store.manifest import read_manifest, read_spec
 from robustkit.store.tables import IDENTITY
@@ -279,15 +279,10 @@ def curvature_run(
     The batch is ``examples`` training examples drawn with ``seed``
     (:func:`robustkit.analysis.batches.sampled_batches`), as one batch.
     """
-    run_dir = Path(run_dir)
-    spec = read_spec(run_dir).resolved()
-    model, names, fingerprint = build_classifier(spec, tasks.get_task(spec.task).num_labels)
-    tensors, metadata = load_checkpoint(run_dir, checkpoint)
-    load_tensors(model, tensors, metadata, fingerprint, f"{run_dir.name}/{checkpoint}")
-    model.to(resolve_device(device))
-    (batch,) = sampled_batches(spec, "train", examples, seed, batch_size=examples)
-    return model_curvature(model, names, batch, grouping, max_iterations, tol, samples, seed, block_eigenvalues, progress,
-                           micro_batch=micro_batch)
+    run = load_run(run_dir, checkpoint, device)
+    (batch,) = sampled_batches(run.spec, "train", examples, seed, batch_size=examples)
+    return model_curvature(run.model, run.trainable, batch, grouping, max_iterations, tol, samples, seed, block_eigenvalues,
+                           progress, micro_batch=micro_batch)
 
 
 def tsp_curvature_run(

@@ -161,9 +161,9 @@ def run_representations(
     run_dir: str | Path, checkpoint: str, sample: TokenSample, batch_size: int = 64, device: str | None = None
 ) -> Tensor:
     """(n_layers + 1, n, d) representations of a run's checkpoint at the sampled tokens."""
-    from robustkit.run_model import load_run_model
+    from robustkit.run_model import load_run
 
-    return representations(load_run_model(run_dir, checkpoint), sample, batch_size, device)
+    return representations(load_run(run_dir, checkpoint, "cpu").model, sample, batch_size, device)
 
 
 def compare(base: Tensor, tuned: Tensor, device: str | None = None) -> pd.DataFrame:

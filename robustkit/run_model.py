@@ -18,7 +18,7 @@ from torch import nn
 from robustkit import models
 from robustkit.errors import StoreError
 from robustkit.methods.registry import options_of
-from robustkit.spec import RunSpec, TspSpec
+from robustkit.spec import ResolvedRunSpec, RunSpec, TspSpec
 from robustkit.store.checkpoints import load_checkpoint
 from robustkit.store.manifest import read_spec
 
@@ -161,9 +161,9 @@ class LoadedRun:
         The run's folder in the store.
     checkpoint : str
         The checkpoint loaded (``step-0``, ``best``, ``last``).
-    spec : RunSpec
-        The run's spec, resolved (:meth:`robustkit.spec.RunSpec.resolved`): pass it on, it is
-        never resolved again.
+    spec : ResolvedRunSpec
+        The run's spec, resolved once (:meth:`robustkit.spec.RunSpec.resolved`): pass it on,
+        resolving it again is free.
     task : Task
         The run's task (:func:`robustkit.tasks.get_task`).
     model : nn.Module
@@ -180,7 +180,7 @@ class LoadedRun:
 
     run_dir: Path
     checkpoint: str
-    spec: RunSpec
+    spec: ResolvedRunSpec
     task: Task
     model: nn.Module
     trainable: list[str]

@@ -98,6 +98,31 @@ _KILLER = textwrap.dedent(
 )
 
 
+def test_a_training_call_resolves_its_spec_once_and_loads_its_data_once(tmp_path, rte_folder, monkeypatch):
+    from conftest import TINY_RTE
+
+    from robustkit import tasks
+
+    calls = {"resolved": 0, "load_splits": 0}
+    resolve, load = RunSpec.resolved, tasks.load_splits
+
+    def resolved(spec):
+        calls["resolved"] += 1
+        return resolve(spec)
+
+    def load_splits(*args, **kwargs):
+        calls["load_splits"] += 1
+        return load(*args, **kwargs)
+
+    monkeypatch.setattr(RunSpec, "resolved", resolved)  # a resolved spec's own resolved() is not counted: it is free
+    monkeypatch.setattr(tasks, "load_splits", load_splits)
+    # a folder no other test checked in this process; with TSP: the data checked before training
+    # is the data the TSP run and the run train on
+    spec = dataclasses.replace(TINY_RTE, data_dir=str(rte_folder(tmp_path / "glue")), tsp_step=2, epochs=1)
+    train(spec, tmp_path / "runs", progress=False)
+    assert calls == {"resolved": 1, "load_splits": 1}
+
+
 @pytest.mark.slow
 def test_killed_run_resumes_to_the_same_result(tiny_spec, tmp_path):
     reference = train(tiny_spec, tmp_path / "reference", progress=False)

@@ -13,7 +13,7 @@ from robustkit.evaluate import EVAL_BATCH_SIZE, encode_split, eval_batches, eval
 from robustkit.mixout import apply_mixout
 from robustkit.provenance import asset_hashes
 from robustkit.run_model import build_classifier, checkpoint_metadata, load_tensors, trainable_state
-from robustkit.spec import RunSpec
+from robustkit.spec import ResolvedRunSpec
 from robustkit.store.checkpoints import load_checkpoint, save_checkpoint
 from robustkit.store.manifest import read_manifest, update_manifest
 from robustkit.store.schema import COMPLETE, DIVERGED
@@ -26,13 +26,17 @@ from robustkit.train.records import check_data, trainable_summary
 class _Finetune(_Loop):
     stage = "finetune"
 
-    def __init__(self, spec: RunSpec, task, run_dir: Path, tsp_dir: Path | None, progress: bool, device):
+    def __init__(self, spec: ResolvedRunSpec, task, run_dir: Path, tsp_dir: Path | None, progress: bool, device,
+                 splits: dict | None = None):
         super().__init__(run_dir, spec.seed, progress, device)
         self.spec, self.task, self.tsp_dir = spec, task, tsp_dir
+        self.splits = splits  # the task's splits if loaded already (robustkit.train.runs), else None
 
     def run(self) -> None:
         spec, task = self.spec, self.task
-        splits = tasks.load_splits(spec.task, data_dir=spec.data_dir, train_size=spec.train_size, split_seed=spec.split_seed)
+        splits = self.splits
+        if splits is None:
+            splits = tasks.load_splits(spec.task, data_dir=spec.data_dir, train_size=spec.train_size, split_seed=spec.split_seed)
         self.data_record = check_data(self.run_dir, spec, spec.data_dir, splits)
         tokenizer = models.load_tokenizer(spec.model)
         encoded = {name: encode_split(split, task, tokenizer, spec.max_length) for name, split in splits.items()}

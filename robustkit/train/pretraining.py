@@ -30,15 +30,17 @@ class _Pretrain(_Loop):
     def loss(self, model, batch) -> torch.Tensor:
         return masked_lm_loss(model, batch)
 
-    def __init__(self, spec: TspSpec, steps: list[int], run_dir: Path, data_dir: str | None, progress: bool, device):
+    def __init__(self, spec: TspSpec, steps: list[int], run_dir: Path, data_dir: str | None, progress: bool, device,
+                 splits: dict | None = None):
         super().__init__(run_dir, spec.seed, progress, device)
         self.spec, self.steps, self.data_dir = spec, steps, data_dir
+        self.splits = splits  # the task's splits if loaded already (robustkit.train.runs), else None
 
     def run(self) -> None:
         spec = self.spec
-        splits = tasks.load_splits(
-            spec.task, data_dir=self.data_dir, train_size=spec.train_size, split_seed=spec.split_seed
-        )
+        splits = self.splits
+        if splits is None:
+            splits = tasks.load_splits(spec.task, data_dir=self.data_dir, train_size=spec.train_size, split_seed=spec.split_seed)
         data_record = check_data(self.run_dir, spec, self.data_dir, splits)
         tokenizer = models.load_tokenizer(spec.model)
         # Sentence pairs stay pairs ([CLS] a [SEP] b [SEP]), as in BERT's own pretraining input.

@@ -31,22 +31,23 @@ def train(spec: RunSpec, store_path: str | Path, progress: bool = True, device: 
     Path
         The run's folder.
     """
-    spec = spec.resolved()
+    spec = spec.resolved()  # once: the resolved spec is passed on, never resolved again
     root = open_store(store_path)
     run_dir = root / spec.run_id
     if _is_complete(run_dir):
         return run_dir
     task = tasks.get_task(spec.task)
-    # a bad model, device or data (or a top_k beyond the model's layers) fails here, before any folder is made
-    preflight.check_run(spec, device)
+    # a bad model, device or data (or a top_k beyond the model's layers) fails here, before any
+    # folder is made; data loaded to check it is the data the TSP run and the run train on
+    splits = preflight.check_run(spec, device)
     tsp_dir = None
     if spec.tsp_step:
-        tsp_dir = pretrain(spec.tsp_spec(), [spec.tsp_step], root, data_dir=spec.data_dir, progress=progress, device=device)
+        tsp_dir = _pretrain(spec.tsp_spec(), [spec.tsp_step], root, spec.data_dir, progress, device, splits)
     with run_lock(run_dir):
         if _is_complete(run_dir):
             return run_dir
         refuse_damaged(run_dir)  # never train over the checkpoints of a run without a manifest
-        _Finetune(spec, task, run_dir, tsp_dir, progress, device).run()
+        _Finetune(spec, task, run_dir, tsp_dir, progress, device, splits).run()
     return run_dir
 
 
@@ -71,18 +72,33 @@ def pretrain(
         The TSP run's folder.
     """
     spec = dataclasses.replace(spec, data_fingerprint=data_identity(spec.task, data_dir, spec.data_fingerprint))
+    return _pretrain(spec, steps, open_store(store_path), data_dir, progress, device)
+
+
+def _pretrain(spec: TspSpec, steps: list[int], root: Path, data_dir: str | None, progress: bool, device: str | None,
+              splits: dict | None = None) -> Path:
+    """:func:`pretrain` of a spec whose ``data_fingerprint`` is resolved (that of a resolved
+    :class:`RunSpec`'s :meth:`~robustkit.spec.RunSpec.tsp_spec`, or set by :func:`pretrain`), into
+    the store folder ``root``.
+
+    ``splits`` are the task's splits (:func:`robustkit.tasks.load_splits` of the spec's task,
+    ``data_dir``, ``train_size`` and ``split_seed``) where the caller has loaded them already;
+    None: loaded here if the run trains.
+    """
     wanted = sorted({int(s) for s in steps if int(s) > 0})
     if any(s < 0 for s in map(int, steps)):
         raise RobustkitError(f"TSP steps must be >= 0, got {steps}")
-    run_dir = open_store(store_path) / spec.run_id
+    run_dir = root / spec.run_id
     if not wanted or _has_checkpoints(run_dir, wanted):
         return run_dir
-    preflight.check_run(spec, device, data_dir=data_dir)  # before the run's folder is made
+    # before the run's folder is made; the data it loads to check it (if any) is the data trained on
+    checked = preflight.check_run(spec, device, data_dir=data_dir)
+    splits = checked if checked is not None else splits
     with run_lock(run_dir, wait=True):
         if not _has_checkpoints(run_dir, wanted):
             refuse_damaged(run_dir)
             _refuse_diverged_steps(run_dir, wanted)
-            _Pretrain(spec, wanted, run_dir, data_dir, progress, device).run()
+            _Pretrain(spec, wanted, run_dir, data_dir, progress, device, splits).run()
     return run_dir
 
 

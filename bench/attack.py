@@ -56,7 +56,7 @@ from robustkit.attacks.victim import Victim
 from robustkit.models import load_tokenizer
 from robustkit.run_model import build_classifier, load_run_model
 from robustkit.spec import RunSpec
-from robustkit.store import read_manifest
+from robustkit.store.manifest import read_manifest
 from robustkit.tasks import load_splits
 
 DEMO_RUNS = ("runs/demo/polarity-full-minilm-l6-s0-tsp0-09731d8b", "runs/demo/polarity-houlsby-minilm-l6-s0-tsp0-fbb08406")

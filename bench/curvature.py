@@ -52,29 +52,31 @@ def measure(method: str, store: str | None, examples: int, iterations: int, micr
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    from robustkit import store as run_store
     from robustkit.analysis.batches import sampled_batches
     from robustkit.analysis.curvature import micro_batches
     from robustkit.evaluate import model_inputs
     from robustkit.measures.hessian import HessianVectorProduct, top_eigenvalue
     from robustkit.run_model import build_classifier, load_tensors
     from robustkit.spec import RunSpec
+    from robustkit.store.checkpoints import load_checkpoint
+    from robustkit.store.manifest import read_spec
+    from robustkit.store.tables import load_runs
 
     torch.set_num_threads(1)  # comparable timings on a shared machine
     if store:
-        runs = run_store.load_runs(store)
+        runs = load_runs(store)
         chosen = runs[(runs["method"] == method) & (runs["task"] == "rt") & (runs["seed"] == 0) & (runs["model"] == "minilm-l6")
                       & (runs["status"] == "complete")].sort_values("run_id")
         if chosen.empty:
             raise SystemExit(f"no complete minilm-l6 rt {method} run of seed 0 in {store}")
-        spec = run_store.read_spec(chosen.iloc[0]["path"]).resolved()
+        spec = read_spec(chosen.iloc[0]["path"]).resolved()
         source = f"{chosen.iloc[0]['run_id']} at best"
     else:
         spec = RunSpec(model="minilm-l6", task="rt", method=method, seed=0, train_size=1000, max_length=64).resolved()
         source = "step-0 (built from the spec)"
     model, names, fingerprint = build_classifier(spec, 2)
     if store:
-        tensors, metadata = run_store.load_checkpoint(chosen.iloc[0]["path"], "best")
+        tensors, metadata = load_checkpoint(chosen.iloc[0]["path"], "best")
         load_tensors(model, tensors, metadata, fingerprint, source)
     model.eval()
     # the same examples for both methods: the demo's data settings and length, not the run's own

@@ -23,7 +23,8 @@ from robustkit.methods.registry import METHOD_NAMES
 from robustkit.models import load_tokenizer
 from robustkit.run_model import build_classifier, trainable_state
 from robustkit.spec import RunSpec
-from robustkit.train import _Loop, _Optimiser
+from robustkit.train.loop import _Loop
+from robustkit.train.optimiser import _Optimiser
 
 # Options a method needs (top-k has no default k) and the generic method's example config.
 OPTIONS = {"topk": {"top_k": 2}}

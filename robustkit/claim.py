@@ -181,7 +181,7 @@ def judge(claim: Claim, observations: pd.DataFrame, include_failed: bool = False
     ----------
     observations : DataFrame
         One row per observation: ``claim.by``, ``value``, the ``within`` columns, run settings
-        and ``outcome`` (e.g. :func:`robustkit.analysis.claim_statistics.compute` output).
+        and ``outcome`` (e.g. :func:`robustkit.analysis.registry.per_run` output).
     include_failed : bool
         Keep collapsed and diverged runs (always kept for ``rate``).
 

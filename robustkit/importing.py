@@ -50,7 +50,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from robustkit import data, models, store, tasks
+from robustkit import data, models, tasks
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import EVAL_BATCH_SIZE, encode_split, eval_batches, evaluate, final_outcomes
 from robustkit.methods.adapterhub import config_json
@@ -58,6 +58,12 @@ from robustkit.methods.base import ADAPTER_NAME
 from robustkit.provenance import asset_hashes, package_versions
 from robustkit.run_model import build_classifier, checkpoint_metadata, trainable_state
 from robustkit.spec import SPEC_DEFAULTS, RunSpec, _safe
+from robustkit.store.atomic import atomic_write_parquet, sha256_file
+from robustkit.store.checkpoints import finished_state, save_checkpoint
+from robustkit.store.folders import HISTORY, open_store
+from robustkit.store.locks import run_lock
+from robustkit.store.manifest import refuse_damaged, update_manifest, write_manifest
+from robustkit.store.schema import COMPLETE
 
 # Spec fields an import can be told (``known``); the training settings besides these are unknown.
 KNOWN_FIELDS = ("seed", "lr", "epochs", "batch_size", "train_size")
@@ -171,12 +177,12 @@ def import_run(
     files = {str(s.folder.relative_to(Path(folder).expanduser())) if s.step is not None else ".": _hashes(s.folder)
              for s in sources}
     run_id = _run_id(spec, unknown, files)
-    root = store.open_store(store_path)
+    root = open_store(store_path)
     run_dir = root / run_id
-    with store.run_lock(run_dir):
-        if store.finished_state(run_dir)[0]:
+    with run_lock(run_dir):
+        if finished_state(run_dir)[0]:
             return run_dir
-        store.refuse_damaged(run_dir)
+        refuse_damaged(run_dir)
         _Import(spec, task_object, run_dir, sources, unknown, files, Path(folder), device).run()
     return run_dir
 
@@ -206,7 +212,7 @@ def _read_json(path: Path) -> dict:
 
 def _hashes(folder: Path) -> dict[str, str]:
     """sha256 of each file of the folder (not of its subfolders: a Trainer's other checkpoints)."""
-    return {p.name: store.sha256_file(p) for p in sorted(folder.iterdir()) if p.is_file()}
+    return {p.name: sha256_file(p) for p in sorted(folder.iterdir()) if p.is_file()}
 
 
 def _run_id(spec: RunSpec, unknown: list[str], files: dict) -> str:
@@ -231,7 +237,7 @@ class _Import:
 
     def run(self) -> None:
         from robustkit.evaluate import resolve_device
-        from robustkit.train import check_data, trainable_summary
+        from robustkit.train.records import check_data, trainable_summary
 
         spec, task = self.spec, self.task
         splits = tasks.load_splits(spec.task, data_dir=spec.data_dir, train_size=spec.train_size, split_seed=spec.split_seed)
@@ -239,7 +245,7 @@ class _Import:
         model, names, fingerprint = build_classifier(spec, task.num_labels)
         device = resolve_device(self.device)
         manifest_spec = {**spec.to_dict(), **dict.fromkeys(self.unknown)}
-        store.write_manifest(self.run_dir, {
+        write_manifest(self.run_dir, {
             "run_id": self.run_dir.name, "kind": "finetune", "spec": manifest_spec, "unknown": self.unknown,
             "base_fingerprint": fingerprint, "trainable": trainable_summary(model, names),
             "assets": asset_hashes(spec.model, spec.task), "data": data_record, "tsp_run": None,
@@ -253,7 +259,7 @@ class _Import:
             },
         })
         meta = checkpoint_metadata(fingerprint, self.run_dir.name, spec.model, spec.method)
-        store.save_checkpoint(self.run_dir, "step-0", trainable_state(model, names), meta, 0)
+        save_checkpoint(self.run_dir, "step-0", trainable_state(model, names), meta, 0)
         tokenizer = models.load_tokenizer(spec.model)
         collator = data.classification_collator(tokenizer)
         batches = {s: eval_batches(encode_split(splits[s], task, tokenizer, spec.max_length), EVAL_BATCH_SIZE, collator)
@@ -265,7 +271,7 @@ class _Import:
             _copy(model, tensors)
             step = source.step if source.step is not None else index + 1
             if len(self.sources) > 1:
-                store.save_checkpoint(self.run_dir, f"step-{step}", tensors, meta, step)
+                save_checkpoint(self.run_dir, f"step-{step}", tensors, meta, step)
             validation = evaluate(model, batches["validation"], task, shares=True)
             history += [{"step": step, "epoch": float("nan"), "split": "validation", "metric": m, "value": v}
                         for m, v in validation.items() if m != "top_class_share"]
@@ -274,15 +280,15 @@ class _Import:
         best = max(scored, key=lambda item: item[0])  # the first of equals, as training keeps it
         final = {}
         for name, (_, step, tensors, validation) in (("last", last), ("best", best)):
-            store.save_checkpoint(self.run_dir, name, tensors, meta, step)
+            save_checkpoint(self.run_dir, name, tensors, meta, step)
             if name == "best" and step == last[1]:
                 final["best"] = final["last"]
                 continue
             _copy(model, tensors)
             final[name] = {"validation": validation, "test": evaluate(model, batches["test"], task, shares=True)}
         if len(self.sources) > 1:
-            store.atomic_write_parquet(self.run_dir / store.HISTORY, pd.DataFrame(history))
-        store.update_manifest(self.run_dir, status=store.COMPLETE, updated=_now(), final=final, best_step=best[1],
+            atomic_write_parquet(self.run_dir / HISTORY, pd.DataFrame(history))
+        update_manifest(self.run_dir, status=COMPLETE, updated=_now(), final=final, best_step=best[1],
                               outcome=final_outcomes(task, splits, final))
 
     def _tensors(self, source: Source, names: list[str]) -> dict[str, torch.Tensor]:

@@ -11,7 +11,7 @@ notebooks get the same errors. The values themselves (types, ranges) are checked
 
 from __future__ import annotations
 
-import functools
+from collections import OrderedDict
 from typing import Iterable
 
 import torch
@@ -57,9 +57,15 @@ def check_device(device: str | None, here: bool = True) -> None:
 
 
 def check_run(spec: RunSpec | TspSpec, device: str | None = None, data_dir: str | None = None,
-              device_here: bool = True) -> None:
+              device_here: bool = True) -> dict | None:
     """Everything a run needs besides its values: device, model, method settings that depend on
     the model (:meth:`robustkit.methods.base.Method.check_model`, e.g. ``top_k``), and its data (``data_dir`` is a TSP run's; a RunSpec has its own).
+
+    Returns
+    -------
+    dict or None
+        The run's splits (:func:`robustkit.tasks.load_splits`) where its data was loaded to
+        check it (:func:`check_data`), so that training need not load it again; else None.
 
     Raises
     ------
@@ -74,7 +80,7 @@ def check_run(spec: RunSpec | TspSpec, device: str | None = None, data_dir: str 
     config = models.check_model(spec.model)
     method, options = options_of(spec)
     method.check_model(config, options)  # e.g. a top_k beyond the model's layers
-    check_data(spec.task, data_dir, spec.train_size, spec.split_seed)
+    return check_data(spec.task, data_dir, spec.train_size, spec.split_seed)
 
 
 def check_runs(specs: Iterable[RunSpec], device: str | None = None, device_here: bool = True) -> None:
@@ -89,13 +95,19 @@ def check_runs(specs: Iterable[RunSpec], device: str | None = None, device_here:
             check_run(spec, device, device_here=device_here)
 
 
-def check_data(task: str, data_dir: str | None, train_size: int | None, split_seed: int) -> None:
+def check_data(task: str, data_dir: str | None, train_size: int | None, split_seed: int) -> dict | None:
     """Raise :class:`robustkit.errors.TaskError` unless the task's data loads and holds
     ``train_size`` training examples besides the validation split drawn from them.
 
     Embedded tasks take no ``data_dir``. Local GLUE files are read (and checked as
-    :func:`robustkit.tasks.load_splits` checks them); hub GLUE data is not downloaded here:
-    ``train_size`` is checked against :data:`GLUE_TRAIN_ROWS`.
+    :func:`robustkit.tasks.load_splits` checks them), once per process and setting; hub GLUE
+    data is not downloaded here: ``train_size`` is checked against :data:`GLUE_TRAIN_ROWS`.
+
+    Returns
+    -------
+    dict or None
+        The splits :func:`robustkit.tasks.load_splits` gave where they were loaded now; None
+        where nothing was loaded (hub data, or a setting checked before in this process).
     """
     source = tasks.get_task(task)
     if source.source == "embedded" and data_dir is not None:
@@ -107,11 +119,20 @@ def check_data(task: str, data_dir: str | None, train_size: int | None, split_se
             raise TaskError(
                 f"train_size={train_size} is more than the {rows - VAL_SIZE} training examples available for "
                 f"task {source.name!r} ({rows} in its train split minus val_size={VAL_SIZE})")
-        return
-    _load_once(source.name, None if data_dir is None else str(data_dir), train_size, split_seed)
+        return None
+    key = (source.name, None if data_dir is None else str(data_dir), train_size, split_seed)
+    if key in _CHECKED:
+        _CHECKED.move_to_end(key)
+        return None
+    # an error is not remembered: it is raised every time
+    splits = tasks.load_splits(source.name, data_dir=key[1], train_size=train_size, split_seed=split_seed)
+    _CHECKED[key] = None
+    while len(_CHECKED) > _CHECKED_MAX:
+        _CHECKED.popitem(last=False)
+    return splits
 
 
-@functools.lru_cache(maxsize=16)
-def _load_once(task: str, data_dir: str | None, train_size: int | None, split_seed: int) -> None:
-    """Load the splits once per process (an error is not cached: it is raised every time)."""
-    tasks.load_splits(task, data_dir=data_dir, train_size=train_size, split_seed=split_seed)
+# The data settings (task, data_dir, train_size, split_seed) whose data loaded in this process,
+# the most recently checked last: at most _CHECKED_MAX are remembered (as functools.lru_cache did).
+_CHECKED: OrderedDict[tuple, None] = OrderedDict()
+_CHECKED_MAX = 16

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from robustkit.store import DAMAGED, OPTION_COLUMNS, load_runs, read_manifest
+from robustkit.store.manifest import read_manifest
+from robustkit.store.schema import DAMAGED
+from robustkit.store.tables import load_runs, OPTION_COLUMNS
 
 SHOWN = ["run_id", "task", "method", "options", "seed", "tsp_step", "lr", "train_size", "status", "trainable_params"]
 
@@ -15,7 +17,7 @@ SHOWN = ["run_id", "task", "method", "options", "seed", "tsp_step", "lr", "train
 def runs_table(store: str | Path, include_tsp: bool = False, run_ids: Iterable[str] | None = None) -> pd.DataFrame:
     """One row per run: identity, status, trainable parameters and the main metric.
 
-    Damaged runs (:func:`robustkit.store.damage`) are rows of status ``damaged`` with no
+    Damaged runs (:func:`robustkit.store.manifest.damage`) are rows of status ``damaged`` with no
     settings; :func:`damaged_notes` says why.
 
     Parameters

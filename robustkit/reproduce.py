@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 
 from robustkit import claim, figures as registry
 from robustkit.recipes import RECIPE_DIR, Recipe, list_recipes, load_defaults, load_recipe
-from robustkit.store import load_runs
+from robustkit.store.tables import load_runs
 from robustkit.sweep import run_sweep
 
 FIGURES_DIR = Path("figures")

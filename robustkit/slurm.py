@@ -162,7 +162,7 @@ def submit(jobs: Sequence[Job], store: Path, options: SlurmOptions) -> list[subm
 
 
 def _record_jobs(store: Path, ids: dict[str, str]) -> None:
-    from robustkit.store import atomic_write_json
+    from robustkit.store.atomic import atomic_write_json
 
     path = store / SLURM_DIR / JOBS_FILE
     known = json.loads(path.read_text()) if path.exists() else {}
@@ -208,7 +208,8 @@ def status(specs: list[RunSpec], store: str | Path) -> pd.DataFrame:
     DataFrame
         ``run_id, job_id, state``.
     """
-    from robustkit.store import DAMAGED, damage, read_manifest
+    from robustkit.store.manifest import damage, read_manifest
+    from robustkit.store.schema import DAMAGED
 
     store = Path(store)
     path = store / SLURM_DIR / JOBS_FILE

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from robustkit.errors import RobustkitError
 from robustkit.methods.registry import METHOD_NAMES, given_options, spec_fields, split_method
 
-__all__ = ["METHOD_NAMES", "RunSpec", "TspSpec", "SpecError", "SPEC_FIELDS", "SPEC_DEFAULTS"]
+__all__ = ["METHOD_NAMES", "RunSpec", "ResolvedRunSpec", "TspSpec", "SpecError", "SPEC_FIELDS", "SPEC_DEFAULTS"]
 
 TSP_WARMUP_STEPS = 100
 
@@ -133,8 +133,16 @@ class RunSpec:
     def __post_init__(self):
         object.__setattr__(self, "method_options", option_pairs(self.method_options))
 
-    def resolved(self) -> "RunSpec":
-        """A copy with every paper default filled in (what the run id and manifest record).
+    def __eq__(self, other: object) -> bool:
+        """The same settings (``compare`` fields), whether either spec is resolved or not: a
+        :class:`ResolvedRunSpec` equals the :class:`RunSpec` of the same values."""
+        if not isinstance(other, RunSpec):
+            return NotImplemented
+        return _compared(self) == _compared(other)
+
+    def resolved(self) -> ResolvedRunSpec:
+        """A copy with every paper default filled in (what the run id and manifest record), of
+        the type that says so: resolving a :class:`ResolvedRunSpec` again returns it as it is.
 
         Raises
         ------
@@ -145,7 +153,7 @@ class RunSpec:
         method, options = resolve_method(self)
         # Without TSP the TSP settings change nothing: normalise them so such runs share an id.
         tsp = {} if self.tsp_step else {"tsp_seed": 0, "tsp_batch_size": 32}
-        return dataclasses.replace(
+        return _resolved(dataclasses.replace(
             self,
             **tsp,
             **options,
@@ -156,7 +164,7 @@ class RunSpec:
             epochs=self.epochs or method.default_epochs,
             max_length=self.max_length or method.default_max_length,
             tsp_lr=None if not self.tsp_step else (self.tsp_lr or self.lr or method.default_lr),
-        )
+        ))
 
     def _validate(self) -> None:
         """Types and ranges of every field, each error naming the field and the value. What
@@ -190,32 +198,81 @@ class RunSpec:
 
     @property
     def run_id(self) -> str:
-        spec = self.resolved()
-        return f"{spec.task}-{spec.method}-{_safe(spec.model)}-s{spec.seed}-tsp{spec.tsp_step}-{_digest(spec)}"
+        """The run's folder name in the store: task, method, model, seed, TSP step and a digest of
+        every setting of the resolved spec."""
+        return self.resolved().run_id
 
     def tsp_spec(self) -> TspSpec:
         """The TSP run this run starts from (meaningful when ``tsp_step > 0``)."""
-        spec = self.resolved()
-        return TspSpec(
-            model=spec.model,
-            task=spec.task,
-            method=spec.method,
-            adapter_size=spec.adapter_size,
-            train_size=spec.train_size,
-            split_seed=spec.split_seed,
-            seed=spec.tsp_seed,
-            lr=spec.tsp_lr,
-            batch_size=spec.tsp_batch_size,
-            max_length=spec.max_length,
-            top_k=spec.top_k,
-            adapter_init_std=spec.adapter_init_std,
-            adapter_sharing=spec.adapter_sharing,
-            data_fingerprint=spec.data_fingerprint,
-            method_options=spec.method_options,
-        )
+        return self.resolved().tsp_spec()
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, eq=False)
+class ResolvedRunSpec(RunSpec):
+    """A :class:`RunSpec` with every default filled in: what :meth:`RunSpec.resolved` returns,
+    and the only way one is made.
+
+    A spec is resolved once, where it enters (``train``, a sweep, ``load_run``), and passed on:
+    resolving it again returns it as it is, and its :attr:`run_id` and :meth:`tsp_spec` read its
+    fields. Any other construction of one, ``dataclasses.replace`` included (the changed fields
+    may need resolving again), gives a plain :class:`RunSpec`; a pickled one unpickles resolved.
+    It equals and hashes as the :class:`RunSpec` of the same values.
+    """
+
+    def __new__(cls, *args, **kwargs):
+        return RunSpec(*args, **kwargs)
+
+    def __reduce__(self):
+        return _resolved_from, (tuple(getattr(self, f.name) for f in dataclasses.fields(self)),)
+
+    def resolved(self) -> ResolvedRunSpec:
+        """This spec: it is resolved already."""
+        return self
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.task}-{self.method}-{_safe(self.model)}-s{self.seed}-tsp{self.tsp_step}-{_digest(self)}"
+
+    def tsp_spec(self) -> TspSpec:
+        """The TSP run this run starts from (meaningful when ``tsp_step > 0``)."""
+        return TspSpec(
+            model=self.model,
+            task=self.task,
+            method=self.method,
+            adapter_size=self.adapter_size,
+            train_size=self.train_size,
+            split_seed=self.split_seed,
+            seed=self.tsp_seed,
+            lr=self.tsp_lr,
+            batch_size=self.tsp_batch_size,
+            max_length=self.max_length,
+            top_k=self.top_k,
+            adapter_init_std=self.adapter_init_std,
+            adapter_sharing=self.adapter_sharing,
+            data_fingerprint=self.data_fingerprint,
+            method_options=self.method_options,
+        )
+
+
+def _resolved(spec: RunSpec) -> ResolvedRunSpec:
+    """``spec``'s values (already resolved by :meth:`RunSpec.resolved`) as a :class:`ResolvedRunSpec`."""
+    return _resolved_from(tuple(getattr(spec, f.name) for f in dataclasses.fields(RunSpec)))
+
+
+def _resolved_from(values: tuple) -> ResolvedRunSpec:
+    """A :class:`ResolvedRunSpec` of the field values ``values`` (in field order), bypassing its
+    ``__new__``, which makes plain specs."""
+    spec = object.__new__(ResolvedRunSpec)
+    RunSpec.__init__(spec, *values)
+    return spec
+
+
+def _compared(spec: RunSpec) -> tuple:
+    """The values of ``spec``'s ``compare`` fields (those that make a run what it is)."""
+    return tuple(getattr(spec, f.name) for f in dataclasses.fields(spec) if f.compare)
 
 
 SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(RunSpec))

@@ -160,12 +160,14 @@ def run_sweep(
         One row per spec, in their order: ``run_id, status`` (``complete``, ``skipped`` if it
         already was, ``locked`` if another process is training it, ``failed``, ``submitted``,
         ``damaged`` if its folder cannot be trusted: not trained over, see
-        :func:`robustkit.store.finished_state`) and ``error``.
+        :func:`robustkit.store.checkpoints.finished_state`) and ``error``.
     """
     import pandas as pd
 
     from robustkit import preflight
-    from robustkit.store import DAMAGED, finished_state, open_store, repair_hint
+    from robustkit.store.checkpoints import finished_state
+    from robustkit.store.folders import open_store, repair_hint
+    from robustkit.store.schema import DAMAGED
 
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise SweepError(f"jobs must be a positive integer (runs trained at once), got {jobs!r}")

@@ -2,7 +2,7 @@
 and what to do, and with ``repair`` move them aside so that the next sweep trains them again.
 
 A run is damaged when its manifest is missing while checkpoints or logs are left, cannot be
-read, is not JSON or has the wrong shape (:func:`robustkit.store.manifest_problem`), when a
+read, is not JSON or has the wrong shape (:func:`robustkit.store.schema.manifest_problem`), when a
 checkpoint file it lists is missing or does not hash to its sha256, or when a finished
 fine-tuning run lacks ``best`` or ``last``. Files are hashed, never loaded.
 
@@ -19,11 +19,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from robustkit import store
 from robustkit.errors import RunLockedError
+from robustkit.store.checkpoints import checkpoint_problems
+from robustkit.store.folders import DAMAGED_DIR, MANIFEST, open_store, run_folders
+from robustkit.store.locks import run_lock
+from robustkit.store.manifest import inspect_run
+from robustkit.store.schema import DAMAGED, FINISHED
 
 COLUMNS = ["run_id", "kind", "status", "files", "problem", "advice", "moved_to"]
-OK, DAMAGED, MOVED, BUSY = "ok", store.DAMAGED, "moved", "busy"
+OK, DAMAGED, MOVED, BUSY = "ok", DAMAGED, "moved", "busy"
 
 
 def verify_store(store_path: str | Path, repair: bool = False) -> pd.DataFrame:
@@ -50,12 +54,12 @@ def verify_store(store_path: str | Path, repair: bool = False) -> pd.DataFrame:
     StoreError
         The store does not exist or is a file.
     """
-    root = store.open_store(store_path, create=False)
+    root = open_store(store_path, create=False)
     rows = []
-    for run_dir in store.run_folders(root):
+    for run_dir in run_folders(root):
         row = {"run_id": run_dir.name, "kind": None, "files": 0, "problem": None, "advice": None, "moved_to": None}
         try:
-            with store.run_lock(run_dir):
+            with run_lock(run_dir):
                 row.update(_check(run_dir))
                 if repair and row["status"] == DAMAGED:
                     row.update(status=MOVED, moved_to=str(_move_aside(root, run_dir)),
@@ -68,15 +72,15 @@ def verify_store(store_path: str | Path, repair: bool = False) -> pd.DataFrame:
 
 def _check(run_dir: Path) -> dict:
     """Status, kind, number of files hashed, problems and advice of one run folder."""
-    manifest, problem = store.inspect_run(run_dir)
+    manifest, problem = inspect_run(run_dir)
     if problem:
-        missing = not (run_dir / store.MANIFEST).exists()
+        missing = not (run_dir / MANIFEST).exists()
         return {"status": DAMAGED, "problem": problem, "advice": _advice(run_dir, missing)}
     listed = manifest.get("checkpoints", {})
     names = list(listed)
-    if manifest["kind"] == "finetune" and manifest.get("status") in store.FINISHED:
+    if manifest["kind"] == "finetune" and manifest.get("status") in FINISHED:
         names += [name for name in ("best", "last") if name not in listed]  # a finished run has both
-    problems = store.checkpoint_problems(run_dir, names, manifest)
+    problems = checkpoint_problems(run_dir, names, manifest)
     files = sum(len(entry["files"]) for entry in listed.values())
     if not problems:
         return {"status": OK, "kind": manifest["kind"], "files": files}
@@ -86,10 +90,10 @@ def _check(run_dir: Path) -> dict:
 
 def _advice(run_dir: Path, missing_manifest: bool, kind: str | None = None) -> str:
     root = run_dir.parent
-    text = (f"`robustkit verify {root} --repair` moves it to {root / store.DAMAGED_DIR}/; the next sweep "
+    text = (f"`robustkit verify {root} --repair` moves it to {root / DAMAGED_DIR}/; the next sweep "
             "trains it again from the start (same settings, same bytes)")
     if missing_manifest:
-        text = f"put its {store.MANIFEST} back if you have a copy; else " + text
+        text = f"put its {MANIFEST} back if you have a copy; else " + text
     if kind == "tsp":
         text += "; fine-tuning runs that started from it stay valid"
     return text
@@ -97,7 +101,7 @@ def _advice(run_dir: Path, missing_manifest: bool, kind: str | None = None) -> s
 
 def _move_aside(root: Path, run_dir: Path) -> Path:
     """Rename a run folder into ``<store>/.damaged/`` under a name that is not taken yet."""
-    target_dir = root / store.DAMAGED_DIR
+    target_dir = root / DAMAGED_DIR
     target_dir.mkdir(exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%S")
     target, n = target_dir / f"{run_dir.name}-{stamp}", 1

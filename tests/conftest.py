@@ -101,3 +101,14 @@ def tiny_store(tmp_path_factory) -> Path:
     for method in ("houlsby", "full"):
         train(dataclasses.replace(TINY_RTE, method=method, data_dir=str(glue)), root / "runs", progress=False)
     return root / "runs"
+
+
+def new_run(root: Path, name: str = "run-a", **manifest) -> Path:
+    """A run folder under ``root`` holding only a minimal fine-tuning manifest (``manifest``
+    adds or replaces its keys): the store tests' starting point."""
+    from robustkit.store.manifest import write_manifest
+
+    run_dir = root / name
+    run_dir.mkdir()
+    write_manifest(run_dir, {"run_id": name, "kind": "finetune", "spec": {"task": "rt"}, "checkpoints": {}, **manifest})
+    return run_dir

@@ -11,11 +11,11 @@ import torch
 from robustkit.analysis import ablation
 from robustkit.analysis.landscape import split_batches
 from robustkit.analysis.select import select_runs
-from robustkit.run_model import load_run_model
 from robustkit.errors import RobustkitError
 from robustkit.methods import ADAPTER_NAME
+from robustkit.run_model import load_run_model
 from robustkit.spec import RunSpec
-from robustkit.store import read_manifest
+from robustkit.store.manifest import read_manifest
 from robustkit.analysis.registry import get as analysis
 
 
@@ -70,8 +70,8 @@ def test_ablating_every_layer_is_the_adapter_free_model(houlsby_run, tiny_store)
     assert torch.equal(skipped, free)
     assert not torch.equal(adapted, free)
     # and the fast span 0..L-1 equals evaluating the adapter-free model
+    from robustkit.evaluate import evaluate
     from robustkit.tasks import get_task
-    from robustkit.train import evaluate
 
     fast = ablation.fast_spans(model, batches, task)
     everything = fast[(fast["first"] == 0) & (fast["last"] == n_layers - 1)].set_index("metric")["value"]

@@ -2,16 +2,17 @@ import pandas as pd
 import pytest
 import torch
 
-from robustkit import store
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.select import parse_filters, select_runs
 from robustkit.errors import RobustkitError, StoreError
+from robustkit.store.checkpoints import save_checkpoint
+from robustkit.store.manifest import write_manifest
 
 
 def _run(tmp_path, name, **spec):
     run_dir = tmp_path / name
     run_dir.mkdir()
-    store.write_manifest(run_dir, {"run_id": name, "kind": "finetune", "status": "complete", "spec": spec, "checkpoints": {}})
+    write_manifest(run_dir, {"run_id": name, "kind": "finetune", "status": "complete", "spec": spec, "checkpoints": {}})
     return run_dir
 
 
@@ -32,7 +33,7 @@ def test_parse_and_select(tmp_path):
 
 def test_each_run_caches_invalidates_on_a_changed_checkpoint_and_adds_identity(tmp_path):
     run_dir = _run(tmp_path, "a", task="rt", method="houlsby", seed=3)
-    store.save_checkpoint(run_dir, "best", {"w": torch.zeros(2)}, {}, step=1)
+    save_checkpoint(run_dir, "best", {"w": torch.zeros(2)}, {}, step=1)
     calls = []
 
     def compute(row):
@@ -47,7 +48,7 @@ def test_each_run_caches_invalidates_on_a_changed_checkpoint_and_adds_identity(t
     assert first.loc[0, ["run_id", "task", "method", "seed", "value"]].tolist() == ["a", "rt", "houlsby", 3, 1]
     analyse({"n": 6})
     assert len(calls) == 2  # other parameters: another key
-    store.save_checkpoint(run_dir, "best", {"w": torch.ones(2)}, {}, step=2)
+    save_checkpoint(run_dir, "best", {"w": torch.ones(2)}, {}, step=2)
     assert analyse({"n": 5})["value"].item() == 3  # a changed checkpoint: recomputed
     with pytest.raises(StoreError, match="no checkpoint 'step-0'"):
         analyse({}, ["step-0"])
@@ -55,7 +56,7 @@ def test_each_run_caches_invalidates_on_a_changed_checkpoint_and_adds_identity(t
 
 def test_a_resumable_analysis_keeps_its_own_file_under_the_same_key(tmp_path):
     run_dir = _run(tmp_path, "a", task="rt", method="full", seed=0)
-    store.save_checkpoint(run_dir, "best", {"w": torch.zeros(2)}, {}, step=1)
+    save_checkpoint(run_dir, "best", {"w": torch.zeros(2)}, {}, step=1)
     files = []
 
     def compute(row, path):

@@ -7,7 +7,7 @@ import pytest
 
 from robustkit.analysis import curves, gradnorm, registry
 from robustkit.errors import RobustkitError
-from robustkit.store import IDENTITY, load_runs
+from robustkit.store.tables import IDENTITY, load_runs
 
 
 @pytest.fixture(scope="module")

@@ -2,8 +2,8 @@ import argparse
 
 import pytest
 
-from robustkit import store
 from robustkit.cli import build_parser, main
+from robustkit.store.tables import load_runs
 
 
 def _subparsers(parser):
@@ -34,7 +34,7 @@ def test_unknown_model_is_named_before_any_run_folder_exists(tmp_path, capsys, m
     assert code == 2  # a bad input stops the sweep before it trains anything
     err = capsys.readouterr().err
     assert "no-such-org/no-such-model" in err
-    assert store.load_runs(runs).empty
+    assert load_runs(runs).empty
 
 
 def test_store_that_is_a_file_is_refused(tmp_path, capsys):
@@ -59,9 +59,9 @@ def test_train_then_runs_table(tmp_path, capsys):
     assert main(["runs", runs]) == 0
     out = capsys.readouterr().out
     assert out.count("polarity-full-bert-tiny") >= 2 and "complete" in out
-    assert len(store.load_runs(runs)) == 2
+    assert len(load_runs(runs)) == 2
     # train prints its own runs, not the whole store
-    ids = store.load_runs(runs).set_index("seed").run_id
+    ids = load_runs(runs).set_index("seed").run_id
     assert main([*args, "--seed", "1"]) == 0  # complete already: skipped, but it is this command's run
     out = capsys.readouterr().out
     assert ids[1] in out and ids[0] not in out, out

@@ -10,7 +10,8 @@ import pytest
 
 from robustkit import collapse
 from robustkit.cli import main
-from robustkit.store import load_runs, read_manifest
+from robustkit.store.manifest import read_manifest
+from robustkit.store.tables import load_runs
 
 from conftest import TINY_RTE
 

@@ -9,7 +9,7 @@ import pytest
 from robustkit.analysis import curves
 from robustkit.plots.curves import curves_by_tsp, dev_curves, mean_best_table
 from robustkit.plots.style import figure_texts, save_pdf
-from robustkit.store import IDENTITY, load_history
+from robustkit.store.tables import IDENTITY, load_history
 
 
 # accuracy at eval steps 10, 20, 30 per (method, seed); loss rows (5.0) and a train row must not count

@@ -152,32 +152,33 @@ def _tiny(glue: Path) -> RunSpec:
 
 
 def test_flipping_a_label_gives_a_new_run_that_the_sweep_trains(tmp_path, rte_folder):
-    from robustkit import store
+    from robustkit.store.manifest import read_manifest
+    from robustkit.store.tables import load_runs
     from robustkit.sweep import run_sweep
 
     glue = rte_folder(tmp_path / "glue")
     before = _tiny(glue).resolved()
     assert list(run_sweep([before], tmp_path / "runs", progress=False).status) == ["complete"]
-    manifest = store.read_manifest(tmp_path / "runs" / before.run_id)
+    manifest = read_manifest(tmp_path / "runs" / before.run_id)
     assert manifest["data"]["fingerprint"] == manifest["spec"]["data_fingerprint"] == before.data_fingerprint
     assert set(manifest["data"]["files"]) == {"train.tsv", "dev.tsv"} and manifest["data"]["source"] == "tsv"
     _flip_first_label(glue)
     after = _tiny(glue).resolved()  # the same command again, on the edited data
     assert after.run_id != before.run_id
     assert list(run_sweep([after], tmp_path / "runs", progress=False).status) == ["complete"]  # not "skipped"
-    runs = store.load_runs(tmp_path / "runs")
+    runs = load_runs(tmp_path / "runs")
     assert set(runs.run_id) == {before.run_id, after.run_id} and runs["data_fingerprint"].nunique() == 2
 
 
 def test_resuming_a_run_on_changed_tsv_files_is_refused_naming_both_fingerprints(tmp_path, rte_folder):
-    from robustkit import store
     from robustkit.errors import DataChangedError
+    from robustkit.store.manifest import update_manifest
     from robustkit.train import pretrain, train
 
     glue = rte_folder(tmp_path / "glue")
     spec = _tiny(glue).resolved()
     run_dir = train(spec, tmp_path / "runs", progress=False)
-    store.update_manifest(run_dir, status="failed")  # interrupted: a resumable run
+    update_manifest(run_dir, status="failed")  # interrupted: a resumable run
     _flip_first_label(glue)
     before = (run_dir / "manifest.json").read_bytes()
     changed = _tiny(glue).resolved().data_fingerprint
@@ -197,8 +198,9 @@ def test_resuming_a_hub_run_on_changed_hub_data_is_refused(tmp_path, rte_folder,
     ``datasets`` fingerprints, and a resume on other ones is refused."""
     from conftest import TINY_RTE
 
-    from robustkit import store, tasks
+    from robustkit import tasks
     from robustkit.errors import DataChangedError
+    from robustkit.store.manifest import read_manifest, update_manifest
     from robustkit.train import train
 
     local = tasks.load_splits("rte", data_dir=rte_folder(tmp_path / "glue"))
@@ -206,9 +208,9 @@ def test_resuming_a_hub_run_on_changed_hub_data_is_refused(tmp_path, rte_folder,
     monkeypatch.setattr(tasks.datasets, "load_dataset", lambda name, config, **kw: datasets_dict(local, hub["fingerprint"]))
     spec = dataclasses.replace(TINY_RTE, epochs=1).resolved()
     run_dir = train(spec, tmp_path / "runs", progress=False)
-    recorded = store.read_manifest(run_dir)["data"]
+    recorded = read_manifest(run_dir)["data"]
     assert recorded["fingerprint"] == "hub:nyu-mll/glue/rte" and recorded["datasets"]["train"]
-    store.update_manifest(run_dir, status="failed")
+    update_manifest(run_dir, status="failed")
     hub["fingerprint"] = "v2"
     with pytest.raises(DataChangedError, match="datasets fingerprints") as refused:
         train(spec, tmp_path / "runs", progress=False)

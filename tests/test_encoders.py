@@ -67,8 +67,8 @@ def arch_store(request, tmp_path_factory):
 
 
 def test_every_analysis_runs_on_every_encoder(arch_store):
-    from robustkit.analysis import ablation, gradnorm, landscape, scores, similarity, stability, tradeoff
-    from robustkit.store import load_runs
+    from robustkit.analysis import gradnorm, scores, stability
+    from robustkit.store.tables import load_runs
 
     architecture, store = arch_store
     runs = load_runs(store)
@@ -114,7 +114,8 @@ def test_pwws_attacks_every_encoder(arch_store, shared_nltk_data, monkeypatch):
     from robustkit.attacks.victim import Victim
     from robustkit.models import load_tokenizer
     from robustkit.run_model import load_run_model
-    from robustkit.store import load_runs, read_spec
+    from robustkit.store.manifest import read_spec
+    from robustkit.store.tables import load_runs
 
     monkeypatch.setenv("NLTK_DATA", shared_nltk_data)
     architecture, store = arch_store
@@ -183,9 +184,9 @@ _EVERY_METHOD_OPTIONS = {"topk": (("top_k", 1),), "compacter": (("reduction_fact
 @pytest.mark.slow
 def test_every_analysis_runs_for_every_method(tmp_path):
     """Item 3 of issue #14: every method through every analysis (one tiny BERT, a few steps)."""
-    from robustkit.analysis import ablation, gradnorm, landscape, scores, similarity, stability, tradeoff
+    from robustkit.analysis import gradnorm, scores, stability
     from robustkit.methods import METHODS
-    from robustkit.store import load_runs
+    from robustkit.store.tables import load_runs
     from robustkit.train import train
 
     folder = tiny_model_folder("bert", tmp_path / "model")

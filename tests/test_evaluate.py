@@ -5,11 +5,12 @@ import numpy as np
 import pytest
 import torch
 
-from robustkit import store
 from robustkit.evaluate import MetricAccumulator, eval_batches, evaluate, split_batches
 from robustkit.metrics import compute_metrics
 from robustkit.run_model import load_run_model
 from robustkit.spec import RunSpec
+from robustkit.store.folders import run_dirs
+from robustkit.store.manifest import read_manifest
 from robustkit.tasks import get_task
 
 
@@ -44,8 +45,8 @@ def test_loss_is_the_mean_per_example_over_unequal_batches():
 def test_an_analysis_evaluation_equals_the_runs_own_history(tiny_store):
     # split_batches rebuilds the validation batches from the run's spec alone; the loss and
     # metrics of its `last` checkpoint must be the ones training logged at that step, exactly
-    for run_dir in store.run_dirs(tiny_store):
-        manifest = store.read_manifest(run_dir)
+    for run_dir in run_dirs(tiny_store):
+        manifest = read_manifest(run_dir)
         spec = RunSpec(**manifest["spec"])
         batches = split_batches(spec, ["validation"])["validation"]
         scored = evaluate(load_run_model(run_dir, "last"), batches, spec.task)

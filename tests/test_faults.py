@@ -1,7 +1,7 @@
 """Fault injection (issue #13): kill a run at chosen and at seeded-random points, then resume.
 
 Every kill is at one *fault point* of a training run, numbered in the order the run passes
-them (:class:`Injector`): a store write (:func:`robustkit.store.atomic_write_bytes`: manifest,
+them (:class:`Injector`): a store write (:func:`robustkit.store.atomic.atomic_write_bytes`: manifest,
 history, gradient norms and every checkpoint file), a checkpoint folder's rename, a training
 step (after its backward pass, before its update), an evaluation, and the serialisation of the
 optimizer state. A write is killed before it starts, half-way (a torn temporary file left
@@ -40,10 +40,13 @@ import pytest
 import torch
 from conftest import TINY_RTE, write_rte
 
-from robustkit import store
-from robustkit import train as train_module
 from robustkit.spec import RunSpec
-from robustkit.train import train
+from robustkit.store import atomic, checkpoints
+from robustkit.store.checkpoints import read_checkpoint_file
+from robustkit.store.folders import GRADNORMS, HISTORY, MANIFEST
+from robustkit.store.manifest import read_manifest
+from robustkit.store.tables import load_runs
+from robustkit.train import finetuning, loop, train
 
 TESTS = Path(__file__).parent
 SPEC = dataclasses.replace(TINY_RTE, method="houlsby", seed=0, lr=3e-3)  # `best` improves once: replaced
@@ -63,7 +66,7 @@ def _sigkill_self() -> None:
 
 
 def _leave_temp(path: Path, data: bytes) -> None:
-    """What a kill inside :func:`robustkit.store.atomic_write_bytes` leaves: its temporary
+    """What a kill inside :func:`robustkit.store.atomic.atomic_write_bytes` leaves: its temporary
     file (named as it names them), with ``data`` in it, never renamed nor removed."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, _ = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
@@ -97,9 +100,9 @@ class Injector:
 
     def install(self, setattr) -> None:
         """Patch the fault points in with ``setattr`` (``monkeypatch.setattr``, or the builtin)."""
-        real_write, real_save = store.atomic_write_bytes, store.save_checkpoint
-        real_rename, real_norms = pathlib.Path.rename, train_module.gradient_norms
-        real_evaluate, real_serialise = train_module.evaluate, train_module.save_safetensors
+        real_write, real_save = atomic.atomic_write_bytes, checkpoints.save_checkpoint
+        real_rename, real_norms = pathlib.Path.rename, loop.gradient_norms
+        real_evaluate, real_serialise = finetuning.evaluate, loop.save_safetensors
         injector = self
 
         def write(path, data):
@@ -138,12 +141,13 @@ class Injector:
                 self.kill()
             return real_serialise(*args, **kwargs)
 
-        setattr(store, "atomic_write_bytes", write)
-        setattr(store, "save_checkpoint", save_checkpoint)
+        # each module imports the names it calls: patch every store and training module that binds one
+        for name, real, fault in (("atomic_write_bytes", real_write, write), ("save_checkpoint", real_save, save_checkpoint),
+                                  ("gradient_norms", real_norms, gradient_norms), ("evaluate", real_evaluate, evaluate),
+                                  ("save_safetensors", real_serialise, serialise)):
+            for module in _bound_in(name, real):
+                setattr(module, name, fault)
         setattr(pathlib.Path, "rename", rename)
-        setattr(train_module, "gradient_norms", gradient_norms)
-        setattr(train_module, "evaluate", evaluate)
-        setattr(train_module, "save_safetensors", serialise)
 
     def _point(self, label: str) -> bool:
         self.events.append(label)
@@ -154,6 +158,15 @@ class Injector:
 
     def disarm(self) -> None:
         self.fire_at = None
+
+
+def _bound_in(name: str, value) -> list:
+    """The modules of ``robustkit.store`` and ``robustkit.train`` whose global ``name`` is ``value``
+    (where a call to it is looked up)."""
+    found = [module for key, module in sorted(sys.modules.items())
+             if key.startswith(("robustkit.store.", "robustkit.train.")) and getattr(module, name, None) is value]
+    assert found, f"no store or training module binds {name}"
+    return found
 
 
 @dataclasses.dataclass
@@ -182,7 +195,7 @@ def _tree(run_dir: Path) -> set[str]:
 
 
 def _runs(root: Path) -> pd.DataFrame:
-    return store.load_runs(root).drop(columns="path")
+    return load_runs(root).drop(columns="path")
 
 
 @pytest.fixture(scope="module")
@@ -200,8 +213,8 @@ def reference(spec, tmp_path_factory) -> Reference:
     entries = {(name, step): entry for name, step, entry, _ in injector.saved}
     assert len(entries) == len(injector.saved)  # one checkpoint per name and step
     return Reference(
-        root, run_dir, store.read_manifest(run_dir),
-        {table: pd.read_parquet(run_dir / table) for table in (store.HISTORY, store.GRADNORMS)},
+        root, run_dir, read_manifest(run_dir),
+        {table: pd.read_parquet(run_dir / table) for table in (HISTORY, GRADNORMS)},
         _tree(run_dir), _runs(root), injector.events, injector.saved, entries,
     )
 
@@ -210,20 +223,20 @@ def _check_after_kill(root: Path, ref: Reference, saved: list[tuple[str, int, di
     """What readers see right after the kill: whole files, the reference's checkpoints only,
     and nothing lost before the newest ``last`` whose save returned."""
     run_dir = root / ref.run_dir.name
-    if not (run_dir / store.MANIFEST).exists():
-        assert not saved and store.load_runs(root).empty
+    if not (run_dir / MANIFEST).exists():
+        assert not saved and load_runs(root).empty
         return
-    manifest = store.read_manifest(run_dir)
+    manifest = read_manifest(run_dir)
     assert manifest["status"] in ("running", "complete")
     for name, entry in manifest["checkpoints"].items():
         for file_name in entry["files"]:
-            store.read_checkpoint_file(run_dir, name, file_name)  # on disk: the bytes it lists
+            read_checkpoint_file(run_dir, name, file_name)  # on disk: the bytes it lists
         assert entry == ref.entries[(name, entry["step"])], f"checkpoint {name} differs from the reference's"
     for name in {name for name, _, _, _ in saved}:  # every save that returned is kept, or a newer one
         newest = max(step for saved_name, step, _, _ in saved if saved_name == name)
         assert manifest["checkpoints"][name]["step"] >= newest, f"checkpoint {name} at step {newest} was lost"
-    assert store.load_runs(root).run_id.tolist() == [ref.run_dir.name]
-    for table in (store.HISTORY, store.GRADNORMS):
+    assert load_runs(root).run_id.tolist() == [ref.run_dir.name]
+    for table in (HISTORY, GRADNORMS):
         if (run_dir / table).exists():
             pd.read_parquet(run_dir / table)
 
@@ -231,12 +244,12 @@ def _check_after_kill(root: Path, ref: Reference, saved: list[tuple[str, int, di
 def _check_like_reference(root: Path, ref: Reference) -> None:
     """The resumed run is the uninterrupted one, bit for bit, and its folder holds nothing else."""
     run_dir = root / ref.run_dir.name
-    manifest = store.read_manifest(run_dir)
+    manifest = read_manifest(run_dir)
     for key in ("status", "final", "best_step", "outcome", "checkpoints", "spec", "trainable", "splits"):
         assert manifest[key] == ref.manifest[key], key
     for name, entry in manifest["checkpoints"].items():
         for file_name in entry["files"]:
-            store.read_checkpoint_file(run_dir, name, file_name)  # the sha256 the reference's has
+            read_checkpoint_file(run_dir, name, file_name)  # the sha256 the reference's has
     for table, frame in ref.tables.items():
         pd.testing.assert_frame_equal(pd.read_parquet(run_dir / table), frame, check_exact=True)
     assert _tree(run_dir) == ref.tree, "left behind: temporary files, staging/backup or unlisted folders"

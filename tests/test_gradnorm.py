@@ -8,7 +8,7 @@ import pytest
 from robustkit.analysis import gradnorm
 from robustkit.plots.gradnorm import gradnorm_curves
 from robustkit.plots.style import method_label, save_pdf
-from robustkit.store import load_gradnorms
+from robustkit.store.tables import load_gradnorms
 
 
 

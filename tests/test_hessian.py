@@ -10,9 +10,10 @@ import pytest
 import torch
 from scipy.stats import ortho_group
 
-from robustkit import store
 from robustkit.analysis import curvature
 from robustkit.measures.hessian import HessianVectorProduct, hutchinson_trace, top_eigenvalue
+from robustkit.store.folders import run_dirs
+from robustkit.store.manifest import read_manifest
 from robustkit.analysis.registry import get as analysis
 
 
@@ -179,8 +180,8 @@ def test_curvature_of_runs_is_cached_and_over_trained_tensors_only(tiny_store, m
     frame = analysis("curvature").run(tiny_store, **options)
     assert set(frame["checkpoint"]) == {"step-0", "best"}
     whole = frame[(frame["scope"] == "all")].set_index(["checkpoint", "estimator"])
-    run_dir = next(p for p in store.run_dirs(tiny_store) if store.read_manifest(p)["spec"]["method"] == method)
-    trained = store.read_manifest(run_dir)["trainable"]["count"]
+    run_dir = next(p for p in run_dirs(tiny_store) if read_manifest(p)["spec"]["method"] == method)
+    trained = read_manifest(run_dir)["trainable"]["count"]
     assert (whole["n_params"] == trained).all()  # the Hessian is over the trained tensors, all of them
     layers = frame[(frame["scope"] == "layer") & (frame["estimator"] == "trace")]
     assert layers.groupby("checkpoint")["n_params"].sum().eq(trained).all()  # blocks partition them
@@ -201,7 +202,7 @@ def test_curvature_of_runs_is_cached_and_over_trained_tensors_only(tiny_store, m
 def test_curvature_claim_statistic_reads_the_analysis(tiny_store):
     from robustkit.analysis import registry
 
-    run_ids = [p.name for p in store.run_dirs(tiny_store)]
+    run_ids = [p.name for p in run_dirs(tiny_store)]
     frame = registry.per_run("curvature.sharpness", tiny_store, {"run_id": run_ids}, **{
         "checkpoint": "best", "estimator": "trace", "examples": 8, "max_iterations": 3, "samples": 3})
     assert sorted(frame["run_id"]) == sorted(run_ids) and np.isfinite(frame["value"]).all()
@@ -222,7 +223,7 @@ def test_curvature_at_the_tsp_checkpoint_uses_the_masked_lm_loss(tmp_path, rte_f
     assert set(frame["checkpoint"]) == {"tsp", "step-0"} and np.isfinite(whole).all()
     # a different loss (masked LM) over different parameters (the TSP run's, MLM head included)
     tsp_dir = next(p for p in (tmp_path / "runs").iterdir() if p.name.startswith("tsp-"))
-    trained = store.read_manifest(tsp_dir)["trainable"]["count"]
+    trained = read_manifest(tsp_dir)["trainable"]["count"]
     assert (frame.loc[frame["checkpoint"] == "tsp", "n_params"] == trained).all()
     assert whole[("tsp", "trace")] != whole[("step-0", "trace")]
     # the masked-LM loss in micro-batches: parts weighted by their masked tokens give the same numbers

@@ -50,7 +50,10 @@ def test_full_model_folder(tmp_path, glue):
     from robustkit.importing import import_run
     from robustkit.models import load_classifier
     from robustkit.run_model import load_run_model
-    from robustkit.store import checkpoint_problems, load_runs, read_manifest, sha256_file
+    from robustkit.store.atomic import sha256_file
+    from robustkit.store.checkpoints import checkpoint_problems
+    from robustkit.store.manifest import read_manifest
+    from robustkit.store.tables import load_runs
 
     tuned = _tuned_full(3)
     tuned.save_pretrained(tmp_path / "tuned")
@@ -88,7 +91,8 @@ def test_adapter_folder(tmp_path, glue):
     from robustkit.importing import import_run
     from robustkit.models import load_classifier
     from robustkit.run_model import load_run_model
-    from robustkit.store import load_runs, read_manifest
+    from robustkit.store.manifest import read_manifest
+    from robustkit.store.tables import load_runs
 
     model = load_classifier(BASE, 2, seed=1)
     adapters.init(model)
@@ -120,9 +124,10 @@ def test_adapter_folder(tmp_path, glue):
 def test_checkpoint_series_and_every_analysis(tmp_path, glue):
     """A Trainer-style series (checkpoint-2/, checkpoint-4/): one checkpoint per step, ``last`` the
     final one, ``best`` chosen on validation; then the analyses on imported runs."""
-    from robustkit.analysis import landscape, scores, similarity, stability
+    from robustkit.analysis import scores, stability
     from robustkit.importing import import_run
-    from robustkit.store import load_history, load_runs, read_manifest
+    from robustkit.store.manifest import read_manifest
+    from robustkit.store.tables import load_history, load_runs
 
     for step, seed in ((2, 5), (4, 6)):
         _tuned_full(seed).save_pretrained(tmp_path / "trainer" / f"checkpoint-{step}")
@@ -180,7 +185,7 @@ def test_cli(tmp_path, glue, capsys):
 
 def test_manifest_unknown_is_checked():
     """Only spec fields may be unknown, and only they may hold null."""
-    from robustkit.store import manifest_problem
+    from robustkit.store.schema import manifest_problem
 
     manifest = {"run_id": "r", "kind": "finetune", "spec": {"seed": None, "lr": None}, "unknown": ["seed", "lr"]}
     assert manifest_problem(manifest) is None

@@ -9,25 +9,27 @@ import pandas as pd
 import pytest
 import torch
 
-from robustkit import store
 from robustkit.analysis import landscape
-from robustkit.run_model import load_run_model
 from robustkit.errors import RobustkitError
+from robustkit.evaluate import evaluate
 from robustkit.plots.landscape import landscape_curves
 from robustkit.plots.style import save_pdf
+from robustkit.run_model import load_run_model
 from robustkit.spec import RunSpec
+from robustkit.store.checkpoints import load_checkpoint, save_checkpoint
+from robustkit.store.folders import HISTORY, run_dirs
+from robustkit.store.manifest import read_manifest
 from robustkit.tasks import get_task
-from robustkit.train import evaluate
 from robustkit.analysis.registry import get as analysis
 
 
 
 def _run_dir(runs: Path, method: str) -> Path:
-    return next(p for p in store.run_dirs(runs) if store.read_manifest(p)["spec"]["method"] == method)
+    return next(p for p in run_dirs(runs) if read_manifest(p)["spec"]["method"] == method)
 
 
 def _dev(run_dir: Path) -> tuple[RunSpec, list[dict]]:
-    spec = RunSpec(**store.read_manifest(run_dir)["spec"])
+    spec = RunSpec(**read_manifest(run_dir)["spec"])
     return spec, landscape.split_batches(spec, ["validation"])["validation"]
 
 
@@ -66,8 +68,8 @@ def test_endpoints_equal_the_checkpoints_evaluated_directly(tiny_store, method):
         direct = evaluate(load_run_model(run_dir, checkpoint), batches, get_task(spec.task))["loss"]
         assert abs(loss[alpha] - direct) < 1e-6, (alpha, loss[alpha], direct)
     # and f(1) is the dev loss that training logged when it kept `best`
-    best_step = store.read_manifest(run_dir)["best_step"]
-    history = pd.read_parquet(run_dir / store.HISTORY)
+    best_step = read_manifest(run_dir)["best_step"]
+    history = pd.read_parquet(run_dir / HISTORY)
     logged = history[(history["split"] == "validation") & (history["metric"] == "loss") & (history["step"] == best_step)]["value"]
     assert abs(loss[1.0] - logged.item()) < 1e-6
     assert loss[-1.0] != loss[0.0] != loss[2.0]  # the parameters did move
@@ -78,7 +80,7 @@ def test_interpolate_restores_every_parameter_bit_for_bit(tiny_store):
     spec, batches = _dev(run_dir)
     model = load_run_model(run_dir, "step-0").train()
     before = _parameters(model)
-    theta0, theta1 = (store.load_checkpoint(run_dir, name)[0] for name in ("step-0", "best"))
+    theta0, theta1 = (load_checkpoint(run_dir, name)[0] for name in ("step-0", "best"))
     assert theta0.keys() == before.keys()  # a full run moves every parameter
     frame = landscape.interpolate(model, theta0, theta1, [0.5, -2.0, 2.0], {"validation": batches}, spec.task)
     assert list(frame.columns) == ["alpha", "split", "metric", "value"] and len(frame) == 6
@@ -91,7 +93,7 @@ def test_interpolate_restores_after_an_exception(tiny_store, monkeypatch):
     spec, batches = _dev(run_dir)
     model = load_run_model(run_dir, "best")
     before = _parameters(model)
-    theta0, theta1 = (store.load_checkpoint(run_dir, name)[0] for name in ("step-0", "best"))
+    theta0, theta1 = (load_checkpoint(run_dir, name)[0] for name in ("step-0", "best"))
     moved, frozen = next(n for n in theta0 if ".adapters." in n), "bert.embeddings.word_embeddings.weight"
     assert frozen not in theta0  # adapter runs interpolate only what they trained
     calls = []
@@ -114,7 +116,7 @@ def test_interpolate_restores_after_an_exception(tiny_store, monkeypatch):
 def test_mismatched_thetas_are_refused(tiny_store):
     run_dir = _run_dir(tiny_store, "houlsby")
     model = load_run_model(run_dir, "best")
-    theta0 = store.load_checkpoint(run_dir, "step-0")[0]
+    theta0 = load_checkpoint(run_dir, "step-0")[0]
     theta1 = dict(theta0)
     theta1.pop(next(iter(theta1)))
     with pytest.raises(RobustkitError, match="different parameters"):
@@ -138,9 +140,9 @@ def test_cache_hit_and_recompute_after_a_changed_checkpoint(tiny_store, tmp_path
     again = analysis("landscape").run(tmp_path / "runs", alphas="0,1", progress=False)
     assert len(calls) == 1
     pd.testing.assert_frame_equal(first, again)
-    tensors, metadata = store.load_checkpoint(run_dir, "best")
+    tensors, metadata = load_checkpoint(run_dir, "best")
     tensors["classifier.bias"] = tensors["classifier.bias"] + torch.tensor([0.5, -0.5])
-    store.save_checkpoint(run_dir, "best", tensors, metadata, store.read_manifest(run_dir)["checkpoints"]["best"]["step"])
+    save_checkpoint(run_dir, "best", tensors, metadata, read_manifest(run_dir)["checkpoints"]["best"]["step"])
     changed = analysis("landscape").run(tmp_path / "runs", alphas="0,1", progress=False)
     assert len(calls) == 2
     assert _loss_at(changed, 0.0) == _loss_at(first, 0.0) and _loss_at(changed, 1.0) != _loss_at(first, 1.0)

@@ -15,12 +15,14 @@ import pytest
 import torch
 
 from conftest import TINY_RTE
-from robustkit import store
 from robustkit.errors import MethodError, RobustkitError
 from robustkit.methods import METHOD_NAMES, adaptation_of, apply_method, get_method
 from robustkit.methods.model_parts import count_parameters
 from robustkit.models import load_classifier
 from robustkit.spec import RunSpec
+from robustkit.store.checkpoints import load_checkpoint
+from robustkit.store.folders import MODEL_FILE
+from robustkit.store.manifest import read_manifest
 from robustkit.analysis.registry import get as analysis
 
 D, FFN, LAYERS = 128, 512, 2  # bert-tiny
@@ -40,7 +42,7 @@ def test_the_registry_and_the_spec_import_neither_torch_nor_adapters():
 
 def test_every_method_has_its_own_label_colour_and_option_names():
     from robustkit.plots.style import METHOD_COLORS, METHOD_LABELS
-    from robustkit.store import IDENTITY
+    from robustkit.store.tables import IDENTITY
 
     assert {"full", "houlsby", "adapterhub-houlsby", "topk", "layernorm", "lora", "dora", "vera", "ia3", "prefix",
             "prompt", "compacter", "parallel", "pfeiffer", "loreft", "unipelt", "mam", "adapterhub"} <= set(METHOD_NAMES)  # and whatever joins
@@ -190,8 +192,8 @@ def test_a_prompt_leaves_one_token_state_per_input_token(tiny_model, method, opt
     """Prompt tuning lengthens the encoder's output; the masked-LM loss of TSP needs one state per
     input token, and the states of the input's tokens are those AdapterHub computed."""
     from robustkit.data import encode, masked_lm_collator
+    from robustkit.masked_lm import masked_lm_loss
     from robustkit.models import load_masked_lm, load_tokenizer
-    from robustkit.train import masked_lm_loss
 
     model, _ = load_masked_lm(tiny_model, seed=0)
     apply_method(model, method, **options)
@@ -231,14 +233,16 @@ def full_checkpoint_bytes(tmp_path_factory, glue):
     from robustkit.train import train
 
     run = train(dataclasses.replace(TINY_RTE, method="full", epochs=1, data_dir=glue), tmp_path_factory.mktemp("full"), progress=False)
-    return (run / "checkpoints" / "best" / store.MODEL_FILE).stat().st_size
+    return (run / "checkpoints" / "best" / MODEL_FILE).stat().st_size
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("method", [m for m in METHOD_NAMES if m != "full"])
 def test_each_method_trains_resumes_keeps_its_base_and_switches_off(method, tmp_path, glue, monkeypatch, full_checkpoint_bytes):
     from robustkit.run_model import load_run_model
-    from robustkit.train import _Finetune, _Loop, train
+    from robustkit.train import train
+    from robustkit.train.finetuning import _Finetune
+    from robustkit.train.loop import _Loop
 
     spec = dataclasses.replace(TINY_RTE, method=method, method_options=NEEDS.get(method, {}), data_dir=glue)
     trained_model = {}
@@ -250,15 +254,15 @@ def test_each_method_trains_resumes_keeps_its_base_and_switches_off(method, tmp_
 
     monkeypatch.setattr(_Finetune, "_finish", keep_model)
     reference = train(spec, tmp_path / "reference", progress=False)
-    manifest = store.read_manifest(reference)
+    manifest = read_manifest(reference)
     check = manifest["trainable"]["method_check"]
     assert manifest["status"] == "complete" and check["found"] > 0
     assert check["expected"] is None or check["expected"] == check["found"]
     # the checkpoint holds exactly what trains, as safetensors; an adapter's is small
-    saved, _ = store.load_checkpoint(reference, "best")
+    saved, _ = load_checkpoint(reference, "best")
     assert sorted(saved) == sorted(manifest["trainable"]["names"])
     assert sum(t.numel() for t in saved.values()) == manifest["trainable"]["count"]
-    size = (reference / "checkpoints" / "best" / store.MODEL_FILE).stat().st_size
+    size = (reference / "checkpoints" / "best" / MODEL_FILE).stat().st_size
     if get_method(method).uses_adapters:
         assert size < 0.15 * full_checkpoint_bytes, f"{method}: {size} bytes vs {full_checkpoint_bytes} for full fine-tuning"
 
@@ -274,12 +278,12 @@ def test_each_method_trains_resumes_keeps_its_base_and_switches_off(method, tmp_
     with pytest.raises(_Killed):
         train(spec, tmp_path / "killed", progress=False)
     monkeypatch.setattr(_Loop, "step", original)
-    assert store.read_manifest(tmp_path / "killed" / spec.run_id)["checkpoints"]["last"]["step"] == 4
+    assert read_manifest(tmp_path / "killed" / spec.run_id)["checkpoints"]["last"]["step"] == 4
     resumed = train(spec, tmp_path / "killed", progress=False)
     for log in ("history.parquet", "gradnorms.parquet"):
         pd.testing.assert_frame_equal(pd.read_parquet(resumed / log), pd.read_parquet(reference / log), check_exact=True)
-    again, _ = store.load_checkpoint(resumed, "last")
-    last, _ = store.load_checkpoint(reference, "last")
+    again, _ = load_checkpoint(resumed, "last")
+    last, _ = load_checkpoint(reference, "last")
     assert all(torch.equal(again[n], last[n]) for n in last)
 
     # the frozen base of the training process is bit-identical after its steps and evaluations

@@ -222,16 +222,17 @@ def glue_dir(tmp_path_factory, rte_folder):
     ids=["topk", "layernorm", "houlsby-layer", "houlsby-3-layer-std"],
 )
 def test_new_methods_train_and_round_trip(tiny_spec, tmp_path, glue_dir, changes):
-    from robustkit import store
     from robustkit.run_model import load_run_model
+    from robustkit.store.checkpoints import load_checkpoint
+    from robustkit.store.manifest import read_manifest
     from robustkit.train import train
 
     spec = dataclasses.replace(tiny_spec, task="rte", train_size=None, epochs=1, batch_size=8, data_dir=glue_dir, **changes)
     run_dir = train(spec, tmp_path, progress=False)
-    manifest = store.read_manifest(run_dir)
+    manifest = read_manifest(run_dir)
     assert manifest["status"] == "complete"
     assert manifest["spec"]["adapter_sharing"] == changes.get("adapter_sharing", "none")
-    saved, _ = store.load_checkpoint(run_dir, "best")
+    saved, _ = load_checkpoint(run_dir, "best")
     assert sorted(saved) == sorted(manifest["trainable"]["names"])
     assert sum(t.numel() for t in saved.values()) == manifest["trainable"]["count"]
     if spec.method == "houlsby":
@@ -240,13 +241,13 @@ def test_new_methods_train_and_round_trip(tiny_spec, tmp_path, glue_dir, changes
     model = load_run_model(run_dir, "best")
     parameters = dict(model.named_parameters())
     assert all(torch.equal(parameters[name], tensor) for name, tensor in saved.items())
-    start, _ = store.load_checkpoint(run_dir, "step-0")
+    start, _ = load_checkpoint(run_dir, "step-0")
     assert any(not torch.equal(start[name], saved[name]) for name in saved)  # training moved them
 
 
 @pytest.mark.slow
 def test_tsp_of_a_shared_adapter_run_carries_its_settings(tiny_spec, tmp_path, glue_dir):
-    from robustkit import store
+    from robustkit.store.checkpoints import load_checkpoint
     from robustkit.train import train
 
     spec = dataclasses.replace(
@@ -257,8 +258,8 @@ def test_tsp_of_a_shared_adapter_run_carries_its_settings(tiny_spec, tmp_path, g
     assert (tsp.adapter_sharing, tsp.adapter_init_std) == ("layer", 1e-3)
     assert tsp.run_id != dataclasses.replace(spec, adapter_sharing="none").tsp_spec().run_id
     run_dir = train(spec, tmp_path, progress=False)
-    tsp_tensors, _ = store.load_checkpoint(tmp_path / tsp.run_id, "tsp-2")
-    start, _ = store.load_checkpoint(run_dir, "step-0")
+    tsp_tensors, _ = load_checkpoint(tmp_path / tsp.run_id, "tsp-2")
+    start, _ = load_checkpoint(run_dir, "step-0")
     adapters = [n for n in start if ".adapters." in n]
     assert len(adapters) == 4 * LAYERS  # one module per layer (4 tensors), named at its first position
     assert all(".attention.output.adapters." in n for n in adapters)

@@ -8,13 +8,16 @@ import pytest
 import torch
 from torch import nn
 
-from robustkit import data, models, store, tasks
-from robustkit.run_model import build_classifier, load_run_model
+from robustkit import data, models, tasks
 from robustkit.errors import MethodError
 from robustkit.evaluate import EVAL_BATCH_SIZE, eval_batches, evaluate
 from robustkit.mixout import MixLinear, apply_mixout, disable_dropout, draw_mask, mix_linears, mix_weight
+from robustkit.run_model import build_classifier, load_run_model
 from robustkit.spec import RunSpec
-from robustkit.train import _Loop, train
+from robustkit.store.checkpoints import load_checkpoint
+from robustkit.store.manifest import read_manifest
+from robustkit.train import train
+from robustkit.train.loop import _Loop
 
 # conftest's TINY_RTE: bert-tiny on a 24-example local RTE (rte_folder), 6 steps
 TINY_RTE = RunSpec(model="bert-tiny", task="rte", epochs=2, batch_size=8, max_length=32, adapter_size=16, eval_every=2)
@@ -221,15 +224,15 @@ def test_a_mixout_run_saves_the_same_tensors_and_reloads(method, tmp_path, rte_f
     plain = train(plain_spec, tmp_path / "runs", progress=False)
     mixed = train(mixout_spec, tmp_path / "runs", progress=False)
     assert plain != mixed
-    manifest = store.read_manifest(mixed)
+    manifest = read_manifest(mixed)
     assert manifest["status"] == "complete" and manifest["spec"]["mixout"] == 0.9
-    assert manifest["trainable"] == store.read_manifest(plain)["trainable"]
+    assert manifest["trainable"] == read_manifest(plain)["trainable"]
     for checkpoint in ("step-0", "best", "last"):
-        assert store.load_checkpoint(mixed, checkpoint)[0].keys() == store.load_checkpoint(plain, checkpoint)[0].keys()
+        assert load_checkpoint(mixed, checkpoint)[0].keys() == load_checkpoint(plain, checkpoint)[0].keys()
     # theta_0 is the same; the runs then differ (no dropout, mixed weights)
-    for name, tensor in store.load_checkpoint(plain, "step-0")[0].items():
-        assert torch.equal(tensor, store.load_checkpoint(mixed, "step-0")[0][name]), name
-    last_plain, last_mixed = store.load_checkpoint(plain, "last")[0], store.load_checkpoint(mixed, "last")[0]
+    for name, tensor in load_checkpoint(plain, "step-0")[0].items():
+        assert torch.equal(tensor, load_checkpoint(mixed, "step-0")[0][name]), name
+    last_plain, last_mixed = load_checkpoint(plain, "last")[0], load_checkpoint(mixed, "last")[0]
     assert any(not torch.equal(tensor, last_plain[name]) for name, tensor in last_mixed.items())
     # the checkpoint holds W: rebuilt without mixout, it scores what the run recorded
     reloaded = _evaluate_reloaded(mixed, mixout_spec, glue)
@@ -239,7 +242,7 @@ def test_a_mixout_run_saves_the_same_tensors_and_reloads(method, tmp_path, rte_f
 
 
 def test_w0_is_the_step_0_checkpoint_after_tsp(tmp_path, monkeypatch, rte_folder):
-    import robustkit.train
+    from robustkit.train import finetuning
 
     spec = dataclasses.replace(TINY_RTE, data_dir=str(rte_folder(tmp_path / "glue")), tsp_step=2, mixout=0.9)
     targets = {}
@@ -249,10 +252,10 @@ def test_w0_is_the_step_0_checkpoint_after_tsp(tmp_path, monkeypatch, rte_folder
         targets.update({f"{name}.weight": model.get_submodule(name).target.cpu().clone() for name in mixed})
         return mixed
 
-    monkeypatch.setattr(robustkit.train, "apply_mixout", recording)
+    monkeypatch.setattr(finetuning, "apply_mixout", recording)  # where the tuning loop looks it up
     run_dir = train(spec, tmp_path / "runs", progress=False)
-    step_0 = store.load_checkpoint(run_dir, "step-0")[0]
-    tsp = store.load_checkpoint(tmp_path / "runs" / spec.tsp_spec().run_id, "tsp-2")[0]
+    step_0 = load_checkpoint(run_dir, "step-0")[0]
+    tsp = load_checkpoint(tmp_path / "runs" / spec.tsp_spec().run_id, "tsp-2")[0]
     assert len(targets) == 9
     for name, target in targets.items():
         assert torch.equal(target, step_0[name]), name
@@ -282,7 +285,7 @@ def test_an_interrupted_mixout_run_resumes_to_the_same_result(tmp_path, monkeypa
         train(spec, tmp_path / "killed", progress=False)
     monkeypatch.setattr(_Loop, "step", original)
     run_dir = tmp_path / "killed" / spec.run_id
-    assert store.read_manifest(run_dir)["checkpoints"]["last"]["step"] == 4
+    assert read_manifest(run_dir)["checkpoints"]["last"]["step"] == 4
     resumed = train(spec, tmp_path / "killed", progress=False)
     for log in ("history.parquet", "gradnorms.parquet"):
         pd.testing.assert_frame_equal(pd.read_parquet(resumed / log), pd.read_parquet(reference / log), check_exact=True)

@@ -9,7 +9,7 @@ import pytest
 
 from robustkit.cli import main
 from robustkit.reproduce import reproduce
-from robustkit.store import load_runs
+from robustkit.store.tables import load_runs
 
 RECIPE = """title = "{title}"
 figure = "{plot}"

@@ -8,8 +8,10 @@ import pandas as pd
 import pytest
 import torch
 
-from robustkit import store
 from robustkit.analysis import similarity
+from robustkit.store.checkpoints import load_checkpoint, save_checkpoint
+from robustkit.store.folders import run_dirs
+from robustkit.store.manifest import read_manifest
 from robustkit.analysis.representations import (
     _candidates,
     _encode,
@@ -17,11 +19,11 @@ from robustkit.analysis.representations import (
     representations,
     sample_tokens,
 )
-from robustkit.run_model import load_run_model
 from robustkit.errors import RobustkitError
 from robustkit.models import load_tokenizer
 from robustkit.plots.similarity import rsa_by_layer
 from robustkit.plots.style import save_pdf
+from robustkit.run_model import load_run_model
 from robustkit.spec import RunSpec
 from robustkit.train import train
 from robustkit.analysis.registry import get as analysis
@@ -44,7 +46,7 @@ def rt_store(tmp_path_factory):
 
 
 def _run_dir(runs, method):
-    return next(p for p in store.run_dirs(runs) if f"-{method}-" in p.name)
+    return next(p for p in run_dirs(runs) if f"-{method}-" in p.name)
 
 
 def test_token_sample_is_shared_seeded_and_skips_special_tokens(rt_store):
@@ -120,10 +122,10 @@ def test_values_bounded_cached_and_recomputed_on_a_new_checkpoint(rt_store, monk
     assert again.equals(first)
     # a changed checkpoint of one run: only that run is computed again
     run_dir = _run_dir(rt_store, "full")
-    tensors, metadata = store.load_checkpoint(run_dir, "best")
+    tensors, metadata = load_checkpoint(run_dir, "best")
     name = next(n for n in tensors if n.endswith("encoder.layer.1.output.dense.weight"))
     tensors[name] = tensors[name] + 0.05 * torch.randn_like(tensors[name])
-    store.save_checkpoint(run_dir, "best", tensors, metadata, store.read_manifest(run_dir)["checkpoints"]["best"]["step"])
+    save_checkpoint(run_dir, "best", tensors, metadata, read_manifest(run_dir)["checkpoints"]["best"]["step"])
     changed = analysis("rsa").run(rt_store, ["task=rt"], tokens=TOKENS, checkpoint="best", progress=False)
     assert calls == {"base": 2, "run": 3}
     top = changed.query("method == 'full' and layer == 2 and measure == 'rsa'")["value"].item()
@@ -167,10 +169,10 @@ def test_a_run_with_non_finite_weights_gets_nan_and_a_warning(rt_store, tmp_path
     runs = tmp_path / "runs"
     shutil.copytree(rt_store, runs)
     run_dir = _run_dir(runs, "full")
-    tensors, metadata = store.load_checkpoint(run_dir, "best")
+    tensors, metadata = load_checkpoint(run_dir, "best")
     name = next(n for n in tensors if n.endswith("encoder.layer.1.output.dense.weight"))
     tensors[name][0, 0] = float("nan")
-    store.save_checkpoint(run_dir, "best", tensors, metadata, store.read_manifest(run_dir)["checkpoints"]["best"]["step"])
+    save_checkpoint(run_dir, "best", tensors, metadata, read_manifest(run_dir)["checkpoints"]["best"]["step"])
     with pytest.warns(UserWarning, match=r"NaN for 1 run.*layers 2"):
         frame = analysis("rsa").run(runs, ["method=full"], tokens=TOKENS, checkpoint="best", progress=False)
     assert frame.query("layer == 2")["value"].isna().all()

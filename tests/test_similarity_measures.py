@@ -11,7 +11,7 @@ import torch
 from scipy.linalg import orthogonal_procrustes
 from scipy.stats import ortho_group
 
-from robustkit.analysis import similarity, similarity_ci
+from robustkit.analysis import similarity_ci
 from robustkit.measures import cka, half_sampling, rsa
 from robustkit.measures.debiased_cka import debiased_linear_cka
 from robustkit.measures.moments import CrossMoments

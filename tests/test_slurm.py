@@ -12,9 +12,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from robustkit import slurm, store
+from robustkit import slurm
 from robustkit.slurm import SlurmOptions
 from robustkit.spec import RunSpec
+from robustkit.store.manifest import read_manifest
+from robustkit.store.tables import load_runs
 from robustkit.sweep import expand_grid, run_sweep
 from robustkit.train import train
 
@@ -50,7 +52,7 @@ def test_grid_with_tsp_through_slurm(cluster, tmp_path):
     assert list(results.status) == ["complete", "complete"], results.error.tolist()
     states = slurm.status(specs, tmp_path / "runs")
     assert set(states.state) == {"done"} and states.job_id.notna().all()
-    assert len(store.load_runs(tmp_path / "runs", include_tsp=True)) == 3  # one TSP run, two supervised
+    assert len(load_runs(tmp_path / "runs", include_tsp=True)) == 3  # one TSP run, two supervised
     again = run_sweep(specs, tmp_path / "runs", executor="slurm", slurm_options=OPTIONS)
     assert set(again.status) == {"skipped"}
 
@@ -71,19 +73,19 @@ def test_cancelled_job_resubmitted_resumes_to_the_same_result(cluster, tmp_path)
     subprocess.run(["scancel", job_id], check=True)
     while job_id in slurm.queue_states():
         time.sleep(0.5)
-    manifest = store.read_manifest(run_dir)
+    manifest = read_manifest(run_dir)
     assert manifest["status"] == "running", "the job finished before it could be cancelled"
     assert slurm.status([spec], runs).state[0] == "failed"
     resumed = run_sweep([spec], runs, executor="slurm", slurm_options=OPTIONS)
     assert list(resumed.status) == ["complete"], resumed.error.tolist()
     pd.testing.assert_frame_equal(pd.read_parquet(run_dir / "history.parquet"), pd.read_parquet(reference / "history.parquet"))
-    assert store.read_manifest(run_dir)["final"] == store.read_manifest(reference)["final"]
+    assert read_manifest(run_dir)["final"] == read_manifest(reference)["final"]
 
 
 def _has_progress(run_dir: Path) -> bool:
     if not (run_dir / "manifest.json").exists():
         return False
-    last = store.read_manifest(run_dir).get("checkpoints", {}).get("last")
+    last = read_manifest(run_dir).get("checkpoints", {}).get("last")
     return bool(last) and last["step"] >= 12
 
 

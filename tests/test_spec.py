@@ -121,3 +121,26 @@ def test_light_method_names_are_the_registrys():
     from robustkit.spec import METHOD_NAMES
 
     assert METHOD_NAMES == tuple(METHODS)
+
+
+def test_a_spec_is_resolved_once_into_a_resolved_type():
+    import dataclasses
+    import pickle
+
+    from robustkit.spec import ResolvedRunSpec
+
+    spec = RunSpec(task="rt", method="lora", seed=3)
+    resolved = spec.resolved()
+    assert isinstance(resolved, ResolvedRunSpec) and resolved.resolved() is resolved
+    assert resolved.run_id == spec.run_id and resolved.tsp_spec() == spec.tsp_spec()
+    # a plain spec of the same values is equal to it, hashes the same and has its id
+    plain = RunSpec(**resolved.to_dict())
+    assert type(plain) is RunSpec and plain == resolved and hash(plain) == hash(resolved)
+    assert plain.run_id == resolved.run_id and plain != dataclasses.replace(plain, seed=4)
+    # changed values may need resolving again: replace gives a plain spec, resolved anew
+    changed = dataclasses.replace(resolved, tsp_step=100)  # its tsp_lr is filled in by resolving
+    assert type(changed) is RunSpec and changed.resolved().tsp_lr == resolved.lr
+    assert changed.run_id == RunSpec(task="rt", method="lora", seed=3, tsp_step=100).run_id
+    assert type(ResolvedRunSpec(task="rt")) is RunSpec  # only resolved() makes one
+    again = pickle.loads(pickle.dumps(resolved))  # a job's spec stays resolved in its process
+    assert isinstance(again, ResolvedRunSpec) and again == resolved and again.run_id == resolved.run_id

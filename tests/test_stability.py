@@ -15,7 +15,7 @@ from robustkit.cli import main
 from robustkit.errors import RobustkitError
 from robustkit.plots import stability as plots
 from robustkit.plots.style import save_pdf
-from robustkit.store import IDENTITY, load_runs
+from robustkit.store.tables import IDENTITY, load_runs
 
 
 def _runs(spread: dict[str, float], n: int = 20, seed: int = 0, baseline: float = 0.53, **cells) -> pd.DataFrame:
@@ -198,7 +198,8 @@ def test_epoch_outcomes_mark_every_epoch_of_a_diverged_run(tiny_store, tmp_path)
     """A run that diverged later is no result at any epoch, as in :func:`scores.outcomes`."""
     import shutil
 
-    from robustkit.store import run_dirs, update_manifest
+    from robustkit.store.folders import run_dirs
+    from robustkit.store.manifest import update_manifest
 
     store = tmp_path / "runs"
     shutil.copytree(tiny_store, store)

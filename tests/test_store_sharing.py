@@ -15,7 +15,11 @@ import pandas as pd
 import pytest
 import torch
 
-from robustkit import store
+from robustkit.store.atomic import atomic_write_parquet
+from robustkit.store.checkpoints import load_checkpoint, save_checkpoint
+from robustkit.store.folders import HISTORY, MODEL_FILE, open_store
+from robustkit.store.locks import run_lock
+from robustkit.store.manifest import write_manifest
 
 
 @contextlib.contextmanager
@@ -28,16 +32,16 @@ def _umask(mask: int):
 
 
 def _new_run(run_dir: Path) -> None:
-    store.write_manifest(run_dir, {"run_id": run_dir.name, "kind": "finetune", "spec": {"task": "rt"}, "checkpoints": {}})
+    write_manifest(run_dir, {"run_id": run_dir.name, "kind": "finetune", "spec": {"task": "rt"}, "checkpoints": {}})
 
 
 def _fill(run_dir: Path) -> None:
     """Every kind of file the store writes: manifest, parquet logs, checkpoint files, lock."""
     _new_run(run_dir)
-    store.atomic_write_parquet(run_dir / store.HISTORY, pd.DataFrame({"step": [1], "value": [0.5]}))
-    store.save_checkpoint(run_dir, "last", {"w": torch.ones(3)}, {"run_id": run_dir.name}, 1,
+    atomic_write_parquet(run_dir / HISTORY, pd.DataFrame({"step": [1], "value": [0.5]}))
+    save_checkpoint(run_dir, "last", {"w": torch.ones(3)}, {"run_id": run_dir.name}, 1,
                           extra={"state.json": b'{"step": 1}'})
-    with store.run_lock(run_dir):
+    with run_lock(run_dir):
         pass
 
 
@@ -48,7 +52,7 @@ def _modes(root: Path) -> dict[str, int]:
 @pytest.mark.parametrize("mask, group_reads", [(0o027, True), (0o002, True), (0o077, False)])
 def test_store_files_honour_the_umask(tmp_path, mask, group_reads):
     with _umask(mask):
-        root = store.open_store(tmp_path / "runs")
+        root = open_store(tmp_path / "runs")
         _fill(root / "run-a")
     modes = _modes(root)
     assert {"run-a/manifest.json", "run-a/history.parquet", "run-a/.lock",
@@ -67,9 +71,9 @@ def test_identical_checkpoints_have_identical_bytes(tmp_path):
         run_dir = tmp_path / f"run-{i}"
         _new_run(run_dir)
         shuffled = dict(sorted(metadata.items(), reverse=bool(i % 2)))
-        entry = store.save_checkpoint(run_dir, "best", tensors, shuffled, 3)
-        digests.add(entry["files"][store.MODEL_FILE])
-        loaded, meta = store.load_checkpoint(run_dir, "best")
+        entry = save_checkpoint(run_dir, "best", tensors, shuffled, 3)
+        digests.add(entry["files"][MODEL_FILE])
+        loaded, meta = load_checkpoint(run_dir, "best")
         assert meta == metadata and all(torch.equal(loaded[k], tensors[k]) for k in tensors)
     assert len(digests) == 1
 

@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 import torch
 
-from robustkit import store
 from robustkit.analysis import connectivity, surface
 from robustkit.analysis.batches import sampled_batches
 from robustkit.errors import RobustkitError
@@ -18,14 +17,18 @@ from robustkit.plots.connectivity import connectivity_figure
 from robustkit.plots.style import save_pdf
 from robustkit.plots.surface import surface_contours
 from robustkit.run_model import load_run_model
+from robustkit.store.checkpoints import load_checkpoint
+from robustkit.store.folders import run_dirs
+from robustkit.store.manifest import read_manifest, read_spec
+from robustkit.store.tables import IDENTITY
 from robustkit.tasks import get_task
 from robustkit.train import train
 from robustkit.analysis.registry import get as analysis
 
 
 def _run_dir(runs, method, seed=0):
-    return next(p for p in store.run_dirs(runs) if store.read_manifest(p)["spec"]["method"] == method
-                and store.read_manifest(p)["spec"]["seed"] == seed)
+    return next(p for p in run_dirs(runs) if read_manifest(p)["spec"]["method"] == method
+                and read_manifest(p)["spec"]["seed"] == seed)
 
 
 def test_filter_normalised_directions_match_each_rows_norm():
@@ -46,7 +49,7 @@ def test_surface_centre_is_the_checkpoint_and_the_model_is_restored(tiny_store):
     run_dir = _run_dir(tiny_store, "houlsby")
     frame = analysis("surface").run(tiny_store, ["method=houlsby"], grid="-1:1:3", examples=12, progress=False)
     assert len(frame) == 9 * 2 and set(frame["metric"]) == {"loss", "accuracy"} and set(frame["examples"]) == {12}
-    spec = store.read_spec(run_dir)
+    spec = read_spec(run_dir)
     model = load_run_model(run_dir, "best")
     centre = frame[(frame["a"] == 0) & (frame["b"] == 0) & (frame["metric"] == "loss")]["value"].item()
     direct = evaluate(model, sampled_batches(spec, "train", 12, 0), get_task(spec.task))["loss"]
@@ -54,7 +57,7 @@ def test_surface_centre_is_the_checkpoint_and_the_model_is_restored(tiny_store):
     assert frame[frame["metric"] == "loss"]["value"].nunique() > 1
     # only the checkpoint's tensors move, and they come back bit for bit
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    tensors = store.load_checkpoint(run_dir, "best")[0]
+    tensors = load_checkpoint(run_dir, "best")[0]
     generator = torch.Generator().manual_seed(0)
     directions = tuple(surface.filter_normalized_direction(tensors, generator) for _ in range(2))
     surface.surface(model, tensors, directions, [0.5], [-0.5], sampled_batches(spec, "train", 12, 0), spec.task)
@@ -68,7 +71,7 @@ def test_barrier_is_the_maximum_above_the_mean_of_the_ends():
     base = {"run_id": "a", "method": "full", "seed": 0, "run_id_b": "b", "seed_b": 1, "checkpoint": "best", "split": "train"}
     frame = pd.DataFrame([{**base, "alpha": a, "metric": m, "value": v} for m, values in (("loss", loss), ("accuracy", accuracy))
                           for a, v in zip(alphas, values)])
-    frame = frame.assign(**{c: None for c in store.IDENTITY if c not in frame})
+    frame = frame.assign(**{c: None for c in IDENTITY if c not in frame})
     table = connectivity.barriers(frame).set_index("metric")
     assert table.loc["loss", "barrier"] == pytest.approx(0.9 - 0.3) and table.loc["loss", "argmax_alpha"] == 0.5
     assert table.loc["accuracy error", "barrier"] == pytest.approx(0.5 - 0.15)  # error = 1 - accuracy
@@ -80,7 +83,7 @@ def seeds_store(tiny_store, tmp_path_factory):
     """tiny_store + a second seed of the houlsby run (same data)."""
     runs = tmp_path_factory.mktemp("connectivity") / "runs"
     shutil.copytree(tiny_store, runs, ignore=shutil.ignore_patterns(".cache"))
-    spec = store.read_spec(_run_dir(runs, "houlsby"))
+    spec = read_spec(_run_dir(runs, "houlsby"))
     train(dataclasses.replace(spec, seed=1), runs, progress=False)
     return runs
 
@@ -90,7 +93,7 @@ def test_connectivity_pairs_seeds_of_one_configuration_and_its_ends_are_the_runs
     assert set(lines["method"]) == {"houlsby"}  # the full run has no second seed: no pair, no line
     assert set(zip(lines["seed"], lines["seed_b"])) == {(0, 1)}
     loss = lines[lines["metric"] == "loss"].set_index("alpha")["value"]
-    spec = store.read_spec(_run_dir(seeds_store, "houlsby"))
+    spec = read_spec(_run_dir(seeds_store, "houlsby"))
     batches = sampled_batches(spec, "train", 12, 0)
     for alpha, seed in ((0.0, 0), (1.0, 1)):
         direct = evaluate(load_run_model(_run_dir(seeds_store, "houlsby", seed), "best"), batches, get_task(spec.task))["loss"]

@@ -11,8 +11,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from robustkit import store
 from robustkit.errors import SweepError
+from robustkit.store.folders import GRADNORMS, HISTORY
+from robustkit.store.locks import run_lock
+from robustkit.store.manifest import read_manifest
+from robustkit.store.tables import load_runs
 from robustkit.sweep import expand_grid, run_sweep, tsp_jobs
 
 GRID = """
@@ -71,9 +74,9 @@ def test_sweep_trains_once_and_skips_complete_runs(tmp_path):
     specs = expand_grid(_write(tmp_path, GRID))
     first = run_sweep(specs, tmp_path / "runs", jobs=2, progress=False)
     assert list(first.status.unique()) == ["complete"], first.error.tolist()
-    runs = store.load_runs(tmp_path / "runs")
+    runs = load_runs(tmp_path / "runs")
     assert len(runs) == 8 and set(runs.status) == {"complete"}
-    assert len(store.load_runs(tmp_path / "runs", include_tsp=True)) == 10
+    assert len(load_runs(tmp_path / "runs", include_tsp=True)) == 10
     second = run_sweep(specs, tmp_path / "runs", jobs=1, progress=False)
     assert set(second.status) == {"skipped"}
 
@@ -82,7 +85,7 @@ def test_a_run_locked_by_another_sweep_is_reported_not_failed(tmp_path):
     specs = expand_grid(_write(tmp_path, GRID))[:1]
     run_dir = tmp_path / "runs" / specs[0].run_id
     run_dir.mkdir(parents=True)
-    with store.run_lock(run_dir):
+    with run_lock(run_dir):
         result = run_sweep(specs, tmp_path / "runs", progress=False)
     assert list(result.status) == ["locked"]
     assert not (run_dir / "manifest.json").exists()
@@ -199,7 +202,7 @@ def _marked(mark: str) -> list[int]:
 
 
 def _running(store_dir: Path) -> list[str]:
-    runs = store.load_runs(store_dir) if store_dir.exists() else pd.DataFrame()
+    runs = load_runs(store_dir) if store_dir.exists() else pd.DataFrame()
     return [] if runs.empty else runs[runs.status == "running"].run_id.tolist()
 
 
@@ -250,17 +253,17 @@ def test_a_killed_sweep_leaves_no_worker_and_a_rerun_finishes_every_run(sig, tmp
     again = run_sweep(specs, runs, jobs=1, progress=False)  # no run is left locked by a stray worker
     assert set(again.status) <= {"complete", "skipped"}, again.to_dict("records")
     assert set(again[again.run_id.isin(interrupted)].status) == {"complete"}
-    finished = store.load_runs(runs)
+    finished = load_runs(runs)
     assert sorted(finished.run_id) == sorted(spec.run_id for spec in specs) and set(finished.status) == {"complete"}
     # a run resumed after its worker was killed is the uninterrupted run (where the workers
     # trained with this process's torch thread count: reductions are then bit-identical)
     if sig == signal.SIGKILL and max(1, (os.cpu_count() or 1) // 2) == torch.get_num_threads():
         spec = next(spec for spec in specs if spec.run_id == interrupted[0])
         reference = train(spec, tmp_path / "reference", progress=False)
-        for table in (store.HISTORY, store.GRADNORMS):
+        for table in (HISTORY, GRADNORMS):
             pd.testing.assert_frame_equal(pd.read_parquet(runs / spec.run_id / table), pd.read_parquet(reference / table),
                                           check_exact=True)
-        assert store.read_manifest(runs / spec.run_id)["final"] == store.read_manifest(reference)["final"]
+        assert read_manifest(runs / spec.run_id)["final"] == read_manifest(reference)["final"]
 
 
 _WATCHED = textwrap.dedent(
@@ -333,7 +336,7 @@ def test_a_sweep_that_finds_a_run_locked_exits_non_zero(tmp_path, capsys):
     one = _write(tmp_path, GRID.replace("seed = [0, 1]", f"seed = [{spec.seed}]").replace(
         'method = ["houlsby", "full"]', f'method = ["{spec.method}"]').replace("tsp_step = [0, 2]", f"tsp_step = [{spec.tsp_step}]"))
     assert [s.run_id for s in expand_grid(one)] == [spec.run_id]
-    with store.run_lock(run_dir):
+    with run_lock(run_dir):
         code = main(["sweep", str(one), "--store", str(tmp_path / "runs")])
     err = capsys.readouterr().err
     assert code == 1 and f"NOT DONE {spec.run_id}" in err and "being trained by another process" in err

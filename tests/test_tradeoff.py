@@ -7,12 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from robustkit import collapse, store
+from robustkit import collapse
 from robustkit.analysis import tradeoff
 from robustkit.plots.init_std import init_std_figure
 from robustkit.plots.style import COLLAPSED_LABEL, figure_texts, save_pdf
 from robustkit.plots.tradeoff import tradeoff_aggregate_figure, tradeoff_figure
 from robustkit.spec import RunSpec
+from robustkit.store.manifest import write_manifest
 from robustkit.analysis.registry import get as analysis
 
 BASE = 4_000_000  # parameters of the fake model without adapters
@@ -29,7 +30,7 @@ def _fake_run(root, spec: RunSpec, count: int, adapters: int, accuracy: float, c
         "final": {"best": {"validation": {"accuracy": accuracy, "loss": 0.5}, "test": {"accuracy": accuracy - 0.1}},
                   "last": {"validation": {"accuracy": 0.1}, "test": {"accuracy": 0.1}}},
     }
-    store.write_manifest(root / spec.run_id, manifest)
+    write_manifest(root / spec.run_id, manifest)
 
 
 @pytest.fixture

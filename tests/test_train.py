@@ -1,7 +1,6 @@
 """End-to-end training on bert-tiny: determinism, kill + resume, TSP sharing, frozen base."""
 
 import dataclasses
-import math
 import signal
 import subprocess
 import sys
@@ -11,14 +10,17 @@ import pandas as pd
 import pytest
 import torch
 
-from robustkit import store
-from robustkit.run_model import build_classifier, load_run_model
 from robustkit.data import classification_collator, encode_labelled
 from robustkit.errors import StoreError
 from robustkit.methods import ADAPTER_NAME, houlsby_adapter_size
 from robustkit.models import load_tokenizer
+from robustkit.run_model import build_classifier, load_run_model
 from robustkit.spec import RunSpec
-from robustkit.train import _Loop, _Optimiser, pretrain, train
+from robustkit.store.checkpoints import load_checkpoint, save_checkpoint
+from robustkit.store.manifest import read_manifest
+from robustkit.train import pretrain, train
+from robustkit.train.loop import _Loop
+from robustkit.train.optimiser import _Optimiser
 
 
 def _history(run_dir):
@@ -31,19 +33,19 @@ def test_same_seed_gives_identical_metrics(tiny_spec, tmp_path):
     b = train(tiny_spec, tmp_path / "b", progress=False)
     pd.testing.assert_frame_equal(_history(a), _history(b))
     pd.testing.assert_frame_equal(pd.read_parquet(a / "gradnorms.parquet"), pd.read_parquet(b / "gradnorms.parquet"))
-    assert store.read_manifest(a)["final"] == store.read_manifest(b)["final"]
+    assert read_manifest(a)["final"] == read_manifest(b)["final"]
     other = train(dataclasses.replace(tiny_spec, seed=2), tmp_path / "a", progress=False)
     assert not _history(a)["value"].equals(_history(other)["value"])
 
 
 def test_run_folder_manifest_and_checkpoints(tiny_spec, tmp_path):
     run_dir = train(tiny_spec, tmp_path, progress=False)
-    manifest = store.read_manifest(run_dir)
+    manifest = read_manifest(run_dir)
     assert manifest["status"] == "complete" and manifest["kind"] == "finetune"
     assert set(manifest["checkpoints"]) == {"step-0", "best", "last"}
     assert set(manifest["trainable"]["method_check"]["adapter"]["counts"]) == {houlsby_adapter_size(128, 16)}
     assert manifest["trainable"]["count"] == sum(
-        t.numel() for t in store.load_checkpoint(run_dir, "last")[0].values()
+        t.numel() for t in load_checkpoint(run_dir, "last")[0].values()
     )
     assert {"torch", "transformers", "adapters"} <= set(manifest["versions"])
     assert "bert-tiny" in manifest["assets"] and "rt" in manifest["assets"]
@@ -53,7 +55,7 @@ def test_run_folder_manifest_and_checkpoints(tiny_spec, tmp_path):
     assert set(grads["step"]) == set(steps)  # every step
     assert {"layer.0", "layer.1", "embeddings", "classifier"} <= set(grads["layer"])
     # adapter runs store only what trains
-    saved = store.load_checkpoint(run_dir, "best")[0]
+    saved = load_checkpoint(run_dir, "best")[0]
     assert all("adapters" in n or "LayerNorm" in n or n.startswith("classifier") for n in saved)
     # the share of the most predicted validation class, kept from the evaluations during training,
     # is what a fresh pass over each saved checkpoint gives, and is not logged as a metric
@@ -81,7 +83,8 @@ _KILLER = textwrap.dedent(
     import torch
     torch.set_num_threads({threads})  # the reference's thread count: reductions stay bit-identical
     from robustkit.spec import RunSpec
-    from robustkit.train import _Loop, train
+    from robustkit.train import train
+    from robustkit.train.loop import _Loop
     original = _Loop.step
     def step(self, model, batch, optimiser, factor, step, max_grad_norm):
         if step == {kill}:
@@ -93,6 +96,31 @@ _KILLER = textwrap.dedent(
 )
 
 
+def test_a_training_call_resolves_its_spec_once_and_loads_its_data_once(tmp_path, rte_folder, monkeypatch):
+    from conftest import TINY_RTE
+
+    from robustkit import tasks
+
+    calls = {"resolved": 0, "load_splits": 0}
+    resolve, load = RunSpec.resolved, tasks.load_splits
+
+    def resolved(spec):
+        calls["resolved"] += 1
+        return resolve(spec)
+
+    def load_splits(*args, **kwargs):
+        calls["load_splits"] += 1
+        return load(*args, **kwargs)
+
+    monkeypatch.setattr(RunSpec, "resolved", resolved)  # a resolved spec's own resolved() is not counted: it is free
+    monkeypatch.setattr(tasks, "load_splits", load_splits)
+    # a folder no other test checked in this process; with TSP: the data checked before training
+    # is the data the TSP run and the run train on
+    spec = dataclasses.replace(TINY_RTE, data_dir=str(rte_folder(tmp_path / "glue")), tsp_step=2, epochs=1)
+    train(spec, tmp_path / "runs", progress=False)
+    assert calls == {"resolved": 1, "load_splits": 1}
+
+
 @pytest.mark.slow
 def test_killed_run_resumes_to_the_same_result(tiny_spec, tmp_path):
     reference = train(tiny_spec, tmp_path / "reference", progress=False)
@@ -100,12 +128,12 @@ def test_killed_run_resumes_to_the_same_result(tiny_spec, tmp_path):
     killed = subprocess.run([sys.executable, "-c", script, str(tmp_path / "killed")], capture_output=True)
     assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()[-2000:]
     run_dir = tmp_path / "killed" / tiny_spec.run_id
-    manifest = store.read_manifest(run_dir)
+    manifest = read_manifest(run_dir)
     assert manifest["status"] == "running" and manifest["checkpoints"]["last"]["step"] == KILL_AT_STEP - 1
     resumed = train(tiny_spec, tmp_path / "killed", progress=False)
     pd.testing.assert_frame_equal(_history(resumed), _history(reference))
     pd.testing.assert_frame_equal(pd.read_parquet(resumed / "gradnorms.parquet"), pd.read_parquet(reference / "gradnorms.parquet"))
-    assert store.read_manifest(resumed)["final"] == store.read_manifest(reference)["final"]
+    assert read_manifest(resumed)["final"] == read_manifest(reference)["final"]
 
 
 def test_adapter_training_leaves_the_frozen_base_bit_identical(tiny_spec, tiny_model):
@@ -137,10 +165,10 @@ def test_removing_no_adapter_changes_no_output(tiny_spec, tmp_path):
 
 def test_checkpoint_from_another_base_model_is_refused(tiny_spec, tmp_path):
     run_dir = train(tiny_spec, tmp_path, progress=False)
-    manifest = store.read_manifest(run_dir)
-    tensors, meta = store.load_checkpoint(run_dir, "best")
+    manifest = read_manifest(run_dir)
+    tensors, meta = load_checkpoint(run_dir, "best")
     meta["base_fingerprint"] = "0" * 64
-    store.save_checkpoint(run_dir, "best", tensors, meta, manifest["checkpoints"]["best"]["step"])
+    save_checkpoint(run_dir, "best", tensors, meta, manifest["checkpoints"]["best"]["step"])
     with pytest.raises(StoreError, match="not the model it is being loaded onto"):
         load_run_model(run_dir, "best")
 
@@ -149,22 +177,22 @@ def test_checkpoint_from_another_base_model_is_refused(tiny_spec, tmp_path):
 def test_one_tsp_run_serves_every_tsp_step_and_extends_exactly(tiny_spec, tmp_path):
     tsp = dataclasses.replace(tiny_spec, tsp_step=4).tsp_spec()
     first = pretrain(tsp, [0, 2, 4], tmp_path / "a", progress=False)
-    assert set(store.read_manifest(first)["checkpoints"]) == {"tsp-2", "tsp-4", "last"}
+    assert set(read_manifest(first)["checkpoints"]) == {"tsp-2", "tsp-4", "last"}
     extended = pretrain(tsp, [6], tmp_path / "a", progress=False)
-    assert extended == first and {"tsp-2", "tsp-4", "tsp-6"} <= set(store.read_manifest(first)["checkpoints"])
+    assert extended == first and {"tsp-2", "tsp-4", "tsp-6"} <= set(read_manifest(first)["checkpoints"])
     straight = pretrain(tsp, [6], tmp_path / "b", progress=False)
     for name in ("tsp-6",):
-        a, _ = store.load_checkpoint(first, name)
-        b, _ = store.load_checkpoint(straight, name)
+        a, _ = load_checkpoint(first, name)
+        b, _ = load_checkpoint(straight, name)
         assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     # supervised runs from two TSP steps reuse the one TSP run
     for step in (2, 4):
         run_dir = train(dataclasses.replace(tiny_spec, tsp_step=step), tmp_path / "a", progress=False)
-        assert store.read_manifest(run_dir)["tsp_run"] == first.name
+        assert read_manifest(run_dir)["tsp_run"] == first.name
     assert len([d for d in (tmp_path / "a").iterdir() if d.name.startswith("tsp-")]) == 1
     # the adapters of step-0 are the TSP adapters, not a fresh init
-    tsp_tensors, _ = store.load_checkpoint(first, "tsp-4")
-    start, _ = store.load_checkpoint(tmp_path / "a" / dataclasses.replace(tiny_spec, tsp_step=4).run_id, "step-0")
+    tsp_tensors, _ = load_checkpoint(first, "tsp-4")
+    start, _ = load_checkpoint(tmp_path / "a" / dataclasses.replace(tiny_spec, tsp_step=4).run_id, "step-0")
     adapter = next(n for n in start if ".adapters." in n)
     assert torch.equal(start[adapter], tsp_tensors[adapter])
 
@@ -174,122 +202,5 @@ def test_local_model_folder_and_local_glue_tsv(tiny_model, tmp_path, rte_folder)
     rte_folder(tmp_path / "glue", train=24, dev=8)
     spec = RunSpec(model=tiny_model, task="rte", method="full", epochs=1, batch_size=8, max_length=32, data_dir=str(tmp_path / "glue"))
     run_dir = train(spec, tmp_path / "runs", progress=False)
-    manifest = store.read_manifest(run_dir)
+    manifest = read_manifest(run_dir)
     assert manifest["status"] == "complete" and manifest["splits"] == {"train": 24, "validation": 8, "test": 8}
-
-
-def test_sparse_masked_lm_loss_equals_the_models_own(tiny_model):
-    from robustkit.data import encode, masked_lm_collator
-    from robustkit.models import load_masked_lm
-    from robustkit.train import masked_lm_loss
-
-    model, _ = load_masked_lm(tiny_model, seed=0)
-    tokenizer = load_tokenizer(tiny_model)
-    torch.manual_seed(0)
-    batch = masked_lm_collator(tokenizer, 0.15)(encode([("a fine and quite long film about the sea",)] * 8, tokenizer, 32))
-    model.eval()
-    with torch.no_grad():
-        assert torch.allclose(masked_lm_loss(model, batch), model(**batch).loss, atol=1e-6)
-
-
-# --- divergence -------------------------------------------------------------------------------
-
-
-def _all_finite(run_dir, name):
-    tensors, _ = store.load_checkpoint(run_dir, name)
-    return all(torch.isfinite(t).all() for t in tensors.values())
-
-
-def test_infinite_lr_diverges_keeps_finite_checkpoints_and_counts_as_diverged(tmp_path, rte_folder):
-    from conftest import TINY_RTE
-
-    from robustkit.analysis import scores, stability
-
-    glue = rte_folder(tmp_path / "glue")
-    # the spec refuses lr=inf (issue #13); 1e300 is finite for it and inf in the float32 update
-    spec = dataclasses.replace(TINY_RTE, method="full", lr=1e300, data_dir=str(glue))
-    run_dir = train(spec, tmp_path / "runs", progress=False)
-    manifest = store.read_manifest(run_dir)
-    # step 1's update makes the weights infinite; step 2's loss is NaN: stopped there, before
-    # its first evaluation, so the one finite state it has is theta_0
-    assert manifest["status"] == "diverged"
-    assert manifest["diverged"]["step"] == 2 and "training loss nan" in manifest["diverged"]["reason"]
-    assert {"step-0", "last", "best"} <= set(manifest["checkpoints"])
-    assert manifest["checkpoints"]["last"]["step"] == manifest["checkpoints"]["best"]["step"] == 0
-    assert all(_all_finite(run_dir, name) for name in ("step-0", "last", "best"))
-    assert {v for splits in manifest["outcome"].values() for v in splits.values()} == {"diverged"}
-    assert math.isfinite(manifest["final"]["last"]["test"]["loss"])  # the kept state, scored honestly
-    history = _history(run_dir).query("split == 'train'")
-    assert history["step"].max() == 2 and math.isnan(history.query("step == 2")["value"].item())
-    # finished: a second train() (a sweep) does not train it again
-    before = (run_dir / "manifest.json").stat().st_mtime_ns
-    assert train(spec, tmp_path / "runs", progress=False) == run_dir
-    assert (run_dir / "manifest.json").stat().st_mtime_ns == before
-    # the store and the statistics count it as diverged, never as a result
-    runs = store.load_runs(tmp_path / "runs")
-    assert runs["status"].tolist() == ["diverged"] and runs["outcome/best/test"].tolist() == ["diverged"]
-    frame = scores.outcomes(tmp_path / "runs", checkpoint="best", split="test", metric=None)
-    assert frame["outcome"].tolist() == ["diverged"]
-    summary = stability.summarize(frame, by="method")
-    assert summary[["n_runs", "n_diverged", "n"]].iloc[0].tolist() == [1, 1, 0]
-
-
-def test_a_non_finite_gradient_stops_before_its_update_and_keeps_the_previous_step(tmp_path, rte_folder, monkeypatch):
-    from conftest import TINY_RTE
-
-    from robustkit import train as train_module
-
-    calls = []
-    real = train_module.gradient_norms
-
-    def norms(named, groups=None):
-        out = real(named, groups)
-        calls.append(1)
-        if len(calls) == 4:  # step 4: a NaN gradient norm in one layer group
-            out["layer.0"] = math.nan
-        return out
-
-    monkeypatch.setattr(train_module, "gradient_norms", norms)
-    glue = rte_folder(tmp_path / "glue")
-    spec = dataclasses.replace(TINY_RTE, method="full", data_dir=str(glue))
-    run_dir = train(spec, tmp_path / "runs", progress=False)
-    manifest = store.read_manifest(run_dir)
-    assert manifest["status"] == "diverged" and manifest["diverged"]["step"] == 4
-    assert "layer.0" in manifest["diverged"]["reason"]
-    # the update of step 4 was never applied: `last` is the state after step 3, `best` an
-    # earlier evaluated one (evaluations at steps 2 and 3)
-    assert manifest["checkpoints"]["last"]["step"] == 3 and manifest["checkpoints"]["best"]["step"] in (2, 3)
-    assert all(_all_finite(run_dir, name) for name in ("last", "best"))
-    grads = pd.read_parquet(run_dir / "gradnorms.parquet")
-    assert math.isnan(grads.query("step == 4 and layer == 'layer.0'")["value"].item())  # logged all the same
-    # `last` holds the weights after step 3: scored again, it gives step 3's evaluation exactly
-    step3 = _history(run_dir).query("split == 'validation' and step == 3").set_index("metric")["value"]
-    assert manifest["final"]["last"]["validation"]["loss"] == step3["loss"]
-    assert manifest["final"]["last"]["validation"]["accuracy"] == step3["accuracy"]
-
-
-def test_a_diverged_tsp_run_is_marked_and_not_retrained(tiny_spec, tmp_path, monkeypatch):
-    from robustkit import train as train_module
-
-    real = train_module.masked_lm_loss
-    calls = []
-
-    def loss(model, batch):
-        calls.append(1)
-        value = real(model, batch)
-        return value * math.nan if len(calls) == 3 else value
-
-    monkeypatch.setattr(train_module, "masked_lm_loss", loss)
-    tsp = dataclasses.replace(tiny_spec, tsp_step=4).tsp_spec()
-    with pytest.raises(train_module.Diverged, match="diverged at step 3"):
-        pretrain(tsp, [2, 4], tmp_path, progress=False)
-    run_dir = tmp_path / tsp.run_id
-    manifest = store.read_manifest(run_dir)
-    assert manifest["status"] == "diverged" and manifest["tsp_steps"] == [2]
-    assert _all_finite(run_dir, "tsp-2") and "tsp-4" not in manifest["checkpoints"]
-    # asked again for the step it never reached: refused at once, nothing trained
-    calls.clear()
-    with pytest.raises(train_module.Diverged, match="no tsp-4"):
-        pretrain(tsp, [4], tmp_path, progress=False)
-    assert calls == []
-    assert pretrain(tsp, [2], tmp_path, progress=False) == run_dir  # what it saved stays usable

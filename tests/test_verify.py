@@ -10,10 +10,13 @@ import shutil
 import pytest
 from conftest import TINY_RTE, write_rte
 
-from robustkit import store
 from robustkit.cli import main
 from robustkit.errors import DamagedRunError
 from robustkit.spec import RunSpec
+from robustkit.store.checkpoints import checkpoint_problems, finished_state, save_checkpoint
+from robustkit.store.folders import run_folders
+from robustkit.store.manifest import read_manifest, write_manifest
+from robustkit.store.tables import DamagedRunWarning, load_history, load_runs
 from robustkit.sweep import run_sweep
 from robustkit.verify import verify_store
 
@@ -85,18 +88,18 @@ def test_a_manifest_of_the_wrong_shape_is_a_damaged_run_and_blocks_nothing(half_
     path = root / bad.run_id / "manifest.json"
     path.write_text("{broken" if change is None else json.dumps(change(json.loads(path.read_text()))))
     with pytest.raises(DamagedRunError, match=reason) as error:
-        store.read_manifest(path.parent)
+        read_manifest(path.parent)
     assert "--repair" in str(error.value)
     # listing and analyses: the other run, with a warning naming the damaged one
-    with pytest.warns(store.DamagedRunWarning, match=bad.run_id):
-        assert list(store.load_runs(root).run_id) == [good.run_id]
+    with pytest.warns(DamagedRunWarning, match=bad.run_id):
+        assert list(load_runs(root).run_id) == [good.run_id]
     from robustkit.analysis.select import select_runs
 
-    with pytest.warns(store.DamagedRunWarning):
+    with pytest.warns(DamagedRunWarning):
         assert list(select_runs(root).run_id) == [good.run_id]
-    with pytest.warns(store.DamagedRunWarning):
-        assert set(store.load_history(root).run_id) == {good.run_id}
-    listed = store.load_runs(root, include_damaged=True).set_index("run_id")
+    with pytest.warns(DamagedRunWarning):
+        assert set(load_history(root).run_id) == {good.run_id}
+    listed = load_runs(root, include_damaged=True).set_index("run_id")
     assert listed.loc[bad.run_id, "status"] == "damaged" and reason in listed.loc[bad.run_id, "problem"]
     # `runs` shows it, with its reason and what to do
     code, output = _cli(capsys, "runs", str(root))
@@ -142,7 +145,7 @@ def test_a_damaged_checkpoint_of_a_complete_run_is_found_repaired_and_retrained_
         path.write_bytes(path.read_bytes()[:-100])
     else:
         path.unlink()
-    assert store.finished_state(run_dir)[0] is False
+    assert finished_state(run_dir)[0] is False
     table = verify_store(root)
     assert list(table.status) == ["damaged"] and f"checkpoints/{name}/model.safetensors" in table.problem[0]
     # not counted complete, not trained over: reported, with what to do
@@ -166,8 +169,8 @@ def test_a_deleted_manifest_is_reported_and_its_checkpoints_never_trained_over(t
     run_dir = shutil.copytree(tiny_store / spec.run_id, root / spec.run_id)
     (run_dir / "manifest.json").unlink()
     checkpoints = {p: p.stat().st_mtime_ns for p in (run_dir / "checkpoints").rglob("*")}
-    with pytest.warns(store.DamagedRunWarning, match="manifest.json is missing"):
-        assert store.load_runs(root).empty
+    with pytest.warns(DamagedRunWarning, match="manifest.json is missing"):
+        assert load_runs(root).empty
     results = run_sweep([spec], root, executor=_RecordingExecutor())
     assert list(results.status) == ["damaged"] and "manifest.json is missing" in results.error[0]
     with pytest.raises(DamagedRunError, match="manifest.json is missing"):
@@ -185,10 +188,10 @@ def test_a_deleted_manifest_is_reported_and_its_checkpoints_never_trained_over(t
 
 def test_a_complete_run_without_best_or_last_is_not_complete(half_damaged):
     root, good, _ = half_damaged
-    manifest = store.read_manifest(root / good.run_id)
+    manifest = read_manifest(root / good.run_id)
     del manifest["checkpoints"]["last"]
-    store.write_manifest(root / good.run_id, manifest)
-    finished, problem = store.finished_state(root / good.run_id)
+    write_manifest(root / good.run_id, manifest)
+    finished, problem = finished_state(root / good.run_id)
     assert not finished and "checkpoint 'last' is not in the manifest" in problem
 
 
@@ -197,7 +200,7 @@ def test_folders_that_are_not_runs_are_not_damaged(tiny_store, tmp_path):
     (root / ".cache" / "curves").mkdir(parents=True)
     (root / "never-started").mkdir()
     (root / "never-started" / ".lock").write_text("")  # a run whose lock was taken, nothing more
-    assert store.run_folders(root) == [] and verify_store(root).empty
+    assert run_folders(root) == [] and verify_store(root).empty
 
 
 def test_a_checkpoint_whose_save_was_killed_is_not_damage_while_its_backup_matches(tmp_path):
@@ -205,15 +208,15 @@ def test_a_checkpoint_whose_save_was_killed_is_not_damage_while_its_backup_match
 
     run_dir = tmp_path / "run-a"
     run_dir.mkdir()
-    store.write_manifest(run_dir, {"run_id": "run-a", "kind": "finetune", "spec": {}, "checkpoints": {}})
-    store.save_checkpoint(run_dir, "last", {"w": torch.zeros(3)}, {}, step=1)
+    write_manifest(run_dir, {"run_id": "run-a", "kind": "finetune", "spec": {}, "checkpoints": {}})
+    save_checkpoint(run_dir, "last", {"w": torch.zeros(3)}, {}, step=1)
     folder = run_dir / "checkpoints"
     (folder / "last").rename(folder / ".last.old")  # killed between the two renames of a save
     (folder / "last").mkdir()
     (folder / "last" / "model.safetensors").write_bytes(b"half a new file")
-    assert store.checkpoint_problems(run_dir) == []  # readers take the backup; recover_checkpoints restores it
+    assert checkpoint_problems(run_dir) == []  # readers take the backup; recover_checkpoints restores it
     shutil.rmtree(folder / ".last.old")
-    assert "corrupt or truncated" in store.checkpoint_problems(run_dir)[0]
+    assert "corrupt or truncated" in checkpoint_problems(run_dir)[0]
 
 
 class _Killed(BaseException):
@@ -222,7 +225,8 @@ class _Killed(BaseException):
 
 def test_an_interrupted_run_whose_last_is_corrupt_says_what_to_do_and_trains_after_repair(tmp_path, monkeypatch, capsys):
     """Before, each re-run failed on the corrupt `last` the same way, with no hint."""
-    from robustkit.train import _Loop, train
+    from robustkit.train import train
+    from robustkit.train.loop import _Loop
 
     root = tmp_path / "runs"
     spec = dataclasses.replace(TINY_RTE, epochs=1, data_dir=str(write_rte(tmp_path / "glue")))
@@ -244,4 +248,4 @@ def test_an_interrupted_run_whose_last_is_corrupt_says_what_to_do_and_trains_aft
         train(spec, root, progress=False)
     code, output = _cli(capsys, "verify", str(root), "--repair")
     assert code == 0 and f"MOVED {spec.run_id}" in output
-    assert store.read_manifest(train(spec, root, progress=False))["status"] == "complete"
+    assert read_manifest(train(spec, root, progress=False))["status"] == "complete"

@@ -52,12 +52,12 @@ from tqdm.auto import tqdm
 from robustkit import tasks
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.select import select_runs
-from robustkit.run_model import load_run_model
 from robustkit.errors import RobustkitError
-from robustkit.evaluate import EVAL_BATCH_SIZE, MetricAccumulator, evaluate, model_inputs, resolve_device, split_batches
+from robustkit.evaluate import EVAL_BATCH_SIZE, MetricAccumulator, evaluate, model_inputs, split_batches
 from robustkit.methods import ADAPTER_NAME, get_method
 from robustkit.methods.model_parts import describe
-from robustkit.store import IDENTITY, read_spec
+from robustkit.run_model import load_run
+from robustkit.store.tables import IDENTITY
 
 ANALYSIS = "ablation"
 SPAN_COLUMNS = ["first", "last", "metric", "value"]
@@ -382,10 +382,9 @@ def ablation_run(run_dir: str | Path, checkpoint: str = "best", progress: bool =
     DataFrame
         ``first, last, metric, value, relative_change``.
     """
-    spec = read_spec(run_dir).resolved()
-    model = load_run_model(run_dir, checkpoint).to(resolve_device(device))
-    batches = split_batches(spec, ["validation"])["validation"]
-    frame = fast_spans(model, batches, spec.task, progress=progress)
+    run = load_run(run_dir, checkpoint, device)
+    batches = split_batches(run.spec, ["validation"])["validation"]
+    frame = fast_spans(run.model, batches, run.task, progress=progress)
     return frame.assign(relative_change=relative_change(frame, frame.attrs["full"]))
 
 

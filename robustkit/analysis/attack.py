@@ -39,7 +39,7 @@ from robustkit import attacks
 from robustkit.analysis.each_run import cache_path, each_run
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
-from robustkit.store import IDENTITY
+from robustkit.store.tables import IDENTITY
 
 ANALYSIS = "attack"  # the cache folder
 CONVENTIONS = ("openattack", "gold")
@@ -59,7 +59,7 @@ def sample_examples(run_dir: Path, n: int, seed: int, split: str = "test") -> pd
         ``example``. Every run of one task and split seed gets the same examples.
     """
     from robustkit import tasks
-    from robustkit.store import read_spec
+    from robustkit.store.manifest import read_spec
 
     spec = read_spec(run_dir)
     task = tasks.get_task(spec.task)
@@ -148,12 +148,11 @@ def _attack_examples(run_dir: Path, todo: pd.DataFrame, path: Path, attack: atta
     from robustkit.attacks.offline import configure_openattack
     from robustkit.attacks.victim import Victim
     from robustkit.models import load_tokenizer
-    from robustkit.run_model import load_run_model
-    from robustkit.store import read_spec
+    from robustkit.run_model import load_run
 
     configure_openattack()
-    spec = read_spec(run_dir).resolved()
-    victim = Victim(load_run_model(run_dir, checkpoint), load_tokenizer(spec.model), max_length=spec.max_length)
+    run = load_run(run_dir, checkpoint, "cpu")  # the victim scores on the CPU
+    victim = Victim(run.model, load_tokenizer(run.spec.model), max_length=run.spec.max_length)
     _drop_partial_line(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as out:

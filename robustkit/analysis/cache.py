@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from robustkit.errors import StoreError
-from robustkit.store import read_manifest
+from robustkit.store.manifest import read_manifest
 
 CACHE_DIR = ".cache"
 

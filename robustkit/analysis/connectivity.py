@@ -37,16 +37,17 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from robustkit import tasks
 from robustkit.analysis.batches import sampled_batches
 from robustkit.analysis.each_run import cache_path
-from robustkit.analysis.landscape import checked_tensors, interpolate, parse_alphas
+from robustkit.analysis.landscape import interpolate, parse_alphas
 from robustkit.analysis.pooling import setting_columns
 from robustkit.analysis.select import select_runs, with_identity
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import EVAL_BATCH_SIZE, resolve_device
-from robustkit.run_model import build_classifier
-from robustkit.store import IDENTITY, atomic_write_parquet, read_manifest, read_spec
+from robustkit.run_model import load_run
+from robustkit.store.atomic import atomic_write_parquet
+from robustkit.store.manifest import read_manifest, read_spec
+from robustkit.store.tables import IDENTITY
 
 ANALYSIS = "connectivity"
 VERSION = 1
@@ -108,19 +109,19 @@ def pair_line(
     if differ:
         raise RobustkitError(f"{run_a.name} and {run_b.name} differ in {', '.join(differ)}, not only in their seed: "
                              "only runs of one configuration are interpolated")
-    task = tasks.get_task(spec_a.task)
-    model_a, _, fingerprint = build_classifier(spec_a, task.num_labels)
-    model_b, _, _ = build_classifier(spec_b, task.num_labels)
-    theta_b = checked_tensors(run_b, checkpoint, model_b, fingerprint)
-    theta_a = checked_tensors(run_a, checkpoint, model_a, fingerprint)
+    # both on the CPU: their frozen tensors are compared there, and only A's model moves along the line
+    loaded_b = load_run(run_b, checkpoint, "cpu", spec=spec_b)
+    loaded_a = load_run(run_a, checkpoint, "cpu", spec=spec_a)
+    model_a, model_b = loaded_a.model, loaded_b.model
+    theta_a, theta_b = dict(loaded_a.tensors), dict(loaded_b.tensors)
     for name in seed_dependent_frozen(model_a, model_b, set(theta_a) | set(theta_b)):
         theta_a[name] = dict(model_a.named_parameters())[name].detach().clone()
         theta_b[name] = dict(model_b.named_parameters())[name].detach().clone()
-    del model_b
+    del model_b, loaded_b
     model_a.to(resolve_device(device))
     grid = parse_alphas(alphas) if isinstance(alphas, str) else np.asarray(alphas, float)
-    batches = sampled_batches(spec_a, split, examples, seed, EVAL_BATCH_SIZE)
-    return interpolate(model_a, theta_a, theta_b, grid, {split: batches}, task, progress=progress)
+    batches = sampled_batches(loaded_a.spec, split, examples, seed, EVAL_BATCH_SIZE)
+    return interpolate(model_a, theta_a, theta_b, grid, {split: batches}, loaded_a.task, progress=progress)
 
 
 def seed_dependent_frozen(model_a: torch.nn.Module, model_b: torch.nn.Module, moving: set[str]) -> list[str]:

@@ -57,10 +57,13 @@ from robustkit.measures.hessian import (
     hutchinson_trace,
     top_eigenvalue,
 )
+from robustkit.layer_names import layer_group
+from robustkit.masked_lm import masked_lm_loss
 from robustkit.methods.model_parts import layer_groups
-from robustkit.run_model import build_classifier, build_masked_lm, load_tensors
-from robustkit.store import IDENTITY, load_checkpoint, read_manifest, read_spec
-from robustkit.train import layer_group, masked_lm_loss
+from robustkit.run_model import build_masked_lm, load_run, load_tensors
+from robustkit.store.checkpoints import load_checkpoint
+from robustkit.store.manifest import read_manifest, read_spec
+from robustkit.store.tables import IDENTITY
 
 ANALYSIS = "curvature"
 # part of the cache key: bump when the computation changes. 2: the largest eigenvalue (a shifted
@@ -86,7 +89,7 @@ def blocks(names: Sequence[str], grouping: str = "layer", layer_of: Mapping[str,
     names : sequence of str
         Parameter names, in the order of the parameters handed to the Hessian.
     grouping : {"layer", "module", "none"}
-        ``layer``: the parameter's layer group (``layer_of``, else :func:`robustkit.train.layer_group`
+        ``layer``: the parameter's layer group (``layer_of``, else :func:`robustkit.layer_names.layer_group`
         from the name alone); ``module``: the name without its last part (the owning module);
         ``none``: no blocks.
     layer_of : mapping of str to str, optional
@@ -276,15 +279,10 @@ def curvature_run(
     The batch is ``examples`` training examples drawn with ``seed``
     (:func:`robustkit.analysis.batches.sampled_batches`), as one batch.
     """
-    run_dir = Path(run_dir)
-    spec = read_spec(run_dir).resolved()
-    model, names, fingerprint = build_classifier(spec, tasks.get_task(spec.task).num_labels)
-    tensors, metadata = load_checkpoint(run_dir, checkpoint)
-    load_tensors(model, tensors, metadata, fingerprint, f"{run_dir.name}/{checkpoint}")
-    model.to(resolve_device(device))
-    (batch,) = sampled_batches(spec, "train", examples, seed, batch_size=examples)
-    return model_curvature(model, names, batch, grouping, max_iterations, tol, samples, seed, block_eigenvalues, progress,
-                           micro_batch=micro_batch)
+    run = load_run(run_dir, checkpoint, device)
+    (batch,) = sampled_batches(run.spec, "train", examples, seed, batch_size=examples)
+    return model_curvature(run.model, run.trainable, batch, grouping, max_iterations, tol, samples, seed, block_eigenvalues,
+                           progress, micro_batch=micro_batch)
 
 
 def tsp_curvature_run(
@@ -305,7 +303,7 @@ def tsp_curvature_run(
     The model is the TSP run's masked-LM model at ``tsp-<tsp_step>``, the parameters those the TSP
     run trains, the batch ``examples`` of the run's training texts (drawn with ``seed``) masked
     as TSP masks them (BERT's 15 %, from ``torch.manual_seed(seed)``), the loss
-    :func:`robustkit.train.masked_lm_loss`.
+    :func:`robustkit.masked_lm.masked_lm_loss`.
     """
     run_dir = Path(run_dir)
     spec = read_spec(run_dir).resolved()

@@ -20,7 +20,7 @@ import pandas as pd
 
 from robustkit import collapse
 from robustkit.analysis.select import select_runs
-from robustkit.store import IDENTITY, load_history
+from robustkit.store.tables import IDENTITY, load_history
 
 COLUMNS = [*IDENTITY, "main_metric", "step", "epoch", "split", "metric", "value"]
 # What identifies a configuration: every run setting but the seed (and the run id, which hashes it).

@@ -24,7 +24,7 @@ import pandas as pd
 
 from robustkit.analysis.cache import CACHE_DIR, cache_key
 from robustkit.analysis.select import with_identity
-from robustkit.store import atomic_write_parquet
+from robustkit.store.atomic import atomic_write_parquet
 
 
 def cache_path(run_dir: str | Path, analysis: str, params: dict, checkpoints: Sequence[str], suffix: str = ".parquet",

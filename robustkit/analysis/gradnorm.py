@@ -1,10 +1,10 @@
 """Per-layer gradient norms logged during training (Han et al. 2021, section 2 and figure 3).
 
 Training logs, at every optimisation step, the L2 norm of the gradient of each layer group
-before clipping (:func:`robustkit.train.gradient_norms`): ``embeddings``, ``layer.<i>`` (encoder
+before clipping (:func:`robustkit.train.gradnorms.gradient_norms`): ``embeddings``, ``layer.<i>`` (encoder
 layer i, its adapters included), ``pooler``, ``classifier``. Nothing is recomputed here, so no
 cache is needed: the rows come from ``gradnorms.parquet`` through
-:func:`robustkit.store.load_gradnorms`.
+:func:`robustkit.store.tables.load_gradnorms`.
 
 A layer group appears only where something in it trains. Adapter runs freeze the pooler, so they
 have no ``pooler`` rows at all (never zeros): figures must show the gap, not a flat line.
@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from robustkit.analysis.select import select_runs
-from robustkit.store import IDENTITY, load_gradnorms
+from robustkit.store.tables import IDENTITY, load_gradnorms
 
 # Kinds in the order figures show them; ``mlm_head`` only occurs in TSP runs; ``shared``: base-model
 # parameters outside the embeddings and any one layer (prefix tuning's pool, DeBERTa's relative

@@ -30,10 +30,10 @@ from robustkit import tasks
 from robustkit.analysis import scores
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.select import select_runs
-from robustkit.run_model import build_classifier, load_tensors
 from robustkit.errors import RobustkitError, StoreError
-from robustkit.evaluate import EVAL_BATCH_SIZE, evaluate, resolve_device, split_batches
-from robustkit.store import IDENTITY, load_checkpoint, read_spec
+from robustkit.evaluate import EVAL_BATCH_SIZE, evaluate, split_batches
+from robustkit.run_model import load_run
+from robustkit.store.tables import IDENTITY
 
 ANALYSIS = "landscape"
 DEFAULT_ALPHAS = "-2:2:20"
@@ -218,21 +218,10 @@ def landscape_run(
     DataFrame
         ``alpha, split, metric, value`` (see :func:`interpolate`).
     """
-    run_dir = Path(run_dir)
-    spec = read_spec(run_dir).resolved()
-    task = tasks.get_task(spec.task)
-    model, _, fingerprint = build_classifier(spec, task.num_labels)
-    thetas = [checked_tensors(run_dir, name, model, fingerprint) for name in ("step-0", checkpoint)]
-    model.to(resolve_device(device))
-    batches = split_batches(spec, splits)
-    return interpolate(model, *thetas, _as_grid(alphas), batches, task, progress=progress)
-
-
-def checked_tensors(run_dir: Path, name: str, model, fingerprint: str) -> dict[str, torch.Tensor]:
-    """A checkpoint's tensors (sha256-checked), after load_tensors checked base and shapes."""
-    tensors, metadata = load_checkpoint(run_dir, name)
-    load_tensors(model, tensors, metadata, fingerprint, f"{run_dir.name}/{name}")
-    return tensors
+    run = load_run(run_dir, checkpoint, device)
+    thetas = [run.checkpoint_tensors("step-0"), run.tensors]
+    batches = split_batches(run.spec, splits)
+    return interpolate(run.model, *thetas, _as_grid(alphas), batches, run.task, progress=progress)
 
 
 def run(

@@ -3,7 +3,7 @@
 A box, a mean, a test or a curve pools runs. If two runs in one group also differ in, say, their
 number of epochs or their warmup, the group mixes two populations (a bimodal box, a variance
 test on a mixture) and nothing on the figure says so. Every field of the run spec is a column
-of the analyses' frames (:data:`robustkit.store.IDENTITY`); :func:`mixed_settings` finds the
+of the analyses' frames (:data:`robustkit.store.tables.IDENTITY`); :func:`mixed_settings` finds the
 fields that vary inside a group, and every grouping either splits on them
 (:func:`split_columns`) or stops with a message naming them (:func:`check_pooling`).
 """
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from robustkit.errors import RobustkitError
-from robustkit.store import IDENTITY
+from robustkit.store.tables import IDENTITY
 
 # What may differ between the replicates of one group.
 REPLICATE_FIELDS = ("run_id", "seed")

@@ -31,7 +31,7 @@ from robustkit import data, models, tasks
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import eval_batches
 from robustkit.spec import RunSpec
-from robustkit.store import read_spec
+from robustkit.store.manifest import read_spec
 
 MAX_LENGTH = 128
 NON_MODEL_KEYS = ("order", "labels")

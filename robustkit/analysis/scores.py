@@ -22,7 +22,7 @@ import pandas as pd
 from robustkit import collapse, metrics, tasks
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
-from robustkit.store import IDENTITY, load_history
+from robustkit.store.tables import IDENTITY, load_history
 
 _SCORED = ["value", "baseline", "n_eval", "top_class_share", "outcome", "failed"]
 OUTCOME_COLUMNS = [*IDENTITY, "checkpoint", "split", "metric", *_SCORED[:-2], "eval_loss", *_SCORED[-2:]]

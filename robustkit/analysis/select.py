@@ -7,7 +7,8 @@ from pathlib import Path
 import pandas as pd
 
 from robustkit.errors import RobustkitError
-from robustkit.store import FINISHED, IDENTITY, load_runs
+from robustkit.store.schema import FINISHED
+from robustkit.store.tables import IDENTITY, load_runs
 
 
 def parse_filters(filters: list[str] | None) -> dict[str, list[str]]:
@@ -48,7 +49,7 @@ def select_runs(store: str | Path, filters: dict[str, list[str]] | list[str] | N
     filters : dict or list of str, optional
         Column -> accepted values, or ``key=value[,value]`` strings.
     complete : bool
-        Keep only finished runs: complete or diverged (:data:`robustkit.store.FINISHED`; a
+        Keep only finished runs: complete or diverged (:data:`robustkit.store.schema.FINISHED`; a
         diverged run is counted as such by the analyses, :mod:`robustkit.collapse`).
 
     Raises

@@ -35,7 +35,7 @@ from robustkit.analysis.representations import (
 from robustkit.analysis.select import select_runs
 from robustkit.measures.cka import cka_layers
 from robustkit.measures.rsa import DEFAULT_CHUNK, rsa_layers
-from robustkit.store import IDENTITY
+from robustkit.store.tables import IDENTITY
 
 ANALYSIS = "similarity"
 # bump when the computation changes: it is part of the cache key. 2: non-finite representations
@@ -162,9 +162,9 @@ def run_representations(
     run_dir: str | Path, checkpoint: str, sample: TokenSample, batch_size: int = 64, device: str | None = None
 ) -> Tensor:
     """(n_layers + 1, n, d) representations of a run's checkpoint at the sampled tokens."""
-    from robustkit.run_model import load_run_model
+    from robustkit.run_model import load_run
 
-    return representations(load_run_model(run_dir, checkpoint), sample, batch_size, device)
+    return representations(load_run(run_dir, checkpoint, "cpu").model, sample, batch_size, device)
 
 
 def compare(base: Tensor, tuned: Tensor, device: str | None = None) -> pd.DataFrame:

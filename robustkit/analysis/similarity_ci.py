@@ -36,7 +36,7 @@ from robustkit.analysis.select import select_runs
 from robustkit.analysis.similarity import base_representations, run_representations
 from robustkit.errors import RobustkitError
 from robustkit.measures.half_sampling import DEFAULT_CONFIDENCE, DEFAULT_GROUPS, DEFAULT_RESAMPLES, MEASURES, intervals
-from robustkit.store import IDENTITY
+from robustkit.store.tables import IDENTITY
 
 ANALYSIS = "similarity-ci"
 VERSION = 1

@@ -20,7 +20,7 @@ import pandas as pd
 from robustkit.analysis import scores
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
-from robustkit.store import IDENTITY
+from robustkit.store.tables import IDENTITY
 
 
 def score(frame: pd.DataFrame) -> pd.DataFrame:

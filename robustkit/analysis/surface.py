@@ -36,12 +36,12 @@ from tqdm.auto import tqdm
 from robustkit import tasks
 from robustkit.analysis.batches import sampled_batches
 from robustkit.analysis.each_run import each_run
-from robustkit.analysis.landscape import checked_tensors, moving_parameters, parse_alphas, restore_parameters
+from robustkit.analysis.landscape import moving_parameters, parse_alphas, restore_parameters
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
-from robustkit.evaluate import EVAL_BATCH_SIZE, evaluate, resolve_device
-from robustkit.run_model import build_classifier
-from robustkit.store import IDENTITY, read_spec
+from robustkit.evaluate import EVAL_BATCH_SIZE, evaluate
+from robustkit.run_model import load_run
+from robustkit.store.tables import IDENTITY
 
 ANALYSIS = "surface"
 VERSION = 1
@@ -167,17 +167,13 @@ def surface_run(
     The two directions come from ``seed`` (d1 then d2 from one generator), the examples from
     :func:`robustkit.analysis.batches.sampled_batches` with the same seed.
     """
-    run_dir = Path(run_dir)
-    spec = read_spec(run_dir).resolved()
-    task = tasks.get_task(spec.task)
-    model, _, fingerprint = build_classifier(spec, task.num_labels)
-    center = checked_tensors(run_dir, checkpoint, model, fingerprint)
+    run = load_run(run_dir, checkpoint, device)
+    center = run.tensors
     generator = torch.Generator().manual_seed(seed)
     directions = (filter_normalized_direction(center, generator, ignore), filter_normalized_direction(center, generator, ignore))
-    model.to(resolve_device(device))
     values = parse_alphas(grid)
-    batches = sampled_batches(spec, split, examples, seed, EVAL_BATCH_SIZE)
-    return surface(model, center, directions, values, values, {split: batches}, task, progress)
+    batches = sampled_batches(run.spec, split, examples, seed, EVAL_BATCH_SIZE)
+    return surface(run.model, center, directions, values, values, {split: batches}, run.task, progress)
 
 
 def run(

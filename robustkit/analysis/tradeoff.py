@@ -28,13 +28,14 @@ import pandas as pd
 
 from robustkit import collapse, tasks
 from robustkit.analysis.pooling import check_pooling
-from robustkit.analysis.select import select_runs
 from robustkit.analysis.scores import majority_baseline
+from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.methods import HOULSBY_INIT_STD
 from robustkit.methods.registry import METHODS, spec_fields
 from robustkit.spec import SPEC_DEFAULTS, RunSpec
-from robustkit.store import IDENTITY, read_manifest
+from robustkit.store.manifest import read_manifest
+from robustkit.store.tables import IDENTITY
 
 # The methods' options that are run-spec fields (the other options are IDENTITY columns).
 METHOD_COLUMNS = list(spec_fields())

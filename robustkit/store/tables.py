@@ -1,0 +1,154 @@
+"""The run store as tidy DataFrames: one row per run (:func:`load_runs`), per logged value
+(:func:`load_history`) and per gradient norm (:func:`load_gradnorms`), with the identity columns
+(:data:`IDENTITY`) every analysis pools and refuses to pool by."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pandas as pd
+
+from robustkit.methods.registry import identity_columns, option_columns
+from robustkit.spec import SPEC_DEFAULTS, SPEC_FIELDS
+from robustkit.store.folders import GRADNORMS, HISTORY, run_folders
+from robustkit.store.manifest import inspect_run
+from robustkit.store.schema import DAMAGED
+
+# Every field of the run spec is an identity column, so that analyses and figures can see every
+# setting in which two runs differ (and refuse to pool them: robustkit.analysis.pooling); the
+# nine that name a run come first. ``data_dir`` says where data was read, not what was run.
+# ``method_options`` is one column per option of every method (``lora.r``, ``prefix.length``;
+# missing for runs of other methods), so that no analysis pools runs of different options.
+_NAMING = ["model", "task", "method", "seed", "tsp_step", "lr", "train_size", "adapter_size"]
+OPTION_COLUMNS = option_columns()
+IDENTITY = ["run_id", *_NAMING, *(f for f in SPEC_FIELDS if f not in _NAMING and f not in ("data_dir", "method_options")),
+            *OPTION_COLUMNS]
+# What an identity column holds for a run stored before it existed (None: missing).
+_COLUMN_DEFAULTS = {**SPEC_DEFAULTS, **dict.fromkeys(OPTION_COLUMNS)}
+
+
+class DamagedRunWarning(UserWarning):
+    """Damaged runs were left out of what was read (:func:`load_runs`)."""
+
+
+def load_runs(store: str | Path, include_tsp: bool = False, include_damaged: bool = False) -> pd.DataFrame:
+    """One row per run: identity columns, status, trainable parameters and final metrics.
+
+    Damaged runs (:func:`robustkit.store.manifest.damage`: a missing, unreadable or misshapen manifest) are left out
+    with a :class:`DamagedRunWarning` naming them and the reason, so that one bad run never
+    blocks the rest of the store; ``robustkit verify`` lists and repairs them.
+
+    Parameters
+    ----------
+    store : path
+        A run store.
+    include_tsp : bool
+        Also list task-specific pretraining runs (``kind == "tsp"``).
+    include_damaged : bool
+        List damaged runs too (no warning), as rows of status ``damaged`` with the ``problem``,
+        their folder name as ``run_id`` and no settings.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``run_id, kind`` + every field of the run's spec and one column per method
+        option (:data:`IDENTITY`; ``lora.r`` holds r for LoRA runs, nothing for others) +
+        ``status`` (``complete``, ``diverged``, ``running``, ``failed``: see :data:`robustkit.store.schema.FINISHED`),
+        ``main_metric, trainable_params, path``, ``n_<split>`` (examples per split),
+        one column per final metric, named ``<checkpoint>/<split>/<metric>`` (e.g.
+        ``best/test/accuracy``; ``top_class_share`` is the share of the most predicted class),
+        and ``outcome/<checkpoint>/<split>`` (``ok``, ``collapsed`` or ``diverged``, see
+        :mod:`robustkit.collapse`; absent for runs trained before outcomes were recorded). A
+        diverged run's final metrics are those of the finite checkpoints it kept, and its
+        outcome is ``diverged`` on every checkpoint and split. Runs put in the store by
+        ``robustkit import`` have ``imported_from`` (the folder they came from; None for runs
+        trained here) and ``unknown`` (the settings nobody recorded, e.g. ``("seed", "lr")``),
+        whose columns hold None for them.
+    """
+    rows, damaged = [], []
+    for run_dir in run_folders(store):
+        manifest, problem = inspect_run(run_dir)
+        if problem:
+            damaged.append({"run_id": run_dir.name, "kind": None, "status": DAMAGED, "problem": problem, "path": str(run_dir)})
+            continue
+        if manifest.get("kind") == "tsp" and not include_tsp:
+            continue
+        row = {"run_id": manifest["run_id"], "kind": manifest.get("kind")}
+        spec = dict(manifest.get("spec", {}))
+        row.update(identity_columns(spec.get("method"), spec.pop("method_options", None)))
+        row.update(spec)
+        row["unknown"] = tuple(manifest.get("unknown", ()))
+        row["imported_from"] = manifest.get("import", {}).get("source")
+        row["status"] = manifest.get("status")
+        row["main_metric"] = manifest.get("main_metric")
+        row["trainable_params"] = manifest.get("trainable", {}).get("count")
+        row.update({f"n_{split}": size for split, size in (manifest.get("splits") or {}).items()})
+        row.update(_flatten_final(manifest.get("final", {})))
+        row.update({f"outcome/{checkpoint}/{split}": value for checkpoint, splits in (manifest.get("outcome") or {}).items()
+                    for split, value in splits.items()})
+        row["path"] = str(run_dir)
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    if damaged and not include_damaged:
+        listed = "; ".join(f"{row['run_id']}: {row['problem']}" for row in damaged)
+        warnings.warn(f"{len(damaged)} damaged run(s) of {store} left out ({listed}); `robustkit verify {store}` "
+                      "lists them and what to do", DamagedRunWarning, stacklevel=2)
+    if frame.empty:
+        frame = pd.DataFrame(columns=["run_id", "kind", *IDENTITY[1:], "status", "trainable_params", "path"])
+    else:
+        # runs stored before a spec field existed hold its default (a None default stays missing)
+        frame = frame.assign(**{f: frame[f].fillna(_COLUMN_DEFAULTS[f]) if f in frame and _COLUMN_DEFAULTS[f] is not None
+                                else frame.get(f, _COLUMN_DEFAULTS[f]) for f in IDENTITY[1:]})
+        for name in {name for unknown in frame["unknown"] for name in unknown}:  # not guessed: missing
+            frame[name] = frame[name].mask(frame["unknown"].map(lambda u, n=name: n in u))
+    if damaged and include_damaged:  # after the defaults: a damaged run's settings are unknown
+        frame = pd.concat([frame, pd.DataFrame(damaged)], ignore_index=True).sort_values("run_id", ignore_index=True)
+    return frame
+
+
+def _flatten_final(final: dict) -> dict:
+    return {
+        f"{checkpoint}/{split}/{metric}": value
+        for checkpoint, splits in final.items()
+        for split, metrics in splits.items()
+        for metric, value in metrics.items()
+    }
+
+
+def load_history(store: str | Path, include_tsp: bool = False) -> pd.DataFrame:
+    """One row per run x step x split x metric: the training history of every run.
+
+    Returns
+    -------
+    DataFrame
+        Identity columns + ``step, epoch, split, metric, value``.
+    """
+    return _load_table(store, HISTORY, include_tsp)
+
+
+def load_gradnorms(store: str | Path, include_tsp: bool = False) -> pd.DataFrame:
+    """One row per run x step x layer group: L2 gradient norm before clipping.
+
+    Returns
+    -------
+    DataFrame
+        Identity columns + ``step, layer, value`` (``layer`` is ``embeddings``, ``layer.<i>``,
+        ``pooler``, ``classifier`` or ``mlm_head``).
+    """
+    return _load_table(store, GRADNORMS, include_tsp)
+
+
+def _load_table(store: str | Path, file_name: str, include_tsp: bool) -> pd.DataFrame:
+    runs = load_runs(store, include_tsp=include_tsp)
+    frames = []
+    for _, run in runs.iterrows():
+        path = Path(run["path"]) / file_name
+        if path.exists():
+            frame = pd.read_parquet(path)
+            for column in reversed(IDENTITY):
+                frame.insert(0, column, run.get(column))
+            frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=IDENTITY)
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,42 @@
+"""Training: task-specific pretraining (masked LM) and supervised tuning, into the run store.
+
+- :func:`pretrain` runs ONE masked-LM run per :class:`TspSpec` and keeps ``tsp-<N>`` at every
+  requested step N; the method decides what trains (adapter runs: adapters, LayerNorms, head).
+- :func:`train` runs one supervised :class:`RunSpec` from the pretrained model (``tsp_step`` 0)
+  or from ``tsp-<N>``: AdamW, linear warmup (10%) and decay, gradient clipping, evaluation every
+  ``eval_every`` steps and at each epoch end, ``step-0`` / ``best`` / ``last`` checkpoints,
+  per-layer gradient norms (before clipping) at every step.
+
+Both resume from their ``last`` checkpoint after a crash and reproduce the uninterrupted run
+exactly: the batch and the dropout/masking randomness of step ``s`` depend only on (seed, s).
+
+Both stop a run that diverges (:class:`Diverged`): a non-finite training loss or gradient norm
+(checked every step, before the update), or non-finite weights (checked before every evaluation
+and checkpoint). Nothing non-finite is ever saved: the run keeps its last finite state as
+``last`` (and ``best``), is marked ``diverged`` in its manifest (status and outcome,
+:mod:`robustkit.collapse`), and is finished: never trained again.
+
+One concern per module:
+
+- :mod:`robustkit.train.runs`: the entry points :func:`train` and :func:`pretrain` (locks,
+  finished runs, preflight);
+- :mod:`robustkit.train.loop`: what both loops share: one optimisation step, logs, resume,
+  the manifest of a new run; :mod:`robustkit.train.pretraining` and
+  :mod:`robustkit.train.finetuning`: the two loops;
+- :mod:`robustkit.train.optimiser`: AdamW and the learning-rate schedules;
+- :mod:`robustkit.train.gradnorms`: per-layer gradient norms;
+- :mod:`robustkit.train.divergence`: the divergence guard;
+- :mod:`robustkit.train.records`: what the manifest records of a run's data and trainable
+  parameters.
+
+Layer naming (:mod:`robustkit.layer_names`) and the masked-LM loss (:mod:`robustkit.masked_lm`)
+live outside this package: analyses use them too, and nothing in ``robustkit.analysis`` imports
+from training.
+"""
+
+from __future__ import annotations
+
+from robustkit.train.divergence import Diverged
+from robustkit.train.runs import pretrain, train
+
+__all__ = ["Diverged", "pretrain", "train"]

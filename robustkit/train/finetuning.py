@@ -1,0 +1,193 @@
+"""Supervised tuning: one run from the pretrained model or a TSP checkpoint, with ``step-0`` /
+``best`` / ``last`` checkpoints, evaluation every ``eval_every`` steps and at each epoch end, and
+the run's final metrics and outcome."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from robustkit import collapse, data, models, tasks
+from robustkit.evaluate import EVAL_BATCH_SIZE, encode_split, eval_batches, evaluate, final_outcomes
+from robustkit.mixout import apply_mixout
+from robustkit.provenance import asset_hashes
+from robustkit.run_model import build_classifier, checkpoint_metadata, load_tensors, trainable_state
+from robustkit.spec import ResolvedRunSpec
+from robustkit.store.checkpoints import load_checkpoint, save_checkpoint
+from robustkit.store.manifest import read_manifest, update_manifest
+from robustkit.store.schema import COMPLETE, DIVERGED
+from robustkit.train.divergence import Diverged, weights_finite
+from robustkit.train.loop import LOOP_STATE, _Loop, seed_step, timestamp
+from robustkit.train.optimiser import _Optimiser, linear_lr_factor
+from robustkit.train.records import check_data, trainable_summary
+
+
+class _Finetune(_Loop):
+    stage = "finetune"
+
+    def __init__(self, spec: ResolvedRunSpec, task, run_dir: Path, tsp_dir: Path | None, progress: bool, device,
+                 splits: dict | None = None):
+        super().__init__(run_dir, spec.seed, progress, device)
+        self.spec, self.task, self.tsp_dir = spec, task, tsp_dir
+        self.splits = splits  # the task's splits if loaded already (robustkit.train.runs), else None
+
+    def run(self) -> None:
+        spec, task = self.spec, self.task
+        splits = self.splits
+        if splits is None:
+            splits = tasks.load_splits(spec.task, data_dir=spec.data_dir, train_size=spec.train_size, split_seed=spec.split_seed)
+        self.data_record = check_data(self.run_dir, spec, spec.data_dir, splits)
+        tokenizer = models.load_tokenizer(spec.model)
+        encoded = {name: encode_split(split, task, tokenizer, spec.max_length) for name, split in splits.items()}
+        collator = data.classification_collator(tokenizer)
+        model, names, fingerprint = build_classifier(spec, task.num_labels)
+        model.to(self.device)
+        meta = checkpoint_metadata(fingerprint, spec.run_id, spec.model, spec.method)
+        self.start_manifest(self._manifest(model, names, fingerprint, splits))
+        self.splits = splits  # labels for the majority baseline of the run's outcome
+        try:
+            self._train(model, names, fingerprint, meta, encoded, collator)
+        except Exception as error:  # a crash is recorded; KeyboardInterrupt/kill leaves it resumable
+            update_manifest(self.run_dir, status="failed", error=f"{type(error).__name__}: {error}", updated=timestamp())
+            raise
+
+    def _manifest(self, model, names, fingerprint, splits) -> dict:
+        spec = self.spec
+        return {
+            "run_id": spec.run_id,
+            "kind": "finetune",
+            "spec": spec.to_dict(),
+            "base_fingerprint": fingerprint,
+            "trainable": trainable_summary(model, names),
+            "assets": asset_hashes(spec.model, spec.task),
+            "data": self.data_record,
+            "tsp_run": self.tsp_dir.name if self.tsp_dir else None,
+            "splits": {name: len(split) for name, split in splits.items()},
+            "main_metric": self.task.main_metric,
+        }
+
+    def _train(self, model, names, fingerprint, meta, encoded, collator) -> None:
+        spec = self.spec
+        # theta_0 even when resuming (`last` then replaces the weights): it is mixout's target w0
+        self._start_from_tsp(model, fingerprint)
+        apply_mixout(model, spec.mixout)  # same parameters and names: checkpoints hold W
+        optimiser = _Optimiser(model, spec.lr, spec.weight_decay)
+        state = self.resume(model, optimiser, fingerprint)
+        if state is None:
+            save_checkpoint(self.run_dir, "step-0", trainable_state(model, names), meta, 0)
+            state = {"step": 0, "best_value": None, "best_step": None}
+        n_train = len(encoded["train"])
+        per_epoch = data.steps_per_epoch(n_train, spec.batch_size)
+        total = spec.epochs * per_epoch
+        warmup = round(spec.warmup_ratio * total)
+        evals = self._eval_points(per_epoch, total)
+        batches = {s: eval_batches(encoded[s], EVAL_BATCH_SIZE, collator) for s in ("validation", "test")}
+        try:
+            with self.bar(total, state["step"], f"{spec.task}/{spec.method}/s{spec.seed}/tsp{spec.tsp_step}") as bar:
+                for step in range(state["step"] + 1, total + 1):
+                    seed_step(spec.seed, step, self.stage)
+                    index = data.batch_indices(n_train, spec.batch_size, spec.seed, step - 1)
+                    batch = collator([encoded["train"][i] for i in index])
+                    loss = self.step(model, batch, optimiser, linear_lr_factor(step, warmup, total), step, spec.max_grad_norm)
+                    self.log(step, step / per_epoch, "train", "loss", loss)
+                    bar.update(1)
+                    if step in evals:
+                        self.check_weights(optimiser, step)
+                        metrics = evaluate(model, batches["validation"], self.task, shares=True)
+                        # kept for the run's outcome (no extra pass at the end), not logged as a metric
+                        state["last_share"] = metrics.pop("top_class_share", None)
+                        for metric, value in metrics.items():
+                            self.log(step, step / per_epoch, "validation", metric, value)
+                        bar.set_postfix(loss=f"{loss:.3f}", **{self.task.main_metric: f"{metrics[self.task.main_metric]:.3f}"})
+                        if state["best_value"] is None or metrics[self.task.main_metric] > state["best_value"]:
+                            state.update(best_value=metrics[self.task.main_metric], best_step=step, best_share=state["last_share"])
+                            save_checkpoint(self.run_dir, "best", trainable_state(model, names), meta, step)
+                        self.save_last(model, names, optimiser, step, meta, {k: state.get(k) for k in LOOP_STATE})
+        except Diverged as stop:
+            self._diverged(stop, model, names, fingerprint, meta, optimiser, batches, state, per_epoch)
+            return
+        self._finish(model, fingerprint, batches, state)
+
+    def _diverged(self, stop: Diverged, model, names, fingerprint, meta, optimiser, batches, state, per_epoch) -> None:
+        """Keep the run's last finite state as ``last`` (and ``best`` if it has none), score
+        it, and mark the run diverged: status, ``diverged`` (step, reason) and an outcome of
+        ``diverged`` on every checkpoint and split, whatever the kept checkpoints score."""
+        if stop.loss is not None:
+            self.log(stop.step, stop.step / per_epoch, "train", "loss", stop.loss)
+        saved = read_manifest(self.run_dir)["checkpoints"]
+        if weights_finite(optimiser.named):
+            # found before its update was applied: the weights are those after step - 1
+            kept = stop.step - 1
+            self.save_last(model, names, optimiser, kept, meta, {k: state.get(k) for k in LOOP_STATE})
+        else:
+            # an earlier update made them non-finite: back to the newest finite checkpoint,
+            # which every saved one is (weights are checked before each save)
+            source = "last" if "last" in saved else "step-0"
+            tensors, metadata = load_checkpoint(self.run_dir, source)
+            load_tensors(model, tensors, metadata, fingerprint, f"{self.run_dir.name}/{source}")
+            kept = saved[source]["step"]
+            if source == "last":
+                self.flush_logs()
+            else:
+                self.save_last(model, names, None, kept, meta, {k: state.get(k) for k in LOOP_STATE})
+        if "best" not in saved:  # diverged before its first evaluation: the one state it has
+            save_checkpoint(self.run_dir, "best", trainable_state(model, names), meta, kept)
+            state["best_step"] = kept
+        best_step = read_manifest(self.run_dir)["checkpoints"]["best"]["step"]
+        final = {"last": self._scores(model, batches)}
+        if best_step == kept:
+            final["best"] = final["last"]
+        else:
+            tensors, metadata = load_checkpoint(self.run_dir, "best")
+            load_tensors(model, tensors, metadata, fingerprint, f"{self.run_dir.name}/best")
+            final["best"] = self._scores(model, batches)
+        outcome = {name: {split: collapse.DIVERGED for split in scores} for name, scores in final.items()}
+        update_manifest(self.run_dir, status=DIVERGED, updated=timestamp(), final=final, best_step=state["best_step"],
+                              outcome=outcome, diverged={"step": stop.step, "reason": stop.reason})
+
+    def _scores(self, model, batches) -> dict:
+        """Validation and test metrics of the model as it is (with the top class share)."""
+        return {split: evaluate(model, batches[split], self.task, shares=True) for split in ("validation", "test")}
+
+    def _start_from_tsp(self, model, fingerprint) -> None:
+        if self.tsp_dir is None:
+            return
+        name = f"tsp-{self.spec.tsp_step}"
+        tensors, meta = load_checkpoint(self.tsp_dir, name)
+        load_tensors(model, tensors, meta, fingerprint, f"{self.tsp_dir.name}/{name}", ignore_prefixes=("cls.", "lm_head."))
+
+    def _eval_points(self, per_epoch: int, total: int) -> set[int]:
+        points = set(range(per_epoch, total + 1, per_epoch)) | {total}
+        if self.spec.eval_every:
+            points |= set(range(self.spec.eval_every, total + 1, self.spec.eval_every))
+        return points
+
+    def _finish(self, model, fingerprint, batches, state) -> None:
+        """Test metrics of ``last`` (the model as it ends) and ``best``, the share of the most
+        predicted class on both splits, the run's outcome (:mod:`robustkit.collapse`); mark the
+        run complete."""
+        history = pd.DataFrame(self.history)
+        steps = {name: entry["step"] for name, entry in read_manifest(self.run_dir)["checkpoints"].items()}
+        final = {}
+        for name in ("last", "best"):
+            if name == "best" and steps["best"] == steps["last"]:
+                final["best"] = final["last"]  # the same weights: no second test pass
+                continue
+            if name == "best":
+                tensors, meta = load_checkpoint(self.run_dir, "best")
+                load_tensors(model, tensors, meta, fingerprint, f"{self.run_dir.name}/best")
+            rows = history[(history.split == "validation") & (history.step == steps[name])]
+            validation = dict(zip(rows.metric, rows.value))
+            if not self.task.is_regression:  # from the evaluation at that step; a pass if resumed from an older run
+                share = state.get(f"{name}_share")
+                validation["top_class_share"] = (share if share is not None else
+                                                 evaluate(model, batches["validation"], self.task, shares=True)["top_class_share"])
+            final[name] = {"validation": validation, "test": evaluate(model, batches["test"], self.task, shares=True)}
+        outcomes = self._outcomes(final)
+        update_manifest(self.run_dir, status=COMPLETE, updated=timestamp(), final=final, best_step=state["best_step"],
+                              outcome=outcomes)
+
+    def _outcomes(self, final: dict) -> dict:
+        """``{checkpoint: {split: outcome}}`` of the main metric against the majority baseline."""
+        return final_outcomes(self.task, self.splits, final)

@@ -1,0 +1,166 @@
+"""What task-specific pretraining and supervised tuning share: the run folder, the logs, one
+optimisation step (with the divergence guard), the resumable ``last`` checkpoint and resuming
+from it, the manifest of a new run, per-step seeding."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+from safetensors.torch import load as load_safetensors
+from safetensors.torch import save as save_safetensors
+from tqdm.auto import tqdm
+
+from robustkit.errors import DamagedRunError, StoreError
+from robustkit.evaluate import resolve_device, to_device
+from robustkit.provenance import package_versions
+from robustkit.run_model import load_tensors, trainable_state
+from robustkit.store.atomic import atomic_write_parquet
+from robustkit.store.checkpoints import load_checkpoint, read_checkpoint_file, recover_checkpoints, save_checkpoint
+from robustkit.store.folders import GRADNORMS, HISTORY, MANIFEST, repair_hint
+from robustkit.store.manifest import read_manifest, update_manifest, write_manifest
+from robustkit.train.divergence import Diverged, non_finite_reason, weights_finite
+from robustkit.train.gradnorms import gradient_norms
+from robustkit.train.optimiser import _Optimiser
+
+# The loop state saved with ``last`` (state.json) besides the step: the best validation score so
+# far, its step, and the share of the most predicted validation class at ``best`` and ``last``.
+LOOP_STATE = ("best_value", "best_step", "best_share", "last_share")
+
+
+def seed_step(seed: int, step: int, stage: str) -> None:
+    """Seed the global RNGs for one step (dropout, masking) from (seed, step, stage) alone."""
+    value = int.from_bytes(hashlib.sha256(f"{stage}:{seed}:{step}".encode()).digest()[:8], "little")
+    torch.manual_seed(value % (2**63))
+
+
+
+def timestamp() -> str:
+    """The local time in ISO 8601 with its UTC offset (a manifest's ``created`` and ``updated``)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+
+class _Loop:
+    """What TSP and supervised tuning share: run folder, logs, one optimisation step, resume."""
+
+    stage = "loop"
+
+    def __init__(self, run_dir: Path, seed: int, progress: bool, device: str | None = None):
+        self.device = resolve_device(device)
+        self.run_dir = run_dir
+        self.seed = seed
+        self.progress = progress
+        self.history: list[dict] = []
+        self.gradnorms: list[dict] = []
+
+    def loss(self, model, batch) -> torch.Tensor:
+        return model(**batch).loss
+
+    def step(self, model, batch, optimiser: _Optimiser, factor: float, step: int, max_grad_norm: float | None):
+        """One update: forward, backward, gradient norms (pre-clipping), clip, AdamW.
+
+        Raises
+        ------
+        Diverged
+            The loss or a gradient norm is not finite; the update is not applied (the
+            gradient norms of the step are logged all the same).
+        """
+        model.train()
+        optimiser.set_lr_factor(factor)
+        loss = self.loss(model, to_device(batch, self.device))
+        loss.backward()
+        norms = gradient_norms(optimiser.named, optimiser.groups)
+        for layer, value in norms.items():
+            self.gradnorms.append({"step": step, "layer": layer, "value": value})
+        value = float(loss.detach())  # no extra sync: the norms above already waited for backward
+        # before the update: clipping a NaN gradient gives NaN, and AdamW would write it into
+        # the weights (and its moments) for good
+        reason = non_finite_reason(value, norms)
+        if reason:
+            optimiser.optimizer.zero_grad(set_to_none=True)
+            raise Diverged(step, reason, value)
+        if max_grad_norm:
+            torch.nn.utils.clip_grad_norm_([p for _, p in optimiser.named], max_grad_norm)
+        optimiser.optimizer.step()
+        optimiser.optimizer.zero_grad(set_to_none=True)
+        return value
+
+    def check_weights(self, optimiser: _Optimiser, step: int) -> None:
+        """Raise :class:`Diverged` if an update left a non-finite weight.
+
+        Called before every evaluation and checkpoint: a finite loss and gradient do not make a
+        finite update (an infinite learning rate, an overflowing step), and a non-finite
+        ``best`` or ``last`` must never be written.
+        """
+        if not weights_finite(optimiser.named):
+            raise Diverged(step, "weights not finite after the update")
+
+    def log(self, step: int, epoch: float, split: str, metric: str, value: float) -> None:
+        self.history.append({"step": step, "epoch": epoch, "split": split, "metric": metric, "value": float(value)})
+
+    def flush_logs(self) -> None:
+        atomic_write_parquet(self.run_dir / HISTORY, _frame(self.history, ["step", "epoch", "split", "metric", "value"]))
+        atomic_write_parquet(self.run_dir / GRADNORMS, _frame(self.gradnorms, ["step", "layer", "value"]))
+
+    def save_last(self, model, names, optimiser: _Optimiser | None, step: int, metadata: dict, state: dict) -> None:
+        """Logs first, then the resumable checkpoint: rows past a checkpoint are dropped on resume.
+
+        ``optimiser`` None saves an empty optimizer state (a state restored from ``step-0``).
+        """
+        self.flush_logs()
+        extra = {
+            "optimizer.safetensors": save_safetensors(optimiser.state_tensors() if optimiser else {}),
+            "state.json": json.dumps({"step": step, **state}).encode(),
+        }
+        save_checkpoint(self.run_dir, "last", trainable_state(model, names), metadata, step, extra)
+
+    def resume(self, model, optimiser: _Optimiser, fingerprint: str) -> dict | None:
+        """Load ``last`` (model, optimizer, loop state) if the run has one; None otherwise."""
+        recover_checkpoints(self.run_dir)
+        if "last" not in read_manifest(self.run_dir).get("checkpoints", {}):
+            return None
+        try:
+            tensors, meta = load_checkpoint(self.run_dir, "last")
+            optimizer_bytes = read_checkpoint_file(self.run_dir, "last", "optimizer.safetensors")
+            state = json.loads(read_checkpoint_file(self.run_dir, "last", "state.json"))
+        except DamagedRunError:
+            raise
+        except StoreError as error:  # a corrupt `last` fails every resume the same way: say what to do
+            raise DamagedRunError(self.run_dir.name, f"its checkpoint 'last' cannot be resumed from: {error}",
+                                  repair_hint(self.run_dir)) from None
+        load_tensors(model, tensors, meta, fingerprint, f"{self.run_dir.name}/last")
+        optimiser.load_state_tensors(load_safetensors(optimizer_bytes))
+        self.history = _rows_until(self.run_dir / HISTORY, state["step"])
+        self.gradnorms = _rows_until(self.run_dir / GRADNORMS, state["step"])
+        return state
+
+    def start_manifest(self, manifest: dict) -> None:
+        """Create the manifest of a new run, or mark an interrupted one as running again."""
+        path = self.run_dir / MANIFEST
+        if path.exists():
+            update_manifest(self.run_dir, status="running", updated=timestamp(), error=None)
+            return
+        manifest.update(
+            status="running", created=timestamp(), updated=timestamp(), versions=package_versions(), checkpoints={},
+            device=str(self.device),
+        )
+        write_manifest(self.run_dir, manifest)
+
+    def bar(self, total: int, initial: int, description: str):
+        return tqdm(total=total, initial=initial, desc=description, disable=not self.progress, leave=False, unit="step")
+
+
+def _frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _rows_until(path: Path, step: int) -> list[dict]:
+    if not path.exists():
+        return []
+    frame = pd.read_parquet(path)
+    return frame[frame["step"] <= step].to_dict("records")

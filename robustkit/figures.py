@@ -173,7 +173,7 @@ BOXES = "robustkit.plots.stability"
 BOX_VIEWS = "robustkit.analysis.boxes"
 CONVENTION = Param("convention", "openattack", "openattack: prediction flips, misclassified inputs included; gold: only correctly classified inputs; default: openattack", choices=("openattack", "gold"))
 SHOWN_SPLIT = Param("split", "validation", "split whose metric is shown (Houlsby et al. report validation); the best learning rate per point is always selected on validation; default: validation", choices=("validation", "test"))
-ATTACKED = "robustkit.analysis.attack:success_view"
+ATTACKED = "robustkit.analysis.attack:success_by_tsp"
 
 # ---------------------------------------------------------------------------------------------
 # the figures

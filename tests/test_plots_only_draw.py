@@ -120,8 +120,6 @@ def _plot_modules() -> list[Path]:
 # Plot modules that still compute, each with what is left to move into a view (strict: the
 # entry must go once the module passes). Nothing may be added here.
 PENDING = {
-    "attack.py": "failed victims per method (collapse.failure_rates) and the mean +- std per TSP step belong in a "
-                 "view of robustkit.analysis.attack",
     "curves.py": "the mean curves (robustkit.analysis.curves.mean_curves) belong in a view of robustkit.analysis.curves",
 }
 

@@ -207,10 +207,11 @@ register(Figure(
     "landscape", "robustkit.plots.landscape:landscape_curves"))
 register(Figure(
     "curves", "He et al. 2021 figures 5 and 9: dev loss and metric vs step",
-    "curves", "robustkit.plots.curves:dev_curves", score_axis=True))
+    "curves", "robustkit.plots.curves:dev_curves", view="robustkit.analysis.curves:dev_curves", score_axis=True))
 register(Figure(
     "curves-by-tsp", "Han et al. 2021 figures 1 and 13: dev metric vs step, one line per TSP step",
-    "curves", "robustkit.plots.curves:curves_by_tsp", score_axis=True))
+    "curves", "robustkit.plots.curves:curves_by_tsp", view="robustkit.analysis.curves:curves_by_tsp",
+    score_axis=True))
 register(Figure(
     "mean-best", "He et al. 2021 table 6: mean and best dev metric over all evaluation steps, as a table",
     "curves", "robustkit.plots.curves:mean_best_table", view="robustkit.analysis.curves:mean_best", score_axis=True))

@@ -204,7 +204,7 @@ register(Figure(
     "gradnorm", "robustkit.plots.gradnorm:gradnorm_curves", view="robustkit.analysis.gradnorm:summary"))
 register(Figure(
     "landscape", "He et al. 2021 figure 6: loss along the line from theta_0 to theta_1",
-    "landscape", "robustkit.plots.landscape:landscape_curves"))
+    "landscape", "robustkit.plots.landscape:landscape_curves", view="robustkit.analysis.landscape:landscape_lines"))
 register(Figure(
     "curves", "He et al. 2021 figures 5 and 9: dev loss and metric vs step",
     "curves", "robustkit.plots.curves:dev_curves", view="robustkit.analysis.curves:dev_curves", score_axis=True))

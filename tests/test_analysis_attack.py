@@ -332,3 +332,21 @@ def test_attack_boxes_draw_each_methods_success_rates_as_scores(monkeypatch):
     texts = " ".join(figure_texts(attack_boxes(**analysis.attack_boxes(pd.DataFrame(), "unused", checkpoint="best",
                                                                           convention="openattack"))))
     assert "PWWS attack success per method" in texts and "collapsed 1/3" in texts
+
+
+def test_figure_5_draws_through_its_view(monkeypatch):
+    """attack-vs-tsp and attack-by-attacker: the registered view turns the attacks into the lines
+    the plot draws (success_view monkeypatched: no attack runs here)."""
+    from robustkit.analysis.registry import call, load
+
+    outcome = ["ok"] * 3 + ["collapsed"] + ["ok"] * 4
+    summary = pd.concat([_summary("pwws", outcome=outcome), _summary("deepwordbug", outcome=outcome)])
+    monkeypatch.setattr(attack, "success_view", lambda *args, **kwargs: summary)
+    figure = figures.get("attack-by-attacker")
+    shown = figure.shown(pd.DataFrame(), "unused")
+    assert shown["lines"].query("attacker == 'pwws' and method == 'houlsby'")["n"].tolist() == [2, 1]
+    assert shown["failures"].set_index("method")["n_collapsed"].to_dict() == {"full": 0, "houlsby": 1}
+    fig = call(load(figure.plot), (), {**figure.resolve(), **shown})
+    assert [ax.get_title().split()[0] for ax in fig.axes[:2]] == ["PWWS", "DeepWordBug"]
+    with pytest.raises(ValueError, match="several attackers"):
+        call(load(figures.get("attack-vs-tsp").plot), (), figures.get("attack-vs-tsp").shown(pd.DataFrame(), "unused"))

@@ -173,7 +173,7 @@ BOXES = "robustkit.plots.stability"
 BOX_VIEWS = "robustkit.analysis.boxes"
 CONVENTION = Param("convention", "openattack", "openattack: prediction flips, misclassified inputs included; gold: only correctly classified inputs; default: openattack", choices=("openattack", "gold"))
 SHOWN_SPLIT = Param("split", "validation", "split whose metric is shown (Houlsby et al. report validation); the best learning rate per point is always selected on validation; default: validation", choices=("validation", "test"))
-ATTACKED = "robustkit.analysis.attack:success_view"
+ATTACKED = "robustkit.analysis.attack:success_by_tsp"
 
 # ---------------------------------------------------------------------------------------------
 # the figures
@@ -197,19 +197,21 @@ register(Figure(
     "ablation", "Houlsby et al. 2019 figure 6: relative change of the dev metric when the adapters of layers i..j are removed",
     "ablation", "robustkit.plots.ablation:ablation_heatmap",
     (Param("metric", None, "metric whose relative change is shown (Houlsby et al. plot validation accuracy); default: the task's main metric"),
-     Param("paper_figure", "Houlsby et al. 2019, figure 6", "the figure named in the title; default: Houlsby et al. 2019, figure 6 (the course report's figure 8 is the same ablation of layer-shared adapters)"))))
+     Param("paper_figure", "Houlsby et al. 2019, figure 6", "the figure named in the title; default: Houlsby et al. 2019, figure 6 (the course report's figure 8 is the same ablation of layer-shared adapters)")),
+    view="robustkit.analysis.ablation:ablation_heatmap"))
 register(Figure(
     "gradnorm", "Han et al. 2021 figure 3: per-layer gradient norms during training (log scale)",
     "gradnorm", "robustkit.plots.gradnorm:gradnorm_curves", view="robustkit.analysis.gradnorm:summary"))
 register(Figure(
     "landscape", "He et al. 2021 figure 6: loss along the line from theta_0 to theta_1",
-    "landscape", "robustkit.plots.landscape:landscape_curves"))
+    "landscape", "robustkit.plots.landscape:landscape_curves", view="robustkit.analysis.landscape:landscape_lines"))
 register(Figure(
     "curves", "He et al. 2021 figures 5 and 9: dev loss and metric vs step",
-    "curves", "robustkit.plots.curves:dev_curves", score_axis=True))
+    "curves", "robustkit.plots.curves:dev_curves", view="robustkit.analysis.curves:dev_curves", score_axis=True))
 register(Figure(
     "curves-by-tsp", "Han et al. 2021 figures 1 and 13: dev metric vs step, one line per TSP step",
-    "curves", "robustkit.plots.curves:curves_by_tsp", score_axis=True))
+    "curves", "robustkit.plots.curves:curves_by_tsp", view="robustkit.analysis.curves:curves_by_tsp",
+    score_axis=True))
 register(Figure(
     "mean-best", "He et al. 2021 table 6: mean and best dev metric over all evaluation steps, as a table",
     "curves", "robustkit.plots.curves:mean_best_table", view="robustkit.analysis.curves:mean_best", score_axis=True))

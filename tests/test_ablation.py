@@ -102,7 +102,7 @@ def test_heatmap_renders_pdf(tiny_store, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         frame = analysis("ablation").run(tiny_store, ["method=houlsby"], progress=False)
-    fig = ablation_heatmap(frame)
+    fig = ablation_heatmap(**ablation.ablation_heatmap(frame))  # through the figure's view
     assert "n=1 runs" in fig.axes[0].get_title()
     path = save_pdf(fig, tmp_path / "fig6.pdf")
     assert path.read_bytes()[:5] == b"%PDF-"

@@ -11,7 +11,8 @@ from robustkit import attacks, figures
 from robustkit.analysis import attack
 from robustkit.analysis.cache import CACHE_DIR
 from robustkit.attacks import pwws
-from robustkit.plots.attack import attack_by_attacker, attack_vs_tsp
+from robustkit.plots import attack as attack_plots
+from robustkit.plots.attack import attack_by_attacker
 from robustkit.plots.style import save_pdf
 from robustkit.train import train
 
@@ -187,15 +188,25 @@ def _summary(attacker: str = "pwws", rates=(0.3, 0.35, 0.32, 0.3, 0.6, 0.5, 0.7,
     return frame if outcome is None else frame.assign(outcome=outcome)
 
 
+def _vs_tsp(summary: pd.DataFrame, **params):
+    """The attack-vs-tsp figure of ``summary``, through its view (the lines' statistics)."""
+    return attack_plots.attack_vs_tsp(**attack.success_lines(summary, **params))
+
+
+def _by_attacker(summary: pd.DataFrame, **params):
+    """The attack-by-attacker figure of ``summary``, through its view."""
+    return attack_plots.attack_by_attacker(**attack.success_lines(summary, **params))
+
+
 def test_figure_renders(tmp_path):
-    path = save_pdf(attack_vs_tsp(_summary()), tmp_path / "fig5.pdf")
+    path = save_pdf(_vs_tsp(_summary()), tmp_path / "fig5.pdf")
     assert path.read_bytes()[:4] == b"%PDF"
     with pytest.raises(ValueError, match="gold"):
-        attack_vs_tsp(_summary(), convention="gold")
-    bug = attack_vs_tsp(_summary("deepwordbug"))
+        _vs_tsp(_summary(), convention="gold")
+    bug = _vs_tsp(_summary("deepwordbug"))
     assert bug.axes[0].get_title().startswith("DeepWordBug attack success")
     with pytest.raises(ValueError, match="several attackers"):
-        attack_vs_tsp(pd.concat([_summary(), _summary("deepwordbug")]))
+        _vs_tsp(pd.concat([_summary(), _summary("deepwordbug")]))
 
 
 def test_a_collapsed_victim_is_no_robustness(tmp_path):
@@ -205,13 +216,13 @@ def test_a_collapsed_victim_is_no_robustness(tmp_path):
         "method": ["houlsby"] * 4, "tsp_step": [0, 0, 200, 200], "convention": "openattack",
         "success_rate": [0.6, 0.7, 0.65, 0.05], "attacked": 50, "outcome": ["ok", "ok", "ok", "collapsed"],
     })
-    fig = attack_vs_tsp(summary)
+    fig = _vs_tsp(summary)
     line = fig.axes[0].get_lines()[0]
     assert list(line.get_ydata()) == pytest.approx([65.0, 65.0])  # TSP 200: the one ok run
     crosses = [l for l in fig.axes[0].get_lines() if l.get_marker() == "x"]
     assert len(crosses) == 1 and list(crosses[0].get_ydata()) == pytest.approx([5.0])
     assert any("collapsed 1/4" in t.get_text() for t in fig.texts)
-    kept = attack_vs_tsp(summary, include_failed=True).axes[0].get_lines()[0]
+    kept = _vs_tsp(summary, include_failed=True).axes[0].get_lines()[0]
     assert list(kept.get_ydata()) == pytest.approx([65.0, 35.0])
 
 
@@ -219,7 +230,7 @@ def test_attackers_side_by_side(tmp_path):
     outcome = ["ok"] * 3 + ["collapsed"] + ["ok"] * 4
     summary = pd.concat([_summary("pwws", outcome=outcome),
                          _summary("deepwordbug", rates=(0.5, 0.6, 0.55, 0.1, 0.9, 0.8, 0.9, 1.0), outcome=outcome)])
-    fig = attack_by_attacker(summary)
+    fig = _by_attacker(summary)
     pwws_ax, bug_ax = fig.axes[:2]
     assert pwws_ax.get_title().startswith("PWWS") and bug_ax.get_title().startswith("DeepWordBug")
     assert pwws_ax.get_shared_y_axes().joined(pwws_ax, bug_ax)
@@ -235,10 +246,10 @@ def test_attackers_side_by_side(tmp_path):
     texts = " ".join(t.get_text() for t in fig.texts)
     assert "collapsed 1/4" in texts and "±1 std" in texts
     assert save_pdf(fig, tmp_path / "fig5-attacks.pdf").read_bytes()[:4] == b"%PDF"
-    single = attack_by_attacker(summary[summary["tsp_step"] == 0].groupby(["attacker", "method"]).head(1))
+    single = _by_attacker(summary[summary["tsp_step"] == 0].groupby(["attacker", "method"]).head(1))
     assert "one run per TSP step" in " ".join(t.get_text() for t in single.texts)
     with pytest.raises(ValueError, match="no attacker column"):
-        attack_by_attacker(summary.drop(columns="attacker"))
+        _by_attacker(summary.drop(columns="attacker"))
 
 
 def test_attack_figures_are_registered():
@@ -248,6 +259,7 @@ def test_attack_figures_are_registered():
     assert by_attacker.analysis == "attack" and by_attacker.resolve()["attackers"] == ["pwws", "deepwordbug"]
     assert by_attacker.resolve(attackers="pwws,deepwordbug")["attackers"] == ["pwws", "deepwordbug"]
     assert load(by_attacker.plot) is attack_by_attacker
+    assert load(by_attacker.view) is load(figures.get("attack-vs-tsp").view) is attack.success_by_tsp
     assert load(by_attacker.source().compute) is attack.run_attackers
     vs_tsp = figures.get("attack-vs-tsp")
     assert vs_tsp.resolve()["attackers"] == ["pwws"]
@@ -320,3 +332,21 @@ def test_attack_boxes_draw_each_methods_success_rates_as_scores(monkeypatch):
     texts = " ".join(figure_texts(attack_boxes(**analysis.attack_boxes(pd.DataFrame(), "unused", checkpoint="best",
                                                                           convention="openattack"))))
     assert "PWWS attack success per method" in texts and "collapsed 1/3" in texts
+
+
+def test_figure_5_draws_through_its_view(monkeypatch):
+    """attack-vs-tsp and attack-by-attacker: the registered view turns the attacks into the lines
+    the plot draws (success_view monkeypatched: no attack runs here)."""
+    from robustkit.analysis.registry import call, load
+
+    outcome = ["ok"] * 3 + ["collapsed"] + ["ok"] * 4
+    summary = pd.concat([_summary("pwws", outcome=outcome), _summary("deepwordbug", outcome=outcome)])
+    monkeypatch.setattr(attack, "success_view", lambda *args, **kwargs: summary)
+    figure = figures.get("attack-by-attacker")
+    shown = figure.shown(pd.DataFrame(), "unused")
+    assert shown["lines"].query("attacker == 'pwws' and method == 'houlsby'")["n"].tolist() == [2, 1]
+    assert shown["failures"].set_index("method")["n_collapsed"].to_dict() == {"full": 0, "houlsby": 1}
+    fig = call(load(figure.plot), (), {**figure.resolve(), **shown})
+    assert [ax.get_title().split()[0] for ax in fig.axes[:2]] == ["PWWS", "DeepWordBug"]
+    with pytest.raises(ValueError, match="several attackers"):
+        call(load(figures.get("attack-vs-tsp").plot), (), figures.get("attack-vs-tsp").shown(pd.DataFrame(), "unused"))

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from robustkit.analysis import curves
-from robustkit.plots.curves import curves_by_tsp, dev_curves, mean_best_table
+from robustkit.plots import curves as curves_plots
+from robustkit.plots.curves import mean_best_table
 from robustkit.plots.style import figure_texts, save_pdf
 from robustkit.store.tables import IDENTITY, load_history
 
@@ -35,6 +36,16 @@ def _synthetic(tsp_steps=(0,)) -> pd.DataFrame:
                 rows.append({**identity, "step": step, "epoch": step / 10, "split": "validation", "metric": "loss", "value": 5.0})
             rows.append({**identity, "step": 40, "epoch": 4.0, "split": "train", "metric": "accuracy", "value": 1.0})
     return pd.DataFrame(rows)
+
+
+def dev_curves(frame: pd.DataFrame, **params):
+    """The curves figure of ``frame``, through its view (the mean lines)."""
+    return curves_plots.dev_curves(**curves.dev_curves(frame, **params))
+
+
+def curves_by_tsp(frame: pd.DataFrame, **params):
+    """The curves-by-tsp figure of ``frame``, through its view."""
+    return curves_plots.curves_by_tsp(**curves.curves_by_tsp(frame, **params))
 
 
 def test_run_is_the_validation_history_of_the_selected_runs(tiny_store):

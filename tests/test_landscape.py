@@ -12,7 +12,7 @@ import torch
 from robustkit.analysis import landscape
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import evaluate
-from robustkit.plots.landscape import landscape_curves
+from robustkit.plots import landscape as landscape_plots
 from robustkit.plots.style import save_pdf
 from robustkit.run_model import load_run_model
 from robustkit.spec import RunSpec
@@ -152,6 +152,11 @@ def _loss_at(frame: pd.DataFrame, alpha: float) -> float:
     return frame.query("metric == 'loss' and alpha == @alpha")["value"].item()
 
 
+def landscape_curves(frame: pd.DataFrame, **params):
+    """The landscape figure of ``frame``, through its view (the mean lines)."""
+    return landscape_plots.landscape_curves(**landscape.landscape_lines(frame, **params))
+
+
 def test_landscape_figure_renders_as_pdf(tiny_store, tmp_path):
     frame = analysis("landscape").run(tiny_store, alphas="-1:2:4", progress=False)
     seeds = pd.concat([frame, frame.assign(run_id=frame["run_id"] + "-copy", value=frame["value"] * 1.1)])
@@ -166,10 +171,6 @@ def test_landscape_figure_renders_as_pdf(tiny_store, tmp_path):
 
 def test_figure_leaves_collapsed_runs_out_and_counts_them():
     """A collapsed run's loss curve is no result: not in the mean line, counted in the legend."""
-    import pandas as pd
-
-    from robustkit.plots.landscape import landscape_curves
-
     rows = [{"run_id": f"r{seed}", "task": "rt", "method": "prefix", "tsp_step": 0, "checkpoint": "best", "alpha": alpha,
              "split": "validation", "metric": "loss", "value": value + alpha, "outcome": outcome}
             for seed, (value, outcome) in enumerate([(0.5, "ok"), (3.0, "collapsed")]) for alpha in (0.0, 1.0)]

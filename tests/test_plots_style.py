@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from robustkit.analysis import ablation
 from robustkit.cli import parse_args
 from robustkit.figures import FIGURES
 from robustkit.plots import style
@@ -67,8 +68,12 @@ def _ablation(n_layers: int, sharing: str = "none") -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _heatmap(frame: pd.DataFrame):
+    return ablation_heatmap(**ablation.ablation_heatmap(frame))  # through the figure's view
+
+
 def test_heatmap_cells_are_readable_and_the_shared_ablation_says_so():
-    fig = ablation_heatmap(_ablation(6))
+    fig = _heatmap(_ablation(6))
     ax = fig.axes[0]
     cells = [t for t in ax.texts]
     assert len(cells) == 21 and all(t.get_fontsize() == cell_font_size(6) >= 8 for t in cells)
@@ -77,9 +82,9 @@ def test_heatmap_cells_are_readable_and_the_shared_ablation_says_so():
     palest = next(t for t in cells if t.get_text() == "-1.0")
     assert darkest.get_color() == "white" and palest.get_color() == "black"  # contrast follows the cell
     assert cell_font_size(24) < cell_font_size(12) < cell_font_size(6)
-    shared = ablation_heatmap(_ablation(6, sharing="layer"))
+    shared = _heatmap(_ablation(6, sharing="layer"))
     assert "layer-shared" in shared._rk_title[0].get_text() and "minilm-l6 on rt" in shared._rk_title[0].get_text()
-    assert "layer-shared" in ablation_heatmap(_ablation(6, sharing="3-layer"))._rk_title[0].get_text()
+    assert "layer-shared" in _heatmap(_ablation(6, sharing="3-layer"))._rk_title[0].get_text()
     assert "layer-shared" not in fig._rk_title[0].get_text()
 
 

@@ -449,3 +449,53 @@ def run(
     frame = each_run(_adapter_runs(select_runs(store, select)), ANALYSIS, params, [checkpoint],
                      lambda row: ablation_run(row["path"], checkpoint, progress, device))
     return frame.assign(checkpoint=checkpoint)[COLUMNS]
+
+
+# ---------------------------------------------------------------------------------------------
+# the ablation figure's view
+
+
+def main_metric(frame: pd.DataFrame) -> str:
+    """The metric the ablation figure shows by default: the task's main metric (one task in
+    ``frame``), else ``loss``."""
+    names = frame["task"].unique() if "task" in frame else []
+    if len(names) == 1:
+        return tasks.get_task(str(names[0])).main_metric
+    return "loss"
+
+
+def ablation_heatmap(frame: pd.DataFrame, metric: str | None = None) -> dict:
+    """The ablation figure's data (Houlsby et al. 2019 figure 6 left/centre): the mean relative
+    change per ablated span over the runs of each panel, for
+    :func:`robustkit.plots.ablation.ablation_heatmap`.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        :func:`run` output (``first, last, metric, relative_change`` + identity columns).
+    metric : str, optional
+        Metric shown; default :func:`main_metric` (the task's main metric, else ``loss``).
+
+    Returns
+    -------
+    dict
+        The plot's keyword arguments: ``frame`` (the rows of ``metric``), ``metric``,
+        ``panels`` (the columns that make a panel: ``task`` and every run setting that varies
+        within a task, :func:`robustkit.analysis.pooling.mixed_settings`; empty without a
+        ``task`` column) and ``cells`` (``panels`` columns + ``first, last, relative_change``:
+        the mean over the panel's runs of each span's relative change, in %).
+
+    Raises
+    ------
+    ValueError
+        No row of ``metric``.
+    """
+    from robustkit.analysis.pooling import mixed_settings
+
+    metric = metric or main_metric(frame)
+    data = frame[frame["metric"] == metric]
+    if data.empty:
+        raise ValueError(f"no rows with metric {metric!r}; the frame has {sorted(frame['metric'].unique())}")
+    panels = ["task", *mixed_settings(data, ["task"])] if "task" in data else []
+    cells = (data.groupby([*panels, "first", "last"], dropna=False, sort=True)["relative_change"].mean() * 100.0).reset_index()
+    return {"frame": data, "metric": metric, "panels": panels, "cells": cells}

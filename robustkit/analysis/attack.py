@@ -349,6 +349,67 @@ def attack_boxes(examples: pd.DataFrame, store: str | Path, checkpoint: str, con
     return boxes.method_boxes(success_scores_view(examples, store, checkpoint, convention), include_failed=include_failed)
 
 
+LINE_COLUMNS = ["method", "tsp_step", "mean", "std", "n"]
+
+
+def success_lines(summary: pd.DataFrame, convention: str = "openattack", include_failed: bool = False) -> dict:
+    """Han et al. 2021 figure 5's lines: per attacker and method, the mean and the std of the
+    success rate over the victims (seeds) at each TSP step, and the failed victims per method.
+
+    Parameters
+    ----------
+    summary : DataFrame
+        :func:`success_view` output (or :func:`summarize`'s, each victim then counting as
+        ``ok``): one row per victim, attacker and convention, with ``method, tsp_step,
+        convention, success_rate, attacked`` and optionally ``attacker`` and ``outcome``.
+    convention : str
+        ``openattack`` or ``gold``: the rows used.
+    include_failed : bool
+        Average collapsed / diverged victims in too.
+
+    Returns
+    -------
+    dict
+        The keyword arguments of :func:`robustkit.plots.attack.attack_vs_tsp` and
+        :func:`~robustkit.plots.attack.attack_by_attacker`: ``summary`` (the rows of
+        ``convention``, with ``outcome``), ``lines`` (``attacker`` where ``summary`` has it +
+        :data:`LINE_COLUMNS`: ``mean`` and ``std`` (ddof 1; NaN for one victim) of the success
+        rate, a fraction, over the ``n`` victims kept at that point), ``failures``
+        (:func:`robustkit.collapse.failure_rates` per method of the victims, counted once: from
+        the first attacker's rows), ``convention`` and ``include_failed``.
+
+    Raises
+    ------
+    ValueError
+        No row of ``convention``.
+    """
+    from robustkit import collapse
+
+    data = summary[summary["convention"] == convention]
+    if data.empty:
+        raise ValueError(f"no rows with convention {convention!r}")
+    if "outcome" not in data:
+        data = data.assign(outcome=collapse.OK)
+    panels = ["attacker"] if "attacker" in data else []
+    lines = (collapse.kept(data, include_failed).groupby([*panels, "method", "tsp_step"], sort=True)["success_rate"]
+             .agg(["mean", "std", "count"]).rename(columns={"count": "n"}).reset_index())
+    if panels:  # panels in the attackers' order of appearance
+        order = {attacker: i for i, attacker in enumerate(pd.unique(data["attacker"]))}
+        lines = lines.sort_values("attacker", key=lambda a: a.map(order), kind="stable").reset_index(drop=True)
+    # Collapse is a property of the victim: count it once, from the first attacker's rows.
+    victims = data[data["attacker"] == data["attacker"].iloc[0]] if panels else data
+    return {"summary": data, "lines": lines[[*panels, *LINE_COLUMNS]].astype({"n": int}),
+            "failures": collapse.failure_rates(victims, ["method"]), "convention": convention,
+            "include_failed": include_failed}
+
+
+def success_by_tsp(examples: pd.DataFrame, store: str | Path, checkpoint: str, convention: str,
+                   include_failed: bool = False) -> dict:
+    """The attack-vs-tsp and attack-by-attacker figures' data: :func:`success_lines` of
+    :func:`success_view` (each victim's success rates and outcome)."""
+    return success_lines(success_view(examples, store, checkpoint), convention, include_failed)
+
+
 def with_outcomes(summary: pd.DataFrame, store: str | Path, checkpoint: str = "best") -> pd.DataFrame:
     """``summary`` + each victim's ``outcome`` on its test split (:mod:`robustkit.collapse`).
 

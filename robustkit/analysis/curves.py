@@ -203,3 +203,96 @@ def mean_best(frame: pd.DataFrame, include_failed: bool = False) -> pd.DataFrame
     order = ["task", "method", "tsp_step", "statistic"]
     columns = [*keys, "value", "std", "n", "n_runs", "n_collapsed", "n_diverged", "baseline"]
     return out.sort_values(order, kind="stable").reset_index(drop=True).astype({"statistic": str})[columns]
+
+
+# ---------------------------------------------------------------------------------------------
+# the curves figures' views: the lines the plots draw (robustkit.plots.curves)
+
+
+def validation_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The validation rows of :func:`run` (or :func:`with_outcomes`) output, with ``outcome``
+    (``ok`` where unknown) and ``baseline`` (NaN where unknown).
+
+    Raises
+    ------
+    ValueError
+        No validation row.
+    """
+    data = frame[frame["split"] == "validation"]
+    if data.empty:
+        raise ValueError("no validation rows to plot")
+    if "outcome" not in data:
+        data = data.assign(outcome=collapse.OK)
+    if "baseline" not in data:
+        data = data.assign(baseline=np.nan)
+    return data
+
+
+def dev_curves(frame: pd.DataFrame, tsp_step: int | None = None, include_failed: bool = False) -> dict:
+    """He et al. 2021 figures 5 and 9's lines: per task (and setting that varies within a
+    method), method and metric, the mean over the runs (seeds) at each evaluation step
+    (:func:`mean_curves`), for :func:`robustkit.plots.curves.dev_curves`.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        :func:`run` output, optionally with ``outcome`` and ``baseline`` (:func:`with_outcomes`).
+    tsp_step : int, optional
+        Which runs to show by their TSP steps; default the smallest in the frame (0 = no TSP,
+        as in He et al.), so runs from different starting points are never averaged together.
+    include_failed : bool
+        Average runs that ended collapsed / diverged in too.
+
+    Returns
+    -------
+    dict
+        The plot's keyword arguments: ``frame`` (:func:`validation_rows` of ``tsp_step``),
+        ``lines`` (:func:`mean_curves` by ``task``, the settings that vary within a task and
+        method (:func:`robustkit.analysis.pooling.mixed_settings`), ``method`` and ``metric``;
+        units of ``value``), ``tsp_step`` and ``include_failed``.
+
+    Raises
+    ------
+    ValueError
+        No validation row, or none of ``tsp_step``.
+    """
+    from robustkit.analysis.pooling import mixed_settings
+
+    data = validation_rows(frame)
+    tsp_step = int(data["tsp_step"].min()) if tsp_step is None else tsp_step
+    data = data[data["tsp_step"] == tsp_step]
+    if data.empty:
+        raise ValueError(f"no runs with tsp_step {tsp_step}")
+    facets = list(mixed_settings(data, ["task", "method"]))
+    lines = mean_curves(data, ["task", *facets, "method", "metric"], include_failed)
+    return {"frame": data, "lines": lines, "tsp_step": tsp_step, "include_failed": include_failed}
+
+
+def curves_by_tsp(frame: pd.DataFrame, metric: str | None = None, include_failed: bool = False) -> dict:
+    """Han et al. 2021 figures 1 and 13's lines: per task (and setting that varies within a
+    method and TSP step), method, TSP step and metric, the mean over the runs (seeds) at each
+    evaluation step (:func:`mean_curves`), for :func:`robustkit.plots.curves.curves_by_tsp`.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        :func:`run` output (``outcome`` / ``baseline`` optional).
+    metric : str, optional
+        Metric the plot shows; default each task's main metric (every metric's lines are given).
+    include_failed : bool
+        Average runs that ended collapsed / diverged in too.
+
+    Returns
+    -------
+    dict
+        The plot's keyword arguments: ``frame`` (:func:`validation_rows`), ``lines``
+        (:func:`mean_curves` by ``task``, the settings that vary within a task, method and TSP
+        step, ``method``, ``tsp_step`` and ``metric``; units of ``value``), ``metric`` and
+        ``include_failed``.
+    """
+    from robustkit.analysis.pooling import mixed_settings
+
+    data = validation_rows(frame)
+    facets = list(mixed_settings(data, ["task", "method", "tsp_step"]))
+    lines = mean_curves(data, ["task", *facets, "method", "tsp_step", "metric"], include_failed)
+    return {"frame": data, "lines": lines, "metric": metric, "include_failed": include_failed}

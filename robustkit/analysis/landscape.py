@@ -273,3 +273,45 @@ def _checked_splits(splits: Sequence[str]) -> tuple[str, ...]:
     if not splits or bad:
         raise RobustkitError(f"bad split(s) {bad or list(splits)}: choose from {', '.join(tasks.SPLITS)}")
     return splits
+
+
+# ---------------------------------------------------------------------------------------------
+# the landscape figure's view
+
+
+def landscape_lines(frame: pd.DataFrame, metric: str = "loss", split: str = "validation") -> dict:
+    """He et al. 2021 figure 6's lines: per task, method and TSP step, the mean and std of
+    ``metric`` over the runs (seeds) at each alpha, collapsed and diverged runs left out and
+    counted, for :func:`robustkit.plots.landscape.landscape_curves`.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        :func:`run` output (identity columns + ``checkpoint, alpha, split, metric, value``,
+        ``outcome`` where known).
+    metric, split : str
+        The rows shown (default: the dev loss).
+
+    Returns
+    -------
+    dict
+        The plot's keyword arguments: ``frame`` (the rows of ``metric`` and ``split``),
+        ``lines`` (``task, method, tsp_step, alpha, mean, std``: over the kept runs, ddof 1, in
+        the units of ``value``), ``runs`` (per ``task, method, tsp_step``: ``n_runs``, ``n_ok``
+        (the runs averaged), ``n_collapsed``, ``n_diverged``), ``metric`` and ``split``.
+
+    Raises
+    ------
+    ValueError
+        No row of ``split`` and ``metric``.
+    """
+    from robustkit import collapse
+
+    data = frame[(frame["metric"] == metric) & (frame["split"] == split)]
+    if data.empty:
+        have = sorted(set(zip(frame["split"], frame["metric"])))
+        raise ValueError(f"no rows with split {split!r} and metric {metric!r}; the frame has {have}")
+    keys = ["task", "method", "tsp_step"]
+    lines = (collapse.kept(data).groupby([*keys, "alpha"], sort=True)["value"].agg(["mean", "std"]).reset_index())
+    runs = collapse.failure_rates(data.drop_duplicates([*keys, "run_id"]), keys).drop(columns="failed_rate")
+    return {"frame": data, "lines": lines, "runs": runs, "metric": metric, "split": split}

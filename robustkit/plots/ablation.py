@@ -4,14 +4,14 @@ run setting that differs), one colour scale for all panels."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from robustkit import tasks
-from robustkit.analysis.pooling import mixed_settings
 from robustkit.plots import style
 from robustkit.plots.style import method_label, plt
 
@@ -20,7 +20,8 @@ SHARING_TITLES = {"layer": "layer-shared adapters (one module per layer)",
                   "3-layer": "layer-shared adapters (one module per 3 layers)"}
 
 
-def ablation_heatmap(frame: pd.DataFrame, metric: str | None = None, paper_figure: str = "Houlsby et al. 2019, figure 6") -> Figure:
+def ablation_heatmap(frame: pd.DataFrame, cells: pd.DataFrame, metric: str, panels: Sequence[str] = (),
+                     paper_figure: str = "Houlsby et al. 2019, figure 6") -> Figure:
     """Mean relative change of ``metric`` (in %) per ablated span, over the runs given.
 
     Rows are the first ablated layer, columns the last (0-based, as Houlsby et al.); cell
@@ -29,13 +30,22 @@ def ablation_heatmap(frame: pd.DataFrame, metric: str | None = None, paper_figur
     decimal, at a font size that fits the cell and in black or white by the cell's brightness,
     for up to :data:`MAX_ANNOTATED_LAYERS` layers.
 
+    ``frame``, ``cells``, ``metric`` and ``panels`` are the keyword arguments
+    :func:`robustkit.analysis.ablation.ablation_heatmap` returns (the figure's view).
+
     Parameters
     ----------
     frame : DataFrame
-        :func:`robustkit.analysis.ablation.run` output (``first, last, metric,
-        relative_change`` + identity columns, ``adapter_sharing`` among them).
-    metric : str, optional
-        Default: the task's main metric (one task expected), else ``loss``.
+        The rows of ``metric`` of :func:`robustkit.analysis.ablation.run` output (``first,
+        last, metric, relative_change`` + identity columns, ``adapter_sharing`` among them):
+        the panels' titles and the figure's.
+    cells : DataFrame
+        ``panels`` columns + ``first, last, relative_change``: the mean relative change (%) of
+        each span over a panel's runs.
+    metric : str
+        The metric shown.
+    panels : sequence of str
+        The columns that make a panel (``task`` and the settings that differ); empty: one panel.
     paper_figure : str
         The figure the heatmap reproduces, named in the title (the course report's figure 8
         draws the same ablation for layer-shared adapters).
@@ -46,26 +56,23 @@ def ablation_heatmap(frame: pd.DataFrame, metric: str | None = None, paper_figur
         One panel per task and differing setting; the title names the paper's figure, the
         model and task, and says "layer-shared" for runs with shared adapters.
     """
-    metric = metric or _main_metric(frame)
-    data = frame[frame["metric"] == metric]
-    if data.empty:
-        raise ValueError(f"no rows with metric {metric!r}; the frame has {sorted(frame['metric'].unique())}")
-    keys = ["task", *mixed_settings(data, ["task"])] if "task" in data else []
-    panels = list(data.groupby(keys, dropna=False, sort=True)) if keys else [((), data)]
-    grids = [_grid(rows) for _, rows in panels]
+    keys = list(panels)
+    groups = list(frame.groupby(keys, dropna=False, sort=True)) if keys else [((), frame)]
+    means = [rows for _, rows in cells.groupby(keys, dropna=False, sort=True)] if keys else [cells]
+    grids = [_matrix(rows) for rows in means]
     n_layers = max(g.shape[0] for g in grids)
     bound = max(max(float(np.abs(g).max()) for g in grids), 1e-9)  # one scale: panels compare
     side = 1.2 + 0.36 * n_layers
-    fig, axes = plt.subplots(1, len(panels), figsize=(side * len(panels) + 1.2, side + 0.4), squeeze=False,
+    fig, axes = plt.subplots(1, len(groups), figsize=(side * len(groups) + 1.2, side + 0.4), squeeze=False,
                              constrained_layout=True)
     norm = TwoSlopeNorm(0.0, -bound, bound)
     image = None
-    for ax, (key, rows), grid in zip(axes[0], panels, grids):
+    for ax, (key, rows), grid in zip(axes[0], groups, grids):
         image = _panel(ax, grid, norm)
         ax.set_title(_panel_title(rows, metric, keys, key), fontsize=8)
     bar = fig.colorbar(image, ax=list(axes[0]), shrink=0.9)
     bar.set_label(f"relative change in dev {metric} vs all adapters (%)")
-    style.set_title(fig, style.paper_title(paper_figure, data, extra=_sharing(data)))
+    style.set_title(fig, style.paper_title(paper_figure, frame, extra=_sharing(frame)))
     style.add_note(fig, "Cell (i, j): adapters of layers i..j removed (nothing re-trained), mean over the runs; "
                         "outlined: a single layer; grey: no span.")
     return fig
@@ -88,19 +95,11 @@ def _panel(ax, grid: np.ndarray, norm):
     return image
 
 
-def _main_metric(frame: pd.DataFrame) -> str:
-    names = frame["task"].unique() if "task" in frame else []
-    if len(names) == 1:
-        return tasks.get_task(str(names[0])).main_metric
-    return "loss"
-
-
-def _grid(data: pd.DataFrame) -> np.ndarray:
-    """(L, L) mean relative change in %, 0 where first > last."""
-    mean = data.groupby(["first", "last"])["relative_change"].mean() * 100.0
-    n_layers = int(max(data["first"].max(), data["last"].max())) + 1
+def _matrix(cells: pd.DataFrame) -> np.ndarray:
+    """(L, L) array of one panel's cells (``first, last, relative_change``), 0 where first > last."""
+    n_layers = int(max(cells["first"].max(), cells["last"].max())) + 1
     grid = np.zeros((n_layers, n_layers))
-    for (first, last), value in mean.items():
+    for first, last, value in zip(cells["first"], cells["last"], cells["relative_change"]):
         grid[int(first), int(last)] = value
     return grid
 

@@ -25,36 +25,42 @@ def attacker_label(attacker: str) -> str:
     return ATTACKER_LABELS.get(attacker, attacker)
 
 
-def attack_vs_tsp(summary: pd.DataFrame, convention: str = "openattack", include_failed: bool = False) -> Figure:
+def attack_vs_tsp(summary: pd.DataFrame, lines: pd.DataFrame, failures: pd.DataFrame, convention: str = "openattack",
+                  include_failed: bool = False) -> Figure:
     """Success rate (%) against TSP steps, one line per method: mean over seeds, ±1 std band.
+
+    ``summary``, ``lines``, ``failures``, ``convention`` and ``include_failed`` are the keyword
+    arguments :func:`robustkit.analysis.attack.success_lines` returns (the figure's view).
 
     Parameters
     ----------
     summary : DataFrame
-        :func:`robustkit.analysis.attack.summarize` output of one attacker (columns ``method,
-        tsp_step, convention, success_rate, attacked``, optionally ``attacker``; one row per run
-        and convention), with ``outcome`` (:func:`robustkit.analysis.attack.with_outcomes`):
-        collapsed victims are drawn as grey crosses and left out of the lines and bands unless
-        ``include_failed``.
+        One attacker's rows of ``convention`` (columns ``method, tsp_step, convention,
+        success_rate, attacked, outcome``, optionally ``attacker``; one row per run):
+        collapsed victims are drawn as grey crosses (left out of the lines and bands unless
+        ``include_failed``).
+    lines : DataFrame
+        ``method, tsp_step, mean, std, n``: each line's points (success rate as a fraction).
+    failures : DataFrame
+        Failed victims per method (``method, n_runs, n_collapsed, n_diverged``), for the note.
     convention : str
         ``openattack`` (prediction flips, misclassified inputs included) or ``gold``.
 
     Raises
     ------
     ValueError
-        No rows of ``convention``, or rows of several attackers (see :func:`attack_by_attacker`).
+        Rows of several attackers (see :func:`attack_by_attacker`).
     """
-    data = _of_convention(summary, convention)
-    attackers = _attackers(data)
+    attackers = _attackers(summary)
     if len(attackers) > 1:
         raise ValueError(f"rows of several attackers {attackers}: draw them with attack_by_attacker")
     fig, ax = new_figure()
-    counts = _panel(ax, data, include_failed)
+    _panel(ax, summary, lines, include_failed)
     name = attacker_label(attackers[0]) if attackers else "Attack"
     ax.set_ylabel(Y_LABEL)
-    ax.set_title(f"{name} attack success ({convention} convention, up to {int(data['attacked'].max())} examples/run)", fontsize=9)
-    style.set_title(fig, style.paper_title("Han et al. 2021, figure 5", data))
-    _legend_and_note(fig, ax, data, counts, include_failed, BANDS)
+    ax.set_title(f"{name} attack success ({convention} convention, up to {int(summary['attacked'].max())} examples/run)", fontsize=9)
+    style.set_title(fig, style.paper_title("Han et al. 2021, figure 5", summary))
+    _legend_and_note(fig, ax, summary, lines, failures, include_failed, BANDS)
     return fig
 
 
@@ -73,99 +79,91 @@ def attack_boxes(frame: pd.DataFrame, summary: pd.DataFrame, panels: Sequence[st
                         caption_text=caption_text, include_failed=include_failed)
 
 
-def attack_by_attacker(summary: pd.DataFrame, convention: str = "openattack", include_failed: bool = False) -> Figure:
+def attack_by_attacker(summary: pd.DataFrame, lines: pd.DataFrame, failures: pd.DataFrame,
+                       convention: str = "openattack", include_failed: bool = False) -> Figure:
     """Han et al. 2021 figure 5 with every attacker side by side: one panel per attacker (shared
     y axis), success rate (%) against TSP steps, one line per method, mean over seeds, ±1 std band.
+
+    ``summary``, ``lines``, ``failures``, ``convention`` and ``include_failed`` are the keyword
+    arguments :func:`robustkit.analysis.attack.success_lines` returns (the figure's view).
 
     Parameters
     ----------
     summary : DataFrame
-        :func:`robustkit.analysis.attack.success_by_attacker` output: as for
-        :func:`attack_vs_tsp`, with an ``attacker`` column; panels follow the attackers' order
-        of appearance. Collapsed victims are crosses in every panel, left out of lines and bands
-        unless ``include_failed``.
+        As for :func:`attack_vs_tsp`, with an ``attacker`` column; panels follow the attackers'
+        order of appearance. Collapsed victims are crosses in every panel, left out of lines
+        and bands unless ``include_failed``.
+    lines : DataFrame
+        ``attacker, method, tsp_step, mean, std, n``: each panel's lines.
+    failures : DataFrame
+        Failed victims per method, counted once (a victim's collapse is its own, whatever
+        attacks it).
     convention : str
         ``openattack`` or ``gold`` (see :func:`attack_vs_tsp`).
 
     Raises
     ------
     ValueError
-        No rows of ``convention``, or no ``attacker`` column.
+        No ``attacker`` column.
     """
-    data = _of_convention(summary, convention)
-    attackers = _attackers(data)
+    attackers = _attackers(summary)
     if not attackers:
         raise ValueError("the summary has no attacker column")
     fig, axes = plt.subplots(1, len(attackers), figsize=(0.6 + 4.2 * len(attackers), 3.6), sharey=True, squeeze=False,
                              constrained_layout=True)
-    counts: dict[str, list[int]] = {}
     for ax, attacker in zip(axes[0], attackers):
-        panel = data[data["attacker"] == attacker]
-        for method, runs in _panel(ax, panel, include_failed).items():
-            counts.setdefault(method, []).extend(runs)
+        panel = summary[summary["attacker"] == attacker]
+        _panel(ax, panel, lines[lines["attacker"] == attacker], include_failed)
         ax.set_title(f"{attacker_label(attacker)} (up to {int(panel['attacked'].max())} examples/run)", fontsize=9)
     axes[0][0].set_ylabel(Y_LABEL)
     labels = " vs ".join(attacker_label(a) for a in attackers)
-    style.set_title(fig, style.paper_title("Han et al. 2021, figure 5", data, extra=f"{labels} ({convention} convention)"))
+    style.set_title(fig, style.paper_title("Han et al. 2021, figure 5", summary, extra=f"{labels} ({convention} convention)"))
     note = (f"{BANDS} Every attacker attacks the same examples of each run; the y axis is shared. "
             "Han et al. 2021 report PWWS only.")
-    # Collapse is a property of the victim: count it once, from the first attacker's rows.
-    _legend_and_note(fig, axes[0][0], data[data["attacker"] == attackers[0]], counts, include_failed, note)
+    # Collapse is a property of the victim: marked once, from the first attacker's rows.
+    _legend_and_note(fig, axes[0][0], summary[summary["attacker"] == attackers[0]], lines, failures, include_failed, note)
     return fig
-
-
-def _of_convention(summary: pd.DataFrame, convention: str) -> pd.DataFrame:
-    data = summary[summary["convention"] == convention]
-    if data.empty:
-        raise ValueError(f"no rows with convention {convention!r}")
-    return data if "outcome" in data else data.assign(outcome=collapse.OK)
 
 
 def _attackers(data: pd.DataFrame) -> list[str]:
     return list(pd.unique(data["attacker"])) if "attacker" in data else []
 
 
-def _panel(ax: Axes, data: pd.DataFrame, include_failed: bool) -> dict[str, list[int]]:
+def _panel(ax: Axes, data: pd.DataFrame, lines: pd.DataFrame, include_failed: bool) -> None:
     """One line and ±1 std band per method, then collapsed victims as crosses (left out of both
-    unless ``include_failed``); returns the runs per point of each method."""
-    shown = collapse.kept(data, include_failed)
-    counts = {}
-    for method, group in shown.groupby("method", sort=True):
-        stats = group.groupby("tsp_step")["success_rate"].agg(["mean", "std", "count"]).sort_index()
-        x, mean, std = stats.index.to_numpy(), 100 * stats["mean"], 100 * stats["std"].fillna(0)
+    unless ``include_failed``)."""
+    for method, points in lines.groupby("method", sort=True):
+        x, mean, std = points["tsp_step"].to_numpy(), 100 * points["mean"], 100 * points["std"].fillna(0)
         color = method_color(method)
         ax.plot(x, mean, marker="o", color=color, label=method_label(method))
         ax.fill_between(x, mean - std, mean + std, color=color, alpha=0.2, linewidth=0)
-        counts[method] = stats["count"].astype(int).tolist()
     failed = data[data["outcome"] != collapse.OK]
     if len(failed) and not include_failed:
         ax.plot(failed["tsp_step"], 100 * failed["success_rate"], **style.COLLAPSED_STYLE)
     ax.set_xlabel("task-specific pretraining steps")
     ax.grid(alpha=0.3)
-    return counts
 
 
-def _legend_and_note(fig: Figure, ax: Axes, data: pd.DataFrame, counts: dict[str, list[int]], include_failed: bool,
-                     note: str) -> None:
+def _legend_and_note(fig: Figure, ax: Axes, data: pd.DataFrame, lines: pd.DataFrame, failures: pd.DataFrame,
+                     include_failed: bool, note: str) -> None:
     """One legend entry per method with its runs per point, the collapsed marker if any victim
     collapsed, and the note saying what lines and bands are and which victims were left out."""
     handles = [Line2D([], [], marker="o", color=method_color(method),
-                      label=f"{method_label(method)} (n={_span(runs)} runs per point)")
-               for method, runs in sorted(counts.items())]
+                      label=f"{method_label(method)} (n={_span(points['n'])} runs per point)")
+               for method, points in lines.groupby("method", sort=True)]
     failed = (data["outcome"] != collapse.OK).any()
     if failed and not include_failed:
         handles.append(style.collapsed_handle())
     style.legend_below(fig, ax, handles, ncols=1)
-    if max((n for runs in counts.values() for n in runs), default=0) <= 1:
+    if (lines["n"].max() if len(lines) else 0) <= 1:
         note = note.replace(BANDS, "Lines: one run per TSP step (no spread to show).")
-    rates = collapse.failure_rates(data, ["method"])
     left_out = "; ".join(f"{method_label(r.method)}: {collapse.label(r.n_collapsed, r.n_runs, r.n_diverged)}"
-                         for r in rates.itertuples() if r.n_collapsed or r.n_diverged)
+                         for r in failures.itertuples() if r.n_collapsed or r.n_diverged)
     if left_out and not include_failed:
         note += f" Victims stuck at the majority class cannot be flipped: left out of lines and bands ({left_out})."
     style.add_note(fig, note)
 
 
 def _span(values: Iterable[int]) -> str:
-    low, high = min(values), max(values)
+    low, high = int(min(values)), int(max(values))
     return str(low) if low == high else f"{low}-{high}"

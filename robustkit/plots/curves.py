@@ -7,9 +7,10 @@
 - :func:`mean_best_table`: He et al. 2021 table 6 as a table: mean and best dev result over
   the evaluation steps, mean ± std over seeds.
 
-Lines are means over the runs of one configuration with a ±1 std band; runs that ended
-collapsed or diverged (``outcome``, :func:`robustkit.analysis.curves.with_outcomes`) are drawn
-as thin grey lines and left out of the means unless ``include_failed``. Metric axes are in %
+Lines are means over the runs of one configuration with a ±1 std band, computed by the figures'
+views (:func:`robustkit.analysis.curves.dev_curves`, :func:`~robustkit.analysis.curves.curves_by_tsp`);
+runs that ended collapsed or diverged (``outcome``, :func:`robustkit.analysis.curves.with_outcomes`)
+are drawn as thin grey lines and left out of the means unless ``include_failed``. Metric axes are in %
 (accuracy, F1) with the majority-class baseline dashed.
 """
 
@@ -23,7 +24,6 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from robustkit import collapse
-from robustkit.analysis.curves import mean_curves
 from robustkit.analysis.pooling import mixed_settings
 from robustkit.plots import style
 from robustkit.plots.style import method_color, method_label, plt
@@ -33,37 +33,39 @@ STEP_LABEL = "training step (optimiser updates)"
 BAND_NOTE = "Lines: mean over the runs (seeds) of a configuration; bands: ±1 std over them (ddof 1)."
 
 
-def dev_curves(frame: pd.DataFrame, tsp_step: int | None = None, include_failed: bool = False) -> Figure:
+def dev_curves(frame: pd.DataFrame, lines: pd.DataFrame, tsp_step: int = 0, include_failed: bool = False) -> Figure:
     """Dev loss (left) and dev main metric (right) against step; a row per task and setting.
 
     Each line is one method: the mean over its runs (seeds) at each evaluation step, with a
     ±1 std band; a line going up on the left while the right one falls is overfitting.
+    ``frame``, ``lines``, ``tsp_step`` and ``include_failed`` are the keyword arguments
+    :func:`robustkit.analysis.curves.dev_curves` returns (the figure's view).
 
     Parameters
     ----------
     frame : DataFrame
-        :func:`robustkit.analysis.curves.run` output (``main_metric, step, split, metric,
-        value``), optionally with ``outcome`` and ``baseline`` (:func:`~robustkit.analysis.curves.with_outcomes`).
-    tsp_step : int, optional
-        Which runs to show by their TSP steps; default the smallest in the frame (0 = no TSP,
-        as in He et al.), so runs from different starting points are never averaged together.
+        The validation rows of one TSP step of :func:`robustkit.analysis.curves.run` output
+        (``main_metric, step, split, metric, value``) with ``outcome`` and ``baseline``: runs
+        that ended collapsed or diverged are drawn as thin grey lines.
+    lines : DataFrame
+        :func:`robustkit.analysis.curves.mean_curves` per task, differing setting, method and
+        metric (``step, mean, std, n``; units of ``value``).
+    tsp_step : int
+        The runs' TSP steps, named in the title unless 0.
     include_failed : bool
-        Average runs that ended collapsed / diverged in too (they are drawn grey either way).
+        Whether the means kept collapsed / diverged runs (the note says).
     """
-    data = _prepared(_validation(frame))
-    tsp_step = int(data["tsp_step"].min()) if tsp_step is None else tsp_step
-    data = data[data["tsp_step"] == tsp_step]
-    if data.empty:
-        raise ValueError(f"no runs with tsp_step {tsp_step}")
+    data = _prepared(frame)
     facets = list(mixed_settings(data, ["task", "method"]))
     rows_keys = _combos(data, ["task", *facets])
+    line_keys = ["task", *facets, "metric", "method"]
     fig, axes = plt.subplots(len(rows_keys), 2, figsize=(9, 3.2 * len(rows_keys)), squeeze=False, constrained_layout=True)
     for row, key in zip(axes, rows_keys):
         rows = data[_matches(data, ["task", *facets], key)]
         for ax, metric in zip(row, ["loss", _main_metric(rows)]):
             shown = rows[rows["metric"] == metric]
             for method, group in shown.groupby("method", sort=True):
-                _mean_line(ax, group, method_color(method), include_failed)
+                _mean_line(ax, group, lines[_matches(lines, line_keys, (*key, metric, method))], method_color(method))
             if metric != "loss":
                 _baseline(ax, shown)
             ax.set_xlabel(STEP_LABEL)
@@ -81,21 +83,30 @@ def dev_curves(frame: pd.DataFrame, tsp_step: int | None = None, include_failed:
     return fig
 
 
-def curves_by_tsp(frame: pd.DataFrame, metric: str | None = None, include_failed: bool = False) -> Figure:
+def curves_by_tsp(frame: pd.DataFrame, lines: pd.DataFrame, metric: str | None = None,
+                  include_failed: bool = False) -> Figure:
     """Dev metric against fine-tuning step, one line per TSP step; a panel per task x method.
+
+    ``frame``, ``lines``, ``metric`` and ``include_failed`` are the keyword arguments
+    :func:`robustkit.analysis.curves.curves_by_tsp` returns (the figure's view).
 
     Parameters
     ----------
     frame : DataFrame
-        :func:`robustkit.analysis.curves.run` output (``outcome`` / ``baseline`` optional).
+        The validation rows of :func:`robustkit.analysis.curves.run` output, with ``outcome``
+        and ``baseline``.
+    lines : DataFrame
+        :func:`robustkit.analysis.curves.mean_curves` per task, differing setting, method, TSP
+        step and metric.
     metric : str, optional
         Metric to show; default each task's main metric.
     include_failed : bool
-        Average runs that ended collapsed / diverged in too.
+        Whether the means kept collapsed / diverged runs (the note says).
     """
-    data = _prepared(_validation(frame))
+    data = _prepared(frame)
     facets = list(mixed_settings(data, ["task", "method", "tsp_step"]))
     rows_keys = _combos(data, ["task", *facets])
+    line_keys = ["task", *facets, "method", "metric", "tsp_step"]
     methods = sorted(data["method"].unique())
     steps = sorted(data["tsp_step"].unique())
     colours = dict(zip(steps, plt.get_cmap("viridis")(np.linspace(0, 0.9, len(steps)))))
@@ -108,7 +119,7 @@ def curves_by_tsp(frame: pd.DataFrame, metric: str | None = None, include_failed
         for ax, method in zip(row, methods):
             shown = rows[(rows["method"] == method) & (rows["metric"] == shown_metric)]
             for tsp, group in shown.groupby("tsp_step", sort=True):
-                _mean_line(ax, group, colours[tsp], include_failed)
+                _mean_line(ax, group, lines[_matches(lines, line_keys, (*key, method, shown_metric, tsp))], colours[tsp])
             _baseline(ax, shown)
             ax.set_xlabel("fine-tuning " + STEP_LABEL)
             ax.set_title(_title(key, facets, method_label(method)), fontsize=9)
@@ -175,20 +186,9 @@ def mean_best_table(summary: pd.DataFrame) -> Figure:
 # helpers
 
 
-def _validation(frame: pd.DataFrame) -> pd.DataFrame:
-    data = frame[frame["split"] == "validation"]
-    if data.empty:
-        raise ValueError("no validation rows to plot")
-    return data
-
-
 def _prepared(data: pd.DataFrame) -> pd.DataFrame:
-    """``data`` + ``outcome`` (ok if unknown) and ``shown`` / ``shown_baseline`` (plotted units:
-    % for accuracy and F1, x 100 for correlations, losses as they are)."""
-    if "outcome" not in data:
-        data = data.assign(outcome=collapse.OK)
-    if "baseline" not in data:
-        data = data.assign(baseline=np.nan)
+    """``data`` + ``shown`` / ``shown_baseline`` (plotted units: % for accuracy and F1, x 100
+    for correlations, losses as they are)."""
     factor = data["metric"].map(style.scale)
     # the baseline is the main metric's: it applies to the rows of that metric only
     main = data["metric"] == data["main_metric"] if "main_metric" in data else data["metric"] != "loss"
@@ -207,14 +207,16 @@ def _metric_label(metric: str) -> str:
     return f"dev {metric}{style.unit(metric)}"
 
 
-def _mean_line(ax, group: pd.DataFrame, colour, include_failed: bool) -> None:
-    """Mean over the kept runs per step with a ±1 std band; failed runs as thin grey lines."""
-    stats = mean_curves(group.assign(value=group["shown"]), ["metric"], include_failed)
+def _mean_line(ax, group: pd.DataFrame, stats: pd.DataFrame, colour) -> None:
+    """The line's mean per step (``stats``, in the units of ``value``) with a ±1 std band where
+    it averages several runs; the failed runs of ``group`` as thin grey lines."""
     if len(stats):
-        ax.plot(stats["step"], stats["mean"], marker="o", markersize=2.5, linewidth=1.2, color=colour)
+        factor = style.scale(str(group["metric"].iloc[0]))
+        mean = stats["mean"] * factor
+        ax.plot(stats["step"], mean, marker="o", markersize=2.5, linewidth=1.2, color=colour)
         if stats["n"].max() > 1:
-            std = stats["std"].fillna(0)
-            ax.fill_between(stats["step"], stats["mean"] - std, stats["mean"] + std, color=colour, alpha=0.2, linewidth=0)
+            std = stats["std"].fillna(0) * factor
+            ax.fill_between(stats["step"], mean - std, mean + std, color=colour, alpha=0.2, linewidth=0)
     for _, run in group[group["outcome"] != collapse.OK].groupby("run_id"):
         run = run.sort_values("step")
         ax.plot(run["step"], run["shown"], color=style.COLLAPSED_STYLE["color"], linewidth=0.8, linestyle=":",

@@ -139,4 +139,4 @@ def _note(frame: pd.DataFrame, layer_checkpoint: str) -> str:
             "||Hv - λv|| (an eigenvalue lies within it). Trace: Hutchinson with "
             f"{samples} Rademacher samples; error bar: ±2 standard errors. Left: a dot per run, lines join the means over "
             f"runs; right ('{layer_checkpoint}'): a dot per run for the diagonal Hessian block of each layer "
-            "(robustkit.train.layer_group; only that block moves), lines join the means over runs.")
+            "(robustkit.layer_names.layer_group; only that block moves), lines join the means over runs.")

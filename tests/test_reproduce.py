@@ -155,18 +155,18 @@ def test_claims_are_judged_printed_under_the_figure_and_indexed(tmp_path, recipe
     assert line.startswith("spread: inconclusive (n = 0 vs 0; 4 collapsed or diverged left out; too few runs to test")
     assert "\nfailures: inconclusive (n = 2 vs 2; rate a - rate b 0; rates 1.00 vs 1.00" in line
     assert footers and footers[0]["subtitle"] == "bert-tiny on rte"
-    assert "Claim: adapters vary less (toy) Tested as spread of score: houlsby < full (levene, one-sided). Verdict inconclusive" in footers[0]["footer"]
+    assert "Claim: adapters vary less (toy) Tested as spread of scores.score: houlsby < full (levene, one-sided). Verdict inconclusive" in footers[0]["footer"]
     rows = pd.read_csv(figures / "claims.csv")
     assert set(rows["claim"]) == {"spread", "failures"} and set(rows["recipe"]) == {"toy/seeds"}
     index = (figures / "README.md").read_text()
     assert "**inconclusive** (spread: too few runs to test" in index and "bert-tiny on rte" in index
-    assert "houlsby 2, full 2" in index and "houlsby 2/2, full 2/2 (best/validation)" in index  # runs per group, collapsed
+    assert "houlsby 2, full 2" in index and "houlsby 2/2, full 2/2 (last/validation)" in index  # runs per group, collapsed
     # re-indexed from a store that lacks the recipe's runs (another scale's, a fresh one): the
     # count stays the one of the store that drew the figure; once it said "0/0" or "0/1"
     from robustkit.reproduce import write_index
 
     write_index(figures, "demo", recipe_dir, store=tmp_path / "elsewhere")
-    assert "houlsby 2/2, full 2/2 (best/validation)" in (figures / "README.md").read_text()
+    assert "houlsby 2/2, full 2/2 (last/validation)" in (figures / "README.md").read_text()
     (figures / "README.md").unlink()
     write_index(figures, "demo", recipe_dir, store=tmp_path / "elsewhere")
     assert "| not recorded |" in (figures / "README.md").read_text()

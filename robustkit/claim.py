@@ -5,46 +5,74 @@ Each recipe (``analyses/<paper>/<figure>.toml``) states its paper's claim before
     [[claim]]
     id = "spread"
     says = "full FT 'leads to a large standard deviation'; adapters 'a much smaller variance' (§2)"
-    statistic = "scores.score"                 # <analysis>.<statistic> (robustkit.analysis.registry)
-    compare = "spread"                         # spread | location | rate | margin | threshold
+    statistic = "scores.score"       # <analysis>.<statistic> (robustkit.analysis.registry)
+    compare = "spread"               # spread | location | rate | equivalence | threshold
     a = "houlsby"
     b = "full"
-    direction = "less"                         # the claim: a less than b
-    test = "levene"
+    direction = "less"               # the claim: a less than b
 
 A claim is judged on the frame its figure drew: when ``statistic`` names the figure's analysis,
 the analysis's parameters are the figure's (the recipe's ``params`` at the scale), so claim and
 figure read one cache entry; a claim's ``params`` are then the statistic's own. A claim on
 another analysis gives that analysis's parameters in ``params`` too (unknown names are errors).
 
-The verdict is one of ``agrees``, ``contradicts`` or ``inconclusive``:
+The decision framework
+======================
+One rule per claim kind, written here once and tested by simulation
+(``tests/test_claim_simulation.py``): under the null, a verdict of *agrees* comes at most at rate
+alpha at every n, and so does *contradicts* when the claim holds. alpha = 0.05, one-sided, in
+the claimed direction; intervals are two-sided at 1 - 2 alpha (90%), each tail alpha, so an
+interval excludes the null exactly where the test rejects. All tests are exact
+(:mod:`robustkit.measures.exact`): their smallest p-value at the recipe's n is known before any
+run exists (``robustkit claims --plan``), and a claim that cannot reach alpha at its n is an
+error of the recipe (``tests/test_recipes.py``).
 
-- **spread** (std of a vs b; ``levene`` or ``brown-forsythe``): the two-sided p of the test is
-  halved in the direction the sample shows (one-sided). agrees: p < alpha and the sample std
-  ratio a/b on the claimed side of 1; contradicts: p < alpha on the other side; else
-  inconclusive. Effect: std ratio a/b with a (1 - 2 alpha) percentile bootstrap CI. Needs 3
-  runs per group.
-- **location** (a vs b; ``mann-whitney`` one-sided both ways, or ``bootstrap-mean``): agrees when
-  the one-sided test in the claimed direction has p < alpha (bootstrap: the (1 - 2 alpha) CI of
-  mean(a) - mean(b) lies on the claimed side of 0), contradicts when the opposite one does.
-  Effect: mean(a) - mean(b) and its bootstrap CI. Needs 2 runs per group.
-- **rate** (share of runs with value 1, e.g. collapsed runs; Fisher's exact test one-sided both
-  ways): as location, effect rate(a) - rate(b). Failed runs count here, as they are the data.
-- **margin** (a within ``value`` of b): agrees when the (1 - 2 alpha) bootstrap CI of
-  mean(a) - mean(b) lies above -value, contradicts when it lies below -value.
-- **threshold** (group a, or every run, against a constant ``value``): agrees when the
-  (1 - 2 alpha) bootstrap CI of the mean lies on the claimed side of ``value``, contradicts when
-  it lies on the other side. Needs 2 runs.
+============  ==========================  ==============================  =======================  ============
+kind          null hypothesis             test (one-sided)                effect and interval      decides at
+============  ==========================  ==============================  =======================  ============
+location      a and b alike               Wilcoxon-Mann-Whitney, exact    Hodges-Lehmann shift,    C(na+nb, na)
+                                                                          exact (inverted test)    > 1/alpha
+spread        a and b equally spread      permutation of Brown-Forsythe   std ratio a/b; bootstrap as location
+                                          deviations, exact               only with >= 10 per group
+rate          equal rates of ones         Fisher's exact                  rate difference,         as location
+                                                                          Newcombe score interval
+equivalence   |a - b| >= value            two one-sided rank tests        Hodges-Lehmann shift,    as location
+              (``value`` = the margin)    (TOST) at +-value               exact
+threshold     a centred at ``value``      Wilcoxon signed-rank, exact     one-sample Hodges-       2^na > 1/alpha
+                                                                          Lehmann, exact           (na >= 5)
+============  ==========================  ==============================  =======================  ============
 
-Collapsed and diverged runs (:mod:`robustkit.collapse`) are left out except for ``rate``. With
-``within`` cells (e.g. per TSP step or per layer) each cell gets a verdict; the claim agrees when
-every cell agrees, contradicts when any cell contradicts, and is inconclusive otherwise. Too few
-runs, or a statistic the runs cannot give, is ``inconclusive`` with the reason.
+- **Verdict of a cell**: *agrees* when the test in the claimed direction has p < alpha (for
+  equivalence both one-sided tests inside the margin); *contradicts* when the test in the
+  opposite direction does (for equivalence: the shift lies outside the margin, either side,
+  Bonferroni over the two sides); else *inconclusive*. Below the smallest n at which the test
+  can reach alpha the interval says "none at this n" and the verdict is *inconclusive: too few
+  runs*.
+- **Sign** (``sign = "less"`` or ``"greater"``): a claim that names a direction of change
+  ("vanishing" = falling) also tests group a's own values against 0 (signed-rank); the cell
+  agrees only when both tests agree, and contradicts when either finds the opposite.
+- **Cells** (``within``): each cell is tested; the p-values are Holm-corrected over the cells
+  (each direction apart), and a cell whose effect is smaller than the claim's ``floor``
+  (statistic units, default 0) counts as undecided. The claim agrees when at least half of the
+  cells agree and none contradicts, contradicts when at least half contradict and none agrees,
+  and is inconclusive otherwise.
+- **Unit of replication**: one observation per run and cell. A statistic that gives a run several
+  observations in a cell (its evaluations at every epoch) is averaged to the run's mean first:
+  evaluations of one run are not independent samples.
+- **Dependent pairs**: a statistic of run pairs (the barrier of two seeds' runs) shares runs
+  between its observations; it is shown, never tested (*inconclusive: untestable*).
+- **Failures** (``failures``): ``not-learned``, ``collapsed`` and ``diverged`` runs
+  (:mod:`robustkit.collapse`) are left out (``"exclude"``, the default) or kept as data
+  (``"data"``: claims about failing or degrading, and every ``rate`` claim). Where leaving them
+  out changes the verdict, the reason says what the verdict is with them.
+- **Convergence** (``final``, default: claims on the final score, ``scores.score``): when more
+  than half of a compared group's runs are still improving at the end of training (the rule of
+  :mod:`robustkit.analysis.convergence`), the verdict is *inconclusive: not converged*.
+- **Reason classes** of an inconclusive verdict (column ``reason_class``): ``too few runs``,
+  ``not significant``, ``not converged``, ``untestable``, ``no data``.
 
-The verdict logic here is hand-written: no maintained package states paper claims as
-directional hypotheses over groups of runs (deepsig tests score distributions, which is what
-``location`` does with Mann-Whitney). The tests and intervals themselves are those of the
-figures' captions, in :mod:`robustkit.measures.significance` (scipy).
+The verdict logic is hand-written: no maintained package states paper claims as directional
+hypotheses over groups of runs. The tests themselves are scipy's exact ones.
 """
 
 from __future__ import annotations
@@ -61,20 +89,25 @@ from robustkit import collapse
 from robustkit.analysis import registry
 from robustkit.analysis.pooling import check_pooling
 from robustkit.errors import RobustkitError
-from robustkit.measures import significance
+from robustkit.measures import exact, significance
 from robustkit.params import resolve
 
 AGREES, CONTRADICTS, INCONCLUSIVE = "agrees", "contradicts", "inconclusive"
 VERDICTS = (AGREES, CONTRADICTS, INCONCLUSIVE)
-COMPARES = {"spread": ("levene", "brown-forsythe"), "location": ("mann-whitney", "bootstrap-mean"),
-            "rate": ("fisher",), "margin": ("bootstrap-mean",), "threshold": ("bootstrap-mean",)}
-MIN_RUNS = {"spread": 3, "location": 2, "rate": 2, "margin": 2, "threshold": 2}
-VERDICT_COLUMNS = ["recipe", "claim", "says", "statistic", "compare", "test", "a", "b", "direction", "cell",
-                   "n_a", "n_b", "n_failed", "effect", "effect_name", "ci_low", "ci_high", "p_value", "verdict", "reason"]
+COMPARES = {"spread": "brown-forsythe", "location": "mann-whitney", "rate": "fisher", "equivalence": "tost-rank",
+            "threshold": "signed-rank"}
+TOO_FEW, NOT_SIGNIFICANT, NOT_CONVERGED, UNTESTABLE, NO_DATA = (
+    "too few runs", "not significant", "not converged", "untestable", "no data")
+BOOTSTRAP_MIN_N = 10  # below this many runs per group no percentile bootstrap interval is given
+FAILURE_POLICIES = ("exclude", "data")
+VERDICT_COLUMNS = ["recipe", "claim", "says", "statistic", "compare", "test", "a", "b", "direction", "failures", "cell",
+                   "n_a", "n_b", "n_failed", "effect", "effect_name", "ci_low", "ci_high", "p_value", "smallest_p",
+                   "verdict", "reason_class", "reason"]
 N_RESAMPLES = 9999
 SEED = 0
 _KEYS = {"id", "says", "statistic", "params", "compare", "by", "a", "b", "direction", "test", "within", "pooled",
-         "value", "alpha", "where"}
+         "value", "alpha", "where", "sign", "floor", "failures", "final", "scales"}
+FINAL_STATISTICS = ("scores.score",)
 
 
 class ClaimError(RobustkitError):
@@ -93,25 +126,36 @@ class Claim:
         ``<analysis>.<statistic>`` of :mod:`robustkit.analysis.registry`; ``params`` the
         statistic's parameters (and, for an analysis other than the figure's, the analysis's).
     compare : str
-        ``spread``, ``location``, ``rate``, ``margin`` or ``threshold`` (module docstring).
+        ``spread``, ``location``, ``rate``, ``equivalence`` or ``threshold`` (module docstring).
     by : str
         Column whose groups ``a`` and ``b`` are compared.
     a, b : tuple
         The values of ``by`` that make group a and group b (several values: one group, e.g.
         ``("houlsby", "adapterhub-houlsby")`` so that one claim serves both scales; numbers
         compare as numbers). ``b`` is empty for ``threshold``.
-    direction : {"less", "greater"}
-        The claim: a less / greater than b (threshold: than ``value``).
+    direction : {"less", "greater"} or None
+        The claim: a less / greater than b (threshold: than ``value``); None for equivalence.
     test : str
-        The test (:data:`COMPARES` lists those of each compare).
+        The kind's test (:data:`COMPARES`; one per kind).
     within, pooled : tuple of str
         Cells judged separately; run settings pooled on purpose inside a group.
     where : dict
         Column -> accepted values: only these observations are judged (e.g. the late TSP stage).
     value : float or None
-        Margin or threshold (statistic units, e.g. 0.02 = 2 accuracy points).
+        Equivalence margin or threshold (statistic units, e.g. 0.02 = 2 accuracy points).
     alpha : float
-        Level of the tests and of the (1 - 2 alpha) intervals.
+        One-sided level of the tests; intervals are 1 - 2 alpha.
+    sign : {"less", "greater"} or None
+        The direction of change the claim names for group a's own values (against 0).
+    floor : float
+        Smallest effect that counts for a cell (statistic units).
+    failures : {"exclude", "data"}
+        Failed runs left out, or kept as data (always data for ``rate``).
+    final : bool
+        The claim is about final performance: runs still improving make it inconclusive.
+    scales : tuple of str
+        The scales whose runs can decide the claim (the recipe says why where one is left out);
+        at the others it is *inconclusive: untestable at this scale*.
     """
 
     id: str
@@ -119,7 +163,7 @@ class Claim:
     statistic: str
     compare: str
     a: tuple
-    direction: str
+    direction: str | None = None
     b: tuple = ()
     by: str = "method"
     test: str | None = None
@@ -129,61 +173,88 @@ class Claim:
     value: float | None = None
     alpha: float = 0.05
     where: dict = field(default_factory=dict)
+    sign: str | None = None
+    floor: float = 0.0
+    failures: str = "exclude"
+    final: bool = False
+    scales: tuple[str, ...] = ("demo", "paper")
 
     @classmethod
     def from_table(cls, raw: dict, where: str) -> "Claim":
         """Parse and check one ``[[claim]]`` table of a recipe (``where`` names it in errors)."""
+        name = raw.get("id", "?")
         unknown = sorted(set(raw) - _KEYS)
-        missing = sorted({"id", "says", "statistic", "compare", "direction"} - set(raw))
+        missing = sorted({"id", "says", "statistic", "compare"} - set(raw))
         if unknown or missing:
-            raise ClaimError(f"{where}: claim {raw.get('id', '?')!r} has unknown key(s) {unknown}, missing key(s) {missing}")
+            raise ClaimError(f"{where}: claim {name!r} has unknown key(s) {unknown}, missing key(s) {missing}")
         compare = raw["compare"]
         if compare not in COMPARES:
-            raise ClaimError(f"{where}: claim {raw['id']!r}: compare must be one of {', '.join(COMPARES)}, got {compare!r}")
-        test = raw.get("test", COMPARES[compare][0])
-        if test not in COMPARES[compare]:
-            raise ClaimError(f"{where}: claim {raw['id']!r}: {compare} takes test {' or '.join(COMPARES[compare])}, got {test!r}")
-        if raw["direction"] not in ("less", "greater"):
-            raise ClaimError(f"{where}: claim {raw['id']!r}: direction must be less or greater, got {raw['direction']!r}")
+            raise ClaimError(f"{where}: claim {name!r}: compare must be one of {', '.join(COMPARES)}, got {compare!r}")
+        test = raw.get("test", COMPARES[compare])
+        if test != COMPARES[compare]:
+            raise ClaimError(f"{where}: claim {name!r}: {compare} is tested by {COMPARES[compare]} (one rule per kind), got {test!r}")
+        direction = raw.get("direction")
+        if compare == "equivalence":
+            if direction is not None:
+                raise ClaimError(f"{where}: claim {name!r}: equivalence has no direction (both sides of the margin)")
+        elif direction not in ("less", "greater"):
+            raise ClaimError(f"{where}: claim {name!r}: direction must be less or greater, got {direction!r}")
+        for key, allowed in (("sign", (None, "less", "greater")), ("failures", FAILURE_POLICIES)):
+            if raw.get(key, allowed[0]) not in allowed:
+                raise ClaimError(f"{where}: claim {name!r}: {key} must be one of {[a for a in allowed if a]}, got {raw[key]!r}")
         try:
             registry.statistic_of(raw["statistic"])
         except RobustkitError as error:
-            raise ClaimError(f"{where}: claim {raw['id']!r}: {error}") from None
-        if compare in ("margin", "threshold") and not isinstance(raw.get("value"), (int, float)):
-            raise ClaimError(f"{where}: claim {raw['id']!r}: {compare} needs a numeric value")
+            raise ClaimError(f"{where}: claim {name!r}: {error}") from None
+        if compare in ("equivalence", "threshold") and not isinstance(raw.get("value"), (int, float)):
+            raise ClaimError(f"{where}: claim {name!r}: {compare} needs a numeric value")
         if compare != "threshold" and (raw.get("a") is None or raw.get("b") is None):
-            raise ClaimError(f"{where}: claim {raw['id']!r}: {compare} compares two groups: give a and b")
+            raise ClaimError(f"{where}: claim {name!r}: {compare} compares two groups: give a and b")
+        final = raw.get("final", raw["statistic"] in FINAL_STATISTICS and compare != "rate")
         return cls(id=raw["id"], says=raw["says"], statistic=raw["statistic"], compare=compare, a=_values(raw.get("a")),
-                   b=_values(raw.get("b")), by=raw.get("by", "method"), direction=raw["direction"], test=test,
+                   b=_values(raw.get("b")), by=raw.get("by", "method"), direction=direction, test=test,
                    where={k: _values(v) for k, v in raw.get("where", {}).items()},
                    params=dict(raw.get("params", {})), within=tuple(raw.get("within", ())), pooled=tuple(raw.get("pooled", ())),
-                   value=None if raw.get("value") is None else float(raw["value"]), alpha=float(raw.get("alpha", 0.05)))
+                   value=None if raw.get("value") is None else float(raw["value"]), alpha=float(raw.get("alpha", 0.05)),
+                   sign=raw.get("sign"), floor=float(raw.get("floor", 0.0)),
+                   failures="data" if compare == "rate" else raw.get("failures", "exclude"), final=bool(final),
+                   scales=tuple(raw.get("scales", ("demo", "paper"))))
 
     @property
     def hypothesis(self) -> str:
-        """The claim in one line, e.g. ``"spread of score: houlsby < full (levene, one-sided)"``."""
+        """The claim in one line, e.g. ``"spread of scores.score: houlsby < full (brown-forsythe, one-sided)"``."""
+        left = _label(self.a) or "all runs"
+        if self.compare == "equivalence":
+            return f"{self.statistic}: {left} within {self.value:g} of {_label(self.b)} ({self.test}, both sides)"
         sign = "<" if self.direction == "less" else ">"
         other = _label(self.b) if self.compare != "threshold" else f"{self.value:g}"
-        left = _label(self.a) or "all runs"
-        if self.compare == "margin":
-            return f"{self.statistic}: {left} within {self.value:g} of {other} (bootstrap CI)"
-        return f"{self.compare} of {self.statistic}: {left} {sign} {other} ({self.test}, one-sided)"
+        text = f"{self.compare} of {self.statistic}: {left} {sign} {other} ({self.test}, one-sided)"
+        return text + (f"; {left} itself {sign} 0" if self.sign else "")
+
+    @property
+    def groups(self) -> int:
+        """Groups compared: 1 for a threshold, else 2."""
+        return 1 if self.compare == "threshold" else 2
 
 
 # ---------------------------------------------------------------------------------------------
 # verdicts on observations
 
 
-def judge(claim: Claim, observations: pd.DataFrame, include_failed: bool = False) -> pd.DataFrame:
+def judge(claim: Claim, observations: pd.DataFrame, include_failed: bool = False,
+          improving: pd.Series | None = None) -> pd.DataFrame:
     """The verdict of ``claim`` on per-run observations, per cell and overall.
 
     Parameters
     ----------
     observations : DataFrame
-        One row per observation: ``claim.by``, ``value``, the ``within`` columns, run settings
-        and ``outcome`` (e.g. :func:`robustkit.analysis.registry.per_run` output).
+        One row per observation: ``run_id``, ``claim.by``, ``value``, the ``within`` columns,
+        run settings and ``outcome`` (e.g. :func:`robustkit.analysis.registry.per_run` output).
     include_failed : bool
-        Keep collapsed and diverged runs (always kept for ``rate``).
+        Keep failed runs whatever the claim's policy.
+    improving : Series, optional
+        run_id -> whether the run was still improving at its end
+        (:func:`robustkit.analysis.convergence.still_improving`); used by ``final`` claims.
 
     Returns
     -------
@@ -193,150 +264,207 @@ def judge(claim: Claim, observations: pd.DataFrame, include_failed: bool = False
     """
     missing = [c for c in [claim.by, *claim.within, "value"] if c not in observations]
     if missing:
-        return _rows(claim, [_result("all", reason=f"the statistic gives no column {', '.join(missing)}")])
+        return _rows(claim, [_result(reason=f"the statistic gives no column {', '.join(missing)}", reason_class=NO_DATA)])
     for column, values in claim.where.items():
         if column not in observations:
-            return _rows(claim, [_result("all", reason=f"cannot select where {column}: the statistic gives no such column")])
+            return _rows(claim, [_result(reason=f"cannot select where {column}: the statistic gives no such column",
+                                         reason_class=NO_DATA)])
         observations = observations[_is(observations[column], values)]
     if claim.compare != "threshold" or claim.a:  # only the compared groups must be alike
         observations = observations[_is(observations[claim.by], claim.a + claim.b)]
+    if "run_id_b" in observations:
+        return _rows(claim, [_result(n_a=int(_is(observations[claim.by], claim.a).sum()), reason_class=UNTESTABLE,
+                                     reason="observations are pairs of runs that share runs (not independent): shown, not tested")])
     check_pooling(observations, [claim.by, *claim.within], claim.pooled, f"test claim {claim.id!r}")
+    as_data = include_failed or claim.failures == "data"
+    results = _judge_cells(claim, observations, as_data)
+    if not as_data and "outcome" in observations and (observations["outcome"] != collapse.OK).any():
+        other = _judge_cells(claim, observations, True)[-1]
+        if other["verdict"] != results[-1]["verdict"]:
+            results[-1]["reason"] += f"; with the failed runs as data: {other['verdict']}"
+    if claim.final and improving is not None and "run_id" in observations:
+        late = _not_converged(claim, observations, improving)
+        if late:
+            results[-1].update(verdict=INCONCLUSIVE, reason_class=NOT_CONVERGED, reason=f"not converged: {late}")
+    return _rows(claim, results)
+
+
+def _judge_cells(claim: Claim, observations: pd.DataFrame, as_data: bool) -> list[dict]:
     n_failed = (observations["outcome"] != collapse.OK).groupby(_cells(observations, claim.within)).sum() \
         if "outcome" in observations else None
-    kept = observations if include_failed or claim.compare == "rate" else collapse.kept(observations)
-    results = []
+    kept = observations if as_data else collapse.kept(observations)
+    results, averaged = [], False
     cells = kept.groupby(list(claim.within), dropna=False, sort=True) if claim.within else [((), kept)]
     for key, cell in cells:
         key = key if isinstance(key, tuple) else (key,)
         name = ", ".join(f"{c}={_text(k)}" for c, k in zip(claim.within, key)) or "all"
+        if "run_id" in cell and cell["run_id"].duplicated().any():  # the run is the unit of replication
+            averaged = True
+            cell = cell.groupby("run_id", as_index=False).agg({claim.by: "first", "value": "mean"})
         a = cell.loc[_is(cell[claim.by], claim.a), "value"].dropna().to_numpy(float) if claim.a else cell["value"].dropna().to_numpy(float)
         b = cell.loc[_is(cell[claim.by], claim.b), "value"].dropna().to_numpy(float) if claim.b else np.array([])
-        result = _verdict(claim, a, b)
+        result = _cell(claim, a, b)
         result.update(cell=name, n_failed=int(n_failed.get(name, 0)) if n_failed is not None else 0)
         results.append(result)
     if not results:
-        results.append(_result("all", reason="no run left to test (every run failed or none was selected)"))
+        return [_result(reason="no run left to test (every run failed or none was selected)", reason_class=NO_DATA)]
+    if len(results) > 1:
+        _holm(results, claim.alpha)
+    for result in results:
+        _decide(claim, result)
     if claim.within and len(results) > 1:
         results.append(_overall(results))
-    return _rows(claim, results)
+    if averaged:
+        results[-1]["reason"] += "; several observations of a run averaged to one (the run is the unit)"
+    return results
 
 
-def _verdict(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
-    need = MIN_RUNS[claim.compare]
-    groups = [(_label(claim.a) or "all runs", a)] + ([(_label(claim.b), b)] if claim.compare != "threshold" else [])
-    small = [f"{name} has {len(x)}" for name, x in groups if len(x) < need]
-    if small:
-        return _result(n_a=len(a), n_b=len(b), reason=f"too few runs to test: {', '.join(small)} (needs {need} per group)")
-    return {"spread": _spread, "location": _location, "rate": _rate, "margin": _margin, "threshold": _threshold}[claim.compare](claim, a, b)
+def _cell(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
+    """The tests of one cell: p in the claimed and the opposite direction, effect and interval."""
+    smallest = exact.smallest_p(claim.compare, len(a), len(b))
+    base = {"n_a": len(a), "n_b": len(b), "smallest_p": smallest}
+    if smallest >= claim.alpha:
+        need = "5 runs" if claim.compare == "threshold" else f"C(n_a + n_b, n_a) > {1 / claim.alpha:g}"
+        return _result(**base, reason_class=TOO_FEW, reason=f"too few runs to test: {len(a)}"
+                       + (f" vs {len(b)}" if claim.groups == 2 else "") + f" can give p >= {smallest:.3g} at best (needs {need})")
+    result = {"spread": _spread, "location": _location, "rate": _rate, "equivalence": _equivalence,
+              "threshold": _threshold}[claim.compare](claim, a, b)
+    if claim.sign:
+        opposite = "greater" if claim.sign == "less" else "less"
+        result["p_sign"] = exact.signed_rank(a, claim.sign)
+        result["p_sign_opposite"] = exact.signed_rank(a, opposite)
+        result["shown"] += f"; {_label(claim.a)} itself {'<' if claim.sign == 'less' else '>'} 0: one-sided p = {result['p_sign']:.3g}"
+    return {**_result(**base), **result}
 
 
 def _spread(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
     sd_a, sd_b = np.std(a, ddof=1), np.std(b, ddof=1)
     ratio = sd_a / sd_b if sd_b > 0 else np.inf if sd_a > 0 else np.nan
-    low, high = _bootstrap_ci((a, b), significance.std_ratio, claim.alpha)
-    _, p_value = significance.spread_test(a, b, center="mean" if claim.test == "levene" else "median")
-    base = {"n_a": len(a), "n_b": len(b), "effect": ratio, "effect_name": "std ratio a/b", "ci_low": low, "ci_high": high}
-    if not np.isfinite(p_value):
-        return _result(**base, reason="test degenerate (no spread within the groups)")
-    shows_less = sd_a < sd_b
-    p_claimed = p_value / 2 if shows_less == (claim.direction == "less") else 1 - p_value / 2
-    p_opposite = 1 - p_claimed
-    return _decide(claim, base, p_claimed, p_opposite, f"std {sd_a:.3g} vs {sd_b:.3g}")
+    low = high = np.nan
+    if min(len(a), len(b)) >= BOOTSTRAP_MIN_N:
+        low, high = significance.bootstrap_ci((a, b), significance.std_ratio, 1 - 2 * claim.alpha, N_RESAMPLES, SEED,
+                                              significance.PERCENTILE)
+    opposite = "greater" if claim.direction == "less" else "less"
+    _, p_claimed = exact.spread_permutation(a, b, claim.direction)
+    _, p_opposite = exact.spread_permutation(a, b, opposite)
+    return {"effect": ratio, "effect_name": "std ratio a/b", "ci_low": low, "ci_high": high, "p_claimed": p_claimed,
+            "p_opposite": p_opposite, "magnitude": abs(math.log(ratio)) if np.isfinite(ratio) and ratio > 0 else np.inf,
+            "shown": f"std {sd_a:.3g} vs {sd_b:.3g}" + ("" if np.isfinite(low) else f" (no interval below {BOOTSTRAP_MIN_N} runs per group)")}
 
 
 def _location(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
-    low, high = _bootstrap_ci((a, b), significance.mean_difference, claim.alpha)
-    base = {"n_a": len(a), "n_b": len(b), "effect": a.mean() - b.mean(), "effect_name": "mean a - mean b",
-            "ci_low": low, "ci_high": high}
-    if claim.test == "bootstrap-mean":
-        return _by_interval(claim, base, 0.0)
-    if np.ptp(np.concatenate([a, b])) == 0:
-        return _result(**base, reason="all values equal")
+    shift, low, high = exact.shift_interval(a, b, claim.alpha)
     opposite = "greater" if claim.direction == "less" else "less"
-    _, p_claimed = significance.mann_whitney(a, b, claim.direction)
-    _, p_opposite = significance.mann_whitney(a, b, opposite)
-    shown = f"means {a.mean():.3g} vs {b.mean():.3g}"
-    # the exact one-sided test cannot go below 1 / C(n_a + n_b, n_a): with 3 runs per group 0.05
-    smallest = 1 / math.comb(len(a) + len(b), len(a))
-    if smallest >= claim.alpha:
-        shown += f"; with {len(a)} vs {len(b)} runs the smallest possible p is {smallest:.3g}: cannot reach {claim.alpha:g}"
-    return _decide(claim, base, p_claimed, p_opposite, shown)
+    return {"effect": shift, "effect_name": "shift a - b (Hodges-Lehmann)", "ci_low": low, "ci_high": high,
+            "p_claimed": exact.rank_sum(a, b, claim.direction), "p_opposite": exact.rank_sum(a, b, opposite),
+            "magnitude": abs(shift), "shown": f"medians {np.median(a):.3g} vs {np.median(b):.3g}"}
 
 
 def _rate(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
-    base = {"n_a": len(a), "n_b": len(b), "effect": a.mean() - b.mean(), "effect_name": "rate a - rate b",
-            "ci_low": np.nan, "ci_high": np.nan}
+    difference, low, high = exact.rate_interval(a, b, claim.alpha)
     opposite = "greater" if claim.direction == "less" else "less"
-    _, p_claimed = significance.fisher_exact(a, b, claim.direction)
-    _, p_opposite = significance.fisher_exact(a, b, opposite)
-    return _decide(claim, base, p_claimed, p_opposite, f"rates {a.mean():.2f} vs {b.mean():.2f}")
+    return {"effect": difference, "effect_name": "rate a - rate b", "ci_low": low, "ci_high": high,
+            "p_claimed": exact.rate_test(a, b, claim.direction), "p_opposite": exact.rate_test(a, b, opposite),
+            "magnitude": abs(difference), "shown": f"rates {a.mean():.2f} vs {b.mean():.2f}"}
 
 
-def _margin(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
-    low, high = _bootstrap_ci((a, b), significance.mean_difference, claim.alpha)
-    base = {"n_a": len(a), "n_b": len(b), "effect": a.mean() - b.mean(), "effect_name": "mean a - mean b",
-            "ci_low": low, "ci_high": high}
-    # the claim "a within value of b" is a one-sided equivalence: mean(a) - mean(b) > -value
-    return _by_interval(claim, {**base}, -claim.value, direction="greater")
+def _equivalence(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
+    margin = claim.value
+    shift, low, high = exact.shift_interval(a, b, claim.alpha)
+    inside = max(exact.rank_sum(a + margin, b, "greater"), exact.rank_sum(a - margin, b, "less"))
+    outside = min(1.0, 2 * min(exact.rank_sum(a + margin, b, "less"), exact.rank_sum(a - margin, b, "greater")))
+    return {"effect": shift, "effect_name": "shift a - b (Hodges-Lehmann)", "ci_low": low, "ci_high": high,
+            "p_claimed": inside, "p_opposite": outside, "magnitude": np.inf,
+            "shown": f"margin +-{margin:g}, medians {np.median(a):.3g} vs {np.median(b):.3g}"}
 
 
 def _threshold(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
-    low, high = _bootstrap_ci((a,), significance.mean, claim.alpha)
-    base = {"n_a": len(a), "n_b": 0, "effect": a.mean(), "effect_name": "mean", "ci_low": low, "ci_high": high}
-    return _by_interval(claim, base, claim.value)
+    centre, low, high = exact.centre_interval(a, claim.alpha)
+    opposite = "greater" if claim.direction == "less" else "less"
+    return {"effect": centre, "effect_name": "centre (Hodges-Lehmann)", "ci_low": low, "ci_high": high,
+            "p_claimed": exact.signed_rank(a, claim.direction, claim.value),
+            "p_opposite": exact.signed_rank(a, opposite, claim.value), "magnitude": abs(centre - claim.value),
+            "shown": f"median {np.median(a):.3g} vs {claim.value:g}"}
 
 
-def _by_interval(claim: Claim, base: dict, bound: float, direction: str | None = None) -> dict:
-    """Verdict from where the (1 - 2 alpha) CI lies relative to ``bound``."""
-    direction = direction or claim.direction
-    low, high = base["ci_low"], base["ci_high"]
-    interval = f"{100 * (1 - 2 * claim.alpha):.0f}% CI [{low:.3g}, {high:.3g}] vs {bound:.3g}"
-    if not (np.isfinite(low) and np.isfinite(high)):
-        return _result(**base, reason="bootstrap interval degenerate")
-    above, below = low > bound, high < bound
-    if (above and direction == "greater") or (below and direction == "less"):
-        return _result(**base, verdict=AGREES, reason=interval)
-    if above or below:
-        return _result(**base, verdict=CONTRADICTS, reason=interval)
-    return _result(**base, reason=f"{interval}: the interval holds the bound")
+def _holm(results: list[dict], alpha: float) -> None:
+    """Holm's step-down correction of each direction's p-values over the cells, in place."""
+    for key in ("p_claimed", "p_opposite", "p_sign", "p_sign_opposite"):
+        tested = [r for r in results if key in r]
+        order = sorted(tested, key=lambda r: r[key])
+        running = 0.0
+        for rank, result in enumerate(order):
+            running = max(running, min(1.0, (len(tested) - rank) * result[key]))
+            result[key] = running
+        for result in tested:
+            result.setdefault("corrected", f"Holm over {len(tested)} cells")
 
 
-def _decide(claim: Claim, base: dict, p_claimed: float, p_opposite: float, shown: str) -> dict:
-    if p_claimed < claim.alpha:
-        return _result(**base, p_value=p_claimed, verdict=AGREES, reason=f"{shown}; one-sided p = {p_claimed:.3g}")
-    if p_opposite < claim.alpha:
-        return _result(**base, p_value=p_opposite, verdict=CONTRADICTS,
-                       reason=f"{shown}; opposite direction, one-sided p = {p_opposite:.3g}")
-    return _result(**base, p_value=p_claimed, reason=f"{shown}; one-sided p = {p_claimed:.3g} >= {claim.alpha:g}")
+def _decide(claim: Claim, result: dict) -> None:
+    """The cell's verdict from its (corrected) p-values, in place."""
+    if "p_claimed" not in result:
+        return
+    alpha, shown = claim.alpha, result.pop("shown")
+    note = f" ({result.pop('corrected')})" if "corrected" in result else ""
+    p, q = result.pop("p_claimed"), result.pop("p_opposite")
+    s, t = result.pop("p_sign", 0.0), result.pop("p_sign_opposite", 1.0)
+    magnitude = result.pop("magnitude")
+    if magnitude < claim.floor:
+        result.update(p_value=p, verdict=INCONCLUSIVE, reason_class=NOT_SIGNIFICANT,
+                      reason=f"{shown}; effect below the claim's floor {claim.floor:g}")
+    elif p < alpha and s < alpha:
+        result.update(p_value=max(p, s), verdict=AGREES, reason=f"{shown}; one-sided p = {max(p, s):.3g}{note}")
+    elif q < alpha or t < alpha:
+        result.update(p_value=min(q, t), verdict=CONTRADICTS,
+                      reason=f"{shown}; opposite direction, one-sided p = {min(q, t):.3g}{note}")
+    else:
+        result.update(p_value=max(p, s), verdict=INCONCLUSIVE, reason_class=NOT_SIGNIFICANT,
+                      reason=f"{shown}; one-sided p = {max(p, s):.3g} >= {alpha:g}{note}")
 
 
 def _overall(results: list[dict]) -> dict:
+    """The claim over its cells: agrees when at least half of the cells agree and none
+    contradicts, contradicts when at least half contradict and none agrees, else inconclusive."""
     verdicts = [r["verdict"] for r in results]
     counts = {v: verdicts.count(v) for v in VERDICTS if verdicts.count(v)}
     text = ", ".join(f"{n}/{len(verdicts)} cells {v}" for v, n in counts.items())
-    verdict = AGREES if counts.get(AGREES) == len(verdicts) else CONTRADICTS if counts.get(CONTRADICTS) else INCONCLUSIVE
+    half = len(verdicts) / 2
+    agree, against = counts.get(AGREES, 0), counts.get(CONTRADICTS, 0)
+    verdict = AGREES if agree >= half and not against else CONTRADICTS if against >= half and not agree else INCONCLUSIVE
+    classes = {r["reason_class"] for r in results if r["verdict"] == INCONCLUSIVE}
+    reason_class = "" if verdict != INCONCLUSIVE else ("cells disagree" if agree and against else
+                                                      (classes.pop() if len(classes) == 1 else NOT_SIGNIFICANT))
     return _result("all", n_a=sum(r["n_a"] for r in results), n_b=sum(r["n_b"] for r in results),
-                   n_failed=sum(r["n_failed"] for r in results), verdict=verdict, reason=text)
+                   n_failed=sum(r["n_failed"] for r in results), smallest_p=max(r["smallest_p"] for r in results),
+                   verdict=verdict, reason_class=reason_class, reason=text)
 
 
-def _bootstrap_ci(samples: tuple, statistic, alpha: float) -> tuple[float, float]:
-    """(1 - 2 alpha) percentile bootstrap interval, each sample resampled on its own
-    (:func:`robustkit.measures.significance.bootstrap_ci`)."""
-    if any(len(x) < 2 for x in samples):
-        return np.nan, np.nan
-    return significance.bootstrap_ci(samples, statistic, 1 - 2 * alpha, N_RESAMPLES, SEED, significance.PERCENTILE)
+def _not_converged(claim: Claim, observations: pd.DataFrame, improving: pd.Series) -> str:
+    """Which compared group has more than half of its runs still improving ("" when none)."""
+    runs = observations.drop_duplicates("run_id")
+    texts = []
+    for values in (claim.a, claim.b):
+        if not values:
+            continue
+        group = runs[_is(runs[claim.by], values)]["run_id"]
+        late = int(improving.reindex(group).fillna(False).astype(bool).sum())
+        if len(group) and late > len(group) / 2:
+            texts.append(f"{_label(values)} has {late} of {len(group)} runs still improving at the end")
+    return "; ".join(texts)
 
 
 def _result(cell: str = "all", n_a: int = 0, n_b: int = 0, n_failed: int = 0, effect: float = np.nan, effect_name: str = "",
-            ci_low: float = np.nan, ci_high: float = np.nan, p_value: float = np.nan, verdict: str = INCONCLUSIVE,
-            reason: str = "") -> dict:
+            ci_low: float = np.nan, ci_high: float = np.nan, p_value: float = np.nan, smallest_p: float = np.nan,
+            verdict: str = INCONCLUSIVE, reason_class: str = "", reason: str = "") -> dict:
     return {"cell": cell, "n_a": n_a, "n_b": n_b, "n_failed": n_failed, "effect": float(effect), "effect_name": effect_name,
-            "ci_low": float(ci_low), "ci_high": float(ci_high), "p_value": float(p_value), "verdict": verdict, "reason": reason}
+            "ci_low": float(ci_low), "ci_high": float(ci_high), "p_value": float(p_value), "smallest_p": float(smallest_p),
+            "verdict": verdict, "reason_class": reason_class, "reason": reason}
 
 
 def _rows(claim: Claim, results: list[dict]) -> pd.DataFrame:
     fixed = {"claim": claim.id, "says": claim.says, "statistic": claim.statistic, "compare": claim.compare,
-             "test": claim.test, "a": _label(claim.a), "b": _label(claim.b), "direction": claim.direction}
+             "test": claim.test, "a": _label(claim.a), "b": _label(claim.b), "direction": claim.direction or "both",
+             "failures": claim.failures}
     return pd.DataFrame([{**fixed, **r} for r in results], columns=VERDICT_COLUMNS[1:])
 
 
@@ -459,13 +587,22 @@ def verdicts(store: str | Path, recipes: Sequence, scale: str = "demo", include_
     for recipe in recipes:
         run_ids = [spec.run_id for spec in recipe.specs(scale, defaults)]
         memo: dict = {}
+        improving = None
         for claim in recipe.claims:
+            if scale not in claim.scales:
+                frames.append(_rows(claim, [_result(reason_class=UNTESTABLE, reason=f"untestable at {scale} scale: the "
+                                                    f"recipe judges it at {', '.join(claim.scales)} scale")]).assign(recipe=recipe.name))
+                continue
             try:
                 found = observations(claim, recipe.figure, recipe.figure_params(scale), store, run_ids, memo)
-                frame = judge(claim, found, include_failed)
+                if claim.final and improving is None:
+                    from robustkit.analysis.convergence import still_improving
+
+                    improving = still_improving(store, run_ids)
+                frame = judge(claim, found, include_failed, improving)
             except Exception as error:  # noqa: BLE001 - one claim's failure must not cost the figure
                 kind = "" if isinstance(error, RobustkitError) else f"{type(error).__name__}: "
-                frame = _rows(claim, [_result(reason=f"not computable on these runs: {kind}{error}")])
+                frame = _rows(claim, [_result(reason=f"not computable on these runs: {kind}{error}", reason_class=NO_DATA)])
             frames.append(frame.assign(recipe=recipe.name))
     if not frames:
         return pd.DataFrame(columns=VERDICT_COLUMNS)
@@ -479,7 +616,11 @@ def summary_line(rows: pd.DataFrame) -> str:
     for claim, group in rows.groupby("claim", sort=False):
         row = group.iloc[-1]
         effect = f"; {row['effect_name']} {row['effect']:.3g}" if row["effect_name"] and np.isfinite(row["effect"]) else ""
-        failed = f"; {int(row['n_failed'])} collapsed or diverged left out" if row["n_failed"] and row["compare"] != "rate" else ""
+        if effect and row["cell"] == "all" or (effect and len(group) == 1):
+            effect += (f", 90% CI [{row['ci_low']:.3g}, {row['ci_high']:.3g}]" if np.isfinite(row["ci_low"])
+                       else ", no interval at this n")
+        kept = "kept as data" if row["failures"] == "data" else "left out"
+        failed = f"; {int(row['n_failed'])} failed runs {kept}" if row["n_failed"] else ""
         n = f"n = {int(row['n_a'])}" + (f" vs {int(row['n_b'])}" if row["compare"] != "threshold" else "")
         lines.append(f"{claim}: {row['verdict']} ({n}{effect}{failed}; {row['reason']})")
     return "\n".join(lines)

@@ -12,12 +12,13 @@ from robustkit.claim import Claim, ClaimError, judge, summary_line
 
 def _claim(**changes) -> Claim:
     table = {"id": "c", "says": "adapters vary less (§2)", "statistic": "scores.score", "compare": "spread",
-             "a": "houlsby", "b": "full", "direction": "less", "test": "levene", **changes}
+             "a": "houlsby", "b": "full", "direction": "less", **changes}
     return Claim.from_table(table, "test")
 
 
 def _runs(values: dict[str, np.ndarray], **columns) -> pd.DataFrame:
-    rows = [{"method": m, "seed": i, "value": float(v), "outcome": "ok", **columns} for m, vs in values.items() for i, v in enumerate(vs)]
+    rows = [{"run_id": f"{m}-{i}-{sorted(columns.items())}", "method": m, "seed": i, "value": float(v), "outcome": "ok", **columns}
+            for m, vs in values.items() for i, v in enumerate(vs)]
     return pd.DataFrame(rows)
 
 
@@ -30,31 +31,35 @@ def _verdict(claim: Claim, frame: pd.DataFrame) -> str:
     return judge(claim, frame).iloc[-1]["verdict"]
 
 
-@pytest.mark.parametrize("test", ["levene", "brown-forsythe"])
-def test_spread(test):
-    claim = _claim(test=test)
+def test_spread():
+    claim = _claim()
+    assert claim.test == "brown-forsythe"
     assert _verdict(claim, _runs({"houlsby": NARROW, "full": WIDE})) == "agrees"
     assert _verdict(claim, _runs({"houlsby": WIDE, "full": NARROW})) == "contradicts"
     assert _verdict(claim, _runs({"houlsby": WIDE, "full": WIDE[::-1] + 0.01})) == "inconclusive"
-    row = judge(claim, _runs({"houlsby": NARROW[:2], "full": WIDE})).iloc[0]
-    assert row["verdict"] == "inconclusive" and "too few runs" in row["reason"] and row["n_a"] == 2
+    row = judge(claim, _runs({"houlsby": NARROW[:1], "full": WIDE})).iloc[0]  # 1 vs 10: 1/11 at best
+    assert row["verdict"] == "inconclusive" and "too few runs" in row["reason"] and row["n_a"] == 1
     agrees = judge(claim, _runs({"houlsby": NARROW, "full": WIDE})).iloc[0]
     assert agrees["effect"] == pytest.approx(NARROW.std(ddof=1) / WIDE.std(ddof=1)) and agrees["p_value"] < 0.05
-    assert agrees["ci_low"] < agrees["effect"] < agrees["ci_high"]
+    assert agrees["ci_low"] < agrees["effect"] < agrees["ci_high"]  # 10 per group: a bootstrap interval
+    few = judge(claim, _runs({"houlsby": NARROW[:5], "full": WIDE[:5]})).iloc[0]
+    assert np.isnan(few["ci_low"]) and "no interval below 10 runs" in few["reason"]  # none at this n
 
 
-@pytest.mark.parametrize("test", ["mann-whitney", "bootstrap-mean"])
-def test_location(test):
-    claim = _claim(compare="location", test=test, direction="greater")
+def test_location():
+    claim = _claim(compare="location", direction="greater")
     assert _verdict(claim, _runs({"houlsby": HIGH, "full": LOW})) == "agrees"
     assert _verdict(claim, _runs({"houlsby": LOW, "full": HIGH})) == "contradicts"
     assert _verdict(claim, _runs({"houlsby": LOW, "full": LOW[::-1]})) == "inconclusive"
     row = judge(claim, _runs({"houlsby": HIGH, "full": LOW})).iloc[0]
-    assert row["effect"] == pytest.approx(HIGH.mean() - LOW.mean())
+    shifts = (HIGH[:, None] - LOW[None, :]).ravel()
+    assert row["effect"] == pytest.approx(np.median(shifts)) and row["ci_low"] <= row["effect"] <= row["ci_high"]
+    assert row["smallest_p"] == pytest.approx(1 / 12870)
 
 
 def test_rate_counts_failed_runs():
-    claim = _claim(compare="rate", test="fisher", statistic="scores.failed", direction="less")
+    claim = _claim(compare="rate", statistic="scores.failed", direction="less")
+    assert claim.failures == "data"
     many, few = np.array([1] * 9 + [0] * 3), np.array([0] * 11 + [1])
     assert _verdict(claim, _runs({"houlsby": few, "full": many})) == "agrees"
     assert _verdict(claim, _runs({"houlsby": many, "full": few})) == "contradicts"
@@ -64,39 +69,86 @@ def test_rate_counts_failed_runs():
     assert judge(claim, frame).iloc[0]["n_b"] == 12
 
 
-def test_margin_and_threshold():
-    margin = _claim(compare="margin", test="bootstrap-mean", direction="greater", value=0.02)
-    assert _verdict(margin, _runs({"houlsby": HIGH - 0.005, "full": HIGH})) == "agrees"
-    assert _verdict(margin, _runs({"houlsby": LOW, "full": HIGH})) == "contradicts"
-    assert _verdict(margin, _runs({"houlsby": HIGH - 0.02, "full": HIGH})) == "inconclusive"
-    threshold = _claim(compare="threshold", test="bootstrap-mean", direction="less", value=0.02, b=None)
+def test_equivalence_and_threshold():
+    near = _claim(compare="equivalence", direction=None, value=0.02)
+    assert _verdict(near, _runs({"houlsby": HIGH - 0.005, "full": HIGH})) == "agrees"  # both sides inside
+    assert _verdict(near, _runs({"houlsby": LOW, "full": HIGH})) == "contradicts"  # 10 points below
+    assert _verdict(near, _runs({"houlsby": HIGH + 0.1, "full": HIGH})) == "contradicts"  # 10 points above
+    assert _verdict(near, _runs({"houlsby": HIGH - 0.02, "full": HIGH})) == "inconclusive"  # on the margin
+    threshold = _claim(compare="threshold", direction="less", value=0.02, b=None)
     assert _verdict(threshold, _runs({"houlsby": 0.01 + 0.001 * rng.standard_normal(5)})) == "agrees"
     assert _verdict(threshold, _runs({"houlsby": 0.05 + 0.001 * rng.standard_normal(5)})) == "contradicts"
-    assert _verdict(threshold, _runs({"houlsby": np.array([0.0, 0.04, 0.01, 0.03])})) == "inconclusive"
-    assert _verdict(threshold, _runs({"houlsby": np.array([0.01])})) == "inconclusive"  # one run: no interval
+    assert _verdict(threshold, _runs({"houlsby": np.array([0.0, 0.04, 0.01, 0.03, 0.02])})) == "inconclusive"
+    few = judge(threshold, _runs({"houlsby": np.array([0.01, 0.0, 0.005, 0.001])})).iloc[0]  # 4 runs: 1/16 at best
+    assert few["verdict"] == "inconclusive" and few["reason_class"] == "too few runs" and np.isnan(few["ci_low"])
 
 
 def test_collapsed_runs_are_left_out():
     frame = _runs({"houlsby": NARROW, "full": WIDE})
     # two houlsby runs stuck at the majority class would make its spread the largest
-    stuck = pd.DataFrame([{"method": "houlsby", "seed": 20 + i, "value": 0.5, "outcome": "collapsed"} for i in range(2)])
+    stuck = pd.DataFrame([{"run_id": f"stuck-{i}", "method": "houlsby", "seed": 20 + i, "value": 0.5, "outcome": "collapsed"}
+                          for i in range(2)])
     rows = judge(_claim(), pd.concat([frame, stuck], ignore_index=True))
     assert rows.iloc[0]["verdict"] == "agrees" and rows.iloc[0]["n_a"] == 10 and rows.iloc[0]["n_failed"] == 2
     kept = judge(_claim(), pd.concat([frame, stuck], ignore_index=True), include_failed=True)
     assert kept.iloc[0]["n_a"] == 12 and kept.iloc[0]["verdict"] != "agrees"
-    assert "2 collapsed or diverged left out" in summary_line(rows.assign(recipe="r"))
+    assert "2 failed runs left out" in summary_line(rows.assign(recipe="r"))
+    # leaving them out changed the verdict: the reason says what it is with them
+    assert "with the failed runs as data: " + kept.iloc[0]["verdict"] in rows.iloc[0]["reason"]
+    # a claim about failing keeps them as data
+    data = judge(_claim(failures="data"), pd.concat([frame, stuck], ignore_index=True)).iloc[0]
+    assert data["n_a"] == 12 and data["verdict"] == kept.iloc[0]["verdict"]
 
 
-def test_cells_must_all_agree():
+def test_cells_holm_corrected_and_aggregated_by_the_stated_rule():
     claim = _claim(within=["tsp_step"])
     both = pd.concat([_runs({"houlsby": NARROW, "full": WIDE}, tsp_step=0), _runs({"houlsby": NARROW, "full": WIDE}, tsp_step=200)])
     rows = judge(claim, both)
     assert list(rows["cell"]) == ["tsp_step=0", "tsp_step=200", "all"] and rows.iloc[-1]["verdict"] == "agrees"
+    assert "Holm over 2 cells" in rows.iloc[0]["reason"]
+    # half of the cells agree and none contradicts: agrees
     mixed = pd.concat([_runs({"houlsby": NARROW, "full": WIDE}, tsp_step=0), _runs({"houlsby": WIDE, "full": WIDE}, tsp_step=200)])
-    assert judge(claim, mixed).iloc[-1]["verdict"] == "inconclusive"
+    assert judge(claim, mixed).iloc[-1]["verdict"] == "agrees"
+    # one cell each way: the cells disagree
     against = pd.concat([_runs({"houlsby": NARROW, "full": WIDE}, tsp_step=0), _runs({"houlsby": WIDE, "full": NARROW}, tsp_step=200)])
     last = judge(claim, against).iloc[-1]
-    assert last["verdict"] == "contradicts" and "1/2 cells agrees" in last["reason"]
+    assert last["verdict"] == "inconclusive" and last["reason_class"] == "cells disagree" and "1/2 cells agrees" in last["reason"]
+    # a contradicting cell below the floor counts as undecided ((IA)3's 0.002 RSA gap)
+    location = _claim(compare="location", direction="greater", within=["layer"], floor=0.01)
+    cells = pd.concat([_runs({"houlsby": HIGH, "full": LOW}, layer=1), _runs({"houlsby": HIGH, "full": LOW}, layer=2),
+                       _runs({"houlsby": HIGH, "full": HIGH + 0.002 + 0.0001 * np.arange(8)}, layer=3)])
+    rows = judge(location, cells)
+    assert rows.iloc[2]["verdict"] == "inconclusive" and "floor" in rows.iloc[2]["reason"] and rows.iloc[-1]["verdict"] == "agrees"
+
+
+def test_the_claimed_sign_is_checked():
+    """Han fig 3: "vanishing" is a falling norm: full's slope below the adapters' is not enough."""
+    vanishes = _claim(compare="location", direction="less", a="full", b="houlsby", sign="less")
+    rising = _runs({"full": 2.45 + 0.1 * np.arange(5), "houlsby": 5.16 + 0.1 * np.arange(5)})
+    row = judge(vanishes, rising).iloc[-1]
+    assert row["verdict"] == "contradicts" and "full itself < 0" in row["reason"]
+    falling = _runs({"full": -1.0 - 0.1 * np.arange(5), "houlsby": 0.1 * np.arange(5)})
+    assert judge(vanishes, falling).iloc[-1]["verdict"] == "agrees"
+
+
+def test_the_run_is_the_unit_and_pairs_are_not_tested():
+    claim = _claim(compare="location", direction="greater")
+    per_epoch = pd.concat([_runs({"houlsby": HIGH[:3] + 0.001 * e, "full": LOW[:3]}) for e in range(1, 20)])
+    row = judge(claim, per_epoch).iloc[-1]  # 19 evaluations of each of 3 runs per group
+    assert row["n_a"] == 3 and row["reason_class"] == "too few runs" and "averaged to one" in row["reason"]
+    pairs = _runs({"houlsby": HIGH, "full": LOW}).assign(run_id_b="other")
+    row = judge(claim, pairs).iloc[-1]
+    assert row["verdict"] == "inconclusive" and row["reason_class"] == "untestable"
+
+
+def test_runs_still_improving_make_a_final_claim_inconclusive():
+    claim = _claim(compare="location", direction="greater", final=True)
+    frame = _runs({"houlsby": HIGH, "full": LOW})
+    assert judge(claim, frame, improving=pd.Series(False, index=frame["run_id"])).iloc[-1]["verdict"] == "agrees"
+    late = pd.Series(frame["method"].eq("houlsby").to_numpy(), index=frame["run_id"])
+    row = judge(claim, frame, improving=late).iloc[-1]
+    assert row["verdict"] == "inconclusive" and row["reason_class"] == "not converged" and "8 of 8" in row["reason"]
+    assert _claim().final and not _claim(compare="rate", statistic="scores.failed").final  # final scores, not rates
 
 
 def test_no_silent_pooling_in_a_claim():
@@ -111,13 +163,16 @@ def test_no_silent_pooling_in_a_claim():
 
 @pytest.mark.parametrize("change, message", [
     ({"compare": "variance"}, "compare must be one of"),
-    ({"test": "t-test"}, "spread takes test"),
+    ({"test": "levene"}, "spread is tested by brown-forsythe"),
+    ({"compare": "equivalence", "value": 0.01}, "equivalence has no direction"),
+    ({"sign": "down"}, "sign must be one of"),
+    ({"failures": "drop"}, "failures must be one of"),
     ({"direction": "smaller"}, "direction must be"),
     ({"statistic": "magic"}, "named <analysis>.<statistic>"),
     ({"statistic": "scores.magic"}, "analysis 'scores' has no statistic 'magic'"),
     ({"b": None}, "give a and b"),
     ({"colour": "red"}, "unknown key"),
-    ({"compare": "threshold", "test": "bootstrap-mean"}, "needs a numeric value"),
+    ({"compare": "threshold"}, "needs a numeric value"),
 ])
 def test_bad_claims_are_refused(change, message):
     with pytest.raises(ClaimError, match=message):
@@ -125,11 +180,11 @@ def test_bad_claims_are_refused(change, message):
 
 
 def test_hypothesis_text():
-    assert _claim().hypothesis == "spread of scores.score: houlsby < full (levene, one-sided)"
+    assert _claim().hypothesis == "spread of scores.score: houlsby < full (brown-forsythe, one-sided)"
 
 
 def test_groups_of_several_values_numbers_and_where():
-    claim = _claim(compare="location", test="mann-whitney", direction="greater", by="adapter_size",
+    claim = _claim(compare="location", direction="greater", by="adapter_size",
                    a=[64, 256], b=8, where={"task": ["rt"]})
     frame = pd.concat([_runs({"x": HIGH}, adapter_size=64.0, task="rt"), _runs({"x": HIGH}, adapter_size=256.0, task="rt"),
                        _runs({"x": LOW}, adapter_size=8.0, task="rt"), _runs({"x": HIGH * 0}, adapter_size=8.0, task="cola")])
@@ -146,7 +201,7 @@ def test_only_the_compared_groups_must_be_alike():
 
 
 def test_too_few_runs_for_the_exact_test_say_so():
-    rows = judge(_claim(compare="location", test="mann-whitney", direction="greater"), _runs({"houlsby": HIGH[:3], "full": LOW[:3]}))
+    rows = judge(_claim(compare="location", direction="greater"), _runs({"houlsby": HIGH[:3], "full": LOW[:3]}))
     row = rows.iloc[0]
-    assert row["verdict"] == "inconclusive" and row["p_value"] == pytest.approx(0.05)
-    assert "smallest possible p is 0.05: cannot reach 0.05" in row["reason"]
+    assert row["verdict"] == "inconclusive" and row["reason_class"] == "too few runs" and row["smallest_p"] == pytest.approx(0.05)
+    assert "3 vs 3 can give p >= 0.05 at best" in row["reason"]

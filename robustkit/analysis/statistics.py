@@ -40,6 +40,19 @@ def epoch_score(frame: pd.DataFrame, epoch: str) -> pd.DataFrame:
     return frame[frame["epoch"] == int(epoch)]
 
 
+def epoch_spread(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each run's standard deviation of its validation scores over its epoch ends (ddof 1; the
+    metric's units). Every evaluation counts, failed ones too: falling back is the instability."""
+    spread = frame.groupby("run_id")["value"].std(ddof=1).rename("value").reset_index()
+    return frame.drop_duplicates("run_id")[IDENTITY].merge(spread, on="run_id")
+
+
+def epoch_mean(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each run's mean validation score over its epoch ends (the metric's units)."""
+    mean = frame.groupby("run_id")["value"].mean().rename("value").reset_index()
+    return frame.drop_duplicates("run_id")[IDENTITY].merge(mean, on="run_id")
+
+
 def rsa(frame: pd.DataFrame, measure: str, layer: str) -> pd.DataFrame:
     """Similarity of each run's representations to its base model's (He et al. 2021 §2.2).
 

@@ -266,12 +266,33 @@ def _add_claims_command(commands) -> None:
         "CI and p. Collapsed runs are left out (see robustkit/collapse.py). Trains nothing: run `robustkit reproduce` first.",
     )
     claims.add_argument("recipes", nargs="*", metavar="RECIPE", help="recipe names, e.g. han2021/fig2; default: every recipe")
-    claims.add_argument("--scale", choices=["demo", "paper"], default="demo", help="which runs of each recipe; default: demo")
+    claims.add_argument("--scale", choices=["demo", "paper"], help="which runs of each recipe; default: demo (with --plan: both scales)")
     claims.add_argument("--store", help="run store folder; default: runs/<scale>")
     claims.add_argument("--recipe-dir", help="folder of recipe files; default: the analyses/ folder of this checkout")
     claims.add_argument("--include-failed", action="store_true", help="keep collapsed and diverged runs in the tests")
     claims.add_argument("-o", "--output", help="write every row (per claim and cell) to this file (.csv, else parquet)")
+    claims.add_argument("--plan", action="store_true", help="needs no runs: per claim and cell, the runs per group its recipe trains at each scale, the smallest p its test can reach and the smallest effect it detects with 80%% power (robustkit.decidability)")
     claims.set_defaults(func=_cmd_claims)
+
+
+def _claims_plan(args) -> int:
+    import pandas as pd
+
+    from robustkit.decidability import plan
+    from robustkit.recipes import RECIPE_DIR, list_recipes, load_defaults, load_recipe
+
+    folder = args.recipe_dir or RECIPE_DIR
+    recipes = [load_recipe(name, folder) for name in (args.recipes or list_recipes(folder))]
+    table = plan(recipes, scales=(args.scale,) if args.scale else ("demo", "paper"), defaults=load_defaults(folder))
+    if args.output:
+        table.to_csv(args.output, index=False) if str(args.output).endswith(".csv") else table.to_parquet(args.output, index=False)
+    shown = table.assign(detectable=table["detectable_effect"].map(lambda v: "never" if pd.isna(v) else f"{v:g}") + " (" + table["effect_unit"] + ")")
+    with pd.option_context("display.max_colwidth", 60, "display.width", 250, "display.float_format", "{:.3g}".format):
+        print(shown[["recipe", "scale", "claim", "cell", "n_a", "n_b", "judged", "smallest_p", "decidable", "detectable"]].to_string(index=False))
+    undecidable = table[table["judged"] & ~table["decidable"]]
+    print(f"{len(table)} claim cells; {int(table['judged'].sum())} judged at their scale; "
+          f"{len(undecidable)} that can never reach alpha at their n")
+    return 1 if len(undecidable) else 0
 
 
 def _cmd_claims(args) -> int:
@@ -280,7 +301,9 @@ def _cmd_claims(args) -> int:
     from robustkit.recipes import RECIPE_DIR
     from robustkit.reproduce import claims
 
-    table = claims(args.store, args.recipes or None, scale=args.scale, recipes=args.recipe_dir or RECIPE_DIR,
+    if args.plan:
+        return _claims_plan(args)
+    table = claims(args.store, args.recipes or None, scale=args.scale or "demo", recipes=args.recipe_dir or RECIPE_DIR,
                    include_failed=args.include_failed)
     overall = table.groupby(["recipe", "claim"], sort=False).tail(1)
     shown = overall[["recipe", "claim", "verdict", "n_a", "n_b", "n_failed", "effect_name", "effect", "ci_low", "ci_high", "p_value", "reason"]]

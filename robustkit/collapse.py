@@ -11,8 +11,12 @@ setting instead of averaging failed runs into the mean. robustkit does the same.
     :mod:`robustkit.train`; the run keeps its last finite checkpoints, whose scores do not
     make it a result), or its score, or its loss on the scored split where known, is not a
     finite number (a model with non-finite weights scored as it is);
+``not-learned``
+    it is stuck at the majority class (as ``collapsed`` below) and never left it at any validation
+    evaluation of its training (``ever_learned`` False: the budget was too small for it, e.g. the
+    demo's adapters at 2e-5), so it is under-trained, not unstable;
 ``collapsed``
-    it is stuck at the majority class: either nearly all of its predictions on the scored split
+    it is stuck at the majority class after having left it (or where its history is unknown): either nearly all of its predictions on the scored split
     fall in one class (share of the most frequent predicted class >= ``max_class_share``,
     default 0.95), or its score is within noise of the majority-class baseline:
     ``value <= baseline + z * se`` with ``z`` = ``noise_z`` (default 2, one-sided ~98%) and
@@ -40,10 +44,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-OK, COLLAPSED, DIVERGED = "ok", "collapsed", "diverged"
-OUTCOMES = (OK, COLLAPSED, DIVERGED)
+OK, NOT_LEARNED, COLLAPSED, DIVERGED = "ok", "not-learned", "collapsed", "diverged"
+OUTCOMES = (OK, NOT_LEARNED, COLLAPSED, DIVERGED)
 CORRELATIONS = {"mcc", "pearson", "spearman"}
-FAILURE_COLUMNS = ["n_runs", "n_ok", "n_collapsed", "n_diverged", "failed_rate"]
+FAILURE_COLUMNS = ["n_runs", "n_ok", "n_not_learned", "n_collapsed", "n_diverged", "failed_rate"]
 
 
 @dataclass(frozen=True)
@@ -139,7 +143,8 @@ def mark(frame: pd.DataFrame, rule: CollapseRule = DEFAULT_RULE) -> pd.DataFrame
     frame : DataFrame
         Needs ``value``; uses ``baseline``, ``metric``, ``n_eval``, ``top_class_share`` and
         ``eval_loss`` where present (a NaN ``eval_loss`` is a diverged run: leave the column out
-        where the loss is unknown), and ``status`` (the run's, :func:`robustkit.store.load_runs`):
+        where the loss is unknown), ``ever_learned`` (False: a collapsed run that never left the
+        majority class is ``not-learned``), and ``status`` (the run's, :func:`robustkit.store.load_runs`):
         a row of a run whose status is ``diverged`` is diverged whatever its score.
 
     Returns
@@ -157,6 +162,9 @@ def mark(frame: pd.DataFrame, rule: CollapseRule = DEFAULT_RULE) -> pd.DataFrame
                                                column("n_eval"), column("top_class_share"), column("eval_loss", None),
                                                column("status", None))
     ]
+    learned = column("ever_learned", None)
+    outcomes = [NOT_LEARNED if o == COLLAPSED and e is not None and e is not pd.NA and not pd.isna(e) and not bool(e) else o
+                for o, e in zip(outcomes, learned)]
     marked = frame.assign(outcome=outcomes)
     return marked.assign(failed=marked["outcome"] != OK)
 
@@ -187,8 +195,8 @@ def failure_rates(frame: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        ``by`` columns + ``n_runs`` (observations), ``n_ok``, ``n_collapsed``, ``n_diverged``,
-        ``failed_rate`` ((collapsed + diverged) / n_runs, a fraction).
+        ``by`` columns + ``n_runs`` (observations), ``n_ok``, ``n_not_learned``, ``n_collapsed``,
+        ``n_diverged``, ``failed_rate`` ((not learned + collapsed + diverged) / n_runs, a fraction).
     """
     by = list(by)
     rows = []
@@ -196,15 +204,18 @@ def failure_rates(frame: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     for key, group in groups:
         counts = group["outcome"].value_counts() if "outcome" in group else pd.Series({OK: len(group)})
         n_collapsed, n_diverged = int(counts.get(COLLAPSED, 0)), int(counts.get(DIVERGED, 0))
+        n_not_learned = int(counts.get(NOT_LEARNED, 0))
         rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))), "n_runs": len(group),
-                     "n_ok": int(counts.get(OK, 0)), "n_collapsed": n_collapsed, "n_diverged": n_diverged,
-                     "failed_rate": (n_collapsed + n_diverged) / len(group)})
+                     "n_ok": int(counts.get(OK, 0)), "n_not_learned": n_not_learned, "n_collapsed": n_collapsed,
+                     "n_diverged": n_diverged, "failed_rate": (n_not_learned + n_collapsed + n_diverged) / len(group)})
     return pd.DataFrame(rows, columns=[*by, *FAILURE_COLUMNS])
 
 
-def label(n_collapsed: int, n_runs: int, n_diverged: int = 0) -> str:
-    """``"collapsed 2/5"`` (+ ``", diverged 1/5"``) for a cell or a box; empty when none failed."""
-    parts = [f"collapsed {n_collapsed}/{n_runs}"] if n_collapsed else []
+def label(n_collapsed: int, n_runs: int, n_diverged: int = 0, n_not_learned: int = 0) -> str:
+    """``"not learned 1/5, collapsed 2/5"`` (+ ``", diverged 1/5"``) for a cell or a box; empty
+    when none failed."""
+    parts = [f"not learned {n_not_learned}/{n_runs}"] if n_not_learned else []
+    parts += [f"collapsed {n_collapsed}/{n_runs}"] if n_collapsed else []
     parts += [f"diverged {n_diverged}/{n_runs}"] if n_diverged else []
     return ", ".join(parts)
 

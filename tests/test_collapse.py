@@ -59,7 +59,7 @@ def test_mark_and_failure_rates():
     assert list(collapse.kept(marked)["value"]) == [0.8, 0.9]
     assert len(collapse.kept(marked, include_failed=True)) == 5
     rates = collapse.failure_rates(marked, ["method"]).set_index("method")
-    assert rates.loc["a"].to_dict() == {"n_runs": 3, "n_ok": 1, "n_collapsed": 1, "n_diverged": 1, "failed_rate": pytest.approx(2 / 3)}
+    assert rates.loc["a"].to_dict() == {"n_runs": 3, "n_ok": 1, "n_not_learned": 0, "n_collapsed": 1, "n_diverged": 1, "failed_rate": pytest.approx(2 / 3)}
     assert rates.loc["b", "failed_rate"] == 0.5
     assert collapse.label(1, 3, 1) == "collapsed 1/3, diverged 1/3" and collapse.label(0, 3) == ""
     assert collapse.top_class_share(np.array([1, 1, 0, 1])) == 0.75
@@ -113,3 +113,16 @@ def test_a_run_stopped_as_diverged_is_diverged_whatever_its_kept_checkpoints_sco
     assert marked["outcome"].tolist() == ["diverged", "ok", "collapsed"]
     assert marked["failed"].tolist() == [True, False, True]
     assert collapse.mark(frame.drop(columns="status"))["outcome"].tolist() == ["ok", "ok", "collapsed"]
+
+
+def test_a_run_that_never_learned_is_not_learned_and_one_that_fell_back_collapsed():
+    """Issue #26: under-trained runs (never above the noise band at any evaluation) are told apart
+    from runs that learned and fell back; both are failures, counted apart."""
+    frame = pd.DataFrame({"value": [0.5, 0.5, 0.5, 0.8], "baseline": 0.5, "metric": "accuracy", "n_eval": 1000,
+                          "ever_learned": pd.array([False, True, pd.NA, False], dtype="boolean")})
+    marked = collapse.mark(frame)
+    assert list(marked["outcome"]) == ["not-learned", "collapsed", "collapsed", "ok"]  # unknown history: collapsed
+    assert marked["failed"].tolist() == [True, True, True, False]
+    rates = collapse.failure_rates(marked.assign(group="g"), ["group"]).iloc[0]
+    assert (rates["n_not_learned"], rates["n_collapsed"], rates["failed_rate"]) == (1, 2, 0.75)
+    assert collapse.label(2, 4, 0, 1) == "not learned 1/4, collapsed 2/4"

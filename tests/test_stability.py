@@ -169,6 +169,9 @@ def test_outcomes_on_a_store(tiny_store):
         assert row["value"] == runs.loc[row["run_id"], "best/test/accuracy"] and row["metric"] == "accuracy"
     # the tiny RTE's dev set alternates labels: always predicting one is right half of the time
     expected = [collapse.outcome(v, 0.5, "accuracy", n, share) for v, n, share in zip(frame["value"], frame["n_eval"], frame["top_class_share"])]
+    # a collapsed run that never left the majority class at any evaluation is not-learned
+    expected = [collapse.NOT_LEARNED if o == collapse.COLLAPSED and learned is False else o
+                for o, learned in zip(expected, frame["ever_learned"].astype(object))]
     assert (frame["baseline"] == 0.5).all() and list(frame["outcome"]) == expected
     assert (frame["failed"] == (frame["outcome"] != "ok")).all() and (frame["n_eval"] == runs["n_test"].iloc[0]).all()
     last = scores.outcomes(tiny_store, ["method=full"], checkpoint="last", split="validation", metric="loss")

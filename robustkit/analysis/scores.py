@@ -25,7 +25,7 @@ from robustkit.errors import RobustkitError
 from robustkit.store.tables import IDENTITY, load_history
 
 _SCORED = ["value", "baseline", "n_eval", "top_class_share", "outcome", "failed"]
-OUTCOME_COLUMNS = [*IDENTITY, "checkpoint", "split", "metric", *_SCORED[:-2], "eval_loss", *_SCORED[-2:]]
+OUTCOME_COLUMNS = [*IDENTITY, "checkpoint", "split", "metric", *_SCORED[:-2], "eval_loss", "ever_learned", *_SCORED[-2:]]
 EPOCH_COLUMNS = [*IDENTITY, "epoch", "step", "split", "metric", *_SCORED]
 
 
@@ -89,6 +89,7 @@ def outcomes(
                                   n_eval=runs.get(f"n_{split}", np.nan), top_class_share=final("top_class_share"),
                                   eval_loss=final("loss"), status=runs["status"])  # status: diverged runs
     frame = frame.dropna(subset=["value"])
+    frame = frame.assign(ever_learned=frame["run_id"].map(ever_learned(store, runs[runs["run_id"].isin(frame["run_id"])])))
     if frame.empty:
         raise RobustkitError(
             f"no run selected by {select or 'the selection'} in {str(store)!r} has a final "
@@ -168,6 +169,28 @@ def epoch_outcomes(
     frame = _with_baseline(history, runs, baseline)
     order = ["task", "method", "tsp_step", "seed", "epoch"]
     return frame[EPOCH_COLUMNS].sort_values(order, kind="stable").reset_index(drop=True)
+
+
+def ever_learned(store: str | Path, runs: pd.DataFrame) -> pd.Series:
+    """run_id -> whether the run left the majority class at any validation evaluation of its
+    training (its main metric above the baseline's noise band, :func:`robustkit.collapse.noise_band`);
+    NA where the history or the baseline is unknown. A collapsed run that never did is
+    ``not-learned`` (:mod:`robustkit.collapse`)."""
+    found = pd.Series(pd.NA, index=runs["run_id"], dtype="boolean")
+    history = load_history(store) if len(runs) else pd.DataFrame()
+    if history.empty:
+        return found
+    history = history[(history["split"] == "validation") & history["run_id"].isin(runs["run_id"])]
+    for _, run in runs.iterrows():
+        metric = run["main_metric"]
+        values = history.loc[(history["run_id"] == run["run_id"]) & (history["metric"] == metric), "value"].to_numpy(float)
+        train_size = _none(run.get("train_size"))
+        base = majority_baseline(run["task"], metric, "validation", _none(run.get("data_dir")),
+                                 None if train_size is None else int(train_size), int(_none(run.get("split_seed")) or 0))
+        if len(values) and np.isfinite(base):
+            band = collapse.noise_band(metric, base, _none(run.get("n_validation")))
+            found[run["run_id"]] = bool(np.any(values > base + band))
+    return found
 
 
 def _with_baseline(frame: pd.DataFrame, runs: pd.DataFrame, baseline: float | Mapping[str, float] | None) -> pd.DataFrame:

@@ -29,7 +29,7 @@ from robustkit.errors import RobustkitError
 from robustkit.measures import significance
 
 _STATS = ["n", "mean", "std", "median", "iqr", "min", "max", "ci_low", "ci_high"]
-SUMMARY_STATS = [*_STATS[:7], "n_failed", *_STATS[7:], "n_runs", "n_collapsed", "n_diverged", "failed_rate"]
+SUMMARY_STATS = [*_STATS[:7], "n_failed", *_STATS[7:], "n_runs", "n_not_learned", "n_collapsed", "n_diverged", "failed_rate"]
 COMPARE_COLUMNS = ["by", "group_a", "group_b", "n_a", "n_b", "test", "statistic", "p_value", "ci_low", "ci_high", "note"]
 # Observation columns that also define a cell (besides every run setting).
 OBSERVATION_CELLS = ["epoch", "checkpoint", "split", "metric"]
@@ -108,7 +108,7 @@ def summarize(
             "ci_low": low, "ci_high": high,
         })
     summary = pd.DataFrame(rows, columns=[*by, *_STATS]).merge(failures, on=by, how="left")
-    return summary.assign(n_failed=summary["n_collapsed"] + summary["n_diverged"])[[*by, *SUMMARY_STATS]]
+    return summary.assign(n_failed=summary["n_not_learned"] + summary["n_collapsed"] + summary["n_diverged"])[[*by, *SUMMARY_STATS]]
 
 
 def compare(

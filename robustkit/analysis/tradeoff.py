@@ -58,7 +58,7 @@ POINT_COLUMN = {name: method.point_column for name, method in METHODS.items() if
 POINT_SYMBOL = {method.point_column: method.point_symbol for method in METHODS.values() if method.point_column}
 AGGREGATE_METHODS = ("houlsby", "adapterhub-houlsby", "topk")
 PERCENTILES = (20, 50, 80)
-SUMMARY_COLUMNS = ["trainable_params", "base_params", "value", "std", "sem", "n", "n_runs", "n_collapsed",
+SUMMARY_COLUMNS = ["trainable_params", "base_params", "value", "std", "sem", "n", "n_runs", "n_not_learned", "n_collapsed",
                    "n_diverged", "failed_rate", "baseline"]
 
 

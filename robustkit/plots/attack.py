@@ -157,8 +157,8 @@ def _legend_and_note(fig: Figure, ax: Axes, data: pd.DataFrame, lines: pd.DataFr
     style.legend_below(fig, ax, handles, ncols=1)
     if (lines["n"].max() if len(lines) else 0) <= 1:
         note = note.replace(BANDS, "Lines: one run per TSP step (no spread to show).")
-    left_out = "; ".join(f"{method_label(r.method)}: {collapse.label(r.n_collapsed, r.n_runs, r.n_diverged)}"
-                         for r in failures.itertuples() if r.n_collapsed or r.n_diverged)
+    left_out = "; ".join(f"{method_label(r.method)}: {collapse.label(r.n_collapsed, r.n_runs, r.n_diverged, r.n_not_learned)}"
+                         for r in failures.itertuples() if r.n_collapsed or r.n_diverged or r.n_not_learned)
     if left_out and not include_failed:
         note += f" Victims stuck at the majority class cannot be flipped: left out of lines and bands ({left_out})."
     style.add_note(fig, note)

@@ -171,7 +171,8 @@ def mean_best_table(summary: pd.DataFrame) -> Figure:
         n_runs = int(first.get("n_runs", n))
         cells = [_cell(v, k) for k, v in zip(keys, key[:-1])] + [method_label(key[-1])]
         cells += [_mean_std(stats.loc[s], factor) if s in stats.index else "n/a" for s in ("mean", "best")]
-        cells += [str(n), collapse.label(int(first.get("n_collapsed", 0)), n_runs, int(first.get("n_diverged", 0))) or f"0/{n_runs}"]
+        cells += [str(n), collapse.label(int(first.get("n_collapsed", 0)), n_runs, int(first.get("n_diverged", 0)),
+                                    int(first.get("n_not_learned", 0))) or f"0/{n_runs}"]
         if has_baseline:
             cells.append(f"{factor * first['baseline']:.1f}" if pd.notna(first["baseline"]) else "n/a")
         rows.append(cells)
@@ -259,7 +260,8 @@ def _runs_label(name: str, rows: pd.DataFrame, per: str | None = None) -> str:
     counts = runs.groupby(per).size() if per else pd.Series([len(runs)])
     n = f"{counts.min()}" if counts.min() == counts.max() else f"{counts.min()}-{counts.max()}"
     failed = collapse.label(int((runs["outcome"] == collapse.COLLAPSED).sum()), len(runs),
-                            int((runs["outcome"] == collapse.DIVERGED).sum()))
+                            int((runs["outcome"] == collapse.DIVERGED).sum()),
+                            int((runs["outcome"] == collapse.NOT_LEARNED).sum()))
     return f"{name} (n={n} runs{' per line' if per else ''}{'; ' + failed if failed else ''})"
 
 

@@ -93,7 +93,7 @@ def _panel(ax: plt.Axes, data: pd.DataFrame, summary: pd.DataFrame) -> dict:
                     markersize=4, capsize=2, linewidth=1.2, color=colour, label=label)
         handles[label] = Line2D([], [], color=colour, marker="o", markersize=4, label=label)
         for _, row in points.iterrows():
-            text = collapse.label(int(row["n_collapsed"]), int(row["n_runs"]), int(row["n_diverged"]))
+            text = collapse.label(int(row["n_collapsed"]), int(row["n_runs"]), int(row["n_diverged"]), int(row.get("n_not_learned", 0)))
             y = row["value"] if row["n"] > 0 else row["baseline"]
             if text and np.isfinite(y):
                 ax.annotate(text, (row["init_std"], y * factor), textcoords="offset points", xytext=(0, -9),

@@ -352,7 +352,7 @@ def _annotate(ax, panel: pd.DataFrame, hue: str, levels: list, dodge: bool, coun
         position = _position(order.index(x), levels.index(level), len(levels), dodge)
         used = row["n_runs"] if include_failed else row["n_ok"]
         ax.text(position, 0.985, f"n={used}", transform=where, ha="center", va="top", fontsize=6)
-        failed = collapse.label(row["n_collapsed"], row["n_runs"], row["n_diverged"])
+        failed = collapse.label(row["n_collapsed"], row["n_runs"], row["n_diverged"], row.get("n_not_learned", 0))
         if failed:
             ax.text(position, 0.935, failed.replace(", ", "\n"), transform=where, ha="center", va="top",
                     fontsize=5.5, color="#555555", gid="collapsed-label")

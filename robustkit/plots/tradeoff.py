@@ -161,7 +161,7 @@ def _annotate_points(ax: plt.Axes, points: pd.DataFrame, method: str, factor: fl
 def _collapsed_labels(ax: plt.Axes, points: pd.DataFrame, factor: float) -> None:
     """``collapsed k/n`` under each point that has failed runs (at the baseline if none is kept)."""
     for _, row in points.iterrows():
-        text = collapse.label(int(row["n_collapsed"]), int(row["n_runs"]), int(row["n_diverged"]))
+        text = collapse.label(int(row["n_collapsed"]), int(row["n_runs"]), int(row["n_diverged"]), int(row.get("n_not_learned", 0)))
         if not text:
             continue
         y = row["value"] if row["n"] > 0 else row["baseline"]
@@ -308,7 +308,7 @@ def _aggregate_labels(ax: plt.Axes, rows: pd.DataFrame, mid: pd.Series, factor: 
         if column and pd.notna(row["point"]):
             ax.annotate(f"{POINT_SYMBOL[column]}={row['point']:g}", (x, mid[x] * factor), textcoords="offset points",
                         xytext=(3, 4), fontsize=6, color=method_color(method))
-        text = collapse.label(int(row["n_collapsed"]), int(row["n_runs"]), int(row["n_diverged"]))
+        text = collapse.label(int(row["n_collapsed"]), int(row["n_runs"]), int(row["n_diverged"]), int(row.get("n_not_learned", 0)))
         if text:
             ax.annotate(text, (x, mid[x] * factor), textcoords="offset points", xytext=(0, -9), ha="center",
                         fontsize=5.5, color="#555555", gid="collapsed-label")

@@ -272,7 +272,7 @@ def judge(claim: Claim, observations: pd.DataFrame, include_failed: bool = False
         observations = observations[_is(observations[column], values)]
     if claim.compare != "threshold" or claim.a:  # only the compared groups must be alike
         observations = observations[_is(observations[claim.by], claim.a + claim.b)]
-    if "run_id_b" in observations:
+    if "run_id_b" in observations or not registry.statistic_of(claim.statistic)[1].independent:
         return _rows(claim, [_result(n_a=int(_is(observations[claim.by], claim.a).sum()), reason_class=UNTESTABLE,
                                      reason="observations are pairs of runs that share runs (not independent): shown, not tested")])
     check_pooling(observations, [claim.by, *claim.within], claim.pooled, f"test claim {claim.id!r}")
@@ -607,6 +607,39 @@ def verdicts(store: str | Path, recipes: Sequence, scale: str = "demo", include_
     if not frames:
         return pd.DataFrame(columns=VERDICT_COLUMNS)
     return pd.concat(frames, ignore_index=True)[VERDICT_COLUMNS]
+
+
+def independent_sets(recipes: Sequence, scale: str = "demo", defaults: dict | None = None) -> dict[str, int]:
+    """recipe name -> the index of its set of runs, recipes that share any run in one set.
+
+    Verdicts on one set of runs are not independent evidence: seven claims judged on the same ten
+    runs are one experiment. The sets are the connected components of the recipes' run ids.
+    """
+    owner: dict[str, str] = {}
+    parent = {recipe.name: recipe.name for recipe in recipes}
+
+    def root(name: str) -> str:
+        while parent[name] != name:
+            parent[name] = parent[parent[name]]
+            name = parent[name]
+        return name
+
+    for recipe in recipes:
+        for spec in recipe.specs(scale, defaults):
+            other = owner.setdefault(spec.run_id, recipe.name)
+            parent[root(recipe.name)] = root(other)
+    roots = sorted({root(name) for name in parent})
+    return {name: roots.index(root(name)) for name in parent}
+
+
+def tally_line(verdicts: pd.DataFrame, sets: dict[str, int]) -> str:
+    """``"64 claims: 10 agree, 13 contradict, 41 inconclusive, on 9 independent sets of runs"``."""
+    overall = verdicts.groupby(["recipe", "claim"], sort=False).tail(1)
+    counts = overall["verdict"].value_counts()
+    used = {sets[r] for r in overall["recipe"] if r in sets}
+    parts = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in VERDICTS)
+    return (f"{len(overall)} claims ({parts}) rest on {len(used)} independent sets of runs "
+            "(recipes that share a run count as one set)")
 
 
 def summary_line(rows: pd.DataFrame) -> str:

@@ -309,7 +309,12 @@ def _cmd_claims(args) -> int:
     shown = overall[["recipe", "claim", "verdict", "n_a", "n_b", "n_failed", "effect_name", "effect", "ci_low", "ci_high", "p_value", "reason"]]
     with pd.option_context("display.max_colwidth", 90, "display.width", 250, "display.float_format", "{:.3g}".format):
         print(shown.to_string(index=False))
-    print("\n" + ", ".join(f"{n} {v}" for v, n in overall["verdict"].value_counts().items()))
+    from robustkit.claim import independent_sets, tally_line
+    from robustkit.recipes import list_recipes, load_defaults, load_recipe
+
+    folder = args.recipe_dir or RECIPE_DIR
+    judged = [load_recipe(name, folder) for name in (args.recipes or list_recipes(folder))]
+    print("\n" + tally_line(table, independent_sets(judged, args.scale or "demo", load_defaults(folder))))
     if args.output:
         out = Path(args.output)
         table.to_csv(out, index=False) if out.suffix == ".csv" else table.to_parquet(out, index=False)

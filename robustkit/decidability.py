@@ -174,9 +174,12 @@ def claim_sizes(recipe, claim, scale: str, defaults: dict | None = None) -> list
 def plan(recipes, scales=("demo", "paper"), defaults: dict | None = None) -> pd.DataFrame:
     """The decidability table of every claim of ``recipes`` at ``scales`` (:data:`PLAN_COLUMNS`).
 
-    ``judged`` is False at a scale the claim leaves out (its ``scales``); ``decidable`` is False
-    where the test's smallest p is not below the claim's alpha.
+    ``judged`` is False at a scale the claim leaves out (its ``scales``) and for statistics of
+    run pairs (never tested); ``decidable`` is False where the test's smallest p is not below the
+    claim's alpha.
     """
+    from robustkit.analysis.registry import statistic_of
+
     rows = []
     for recipe in recipes:
         for scale in scales:
@@ -186,7 +189,8 @@ def plan(recipes, scales=("demo", "paper"), defaults: dict | None = None) -> pd.
                 for cell, n_a, n_b in claim_sizes(recipe, claim, scale, defaults):
                     smallest = exact.smallest_p(claim.compare, n_a, n_b)
                     rows.append({"recipe": recipe.name, "scale": scale, "claim": claim.id, "compare": claim.compare,
-                                 "cell": cell, "n_a": n_a, "n_b": n_b, "judged": scale in claim.scales,
+                                 "cell": cell, "n_a": n_a, "n_b": n_b,
+                                 "judged": scale in claim.scales and statistic_of(claim.statistic)[1].independent,
                                  "smallest_p": smallest,
                                  "decidable": smallest < claim.alpha,
                                  "detectable_effect": detectable_effect(claim.compare, n_a, n_b, claim.alpha),

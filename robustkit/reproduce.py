@@ -140,12 +140,28 @@ def claims(
 def subtitle(recipe: Recipe, scale: str, defaults: dict | None = None) -> str:
     """The model and task(s) the figure's runs use, and what they stand in for at paper scale:
     ``"minilm-l6 on rt (stand-in for bert-base-uncased on rte)"``."""
-    used = _model_task(recipe.specs(scale, defaults))
+    specs = recipe.specs(scale, defaults)
+    used = _model_task(specs)
     if scale != "paper" and "paper" in recipe.scales:
         paper = _model_task(recipe.specs("paper", defaults))
         if paper != used:
-            return f"{used} (stand-in for {paper})"
-    return used
+            used = f"{used} (stand-in for {paper})"
+    return used + one_corpus(sorted({spec.task for spec in specs}))
+
+
+def one_corpus(names: list[str]) -> str:
+    """``"; rt and polarity are one corpus (...)"`` where tasks of a figure share their texts."""
+    from robustkit.tasks import get_task
+
+    shared: dict[str, list[str]] = {}
+    for name in names:
+        try:
+            corpus = get_task(name).corpus
+        except Exception:  # noqa: BLE001 - a task unknown here names no corpus
+            corpus = None
+        if corpus:
+            shared.setdefault(corpus, []).append(name)
+    return "".join(f"; {' and '.join(tasks)} are one corpus ({corpus})" for corpus, tasks in shared.items() if len(tasks) > 1)
 
 
 def footer(recipe: Recipe, verdicts: pd.DataFrame) -> str:
@@ -197,6 +213,7 @@ def write_index(figures: str | Path, scale: str, recipes: str | Path = RECIPE_DI
         "claim's verdict (agrees / contradicts / inconclusive) is computed from the figure's runs "
         "by `robustkit claims`; every row is in [claims.csv](claims.csv).",
         "",
+        *_tally(verdicts, recipes, scale),
         "| file | paper | what it shows | model / task used | runs per group | collapsed | verdicts | differs from the paper | command |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
@@ -225,6 +242,17 @@ def write_index(figures: str | Path, scale: str, recipes: str | Path = RECIPE_DI
 
 
 COLLAPSED_CELL = 5  # the index's "collapsed" column
+
+
+def _tally(verdicts: pd.DataFrame, recipes: str | Path, scale: str) -> list[str]:
+    """The tally paragraph of the index: how many claims, and on how many independent run sets."""
+    if not len(verdicts) or "recipe" not in verdicts:
+        return []
+    chosen = [load_recipe(name, recipes) for name in list_recipes(recipes)]
+    chosen = [r for r in chosen if scale in r.scales]
+    sets = claim.independent_sets(chosen, scale, load_defaults(recipes))
+    known = verdicts[verdicts["recipe"].isin(sets)]
+    return [claim.tally_line(known, sets) + ".", ""] if len(known) else []
 
 
 def _index_rows(path: Path) -> dict[str, list[str]]:

@@ -63,6 +63,7 @@ GLUE_REVISION: str | None = None
 EMBEDDED_SPLIT_SEED = 20210601
 HELD_OUT_FRACTION = 0.1  # of each label's distinct texts, for each of validation and test
 SPLITS = ("train", "validation", "test")
+MOVIE_REVIEWS = "Pang & Lee movie-review polarity data"
 
 # sha256 of the default splits (see split_fingerprint); a change means the split changed.
 EXPECTED_FINGERPRINTS: dict[str, dict[str, str]] = {
@@ -105,6 +106,9 @@ class Task:
         Hub split used as validation (``validation_matched`` / ``_mismatched`` for MNLI).
     asset : str or None
         Asset name of an embedded task's data file.
+    corpus : str or None
+        The text collection the task's sentences come from, where two tasks share one: such
+        tasks are one corpus, not two independent tasks, in a figure that pools tasks.
     """
 
     name: str
@@ -117,6 +121,7 @@ class Task:
     label_names: tuple[str, ...]
     validation_split: str = "validation"
     asset: str | None = None
+    corpus: str | None = None
 
     @property
     def is_regression(self) -> bool:
@@ -154,8 +159,11 @@ TASKS: dict[str, Task] = {
         _glue("qnli", ("question", "sentence"), _NLI),
         _glue("rte", _PAIR, _NLI),
         _glue("wnli", _PAIR, ("not_entailment", "entailment")),
-        Task("rt", ("sentence",), 2, ("accuracy",), "accuracy", "embedded", None, _SENTIMENT, asset="rt"),
-        Task("polarity", ("sentence",), 2, ("accuracy",), "accuracy", "embedded", None, _SENTIMENT, asset="polarity"),
+        # both are Pang & Lee's movie-review polarity data (rotten-tomatoes snippets, review sentences)
+        Task("rt", ("sentence",), 2, ("accuracy",), "accuracy", "embedded", None, _SENTIMENT, asset="rt",
+             corpus=MOVIE_REVIEWS),
+        Task("polarity", ("sentence",), 2, ("accuracy",), "accuracy", "embedded", None, _SENTIMENT, asset="polarity",
+             corpus=MOVIE_REVIEWS),
     )
 }
 

@@ -219,3 +219,15 @@ def test_every_claim_can_be_decided_at_its_runs():
         for claim in recipe.claims:
             if set(claim.scales) != {"demo", "paper"}:
                 assert "scales = [" in text and "#" in text.split("scales = [", 1)[1].split("\n", 1)[0], (recipe.name, claim.id)
+
+
+def test_the_tally_counts_recipes_that_share_runs_once():
+    """Issue #26: seven verdicts on one set of runs are one experiment."""
+    from robustkit.claim import independent_sets
+    from robustkit.reproduce import one_corpus
+
+    sets = independent_sets([load_recipe(n) for n in list_recipes()], "demo")
+    assert sets["han2021/fig2"] == sets["he2021/fig5-9"] == sets["he2021/table6"]  # the figure-2 runs
+    assert sets["mohebbi/fig8"] != sets["han2021/fig2"]  # layer-shared adapters: runs of its own
+    assert one_corpus(["polarity", "rt"]).startswith("; polarity and rt are one corpus")
+    assert one_corpus(["rt", "rte"]) == ""

@@ -81,12 +81,16 @@ class Statistic:
         What the number is, with its unit and sign (e.g. "negative = vanishing").
     params : tuple of Param
         Its own parameters (never the analysis's: those are the figure's).
+    independent : bool
+        Its observations are independent runs; False for a statistic of run pairs that share
+        runs (shown, never tested: :mod:`robustkit.claim`).
     """
 
     name: str
     function: str
     help: str
     params: tuple[Param, ...] = ()
+    independent: bool = True
 
 
 @dataclass(frozen=True)
@@ -324,7 +328,7 @@ register(Analysis(
      Param("seed", 0, "seed of the examples; default: 0")),
     (DEVICE,), summary="robustkit.analysis.connectivity:barrier_summary",
     statistics=(Statistic("barrier", f"{STATISTICS}:barrier", "max over alpha of the loss (or '<metric> error') minus the mean of the two ends, one row per seed pair",
-                          (Param("metric", "loss", "loss, or a metric whose error is taken"),)),),
+                          (Param("metric", "loss", "loss, or a metric whose error is taken"),), independent=False),),
     output="the lines (per pair x alpha x metric)"))
 register(Analysis(
     "tuning", "tuning curves: median and expected best score of k runs, with confidence bands (Dodge et al. 2019; opda)",

@@ -137,7 +137,7 @@ def test_compare_degenerate_groups_give_nan_with_a_note():
     ac = tests[tests["group_b"] == "c"].set_index(["group_a", "test"])
     assert ac["p_value"].isna().all() and ac["note"].str.contains("fewer than").all()  # c has one run
     text = stability.caption(stability.summarize(frame, "method", n_resamples=199), tests)
-    assert text.startswith("n = 1-4 runs per box.") and "a vs b: Levene p n/a" in text
+    assert text.startswith("n = 1-4 runs per box.") and "a vs b (two-sided): Levene p n/a" in text
 
 
 def test_empty_frames_raise_clear_errors():
@@ -151,7 +151,7 @@ def test_caption_reports_n_and_p_values():
     frame = _runs({"houlsby": 0.01, "full": 0.1}, n=20, seed=1, baseline=0.0)
     summary, tests = stability.tables(frame, within=["task"])
     text = stability.caption(summary, tests)
-    assert text.startswith("n = 20 runs per box. full vs houlsby: Levene p ")
+    assert text.startswith("n = 20 runs per box. full vs houlsby (two-sided): Levene p ")
     assert "Brown-Forsythe p" in text and "Mann-Whitney U p" in text
     many = stability.tables(_runs({"houlsby": 0.01, "full": 0.1}, n=10, tsp_step=[0, 1, 2]), within=["task", "tsp_step"])
     assert "Levene p < 0.05 in 3/3 cells" in stability.caption(*many)

@@ -221,7 +221,8 @@ def caption(summary: pd.DataFrame, tests: pd.DataFrame, unit: str = "runs", grou
     count = f"{int(n.min())}" if n.min() == n.max() else f"{int(n.min())}-{int(n.max())}"
     parts = [f"n = {count} {unit} per {group}."]
     if "n_runs" in summary and summary["n_failed"].fillna(0).sum():
-        failed = {"collapsed": int(summary["n_collapsed"].sum()), "diverged": int(summary["n_diverged"].sum())}
+        failed = {"not learned": int(summary["n_not_learned"].sum()) if "n_not_learned" in summary else 0,
+                  "collapsed": int(summary["n_collapsed"].sum()), "diverged": int(summary["n_diverged"].sum())}
         counted = " and ".join(f"{k} {v}" for k, v in failed.items() if v)
         parts.append(f"Left out of the statistics and tests: {counted} of {int(summary['n_runs'].sum())} {unit}"
                      f" (counted per {group} in the figure).")
@@ -237,7 +238,7 @@ def caption(summary: pd.DataFrame, tests: pd.DataFrame, unit: str = "runs", grou
             else:  # say why: too few runs, zero variance
                 notes = pair.loc[pair["test"] == test, "note"]
                 texts.append(f"{name} p n/a" + (f" ({notes.iloc[0]})" if len(notes) and notes.iloc[0] else ""))
-        parts.append(f"{a} vs {b}: " + ", ".join(texts) + ".")
+        parts.append(f"{a} vs {b} (two-sided): " + ", ".join(texts) + ".")
     if tests.empty:
         parts.append("No test: no cell holds two groups to compare.")
     if dominance is not None and not dominance.empty:

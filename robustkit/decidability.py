@@ -123,21 +123,15 @@ def detectable_effect(kind: str, n_a: int, n_b: int, alpha: float = 0.05, target
     """
     if exact.smallest_p(kind, n_a, n_b) >= alpha:
         return np.nan
-    if kind == "spread":
-        low, high = 0.01, 1.0  # power falls as the ratio rises towards 1
-        if power(kind, n_a, n_b, low, alpha) < target:
-            return np.nan
-        for _ in range(12):
-            middle = (low + high) / 2
-            low, high = (middle, high) if power(kind, n_a, n_b, middle, alpha) >= target else (low, middle)
-        return round(low, 3)
-    low, high = 0.0, 1.0 if kind == "rate" else 20.0
-    if power(kind, n_a, n_b, high, alpha) < target:
+    # bisection between an effect the test detects and one it does not (spread: a small SD ratio
+    # is the strong effect, 1 none; otherwise 20 SD or a failure rate of 1 against 0)
+    strong, weak = (0.01, 1.0) if kind == "spread" else (1.0 if kind == "rate" else 20.0, 0.0)
+    if power(kind, n_a, n_b, strong, alpha) < target:
         return np.nan
     for _ in range(14):
-        middle = (low + high) / 2
-        low, high = (low, middle) if power(kind, n_a, n_b, middle, alpha) >= target else (middle, high)
-    return round(high, 3)
+        middle = (strong + weak) / 2
+        strong, weak = (middle, weak) if power(kind, n_a, n_b, middle, alpha) >= target else (strong, middle)
+    return round(strong, 3)
 
 
 def claim_sizes(recipe, claim, scale: str, defaults: dict | None = None) -> list[tuple[str, int, int]]:

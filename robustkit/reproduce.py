@@ -291,10 +291,24 @@ def _collapsed(recipe: Recipe, scale: str, specs, runs: pd.DataFrame) -> str:
 
 
 def _verdict_cell(judged: pd.DataFrame) -> str:
+    """Per claim: the verdict, its reason class, the runs per group, the effect the test detects
+    with 80% power (robustkit.decidability) and the reason."""
+    from robustkit.decidability import UNITS, detectable_effect
+
     if judged.empty:
         return "no claim"
-    overall = judged.groupby("claim", sort=False).tail(1)
-    return "<br>".join(f"**{row.verdict}** ({row.claim}: {row.reason})" for row in overall.itertuples())
+    texts = []
+    for name, rows in judged.groupby("claim", sort=False):
+        row = rows.iloc[-1]
+        cells = rows if len(rows) == 1 else rows.iloc[:-1]
+        detectable = [detectable_effect(row.compare, int(a), int(b)) for a, b in zip(cells["n_a"], cells["n_b"])
+                      if row.compare in UNITS]
+        finite = [d for d in detectable if pd.notna(d)]
+        effect = f"; detects {max(finite):g} {UNITS[row.compare]}" if finite else ""
+        kind = row.get("reason_class", "") if isinstance(row.get("reason_class", ""), str) else ""
+        n = f"n = {int(row.n_a)}" + ("" if row.compare == "threshold" else f" vs {int(row.n_b)}")
+        texts.append(f"**{row.verdict}** ({name}: {f'{kind}; ' if kind else ''}{n}{effect}; {row.reason})")
+    return "<br>".join(texts)
 
 
 _COMPARED = ("model", "task", "train_size", "epochs", "batch_size", "max_length", "lr")

@@ -158,7 +158,7 @@ def test_claims_are_judged_printed_under_the_figure_and_indexed(tmp_path, recipe
     rows = pd.read_csv(figures / "claims.csv")
     assert set(rows["claim"]) == {"spread", "failures"} and set(rows["recipe"]) == {"toy/seeds"}
     index = (figures / "README.md").read_text()
-    assert "**inconclusive** (spread: too few runs to test" in index and "bert-tiny on rte" in index
+    assert "**inconclusive** (spread: too few runs; n = 0 vs 0; too few runs to test" in index and "bert-tiny on rte" in index
     assert "houlsby 2, full 2" in index and "houlsby 2/2, full 2/2 (last/validation)" in index  # runs per group, collapsed
     # re-indexed from a store that lacks the recipe's runs (another scale's, a fresh one): the
     # count stays the one of the store that drew the figure; once it said "0/0" or "0/1"

@@ -28,7 +28,7 @@ import pandas as pd
 
 from robustkit import collapse, tasks
 from robustkit.analysis.pooling import check_pooling
-from robustkit.analysis.scores import majority_baseline
+from robustkit.analysis.scores import ever_learned, majority_baseline
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.methods import HOULSBY_INIT_STD
@@ -93,7 +93,8 @@ def table(store: str | Path, select: dict | list[str] | None = None, *, checkpoi
         accuracy / F1), ``baseline`` (the metric of always predicting the majority training
         class on that split; NaN when the data cannot be read), ``n_eval`` (examples scored;
         NaN if unknown), ``top_class_share`` (share of the run's most predicted class, where
-        recorded), ``outcome`` (``ok`` / ``collapsed`` / ``diverged``) and ``failed`` (bool).
+        recorded), ``outcome`` (``ok`` / ``not-learned`` / ``collapsed`` / ``diverged``) and
+        ``failed`` (bool).
     """
     runs = select_runs(store, select)
     frames = [_run_rows(run, checkpoint, metric) for _, run in runs.iterrows()]
@@ -101,7 +102,10 @@ def table(store: str | Path, select: dict | list[str] | None = None, *, checkpoi
     if not len(frame):
         return frame.assign(outcome=None, failed=None)[COLUMNS]
     # the run's status too: a diverged run is diverged whatever its kept checkpoints score
-    return collapse.mark(frame.assign(status=frame["run_id"].map(runs.set_index("run_id")["status"])))[COLUMNS]
+    learned = ever_learned(store, runs)  # a run that never left the majority class is not-learned
+    frame = frame.assign(status=frame["run_id"].map(runs.set_index("run_id")["status"]),
+                         ever_learned=frame["run_id"].map(learned))
+    return collapse.mark(frame)[COLUMNS]
 
 
 def _run_rows(run: pd.Series, checkpoint: str, metric: str | None) -> pd.DataFrame:

@@ -62,6 +62,7 @@ from robustkit.store.atomic import atomic_write_parquet, sha256_file
 from robustkit.store.checkpoints import finished_state, save_checkpoint
 from robustkit.store.folders import HISTORY, open_store
 from robustkit.store.locks import run_lock
+from robustkit.store.logs import record_logs
 from robustkit.store.manifest import refuse_damaged, update_manifest, write_manifest
 from robustkit.store.schema import COMPLETE
 
@@ -288,6 +289,7 @@ class _Import:
             final[name] = {"validation": validation, "test": evaluate(model, batches["test"], task, shares=True)}
         if len(self.sources) > 1:
             atomic_write_parquet(self.run_dir / HISTORY, pd.DataFrame(history))
+            record_logs(self.run_dir)
         update_manifest(self.run_dir, status=COMPLETE, updated=_now(), final=final, best_step=best[1],
                               outcome=final_outcomes(task, splits, final))
 

@@ -3,7 +3,8 @@ and what to do, and with ``repair`` move them aside so that the next sweep train
 
 A run is damaged when its manifest is missing while checkpoints or logs are left, cannot be
 read, is not JSON or has the wrong shape (:func:`robustkit.store.schema.manifest_problem`), when a
-checkpoint file it lists is missing or does not hash to its sha256, or when a finished
+checkpoint file or a training log it lists (:mod:`robustkit.store.logs`) is missing or does not
+hash to its sha256, or when a finished
 fine-tuning run lacks ``best`` or ``last``. Files are hashed, never loaded.
 
 Repair moves a damaged run folder whole to ``<store>/.damaged/<run_id>-<time>``: nothing is
@@ -23,6 +24,7 @@ from robustkit.errors import RunLockedError
 from robustkit.store.checkpoints import checkpoint_problems
 from robustkit.store.folders import DAMAGED_DIR, MANIFEST, open_store, run_folders
 from robustkit.store.locks import run_lock
+from robustkit.store.logs import log_problems
 from robustkit.store.manifest import inspect_run
 from robustkit.store.schema import DAMAGED, FINISHED
 
@@ -80,7 +82,7 @@ def _check(run_dir: Path) -> dict:
     names = list(listed)
     if manifest["kind"] == "finetune" and manifest.get("status") in FINISHED:
         names += [name for name in ("best", "last") if name not in listed]  # a finished run has both
-    problems = checkpoint_problems(run_dir, names, manifest)
+    problems = checkpoint_problems(run_dir, names, manifest) + log_problems(run_dir, manifest)
     files = sum(len(entry["files"]) for entry in listed.values())
     if not problems:
         return {"status": OK, "kind": manifest["kind"], "files": files}

@@ -12,7 +12,8 @@ import pandas as pd
 from robustkit.methods.registry import identity_columns, option_columns
 from robustkit.spec import SPEC_DEFAULTS, SPEC_FIELDS
 from robustkit.store.folders import GRADNORMS, HISTORY, run_folders
-from robustkit.store.manifest import inspect_run
+from robustkit.store.logs import log_problems
+from robustkit.store.manifest import inspect_run, read_manifest
 from robustkit.store.schema import DAMAGED
 
 # Every field of the run spec is an identity column, so that analyses and figures can see every
@@ -141,14 +142,21 @@ def load_gradnorms(store: str | Path, include_tsp: bool = False) -> pd.DataFrame
 
 def _load_table(store: str | Path, file_name: str, include_tsp: bool) -> pd.DataFrame:
     runs = load_runs(store, include_tsp=include_tsp)
-    frames = []
+    frames, damaged = [], []
     for _, run in runs.iterrows():
         path = Path(run["path"]) / file_name
+        problems = [p for p in log_problems(path.parent, read_manifest(path.parent)) if p.startswith(file_name)]
+        if problems:
+            damaged.append(f"{run['run_id']}: {problems[0]}")
+            continue
         if path.exists():
             frame = pd.read_parquet(path)
             for column in reversed(IDENTITY):
                 frame.insert(0, column, run.get(column))
             frames.append(frame)
+    if damaged:
+        warnings.warn(f"{len(damaged)} run(s) of {store} left out of the {file_name} read ({'; '.join(damaged)}); "
+                      f"`robustkit verify {store} --repair` moves them aside", DamagedRunWarning, stacklevel=3)
     if not frames:
         return pd.DataFrame(columns=IDENTITY)
     return pd.concat(frames, ignore_index=True)

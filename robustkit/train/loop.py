@@ -22,6 +22,7 @@ from robustkit.run_model import load_tensors, trainable_state
 from robustkit.store.atomic import atomic_write_parquet
 from robustkit.store.checkpoints import load_checkpoint, read_checkpoint_file, recover_checkpoints, save_checkpoint
 from robustkit.store.folders import GRADNORMS, HISTORY, MANIFEST, repair_hint
+from robustkit.store.logs import record_logs
 from robustkit.store.manifest import read_manifest, update_manifest, write_manifest
 from robustkit.train.divergence import Diverged, non_finite_reason, weights_finite
 from robustkit.train.gradnorms import gradient_norms
@@ -106,6 +107,7 @@ class _Loop:
     def flush_logs(self) -> None:
         atomic_write_parquet(self.run_dir / HISTORY, _frame(self.history, ["step", "epoch", "split", "metric", "value"]))
         atomic_write_parquet(self.run_dir / GRADNORMS, _frame(self.gradnorms, ["step", "layer", "value"]))
+        record_logs(self.run_dir)  # their sha256 in the manifest: a damaged log is found, never read
 
     def save_last(self, model, names, optimiser: _Optimiser | None, step: int, metadata: dict, state: dict) -> None:
         """Logs first, then the resumable checkpoint: rows past a checkpoint are dropped on resume.

@@ -180,17 +180,23 @@ def ever_learned(store: str | Path, runs: pd.DataFrame) -> pd.Series:
     history = load_history(store) if len(runs) else pd.DataFrame()
     if history.empty:
         return found
-    history = history[(history["split"] == "validation") & history["run_id"].isin(runs["run_id"])]
+    main = runs.set_index("run_id")["main_metric"]
+    history = history[(history["split"] == "validation") & (history["metric"] == history["run_id"].map(main))]
+    values = dict(tuple(history.groupby("run_id")["value"]))
     for _, run in runs.iterrows():
-        metric = run["main_metric"]
-        values = history.loc[(history["run_id"] == run["run_id"]) & (history["metric"] == metric), "value"].to_numpy(float)
-        train_size = _none(run.get("train_size"))
-        base = majority_baseline(run["task"], metric, "validation", _none(run.get("data_dir")),
-                                 None if train_size is None else int(train_size), int(_none(run.get("split_seed")) or 0))
-        if len(values) and np.isfinite(base):
-            band = collapse.noise_band(metric, base, _none(run.get("n_validation")))
-            found[run["run_id"]] = bool(np.any(values > base + band))
+        base = run_baseline(run, run["main_metric"], "validation")
+        if run["run_id"] in values and np.isfinite(base):
+            band = collapse.noise_band(run["main_metric"], base, _none(run.get("n_validation")))
+            found[run["run_id"]] = bool((values[run["run_id"]].to_numpy(float) > base + band).any())
     return found
+
+
+def run_baseline(run: pd.Series, metric: str, split: str) -> float:
+    """:func:`majority_baseline` of ``metric`` on ``split`` with a run's data settings (its row
+    of :func:`robustkit.analysis.select.select_runs`: task, data_dir, train_size, split_seed)."""
+    train_size = _none(run.get("train_size"))
+    return majority_baseline(run["task"], metric, split, _none(run.get("data_dir")),
+                             None if train_size is None else int(train_size), int(_none(run.get("split_seed")) or 0))
 
 
 def _with_baseline(frame: pd.DataFrame, runs: pd.DataFrame, baseline: float | Mapping[str, float] | None) -> pd.DataFrame:
@@ -203,10 +209,7 @@ def _with_baseline(frame: pd.DataFrame, runs: pd.DataFrame, baseline: float | Ma
         if baseline is not None:
             values.append(float(baseline[task] if isinstance(baseline, Mapping) else baseline))
             continue
-        run = settings.loc[run_id]
-        train_size, split_seed = _none(run.get("train_size")), _none(run.get("split_seed"))
-        values.append(majority_baseline(task, metric, split, _none(run.get("data_dir")),
-                                        None if train_size is None else int(train_size), int(split_seed or 0)))
+        values.append(run_baseline(settings.loc[run_id], metric, split))
     frame = frame.merge(keys.assign(baseline=values), on=["run_id", "task", "metric", "split"], how="left")
     return collapse.mark(frame)
 

@@ -188,8 +188,7 @@ def ablation_all_removed_gap(frame: pd.DataFrame, store: str | Path, metric: str
     for run_id, group in frame.groupby("run_id"):
         everything = group[(group["first"] == 0) & (group["last"] == group["last"].max())]
         run = runs.loc[run_id]
-        base = scores.majority_baseline(run["task"], metric or run["main_metric"], "validation", scores._none(run.get("data_dir")),
-                                        None if pd.isna(run["train_size"]) else int(run["train_size"]), int(run["split_seed"]))
+        base = scores.run_baseline(run, metric or run["main_metric"], "validation")
         rows.append({"run_id": run_id, "value": float(everything["value"].iloc[0]) - base})
     return frame.drop_duplicates("run_id")[IDENTITY].merge(pd.DataFrame(rows), on="run_id")
 

@@ -95,30 +95,16 @@ def _specs_from_args(args) -> list:
         warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay, max_grad_norm=args.max_grad_norm,
         eval_every=args.eval_every, tsp_lr=args.tsp_lr, tsp_batch_size=args.tsp_batch_size,
         tsp_seed=args.tsp_seed, train_size=args.train_size, split_seed=args.split_seed, data_dir=args.data_dir,
-        mixout=args.mixout, method_options=_method_options(args.method_option),
+        mixout=args.mixout, method_options=_method_options(args.method_option), threads=args.threads,
         # the method options that are run-spec fields (--adapter-size, --top-k, ...), where given
         **{name: getattr(args, name) for name in spec_fields() if getattr(args, name) is not None},
     )
     return [RunSpec(seed=seed, tsp_step=step, **fields).resolved() for seed in args.seed for step in args.tsp_steps]
 
 
-def _set_threads(threads: int | None, jobs: int = 1) -> None:
-    """torch's CPU threads for work done in this process (None: torch's default, OMP_NUM_THREADS or all cores)."""
-    if threads is None:
-        return
-    if threads < 1:
-        raise RobustkitError(f"--threads must be at least 1, got {threads}")
-    if jobs > 1:
-        raise RobustkitError("--threads is for runs trained in this process (--jobs 1); with --jobs N each worker takes cores // N threads")
-    import torch
-
-    torch.set_num_threads(threads)
-
-
 def _cmd_train(args) -> int:
     from robustkit.sweep import run_sweep
 
-    _set_threads(args.threads, args.jobs)
     return _report(run_sweep(_specs_from_args(args), args.store, jobs=args.jobs, device=args.device), args.store)
 
 
@@ -418,7 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_arguments(train)
     train.add_argument("--store", required=True, help="run store folder (created if missing)")
     train.add_argument("--jobs", type=int, default=1, help="runs trained at once (worker processes); default: 1")
-    train.add_argument("--threads", type=int, help="torch CPU threads of the run(s) trained with --jobs 1; default: torch's (OMP_NUM_THREADS, else all cores)")
+    train.add_argument("--threads", type=int, default=1, help="torch CPU threads each run trains with, whatever --jobs is; part of the run id, since a CPU run's bytes depend on it; default: 1")
     _add_device(train)
     train.set_defaults(func=_cmd_train)
 

@@ -46,7 +46,8 @@ class LocalExecutor:
     """Jobs in worker processes on this machine, ``workers`` at a time.
 
     One worker runs in this process (with each run's own progress bar); more run in spawned
-    processes that split the CPU cores' torch threads between them. A supervised run whose TSP
+    processes that split the CPU cores' torch threads between them (for their work outside
+    training: each run trains with its own ``threads`` setting). A supervised run whose TSP
     run failed is reported failed without being tried: the same TSP run would fail again in it.
     """
 

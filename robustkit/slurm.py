@@ -73,7 +73,8 @@ class RunJob(submitit.helpers.Checkpointable):
     def __call__(self, job: Job) -> JobResult:
         import torch
 
-        # torch would use every core of the node; the job owns only --cpus-per-run of them.
+        # torch would use every core of the node; the job owns only --cpus-per-run of them (a run
+        # trains with its own `threads` setting, which is part of its id).
         torch.set_num_threads(int(os.environ.get("SLURM_CPUS_PER_TASK", torch.get_num_threads())))
         return run_job(job, progress=False)
 

@@ -25,6 +25,8 @@ from robustkit.methods.registry import METHOD_NAMES, given_options, spec_fields,
 __all__ = ["METHOD_NAMES", "RunSpec", "ResolvedRunSpec", "TspSpec", "SpecError", "SPEC_FIELDS", "SPEC_DEFAULTS"]
 
 TSP_WARMUP_STEPS = 100
+# More intra-op threads than any machine has is a typo, not a setting.
+MAX_THREADS = 1024
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class TspSpec:
     adapter_sharing: str = "none"
     data_fingerprint: str | None = None
     method_options: tuple = ()
+    threads: int = 1
 
     def __post_init__(self):
         object.__setattr__(self, "method_options", option_pairs(self.method_options))
@@ -94,6 +97,12 @@ class RunSpec:
         Mixout probability p, 0 <= p < 1 (Lee et al. 2020; He et al. 2021 table 7 use 0.9): with
         p > 0 dropout is off and the trained linear layers mix toward their weights at step 0 of
         tuning (see :mod:`robustkit.mixout`); 0 = plain dropout. The TSP run does not use it.
+    threads : int
+        torch's CPU (intra-op) threads while the run trains. A CPU run's bytes depend on it
+        (reductions split differently: test loss 0.69096619975 with 1 thread, ...082 with 2),
+        so it is part of the run's identity and fixed per run, whatever ``--jobs`` is: a sweep
+        with ``--jobs 1`` and one with ``--jobs 2`` train the same bytes. Its TSP run trains
+        with the same count.
     data_fingerprint : str or None
         What data the run trains on (:func:`robustkit.tasks.data_fingerprint`), filled in by
         :meth:`resolved`: None for the data every run had before ids included it (an embedded
@@ -129,6 +138,7 @@ class RunSpec:
     mixout: float = 0.0
     data_fingerprint: str | None = None
     method_options: tuple = ()
+    threads: int = 1
 
     def __post_init__(self):
         object.__setattr__(self, "method_options", option_pairs(self.method_options))
@@ -180,6 +190,7 @@ class RunSpec:
         get_task(self.task)
         for name in ("seed", "tsp_step", "batch_size", "split_seed", "tsp_seed", "tsp_batch_size"):
             _check(name, getattr(self, name), int, minimum=0)
+        _check("threads", self.threads, int, minimum=1, maximum=MAX_THREADS)
         for name in ("train_size", "adapter_size", "epochs", "max_length", "eval_every", "top_k"):
             if getattr(self, name) is not None:
                 _check(name, getattr(self, name), int, minimum=1)
@@ -254,6 +265,7 @@ class ResolvedRunSpec(RunSpec):
             adapter_sharing=self.adapter_sharing,
             data_fingerprint=self.data_fingerprint,
             method_options=self.method_options,
+            threads=self.threads,
         )
 
 
@@ -305,8 +317,12 @@ def _safe(model: str) -> str:
 # Fields added after runs were stored, with the default that reproduces those runs. At that
 # default a field is left out of the hash, so the ids of the runs made before it stay the same
 # (the methods that existed before method options have none: their method_options stay empty).
+# ``threads`` 1 is what every run trained in a sweep with as many jobs as cores had (the default
+# of ``make demo`` on 2 cores); a run trained before the field existed with more threads cannot be
+# told apart by its id, and its manifest has no ``threads``: resuming one is refused (see
+# robustkit.train.loop).
 _ADDED_FIELDS = {"top_k": None, "adapter_init_std": None, "adapter_sharing": "none", "mixout": 0.0,
-                 "data_fingerprint": None, "method_options": ()}
+                 "data_fingerprint": None, "method_options": (), "threads": 1}
 
 
 def _digest(spec) -> str:

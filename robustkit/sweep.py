@@ -140,8 +140,8 @@ def run_sweep(
     Parameters
     ----------
     jobs : int
-        Local executor: runs trained at once, one per worker process; torch threads are split
-        between them.
+        Local executor: runs trained at once, one per worker process. Each run trains with its
+        own ``threads`` setting (part of its id), so ``jobs`` never changes a run's bytes.
     progress : bool
         Local executor: show progress bars.
     device : str, optional

@@ -283,7 +283,8 @@ def test_the_attacks_recipe_reuses_figure_5s_runs():
 
 
 def test_threads_option_of_the_attack_and_train_commands(monkeypatch):
-    """--threads sets torch's CPU threads before the work starts (before: OMP_NUM_THREADS only)."""
+    """--threads sets torch's CPU threads before an attack starts (before: OMP_NUM_THREADS only);
+    for training it is each run's ``threads`` setting (part of its id), whatever --jobs is."""
     import torch
 
     from robustkit import cli, sweep
@@ -297,19 +298,26 @@ def test_threads_option_of_the_attack_and_train_commands(monkeypatch):
         seen.append(torch.get_num_threads())
         raise Started
 
+    def record_specs(specs, *args, **kwargs):
+        seen.append(sorted({spec.threads for spec in specs}))
+        raise Started
+
     threads = torch.get_num_threads()
     try:
         monkeypatch.setattr(attack, "run", record)
         with pytest.raises(Started):
             cli.main(["analyze", "attack", "store", "--threads", "1"])
-        monkeypatch.setattr(sweep, "run_sweep", record)
+        monkeypatch.setattr(sweep, "run_sweep", record_specs)
+        for jobs in ("1", "2"):
+            with pytest.raises(Started):
+                cli.main(["train", "--store", "store", "--model", "bert-tiny", "--threads", "2", "--jobs", jobs])
         with pytest.raises(Started):
-            cli.main(["train", "--store", "store", "--model", "bert-tiny", "--threads", "2"])
+            cli.main(["train", "--store", "store", "--model", "bert-tiny"])
     finally:
         torch.set_num_threads(threads)
-    assert seen == [1, 2]
+    assert seen == [1, [2], [2], [1]]
     assert cli.main(["analyze", "attack", "store", "--threads", "0"]) == 2
-    assert cli.main(["train", "--store", "store", "--threads", "2", "--jobs", "2"]) == 2  # workers split the cores
+    assert cli.main(["train", "--store", "store", "--threads", "0"]) == 2
 
 
 def test_attack_boxes_draw_each_methods_success_rates_as_scores(monkeypatch):

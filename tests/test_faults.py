@@ -361,3 +361,54 @@ def test_sigkill_at_a_random_point_then_resume(name, spec, reference, tmp_path):
     _check_like_reference(tmp_path, reference)
 
 
+
+
+# --- what a run's bytes depend on (issue #27) ----------------------------------------------------
+
+def _checkpoint_hashes(run_dir: Path) -> dict:
+    return {name: entry["files"] for name, entry in read_manifest(run_dir)["checkpoints"].items()}
+
+
+def test_a_run_trains_the_same_bytes_whatever_the_jobs_and_the_process_threads(spec, reference, tmp_path):
+    """A run trains with its own ``threads`` (1 by default), so ``--jobs 1`` in a process with
+    torch at 2 threads and ``--jobs 2`` (a worker per run) give the reference's bytes; a run set to
+    2 threads is another run (another id), whose bytes differ."""
+    from robustkit.sweep import run_sweep
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        run_sweep([spec], tmp_path / "jobs1", jobs=1, progress=False)
+        assert torch.get_num_threads() == 2  # set back after the run
+    finally:
+        torch.set_num_threads(before)
+    two = dataclasses.replace(spec, threads=2)
+    run_sweep([spec, two], tmp_path / "jobs2", jobs=2, progress=False)
+    run_id = reference.run_dir.name
+    assert _checkpoint_hashes(tmp_path / "jobs1" / run_id) == _checkpoint_hashes(reference.run_dir)
+    assert _checkpoint_hashes(tmp_path / "jobs2" / run_id) == _checkpoint_hashes(reference.run_dir)
+    assert two.run_id != run_id
+    assert read_manifest(tmp_path / "jobs2" / two.run_id)["spec"]["threads"] == 2
+    assert _checkpoint_hashes(tmp_path / "jobs2" / two.run_id)["last"] != _checkpoint_hashes(reference.run_dir)["last"]
+
+
+@pytest.mark.parametrize("change, named", [
+    (lambda manifest: manifest.update(device="cuda:0"), ["cuda:0", "cpu"]),
+    (lambda manifest: manifest["spec"].pop("threads"), ["unrecorded", "with 1"]),
+])
+def test_resuming_under_other_settings_is_refused_with_both_named(change, named, spec, reference, tmp_path):
+    """An interrupted run resumed on another device type, or one started before thread counts
+    were recorded, would finish as a hybrid of two settings: refused, naming both."""
+    import shutil
+
+    from robustkit.store.manifest import write_manifest
+
+    run_dir = tmp_path / reference.run_dir.name
+    shutil.copytree(reference.run_dir, run_dir)
+    manifest = read_manifest(run_dir)
+    manifest["status"] = "running"  # interrupted
+    change(manifest)
+    write_manifest(run_dir, manifest)
+    with pytest.raises(loop.ResumeMismatch) as error:
+        train(spec, tmp_path, progress=False)
+    assert all(word in str(error.value) for word in named), str(error.value)

@@ -255,9 +255,9 @@ def test_a_killed_sweep_leaves_no_worker_and_a_rerun_finishes_every_run(sig, tmp
     assert set(again[again.run_id.isin(interrupted)].status) == {"complete"}
     finished = load_runs(runs)
     assert sorted(finished.run_id) == sorted(spec.run_id for spec in specs) and set(finished.status) == {"complete"}
-    # a run resumed after its worker was killed is the uninterrupted run (where the workers
-    # trained with this process's torch thread count: reductions are then bit-identical)
-    if sig == signal.SIGKILL and max(1, (os.cpu_count() or 1) // 2) == torch.get_num_threads():
+    # a run resumed after its worker was killed is the uninterrupted run (each run trains with
+    # its own thread count, in a worker or in this process: reductions are bit-identical)
+    if sig == signal.SIGKILL:
         spec = next(spec for spec in specs if spec.run_id == interrupted[0])
         reference = train(spec, tmp_path / "reference", progress=False)
         for table in (HISTORY, GRADNORMS):

@@ -4,9 +4,11 @@ from it, the manifest of a new run, per-step seeding."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -15,7 +17,7 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 from tqdm.auto import tqdm
 
-from robustkit.errors import DamagedRunError, StoreError
+from robustkit.errors import DamagedRunError, RobustkitError, StoreError
 from robustkit.evaluate import resolve_device, to_device
 from robustkit.provenance import package_versions
 from robustkit.run_model import load_tensors, trainable_state
@@ -38,6 +40,24 @@ def seed_step(seed: int, step: int, stage: str) -> None:
     value = int.from_bytes(hashlib.sha256(f"{stage}:{seed}:{step}".encode()).digest()[:8], "little")
     torch.manual_seed(value % (2**63))
 
+
+
+@contextlib.contextmanager
+def torch_threads(threads: int) -> Iterator[None]:
+    """torch's intra-op CPU threads set to ``threads`` (a run's ``threads`` setting) inside the
+    block, and back to what they were after it: a CPU run's bytes depend on the count, so it is
+    the run's own setting, never the machine's or the sweep's."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+class ResumeMismatch(RobustkitError):
+    """An interrupted run resumed under settings its bytes depend on that differ from the ones it
+    started under (device type; thread count of a run from before threads were recorded)."""
 
 
 def timestamp() -> str:
@@ -145,6 +165,7 @@ class _Loop:
         """Create the manifest of a new run, or mark an interrupted one as running again."""
         path = self.run_dir / MANIFEST
         if path.exists():
+            _refuse_other_settings(self.run_dir, read_manifest(self.run_dir), manifest, self.device)
             update_manifest(self.run_dir, status="running", updated=timestamp(), error=None)
             return
         manifest.update(
@@ -155,6 +176,24 @@ class _Loop:
 
     def bar(self, total: int, initial: int, description: str):
         return tqdm(total=total, initial=initial, desc=description, disable=not self.progress, leave=False, unit="step")
+
+
+def _refuse_other_settings(run_dir: Path, recorded: dict, new: dict, device: torch.device) -> None:
+    """Raise :class:`ResumeMismatch`, naming both values, if the run in ``run_dir`` (manifest
+    ``recorded``) was started on another type of device or with another thread count than it
+    would resume with (``new``'s spec): the rest would be trained otherwise than the start, a
+    hybrid that matches neither. (The thread count is part of the run id, so only a run started
+    before it was recorded can differ.)"""
+    started = recorded.get("device")
+    if started is not None and torch.device(started).type != device.type:
+        raise ResumeMismatch(f"run {run_dir.name} was started on {started}; resuming it on {device} would train "
+                             f"the rest otherwise: resume it with --device {torch.device(started).type}, or move "
+                             "the folder aside to train it again")
+    threads = new["spec"].get("threads")
+    if device.type == "cpu" and recorded.get("spec", {}).get("threads") != threads:
+        was = recorded.get("spec", {}).get("threads", "an unrecorded number of")
+        raise ResumeMismatch(f"run {run_dir.name} was started with {was} CPU threads; resuming it with {threads} "
+                             "would train the rest otherwise: move the folder aside to train it again")
 
 
 def _frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:

@@ -15,6 +15,7 @@ from robustkit.store.manifest import read_manifest, refuse_damaged
 from robustkit.store.schema import DIVERGED, FINISHED
 from robustkit.train.divergence import Diverged
 from robustkit.train.finetuning import _Finetune
+from robustkit.train.loop import torch_threads
 from robustkit.train.pretraining import _Pretrain
 
 
@@ -47,7 +48,8 @@ def train(spec: RunSpec, store_path: str | Path, progress: bool = True, device: 
         if _is_complete(run_dir):
             return run_dir
         refuse_damaged(run_dir)  # never train over the checkpoints of a run without a manifest
-        _Finetune(spec, task, run_dir, tsp_dir, progress, device, splits).run()
+        with torch_threads(spec.threads):
+            _Finetune(spec, task, run_dir, tsp_dir, progress, device, splits).run()
     return run_dir
 
 
@@ -98,7 +100,8 @@ def _pretrain(spec: TspSpec, steps: list[int], root: Path, data_dir: str | None,
         if not _has_checkpoints(run_dir, wanted):
             refuse_damaged(run_dir)
             _refuse_diverged_steps(run_dir, wanted)
-            _Pretrain(spec, wanted, run_dir, data_dir, progress, device, splits).run()
+            with torch_threads(spec.threads):
+                _Pretrain(spec, wanted, run_dir, data_dir, progress, device, splits).run()
     return run_dir
 
 

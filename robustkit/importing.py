@@ -33,6 +33,12 @@ lacks weights that transformers then initialises at random (a masked-LM checkpoi
 pooler), the run is rebuilt faithfully only with the source's ``seed`` given (and the same
 transformers init); a hub base such as ``bert-base-uncased`` holds them all.
 
+An import is all or nothing: on any failure (a source that does not fit the base, unreadable
+weights, an interrupt) the run's folder is removed, so no half-made run is left in the store.
+Weights saved as pickles (``pytorch_model.bin``, AdapterHub's ``pytorch_adapter.bin`` and head)
+are read by transformers and AdapterHub with ``torch.load(weights_only=True)``, which loads
+tensors and refuses any other object, so a pickle in a user's folder never runs code.
+
 What nobody told robustkit (the seed, the learning rate, epochs, batch size, ...) is recorded
 as unknown (the manifest's ``unknown``; None in :func:`robustkit.store.load_runs`), never
 guessed. The manifest's ``import`` records the source folder and the sha256 of each of its files.
@@ -44,6 +50,7 @@ import datetime
 import hashlib
 import json
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -180,11 +187,19 @@ def import_run(
     run_id = _run_id(spec, unknown, files)
     root = open_store(store_path)
     run_dir = root / run_id
-    with run_lock(run_dir):
-        if finished_state(run_dir)[0]:
-            return run_dir
-        refuse_damaged(run_dir)
-        _Import(spec, task_object, run_dir, sources, unknown, files, Path(folder), device).run()
+    existed = run_dir.exists()
+    try:
+        with run_lock(run_dir):
+            if finished_state(run_dir)[0]:
+                return run_dir
+            refuse_damaged(run_dir)
+            _Import(spec, task_object, run_dir, sources, unknown, files, Path(folder), device).run()
+    except BaseException:
+        # all or nothing: a failed or interrupted import leaves no folder behind (an import is
+        # not resumable; importing again starts over)
+        if not existed:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
     return run_dir
 
 
@@ -323,7 +338,11 @@ class _Import:
             with models.quiet_loading():
                 from transformers import AutoModelForSequenceClassification
 
-                return AutoModelForSequenceClassification.from_pretrained(str(source.folder))
+                try:
+                    return AutoModelForSequenceClassification.from_pretrained(str(source.folder))
+                except (OSError, ValueError, RuntimeError, ImportError, pickle_errors()) as error:
+                    raise ImportError_(f"transformers cannot load the model in {source.folder}: "
+                                       f"{_first_line(error)}") from None
         if not any((source.folder / name).is_file() for name in _HEAD_FILES):
             raise ImportError_(f"{source.folder} holds the adapter but not its classification head: save it with "
                                "model.save_adapter(folder, name) from the sequence-classification model (with_head=True, the default)")
@@ -334,9 +353,25 @@ class _Import:
             adapters.init(model)
             try:
                 model.load_adapter(str(source.folder), load_as=ADAPTER_NAME, with_head=True, set_active=True)
-            except (ValueError, KeyError, RuntimeError, OSError) as error:
-                raise ImportError_(f"AdapterHub cannot load {source.folder} onto base {self.spec.model!r}: {error}") from error
+            except (ValueError, KeyError, RuntimeError, OSError, ImportError, pickle_errors()) as error:
+                raise ImportError_(f"AdapterHub cannot load {source.folder} onto base {self.spec.model!r}: "
+                                   f"{_first_line(error)}") from None
         return model
+
+
+def pickle_errors() -> type[BaseException]:
+    """What loading damaged weights raises besides OSError and ValueError: safetensors' header
+    errors, and what ``torch.load(weights_only=True)`` raises for a pickle holding anything but
+    tensors."""
+    from safetensors import SafetensorError
+
+    return SafetensorError
+
+
+def _first_line(error: BaseException) -> str:
+    """The first line of an error's message (transformers' run to many lines of advice)."""
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"
 
 
 def _copy(model: torch.nn.Module, tensors: dict[str, torch.Tensor]) -> None:

@@ -412,3 +412,70 @@ def test_resuming_under_other_settings_is_refused_with_both_named(change, named,
     with pytest.raises(loop.ResumeMismatch) as error:
         train(spec, tmp_path, progress=False)
     assert all(word in str(error.value) for word in named), str(error.value)
+
+
+# --- failed imports leave nothing behind (issue #27, item 3) -------------------------------------
+
+class _Payload:
+    """A pickle that runs code when loaded: it would create ``path``."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __reduce__(self):
+        return (pathlib.Path.touch, (pathlib.Path(self.path),))
+
+
+def _bad_sources(root: Path) -> dict[str, Path]:
+    """Model folders that cannot be imported onto bert-tiny / rte, one per way an import fails."""
+    import json
+
+    from robustkit.models import load_classifier
+
+    good = load_classifier("bert-tiny", 2, seed=0)
+    sources = {}
+
+    def saved(name: str, model=good) -> Path:
+        folder = root / name
+        model.save_pretrained(folder)
+        sources[name] = folder
+        return folder
+
+    saved("three-labels", load_classifier("bert-tiny", 3, seed=0))
+    config = json.loads((saved("other-architecture") / "config.json").read_text())
+    (root / "other-architecture" / "config.json").write_text(json.dumps({**config, "model_type": "roberta"}))
+    folder = saved("shape-mismatch")
+    config["hidden_size"], config["intermediate_size"] = 64, 256
+    (folder / "config.json").write_text(json.dumps(config))
+    (saved("bad-config") / "config.json").write_text("{not json")
+    (saved("garbage-weights") / "model.safetensors").write_bytes(os.urandom(4096))
+    folder = saved("truncated-weights")
+    weights = (folder / "model.safetensors").read_bytes()
+    (folder / "model.safetensors").write_bytes(weights[: len(weights) // 2])
+    folder = saved("pickle-payload")
+    (folder / "model.safetensors").unlink()
+    torch.save({"weights": _Payload(str(root / "payload-ran"))}, folder / "pytorch_model.bin")
+    folder = saved("pickle-garbage")
+    (folder / "model.safetensors").unlink()
+    (folder / "pytorch_model.bin").write_bytes(b"\x80\x04not a pickle at all")
+    return sources
+
+
+def test_a_failed_import_leaves_no_folder_and_runs_no_pickle(tmp_path):
+    from robustkit.errors import RobustkitError
+    from robustkit.importing import import_run
+
+    sources = _bad_sources(tmp_path / "sources")
+    store = tmp_path / "runs"
+    refused = {}
+    for name, folder in sources.items():
+        with pytest.raises(RobustkitError) as error:
+            import_run(folder, "bert-tiny", "rt", store)
+        refused[name] = str(error.value)
+        assert "\n" not in refused[name], (name, refused[name])
+        assert not [p for p in store.iterdir() if not p.name.startswith(".")], (name, list(store.iterdir()))
+    assert not (tmp_path / "sources" / "payload-ran").exists()  # the pickle's code never ran
+    assert "3 labels" in refused["three-labels"] and "roberta" in refused["other-architecture"]
+    assert "shape" in refused["shape-mismatch"] or "size mismatch" in refused["shape-mismatch"], refused["shape-mismatch"]
+    assert "protobuf" not in " ".join(refused.values())
+    assert len(refused) == 8

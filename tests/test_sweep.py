@@ -213,7 +213,6 @@ def test_a_killed_sweep_leaves_no_worker_and_a_rerun_finishes_every_run(sig, tmp
     """Killing a sweep's parent used to leave its workers training (then waiting forever): they
     took the queued runs and held their locks, so a re-run found them 'being trained by another
     process' and did nothing."""
-    import torch
 
     from robustkit.train import train
 

@@ -116,3 +116,35 @@ def test_a_diverged_tsp_run_is_marked_and_not_retrained(tiny_spec, tmp_path, mon
         pretrain(tsp, [4], tmp_path, progress=False)
     assert calls == []
     assert pretrain(tsp, [2], tmp_path, progress=False) == run_dir  # what it saved stays usable
+
+
+def test_an_exploding_finite_loss_is_diverged_by_the_stated_rule(tmp_path, rte_folder):
+    """lr=1e3 keeps every number finite but takes the loss far above its start: the run stops at
+    the first step whose loss is above LOSS_FACTOR x its first loss and LOSS_FLOOR (issue #27.4),
+    before that step's update, and is diverged wherever runs are counted."""
+    from conftest import TINY_RTE
+
+    from robustkit.train.divergence import LOSS_FACTOR, LOSS_FLOOR
+
+    glue = rte_folder(tmp_path / "glue")
+    spec = dataclasses.replace(TINY_RTE, method="full", lr=1e3, data_dir=str(glue))
+    run_dir = train(spec, tmp_path / "runs", progress=False)
+    manifest = read_manifest(run_dir)
+    assert manifest["status"] == "diverged" and "exploded" in manifest["diverged"]["reason"]
+    losses = _history(run_dir).query("split == 'train'").sort_values("step")["value"].tolist()
+    assert all(math.isfinite(v) for v in losses)
+    first, stop = losses[0], losses[-1]
+    assert stop > LOSS_FACTOR * first and stop > LOSS_FLOOR
+    assert all(v <= LOSS_FACTOR * first or v <= LOSS_FLOOR for v in losses[:-1])  # the first such step
+    assert load_runs(tmp_path / "runs")["outcome/best/test"].tolist() == ["diverged"]
+
+
+def test_a_run_that_learns_or_collapses_is_not_diverged(tmp_path, rte_folder):
+    """The rule's other side: an ordinary lr and a too-high one that collapses (finite, loss near
+    its start) both finish complete."""
+    from conftest import TINY_RTE
+
+    glue = rte_folder(tmp_path / "glue")
+    for lr in (2e-5, 1e-1):
+        run_dir = train(dataclasses.replace(TINY_RTE, method="full", lr=lr, data_dir=str(glue)), tmp_path / "runs", progress=False)
+        assert read_manifest(run_dir)["status"] == "complete", lr

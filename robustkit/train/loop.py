@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -101,7 +102,7 @@ class _Loop:
         value = float(loss.detach())  # no extra sync: the norms above already waited for backward
         # before the update: clipping a NaN gradient gives NaN, and AdamW would write it into
         # the weights (and its moments) for good
-        reason = non_finite_reason(value, norms)
+        reason = non_finite_reason(value, norms, self.first_loss())
         if reason:
             optimiser.optimizer.zero_grad(set_to_none=True)
             raise Diverged(step, reason, value)
@@ -110,6 +111,14 @@ class _Loop:
         optimiser.optimizer.step()
         optimiser.optimizer.zero_grad(set_to_none=True)
         return value
+
+    def first_loss(self) -> float | None:
+        """The run's first logged training loss (the reference of the exploded-loss rule), from
+        the history, which resuming restores; None before the first step."""
+        for row in self.history:
+            if row["split"] == "train" and math.isfinite(row["value"]):
+                return row["value"]
+        return None
 
     def check_weights(self, optimiser: _Optimiser, step: int) -> None:
         """Raise :class:`Diverged` if an update left a non-finite weight.

@@ -9,15 +9,14 @@ the recipe (``tests/test_recipes.py`` checks every recipe at both scales); ``rob
 
 The detectable effects are computed for normal per-run values, by the exact tests' own critical
 values (the rank statistics' null distributions of :mod:`robustkit.measures.exact`) and seeded
-simulation of the statistic under the alternative; their units are the within-group standard
+simulation of the statistic under the alternative (the spread test's own relabellings,
+:func:`robustkit.measures.exact.spread_permutations`); their units are the within-group standard
 deviation (``location``, ``threshold``, ``equivalence``: a shift or margin of d SD), a ratio of
 standard deviations (``spread``), or a rate of failures against none (``rate``).
 """
 
 from __future__ import annotations
 
-import itertools
-import math
 from functools import lru_cache
 
 import numpy as np
@@ -29,6 +28,7 @@ from robustkit.measures import exact
 POWER = 0.8
 SIMULATIONS = 2000
 SEED = 0
+SPREAD_SIMULATIONS = 400  # the spread test is a permutation test per simulation: fewer draws
 PLAN_COLUMNS = ["recipe", "scale", "claim", "compare", "cell", "n_a", "n_b", "judged", "smallest_p", "decidable",
                 "detectable_effect", "effect_unit"]
 UNITS = {"location": "shift, SD", "threshold": "shift, SD", "equivalence": "margin, SD", "spread": "SD ratio",
@@ -83,28 +83,20 @@ def power(kind: str, n_a: int, n_b: int, effect: float, alpha: float = 0.05, sim
         positive = np.where(x > 0, ranks, 0).sum(axis=1)  # W+: small when x lies below 0
         return float(np.mean(positive <= critical))
     if kind == "spread":
-        return _spread_power(n_a, n_b, effect, alpha, min(simulations, 400))
+        return _spread_power(n_a, n_b, effect, alpha, min(simulations, SPREAD_SIMULATIONS))
     if kind == "rate":
         return _rate_power(n_a, n_b, effect, alpha)
     raise ValueError(f"unknown claim kind {kind!r}")
 
 
 def _spread_power(n_a: int, n_b: int, ratio: float, alpha: float, simulations: int) -> float:
-    """Power of the Brown-Forsythe permutation test (exact over every relabelling, or 2,000 random
-    ones where there are more), a's SD ``ratio`` times b's."""
+    """Power of the Brown-Forsythe permutation test that claims run
+    (:func:`robustkit.measures.exact.spread_permutations`, over its own relabellings), a's SD
+    ``ratio`` times b's."""
     rng = np.random.default_rng(SEED)
-    total = n_a + n_b
-    if math.comb(total, n_a) <= 5000:
-        labels = np.array([np.isin(np.arange(total), c) for c in itertools.combinations(range(total), n_a)])
-    else:
-        labels = np.array([np.isin(np.arange(total), rng.choice(total, n_a, replace=False)) for _ in range(2000)])
     a = rng.standard_normal((simulations, n_a)) * ratio
     b = rng.standard_normal((simulations, n_b))
-    deviations = np.concatenate([np.abs(a - np.median(a, axis=1, keepdims=True)),
-                                 np.abs(b - np.median(b, axis=1, keepdims=True))], axis=1)
-    observed = deviations[:, :n_a].mean(axis=1) - deviations[:, n_a:].mean(axis=1)
-    gaps = deviations @ labels.T / n_a - deviations @ (~labels).T / n_b  # (simulations, relabellings)
-    p = (gaps <= observed[:, None] + 1e-12).mean(axis=1)
+    _, p = exact.spread_permutations(a, b, "less")
     return float(np.mean(p < alpha))
 
 

@@ -221,6 +221,29 @@ def test_every_claim_can_be_decided_at_its_runs():
                 assert "scales = [" in text and "#" in text.split("scales = [", 1)[1].split("\n", 1)[0], (recipe.name, claim.id)
 
 
+def test_every_claim_says_the_papers_effect_or_why_there_is_none():
+    """Issue #26: the power at the effect the paper reports needs that effect; every shipped claim
+    quotes the numbers it comes from, or says "not reported" and why, and an effect given per
+    cell names cells its recipe has."""
+    from robustkit.claim import NOT_REPORTED
+    from robustkit.decidability import claim_sizes
+
+    reported = 0
+    for recipe in (load_recipe(name) for name in list_recipes()):
+        for claim in recipe.claims:
+            where = (recipe.name, claim.id)
+            assert claim.paper_effect_source, where
+            if claim.paper_effect is None:
+                assert claim.paper_effect_source.startswith(NOT_REPORTED), where
+                continue
+            reported += 1
+            assert any(ch.isdigit() for ch in claim.paper_effect_source), where
+            if isinstance(claim.paper_effect, dict):
+                cells = {cell for scale in recipe.scales for cell, _, _ in claim_sizes(recipe, claim, scale)}
+                assert set(claim.paper_effect) <= cells, (where, set(claim.paper_effect) - cells)
+    assert reported >= 10
+
+
 def test_the_tally_counts_recipes_that_share_runs_once():
     """Issue #26: seven verdicts on one set of runs are one experiment."""
     from robustkit.claim import independent_sets

@@ -10,6 +10,7 @@ Each recipe (``analyses/<paper>/<figure>.toml``) states its paper's claim before
     a = "houlsby"
     b = "full"
     direction = "less"               # the claim: a less than b
+    paper_effect_source = "not reported: figure 2 shows the scores as box plots, no numbers"
 
 A claim is judged on the frame its figure drew: when ``statistic`` names the figure's analysis,
 the analysis's parameters are the figure's (the recipe's ``params`` at the scale), so claim and
@@ -68,6 +69,13 @@ threshold     a centred at ``value``      Wilcoxon signed-rank, exact     one-sa
 - **Convergence** (``final``, default: claims on the final score, ``scores.score``): when more
   than half of a compared group's runs are still improving at the end of training (the rule of
   :mod:`robustkit.analysis.convergence`), the verdict is *inconclusive: not converged*.
+- **The paper's effect** (``paper_effect``, with ``paper_effect_source`` quoting the numbers and
+  how they were standardised): the effect the paper reports, in the kind's unit of
+  :data:`robustkit.decidability.UNITS` and in the claimed direction (a negative shift: the
+  paper's numbers go the other way). ``robustkit claims --plan`` prints the test's power at it
+  beside the smallest effect it detects. Only from numbers the paper prints (means and SDs over
+  seeds, values in its text), never read off a plot; otherwise ``paper_effect_source`` says
+  ``"not reported: ..."`` and why.
 - **Reason classes** of an inconclusive verdict (column ``reason_class``): ``too few runs``,
   ``not significant``, ``not converged``, ``untestable``, ``no data``.
 
@@ -106,7 +114,8 @@ VERDICT_COLUMNS = ["recipe", "claim", "says", "statistic", "compare", "test", "a
 N_RESAMPLES = 9999
 SEED = 0
 _KEYS = {"id", "says", "statistic", "params", "compare", "by", "a", "b", "direction", "test", "within", "pooled",
-         "value", "alpha", "where", "sign", "floor", "failures", "final", "scales"}
+         "value", "alpha", "where", "sign", "floor", "failures", "final", "scales", "paper_effect", "paper_effect_source"}
+NOT_REPORTED = "not reported"  # how a paper_effect_source without a paper_effect begins
 FINAL_STATISTICS = ("scores.score",)
 
 
@@ -156,6 +165,16 @@ class Claim:
     scales : tuple of str
         The scales whose runs can decide the claim (the recipe says why where one is left out);
         at the others it is *inconclusive: untestable at this scale*.
+    paper_effect : float, tuple or dict, optional
+        The effect the paper reports, in the kind's unit (:data:`robustkit.decidability.UNITS`)
+        and in the claimed direction: location and threshold a standardised difference (SD),
+        spread the SD ratio of the group claimed less spread to the other, rate the failure rate
+        of the group claimed to fail more (the other's taken as 0), equivalence the pair
+        ``(margin, difference)`` in SD. One value for every cell, or a dict cell -> value (cells
+        named as :func:`robustkit.decidability.claim_sizes` names them); None: not reported.
+    paper_effect_source : str or None
+        Where ``paper_effect`` comes from (table, the numbers, how they were standardised), or
+        ``"not reported: ..."`` and why.
     """
 
     id: str
@@ -178,6 +197,8 @@ class Claim:
     failures: str = "exclude"
     final: bool = False
     scales: tuple[str, ...] = ("demo", "paper")
+    paper_effect: float | tuple | dict | None = None
+    paper_effect_source: str | None = None
 
     @classmethod
     def from_table(cls, raw: dict, where: str) -> "Claim":
@@ -211,6 +232,7 @@ class Claim:
         if compare != "threshold" and (raw.get("a") is None or raw.get("b") is None):
             raise ClaimError(f"{where}: claim {name!r}: {compare} compares two groups: give a and b")
         final = raw.get("final", raw["statistic"] in FINAL_STATISTICS and compare != "rate")
+        paper_effect = _paper_effect(raw, compare, f"{where}: claim {name!r}")
         return cls(id=raw["id"], says=raw["says"], statistic=raw["statistic"], compare=compare, a=_values(raw.get("a")),
                    b=_values(raw.get("b")), by=raw.get("by", "method"), direction=direction, test=test,
                    where={k: _values(v) for k, v in raw.get("where", {}).items()},
@@ -218,7 +240,14 @@ class Claim:
                    value=None if raw.get("value") is None else float(raw["value"]), alpha=float(raw.get("alpha", 0.05)),
                    sign=raw.get("sign"), floor=float(raw.get("floor", 0.0)),
                    failures="data" if compare == "rate" else raw.get("failures", "exclude"), final=bool(final),
-                   scales=tuple(raw.get("scales", ("demo", "paper"))))
+                   scales=tuple(raw.get("scales", ("demo", "paper"))), paper_effect=paper_effect,
+                   paper_effect_source=raw.get("paper_effect_source"))
+
+    def paper_effect_in(self, cell: str) -> float | tuple | None:
+        """The paper's effect in the cell named ``cell`` (None: the paper reports none there)."""
+        if isinstance(self.paper_effect, dict):
+            return self.paper_effect.get(cell)
+        return self.paper_effect
 
     @property
     def hypothesis(self) -> str:
@@ -481,6 +510,45 @@ def _is(column: pd.Series, values: tuple) -> pd.Series:
     wanted = {float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)}
     texts = {str(v) for v in values}
     return numbers.isin(wanted) | column.map(str).isin(texts)
+
+
+def _paper_effect(raw: dict, compare: str, where: str) -> float | tuple | dict | None:
+    """A claim's ``paper_effect`` checked against its kind and cells, and its source required."""
+    value, source = raw.get("paper_effect"), raw.get("paper_effect_source")
+    if source is not None and (not isinstance(source, str) or not source.strip()):
+        raise ClaimError(f"{where}: paper_effect_source must be a non-empty text, got {source!r}")
+    if value is None:
+        if source is not None and not source.startswith(NOT_REPORTED):
+            raise ClaimError(f"{where}: paper_effect_source without a paper_effect must begin {NOT_REPORTED!r}")
+        return None
+    if source is None or source.startswith(NOT_REPORTED):
+        raise ClaimError(f"{where}: paper_effect needs a paper_effect_source that quotes the paper's numbers")
+
+    def one(effect, label: str):
+        if compare == "equivalence":
+            ok = isinstance(effect, list) and len(effect) == 2 and all(_number(e) for e in effect) and effect[0] > 0
+            if not ok:
+                raise ClaimError(f"{where}: {label} of an equivalence is [margin, difference] in SD, margin > 0; got {effect!r}")
+            return float(effect[0]), float(effect[1])
+        limits = {"spread": (0.0, math.inf), "rate": (0.0, 1.0)}.get(compare, (-math.inf, math.inf))
+        if not _number(effect) or not limits[0] <= effect <= limits[1] or (compare == "spread" and effect == 0):
+            raise ClaimError(f"{where}: {label} of a {compare} claim must be a number in its unit "
+                             f"({'a positive SD ratio' if compare == 'spread' else 'a rate in [0, 1]' if compare == 'rate' else 'SD'}), got {effect!r}")
+        return float(effect)
+
+    if not isinstance(value, dict):
+        return one(value, "paper_effect")
+    within = list(raw.get("within", ()))
+    for cell in value:
+        columns = [part.split("=", 1)[0] for part in cell.split(", ")]
+        if not within or columns != within:
+            raise ClaimError(f"{where}: paper_effect cell {cell!r} must name the claim's cells "
+                             f"({', '.join(f'{c}=...' for c in within) or 'the claim has none: give one value'})")
+    return {cell: one(effect, f"paper_effect[{cell!r}]") for cell, effect in value.items()}
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _values(value) -> tuple:

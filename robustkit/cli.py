@@ -257,7 +257,8 @@ def _add_claims_command(commands) -> None:
     claims.add_argument("--recipe-dir", help="folder of recipe files; default: the analyses/ folder of this checkout")
     claims.add_argument("--include-failed", action="store_true", help="keep collapsed and diverged runs in the tests")
     claims.add_argument("-o", "--output", help="write every row (per claim and cell) to this file (.csv, else parquet)")
-    claims.add_argument("--plan", action="store_true", help="needs no runs: per claim and cell, the runs per group its recipe trains at each scale, the smallest p its test can reach and the smallest effect it detects with 80%% power (robustkit.decidability)")
+    claims.add_argument("--plan", action="store_true", help="needs no runs: per claim and cell, the runs per group its recipe trains at each scale, the smallest p its test can reach, the smallest effect it detects with 80%% power and its power at the effect the paper reports (robustkit.decidability)")
+    claims.add_argument("--markdown", action="store_true", help="with --plan: print the summary per claim that analyses/README.md shows, as markdown")
     claims.set_defaults(func=_cmd_claims)
 
 
@@ -272,9 +273,17 @@ def _claims_plan(args) -> int:
     table = plan(recipes, scales=(args.scale,) if args.scale else ("demo", "paper"), defaults=load_defaults(folder))
     if args.output:
         table.to_csv(args.output, index=False) if str(args.output).endswith(".csv") else table.to_parquet(args.output, index=False)
-    shown = table.assign(detectable=table["detectable_effect"].map(lambda v: "never" if pd.isna(v) else f"{v:g}") + " (" + table["effect_unit"] + ")")
+    if args.markdown:
+        from robustkit.decidability import markdown
+
+        print(markdown(table, recipes), end="")
+        return 1 if (table["judged"] & ~table["decidable"]).any() else 0
+    shown = table.assign(detectable=table["detectable_effect"].map(lambda v: "never" if pd.isna(v) else f"{v:g}") + " (" + table["effect_unit"] + ")",
+                         paper=[("" if pd.isna(e) else f"{e:g}" if pd.isna(d) else f"margin {e:g}, difference {d:g}")
+                                for e, d in zip(table["paper_effect"], table["paper_difference"])])
     with pd.option_context("display.max_colwidth", 60, "display.width", 250, "display.float_format", "{:.3g}".format):
-        print(shown[["recipe", "scale", "claim", "cell", "n_a", "n_b", "judged", "smallest_p", "decidable", "detectable"]].to_string(index=False))
+        print(shown[["recipe", "scale", "claim", "cell", "n_a", "n_b", "judged", "smallest_p", "decidable", "detectable",
+                     "paper", "paper_power"]].to_string(index=False))
     undecidable = table[table["judged"] & ~table["decidable"]]
     print(f"{len(table)} claim cells; {int(table['judged'].sum())} judged at their scale; "
           f"{len(undecidable)} that can never reach alpha at their n")
@@ -289,6 +298,8 @@ def _cmd_claims(args) -> int:
 
     if args.plan:
         return _claims_plan(args)
+    if args.markdown:
+        raise RobustkitError("--markdown prints the plan's summary: use it with --plan")
     table = claims(args.store, args.recipes or None, scale=args.scale or "demo", recipes=args.recipe_dir or RECIPE_DIR,
                    include_failed=args.include_failed)
     overall = table.groupby(["recipe", "claim"], sort=False).tail(1)

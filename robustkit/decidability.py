@@ -3,21 +3,22 @@
 For every claim of a recipe at a scale: the runs per group and cell its recipe trains (from the
 run specs, so no run is needed), the smallest p-value its test can give with those runs
 (:func:`robustkit.measures.exact.smallest_p`) and the smallest effect it detects with 80% power
-at alpha (:func:`detectable_effect`). A claim whose test can never reach alpha is an error of
-the recipe (``tests/test_recipes.py`` checks every recipe at both scales); ``robustkit claims
---plan`` prints the table.
+at alpha (:func:`detectable_effect`), and the power at the effect the paper reports
+(:func:`power` at the claim's ``paper_effect``, where the paper prints the numbers). A claim whose
+test can never reach alpha is an error of the recipe (``tests/test_recipes.py`` checks every
+recipe at both scales); ``robustkit claims --plan`` prints the table, and ``--markdown`` the
+summary of it that ``analyses/README.md`` shows (:func:`markdown`; a test keeps the two equal).
 
 The detectable effects are computed for normal per-run values, by the exact tests' own critical
 values (the rank statistics' null distributions of :mod:`robustkit.measures.exact`) and seeded
-simulation of the statistic under the alternative; their units are the within-group standard
+simulation of the statistic under the alternative (the spread test's own relabellings,
+:func:`robustkit.measures.exact.spread_permutations`); their units are the within-group standard
 deviation (``location``, ``threshold``, ``equivalence``: a shift or margin of d SD), a ratio of
 standard deviations (``spread``), or a rate of failures against none (``rate``).
 """
 
 from __future__ import annotations
 
-import itertools
-import math
 from functools import lru_cache
 
 import numpy as np
@@ -29,8 +30,9 @@ from robustkit.measures import exact
 POWER = 0.8
 SIMULATIONS = 2000
 SEED = 0
+SPREAD_SIMULATIONS = 400  # the spread test is a permutation test per simulation: fewer draws
 PLAN_COLUMNS = ["recipe", "scale", "claim", "compare", "cell", "n_a", "n_b", "judged", "smallest_p", "decidable",
-                "detectable_effect", "effect_unit"]
+                "detectable_effect", "effect_unit", "paper_effect", "paper_difference", "paper_power"]
 UNITS = {"location": "shift, SD", "threshold": "shift, SD", "equivalence": "margin, SD", "spread": "SD ratio",
          "rate": "failure rate vs 0"}
 
@@ -44,7 +46,8 @@ def _critical_signed_rank(n: int, alpha: float) -> int:
     return int(np.searchsorted(np.cumsum(exact.signed_rank_null(n)), alpha, side="left")) - 1
 
 
-def power(kind: str, n_a: int, n_b: int, effect: float, alpha: float = 0.05, simulations: int = SIMULATIONS) -> float:
+def power(kind: str, n_a: int, n_b: int, effect: float, alpha: float = 0.05, simulations: int = SIMULATIONS,
+          difference: float = 0.0) -> float:
     """Probability that the claim's test agrees when the effect is ``effect`` (units: :data:`UNITS`).
 
     Parameters
@@ -55,8 +58,10 @@ def power(kind: str, n_a: int, n_b: int, effect: float, alpha: float = 0.05, sim
         Runs per group (``n_b`` unused for ``threshold``).
     effect : float
         location / threshold: a's values shifted below b's (or below the threshold) by ``effect``
-        SD; equivalence: the margin in SD with no true difference; spread: SD of a over SD of b
-        (< 1); rate: a's failure rate (b's is 0).
+        SD; equivalence: the margin in SD; spread: SD of a over SD of b (< 1); rate: a's failure
+        rate (b's is 0).
+    difference : float
+        equivalence only: the true difference of a from b, in SD (0: none).
     """
     rng = np.random.default_rng(SEED)
     if kind in ("location", "equivalence"):
@@ -72,7 +77,7 @@ def power(kind: str, n_a: int, n_b: int, effect: float, alpha: float = 0.05, sim
         if kind == "location":
             return float(np.mean(wins(a - effect) <= critical))
         # TOST at margin m: a + m above b (U large) and a - m below b (U small), both rejected
-        top = n_a * n_b
+        top, a = n_a * n_b, a + difference
         return float(np.mean((wins(a + effect) >= top - critical) & (wins(a - effect) <= critical)))
     if kind == "threshold":
         critical = _critical_signed_rank(n_a, alpha)
@@ -83,28 +88,20 @@ def power(kind: str, n_a: int, n_b: int, effect: float, alpha: float = 0.05, sim
         positive = np.where(x > 0, ranks, 0).sum(axis=1)  # W+: small when x lies below 0
         return float(np.mean(positive <= critical))
     if kind == "spread":
-        return _spread_power(n_a, n_b, effect, alpha, min(simulations, 400))
+        return _spread_power(n_a, n_b, effect, alpha, min(simulations, SPREAD_SIMULATIONS))
     if kind == "rate":
         return _rate_power(n_a, n_b, effect, alpha)
     raise ValueError(f"unknown claim kind {kind!r}")
 
 
 def _spread_power(n_a: int, n_b: int, ratio: float, alpha: float, simulations: int) -> float:
-    """Power of the Brown-Forsythe permutation test (exact over every relabelling, or 2,000 random
-    ones where there are more), a's SD ``ratio`` times b's."""
+    """Power of the Brown-Forsythe permutation test that claims run
+    (:func:`robustkit.measures.exact.spread_permutations`, over its own relabellings), a's SD
+    ``ratio`` times b's."""
     rng = np.random.default_rng(SEED)
-    total = n_a + n_b
-    if math.comb(total, n_a) <= 5000:
-        labels = np.array([np.isin(np.arange(total), c) for c in itertools.combinations(range(total), n_a)])
-    else:
-        labels = np.array([np.isin(np.arange(total), rng.choice(total, n_a, replace=False)) for _ in range(2000)])
     a = rng.standard_normal((simulations, n_a)) * ratio
     b = rng.standard_normal((simulations, n_b))
-    deviations = np.concatenate([np.abs(a - np.median(a, axis=1, keepdims=True)),
-                                 np.abs(b - np.median(b, axis=1, keepdims=True))], axis=1)
-    observed = deviations[:, :n_a].mean(axis=1) - deviations[:, n_a:].mean(axis=1)
-    gaps = deviations @ labels.T / n_a - deviations @ (~labels).T / n_b  # (simulations, relabellings)
-    p = (gaps <= observed[:, None] + 1e-12).mean(axis=1)
+    _, p = exact.spread_permutations(a, b, "less")
     return float(np.mean(p < alpha))
 
 
@@ -170,7 +167,10 @@ def plan(recipes, scales=("demo", "paper"), defaults: dict | None = None) -> pd.
 
     ``judged`` is False at a scale the claim leaves out (its ``scales``) and for statistics of
     run pairs (never tested); ``decidable`` is False where the test's smallest p is not below the
-    claim's alpha.
+    claim's alpha. ``paper_effect`` is the claim's ``paper_effect`` in the cell (equivalence: the
+    margin, and ``paper_difference`` the difference, both in SD; NaN where the paper reports
+    none) and ``paper_power`` the test's power at it with the cell's runs (0 where the test can
+    never reach alpha), before any Holm correction over cells.
     """
     from robustkit.analysis.registry import statistic_of
 
@@ -182,11 +182,96 @@ def plan(recipes, scales=("demo", "paper"), defaults: dict | None = None) -> pd.
             for claim in recipe.claims:
                 for cell, n_a, n_b in claim_sizes(recipe, claim, scale, defaults):
                     smallest = exact.smallest_p(claim.compare, n_a, n_b)
+                    effect, difference = _effect_and_difference(claim.paper_effect_in(cell))
                     rows.append({"recipe": recipe.name, "scale": scale, "claim": claim.id, "compare": claim.compare,
                                  "cell": cell, "n_a": n_a, "n_b": n_b,
                                  "judged": scale in claim.scales and statistic_of(claim.statistic)[1].independent,
                                  "smallest_p": smallest,
                                  "decidable": smallest < claim.alpha,
                                  "detectable_effect": detectable_effect(claim.compare, n_a, n_b, claim.alpha),
-                                 "effect_unit": UNITS[claim.compare]})
+                                 "effect_unit": UNITS[claim.compare],
+                                 "paper_effect": effect, "paper_difference": difference,
+                                 "paper_power": np.nan if np.isnan(effect) else 0.0 if smallest >= claim.alpha
+                                 else _power_at(claim.compare, n_a, n_b, effect, claim.alpha,
+                                                0.0 if np.isnan(difference) else difference)})
     return pd.DataFrame(rows, columns=PLAN_COLUMNS)
+
+
+def _effect_and_difference(effect: float | tuple | None) -> tuple[float, float]:
+    """A claim's paper effect in a cell as (effect or margin, equivalence difference); NaN: none."""
+    if effect is None:
+        return np.nan, np.nan
+    return (float(effect[0]), float(effect[1])) if isinstance(effect, tuple) else (float(effect), np.nan)
+
+
+@lru_cache(maxsize=None)
+def _power_at(kind: str, n_a: int, n_b: int, effect: float, alpha: float, difference: float) -> float:
+    return round(power(kind, n_a, n_b, effect, alpha, difference=difference), 3)
+
+
+MARKDOWN_SCALES = ("demo", "paper")
+
+
+def markdown(table: pd.DataFrame, recipes) -> str:
+    """The summary of a :func:`plan` table that ``analyses/README.md`` shows, one row per claim.
+
+    Per scale: the distinct runs per group over the claim's cells, the largest detectable effect
+    over them (the weakest cell) and the power at the paper's effect (its range over the cells
+    where the paper reports one); then, per claim with a paper effect, where it comes from.
+
+    Parameters
+    ----------
+    table : DataFrame
+        :func:`plan` of ``recipes`` at both scales.
+    recipes : list of Recipe
+        Their claims give the effects' sources.
+
+    Returns
+    -------
+    str
+        Markdown: the table, a blank line and the list of sources.
+    """
+    header = ["recipe", "claim", "kind", "paper's effect"]
+    for scale in MARKDOWN_SCALES:
+        header += [f"{scale}: runs per group", f"{scale}: detectable", f"{scale}: power at paper's effect"]
+    claims = {(recipe.name, claim.id): claim for recipe in recipes for claim in recipe.claims}
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for (recipe, name), rows in table.groupby(["recipe", "claim"], sort=False):
+        kind = rows["compare"].iloc[0]
+        cells = [recipe, name, kind, _effect_text(claims[recipe, name].paper_effect, kind)]
+        for scale in MARKDOWN_SCALES:
+            cells += _scale_cells(rows[rows["scale"] == scale], kind)
+        lines.append("| " + " | ".join(cells) + " |")
+    sources = [f"- `{recipe.name}` `{claim.id}`: {claim.paper_effect_source}"
+               for recipe in recipes for claim in recipe.claims if claim.paper_effect is not None]
+    return "\n".join(lines) + "\n\n" + "\n".join(sources) + "\n"
+
+
+def _effect_text(effect: float | tuple | dict | None, kind: str) -> str:
+    """A claim's ``paper_effect`` in words: its value, or its range over the cells it names."""
+    if effect is None:
+        return "not reported"
+    values = list(effect.values()) if isinstance(effect, dict) else [effect]
+    many = f"; {len(values)} cells" if isinstance(effect, dict) else ""
+    if kind == "equivalence":
+        margins, differences = pd.Series([v[0] for v in values]), pd.Series([v[1] for v in values])
+        return f"margin {_span(margins)}, difference {_span(differences)} (SD{many})"
+    return f"{_span(pd.Series(values))} ({UNITS[kind]}{many})"
+
+
+def _scale_cells(rows: pd.DataFrame, kind: str) -> list[str]:
+    if rows.empty or not rows["judged"].any():
+        return ["not judged", "", ""]
+    sizes = sorted({(int(a), int(b)) for a, b in zip(rows["n_a"], rows["n_b"])})
+    runs = ", ".join(str(a) if kind == "threshold" else f"{a} vs {b}" for a, b in sizes)
+    finite = rows["detectable_effect"].dropna()
+    detectable = f"{finite.max():g} ({UNITS[kind]})" if len(finite) == len(rows) else "never"
+    powers = rows["paper_power"].dropna()
+    power = "not reported" if powers.empty else _span(powers, "{:.2f}") + (f" ({len(powers)} cells)" if len(powers) > 1 else "")
+    return [runs, detectable, power]
+
+
+def _span(values: pd.Series, form: str = "{:.3g}") -> str:
+    """``low to high`` of ``values`` (one value where they are all equal)."""
+    low, high = form.format(values.min()), form.format(values.max())
+    return low if low == high else f"{low} to {high}"

@@ -173,10 +173,36 @@ def test_no_silent_pooling_in_a_claim():
     ({"b": None}, "give a and b"),
     ({"colour": "red"}, "unknown key"),
     ({"compare": "threshold"}, "needs a numeric value"),
+    ({"paper_effect": 0.5}, "needs a paper_effect_source that quotes"),
+    ({"paper_effect": 0.5, "paper_effect_source": "not reported: figure only"}, "needs a paper_effect_source that quotes"),
+    ({"paper_effect_source": "table 2: 1.0 vs 2.0"}, "without a paper_effect must begin 'not reported'"),
+    ({"paper_effect_source": ""}, "must be a non-empty text"),
+    ({"paper_effect": -0.5, "paper_effect_source": "t 1"}, "spread claim must be a number in its unit .a positive SD ratio"),
+    ({"paper_effect": "big", "paper_effect_source": "t 1"}, "must be a number in its unit"),
+    ({"compare": "rate", "paper_effect": 1.5, "paper_effect_source": "t 1"}, "a rate in"),
+    ({"paper_effect": {"task=rt": 0.5}, "paper_effect_source": "t 1"}, "the claim has none: give one value"),
+    ({"within": ["task"], "paper_effect": {"tsk=rt": 0.5}, "paper_effect_source": "t 1"}, "must name the claim's cells .task="),
+    ({"compare": "equivalence", "direction": None, "value": 0.01, "paper_effect": 1.0, "paper_effect_source": "t 1"},
+     r"\[margin, difference\] in SD"),
+    ({"compare": "equivalence", "direction": None, "value": 0.01, "paper_effect": [-1.0, 0.2], "paper_effect_source": "t 1"},
+     "margin > 0"),
 ])
 def test_bad_claims_are_refused(change, message):
     with pytest.raises(ClaimError, match=message):
         _claim(**change)
+
+
+def test_the_papers_effect_per_cell_or_for_every_cell():
+    """A claim's paper_effect (robustkit.decidability prints the power at it): one value for every
+    cell, or one per named cell (None where the paper reports none); equivalence as a pair."""
+    every = _claim(paper_effect=0.4, paper_effect_source="table 2: 1.0 +- 0.1 vs 2.0 +- 0.2")
+    assert every.paper_effect_in("task=rt") == every.paper_effect_in("all") == 0.4
+    cells = _claim(compare="location", within=["task", "train_size"], paper_effect_source="table 2: ...",
+                   paper_effect={"task=cola, train_size=1000": 0.25})
+    assert cells.paper_effect_in("task=cola, train_size=1000") == 0.25 and cells.paper_effect_in("task=rt, train_size=1000") is None
+    pair = _claim(compare="equivalence", direction=None, value=0.01, paper_effect=[1.75, -0.35], paper_effect_source="t 1")
+    assert pair.paper_effect_in("all") == (1.75, -0.35)
+    assert _claim(paper_effect_source="not reported: box plots").paper_effect_in("all") is None
 
 
 def test_hypothesis_text():

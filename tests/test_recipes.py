@@ -205,13 +205,20 @@ def test_bad_recipe_names_the_file_and_key(tmp_path):
         load_recipe("p/j", tmp_path)
 
 
-def test_every_claim_can_be_decided_at_its_runs():
-    """A claim whose exact test cannot reach alpha with the runs its recipe trains is an error of
-    the recipe (issue #26), at every scale it is judged at (``scales``); those left out say why."""
+@pytest.fixture(scope="module")
+def recipes_and_plan():
+    """Every shipped recipe and its decidability plan at both scales (~20 CPU-seconds: the exact
+    null distributions of the largest pooled cells and the spread test's power)."""
     from robustkit.decidability import plan
 
     recipes = [load_recipe(name) for name in list_recipes()]
-    table = plan(recipes)
+    return recipes, plan(recipes)
+
+
+def test_every_claim_can_be_decided_at_its_runs(recipes_and_plan):
+    """A claim whose exact test cannot reach alpha with the runs its recipe trains is an error of
+    the recipe (issue #26), at every scale it is judged at (``scales``); those left out say why."""
+    recipes, table = recipes_and_plan
     judged = table[table["judged"]]
     assert len(judged) > 100 and judged["decidable"].all(), judged[~judged["decidable"]][["recipe", "scale", "claim", "cell", "n_a", "n_b"]]
     for recipe in recipes:
@@ -219,6 +226,46 @@ def test_every_claim_can_be_decided_at_its_runs():
         for claim in recipe.claims:
             if set(claim.scales) != {"demo", "paper"}:
                 assert "scales = [" in text and "#" in text.split("scales = [", 1)[1].split("\n", 1)[0], (recipe.name, claim.id)
+
+
+def test_every_claim_says_the_papers_effect_or_why_there_is_none():
+    """Issue #26: the power at the effect the paper reports needs that effect; every shipped claim
+    quotes the numbers it comes from, or says "not reported" and why, and an effect given per
+    cell names cells its recipe has."""
+    from robustkit.claim import NOT_REPORTED
+    from robustkit.decidability import claim_sizes
+
+    reported = 0
+    for recipe in (load_recipe(name) for name in list_recipes()):
+        for claim in recipe.claims:
+            where = (recipe.name, claim.id)
+            assert claim.paper_effect_source, where
+            if claim.paper_effect is None:
+                assert claim.paper_effect_source.startswith(NOT_REPORTED), where
+                continue
+            reported += 1
+            assert any(ch.isdigit() for ch in claim.paper_effect_source), where
+            if isinstance(claim.paper_effect, dict):
+                cells = {cell for scale in recipe.scales for cell, _, _ in claim_sizes(recipe, claim, scale)}
+                assert set(claim.paper_effect) <= cells, (where, set(claim.paper_effect) - cells)
+    assert reported >= 10
+
+
+README_BEGIN = "<!-- generated: robustkit claims --plan --markdown (edit the recipes, not this table) -->\n"
+README_END = "<!-- end of generated table -->"
+
+
+@pytest.mark.slow  # the plan of every recipe: ~20 CPU-seconds, shared with the decidability check
+def test_the_readme_table_is_the_plan(recipes_and_plan):
+    """analyses/README.md's table of detectable effects and power at the paper's effect is
+    ``robustkit claims --plan --markdown``: a recipe, test or paper effect that changes it makes
+    the doc stale, and this fails until it is regenerated."""
+    from robustkit.decidability import markdown
+
+    recipes, table = recipes_and_plan
+    text = (RECIPE_DIR / "README.md").read_text()
+    shown = text[text.index(README_BEGIN) + len(README_BEGIN):text.index(README_END)]
+    assert shown == markdown(table, recipes), "regenerate it: robustkit claims --plan --markdown"
 
 
 def test_the_tally_counts_recipes_that_share_runs_once():

@@ -15,6 +15,8 @@ test does not reject, so it exists only where the test can decide:
   absolute deviations from each group's median, their mean difference). Deviations are residuals,
   exchangeable only approximately: its false-agree rate is checked by simulation instead
   (``tests/test_claim_simulation.py``; 0.057 at 4 vs 4 over 3,000 draws, 0.01-0.04 at 5-10);
+  :func:`spread_permutations` runs it on many pairs of groups at once over the same
+  :func:`relabellings` (the power of the test, :mod:`robustkit.decidability`);
 - :func:`rate_test`: Fisher's exact test of two rates, one-sided; :func:`rate_interval`:
   Newcombe's hybrid score interval of their difference (no exact interval inverts Fisher's
   test cheaply; Newcombe's keeps its level at small n, Newcombe 1998);
@@ -37,11 +39,12 @@ from functools import lru_cache
 import numpy as np
 from scipy import stats
 
-__all__ = ["centre_interval", "rank_sum", "rate_interval", "rate_test", "shift_interval", "signed_rank",
-           "smallest_p", "spread_permutation"]
+__all__ = ["centre_interval", "rank_sum", "rate_interval", "rate_test", "relabellings", "shift_interval", "signed_rank",
+           "smallest_p", "spread_permutation", "spread_permutations"]
 
 EXACT_LIMIT = 20_000  # relabellings enumerated in full (12 vs 8 and smaller); above, a seeded Monte-Carlo of this many
 SEED = 0
+CHUNK = 2 ** 22  # relabelled statistics held at once by spread_permutations (32 MiB of float64)
 
 
 @lru_cache(maxsize=None)
@@ -152,22 +155,28 @@ def centre_interval(x: np.ndarray, alpha: float) -> tuple[float, float, float]:
 
 
 @lru_cache(maxsize=64)
-def _relabellings(n_a: int, n_b: int) -> np.ndarray:
+def relabellings(n_a: int, n_b: int) -> np.ndarray:
     """Group-a membership of every relabelling of ``n_a + n_b`` runs (all ``C(n_a + n_b, n_a)`` up
     to :data:`EXACT_LIMIT`, else that many drawn with :data:`SEED`), the observed one first.
+
+    The permutation tests here and their power (:func:`robustkit.decidability.power`) refer to
+    these same relabellings, so the power printed is the power of the test that is run.
 
     Returns
     -------
     ndarray of bool, shape (relabellings, n_a + n_b)
+        Read-only (cached and shared).
     """
     total = n_a + n_b
     if math.comb(total, n_a) <= EXACT_LIMIT:
-        rows = [np.isin(np.arange(total), c) for c in itertools.combinations(range(total), n_a)]
+        members = np.array(list(itertools.combinations(range(total), n_a)), dtype=np.intp).reshape(-1, n_a)
     else:
         rng = np.random.default_rng(SEED)
-        rows = [np.arange(total) < n_a] + [np.isin(np.arange(total), rng.choice(total, n_a, replace=False))
-                                           for _ in range(EXACT_LIMIT)]
-    return np.array(rows)
+        members = np.array([np.arange(n_a)] + [rng.choice(total, n_a, replace=False) for _ in range(EXACT_LIMIT)])
+    rows = np.zeros((len(members), total), dtype=bool)
+    rows[np.arange(len(members))[:, None], members] = True
+    rows.setflags(write=False)
+    return rows
 
 
 def spread_permutation(a: np.ndarray, b: np.ndarray, alternative: str) -> tuple[float, float]:
@@ -183,17 +192,46 @@ def spread_permutation(a: np.ndarray, b: np.ndarray, alternative: str) -> tuple[
     (float, float)
         The statistic (values' units) and the one-sided p; p = 1 where every deviation is 0.
     """
-    da = np.abs(np.asarray(a, float) - np.median(a))
-    db = np.abs(np.asarray(b, float) - np.median(b))
-    gap = float(da.mean() - db.mean())
-    pooled = np.concatenate([da, db])
-    if not np.any(pooled > 0):
-        return gap, 1.0
-    labels = _relabellings(len(da), len(db))
-    gaps = labels @ pooled / len(da) - (~labels) @ pooled / len(db)
-    slack = 1e-12 * max(1.0, float(np.abs(pooled).max()))  # equal statistics compare as equal
-    extreme = gaps <= gap + slack if alternative == "less" else gaps >= gap - slack
-    return gap, float(extreme.mean())
+    gap, p = spread_permutations(np.asarray(a, float)[None, :], np.asarray(b, float)[None, :], alternative)
+    return float(gap[0]), float(p[0])
+
+
+def spread_permutations(a: np.ndarray, b: np.ndarray, alternative: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`spread_permutation` of many pairs of groups at once (the same relabellings for all).
+
+    Parameters
+    ----------
+    a, b : ndarray, shape (samples, n_a) and (samples, n_b)
+        One pair of groups per row.
+
+    Returns
+    -------
+    (ndarray, ndarray), each shape (samples,)
+        The statistic and the one-sided p of each row. Rows are tested in chunks, so that at most
+        :data:`CHUNK` relabelled statistics are held at once, whatever the number of rows.
+    """
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    da = np.abs(a - np.median(a, axis=1, keepdims=True))
+    db = np.abs(b - np.median(b, axis=1, keepdims=True))
+    gap = da.mean(axis=1) - db.mean(axis=1)
+    pooled = np.concatenate([da, db], axis=1)
+    n_a, n_b = da.shape[1], db.shape[1]
+    labels = relabellings(n_a, n_b)
+    inside = labels.T.astype(float)  # (runs, relabellings)
+    total = pooled.sum(axis=1, keepdims=True)
+    p = np.ones(len(pooled))
+    step = max(1, CHUNK // len(labels))
+    for start in range(0, len(pooled), step):
+        rows = slice(start, start + step)
+        in_a = pooled[rows] @ inside  # (rows, relabellings): the deviations a relabelled a holds
+        gaps = in_a / n_a - (total[rows] - in_a) / n_b
+        # equal statistics compare as equal
+        slack = 1e-12 * np.maximum(1.0, np.abs(pooled[rows]).max(axis=1, initial=0.0))[:, None]
+        observed = gap[rows, None]
+        extreme = gaps <= observed + slack if alternative == "less" else gaps >= observed - slack
+        p[rows] = extreme.mean(axis=1)
+    p[~np.any(pooled > 0, axis=1)] = 1.0
+    return gap, p
 
 
 def rate_test(a: np.ndarray, b: np.ndarray, alternative: str) -> float:

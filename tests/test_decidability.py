@@ -1,0 +1,63 @@
+"""The plan of a claim before any run exists (robustkit.decidability): the power it prints is the
+power of the test that is run, and the power at the paper's effect comes from the claim's
+``paper_effect`` cell by cell."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from robustkit import decidability
+from robustkit.measures import exact
+from robustkit.recipes import load_recipe
+
+
+@pytest.mark.parametrize("n_a, n_b", [(5, 5), (10, 10)])  # every relabelling; 20,000 drawn ones
+def test_spread_power_is_the_rate_at_which_the_claims_test_agrees(n_a, n_b):
+    """The same draws, tested one by one by the test claims run (exact.spread_permutation, its
+    relabellings), agree exactly as often as the power says."""
+    simulations, ratio = 60, 0.4
+    rng = np.random.default_rng(decidability.SEED)
+    a = rng.standard_normal((simulations, n_a)) * ratio
+    b = rng.standard_normal((simulations, n_b))
+    agrees = np.mean([exact.spread_permutation(x, y, "less")[1] < 0.05 for x, y in zip(a, b)])
+    assert decidability._spread_power(n_a, n_b, ratio, 0.05, simulations) == agrees
+    assert 0 < agrees < 1  # a comparison that can fail either way
+
+
+def test_spread_permutations_hold_bounded_memory(monkeypatch):
+    """Chunked over the rows (CHUNK relabelled statistics at a time), with the same p-values."""
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((7, 6)), rng.standard_normal((7, 6))
+    whole = exact.spread_permutations(a, b, "greater")
+    monkeypatch.setattr(exact, "CHUNK", len(exact.relabellings(6, 6)) * 2)  # 2 rows per chunk
+    assert all(np.array_equal(x, y) for x, y in zip(whole, exact.spread_permutations(a, b, "greater")))
+
+
+def test_equivalence_power_falls_as_the_difference_nears_the_margin():
+    at = [decidability.power("equivalence", 10, 10, 2.0, difference=d) for d in (0.0, 1.0, 2.0)]
+    assert at[0] == decidability.power("equivalence", 10, 10, 2.0) and at[0] > at[1] > at[2]
+    assert at[2] <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / decidability.SIMULATIONS)  # at the margin: the null
+
+
+def test_the_plan_gives_the_power_at_the_papers_effect_per_cell():
+    recipe = load_recipe("he2021/table7")
+    table = decidability.plan([recipe], scales=("paper",)).set_index(["claim", "cell"])
+    claim = next(c for c in recipe.claims if c.id == "no-gain-from-mixout")
+    margin, difference = claim.paper_effect["task=qnli, method=full"]
+    row = table.loc[("no-gain-from-mixout", "task=qnli, method=full")]
+    assert (row["paper_effect"], row["paper_difference"]) == (margin, difference)
+    assert row["paper_power"] == round(decidability.power("equivalence", 5, 5, margin, difference=difference), 3)
+    helps = table.loc["mixout-helps-ft-on-cola-mrpc"]
+    assert helps.loc["task=cola", "paper_effect"] == 0.24 and 0 < helps.loc["task=cola", "paper_power"] < 1
+
+
+def test_a_test_that_cannot_reach_alpha_has_no_power(tmp_path):
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "f.toml").write_text(
+        'title = "t"\nfigure = "box-seeds"\noutput = "o.pdf"\n'
+        '[[claim]]\nid = "c"\nsays = "s"\nstatistic = "scores.score"\ncompare = "location"\na = "houlsby"\nb = "full"\n'
+        'direction = "greater"\npaper_effect = 3.0\npaper_effect_source = "table 1: 3 SD"\n'
+        '[demo.grid]\nmethod = ["houlsby", "full"]\nseed = [0, 1]\n')
+    row = decidability.plan([load_recipe("p/f", tmp_path)], scales=("demo",)).iloc[0]
+    assert (row["n_a"], row["n_b"], row["decidable"], row["paper_power"]) == (2, 2, False, 0.0)

@@ -2,10 +2,12 @@
 and what to do, and with ``repair`` move them aside so that the next sweep trains them again.
 
 A run is damaged when its manifest is missing while checkpoints or logs are left, cannot be
-read, is not JSON or has the wrong shape (:func:`robustkit.store.schema.manifest_problem`), when a
-checkpoint file or a training log it lists (:mod:`robustkit.store.logs`) is missing or does not
-hash to its sha256, or when a finished
-fine-tuning run lacks ``best`` or ``last``. Files are hashed, never loaded.
+read, is not JSON, has the wrong shape (:func:`robustkit.store.schema.manifest_problem`) or does
+not match its own sha256, when a checkpoint file or a training log it lists
+(:mod:`robustkit.store.logs`) is missing or does not hash to its sha256, or when a finished
+fine-tuning run lacks ``best`` or ``last`` (:func:`robustkit.store.integrity.run_problems`).
+Every file is hashed, never loaded, whatever the readers' verification cache remembers; the
+hashes are remembered there for them.
 
 Repair moves a damaged run folder whole to ``<store>/.damaged/<run_id>-<time>``: nothing is
 deleted (a lost manifest can be put back by hand), and the run's id is free again, so the next
@@ -21,12 +23,11 @@ from pathlib import Path
 import pandas as pd
 
 from robustkit.errors import RunLockedError
-from robustkit.store.checkpoints import checkpoint_problems
 from robustkit.store.folders import DAMAGED_DIR, MANIFEST, open_store, run_folders
+from robustkit.store.integrity import forget_run, verified_run_problems
 from robustkit.store.locks import run_lock
-from robustkit.store.logs import log_problems
 from robustkit.store.manifest import inspect_run
-from robustkit.store.schema import DAMAGED, FINISHED
+from robustkit.store.schema import DAMAGED
 
 COLUMNS = ["run_id", "kind", "status", "files", "problem", "advice", "moved_to"]
 OK, DAMAGED, MOVED, BUSY = "ok", DAMAGED, "moved", "busy"
@@ -74,16 +75,12 @@ def verify_store(store_path: str | Path, repair: bool = False) -> pd.DataFrame:
 
 def _check(run_dir: Path) -> dict:
     """Status, kind, number of files hashed, problems and advice of one run folder."""
-    manifest, problem = inspect_run(run_dir)
+    manifest, problem = inspect_run(run_dir, check_files=False)
     if problem:
         missing = not (run_dir / MANIFEST).exists()
         return {"status": DAMAGED, "problem": problem, "advice": _advice(run_dir, missing)}
-    listed = manifest.get("checkpoints", {})
-    names = list(listed)
-    if manifest["kind"] == "finetune" and manifest.get("status") in FINISHED:
-        names += [name for name in ("best", "last") if name not in listed]  # a finished run has both
-    problems = checkpoint_problems(run_dir, names, manifest) + log_problems(run_dir, manifest)
-    files = sum(len(entry["files"]) for entry in listed.values())
+    problems = verified_run_problems(run_dir, manifest)
+    files = sum(len(entry["files"]) for entry in manifest.get("checkpoints", {}).values())
     if not problems:
         return {"status": OK, "kind": manifest["kind"], "files": files}
     return {"status": DAMAGED, "kind": manifest["kind"], "files": files, "problem": "; ".join(problems),
@@ -111,6 +108,7 @@ def _move_aside(root: Path, run_dir: Path) -> Path:
         n += 1
         target = target_dir / f"{run_dir.name}-{stamp}-{n}"
     run_dir.rename(target)
+    forget_run(run_dir)  # the id is free: a retrained run's files are hashed afresh
     return target
 
 

@@ -4,11 +4,14 @@ Layout::
 
     <store>/<run_id>/
         manifest.json          config, versions, asset hashes, status, trainable parameters,
-                               checkpoints with the sha256 of each file, final metrics
+                               checkpoints and logs with the sha256 of each file, final metrics,
+                               the sha256 of its own content
         history.parquet        one row per eval step x split x metric (and train loss per step)
         gradnorms.parquet      one row per step x layer group: L2 norm of the gradient
         checkpoints/<name>/    model.safetensors (+ optimizer.safetensors, state.json for `last`)
         .lock                  held (flock) by the process training the run
+    <store>/.cache/            what can be computed again: analysis frames, the readers' hashes
+    <store>/.damaged/          runs moved aside by ``robustkit verify --repair``
 
 Checkpoint names: ``step-0`` (theta_0, the state before tuning), ``best``, ``last`` and
 ``tsp-<N>`` (task-specific pretraining runs). A checkpoint is valid only if the manifest lists
@@ -23,6 +26,8 @@ One concern per module:
 - :mod:`robustkit.store.schema`: run statuses and the manifest's schema;
 - :mod:`robustkit.store.manifest`: reading and writing manifests, damaged runs, a run's spec;
 - :mod:`robustkit.store.locks`: the lock held by the process training a run;
+- :mod:`robustkit.store.integrity`: whether a run's files are those its manifest lists (every
+  file hashed by ``verify``; by every reader once per change, through ``.cache/verified/``);
 - :mod:`robustkit.store.checkpoints`: sha256-checked checkpoints, crash recovery;
 - :mod:`robustkit.store.tables`: the store as tidy DataFrames (the notebook's loaders).
 

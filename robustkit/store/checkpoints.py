@@ -11,9 +11,10 @@ import torch
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
-from robustkit.errors import StoreError
-from robustkit.store.atomic import atomic_write_bytes, sha256_bytes, sha256_file
-from robustkit.store.folders import CHECKPOINTS, GRADNORMS, HISTORY, MANIFEST, MODEL_FILE
+from robustkit.errors import DamagedRunError, StoreError
+from robustkit.store import integrity
+from robustkit.store.atomic import atomic_write_bytes, sha256_bytes
+from robustkit.store.folders import CHECKPOINTS, GRADNORMS, HISTORY, MANIFEST, MODEL_FILE, repair_hint
 from robustkit.store.manifest import inspect_run, read_manifest, write_manifest
 from robustkit.store.schema import FINISHED
 
@@ -119,7 +120,7 @@ def recover_checkpoints(run_dir: Path) -> None:
 
 
 def _matches(folder: Path, entry: dict | None) -> bool:
-    return bool(entry) and not _file_problems(folder, entry["files"])
+    return bool(entry) and not integrity.file_problems(folder, entry["files"])
 
 
 def read_checkpoint_file(run_dir: Path, name: str, file_name: str) -> bytes:
@@ -132,8 +133,11 @@ def read_checkpoint_file(run_dir: Path, name: str, file_name: str) -> bytes:
     Raises
     ------
     StoreError
-        Missing checkpoint, or a file whose sha256 differs from the manifest (corrupt or
-        truncated).
+        No such checkpoint in the manifest.
+    DamagedRunError
+        A file that is missing or whose sha256 differs from the manifest (corrupt or truncated):
+        the run is damaged (the readers' verification cache is told, so that ``load_runs`` says
+        so from now on, :mod:`robustkit.store.integrity`).
     """
     for _ in range(2):
         entry = read_manifest(run_dir).get("checkpoints", {}).get(name)
@@ -147,12 +151,13 @@ def read_checkpoint_file(run_dir: Path, name: str, file_name: str) -> bytes:
         old = _read_or_none(path.parent.with_name(f".{name}.old") / file_name)
         if old is not None and sha256_bytes(old) == entry["files"][file_name]:
             return old
+    integrity.forget_file(run_dir, path)  # a change no stat showed (bit rot): hashed at the next read
     if data is None:
-        raise StoreError(f"checkpoint file {str(path)!r} is missing")
-    raise StoreError(
-        f"checkpoint file {str(path)!r} is corrupt or truncated: sha256 {sha256_bytes(data)[:16]}... "
-        f"does not match the manifest's {entry['files'][file_name][:16]}..."
-    )
+        problem = f"checkpoint file {str(path)!r} is missing"
+    else:
+        problem = (f"checkpoint file {str(path)!r} is corrupt or truncated: sha256 {sha256_bytes(data)[:16]}... "
+                   f"does not match the manifest's {entry['files'][file_name][:16]}...")
+    raise DamagedRunError(Path(run_dir).name, problem, repair_hint(Path(run_dir)))
 
 
 def _read_or_none(path: Path) -> bytes | None:
@@ -173,7 +178,8 @@ def _safetensors_metadata(data: bytes) -> dict[str, str]:
     return json.loads(data[8 : 8 + header_size]).get("__metadata__", {})
 
 def checkpoint_problems(run_dir: Path, names: list[str] | None = None, manifest: dict | None = None) -> list[str]:
-    """Re-hash checkpoint files against the manifest's sha256 (nothing is loaded).
+    """Re-hash checkpoint files against the manifest's sha256 (nothing is loaded; see
+    :func:`robustkit.store.integrity.checkpoint_problems`).
 
     Parameters
     ----------
@@ -186,40 +192,17 @@ def checkpoint_problems(run_dir: Path, names: list[str] | None = None, manifest:
         One line per missing checkpoint, missing file or file whose sha256 differs.
     """
     manifest = read_manifest(run_dir) if manifest is None else manifest
-    entries = manifest.get("checkpoints", {})
-    problems = []
-    for name in entries if names is None else names:
-        if name not in entries:
-            problems.append(f"checkpoint {name!r} is not in the manifest (has: {', '.join(sorted(entries)) or 'none'})")
-            continue
-        found = _file_problems(checkpoint_dir(run_dir, name), entries[name]["files"])
-        backup = checkpoint_dir(run_dir, f".{name}.old")  # a save under way or killed: what readers take
-        if found and not (backup.is_dir() and not _file_problems(backup, entries[name]["files"])):
-            problems += [f"{CHECKPOINTS}/{name}/{line}" for line in found]
-    return problems
-
-
-def _file_problems(folder: Path, files: dict[str, str]) -> list[str]:
-    """One line per file of ``files`` (name -> sha256) missing from ``folder`` or hashing to
-    another sha256."""
-    problems = []
-    for file_name, expected in files.items():
-        path = folder / file_name
-        if not path.is_file():
-            problems.append(f"{file_name} is missing")
-        elif (actual := sha256_file(path)) != expected:
-            problems.append(f"{file_name} is corrupt or truncated (sha256 {actual[:12]}... is not the manifest's "
-                            f"{expected[:12]}...)")
-    return problems
+    return integrity.checkpoint_problems(Path(run_dir), manifest, names)
 
 
 def finished_state(run_dir: Path) -> tuple[bool, str | None]:
     """Whether a sweep may count the run as finished, and what is damaged if anything.
 
-    A finished (complete or diverged) fine-tuning run counts only once its ``best`` and ``last``
-    files hash to the manifest's sha256 (hashed, not loaded: ~0.3 s for a full minilm-l6 run).
-    Unfinished runs are not hashed: their resume verifies ``last`` itself (and another process
-    may be writing it right now).
+    A finished (complete or diverged) run counts only once every file it lists passes the
+    readers' check (:func:`robustkit.store.manifest.inspect_run`) and, for a fine-tuning run, its
+    ``best`` and ``last`` files hash to the manifest's sha256 now (hashed, not loaded: ~0.3 s for
+    a full minilm-l6 run). Unfinished runs are not hashed: their resume verifies ``last`` itself
+    (and another process may be writing it right now).
 
     Returns
     -------

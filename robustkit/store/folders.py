@@ -16,6 +16,8 @@ CHECKPOINTS = "checkpoints"
 MODEL_FILE = "model.safetensors"
 # Where `robustkit verify --repair` moves damaged runs (hidden, like .cache: not a run folder).
 DAMAGED_DIR = ".damaged"
+# What can be computed again from the runs (analysis frames, the readers' verified hashes).
+CACHE_DIR = ".cache"
 
 
 def open_store(store: str | Path, create: bool = True) -> Path:

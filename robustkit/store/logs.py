@@ -3,8 +3,9 @@
 Statistics, claims and figures are read from these logs as much as from the checkpoints: a
 flipped bit in a history once moved a mean dev score from 0.451 to 0.201 with ``verify`` saying
 "ok". Every write of the logs records their sha256 in the manifest (``logs: {file: sha256}``,
-:func:`record_logs`); :func:`log_problems` re-hashes them, for ``robustkit verify`` and for the
-loaders, which leave a damaged run's logs out with a warning naming it.
+:func:`record_logs`); :func:`robustkit.store.integrity.log_problems` checks them with the
+checkpoints, for ``robustkit verify`` and every reader, which leaves a damaged run out with a
+warning naming it.
 
 The logs of a run still training are rewritten at every checkpoint and may be a step ahead of
 its manifest after a kill (resuming drops the rows past the checkpoint): only finished runs are
@@ -17,8 +18,10 @@ from pathlib import Path
 
 from robustkit.store.atomic import sha256_file
 from robustkit.store.folders import GRADNORMS, HISTORY
+from robustkit.store.integrity import log_problems
 from robustkit.store.manifest import update_manifest
-from robustkit.store.schema import FINISHED
+
+__all__ = ["LOGS", "log_problems", "record_logs"]  # log_problems: checked with every other file
 
 LOGS = (HISTORY, GRADNORMS)
 
@@ -35,24 +38,3 @@ def record_logs(run_dir: str | Path) -> dict[str, str]:
     hashes = {name: sha256_file(run_dir / name) for name in LOGS if (run_dir / name).is_file()}
     update_manifest(run_dir, logs=hashes)
     return hashes
-
-
-def log_problems(run_dir: str | Path, manifest: dict) -> list[str]:
-    """Why the logs of a finished run do not match its manifest (empty: they do, or are unchecked).
-
-    Parameters
-    ----------
-    manifest : dict
-        The run's manifest (its ``status`` and ``logs``).
-    """
-    listed = manifest.get("logs")
-    if not isinstance(listed, dict) or manifest.get("status") not in FINISHED:
-        return []
-    problems = []
-    for name, expected in listed.items():
-        path = Path(run_dir) / name
-        if not path.is_file():
-            problems.append(f"{name} is missing")
-        elif sha256_file(path) != expected:
-            problems.append(f"{name} does not match its sha256 in the manifest")
-    return problems

@@ -1,8 +1,16 @@
-"""A run's manifest: read (schema-checked), written and updated atomically; damaged run folders;
-the run's spec read back from it."""
+"""A run's manifest: read (schema- and sha256-checked), written and updated atomically; damaged
+run folders; the run's spec read back from it.
+
+A manifest carries the sha256 of its own content (:data:`SELF_SHA256`): every other file of a
+run is checked against the manifest, and the manifest against itself, so that a changed byte in
+a final metric or a setting is found as surely as one in a checkpoint. The hash is of the
+parsed content (sorted keys, compact JSON), not of the bytes: a manifest written by hand with
+other spacing still reads. Manifests written before it existed have none and are not checked.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -11,7 +19,11 @@ from robustkit.errors import DamagedRunError, StoreError
 from robustkit.spec import SPEC_DEFAULTS, RunSpec
 from robustkit.store.atomic import atomic_write_json
 from robustkit.store.folders import CHECKPOINTS, MANIFEST, RUN_FILES, repair_hint
+from robustkit.store.integrity import cached_run_problems
 from robustkit.store.schema import manifest_problem
+
+# The key of a manifest's own sha256 (of the rest of it: :func:`_content_sha256`).
+SELF_SHA256 = "manifest_sha256"
 
 
 def read_manifest(run_dir: Path) -> dict:
@@ -37,31 +49,51 @@ def read_manifest(run_dir: Path) -> dict:
     problem = manifest_problem(manifest, name)
     if problem:
         raise DamagedRunError(name, f"{MANIFEST}: {problem}", repair_hint(run_dir))
+    recorded = manifest.pop(SELF_SHA256, None)
+    if recorded is not None and recorded != _content_sha256(manifest):
+        raise DamagedRunError(name, f"{MANIFEST} does not match its own sha256 (a changed byte)", repair_hint(run_dir))
     return manifest
 
 
-def inspect_run(run_dir: Path) -> tuple[dict | None, str | None]:
-    """A run folder's manifest, or why the folder is damaged, from the manifest alone (nothing
-    is hashed).
+def _content_sha256(manifest: dict) -> str:
+    """sha256 of a manifest's content (without :data:`SELF_SHA256`), as JSON with sorted keys."""
+    return hashlib.sha256(json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
-    Damaged: a manifest that cannot be read or has the wrong shape, or none while checkpoints or
-    logs are left (training writes the manifest first: only a deleted one gives that).
+
+def inspect_run(run_dir: Path, check_files: bool = True) -> tuple[dict | None, str | None]:
+    """A run folder's manifest, or why the folder is damaged.
+
+    Damaged: a manifest that cannot be read, has the wrong shape or does not match its own
+    sha256, or none while checkpoints or logs are left (training writes the manifest first: only a
+    deleted one gives that); with ``check_files``, also a finished run whose checkpoint files or
+    logs are missing or differ from the manifest's sha256, as every reader sees it (presence and
+    size of every file on every call, sha256 once per change:
+    :func:`robustkit.store.integrity.cached_run_problems`).
+
+    Parameters
+    ----------
+    check_files : bool
+        Check the files the manifest lists too (False: the manifest alone, for ``verify``, which
+        hashes every file itself).
 
     Returns
     -------
     (dict or None, str or None)
-        ``(manifest, None)`` for a readable run, ``(None, problem)`` for a damaged one and
-        ``(None, None)`` for a folder with nothing of a run in it (or no folder).
+        ``(manifest, None)`` for a readable run, ``(None, problem)`` for a damaged one (problems
+        ``; ``-separated, each naming its file) and ``(None, None)`` for a folder with nothing of
+        a run in it (or no folder).
     """
     run_dir = Path(run_dir)
     try:
-        return read_manifest(run_dir), None
+        manifest = read_manifest(run_dir)
     except DamagedRunError as error:
         return None, error.problem
     except StoreError:  # no manifest
         left = [f"{n}/" if n == CHECKPOINTS else n for n in RUN_FILES if (run_dir / n).exists()]
         return None, (f"{MANIFEST} is missing but {', '.join(left)} {'is' if len(left) == 1 else 'are'} left"
                       if left else None)
+    problems = cached_run_problems(run_dir, manifest) if check_files else []
+    return (None, "; ".join(problems)) if problems else (manifest, None)
 
 
 def damage(run_dir: Path) -> str | None:
@@ -97,7 +129,9 @@ def read_spec(run_dir: str | Path) -> RunSpec:
 
 
 def write_manifest(run_dir: Path, manifest: dict) -> None:
-    atomic_write_json(Path(run_dir) / MANIFEST, manifest)
+    """Write the manifest atomically, with the sha256 of its content (:data:`SELF_SHA256`)."""
+    content = json.loads(json.dumps({k: v for k, v in manifest.items() if k != SELF_SHA256}, default=str))
+    atomic_write_json(Path(run_dir) / MANIFEST, {**content, SELF_SHA256: _content_sha256(content)})
 
 
 def update_manifest(run_dir: Path, **changes) -> dict:

@@ -12,8 +12,7 @@ import pandas as pd
 from robustkit.methods.registry import identity_columns, option_columns
 from robustkit.spec import SPEC_DEFAULTS, SPEC_FIELDS
 from robustkit.store.folders import GRADNORMS, HISTORY, run_folders
-from robustkit.store.logs import log_problems
-from robustkit.store.manifest import inspect_run, read_manifest
+from robustkit.store.manifest import inspect_run
 from robustkit.store.schema import DAMAGED
 
 # Every field of the run spec is an identity column, so that analyses and figures can see every
@@ -30,15 +29,18 @@ _COLUMN_DEFAULTS = {**SPEC_DEFAULTS, **dict.fromkeys(OPTION_COLUMNS)}
 
 
 class DamagedRunWarning(UserWarning):
-    """Damaged runs were left out of what was read (:func:`load_runs`)."""
+    """Damaged runs were left out of what was read (:func:`load_runs`, the analyses)."""
 
 
 def load_runs(store: str | Path, include_tsp: bool = False, include_damaged: bool = False) -> pd.DataFrame:
     """One row per run: identity columns, status, trainable parameters and final metrics.
 
-    Damaged runs (:func:`robustkit.store.manifest.damage`: a missing, unreadable or misshapen manifest) are left out
-    with a :class:`DamagedRunWarning` naming them and the reason, so that one bad run never
-    blocks the rest of the store; ``robustkit verify`` lists and repairs them.
+    Damaged runs (:func:`robustkit.store.manifest.inspect_run`: a missing, unreadable, misshapen
+    or changed manifest, or a finished run whose checkpoint files or logs are missing or do not
+    match the manifest's sha256) are left out with a :class:`DamagedRunWarning` naming them and
+    the reason, so that one bad run never blocks the rest of the store; ``robustkit verify``
+    lists and repairs them. Every file is looked at on every call, and hashed once per change of
+    its size or times (:mod:`robustkit.store.integrity`).
 
     Parameters
     ----------
@@ -141,19 +143,20 @@ def load_gradnorms(store: str | Path, include_tsp: bool = False) -> pd.DataFrame
 
 
 def _load_table(store: str | Path, file_name: str, include_tsp: bool) -> pd.DataFrame:
-    runs = load_runs(store, include_tsp=include_tsp)
+    runs = load_runs(store, include_tsp=include_tsp)  # damaged logs of finished runs: left out there
     frames, damaged = [], []
     for _, run in runs.iterrows():
         path = Path(run["path"]) / file_name
-        problems = [p for p in log_problems(path.parent, read_manifest(path.parent)) if p.startswith(file_name)]
-        if problems:
-            damaged.append(f"{run['run_id']}: {problems[0]}")
+        if not path.exists():
             continue
-        if path.exists():
+        try:
             frame = pd.read_parquet(path)
-            for column in reversed(IDENTITY):
-                frame.insert(0, column, run.get(column))
-            frames.append(frame)
+        except (OSError, ValueError) as error:  # a run whose logs are not hashed (unfinished, or older): unreadable
+            damaged.append(f"{run['run_id']}: {file_name} cannot be read ({type(error).__name__})")
+            continue
+        for column in reversed(IDENTITY):
+            frame.insert(0, column, run.get(column))
+        frames.append(frame)
     if damaged:
         warnings.warn(f"{len(damaged)} run(s) of {store} left out of the {file_name} read ({'; '.join(damaged)}); "
                       f"`robustkit verify {store} --repair` moves them aside", DamagedRunWarning, stacklevel=3)

@@ -159,10 +159,9 @@ class _Loop:
             tensors, meta = load_checkpoint(self.run_dir, "last")
             optimizer_bytes = read_checkpoint_file(self.run_dir, "last", "optimizer.safetensors")
             state = json.loads(read_checkpoint_file(self.run_dir, "last", "state.json"))
-        except DamagedRunError:
-            raise
         except StoreError as error:  # a corrupt `last` fails every resume the same way: say what to do
-            raise DamagedRunError(self.run_dir.name, f"its checkpoint 'last' cannot be resumed from: {error}",
+            reason = error.problem if isinstance(error, DamagedRunError) else error
+            raise DamagedRunError(self.run_dir.name, f"its checkpoint 'last' cannot be resumed from: {reason}",
                                   repair_hint(self.run_dir)) from None
         load_tensors(model, tensors, meta, fingerprint, f"{self.run_dir.name}/last")
         optimiser.load_state_tensors(load_safetensors(optimizer_bytes))

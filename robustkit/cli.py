@@ -435,9 +435,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     verify = commands.add_parser(
         "verify", help="re-hash every checkpoint of a store; list damaged runs and what to do",
-        description="Check every run folder of a store: its manifest's shape, and every checkpoint file against the "
-        "sha256 in the manifest (hashed, not loaded). Damaged runs (a missing or broken manifest, a missing, corrupt "
-        "or truncated checkpoint) are listed with what to do; the exit status is 1 if any is left.")
+        description="Check every run folder of a store: its manifest's shape and own sha256, and every checkpoint file "
+        "and training log against the sha256 in the manifest (every file hashed, not loaded; other commands hash a "
+        "file again only when its size or times change). Damaged runs (a missing or broken manifest, a missing, "
+        "corrupt or truncated checkpoint or log) are listed with what to do; the exit status is 1 if any is left.")
     verify.add_argument("store", help="run store folder")
     verify.add_argument("--repair", action="store_true", help="move each damaged run to <store>/.damaged/<run_id>-<time> (nothing is deleted), so that the next sweep trains it again")
     verify.set_defaults(func=_cmd_verify)

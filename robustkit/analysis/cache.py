@@ -1,22 +1,32 @@
-"""The cache key of per-run analysis results: what they were computed from.
+"""The cache of per-run analysis results: its key (what they were computed from) and its files,
+checked on read.
 
 The key hashes the analysis name, its parameters and the sha256 of every checkpoint file it
 reads (from the run's manifest): a second call is a file read, and a retrained or changed
 checkpoint gives a new key, so stale results are never returned. Files live under
 ``<store>/.cache/<analysis>/<run_id>-<key>.<ext>`` (written by
 :func:`robustkit.analysis.each_run.each_run`); they can be deleted at any time.
+
+A cached frame is written with the sha256 of its bytes beside it (``<file>.sha256``,
+:func:`write_frame`) and read only if it matches (:func:`read_frame`): a changed byte in a
+cache file (parquet does not check its own pages) makes the frame computed again, never read.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from pathlib import Path
 
+import pandas as pd
+
 from robustkit.errors import StoreError
+from robustkit.store.atomic import atomic_write_bytes, sha256_bytes
+from robustkit.store.folders import CACHE_DIR
 from robustkit.store.manifest import read_manifest
 
-CACHE_DIR = ".cache"
+__all__ = ["CACHE_DIR", "cache_key", "read_frame", "write_frame"]
 
 
 def cache_key(run_dir: Path, analysis: str, params: dict, checkpoints: list[str]) -> str:
@@ -27,3 +37,35 @@ def cache_key(run_dir: Path, analysis: str, params: dict, checkpoints: list[str]
         raise StoreError(f"run {Path(run_dir).name!r} has no checkpoint {missing[0]!r} (has: {', '.join(sorted(saved)) or 'none'})")
     material = {"analysis": analysis, "params": params, "checkpoints": {name: saved[name]["files"] for name in checkpoints}}
     return hashlib.sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _sha256_file_of(path: Path) -> Path:
+    return path.with_name(f"{path.name}.sha256")
+
+
+def write_frame(path: Path, frame: pd.DataFrame) -> None:
+    """Cache ``frame`` at ``path`` (parquet), with its sha256 beside it (written second: a kill
+    between the two leaves a frame that is computed again)."""
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    data = buffer.getvalue()
+    atomic_write_bytes(path, data)
+    atomic_write_bytes(_sha256_file_of(path), sha256_bytes(data).encode())
+
+
+def read_frame(path: Path) -> pd.DataFrame | None:
+    """The frame cached at ``path``, or None: none there, or a file that does not match its
+    sha256 (changed, truncated, its sha256 file missing: written before frames were hashed, or
+    a kill between the two writes).
+
+    Returns
+    -------
+    DataFrame or None
+    """
+    try:
+        data, recorded = path.read_bytes(), _sha256_file_of(path).read_bytes()
+    except OSError:
+        return None
+    if sha256_bytes(data).encode() != recorded:
+        return None
+    return pd.read_parquet(io.BytesIO(data))

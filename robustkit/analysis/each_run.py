@@ -7,8 +7,13 @@ module does the rest, the same way for every analysis:
 2. each run's result is cached under ``<store>/.cache/<analysis>/<run_id>-<key>.<ext>``, the key
    hashing the analysis, its parameters and the sha256 of every checkpoint it reads
    (:func:`robustkit.analysis.cache.cache_key`): a changed checkpoint or parameter is a new key,
-   so a stale result is never returned;
-3. the run's identity columns are put in front (:func:`robustkit.analysis.select.with_identity`).
+   so a stale result is never returned; a cache file that does not match its own sha256 is
+   computed again (:func:`robustkit.analysis.cache.read_frame`);
+3. a run whose checkpoint fails its sha256 check when it is loaded
+   (:class:`robustkit.errors.DamagedRunError`) is left out with a
+   :class:`robustkit.store.DamagedRunWarning` naming it, as ``load_runs`` leaves out the damaged
+   runs it sees: one bad run never stops the analysis of a store;
+4. the run's identity columns are put in front (:func:`robustkit.analysis.select.with_identity`).
 
 A *resumable* analysis (an attack, example by example) appends to its own cache file as it goes
 (JSON lines): it receives the file's path and returns the run's whole result, so a killed
@@ -17,14 +22,16 @@ analysis resumes where it stopped.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from robustkit.analysis.cache import CACHE_DIR, cache_key
+from robustkit.analysis.cache import CACHE_DIR, cache_key, read_frame, write_frame
 from robustkit.analysis.select import with_identity
-from robustkit.store.atomic import atomic_write_parquet
+from robustkit.errors import DamagedRunError
+from robustkit.store.tables import DamagedRunWarning
 
 
 def cache_path(run_dir: str | Path, analysis: str, params: dict, checkpoints: Sequence[str], suffix: str = ".parquet",
@@ -76,18 +83,31 @@ def each_run(
     DataFrame
         The runs' results, one after the other, identity columns in front.
     """
-    frames = []
+    frames, damaged = [], []
     for _, row in runs.iterrows():
-        if resumable:
-            frame = compute(row, cache_path(row["path"], analysis, params, checkpoints, ".jsonl", label))
-        else:
-            path = cache_path(row["path"], analysis, params, checkpoints, label=label)
-            if path.exists():
-                frame = pd.read_parquet(path)
+        try:
+            if resumable:
+                frame = compute(row, cache_path(row["path"], analysis, params, checkpoints, ".jsonl", label))
             else:
-                frame = compute(row)
-                atomic_write_parquet(path, frame)
+                path = cache_path(row["path"], analysis, params, checkpoints, label=label)
+                frame = read_frame(path)
+                if frame is None:
+                    frame = compute(row)
+                    write_frame(path, frame)
+        except DamagedRunError as error:
+            damaged.append(f"{row['run_id']}: {error.problem}")
+            continue
+        finally:
+            if on_done is not None:
+                on_done()
         frames.append(with_identity(frame, row))
-        if on_done is not None:
-            on_done()
+    if damaged:
+        warn_damaged(damaged, analysis, Path(runs["path"].iloc[0]).parent)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def warn_damaged(damaged: list[str], analysis: str, store: Path) -> None:
+    """Warn (:class:`DamagedRunWarning`) that the runs of ``damaged`` (``"<run_id>: <problem>"``)
+    were left out of ``analysis`` because a checkpoint failed its sha256 check as it was loaded."""
+    warnings.warn(f"{len(damaged)} damaged run(s) of {store} left out of {analysis} ({'; '.join(damaged)}); "
+                  f"`robustkit verify {store} --repair` moves them aside", DamagedRunWarning, stacklevel=3)

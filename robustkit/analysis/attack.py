@@ -20,11 +20,14 @@ Results are appended per example to ``<store>/.cache/attack/<run_id>-<attacker>-
 as they finish, so an interrupted attack resumes where it stopped; the key hashes the attacker,
 its options (:attr:`robustkit.attacks.Attack.params`), the other parameters and the
 checkpoint's sha256, so two attackers' results never mix. Every output has an ``attacker``
-column.
+column. Each line carries the sha256 of its own content (:data:`LINE_SHA256`): a line that does
+not match it (a changed byte, a line cut short by a kill) is dropped and its example attacked
+again, never read.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Sequence
@@ -39,6 +42,7 @@ from robustkit import attacks
 from robustkit.analysis.each_run import cache_path, each_run
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
+from robustkit.store.atomic import atomic_write_bytes
 from robustkit.store.tables import IDENTITY
 
 ANALYSIS = "attack"  # the cache folder
@@ -47,6 +51,8 @@ EXAMPLE_COLUMNS = [
     "attacker", "example", "idx", "label", "prediction", "original", "adversarial", "success",
     "queries", "forward_passes", "modified_words", "words", "seconds",
 ]
+# A cache line's own sha256 (first 16 hex digits, of the rest of its JSON object with sorted keys).
+LINE_SHA256 = "sha256"
 
 
 def sample_examples(run_dir: Path, n: int, seed: int, split: str = "test") -> pd.DataFrame:
@@ -126,21 +132,38 @@ def attack_run(
     todo = examples[~examples["example"].isin(done)]
     if len(todo):
         _attack_examples(run_dir, todo, path, attack, query_budget, checkpoint, progress)
-    rows = pd.DataFrame([json.loads(line) for line in path.read_text().splitlines()], columns=EXAMPLE_COLUMNS)
+    rows = pd.DataFrame(_records(path), columns=EXAMPLE_COLUMNS)
     rows["attacker"] = attacker  # rows written before the column existed have none
     return rows.sort_values("example").reset_index(drop=True)
 
 
 def _read_done(path: Path) -> set[int]:
+    return {record["example"] for record in _records(path)}
+
+
+def _records(path: Path) -> list[dict]:
+    """The intact lines of a cache file, in order: JSON objects of known columns whose
+    :data:`LINE_SHA256` matches (lines written before lines were hashed have none: taken as they
+    are). A line cut short by a kill or changed on disk is left out: its example is attacked again."""
     if not path.exists():
-        return set()
-    done = set()
-    for line in path.read_text().splitlines():
+        return []
+    records = []
+    for line in path.read_text(errors="replace").splitlines():
         try:
-            done.add(json.loads(line)["example"])
-        except (json.JSONDecodeError, KeyError):
-            continue  # a line cut short by a kill: that example is attacked again
-    return done
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(record, dict) or "example" not in record:
+            continue
+        recorded = record.pop(LINE_SHA256, None)
+        if set(record) - set(EXAMPLE_COLUMNS) or (recorded is not None and recorded != _line_sha256(record)):
+            continue
+        records.append(record)
+    return records
+
+
+def _line_sha256(record: dict) -> str:
+    return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _attack_examples(run_dir: Path, todo: pd.DataFrame, path: Path, attack: attacks.Attack, query_budget: int | None,
@@ -153,7 +176,7 @@ def _attack_examples(run_dir: Path, todo: pd.DataFrame, path: Path, attack: atta
     configure_openattack()
     run = load_run(run_dir, checkpoint, "cpu")  # the victim scores on the CPU
     victim = Victim(run.model, load_tokenizer(run.spec.model), max_length=run.spec.max_length)
-    _drop_partial_line(path)
+    _keep_intact_lines(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as out:
         rows = tqdm(todo.itertuples(), total=len(todo), desc=f"{attack.name} {run_dir.name}", disable=not progress, unit="ex")
@@ -170,16 +193,17 @@ def _attack_examples(run_dir: Path, todo: pd.DataFrame, path: Path, attack: atta
                 "modified_words": int(result.modified_words), "words": int(result.words),
                 "seconds": time.perf_counter() - started,
             }
-            out.write(json.dumps(record) + "\n")
+            out.write(json.dumps({**record, LINE_SHA256: _line_sha256(record)}) + "\n")
             out.flush()
 
 
-def _drop_partial_line(path: Path) -> None:
-    """Cut a last line that a kill left without its newline, so appends stay one JSON per line."""
+def _keep_intact_lines(path: Path) -> None:
+    """Rewrite the cache file with its intact lines only (:func:`_records`), so that appends
+    stay one JSON object per line and each example is in it once."""
     if path.exists():
-        text = path.read_text()
-        if text and not text.endswith("\n"):
-            path.write_text(text[: text.rfind("\n") + 1])
+        lines = [json.dumps({**record, LINE_SHA256: _line_sha256(record)}) + "\n" for record in _records(path)]
+        if "".join(lines) != path.read_text(errors="replace"):
+            atomic_write_bytes(path, "".join(lines).encode())
 
 
 def run(

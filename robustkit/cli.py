@@ -153,14 +153,19 @@ def _cmd_runs(args) -> int:
 
 
 def _cmd_verify(args) -> int:
-    from robustkit.verify import summary, verify_store
+    from robustkit.verify import summary, verify_cache, verify_store
 
     table = verify_store(args.store, repair=args.repair)
+    frames = verify_cache(args.store, repair=args.repair)
     for row in table[table.status != "ok"].itertuples():
         print(f"{row.status.upper()} {row.run_id}" + (f": {row.problem}" if row.problem else ""))
         print(f"    {row.advice}" + (f" ({row.moved_to})" if row.moved_to else ""))
-    print(f"{summary(table)}; {int(table['files'].sum())} checkpoint files hashed. Store: {args.store}")
-    return 1 if (table.status == "damaged").any() else 0
+    for row in frames.itertuples():
+        print(f"{row.status.upper()} cached frame {row.file}: {row.problem}"
+              + ("" if row.status == "removed" else " (never read: computed again; `--repair` removes it)"))
+    print(f"{summary(table)}; {int(table['files'].sum())} checkpoint files hashed; {frames.attrs['checked']} cached "
+          f"frames checked, {len(frames)} damaged. Store: {args.store}")
+    return 1 if (table.status == "damaged").any() or (frames.status == "damaged").any() else 0
 
 
 def _cmd_import(args) -> int:
@@ -438,9 +443,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Check every run folder of a store: its manifest's shape and own sha256, and every checkpoint file "
         "and training log against the sha256 in the manifest (every file hashed, not loaded; other commands hash a "
         "file again only when its size or times change). Damaged runs (a missing or broken manifest, a missing, "
-        "corrupt or truncated checkpoint or log) are listed with what to do; the exit status is 1 if any is left.")
+        "corrupt or truncated checkpoint or log) are listed with what to do, as are cached analysis frames that do not "
+        "match their sha256 (never read: computed again); the exit status is 1 if any is left.")
     verify.add_argument("store", help="run store folder")
-    verify.add_argument("--repair", action="store_true", help="move each damaged run to <store>/.damaged/<run_id>-<time> (nothing is deleted), so that the next sweep trains it again")
+    verify.add_argument("--repair", action="store_true", help="move each damaged run to <store>/.damaged/<run_id>-<time> (nothing is deleted), so that the next sweep trains it again; remove damaged cached frames")
     verify.set_defaults(func=_cmd_verify)
 
     imports = commands.add_parser(

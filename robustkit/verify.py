@@ -9,6 +9,10 @@ fine-tuning run lacks ``best`` or ``last`` (:func:`robustkit.store.integrity.run
 Every file is hashed, never loaded, whatever the readers' verification cache remembers; the
 hashes are remembered there for them.
 
+Cached analysis frames (``<store>/.cache/<analysis>/*.parquet``) are checked against the sha256
+written beside them (:func:`robustkit.analysis.cache.frame_problem`): a damaged one is never read
+(it is computed again), and repair removes it.
+
 Repair moves a damaged run folder whole to ``<store>/.damaged/<run_id>-<time>``: nothing is
 deleted (a lost manifest can be put back by hand), and the run's id is free again, so the next
 sweep trains it from the start. Training is deterministic, so a retrained run has the same bytes
@@ -31,6 +35,8 @@ from robustkit.store.schema import DAMAGED
 
 COLUMNS = ["run_id", "kind", "status", "files", "problem", "advice", "moved_to"]
 OK, DAMAGED, MOVED, BUSY = "ok", DAMAGED, "moved", "busy"
+CACHE_COLUMNS = ["file", "status", "problem"]
+REMOVED = "removed"
 
 
 def verify_store(store_path: str | Path, repair: bool = False) -> pd.DataFrame:
@@ -71,6 +77,42 @@ def verify_store(store_path: str | Path, repair: bool = False) -> pd.DataFrame:
             row.update(status=BUSY, advice="being trained by another process: verify it once that is done")
         rows.append(row)
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def verify_cache(store_path: str | Path, repair: bool = False) -> pd.DataFrame:
+    """Check every cached analysis frame of a store against the sha256 beside it.
+
+    Parameters
+    ----------
+    store_path : path
+        A run store.
+    repair : bool
+        Remove each damaged frame (and its sha256 file): it is computed again when next asked for.
+
+    Returns
+    -------
+    DataFrame
+        One row per damaged frame (:data:`CACHE_COLUMNS`): ``file`` (its path), ``status``
+        (``damaged``, or ``removed`` once repaired) and ``problem``; ``attrs["checked"]`` is the
+        number of frames checked.
+    """
+    from robustkit.analysis.cache import frame_files, frame_problem
+
+    files = frame_files(open_store(store_path, create=False))
+    rows = []
+    for path in files:
+        problem = frame_problem(path)
+        if problem is None:
+            continue
+        status = DAMAGED
+        if repair:
+            for part in (path, path.with_name(f"{path.name}.sha256")):
+                part.unlink(missing_ok=True)
+            status = REMOVED
+        rows.append({"file": str(path), "status": status, "problem": problem})
+    table = pd.DataFrame(rows, columns=CACHE_COLUMNS)
+    table.attrs["checked"] = len(files)
+    return table
 
 
 def _check(run_dir: Path) -> dict:

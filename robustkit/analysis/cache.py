@@ -26,7 +26,7 @@ from robustkit.store.atomic import atomic_write_bytes, sha256_bytes
 from robustkit.store.folders import CACHE_DIR
 from robustkit.store.manifest import read_manifest
 
-__all__ = ["CACHE_DIR", "cache_key", "read_frame", "write_frame"]
+__all__ = ["CACHE_DIR", "cache_key", "frame_problem", "frame_files", "read_frame", "write_frame"]
 
 
 def cache_key(run_dir: Path, analysis: str, params: dict, checkpoints: list[str]) -> str:
@@ -69,3 +69,24 @@ def read_frame(path: Path) -> pd.DataFrame | None:
     if sha256_bytes(data).encode() != recorded:
         return None
     return pd.read_parquet(io.BytesIO(data))
+
+
+def frame_files(store: str | Path) -> list[Path]:
+    """Every cached frame of a store (``<store>/.cache/<analysis>/*.parquet``), sorted."""
+    return sorted(Path(store).joinpath(CACHE_DIR).glob("*/*.parquet"))
+
+
+def frame_problem(path: Path) -> str | None:
+    """Why a cached frame does not match the sha256 written beside it, or None (it does, or has
+    none: a frame from before frames were hashed, computed again when read all the same)."""
+    try:
+        recorded = _sha256_file_of(path).read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        return f"its sha256 file cannot be read ({error.strerror or error})"
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        return f"cannot be read ({error.strerror or error})"
+    return None if sha256_bytes(data).encode() == recorded else "does not match its sha256"

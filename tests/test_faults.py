@@ -479,3 +479,325 @@ def test_a_failed_import_leaves_no_folder_and_runs_no_pickle(tmp_path):
     assert "shape" in refused["shape-mismatch"] or "size mismatch" in refused["shape-mismatch"], refused["shape-mismatch"]
     assert "protobuf" not in " ".join(refused.values())
     assert len(refused) == 8
+
+
+# --- a damaged file makes its run damaged everywhere (issue #27, item 1) -------------------------
+#
+# Every kind of file a result is read from is damaged three ways (one flipped bit, truncated,
+# deleted) in the houlsby run of a copy of tiny_store; the full run stays intact. Each fault must
+# be found by `verify`, naming the file, and make the run `damaged` for load_runs, `runs`,
+# `stats` and the landscape analysis (it loads weights), which go on with the intact run.
+# Each test prints its counts (`pytest -s` shows them; the closing note quotes them).
+
+import json as _json  # noqa: E402
+import shutil as _shutil  # noqa: E402
+import warnings as _warnings  # noqa: E402
+
+from robustkit.analysis import cache as _frame_cache  # noqa: E402
+from robustkit.analysis import landscape as _landscape  # noqa: E402
+from robustkit.analysis.registry import get as _analysis  # noqa: E402
+from robustkit.cli import main as _cli  # noqa: E402
+from robustkit.store import integrity as _integrity  # noqa: E402
+from robustkit.store.tables import DamagedRunWarning as _DamagedRunWarning  # noqa: E402
+from robustkit.verify import verify_cache as _verify_cache  # noqa: E402
+from robustkit.verify import verify_store as _verify_store  # noqa: E402
+
+_ALPHAS = "0,1"  # the landscape at theta_0 and theta_1 only: it loads both checkpoints, in a second
+# file kind -> its path in a run folder
+_FILE_KINDS = {
+    "manifest": MANIFEST,
+    "history": HISTORY,
+    "gradnorms": GRADNORMS,
+    "model tensors (best)": "checkpoints/best/model.safetensors",
+    "theta_0 tensors (step-0)": "checkpoints/step-0/model.safetensors",
+    "optimizer state": "checkpoints/last/optimizer.safetensors",
+    "trainer state (state.json)": "checkpoints/last/state.json",
+}
+_FAULTS = ("bit flip", "truncation", "deletion")
+
+
+def _manifest_content(data: bytes, keys: set[str] | None = None) -> dict | None:
+    """What readers take from manifest bytes (its own sha256 left out; with ``keys``, keys the
+    original lacks too, such as a flipped name of that sha256's key), None if not JSON."""
+    try:
+        content = _json.loads(data)
+    except ValueError:
+        return None
+    if not isinstance(content, dict):
+        return None
+    return {k: v for k, v in content.items() if k != "manifest_sha256" and (keys is None or k in keys)}
+
+
+def _harmless(original: bytes, changed: bytes) -> bool:
+    """A manifest flip that changes nothing readers take (in the name of its own sha256's key,
+    or ``1e-05`` -> ``1E-05``): not damage."""
+    before = _manifest_content(original)
+    return before is not None and _manifest_content(changed, set(before)) == before
+
+
+def _flip(path: Path, rng: random.Random) -> tuple[int, int]:
+    """Flip one seeded-random bit of ``path`` that changes what a reader takes (every bit of a
+    binary file; a manifest's harmless flips are drawn again). Writes a new file: the old inode
+    may be a hard link into tiny_store."""
+    data = path.read_bytes()
+    while True:
+        position, bit = rng.randrange(len(data)), rng.randrange(8)
+        changed = bytearray(data)
+        changed[position] ^= 1 << bit
+        if path.name != MANIFEST or not _harmless(data, bytes(changed)):
+            break
+    path.unlink()
+    path.write_bytes(bytes(changed))
+    return position, bit
+
+
+def _damage(path: Path, fault: str, rng: random.Random) -> None:
+    if fault == "bit flip":
+        _flip(path, rng)
+    elif fault == "truncation":
+        data = path.read_bytes()
+        path.unlink()
+        path.write_bytes(data[: rng.randrange(len(data))])
+    else:
+        path.unlink()
+
+
+@pytest.fixture(scope="module")
+def _primed_store(tiny_store) -> Path:
+    """tiny_store with the full run's landscape cached (the houlsby run's is computed when asked)."""
+    _analysis("landscape").run(tiny_store, ["method=full"], alphas=_ALPHAS, progress=False)
+    return tiny_store
+
+
+def _store_copy(source: Path, root: Path) -> tuple[Path, Path, Path]:
+    """A copy of the primed store: (store, houlsby run, full run). The full run's tensors are hard
+    links (never written here: every damage writes a new file); its landscape frame is copied."""
+    store = root / "runs"
+    for run_dir in (p for p in source.iterdir() if not p.name.startswith(".")):
+        link = "-full-" in run_dir.name
+        _shutil.copytree(run_dir, store / run_dir.name, ignore=_shutil.ignore_patterns(".lock"),
+                        copy_function=lambda a, b, link=link: os.link(a, b) if link and a.endswith(".safetensors")
+                        else _shutil.copy2(a, b))
+    _shutil.copytree(source / ".cache" / "landscape", store / ".cache" / "landscape")
+    (houlsby,) = store.glob("*-houlsby-*")
+    (full,) = store.glob("*-full-*")
+    return store, houlsby, full
+
+
+def _cli_run(capsys, *argv) -> tuple[int, str]:
+    code = _cli(list(argv))
+    captured = capsys.readouterr()
+    output = captured.out + captured.err
+    assert "Traceback" not in output
+    return code, output
+
+
+def _warned(caught: list, run_id: str) -> bool:
+    return any(issubclass(w.category, _DamagedRunWarning) and run_id in str(w.message) for w in caught)
+
+
+def _seen_damaged(store: Path, bad: Path, good: Path, capsys) -> dict[str, bool]:
+    """Whether each reader treats ``bad`` as damaged, naming it, and goes on with ``good``."""
+    seen = {}
+    verified = _verify_store(store).set_index("run_id")
+    seen["verify"] = (verified.loc[bad.name, "status"] == "damaged" and verified.loc[good.name, "status"] == "ok")
+    with _warnings.catch_warnings(record=True) as caught:
+        _warnings.simplefilter("always")
+        listed = load_runs(store)
+    seen["load_runs"] = _warned(caught, bad.name) and list(listed.run_id) == [good.name]
+    everything = load_runs(store, include_damaged=True).set_index("run_id")
+    seen["load_runs"] &= everything.loc[bad.name, "status"] == "damaged"
+    code, output = _cli_run(capsys, "runs", str(store))
+    seen["runs"] = code == 0 and f"DAMAGED {bad.name}" in output
+    with _warnings.catch_warnings(record=True) as caught:
+        _warnings.simplefilter("always")
+        code, output = _cli_run(capsys, "stats", str(store), "--no-aso")
+    seen["stats"] = code == 0 and _warned(caught, bad.name) and "houlsby" not in output and " full " in output
+    with _warnings.catch_warnings(record=True) as caught:
+        _warnings.simplefilter("always")
+        frame = _analysis("landscape").run(store, alphas=_ALPHAS, progress=False)
+    seen["landscape"] = _warned(caught, bad.name) and set(frame.run_id) == {good.name}
+    return seen
+
+
+@pytest.mark.parametrize("kind", _FILE_KINDS)
+def test_a_damaged_file_of_each_kind_makes_its_run_damaged_everywhere(kind, _primed_store, tmp_path, capsys):
+    rng = random.Random(f"damaged-{kind}")
+    counts = {"injected": 0}
+    for fault in _FAULTS:
+        store, houlsby, full = _store_copy(_primed_store, tmp_path / fault.replace(" ", "-"))
+        path = houlsby / _FILE_KINDS[kind]
+        _damage(path, fault, rng)
+        counts["injected"] += 1
+        verified = _verify_store(store).set_index("run_id")
+        assert _FILE_KINDS[kind].split("/")[-1] in verified.loc[houlsby.name, "problem"], (fault, verified.problem.tolist())
+        seen = _seen_damaged(store, houlsby, full, capsys)
+        for reader, found in seen.items():
+            counts[reader] = counts.get(reader, 0) + int(found)
+        assert all(seen.values()), (kind, fault, seen)
+    with capsys.disabled():
+        print(f"\n{kind}: {counts.pop('injected')} faults injected ({', '.join(_FAULTS)}); treated as damaged by "
+              + ", ".join(f"{reader} {n}" for reader, n in counts.items()))
+
+
+def test_verify_finds_a_flipped_bit_in_a_history_and_a_gradient_norm_file(_primed_store, tmp_path, capsys):
+    """The issue's demonstration: before, `verify` said "2 ok" here."""
+    store, houlsby, full = _store_copy(_primed_store, tmp_path)
+    rng = random.Random("verify-demonstration")
+    flips = {houlsby.name: (HISTORY, _flip(houlsby / HISTORY, rng)), full.name: (GRADNORMS, _flip(full / GRADNORMS, rng))}
+    code, output = _cli_run(capsys, "verify", str(store))
+    assert code == 1
+    assert f"DAMAGED {houlsby.name}: {HISTORY} does not match its sha256" in output
+    assert f"DAMAGED {full.name}: {GRADNORMS} does not match its sha256" in output
+    repaired_code, repaired = _cli_run(capsys, "verify", str(store), "--repair")
+    assert repaired_code == 0 and f"MOVED {houlsby.name}" in repaired and f"MOVED {full.name}" in repaired
+    with capsys.disabled():
+        print("\n" + "\n".join(f"flipped bit {bit} of byte {position} of {run}/{name}"
+                               for run, (name, (position, bit)) in flips.items()))
+        print(f"$ robustkit verify {store}   (exit {code})\n{output}$ robustkit verify {store} --repair   "
+              f"(exit {repaired_code})\n{repaired}")
+
+
+def test_a_change_no_stat_shows_is_found_by_the_loader_and_the_run_left_out(_primed_store, tmp_path):
+    """Bit rot: a byte of a checkpoint changes with no write, so the readers' cache cannot see it
+    (simulated by giving the cache the file's new stat). The analysis that loads it leaves the run
+    out with a warning instead of aborting, and from then on every reader sees the damage."""
+    store, houlsby, full = _store_copy(_primed_store, tmp_path)
+    assert list(load_runs(store).run_id) == sorted([houlsby.name, full.name])  # hashed and remembered
+    path = houlsby / "checkpoints" / "best" / "model.safetensors"
+    _flip(path, random.Random("bit-rot"))
+    cache = _integrity.VerificationCache(houlsby)
+    key = "checkpoints/best/model.safetensors"
+    stat = os.stat(path)
+    cache.entries[key] = [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, cache.entries[key][3]]
+    cache.changed = True
+    cache.save()
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("error", _DamagedRunWarning)
+        assert len(load_runs(store)) == 2  # the readers' cache cannot see it: that is verify's job
+    with pytest.warns(_DamagedRunWarning, match=f"{houlsby.name}: .*best/model.safetensors.* corrupt or truncated"):
+        frame = _analysis("landscape").run(store, alphas=_ALPHAS, progress=False)
+    assert set(frame.run_id) == {full.name}
+    with pytest.warns(_DamagedRunWarning, match=houlsby.name):
+        assert list(load_runs(store).run_id) == [full.name]  # the loader told the readers
+
+
+def test_readers_hash_a_file_once_per_change_and_verify_every_time(_primed_store, tmp_path, monkeypatch):
+    store, houlsby, full = _store_copy(_primed_store, tmp_path)
+    hashed = []
+    real = _integrity.sha256_file
+
+    def counting(path):
+        hashed.append(Path(path))
+        return real(path)
+
+    monkeypatch.setattr(_integrity, "sha256_file", counting)
+    listed = {run: len(_integrity.run_problems(run, read_manifest(run), lambda p: "x" * 64)) for run in (houlsby, full)}
+    load_runs(store)
+    assert len(hashed) == sum(listed.values()) > 0  # every listed file once
+    hashed.clear()
+    load_runs(store)
+    assert hashed == []  # nothing changed: nothing hashed
+    history = houlsby / HISTORY
+    data = history.read_bytes()
+    history.unlink()
+    history.write_bytes(data)  # the same bytes, rewritten: hashed again, still intact
+    assert len(load_runs(store)) == 2 and hashed == [history]
+    hashed.clear()
+    _verify_store(store)
+    assert len(hashed) == sum(listed.values())  # verify hashes everything, whatever is remembered
+    hashed.clear()
+    cache_file = _integrity.cache_file(full)
+    text = bytearray(cache_file.read_bytes())
+    text[len(text) // 2] ^= 0x04
+    cache_file.write_bytes(bytes(text))  # a damaged cache is not trusted: the run is hashed again
+    assert len(load_runs(store)) == 2 and len(hashed) == listed[full]
+
+
+def test_a_damaged_cached_frame_is_found_by_verify_and_computed_again(_primed_store, tmp_path, monkeypatch, capsys):
+    calls = []
+    real = _landscape.interpolate
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_landscape, "interpolate", counting)
+    rng = random.Random("cached-frames")
+    found = injected = 0
+    for fault in (*_FAULTS, "bit flip of its sha256"):
+        store, houlsby, full = _store_copy(_primed_store, tmp_path / fault.replace(" ", "-"))
+        (frame_path,) = _frame_cache.frame_files(store)
+        reference = _analysis("landscape").run(store, ["method=full"], alphas=_ALPHAS, progress=False)
+        assert calls == []  # read from the cache
+        target = frame_path.with_name(frame_path.name + ".sha256") if "sha256" in fault else frame_path
+        _damage(target, "bit flip" if "flip" in fault else fault, rng)
+        injected += 1
+        if fault != "deletion":  # a deleted frame is a cache miss, not damage
+            table = _verify_cache(store)
+            assert list(table.file) == [str(frame_path)] and list(table.status) == ["damaged"], fault
+            found += 1
+        again = _analysis("landscape").run(store, ["method=full"], alphas=_ALPHAS, progress=False)
+        assert len(calls) == 1, fault  # computed again, never read
+        pd.testing.assert_frame_equal(again, reference)
+        assert _verify_cache(store).empty and _frame_cache.read_frame(frame_path) is not None  # rewritten whole
+        calls.clear()
+    # --repair removes a damaged frame
+    _flip(frame_path, rng)
+    code, output = _cli_run(capsys, "verify", str(store), "--repair")
+    assert code == 0 and f"REMOVED cached frame {frame_path}" in output and not frame_path.exists()
+    with capsys.disabled():
+        print(f"\ncached frames: {injected} faults injected ({', '.join(_FAULTS)}, bit flip of its sha256 file); "
+              f"{found} of the {injected - 1} damaged ones found by verify (a deleted frame is a miss); "
+              f"{injected} of {injected} computed again, identical")
+
+
+@pytest.mark.parametrize("flips", [2000, pytest.param(None, marks=pytest.mark.slow, id="all")])
+def test_every_single_bit_flip_of_a_manifest_is_found_or_changes_nothing(flips, _primed_store, tmp_path, capsys):
+    """Each single-bit flip of a manifest (``flips`` seeded-random ones, or all 8 x size: ~4 min)
+    is refused by read_manifest (not JSON, wrong shape, or its own sha256), or changes nothing a
+    reader takes."""
+    from robustkit.errors import DamagedRunError
+
+    store, houlsby, _ = _store_copy(_primed_store, tmp_path)
+    path = houlsby / MANIFEST
+    original = path.read_bytes()
+    every = [(position, bit) for position in range(len(original)) for bit in range(8)]
+    chosen = every if flips is None else random.Random("manifest-flips").sample(every, flips)
+    found = harmless = 0
+    for position, bit in chosen:
+        changed = bytearray(original)
+        changed[position] ^= 1 << bit
+        path.write_bytes(bytes(changed))
+        try:
+            read_manifest(houlsby)
+        except DamagedRunError:
+            found += 1
+            continue
+        assert _harmless(original, bytes(changed)), (position, bit, bytes(changed[max(0, position - 20):position + 20]))
+        harmless += 1
+    path.write_bytes(original)
+    assert found + harmless == len(chosen) and found > 0.95 * len(chosen)
+    with capsys.disabled():
+        print(f"\nmanifest: {len(chosen)} single-bit flips injected (of {len(every)}); {found} found by read_manifest, "
+              f"{harmless} change nothing a reader takes (all in the name of its own sha256's key), 0 read silently")
+
+
+def test_a_changed_line_of_an_attack_cache_is_dropped_and_its_example_attacked_again(tmp_path):
+    """An attack's cached frame is JSON lines appended as it goes: each line carries its own
+    sha256, so a changed byte drops that line (its example is attacked again), never read."""
+    from robustkit.analysis import attack
+
+    def line(example: int) -> str:
+        record = {"attacker": "pwws", "example": example, "idx": 10 + example, "label": 1, "prediction": 1,
+                  "original": "a fine film", "adversarial": None, "success": False, "queries": 17, "forward_passes": 17,
+                  "modified_words": 0, "words": 3, "seconds": 0.25}
+        return _json.dumps({**record, attack.LINE_SHA256: attack._line_sha256(record)}) + "\n"
+
+    path = tmp_path / "cache.jsonl"
+    legacy = _json.dumps({"example": 3, "success": True}) + "\n"  # written before lines were hashed
+    path.write_text(line(0) + line(1).replace('"queries": 17', '"queries": 97') + line(2) + legacy + line(4)[:-9])
+    assert attack._read_done(path) == {0, 2, 3}  # the changed line and the one cut short: attacked again
+    attack._keep_intact_lines(path)
+    assert [_json.loads(text)["example"] for text in path.read_text().splitlines()] == [0, 2, 3]
+    assert attack._read_done(path) == {0, 2, 3}

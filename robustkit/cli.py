@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -396,8 +397,17 @@ def _add_cluster_arguments(parser: argparse.ArgumentParser, submission_control: 
     cluster.add_argument("--slurm-arg", action="append", metavar="KEY=VALUE", help="further sbatch option passed through, e.g. --slurm-arg account=nlp --slurm-arg qos=high (repeatable)")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, with its errors on one line (argparse prints the usage line first):
+    every error of the command is one line on stderr. Subcommands' parsers are of this class
+    too (``add_subparsers`` makes them of their parent's class)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="robustkit", description="Adapter-based tuning vs full fine-tuning: train runs into a store, analyse them, plot the papers' figures.")
+    parser = _Parser(prog="robustkit", description="Adapter-based tuning vs full fine-tuning: train runs into a store, analyse them, plot the papers' figures.")
     commands = parser.add_subparsers(dest="command", required=True)
 
     train = commands.add_parser("train", help="train runs (one per seed x TSP step) into a store", description="Train supervised runs, with task-specific pretraining first when --tsp-steps asks for it. Complete runs are skipped; interrupted ones resume.")
@@ -477,14 +487,68 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return build_parser().parse_args(join_negative_values(argv))
 
 
+# Set to 1 for the traceback of an unexpected error instead of its one-line report.
+TRACEBACK_VARIABLE = "ROBUSTKIT_TRACEBACK"
+# Exit statuses besides 0 and 2 (bad input, as argparse): 130 = 128 + SIGINT, as a shell reports
+# a command that Ctrl-C stopped; 1 for everything else that went wrong.
+EXIT_INTERRUPTED, EXIT_FAILED = 130, 1
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run a robustkit command line; the one place where errors meet the user: a
-    :class:`robustkit.errors.RobustkitError` (bad input, anywhere below) prints one line naming
-    it and gives exit status 2, as argparse does for a malformed command line."""
+    """Run a robustkit command line; the one place where errors meet the user, each as one line
+    on stderr, never a traceback:
+
+    - :class:`robustkit.errors.RobustkitError` (bad input, anywhere below): its message, status 2,
+      as argparse gives a malformed command line;
+    - Ctrl-C (KeyboardInterrupt): a line saying the runs resume, status 130 (a run stopped
+      mid-step keeps its last checkpoint and resumes from it, bit-identically);
+    - a closed stdout (``robustkit runs | head``): nothing more, status 1 (the Python
+      documentation's recipe: stdout is pointed at devnull, so that the exit's flush is quiet);
+    - any other :class:`OSError` (a folder or file that cannot be read or written): the reason
+      and the path, status 1;
+    - anything else: its type and message and how to see the traceback (``ROBUSTKIT_TRACEBACK=1``),
+      status 1.
+    """
     argv = sys.argv[1:] if argv is None else argv
     try:
-        args = parse_args(argv)
-        return args.func(args)
+        try:
+            args = parse_args(argv)
+            return args.func(args)
+        finally:
+            sys.stdout.flush()  # here, not at exit: a reader that went away raises inside the guard
     except RobustkitError as error:
-        print(f"robustkit: error: {error}", file=sys.stderr)
-        return 2
+        return _say(f"error: {error}", 2)
+    except KeyboardInterrupt:
+        if os.environ.get(TRACEBACK_VARIABLE) == "1":
+            raise
+        return _say("interrupted; runs resume from their last checkpoint when the command is run again", EXIT_INTERRUPTED)
+    except BrokenPipeError:
+        _quiet_stdout()
+        return EXIT_FAILED
+    except Exception as error:  # noqa: BLE001 - the one place every error is turned into one line
+        if os.environ.get(TRACEBACK_VARIABLE) == "1":
+            raise
+        if isinstance(error, OSError) and error.filename is not None:
+            paths = " -> ".join(repr(str(p)) for p in (error.filename, error.filename2) if p is not None)
+            return _say(f"error: {error.strerror or type(error).__name__}: {paths}", EXIT_FAILED)
+        message = " ".join(str(error).split())
+        return _say(f"unexpected {type(error).__name__}{': ' + message if message else ''} "
+                    f"(run again with {TRACEBACK_VARIABLE}=1 for the traceback)", EXIT_FAILED)
+
+
+def _say(line: str, code: int) -> int:
+    """Print ``robustkit: <line>`` on stderr and return ``code`` (the exit status)."""
+    print(f"robustkit: {line}", file=sys.stderr, flush=True)
+    return code
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at devnull: Python flushes it at exit, and a closed pipe would raise again
+    there, outside any handler (https://docs.python.org/3/library/signal.html, SIGPIPE note)."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (a test's capture): nothing to flush
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, descriptor)
+    os.close(devnull)

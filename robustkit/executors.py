@@ -103,6 +103,9 @@ WATCHDOG_SECONDS = 0.5
 
 def _init_worker(threads: int, parent: int) -> None:
     """Set up a worker process: its torch threads, and its death when ``parent`` dies."""
+    # Ctrl-C reaches the whole process group: the sweep answers it (it kills its workers, whose
+    # runs stay resumable); a worker's own KeyboardInterrupt would only print a traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent(parent)
     import torch
 

@@ -161,7 +161,7 @@ def _cmd_verify(args) -> int:
         print(f"{row.status.upper()} {row.run_id}" + (f": {row.problem}" if row.problem else ""))
         print(f"    {row.advice}" + (f" ({row.moved_to})" if row.moved_to else ""))
     print(f"{summary(table)}; {int(table['files'].sum())} checkpoint files hashed. Store: {args.store}")
-    return 1 if (table.status == "damaged").any() else 0
+    return 1 if table.status.isin(["damaged", "unreadable"]).any() else 0
 
 
 def _cmd_import(args) -> int:
@@ -436,7 +436,9 @@ def build_parser() -> argparse.ArgumentParser:
         "verify", help="re-hash every checkpoint of a store; list damaged runs and what to do",
         description="Check every run folder of a store: its manifest's shape, and every checkpoint file against the "
         "sha256 in the manifest (hashed, not loaded). Damaged runs (a missing or broken manifest, a missing, corrupt "
-        "or truncated checkpoint) are listed with what to do; the exit status is 1 if any is left.")
+        "or truncated checkpoint or training log) are listed with what to do; so are folders this user may not read "
+        "(unreadable: never moved) and runs whose manifest says running while no process trains them (stale: the next "
+        "sweep resumes them). The exit status is 1 if a damaged or unreadable run is left.")
     verify.add_argument("store", help="run store folder")
     verify.add_argument("--repair", action="store_true", help="move each damaged run to <store>/.damaged/<run_id>-<time> (nothing is deleted), so that the next sweep trains it again")
     verify.set_defaults(func=_cmd_verify)

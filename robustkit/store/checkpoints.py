@@ -160,6 +160,8 @@ def _read_or_none(path: Path) -> bytes | None:
         return path.read_bytes()
     except (FileNotFoundError, NotADirectoryError):
         return None
+    except PermissionError:
+        raise StoreError(f"checkpoint file {str(path)!r} cannot be read: permission denied") from None
 
 
 def load_checkpoint(run_dir: Path, name: str) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
@@ -205,11 +207,14 @@ def _file_problems(folder: Path, files: dict[str, str]) -> list[str]:
     problems = []
     for file_name, expected in files.items():
         path = folder / file_name
-        if not path.is_file():
-            problems.append(f"{file_name} is missing")
-        elif (actual := sha256_file(path)) != expected:
-            problems.append(f"{file_name} is corrupt or truncated (sha256 {actual[:12]}... is not the manifest's "
-                            f"{expected[:12]}...)")
+        try:
+            if not path.is_file():
+                problems.append(f"{file_name} is missing")
+            elif (actual := sha256_file(path)) != expected:
+                problems.append(f"{file_name} is corrupt or truncated (sha256 {actual[:12]}... is not the manifest's "
+                                f"{expected[:12]}...)")
+        except PermissionError:  # the file or its folder: a problem to report, not a crash
+            problems.append(f"{file_name} cannot be read: permission denied")
     return problems
 
 

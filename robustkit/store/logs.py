@@ -51,8 +51,11 @@ def log_problems(run_dir: str | Path, manifest: dict) -> list[str]:
     problems = []
     for name, expected in listed.items():
         path = Path(run_dir) / name
-        if not path.is_file():
-            problems.append(f"{name} is missing")
-        elif sha256_file(path) != expected:
-            problems.append(f"{name} does not match its sha256 in the manifest")
+        try:
+            if not path.is_file():
+                problems.append(f"{name} is missing")
+            elif sha256_file(path) != expected:
+                problems.append(f"{name} does not match its sha256 in the manifest")
+        except PermissionError:
+            problems.append(f"{name} cannot be read: permission denied")
     return problems

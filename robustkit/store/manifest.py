@@ -10,7 +10,7 @@ from pathlib import Path
 from robustkit.errors import DamagedRunError, StoreError
 from robustkit.spec import SPEC_DEFAULTS, RunSpec
 from robustkit.store.atomic import atomic_write_json
-from robustkit.store.folders import CHECKPOINTS, MANIFEST, RUN_FILES, repair_hint
+from robustkit.store.folders import CHECKPOINTS, MANIFEST, RUN_FILES, repair_hint, unreadable
 from robustkit.store.schema import manifest_problem
 
 
@@ -44,8 +44,10 @@ def inspect_run(run_dir: Path) -> tuple[dict | None, str | None]:
     """A run folder's manifest, or why the folder is damaged, from the manifest alone (nothing
     is hashed).
 
-    Damaged: a manifest that cannot be read or has the wrong shape, or none while checkpoints or
-    logs are left (training writes the manifest first: only a deleted one gives that).
+    Damaged: a folder or file in it that this process may not read
+    (:func:`robustkit.store.folders.unreadable`), a manifest that cannot be read or has the wrong
+    shape, or none while checkpoints or logs are left (training writes the manifest first: only
+    a deleted one gives that).
 
     Returns
     -------
@@ -54,6 +56,9 @@ def inspect_run(run_dir: Path) -> tuple[dict | None, str | None]:
         ``(None, None)`` for a folder with nothing of a run in it (or no folder).
     """
     run_dir = Path(run_dir)
+    denied = unreadable(run_dir)
+    if denied:
+        return None, denied
     try:
         return read_manifest(run_dir), None
     except DamagedRunError as error:

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from robustkit.errors import RobustkitError, SweepError
+from robustkit.limits import MAX_GRID_RUNS
 
 
 def _ints(text: str) -> list[int]:
@@ -70,6 +71,11 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--data-dir", help="local folder of GLUE-format TSV files instead of the hub (GLUE tasks only)")
 
 
+def _add_yes(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--yes", action="store_true", help=f"train more than {MAX_GRID_RUNS:,} runs (refused without it: "
+                        "an axis typed wrong would otherwise expand for minutes and train for years)")
+
+
 def _add_device(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default=None, help="where runs train: cpu, cuda, cuda:N; default: the GPU if there is one, else the CPU (recorded in the manifest, not part of the run id)")
 
@@ -100,6 +106,9 @@ def _specs_from_args(args) -> list:
         # the method options that are run-spec fields (--adapter-size, --top-k, ...), where given
         **{name: getattr(args, name) for name in spec_fields() if getattr(args, name) is not None},
     )
+    from robustkit.sweep import check_size
+
+    check_size(len(args.seed) * len(args.tsp_steps), "command line (--seed x --tsp-steps)", None if args.yes else MAX_GRID_RUNS)
     return [RunSpec(seed=seed, tsp_step=step, **fields).resolved() for seed in args.seed for step in args.tsp_steps]
 
 
@@ -112,7 +121,12 @@ def _cmd_train(args) -> int:
 def _cmd_sweep(args) -> int:
     from robustkit.sweep import expand_grid, run_sweep, with_data_dir
 
-    specs = expand_grid(args.grid)
+    from robustkit.sweep import grid_size
+
+    size = grid_size(args.grid)  # counted, not expanded: a refused grid is refused at once, naming its size
+    if args.yes and size > MAX_GRID_RUNS:  # said at once: expanding takes minutes (a run id per run)
+        print(f"{args.grid}: {size:,} runs; expanding them", flush=True)
+    specs = expand_grid(args.grid, max_runs=None if args.yes else MAX_GRID_RUNS)
     if args.data_dir:
         specs = with_data_dir(specs, args.data_dir)
     if args.status:
@@ -414,6 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_arguments(train)
     train.add_argument("--store", required=True, help="run store folder (created if missing)")
     train.add_argument("--jobs", type=int, default=1, help="runs trained at once (worker processes); default: 1")
+    _add_yes(train)
     train.add_argument("--threads", type=int, default=1, help="torch CPU threads each run trains with, whatever --jobs is; part of the run id, since a CPU run's bytes depend on it; default: 1")
     _add_device(train)
     train.set_defaults(func=_cmd_train)
@@ -423,6 +438,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--store", required=True, help="run store folder (created if missing)")
     sweep.add_argument("--jobs", type=int, default=1, help="runs trained at once (worker processes); default: 1")
     sweep.add_argument("--data-dir", help="local folder of GLUE-format TSV files for every run of a GLUE task in the grid")
+    _add_yes(sweep)
     _add_cluster_arguments(sweep)
     _add_device(sweep)
     sweep.set_defaults(func=_cmd_sweep)

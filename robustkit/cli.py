@@ -337,6 +337,7 @@ def _report(results, store) -> int:
     """Print the runs of ``results`` (the command's own, not the whole store), then failures and
     counts; the exit status is 1 if a run failed or was not trained (damaged, or locked: being
     trained by another process)."""
+    from robustkit.jobs import TRAINED_ELSEWHERE
     from robustkit.report import failed_outcomes, runs_table
 
     print(runs_table(store, run_ids=list(results.run_id)).to_string(index=False))
@@ -353,8 +354,11 @@ def _report(results, store) -> int:
     # a run stuck at the majority class trains without error: say so, it is not a result
     for line in failed_outcomes(store, list(results.run_id)):
         print(line, file=sys.stderr)
+    elsewhere = int((results.error == TRAINED_ELSEWHERE).sum())
     print(f"\n{len(results)} runs: {sum(results.status == 'complete')} trained, "
-          f"{sum(results.status == 'skipped')} already complete, {sum(results.status == 'locked')} being trained "
+          f"{sum(results.status == 'skipped')} already complete"
+          + (f" ({elsewhere} of them finished by another process meanwhile)" if elsewhere else "")
+          + f", {sum(results.status == 'locked')} being trained "
           f"by another process, {len(failed)} failed" + (f", {len(damaged)} damaged" if len(damaged) else "")
           + f". Store: {store}")
     return 1 if len(failed) or len(damaged) or len(locked) else 0

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
 from robustkit.errors import RobustkitError, SweepError
+from robustkit.limits import MAX_GRID_RUNS
 
 
 def _ints(text: str) -> list[int]:
@@ -69,6 +71,11 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--data-dir", help="local folder of GLUE-format TSV files instead of the hub (GLUE tasks only)")
 
 
+def _add_yes(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--yes", action="store_true", help=f"train more than {MAX_GRID_RUNS:,} runs (refused without it: "
+                        "an axis typed wrong would otherwise expand for minutes and train for years)")
+
+
 def _add_device(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default=None, help="where runs train: cpu, cuda, cuda:N; default: the GPU if there is one, else the CPU (recorded in the manifest, not part of the run id)")
 
@@ -99,6 +106,9 @@ def _specs_from_args(args) -> list:
         # the method options that are run-spec fields (--adapter-size, --top-k, ...), where given
         **{name: getattr(args, name) for name in spec_fields() if getattr(args, name) is not None},
     )
+    from robustkit.sweep import check_size
+
+    check_size(len(args.seed) * len(args.tsp_steps), "command line (--seed x --tsp-steps)", None if args.yes else MAX_GRID_RUNS)
     return [RunSpec(seed=seed, tsp_step=step, **fields).resolved() for seed in args.seed for step in args.tsp_steps]
 
 
@@ -111,7 +121,12 @@ def _cmd_train(args) -> int:
 def _cmd_sweep(args) -> int:
     from robustkit.sweep import expand_grid, run_sweep, with_data_dir
 
-    specs = expand_grid(args.grid)
+    from robustkit.sweep import grid_size
+
+    size = grid_size(args.grid)  # counted, not expanded: a refused grid is refused at once, naming its size
+    if args.yes and size > MAX_GRID_RUNS:  # said at once: expanding takes minutes (a run id per run)
+        print(f"{args.grid}: {size:,} runs; expanding them", flush=True)
+    specs = expand_grid(args.grid, max_runs=None if args.yes else MAX_GRID_RUNS)
     if args.data_dir:
         specs = with_data_dir(specs, args.data_dir)
     if args.status:
@@ -165,7 +180,7 @@ def _cmd_verify(args) -> int:
               + ("" if row.status == "removed" else " (never read: computed again; `--repair` removes it)"))
     print(f"{summary(table)}; {int(table['files'].sum())} checkpoint files hashed; {frames.attrs['checked']} cached "
           f"frames checked, {len(frames)} damaged. Store: {args.store}")
-    return 1 if (table.status == "damaged").any() or (frames.status == "damaged").any() else 0
+    return 1 if table.status.isin(["damaged", "unreadable"]).any() or (frames.status == "damaged").any() else 0
 
 
 def _cmd_import(args) -> int:
@@ -338,6 +353,7 @@ def _report(results, store) -> int:
     """Print the runs of ``results`` (the command's own, not the whole store), then failures and
     counts; the exit status is 1 if a run failed or was not trained (damaged, or locked: being
     trained by another process)."""
+    from robustkit.jobs import TRAINED_ELSEWHERE
     from robustkit.report import failed_outcomes, runs_table
 
     print(runs_table(store, run_ids=list(results.run_id)).to_string(index=False))
@@ -354,8 +370,11 @@ def _report(results, store) -> int:
     # a run stuck at the majority class trains without error: say so, it is not a result
     for line in failed_outcomes(store, list(results.run_id)):
         print(line, file=sys.stderr)
+    elsewhere = int((results.error == TRAINED_ELSEWHERE).sum())
     print(f"\n{len(results)} runs: {sum(results.status == 'complete')} trained, "
-          f"{sum(results.status == 'skipped')} already complete, {sum(results.status == 'locked')} being trained "
+          f"{sum(results.status == 'skipped')} already complete"
+          + (f" ({elsewhere} of them finished by another process meanwhile)" if elsewhere else "")
+          + f", {sum(results.status == 'locked')} being trained "
           f"by another process, {len(failed)} failed" + (f", {len(damaged)} damaged" if len(damaged) else "")
           + f". Store: {store}")
     return 1 if len(failed) or len(damaged) or len(locked) else 0
@@ -412,14 +431,24 @@ def _add_cluster_arguments(parser: argparse.ArgumentParser, submission_control: 
     cluster.add_argument("--slurm-arg", action="append", metavar="KEY=VALUE", help="further sbatch option passed through, e.g. --slurm-arg account=nlp --slurm-arg qos=high (repeatable)")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, with its errors on one line (argparse prints the usage line first):
+    every error of the command is one line on stderr. Subcommands' parsers are of this class
+    too (``add_subparsers`` makes them of their parent's class)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="robustkit", description="Adapter-based tuning vs full fine-tuning: train runs into a store, analyse them, plot the papers' figures.")
+    parser = _Parser(prog="robustkit", description="Adapter-based tuning vs full fine-tuning: train runs into a store, analyse them, plot the papers' figures.")
     commands = parser.add_subparsers(dest="command", required=True)
 
     train = commands.add_parser("train", help="train runs (one per seed x TSP step) into a store", description="Train supervised runs, with task-specific pretraining first when --tsp-steps asks for it. Complete runs are skipped; interrupted ones resume.")
     _add_run_arguments(train)
     train.add_argument("--store", required=True, help="run store folder (created if missing)")
     train.add_argument("--jobs", type=int, default=1, help="runs trained at once (worker processes); default: 1")
+    _add_yes(train)
     train.add_argument("--threads", type=int, default=1, help="torch CPU threads each run trains with, whatever --jobs is; part of the run id, since a CPU run's bytes depend on it; default: 1")
     _add_device(train)
     train.set_defaults(func=_cmd_train)
@@ -429,6 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--store", required=True, help="run store folder (created if missing)")
     sweep.add_argument("--jobs", type=int, default=1, help="runs trained at once (worker processes); default: 1")
     sweep.add_argument("--data-dir", help="local folder of GLUE-format TSV files for every run of a GLUE task in the grid")
+    _add_yes(sweep)
     _add_cluster_arguments(sweep)
     _add_device(sweep)
     sweep.set_defaults(func=_cmd_sweep)
@@ -444,7 +474,9 @@ def build_parser() -> argparse.ArgumentParser:
         "and training log against the sha256 in the manifest (every file hashed, not loaded; other commands hash a "
         "file again only when its size or times change). Damaged runs (a missing or broken manifest, a missing, "
         "corrupt or truncated checkpoint or log) are listed with what to do, as are cached analysis frames that do not "
-        "match their sha256 (never read: computed again); the exit status is 1 if any is left.")
+        "match their sha256 (never read: computed again); so are folders this user may not read (unreadable: never "
+        "moved) and runs whose manifest says running while no process trains them (stale: the next sweep resumes "
+        "them). The exit status is 1 if a damaged or unreadable run or a damaged frame is left.")
     verify.add_argument("store", help="run store folder")
     verify.add_argument("--repair", action="store_true", help="move each damaged run to <store>/.damaged/<run_id>-<time> (nothing is deleted), so that the next sweep trains it again; remove damaged cached frames")
     verify.set_defaults(func=_cmd_verify)
@@ -495,14 +527,68 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return build_parser().parse_args(join_negative_values(argv))
 
 
+# Set to 1 for the traceback of an unexpected error instead of its one-line report.
+TRACEBACK_VARIABLE = "ROBUSTKIT_TRACEBACK"
+# Exit statuses besides 0 and 2 (bad input, as argparse): 130 = 128 + SIGINT, as a shell reports
+# a command that Ctrl-C stopped; 1 for everything else that went wrong.
+EXIT_INTERRUPTED, EXIT_FAILED = 130, 1
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run a robustkit command line; the one place where errors meet the user: a
-    :class:`robustkit.errors.RobustkitError` (bad input, anywhere below) prints one line naming
-    it and gives exit status 2, as argparse does for a malformed command line."""
+    """Run a robustkit command line; the one place where errors meet the user, each as one line
+    on stderr, never a traceback:
+
+    - :class:`robustkit.errors.RobustkitError` (bad input, anywhere below): its message, status 2,
+      as argparse gives a malformed command line;
+    - Ctrl-C (KeyboardInterrupt): a line saying the runs resume, status 130 (a run stopped
+      mid-step keeps its last checkpoint and resumes from it, bit-identically);
+    - a closed stdout (``robustkit runs | head``): nothing more, status 1 (the Python
+      documentation's recipe: stdout is pointed at devnull, so that the exit's flush is quiet);
+    - any other :class:`OSError` (a folder or file that cannot be read or written): the reason
+      and the path, status 1;
+    - anything else: its type and message and how to see the traceback (``ROBUSTKIT_TRACEBACK=1``),
+      status 1.
+    """
     argv = sys.argv[1:] if argv is None else argv
     try:
-        args = parse_args(argv)
-        return args.func(args)
+        try:
+            args = parse_args(argv)
+            return args.func(args)
+        finally:
+            sys.stdout.flush()  # here, not at exit: a reader that went away raises inside the guard
     except RobustkitError as error:
-        print(f"robustkit: error: {error}", file=sys.stderr)
-        return 2
+        return _say(f"error: {error}", 2)
+    except KeyboardInterrupt:
+        if os.environ.get(TRACEBACK_VARIABLE) == "1":
+            raise
+        return _say("interrupted; runs resume from their last checkpoint when the command is run again", EXIT_INTERRUPTED)
+    except BrokenPipeError:
+        _quiet_stdout()
+        return EXIT_FAILED
+    except Exception as error:  # noqa: BLE001 - the one place every error is turned into one line
+        if os.environ.get(TRACEBACK_VARIABLE) == "1":
+            raise
+        if isinstance(error, OSError) and error.filename is not None:
+            paths = " -> ".join(repr(str(p)) for p in (error.filename, error.filename2) if p is not None)
+            return _say(f"error: {error.strerror or type(error).__name__}: {paths}", EXIT_FAILED)
+        message = " ".join(str(error).split())
+        return _say(f"unexpected {type(error).__name__}{': ' + message if message else ''} "
+                    f"(run again with {TRACEBACK_VARIABLE}=1 for the traceback)", EXIT_FAILED)
+
+
+def _say(line: str, code: int) -> int:
+    """Print ``robustkit: <line>`` on stderr and return ``code`` (the exit status)."""
+    print(f"robustkit: {line}", file=sys.stderr, flush=True)
+    return code
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at devnull: Python flushes it at exit, and a closed pipe would raise again
+    there, outside any handler (https://docs.python.org/3/library/signal.html, SIGPIPE note)."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (a test's capture): nothing to flush
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, descriptor)
+    os.close(devnull)

@@ -103,7 +103,16 @@ WATCHDOG_SECONDS = 0.5
 
 def _init_worker(threads: int, parent: int) -> None:
     """Set up a worker process: its torch threads, and its death when ``parent`` dies."""
+    # Ctrl-C reaches the whole process group: the sweep answers it (it kills its workers, whose
+    # runs stay resumable); a worker's own KeyboardInterrupt would only print a traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent(parent)
+    from tqdm import tqdm
+
+    # a thread lock for tqdm, not its default multiprocessing one (a workers' bars are off): a
+    # worker killed with its sweep would leave that semaphore behind, and multiprocessing's
+    # resource tracker would print a two-line "leaked semaphore" warning after the Ctrl-C line
+    tqdm.set_lock(threading.RLock())
     import torch
 
     torch.set_num_threads(threads)

@@ -18,12 +18,17 @@ from robustkit.errors import RunLockedError
 from robustkit.spec import RunSpec, TspSpec
 
 Status = Literal["complete", "skipped", "locked", "failed", "submitted"]
+# Why a job skipped its run: another process (a concurrent sweep) finished it between the
+# sweep's look at the store and this job's lock. Counted as that process's run, not this one's.
+TRAINED_ELSEWHERE = "trained elsewhere: another process finished it first"
 
 
 class JobResult(TypedDict):
     """What became of one run.
 
-    ``status``: ``complete`` (trained now), ``skipped`` (was complete already; set by the sweep),
+    ``status``: ``complete`` (trained now, by this job), ``skipped`` (was complete already: set by
+    the sweep, or by the job when another process finished the run meanwhile, with ``error``
+    :data:`TRAINED_ELSEWHERE`),
     ``locked`` (another process is training it), ``failed`` or ``submitted`` (handed to a
     scheduler that was not waited for). ``error``: why it failed, or the scheduler's job id.
     """
@@ -94,20 +99,26 @@ def run_job(job: Job, progress: bool = False) -> JobResult:
     ``progress`` shows the run's own progress bar (only where one job runs at a time).
     """
     # train imports torch, transformers and AdapterHub: only in the process that trains
-    from robustkit.train import pretrain, train
+    from robustkit.train import pretrain, train_counted
+
+    def tsp() -> bool:
+        pretrain(job.spec, list(job.tsp_steps), job.store, data_dir=job.data_dir, progress=progress, device=job.device)
+        return True  # not counted either way: a sweep reports the runs that start from it
 
     if job.is_tsp:
-        return guarded(job.run_id, lambda: pretrain(job.spec, list(job.tsp_steps), job.store, data_dir=job.data_dir,
-                                                    progress=progress, device=job.device))
-    return guarded(job.run_id, lambda: train(job.spec, job.store, progress=progress, device=job.device))
+        return guarded(job.run_id, tsp)
+    return guarded(job.run_id, lambda: train_counted(job.spec, job.store, progress=progress, device=job.device)[1])
 
 
-def guarded(run_id: str, work: Callable[[], object]) -> JobResult:
-    """Run one job's work; a failure is reported in the result instead of stopping the sweep."""
+def guarded(run_id: str, work: Callable[[], bool]) -> JobResult:
+    """Run one job's work (True: it trained the run; False: the run was finished already);
+    a failure is reported in the result instead of stopping the sweep."""
     try:
-        work()
+        trained = work()
     except RunLockedError as error:  # another sweep is training it: not ours to report as failed
         return {"run_id": run_id, "status": "locked", "error": str(error)}
     except Exception as error:  # noqa: BLE001 - reported per run, the sweep goes on
         return {"run_id": run_id, "status": "failed", "error": f"{type(error).__name__}: {error}"}
+    if not trained:
+        return {"run_id": run_id, "status": "skipped", "error": TRAINED_ELSEWHERE}
     return {"run_id": run_id, "status": "complete", "error": None}

@@ -27,6 +27,17 @@ __all__ = ["METHOD_NAMES", "RunSpec", "ResolvedRunSpec", "TspSpec", "SpecError",
 TSP_WARMUP_STEPS = 100
 # More intra-op threads than any machine has is a typo, not a setting.
 MAX_THREADS = 1024
+# The range of every integer setting (inclusive). The upper bounds lie far beyond any real run;
+# they are there so that a typo (epochs = 9223372036854775807) is refused, naming its bounds,
+# instead of training for ever or overflowing deep inside torch or numpy. Seeds: numpy's
+# generators take seeds below 2**32.
+SEED_MAX = 2**32 - 1
+INT_BOUNDS = {
+    "seed": (0, SEED_MAX), "split_seed": (0, SEED_MAX), "tsp_seed": (0, SEED_MAX),
+    "tsp_step": (0, 10**7), "epochs": (1, 10**4), "eval_every": (1, 10**9), "train_size": (1, 10**9),
+    "batch_size": (1, 2**16), "tsp_batch_size": (1, 2**16), "max_length": (1, 2**16),
+    "adapter_size": (1, 2**16), "top_k": (1, 1024), "threads": (1, MAX_THREADS),
+}
 
 
 @dataclass(frozen=True)
@@ -188,12 +199,9 @@ class RunSpec:
         if self.data_dir is not None and (not isinstance(self.data_dir, (str, os.PathLike)) or not str(self.data_dir)):
             raise SpecError(f"data_dir must be a folder path, got {self.data_dir!r}")
         get_task(self.task)
-        for name in ("seed", "tsp_step", "batch_size", "split_seed", "tsp_seed", "tsp_batch_size"):
-            _check(name, getattr(self, name), int, minimum=0)
-        _check("threads", self.threads, int, minimum=1, maximum=MAX_THREADS)
-        for name in ("train_size", "adapter_size", "epochs", "max_length", "eval_every", "top_k"):
-            if getattr(self, name) is not None:
-                _check(name, getattr(self, name), int, minimum=1)
+        for name, (low, high) in INT_BOUNDS.items():  # None: the method's default (optional fields)
+            if getattr(self, name) is not None or name not in _OPTIONAL_INTS:
+                _check(name, getattr(self, name), int, minimum=low, maximum=high)
         # learning rates and init std: finite and > 0 (0 trains nothing, inf trains NaN from step 2)
         for name in ("lr", "tsp_lr", "adapter_init_std"):
             if getattr(self, name) is not None:
@@ -204,8 +212,6 @@ class RunSpec:
         _check("mixout", self.mixout, (int, float), minimum=0)
         if not self.mixout < 1:
             raise SpecError(f"mixout must be < 1 (a probability), got {self.mixout!r}")
-        if self.batch_size < 1:
-            raise SpecError(f"batch_size must be at least 1, got {self.batch_size}")
 
     @property
     def run_id(self) -> str:
@@ -288,6 +294,8 @@ def _compared(spec: RunSpec) -> tuple:
 
 
 SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(RunSpec))
+# The integer fields that may be None (the method's default, or none).
+_OPTIONAL_INTS = ("train_size", "adapter_size", "epochs", "max_length", "eval_every", "top_k")
 SPEC_DEFAULTS = {f.name: f.default for f in dataclasses.fields(RunSpec)}
 
 

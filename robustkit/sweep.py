@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING, Iterable
 from robustkit.errors import RobustkitError, SweepError
 from robustkit.executors import Executor, LocalExecutor
 from robustkit.jobs import Job
+from robustkit.limits import MAX_GRID_RUNS, MAX_JOBS
 from robustkit.spec import SPEC_FIELDS, RunSpec, TspSpec
 
 if TYPE_CHECKING:
@@ -70,21 +72,64 @@ def read_grid(path: str | Path) -> dict:
         raise SweepError(f"grid file {str(path)!r} is not valid TOML: {error}") from None
 
 
-def expand_grid(grid: dict | str | Path) -> list[RunSpec]:
+def expand_grid(grid: dict | str | Path, max_runs: int | None = MAX_GRID_RUNS) -> list[RunSpec]:
     """Every run of a grid, in a stable order (product of the axes, in file order).
 
     Parameters
     ----------
     grid : dict or path
         A parsed grid (``{"base": {...}, "grid": {axis: [values]}}``) or a grid file.
+    max_runs : int or None
+        Refuse a grid of more runs than this (:func:`grid_size`, counted before anything is
+        expanded); None: no limit (``robustkit sweep --yes``).
 
     Raises
     ------
     SweepError
         Unknown section or key (named), a section that is not a table, an axis that is not a
-        non-empty list, a grid without any field (it would train one run of every default), or
-        a value the run spec rejects.
+        non-empty list, a grid without any field (it would train one run of every default), a
+        grid of more than ``max_runs`` runs, or a value the run spec rejects.
     """
+    source, base, axes = _parsed(grid)
+    check_size(math.prod(len(values) for values in axes.values()), source, max_runs)
+    specs = []
+    for combination in itertools.product(*axes.values()):
+        fields = {**base, **dict(zip(axes, combination))}
+        try:
+            specs.append(RunSpec(**fields).resolved())
+        except RobustkitError as error:
+            raise SweepError(f"grid run {fields}: {error}") from None
+    return specs
+
+
+def grid_size(grid: dict | str | Path) -> int:
+    """How many runs a grid has (the product of its axes' lengths), without expanding it.
+
+    Raises
+    ------
+    SweepError
+        As :func:`expand_grid`, for the grid's shape (its values are checked when expanded).
+    """
+    _, _, axes = _parsed(grid)
+    return math.prod(len(values) for values in axes.values())
+
+
+def check_size(runs: int, source: str, max_runs: int | None = MAX_GRID_RUNS) -> None:
+    """Refuse ``runs`` runs of ``source`` (a grid file, a command line) beyond ``max_runs``
+    (None: no limit), naming both and how to confirm.
+
+    Raises
+    ------
+    SweepError
+        ``runs > max_runs``.
+    """
+    if max_runs is not None and runs > max_runs:
+        raise SweepError(f"the {source} has {runs:,} runs, more than {max_runs:,}: pass --yes to expand and train "
+                         "them all, or shorten its axes")
+
+
+def _parsed(grid: dict | str | Path) -> tuple[str, dict, dict]:
+    """A grid's source (for messages), its ``base`` fields and its axes, checked for shape."""
     source = "grid" if isinstance(grid, dict) else f"grid file {str(grid)!r}"
     if not isinstance(grid, dict):
         grid = read_grid(grid)
@@ -105,14 +150,7 @@ def expand_grid(grid: dict | str | Path) -> list[RunSpec]:
     for axis, values in axes.items():
         if not isinstance(values, list) or not values:
             raise SweepError(f"grid axis {axis!r} must be a non-empty list, got {values!r}")
-    specs = []
-    for combination in itertools.product(*axes.values()):
-        fields = {**base, **dict(zip(axes, combination))}
-        try:
-            specs.append(RunSpec(**fields).resolved())
-        except RobustkitError as error:
-            raise SweepError(f"grid run {fields}: {error}") from None
-    return specs
+    return source, base, axes
 
 
 def tsp_jobs(specs: Iterable[RunSpec]) -> dict[TspSpec, tuple[list[int], str | None]]:
@@ -166,25 +204,28 @@ def run_sweep(
 
     from robustkit import preflight
     from robustkit.store.checkpoints import finished_state
-    from robustkit.store.folders import open_store, repair_hint
+    from robustkit.store.folders import new_store, open_store, repair_hint
     from robustkit.store.schema import DAMAGED
 
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise SweepError(f"jobs must be a positive integer (runs trained at once), got {jobs!r}")
-    root = open_store(store).resolve()  # absolute: a job running elsewhere (Slurm) must find it
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= MAX_JOBS:
+        raise SweepError(f"jobs (runs trained at once) must be an integer between 1 and {MAX_JOBS}, got {jobs!r}")
+    root = Path(store).expanduser().resolve()  # absolute: a job running elsewhere (Slurm) must find it
+    if root.exists():
+        open_store(root, create=False)  # a file is refused now
     if isinstance(executor, str):
         executor = make_executor(executor, root, jobs=jobs, progress=progress, slurm_options=slurm_options, wait=wait)
     # finished runs count once their best/last files hash right; damaged ones are not trained over
     states = [finished_state(root / spec.run_id) for spec in specs]
     pending = [not finished and not problem for finished, problem in states]
     todo = [spec for spec, wanted in zip(specs, pending) if wanted]
-    # a bad model, device or data stops the sweep here, before any run folder exists (runs
-    # trained elsewhere, by Slurm, may ask for a device that this machine lacks)
+    # a bad model, device or data stops the sweep here, before the store or any run folder exists
+    # (runs trained elsewhere, by Slurm, may ask for a device that this machine lacks)
     preflight.check_runs(todo, device, device_here=isinstance(executor, LocalExecutor))
     tsp = [Job(spec, str(root), device, tuple(steps), data_dir) for spec, (steps, data_dir) in tsp_jobs(todo).items()]
     runs = [Job(spec, str(root), device, needs=spec.tsp_spec().run_id if spec.tsp_step else None) for spec in todo]
     # rows are the specs' runs; a TSP run shows in the runs that start from it (see the executors)
-    results = iter(executor.run(tsp + runs)[len(tsp):])
+    with new_store(root):
+        results = iter(executor.run(tsp + runs)[len(tsp):])
     rows = [next(results) if wanted else
             {"run_id": spec.run_id, "status": DAMAGED, "error": f"{problem}; {repair_hint(root / spec.run_id)}"} if problem
             else {"run_id": spec.run_id, "status": "skipped", "error": None}

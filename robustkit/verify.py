@@ -13,6 +13,11 @@ Cached analysis frames (``<store>/.cache/<analysis>/*.parquet``) are checked aga
 written beside them (:func:`robustkit.analysis.cache.frame_problem`): a damaged one is never read
 (it is computed again), and repair removes it.
 
+A run folder this process may not read (a folder or file without read permission) is reported
+``unreadable``, never moved: nothing in it is wrong that moving it would mend. A run whose
+manifest says ``running`` while no process holds its lock was interrupted: it is reported
+``stale`` (the next sweep, or ``robustkit train`` with its settings, resumes it).
+
 Repair moves a damaged run folder whole to ``<store>/.damaged/<run_id>-<time>``: nothing is
 deleted (a lost manifest can be put back by hand), and the run's id is free again, so the next
 sweep trains it from the start. Training is deterministic, so a retrained run has the same bytes
@@ -27,14 +32,14 @@ from pathlib import Path
 import pandas as pd
 
 from robustkit.errors import RunLockedError
-from robustkit.store.folders import DAMAGED_DIR, MANIFEST, open_store, run_folders
+from robustkit.store.folders import DAMAGED_DIR, MANIFEST, open_store, repair_hint, run_folders, unreadable
 from robustkit.store.integrity import forget_run, verified_run_problems
 from robustkit.store.locks import run_lock
 from robustkit.store.manifest import inspect_run
-from robustkit.store.schema import DAMAGED
+from robustkit.store.schema import DAMAGED, RUNNING
 
 COLUMNS = ["run_id", "kind", "status", "files", "problem", "advice", "moved_to"]
-OK, DAMAGED, MOVED, BUSY = "ok", DAMAGED, "moved", "busy"
+OK, DAMAGED, MOVED, BUSY, STALE, UNREADABLE = "ok", DAMAGED, "moved", "busy", "stale", "unreadable"
 CACHE_COLUMNS = ["file", "status", "problem"]
 REMOVED = "removed"
 
@@ -55,7 +60,8 @@ def verify_store(store_path: str | Path, repair: bool = False) -> pd.DataFrame:
         One row per run folder (:data:`COLUMNS`): ``run_id`` (the folder's name), ``kind``
         (``finetune``, ``tsp``, or None when the manifest cannot tell), ``status`` (``ok``;
         ``damaged``; ``moved`` once repaired; ``busy`` if another process is training it: not
-        checked), ``files`` (checkpoint files hashed), ``problem`` (every problem found, ``; ``
+        checked; ``stale``: intact, but its manifest says ``running`` and no process holds its lock;
+        ``unreadable``: this process may not read it, not checked), ``files`` (checkpoint files hashed), ``problem`` (every problem found, ``; ``
         separated), ``advice`` (what to do) and ``moved_to``.
 
     Raises
@@ -67,6 +73,10 @@ def verify_store(store_path: str | Path, repair: bool = False) -> pd.DataFrame:
     rows = []
     for run_dir in run_folders(root):
         row = {"run_id": run_dir.name, "kind": None, "files": 0, "problem": None, "advice": None, "moved_to": None}
+        denied = unreadable(run_dir)
+        if denied:  # before the lock: it lives in the folder
+            rows.append({**row, "status": UNREADABLE, "problem": denied, "advice": repair_hint(run_dir)})
+            continue
         try:
             with run_lock(run_dir):
                 row.update(_check(run_dir))
@@ -123,6 +133,10 @@ def _check(run_dir: Path) -> dict:
         return {"status": DAMAGED, "problem": problem, "advice": _advice(run_dir, missing)}
     problems = verified_run_problems(run_dir, manifest)
     files = sum(len(entry["files"]) for entry in manifest.get("checkpoints", {}).values())
+    if not problems and manifest.get("status") == RUNNING:  # checked under its lock: nobody trains it
+        return {"status": STALE, "kind": manifest["kind"], "files": files,
+                "problem": "its manifest says running, but no process is training it (interrupted)",
+                "advice": "the next sweep, or `robustkit train` with its settings, resumes it from its last checkpoint"}
     if not problems:
         return {"status": OK, "kind": manifest["kind"], "files": files}
     return {"status": DAMAGED, "kind": manifest["kind"], "files": files, "problem": "; ".join(problems),
@@ -155,7 +169,8 @@ def _move_aside(root: Path, run_dir: Path) -> Path:
 
 
 def summary(table: pd.DataFrame) -> str:
-    """One line: how many runs are ok, damaged, moved aside, busy."""
+    """One line: how many runs are ok, damaged, unreadable, stale, moved aside, busy."""
     counts = table["status"].value_counts()
-    parts = [f"{counts.get(status, 0)} {status}" for status in (OK, DAMAGED, MOVED, BUSY) if counts.get(status, 0)]
+    parts = [f"{counts.get(status, 0)} {status}" for status in (OK, DAMAGED, UNREADABLE, STALE, MOVED, BUSY)
+             if counts.get(status, 0)]
     return f"{len(table)} runs: " + (", ".join(parts) if parts else "none")

@@ -88,7 +88,7 @@ def test_bad_input_exits_2_naming_it_before_any_run_folder(tmp_path, capsys, rte
     assert "Traceback" not in output
     assert named in output, output
     assert output.strip().startswith("robustkit: error:") and len(output.strip().splitlines()) == 1, output
-    assert not store.exists() or not any(store.iterdir()), list(store.iterdir())
+    assert not store.exists(), list(store.iterdir())  # not even an empty store
 
 
 def test_unknown_hub_model_is_named_at_once(tmp_path, capsys, monkeypatch):
@@ -100,7 +100,7 @@ def test_unknown_hub_model_is_named_at_once(tmp_path, capsys, monkeypatch):
     code, output = _run(["train", "--model", "no-such-org/no-such-model-robustkit", "--store", str(store)], capsys)
     assert time.monotonic() - started < 15
     assert code == 2 and "'no-such-org/no-such-model-robustkit'" in output and "Traceback" not in output, output
-    assert not store.exists() or not any(store.iterdir())
+    assert not store.exists()
 
 
 def test_an_argparse_error_is_one_line_and_status_2(tmp_path, capsys):

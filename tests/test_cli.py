@@ -34,7 +34,7 @@ def test_unknown_model_is_named_before_any_run_folder_exists(tmp_path, capsys, m
     assert code == 2  # a bad input stops the sweep before it trains anything
     err = capsys.readouterr().err
     assert "no-such-org/no-such-model" in err
-    assert load_runs(runs).empty
+    assert not runs.exists()  # not even an empty store
 
 
 def test_store_that_is_a_file_is_refused(tmp_path, capsys):

@@ -51,6 +51,11 @@ from robustkit.train import finetuning, loop, train
 TESTS = Path(__file__).parent
 SPEC = dataclasses.replace(TINY_RTE, method="houlsby", seed=0, lr=3e-3)  # `best` improves once: replaced
 WRITE_MODES = ("before", "torn", "unrenamed", "after")
+# What this module's tests did, printed at its end (run with -s to see it): faults injected and
+# survived bit-identically (the resumed run is the uninterrupted one), bad inputs tried and
+# rejected cleanly (exit 2, one line, no folder). A test counts only what it has checked.
+TALLY = {"faults injected": 0, "survived bit-identically": 0, "unreadable runs met": 0, "reported and skipped": 0,
+         "bad inputs tried": 0, "rejected cleanly": 0}
 
 
 class _Killed(BaseException):
@@ -254,6 +259,7 @@ def _check_like_reference(root: Path, ref: Reference) -> None:
         pd.testing.assert_frame_equal(pd.read_parquet(run_dir / table), frame, check_exact=True)
     assert _tree(run_dir) == ref.tree, "left behind: temporary files, staging/backup or unlisted folders"
     pd.testing.assert_frame_equal(_runs(root), ref.runs, check_exact=True)
+    TALLY["survived bit-identically"] += 1
 
 
 def _kill_and_resume(spec: RunSpec, ref: Reference, root: Path, monkeypatch, index: int, how: str) -> None:
@@ -261,6 +267,7 @@ def _kill_and_resume(spec: RunSpec, ref: Reference, root: Path, monkeypatch, ind
     injector.install(monkeypatch.setattr)
     with pytest.raises(_Killed):
         train(spec, root, progress=False)
+    TALLY["faults injected"] += 1
     assert injector.fired == ref.events[index]
     _check_after_kill(root, ref, injector.saved)
     injector.disarm()
@@ -354,6 +361,7 @@ def test_sigkill_at_a_random_point_then_resume(name, spec, reference, tmp_path):
                                 spec=repr(spec.to_dict()))
     killed = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True)
     assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()[-2000:]
+    TALLY["faults injected"] += 1
     # the saves of the uninterrupted run that had returned before that fault point
     saved = [save for save in reference.saved if save[3] <= index]
     _check_after_kill(tmp_path, reference, saved)
@@ -801,3 +809,452 @@ def test_a_changed_line_of_an_attack_cache_is_dropped_and_its_example_attacked_a
     attack._keep_intact_lines(path)
     assert [_json.loads(text)["example"] for text in path.read_text().splitlines()] == [0, 2, 3]
     assert attack._read_done(path) == {0, 2, 3}
+
+
+# --- no traceback, bounded and honest (issue #27, items 5-7) -------------------------------------
+#
+# robustkit.cli.main is where every error meets the user: Ctrl-C is one line and exit 130 (the run
+# resumes bit-identically), a closed stdout is quiet, folders and files this user may not read are
+# reported and skipped by every command, and bad command lines exit 2 in one line, leaving no
+# folder behind. The counts go to TALLY, printed at the end of the module.
+
+import contextlib  # noqa: E402 - this section's own imports, kept with it
+import ctypes  # noqa: E402
+import json  # noqa: E402
+import re  # noqa: E402
+import shutil  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+
+from robustkit.cli import main  # noqa: E402
+
+INTERRUPTED = "robustkit: interrupted; runs resume from their last checkpoint when the command is run again"
+# A tqdm bar line ("runs:  50%|█████     | 1/2 [00:01<00:01, ...]"), after escape codes are removed.
+_BAR = re.compile(r"^[^|]*\d+%\|.*\| *\d+/\d+ ")
+_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def _messages(stderr: str) -> list[str]:
+    """The lines of ``stderr`` that are not progress bars (tqdm redraws with ``\\r``)."""
+    lines = (line.strip() for line in re.split(r"[\r\n]", _ESCAPE.sub("", stderr)))
+    return [line for line in lines if line and not _BAR.match(line)]
+
+
+def _cli_flags(spec: RunSpec) -> list[str]:
+    """The `robustkit train` flags of ``spec`` (a bert-tiny houlsby run on a local RTE)."""
+    return ["--model", spec.model, "--task", spec.task, "--method", spec.method, "--seed", str(spec.seed),
+            "--lr", repr(spec.lr), "--epochs", str(spec.epochs), "--batch-size", str(spec.batch_size),
+            "--max-length", str(spec.max_length), "--adapter-size", str(spec.adapter_size),
+            "--eval-every", str(spec.eval_every), "--data-dir", spec.data_dir]
+
+
+# `python -m robustkit ARGS...` (runpy, as the interpreter runs it) that stops in the middle of
+# its run's {step}th step (after its backward pass, before its update) and waits there for Ctrl-C,
+# having touched the file sys.argv[1].
+_INTERRUPTED_CLI = textwrap.dedent(
+    """
+    import pathlib, runpy, sys, time
+    from robustkit.train import loop
+    real, seen, ready = loop.gradient_norms, [], pathlib.Path(sys.argv[1])
+
+    def gradient_norms(*args, **kwargs):
+        norms = real(*args, **kwargs)
+        seen.append(None)
+        if len(seen) == {step}:
+            ready.touch()
+            time.sleep(600)
+        return norms
+
+    loop.gradient_norms = gradient_norms
+    sys.argv = ["robustkit", *sys.argv[2:]]
+    runpy.run_module("robustkit", run_name="__main__", alter_sys=True)
+    """
+)
+
+
+@pytest.mark.slow
+def test_ctrl_c_is_one_line_exit_130_and_the_run_resumes_bit_identically(spec, reference, tmp_path):
+    """SIGINT to `python -m robustkit train` in the middle of a step: one line on stderr besides
+    the progress bars, exit status 130, the run left resumable; resumed, it is the uninterrupted
+    run bit for bit."""
+    step = random.Random("ctrl-c").randrange(2, reference.events.count("step") + 1)
+    ready = tmp_path / "ready"
+    argv = ["train", *_cli_flags(spec), "--store", str(tmp_path / "runs")]
+    process = subprocess.Popen([sys.executable, "-c", _INTERRUPTED_CLI.format(step=step), str(ready), *argv],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not ready.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ready.exists(), f"the run never reached step {step}: {process.poll()}"
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    TALLY["faults injected"] += 1
+    assert process.returncode == 130, err[-3000:]
+    assert "Traceback" not in err and _messages(err) == [INTERRUPTED], err[-3000:]
+    run_dir = tmp_path / "runs" / reference.run_dir.name  # the flags name the reference's run
+    assert read_manifest(run_dir)["status"] == "running"
+    train(spec, tmp_path / "runs", progress=False)
+    _check_like_reference(tmp_path / "runs", reference)
+
+
+def test_a_closed_stdout_ends_quietly(reference):
+    """`robustkit runs | head`: the reader is gone before robustkit writes; no traceback, no
+    "Exception ignored" at exit, exit status 1 (the Python documentation's recipe)."""
+    for argv in (["runs", str(reference.root)], ["verify", str(reference.root)]):
+        read_end, write_end = os.pipe()
+        os.close(read_end)  # every write to the pipe fails: EPIPE
+        try:
+            done = subprocess.run([sys.executable, "-m", "robustkit", *argv], stdout=write_end, stderr=subprocess.PIPE,
+                                  text=True, timeout=300)
+        finally:
+            os.close(write_end)
+        assert done.returncode == 1 and done.stderr == "", (argv, done.returncode, done.stderr[-3000:])
+
+
+def test_an_unexpected_error_is_one_line_naming_how_to_see_the_traceback(tmp_path, capsys, monkeypatch):
+    import robustkit.cli as cli
+
+    def crash(args):
+        raise ValueError("something\nunexpected")
+
+    def denied(args):
+        raise PermissionError(13, "Permission denied", str(tmp_path / "store" / "run"))
+
+    for command, expected in ((crash, "robustkit: unexpected ValueError: something unexpected (run again with "
+                                      "ROBUSTKIT_TRACEBACK=1 for the traceback)"),
+                              (denied, f"robustkit: error: Permission denied: '{tmp_path / 'store' / 'run'}'")):
+        monkeypatch.setattr(cli, "_cmd_runs", command)
+        monkeypatch.delenv("ROBUSTKIT_TRACEBACK", raising=False)
+        assert main(["runs", str(tmp_path)]) == 1
+        assert capsys.readouterr().err.splitlines() == [expected]
+        monkeypatch.setenv("ROBUSTKIT_TRACEBACK", "1")
+        with pytest.raises((ValueError, PermissionError)):
+            main(["runs", str(tmp_path)])
+
+
+# --- folders and files this user may not read ----------------------------------------------------
+
+def _file_modes_apply() -> Callable[[], None] | None:
+    """A ``preexec_fn`` after which file modes hold for the child: None for a user they hold for
+    already; for root, dropping the two capabilities that let it ignore them (CAP_DAC_OVERRIDE,
+    CAP_DAC_READ_SEARCH) from the bounding set, so that the child, and what it executes, is held
+    to a folder's mode as an unprivileged owner is. (Not ``os.setuid``: an unprivileged uid may not
+    reach this interpreter, e.g. under /root.) Skips the test where neither is possible."""
+    if not hasattr(os, "geteuid"):
+        pytest.skip("no POSIX file permissions on this platform")
+    if os.geteuid() != 0:
+        return None
+    if not sys.platform.startswith("linux"):
+        pytest.skip("running as root, and dropping root's file capabilities needs Linux's prctl")
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def drop() -> None:
+        for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+            if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+                raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
+
+    return drop
+
+
+def _as_user_held_to_modes(commands: list[list[str]], preexec, cwd: Path) -> list[dict]:
+    """Each command line through :func:`robustkit.cli.main`, in one subprocess held to file modes:
+    ``code``, ``out`` and ``err`` (warnings included) of each. An exception escaping main ends the
+    subprocess with its traceback: the caller's assertion shows it."""
+    script = textwrap.dedent(
+        """
+        import contextlib, io, json, sys, warnings
+        from robustkit.cli import main
+        results = []
+        for argv in json.loads(sys.argv[1]):
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+                warnings.simplefilter("always")
+                try:
+                    code = main(argv)
+                except SystemExit as exit_:
+                    code = exit_.code
+            results.append({"argv": argv, "code": code, "out": out.getvalue(), "err": err.getvalue()})
+        print(json.dumps(results))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script, json.dumps(commands)], preexec_fn=preexec, cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@contextlib.contextmanager
+def _mode(*paths_and_modes: tuple[Path, int]):
+    """chmod each path for the block, then back (so that the test's folder can be removed)."""
+    before = [(path, path.stat().st_mode & 0o7777) for path, _ in paths_and_modes]
+    try:
+        for path, mode in paths_and_modes:
+            path.chmod(mode)
+        yield
+    finally:
+        for path, mode in reversed(before):
+            path.chmod(mode)
+
+
+@pytest.mark.slow
+def test_unreadable_run_folders_and_checkpoints_are_reported_and_skipped_by_every_command(spec, reference, tmp_path):
+    """A run folder (mode 000) and a checkpoint file (mode 000) this user may not read: `runs`,
+    `verify` (with `--repair`: never moved), `sweep`, `stats` and the analyses name them and go
+    on with the other runs; no traceback, no PermissionError."""
+    preexec = _file_modes_apply()
+    store = tmp_path / "runs"
+    shutil.copytree(reference.run_dir, store / reference.run_dir.name)
+    closed, broken = (train(dataclasses.replace(spec, seed=seed), store, progress=False) for seed in (1, 2))
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    with _mode((probe, 0)):
+        seen = subprocess.run([sys.executable, "-c", "import os, sys; os.listdir(sys.argv[1])", str(probe)],
+                              preexec_fn=preexec, capture_output=True, text=True)
+    if seen.returncode == 0:
+        pytest.skip("cannot make a process that file modes hold for (it read a folder of mode 000)")
+    grid = tmp_path / "grid.toml"
+    base = {"model": spec.model, "task": spec.task, "method": spec.method, "lr": spec.lr, "epochs": spec.epochs,
+            "batch_size": spec.batch_size, "max_length": spec.max_length, "adapter_size": spec.adapter_size,
+            "eval_every": spec.eval_every, "data_dir": spec.data_dir}
+    grid.write_text("[base]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in base.items()) + "[grid]\nseed = [0, 1, 2]\n")
+    commands = [["runs", str(store)], ["verify", str(store)], ["verify", str(store), "--repair"],
+                ["sweep", str(grid), "--store", str(store)], ["stats", str(store), "--no-aso"],
+                *(["analyze", name, str(store)] for name in ("tradeoff", "curves", "gradnorm"))]
+    with _mode((broken / "checkpoints" / "best" / "model.safetensors", 0), (closed, 0)):
+        results = _as_user_held_to_modes(commands, preexec, Path(__file__).parents[1])
+    named = {closed.name: "cannot read the run folder: permission denied",
+             broken.name: "cannot read checkpoints/best/model.safetensors: permission denied"}
+    expected_codes = {"runs": 0, "verify": 1, "sweep": 1, "stats": 0, "analyze": 0}
+    for result in results:
+        text = result["out"] + result["err"]
+        TALLY["unreadable runs met"] += len(named)
+        assert result["code"] == expected_codes[result["argv"][0]], result
+        assert "Traceback" not in text and "PermissionError" not in text, result
+        for run_id, problem in named.items():  # on one line: the run and why it was left out
+            assert any(run_id in line and problem in line for line in text.splitlines()), (result["argv"], run_id, text)
+        TALLY["reported and skipped"] += len(named)
+    verified = {" ".join(r["argv"][:1] + r["argv"][2:]): r["out"] for r in results if r["argv"][0] == "verify"}
+    for out in verified.values():
+        assert f"UNREADABLE {closed.name}" in out and f"UNREADABLE {broken.name}" in out and "1 ok, 2 unreadable" in out
+    assert closed.is_dir() and broken.is_dir() and not (store / ".damaged").exists()  # --repair moved nothing
+    sweep = next(r for r in results if r["argv"][0] == "sweep")
+    assert "0 trained, 1 already complete" in sweep["out"] and "2 damaged" in sweep["out"], sweep
+    # the readable run is still analysed
+    assert reference.run_dir.name in next(r for r in results if r["argv"][:2] == ["analyze", "gradnorm"])["out"]
+
+
+def test_verify_reports_an_interrupted_run_as_stale_and_a_locked_one_as_busy(reference, tmp_path, capsys):
+    from robustkit.store.locks import run_lock
+    from robustkit.store.manifest import write_manifest
+
+    run_dir = tmp_path / reference.run_dir.name
+    shutil.copytree(reference.run_dir, run_dir)
+    manifest = read_manifest(run_dir)
+    write_manifest(run_dir, {**manifest, "status": "running"})  # interrupted: nobody holds its lock
+    assert main(["verify", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"STALE {run_dir.name}: its manifest says running, but no process is training it" in out and "1 stale" in out
+    with run_lock(run_dir):  # a live trainer: not stale
+        assert main(["verify", str(tmp_path)]) == 0
+    assert f"BUSY {run_dir.name}" in capsys.readouterr().out
+
+
+# --- bounded and honest --------------------------------------------------------------------------
+
+def test_a_run_another_process_finished_meanwhile_is_not_counted_as_trained(spec, reference, tmp_path, monkeypatch, capsys):
+    """Two sweeps of one grid: the second looked at the store before the first finished the run,
+    then took its lock after. It reports the run as skipped (trained elsewhere), not as its own."""
+    import robustkit.cli as cli
+    from robustkit.jobs import TRAINED_ELSEWHERE
+    from robustkit.store import checkpoints as store_checkpoints
+    from robustkit.sweep import run_sweep
+
+    shutil.copytree(reference.run_dir, tmp_path / "runs" / reference.run_dir.name)
+    # what the second sweep saw when it looked: the run not finished yet
+    monkeypatch.setattr(store_checkpoints, "finished_state", lambda run_dir: (False, None))
+    results = run_sweep([spec], tmp_path / "runs", progress=False)
+    assert results.to_dict("records") == [{"run_id": reference.run_dir.name, "status": "skipped", "error": TRAINED_ELSEWHERE}]
+    assert cli._report(results, tmp_path / "runs") == 0
+    assert "1 runs: 0 trained, 1 already complete (1 of them finished by another process meanwhile)" in capsys.readouterr().out
+    assert read_manifest(tmp_path / "runs" / reference.run_dir.name) == reference.manifest  # and it was not touched
+
+
+GOOD_GRID = '[base]\nmodel = "bert-tiny"\ntask = "rte"\nepochs = 1\n[grid]\nseed = [0, 1]\n'
+
+
+def _grid_file(folder: Path, text: str) -> str:
+    path = folder / "grid.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def _tiny(glue: Path) -> list[str]:
+    return ["train", "--model", "bert-tiny", "--task", "rte", "--data-dir", str(glue), "--epochs", "1"]
+
+
+# (name, command line: a function of the test's folder and a GLUE folder in it, what its one line names)
+BAD_COMMAND_LINES = [
+    ("epochs = 2**63 - 1", lambda t, g: [*_tiny(g), "--epochs", "9223372036854775807"], "epochs must be between 1 and 10000"),
+    ("seed 2**32", lambda t, g: [*_tiny(g), "--seed", "4294967296"], "seed must be between 0 and 4294967295"),
+    ("seed -1", lambda t, g: [*_tiny(g), "--seed", "-1"], "seed must be between 0 and 4294967295, got -1"),
+    ("seed range", lambda t, g: [*_tiny(g), "--seed", "0-9"], "expected comma-separated integers"),
+    ("10,001 seeds", lambda t, g: [*_tiny(g), "--seed", ",".join(map(str, range(10_001)))], "has 10,001 runs, more than 10,000"),
+    ("batch size 0", lambda t, g: [*_tiny(g), "--batch-size", "0"], "batch_size must be between 1 and 65536"),
+    ("batch size 10**9", lambda t, g: [*_tiny(g), "--batch-size", "1000000000"], "batch_size must be between 1 and 65536"),
+    ("max length 10**6", lambda t, g: [*_tiny(g), "--max-length", "1000000"], "max_length must be between 1 and 65536"),
+    ("train size 0", lambda t, g: [*_tiny(g), "--train-size", "0"], "train_size must be between 1 and 1000000000"),
+    ("eval every 0", lambda t, g: [*_tiny(g), "--eval-every", "0"], "eval_every must be between 1 and 1000000000"),
+    ("threads 0", lambda t, g: [*_tiny(g), "--threads", "0"], "threads must be between 1 and 1024"),
+    ("threads 10**5", lambda t, g: [*_tiny(g), "--threads", "100000"], "threads must be between 1 and 1024"),
+    ("tsp steps 10**8", lambda t, g: [*_tiny(g), "--tsp-steps", "100000000"], "tsp_step must be between 0 and 10000000"),
+    ("adapter size 0", lambda t, g: [*_tiny(g), "--adapter-size", "0"], "adapter_size"),
+    ("lora r = 2**63 - 1", lambda t, g: [*_tiny(g), "--method", "lora", "--method-option", "r=9223372036854775807"],
+     "option 'r' must be an integer >= 1 and <= 1048576"),
+    ("unknown method option", lambda t, g: [*_tiny(g), "--method-option", "bogus=1"], "'bogus'"),
+    ("method option without =", lambda t, g: [*_tiny(g), "--method-option", "r"], "--method-option expects NAME=VALUE"),
+    ("unknown method", lambda t, g: [*_tiny(g), "--method", "nosuch"], "'nosuch'"),
+    ("unknown task", lambda t, g: [*_tiny(g), "--task", "nosuch"], "'nosuch'"),
+    ("lr not a number", lambda t, g: [*_tiny(g), "--lr", "fast"], "invalid float value: 'fast'"),
+    ("lr -1", lambda t, g: [*_tiny(g), "--lr", "-1"], "lr must be > 0, got -1"),
+    ("max grad norm nan", lambda t, g: [*_tiny(g), "--max-grad-norm", "nan"], "max_grad_norm must be a finite number"),
+    ("mixout 1", lambda t, g: [*_tiny(g), "--mixout", "1"], "mixout must be < 1"),
+    ("warmup 2", lambda t, g: [*_tiny(g), "--warmup-ratio", "2"], "warmup_ratio must be between 0 and 1"),
+    ("jobs 0", lambda t, g: [*_tiny(g), "--jobs", "0"], "jobs (runs trained at once) must be an integer between 1 and 1024"),
+    ("jobs 10**5", lambda t, g: [*_tiny(g), "--jobs", "100000"], "between 1 and 1024, got 100000"),
+    ("device bogus", lambda t, g: [*_tiny(g), "--device", "bogus"], "unknown device 'bogus'"),
+    ("model folder missing", lambda t, g: [*_tiny(g), "--model", str(t / "no-model")], "no-model"),
+    ("a 10,200-run grid", lambda t, g: ["sweep", _grid_file(t, "[base]\nmodel = \"bert-tiny\"\n[grid]\nseed = "
+                                                                 f"{list(range(200))}\nlr = {[1e-4] * 51}\n")],
+     "has 10,200 runs, more than 10,000: pass --yes"),
+    ("grid epochs = 2**63 - 1", lambda t, g: ["sweep", _grid_file(t, GOOD_GRID.replace("epochs = 1", "epochs = 9223372036854775807"))],
+     "epochs must be between 1 and 10000"),
+    ("grid unknown key", lambda t, g: ["sweep", _grid_file(t, GOOD_GRID + "epoch = [1]\n")], "unknown key(s) ['epoch']"),
+    ("grid file missing", lambda t, g: ["sweep", str(t / "missing.toml")], "does not exist"),
+    ("sweep jobs 5000", lambda t, g: ["sweep", _grid_file(t, GOOD_GRID), "--jobs", "5000"], "between 1 and 1024, got 5000"),
+    ("slurm arg without =", lambda t, g: ["sweep", _grid_file(t, GOOD_GRID), "--slurm-arg", "account"], "--slurm-arg expects key=value"),
+    ("runs of no store", lambda t, g: ["runs", str(t / "runs")], "does not exist"),
+    ("verify of no store", lambda t, g: ["verify", str(t / "runs")], "does not exist"),
+    ("stats of no store", lambda t, g: ["stats", str(t / "runs")], "does not exist"),
+    ("analyze of no store", lambda t, g: ["analyze", "tradeoff", str(t / "runs")], "does not exist"),
+    ("import of no folder", lambda t, g: ["import", str(t / "no-model"), "--base", "bert-tiny", "--task", "rte"], "no-model"),
+    ("unknown command", lambda t, g: ["trian"], "invalid choice: 'trian'"),
+]
+
+
+def test_bad_command_lines_exit_2_in_one_line_and_leave_no_folder(tmp_path, capsys, monkeypatch):
+    """Each bad command line: exit status 2, one line on stderr naming what is wrong, no traceback,
+    and nothing made in the test's folder (no store, no run folder, no `.lock`)."""
+    from robustkit import executors
+
+    def no_training(self, jobs):
+        raise AssertionError(f"a bad command line reached training ({len(jobs)} jobs)")
+
+    monkeypatch.setattr(executors.LocalExecutor, "run", no_training)  # if one got through: fail, not train
+    glue = write_rte(tmp_path / "glue")
+    assert len(BAD_COMMAND_LINES) >= 30
+    failures = []
+    for name, argv, named in BAD_COMMAND_LINES:
+        folder = tmp_path / re.sub(r"\W+", "-", name)
+        folder.mkdir()
+        argv = argv(folder, glue)
+        if argv[0] in ("train", "sweep", "import"):
+            argv += ["--store", str(folder / "runs")]
+        before = sorted(folder.rglob("*"))
+        started = time.monotonic()
+        try:
+            code = main(argv)
+        except SystemExit as exit_:  # argparse
+            code = exit_.code
+        seconds = time.monotonic() - started
+        out, err = capsys.readouterr()
+        TALLY["bad inputs tried"] += 1
+        problems = [problem for problem, bad in (
+            (f"exit status {code}", code != 2),
+            (f"stderr is not one line: {err!r}", len(err.strip().splitlines()) != 1),
+            (f"{named!r} not in {err.strip()!r}", named not in err),
+            ("a traceback", "Traceback" in out + err),
+            (f"made {sorted(set(folder.rglob('*')) - set(before))}", sorted(folder.rglob("*")) != before),
+            (f"took {seconds:.1f} s", seconds > 15),
+        ) if bad]
+        if problems:
+            failures.append(f"{name}: {'; '.join(problems)}")
+        else:
+            TALLY["rejected cleanly"] += 1
+    assert not failures, "\n".join(failures)
+
+
+def test_a_million_run_grid_is_refused_at_once_with_its_size(tmp_path):
+    """`robustkit sweep` of a 10**6-run grid: refused within seconds (expanding it took minutes),
+    naming its size, exit 2, no store."""
+    grid = _grid_file(tmp_path, f"[base]\nmodel = \"bert-tiny\"\n[grid]\nseed = {list(range(1000))}\nlr = {[1e-4] * 1000}\n")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "robustkit", "sweep", grid, "--store", str(tmp_path / "runs")],
+                          capture_output=True, text=True, timeout=120)
+    seconds = time.monotonic() - started
+    TALLY["bad inputs tried"] += 1
+    assert done.returncode == 2 and done.stdout == "", (done.stdout[-2000:], done.stderr[-2000:])
+    assert done.stderr.splitlines() == [f"robustkit: error: the grid file {grid!r} has 1,000,000 runs, more than 10,000: "
+                                        "pass --yes to expand and train them all, or shorten its axes"]
+    assert not (tmp_path / "runs").exists() and seconds < 60, seconds
+    TALLY["rejected cleanly"] += 1
+
+
+def test_the_grid_limit_is_inclusive_and_confirmed_with_yes():
+    from robustkit.errors import SweepError
+    from robustkit.limits import MAX_GRID_RUNS
+    from robustkit.sweep import check_size, grid_size
+
+    check_size(MAX_GRID_RUNS, "grid")
+    check_size(10**9, "grid", max_runs=None)  # --yes
+    with pytest.raises(SweepError, match="10,001 runs, more than 10,000"):
+        check_size(MAX_GRID_RUNS + 1, "grid")
+    assert grid_size({"grid": {"seed": list(range(1000)), "lr": [1e-4] * 1000}}) == 10**6
+
+
+def test_every_integer_run_setting_has_stated_bounds():
+    from robustkit.spec import INT_BOUNDS
+
+    from robustkit.spec import SpecError
+
+    integers = {f.name for f in dataclasses.fields(RunSpec) if "int" in str(f.type).split(" | ")}
+    assert integers == set(INT_BOUNDS)
+    for name, (low, high) in INT_BOUNDS.items():
+        method = "topk" if name == "top_k" else "houlsby"
+        for value in (low, high):  # the bounds themselves are accepted
+            RunSpec(model="bert-tiny", task="rt", method=method, **{name: value}).resolved()
+        for value in (low - 1, high + 1):
+            with pytest.raises(SpecError, match=f"{name} must be between {low} and {high}, got {value}"):
+                RunSpec(model="bert-tiny", task="rt", method=method, **{name: value}).resolved()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _print_tally():
+    """The module's counts, at its end (run with -s to see them)."""
+    yield
+    print(f"\nfault suite: {TALLY['faults injected']} faults injected, {TALLY['survived bit-identically']} runs "
+          f"resumed bit-identically; {TALLY['unreadable runs met']} unreadable runs met by commands, "
+          f"{TALLY['reported and skipped']} reported and skipped; {TALLY['bad inputs tried']} bad inputs tried, "
+          f"{TALLY['rejected cleanly']} rejected cleanly (exit 2, one line, no folder)")
+
+
+def test_a_run_refused_inside_its_lock_leaves_no_folder(spec, tmp_path, monkeypatch):
+    """A run that fails after its lock is taken but before it writes anything (here: its data
+    changed under it) leaves neither its folder (with only a `.lock` in it) nor a new store."""
+    from robustkit.errors import DataChangedError
+    from robustkit.train import runs
+
+    class Refused:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def run(self):
+            raise DataChangedError("the data changed")
+
+    monkeypatch.setattr(runs, "_Finetune", Refused)
+    with pytest.raises(DataChangedError):
+        train(spec, tmp_path / "new" / "runs", progress=False)
+    assert list(tmp_path.iterdir()) == []

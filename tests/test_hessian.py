@@ -231,3 +231,17 @@ def test_curvature_at_the_tsp_checkpoint_uses_the_masked_lm_loss(tmp_path, rte_f
                    and not p.name.startswith("."))
     parts = curvature.tsp_curvature_run(run_dir, examples=8, max_iterations=3, samples=3, grouping="none", micro_batch=3)
     np.testing.assert_allclose(parts["value"], frame[frame["checkpoint"] == "tsp"]["value"], rtol=1e-3, atol=1e-6)
+
+
+def test_the_curvature_summary_splits_runs_of_other_settings():
+    """Two seeds at one setting are one row; a run of another max_grad_norm is a row of its own."""
+    import pandas as pd
+
+    from robustkit.analysis.curvature import summarize
+
+    rows = [{"run_id": f"r{i}", "task": "rt", "method": "houlsby", "seed": seed, "lr": 1e-4, "max_grad_norm": norm,
+             "checkpoint": "last", "scope": "all", "group": "all", "estimator": "trace", "value": value, "converged": True}
+            for i, (seed, norm, value) in enumerate([(0, 1.0, 2.0), (1, 1.0, 4.0), (0, 0.5, 10.0)])]
+    summary = summarize(pd.DataFrame(rows)).set_index("max_grad_norm")
+    assert summary.loc[1.0, "mean"] == 3.0 and summary.loc[1.0, "runs"] == 2
+    assert summary.loc[0.5, "mean"] == 10.0 and summary.loc[0.5, "runs"] == 1

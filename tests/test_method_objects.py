@@ -55,7 +55,7 @@ def test_every_method_has_its_own_label_colour_and_option_names():
 
 
 @pytest.mark.parametrize("fields, named", [
-    ({"method": "lora", "method_options": {"r": 0}}, r"method 'lora': option 'r' must be an integer >= 1, got 0"),
+    ({"method": "lora", "method_options": {"r": 0}}, r"method 'lora': option 'r' must be an integer >= 1 and <= 1048576, got 0"),
     ({"method": "lora", "method_options": {"rank": 4}}, r"method 'lora' has no option 'rank' \(its options: r, alpha"),
     ({"method": "lora", "method_options": {"matrices": "q,x"}}, r"method 'lora': option 'matrices' = 'q,x'"),
     ({"method": "prefix", "method_options": {"reparametrise": "perhaps"}}, r"'reparametrise' must be true or false, got 'perhaps'"),
@@ -125,7 +125,7 @@ def test_a_bad_option_on_the_command_line_is_named(tmp_path, capsys):
     from robustkit.cli import main
 
     code = main(["train", "--store", str(tmp_path), "--model", "bert-tiny", "--method", "lora", "--method-option", "r=many"])
-    assert code == 2 and "option 'r' must be an integer >= 1, got 'many'" in capsys.readouterr().err
+    assert code == 2 and "option 'r' must be an integer >= 1 and <= 1048576, got 'many'" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------------------

@@ -100,7 +100,7 @@ def test_topk_trains_the_top_k_layers_pooler_and_head(tiny_model, k):
     assert not any("embeddings" in n for n in names)
 
 
-@pytest.mark.parametrize("k, message", [(None, "needs option 'top_k'"), (0, "'top_k' must be an integer >= 1, got 0"),
+@pytest.mark.parametrize("k, message", [(None, "needs option 'top_k'"), (0, "'top_k' must be an integer >= 1 and <= 1048576, got 0"),
                                         (3, "between 1 and 2 .*got 3")])
 def test_topk_out_of_range_is_named(tiny_model, k, message):
     model = load_classifier(tiny_model, num_labels=2, seed=0)

@@ -15,3 +15,37 @@ def test_lock_refuses_a_second_holder(tmp_path):
                 pass
     with run_lock(run_dir):  # released
         pass
+
+
+def test_a_waiter_on_a_removed_lock_file_locks_the_new_one(tmp_path):
+    """A run refused before it wrote anything removes its folder holding the lock
+    (remove_unstarted); a process that was waiting on that lock file must not then train under
+    a lock on a file nobody else can see: it locks the file at the path instead."""
+    import threading
+
+    from robustkit.store.locks import remove_unstarted
+
+    run_dir = tmp_path / "run-a"
+    seen = {}
+
+    def waiter():
+        with run_lock(run_dir, wait=True):
+            seen["lock file there"] = (run_dir / ".lock").is_file()
+
+    with run_lock(run_dir):
+        thread = threading.Thread(target=waiter)
+        thread.start()
+        thread.join(0.5)  # waiting on the lock file that is about to go
+        assert thread.is_alive()
+        assert remove_unstarted(run_dir) and not run_dir.exists()
+    thread.join(10)
+    assert seen == {"lock file there": True}
+
+
+def test_remove_unstarted_keeps_a_folder_with_anything_but_its_lock(tmp_path):
+    from robustkit.store.locks import remove_unstarted
+
+    run_dir = new_run(tmp_path)
+    with run_lock(run_dir):
+        assert not remove_unstarted(run_dir)
+    assert (run_dir / "manifest.json").is_file()

@@ -208,7 +208,7 @@ def _running(store_dir: Path) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds the sweep's workers through /proc")
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT], ids=["SIGKILL", "SIGTERM", "Ctrl-C"])
 def test_a_killed_sweep_leaves_no_worker_and_a_rerun_finishes_every_run(sig, tmp_path, rte_folder):
     """Killing a sweep's parent used to leave its workers training (then waiting forever): they
     took the queued runs and held their locks, so a re-run found them 'being trained by another
@@ -232,8 +232,15 @@ def test_a_killed_sweep_leaves_no_worker_and_a_rerun_finishes_every_run(sig, tmp
             time.sleep(0.05)
         workers = [pid for pid in _marked(mark) if pid != parent.pid]
         assert len(workers) >= 2
-        parent.send_signal(sig)
-        assert parent.wait(timeout=30) == -sig
+        if sig == signal.SIGINT:  # Ctrl-C: the terminal signals the whole foreground process group
+            os.killpg(parent.pid, sig)
+            assert parent.wait(timeout=30) == 130  # robustkit.cli.main: one line, status 130
+            log = (tmp_path / "sweep.log").read_text()
+            assert "robustkit: interrupted; runs resume" in log, log[-3000:]
+            assert "Traceback" not in log and "leaked semaphore" not in log, log[-3000:]
+        else:
+            parent.send_signal(sig)
+            assert parent.wait(timeout=30) == -sig
         deadline = time.monotonic() + 10
         while _marked(mark) and time.monotonic() < deadline:
             time.sleep(0.05)

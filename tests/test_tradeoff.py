@@ -284,3 +284,25 @@ def test_tradeoff_legend_counts_the_runs_in_each_mean_and_the_failed_ones_apart(
     labels = [text.get_text() for text in axis.get_legend().get_texts()]
     assert any(label.startswith("with adapters (Houlsby) (n=1 run per point;") and "failed, left out" in label
                for label in labels), labels
+
+
+def test_analyze_tradeoff_never_pools_what_its_figure_refuses_to(fake_store, capsys):
+    """Runs of one method setting that differ in lr or max_grad_norm: the figure refuses to pool
+    them (select_best); the printed summary splits them, one row each, by the same check."""
+    from robustkit.analysis.pooling import PoolingError
+    from robustkit.cli import main
+
+    base = RunSpec(model="bert-tiny", task="rt", train_size=1000, adapter_size=8)
+    _fake_run(fake_store, dataclasses.replace(base, lr=1e-3), 20_000, 18_000, 0.9)
+    _fake_run(fake_store, dataclasses.replace(base, max_grad_norm=0.5), 20_000, 18_000, 0.85)
+    frame = analysis("tradeoff").run(fake_store)
+    with pytest.raises(PoolingError, match="max_grad_norm"):
+        tradeoff.tradeoff_points(frame)
+    summary = tradeoff.settings_summary(frame)
+    houlsby = summary[(summary.method == "houlsby") & (summary.init_std == 1e-2) & (summary.split == "validation")]
+    assert {"lr", "max_grad_norm"} <= set(summary.columns)
+    assert sorted(houlsby["n_runs"]) == [1, 1, 2]  # lr 1e-3; max_grad_norm 0.5; the two seeds of the defaults
+    assert houlsby.set_index(["lr", "max_grad_norm"])["value"].to_dict() == {
+        (1e-3, 1.0): pytest.approx(0.9), (1e-4, 0.5): pytest.approx(0.85), (1e-4, 1.0): pytest.approx(0.75)}
+    assert main(["analyze", "tradeoff", str(fake_store)]) == 0
+    assert "max_grad_norm" in capsys.readouterr().out

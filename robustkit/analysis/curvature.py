@@ -48,6 +48,7 @@ from tqdm.auto import tqdm
 from robustkit import data, models, tasks
 from robustkit.analysis.batches import sampled_batches
 from robustkit.analysis.each_run import each_run
+from robustkit.analysis.pooling import split_columns
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import model_inputs, resolve_device
@@ -435,11 +436,12 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        The non-seed identity columns that vary, ``checkpoint, scope, group, estimator, mean,
+        ``task, method`` and every setting that varies inside one of them
+        (:func:`robustkit.analysis.pooling.split_columns`), ``checkpoint, scope, group, estimator, mean,
         std, runs, not_converged`` (eigenvalue estimates that hit the iteration cap).
     """
-    keys = [c for c in ("model", "task", "method", "tsp_step", "lr", "train_size", "adapter_size") if c in frame]
-    keys = [c for c in keys if c in ("task", "method") or frame[c].nunique(dropna=False) > 1]
+    # every setting that varies inside a task and method (lr, max_grad_norm, ...): never pooled
+    keys = split_columns(frame, [c for c in ("task", "method") if c in frame])
     keys += ["checkpoint", "scope", "group", "estimator"]
     grouped = frame.assign(_nc=~frame["converged"].astype(bool)).groupby(keys, dropna=False, sort=False)
     return grouped.agg(mean=("value", "mean"), std=("value", "std"), runs=("value", "count"),

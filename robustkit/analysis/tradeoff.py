@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from robustkit import collapse, tasks
-from robustkit.analysis.pooling import check_pooling
+from robustkit.analysis.pooling import check_pooling, split_columns
 from robustkit.analysis.scores import ever_learned, majority_baseline
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
@@ -374,9 +374,15 @@ def aggregated(frame: pd.DataFrame, split: str, include_failed: bool = False) ->
             "source": frame[frame["split"] == split]}
 
 
+SETTINGS_KEYS = ["task", "split", "method", "adapter_size", "top_k", "adapter_sharing", "init_std"]
+
+
 def settings_summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """:func:`summarize` per task, split and method setting (what ``analyze tradeoff`` prints)."""
-    return summarize(frame, ["task", "split", "method", "adapter_size", "top_k", "adapter_sharing", "init_std"])
+    """:func:`summarize` per task, split and method setting (what ``analyze tradeoff`` prints),
+    split further by every other setting that varies inside one of them (lr, max_grad_norm,
+    ...: :func:`robustkit.analysis.pooling.split_columns`, the check the figures make), so that a
+    row's mean never pools runs of different settings."""
+    return summarize(frame, split_columns(frame, SETTINGS_KEYS))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -27,6 +27,10 @@ ADAPTER_NAME = "task"
 # The attribute of an adapted model that records how it was adapted (see Method.adapt).
 ADAPTATION_ATTRIBUTE = "robustkit_adaptation"
 _KINDS = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+# The largest value of an integer option that states no maximum of its own: far beyond any
+# rank, size or length a model could use, so that a typo (r = 9223372036854775807) is refused
+# with its bounds instead of failing deep inside torch.
+INT_OPTION_MAXIMUM = 2**20
 _TRUE, _FALSE = {"true", "yes", "1", "on"}, {"false", "no", "0", "off"}
 
 
@@ -76,6 +80,10 @@ class Option:
     symbol: str | None = None
     normalise: Callable[[Any], Any] | None = field(default=None, compare=False)
 
+    def __post_init__(self):
+        if self.kind is int and self.maximum is None:
+            object.__setattr__(self, "maximum", INT_OPTION_MAXIMUM)
+
     def coerce(self, method: str, value: Any) -> Any:
         """``value`` checked and in its one spelling (text from the command line is parsed).
 
@@ -121,9 +129,9 @@ class Option:
             return "one of " + ", ".join(map(str, self.choices))
         text = _KINDS[self.kind]
         if self.minimum is not None:
-            text += f" {'>' if self.open_minimum else '>='} {self.minimum:g}"
+            text += f" {'>' if self.open_minimum else '>='} {_number(self.minimum)}"
         if self.maximum is not None:
-            text += f"{' and' if self.minimum is not None else ''} {'<' if self.open_maximum else '<='} {self.maximum:g}"
+            text += f"{' and' if self.minimum is not None else ''} {'<' if self.open_maximum else '<='} {_number(self.maximum)}"
         return text
 
     def _parse(self, method: str, text: str) -> Any:
@@ -146,6 +154,11 @@ class Option:
         if value is None:
             return MethodError(f"method {method!r} needs option {self.name!r} ({self.describe()}): {self.help}")
         return MethodError(f"method {method!r}: option {self.name!r} must be {self.describe()}, got {value!r}")
+
+
+def _number(value: float) -> str:
+    """``1048576`` for an integral bound (``:g`` would write 1.04858e+06), ``0.5`` else."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 @dataclass(frozen=True)

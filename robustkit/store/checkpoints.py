@@ -165,6 +165,8 @@ def _read_or_none(path: Path) -> bytes | None:
         return path.read_bytes()
     except (FileNotFoundError, NotADirectoryError):
         return None
+    except PermissionError:
+        raise StoreError(f"checkpoint file {str(path)!r} cannot be read: permission denied") from None
 
 
 def load_checkpoint(run_dir: Path, name: str) -> tuple[dict[str, torch.Tensor], dict[str, str]]:

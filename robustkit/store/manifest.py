@@ -18,7 +18,7 @@ from pathlib import Path
 from robustkit.errors import DamagedRunError, StoreError
 from robustkit.spec import SPEC_DEFAULTS, RunSpec
 from robustkit.store.atomic import atomic_write_json
-from robustkit.store.folders import CHECKPOINTS, MANIFEST, RUN_FILES, repair_hint
+from robustkit.store.folders import CHECKPOINTS, MANIFEST, RUN_FILES, repair_hint, unreadable
 from robustkit.store.integrity import cached_run_problems
 from robustkit.store.schema import manifest_problem
 
@@ -63,7 +63,8 @@ def _content_sha256(manifest: dict) -> str:
 def inspect_run(run_dir: Path, check_files: bool = True) -> tuple[dict | None, str | None]:
     """A run folder's manifest, or why the folder is damaged.
 
-    Damaged: a manifest that cannot be read, has the wrong shape or does not match its own
+    Damaged: a folder or file in it that this process may not read
+    (:func:`robustkit.store.folders.unreadable`), a manifest that cannot be read, has the wrong shape or does not match its own
     sha256, or none while checkpoints or logs are left (training writes the manifest first: only a
     deleted one gives that); with ``check_files``, also a finished run whose checkpoint files or
     logs are missing or differ from the manifest's sha256, as every reader sees it (presence and
@@ -84,6 +85,9 @@ def inspect_run(run_dir: Path, check_files: bool = True) -> tuple[dict | None, s
         a run in it (or no folder).
     """
     run_dir = Path(run_dir)
+    denied = unreadable(run_dir)
+    if denied:
+        return None, denied
     try:
         manifest = read_manifest(run_dir)
     except DamagedRunError as error:

@@ -15,7 +15,8 @@ from robustkit.spec import RunSpec, TspSpec
 # analysed (a diverged run is counted as such, never averaged in as a result).
 COMPLETE, DIVERGED = "complete", "diverged"
 FINISHED = (COMPLETE, DIVERGED)
-STATUSES = ("running", "failed", COMPLETE, DIVERGED)
+RUNNING = "running"
+STATUSES = (RUNNING, "failed", COMPLETE, DIVERGED)
 # A run folder that cannot be trusted (robustkit.verify): shown with this status, never analysed.
 DAMAGED = "damaged"
 

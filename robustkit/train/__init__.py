@@ -37,6 +37,6 @@ from training.
 from __future__ import annotations
 
 from robustkit.train.divergence import Diverged
-from robustkit.train.runs import pretrain, train
+from robustkit.train.runs import pretrain, train, train_counted
 
-__all__ = ["Diverged", "pretrain", "train"]
+__all__ = ["Diverged", "pretrain", "train", "train_counted"]

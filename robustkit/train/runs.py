@@ -9,8 +9,8 @@ from pathlib import Path
 from robustkit import preflight, tasks
 from robustkit.errors import RobustkitError
 from robustkit.spec import RunSpec, TspSpec, data_identity
-from robustkit.store.folders import MANIFEST, open_store
-from robustkit.store.locks import run_lock
+from robustkit.store.folders import MANIFEST, new_store, open_store
+from robustkit.store.locks import remove_unstarted, run_lock
 from robustkit.store.manifest import read_manifest, refuse_damaged
 from robustkit.store.schema import DIVERGED, FINISHED
 from robustkit.train.divergence import Diverged
@@ -32,25 +32,46 @@ def train(spec: RunSpec, store_path: str | Path, progress: bool = True, device: 
     Path
         The run's folder.
     """
+    return train_counted(spec, store_path, progress, device)[0]
+
+
+def train_counted(spec: RunSpec, store_path: str | Path, progress: bool = True,
+                  device: str | None = None) -> tuple[Path, bool]:
+    """:func:`train`, telling whether this call trained the run.
+
+    Returns
+    -------
+    (Path, bool)
+        The run's folder, and False if the run was finished already: before the call, or by
+        another process that held its lock meanwhile (a sweep counts it as skipped, not as its
+        own).
+    """
     spec = spec.resolved()  # once: the resolved spec is passed on, never resolved again
-    root = open_store(store_path)
+    root = Path(store_path).expanduser()
+    if root.exists():
+        open_store(root, create=False)  # a file is refused now, not after the checks below
     run_dir = root / spec.run_id
     if _is_complete(run_dir):
-        return run_dir
+        return run_dir, False
     task = tasks.get_task(spec.task)
     # a bad model, device or data (or a top_k beyond the model's layers) fails here, before any
     # folder is made; data loaded to check it is the data the TSP run and the run train on
     splits = preflight.check_run(spec, device)
-    tsp_dir = None
-    if spec.tsp_step:
-        tsp_dir = _pretrain(spec.tsp_spec(), [spec.tsp_step], root, spec.data_dir, progress, device, splits)
-    with run_lock(run_dir):
-        if _is_complete(run_dir):
-            return run_dir
-        refuse_damaged(run_dir)  # never train over the checkpoints of a run without a manifest
-        with torch_threads(spec.threads):
-            _Finetune(spec, task, run_dir, tsp_dir, progress, device, splits).run()
-    return run_dir
+    with new_store(root) as root:
+        tsp_dir = None
+        if spec.tsp_step:
+            tsp_dir = _pretrain(spec.tsp_spec(), [spec.tsp_step], root, spec.data_dir, progress, device, splits)
+        with run_lock(run_dir):
+            if _is_complete(run_dir):
+                return run_dir, False
+            try:
+                refuse_damaged(run_dir)  # never train over the checkpoints of a run without a manifest
+                with torch_threads(spec.threads):
+                    _Finetune(spec, task, run_dir, tsp_dir, progress, device, splits).run()
+            except BaseException:
+                remove_unstarted(run_dir)  # refused before it wrote anything: no folder left
+                raise
+    return run_dir, True
 
 
 def pretrain(
@@ -74,7 +95,8 @@ def pretrain(
         The TSP run's folder.
     """
     spec = dataclasses.replace(spec, data_fingerprint=data_identity(spec.task, data_dir, spec.data_fingerprint))
-    return _pretrain(spec, steps, open_store(store_path), data_dir, progress, device)
+    with new_store(store_path) as root:
+        return _pretrain(spec, steps, root, data_dir, progress, device)
 
 
 def _pretrain(spec: TspSpec, steps: list[int], root: Path, data_dir: str | None, progress: bool, device: str | None,
@@ -98,10 +120,14 @@ def _pretrain(spec: TspSpec, steps: list[int], root: Path, data_dir: str | None,
     splits = checked if checked is not None else splits
     with run_lock(run_dir, wait=True):
         if not _has_checkpoints(run_dir, wanted):
-            refuse_damaged(run_dir)
-            _refuse_diverged_steps(run_dir, wanted)
-            with torch_threads(spec.threads):
-                _Pretrain(spec, wanted, run_dir, data_dir, progress, device, splits).run()
+            try:
+                refuse_damaged(run_dir)
+                _refuse_diverged_steps(run_dir, wanted)
+                with torch_threads(spec.threads):
+                    _Pretrain(spec, wanted, run_dir, data_dir, progress, device, splits).run()
+            except BaseException:
+                remove_unstarted(run_dir)
+                raise
     return run_dir
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import robustkit.attacks  # noqa: F401  (before any test module imports OpenAttack: its 3.12+ shim)
 from robustkit.spec import RunSpec
 
 

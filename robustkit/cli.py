@@ -70,7 +70,7 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_device(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--device", default=None, help="where runs train: cpu, cuda, cuda:N; default: the GPU if there is one, else the CPU (recorded in the manifest, not part of the run id)")
+    parser.add_argument("--device", default=None, help="where runs train (and, where the verb analyses them, where the analyses run their models): cpu, cuda, cuda:N; default: the GPU if there is one, else the CPU (recorded in the manifest, not part of the run id)")
 
 
 def _method_options(items: list[str]) -> dict[str, str]:
@@ -262,6 +262,7 @@ def _add_claims_command(commands) -> None:
     claims.add_argument("--recipe-dir", help="folder of recipe files; default: the analyses/ folder of this checkout")
     claims.add_argument("--include-failed", action="store_true", help="keep collapsed and diverged runs in the tests")
     claims.add_argument("-o", "--output", help="write every row (per claim and cell) to this file (.csv, else parquet)")
+    claims.add_argument("--device", help="where the analyses that run a model run it: cpu, cuda, cuda:N; default: the GPU if there is one (not part of any cache key)")
     claims.add_argument("--plan", action="store_true", help="needs no runs: per claim and cell, the runs per group its recipe trains at each scale, the smallest p its test can reach, the smallest effect it detects with 80%% power and its power at the effect the paper reports (robustkit.decidability)")
     claims.add_argument("--markdown", action="store_true", help="with --plan: print the summary per claim that analyses/README.md shows, as markdown")
     claims.set_defaults(func=_cmd_claims)
@@ -306,7 +307,7 @@ def _cmd_claims(args) -> int:
     if args.markdown:
         raise RobustkitError("--markdown prints the plan's summary: use it with --plan")
     table = claims(args.store, args.recipes or None, scale=args.scale or "demo", recipes=args.recipe_dir or RECIPE_DIR,
-                   include_failed=args.include_failed)
+                   include_failed=args.include_failed, device=args.device)
     overall = table.groupby(["recipe", "claim"], sort=False).tail(1)
     shown = overall[["recipe", "claim", "verdict", "n_a", "n_b", "n_failed", "effect_name", "effect", "ci_low", "ci_high", "p_value", "reason"]]
     with pd.option_context("display.max_colwidth", 90, "display.width", 250, "display.float_format", "{:.3g}".format):

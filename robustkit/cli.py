@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from robustkit.errors import RobustkitError, SweepError
+from robustkit.precision import DEFAULT_PRECISION, PRECISIONS
 
 
 def _ints(text: str) -> list[int]:
@@ -96,6 +97,7 @@ def _specs_from_args(args) -> list:
         eval_every=args.eval_every, tsp_lr=args.tsp_lr, tsp_batch_size=args.tsp_batch_size,
         tsp_seed=args.tsp_seed, train_size=args.train_size, split_seed=args.split_seed, data_dir=args.data_dir,
         mixout=args.mixout, method_options=_method_options(args.method_option), threads=args.threads,
+        precision=args.precision,
         # the method options that are run-spec fields (--adapter-size, --top-k, ...), where given
         **{name: getattr(args, name) for name in spec_fields() if getattr(args, name) is not None},
     )
@@ -421,6 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_arguments(train)
     train.add_argument("--store", required=True, help="run store folder (created if missing)")
     train.add_argument("--jobs", type=int, default=1, help="runs trained at once (worker processes); default: 1")
+    train.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION, help="bf16: every forward pass under bfloat16 autocast (weights and checkpoints stay float32); part of the run id; default: fp32")
     train.add_argument("--threads", type=int, default=1, help="torch CPU threads each run trains with, whatever --jobs is; part of the run id, since a CPU run's bytes depend on it; default: 1")
     _add_device(train)
     train.set_defaults(func=_cmd_train)

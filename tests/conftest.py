@@ -12,6 +12,22 @@ import robustkit.attacks  # noqa: F401  (before any test module imports OpenAtta
 from robustkit.spec import RunSpec
 
 
+def pytest_collection_modifyitems(config, items):
+    """Skip the tests marked ``gpu`` where torch sees no CUDA device, saying why (a skip is never a
+    pass: `pytest -m gpu` on a machine without one reports them all skipped)."""
+    gpu = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu:
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    built = f"built for CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
+    skip = pytest.mark.skip(reason=f"needs a CUDA GPU: torch {torch.__version__} ({built}) sees none")
+    for item in gpu:
+        item.add_marker(skip)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _one_torch_thread():
     """Tiny test models gain nothing from a second thread, and two threads per process thrash

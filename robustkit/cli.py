@@ -233,6 +233,7 @@ def _add_reproduce_command(commands) -> None:
     reproduce.add_argument("--recipe-dir", help="folder of recipe files; default: the analyses/ folder of this checkout")
     reproduce.add_argument("--jobs", type=int, default=2, help="runs trained at once (local executor); default: 2")
     reproduce.add_argument("--train-only", action="store_true", help="train the runs, draw nothing (plot later, e.g. once cluster jobs are done)")
+    reproduce.add_argument("--plan", action="store_true", help="train nothing: print the distinct runs per recipe and in total (shared runs counted once), those the store holds, the models and tasks to fetch and an estimate of the GPU-hours (robustkit/run_plan.py, from bench/gpu_throughput.toml)")
     _add_cluster_arguments(reproduce, submission_control=False)
     _add_device(reproduce)
     reproduce.set_defaults(func=_cmd_reproduce)
@@ -244,6 +245,16 @@ def _cmd_reproduce(args) -> int:
 
     if bool(args.recipes) == args.all:
         raise RobustkitError("name recipes to reproduce, or pass --all (not both)")
+    if args.plan:
+        from robustkit import run_plan
+        from robustkit.recipes import list_recipes, load_defaults, load_recipe
+        from robustkit.reproduce import default_store
+
+        folder = args.recipe_dir or RECIPE_DIR
+        chosen = [load_recipe(name, folder) for name in (list_recipes(folder) if args.all else args.recipes)]
+        per_recipe, runs = run_plan.plan(chosen, args.scale, args.store or default_store(args.scale), load_defaults(folder))
+        print(run_plan.describe(per_recipe, runs, args.scale))
+        return 0
     results = reproduce(None if args.all else args.recipes, scale=args.scale, store=args.store, figures=args.figures,
                         recipes=args.recipe_dir or RECIPE_DIR, jobs=args.jobs, device=args.device,
                         executor=args.executor, slurm_options=_slurm_options(args), train_only=args.train_only)

@@ -25,7 +25,7 @@ BENCHES = (
                       "--max-length", "32"]),
     ("precision", [], ["--examples", "128", "--steps", "3", "--warmup", "1", "--repeats", "1", "--batch-size", "8",
                        "--max-length", "32", "--train-size", "32", "--epochs", "1", "--seeds", "0"]),
-    ("attack", ["--model", "bert-tiny", "--n", "40", "--quick"], ["--model", "bert-tiny", "--n", "2", "--quick"]),
+    ("attack", ["--model", "bert-tiny", "--n", "30", "--quick"], ["--model", "bert-tiny", "--n", "2", "--quick"]),
 )
 
 

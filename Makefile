@@ -19,12 +19,14 @@ endif
 
 setup: $(STAMP)
 
-# torch first and alone: its pin resolves to the local CPU wheel; installing it inside the
-# larger resolve could let another package's range pull the CUDA build.
-$(STAMP): pyproject.toml
+# torch first and alone, as constraints-cpu.txt pins it (the local CPU wheel); installing it inside
+# the larger resolve could let another package's range pull the CUDA build. The constraint then
+# holds it there while robustkit's own range (pyproject.toml) is resolved.
+TORCH_CPU := $(shell grep -m1 '^torch==' constraints-cpu.txt)
+$(STAMP): pyproject.toml constraints-cpu.txt
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q $(TORCH_CPU)
+	$(PY) -m pip install -q -c constraints-cpu.txt -e '.[test]'
 	touch $@
 
 demo: $(STAMP)

@@ -34,7 +34,13 @@ through a model and forward batches per example, the float32 bound (``D``, the l
 audited), and the identity checks: each set-up's adversarial text, success, PWWS queries and
 modified words against the fast engine's (and the README route's target, from float32).
 
-    NLTK_DATA=../shared/nltk_data .venv/bin/python bench/attack.py [--run RUN ...] [--n 20] [--threads 2] [--quick]
+On a GPU (``--device cuda``) every model runs there: the README route's ``TransformersClassifier``
+(its own default on a GPU machine), robustkit's float64 victim and its float32 twin (whose
+certification audits CUDA's float32 kernels as it does the CPU's); ``fast-blas`` is left out
+(oneDNN is a CPU kernel). Without stored runs on that machine the victims are random-head models
+of ``--model`` (bert-tiny where minilm-l6 is not there).
+
+    NLTK_DATA=../shared/nltk_data .venv/bin/python bench/attack.py [--run RUN ...] [--n 20] [--threads 2] [--quick] [--device cuda]
 """
 
 from __future__ import annotations
@@ -76,12 +82,12 @@ class Tally:
 class ReadmeRoute:
     """OpenAttack's README set-up on a float32 model, attacked one example at a time through AttackEval."""
 
-    def __init__(self, model, tokenizer, max_length: int) -> None:
+    def __init__(self, model, tokenizer, max_length: int, device: str = "cpu") -> None:
         import OpenAttack
 
         self.model = model.eval()
         self.classifier = OpenAttack.classifiers.TransformersClassifier(
-            model, tokenizer, model.get_input_embeddings(), max_length=max_length)
+            model, tokenizer, model.get_input_embeddings(), max_length=max_length, device=torch.device(device))
         self.eval = OpenAttack.AttackEval(pwws_attacker(), self.classifier)
         self.sentences = self.batches = 0
         predict = self.classifier.predict
@@ -106,7 +112,7 @@ class ReadmeRoute:
         return AttackResult(sentence, adversarial, adversarial is not None, target, queries, modified, len(words), seconds)
 
 
-def readme_on_frozen_embeddings(model, tokenizer, max_length: int, sentence: str, label: int) -> str:
+def readme_on_frozen_embeddings(model, tokenizer, max_length: int, sentence: str, label: int, device: str = "cpu") -> str:
     """What the README route does on an adapter run as it is: the error AttackEval swallows, and its summary."""
     import OpenAttack
 
@@ -122,7 +128,7 @@ def readme_on_frozen_embeddings(model, tokenizer, max_length: int, sentence: str
     logger.propagate = False
     try:
         classifier = OpenAttack.classifiers.TransformersClassifier(
-            model.eval(), tokenizer, model.get_input_embeddings(), max_length=max_length)
+            model.eval(), tokenizer, model.get_input_embeddings(), max_length=max_length, device=torch.device(device))
         summary = OpenAttack.AttackEval(pwws_attacker(), classifier).eval([{"x": sentence, "y": label}])
         classifier.hook.remove()
     finally:
@@ -141,7 +147,8 @@ def load_victim(run: str | None, model_name: str, method: str):
     return model, load_tokenizer(model_name), 128, "rt", f"{model_name} / {method} (random head)"
 
 
-def bench_victim(model, tokenizer, max_length: int, task: str, name: str, args) -> bool:
+def bench_victim(model, tokenizer, max_length: int, task: str, name: str, args) -> tuple[bool, dict]:
+    model = model.to(args.device)
     data = load_splits(task)["test"]
     sentences, labels = data["sentence"][: args.n], [int(y) for y in data["label"][: args.n]]
     victim = Victim(model, tokenizer, max_length=max_length)  # float64 copy; `model` stays float32
@@ -151,14 +158,17 @@ def bench_victim(model, tokenizer, max_length: int, task: str, name: str, args) 
     PWWS("openattack").attack(victim, Example(warm, int(victim.get_pred([warm])[0])))
     victim.clear_cache()
     frozen = not model.get_input_embeddings().weight.requires_grad
-    print(f"\n== {name}: {len(sentences)} {task} test sentences, {torch.get_num_threads()} thread(s)")
+    where = torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else f"{torch.get_num_threads()} CPU thread(s)"
+    print(f"\n== {name}: {len(sentences)} {task} test sentences, on {args.device} ({where})")
     if frozen:
         print("readme route as is (frozen word embeddings), first sentence: "
-              + readme_on_frozen_embeddings(model, tokenizer, max_length, sentences[0], labels[0]))
+              + readme_on_frozen_embeddings(model, tokenizer, max_length, sentences[0], labels[0], args.device))
         model.get_input_embeddings().weight.requires_grad_(True)
         print("readme route below: word embeddings made grad-capable (requires_grad_(True); the forward pass is unchanged)")
-    readme = ReadmeRoute(model, tokenizer, max_length)
-    engines = {"fast": PWWS("fast"), "fast-blas": PWWS("fast", onednn=False)}
+    readme = ReadmeRoute(model, tokenizer, max_length, args.device)
+    engines = {"fast": PWWS("fast")}
+    if args.device == "cpu":  # oneDNN against BLAS: a CPU question
+        engines["fast-blas"] = PWWS("fast", onednn=False)
     if not args.quick:
         engines |= {"fast-eager": PWWS("fast", lazy=False), "fast-float64": PWWS("fast", certify=False)}
     engines["openattack"] = PWWS("openattack")
@@ -216,10 +226,12 @@ def bench_victim(model, tokenizer, max_length: int, task: str, name: str, args) 
             if not ok:
                 print(f"   differs: {result.original!r}")
         identical &= all(same) or key == "readme"  # the README route decides in float32: reported, not required
-    return identical
+    ratios = {f"{key}/fast": round(tally.seconds / fast.seconds, 2) for key, tally in tallies.items() if key != "fast"}
+    return identical, {**ratios, "readme identical": sum(all(getattr(r, f) == getattr(q, f) for f in FIELDS)
+                                                          for r, q in zip(fast.results, tallies["readme"].results))}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run", action="append", help="a stored run folder whose best checkpoint is a victim (repeatable; "
                         "default: the demo store's polarity minilm-l6 full and houlsby runs where present)")
@@ -228,7 +240,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (default: 2)")
     parser.add_argument("--quick", action="store_true", help="leave out the fast-eager and fast-float64 variants")
     parser.add_argument("--nltk-data", help="NLTK data tree for OpenAttack (default: $NLTK_DATA, else NLTK's folders)")
-    args = parser.parse_args()
+    parser.add_argument("--device", default="cpu", help="where every set-up's model runs: cpu, cuda, cuda:N (default: cpu)")
+    args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     configure_openattack(args.nltk_data)
     pwws_attacker()  # load WordNet and the tagger before timing
@@ -236,9 +249,10 @@ def main() -> None:
     runs = args.run or [run for run in DEMO_RUNS if Path(run).exists()]
     victims = [load_victim(run, args.model, None) for run in runs] if runs else [
         load_victim(None, args.model, method) for method in ("full", "houlsby")]
-    ok = all([bench_victim(*victim, args) for victim in victims])
+    results = {victim[4]: bench_victim(*victim, args) for victim in victims}
     print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    assert ok, "an engine's results differ from the fast engine's"
+    assert all(ok for ok, _ in results.values()), "an engine's results differ from the fast engine's"
+    return {name: ratios for name, (_, ratios) in results.items()}
 
 
 if __name__ == "__main__":

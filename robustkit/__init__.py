@@ -46,22 +46,24 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY, *_SUBMODULES})
 
 
-def claims(store=None, recipes=None, scale: str = "demo", include_failed: bool = False):
+def claims(store=None, recipes=None, scale: str = "demo", include_failed: bool = False, device: str | None = None):
     """The verdict of each paper claim on the runs behind its figure (see
-    :func:`robustkit.reproduce.claims`): a tidy DataFrame, one row per recipe x claim x cell."""
+    :func:`robustkit.reproduce.claims`): a tidy DataFrame, one row per recipe x claim x cell.
+    ``device``: where the analyses that run a model run it (default: the GPU if there is one)."""
     from robustkit.reproduce import claims as judge
 
-    return judge(store, recipes, scale=scale, include_failed=include_failed)
+    return judge(store, recipes, scale=scale, include_failed=include_failed, device=device)
 
 
-def draw(recipe: str, store=None, scale: str = "demo", verdicts: bool = False, recipes=None):
+def draw(recipe: str, store=None, scale: str = "demo", verdicts: bool = False, recipes=None, device: str | None = None):
     """Recipe ``recipe``'s figure (e.g. ``"han2021/fig2"``) on exactly its runs of ``store``,
     as ``robustkit reproduce`` draws it, without training (see :func:`robustkit.reproduce.draw`;
-    any registered figure on any runs: :func:`robustkit.figures.draw`)."""
+    any registered figure on any runs: :func:`robustkit.figures.draw`). ``device``: where an
+    analysis that runs a model runs it (default: the GPU if there is one)."""
     from robustkit.recipes import RECIPE_DIR
     from robustkit.reproduce import draw as draw_recipe
 
-    return draw_recipe(recipe, store, scale=scale, recipes=recipes or RECIPE_DIR, verdicts=verdicts)
+    return draw_recipe(recipe, store, scale=scale, recipes=recipes or RECIPE_DIR, verdicts=verdicts, device=device)
 
 
 __all__ = ["load_runs", "load_history", "load_gradnorms", "claims", "draw"]

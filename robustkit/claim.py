@@ -616,17 +616,19 @@ def parameters(claim: Claim, figure: str, figure_params: dict) -> tuple[registry
 
 
 def observations(claim: Claim, figure: str, figure_params: dict, store: str | Path, run_ids: list[str],
-                 frames: dict | None = None) -> pd.DataFrame:
+                 frames: dict | None = None, device: str | None = None) -> pd.DataFrame:
     """The claim's per-run observations: its statistic of its analysis's frame, each run's outcome added.
 
     ``frames`` memoizes the analyses' frames within one call of :func:`verdicts` (keyed by
-    analysis and parameters), so the claims of a figure compute its frame once.
+    analysis and parameters), so the claims of a figure compute its frame once. ``device`` is
+    where an analysis that runs a model runs it (default: the GPU if there is one).
     """
     analysis, values, own = parameters(claim, figure, figure_params)
     key = (analysis.name, repr(sorted(values.items())), tuple(run_ids))
     frames = {} if frames is None else frames
     if key not in frames:
-        frames[key] = analysis.run(store, {"run_id": run_ids}, **values, progress=False)
+        options = {"device": device} if any(p.name == "device" for p in analysis.options) else {}
+        frames[key] = analysis.run(store, {"run_id": run_ids}, **values, **options, progress=False)
     from robustkit.analysis.statistics import with_outcome
 
     name = claim.statistic.rpartition(".")[2]
@@ -634,7 +636,7 @@ def observations(claim: Claim, figure: str, figure_params: dict, store: str | Pa
 
 
 def verdicts(store: str | Path, recipes: Sequence, scale: str = "demo", include_failed: bool = False,
-             defaults: dict | None = None) -> pd.DataFrame:
+             defaults: dict | None = None, device: str | None = None) -> pd.DataFrame:
     """Every claim of ``recipes`` judged on the recipe's runs at ``scale`` in ``store``.
 
     Parameters
@@ -643,6 +645,8 @@ def verdicts(store: str | Path, recipes: Sequence, scale: str = "demo", include_
         Recipes with their ``claims`` (e.g. ``[load_recipe("han2021/fig2")]``).
     defaults : dict, optional
         The recipes' ``defaults.toml`` (default: the one next to the project's recipes).
+    device : str, optional
+        Where the analyses that run a model run it (default: the GPU if there is one).
 
     Returns
     -------
@@ -662,7 +666,7 @@ def verdicts(store: str | Path, recipes: Sequence, scale: str = "demo", include_
                                                     f"recipe judges it at {', '.join(claim.scales)} scale")]).assign(recipe=recipe.name))
                 continue
             try:
-                found = observations(claim, recipe.figure, recipe.figure_params(scale), store, run_ids, memo)
+                found = observations(claim, recipe.figure, recipe.figure_params(scale), store, run_ids, memo, device)
                 if claim.final and improving is None:
                     from robustkit.analysis.convergence import still_improving
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from robustkit.errors import RobustkitError, SweepError
 from robustkit.limits import MAX_GRID_RUNS
+from robustkit.precision import DEFAULT_PRECISION, PRECISIONS
 
 
 def _ints(text: str) -> list[int]:
@@ -77,7 +78,7 @@ def _add_yes(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_device(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--device", default=None, help="where runs train: cpu, cuda, cuda:N; default: the GPU if there is one, else the CPU (recorded in the manifest, not part of the run id)")
+    parser.add_argument("--device", default=None, help="where runs train (and, where the verb analyses them, where the analyses run their models): cpu, cuda, cuda:N; default: the GPU if there is one, else the CPU (recorded in the manifest, not part of the run id)")
 
 
 def _method_options(items: list[str]) -> dict[str, str]:
@@ -103,6 +104,7 @@ def _specs_from_args(args) -> list:
         eval_every=args.eval_every, tsp_lr=args.tsp_lr, tsp_batch_size=args.tsp_batch_size,
         tsp_seed=args.tsp_seed, train_size=args.train_size, split_seed=args.split_seed, data_dir=args.data_dir,
         mixout=args.mixout, method_options=_method_options(args.method_option), threads=args.threads,
+        precision=args.precision,
         # the method options that are run-spec fields (--adapter-size, --top-k, ...), where given
         **{name: getattr(args, name) for name in spec_fields() if getattr(args, name) is not None},
     )
@@ -246,6 +248,7 @@ def _add_reproduce_command(commands) -> None:
     reproduce.add_argument("--recipe-dir", help="folder of recipe files; default: the analyses/ folder of this checkout")
     reproduce.add_argument("--jobs", type=int, default=2, help="runs trained at once (local executor); default: 2")
     reproduce.add_argument("--train-only", action="store_true", help="train the runs, draw nothing (plot later, e.g. once cluster jobs are done)")
+    reproduce.add_argument("--plan", action="store_true", help="train nothing: print the distinct runs per recipe and in total (shared runs counted once), those the store holds, the models and tasks to fetch and an estimate of the GPU-hours (robustkit/run_plan.py, from bench/gpu_throughput.toml)")
     _add_cluster_arguments(reproduce, submission_control=False)
     _add_device(reproduce)
     reproduce.set_defaults(func=_cmd_reproduce)
@@ -257,6 +260,16 @@ def _cmd_reproduce(args) -> int:
 
     if bool(args.recipes) == args.all:
         raise RobustkitError("name recipes to reproduce, or pass --all (not both)")
+    if args.plan:
+        from robustkit import run_plan
+        from robustkit.recipes import list_recipes, load_defaults, load_recipe
+        from robustkit.reproduce import default_store
+
+        folder = args.recipe_dir or RECIPE_DIR
+        chosen = [load_recipe(name, folder) for name in (list_recipes(folder) if args.all else args.recipes)]
+        per_recipe, runs = run_plan.plan(chosen, args.scale, args.store or default_store(args.scale), load_defaults(folder))
+        print(run_plan.describe(per_recipe, runs, args.scale))
+        return 0
     results = reproduce(None if args.all else args.recipes, scale=args.scale, store=args.store, figures=args.figures,
                         recipes=args.recipe_dir or RECIPE_DIR, jobs=args.jobs, device=args.device,
                         executor=args.executor, slurm_options=_slurm_options(args), train_only=args.train_only)
@@ -277,6 +290,7 @@ def _add_claims_command(commands) -> None:
     claims.add_argument("--recipe-dir", help="folder of recipe files; default: the analyses/ folder of this checkout")
     claims.add_argument("--include-failed", action="store_true", help="keep collapsed and diverged runs in the tests")
     claims.add_argument("-o", "--output", help="write every row (per claim and cell) to this file (.csv, else parquet)")
+    claims.add_argument("--device", help="where the analyses that run a model run it: cpu, cuda, cuda:N; default: the GPU if there is one (not part of any cache key)")
     claims.add_argument("--plan", action="store_true", help="needs no runs: per claim and cell, the runs per group its recipe trains at each scale, the smallest p its test can reach, the smallest effect it detects with 80%% power and its power at the effect the paper reports (robustkit.decidability)")
     claims.add_argument("--markdown", action="store_true", help="with --plan: print the summary per claim that analyses/README.md shows, as markdown")
     claims.set_defaults(func=_cmd_claims)
@@ -321,7 +335,7 @@ def _cmd_claims(args) -> int:
     if args.markdown:
         raise RobustkitError("--markdown prints the plan's summary: use it with --plan")
     table = claims(args.store, args.recipes or None, scale=args.scale or "demo", recipes=args.recipe_dir or RECIPE_DIR,
-                   include_failed=args.include_failed)
+                   include_failed=args.include_failed, device=args.device)
     overall = table.groupby(["recipe", "claim"], sort=False).tail(1)
     shown = overall[["recipe", "claim", "verdict", "n_a", "n_b", "n_failed", "effect_name", "effect", "ci_low", "ci_high", "p_value", "reason"]]
     with pd.option_context("display.max_colwidth", 90, "display.width", 250, "display.float_format", "{:.3g}".format):
@@ -449,6 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--store", required=True, help="run store folder (created if missing)")
     train.add_argument("--jobs", type=int, default=1, help="runs trained at once (worker processes); default: 1")
     _add_yes(train)
+    train.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION, help="bf16: every forward pass under bfloat16 autocast (weights and checkpoints stay float32); part of the run id; default: fp32")
     train.add_argument("--threads", type=int, default=1, help="torch CPU threads each run trains with, whatever --jobs is; part of the run id, since a CPU run's bytes depend on it; default: 1")
     _add_device(train)
     train.set_defaults(func=_cmd_train)

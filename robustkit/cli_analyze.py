@@ -52,7 +52,7 @@ def _plot(args) -> int:
     from robustkit.plots.style import save_pdf
 
     figure = figures.get(args.figure)
-    params = {p.name: getattr(args, p.name) for p in figure.parameters}
+    params = {p.name: getattr(args, p.name) for p in (*figure.parameters, *figure.options)}
     fig = figure.draw(args.store, args.select, subtitle=args.subtitle, footer=args.footer, **params)
     print(f"wrote {save_pdf(fig, args.output)}")
     return 0
@@ -85,7 +85,7 @@ def add_plot_commands(commands) -> None:
         # paper's claim with its verdict
         parser.add_argument("--subtitle", help="a second title line, e.g. 'minilm-l6 on rt, stand-in for BERT-base on SST-2'")
         parser.add_argument("--footer", help="text under the figure, wrapped to its width; '\\n' separates paragraphs (e.g. the claim and its verdict)")
-        for param in figure.parameters:
+        for param in (*figure.parameters, *figure.options):  # options: the analysis's (--device, ...)
             add_param(parser, param)
         parser.set_defaults(func=_plot)
 

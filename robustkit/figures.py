@@ -100,22 +100,45 @@ class Figure:
         """The analysis's parameters out of resolved figure ``values``: what its cache entry is keyed by."""
         return {p.name: values[p.name] for p in self.source().params}
 
-    def data(self, store: str | Path, select: dict | list[str] | None = None, progress: bool = True, **params: Any) -> Any:
-        """The figure's data: its analysis's frame of the selected runs of ``store``."""
-        values = self.resolve(**params)
-        return self.source().run(store, select, **self.analysis_values(values), progress=progress)
+    @property
+    def options(self) -> tuple[Param, ...]:
+        """Its analysis's run-time options (device, threads, ...): how the data is computed, not
+        what it is; never part of a cache key, and not figure parameters."""
+        return self.source().options
+
+    def _frame(self, store: str | Path, select, params: dict[str, Any], device: str | None,
+               progress: bool = True) -> tuple[dict[str, Any], Any]:
+        """The resolved figure parameters of ``params`` and the analysis's frame, computed with
+        the analysis options among ``params`` and ``device`` (where the analysis runs a model)."""
+        names = {p.name for p in self.options}
+        options = {k: v for k, v in params.items() if k in names}
+        if device is not None and "device" in names:
+            options["device"] = device
+        values = self.resolve(**{k: v for k, v in params.items() if k not in names})
+        return values, self.source().run(store, select, **self.analysis_values(values), **options, progress=progress)
+
+    def data(self, store: str | Path, select: dict | list[str] | None = None, progress: bool = True,
+             device: str | None = None, **params: Any) -> Any:
+        """The figure's data: its analysis's frame of the selected runs of ``store``.
+
+        ``device`` (``cpu``, ``cuda``; default: the GPU if there is one) is where an analysis that
+        runs a model runs it; the others load none and ignore it. ``params`` may hold the
+        analysis's other options (:attr:`options`).
+        """
+        return self._frame(store, select, params, device, progress)[1]
 
     def draw(self, store: str | Path, select: dict | list[str] | None = None, subtitle: str | None = None,
-             footer: str | None = None, **params: Any):
+             footer: str | None = None, device: str | None = None, **params: Any):
         """The figure (a matplotlib Figure) of the selected runs of ``store``.
 
         ``subtitle`` is a second title line (e.g. the model and task used), ``footer`` text
-        under the figure (e.g. the paper's claim and its verdict).
+        under the figure (e.g. the paper's claim and its verdict); ``device`` and the analysis's
+        options as in :meth:`data`.
         """
         from robustkit.plots.style import decorate
 
-        values = self.resolve(**params)
-        result = self.shown(self.source().run(store, select, **self.analysis_values(values)), store, select, **values)
+        values, frame = self._frame(store, select, params, device)
+        result = self.shown(frame, store, select, **values)
         plot = load(self.plot)
         fig = call(plot, (), {**values, **result}) if isinstance(result, dict) else call(plot, (result,), values)
         return decorate(fig, subtitle=subtitle, footer=footer)
@@ -154,15 +177,16 @@ def get(name: str) -> Figure:
     return FIGURES[name]
 
 
-def data(name: str, store: str | Path, select: dict | list[str] | None = None, **params: Any) -> Any:
+def data(name: str, store: str | Path, select: dict | list[str] | None = None, device: str | None = None,
+         **params: Any) -> Any:
     """The data behind figure ``name`` (see :meth:`Figure.data`)."""
-    return get(name).data(store, select, **params)
+    return get(name).data(store, select, device=device, **params)
 
 
 def draw(name: str, store: str | Path, select: dict | list[str] | None = None, subtitle: str | None = None,
-         footer: str | None = None, **params: Any):
+         footer: str | None = None, device: str | None = None, **params: Any):
     """Figure ``name`` of the selected runs of ``store`` (see :meth:`Figure.draw`)."""
-    return get(name).draw(store, select, subtitle=subtitle, footer=footer, **params)
+    return get(name).draw(store, select, subtitle=subtitle, footer=footer, device=device, **params)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ what produced it."""
 from __future__ import annotations
 
 import platform
+import time
 from importlib import metadata as importlib_metadata
 
 PACKAGES = ("torch", "transformers", "adapters", "datasets", "numpy", "pandas", "safetensors", "robustkit")
@@ -27,3 +28,29 @@ def asset_hashes(*names: str) -> dict[str, dict[str, str]]:
     from robustkit.assets import ASSETS
 
     return {name: dict(ASSETS[name].files) for name in names if name in ASSETS}
+
+
+def computed_on(device: str | None = None) -> dict[str, str]:
+    """Where an analysis computes a result (recorded with the cached frame, never in its key).
+
+    Parameters
+    ----------
+    device : str, optional
+        As the analyses take it (``cpu``, ``cuda``, ``cuda:1``; None: the GPU if there is one).
+
+    Returns
+    -------
+    dict
+        ``device`` (resolved, with its index: ``cuda:0``, ``cpu``), ``device_name`` (the GPU's
+        name; the CPU's architecture), ``torch`` (version) and ``computed`` (local time, ISO 8601).
+    """
+    import torch
+
+    from robustkit.evaluate import resolve_device
+
+    resolved = resolve_device(device)
+    if resolved.type == "cuda" and resolved.index is None:
+        resolved = torch.device("cuda", torch.cuda.current_device())
+    name = torch.cuda.get_device_name(resolved) if resolved.type == "cuda" else platform.machine()
+    return {"device": str(resolved), "device_name": name, "torch": torch.__version__,
+            "computed": time.strftime("%Y-%m-%dT%H:%M:%S%z")}

@@ -58,7 +58,8 @@ def reproduce(
     figures : path
         Folder the PDFs are written to.
     jobs, device, executor, slurm_options
-        As in :func:`robustkit.sweep.run_sweep`.
+        As in :func:`robustkit.sweep.run_sweep`; ``device`` is also where the analyses that run a
+        model run it.
     train_only : bool
         Stop after training (e.g. to plot later, once cluster jobs are done).
 
@@ -85,10 +86,10 @@ def reproduce(
                "failed_runs": len(failed.intersection(run_ids)), "pdf": None, "seconds": 0.0, "error": None, "verdicts": ""}
         if not train_only:
             started = time.perf_counter()
-            verdicts = claim.verdicts(store, [recipe], scale, defaults=defaults)
+            verdicts = claim.verdicts(store, [recipe], scale, defaults=defaults, device=device)
             judged.append(verdicts)
             row.update(_draw(recipe, scale, store, run_ids, Path(figures) / recipe.output,
-                             subtitle(recipe, scale, defaults), footer(recipe, verdicts)),
+                             subtitle(recipe, scale, defaults), footer(recipe, verdicts), device),
                        verdicts=claim.summary_line(verdicts))
             row["seconds"] = time.perf_counter() - started  # claims and figure together
             tqdm.write(f"{recipe.name}: " + (f"figure failed: {row['error']}" if row["error"] else "drawn") +
@@ -112,6 +113,7 @@ def claims(
     scale: str = "demo",
     recipes: str | Path = RECIPE_DIR,
     include_failed: bool = False,
+    device: str | None = None,
 ) -> pd.DataFrame:
     """The verdict of every claim of the named recipes on their runs (nothing is trained).
 
@@ -125,6 +127,8 @@ def claims(
         Whose runs: ``demo`` or ``paper``.
     include_failed : bool
         Keep collapsed and diverged runs in the tests.
+    device : str, optional
+        Where the analyses that run a model run it (default: the GPU if there is one).
 
     Returns
     -------
@@ -134,7 +138,7 @@ def claims(
     """
     chosen = [load_recipe(name, recipes) for name in (names or list_recipes(recipes))]
     store = Path(store) if store is not None else default_store(scale)
-    return claim.verdicts(store, chosen, scale, include_failed, defaults=load_defaults(recipes))
+    return claim.verdicts(store, chosen, scale, include_failed, defaults=load_defaults(recipes), device=device)
 
 
 def subtitle(recipe: Recipe, scale: str, defaults: dict | None = None) -> str:
@@ -350,7 +354,7 @@ def _paper_label(name: str) -> str:
 
 
 def draw(name: str, store: str | Path | None = None, scale: str = "demo", recipes: str | Path = RECIPE_DIR,
-         verdicts: bool = False):
+         verdicts: bool = False, device: str | None = None):
     """Recipe ``name``'s figure (a matplotlib Figure) on exactly its runs of ``store``, as
     ``robustkit reproduce`` draws it, without training anything: for notebooks,
     ``robustkit.draw("han2021/fig2", "runs/demo")``.
@@ -361,14 +365,16 @@ def draw(name: str, store: str | Path | None = None, scale: str = "demo", recipe
         Run store; default ``runs/<scale>``.
     verdicts : bool
         Also judge the recipe's claims and print their verdicts under the figure.
+    device : str, optional
+        Where an analysis that runs a model runs it (default: the GPU if there is one).
     """
     recipe = load_recipe(name, recipes)
     store = Path(store) if store is not None else default_store(scale)
     defaults = load_defaults(recipes)
     run_ids = [spec.run_id for spec in recipe.specs(scale, defaults)]
-    text = footer(recipe, claim.verdicts(store, [recipe], scale, defaults=defaults)) if verdicts else None
+    text = footer(recipe, claim.verdicts(store, [recipe], scale, defaults=defaults, device=device)) if verdicts else None
     fig = registry.draw(recipe.figure, store, [f"run_id={','.join(run_ids)}"], subtitle=subtitle(recipe, scale, defaults),
-                        footer=text, **recipe.figure_params(scale))
+                        footer=text, device=device, **recipe.figure_params(scale))
     return _titled(fig, recipe)
 
 
@@ -383,7 +389,7 @@ def _titled(fig, recipe: Recipe):
 
 
 def _draw(recipe: Recipe, scale: str, store: Path, run_ids: list[str], output: Path, subtitle_text: str,
-          footer_text: str) -> dict:
+          footer_text: str, device: str | None = None) -> dict:
     """Render one recipe's figure on exactly its runs to ``output``; a failure is reported, not
     raised, so one broken figure does not cost the others."""
     from robustkit.plots.style import save_pdf
@@ -391,7 +397,7 @@ def _draw(recipe: Recipe, scale: str, store: Path, run_ids: list[str], output: P
     started = time.perf_counter()
     try:
         fig = registry.draw(recipe.figure, store, [f"run_id={','.join(run_ids)}"], subtitle=subtitle_text,
-                            footer=footer_text, **recipe.figure_params(scale))
+                            footer=footer_text, device=device, **recipe.figure_params(scale))
         save_pdf(_titled(fig, recipe), output)
     except Exception as error:  # noqa: BLE001 - reported per recipe
         return {"error": f"{type(error).__name__}: {error}", "seconds": time.perf_counter() - started}

@@ -18,6 +18,7 @@ from torch import nn
 from robustkit import models
 from robustkit.errors import StoreError
 from robustkit.methods.registry import options_of
+from robustkit.precision import autocast_forward
 from robustkit.spec import ResolvedRunSpec, RunSpec, TspSpec
 from robustkit.store.checkpoints import load_checkpoint
 from robustkit.store.manifest import read_spec
@@ -32,6 +33,7 @@ def build_classifier(spec: RunSpec, num_labels: int) -> tuple[nn.Module, list[st
     Returns
     -------
     model : nn.Module
+        Its forward passes under bfloat16 autocast for a ``bf16`` run (:mod:`robustkit.precision`).
     trainable : list of str
         Names of the parameters the method trains.
     fingerprint : str
@@ -42,7 +44,8 @@ def build_classifier(spec: RunSpec, num_labels: int) -> tuple[nn.Module, list[st
     fingerprint = models.fingerprint(model)
     torch.manual_seed(spec.seed)  # adapter init (and its re-init with adapter_init_std)
     method, options = options_of(spec)
-    return model, method.adapt(model, options), fingerprint
+    trainable = method.adapt(model, options)
+    return autocast_forward(model, spec.precision), trainable, fingerprint
 
 
 def build_masked_lm(spec: TspSpec) -> tuple[nn.Module, list[str], str, list[str]]:
@@ -51,7 +54,8 @@ def build_masked_lm(spec: TspSpec) -> tuple[nn.Module, list[str], str, list[str]
     fingerprint = models.fingerprint(model)
     torch.manual_seed(spec.seed)
     method, options = options_of(spec)
-    return model, method.adapt(model, options), fingerprint, initialised
+    trainable = method.adapt(model, options)
+    return autocast_forward(model, spec.precision), trainable, fingerprint, initialised
 
 
 def trainable_state(model: nn.Module, names: list[str]) -> dict[str, torch.Tensor]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from robustkit.errors import RobustkitError
 from robustkit.methods.registry import METHOD_NAMES, given_options, spec_fields, split_method
+from robustkit.precision import DEFAULT_PRECISION, PRECISIONS
 
 __all__ = ["METHOD_NAMES", "RunSpec", "ResolvedRunSpec", "TspSpec", "SpecError", "SPEC_FIELDS", "SPEC_DEFAULTS"]
 
@@ -68,6 +69,7 @@ class TspSpec:
     data_fingerprint: str | None = None
     method_options: tuple = ()
     threads: int = 1
+    precision: str = "fp32"
 
     def __post_init__(self):
         object.__setattr__(self, "method_options", option_pairs(self.method_options))
@@ -114,6 +116,10 @@ class RunSpec:
         so it is part of the run's identity and fixed per run, whatever ``--jobs`` is: a sweep
         with ``--jobs 1`` and one with ``--jobs 2`` train the same bytes. Its TSP run trains
         with the same count.
+    precision : str
+        ``fp32`` or ``bf16``: every forward pass of the run (training, its evaluations, the
+        analyses that load it) under bfloat16 autocast, weights and checkpoints float32
+        (:mod:`robustkit.precision`). Part of the run's identity; its TSP run uses it too.
     data_fingerprint : str or None
         What data the run trains on (:func:`robustkit.tasks.data_fingerprint`), filled in by
         :meth:`resolved`: None for the data every run had before ids included it (an embedded
@@ -150,6 +156,7 @@ class RunSpec:
     data_fingerprint: str | None = None
     method_options: tuple = ()
     threads: int = 1
+    precision: str = "fp32"
 
     def __post_init__(self):
         object.__setattr__(self, "method_options", option_pairs(self.method_options))
@@ -202,6 +209,8 @@ class RunSpec:
         for name, (low, high) in INT_BOUNDS.items():  # None: the method's default (optional fields)
             if getattr(self, name) is not None or name not in _OPTIONAL_INTS:
                 _check(name, getattr(self, name), int, minimum=low, maximum=high)
+        if self.precision not in PRECISIONS:
+            raise SpecError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         # learning rates and init std: finite and > 0 (0 trains nothing, inf trains NaN from step 2)
         for name in ("lr", "tsp_lr", "adapter_init_std"):
             if getattr(self, name) is not None:
@@ -272,6 +281,7 @@ class ResolvedRunSpec(RunSpec):
             data_fingerprint=self.data_fingerprint,
             method_options=self.method_options,
             threads=self.threads,
+            precision=self.precision,
         )
 
 
@@ -329,8 +339,9 @@ def _safe(model: str) -> str:
 # of ``make demo`` on 2 cores); a run trained before the field existed with more threads cannot be
 # told apart by its id, and its manifest has no ``threads``: resuming one is refused (see
 # robustkit.train.loop).
+# ``precision`` fp32 is what every run trained before bf16 autocast existed.
 _ADDED_FIELDS = {"top_k": None, "adapter_init_std": None, "adapter_sharing": "none", "mixout": 0.0,
-                 "data_fingerprint": None, "method_options": (), "threads": 1}
+                 "data_fingerprint": None, "method_options": (), "threads": 1, "precision": DEFAULT_PRECISION}
 
 
 def _digest(spec) -> str:

@@ -8,7 +8,24 @@ from pathlib import Path
 
 import pytest
 
+import robustkit.attacks  # noqa: F401  (before any test module imports OpenAttack: its 3.12+ shim)
 from robustkit.spec import RunSpec
+
+
+def pytest_collection_modifyitems(config, items):
+    """Skip the tests marked ``gpu`` where torch sees no CUDA device, saying why (a skip is never a
+    pass: `pytest -m gpu` on a machine without one reports them all skipped)."""
+    gpu = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu:
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    built = f"built for CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
+    skip = pytest.mark.skip(reason=f"needs a CUDA GPU: torch {torch.__version__} ({built}) sees none")
+    for item in gpu:
+        item.add_marker(skip)
 
 
 @pytest.fixture(scope="session", autouse=True)

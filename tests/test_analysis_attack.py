@@ -102,6 +102,25 @@ def test_a_registered_attack_runs_through_the_analysis(attack_store, fake):
     assert len(fake.calls) == 2 * N and len(_cache_files(attack_store, "fake")) == 2  # the seed is in the key
 
 
+def test_the_victims_device_is_recorded_not_keyed(attack_store, fake):
+    """As the registry runs it (inside collect_provenance; the registry's attacker choices do not
+    hold the fake one)."""
+    from robustkit.analysis.each_run import collect_provenance
+
+    def run(device, seed=8):
+        with collect_provenance() as provenance:
+            attack.run_attackers(attack_store, ["method=full"], attackers=["fake"], n=N, seed=seed, query_budget=None,
+                                 checkpoint="best", attack_options=[], device=device, progress=False)
+        return provenance
+
+    first = run("cpu")
+    ((key, record),) = first.items()
+    assert key.endswith("/fake") and key.startswith("rt-full-") and record == {"device": "cpu"}
+    assert run(None) == first and len(fake.calls) == N  # the same cache file, nothing attacked again
+    with pytest.raises(RuntimeError, match="nonsense"):  # the device reaches the victim
+        run("nonsense", seed=9)
+
+
 def test_interrupted_attack_resumes_without_repeating(attack_store, fake):
     fake.fail_at = 3
     with pytest.raises(KeyboardInterrupt):

@@ -56,6 +56,7 @@ from robustkit.errors import RobustkitError
 from robustkit.evaluate import EVAL_BATCH_SIZE, MetricAccumulator, evaluate, model_inputs, split_batches
 from robustkit.methods import ADAPTER_NAME, get_method
 from robustkit.methods.model_parts import describe
+from robustkit.provenance import computed_on
 from robustkit.run_model import load_run
 from robustkit.store.tables import IDENTITY
 
@@ -447,7 +448,7 @@ def run(
     """
     params = {"checkpoint": checkpoint, "split": "validation", "batch_size": EVAL_BATCH_SIZE, "version": _VERSION}
     frame = each_run(_adapter_runs(select_runs(store, select)), ANALYSIS, params, [checkpoint],
-                     lambda row: ablation_run(row["path"], checkpoint, progress, device))
+                     lambda row: ablation_run(row["path"], checkpoint, progress, device), provenance=computed_on(device))
     return frame.assign(checkpoint=checkpoint)[COLUMNS]
 
 

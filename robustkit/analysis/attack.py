@@ -39,9 +39,10 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from robustkit import attacks
-from robustkit.analysis.each_run import cache_path, each_run
+from robustkit.analysis.each_run import cache_path, each_run, record_provenance
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
+from robustkit.provenance import computed_on
 from robustkit.store.atomic import atomic_write_bytes
 from robustkit.store.tables import IDENTITY
 
@@ -90,6 +91,7 @@ def attack_run(
     checkpoint: str = "best",
     progress: bool = True,
     path: str | Path | None = None,
+    device: str | None = None,
     **options: Any,
 ) -> pd.DataFrame:
     """Attack one run's checkpoint on a sample of its test split; resumable.
@@ -105,6 +107,10 @@ def attack_run(
     path : path, optional
         The per-example results file (JSON lines, appended as examples finish); default: the
         run's cache file for these parameters (:func:`robustkit.analysis.each_run.cache_path`).
+    device : str, optional
+        Where the victim runs (default: the GPU if there is one). Not part of the cache key:
+        the engines' decisions are certified on any device's float32 kernels (see
+        :mod:`robustkit.attacks.pwws`); each example's record keeps the device it ran on.
 
     Returns
     -------
@@ -131,8 +137,13 @@ def attack_run(
     examples = sample_examples(run_dir, n, seed)
     todo = examples[~examples["example"].isin(done)]
     if len(todo):
-        _attack_examples(run_dir, todo, path, attack, query_budget, checkpoint, progress)
-    rows = pd.DataFrame(_records(path), columns=EXAMPLE_COLUMNS)
+        _attack_examples(run_dir, todo, path, attack, query_budget, checkpoint, progress, device)
+    records = _records(path)
+    # where the examples ran (more than one device where an attack resumed elsewhere); none
+    # recorded in lines from before the device was
+    devices = sorted({r["device"] for r in records if r.get("device")})
+    record_provenance(f"{run_dir.name}/{attacker}", {"device": ",".join(devices)} if devices else {})
+    rows = pd.DataFrame(records, columns=EXAMPLE_COLUMNS)
     rows["attacker"] = attacker  # rows written before the column existed have none
     return rows.sort_values("example").reset_index(drop=True)
 
@@ -142,7 +153,8 @@ def _read_done(path: Path) -> set[int]:
 
 
 def _records(path: Path) -> list[dict]:
-    """The intact lines of a cache file, in order: JSON objects of known columns whose
+    """The intact lines of a cache file, in order: JSON objects of known columns (and the
+    ``device`` the example ran on, provenance, not a column) whose
     :data:`LINE_SHA256` matches (lines written before lines were hashed have none: taken as they
     are). A line cut short by a kill or changed on disk is left out: its example is attacked again."""
     if not path.exists():
@@ -156,7 +168,7 @@ def _records(path: Path) -> list[dict]:
         if not isinstance(record, dict) or "example" not in record:
             continue
         recorded = record.pop(LINE_SHA256, None)
-        if set(record) - set(EXAMPLE_COLUMNS) or (recorded is not None and recorded != _line_sha256(record)):
+        if set(record) - set(EXAMPLE_COLUMNS) - {"device"} or (recorded is not None and recorded != _line_sha256(record)):
             continue
         records.append(record)
     return records
@@ -167,14 +179,15 @@ def _line_sha256(record: dict) -> str:
 
 
 def _attack_examples(run_dir: Path, todo: pd.DataFrame, path: Path, attack: attacks.Attack, query_budget: int | None,
-                     checkpoint: str, progress: bool) -> None:
+                     checkpoint: str, progress: bool, device: str | None = None) -> None:
     from robustkit.attacks.offline import configure_openattack
     from robustkit.attacks.victim import Victim
     from robustkit.models import load_tokenizer
     from robustkit.run_model import load_run
 
     configure_openattack()
-    run = load_run(run_dir, checkpoint, "cpu")  # the victim scores on the CPU
+    run = load_run(run_dir, checkpoint, device)
+    where = computed_on(device)["device"]
     victim = Victim(run.model, load_tokenizer(run.spec.model), max_length=run.spec.max_length)
     _keep_intact_lines(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -191,7 +204,7 @@ def _attack_examples(run_dir: Path, todo: pd.DataFrame, path: Path, attack: atta
                 "success": bool(result.success), "queries": int(result.queries),
                 "forward_passes": None if result.forward_passes is None else int(result.forward_passes),
                 "modified_words": int(result.modified_words), "words": int(result.words),
-                "seconds": time.perf_counter() - started,
+                "seconds": time.perf_counter() - started, "device": where,
             }
             out.write(json.dumps({**record, LINE_SHA256: _line_sha256(record)}) + "\n")
             out.flush()
@@ -215,6 +228,7 @@ def run(
     query_budget: int | None = None,
     checkpoint: str = "best",
     progress: bool = True,
+    device: str | None = None,
     **options: Any,
 ) -> pd.DataFrame:
     """Attack every selected run; per-example results with the runs' identity columns.
@@ -238,6 +252,8 @@ def run(
         Victim queries allowed per example; past it the attack counts as failed.
     checkpoint : str
         Which checkpoint of each run is attacked (default ``best``).
+    device : str, optional
+        Where the victims run (default: the GPU if there is one); not part of the cache key.
 
     Returns
     -------
@@ -249,7 +265,7 @@ def run(
 
     def compute(row: pd.Series, path: Path) -> pd.DataFrame:
         return attack_run(row["path"], n=n, seed=seed, attacker=attacker, query_budget=query_budget,
-                          checkpoint=checkpoint, progress=progress, path=path, **options)
+                          checkpoint=checkpoint, progress=progress, path=path, device=device, **options)
 
     return each_run(select_runs(store, select), ANALYSIS, params, [checkpoint], compute, resumable=True, label=attacker)
 
@@ -311,6 +327,7 @@ def run_attackers(
     checkpoint: str,
     attack_options: Sequence[str],
     threads: int | None = None,
+    device: str | None = None,
     progress: bool = True,
 ) -> pd.DataFrame:
     """:func:`run` of each attacker on the same runs and examples, as one frame (its ``attacker``
@@ -323,6 +340,9 @@ def run_attackers(
         to the attackers that take it; one that no chosen attacker takes is an error.
     threads : int, optional
         torch CPU threads (changes the speed, never the results).
+    device : str, optional
+        Where the victims run (default: the GPU if there is one; changes the speed, never the
+        results).
     """
     if not attackers:
         raise RobustkitError("no attackers given")
@@ -339,7 +359,7 @@ def run_attackers(
 
         torch.set_num_threads(threads)
     frames = [run(store, select, n=n, seed=seed, attacker=a, query_budget=query_budget, checkpoint=checkpoint,
-                  progress=progress, **taken[a]) for a in attackers]
+                  progress=progress, device=device, **taken[a]) for a in attackers]
     return pd.concat(frames, ignore_index=True)
 
 

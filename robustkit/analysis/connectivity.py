@@ -38,13 +38,13 @@ import torch
 from tqdm.auto import tqdm
 
 from robustkit.analysis.batches import sampled_batches
-from robustkit.analysis.cache import read_frame, write_frame
-from robustkit.analysis.each_run import cache_path, warn_damaged
+from robustkit.analysis.each_run import cache_path, read_cached, warn_damaged, write_cached
 from robustkit.analysis.landscape import interpolate, parse_alphas
 from robustkit.analysis.pooling import setting_columns
 from robustkit.analysis.select import select_runs, with_identity
 from robustkit.errors import DamagedRunError, RobustkitError
 from robustkit.evaluate import EVAL_BATCH_SIZE, resolve_device
+from robustkit.provenance import computed_on
 from robustkit.run_model import load_run
 from robustkit.store.manifest import read_manifest, read_spec
 from robustkit.store.tables import IDENTITY
@@ -186,19 +186,20 @@ def run(
         raise RobustkitError("no pair of selected runs differs only in its seed: select at least two seeds of a configuration")
     params = {"version": VERSION, "alphas": grid.tolist(), "split": split, "examples": examples, "seed": seed,
               "batch_size": EVAL_BATCH_SIZE}
-    frames, damaged = [], []
+    frames, damaged, provenance = [], [], computed_on(device)
     for a, b in tqdm(pairs, desc="connectivity", unit="pair", disable=not progress):
         other = read_manifest(Path(b["path"]))["checkpoints"].get(checkpoint, {}).get("files")
         path = cache_path(a["path"], ANALYSIS, {**params, "other": b["run_id"], "other_files": other}, [checkpoint],
                           label=b["run_id"])
-        frame = read_frame(path)
+        pair = f"{a['run_id']}+{b['run_id']}"
+        frame = read_cached(path, pair)
         if frame is None:
             try:
                 frame = pair_line(a["path"], b["path"], checkpoint, grid, split, examples, seed, device)
             except DamagedRunError as error:  # the pair is left out, the others are measured
                 damaged.append(f"{error.run} (pair {a['run_id']} / {b['run_id']}): {error.problem}")
                 continue
-            write_frame(path, frame)
+            write_cached(path, frame, pair, provenance)
         frames.append(with_identity(frame, a).assign(run_id_b=b["run_id"], seed_b=b["seed"]))
     if damaged:
         warn_damaged(damaged, ANALYSIS, Path(store))

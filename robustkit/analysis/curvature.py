@@ -61,6 +61,7 @@ from robustkit.measures.hessian import (
 from robustkit.layer_names import layer_group
 from robustkit.masked_lm import masked_lm_loss
 from robustkit.methods.model_parts import layer_groups
+from robustkit.provenance import computed_on
 from robustkit.run_model import build_masked_lm, load_run, load_tensors
 from robustkit.store.checkpoints import load_checkpoint
 from robustkit.store.manifest import read_manifest, read_spec
@@ -398,7 +399,8 @@ def run(
                 frames += _tsp_frames(runs, params, options, bar)
                 continue
             frame = each_run(runs, ANALYSIS, params, [checkpoint],
-                             lambda row: curvature_run(row["path"], checkpoint, **options), on_done=bar.update)
+                             lambda row: curvature_run(row["path"], checkpoint, **options), on_done=bar.update,
+                             provenance=computed_on(device))
             frames.append(frame.assign(checkpoint=checkpoint))
     frames = [f for f in frames if not f.empty]
     if not frames:
@@ -417,7 +419,8 @@ def _tsp_frames(runs: pd.DataFrame, params: dict, options: dict, bar) -> list[pd
         run_dir = Path(row["path"].iloc[0])
         files = read_manifest(tsp_run_dir(run_dir))["checkpoints"][f"tsp-{int(row['tsp_step'].iloc[0])}"]["files"]
         frame = each_run(row, ANALYSIS, {**params, "loss": "masked-lm", "tsp_files": files}, ["step-0"],
-                         lambda r: tsp_curvature_run(r["path"], **options), on_done=bar.update)
+                         lambda r: tsp_curvature_run(r["path"], **options), on_done=bar.update,
+                         provenance=computed_on(options["device"]))
         frames.append(frame.assign(checkpoint="tsp"))
     return frames
 

@@ -18,12 +18,23 @@ module does the rest, the same way for every analysis:
 A *resumable* analysis (an attack, example by example) appends to its own cache file as it goes
 (JSON lines): it receives the file's path and returns the run's whole result, so a killed
 analysis resumes where it stopped.
+
+Provenance
+    How a result was computed but not what it is (the device, torch's version) is kept out of the
+    key: a frame computed on the GPU is the one a CPU call gets back. It is recorded instead with
+    the cached frame (``frame.attrs["provenance"]``, which parquet keeps in the file's metadata)
+    and gathered per run by :func:`collect_provenance`, which
+    :meth:`robustkit.analysis.registry.Analysis.run` wraps around every analysis: its frame's
+    ``attrs["provenance"]`` maps each run to where its result was computed (``{}`` for a file
+    cached before provenance was recorded).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -45,6 +56,45 @@ def cache_path(run_dir: str | Path, analysis: str, params: dict, checkpoints: Se
     return run_dir.parent / CACHE_DIR / analysis / f"{name}{suffix}"
 
 
+# The runs' provenance gathered by the innermost collect_provenance() block; None outside one.
+_COLLECTED: contextvars.ContextVar[dict | None] = contextvars.ContextVar("provenance", default=None)
+
+
+@contextlib.contextmanager
+def collect_provenance() -> Iterator[dict[str, dict]]:
+    """A dict that fills, inside the block, with ``{run (or pair) id: provenance}`` of every
+    result :func:`each_run` (or :func:`record_provenance`) returns."""
+    collected: dict[str, dict] = {}
+    token = _COLLECTED.set(collected)
+    try:
+        yield collected
+    finally:
+        _COLLECTED.reset(token)
+
+
+def record_provenance(key: str, provenance: dict) -> None:
+    """Add one result's provenance to the enclosing :func:`collect_provenance` (if any)."""
+    collected = _COLLECTED.get()
+    if collected is not None:
+        collected[key] = dict(provenance)
+
+
+def read_cached(path: Path, key: str) -> pd.DataFrame | None:
+    """A cached result (:func:`robustkit.analysis.cache.read_frame`: None where there is none, or
+    it fails its sha256), its provenance recorded (:func:`record_provenance`)."""
+    frame = read_frame(path)
+    if frame is not None:
+        record_provenance(key, frame.attrs.get("provenance", {}))
+    return frame
+
+
+def write_cached(path: Path, frame: pd.DataFrame, key: str, provenance: dict | None) -> None:
+    """Cache a result with its provenance (in the parquet file's metadata) and record it."""
+    frame.attrs["provenance"] = dict(provenance or {})
+    write_frame(path, frame)
+    record_provenance(key, frame.attrs["provenance"])
+
+
 def each_run(
     runs: pd.DataFrame,
     analysis: str,
@@ -54,6 +104,7 @@ def each_run(
     resumable: bool = False,
     on_done: Callable[[], None] | None = None,
     label: str | None = None,
+    provenance: dict | None = None,
 ) -> pd.DataFrame:
     """``compute`` for every run of ``runs``, cached, with the runs' identity columns.
 
@@ -77,6 +128,9 @@ def each_run(
         Called after each run (e.g. a progress bar's update).
     label : str, optional
         A readable part of the cache file names (:func:`cache_path`).
+    provenance : dict, optional
+        How a result computed now is computed (:func:`robustkit.provenance.computed_on`: the
+        device...), stored with it; a resumable analysis records its own.
 
     Returns
     -------
@@ -90,10 +144,10 @@ def each_run(
                 frame = compute(row, cache_path(row["path"], analysis, params, checkpoints, ".jsonl", label))
             else:
                 path = cache_path(row["path"], analysis, params, checkpoints, label=label)
-                frame = read_frame(path)
+                frame = read_cached(path, row["run_id"])
                 if frame is None:
                     frame = compute(row)
-                    write_frame(path, frame)
+                    write_cached(path, frame, row["run_id"], provenance)
         except DamagedRunError as error:
             damaged.append(f"{row['run_id']}: {error.problem}")
             continue

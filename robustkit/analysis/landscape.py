@@ -32,6 +32,7 @@ from robustkit.analysis.each_run import each_run
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError, StoreError
 from robustkit.evaluate import EVAL_BATCH_SIZE, evaluate, split_batches
+from robustkit.provenance import computed_on
 from robustkit.run_model import load_run
 from robustkit.store.tables import IDENTITY
 
@@ -263,7 +264,8 @@ def run(
     splits = _checked_splits(splits)
     params = {"alphas": grid.tolist(), "splits": list(splits), "checkpoint": checkpoint, "batch_size": EVAL_BATCH_SIZE}
     frame = each_run(select_runs(store, select), ANALYSIS, params, ["step-0", checkpoint],
-                     lambda row: landscape_run(row["path"], grid, splits, checkpoint, progress, device))
+                     lambda row: landscape_run(row["path"], grid, splits, checkpoint, progress, device),
+                     provenance=computed_on(device))
     return scores.with_outcomes(frame.assign(checkpoint=checkpoint)[COLUMNS], store, checkpoint)
 
 

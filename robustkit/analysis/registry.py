@@ -134,13 +134,23 @@ class Analysis:
 
     def run(self, store: str | Path, select: dict | list[str] | None = None, **given: Any) -> pd.DataFrame:
         """The analysis on the selected runs of ``store``: ``given`` are its parameters and
-        options (e.g. ``device="cuda"``, ``progress=False``); unknown names are errors."""
+        options (e.g. ``device="cuda"``, ``progress=False``); unknown names are errors.
+
+        The frame's ``attrs["provenance"]`` maps each run (or run pair) whose result came from a
+        run's cache to how it was computed (``device``, ``device_name``, ``torch``, ``computed``;
+        :mod:`robustkit.analysis.each_run`), whether computed now or read back.
+        """
+        from robustkit.analysis.each_run import collect_provenance
+
         options = {p.name: p for p in (*self.options, PROGRESS)}
         chosen = resolve(options.values(), {k: v for k, v in given.items() if k in options}, f"analysis {self.name!r}", AnalysisError)
         values = self.resolve(**{k: v for k, v in given.items() if k not in options})
         compute = load(self.compute)
         accepted = inspect.signature(compute).parameters  # not every analysis shows progress
-        return compute(store, select, **values, **{k: v for k, v in chosen.items() if k in accepted})
+        with collect_provenance() as provenance:
+            frame = compute(store, select, **values, **{k: v for k, v in chosen.items() if k in accepted})
+        frame.attrs["provenance"] = provenance
+        return frame
 
     def summarize(self, frame: pd.DataFrame) -> pd.DataFrame:
         """The table the ``analyze`` verb prints."""
@@ -350,7 +360,7 @@ register(Analysis(
      Param("query_budget", None, "victim queries allowed per example (the attack fails past it); default: no limit", kind=int),
      _checkpoint("checkpoint attacked", ("best", "last", "step-0")),
      Param("attack_options", [], "an attacker's own options as NAME=VALUE, comma-separated (e.g. PWWS's engine=openattack: OpenAttack's own PWWSAttacker instead of robustkit's batched one with certified float32 screening, identical outputs); an option no chosen attacker takes is an error", kind=list)),
-    (Param("threads", None, "torch CPU threads; default: torch's (OMP_NUM_THREADS, else all cores)", kind=int),),
+    (DEVICE, Param("threads", None, "torch CPU threads; default: torch's (OMP_NUM_THREADS, else all cores)", kind=int)),
     summary="robustkit.analysis.attack:summarize",
     statistics=(Statistic("success", f"{STATISTICS}:attack_success", "attack success rate of each run (fraction)",
                           (Param("convention", "openattack", "openattack: prediction flips, misclassified inputs included; gold: only correctly classified inputs", choices=("openattack", "gold")),
@@ -358,7 +368,8 @@ register(Analysis(
     output="the per-example results (original and adversarial text)"))
 
 
-def per_run(reference: str, store: str | Path, select: dict | list[str] | None = None, **params: Any) -> pd.DataFrame:
+def per_run(reference: str, store: str | Path, select: dict | list[str] | None = None, device: str | None = None,
+            **params: Any) -> pd.DataFrame:
     """Statistic ``"<analysis>.<statistic>"`` of the selected runs, with each run's outcome: the
     observations a claim tests, for a notebook. ``params`` are the analysis's and the statistic's
     own, routed by name (an unknown one is an error).
@@ -372,6 +383,8 @@ def per_run(reference: str, store: str | Path, select: dict | list[str] | None =
 
     analysis, statistic = statistic_of(reference)
     names = {p.name for p in (*analysis.params, *analysis.options)}
+    if device is not None and "device" in names:
+        params = {**params, "device": device}
     frame = analysis.run(store, select, progress=False, **{k: v for k, v in params.items() if k in names})
     own = {k: v for k, v in params.items() if k not in names}
     return with_outcome(analysis.statistic(statistic.name, frame, store, **own), store)

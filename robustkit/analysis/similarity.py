@@ -33,8 +33,10 @@ from robustkit.analysis.representations import (
     sample_tokens,
 )
 from robustkit.analysis.select import select_runs
+from robustkit.evaluate import resolve_device
 from robustkit.measures.cka import cka_layers
 from robustkit.measures.rsa import DEFAULT_CHUNK, rsa_layers
+from robustkit.provenance import computed_on
 from robustkit.store.tables import IDENTITY
 
 ANALYSIS = "similarity"
@@ -82,7 +84,8 @@ def run(
     batch_size : int
         Examples per forward pass.
     device : str, optional
-        Where forward passes and similarities run (``cuda``...; default CPU).
+        Where forward passes and similarities run (``cuda``...; default: the GPU if there is
+        one); not part of the cache key.
 
     Returns
     -------
@@ -95,6 +98,7 @@ def run(
         ``diverged``: :func:`robustkit.analysis.scores.with_outcomes`), which figures and
         claims leave out.
     """
+    device = resolve_device(device)  # the GPU if there is one, as every analysis's default
     runs = select_runs(store, select)
     settings = {"tokens": tokens, "seed": seed, "max_length": max_length, "split": split}
     frames = []
@@ -131,7 +135,7 @@ def _group(group: pd.DataFrame, settings: dict, checkpoint: str, batch_size: int
     base = _Lazy(lambda: base_representations(sample, batch_size, device))
     frame = each_run(group, ANALYSIS, params, [checkpoint],
                      lambda row: compare(base(), run_representations(row["path"], checkpoint, sample, batch_size, device), device),
-                     on_done=bar.update)
+                     on_done=bar.update, provenance=computed_on(device))
     return [frame.assign(checkpoint=checkpoint, tokens=len(sample))]
 
 

@@ -35,7 +35,9 @@ from robustkit.analysis.representations import MAX_LENGTH, TokenSample, sample_t
 from robustkit.analysis.select import select_runs
 from robustkit.analysis.similarity import base_representations, run_representations
 from robustkit.errors import RobustkitError
+from robustkit.evaluate import resolve_device
 from robustkit.measures.half_sampling import DEFAULT_CONFIDENCE, DEFAULT_GROUPS, DEFAULT_RESAMPLES, MEASURES, intervals
+from robustkit.provenance import computed_on
 from robustkit.store.tables import IDENTITY
 
 ANALYSIS = "similarity-ci"
@@ -109,6 +111,7 @@ def run(
     if groups < 4 or groups % 2 or resamples < 2 or not 0 < confidence < 1:
         raise RobustkitError(f"need an even groups >= 4 (got {groups}), resamples >= 2 (got {resamples}) and "
                              f"a confidence in (0, 1) (got {confidence})")
+    device = resolve_device(device)  # the GPU if there is one, as every analysis's default
     runs = select_runs(store, select)
     data_dir = runs["data_dir"].astype(object).where(runs["data_dir"].notna(), "") if "data_dir" in runs else ""
     frames = []
@@ -121,7 +124,7 @@ def run(
             frame = each_run(group.drop(columns="_data"), ANALYSIS, params, [checkpoint],
                              lambda row: _one(base(), row, checkpoint, sample, groups, resamples, confidence, seed,
                                               batch_size, device),
-                             on_done=bar.update)
+                             on_done=bar.update, provenance=computed_on(device))
             frames.append(frame.assign(checkpoint=checkpoint, tokens=len(sample), groups=groups, confidence=confidence))
     frame = pd.concat(frames, ignore_index=True)[COLUMNS]
     if frame["value"].isna().any():

@@ -40,6 +40,7 @@ from robustkit.analysis.landscape import moving_parameters, parse_alphas, restor
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import EVAL_BATCH_SIZE, evaluate
+from robustkit.provenance import computed_on
 from robustkit.run_model import load_run
 from robustkit.store.tables import IDENTITY
 
@@ -228,7 +229,7 @@ def run(
     with tqdm(total=len(runs), desc="surface", unit="run", disable=not progress) as bar:
         frame = each_run(runs, ANALYSIS, params, [checkpoint],
                          lambda row: surface_run(row["path"], checkpoint, grid, split, examples, seed, ignore, device),
-                         on_done=bar.update)
+                         on_done=bar.update, provenance=computed_on(device))
     counts = runs.set_index("run_id")["n_train" if split == "train" else f"n_{split}"] if examples is None else None
     frame = frame.assign(checkpoint=checkpoint,
                          examples=examples if counts is None else frame["run_id"].map(counts))

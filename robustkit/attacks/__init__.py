@@ -6,6 +6,8 @@
 - :mod:`robustkit.attacks.victim`: the shared victim (:class:`~robustkit.attacks.victim.Victim`,
   a run's model queried without gradients, memoized);
 - :mod:`robustkit.attacks.offline`: OpenAttack offline, from an NLTK data tree;
+- :mod:`robustkit.attacks.compat`: OpenAttack 2.1.1's import on Python 3.12+ (applied here, before
+  any module of this package imports OpenAttack);
 - the attacks, one module each: :mod:`~robustkit.attacks.pwws` (PWWS, Ren et al. 2019; OpenAttack's
   engine and a fast one with its results: certified float32 decisions, lazy scoring) and
   :mod:`~robustkit.attacks.deepwordbug` (DeepWordBug, Gao et al. 2018, by OpenAttack).
@@ -24,7 +26,10 @@ from collections.abc import Callable
 from typing import Any
 
 from robustkit.attacks.base import Attack, AttackResult, Example
+from robustkit.attacks.compat import restore_find_loader
 from robustkit.errors import RobustkitError
+
+restore_find_loader()  # a no-op on Python 3.11; see robustkit.attacks.compat
 
 # name -> the attack's class ("module:Class"), or any callable that builds it from keyword options.
 ATTACKS: dict[str, str | Callable[..., Attack]] = {

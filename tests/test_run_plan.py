@@ -1,0 +1,114 @@
+"""`robustkit reproduce --plan`: the runs, what the store holds, what to fetch, GPU-hours (estimate)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from robustkit import run_plan
+from robustkit.cli import main
+from robustkit.recipes import load_defaults, load_recipe
+from robustkit.run_plan import NOT_MEASURED, Throughput
+from robustkit.spec import RunSpec
+
+TOY = """title = "{title}"
+figure = "box-seeds"
+params = {{ split = "validation", checkpoint = "last" }}
+output = "{name}.pdf"
+
+[demo.grid]
+method = ["houlsby", "full"]
+seed = {seeds}
+"""
+
+
+@pytest.fixture
+def recipe_dir(tmp_path, rte_folder):
+    """Two toy recipes on bert-tiny / a local RTE (24 train, 12 dev): seeds 0-1 and 1-2, seed 1 shared."""
+    glue = rte_folder(tmp_path / "glue")
+    folder = tmp_path / "analyses"
+    (folder / "toy").mkdir(parents=True)
+    (folder / "defaults.toml").write_text(
+        '[demo.base]\nmodel = "bert-tiny"\ntask = "rte"\nepochs = 2\nbatch_size = 8\nmax_length = 32\n'
+        f'adapter_size = 16\ndata_dir = "{glue}"\n[demo.lr]\nhoulsby = 1e-3\nfull = 1e-4\n')
+    for name, seeds in (("a", "[0, 1]"), ("b", "[1, 2]")):
+        (folder / "toy" / f"{name}.toml").write_text(TOY.format(title=name, name=name, seeds=seeds))
+    return folder
+
+
+def test_examples_by_hand():
+    # rt low-resource: 64 train, 1000 validation drawn from train, rt's validation (1281) as test
+    spec = RunSpec(model="bert-tiny", task="rt", train_size=64, epochs=2, batch_size=16, eval_every=2).resolved()
+    # 4 steps per epoch, 8 in all; evaluations at steps 2, 4, 6, 8; then best and last on validation and test
+    assert run_plan.examples(spec) == (8 * 16, 4 * 1000 + 2 * (1000 + 1281))
+
+
+def test_embedded_sizes_are_the_tasks_own():
+    from robustkit.tasks import TASKS, load_splits
+
+    assert set(run_plan.SPLIT_SIZES) == set(TASKS)
+    for name in ("rt", "polarity"):
+        splits = load_splits(name)
+        assert run_plan.SPLIT_SIZES[name] == tuple(len(splits[s]) for s in ("train", "validation", "test"))
+
+
+def test_shared_runs_count_once_and_held_runs_are_found(recipe_dir, tmp_path):
+    from robustkit.store.manifest import write_manifest
+
+    recipes = [load_recipe(name, recipe_dir) for name in ("toy/a", "toy/b")]
+    defaults = load_defaults(recipe_dir)
+    store = tmp_path / "runs"
+    held = recipes[0].specs("demo", defaults)[0].resolved()
+    (store / held.run_id).mkdir(parents=True)
+    write_manifest(store / held.run_id, {"run_id": held.run_id, "kind": "finetune", "spec": {}, "checkpoints": {},
+                                         "status": "complete"})
+    rate = {"bert-tiny": Throughput("bert-tiny", "Test GPU", 100.0, 1000.0, 64, "test")}
+    per_recipe, runs = run_plan.plan(recipes, "demo", store, defaults, throughput=rate)
+    assert list(per_recipe["runs"]) == [4, 4, 6] and list(per_recipe["shared"][:2]) == [2, 2]  # seed 1 of each method
+    assert list(per_recipe["held"]) == [1, 0, 1] and per_recipe["to_train"].iloc[-1] == 5
+    assert runs["run_id"].is_unique and len(runs) == 6
+    # 24 train examples, batch 8: 3 steps per epoch, 6 in all; evaluated at steps 3 and 6 on the 12 dev rows
+    todo = runs[~runs["held"]]
+    assert (todo["train_examples"] == 48).all() and (todo["eval_examples"] == 2 * 12 + 2 * (12 + 12)).all()
+    expected = 5 * (48 / 100 + 72 / 1000) * (32 / 64) / 3600
+    assert per_recipe["gpu_hours"].iloc[-1] == pytest.approx(expected)
+    unmeasured, _ = run_plan.plan(recipes, "demo", store, defaults,
+                                  throughput={"bert-tiny": Throughput("bert-tiny", NOT_MEASURED, None, None, 64, "")})
+    assert unmeasured["gpu_hours"].isna().all()
+    text = run_plan.describe(unmeasured, runs, "demo", {})
+    assert NOT_MEASURED in text and "bert-tiny: embedded" in text and "task rte: Hugging Face hub" in text
+
+
+def test_tsp_runs_are_counted_once_to_their_largest_step(tmp_path):
+    class Recipe:
+        name = "toy/tsp"
+
+        def specs(self, scale, defaults):
+            base = RunSpec(model="bert-tiny", task="rt", train_size=64, epochs=1, batch_size=16)
+            return [RunSpec(**{**base.to_dict(), "tsp_step": step, "method": method}) for step in (100, 300)
+                    for method in ("full",)]
+
+    _, runs = run_plan.plan([Recipe()], "demo", tmp_path, None, throughput={})
+    tsp = runs[runs["method"] == "tsp/full"]
+    assert len(tsp) == 1 and tsp["train_examples"].iloc[0] == 300 * 32  # tsp_batch_size 32
+
+
+def test_the_cli_plans_and_trains_nothing(recipe_dir, tmp_path, capsys):
+    store = tmp_path / "store"
+    assert main(["reproduce", "--plan", "--all", "--recipe-dir", str(recipe_dir), "--store", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert "total (distinct runs)" in out and NOT_MEASURED in out and "estimate" in out
+    assert not store.exists()
+
+
+def test_the_paper_plan_of_every_recipe():
+    """Every recipe plans at paper scale without a model or data (the hub tasks' sizes are known)."""
+    from robustkit.recipes import RECIPE_DIR, list_recipes
+
+    recipes = [load_recipe(name, RECIPE_DIR) for name in list_recipes(RECIPE_DIR)]
+    per_recipe, runs = run_plan.plan(recipes, "paper", RECIPE_DIR.parent / "no-store", load_defaults(RECIPE_DIR))
+    assert per_recipe["runs"].iloc[-1] == len(runs) < per_recipe["runs"].iloc[:-1].sum()
+    assert (runs["train_examples"] > 0).all() and not math.isnan(float(runs["eval_examples"].sum()))
+    assert isinstance(per_recipe, pd.DataFrame) and "bert-base-uncased" in set(runs["model"])

@@ -75,8 +75,10 @@ def cuda_store(tmp_path_factory):
 
 
 def test_training_on_cuda(cuda_store, tmp_path):
-    """Each method trains on CUDA (the manifest says where); its first loss is the CPU's: the same
-    model, batch and dropout mask computed on another device."""
+    """Each method trains on CUDA (the manifest says where) from the CPU's theta_0 (initialised on
+    the CPU, then moved: step-0 is the same bytes) on the same batches. Its first loss is near the
+    CPU's, not equal: CUDA draws dropout masks from its own generator (Philox), so even step 1
+    differs (measured on an H100: 0.6896 vs 0.6812 for full fine-tuning of bert-tiny)."""
     from robustkit.store.manifest import read_manifest
 
     store, runs = cuda_store
@@ -86,7 +88,8 @@ def test_training_on_cuda(cuda_store, tmp_path):
         assert all(math.isfinite(v) for split in manifest["final"]["last"].values() for v in split.values() if isinstance(v, float))
         cpu = _train(dataclasses.replace(BASE, method=method), tmp_path / "cpu", "cpu")
         assert cpu.name == run_dir.name  # the device is not part of the run's identity
-        assert _first_loss(run_dir) == pytest.approx(_first_loss(cpu), rel=1e-4), method
+        assert read_manifest(run_dir)["checkpoints"]["step-0"]["files"] == read_manifest(cpu)["checkpoints"]["step-0"]["files"]
+        assert _first_loss(run_dir) == pytest.approx(_first_loss(cpu), rel=0.05), method
 
 
 def _compare(name: str, cpu: pd.DataFrame, cuda: pd.DataFrame) -> None:

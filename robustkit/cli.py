@@ -34,17 +34,17 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     from robustkit.methods.registry import METHOD_NAMES, defaults_help, options_help, spec_fields
 
     run = parser.add_argument_group("run")
-    run.add_argument("--task", default="rt", help="task name: a GLUE task (cola, sst2, mrpc, qqp, stsb, mnli, qnli, rte, wnli) or an embedded one (rt, polarity); default: rt")
+    run.add_argument("--task", help="task name: a GLUE task (cola, sst2, mrpc, qqp, stsb, mnli, qnli, rte, wnli) or an embedded one (rt, polarity); default: rt")
     run.add_argument("--method", default="houlsby", type=_method_name, metavar="METHOD",
                      help=f"tuning method: {', '.join(METHOD_NAMES)}, or adapterhub:<config string> for any AdapterHub config "
                           "(e.g. adapterhub:lora[r=4,alpha=16]); default: houlsby")
-    run.add_argument("--model", default="minilm-l6", help="embedded model (minilm-l6, bert-tiny), a local model folder, or a Hugging Face hub name; default: minilm-l6")
+    run.add_argument("--model", help="embedded model (minilm-l6, bert-tiny), a local model folder, or a Hugging Face hub name; default: minilm-l6")
     run.add_argument("--seed", type=_ints, default=[0], help="random seed(s), comma-separated: one run per seed; default: 0")
     run.add_argument("--tsp-steps", type=_ints, default=[0], help="task-specific pretraining steps to start from, comma-separated (0 = none); one masked-LM run keeps a checkpoint at each; default: 0")
     hyper = parser.add_argument_group("hyperparameters (defaults: Han et al. 2021 tables 2-3)")
     hyper.add_argument("--lr", type=float, help=f"learning rate; default per method: {defaults_help('default_lr')}")
     hyper.add_argument("--epochs", type=int, help=f"training epochs; default per method: {defaults_help('default_epochs')}")
-    hyper.add_argument("--batch-size", type=int, default=32, help="training batch size; default: 32")
+    hyper.add_argument("--batch-size", type=int, help="training batch size; default: 32")
     hyper.add_argument("--max-length", type=int, help=f"max tokens per example; default per method: {defaults_help('default_max_length')}")
     methods = parser.add_argument_group("method options", "Each method's options, with their defaults: " + options_help() + ".")
     methods.add_argument("--method-option", action="append", metavar="NAME=VALUE", default=[],
@@ -61,7 +61,7 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     hyper.add_argument("--max-grad-norm", type=float, default=1.0, help="gradient clipping norm (0 = none); default: 1.0")
     hyper.add_argument("--eval-every", type=int, help="evaluate every N steps besides every epoch end; default: epoch ends only")
     hyper.add_argument("--tsp-lr", type=float, help="TSP learning rate; default: the run's lr")
-    hyper.add_argument("--tsp-batch-size", type=int, default=32, help="TSP batch size; default: 32")
+    hyper.add_argument("--tsp-batch-size", type=int, help="TSP batch size; default: 32")
     hyper.add_argument("--tsp-seed", type=int, default=0, help="seed of the TSP run (shared by runs of all seeds); default: 0")
     data = parser.add_argument_group("data")
     data.add_argument("--train-size", type=int, help="low-resource setting (He et al. 2021 3.2): N training + 1k validation examples drawn from the training data, the original validation split becomes test; default: all")
@@ -85,8 +85,18 @@ def _method_options(items: list[str]) -> dict[str, str]:
     return options
 
 
+def _add_preset(parser: argparse.ArgumentParser) -> None:
+    from robustkit.recipes import SCALES
+
+    parser.add_argument("--preset", choices=SCALES, help="start from a scale of analyses/defaults.toml, under every flag given: demo = the "
+                        "calibrated demo settings (minilm-l6 on rt, 1k examples, 3 epochs, length 64, batch 16, each method at its "
+                        "calibrated learning rate; minutes per run on a CPU, see analyses/README.md); paper = the papers' model "
+                        "(bert-base-uncased) and defaults; default: none (the papers' defaults on minilm-l6: hours per run on a CPU)")
+
+
 def _specs_from_args(args) -> list:
     from robustkit.methods.registry import spec_fields
+    from robustkit.recipes import preset
     from robustkit.spec import RunSpec
 
     fields = dict(
@@ -99,6 +109,13 @@ def _specs_from_args(args) -> list:
         # the method options that are run-spec fields (--adapter-size, --top-k, ...), where given
         **{name: getattr(args, name) for name in spec_fields() if getattr(args, name) is not None},
     )
+    fields = {name: value for name, value in fields.items() if value is not None}  # not given: the preset's, else RunSpec's
+    if args.preset:
+        chosen = preset(args.preset)
+        fields = {**chosen["base"], **fields}
+        method = fields.get("method", RunSpec.method).partition(":")[0]
+        if "lr" not in fields and method in chosen["lr"]:
+            fields["lr"] = chosen["lr"][method]
     return [RunSpec(seed=seed, tsp_step=step, **fields).resolved() for seed in args.seed for step in args.tsp_steps]
 
 
@@ -109,9 +126,10 @@ def _cmd_train(args) -> int:
 
 
 def _cmd_sweep(args) -> int:
+    from robustkit.recipes import preset
     from robustkit.sweep import expand_grid, run_sweep, with_data_dir
 
-    specs = expand_grid(args.grid)
+    specs = expand_grid(args.grid, preset(args.preset) if args.preset else None)
     if args.data_dir:
         specs = with_data_dir(specs, args.data_dir)
     if args.status:
@@ -238,7 +256,7 @@ def _cmd_reproduce(args) -> int:
     if bool(args.recipes) == args.all:
         raise RobustkitError("name recipes to reproduce, or pass --all (not both)")
     results = reproduce(None if args.all else args.recipes, scale=args.scale, store=args.store, figures=args.figures,
-                        recipes=args.recipe_dir or RECIPE_DIR, jobs=args.jobs, device=args.device,
+                        recipe_dir=args.recipe_dir or RECIPE_DIR, jobs=args.jobs, device=args.device,
                         executor=args.executor, slurm_options=_slurm_options(args), train_only=args.train_only)
     print(results.to_string(index=False))
     return 1 if results["error"].notna().any() or results["failed_runs"].any() else 0
@@ -289,7 +307,7 @@ def _cmd_claims(args) -> int:
 
     if args.plan:
         return _claims_plan(args)
-    table = claims(args.store, args.recipes or None, scale=args.scale or "demo", recipes=args.recipe_dir or RECIPE_DIR,
+    table = claims(args.store, args.recipes or None, scale=args.scale or "demo", recipe_dir=args.recipe_dir or RECIPE_DIR,
                    include_failed=args.include_failed)
     overall = table.groupby(["recipe", "claim"], sort=False).tail(1)
     shown = overall[["recipe", "claim", "verdict", "n_a", "n_b", "n_failed", "effect_name", "effect", "ci_low", "ci_high", "p_value", "reason"]]
@@ -402,14 +420,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     train = commands.add_parser("train", help="train runs (one per seed x TSP step) into a store", description="Train supervised runs, with task-specific pretraining first when --tsp-steps asks for it. Complete runs are skipped; interrupted ones resume.")
     _add_run_arguments(train)
+    _add_preset(train)
     train.add_argument("--store", required=True, help="run store folder (created if missing)")
     train.add_argument("--jobs", type=int, default=1, help="runs trained at once (worker processes); default: 1")
     train.add_argument("--threads", type=int, default=1, help="torch CPU threads each run trains with, whatever --jobs is; part of the run id, since a CPU run's bytes depend on it; default: 1")
     _add_device(train)
     train.set_defaults(func=_cmd_train)
 
-    sweep = commands.add_parser("sweep", help="train a grid of runs from a TOML grid file", description="Expand a TOML grid ([base] fields, [grid] axes) into runs and train those not yet complete.")
+    sweep = commands.add_parser("sweep", help="train a grid of runs from a TOML grid file", description="Expand a TOML grid ([base] fields, [grid] axes, [lr] a learning rate per method where base and grid set none) into runs and train those not yet complete.")
     sweep.add_argument("grid", help="grid file (TOML): [base] holds fixed run fields, [grid] lists axes")
+    _add_preset(sweep)
     sweep.add_argument("--store", required=True, help="run store folder (created if missing)")
     sweep.add_argument("--jobs", type=int, default=1, help="runs trained at once (worker processes); default: 1")
     sweep.add_argument("--data-dir", help="local folder of GLUE-format TSV files for every run of a GLUE task in the grid")

@@ -11,7 +11,11 @@ Grid file::
     method = ["houlsby", "full"]
     seed = [0, 1, 2]
     tsp_step = [0, 300]
-    lr = [1e-4, 2e-5]       # leave out to use each method's paper default
+    lr = [1e-4, 2e-5]       # leave out to use [lr] below, else each method's paper default
+
+    [lr]                    # optional: each method's rate where [base] and [grid] set none
+    houlsby = 5e-4
+    full = 1e-4
 
 Running a sweep first trains each distinct TSP run once, up to the largest TSP step any of its
 runs asks for (one masked-LM run, checkpoints at every requested step), then the supervised runs.
@@ -40,7 +44,7 @@ from robustkit.spec import SPEC_FIELDS, RunSpec, TspSpec
 if TYPE_CHECKING:
     import pandas as pd
 
-GRID_SECTIONS = ("base", "grid")
+GRID_SECTIONS = ("base", "grid", "lr")
 
 
 def read_grid(path: str | Path) -> dict:
@@ -70,24 +74,32 @@ def read_grid(path: str | Path) -> dict:
         raise SweepError(f"grid file {str(path)!r} is not valid TOML: {error}") from None
 
 
-def expand_grid(grid: dict | str | Path) -> list[RunSpec]:
+def expand_grid(grid: dict | str | Path, defaults: dict | None = None) -> list[RunSpec]:
     """Every run of a grid, in a stable order (product of the axes, in file order).
 
     Parameters
     ----------
     grid : dict or path
-        A parsed grid (``{"base": {...}, "grid": {axis: [values]}}``) or a grid file.
+        A parsed grid (``{"base": {...}, "grid": {axis: [values]}, "lr": {method: rate}}``) or
+        a grid file. ``lr`` (optional) gives each method its learning rate in the runs whose
+        ``[base]`` and ``[grid]`` set none; methods it does not name take their paper default.
 
     Raises
     ------
     SweepError
         Unknown section or key (named), a section that is not a table, an axis that is not a
-        non-empty list, a grid without any field (it would train one run of every default), or
-        a value the run spec rejects.
+        non-empty list, a grid without any field (it would train one run of every default), an
+        ``[lr]`` key that is no method or a rate that is not a positive number, or a value the
+        run spec rejects.
+    defaults : dict, optional
+        ``{"base": {...}, "lr": {...}}`` under the grid's own ``[base]`` and ``[lr]`` (a preset:
+        :func:`robustkit.recipes.preset`).
     """
     source = "grid" if isinstance(grid, dict) else f"grid file {str(grid)!r}"
     if not isinstance(grid, dict):
         grid = read_grid(grid)
+    if defaults:
+        grid = {**grid, **{key: {**defaults.get(key, {}), **grid.get(key, {})} for key in ("base", "lr")}}
     unknown = sorted(set(grid) - set(GRID_SECTIONS))
     if unknown:
         raise SweepError(f"unknown grid section(s) {unknown}; expected {list(GRID_SECTIONS)}")
@@ -95,7 +107,7 @@ def expand_grid(grid: dict | str | Path) -> list[RunSpec]:
         if not isinstance(grid.get(section, {}), dict):
             raise SweepError(f"{section!r} in {source} must be a table ([{section}] with one key per run "
                              f"field), got {grid[section]!r}")
-    base, axes = dict(grid.get("base", {})), dict(grid.get("grid", {}))
+    base, axes, rates = dict(grid.get("base", {})), dict(grid.get("grid", {})), _rates(grid.get("lr", {}), source)
     if not base and not axes:
         raise SweepError(f"the {source} defines no runs: [base] and [grid] are empty or missing")
     for section, keys in (("base", base), ("grid", axes)):
@@ -108,11 +120,27 @@ def expand_grid(grid: dict | str | Path) -> list[RunSpec]:
     specs = []
     for combination in itertools.product(*axes.values()):
         fields = {**base, **dict(zip(axes, combination))}
+        method = fields.get("method", RunSpec.method)
+        if "lr" not in fields and method in rates:
+            fields["lr"] = rates[method]
         try:
             specs.append(RunSpec(**fields).resolved())
         except RobustkitError as error:
             raise SweepError(f"grid run {fields}: {error}") from None
     return specs
+
+
+def _rates(table: dict, source: str) -> dict[str, float]:
+    """A grid's ``[lr]`` table, checked: method name -> positive learning rate."""
+    from robustkit.methods.registry import METHODS
+
+    unknown = sorted(set(table) - set(METHODS))
+    if unknown:
+        raise SweepError(f"unknown method(s) {unknown} in [lr] of the {source}; known methods: {', '.join(METHODS)}")
+    for method, rate in table.items():
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0:
+            raise SweepError(f"[lr] {method} = {rate!r} in the {source}: a learning rate is a positive number")
+    return dict(table)
 
 
 def tsp_jobs(specs: Iterable[RunSpec]) -> dict[TspSpec, tuple[list[int], str | None]]:

@@ -120,7 +120,7 @@ def expand_grid(grid: dict | str | Path, defaults: dict | None = None) -> list[R
     specs = []
     for combination in itertools.product(*axes.values()):
         fields = {**base, **dict(zip(axes, combination))}
-        method = fields.get("method", RunSpec.method)
+        method = _method_name(fields.get("method", RunSpec.method))
         if "lr" not in fields and method in rates:
             fields["lr"] = rates[method]
         try:
@@ -131,16 +131,32 @@ def expand_grid(grid: dict | str | Path, defaults: dict | None = None) -> list[R
 
 
 def _rates(table: dict, source: str) -> dict[str, float]:
-    """A grid's ``[lr]`` table, checked: method name -> positive learning rate."""
-    from robustkit.methods.registry import METHODS
+    """A grid's ``[lr]`` table, checked: method name (robustkit's, an AdapterHub name taken as
+    it) -> positive learning rate."""
+    from robustkit.errors import MethodError
+    from robustkit.methods.registry import get_method
 
-    unknown = sorted(set(table) - set(METHODS))
-    if unknown:
-        raise SweepError(f"unknown method(s) {unknown} in [lr] of the {source}; known methods: {', '.join(METHODS)}")
+    rates = {}
     for method, rate in table.items():
+        try:
+            name = get_method(method).name
+        except MethodError as error:
+            raise SweepError(f"[lr] of the {source}: {error}") from None
         if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0:
             raise SweepError(f"[lr] {method} = {rate!r} in the {source}: a learning rate is a positive number")
-    return dict(table)
+        rates[name] = rate
+    return rates
+
+
+def _method_name(method) -> str | None:
+    """robustkit's name of a grid run's method (None for a value the run spec will refuse)."""
+    from robustkit.errors import MethodError
+    from robustkit.methods.registry import get_method
+
+    try:
+        return get_method(method).name
+    except MethodError:
+        return None
 
 
 def tsp_jobs(specs: Iterable[RunSpec]) -> dict[TspSpec, tuple[list[int], str | None]]:

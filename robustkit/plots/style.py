@@ -32,6 +32,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 from matplotlib.transforms import ScaledTranslation  # noqa: E402
 
+from robustkit.methods.adapterhub import short_config  # noqa: E402
 from robustkit.methods.registry import method_colours, method_labels  # noqa: E402
 
 # Each method's label and colour are its own (robustkit.methods).
@@ -49,6 +50,33 @@ BASELINE_STYLE = {"color": "#444444", "linestyle": "--", "linewidth": 1.0}
 
 TITLE_SIZE, SUBTITLE_SIZE, NOTE_SIZE = 10.0, 8.0, 7.0
 _GAP_IN = 0.06  # vertical gap between stacked header / footer items (inches)
+
+
+def setting_text(column: str, value) -> str:
+    """One run setting as a figure shows it: an AdapterHub config (an import's JSON) as its short
+    readable label (:func:`robustkit.methods.adapterhub.short_config`), whole numbers without
+    their ``.0``, anything else as it is."""
+    if isinstance(value, str) and (column.endswith(".config") or len(value) > 32):
+        return short_config(value)
+    if isinstance(value, (float, np.floating)) and float(value).is_integer() and column != "lr":
+        return str(int(value))
+    return f"{value:g}" if isinstance(value, (float, np.floating)) else str(value)
+
+
+def settings_text(settings: dict, most: int = 3) -> str:
+    """``{column: value}`` of a line or group as ``k=v, ...``: missing values left out (an
+    import's unknown settings), at most ``most`` settings (an import shows its ``import_id``
+    first, which alone tells it apart)."""
+    shown = sorted(((k, v) for k, v in settings.items() if not _missing(v)), key=lambda kv: kv[0] != "import_id")
+    text = ", ".join(f"{k}={setting_text(k, v)}" for k, v in shown[:most])
+    return text + (", ..." if len(shown) > most else "")
+
+
+def _missing(value) -> bool:
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):  # a list or array is a value
+        return False
 
 
 def method_label(method: str) -> str:

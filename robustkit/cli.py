@@ -162,9 +162,18 @@ def _slurm_options(args):
 
 
 def _cmd_runs(args) -> int:
-    from robustkit.report import damaged_notes, runs_table
+    from robustkit import terminal
+    from robustkit.report import ALWAYS, damaged_notes, runs_table
+    from robustkit.store.folders import open_store
 
-    print(runs_table(args.store, include_tsp=args.tsp).to_string(index=False))
+    open_store(args.store, create=False)  # a missing store is an error, not an empty table
+    if args.output:
+        from robustkit.store.tables import load_runs
+
+        full = load_runs(args.store, include_tsp=args.tsp, include_damaged=True)
+        print(f"wrote {len(full)} rows to {terminal.write(full, args.output)}")
+    else:
+        print(terminal.render(runs_table(args.store, include_tsp=args.tsp), args.format, keep=ALWAYS))
     for line in damaged_notes(args.store):
         print(line, file=sys.stderr)
     return 0
@@ -340,9 +349,10 @@ def _report(results, store) -> int:
     """Print the runs of ``results`` (the command's own, not the whole store), then failures and
     counts; the exit status is 1 if a run failed or was not trained (damaged, or locked: being
     trained by another process)."""
-    from robustkit.report import failed_outcomes, runs_table
+    from robustkit import terminal
+    from robustkit.report import ALWAYS, failed_outcomes, runs_table
 
-    print(runs_table(store, run_ids=list(results.run_id)).to_string(index=False))
+    print(terminal.render(runs_table(store, run_ids=list(results.run_id)), keep=ALWAYS))
     failed = results[results.status == "failed"]
     for _, row in failed.iterrows():
         print(f"FAILED {row.run_id}: {row.error}", file=sys.stderr)
@@ -437,9 +447,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_device(sweep)
     sweep.set_defaults(func=_cmd_sweep)
 
-    runs = commands.add_parser("runs", help="table of the runs in a store", description="One line per run: config, status, final metrics.")
+    runs = commands.add_parser("runs", help="table of the runs in a store",
+                               description="One line per run: model, method, seed, status, outcome (ok / collapsed / diverged), the "
+                               "settings that differ between the runs and the final metrics, cut to the terminal's width.")
     runs.add_argument("store", help="run store folder")
     runs.add_argument("--tsp", action="store_true", help="also list task-specific pretraining runs")
+    from robustkit.terminal import add_format_arguments
+
+    add_format_arguments(runs, "write every column of every run (robustkit.load_runs) to this file (.csv, .json, else parquet)")
     runs.set_defaults(func=_cmd_runs)
 
     verify = commands.add_parser(

@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 
 from robustkit import claim, figures as registry
 from robustkit.recipes import RECIPE_DIR, Recipe, RecipeError, list_recipes, load_defaults, load_recipe, recipe_names
+from robustkit.store.folders import open_store
 from robustkit.store.tables import load_runs
 from robustkit.sweep import run_sweep
 
@@ -135,9 +136,14 @@ def claims(
     DataFrame
         :data:`robustkit.claim.VERDICT_COLUMNS`: one row per recipe x claim x cell, the claim's
         overall verdict last (cell ``all``).
+
+    Raises
+    ------
+    StoreError
+        The store does not exist (a mistyped path would judge every claim inconclusive).
     """
     chosen = [load_recipe(name, recipe_dir) for name in recipe_names(recipes, recipe_dir)]
-    store = Path(store) if store is not None else default_store(scale)
+    store = open_store(store if store is not None else default_store(scale), create=False)  # no verdicts on nothing
     return claim.verdicts(store, chosen, scale, include_failed, defaults=load_defaults(recipe_dir))
 
 
@@ -369,7 +375,7 @@ def draw(name: str, store: str | Path | None = None, scale: str = "demo", recipe
     if not isinstance(name, str):
         raise RecipeError(f"draw takes one recipe name such as 'han2021/fig2', got {name!r}")
     recipe = load_recipe(name, recipe_dir)
-    store = Path(store) if store is not None else default_store(scale)
+    store = open_store(store if store is not None else default_store(scale), create=False)
     defaults = load_defaults(recipe_dir)
     run_ids = [spec.run_id for spec in recipe.specs(scale, defaults)]
     text = footer(recipe, claim.verdicts(store, [recipe], scale, defaults=defaults)) if verdicts else None

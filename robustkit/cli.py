@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import time
 from pathlib import Path
@@ -505,11 +506,63 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_verbosity(parser: argparse.ArgumentParser, top: bool = True) -> None:
+    """``-v`` / ``-q`` on ``parser`` and every command under it, so that they go before or after
+    the command (``robustkit -q train ...``, ``robustkit train ... -q``)."""
+    default = {} if top else {"default": argparse.SUPPRESS}  # a command's flag must not reset the top's
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("-v", "--verbose", action="count", help="say more: every step robustkit logs (logging level DEBUG)",
+                       **({"default": 0} if top else default))
+    group.add_argument("-q", "--quiet", action="store_true", help="warnings and errors only, no progress bars (sets TQDM_DISABLE=1, "
+                       "which worker processes inherit)", **({"default": False} if top else default))
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _add_verbosity(sub, top=False)
+
+
+class _Handler(logging.StreamHandler):
+    """robustkit's log lines on stderr, written through tqdm where a bar is drawn (so that a line
+    never lands inside a bar): ``robustkit: warning: ...`` for warnings and errors, the message
+    alone otherwise."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = record.getMessage()
+        return f"robustkit: {record.levelname.lower()}: {text}" if record.levelno >= logging.WARNING else text
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            tqdm = sys.modules.get("tqdm")
+            if tqdm is not None:
+                tqdm.tqdm.write(self.format(record), file=sys.stderr)
+            else:
+                print(self.format(record), file=sys.stderr)
+        except Exception:  # noqa: BLE001 - logging must not fail the command
+            self.handleError(record)
+
+
+def configure_logging(verbose: int = 0, quiet: bool = False) -> None:
+    """The ``robustkit`` logger as the command line shows it: INFO (what a command does) on
+    stderr; ``verbose`` DEBUG; ``quiet`` warnings and errors only, and no progress bars
+    (:func:`robustkit.progress.silence`). A notebook leaves logging as Python sets it up
+    (warnings shown) and can call this too."""
+    logger = logging.getLogger("robustkit")
+    if not any(isinstance(h, _Handler) for h in logger.handlers):
+        logger.addHandler(_Handler())
+    logger.setLevel(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO)
+    if quiet:
+        from robustkit.progress import silence
+
+        silence()
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     """Parse a robustkit command line (``["plot", "rsa", ...]``) as the ``robustkit`` command does."""
     from robustkit.cli_analyze import join_negative_values
 
-    return build_parser().parse_args(join_negative_values(argv))
+    parser = build_parser()
+    _add_verbosity(parser)
+    return parser.parse_args(join_negative_values(argv))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -519,6 +572,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         args = parse_args(argv)
+        configure_logging(args.verbose, args.quiet)
         return args.func(args)
     except RobustkitError as error:
         print(f"robustkit: error: {error}", file=sys.stderr)

@@ -12,11 +12,12 @@ runs, the verdicts and what differs from the paper's settings.
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
 import pandas as pd
-from tqdm.auto import tqdm
+from robustkit.progress import bar as progress_bar
 
 from robustkit import claim, figures as registry
 from robustkit.recipes import RECIPE_DIR, Recipe, RecipeError, list_recipes, load_defaults, load_recipe, recipe_names
@@ -25,6 +26,7 @@ from robustkit.store.tables import load_runs
 from robustkit.sweep import run_sweep
 
 FIGURES_DIR = Path("figures")
+log = logging.getLogger(__name__)
 
 
 def default_store(scale: str) -> Path:
@@ -82,7 +84,7 @@ def reproduce(
                         executor=executor, slurm_options=slurm_options)
     failed = set(results.loc[results.status.isin(["failed", "damaged"]), "run_id"])  # damaged: not trained over
     rows, judged = [], []
-    for recipe in tqdm(chosen, desc="figures", unit="figure", disable=not progress or train_only):
+    for recipe in progress_bar(chosen, desc="figures", unit="figure", show=progress and not train_only):
         run_ids = [spec.run_id for spec in needed[recipe.name]]
         row = {"recipe": recipe.name, "figure": recipe.figure, "runs": len(run_ids),
                "failed_runs": len(failed.intersection(run_ids)), "pdf": None, "seconds": 0.0, "error": None, "verdicts": ""}
@@ -94,8 +96,8 @@ def reproduce(
                              subtitle(recipe, scale, defaults), footer(recipe, verdicts)),
                        verdicts=claim.summary_line(verdicts))
             row["seconds"] = time.perf_counter() - started  # claims and figure together
-            tqdm.write(f"{recipe.name}: " + (f"figure failed: {row['error']}" if row["error"] else "drawn") +
-                       "".join(f"\n  {line}" for line in row["verdicts"].splitlines()))
+            log.info(f"{recipe.name}: " + (f"figure failed: {row['error']}" if row["error"] else "drawn") +
+                     "".join(f"\n  {line}" for line in row["verdicts"].splitlines()))
         rows.append(row)
     if not train_only:
         verdicts = pd.concat(judged, ignore_index=True) if judged else pd.DataFrame(columns=claim.VERDICT_COLUMNS)

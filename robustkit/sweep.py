@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import logging
 import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 GRID_SECTIONS = ("base", "grid", "lr")
+log = logging.getLogger(__name__)
 
 
 def read_grid(path: str | Path) -> dict:
@@ -222,6 +224,8 @@ def run_sweep(
     states = [finished_state(root / spec.run_id) for spec in specs]
     pending = [not finished and not problem for finished, problem in states]
     todo = [spec for spec, wanted in zip(specs, pending) if wanted]
+    log.info("%d run(s) to train, %d complete already%s; store %s", len(todo), sum(f for f, _ in states),
+             "".join(f", {n} damaged" for n in [sum(bool(p) for _, p in states)] if n), root)
     # a bad model, device or data stops the sweep here, before any run folder exists (runs
     # trained elsewhere, by Slurm, may ask for a device that this machine lacks)
     preflight.check_runs(todo, device, device_here=isinstance(executor, LocalExecutor))

@@ -17,6 +17,7 @@ analysis resumes where it stopped.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -25,6 +26,8 @@ import pandas as pd
 from robustkit.analysis.cache import CACHE_DIR, cache_key
 from robustkit.analysis.select import with_identity
 from robustkit.store.atomic import atomic_write_parquet
+
+log = logging.getLogger(__name__)
 
 
 def cache_path(run_dir: str | Path, analysis: str, params: dict, checkpoints: Sequence[str], suffix: str = ".parquet",
@@ -83,8 +86,10 @@ def each_run(
         else:
             path = cache_path(row["path"], analysis, params, checkpoints, label=label)
             if path.exists():
+                log.debug("%s %s: cached (%s)", analysis, row["run_id"], path.name)
                 frame = pd.read_parquet(path)
             else:
+                log.debug("%s %s: computing", analysis, row["run_id"])
                 frame = compute(row)
                 atomic_write_parquet(path, frame)
         frames.append(with_identity(frame, row))

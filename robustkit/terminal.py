@@ -119,7 +119,7 @@ def cell(column: str, value) -> str:
         return f"{value:.4g}"
     text = str(value).replace("\n", " ")
     if str(column).endswith(".config") or len(text) > CELL_WIDTH:
-        from robustkit.methods.adapterhub import short_config
+        from robustkit.methods.registry import short_config
 
         text = short_config(text, CELL_WIDTH)
     return text

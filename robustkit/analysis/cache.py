@@ -5,6 +5,13 @@ reads (from the run's manifest): a second call is a file read, and a retrained o
 checkpoint gives a new key, so stale results are never returned. Files live under
 ``<store>/.cache/<analysis>/<run_id>-<key>.<ext>`` (written by
 :func:`robustkit.analysis.each_run.each_run`); they can be deleted at any time.
+
+Why not a maintained memoiser (``joblib.Memory``, installed with scikit-learn, or
+``diskcache``): the key here is what the result was computed from, the checkpoints' content
+hashes the store already records, so nothing is hashed again; ``joblib.Memory`` also keys on
+the function's source, so an edited docstring would drop hours of attack results, and both
+store pickles, where these files are parquet (any tool reads them, any pandas version) or, for
+a resumable attack, JSON lines appended example by example, which neither supports.
 """
 
 from __future__ import annotations

@@ -97,7 +97,7 @@ def _add_preset(parser: argparse.ArgumentParser) -> None:
 
 def _specs_from_args(args) -> list:
     from robustkit.methods.registry import spec_fields
-    from robustkit.recipes import preset
+    from robustkit.recipes import preset_spec
     from robustkit.spec import RunSpec
 
     fields = dict(
@@ -111,13 +111,8 @@ def _specs_from_args(args) -> list:
         **{name: getattr(args, name) for name in spec_fields() if getattr(args, name) is not None},
     )
     fields = {name: value for name, value in fields.items() if value is not None}  # not given: the preset's, else RunSpec's
-    if args.preset:
-        chosen = preset(args.preset)
-        fields = {**chosen["base"], **fields}
-        method = fields.get("method", RunSpec.method).partition(":")[0]
-        if "lr" not in fields and method in chosen["lr"]:
-            fields["lr"] = chosen["lr"][method]
-    return [RunSpec(seed=seed, tsp_step=step, **fields).resolved() for seed in args.seed for step in args.tsp_steps]
+    make = (lambda **given: preset_spec(args.preset, **given)) if args.preset else RunSpec
+    return [make(seed=seed, tsp_step=step, **fields).resolved() for seed in args.seed for step in args.tsp_steps]
 
 
 def _cmd_train(args) -> int:

@@ -189,7 +189,7 @@ def load_defaults(folder: str | Path = RECIPE_DIR) -> dict:
     return _read_toml(path) if path.is_file() else {}
 
 
-def preset(name: str, folder: str | Path = RECIPE_DIR) -> dict:
+def preset(name: str, folder: str | Path | None = None) -> dict:
     """A scale of ``defaults.toml`` as the settings ``train --preset`` and ``sweep --preset``
     start from: ``{"base": {field: value}, "lr": {method: rate}}``.
 
@@ -202,11 +202,38 @@ def preset(name: str, folder: str | Path = RECIPE_DIR) -> dict:
     RecipeError
         ``name`` is no scale of ``defaults.toml`` (the known ones are named).
     """
+    folder = RECIPE_DIR if folder is None else folder  # read now: a notebook (or a test) may point it elsewhere
     scales = load_defaults(folder)
     if name not in scales:
         raise RecipeError(f"unknown preset {name!r}; known presets: {', '.join(scales) or 'none'} "
                           f"(the scales of {Path(folder) / 'defaults.toml'})")
     return {"base": dict(scales[name].get("base", {})), "lr": dict(scales[name].get("lr", {}))}
+
+
+def preset_spec(name: str, recipe_dir: str | Path | None = None, **fields) -> RunSpec:
+    """A run at preset ``name`` with ``fields`` over it: what ``robustkit train --preset`` trains.
+
+    ``preset_spec("demo", method="lora", seed=2)`` is minilm-l6 on rt at the calibrated demo
+    settings, LoRA at its calibrated rate (:func:`preset`); a field given wins over the preset,
+    and a method without a preset rate (and no ``lr`` given) takes its paper default.
+
+    Raises
+    ------
+    RecipeError
+        An unknown preset.
+    """
+    from robustkit.errors import MethodError
+    from robustkit.methods.registry import get_method
+
+    chosen = preset(name, recipe_dir)
+    fields = {**chosen["base"], **fields}
+    try:
+        method = get_method(fields.get("method", RunSpec.method)).name
+    except MethodError:
+        method = None  # the spec names it when it is resolved
+    if "lr" not in fields and method in chosen["lr"]:
+        fields["lr"] = chosen["lr"][method]
+    return RunSpec(**fields)
 
 
 def _scale_section(path: Path, scale: str, section: dict) -> dict:

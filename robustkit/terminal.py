@@ -29,6 +29,8 @@ CELL_WIDTH = 40  # the longest cell a table shows (characters)
 # Identity columns whose empty cells are a value, not an unknown: an import_id tells an import
 # from the runs trained here (empty), so one import among them is a difference, shown.
 ALWAYS_DIFFERENT = ("import_id",)
+# An analysis' result columns, kept before its other values when the terminal is narrow.
+RESULTS = ("value", "mean", "std", "outcome")
 # The settings a table's "all rows:" line names when every row shares them (the rest are counted).
 HEADLINE = ("model", "task", "method", "seed", "tsp_step", "lr", "train_size", "epochs", "max_length", "batch_size")
 
@@ -59,6 +61,8 @@ def render(frame: pd.DataFrame, fmt: str = "table", keep: Sequence[str] = (), wi
         return frame.to_json(orient="records", indent=1, default_handler=str)
     if fmt != "table":
         raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+    import pandas as pd
+
     if identity is None:
         from robustkit.store.tables import IDENTITY as identity  # noqa: N811
     width = terminal_width() if width is None else width
@@ -69,11 +73,15 @@ def render(frame: pd.DataFrame, fmt: str = "table", keep: Sequence[str] = (), wi
     # one value wherever known (an import's unknown settings are empty): said once, not a column
     constant = [c for c in present if c in identity and c not in keep and c not in ALWAYS_DIFFERENT
                 and cells[c][cells[c] != ""].nunique() == 1]
+    # a label column that is the same in every row (checkpoint=best, metric=accuracy): said once too
+    constant += [c for c in present if c not in identity and c not in keep and len(frame) > 1
+                 and (cells[c] != "").all() and cells[c].nunique() == 1
+                 and not pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])]
     varying = [c for c in present if c not in keep and c not in constant]
     # what a cut keeps first: the kept columns, the settings that tell rows apart most often,
     # the values, then any other setting that varies
     first = [c for c in varying if c in identity and (c in HEADLINE or c in ("run_id", "import_id"))]
-    values = [c for c in varying if c not in identity]
+    values = sorted((c for c in varying if c not in identity), key=lambda c: c not in RESULTS)
     ordered = [*[c for c in keep if c in present], *first, *values, *[c for c in varying if c not in first and c not in values]]
     shown, left_out, used = [], [], 0
     for column in ordered:
@@ -86,7 +94,7 @@ def render(frame: pd.DataFrame, fmt: str = "table", keep: Sequence[str] = (), wi
     shown = [c for c in frame.columns if c in shown]  # in the frame's own order
     lines = []
     if constant:
-        said = [c for c in constant if c in HEADLINE]
+        said = [c for c in constant if c in HEADLINE or c not in identity]
         others = len(constant) - len(said)
         known = lambda c: cells[c][cells[c] != ""]  # noqa: E731
         text = ", ".join(f"{c}={known(c).iloc[0]}{'' if len(known(c)) == len(frame) else ' where known'}" for c in said)

@@ -224,11 +224,11 @@ def run_sweep(
     states = [finished_state(root / spec.run_id) for spec in specs]
     pending = [not finished and not problem for finished, problem in states]
     todo = [spec for spec, wanted in zip(specs, pending) if wanted]
-    log.info("%d run(s) to train, %d complete already%s; store %s", len(todo), sum(f for f, _ in states),
-             "".join(f", {n} damaged" for n in [sum(bool(p) for _, p in states)] if n), root)
     # a bad model, device or data stops the sweep here, before any run folder exists (runs
     # trained elsewhere, by Slurm, may ask for a device that this machine lacks)
     preflight.check_runs(todo, device, device_here=isinstance(executor, LocalExecutor))
+    log.info("%d run(s) to train, %d complete already%s; store %s", len(todo), sum(f for f, _ in states),
+             "".join(f", {n} damaged" for n in [sum(bool(p) for _, p in states)] if n), root)
     tsp = [Job(spec, str(root), device, tuple(steps), data_dir) for spec, (steps, data_dir) in tsp_jobs(todo).items()]
     runs = [Job(spec, str(root), device, needs=spec.tsp_spec().run_id if spec.tsp_step else None) for spec in todo]
     # rows are the specs' runs; a TSP run shows in the runs that start from it (see the executors)

@@ -206,10 +206,12 @@ def _cmd_stats(args) -> int:
     cells = [c for c in tests.columns if c not in stability.COMPARE_COLUMNS]
     aso = None if args.no_aso else dominance.aso_table(frame, args.by, within=cells, include_failed=args.include_failed)
     failures = dominance.failure_rates(frame, [*cells, args.by])
-    print(summary.to_string(index=False), "", tests.to_string(index=False), sep="\n")
+    from robustkit.terminal import render
+
+    print(render(summary), "", render(tests), sep="\n")
     if aso is not None and not aso.empty:
-        print("", "ASO (almost stochastic order, deepsig): eps_min of group_a over group_b", aso.to_string(index=False), sep="\n")
-    print("", "failed (collapsed or diverged) runs, exact binomial interval", failures.to_string(index=False),
+        print("", "ASO (almost stochastic order, deepsig): eps_min of group_a over group_b", render(aso), sep="\n")
+    print("", "failed (collapsed or diverged) runs, exact binomial interval", render(failures),
           "", stability.caption(summary, tests, dominance=aso), sep="\n")
     if args.output:
         out = Path(args.output)

@@ -123,7 +123,7 @@ class _Finetune(_Loop):
         if (self.spec.epochs, self.spec.max_length) != (method.default_epochs, method.default_max_length):
             return ""
         return (f". These are the papers' settings ({self.spec.epochs} epochs, length {self.spec.max_length}): "
-                "`--preset demo` (robustkit.recipes.preset('demo') in a notebook) trains the calibrated demo "
+                "`--preset demo` (robustkit.recipes.preset_spec('demo', ...) in a notebook) trains the calibrated demo "
                 "settings in minutes per run")
 
     def _diverged(self, stop: Diverged, model, names, fingerprint, meta, optimiser, batches, state, per_epoch) -> None:

@@ -24,7 +24,12 @@ def test_recipes_are_names_and_recipe_dir_is_a_folder(tmp_path):
     assert recipe_names(None, tmp_path / "empty") == []
     with pytest.raises(RecipeError, match="unknown recipe 'han2021/fig2'"):
         robustkit.claims(tmp_path / "runs", recipes=["han2021/fig2"], recipe_dir=tmp_path / "empty")
-    # names as a list are judged (no runs: inconclusive, nothing trained)
+    # names as a list are judged (no runs: inconclusive, nothing trained); a missing store is an error
+    from robustkit.errors import StoreError
+
+    with pytest.raises(StoreError, match="does not exist"):
+        robustkit.claims(tmp_path / "runs", recipes=["han2021/fig2"])
+    (tmp_path / "runs").mkdir()
     table = robustkit.claims(tmp_path / "runs", recipes=["han2021/fig2"])
     assert set(table["recipe"]) == {"han2021/fig2"} and (table["verdict"] == "inconclusive").all()
 

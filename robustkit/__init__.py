@@ -46,24 +46,71 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY, *_SUBMODULES})
 
 
-def claims(store=None, recipes=None, scale: str = "demo", include_failed: bool = False, device: str | None = None):
-    """The verdict of each paper claim on the runs behind its figure (see
-    :func:`robustkit.reproduce.claims`): a tidy DataFrame, one row per recipe x claim x cell.
-    ``device``: where the analyses that run a model run it (default: the GPU if there is one)."""
+def claims(store=None, recipes=None, scale: str = "demo", include_failed: bool = False, recipe_dir=None,
+           device: str | None = None):
+    """The verdict of each paper claim on the runs behind its figure (nothing is trained).
+
+    Parameters
+    ----------
+    store : path, optional
+        Run store; default ``runs/<scale>``.
+    recipes : list of str, optional
+        Recipe *names* (``["han2021/fig2"]``); default: every recipe of ``recipe_dir``. A string
+        is refused (it is not a list of names).
+    scale : str
+        ``demo`` or ``paper``: which of each recipe's runs are judged.
+    include_failed : bool
+        Keep collapsed and diverged runs in the tests.
+    recipe_dir : path, optional
+        The *folder* of recipe files; default: the ``analyses/`` folder of this checkout.
+    device : str, optional
+        Where the analyses that run a model run it (default: the GPU if there is one).
+
+    Returns
+    -------
+    DataFrame
+        One row per recipe x claim x cell (:data:`robustkit.claim.VERDICT_COLUMNS`), each
+        claim's overall verdict last (cell ``all``); see :func:`robustkit.reproduce.claims`.
+    """
+    from robustkit.recipes import RECIPE_DIR
     from robustkit.reproduce import claims as judge
 
-    return judge(store, recipes, scale=scale, include_failed=include_failed, device=device)
+    return judge(store, recipes, scale=scale, include_failed=include_failed, recipe_dir=recipe_dir or RECIPE_DIR,
+                 device=device)
 
 
-def draw(recipe: str, store=None, scale: str = "demo", verdicts: bool = False, recipes=None, device: str | None = None):
-    """Recipe ``recipe``'s figure (e.g. ``"han2021/fig2"``) on exactly its runs of ``store``,
-    as ``robustkit reproduce`` draws it, without training (see :func:`robustkit.reproduce.draw`;
-    any registered figure on any runs: :func:`robustkit.figures.draw`). ``device``: where an
-    analysis that runs a model runs it (default: the GPU if there is one)."""
+def draw(recipe: str, store=None, scale: str = "demo", verdicts: bool = False, recipe_dir=None,
+         device: str | None = None):
+    """A recipe's figure on exactly its runs of ``store``, as ``robustkit reproduce`` draws it,
+    without training anything.
+
+    Parameters
+    ----------
+    recipe : str
+        One recipe name, e.g. ``"han2021/fig2"`` (``robustkit reproduce --help`` lists them).
+    store : path, optional
+        Run store; default ``runs/<scale>``.
+    scale : str
+        ``demo`` or ``paper``: which of the recipe's runs are drawn.
+    verdicts : bool
+        Also judge the recipe's claims and write their verdicts under the figure.
+    recipe_dir : path, optional
+        The folder of recipe files; default: the ``analyses/`` folder of this checkout.
+    device : str, optional
+        Where an analysis that runs a model runs it (default: the GPU if there is one).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Laid out so that ``fig.savefig("fig.pdf")`` keeps its title, legend and notes; in a
+        notebook it shows as the cell's result. Any registered figure on any runs:
+        :func:`robustkit.figures.draw`.
+    """
     from robustkit.recipes import RECIPE_DIR
     from robustkit.reproduce import draw as draw_recipe
 
-    return draw_recipe(recipe, store, scale=scale, recipes=recipes or RECIPE_DIR, verdicts=verdicts, device=device)
+    return draw_recipe(recipe, store, scale=scale, recipe_dir=recipe_dir or RECIPE_DIR, verdicts=verdicts,
+                       device=device)
 
 
 __all__ = ["load_runs", "load_history", "load_gradnorms", "claims", "draw"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import time
@@ -37,17 +38,17 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     from robustkit.methods.registry import METHOD_NAMES, defaults_help, options_help, spec_fields
 
     run = parser.add_argument_group("run")
-    run.add_argument("--task", default="rt", help="task name: a GLUE task (cola, sst2, mrpc, qqp, stsb, mnli, qnli, rte, wnli) or an embedded one (rt, polarity); default: rt")
+    run.add_argument("--task", help="task name: a GLUE task (cola, sst2, mrpc, qqp, stsb, mnli, qnli, rte, wnli) or an embedded one (rt, polarity); default: rt")
     run.add_argument("--method", default="houlsby", type=_method_name, metavar="METHOD",
                      help=f"tuning method: {', '.join(METHOD_NAMES)}, or adapterhub:<config string> for any AdapterHub config "
                           "(e.g. adapterhub:lora[r=4,alpha=16]); default: houlsby")
-    run.add_argument("--model", default="minilm-l6", help="embedded model (minilm-l6, bert-tiny), a local model folder, or a Hugging Face hub name; default: minilm-l6")
+    run.add_argument("--model", help="embedded model (minilm-l6, bert-tiny), a local model folder, or a Hugging Face hub name; default: minilm-l6")
     run.add_argument("--seed", type=_ints, default=[0], help="random seed(s), comma-separated: one run per seed; default: 0")
     run.add_argument("--tsp-steps", type=_ints, default=[0], help="task-specific pretraining steps to start from, comma-separated (0 = none); one masked-LM run keeps a checkpoint at each; default: 0")
     hyper = parser.add_argument_group("hyperparameters (defaults: Han et al. 2021 tables 2-3)")
     hyper.add_argument("--lr", type=float, help=f"learning rate; default per method: {defaults_help('default_lr')}")
     hyper.add_argument("--epochs", type=int, help=f"training epochs; default per method: {defaults_help('default_epochs')}")
-    hyper.add_argument("--batch-size", type=int, default=32, help="training batch size; default: 32")
+    hyper.add_argument("--batch-size", type=int, help="training batch size; default: 32")
     hyper.add_argument("--max-length", type=int, help=f"max tokens per example; default per method: {defaults_help('default_max_length')}")
     methods = parser.add_argument_group("method options", "Each method's options, with their defaults: " + options_help() + ".")
     methods.add_argument("--method-option", action="append", metavar="NAME=VALUE", default=[],
@@ -64,7 +65,7 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     hyper.add_argument("--max-grad-norm", type=float, default=1.0, help="gradient clipping norm (0 = none); default: 1.0")
     hyper.add_argument("--eval-every", type=int, help="evaluate every N steps besides every epoch end; default: epoch ends only")
     hyper.add_argument("--tsp-lr", type=float, help="TSP learning rate; default: the run's lr")
-    hyper.add_argument("--tsp-batch-size", type=int, default=32, help="TSP batch size; default: 32")
+    hyper.add_argument("--tsp-batch-size", type=int, help="TSP batch size; default: 32")
     hyper.add_argument("--tsp-seed", type=int, default=0, help="seed of the TSP run (shared by runs of all seeds); default: 0")
     data = parser.add_argument_group("data")
     data.add_argument("--train-size", type=int, help="low-resource setting (He et al. 2021 3.2): N training + 1k validation examples drawn from the training data, the original validation split becomes test; default: all")
@@ -93,8 +94,18 @@ def _method_options(items: list[str]) -> dict[str, str]:
     return options
 
 
+def _add_preset(parser: argparse.ArgumentParser) -> None:
+    from robustkit.recipes import SCALES
+
+    parser.add_argument("--preset", choices=SCALES, help="start from a scale of analyses/defaults.toml, under every flag given: demo = the "
+                        "calibrated demo settings (minilm-l6 on rt, 1k examples, 3 epochs, length 64, batch 16, each method at its "
+                        "calibrated learning rate; minutes per run on a CPU, see analyses/README.md); paper = the papers' model "
+                        "(bert-base-uncased) and defaults; default: none (the papers' defaults on minilm-l6: hours per run on a CPU)")
+
+
 def _specs_from_args(args) -> list:
     from robustkit.methods.registry import spec_fields
+    from robustkit.recipes import preset_spec
     from robustkit.spec import RunSpec
 
     fields = dict(
@@ -110,8 +121,10 @@ def _specs_from_args(args) -> list:
     )
     from robustkit.sweep import check_size
 
+    fields = {name: value for name, value in fields.items() if value is not None}  # not given: the preset's, else RunSpec's
+    make = (lambda **given: preset_spec(args.preset, **given)) if args.preset else RunSpec
     check_size(len(args.seed) * len(args.tsp_steps), "command line (--seed x --tsp-steps)", None if args.yes else MAX_GRID_RUNS)
-    return [RunSpec(seed=seed, tsp_step=step, **fields).resolved() for seed in args.seed for step in args.tsp_steps]
+    return [make(seed=seed, tsp_step=step, **fields).resolved() for seed in args.seed for step in args.tsp_steps]
 
 
 def _cmd_train(args) -> int:
@@ -121,6 +134,7 @@ def _cmd_train(args) -> int:
 
 
 def _cmd_sweep(args) -> int:
+    from robustkit.recipes import preset
     from robustkit.sweep import expand_grid, run_sweep, with_data_dir
 
     from robustkit.sweep import grid_size
@@ -128,7 +142,8 @@ def _cmd_sweep(args) -> int:
     size = grid_size(args.grid)  # counted, not expanded: a refused grid is refused at once, naming its size
     if args.yes and size > MAX_GRID_RUNS:  # said at once: expanding takes minutes (a run id per run)
         print(f"{args.grid}: {size:,} runs; expanding them", flush=True)
-    specs = expand_grid(args.grid, max_runs=None if args.yes else MAX_GRID_RUNS)
+    specs = expand_grid(args.grid, preset(args.preset) if args.preset else None,
+                        max_runs=None if args.yes else MAX_GRID_RUNS)
     if args.data_dir:
         specs = with_data_dir(specs, args.data_dir)
     if args.status:
@@ -161,9 +176,18 @@ def _slurm_options(args):
 
 
 def _cmd_runs(args) -> int:
-    from robustkit.report import damaged_notes, runs_table
+    from robustkit import terminal
+    from robustkit.report import ALWAYS, damaged_notes, runs_table
+    from robustkit.store.folders import open_store
 
-    print(runs_table(args.store, include_tsp=args.tsp).to_string(index=False))
+    open_store(args.store, create=False)  # a missing store is an error, not an empty table
+    if args.output:
+        from robustkit.store.tables import load_runs
+
+        full = load_runs(args.store, include_tsp=args.tsp, include_damaged=True)
+        print(f"wrote {len(full)} rows to {terminal.write(full, args.output)}")
+    else:
+        print(terminal.render(runs_table(args.store, include_tsp=args.tsp), args.format, keep=ALWAYS))
     for line in damaged_notes(args.store):
         print(line, file=sys.stderr)
     return 0
@@ -205,10 +229,12 @@ def _cmd_stats(args) -> int:
     cells = [c for c in tests.columns if c not in stability.COMPARE_COLUMNS]
     aso = None if args.no_aso else dominance.aso_table(frame, args.by, within=cells, include_failed=args.include_failed)
     failures = dominance.failure_rates(frame, [*cells, args.by])
-    print(summary.to_string(index=False), "", tests.to_string(index=False), sep="\n")
+    from robustkit.terminal import render
+
+    print(render(summary), "", render(tests), sep="\n")
     if aso is not None and not aso.empty:
-        print("", "ASO (almost stochastic order, deepsig): eps_min of group_a over group_b", aso.to_string(index=False), sep="\n")
-    print("", "failed (collapsed or diverged) runs, exact binomial interval", failures.to_string(index=False),
+        print("", "ASO (almost stochastic order, deepsig): eps_min of group_a over group_b", render(aso), sep="\n")
+    print("", "failed (collapsed or diverged) runs, exact binomial interval", render(failures),
           "", stability.caption(summary, tests, dominance=aso), sep="\n")
     if args.output:
         out = Path(args.output)
@@ -271,7 +297,7 @@ def _cmd_reproduce(args) -> int:
         print(run_plan.describe(per_recipe, runs, args.scale))
         return 0
     results = reproduce(None if args.all else args.recipes, scale=args.scale, store=args.store, figures=args.figures,
-                        recipes=args.recipe_dir or RECIPE_DIR, jobs=args.jobs, device=args.device,
+                        recipe_dir=args.recipe_dir or RECIPE_DIR, jobs=args.jobs, device=args.device,
                         executor=args.executor, slurm_options=_slurm_options(args), train_only=args.train_only)
     print(results.to_string(index=False))
     return 1 if results["error"].notna().any() or results["failed_runs"].any() else 0
@@ -334,7 +360,7 @@ def _cmd_claims(args) -> int:
         return _claims_plan(args)
     if args.markdown:
         raise RobustkitError("--markdown prints the plan's summary: use it with --plan")
-    table = claims(args.store, args.recipes or None, scale=args.scale or "demo", recipes=args.recipe_dir or RECIPE_DIR,
+    table = claims(args.store, args.recipes or None, scale=args.scale or "demo", recipe_dir=args.recipe_dir or RECIPE_DIR,
                    include_failed=args.include_failed, device=args.device)
     overall = table.groupby(["recipe", "claim"], sort=False).tail(1)
     shown = overall[["recipe", "claim", "verdict", "n_a", "n_b", "n_failed", "effect_name", "effect", "ci_low", "ci_high", "p_value", "reason"]]
@@ -367,10 +393,11 @@ def _report(results, store) -> int:
     """Print the runs of ``results`` (the command's own, not the whole store), then failures and
     counts; the exit status is 1 if a run failed or was not trained (damaged, or locked: being
     trained by another process)."""
+    from robustkit import terminal
     from robustkit.jobs import TRAINED_ELSEWHERE
-    from robustkit.report import failed_outcomes, runs_table
+    from robustkit.report import ALWAYS, failed_outcomes, runs_table
 
-    print(runs_table(store, run_ids=list(results.run_id)).to_string(index=False))
+    print(terminal.render(runs_table(store, run_ids=list(results.run_id)), keep=ALWAYS))
     failed = results[results.status == "failed"]
     for _, row in failed.iterrows():
         print(f"FAILED {row.run_id}: {row.error}", file=sys.stderr)
@@ -460,6 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     train = commands.add_parser("train", help="train runs (one per seed x TSP step) into a store", description="Train supervised runs, with task-specific pretraining first when --tsp-steps asks for it. Complete runs are skipped; interrupted ones resume.")
     _add_run_arguments(train)
+    _add_preset(train)
     train.add_argument("--store", required=True, help="run store folder (created if missing)")
     train.add_argument("--jobs", type=int, default=1, help="runs trained at once (worker processes); default: 1")
     _add_yes(train)
@@ -468,8 +496,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_device(train)
     train.set_defaults(func=_cmd_train)
 
-    sweep = commands.add_parser("sweep", help="train a grid of runs from a TOML grid file", description="Expand a TOML grid ([base] fields, [grid] axes) into runs and train those not yet complete.")
+    sweep = commands.add_parser("sweep", help="train a grid of runs from a TOML grid file", description="Expand a TOML grid ([base] fields, [grid] axes, [lr] a learning rate per method where base and grid set none) into runs and train those not yet complete.")
     sweep.add_argument("grid", help="grid file (TOML): [base] holds fixed run fields, [grid] lists axes")
+    _add_preset(sweep)
     sweep.add_argument("--store", required=True, help="run store folder (created if missing)")
     sweep.add_argument("--jobs", type=int, default=1, help="runs trained at once (worker processes); default: 1")
     sweep.add_argument("--data-dir", help="local folder of GLUE-format TSV files for every run of a GLUE task in the grid")
@@ -478,9 +507,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_device(sweep)
     sweep.set_defaults(func=_cmd_sweep)
 
-    runs = commands.add_parser("runs", help="table of the runs in a store", description="One line per run: config, status, final metrics.")
+    runs = commands.add_parser("runs", help="table of the runs in a store",
+                               description="One line per run: model, method, seed, status, outcome (ok / collapsed / diverged), the "
+                               "settings that differ between the runs and the final metrics, cut to the terminal's width.")
     runs.add_argument("store", help="run store folder")
     runs.add_argument("--tsp", action="store_true", help="also list task-specific pretraining runs")
+    from robustkit.terminal import add_format_arguments
+
+    add_format_arguments(runs, "write every column of every run (robustkit.load_runs) to this file (.csv, .json, else parquet)")
     runs.set_defaults(func=_cmd_runs)
 
     verify = commands.add_parser(
@@ -535,11 +569,63 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_verbosity(parser: argparse.ArgumentParser, top: bool = True) -> None:
+    """``-v`` / ``-q`` on ``parser`` and every command under it, so that they go before or after
+    the command (``robustkit -q train ...``, ``robustkit train ... -q``)."""
+    default = {} if top else {"default": argparse.SUPPRESS}  # a command's flag must not reset the top's
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("-v", "--verbose", action="count", help="say more: every step robustkit logs (logging level DEBUG)",
+                       **({"default": 0} if top else default))
+    group.add_argument("-q", "--quiet", action="store_true", help="warnings and errors only, no progress bars (sets TQDM_DISABLE=1, "
+                       "which worker processes inherit)", **({"default": False} if top else default))
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _add_verbosity(sub, top=False)
+
+
+class _Handler(logging.StreamHandler):
+    """robustkit's log lines on stderr, written through tqdm where a bar is drawn (so that a line
+    never lands inside a bar): ``robustkit: warning: ...`` for warnings and errors, the message
+    alone otherwise."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = record.getMessage()
+        return f"robustkit: {record.levelname.lower()}: {text}" if record.levelno >= logging.WARNING else text
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            tqdm = sys.modules.get("tqdm")
+            if tqdm is not None:
+                tqdm.tqdm.write(self.format(record), file=sys.stderr)
+            else:
+                print(self.format(record), file=sys.stderr)
+        except Exception:  # noqa: BLE001 - logging must not fail the command
+            self.handleError(record)
+
+
+def configure_logging(verbose: int = 0, quiet: bool = False) -> None:
+    """The ``robustkit`` logger as the command line shows it: INFO (what a command does) on
+    stderr; ``verbose`` DEBUG; ``quiet`` warnings and errors only, and no progress bars
+    (:func:`robustkit.progress.silence`). A notebook leaves logging as Python sets it up
+    (warnings shown) and can call this too."""
+    logger = logging.getLogger("robustkit")
+    if not any(isinstance(h, _Handler) for h in logger.handlers):
+        logger.addHandler(_Handler())
+    logger.setLevel(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO)
+    if quiet:
+        from robustkit.progress import silence
+
+        silence()
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     """Parse a robustkit command line (``["plot", "rsa", ...]``) as the ``robustkit`` command does."""
     from robustkit.cli_analyze import join_negative_values
 
-    return build_parser().parse_args(join_negative_values(argv))
+    parser = build_parser()
+    _add_verbosity(parser)
+    return parser.parse_args(join_negative_values(argv))
 
 
 # Set to 1 for the traceback of an unexpected error instead of its one-line report.
@@ -568,6 +654,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         try:
             args = parse_args(argv)
+            configure_logging(args.verbose, args.quiet)
             return args.func(args)
         finally:
             sys.stdout.flush()  # here, not at exit: a reader that went away raises inside the guard

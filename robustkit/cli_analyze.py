@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from robustkit import terminal
+
 
 def _store_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("store", help="run store folder")
@@ -22,10 +24,9 @@ def _analyze(args) -> int:
     given = {p.name: getattr(args, p.name) for p in (*analysis.params, *analysis.options)}
     frame = analysis.run(args.store, args.select, **given)
     if args.output:
-        frame.to_parquet(args.output, index=False)
-        print(f"wrote {len(frame)} rows to {args.output}")
+        print(f"wrote {len(frame)} rows to {terminal.write(frame, args.output)}")
     else:
-        print(analysis.summarize(frame).to_string(index=False))
+        print(terminal.render(analysis.summarize(frame), args.format))
     return 0
 
 
@@ -39,7 +40,8 @@ def add_analyze_commands(commands) -> None:
         _store_arguments(parser)
         for param in (*analysis.params, *analysis.options):
             add_param(parser, param)
-        parser.add_argument("-o", "--output", help=f"write {analysis.output} to this parquet file")
+        terminal.add_format_arguments(parser, f"write {analysis.output}, every column, to this file (.csv, .json, else parquet) "
+                                              "instead of printing the summary")
         parser.set_defaults(func=_analyze)
 
 

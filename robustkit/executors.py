@@ -73,10 +73,10 @@ class LocalExecutor:
         """:func:`run_job` of each job, in the order given."""
         if not jobs:
             return []
-        from tqdm.auto import tqdm  # tqdm.auto may import IPython: only when there is work
+        from robustkit.progress import bar as progress_bar
 
         label = "TSP runs" if all(job.is_tsp for job in jobs) else "runs"
-        with tqdm(total=len(jobs), desc=label, disable=not self.progress, unit="run") as bar:
+        with progress_bar(total=len(jobs), desc=label, show=self.progress, unit="run") as bar:
             if self.workers <= 1:
                 results = []
                 for job in jobs:

@@ -7,8 +7,12 @@ A source folder is one of
   a run of method ``full``;
 - an AdapterHub adapter folder (``adapter_config.json`` + weights + the head, as
   ``model.save_adapter(folder, name)`` writes it for a transformers model with ``adapters.init``):
-  a run of method ``adapterhub`` whose config is the folder's config, written out as JSON (any
-  AdapterHub method: LoRA, prefix tuning, bottlenecks, unions, ...);
+  a run of robustkit's own method where one makes exactly the folder's config (a LoRA config is
+  method ``lora`` with its ``r``, ``alpha``, ...; ``seq_bn`` is ``pfeiffer``, ``double_seq_bn``
+  ``adapterhub-houlsby``, ``prefix_tuning`` ``prefix``: :func:`robustkit.methods.registry.method_of_config`),
+  so that it compares with runs trained here; any other config (a union, another
+  non-linearity, ...) is a run of method ``adapterhub`` whose config is the folder's, written out
+  as JSON;
 - a checkpoint series: a folder of ``checkpoint-<N>/`` subfolders, each one of the above (as
   transformers' ``Trainer`` writes them; an ``AdapterTrainer`` checkpoint's adapter may sit one
   folder down).
@@ -62,6 +66,7 @@ from robustkit.errors import RobustkitError
 from robustkit.evaluate import EVAL_BATCH_SIZE, encode_split, eval_batches, evaluate, final_outcomes
 from robustkit.methods.adapterhub import config_json
 from robustkit.methods.base import ADAPTER_NAME
+from robustkit.methods.registry import method_of_config
 from robustkit.provenance import asset_hashes, package_versions
 from robustkit.run_model import build_classifier, checkpoint_metadata, trainable_state
 from robustkit.spec import SPEC_DEFAULTS, RunSpec, _safe
@@ -204,7 +209,8 @@ def import_run(
 
 
 def _method_of(sources: list[Source]) -> tuple[str, dict]:
-    """``full`` for transformers models; ``adapterhub`` with the adapters' one config otherwise."""
+    """``full`` for transformers models; for adapters, robustkit's method that makes exactly
+    their one config, with its options, else ``adapterhub`` with the config."""
     if sources[0].kind == "model":
         return "full", {}
     configs = {config_json(_read_json(s.folder / ADAPTER_CONFIG).get("config") or {}) for s in sources}
@@ -213,7 +219,8 @@ def _method_of(sources: list[Source]) -> tuple[str, dict]:
     config = configs.pop()
     if config == "{}":
         raise ImportError_(f"{sources[0].folder / ADAPTER_CONFIG} has no config")
-    return "adapterhub", {"config": config}
+    own = method_of_config(json.loads(config))
+    return own if own is not None else ("adapterhub", {"config": config})
 
 
 def _read_json(path: Path) -> dict:

@@ -96,12 +96,11 @@ class Recipe:
         base = {**defaults.get("base", {}), **section.get("base", {})}
         specs: dict[str, RunSpec] = {}
         for grid in section["grids"]:
-            lr = {} if "lr" in grid or "lr" in section.get("base", {}) else defaults.get("lr", {})
+            # method by method, each at its [<scale>.lr] rate where the recipe sets none (the
+            # grid files' [lr] rule, robustkit.sweep.expand_grid)
             for method in grid.get("method", [base.get("method", RunSpec.method)]):
                 axes = {**grid, "method": [method]}
-                if method in lr:
-                    axes["lr"] = [lr[method]]
-                for spec in expand_grid({"base": base, "grid": axes}):
+                for spec in expand_grid({"base": base, "grid": axes}, {"lr": defaults.get("lr", {})}):
                     specs.setdefault(spec.run_id, spec)
         return list(specs.values())
 
@@ -115,6 +114,33 @@ def list_recipes(folder: str | Path = RECIPE_DIR) -> list[str]:
     """Names of the recipes in ``folder`` (``<paper>/<figure>``), sorted."""
     folder = Path(folder)
     return sorted(str(p.relative_to(folder).with_suffix("")) for p in folder.glob("*/*.toml"))
+
+
+def recipe_names(recipes, folder: str | Path = RECIPE_DIR) -> list[str]:
+    """The recipe names a notebook function was given (``recipes``), or every recipe of
+    ``folder`` when it is None.
+
+    ``recipes`` always means names (``["han2021/fig2"]``) and ``recipe_dir`` always the folder
+    they are read from, across the notebook API.
+
+    Raises
+    ------
+    RecipeError
+        ``recipes`` is a string or a path (it would be read one character at a time), or holds
+        something that is not a string.
+    """
+    if recipes is None:
+        return list_recipes(folder)
+    if isinstance(recipes, (str, Path)):
+        hint = ("a folder of recipe files is recipe_dir=" if Path(recipes).is_dir()
+                else f"one recipe is [{str(recipes)!r}]")
+        raise RecipeError(f"recipes takes a list of recipe names such as ['han2021/fig2'], got the "
+                          f"{type(recipes).__name__} {str(recipes)!r}; {hint}")
+    names = list(recipes)
+    bad = [name for name in names if not isinstance(name, str)]
+    if bad:
+        raise RecipeError(f"recipes takes recipe names (strings such as 'han2021/fig2'), got {bad[0]!r}")
+    return names
 
 
 def load_recipe(name: str, folder: str | Path = RECIPE_DIR) -> Recipe:
@@ -161,6 +187,53 @@ def load_defaults(folder: str | Path = RECIPE_DIR) -> dict:
     """``defaults.toml`` of a recipe folder (empty when there is none)."""
     path = Path(folder) / "defaults.toml"
     return _read_toml(path) if path.is_file() else {}
+
+
+def preset(name: str, folder: str | Path | None = None) -> dict:
+    """A scale of ``defaults.toml`` as the settings ``train --preset`` and ``sweep --preset``
+    start from: ``{"base": {field: value}, "lr": {method: rate}}``.
+
+    ``demo`` is the calibrated demo scale (minilm-l6 on rt, 1k examples, 3 epochs, length 64,
+    each method at its calibrated rate: ``analyses/README.md``), minutes per run on a CPU;
+    ``paper`` the papers' model, every other setting the papers' defaults.
+
+    Raises
+    ------
+    RecipeError
+        ``name`` is no scale of ``defaults.toml`` (the known ones are named).
+    """
+    folder = RECIPE_DIR if folder is None else folder  # read now: a notebook (or a test) may point it elsewhere
+    scales = load_defaults(folder)
+    if name not in scales:
+        raise RecipeError(f"unknown preset {name!r}; known presets: {', '.join(scales) or 'none'} "
+                          f"(the scales of {Path(folder) / 'defaults.toml'})")
+    return {"base": dict(scales[name].get("base", {})), "lr": dict(scales[name].get("lr", {}))}
+
+
+def preset_spec(name: str, recipe_dir: str | Path | None = None, **fields) -> RunSpec:
+    """A run at preset ``name`` with ``fields`` over it: what ``robustkit train --preset`` trains.
+
+    ``preset_spec("demo", method="lora", seed=2)`` is minilm-l6 on rt at the calibrated demo
+    settings, LoRA at its calibrated rate (:func:`preset`); a field given wins over the preset,
+    and a method without a preset rate (and no ``lr`` given) takes its paper default.
+
+    Raises
+    ------
+    RecipeError
+        An unknown preset.
+    """
+    from robustkit.errors import MethodError
+    from robustkit.methods.registry import get_method
+
+    chosen = preset(name, recipe_dir)
+    fields = {**chosen["base"], **fields}
+    try:
+        method = get_method(fields.get("method", RunSpec.method)).name
+    except MethodError:
+        method = None  # the spec names it when it is resolved
+    if "lr" not in fields and method in chosen["lr"]:
+        fields["lr"] = chosen["lr"][method]
+    return RunSpec(**fields)
 
 
 def _scale_section(path: Path, scale: str, section: dict) -> dict:

@@ -11,7 +11,10 @@ from robustkit.store.manifest import read_manifest
 from robustkit.store.schema import DAMAGED
 from robustkit.store.tables import load_runs, OPTION_COLUMNS
 
-SHOWN = ["run_id", "task", "method", "options", "seed", "tsp_step", "lr", "train_size", "status", "trainable_params"]
+SHOWN = ["run_id", "model", "task", "method", "options", "seed", "tsp_step", "lr", "train_size", "status", "outcome",
+         "trainable_params"]
+# What `robustkit runs` always shows, whether it varies or not (robustkit.terminal.render).
+ALWAYS = ("run_id", "model", "method", "seed", "status", "outcome")
 
 
 def runs_table(store: str | Path, include_tsp: bool = False, run_ids: Iterable[str] | None = None) -> pd.DataFrame:
@@ -31,7 +34,9 @@ def runs_table(store: str | Path, include_tsp: bool = False, run_ids: Iterable[s
     -------
     DataFrame
         :data:`SHOWN` columns (``options``: the method's options, ``r=8 alpha=8 ...``; empty
-        for methods whose options are run-spec columns) + ``metric`` (the task's main metric) and its value on the
+        for methods whose options are run-spec columns; ``outcome``: ``ok``, or every outcome
+        other than ok among its checkpoints and splits, e.g. ``collapsed``: :mod:`robustkit.collapse`;
+        empty where none was recorded) + ``metric`` (the task's main metric) and its value on the
         validation and test splits at the best checkpoint (``best_val``, ``best_test``) and on
         test at the last one (``last_test``).
     """
@@ -39,7 +44,8 @@ def runs_table(store: str | Path, include_tsp: bool = False, run_ids: Iterable[s
     if run_ids is not None:
         order = {run_id: i for i, run_id in enumerate(run_ids)}
         runs = runs[runs.run_id.isin(list(order))].sort_values("run_id", key=lambda ids: ids.map(order)).reset_index(drop=True)
-    table = runs.assign(options=[_options(row) for _, row in runs.iterrows()]).reindex(columns=SHOWN).copy()
+    table = runs.assign(options=[_options(row) for _, row in runs.iterrows()],
+                        outcome=[_outcome(row) for _, row in runs.iterrows()]).reindex(columns=SHOWN).copy()
     for column in ("seed", "tsp_step", "train_size", "trainable_params"):  # integers, though a damaged row has none
         values = pd.to_numeric(table[column], errors="coerce")
         if values.notna().any() and values.dropna().mod(1).eq(0).all():
@@ -51,7 +57,16 @@ def runs_table(store: str | Path, include_tsp: bool = False, run_ids: Iterable[s
             round(float(row[f"{checkpoint}/{split}/{m}"]), 4) if m and f"{checkpoint}/{split}/{m}" in row and pd.notna(row[f"{checkpoint}/{split}/{m}"]) else None
             for m, (_, row) in zip(metric, runs.iterrows())
         ]
-    return table
+    # the scores before the parameter count: a table cut to the terminal's width keeps them
+    return table[[c for c in table.columns if c != "trainable_params"] + ["trainable_params"]]
+
+
+def _outcome(run: pd.Series) -> str | None:
+    """``ok`` when every recorded outcome is, else the others (``collapsed``, ``diverged``)."""
+    values = {run[c] for c in run.index if str(c).startswith("outcome/") and isinstance(run[c], str)}
+    if not values:
+        return None
+    return "ok" if values == {"ok"} else "/".join(sorted(values - {"ok"}))
 
 
 def damaged_notes(store: str | Path) -> list[str]:

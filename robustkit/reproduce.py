@@ -12,18 +12,21 @@ runs, the verdicts and what differs from the paper's settings.
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
 import pandas as pd
-from tqdm.auto import tqdm
+from robustkit.progress import bar as progress_bar
 
 from robustkit import claim, figures as registry
-from robustkit.recipes import RECIPE_DIR, Recipe, list_recipes, load_defaults, load_recipe
+from robustkit.recipes import RECIPE_DIR, Recipe, RecipeError, list_recipes, load_defaults, load_recipe, recipe_names
+from robustkit.store.folders import open_store
 from robustkit.store.tables import load_runs
 from robustkit.sweep import run_sweep
 
 FIGURES_DIR = Path("figures")
+log = logging.getLogger(__name__)
 
 
 def default_store(scale: str) -> Path:
@@ -32,11 +35,11 @@ def default_store(scale: str) -> Path:
 
 
 def reproduce(
-    names: list[str] | None = None,
+    recipes: list[str] | None = None,
     scale: str = "demo",
     store: str | Path | None = None,
     figures: str | Path = FIGURES_DIR,
-    recipes: str | Path = RECIPE_DIR,
+    recipe_dir: str | Path = RECIPE_DIR,
     jobs: int = 2,
     device: str | None = None,
     executor: str = "local",
@@ -44,12 +47,12 @@ def reproduce(
     train_only: bool = False,
     progress: bool = True,
 ) -> pd.DataFrame:
-    """Train, analyse and draw the named recipes (all when ``names`` is None).
+    """Train, analyse and draw the named recipes (all when ``recipes`` is None).
 
     Parameters
     ----------
-    names : list of str, optional
-        Recipe names (``han2021/fig2``); None = every recipe in ``recipes``.
+    recipes : list of str, optional
+        Recipe names (``["han2021/fig2"]``); None = every recipe in ``recipe_dir``.
     scale : str
         ``demo`` (minilm-l6 on the embedded tasks, CPU minutes) or ``paper`` (the papers' models,
         tasks and hyperparameters).
@@ -57,6 +60,8 @@ def reproduce(
         Run store; default ``runs/<scale>``.
     figures : path
         Folder the PDFs are written to.
+    recipe_dir : path
+        Folder of recipe files (default: the ``analyses/`` folder of this checkout).
     jobs, device, executor, slurm_options
         As in :func:`robustkit.sweep.run_sweep`; ``device`` is also where the analyses that run a
         model run it.
@@ -71,16 +76,16 @@ def reproduce(
         per claim, see :func:`robustkit.claim.summary_line`). Every claim's rows are written to
         ``<figures>/claims.csv`` (:data:`robustkit.claim.VERDICT_COLUMNS`).
     """
-    chosen = [load_recipe(name, recipes) for name in (names or list_recipes(recipes))]
+    chosen = [load_recipe(name, recipe_dir) for name in recipe_names(recipes, recipe_dir)]
     store = Path(store) if store is not None else default_store(scale)
-    defaults = load_defaults(recipes)  # read once: every recipe's specs, claims and subtitle use it
+    defaults = load_defaults(recipe_dir)  # read once: every recipe's specs, claims and subtitle use it
     needed = {recipe.name: recipe.specs(scale, defaults) for recipe in chosen}
     distinct = {spec.run_id: spec for specs in needed.values() for spec in specs}
     results = run_sweep(list(distinct.values()), store, jobs=jobs, progress=progress, device=device,
                         executor=executor, slurm_options=slurm_options)
     failed = set(results.loc[results.status.isin(["failed", "damaged"]), "run_id"])  # damaged: not trained over
     rows, judged = [], []
-    for recipe in tqdm(chosen, desc="figures", unit="figure", disable=not progress or train_only):
+    for recipe in progress_bar(chosen, desc="figures", unit="figure", show=progress and not train_only):
         run_ids = [spec.run_id for spec in needed[recipe.name]]
         row = {"recipe": recipe.name, "figure": recipe.figure, "runs": len(run_ids),
                "failed_runs": len(failed.intersection(run_ids)), "pdf": None, "seconds": 0.0, "error": None, "verdicts": ""}
@@ -92,8 +97,8 @@ def reproduce(
                              subtitle(recipe, scale, defaults), footer(recipe, verdicts), device),
                        verdicts=claim.summary_line(verdicts))
             row["seconds"] = time.perf_counter() - started  # claims and figure together
-            tqdm.write(f"{recipe.name}: " + (f"figure failed: {row['error']}" if row["error"] else "drawn") +
-                       "".join(f"\n  {line}" for line in row["verdicts"].splitlines()))
+            log.info(f"{recipe.name}: " + (f"figure failed: {row['error']}" if row["error"] else "drawn") +
+                     "".join(f"\n  {line}" for line in row["verdicts"].splitlines()))
         rows.append(row)
     if not train_only:
         verdicts = pd.concat(judged, ignore_index=True) if judged else pd.DataFrame(columns=claim.VERDICT_COLUMNS)
@@ -103,15 +108,15 @@ def reproduce(
             verdicts = pd.concat([earlier[~earlier["recipe"].isin([r.name for r in chosen])], verdicts], ignore_index=True)
         Path(figures).mkdir(parents=True, exist_ok=True)
         verdicts.to_csv(path, index=False)
-        write_index(figures, scale, recipes, store=store, verdicts=verdicts)
+        write_index(figures, scale, recipe_dir, store=store, verdicts=verdicts)
     return pd.DataFrame(rows)
 
 
 def claims(
     store: str | Path | None = None,
-    names: list[str] | None = None,
+    recipes: list[str] | None = None,
     scale: str = "demo",
-    recipes: str | Path = RECIPE_DIR,
+    recipe_dir: str | Path = RECIPE_DIR,
     include_failed: bool = False,
     device: str | None = None,
 ) -> pd.DataFrame:
@@ -121,10 +126,12 @@ def claims(
     ----------
     store : path, optional
         Run store; default ``runs/<scale>``.
-    names : list of str, optional
-        Recipe names (``han2021/fig2``); None = every recipe in ``recipes``.
+    recipes : list of str, optional
+        Recipe names (``["han2021/fig2"]``); None = every recipe in ``recipe_dir``.
     scale : str
         Whose runs: ``demo`` or ``paper``.
+    recipe_dir : path
+        Folder of recipe files (default: the ``analyses/`` folder of this checkout).
     include_failed : bool
         Keep collapsed and diverged runs in the tests.
     device : str, optional
@@ -135,10 +142,15 @@ def claims(
     DataFrame
         :data:`robustkit.claim.VERDICT_COLUMNS`: one row per recipe x claim x cell, the claim's
         overall verdict last (cell ``all``).
+
+    Raises
+    ------
+    StoreError
+        The store does not exist (a mistyped path would judge every claim inconclusive).
     """
-    chosen = [load_recipe(name, recipes) for name in (names or list_recipes(recipes))]
-    store = Path(store) if store is not None else default_store(scale)
-    return claim.verdicts(store, chosen, scale, include_failed, defaults=load_defaults(recipes), device=device)
+    chosen = [load_recipe(name, recipe_dir) for name in recipe_names(recipes, recipe_dir)]
+    store = open_store(store if store is not None else default_store(scale), create=False)  # no verdicts on nothing
+    return claim.verdicts(store, chosen, scale, include_failed, defaults=load_defaults(recipe_dir), device=device)
 
 
 def subtitle(recipe: Recipe, scale: str, defaults: dict | None = None) -> str:
@@ -183,7 +195,7 @@ def _model_task(specs) -> str:
     return f"{', '.join(models)} on {', '.join(tasks)}"
 
 
-def write_index(figures: str | Path, scale: str, recipes: str | Path = RECIPE_DIR, store: str | Path | None = None,
+def write_index(figures: str | Path, scale: str, recipe_dir: str | Path = RECIPE_DIR, store: str | Path | None = None,
                 verdicts: pd.DataFrame | None = None) -> Path:
     """``<figures>/README.md``: every recipe whose PDF is in ``figures``, with its paper figure,
     what it shows, the model/task used, the runs per group, the collapsed runs, the verdict of
@@ -217,15 +229,15 @@ def write_index(figures: str | Path, scale: str, recipes: str | Path = RECIPE_DI
         "claim's verdict (agrees / contradicts / inconclusive) is computed from the figure's runs "
         "by `robustkit claims`; every row is in [claims.csv](claims.csv).",
         "",
-        *_tally(verdicts, recipes, scale),
+        *_tally(verdicts, recipe_dir, scale),
         "| file | paper | what it shows | model / task used | runs per group | collapsed | verdicts | differs from the paper | command |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    defaults = load_defaults(recipes)
+    defaults = load_defaults(recipe_dir)
     path = figures / "README.md"
     before = _index_rows(path)
-    for name in list_recipes(recipes):
-        recipe = load_recipe(name, recipes)
+    for name in list_recipes(recipe_dir):
+        recipe = load_recipe(name, recipe_dir)
         if scale in recipe.scales and (figures / recipe.output).is_file():
             specs = recipe.specs(scale, defaults)
             judged = verdicts[verdicts["recipe"] == name] if len(verdicts) else verdicts
@@ -248,13 +260,13 @@ def write_index(figures: str | Path, scale: str, recipes: str | Path = RECIPE_DI
 COLLAPSED_CELL = 5  # the index's "collapsed" column
 
 
-def _tally(verdicts: pd.DataFrame, recipes: str | Path, scale: str) -> list[str]:
+def _tally(verdicts: pd.DataFrame, recipe_dir: str | Path, scale: str) -> list[str]:
     """The tally paragraph of the index: how many claims, and on how many independent run sets."""
     if not len(verdicts) or "recipe" not in verdicts:
         return []
-    chosen = [load_recipe(name, recipes) for name in list_recipes(recipes)]
+    chosen = [load_recipe(name, recipe_dir) for name in list_recipes(recipe_dir)]
     chosen = [r for r in chosen if scale in r.scales]
-    sets = claim.independent_sets(chosen, scale, load_defaults(recipes))
+    sets = claim.independent_sets(chosen, scale, load_defaults(recipe_dir))
     known = verdicts[verdicts["recipe"].isin(sets)]
     return [claim.tally_line(known, sets) + ".", ""] if len(known) else []
 
@@ -353,7 +365,7 @@ def _paper_label(name: str) -> str:
     return f"{authors}, {item.replace('fig', 'figure ').replace('table', 'table ')}"
 
 
-def draw(name: str, store: str | Path | None = None, scale: str = "demo", recipes: str | Path = RECIPE_DIR,
+def draw(name: str, store: str | Path | None = None, scale: str = "demo", recipe_dir: str | Path = RECIPE_DIR,
          verdicts: bool = False, device: str | None = None):
     """Recipe ``name``'s figure (a matplotlib Figure) on exactly its runs of ``store``, as
     ``robustkit reproduce`` draws it, without training anything: for notebooks,
@@ -368,9 +380,11 @@ def draw(name: str, store: str | Path | None = None, scale: str = "demo", recipe
     device : str, optional
         Where an analysis that runs a model runs it (default: the GPU if there is one).
     """
-    recipe = load_recipe(name, recipes)
-    store = Path(store) if store is not None else default_store(scale)
-    defaults = load_defaults(recipes)
+    if not isinstance(name, str):
+        raise RecipeError(f"draw takes one recipe name such as 'han2021/fig2', got {name!r}")
+    recipe = load_recipe(name, recipe_dir)
+    store = open_store(store if store is not None else default_store(scale), create=False)
+    defaults = load_defaults(recipe_dir)
     run_ids = [spec.run_id for spec in recipe.specs(scale, defaults)]
     text = footer(recipe, claim.verdicts(store, [recipe], scale, defaults=defaults, device=device)) if verdicts else None
     fig = registry.draw(recipe.figure, store, [f"run_id={','.join(run_ids)}"], subtitle=subtitle(recipe, scale, defaults),

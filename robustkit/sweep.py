@@ -11,7 +11,11 @@ Grid file::
     method = ["houlsby", "full"]
     seed = [0, 1, 2]
     tsp_step = [0, 300]
-    lr = [1e-4, 2e-5]       # leave out to use each method's paper default
+    lr = [1e-4, 2e-5]       # leave out to use [lr] below, else each method's paper default
+
+    [lr]                    # optional: each method's rate where [base] and [grid] set none
+    houlsby = 5e-4
+    full = 1e-4
 
 Running a sweep first trains each distinct TSP run once, up to the largest TSP step any of its
 runs asks for (one masked-LM run, checkpoints at every requested step), then the supervised runs.
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import logging
 import math
 import tomllib
 from pathlib import Path
@@ -42,7 +47,8 @@ from robustkit.spec import SPEC_FIELDS, RunSpec, TspSpec
 if TYPE_CHECKING:
     import pandas as pd
 
-GRID_SECTIONS = ("base", "grid")
+GRID_SECTIONS = ("base", "grid", "lr")
+log = logging.getLogger(__name__)
 
 
 def read_grid(path: str | Path) -> dict:
@@ -72,13 +78,15 @@ def read_grid(path: str | Path) -> dict:
         raise SweepError(f"grid file {str(path)!r} is not valid TOML: {error}") from None
 
 
-def expand_grid(grid: dict | str | Path, max_runs: int | None = MAX_GRID_RUNS) -> list[RunSpec]:
+def expand_grid(grid: dict | str | Path, defaults: dict | None = None, max_runs: int | None = MAX_GRID_RUNS) -> list[RunSpec]:
     """Every run of a grid, in a stable order (product of the axes, in file order).
 
     Parameters
     ----------
     grid : dict or path
-        A parsed grid (``{"base": {...}, "grid": {axis: [values]}}``) or a grid file.
+        A parsed grid (``{"base": {...}, "grid": {axis: [values]}, "lr": {method: rate}}``) or
+        a grid file. ``lr`` (optional) gives each method its learning rate in the runs whose
+        ``[base]`` and ``[grid]`` set none; methods it does not name take their paper default.
     max_runs : int or None
         Refuse a grid of more runs than this (:func:`grid_size`, counted before anything is
         expanded); None: no limit (``robustkit sweep --yes``).
@@ -87,14 +95,21 @@ def expand_grid(grid: dict | str | Path, max_runs: int | None = MAX_GRID_RUNS) -
     ------
     SweepError
         Unknown section or key (named), a section that is not a table, an axis that is not a
-        non-empty list, a grid without any field (it would train one run of every default), a
-        grid of more than ``max_runs`` runs, or a value the run spec rejects.
+        non-empty list, a grid without any field (it would train one run of every default), an
+        ``[lr]`` key that is no method or a rate that is not a positive number, or a value the
+        run spec rejects, or a grid of more than ``max_runs`` runs.
+    defaults : dict, optional
+        ``{"base": {...}, "lr": {...}}`` under the grid's own ``[base]`` and ``[lr]`` (a preset:
+        :func:`robustkit.recipes.preset`).
     """
-    source, base, axes = _parsed(grid)
+    source, base, axes, rates = _parsed(grid, defaults)
     check_size(math.prod(len(values) for values in axes.values()), source, max_runs)
     specs = []
     for combination in itertools.product(*axes.values()):
         fields = {**base, **dict(zip(axes, combination))}
+        method = _method_name(fields.get("method", RunSpec.method))
+        if "lr" not in fields and method in rates:
+            fields["lr"] = rates[method]
         try:
             specs.append(RunSpec(**fields).resolved())
         except RobustkitError as error:
@@ -110,7 +125,7 @@ def grid_size(grid: dict | str | Path) -> int:
     SweepError
         As :func:`expand_grid`, for the grid's shape (its values are checked when expanded).
     """
-    _, _, axes = _parsed(grid)
+    _, _, axes, _ = _parsed(grid)
     return math.prod(len(values) for values in axes.values())
 
 
@@ -128,11 +143,14 @@ def check_size(runs: int, source: str, max_runs: int | None = MAX_GRID_RUNS) -> 
                          "them all, or shorten its axes")
 
 
-def _parsed(grid: dict | str | Path) -> tuple[str, dict, dict]:
-    """A grid's source (for messages), its ``base`` fields and its axes, checked for shape."""
+def _parsed(grid: dict | str | Path, defaults: dict | None = None) -> tuple[str, dict, dict, dict]:
+    """A grid's source (for messages), its ``base`` fields, its axes and its ``[lr]`` rates
+    (under ``defaults``, see :func:`expand_grid`), checked for shape."""
     source = "grid" if isinstance(grid, dict) else f"grid file {str(grid)!r}"
     if not isinstance(grid, dict):
         grid = read_grid(grid)
+    if defaults:
+        grid = {**grid, **{key: {**defaults.get(key, {}), **grid.get(key, {})} for key in ("base", "lr")}}
     unknown = sorted(set(grid) - set(GRID_SECTIONS))
     if unknown:
         raise SweepError(f"unknown grid section(s) {unknown}; expected {list(GRID_SECTIONS)}")
@@ -140,7 +158,7 @@ def _parsed(grid: dict | str | Path) -> tuple[str, dict, dict]:
         if not isinstance(grid.get(section, {}), dict):
             raise SweepError(f"{section!r} in {source} must be a table ([{section}] with one key per run "
                              f"field), got {grid[section]!r}")
-    base, axes = dict(grid.get("base", {})), dict(grid.get("grid", {}))
+    base, axes, rates = dict(grid.get("base", {})), dict(grid.get("grid", {})), _rates(grid.get("lr", {}), source)
     if not base and not axes:
         raise SweepError(f"the {source} defines no runs: [base] and [grid] are empty or missing")
     for section, keys in (("base", base), ("grid", axes)):
@@ -150,7 +168,36 @@ def _parsed(grid: dict | str | Path) -> tuple[str, dict, dict]:
     for axis, values in axes.items():
         if not isinstance(values, list) or not values:
             raise SweepError(f"grid axis {axis!r} must be a non-empty list, got {values!r}")
-    return source, base, axes
+    return source, base, axes, rates
+
+
+def _rates(table: dict, source: str) -> dict[str, float]:
+    """A grid's ``[lr]`` table, checked: method name (robustkit's, an AdapterHub name taken as
+    it) -> positive learning rate."""
+    from robustkit.errors import MethodError
+    from robustkit.methods.registry import get_method
+
+    rates = {}
+    for method, rate in table.items():
+        try:
+            name = get_method(method).name
+        except MethodError as error:
+            raise SweepError(f"[lr] of the {source}: {error}") from None
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0:
+            raise SweepError(f"[lr] {method} = {rate!r} in the {source}: a learning rate is a positive number")
+        rates[name] = rate
+    return rates
+
+
+def _method_name(method) -> str | None:
+    """robustkit's name of a grid run's method (None for a value the run spec will refuse)."""
+    from robustkit.errors import MethodError
+    from robustkit.methods.registry import get_method
+
+    try:
+        return get_method(method).name
+    except MethodError:
+        return None
 
 
 def tsp_jobs(specs: Iterable[RunSpec]) -> dict[TspSpec, tuple[list[int], str | None]]:
@@ -221,6 +268,8 @@ def run_sweep(
     # a bad model, device or data stops the sweep here, before the store or any run folder exists
     # (runs trained elsewhere, by Slurm, may ask for a device that this machine lacks)
     preflight.check_runs(todo, device, device_here=isinstance(executor, LocalExecutor))
+    log.info("%d run(s) to train, %d complete already%s; store %s", len(todo), sum(f for f, _ in states),
+             "".join(f", {n} damaged" for n in [sum(bool(p) for _, p in states)] if n), root)
     tsp = [Job(spec, str(root), device, tuple(steps), data_dir) for spec, (steps, data_dir) in tsp_jobs(todo).items()]
     runs = [Job(spec, str(root), device, needs=spec.tsp_spec().run_id if spec.tsp_step else None) for spec in todo]
     # rows are the specs' runs; a TSP run shows in the runs that start from it (see the executors)

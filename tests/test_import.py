@@ -5,10 +5,12 @@ what is unknown recorded as unknown."""
 
 from __future__ import annotations
 
+from robustkit.analysis.pooling import PoolingError
 from robustkit.analysis.registry import get as analysis
 
 import json
 import math
+import re
 
 import pytest
 import torch
@@ -111,14 +113,16 @@ def test_adapter_folder(tmp_path, glue):
     inputs = _inputs()
     assert torch.allclose(_logits(load_run_model(run_dir, "best"), inputs), _logits(model, inputs), atol=1e-6)
     manifest = read_manifest(run_dir)
-    config = json.loads(manifest["spec"]["method_options"][0][1])
-    assert manifest["spec"]["method"] == "adapterhub" and config["architecture"] == "lora" and config["r"] == 4
+    # AdapterHub's LoRA config is robustkit's lora with its options, comparable with runs trained here
+    assert manifest["spec"]["method"] == "lora"
+    assert dict(map(tuple, manifest["spec"]["method_options"])) == {"r": 4, "alpha": 8, "dropout": 0.0, "matrices": "q,v"}
     lora = sum(p.numel() for n, p in model.named_parameters() if ".loras." in n)
     head = sum(p.numel() for n, p in model.named_parameters() if n.startswith("classifier."))
     assert manifest["trainable"]["count"] == lora + head
     assert set(manifest["import"]["files"]["."]) >= {"adapter_config.json", "pytorch_adapter.bin", "pytorch_model_head.bin"}
     row = load_runs(tmp_path / "runs").iloc[0]
-    assert row["method"] == "adapterhub" and row["seed"] == 1 and math.isnan(row["lr"]) and row["trainable_params"] == lora + head
+    assert row["method"] == "lora" and row["lora.r"] == 4 and row["seed"] == 1 and math.isnan(row["lr"])
+    assert row["trainable_params"] == lora + head and row["import_id"] == f"adapter #{run_dir.name.rsplit('-', 1)[-1]}"
 
 
 def test_checkpoint_series_and_every_analysis(tmp_path, glue):
@@ -148,8 +152,11 @@ def test_checkpoint_series_and_every_analysis(tmp_path, glue):
     assert len(set(analysis("landscape").run(store, alphas=[0.0, 1.0], progress=False)["run_id"])) == 2
     outcomes = scores.outcomes(store, checkpoint="best", split="test", metric=None)
     assert len(outcomes) == 2
-    summary = stability.summarize(outcomes, by="method")  # two full runs, one of unknown seed: one box
-    assert len(summary) == 1 and (summary["n"] + summary["n_failed"]).sum() == 2
+    # two full imports, one of unknown seed: two different runs, never one box
+    with pytest.raises(PoolingError, match="import_id"):
+        stability.summarize(outcomes, by="method")
+    summary = stability.summarize(outcomes, by="import_id")
+    assert len(summary) == 2 and (summary["n"] + summary["n_failed"]).tolist() == [1, 1]
 
 
 def test_refused_sources(tmp_path, glue):
@@ -191,3 +198,84 @@ def test_manifest_unknown_is_checked():
     assert manifest_problem(manifest) is None
     assert "seed" in manifest_problem({**manifest, "unknown": ["lr"]})
     assert "expected a list of spec fields" in manifest_problem({**manifest, "unknown": ["colour"]})
+
+
+def _adapter(folder, config: str, seed: int) -> None:
+    """An AdapterHub adapter of ``config`` on bert-tiny, every trained weight moved by ``seed``,
+    saved with its head by save_adapter."""
+    import adapters
+
+    from robustkit.models import load_classifier
+
+    model = load_classifier(BASE, 2, seed=0)
+    adapters.init(model)
+    model.add_adapter("mine", config=config)
+    model.train_adapter("mine")
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.requires_grad:
+                parameter.add_(0.05 * torch.randn_like(parameter))
+    model.save_adapter(str(folder), "mine")
+
+
+def test_imports_are_never_pooled(tmp_path, glue):
+    """Issue #28 item 2: a LoRA import, a second LoRA of the same config and a seq_bn import, all of
+    unknown seed, are three runs under robustkit's method names, and three groups everywhere."""
+    from robustkit.analysis.pooling import split_columns
+    from robustkit.figures import draw
+    from robustkit.importing import import_run
+    from robustkit.plots.style import figure_texts
+    from robustkit.store.tables import load_runs
+
+    for name, config, seed in (("lora-a", "lora[r=4,alpha=8]", 1), ("lora-b", "lora[r=4,alpha=8]", 2), ("bottleneck", "seq_bn", 3)):
+        _adapter(tmp_path / name, config, seed)
+        import_run(tmp_path / name, BASE, "rte", tmp_path / "runs", data_dir=glue)
+    runs = load_runs(tmp_path / "runs").sort_values("import_id", ignore_index=True)
+    assert runs["method"].tolist() == ["pfeiffer", "lora", "lora"]
+    assert runs["pfeiffer.reduction_factor"].iloc[0] == 16 and runs["lora.r"].iloc[1:].tolist() == [4, 4]
+    assert str(runs["seed"].dtype) == "Int64" and runs["seed"].isna().all()  # unknown, not a float 1.0
+    assert runs["import_id"].str.split(" #").str[0].tolist() == ["bottleneck", "lora-a", "lora-b"]
+    groups = split_columns(runs, ["method"])
+    assert "import_id" in groups and runs.groupby(groups, dropna=False).ngroups == 3
+    fig = draw("rsa", tmp_path / "runs", tokens=40)
+    lines = [t for t in figure_texts(fig) if "[import_id=" in t]  # one legend entry per line
+    assert len(lines) == 3 and {t.split("[import_id=")[1].split(" #")[0] for t in lines} == {"lora-a", "lora-b", "bottleneck"}
+
+
+def test_adapterhub_method_names(tmp_path):
+    """AdapterHub's own names: accepted for robustkit's method of the same config (the run is that
+    method's), answered with what to type where robustkit has none."""
+    import adapters
+
+    from robustkit.errors import MethodError
+    from robustkit.methods.registry import (ADAPTERHUB_ALIASES, ADAPTERHUB_ONLY, ADAPTERHUB_WITH_OPTIONS, METHODS,
+                                            get_method, method_of_config)
+    from robustkit.spec import RunSpec
+
+    for alias, name in ADAPTERHUB_ALIASES.items():
+        method = METHODS[name]
+        ours = method.adapter_config(method.resolve({}), None).to_dict()
+        assert adapters.AdapterConfig.load(alias).to_dict() == ours, alias
+        assert RunSpec(model=BASE, method=alias).resolved().method == name
+        assert RunSpec(model=BASE, method=alias).run_id == RunSpec(model=BASE, method=name).run_id
+    for alias, (name, options) in ADAPTERHUB_WITH_OPTIONS.items():
+        assert method_of_config(adapters.AdapterConfig.load(alias).to_dict())[0] == name
+        with pytest.raises(MethodError, match=f"--method {name} "):
+            get_method(alias)
+    for alias in ADAPTERHUB_ONLY:
+        assert method_of_config(adapters.AdapterConfig.load(alias).to_dict()) is None, alias
+        with pytest.raises(MethodError, match=re.escape(f"adapterhub:{alias}")):
+            get_method(alias)
+    # every config name AdapterHub has is one of the three
+    from adapters.configuration.adapter_config import ADAPTER_CONFIG_MAP
+
+    assert set(ADAPTER_CONFIG_MAP) <= {*METHODS, *ADAPTERHUB_ALIASES, *ADAPTERHUB_WITH_OPTIONS, *ADAPTERHUB_ONLY}
+    # an import's config with a setting robustkit does not make stays adapterhub, shown short
+    from robustkit.methods.adapterhub import config_json, short_config
+
+    odd = adapters.AdapterConfig.load("seq_bn[non_linearity='gelu']").to_dict()
+    assert method_of_config(odd) is None
+    label = short_config(config_json(odd))
+    assert label.startswith("bottleneck reduction_factor=16 non_linearity=gelu #") and len(label) < 60
+    assert short_config(config_json(odd)) != short_config(config_json({**odd, "original_ln_after": False}))

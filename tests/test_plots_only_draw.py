@@ -11,7 +11,8 @@ from analysis to figure. So a plot module may import
 - from :mod:`robustkit.collapse` only what reads the ``outcome`` column or names it
   (:data:`COLLAPSE_NAMES`: the outcome names, ``kept``, ``label``), never what computes an
   outcome or a count (``mark``, ``marked``, ``outcome``, ``failure_rates``, ...);
-- from :mod:`robustkit.methods` the methods' names, labels and colours (:data:`METHOD_NAMES`);
+- from :mod:`robustkit.methods` the methods' names, labels and colours, and an AdapterHub
+  config's short label (:data:`METHOD_NAMES`);
 - from :mod:`robustkit.errors` its exceptions;
 - from any ``robustkit.analysis`` module its constants only (UPPER_CASE names: column names,
   symbols), and the layout helpers of :data:`LAYOUT_HELPERS`;
@@ -33,7 +34,7 @@ import pytest
 PLOTS = Path(__file__).resolve().parents[1] / "robustkit" / "plots"
 DRAWING = {"matplotlib", "seaborn", "numpy", "pandas"}
 COLLAPSE_NAMES = {"OK", "COLLAPSED", "DIVERGED", "OUTCOMES", "kept", "label"}
-METHOD_NAMES = {"method_colours", "method_labels"}
+METHOD_NAMES = {"method_colours", "method_labels", "short_config"}
 # Which run settings vary inside a group: it decides panels and rows, computes no statistic.
 LAYOUT_HELPERS = {"robustkit.analysis.pooling": {"mixed_settings"}}
 

@@ -44,7 +44,7 @@ def test_subtitle_and_footer_stack_outside_the_panels(tmp_path):
     assert "minilm-l6 on rt, stand-in for BERT-base on SST-2" in texts and "Claim: x." in texts and "Verdict: agrees." in texts
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
-    panels = ax.get_tightbbox(renderer)
+    panels = ax.get_tightbbox(renderer, bbox_extra_artists=[])  # the panel without the legend it owns
     title, subtitle = fig._rk_title[0].get_window_extent(renderer), fig._rk_subtitles[0].get_window_extent(renderer)
     below = [artist.get_window_extent(renderer) for artist in fig._rk_footer]
     assert title.y0 >= subtitle.y1 and subtitle.y0 >= panels.y1  # title above subtitle above the panels
@@ -114,3 +114,65 @@ def test_a_legend_wider_than_the_panels_is_not_cropped(tmp_path):
     path = style.save_pdf(fig, tmp_path / "wide.pdf")
     box = re.search(rb"/MediaBox \[\s*0 0 ([\d.]+) ([\d.]+)", path.read_bytes())
     assert float(box.group(1)) >= legend_width  # points: the whole legend is on the page
+
+
+def _outside(fig) -> list[str]:
+    """The texts and legends of ``fig`` that are not wholly on its canvas (after a draw)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    width, height = fig.get_size_inches() * fig.dpi
+    items = [*fig.texts, *fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend())]
+    outside = []
+    for item in items:
+        box = item.get_window_extent(renderer)
+        if box.x0 < -1 or box.y0 < -1 or box.x1 > width + 1 or box.y1 > height + 1:
+            outside.append(getattr(item, "get_text", lambda: "legend")()[:40])
+    return outside
+
+
+def test_plain_savefig_keeps_title_legend_and_footer(tmp_path):
+    """Issue #28 item 6: a notebook's fig.savefig() (no robustkit helper, no bbox_inches) keeps
+    everything; bbox_inches="tight" does too; the panels keep their size."""
+    import io
+
+    from PIL import Image
+
+    fig, ax = style.new_figure(4, 3)
+    ax.plot([0, 1], [0, 1], label="a line")
+    style.set_title(fig, "He et al. 2021, figure 2 — a title wider than the four-inch panels of this figure")
+    style.legend_below(fig, ax, [*ax.get_legend_handles_labels()[0]] * 3, ncols=3)
+    style.decorate(fig, subtitle="minilm-l6 on rt", footer=TEXT)
+    assert _outside(fig) == []
+    renderer = fig.canvas.get_renderer()
+    legend = ax.get_legend().get_window_extent(renderer)
+    panels = ax.get_tightbbox(renderer, bbox_extra_artists=[])  # the panel without the legend it owns
+    assert legend.y1 <= panels.y0 and panels.height / fig.dpi > 2.0  # under the panels, which are not squeezed
+    tight = fig.get_tightbbox(renderer)  # inches
+    assert tight.y0 * fig.dpi <= legend.y0 + 1 and tight.height >= fig.get_size_inches()[1] - 0.2
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=50)
+    assert Image.open(buffer).size == tuple(round(v * 50) for v in fig.get_size_inches())
+    # a table (no layout engine) and a figure legend
+    from robustkit.plots.tables import render_table
+
+    table = render_table(["method", "score"], [["houlsby", "81.2"], ["full", "82.0"]], "A title", [TEXT])
+    assert _outside(table) == []
+    wide, axis = style.new_figure(3, 2)
+    style.legend_below(wide, None, [plt_line(f"label {i} of a legend wider than its panels") for i in range(4)], ncols=4)
+    assert _outside(wide) == []
+
+
+def plt_line(label):
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], label=label)
+
+
+def test_importing_robustkit_plots_keeps_the_backend():
+    import subprocess
+    import sys
+
+    code = ("import matplotlib; matplotlib.use('svg'); import robustkit.plots.style, robustkit.figures, robustkit.reproduce; "
+            "print(matplotlib.get_backend())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[-1] == "svg"

@@ -63,7 +63,7 @@ def recipe_dir(tmp_path, rte_folder) -> Path:
 
 def test_shared_runs_train_once_and_every_figure_is_drawn(tmp_path, recipe_dir):
     store, figures = tmp_path / "runs", tmp_path / "figures"
-    results = reproduce(None, scale="demo", store=store, figures=figures, recipes=recipe_dir, jobs=1, progress=False)
+    results = reproduce(None, scale="demo", store=store, figures=figures, recipe_dir=recipe_dir, jobs=1, progress=False)
     assert results["error"].isna().all(), results["error"].tolist()
     assert list(results["runs"]) == [2 * 2, 2 * 2]
     runs = load_runs(store)
@@ -76,11 +76,11 @@ def test_shared_runs_train_once_and_every_figure_is_drawn(tmp_path, recipe_dir):
     import robustkit
     from robustkit.plots.style import figure_texts
 
-    fig = robustkit.draw("toy/seeds", store, recipes=recipe_dir)
+    fig = robustkit.draw("toy/seeds", store, recipe_dir=recipe_dir)
     assert "bert-tiny on rte" in " ".join(figure_texts(fig))
 
     claims_before = pd.read_csv(figures / "claims.csv")
-    again = reproduce(["toy/table"], scale="demo", store=store, figures=figures, recipes=recipe_dir, jobs=1, progress=False)
+    again = reproduce(["toy/table"], scale="demo", store=store, figures=figures, recipe_dir=recipe_dir, jobs=1, progress=False)
     assert again["error"].isna().all() and len(load_runs(store)) == 6  # nothing retrained
     # drawing one recipe keeps the other recipes' verdicts in claims.csv and in the index
     assert pd.read_csv(figures / "claims.csv").equals(claims_before) and "**inconclusive** (spread:" in (figures / "README.md").read_text()
@@ -99,7 +99,7 @@ def test_a_figure_sees_only_its_recipes_runs(tmp_path, recipe_dir, monkeypatch):
         return frame
 
     monkeypatch.setattr(scores, "outcomes", spy)
-    reproduce(None, scale="demo", store=tmp_path / "runs", figures=tmp_path / "f", recipes=recipe_dir, jobs=1, progress=False)
+    reproduce(None, scale="demo", store=tmp_path / "runs", figures=tmp_path / "f", recipe_dir=recipe_dir, jobs=1, progress=False)
     # the figures and the claims' statistics alike read exactly their recipe's runs
     assert {tuple(v) for v in seen.values()} == {(0, 1), (1, 2)}
 
@@ -121,7 +121,7 @@ def test_bad_figure_parameters_fail_before_any_training(tmp_path, recipe_dir):
     (recipe_dir / "toy" / "bad.toml").write_text(RECIPE.format(
         title="t", plot="box-seeds", args='{ split = "nowhere" }', output="bad.pdf", seeds="[0]"))
     with pytest.raises(RecipeError, match=r"toy/bad.toml: figure 'box-seeds': parameter 'split' must be one of"):
-        reproduce(["toy/seeds", "toy/bad"], store=tmp_path / "runs", figures=tmp_path / "f", recipes=recipe_dir, progress=False)
+        reproduce(["toy/seeds", "toy/bad"], store=tmp_path / "runs", figures=tmp_path / "f", recipe_dir=recipe_dir, progress=False)
     assert not (tmp_path / "runs").exists() or not load_runs(tmp_path / "runs").shape[0]
 
 
@@ -132,7 +132,7 @@ def test_a_failing_figure_is_reported_and_the_others_drawn(tmp_path, recipe_dir,
         raise RuntimeError("no ink")
 
     monkeypatch.setattr(stability_plots, "box_seeds", broken)
-    results = reproduce(None, store=tmp_path / "runs", figures=tmp_path / "f", recipes=recipe_dir, jobs=1, progress=False)
+    results = reproduce(None, store=tmp_path / "runs", figures=tmp_path / "f", recipe_dir=recipe_dir, jobs=1, progress=False)
     errors = dict(zip(results["recipe"], results["error"]))
     assert errors["toy/seeds"] == "RuntimeError: no ink" and pd.isna(errors["toy/table"])
     assert (tmp_path / "f" / "toy_table.pdf").is_file() and not (tmp_path / "f" / "toy_seeds.pdf").exists()
@@ -146,7 +146,7 @@ def test_claims_are_judged_printed_under_the_figure_and_indexed(tmp_path, recipe
     decorate = style.decorate
     monkeypatch.setattr(style, "decorate", lambda fig, **kw: footers.append(kw) or decorate(fig, **kw))
     store, figures = tmp_path / "runs", tmp_path / "figures"
-    results = reproduce(["toy/seeds"], scale="demo", store=store, figures=figures, recipes=recipe_dir, jobs=1, progress=False)
+    results = reproduce(["toy/seeds"], scale="demo", store=store, figures=figures, recipe_dir=recipe_dir, jobs=1, progress=False)
     line = results["verdicts"].iloc[0]
     # one epoch on 24 examples: every run is stuck at the majority class, so no score is left to
     # test a spread on (and two seeds per method would be too few anyway); the rate claim counts them

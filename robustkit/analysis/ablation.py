@@ -47,7 +47,7 @@ import pandas as pd
 import torch
 from adapters.context import ForwardContext
 from torch import nn
-from tqdm.auto import tqdm
+from robustkit.progress import bar as progress_bar
 
 from robustkit import tasks
 from robustkit.analysis.each_run import each_run
@@ -359,7 +359,7 @@ def fast_spans(model: nn.Module, batches: list[dict], task: str | tasks.Task, pr
     reference = MetricAccumulator(task)
     with _restored_adapters(model), _counting(layers) as count:
         model.eval()
-        for batch in tqdm(batches, desc="ablation", disable=not progress, leave=False, unit="batch"):
+        for batch in progress_bar(batches, desc="ablation", show=progress, leave=False, unit="batch"):
             _batch_spans(model, layers, model_inputs(batch, device), task, accumulators, reference)
     results = {span: acc.result() for span, acc in accumulators.items()}
     return _frame(results, reference.result(), count[0])

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
+from robustkit.progress import bar as progress_bar
 
 from robustkit import attacks
 from robustkit.analysis.each_run import cache_path, each_run, record_provenance
@@ -192,7 +192,7 @@ def _attack_examples(run_dir: Path, todo: pd.DataFrame, path: Path, attack: atta
     _keep_intact_lines(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as out:
-        rows = tqdm(todo.itertuples(), total=len(todo), desc=f"{attack.name} {run_dir.name}", disable=not progress, unit="ex")
+        rows = progress_bar(todo.itertuples(), total=len(todo), desc=f"{attack.name} {run_dir.name}", show=progress, unit="ex")
         for row in rows:
             started = time.perf_counter()
             prediction = attack.predict(victim, row.sentence)

@@ -10,6 +10,13 @@ checkpoint gives a new key, so stale results are never returned. Files live unde
 A cached frame is written with the sha256 of its bytes beside it (``<file>.sha256``,
 :func:`write_frame`) and read only if it matches (:func:`read_frame`): a changed byte in a
 cache file (parquet does not check its own pages) makes the frame computed again, never read.
+
+Why not a maintained memoiser (``joblib.Memory``, installed with scikit-learn, or
+``diskcache``): the key here is what the result was computed from, the checkpoints' content
+hashes the store already records, so nothing is hashed again; ``joblib.Memory`` also keys on
+the function's source, so an edited docstring would drop hours of attack results, and both
+store pickles, where these files are parquet (any tool reads them, any pandas version) or, for
+a resumable attack, JSON lines appended example by example, which neither supports.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
+from robustkit.progress import bar as progress_bar
 
 from robustkit.analysis.batches import sampled_batches
 from robustkit.analysis.each_run import cache_path, read_cached, warn_damaged, write_cached
@@ -187,7 +187,7 @@ def run(
     params = {"version": VERSION, "alphas": grid.tolist(), "split": split, "examples": examples, "seed": seed,
               "batch_size": EVAL_BATCH_SIZE}
     frames, damaged, provenance = [], [], computed_on(device)
-    for a, b in tqdm(pairs, desc="connectivity", unit="pair", disable=not progress):
+    for a, b in progress_bar(pairs, desc="connectivity", unit="pair", show=progress):
         other = read_manifest(Path(b["path"]))["checkpoints"].get(checkpoint, {}).get("files")
         path = cache_path(a["path"], ANALYSIS, {**params, "other": b["run_id"], "other_files": other}, [checkpoint],
                           label=b["run_id"])

@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
-from tqdm.auto import tqdm
+from robustkit.progress import bar as progress_bar
 
 from robustkit import data, models, tasks
 from robustkit.analysis.batches import sampled_batches
@@ -232,7 +232,7 @@ def model_curvature(
                 hvp = HessianVectorProduct([(weight, lambda part=part: loss_of(part))
                                             for weight, part in micro_batches(inputs, micro_batch)], parameters)
             targets = {"all": None, **(groups if block_eigenvalues else {})}
-            for group, block in tqdm(targets.items(), desc="top eigenvalue", disable=not progress, leave=False):
+            for group, block in progress_bar(targets.items(), desc="top eigenvalue", show=progress, leave=False):
                 estimate = top_eigenvalue(hvp, block, max_iterations, tol, seed)
                 rows.append(_row("all" if block is None else grouping, group, "top_eigenvalue", estimate.value,
                                  estimate.residual, estimate.iterations, estimate.converged,
@@ -393,7 +393,7 @@ def run(
     options = {"examples": examples, "grouping": grouping, "max_iterations": max_iterations, "tol": tol, "samples": samples,
                "seed": seed, "block_eigenvalues": block_eigenvalues, "device": device, "micro_batch": micro_batch}
     frames = []
-    with tqdm(total=len(runs) * len(checkpoints), desc="curvature", unit="checkpoint", disable=not progress) as bar:
+    with progress_bar(total=len(runs) * len(checkpoints), desc="curvature", unit="checkpoint", show=progress) as bar:
         for checkpoint in checkpoints:
             if checkpoint == "tsp":
                 frames += _tsp_frames(runs, params, options, bar)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import logging
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -43,6 +44,8 @@ from robustkit.analysis.cache import CACHE_DIR, cache_key, read_frame, write_fra
 from robustkit.analysis.select import with_identity
 from robustkit.errors import DamagedRunError
 from robustkit.store.tables import DamagedRunWarning
+
+log = logging.getLogger(__name__)
 
 
 def cache_path(run_dir: str | Path, analysis: str, params: dict, checkpoints: Sequence[str], suffix: str = ".parquet",
@@ -146,8 +149,11 @@ def each_run(
                 path = cache_path(row["path"], analysis, params, checkpoints, label=label)
                 frame = read_cached(path, row["run_id"])
                 if frame is None:
+                    log.debug("%s %s: computing", analysis, row["run_id"])
                     frame = compute(row)
                     write_cached(path, frame, row["run_id"], provenance)
+                else:
+                    log.debug("%s %s: cached (%s)", analysis, row["run_id"], path.name)
         except DamagedRunError as error:
             damaged.append(f"{row['run_id']}: {error.problem}")
             continue

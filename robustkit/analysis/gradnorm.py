@@ -12,13 +12,18 @@ have no ``pooler`` rows at all (never zeros): figures must show the gap, not a f
 
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from robustkit.analysis.select import select_runs
+from robustkit.errors import RobustkitError
 from robustkit.store.tables import IDENTITY, load_gradnorms
+
+log = logging.getLogger(__name__)
 
 # Kinds in the order figures show them; ``mlm_head`` only occurs in TSP runs; ``shared``: base-model
 # parameters outside the embeddings and any one layer (prefix tuning's pool, DeBERTa's relative
@@ -46,13 +51,30 @@ def run(store: str | Path, select: dict | list[str] | None = None) -> pd.DataFra
         ``layer_index`` (encoder layer i, <NA> elsewhere), ``layer_kind`` (one of
         :data:`LAYER_KINDS`; ``top`` is the run's last encoder layer, ``intermediate`` any
         other) and ``value`` (L2 norm of the gradient before clipping, >= 0, unitless).
+        Selected runs without gradient norms (imports: nothing was logged here) are left out
+        with a warning naming them.
+
+    Raises
+    ------
+    RobustkitError
+        No selected run has gradient norms (the runs are named).
     """
     runs = select_runs(store, select)
     norms = load_gradnorms(store)
-    if norms.empty:
-        return pd.DataFrame(columns=COLUMNS)
-    norms = norms[norms["run_id"].isin(runs["run_id"])].reset_index(drop=True)
+    if not norms.empty:
+        norms = norms[norms["run_id"].isin(runs["run_id"])].reset_index(drop=True)
+    lacking = sorted(set(runs["run_id"]) - set(norms["run_id"] if not norms.empty else ()))
+    if len(lacking) == len(runs):
+        raise RobustkitError(f"none of the {len(runs)} selected run(s) has gradient norms ({_listed(lacking)}); "
+                             "imported runs have none (they were not logged here): select runs trained by robustkit")
+    if lacking:
+        log.warning("gradnorm: %d run(s) without gradient norms left out (imported runs have none): %s",
+                    len(lacking), _listed(lacking))
     return with_layer_kind(norms)[COLUMNS]
+
+
+def _listed(run_ids: list[str], most: int = 4) -> str:
+    return ", ".join(run_ids[:most]) + (f" and {len(run_ids) - most} more" if len(run_ids) > most else "")
 
 
 def with_layer_kind(frame: pd.DataFrame) -> pd.DataFrame:
@@ -112,6 +134,40 @@ def summary(frame: pd.DataFrame, every: int | None = None) -> pd.DataFrame:
     return merged[[c for c in COLUMNS if c in merged] + ["n_steps"]]  # frames may carry fewer run settings
 
 
+SUMMARY_COLUMNS = ["layer_kind", "layers", "steps", "start", "end", "end_over_start", "slope_per_1k"]
+
+
 def per_run_summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """:func:`summary` in ten windows of each run's steps (what ``analyze gradnorm`` prints)."""
-    return summary(frame, every=max(1, int(frame["step"].max()) // 10)) if len(frame) else frame
+    """What ``analyze gradnorm`` prints: one row per run x layer kind (Han et al. 2021 figure 3's
+    question, does the gradient vanish?).
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Output of :func:`run`.
+
+    Returns
+    -------
+    DataFrame
+        Identity columns + ``layer_kind`` (:data:`LAYER_KINDS` order), ``layers`` (layer groups
+        of that kind, averaged step by step), ``steps`` (steps logged), ``start`` and ``end``
+        (mean norm over the first and the last tenth of the steps), ``end_over_start`` and
+        ``slope_per_1k`` (slope of log10 norm per 1,000 steps, as the ``gradnorm.slope``
+        statistic fits it per layer; negative = vanishing).
+    """
+    if frame.empty:
+        return pd.DataFrame(columns=[*IDENTITY, *SUMMARY_COLUMNS])
+    rows = []
+    for (run_id, kind), group in frame.groupby(["run_id", "layer_kind"], sort=False):
+        per_step = group.groupby("step")["value"].mean().sort_index()
+        tenth = max(1, math.ceil(len(per_step) / 10))
+        start, end = per_step.iloc[:tenth].mean(), per_step.iloc[-tenth:].mean()
+        slope = (np.polyfit(per_step.index.to_numpy(float) / 1000, np.log10(per_step.clip(lower=1e-30)), 1)[0]
+                 if len(per_step) > 1 else float("nan"))
+        rows.append({"run_id": run_id, "layer_kind": kind, "layers": group["layer"].nunique(), "steps": len(per_step),
+                     "start": start, "end": end, "end_over_start": end / start if start > 0 else float("nan"),
+                     "slope_per_1k": slope})
+    table = frame.drop_duplicates("run_id")[IDENTITY].merge(pd.DataFrame(rows), on="run_id")
+    order = {kind: i for i, kind in enumerate(LAYER_KINDS)}
+    return table.sort_values(["run_id", "layer_kind"], key=lambda c: c.map(order) if c.name == "layer_kind" else c,
+                             ignore_index=True)

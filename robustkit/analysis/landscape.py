@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
+from robustkit.progress import bar as progress_bar
 
 from robustkit import tasks
 from robustkit.analysis import scores
@@ -159,7 +159,7 @@ def interpolate(
     was_training = model.training
     rows = []
     try:
-        for alpha in tqdm([float(a) for a in alphas], desc="landscape", disable=not progress, leave=False, unit="alpha"):
+        for alpha in progress_bar([float(a) for a in alphas], desc="landscape", show=progress, leave=False, unit="alpha"):
             _place(parameters, start, end, alpha)
             for split, batches in by_split.items():
                 rows += [{"alpha": alpha, "split": split, "metric": m, "value": v} for m, v in evaluate(model, batches, task).items()]

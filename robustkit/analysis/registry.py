@@ -248,7 +248,7 @@ register(Analysis(
     output="the learning curves"))
 register(Analysis(
     "gradnorm", "per-layer L2 gradient norms logged during training (Han et al. 2021, figure 3)",
-    "Every step's gradient norm per layer group (before clipping), from the runs' gradnorms.parquet; prints a per-run summary.",
+    "Every step's gradient norm per layer group (before clipping), from the runs' gradnorms.parquet; prints a per-run summary: per run and layer kind, the mean norm over the first and last tenth of the steps, their ratio and the slope of log10 norm per 1,000 steps. Runs without gradient norms (imports) are left out and named.",
     "robustkit.analysis.gradnorm:run", summary="robustkit.analysis.gradnorm:per_run_summary",
     statistics=(Statistic("slope", f"{STATISTICS}:gradnorm_slope", "slope of log10 gradient norm over training steps, per 1,000 steps (negative = vanishing)",
                           (Param("layer", "classifier", "a logged layer group (pooler, classifier, embeddings, layer.<i>) or top / bottom (mean slope over the top / bottom third of the encoder layers)"),)),),

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 from torch import Tensor
-from tqdm.auto import tqdm
+from robustkit.progress import bar as progress_bar
 
 from robustkit.analysis import scores
 from robustkit.analysis.each_run import each_run
@@ -102,7 +102,7 @@ def run(
     runs = select_runs(store, select)
     settings = {"tokens": tokens, "seed": seed, "max_length": max_length, "split": split}
     frames = []
-    with tqdm(total=len(runs), desc="similarity", unit="run", disable=not progress) as bar:
+    with progress_bar(total=len(runs), desc="similarity", unit="run", show=progress) as bar:
         for _, group in runs.groupby(["model", "task", _data_dir(runs)], sort=True, dropna=False):
             frames.extend(_group(group, settings, checkpoint, batch_size, device, bar))
     frame = pd.concat(frames, ignore_index=True)[COLUMNS]

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 from torch import Tensor
-from tqdm.auto import tqdm
+from robustkit.progress import bar as progress_bar
 
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.representations import MAX_LENGTH, TokenSample, sample_tokens
@@ -115,7 +115,7 @@ def run(
     runs = select_runs(store, select)
     data_dir = runs["data_dir"].astype(object).where(runs["data_dir"].notna(), "") if "data_dir" in runs else ""
     frames = []
-    with tqdm(total=len(runs), desc="similarity-ci", unit="run", disable=not progress) as bar:
+    with progress_bar(total=len(runs), desc="similarity-ci", unit="run", show=progress) as bar:
         for _, group in runs.assign(_data=data_dir).groupby(["model", "task", "_data"], sort=True, dropna=False):
             sample = sample_tokens(group.iloc[0]["path"], tokens, seed, max_length, split)
             params = {"version": VERSION, "tokens": tokens, "seed": seed, "max_length": max_length, "split": split,

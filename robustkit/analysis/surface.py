@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
+from robustkit.progress import bar as progress_bar
 
 from robustkit import tasks
 from robustkit.analysis.batches import sampled_batches
@@ -139,7 +139,7 @@ def surface(
     points = [(float(a), float(b)) for a in a_values for b in b_values]
     rows = []
     try:
-        for a, b in tqdm(points, desc="surface", disable=not progress, leave=False, unit="point"):
+        for a, b in progress_bar(points, desc="surface", show=progress, leave=False, unit="point"):
             with torch.no_grad():
                 for name, parameter in parameters.items():
                     parameter.copy_(start[name] + a * first[name] + b * second[name])
@@ -226,7 +226,7 @@ def run(
     params = {"version": VERSION, "grid": values.tolist(), "split": split, "examples": examples, "seed": seed,
               "ignore": ignore, "batch_size": EVAL_BATCH_SIZE}
     runs = select_runs(store, select)
-    with tqdm(total=len(runs), desc="surface", unit="run", disable=not progress) as bar:
+    with progress_bar(total=len(runs), desc="surface", unit="run", show=progress) as bar:
         frame = each_run(runs, ANALYSIS, params, [checkpoint],
                          lambda row: surface_run(row["path"], checkpoint, grid, split, examples, seed, ignore, device),
                          on_done=bar.update, provenance=computed_on(device))

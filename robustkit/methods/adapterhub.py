@@ -62,6 +62,12 @@ class AdapterHubMethod(Method):
         """The config fields set by the options (by default, the options' own names)."""
         return dict(options)
 
+    def config_options(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """The options that :meth:`config_fields` turns into ``config`` (an AdapterHub config as
+        a dict), read back: the inverse of :meth:`config_fields` where ``config`` is one of this
+        method's (:func:`robustkit.methods.registry.method_of_config` checks that it is)."""
+        return {o.name: config[o.name] for o in self.options if o.name in config}
+
     def _apply(self, model: nn.Module, options: Mapping[str, Any]) -> None:
         from robustkit.methods import model_parts
 
@@ -166,6 +172,34 @@ def load_config_string(text: str) -> AdapterConfig:
 def config_json(config: Mapping[str, Any]) -> str:
     """A config's one JSON spelling (keys sorted, no spaces): the same config, the same run id."""
     return json.dumps(config, sort_keys=True, separators=(",", ":"))
+
+
+def short_config(text: str, width: int = 32) -> str:
+    """A config string short enough for a legend or a table cell: a string config as it is
+    (``lora[r=4]``) where it fits; a JSON config (an import's) as its architecture, the fields
+    that say most of it (``r``, ``reduction_factor``, ...) and a digest of the whole, so two
+    different configs never read the same: ``lora r=8 alpha=16 #3f9a2c``."""
+    import hashlib
+
+    if len(text) <= width and not text.lstrip().startswith("{"):
+        return text
+    digest = hashlib.sha256(text.encode()).hexdigest()[:6]
+    try:
+        config = json.loads(text)
+    except ValueError:
+        config = None
+    if not isinstance(config, dict):
+        return f"{text[:width - 8]}… #{digest}"
+    # AdapterHub's bottleneck configs carry no architecture field: their reduction factor says it
+    name = config.get("architecture") or ("union" if "configs" in config else "bottleneck" if "reduction_factor" in config
+                                          else "config")
+    shown = [f"{key}={config[key]:g}" if isinstance(config[key], float) else f"{key}={config[key]}"
+             for key in _SALIENT if key in config and not isinstance(config[key], (dict, list))]
+    return " ".join([str(name), *shown[:3], f"#{digest}"])
+
+
+# The fields of an AdapterHub config that say most about it, in the order a short label shows them.
+_SALIENT = ("r", "alpha", "reduction_factor", "prefix_length", "prompt_length", "non_linearity")
 
 
 def _config_string(text: str) -> str:

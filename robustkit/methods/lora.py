@@ -70,6 +70,11 @@ class WeightMethod(AdapterHubMethod):
                 "selfattn_lora": any(m in _ATTENTION for m in names),
                 "intermediate_lora": "intermediate" in names, "output_lora": "output" in names}
 
+    def config_options(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        names = [m for m in _ATTENTION if config.get("selfattn_lora") and m in (config.get("attn_matrices") or ())]
+        names += [m for m, key in (("intermediate", "intermediate_lora"), ("output", "output_lora")) if config.get(key)]
+        return {**{o.name: config[o.name] for o in self.options if o.name in config}, "matrices": ",".join(names)}
+
     def expected(self, shape: ModelShape, options: Mapping[str, Any]) -> Expected:
         r = options.get("r")
         per = {"lora": (lambda i, o: r * (i + o), "r (d_in + d_out)"),

@@ -45,6 +45,10 @@ class PrefixTuning(AdapterHubMethod):
         return {"prefix_length": options["length"], "flat": not options["reparametrise"],
                 "bottleneck_size": options["bottleneck"]}
 
+    def config_options(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        return {"length": config.get("prefix_length"), "reparametrise": not config.get("flat"),
+                "bottleneck": config.get("bottleneck_size")}
+
     def expected(self, shape: ModelShape, options: Mapping[str, Any]) -> Expected:
         p, b = options["length"], options["bottleneck"] if options["reparametrise"] else None
         text = ("p d + (d b + b) + (b 2Ld + 2Ld)" if b else "p 2Ld") + f", p={p}, L={shape.layers}, d={shape.d}" + (f", b={b}" if b else "")
@@ -58,6 +62,9 @@ class PromptTuning(AdapterHubMethod):
 
     def config_fields(self, options: Mapping[str, Any]) -> dict[str, Any]:
         return {"prompt_length": options["length"], "combine": options["combine"]}
+
+    def config_options(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        return {"length": config.get("prompt_length"), "combine": config.get("combine")}
 
     def expected(self, shape: ModelShape, options: Mapping[str, Any]) -> Expected:
         e = shape.embedding or shape.d  # the prompt is in the input embeddings' space

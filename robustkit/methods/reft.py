@@ -29,6 +29,10 @@ class LoReft(AdapterHubMethod):
         return {"r": options["r"], "prefix_positions": options["prefix_positions"],
                 "suffix_positions": options["suffix_positions"], "tied_weights": options["tied"]}
 
+    def config_options(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        return {"r": config.get("r"), "prefix_positions": config.get("prefix_positions"),
+                "suffix_positions": config.get("suffix_positions"), "tied": config.get("tied_weights")}
+
     def expected(self, shape: ModelShape, options: Mapping[str, Any]) -> Expected:
         units = 1 if options["tied"] else 2
         return Expected(shape.layers * units * options["r"] * (2 * shape.d + 1),

@@ -34,14 +34,65 @@ METHODS: dict[str, Method] = _collect()
 METHOD_NAMES = tuple(METHODS)
 
 
+# AdapterHub's config names (``adapters.ADAPTER_CONFIG_MAP``) for a robustkit method of another
+# name: the same config at the defaults (tests/test_method_names.py checks each), so the name is
+# accepted and the run is that method's. AdapterHub's ``houlsby``, ``pfeiffer`` and ``parallel``
+# presets are robustkit's ``adapterhub-houlsby``, ``pfeiffer`` and ``parallel``; robustkit's own
+# ``houlsby`` is Houlsby et al. 2019 as published. (AdapterHub 1.3's ``noreft`` is the very
+# config of its ``direft``.)
+ADAPTERHUB_ALIASES = {"seq_bn": "pfeiffer", "double_seq_bn": "adapterhub-houlsby", "par_bn": "parallel",
+                      "prefix_tuning": "prefix", "prompt_tuning": "prompt", "noreft": "direft"}
+# AdapterHub's config names that are a robustkit method with options: the answer to use instead.
+ADAPTERHUB_WITH_OPTIONS = {"prefix_tuning_flat": ("prefix", {"reparametrise": False})}
+# AdapterHub's config names with no robustkit method: ``adapterhub:<name>`` trains them.
+ADAPTERHUB_ONLY = ("scaled_par_bn", "scaled_parallel", "seq_bn_inv", "double_seq_bn_inv", "pfeiffer+inv",
+                   "houlsby+inv", "compacter++", "dvora", "mtl_lora")
+
+
 def get_method(name: str) -> Method:
-    """Look a method up by name (``adapterhub:<config>`` is the ``adapterhub`` method); the error
-    names the bad value and the known ones."""
+    """Look a method up by name (``adapterhub:<config>`` is the ``adapterhub`` method; an
+    AdapterHub name of a robustkit method, :data:`ADAPTERHUB_ALIASES`, is that method); the
+    error names the bad value, the method to use where AdapterHub has one, and the known ones."""
     base = name.partition(":")[0] if isinstance(name, str) else name
     try:
-        return METHODS[base]
+        return METHODS[ADAPTERHUB_ALIASES.get(base, base)]
     except (KeyError, TypeError):
-        raise MethodError(f"unknown method {name!r}; known methods: {', '.join(METHODS)}") from None
+        hint = ""
+        if base in ADAPTERHUB_ONLY:
+            hint = f"AdapterHub's {base!r} has no robustkit method of its own: use adapterhub:{base}; "
+        elif base in ADAPTERHUB_WITH_OPTIONS:
+            method, options = ADAPTERHUB_WITH_OPTIONS[base]
+            flags = " ".join(f"--method-option {k}={str(v).lower()}" for k, v in options.items())
+            hint = f"AdapterHub's {base!r} is robustkit's --method {method} {flags}; "
+        raise MethodError(f"unknown method {name!r}; {hint}known methods: {', '.join(METHODS)} "
+                          f"(AdapterHub's names {', '.join(ADAPTERHUB_ALIASES)} are accepted for "
+                          f"{', '.join(ADAPTERHUB_ALIASES.values())})") from None
+
+
+def method_of_config(config: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """robustkit's own method and options whose AdapterHub config is exactly ``config`` (an
+    AdapterHub config as a dict, e.g. an adapter folder's ``adapter_config.json`` ``config``):
+    ``("lora", {"r": 8, "alpha": 16, ...})``; None where no method makes that config (it stays
+    ``adapterhub:<config>``). Exact: the method's config for those options is built and
+    compared field by field, so a config that differs in anything robustkit does not set
+    (another non-linearity, a bias) is never given a robustkit name.
+    """
+    import json
+
+    from robustkit.methods.adapterhub import AdapterHubMethod
+
+    wanted = json.loads(json.dumps(dict(config)))
+    for method in METHODS.values():
+        if not isinstance(method, AdapterHubMethod) or method.argument is not None or not method.config_class:
+            continue
+        try:
+            options = method.resolve({k: v for k, v in method.config_options(wanted).items() if v is not None})
+            made = json.loads(json.dumps(method.adapter_config(options, None).to_dict()))
+        except (MethodError, KeyError, TypeError, ValueError, AttributeError):
+            continue
+        if made == wanted:
+            return method.name, options
+    return None
 
 
 def split_method(name: str) -> tuple[Method, dict[str, Any]]:
@@ -117,6 +168,12 @@ def identity_columns(method: str, method_options: Iterable | Mapping | None) -> 
     (a store written by a later version)."""
     pairs = method_options.items() if isinstance(method_options, Mapping) else (method_options or ())
     return {f"{method}.{name}": value for name, value in pairs}
+
+
+def short_config(text: str, width: int = 32) -> str:
+    """An AdapterHub config's short readable label, for legends and tables
+    (:func:`robustkit.methods.adapterhub.short_config`)."""
+    return adapterhub.short_config(text, width)
 
 
 def method_labels() -> dict[str, str]:

@@ -7,12 +7,14 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from robustkit import collapse
+from robustkit.analysis.pooling import mixed_settings
 from robustkit.plots import style
 from robustkit.plots.style import method_color, method_label, plt
 
 MEASURE_LABELS = {"rsa": "RSA", "cka": "linear CKA"}
-# Identity columns that, when they vary within one method, split its line in two.
-_CONFIG = ["model", "tsp_step", "lr", "train_size", "adapter_size", "checkpoint"]
+# Besides every run setting that varies within a method (robustkit.analysis.pooling), what
+# splits a method's line in two.
+_CONFIG = ["checkpoint"]
 _STYLES = ["-", "--", ":", "-."]
 
 
@@ -61,7 +63,8 @@ def rsa_by_layer(frame: pd.DataFrame, measure: str = "rsa") -> Figure:
 
 
 def _panel(ax, data: pd.DataFrame, task: str, measure: str) -> None:
-    split_by = [c for c in _CONFIG if c in data.columns and data.groupby("method")[c].nunique(dropna=False).max() > 1]
+    split_by = [*mixed_settings(data, ["method"]),
+                *(c for c in _CONFIG if c in data.columns and data.groupby("method")[c].nunique(dropna=False).max() > 1)]
     for method, by_method in data.groupby("method", sort=True):
         configs = list(by_method.groupby(split_by, dropna=False, sort=True)) if split_by else [((), by_method)]
         for index, (config, group) in enumerate(configs):
@@ -80,7 +83,7 @@ def _line(ax, group: pd.DataFrame, method: str, config: dict, linestyle: str) ->
     group, left_out = style.without_failed(group)
     stats = group.groupby("layer")["value"].agg(["mean", "std", "count"]).sort_index()
     runs = group["run_id"].nunique() if "run_id" in group.columns else int(stats["count"].max() if len(stats) else 0)
-    extra = ", ".join(f"{k}={v}" for k, v in config.items())
+    extra = style.settings_text(config)
     label = (f"{method_label(method)}{f' [{extra}]' if extra else ''} (n={runs} run{'s' if runs != 1 else ''}"
              f"{f'; {left_out}' if left_out else ''})")
     if stats.empty:  # every run failed: in the legend only

@@ -419,10 +419,18 @@ def _panel_rows(table: pd.DataFrame, task: str, keys: list[str], combo: tuple) -
     return table[(table["task"] == task) & _matches(table, keys, combo)]
 
 
-def _panel_title(task: str, keys: list[str], combo: tuple) -> str:
-    parts = [task]
-    for key, value in zip(keys, combo):
-        parts.append(method_label(value) if key == "method" else f"{_column_label(key)} {_x_label(value)}")
+def _panel_title(task: str, keys: list[str], combo: tuple, most: int = 3) -> str:
+    """``task: method, setting value, ...``: an import by its import_id alone (its other settings
+    are unknown), unknown settings left out (a missing train_size is the whole set: "all"), at
+    most ``most`` settings."""
+    settings = dict(zip(keys, combo))
+    parts = [task, *([method_label(settings.pop("method"))] if "method" in settings else [])]
+    imported = settings.get("import_id")
+    if not _missing(imported):
+        settings = {"import_id": imported}
+    shown = [f"{_column_label(k)} {_x_label(v)}" if k != "import_id" else f"import {v}"
+             for k, v in settings.items() if not _missing(v) or k == "train_size"]
+    parts += shown[:most] + (["..."] if len(shown) > most else [])
     return ": ".join(parts[:2]) + "".join(f", {p}" for p in parts[2:])
 
 

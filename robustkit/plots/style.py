@@ -2,15 +2,22 @@
 majority-baseline line, titles that name the paper's figure and the model/task used, legends
 and notes hung under the figure, PDF output.
 
-Layout of a finished figure, top to bottom (everything outside the axes grid is placed outside
-the figure's own area and kept by the tight bounding box at save time, so no legend or note can
-sit over data and the constrained layout of the panels is never squeezed by text):
+Layout of a finished figure, top to bottom:
 
 - title (``set_title``), then ``--subtitle`` lines (``add_subtitle``);
 - the panels (constrained layout);
 - one legend for the whole figure (``legend_below``);
 - notes: what error bars and bands are, tests (``add_note``), then ``--footer`` (``add_footer``),
   each wrapped to the figure width without a one-word last line.
+
+The panels keep the size their plot function gave them; each header or footer item added grows
+the canvas by its height (and to its width, for a legend wider than the panels) and the panels
+are laid out in the rest (the constrained layout's ``rect``). So everything is on the canvas, no
+legend or note sits over data, the panels are never squeezed by text, and a notebook's
+``fig.savefig("x.png")`` keeps title, legend and footer, as does ``bbox_inches="tight"``
+(``save_pdf`` is only a shortcut: folders created, cropped, figure closed). Importing this module
+leaves matplotlib's backend alone: figures show in a notebook, and a script without a display
+gets matplotlib's own headless default.
 """
 
 from __future__ import annotations
@@ -19,20 +26,18 @@ import textwrap
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
+from matplotlib.layout_engine import ConstrainedLayoutEngine
+from matplotlib.legend import Legend
+from matplotlib.lines import Line2D
+from matplotlib.text import Text
+from matplotlib.transforms import ScaledTranslation
 
-matplotlib.use("Agg")  # figures are files; no display is needed or assumed
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.font_manager import FontProperties  # noqa: E402
-from matplotlib.legend import Legend  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.text import Text  # noqa: E402
-from matplotlib.transforms import ScaledTranslation  # noqa: E402
-
-from robustkit.methods.registry import method_colours, method_labels  # noqa: E402
+from robustkit.methods.registry import method_colours, method_labels, short_config
 
 # Each method's label and colour are its own (robustkit.methods).
 METHOD_LABELS = method_labels()
@@ -49,6 +54,33 @@ BASELINE_STYLE = {"color": "#444444", "linestyle": "--", "linewidth": 1.0}
 
 TITLE_SIZE, SUBTITLE_SIZE, NOTE_SIZE = 10.0, 8.0, 7.0
 _GAP_IN = 0.06  # vertical gap between stacked header / footer items (inches)
+
+
+def setting_text(column: str, value) -> str:
+    """One run setting as a figure shows it: an AdapterHub config (an import's JSON) as its short
+    readable label (:func:`robustkit.methods.adapterhub.short_config`), whole numbers without
+    their ``.0``, anything else as it is."""
+    if isinstance(value, str) and (column.endswith(".config") or len(value) > 32):
+        return short_config(value)
+    if isinstance(value, (float, np.floating)) and float(value).is_integer() and column != "lr":
+        return str(int(value))
+    return f"{value:g}" if isinstance(value, (float, np.floating)) else str(value)
+
+
+def settings_text(settings: dict, most: int = 3) -> str:
+    """``{column: value}`` of a line or group as ``k=v, ...``: missing values left out (an
+    import's unknown settings), at most ``most`` settings (an import shows its ``import_id``
+    first, which alone tells it apart)."""
+    shown = sorted(((k, v) for k, v in settings.items() if not _missing(v)), key=lambda kv: kv[0] != "import_id")
+    text = ", ".join(f"{k}={setting_text(k, v)}" for k, v in shown[:most])
+    return text + (", ..." if len(shown) > most else "")
+
+
+def _missing(value) -> bool:
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):  # a list or array is a value
+        return False
 
 
 def method_label(method: str) -> str:
@@ -181,18 +213,17 @@ def add_subtitle(fig: Figure, text: str | None) -> list[Text]:
 def legend_below(fig: Figure, ax: plt.Axes | None, handles: Sequence, title: str | None = None,
                  ncols: int | None = None, fontsize: float = 7.0) -> Legend:
     """One legend for the figure, attached to ``ax`` (``None``: a figure legend), hung under all
-    panels (never over data).
+    panels (never over data), on the canvas (the canvas grows to hold it).
 
-    The legend is left out of the constrained layout (it would widen one panel's margin) and
-    placed below the figure's area; :func:`save_pdf` crops to include it.
+    The constrained layout of the panels leaves it out (it would widen one panel's margin,
+    :class:`_PanelsLayout`); a tight bounding box includes it.
     """
     if ncols is None:
         width = max((len(getattr(h, "get_label", lambda: "")()) for h in handles), default=10)
-        ncols = max(1, min(len(handles), int(fig.get_figwidth() * 72 / (fontsize * 0.6 * width + 40))))
+        ncols = max(1, min(len(handles), int(_panel_size(fig)[0] * 72 / (fontsize * 0.6 * width + 40))))
     owner = fig if ax is None else ax
     legend = owner.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=fig.transFigure,
                           ncols=ncols, fontsize=fontsize, title=title, title_fontsize=fontsize, frameon=False)
-    legend.set_in_layout(False)
     footer = _stack(fig, "_rk_footer")
     footer.insert(0, legend)  # the legend comes first, right under the panels
     _restack(fig)
@@ -233,7 +264,7 @@ def wrap(fig: Figure, text: str, fontsize: float, width_in: float | None = None)
     if not text:
         return []
     if width_in is None:  # a figure may set a wider text width than its own (a narrow table)
-        width_in = getattr(fig, "_rk_text_width", fig.get_figwidth() - 0.1)
+        width_in = getattr(fig, "_rk_text_width", _panel_size(fig)[0] - 0.1)
     # average character width of this very text at this size, measured (not guessed)
     char_in = text_width_in(fig, text, fontsize) / len(text)
     most = max(8, int(width_in / char_in * 0.97))
@@ -252,7 +283,7 @@ def wrap(fig: Figure, text: str, fontsize: float, width_in: float | None = None)
 
 def text_width_in(fig: Figure, text: str, fontsize: float, bold: bool = False) -> float:
     """Width of ``text`` in inches at ``fontsize`` points (measured by the renderer)."""
-    renderer = fig.canvas.get_renderer()
+    renderer = _renderer(fig)
     font = FontProperties(size=fontsize, weight="bold" if bold else "normal")
     width, _, _ = renderer.get_text_width_height_descent(text, font, ismath=False)
     return width / fig.dpi
@@ -268,25 +299,81 @@ def _stack(fig: Figure, name: str) -> list:
     return getattr(fig, name)
 
 
+class _PanelsLayout(ConstrainedLayoutEngine):
+    """Constrained layout of the panels that leaves out the legends hung under them: they are out
+    of the layout while it runs, and in it for everything else (a tight bounding box keeps them)."""
+
+    def execute(self, fig: Figure):
+        hung = [artist for artist in getattr(fig, "_rk_footer", ()) if isinstance(artist, Legend)]
+        for legend in hung:
+            legend.set_in_layout(False)
+        try:
+            return super().execute(fig)
+        finally:
+            for legend in hung:
+                legend.set_in_layout(True)
+
+
+def _panel_size(fig: Figure) -> tuple[float, float]:
+    """The panels' own size (inches): the figure's, before a header or footer item grew it; the
+    panels' positions too where no layout engine places them (a table)."""
+    if not hasattr(fig, "_rk_panels"):
+        fig._rk_panels = tuple(fig.get_size_inches())
+        engine = fig.get_layout_engine()
+        if isinstance(engine, ConstrainedLayoutEngine) and not isinstance(engine, _PanelsLayout):
+            settings = {k: v for k, v in engine.get().items() if k in ("h_pad", "w_pad", "hspace", "wspace")}
+            fig.set_layout_engine(_PanelsLayout(**settings))
+        elif engine is None:
+            fig._rk_positions = {ax: ax.get_position().bounds for ax in fig.axes}
+    return fig._rk_panels
+
+
+def _renderer(fig: Figure):
+    """A renderer to measure text with, whatever canvas the backend gave the figure."""
+    get = getattr(fig.canvas, "get_renderer", None)
+    return get() if get is not None else fig._get_renderer()
+
+
 def _restack(fig: Figure) -> None:
-    """Place the header items upwards from the top edge and the footer items downwards from the
-    bottom edge, each offset by the heights (inches) of the items before it."""
-    renderer = fig.canvas.get_renderer()
+    """Grow the canvas to hold the header items (above the panels) and the footer items (under
+    them), stacked by their measured heights (inches), and place the panels in between."""
+    renderer = _renderer(fig)
+    panel_w, panel_h = _panel_size(fig)
+    header = [*reversed(_stack(fig, "_rk_subtitles")), *_stack(fig, "_rk_title")]  # upwards: subtitles, then title
+    footer = _stack(fig, "_rk_footer")
+
+    def size(artist) -> tuple[float, float]:
+        box = artist.get_window_extent(renderer)
+        return box.width / fig.dpi, box.height / fig.dpi
+
+    sizes = {id(a): size(a) for a in (*header, *footer)}
+    up = sum(sizes[id(a)][1] + _GAP_IN for a in header) + (_GAP_IN if header else 0)
+    down = sum(sizes[id(a)][1] + _GAP_IN for a in footer) + (_GAP_IN if footer else 0)
+    notes_x = 0.05  # inches: notes start a little in from the left edge
+    width = max([panel_w, *(sizes[id(a)][0] + (2 * notes_x if not isinstance(a, Legend) else 0.1) for a in (*header, *footer))])
+    height = panel_h + up + down
+    fig.set_size_inches(width, height, forward=False)
+    # the panels centred on a canvas that text made wider
+    left, bottom, top = 0.5 * (width - panel_w) / width, down / height, (down + panel_h) / height
+    engine = fig.get_layout_engine()
+    if isinstance(engine, ConstrainedLayoutEngine):
+        engine.set(rect=(left, bottom, panel_w / width, panel_h / height))
+    for ax, (x, y, w, h) in getattr(fig, "_rk_positions", {}).items():  # panels placed by their plot function
+        ax.set_position((left + x * panel_w / width, bottom + y * panel_h / height, w * panel_w / width, h * panel_h / height))
     offset = _GAP_IN
-    # upwards from the panels: the subtitles (last added lowest), then the title
-    for artist in [*reversed(_stack(fig, "_rk_subtitles")), *_stack(fig, "_rk_title")]:
+    for artist in header:
+        artist.set_position((0.5, top))
         artist.set_transform(fig.transFigure + ScaledTranslation(0, offset, fig.dpi_scale_trans))
-        offset += artist.get_window_extent(renderer).height / fig.dpi + _GAP_IN
+        offset += sizes[id(artist)][1] + _GAP_IN
     offset = _GAP_IN
-    for artist in _stack(fig, "_rk_footer"):
+    for artist in footer:
         shift = ScaledTranslation(0, -offset, fig.dpi_scale_trans)
         if isinstance(artist, Legend):
-            artist.set_bbox_to_anchor((0.5, 0.0), transform=fig.transFigure + shift)
-            height = artist.get_window_extent(renderer).height / fig.dpi
+            artist.set_bbox_to_anchor((0.5, bottom), transform=fig.transFigure + shift)
         else:
-            artist.set_transform(fig.transFigure + ScaledTranslation(0.05, -offset, fig.dpi_scale_trans))
-            height = artist.get_window_extent(renderer).height / fig.dpi
-        offset += height + _GAP_IN
+            artist.set_position((0.0, bottom))
+            artist.set_transform(fig.transFigure + ScaledTranslation(notes_x, -offset, fig.dpi_scale_trans))
+        offset += sizes[id(artist)][1] + _GAP_IN
 
 
 def figure_texts(fig: Figure) -> list[str]:
@@ -302,16 +389,13 @@ def figure_texts(fig: Figure) -> list[str]:
 
 
 def save_pdf(fig: Figure, path: str | Path) -> Path:
-    """Write ``fig`` as a PDF (folders created), cropped to its content, and close it.
+    """Write ``fig`` as a PDF (folders created), cropped to its content, and close it (what
+    ``robustkit plot`` and ``reproduce`` do; in a notebook, ``fig.savefig`` keeps as much).
 
-    Cropping (tight bounding box) keeps the title, legend and notes placed outside the panels
-    and leaves no empty margin around tables.
+    Cropping (tight bounding box) leaves no empty margin around tables.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    # legends hung under the panels are out of the layout, and a tight box leaves out what is
-    # out of the layout: name them (and every note) so that a wide legend is never cut
-    extra = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend()), *fig.texts]
-    fig.savefig(path, format="pdf", bbox_inches="tight", pad_inches=0.06, bbox_extra_artists=extra)
+    fig.savefig(path, format="pdf", bbox_inches="tight", pad_inches=0.06)
     plt.close(fig)
     return path

@@ -1,4 +1,14 @@
-"""The lock a process holds on a run while it trains it (``<run>/.lock``, flock)."""
+"""The lock a process holds on a run while it trains it (``<run>/.lock``, ``flock``).
+
+The operating system's lock, not a lock file whose existence is the lock: it dies with its
+process, so a killed run leaves no stale lock behind. Written on ``fcntl.flock`` rather than
+``filelock`` (issue #28 asked for the library) for two things its ``FileLock`` does not do:
+after locking, the lock is checked to be on the file that is at the path now (a refused run
+removes its lock-only folder, :func:`remove_unstarted`, and a process that waited on the removed
+file must not train under a lock nobody else can see), and a read-only lock file (a store
+another user trained) is still locked, where ``filelock`` opens it for writing and fails. Windows
+is not supported by the rest of the store either (atomic renames over open files).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +17,7 @@ import fcntl
 import os
 from pathlib import Path
 from typing import Iterator
+
 
 from robustkit.errors import RunLockedError
 

@@ -22,10 +22,14 @@ from robustkit.store.schema import DAMAGED
 # missing for runs of other methods), so that no analysis pools runs of different options.
 _NAMING = ["model", "task", "method", "seed", "tsp_step", "lr", "train_size", "adapter_size"]
 OPTION_COLUMNS = option_columns()
+# ``import_id`` names an imported run (its source folder and a digest of its files; None for runs
+# trained here): settings nobody recorded are unknown, and two imports whose known settings agree
+# are still two different runs, so no analysis ever pools an import with another run.
+IMPORT_ID = "import_id"
 IDENTITY = ["run_id", *_NAMING, *(f for f in SPEC_FIELDS if f not in _NAMING and f not in ("data_dir", "method_options")),
-            *OPTION_COLUMNS]
+            *OPTION_COLUMNS, IMPORT_ID]
 # What an identity column holds for a run stored before it existed (None: missing).
-_COLUMN_DEFAULTS = {**SPEC_DEFAULTS, **dict.fromkeys(OPTION_COLUMNS)}
+_COLUMN_DEFAULTS = {**SPEC_DEFAULTS, **dict.fromkeys(OPTION_COLUMNS), IMPORT_ID: None}
 
 
 class DamagedRunWarning(UserWarning):
@@ -66,8 +70,9 @@ def load_runs(store: str | Path, include_tsp: bool = False, include_damaged: boo
         diverged run's final metrics are those of the finite checkpoints it kept, and its
         outcome is ``diverged`` on every checkpoint and split. Runs put in the store by
         ``robustkit import`` have ``imported_from`` (the folder they came from; None for runs
-        trained here) and ``unknown`` (the settings nobody recorded, e.g. ``("seed", "lr")``),
-        whose columns hold None for them.
+        trained here), ``import_id`` (an identity column: ``<folder name> #<digest>``, so that no
+        analysis pools an import with another run) and ``unknown`` (the settings nobody
+        recorded, e.g. ``("seed", "lr")``), whose columns hold None for them (``seed``: <NA>).
     """
     rows, damaged = [], []
     for run_dir in run_folders(store):
@@ -83,6 +88,7 @@ def load_runs(store: str | Path, include_tsp: bool = False, include_damaged: boo
         row.update(spec)
         row["unknown"] = tuple(manifest.get("unknown", ()))
         row["imported_from"] = manifest.get("import", {}).get("source")
+        row[IMPORT_ID] = import_id(manifest["run_id"], row["imported_from"])
         row["status"] = manifest.get("status")
         row["main_metric"] = manifest.get("main_metric")
         row["trainable_params"] = manifest.get("trainable", {}).get("count")
@@ -105,9 +111,19 @@ def load_runs(store: str | Path, include_tsp: bool = False, include_damaged: boo
                                 else frame.get(f, _COLUMN_DEFAULTS[f]) for f in IDENTITY[1:]})
         for name in {name for unknown in frame["unknown"] for name in unknown}:  # not guessed: missing
             frame[name] = frame[name].mask(frame["unknown"].map(lambda u, n=name: n in u))
+            if name == "seed":  # a replicate label: an integer where known, <NA> where not (not 1.0)
+                frame[name] = frame[name].astype("Int64")
     if damaged and include_damaged:  # after the defaults: a damaged run's settings are unknown
         frame = pd.concat([frame, pd.DataFrame(damaged)], ignore_index=True).sort_values("run_id", ignore_index=True)
     return frame
+
+
+def import_id(run_id: str, source: str | None) -> str | None:
+    """An imported run's :data:`IMPORT_ID`: ``<source folder name> #<digest of its files and
+    settings>`` (``my-lora #3f9a2c1d``); None for a run trained here (no source)."""
+    if source is None:
+        return None
+    return f"{Path(source).name} #{run_id.rsplit('-', 1)[-1]}"
 
 
 def _flatten_final(final: dict) -> dict:

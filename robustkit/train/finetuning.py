@@ -18,6 +18,7 @@ from robustkit.store.checkpoints import load_checkpoint, save_checkpoint
 from robustkit.store.manifest import read_manifest, update_manifest
 from robustkit.store.schema import COMPLETE, DIVERGED
 from robustkit.train.divergence import Diverged, weights_finite
+from robustkit.train.eta import Projection
 from robustkit.train.loop import LOOP_STATE, _Loop, seed_step, timestamp
 from robustkit.train.optimiser import _Optimiser, linear_lr_factor
 from robustkit.train.records import check_data, trainable_summary
@@ -83,8 +84,11 @@ class _Finetune(_Loop):
         warmup = round(spec.warmup_ratio * total)
         evals = self._eval_points(per_epoch, total)
         batches = {s: eval_batches(encoded[s], EVAL_BATCH_SIZE, collator) for s in ("validation", "test")}
+        label = f"{spec.task}/{spec.method}/s{spec.seed}/tsp{spec.tsp_step}"
+        projection = Projection(label, self.device.type, state["step"], total, sum(1 for e in evals if e > state["step"]),
+                                len(encoded["validation"]), spec.batch_size, self._settings_hint())
         try:
-            with self.bar(total, state["step"], f"{spec.task}/{spec.method}/s{spec.seed}/tsp{spec.tsp_step}") as bar:
+            with self.bar(total, state["step"], label) as bar:
                 for step in range(state["step"] + 1, total + 1):
                     seed_step(spec.seed, step, self.stage)
                     index = data.batch_indices(n_train, spec.batch_size, spec.seed, step - 1)
@@ -92,6 +96,7 @@ class _Finetune(_Loop):
                     loss = self.step(model, batch, optimiser, linear_lr_factor(step, warmup, total), step, spec.max_grad_norm)
                     self.log(step, step / per_epoch, "train", "loss", loss)
                     bar.update(1)
+                    projection.step_done(step)
                     if step in evals:
                         self.check_weights(optimiser, step)
                         metrics = evaluate(model, batches["validation"], self.task, shares=True)
@@ -108,6 +113,18 @@ class _Finetune(_Loop):
             self._diverged(stop, model, names, fingerprint, meta, optimiser, batches, state, per_epoch)
             return
         self._finish(model, fingerprint, batches, state)
+
+    def _settings_hint(self) -> str:
+        """What a CPU-time warning adds: the demo preset, where the run has the papers' epochs
+        and length (robustkit.train.eta)."""
+        from robustkit.methods.registry import get_method
+
+        method = get_method(self.spec.method)
+        if (self.spec.epochs, self.spec.max_length) != (method.default_epochs, method.default_max_length):
+            return ""
+        return (f". These are the papers' settings ({self.spec.epochs} epochs, length {self.spec.max_length}): "
+                "`--preset demo` (robustkit.recipes.preset_spec('demo', ...) in a notebook) trains the calibrated demo "
+                "settings in minutes per run")
 
     def _diverged(self, stop: Diverged, model, names, fingerprint, meta, optimiser, batches, state, per_epoch) -> None:
         """Keep the run's last finite state as ``last`` (and ``best`` if it has none), score

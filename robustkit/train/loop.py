@@ -16,7 +16,7 @@ import pandas as pd
 import torch
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
-from tqdm.auto import tqdm
+from robustkit.progress import bar as progress_bar
 
 from robustkit.errors import DamagedRunError, RobustkitError, StoreError
 from robustkit.evaluate import resolve_device, to_device
@@ -183,7 +183,7 @@ class _Loop:
         write_manifest(self.run_dir, manifest)
 
     def bar(self, total: int, initial: int, description: str):
-        return tqdm(total=total, initial=initial, desc=description, disable=not self.progress, leave=False, unit="step")
+        return progress_bar(total=total, initial=initial, desc=description, show=self.progress, leave=False, unit="step")
 
 
 def _refuse_other_settings(run_dir: Path, recorded: dict, new: dict, device: torch.device) -> None:

@@ -1,0 +1,157 @@
+"""Tables for people: how a command prints a DataFrame (``--format table|csv|json``) and writes the
+whole of it (``-o``).
+
+A ``table`` shows what differs: of the run-identity columns (:data:`robustkit.store.tables.IDENTITY`)
+only those that vary between the rows, the ones that are the same everywhere they are known said
+once above the table (``all rows: model=bert-tiny, task=rte, epochs=3 where known, ...``: an
+import's unknown settings do not make a column); columns empty in every row are left out;
+numbers are rounded to four significant digits and long texts (an imported AdapterHub config)
+shortened. It is cut to the terminal's width (``$COLUMNS``, else 120 characters when the output
+is not a terminal): the columns that do not fit are named under it, with ``-o`` (the whole frame
+to a file) and ``--format csv`` (every column, to stdout) as the ways to see them. ``csv`` and
+``json`` print the frame as it is.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pandas loads on first use: `robustkit --help` builds every parser through here
+    import pandas as pd
+
+FORMATS = ("table", "csv", "json")
+FALLBACK_WIDTH = 120  # characters, where the output is no terminal and $COLUMNS is unset
+CELL_WIDTH = 40  # the longest cell a table shows (characters)
+# Identity columns whose empty cells are a value, not an unknown: an import_id tells an import
+# from the runs trained here (empty), so one import among them is a difference, shown.
+ALWAYS_DIFFERENT = ("import_id",)
+# An analysis' result columns, kept before its other values when the terminal is narrow.
+RESULTS = ("value", "mean", "std", "outcome")
+# The settings a table's "all rows:" line names when every row shares them (the rest are counted).
+HEADLINE = ("model", "task", "method", "seed", "tsp_step", "lr", "train_size", "epochs", "max_length", "batch_size")
+
+
+def add_format_arguments(parser, output_help: str = "write the whole frame to this file (.csv, .json, else parquet)") -> None:
+    """``--format`` and ``-o/--output`` on a command that prints a frame."""
+    parser.add_argument("--format", choices=FORMATS, default="table",
+                        help="table: what varies between rows, cut to the terminal's width; csv / json: every column; default: table")
+    parser.add_argument("-o", "--output", help=output_help)
+
+
+def render(frame: pd.DataFrame, fmt: str = "table", keep: Sequence[str] = (), width: int | None = None,
+           identity: Sequence[str] | None = None) -> str:
+    """``frame`` as text in ``fmt`` (:data:`FORMATS`).
+
+    Parameters
+    ----------
+    keep : sequence of str
+        Columns a table always shows (when the frame has them), varying or not, first.
+    width : int, optional
+        Characters per line of a table; default: the terminal's (:func:`terminal_width`).
+    identity : sequence of str, optional
+        The columns shown only where they vary; default: the store's identity columns.
+    """
+    if fmt == "csv":
+        return frame.to_csv(index=False).rstrip("\n")
+    if fmt == "json":
+        return frame.to_json(orient="records", indent=1, default_handler=str)
+    if fmt != "table":
+        raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+    import pandas as pd
+
+    if identity is None:
+        from robustkit.store.tables import IDENTITY as identity  # noqa: N811
+    width = terminal_width() if width is None else width
+    if frame.empty:
+        return "(no rows)"
+    cells = frame.apply(lambda column: column.map(lambda value: cell(column.name, value)))
+    present = [c for c in frame.columns if (cells[c] != "").any()]
+    # one value wherever known (an import's unknown settings are empty): said once, not a column
+    constant = [c for c in present if c in identity and c not in keep and c not in ALWAYS_DIFFERENT
+                and cells[c][cells[c] != ""].nunique() == 1]
+    # a label column that is the same in every row (checkpoint=best, metric=accuracy): said once too
+    constant += [c for c in present if c not in identity and c not in keep and len(frame) > 1
+                 and (cells[c] != "").all() and cells[c].nunique() == 1
+                 and not pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])]
+    varying = [c for c in present if c not in keep and c not in constant]
+    # what a cut keeps first: the kept columns, the settings that tell rows apart most often,
+    # the values, then any other setting that varies
+    first = [c for c in varying if c in identity and (c in HEADLINE or c in ("run_id", "import_id"))]
+    values = sorted((c for c in varying if c not in identity), key=lambda c: c not in RESULTS)
+    ordered = [*[c for c in keep if c in present], *first, *values, *[c for c in varying if c not in first and c not in values]]
+    shown, left_out, used = [], [], 0
+    for column in ordered:
+        size = max(len(str(column)), int(cells[column].str.len().max())) + 2
+        if used + size > width and shown:
+            left_out.append(column)
+            continue
+        shown.append(column)
+        used += size
+    shown = [c for c in frame.columns if c in shown]  # in the frame's own order
+    lines = []
+    if constant:
+        said = [c for c in constant if c in HEADLINE or c not in identity]
+        others = len(constant) - len(said)
+        known = lambda c: cells[c][cells[c] != ""]  # noqa: E731
+        text = ", ".join(f"{c}={known(c).iloc[0]}{'' if len(known(c)) == len(frame) else ' where known'}" for c in said)
+        lines.append(_wrapped("all rows: " + text + (f"{', ' if said else ''}{others} other setting(s) alike" if others else ""), width))
+    lines.append(cells[shown].to_string(index=False))
+    if left_out:
+        lines.append(_wrapped(f"{len(left_out)} more column(s) past the terminal's {width} characters: "
+                              f"{', '.join(map(str, left_out))} (-o FILE writes them all, --format csv prints them)", width))
+    return "\n".join(lines)
+
+
+def cell(column: str, value) -> str:
+    """One value as a table cell: missing as empty, numbers to 4 significant digits, long texts
+    shortened (an AdapterHub config to its short label)."""
+    import pandas as pd
+
+    if isinstance(value, (list, tuple)):
+        value = ",".join(map(str, value))
+    try:
+        if pd.isna(value):
+            return ""
+    except (TypeError, ValueError):
+        pass
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float) or hasattr(value, "dtype") and getattr(value.dtype, "kind", "") == "f":
+        value = float(value)
+        if math.isfinite(value) and value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        return f"{value:.4g}"
+    text = str(value).replace("\n", " ")
+    if str(column).endswith(".config") or len(text) > CELL_WIDTH:
+        from robustkit.methods.registry import short_config
+
+        text = short_config(text, CELL_WIDTH)
+    return text
+
+
+def terminal_width() -> int:
+    """Characters per line: the terminal's, else ``$COLUMNS``, else :data:`FALLBACK_WIDTH`."""
+    return shutil.get_terminal_size((FALLBACK_WIDTH, 24)).columns
+
+
+def write(frame: pd.DataFrame, path: str | Path) -> Path:
+    """The whole frame to ``path``: ``.csv``, ``.json`` (records), else parquet."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".csv":
+        frame.to_csv(path, index=False)
+    elif path.suffix == ".json":
+        frame.to_json(path, orient="records", indent=1, default_handler=str)
+    else:
+        frame.to_parquet(path, index=False)
+    return path
+
+
+def _wrapped(text: str, width: int) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, max(40, width), subsequent_indent="  ", break_on_hyphens=False))

@@ -1,0 +1,111 @@
+"""The README's code runs (issue #28 item 1): every ``robustkit`` command of its bash blocks parses
+as the command line parses it, its notebook block runs from top to bottom on a tiny store (bert-tiny
+runs of the same recipe, through a recipe folder whose demo scale is bert-tiny), and
+CONTRIBUTING.md's examples are valid Python and TOML, its recipe a recipe robustkit loads."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
+
+
+def blocks(path: Path, language: str) -> list[str]:
+    return [body for lang, body in FENCE.findall(path.read_text()) if lang == language]
+
+
+def commands(block: str) -> list[str]:
+    """The block's command lines: continuations joined, comments dropped."""
+    joined = re.sub(r"\\\n\s*", " ", block)
+    return [line.split(" #")[0].strip() for line in joined.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def make_targets() -> set[str]:
+    return set(re.search(r"^\.PHONY: (.*)$", (ROOT / "Makefile").read_text(), re.M).group(1).split())
+
+
+def test_every_readme_command_parses():
+    from robustkit.cli import parse_args
+
+    lines = [line for block in blocks(ROOT / "README.md", "bash") for line in commands(block)]
+    assert len(lines) > 30
+    for line in lines:
+        words = shlex.split(line)
+        if words[0] == "make":
+            assert words[1] in make_targets(), line
+            continue
+        assert words[0] == "robustkit", f"not a robustkit command: {line}"
+        try:
+            parse_args(words[1:])
+        except SystemExit:
+            pytest.fail(f"the README's command does not parse: {line}")
+
+
+def test_readme_python_is_checked_python():
+    (notebook,) = blocks(ROOT / "README.md", "python")
+    compile(notebook, "README.md", "exec")
+    assert "robustkit.draw(" in notebook and "preset_spec(" in notebook
+
+
+@pytest.fixture(scope="module")
+def demo_at_bert_tiny(tmp_path_factory):
+    """A recipe folder whose demo scale is bert-tiny on rt (64 examples, 1 epoch) holding the real
+    han2021/fig2 recipe, and a store with its seeds 0 and 1 trained at that scale."""
+    from robustkit.recipes import load_defaults, load_recipe
+    from robustkit.sweep import run_sweep
+
+    root = tmp_path_factory.mktemp("readme")
+    recipes = root / "analyses"
+    (recipes / "han2021").mkdir(parents=True)
+    shutil.copy(ROOT / "analyses" / "han2021" / "fig2.toml", recipes / "han2021" / "fig2.toml")
+    (recipes / "defaults.toml").write_text(
+        '[demo.base]\nmodel = "bert-tiny"\ntask = "rt"\ntrain_size = 64\nepochs = 1\nbatch_size = 16\nmax_length = 32\n'
+        'adapter_size = 16\n[demo.lr]\nhoulsby = 1e-3\nfull = 1e-4\n')
+    specs = [s for s in load_recipe("han2021/fig2", recipes).specs("demo", load_defaults(recipes)) if s.seed in (0, 1)]
+    results = run_sweep(specs, root / "runs" / "demo", progress=False)
+    assert set(results["status"]) == {"complete"}
+    return root, recipes
+
+
+@pytest.mark.slow
+def test_readme_notebook_block_runs(demo_at_bert_tiny, monkeypatch):
+    import robustkit.recipes
+
+    root, recipes = demo_at_bert_tiny
+    monkeypatch.chdir(root)
+    monkeypatch.setattr(robustkit.recipes, "RECIPE_DIR", recipes)  # the demo scale, at bert-tiny
+    # never minilm-l6 here: every default recipe folder must now be the bert-tiny one
+    assert robustkit.recipes.preset_spec("demo", method="houlsby").model == "bert-tiny"
+    assert robustkit.recipes.preset("demo")["base"]["model"] == "bert-tiny"
+    (notebook,) = blocks(ROOT / "README.md", "python")
+    names: dict = {}
+    exec(compile(notebook, "README.md", "exec"), names)
+    assert len(names["runs"]) == 4 and set(names["outcomes"]["method"]) == {"houlsby", "full"}
+    assert {"rsa", "cka"} <= set(names["frame"]["measure"]) and len(names["slopes"]) == 4
+    assert set(names["verdicts"]["recipe"]) == {"han2021/fig2"}
+    assert (root / "fig2.pdf").read_bytes().startswith(b"%PDF")
+    assert "bert-tiny" in names["run_dir"].name and names["run_dir"].parent.resolve() == (root / "runs" / "demo").resolve()
+    assert names["model"] is not None
+    assert len(names["runs"]) == 4 and len(robustkit.load_runs(root / "runs" / "demo")) == 5  # seed 2: trained
+
+
+def test_contributing_examples_are_valid(tmp_path):
+    from robustkit.recipes import load_recipe
+
+    path = ROOT / "CONTRIBUTING.md"
+    for block in blocks(path, "python"):
+        compile(block, "CONTRIBUTING.md", "exec")
+    tables = [tomllib.loads(block) for block in blocks(path, "toml")]
+    assert tables and all(tables)
+    recipe = next(block for block in blocks(path, "toml") if "[[claim]]" in block)
+    (tmp_path / "beyond").mkdir()
+    (tmp_path / "beyond" / "example.toml").write_text(recipe)
+    loaded = load_recipe("beyond/example", tmp_path)
+    assert loaded.figure == "curvature" and loaded.claims[0].id == "flatter-end-point"

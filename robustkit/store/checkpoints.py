@@ -179,6 +179,7 @@ def _safetensors_metadata(data: bytes) -> dict[str, str]:
     header_size = int.from_bytes(data[:8], "little")
     return json.loads(data[8 : 8 + header_size]).get("__metadata__", {})
 
+
 def checkpoint_problems(run_dir: Path, names: list[str] | None = None, manifest: dict | None = None) -> list[str]:
     """Re-hash checkpoint files against the manifest's sha256 (nothing is loaded; see
     :func:`robustkit.store.integrity.checkpoint_problems`).

@@ -46,6 +46,7 @@ IMAGE = ("torch", "numpy", "pandas", "scipy", "matplotlib", "seaborn", "tqdm", "
 # own dependencies run the checks.
 PACKAGES = ("transformers", "tokenizers", "huggingface_hub", "adapters", "datasets", "dill", "multiprocess",
             "submitit", "deepsig", "opda", "OpenAttack", "nltk", "defusedxml", "xxhash",
+            "scikit-learn", "joblib", "threadpoolctl", "narwhals",
             "pytest", "pluggy", "iniconfig", "pygments")
 ASSETS = ("bert-tiny", "rt", "polarity", "nltk-wordnet", "nltk-punkt-tab", "nltk-stopwords")
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")

@@ -275,3 +275,11 @@ register(Figure(
 register(Figure(
     "tuning-curves", "Dodge et al. 2019 / Lourie et al. 2024: tuning curves per method, the median (with confidence band) and expected best score of a budget of k runs over seeds or learning rates",
     "tuning", "robustkit.plots.tuning:tuning_curves"))
+
+# ---------------------------------------------------------------------------------------------
+# beyond the papers: the findings on LoRA and full fine-tuning that followed them (issue #30)
+
+register(Figure(
+    "intruders", "Shuttleworth et al. 2024: intruder dimensions, each run's count against the threshold and each top singular vector's largest |cosine| with the start's",
+    "intruders", "robustkit.plots.intruders:intruders_figure", (registry.MATRICES, registry.INTRUDER_EPSILON),
+    view="robustkit.analysis.intruders:intruder_view"))

@@ -206,6 +206,9 @@ LAYER = Param("layer", "each", "each: one observation per layer; top / bottom: t
 LOSS_SPLIT = "split the loss is taken on; default: train"
 EXAMPLES = "examples of the split, drawn with --seed (the same for every run)"
 STATISTICS = "robustkit.analysis.statistics"
+# shared by statistics and the figures that draw them (declared once)
+MATRICES = Param("matrices", "q,v", "weight matrices counted: comma-separated kinds (q, k, v, attention-output, intermediate, output) or all; default: q,v (the matrices LoRA adapts in Hu et al. 2021 and the zoo)")
+INTRUDER_EPSILON = Param("epsilon", 0.5, "a top singular vector is an intruder when its largest |cosine| with the start's singular vectors is below this; default: 0.5 (huggingface/peft's implementation of Shuttleworth et al. 2024)")
 
 # ---------------------------------------------------------------------------------------------
 # the analyses
@@ -356,6 +359,20 @@ register(Analysis(
                           (Param("convention", "openattack", "openattack: prediction flips, misclassified inputs included; gold: only correctly classified inputs", choices=("openattack", "gold")),
                            Param("attacker", "pwws", "the attacker whose success is tested", choices=tuple(ATTACKS)))),),
     output="the per-example results (original and adversarial text)"))
+
+# ---------------------------------------------------------------------------------------------
+# beyond the papers: the findings on LoRA and full fine-tuning that followed them (issue #30)
+
+register(Analysis(
+    "intruders", "intruder dimensions: top singular vectors of each tuned weight matrix vs the start's (Shuttleworth et al. 2024)",
+    "Per layer weight matrix of each run (LoRA-family updates merged into the matrix), the top-k left singular vectors of the matrix at the checkpoint, each with its largest |cosine| with the singular vectors of the matrix at step-0; prints each run's intruder count at a few thresholds. Runs whose method changes no weight matrix (adapters, prefix tuning) have nothing to measure.",
+    "robustkit.analysis.intruders:run",
+    (_checkpoint("the tuned checkpoint (the start is step-0)", default="last"),
+     Param("top_k", 10, "top singular vectors of each tuned matrix compared; default: 10 (Shuttleworth et al. 2024)")),
+    summary="robustkit.analysis.intruders:summarize",
+    statistics=(Statistic("count", f"{STATISTICS}:intruder_count", "number of intruder dimensions of a run: top singular vectors whose largest |cosine| with the start's is below epsilon, summed over the chosen matrices of every layer",
+                          (INTRUDER_EPSILON, MATRICES)),),
+    output="the tidy result (per run x matrix x rank)"))
 
 
 def per_run(reference: str, store: str | Path, select: dict | list[str] | None = None, **params: Any) -> pd.DataFrame:

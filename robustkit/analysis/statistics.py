@@ -121,6 +121,15 @@ def barrier(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     return table[[*IDENTITY, "barrier"]].rename(columns={"barrier": "value"})
 
 
+def intruder_count(frame: pd.DataFrame, epsilon: float, matrices: str) -> pd.DataFrame:
+    """Each run's number of intruder dimensions (Shuttleworth et al. 2024): top singular vectors
+    of its tuned matrices whose largest |cosine| with the start's is below ``epsilon``, summed
+    over the chosen matrices of every layer (``intruders`` analysis)."""
+    from robustkit.analysis import intruders
+
+    return intruders.count(frame, epsilon, matrices)
+
+
 def similarity_ci(frame: pd.DataFrame, measure: str, layer: str) -> pd.DataFrame:
     """A measure of the ``similarity-ci`` analysis (``rsa``, ``cka``, ``cka-debiased``,
     ``procrustes``) of each run's layers with the base model's; ``layer`` as in :func:`rsa`."""

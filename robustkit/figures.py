@@ -283,3 +283,7 @@ register(Figure(
     "intruders", "Shuttleworth et al. 2024: intruder dimensions, each run's count against the threshold and each top singular vector's largest |cosine| with the start's",
     "intruders", "robustkit.plots.intruders:intruders_figure", (registry.MATRICES, registry.INTRUDER_EPSILON),
     view="robustkit.analysis.intruders:intruder_view"))
+register(Figure(
+    "forgetting", "Biderman et al. 2024: learning (the task score) against forgetting (masked-LM loss on held-out text), and the rank of each weight update",
+    "forgetting", "robustkit.plots.forgetting:forgetting_figure", (registry.MATRICES, registry.RANK_MEASURE),
+    view="robustkit.analysis.forgetting:forgetting_view", score_axis=True))

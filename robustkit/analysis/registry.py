@@ -209,6 +209,7 @@ STATISTICS = "robustkit.analysis.statistics"
 # shared by statistics and the figures that draw them (declared once)
 MATRICES = Param("matrices", "q,v", "weight matrices counted: comma-separated kinds (q, k, v, attention-output, intermediate, output) or all; default: q,v (the matrices LoRA adapts in Hu et al. 2021 and the zoo)")
 INTRUDER_EPSILON = Param("epsilon", 0.5, "a top singular vector is an intruder when its largest |cosine| with the start's singular vectors is below this; default: 0.5 (huggingface/peft's implementation of Shuttleworth et al. 2024)")
+RANK_MEASURE = Param("rank_measure", "energy_rank", "energy_rank: the rank holding 90% of the update's squared norm (Biderman et al. 2024); effective_rank: Roy and Vetterli 2007's exp(entropy)", choices=("energy_rank", "effective_rank"))
 
 # ---------------------------------------------------------------------------------------------
 # the analyses
@@ -373,6 +374,21 @@ register(Analysis(
     statistics=(Statistic("count", f"{STATISTICS}:intruder_count", "number of intruder dimensions of a run: top singular vectors whose largest |cosine| with the start's is below epsilon, summed over the chosen matrices of every layer",
                           (INTRUDER_EPSILON, MATRICES)),),
     output="the tidy result (per run x matrix x rank)"))
+register(Analysis(
+    "forgetting", "learning vs forgetting: masked-LM loss on held-out text of the base head over each run's encoder, and the rank of each weight update (Biderman et al. 2024)",
+    "Forgetting: the masked-LM loss (nats per masked token) on held-out English text that is no task's (WordNet 3.0 glosses, masked once with --seed) of the base model's masked-LM head over the run's tuned encoder, minus the same over the pre-trained encoder; the head is the model's own where its checkpoint has one, else robustkit's TSP head fitted on the frozen pre-trained encoder (on other glosses). Update spectrum: per layer weight matrix, the rank holding 90% of the squared norm of W_tuned - W_0 and the effective rank (LoRA-family updates merged).",
+    "robustkit.analysis.forgetting:run",
+    (_checkpoint("the tuned checkpoint (the start is step-0)", default="last"),
+     Param("texts", 1000, "held-out glosses the loss is taken on (the same for every run); default: 1000"),
+     Param("head", "auto", "masked-LM head: own (the model's pre-trained one), fitted (robustkit's TSP head fitted on the frozen pre-trained encoder), auto (own where the model has one, else fitted); default: auto", choices=("auto", "own", "fitted")),
+     Param("head_texts", 10000, "glosses a fitted head is trained on (none of them evaluated); default: 10000"),
+     Param("head_steps", 300, "optimiser steps of a fitted head; default: 300"),
+     Param("seed", 0, "seed of the glosses drawn, their masks and a fitted head; default: 0")),
+    (DEVICE,), summary="robustkit.analysis.forgetting:summarize",
+    statistics=(Statistic("forgetting", f"{STATISTICS}:forgetting", "masked-LM loss of the tuned encoder minus the pre-trained one's on held-out text (nats per masked token; larger = more forgotten)"),
+                Statistic("update-rank", f"{STATISTICS}:update_rank", "rank of each weight update W_tuned - W_0, averaged over the chosen matrices that changed (directions; one value per run)",
+                          (RANK_MEASURE, MATRICES))),
+    output="the tidy result (per run x measure x matrix)"))
 
 
 def per_run(reference: str, store: str | Path, select: dict | list[str] | None = None, **params: Any) -> pd.DataFrame:

@@ -130,6 +130,21 @@ def intruder_count(frame: pd.DataFrame, epsilon: float, matrices: str) -> pd.Dat
     return intruders.count(frame, epsilon, matrices)
 
 
+def forgetting(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each run's masked-LM loss on held-out text minus the pre-trained encoder's (nats per
+    masked token; Biderman et al. 2024's forgetting, ``forgetting`` analysis)."""
+    rows = frame[frame["measure"] == "forgetting"]
+    return rows[[*IDENTITY, "value"]]
+
+
+def update_rank(frame: pd.DataFrame, rank_measure: str, matrices: str) -> pd.DataFrame:
+    """Each run's mean rank of its weight updates over the chosen matrices that changed
+    (``forgetting`` analysis; a run that changed none of them gives no row)."""
+    from robustkit.analysis import forgetting as analysis
+
+    return analysis.update_ranks(frame, rank_measure, matrices)
+
+
 def similarity_ci(frame: pd.DataFrame, measure: str, layer: str) -> pd.DataFrame:
     """A measure of the ``similarity-ci`` analysis (``rsa``, ``cka``, ``cka-debiased``,
     ``procrustes``) of each run's layers with the base model's; ``layer`` as in :func:`rsa`."""

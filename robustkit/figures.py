@@ -287,3 +287,6 @@ register(Figure(
     "forgetting", "Biderman et al. 2024: learning (the task score) against forgetting (masked-LM loss on held-out text), and the rank of each weight update",
     "forgetting", "robustkit.plots.forgetting:forgetting_figure", (registry.MATRICES, registry.RANK_MEASURE),
     view="robustkit.analysis.forgetting:forgetting_view", score_axis=True))
+register(Figure(
+    "lora-sharpness", "Li et al. 2024 (Flat-LoRA): each LoRA run's sharpness in its LoRA parameters and in the merged weight matrices, side by side",
+    "lora-sharpness", "robustkit.plots.lora_space:lora_space_figure", view="robustkit.analysis.lora_space:lora_space_view"))

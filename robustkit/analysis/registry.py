@@ -389,6 +389,19 @@ register(Analysis(
                 Statistic("update-rank", f"{STATISTICS}:update_rank", "rank of each weight update W_tuned - W_0, averaged over the chosen matrices that changed (directions; one value per run)",
                           (RANK_MEASURE, MATRICES))),
     output="the tidy result (per run x measure x matrix)"))
+register(Analysis(
+    "lora-sharpness", "sharpness of a LoRA run's training loss in its LoRA parameters and in the merged weight matrices (Li et al. 2024, Flat-LoRA)",
+    "For each LoRA-family run, on one fixed batch of training examples: the top Hessian eigenvalue (power iteration) and trace (Hutchinson) of the loss over its low-rank factors (A and B of every adapted matrix), and over the same matrices with the update merged (W = W_0 + (alpha / r) B A), the head fixed in both; runs of other methods are left out.",
+    "robustkit.analysis.lora_space:run",
+    (_checkpoint("the checkpoint measured", default="last"),
+     Param("examples", 32, "training examples in the one fixed batch (the same for every run); default: 32"),
+     Param("max_iterations", 20, "power iteration cap (Hessian-vector products per eigenvalue); default: 20"),
+     Param("samples", 20, "Hutchinson samples per trace; default: 20"),
+     Param("seed", 0, "seed of the batch, the start vectors and the Rademacher samples; default: 0")),
+    (DEVICE,), summary="robustkit.analysis.lora_space:summarize",
+    statistics=(Statistic("full-over-lora", f"{STATISTICS}:full_over_lora", "log10 of the merged weights' sharpness over the LoRA parameters' (positive = sharper in the full weights; NaN where either is not positive)",
+                          (Param("estimator", "top_eigenvalue", "top_eigenvalue, or trace_per_parameter (the trace over the number of parameters)", choices=("top_eigenvalue", "trace_per_parameter")),)),),
+    output="the tidy result (per run x space x estimator)"))
 
 
 def per_run(reference: str, store: str | Path, select: dict | list[str] | None = None, **params: Any) -> pd.DataFrame:

@@ -145,6 +145,14 @@ def update_rank(frame: pd.DataFrame, rank_measure: str, matrices: str) -> pd.Dat
     return analysis.update_ranks(frame, rank_measure, matrices)
 
 
+def full_over_lora(frame: pd.DataFrame, estimator: str) -> pd.DataFrame:
+    """log10 of a LoRA run's sharpness in its merged weight matrices over that in its LoRA
+    parameters (Li et al. 2024; ``lora-sharpness`` analysis)."""
+    from robustkit.analysis import lora_space
+
+    return lora_space.log_ratio(frame, estimator)
+
+
 def similarity_ci(frame: pd.DataFrame, measure: str, layer: str) -> pd.DataFrame:
     """A measure of the ``similarity-ci`` analysis (``rsa``, ``cka``, ``cka-debiased``,
     ``procrustes``) of each run's layers with the base model's; ``layer`` as in :func:`rsa`."""

@@ -290,3 +290,6 @@ register(Figure(
 register(Figure(
     "lora-sharpness", "Li et al. 2024 (Flat-LoRA): each LoRA run's sharpness in its LoRA parameters and in the merged weight matrices, side by side",
     "lora-sharpness", "robustkit.plots.lora_space:lora_space_figure", view="robustkit.analysis.lora_space:lora_space_view"))
+register(Figure(
+    "curve-connectivity", "Garipov et al. 2018: the loss along a trained quadratic Bezier curve and along the line between two seeds, and both barriers per seed pair",
+    "curve-connectivity", "robustkit.plots.curve_connectivity:curve_figure", view="robustkit.analysis.curve_connectivity:paths_and_barriers"))

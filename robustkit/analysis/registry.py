@@ -84,6 +84,10 @@ class Statistic:
     independent : bool
         Its observations are independent runs; False for a statistic of run pairs that share
         runs (shown, never tested: :mod:`robustkit.claim`).
+    unit : str
+        What one observation is: ``run``, or ``disjoint pair`` (two runs of one configuration,
+        each run in at most one pair: independent, and half as many as the runs, which
+        :mod:`robustkit.decidability` counts so).
     """
 
     name: str
@@ -91,6 +95,7 @@ class Statistic:
     help: str
     params: tuple[Param, ...] = ()
     independent: bool = True
+    unit: str = "run"
 
 
 @dataclass(frozen=True)
@@ -402,6 +407,20 @@ register(Analysis(
     statistics=(Statistic("full-over-lora", f"{STATISTICS}:full_over_lora", "log10 of the merged weights' sharpness over the LoRA parameters' (positive = sharper in the full weights; NaN where either is not positive)",
                           (Param("estimator", "top_eigenvalue", "top_eigenvalue, or trace_per_parameter (the trace over the number of parameters)", choices=("top_eigenvalue", "trace_per_parameter")),)),),
     output="the tidy result (per run x space x estimator)"))
+register(Analysis(
+    "curve-connectivity", "curved mode connectivity: a quadratic Bezier curve trained between two seeds' optima, its barrier against the line's (Garipov et al. 2018)",
+    "For disjoint pairs of runs that differ only in their seed (seeds sorted, paired 1st-2nd, 3rd-4th, ...): the control point of the quadratic Bezier curve (1-t)^2 A + 2t(1-t) C + t^2 B trained on the training loss (t drawn uniformly at every step, the runs' own batches, learning rate, schedule and clipping; seeded, resumable), over the tensors the runs train; loss and metrics along the curve and along the line (the untrained curve, C the midpoint) on a grid of t.",
+    "robustkit.analysis.curve_connectivity:run",
+    (_checkpoint("checkpoint of both ends"),
+     Param("steps", None, "optimiser steps of the control point; default: as many as the runs trained", kind=int),
+     Param("ts", "0:1:11", "points t of the curve and the line evaluated (must hold 0 and 1): start:stop:count or a comma list; default: 0:1:11"),
+     Param("split", "train", LOSS_SPLIT, choices=("train", "validation", "test")),
+     Param("examples", 512, f"{EXAMPLES}; default: 512"),
+     Param("seed", 0, "seed of the control point's training (t, dropout) and of the examples; default: 0")),
+    (DEVICE,), summary="robustkit.analysis.curve_connectivity:barrier_summary",
+    statistics=(Statistic("barrier-drop", f"{STATISTICS}:barrier_drop", "barrier of the line minus barrier of the trained curve, one value per disjoint seed pair (loss units, or error; positive = the curve is lower)",
+                          (Param("metric", "loss", "loss, or a metric whose error is taken"),), unit="disjoint pair"),),
+    output="the paths (per pair x path x t x metric)"))
 
 
 def per_run(reference: str, store: str | Path, select: dict | list[str] | None = None, **params: Any) -> pd.DataFrame:

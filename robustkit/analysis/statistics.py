@@ -153,6 +153,23 @@ def full_over_lora(frame: pd.DataFrame, estimator: str) -> pd.DataFrame:
     return lora_space.log_ratio(frame, estimator)
 
 
+def barrier_drop(frame: pd.DataFrame, store: str | Path, metric: str) -> pd.DataFrame:
+    """Barrier of the line minus that of the trained Bezier curve, per disjoint seed pair under
+    the identity of its lower-seed run (Garipov et al. 2018; ``curve-connectivity`` analysis).
+
+    A pair is an observation of its own: its ``outcome`` is ``ok`` only when both runs' are (else
+    the first failed one's), so a claim leaves out a pair with a failed end.
+    """
+    from robustkit.analysis import curve_connectivity
+
+    table = curve_connectivity.barrier_drops(frame, metric)
+    ends = pd.DataFrame({"run_id": pd.unique(pd.concat([table["run_id"], table["run_id_b"]]))})
+    outcome = with_outcome(ends, store).set_index("run_id")["outcome"]
+    first, second = table["run_id"].map(outcome), table["run_id_b"].map(outcome)
+    table = table.assign(outcome=first.where(first != "ok", second))
+    return table.drop(columns="run_id_b")  # one observation per pair, under run A's identity
+
+
 def similarity_ci(frame: pd.DataFrame, measure: str, layer: str) -> pd.DataFrame:
     """A measure of the ``similarity-ci`` analysis (``rsa``, ``cka``, ``cka-debiased``,
     ``procrustes``) of each run's layers with the base model's; ``layer`` as in :func:`rsa`."""

@@ -293,3 +293,7 @@ register(Figure(
 register(Figure(
     "curve-connectivity", "Garipov et al. 2018: the loss along a trained quadratic Bezier curve and along the line between two seeds, and both barriers per seed pair",
     "curve-connectivity", "robustkit.plots.curve_connectivity:curve_figure", view="robustkit.analysis.curve_connectivity:paths_and_barriers"))
+register(Figure(
+    "stability-length", "Chen et al. 2022: standard deviation of the dev score over seeds per method at each fine-tuning epoch end, and each run's distance from the median of its method's other seeds",
+    "epoch-scores", "robustkit.plots.stability_length:stability_length_figure",
+    view="robustkit.analysis.stability_length:seed_spread_by_epoch"))

@@ -233,9 +233,10 @@ register(Analysis(
     "The validation main metric (or --metric) at the end of each fine-tuning epoch of each selected run, with the run's outcome.",
     "robustkit.analysis.scores:epoch_outcomes", (METRIC,),
     statistics=(Statistic("score", f"{STATISTICS}:epoch_score", "the validation score at the end of one epoch (one observation per run), or at every epoch end ('all': one per run x epoch)",
-                          (Param("epoch", "all", "an epoch number, or all (one observation per run x epoch)"),)),
+                          (Param("epoch", "all", "an epoch number, last (each run's last epoch end), or all (one observation per run x epoch)"),)),
                 Statistic("spread", f"{STATISTICS}:epoch_spread", "standard deviation of a run's validation scores over its epoch ends (ddof 1; one value per run: training-time instability)"),
-                Statistic("mean", f"{STATISTICS}:epoch_mean", "mean of a run's validation scores over its epoch ends (one value per run)")),
+                Statistic("mean", f"{STATISTICS}:epoch_mean", "mean of a run's validation scores over its epoch ends (one value per run)"),
+                Statistic("deviation-drop", f"{STATISTICS}:deviation_drop", "a run's distance from the median score of the other runs of its configuration after the first epoch minus after its last (positive = closer to the others after training longer)")),
     output="the per-run x epoch scores"))
 register(Analysis(
     "curves", "dev loss and metric vs step; mean and best dev metric (He et al. 2021, table 6)",

@@ -34,10 +34,26 @@ def failed(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def epoch_score(frame: pd.DataFrame, epoch: str) -> pd.DataFrame:
-    """The validation score at the end of fine-tuning epoch ``epoch`` (or every epoch: ``all``)."""
+    """The validation score at the end of fine-tuning epoch ``epoch`` (``last``: each run's last
+    epoch end; ``all``: every epoch end)."""
     if epoch == "all":
         return frame
+    if epoch == "last":
+        return frame[frame["epoch"] == frame.groupby("run_id")["epoch"].transform("max")]
     return frame[frame["epoch"] == int(epoch)]
+
+
+def deviation_drop(frame: pd.DataFrame) -> pd.DataFrame:
+    """How much closer to the others a run ends after training longer (Chen et al. 2022).
+
+    A run's distance |score - median| from the median of the other runs of its configuration
+    (every setting but the seed) at an epoch end, at its first epoch end minus at its last (score
+    units; positive = the seeds came together). One value per run
+    (:func:`robustkit.analysis.stability_length.deviation_drops`).
+    """
+    from robustkit.analysis.stability_length import deviation_drops
+
+    return deviation_drops(frame)
 
 
 def epoch_spread(frame: pd.DataFrame) -> pd.DataFrame:

@@ -164,7 +164,7 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     """
     changed = frame[frame["changed"]]
     table = counts(changed, (0.1, 0.3, 0.5, 0.7, 0.9), "all")
-    wide = table.pivot_table(index="run_id", columns="epsilon", values="value").rename(columns=lambda e: f"epsilon={e:g}")
+    wide = table.pivot(index="run_id", columns="epsilon", values="value").rename(columns=lambda e: f"epsilon={e:g}")
     matrices = changed.drop_duplicates(["run_id", "layer", "matrix"]).groupby("run_id").size().rename("matrices")
     identity = changed.drop_duplicates("run_id").set_index("run_id")[["method", "seed"]]
     return identity.join(matrices).join(wide).reset_index()

@@ -15,7 +15,12 @@ through the readout it was pre-trained with. Where that head comes from:
     of :data:`FIT_BATCH` masked positions drawn with ``seed``. The embedded minilm-l6 has no
     masked-LM head, and a TSP run's head would carry that run's encoder (or adapters) with it;
     a head fitted on the frozen pre-trained encoder reads the pre-trained representation, which
-    is what "the base model's head" means there.
+    is what "the base model's head" means there. Measured on minilm-l6 (10,000 fitting glosses,
+    24,082 masked tokens; 1,000 other glosses scored): a fresh head 10.80 nats per masked token
+    (ln of the vocabulary: 10.33), fitted 7.08 after 100 steps, 6.71 after 300 (the default),
+    6.50 after 1,000; at 3e-3 instead of 1e-3 no lower (6.70 after 1,000). minilm-l6 was last
+    trained as a sentence encoder, not on masked tokens, so its readout stays weak; forgetting
+    is the change of this loss, not its level.
 
 The loss is the masked-LM cross-entropy over the masked tokens only, as
 :func:`robustkit.masked_lm.masked_lm_loss` computes it, summed over every text and divided by the

@@ -146,20 +146,36 @@ def claim_sizes(recipe, claim, scale: str, defaults: dict | None = None) -> list
 
     from robustkit.claim import _is, _text
 
-    specs = pd.DataFrame([asdict(spec) for spec in recipe.specs(scale, defaults)])
+    from robustkit.analysis.registry import statistic_of
+    from robustkit.methods.registry import identity_columns
+
+    specs = recipe.specs(scale, defaults)
+    # the method options are columns too (``lora.r``): a claim may group or select on them
+    specs = pd.DataFrame([{**asdict(spec), **identity_columns(spec.method, spec.resolved().method_options)} for spec in specs])
     for column, values in claim.where.items():
         if column in specs:
             specs = specs[_is(specs[column], values)]
     within = [c for c in claim.within if c in specs]
     cells = specs.groupby(within, dropna=False, sort=True) if within else [((), specs)]
+    pairs = statistic_of(claim.statistic)[1].unit == "disjoint pair"
     sizes = []
     for key, cell in cells:
         key = key if isinstance(key, tuple) else (key,)
         name = ", ".join(f"{c}={_text(k)}" for c, k in zip(within, key)) or "all"
-        n_a = int(_is(cell[claim.by], claim.a).sum()) if claim.a else len(cell)
-        n_b = int(_is(cell[claim.by], claim.b).sum()) if claim.b else 0
+        group_a = cell[_is(cell[claim.by], claim.a)] if claim.a else cell
+        group_b = cell[_is(cell[claim.by], claim.b)] if claim.b else cell.iloc[:0]
+        n_a, n_b = (_disjoint_pairs(group_a), _disjoint_pairs(group_b)) if pairs else (len(group_a), len(group_b))
         sizes.append((name, n_a, n_b))
     return sizes or [("all", 0, 0)]
+
+
+def _disjoint_pairs(specs: pd.DataFrame) -> int:
+    """Disjoint seed pairs among run specs: half of each configuration's runs, rounded down."""
+    if specs.empty:
+        return 0
+    settings = [c for c in specs.columns if c not in ("seed", "run_id")]
+    keys = specs[settings].map(str).agg("|".join, axis=1)
+    return int((keys.value_counts() // 2).sum())
 
 
 def plan(recipes, scales=("demo", "paper"), defaults: dict | None = None) -> pd.DataFrame:

@@ -299,3 +299,25 @@ register(Figure(
 register(Figure(
     "tuning-curves", "Dodge et al. 2019 / Lourie et al. 2024: tuning curves per method, the median (with confidence band) and expected best score of a budget of k runs over seeds or learning rates",
     "tuning", "robustkit.plots.tuning:tuning_curves"))
+
+# ---------------------------------------------------------------------------------------------
+# beyond the papers: the findings on LoRA and full fine-tuning that followed them (issue #30)
+
+register(Figure(
+    "intruders", "Shuttleworth et al. 2024: intruder dimensions, each run's count against the threshold and each top singular vector's largest |cosine| with the start's",
+    "intruders", "robustkit.plots.intruders:intruders_figure", (registry.MATRICES, registry.INTRUDER_EPSILON),
+    view="robustkit.analysis.intruders:intruder_view"))
+register(Figure(
+    "forgetting", "Biderman et al. 2024: learning (the task score) against forgetting (masked-LM loss on held-out text), and the rank of each weight update",
+    "forgetting", "robustkit.plots.forgetting:forgetting_figure", (registry.MATRICES, registry.RANK_MEASURE),
+    view="robustkit.analysis.forgetting:forgetting_view", score_axis=True))
+register(Figure(
+    "lora-sharpness", "Li et al. 2024 (Flat-LoRA): each LoRA run's sharpness in its LoRA parameters and in the merged weight matrices, side by side",
+    "lora-sharpness", "robustkit.plots.lora_space:lora_space_figure", view="robustkit.analysis.lora_space:lora_space_view"))
+register(Figure(
+    "curve-connectivity", "Garipov et al. 2018: the loss along a trained quadratic Bezier curve and along the line between two seeds, and both barriers per seed pair",
+    "curve-connectivity", "robustkit.plots.curve_connectivity:curve_figure", view="robustkit.analysis.curve_connectivity:paths_and_barriers"))
+register(Figure(
+    "stability-length", "Chen et al. 2022: standard deviation of the dev score over seeds per method at each fine-tuning epoch end, and each run's distance from the median of its method's other seeds",
+    "epoch-scores", "robustkit.plots.stability_length:stability_length_figure",
+    view="robustkit.analysis.stability_length:seed_spread_by_epoch"))

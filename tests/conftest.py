@@ -129,3 +129,22 @@ def new_run(root: Path, name: str = "run-a", **manifest) -> Path:
     run_dir.mkdir()
     write_manifest(run_dir, {"run_id": name, "kind": "finetune", "spec": {"task": "rt"}, "checkpoints": {}, **manifest})
     return run_dir
+
+
+@pytest.fixture(scope="session")
+def lora_store(tiny_store, tmp_path_factory) -> Path:
+    """tiny_store + full fine-tuning seed 1 and LoRA seeds 0 and 1 (r = 8 on query and value), for
+    the analyses of weight updates and of seed pairs (issue #30); a test that changes a run works on
+    a copy."""
+    import shutil
+
+    from robustkit.store.folders import run_dirs
+    from robustkit.store.manifest import read_spec
+    from robustkit.train import train
+
+    runs = tmp_path_factory.mktemp("lora-store") / "runs"
+    shutil.copytree(tiny_store, runs, ignore=shutil.ignore_patterns(".cache"))
+    data_dir = next(read_spec(p).data_dir for p in run_dirs(runs))
+    for method, seed in (("full", 1), ("lora", 0), ("lora", 1)):
+        train(dataclasses.replace(TINY_RTE, method=method, seed=seed, data_dir=data_dir), runs, progress=False)
+    return runs

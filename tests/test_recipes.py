@@ -21,6 +21,11 @@ DEMO_RUN_BUDGET = 49  # 43, then +6 so that every demo claim can decide (he fig 
 # papers' runs (its full and houlsby runs are Han et al. figure 2's).
 ZOO = ["peft/zoo", "peft/zoo-rsa", "peft/zoo-landscape", "peft/zoo-attack", "peft/zoo-tradeoff"]
 ZOO_EXTRA_RUNS = 16
+# The findings that followed the papers (issue #30): five recipes on the papers' and the zoo's runs,
+# plus one LoRA seed (4) so that a threshold claim on LoRA runs has the 5 runs it needs.
+BEYOND_LORA = ["beyond/intruders", "beyond/forgetting", "beyond/flat-lora", "beyond/curve-connectivity",
+               "beyond/stability-length"]
+BEYOND_EXTRA_RUNS = 1
 # He et al. 2021 figure 4's demo grid: one learning-rate grid for both methods.
 DEMO_LR_GRID = [2e-5, 1e-4, 5e-4, 2.5e-3]
 
@@ -29,7 +34,7 @@ def test_every_required_figure_has_a_recipe():
     assert REQUIRED <= set(list_recipes())
 
 
-@pytest.mark.parametrize("name", sorted(REQUIRED | set(ZOO)))
+@pytest.mark.parametrize("name", sorted(REQUIRED | set(ZOO) | set(BEYOND_LORA)))
 def test_recipe_expands_at_both_scales(name):
     from robustkit import figures
 
@@ -43,7 +48,7 @@ def test_recipe_expands_at_both_scales(name):
         figures.get(recipe.figure).resolve(**recipe.figure_params(scale))
 
 
-@pytest.mark.parametrize("name", sorted(REQUIRED | set(ZOO)))
+@pytest.mark.parametrize("name", sorted(REQUIRED | set(ZOO) | set(BEYOND_LORA)))
 def test_paper_scale_cites_where_its_settings_come_from(name):
     """The comment just above a recipe's [paper] section names the paper's table or section."""
     text = (RECIPE_DIR / f"{name}.toml").read_text()
@@ -56,7 +61,7 @@ def test_paper_scale_cites_where_its_settings_come_from(name):
     assert comment and any(word in " ".join(comment) for word in ("table", "§", "section")), name
 
 
-@pytest.mark.parametrize("name", sorted(REQUIRED | set(ZOO)))
+@pytest.mark.parametrize("name", sorted(REQUIRED | set(ZOO) | set(BEYOND_LORA)))
 def test_every_recipe_states_a_claim_in_the_papers_words(name):
     claims = load_recipe(name).claims
     assert claims, f"{name} states no [[claim]]"
@@ -65,7 +70,7 @@ def test_every_recipe_states_a_claim_in_the_papers_words(name):
         assert any(mark in claim.says for mark in ("§", "table", "figure")), (name, claim.id)
 
 
-@pytest.mark.parametrize("name", sorted(REQUIRED | set(ZOO)))
+@pytest.mark.parametrize("name", sorted(REQUIRED | set(ZOO) | set(BEYOND_LORA)))
 def test_claims_group_on_values_the_recipe_has(name):
     """A claim's groups a and b are values its `by` column takes at the paper scale (the demo
     may lack some: its verdict is then inconclusive, by design)."""
@@ -88,7 +93,7 @@ def _number(value):
 
 def test_demo_runs_fit_the_budget():
     """Recipes that need the same run share it; the papers' recipes stay within the budget, the
-    PEFT zoo adds only its added methods' runs, and beyond/ trains nothing of its own."""
+    PEFT zoo adds only its added methods' runs, and beyond/ adds one LoRA seed (issue #30)."""
     def runs(names):
         return {s.run_id for name in names for s in load_recipe(name).specs("demo")}
 
@@ -97,7 +102,9 @@ def test_demo_runs_fit_the_budget():
     zoo = runs(n for n in names if n.startswith("peft/"))
     assert len(papers) <= DEMO_RUN_BUDGET, f"{len(papers)} distinct demo runs > {DEMO_RUN_BUDGET}"
     assert len(zoo - papers) <= ZOO_EXTRA_RUNS, len(zoo - papers)
-    assert runs(n for n in names if n.startswith("beyond/")) <= papers | zoo
+    extra = runs(n for n in names if n.startswith("beyond/")) - papers - zoo
+    assert len(extra) <= BEYOND_EXTRA_RUNS, sorted(extra)
+    assert {(s.method, s.seed) for n in BEYOND_LORA for s in load_recipe(n).specs("demo") if s.run_id in extra} <= {("lora", 4)}
 
 
 @pytest.mark.parametrize("scale", ["demo", "paper"])
@@ -278,3 +285,23 @@ def test_the_tally_counts_recipes_that_share_runs_once():
     assert sets["mohebbi/fig8"] != sets["han2021/fig2"]  # layer-shared adapters: runs of its own
     assert one_corpus(["polarity", "rt"]).startswith("; polarity and rt are one corpus")
     assert one_corpus(["rt", "rte"]) == ""
+
+
+def test_a_plan_counts_disjoint_seed_pairs_and_method_options(tmp_path):
+    """A statistic of disjoint seed pairs has half as many observations as runs (per
+    configuration, rounded down); a claim may group on a method option's column (``lora.r``)."""
+    from robustkit.decidability import claim_sizes
+
+    recipe = load_recipe("beyond/curve-connectivity")
+    assert claim_sizes(recipe, recipe.claims[0], "demo") == [("all", 6, 0)]  # 3 methods x 4 seeds: 2 pairs each
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "r.toml").write_text(
+        'title = "t"\nfigure = "curve-connectivity"\noutput = "o.pdf"\n'
+        '[[claim]]\nid = "c"\nsays = "s"\nstatistic = "curve-connectivity.barrier-drop"\ncompare = "threshold"\n'
+        'a = "lora"\nvalue = 0\ndirection = "greater"\n'
+        '[[claim]]\nid = "d"\nsays = "s"\nstatistic = "scores.score"\ncompare = "location"\nby = "lora.r"\n'
+        'a = 4\nb = 8\ndirection = "less"\n'
+        '[[demo.grid]]\nmethod = ["lora"]\nseed = [0, 1, 2, 3, 4]\nmethod_options = [{r = 4}, {r = 8}]\n')
+    odd = load_recipe("p/r", tmp_path)
+    assert claim_sizes(odd, odd.claims[0], "demo", {}) == [("all", 4, 0)]  # 5 seeds of each rank: 2 pairs each
+    assert claim_sizes(odd, odd.claims[1], "demo", {}) == [("all", 5, 5)]

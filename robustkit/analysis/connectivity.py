@@ -45,7 +45,7 @@ from robustkit.analysis.select import select_runs, with_identity
 from robustkit.errors import DamagedRunError, RobustkitError
 from robustkit.evaluate import EVAL_BATCH_SIZE, resolve_device
 from robustkit.provenance import computed_on
-from robustkit.run_model import load_run
+from robustkit.run_model import LoadedRun, load_run
 from robustkit.store.manifest import read_manifest, read_spec
 from robustkit.store.tables import IDENTITY
 
@@ -103,6 +103,29 @@ def pair_line(
     DataFrame
         ``alpha, split, metric, value`` (:func:`robustkit.analysis.landscape.interpolate`).
     """
+    loaded_a, theta_a, theta_b = pair_ends(run_a, run_b, checkpoint)
+    loaded_a.model.to(resolve_device(device))
+    grid = parse_alphas(alphas) if isinstance(alphas, str) else np.asarray(alphas, float)
+    batches = sampled_batches(loaded_a.spec, split, examples, seed, EVAL_BATCH_SIZE)
+    return interpolate(loaded_a.model, theta_a, theta_b, grid, {split: batches}, loaded_a.task, progress=progress)
+
+
+def pair_ends(run_a: str | Path, run_b: str | Path, checkpoint: str) -> tuple[LoadedRun, dict, dict]:
+    """Run A loaded at ``checkpoint`` (on the CPU) and the tensors of both ends that differ.
+
+    Returns
+    -------
+    loaded_a : LoadedRun
+        Its model is the one that moves between the ends.
+    theta_a, theta_b : dict of str to Tensor
+        The tensors the runs train, and the frozen ones initialised from each run's seed
+        (:func:`seed_dependent_frozen`), at both ends.
+
+    Raises
+    ------
+    RobustkitError
+        The runs differ in a setting other than the seed.
+    """
     run_a, run_b = Path(run_a), Path(run_b)
     spec_a, spec_b = read_spec(run_a).resolved(), read_spec(run_b).resolved()
     differ = sorted(k for k, v in spec_a.to_dict().items() if k != "seed" and spec_b.to_dict().get(k) != v)
@@ -117,11 +140,7 @@ def pair_line(
     for name in seed_dependent_frozen(model_a, model_b, set(theta_a) | set(theta_b)):
         theta_a[name] = dict(model_a.named_parameters())[name].detach().clone()
         theta_b[name] = dict(model_b.named_parameters())[name].detach().clone()
-    del model_b, loaded_b
-    model_a.to(resolve_device(device))
-    grid = parse_alphas(alphas) if isinstance(alphas, str) else np.asarray(alphas, float)
-    batches = sampled_batches(loaded_a.spec, split, examples, seed, EVAL_BATCH_SIZE)
-    return interpolate(model_a, theta_a, theta_b, grid, {split: batches}, loaded_a.task, progress=progress)
+    return loaded_a, theta_a, theta_b
 
 
 def seed_dependent_frozen(model_a: torch.nn.Module, model_b: torch.nn.Module, moving: set[str]) -> list[str]:

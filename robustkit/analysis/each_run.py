@@ -163,7 +163,9 @@ def each_run(
         frames.append(with_identity(frame, row))
     if damaged:
         warn_damaged(damaged, analysis, Path(runs["path"].iloc[0]).parent)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    # a run with no rows (nothing to measure) must not turn the others' integer columns to float
+    kept = [frame for frame in frames if not frame.empty] or frames
+    return pd.concat(kept, ignore_index=True) if kept else pd.DataFrame()
 
 
 def warn_damaged(damaged: list[str], analysis: str, store: Path) -> None:

@@ -84,6 +84,10 @@ class Statistic:
     independent : bool
         Its observations are independent runs; False for a statistic of run pairs that share
         runs (shown, never tested: :mod:`robustkit.claim`).
+    unit : str
+        What one observation is: ``run``, or ``disjoint pair`` (two runs of one configuration,
+        each run in at most one pair: independent, and half as many as the runs, which
+        :mod:`robustkit.decidability` counts so).
     """
 
     name: str
@@ -91,6 +95,7 @@ class Statistic:
     help: str
     params: tuple[Param, ...] = ()
     independent: bool = True
+    unit: str = "run"
 
 
 @dataclass(frozen=True)
@@ -216,6 +221,10 @@ LAYER = Param("layer", "each", "each: one observation per layer; top / bottom: t
 LOSS_SPLIT = "split the loss is taken on; default: train"
 EXAMPLES = "examples of the split, drawn with --seed (the same for every run)"
 STATISTICS = "robustkit.analysis.statistics"
+# shared by statistics and the figures that draw them (declared once)
+MATRICES = Param("matrices", "q,v", "weight matrices counted: comma-separated kinds (q, k, v, attention-output, intermediate, output) or all; default: q,v (the matrices LoRA adapts in Hu et al. 2021 and the zoo)")
+INTRUDER_EPSILON = Param("epsilon", 0.5, "a top singular vector is an intruder when its largest |cosine| with the start's singular vectors is below this; default: 0.5 (huggingface/peft's implementation of Shuttleworth et al. 2024)")
+RANK_MEASURE = Param("rank_measure", "energy_rank", "energy_rank: the rank holding 90% of the update's squared norm (Biderman et al. 2024); effective_rank: Roy and Vetterli 2007's exp(entropy)", choices=("energy_rank", "effective_rank"))
 
 # ---------------------------------------------------------------------------------------------
 # the analyses
@@ -234,9 +243,10 @@ register(Analysis(
     "The validation main metric (or --metric) at the end of each fine-tuning epoch of each selected run, with the run's outcome.",
     "robustkit.analysis.scores:epoch_outcomes", (METRIC,),
     statistics=(Statistic("score", f"{STATISTICS}:epoch_score", "the validation score at the end of one epoch (one observation per run), or at every epoch end ('all': one per run x epoch)",
-                          (Param("epoch", "all", "an epoch number, or all (one observation per run x epoch)"),)),
+                          (Param("epoch", "all", "an epoch number, last (each run's last epoch end), or all (one observation per run x epoch)"),)),
                 Statistic("spread", f"{STATISTICS}:epoch_spread", "standard deviation of a run's validation scores over its epoch ends (ddof 1; one value per run: training-time instability)"),
-                Statistic("mean", f"{STATISTICS}:epoch_mean", "mean of a run's validation scores over its epoch ends (one value per run)")),
+                Statistic("mean", f"{STATISTICS}:epoch_mean", "mean of a run's validation scores over its epoch ends (one value per run)"),
+                Statistic("deviation-drop", f"{STATISTICS}:deviation_drop", "a run's distance from the median score of the other runs of its configuration after the first epoch minus after its last (positive = closer to the others after training longer)")),
     output="the per-run x epoch scores"))
 register(Analysis(
     "curves", "dev loss and metric vs step; mean and best dev metric (He et al. 2021, table 6)",
@@ -366,6 +376,62 @@ register(Analysis(
                           (Param("convention", "openattack", "openattack: prediction flips, misclassified inputs included; gold: only correctly classified inputs", choices=("openattack", "gold")),
                            Param("attacker", "pwws", "the attacker whose success is tested", choices=tuple(ATTACKS)))),),
     output="the per-example results (original and adversarial text)"))
+
+# ---------------------------------------------------------------------------------------------
+# beyond the papers: the findings on LoRA and full fine-tuning that followed them (issue #30)
+
+register(Analysis(
+    "intruders", "intruder dimensions: top singular vectors of each tuned weight matrix vs the start's (Shuttleworth et al. 2024)",
+    "Per layer weight matrix of each run (LoRA-family updates merged into the matrix), the top-k left singular vectors of the matrix at the checkpoint, each with its largest |cosine| with the singular vectors of the matrix at step-0; prints each run's intruder count at a few thresholds. Runs whose method changes no weight matrix (adapters, prefix tuning) have nothing to measure.",
+    "robustkit.analysis.intruders:run",
+    (_checkpoint("the tuned checkpoint (the start is step-0)", default="last"),
+     Param("top_k", 10, "top singular vectors of each tuned matrix compared; default: 10 (Shuttleworth et al. 2024)")),
+    summary="robustkit.analysis.intruders:summarize",
+    statistics=(Statistic("count", f"{STATISTICS}:intruder_count", "number of intruder dimensions of a run: top singular vectors whose largest |cosine| with the start's is below epsilon, summed over the chosen matrices of every layer",
+                          (INTRUDER_EPSILON, MATRICES)),),
+    output="the tidy result (per run x matrix x rank)"))
+register(Analysis(
+    "forgetting", "learning vs forgetting: masked-LM loss on held-out text of the base head over each run's encoder, and the rank of each weight update (Biderman et al. 2024)",
+    "Forgetting: the masked-LM loss (nats per masked token) on held-out English text that is no task's (WordNet 3.0 glosses, masked once with --seed) of the base model's masked-LM head over the run's tuned encoder, minus the same over the pre-trained encoder; the head is the model's own where its checkpoint has one, else robustkit's TSP head fitted on the frozen pre-trained encoder (on other glosses). Update spectrum: per layer weight matrix, the rank holding 90% of the squared norm of W_tuned - W_0 and the effective rank (LoRA-family updates merged).",
+    "robustkit.analysis.forgetting:run",
+    (_checkpoint("the tuned checkpoint (the start is step-0)", default="last"),
+     Param("texts", 1000, "held-out glosses the loss is taken on (the same for every run); default: 1000"),
+     Param("head", "auto", "masked-LM head: own (the model's pre-trained one), fitted (robustkit's TSP head fitted on the frozen pre-trained encoder), auto (own where the model has one, else fitted); default: auto", choices=("auto", "own", "fitted")),
+     Param("head_texts", 10000, "glosses a fitted head is trained on (none of them evaluated); default: 10000"),
+     Param("head_steps", 300, "optimiser steps of a fitted head; default: 300"),
+     Param("seed", 0, "seed of the glosses drawn, their masks and a fitted head; default: 0")),
+    (DEVICE,), summary="robustkit.analysis.forgetting:summarize",
+    statistics=(Statistic("forgetting", f"{STATISTICS}:forgetting", "masked-LM loss of the tuned encoder minus the pre-trained one's on held-out text (nats per masked token; larger = more forgotten)"),
+                Statistic("update-rank", f"{STATISTICS}:update_rank", "rank of each weight update W_tuned - W_0, averaged over the chosen matrices that changed (directions; one value per run)",
+                          (RANK_MEASURE, MATRICES))),
+    output="the tidy result (per run x measure x matrix)"))
+register(Analysis(
+    "lora-sharpness", "sharpness of a LoRA run's training loss in its LoRA parameters and in the merged weight matrices (Li et al. 2024, Flat-LoRA)",
+    "For each LoRA-family run, on one fixed batch of training examples: the top Hessian eigenvalue (power iteration) and trace (Hutchinson) of the loss over its low-rank factors (A and B of every adapted matrix), and over the same matrices with the update merged (W = W_0 + (alpha / r) B A), the head fixed in both; runs of other methods are left out.",
+    "robustkit.analysis.lora_space:run",
+    (_checkpoint("the checkpoint measured", default="last"),
+     Param("examples", 32, "training examples in the one fixed batch (the same for every run); default: 32"),
+     Param("max_iterations", 20, "power iteration cap (Hessian-vector products per eigenvalue); default: 20"),
+     Param("samples", 20, "Hutchinson samples per trace; default: 20"),
+     Param("seed", 0, "seed of the batch, the start vectors and the Rademacher samples; default: 0")),
+    (DEVICE,), summary="robustkit.analysis.lora_space:summarize",
+    statistics=(Statistic("full-over-lora", f"{STATISTICS}:full_over_lora", "log10 of the merged weights' sharpness over the LoRA parameters' (positive = sharper in the full weights; NaN where either is not positive)",
+                          (Param("estimator", "top_eigenvalue", "top_eigenvalue, or trace_per_parameter (the trace over the number of parameters)", choices=("top_eigenvalue", "trace_per_parameter")),)),),
+    output="the tidy result (per run x space x estimator)"))
+register(Analysis(
+    "curve-connectivity", "curved mode connectivity: a quadratic Bezier curve trained between two seeds' optima, its barrier against the line's (Garipov et al. 2018)",
+    "For disjoint pairs of runs that differ only in their seed (seeds sorted, paired 1st-2nd, 3rd-4th, ...): the control point of the quadratic Bezier curve (1-t)^2 A + 2t(1-t) C + t^2 B trained on the training loss (t drawn uniformly at every step, the runs' own batches, learning rate, schedule and clipping; seeded, resumable), over the tensors the runs train; loss and metrics along the curve and along the line (the untrained curve, C the midpoint) on a grid of t.",
+    "robustkit.analysis.curve_connectivity:run",
+    (_checkpoint("checkpoint of both ends"),
+     Param("steps", None, "optimiser steps of the control point; default: as many as the runs trained", kind=int),
+     Param("ts", "0:1:11", "points t of the curve and the line evaluated (must hold 0 and 1): start:stop:count or a comma list; default: 0:1:11"),
+     Param("split", "train", LOSS_SPLIT, choices=("train", "validation", "test")),
+     Param("examples", 512, f"{EXAMPLES}; default: 512"),
+     Param("seed", 0, "seed of the control point's training (t, dropout) and of the examples; default: 0")),
+    (DEVICE,), summary="robustkit.analysis.curve_connectivity:barrier_summary",
+    statistics=(Statistic("barrier-drop", f"{STATISTICS}:barrier_drop", "barrier of the line minus barrier of the trained curve, one value per disjoint seed pair (loss units, or error; positive = the curve is lower)",
+                          (Param("metric", "loss", "loss, or a metric whose error is taken"),), unit="disjoint pair"),),
+    output="the paths (per pair x path x t x metric)"))
 
 
 def per_run(reference: str, store: str | Path, select: dict | list[str] | None = None, device: str | None = None,

@@ -1,0 +1,170 @@
+"""Intruder dimensions per weight matrix of each run (Shuttleworth et al. 2024; issue #30, item 1).
+
+For every layer matrix of a run (:mod:`robustkit.analysis.weights`: low-rank updates merged),
+the top ``top_k`` left singular vectors of the tuned matrix, each with its largest |cosine|
+with the singular vectors of the matrix the run started from
+(:func:`robustkit.measures.intruders.max_cosines`). A count of intruder dimensions at a
+threshold epsilon is a statistic of this frame (:func:`count`), so one cached frame answers
+every epsilon.
+
+Runs whose method leaves every matrix as it was (adapters, prefix tuning) have no update to
+measure: they give no rows, with a warning. A matrix the method did not touch (LoRA's key when it
+adapts query and value) is kept with ``changed`` False: its singular vectors are the start's,
+so its cosines are 1 up to rounding and it counts no intruder (up to near-equal singular values,
+whose vectors the decomposition may mix).
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from robustkit.analysis.each_run import each_run
+from robustkit.analysis.select import select_runs
+from robustkit.errors import RobustkitError
+from robustkit.measures.intruders import intruder_count, max_cosines
+from robustkit.store.tables import IDENTITY
+
+ANALYSIS = "intruders"
+VERSION = 1
+RESULT_COLUMNS = ["layer", "matrix", "kind", "changed", "rank", "singular_value", "max_cosine"]
+COLUMNS = [*IDENTITY, "checkpoint", *RESULT_COLUMNS]
+# The thresholds the figure draws counts at: Shuttleworth et al. plot the count against epsilon.
+EPSILON_GRID = tuple(np.round(np.arange(0.05, 1.0, 0.05), 2))
+
+
+def run_intruders(run_dir: str | Path, checkpoint: str, top_k: int) -> pd.DataFrame:
+    """The top-k singular vectors' largest |cosine| with the start, per layer matrix of one run, uncached.
+
+    Returns
+    -------
+    DataFrame
+        :data:`RESULT_COLUMNS`: one row per matrix x rank (1 = the largest singular value);
+        empty when no matrix changed.
+    """
+    from robustkit.analysis.weights import start_and_end
+
+    matrices, start, end = start_and_end(run_dir, checkpoint)
+    rows = []
+    changed = {name: not bool((end[name] == start[name]).all()) for name in matrices}
+    if not any(changed.values()):
+        return pd.DataFrame(columns=RESULT_COLUMNS)
+    for name, where in matrices.items():
+        values, cosines = max_cosines(end[name], start[name], min(top_k, *end[name].shape))
+        rows += [{"layer": where.layer, "matrix": where.path, "kind": where.kind, "changed": changed[name], "rank": j + 1,
+                  "singular_value": float(s), "max_cosine": float(c)} for j, (s, c) in enumerate(zip(values, cosines))]
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def run(store: str | Path, select: dict | list[str] | None = None, *, checkpoint: str, top_k: int,
+        progress: bool = True) -> pd.DataFrame:
+    """Intruder cosines of every selected run, cached per run (:func:`run_intruders`).
+
+    Parameters
+    ----------
+    checkpoint : str
+        The tuned checkpoint (``best`` or ``last``); the start is the run's ``step-0``.
+    top_k : int
+        Top singular vectors compared per matrix (Shuttleworth et al.: 10).
+
+    Returns
+    -------
+    DataFrame
+        Identity columns + ``checkpoint`` + :data:`RESULT_COLUMNS`.
+
+    Raises
+    ------
+    RobustkitError
+        ``top_k`` below 1, or no selected run changed a weight matrix.
+    """
+    if top_k < 1:
+        raise RobustkitError(f"top_k must be at least 1, got {top_k}")
+    runs = select_runs(store, select)
+    with tqdm(total=len(runs), desc="intruders", unit="run", disable=not progress) as bar:
+        frame = each_run(runs, ANALYSIS, {"version": VERSION, "top_k": top_k}, ["step-0", checkpoint],
+                         lambda row: run_intruders(row["path"], checkpoint, top_k), on_done=bar.update)
+    unchanged = sorted(set(runs["run_id"]) - set(frame.get("run_id", [])))
+    if unchanged:
+        warnings.warn(f"{len(unchanged)} run(s) changed no weight matrix (their method adds modules instead): "
+                      f"no intruder dimensions to measure for {', '.join(unchanged)}", stacklevel=2)
+    if frame.empty:
+        raise RobustkitError("no selected run changed a weight matrix: intruder dimensions need full fine-tuning or a "
+                             "LoRA-family method")
+    return frame.assign(checkpoint=checkpoint)[COLUMNS]
+
+
+def kinds(matrices: str) -> tuple[str, ...] | None:
+    """``"q,v"`` -> ``("q", "v")``; ``"all"`` -> None (every matrix)."""
+    return None if matrices == "all" else tuple(m.strip() for m in matrices.split(",") if m.strip())
+
+
+def counts(frame: pd.DataFrame, epsilons, matrices: str) -> pd.DataFrame:
+    """Each run's number of intruder dimensions at each epsilon, over the chosen matrices.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        :func:`run` output.
+    epsilons : sequence of float
+        Thresholds.
+    matrices : str
+        Comma-separated kinds (``q,v``) or ``all``.
+
+    Returns
+    -------
+    DataFrame
+        Identity columns + ``epsilon`` + ``value`` (the count summed over the chosen matrices of
+        every layer).
+    """
+    chosen = kinds(matrices)
+    if chosen is not None:
+        unknown = sorted(set(chosen) - set(frame["kind"]))
+        if unknown:
+            raise RobustkitError(f"no matrices of kind {unknown}; the runs' matrices are {', '.join(sorted(frame['kind'].unique()))}, or all")
+        frame = frame[frame["kind"].isin(chosen)]
+    rows = []
+    for run_id, runs in frame.groupby("run_id", sort=False):
+        for epsilon in epsilons:
+            rows.append({"run_id": run_id, "epsilon": float(epsilon), "value": intruder_count(runs["max_cosine"], epsilon)})
+    identity = frame.drop_duplicates("run_id")[IDENTITY]
+    return identity.merge(pd.DataFrame(rows, columns=["run_id", "epsilon", "value"]), on="run_id")
+
+
+def count(frame: pd.DataFrame, epsilon: float, matrices: str) -> pd.DataFrame:
+    """The statistic: each run's intruder count at ``epsilon`` over the chosen matrices."""
+    return counts(frame, [epsilon], matrices).drop(columns="epsilon")
+
+
+def intruder_view(frame: pd.DataFrame, matrices: str) -> dict[str, pd.DataFrame]:
+    """What the ``intruders`` figure draws.
+
+    Returns
+    -------
+    dict
+        ``counts``: :func:`counts` over :data:`EPSILON_GRID`; ``cosines``: the chosen matrices'
+        rows (each singular vector's largest |cosine| by rank).
+    """
+    chosen = kinds(matrices)
+    shown = frame if chosen is None else frame[frame["kind"].isin(chosen)]
+    return {"counts": counts(frame, EPSILON_GRID, matrices), "cosines": shown.reset_index(drop=True)}
+
+
+def summarize(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each run's intruder count over every changed matrix at a few thresholds (``analyze intruders``).
+
+    Returns
+    -------
+    DataFrame
+        ``run_id, method, seed, matrices`` (changed ones) and one column ``epsilon=<e>`` per
+        threshold of 0.1, 0.3, 0.5, 0.7, 0.9.
+    """
+    changed = frame[frame["changed"]]
+    table = counts(changed, (0.1, 0.3, 0.5, 0.7, 0.9), "all")
+    wide = table.pivot(index="run_id", columns="epsilon", values="value").rename(columns=lambda e: f"epsilon={e:g}")
+    matrices = changed.drop_duplicates(["run_id", "layer", "matrix"]).groupby("run_id").size().rename("matrices")
+    identity = changed.drop_duplicates("run_id").set_index("run_id")[["method", "seed"]]
+    return identity.join(matrices).join(wide).reset_index()

@@ -15,7 +15,8 @@ from robustkit.analysis.registry import ANALYSES, load
 from robustkit.cli import build_parser
 
 # The analyses that load a model (the others read manifests and logs only).
-MODEL_ANALYSES = {"rsa", "similarity-ci", "ablation", "landscape", "curvature", "surface", "connectivity", "attack"}
+MODEL_ANALYSES = {"rsa", "similarity-ci", "ablation", "landscape", "curvature", "surface", "connectivity", "attack",
+                  "forgetting", "lora-sharpness", "curve-connectivity"}  # the last three: issue #30
 BAD = "nonsense"  # torch.device refuses it: a device that reaches the analysis fails loudly
 
 

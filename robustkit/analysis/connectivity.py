@@ -71,13 +71,19 @@ def seed_pairs(runs: pd.DataFrame) -> list[tuple[pd.Series, pd.Series]]:
     list of (Series, Series)
         Pairs in a stable order (configuration, then seeds).
     """
+    pairs = []
+    for ordered in seed_groups(runs):
+        pairs += [(a, b) for a, b in itertools.combinations(ordered, 2) if a["seed"] != b["seed"]]
+    return pairs
+
+
+def seed_groups(runs: pd.DataFrame) -> list[list[pd.Series]]:
+    """The runs of each configuration (settings equal but for the seed), each ordered by seed and
+    run id, configurations in a stable order: what seed pairs are drawn from."""
     settings = setting_columns(runs)
     key = runs[settings].map(str).agg("|".join, axis=1) if settings else pd.Series("", index=runs.index)
-    pairs = []
-    for _, group in runs.assign(_key=key).groupby("_key", sort=True):
-        ordered = group.sort_values(["seed", "run_id"])
-        pairs += [(a, b) for (_, a), (_, b) in itertools.combinations(ordered.iterrows(), 2) if a["seed"] != b["seed"]]
-    return pairs
+    return [[row for _, row in group.sort_values(["seed", "run_id"]).iterrows()]
+            for _, group in runs.assign(_key=key).groupby("_key", sort=True)]
 
 
 def pair_line(

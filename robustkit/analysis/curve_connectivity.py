@@ -35,7 +35,6 @@ from robustkit.analysis.batches import sampled_batches
 from robustkit.analysis.bezier import barrier, place, place_line, train_control_point
 from robustkit.analysis.each_run import cache_path
 from robustkit.analysis.landscape import moving_parameters, parse_alphas, restore_parameters
-from robustkit.analysis.pooling import setting_columns
 from robustkit.analysis.select import select_runs, with_identity
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import EVAL_BATCH_SIZE, encode_split, evaluate, resolve_device, to_device
@@ -66,11 +65,10 @@ def disjoint_pairs(runs: pd.DataFrame) -> list[tuple[pd.Series, pd.Series]]:
     list of (Series, Series)
         (lower seed, higher seed), configurations in a stable order.
     """
-    settings = setting_columns(runs)
-    key = runs[settings].map(str).agg("|".join, axis=1) if settings else pd.Series("", index=runs.index)
+    from robustkit.analysis.connectivity import seed_groups
+
     pairs = []
-    for _, group in runs.assign(_key=key).groupby("_key", sort=True):
-        ordered = [row for _, row in group.sort_values(["seed", "run_id"]).iterrows()]
+    for ordered in seed_groups(runs):
         pairs += [(ordered[i], ordered[i + 1]) for i in range(0, len(ordered) - 1, 2)
                   if ordered[i]["seed"] != ordered[i + 1]["seed"]]
     return pairs

@@ -139,6 +139,8 @@ def _cmd_sweep(args) -> int:
 
     from robustkit.sweep import grid_size
 
+    if (args.output or args.format != "table") and not args.status:  # refused before a long expansion
+        raise SweepError("--format and -o/--output print the table of --status: use them with --status")
     size = grid_size(args.grid)  # counted, not expanded: a refused grid is refused at once, naming its size
     if args.yes and size > MAX_GRID_RUNS:  # said at once: expanding takes minutes (a run id per run)
         print(f"{args.grid}: {size:,} runs; expanding them", flush=True)
@@ -147,11 +149,13 @@ def _cmd_sweep(args) -> int:
     if args.data_dir:
         specs = with_data_dir(specs, args.data_dir)
     if args.status:
-        from robustkit import slurm
+        from robustkit import slurm, terminal
 
         states = slurm.status(specs, args.store)
-        print(states.to_string(index=False))
-        print("\n" + ", ".join(f"{n} {s}" for s, n in states.state.value_counts().items()))
+        if args.output:
+            _note(f"wrote {len(states)} rows to {terminal.write(states, args.output)}", args.format)
+        print(terminal.render(states, args.format, keep=("run_id", "state")))
+        _note("\n" + ", ".join(f"{n} {s}" for s, n in states.state.value_counts().items()), args.format)
         return 0
     results = run_sweep(specs, args.store, jobs=args.jobs, device=args.device, executor=args.executor,
                         slurm_options=_slurm_options(args), wait=not args.no_wait)
@@ -173,6 +177,20 @@ def _slurm_options(args):
 
     return SlurmOptions(partition=args.partition, time_min=args.time_min, gpus_per_run=args.gpus_per_run,
                         cpus_per_run=args.cpus_per_run, mem_gb=args.mem_gb, max_parallel=args.max_parallel, extra=extra)
+
+
+def _note(text: str, fmt: str) -> None:
+    """A line for people beside a printed frame: on stdout under a table, on stderr when stdout
+    carries csv or json (which must parse); wrapped to the terminal's width under a table."""
+    if fmt != "table":
+        print(text, file=sys.stderr)
+        return
+    import textwrap
+
+    from robustkit.terminal import terminal_width
+
+    print("\n".join(textwrap.fill(line, terminal_width(), subsequent_indent="  ", break_on_hyphens=False) if line else line
+                    for line in text.split("\n")))
 
 
 def _cmd_runs(args) -> int:
@@ -229,21 +247,28 @@ def _cmd_stats(args) -> int:
     cells = [c for c in tests.columns if c not in stability.COMPARE_COLUMNS]
     aso = None if args.no_aso else dominance.aso_table(frame, args.by, within=cells, include_failed=args.include_failed)
     failures = dominance.failure_rates(frame, [*cells, args.by])
-    from robustkit.terminal import render
+    from robustkit import terminal
 
-    print(render(summary), "", render(tests), sep="\n")
-    if aso is not None and not aso.empty:
-        print("", "ASO (almost stochastic order, deepsig): eps_min of group_a over group_b", render(aso), sep="\n")
-    print("", "failed (collapsed or diverged) runs, exact binomial interval", render(failures),
-          "", stability.caption(summary, tests, dominance=aso), sep="\n")
+    if args.format == "json":  # one document: each table under its name
+        import json
+
+        named = {"summary": summary, "tests": tests, "aso": aso, "failures": failures}
+        print(json.dumps({name: json.loads(terminal.render(t, "json")) for name, t in named.items() if t is not None}, indent=1))
+    elif args.format == "csv":  # one table parses: the summary (-o writes the others beside it)
+        print(terminal.render(summary, "csv"))
+    else:
+        print(terminal.render(summary), "", terminal.render(tests), sep="\n")
+        if aso is not None and not aso.empty:
+            print("", "ASO (almost stochastic order, deepsig): eps_min of group_a over group_b", terminal.render(aso), sep="\n")
+        print("", "failed (collapsed or diverged) runs, exact binomial interval", terminal.render(failures),
+              "", stability.caption(summary, tests, dominance=aso), sep="\n")
     if args.output:
         out = Path(args.output)
         extra = [(aso, out.with_name(f"{out.stem}-aso{out.suffix}"))] if aso is not None else []
         for frame_, path in ((summary, out), (tests, out.with_name(f"{out.stem}-tests{out.suffix}")),
                              (frame, out.with_name(f"{out.stem}-runs{out.suffix}")),
                              (failures, out.with_name(f"{out.stem}-failures{out.suffix}")), *extra):
-            frame_.to_csv(path, index=False) if path.suffix == ".csv" else frame_.to_parquet(path, index=False)
-            print(f"wrote {len(frame_)} rows to {path}")
+            _note(f"wrote {len(frame_)} rows to {terminal.write(frame_, path)}", args.format)
     return 0
 
 
@@ -315,7 +340,9 @@ def _add_claims_command(commands) -> None:
     claims.add_argument("--store", help="run store folder; default: runs/<scale>")
     claims.add_argument("--recipe-dir", help="folder of recipe files; default: the analyses/ folder of this checkout")
     claims.add_argument("--include-failed", action="store_true", help="keep collapsed and diverged runs in the tests")
-    claims.add_argument("-o", "--output", help="write every row (per claim and cell) to this file (.csv, else parquet)")
+    from robustkit.terminal import add_format_arguments
+
+    add_format_arguments(claims, "write every row (per claim and cell) to this file (.csv, .json, else parquet)")
     claims.add_argument("--device", help="where the analyses that run a model run it: cpu, cuda, cuda:N; default: the GPU if there is one (not part of any cache key)")
     claims.add_argument("--plan", action="store_true", help="needs no runs: per claim and cell, the runs per group its recipe trains at each scale, the smallest p its test can reach, the smallest effect it detects with 80%% power and its power at the effect the paper reports (robustkit.decidability)")
     claims.add_argument("--markdown", action="store_true", help="with --plan: print the summary per claim that analyses/README.md shows, as markdown")
@@ -325,6 +352,7 @@ def _add_claims_command(commands) -> None:
 def _claims_plan(args) -> int:
     import pandas as pd
 
+    from robustkit import terminal
     from robustkit.decidability import plan
     from robustkit.recipes import RECIPE_DIR, list_recipes, load_defaults, load_recipe
 
@@ -332,7 +360,7 @@ def _claims_plan(args) -> int:
     recipes = [load_recipe(name, folder) for name in (args.recipes or list_recipes(folder))]
     table = plan(recipes, scales=(args.scale,) if args.scale else ("demo", "paper"), defaults=load_defaults(folder))
     if args.output:
-        table.to_csv(args.output, index=False) if str(args.output).endswith(".csv") else table.to_parquet(args.output, index=False)
+        terminal.write(table, args.output)
     if args.markdown:
         from robustkit.decidability import markdown
 
@@ -341,18 +369,16 @@ def _claims_plan(args) -> int:
     shown = table.assign(detectable=table["detectable_effect"].map(lambda v: "never" if pd.isna(v) else f"{v:g}") + " (" + table["effect_unit"] + ")",
                          paper=[("" if pd.isna(e) else f"{e:g}" if pd.isna(d) else f"margin {e:g}, difference {d:g}")
                                 for e, d in zip(table["paper_effect"], table["paper_difference"])])
-    with pd.option_context("display.max_colwidth", 60, "display.width", 250, "display.float_format", "{:.3g}".format):
-        print(shown[["recipe", "scale", "claim", "cell", "n_a", "n_b", "judged", "smallest_p", "decidable", "detectable",
-                     "paper", "paper_power"]].to_string(index=False))
+    print(terminal.render(shown[["recipe", "scale", "claim", "cell", "n_a", "n_b", "judged", "smallest_p", "decidable", "detectable",
+                                 "paper", "paper_power"]], args.format, keep=("recipe", "claim", "cell"), identity=(), cell_width=60))
     undecidable = table[table["judged"] & ~table["decidable"]]
-    print(f"{len(table)} claim cells; {int(table['judged'].sum())} judged at their scale; "
-          f"{len(undecidable)} that can never reach alpha at their n")
+    _note(f"{len(table)} claim cells; {int(table['judged'].sum())} judged at their scale; "
+          f"{len(undecidable)} that can never reach alpha at their n", args.format)
     return 1 if len(undecidable) else 0
 
 
 def _cmd_claims(args) -> int:
-    import pandas as pd
-
+    from robustkit import terminal
     from robustkit.recipes import RECIPE_DIR
     from robustkit.reproduce import claims
 
@@ -364,18 +390,16 @@ def _cmd_claims(args) -> int:
                    include_failed=args.include_failed, device=args.device)
     overall = table.groupby(["recipe", "claim"], sort=False).tail(1)
     shown = overall[["recipe", "claim", "verdict", "n_a", "n_b", "n_failed", "effect_name", "effect", "ci_low", "ci_high", "p_value", "reason"]]
-    with pd.option_context("display.max_colwidth", 90, "display.width", 250, "display.float_format", "{:.3g}".format):
-        print(shown.to_string(index=False))
+    # a verdict's reason is its explanation: shown up to the 90 characters it always had
+    print(terminal.render(shown, args.format, keep=("recipe", "claim", "verdict"), identity=(), cell_width=90))
     from robustkit.claim import independent_sets, tally_line
     from robustkit.recipes import list_recipes, load_defaults, load_recipe
 
     folder = args.recipe_dir or RECIPE_DIR
     judged = [load_recipe(name, folder) for name in (args.recipes or list_recipes(folder))]
-    print("\n" + tally_line(table, independent_sets(judged, args.scale or "demo", load_defaults(folder))))
+    _note("\n" + tally_line(table, independent_sets(judged, args.scale or "demo", load_defaults(folder))), args.format)
     if args.output:
-        out = Path(args.output)
-        table.to_csv(out, index=False) if out.suffix == ".csv" else table.to_parquet(out, index=False)
-        print(f"wrote {len(table)} rows to {out}")
+        _note(f"wrote {len(table)} rows to {terminal.write(table, args.output)}", args.format)
     return 0
 
 
@@ -452,7 +476,10 @@ def _add_stats_command(commands) -> None:
     stats.add_argument("--epoch", type=int, help="score at the end of this fine-tuning epoch (validation, from the training history) instead of a checkpoint")
     stats.add_argument("--include-failed", action="store_true", help="keep collapsed and diverged runs in the statistics and tests (default: counted per group, left out; see robustkit.collapse)")
     stats.add_argument("--no-aso", action="store_true", help="skip ASO (almost stochastic order, deepsig's epsilon_min of each group over each other; a few seconds per pair and cell)")
-    stats.add_argument("-o", "--output", help="write the summary to this file (.csv, else parquet), the tests to <name>-tests, the per-run scores to <name>-runs, ASO to <name>-aso and the failed-run rates to <name>-failures beside it")
+    from robustkit.terminal import add_format_arguments
+
+    add_format_arguments(stats, "write the summary to this file (.csv, .json, else parquet), the tests to <name>-tests, the per-run scores to <name>-runs, ASO to <name>-aso and the failed-run rates to <name>-failures beside it",
+                         "json: every table (summary, tests, aso, failures) under its name, every column; csv: the summary, every column")
     stats.set_defaults(func=_cmd_stats)
 
 
@@ -504,6 +531,10 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--data-dir", help="local folder of GLUE-format TSV files for every run of a GLUE task in the grid")
     _add_yes(sweep)
     _add_cluster_arguments(sweep)
+    from robustkit.terminal import add_format_arguments
+
+    add_format_arguments(sweep, "with --status: write the whole state table to this file (.csv, .json, else parquet)",
+                         "csv / json: every column (with --status)")
     _add_device(sweep)
     sweep.set_defaults(func=_cmd_sweep)
 

@@ -35,15 +35,17 @@ RESULTS = ("value", "mean", "std", "outcome")
 HEADLINE = ("model", "task", "method", "seed", "tsp_step", "lr", "train_size", "epochs", "max_length", "batch_size")
 
 
-def add_format_arguments(parser, output_help: str = "write the whole frame to this file (.csv, .json, else parquet)") -> None:
-    """``--format`` and ``-o/--output`` on a command that prints a frame."""
+def add_format_arguments(parser, output_help: str = "write the whole frame to this file (.csv, .json, else parquet)",
+                         format_help: str = "csv / json: every column") -> None:
+    """``--format`` and ``-o/--output`` on a command that prints a frame (``format_help``: what
+    csv and json print, where a command prints more than one frame)."""
     parser.add_argument("--format", choices=FORMATS, default="table",
-                        help="table: what varies between rows, cut to the terminal's width; csv / json: every column; default: table")
+                        help=f"table: what varies between rows, cut to the terminal's width; {format_help}; default: table")
     parser.add_argument("-o", "--output", help=output_help)
 
 
 def render(frame: pd.DataFrame, fmt: str = "table", keep: Sequence[str] = (), width: int | None = None,
-           identity: Sequence[str] | None = None) -> str:
+           identity: Sequence[str] | None = None, cell_width: int = CELL_WIDTH) -> str:
     """``frame`` as text in ``fmt`` (:data:`FORMATS`).
 
     Parameters
@@ -54,6 +56,9 @@ def render(frame: pd.DataFrame, fmt: str = "table", keep: Sequence[str] = (), wi
         Characters per line of a table; default: the terminal's (:func:`terminal_width`).
     identity : sequence of str, optional
         The columns shown only where they vary; default: the store's identity columns.
+    cell_width : int
+        Characters of the longest cell (longer texts are shortened); a table of explanations
+        (the claims' reasons) gives more than the default.
     """
     if fmt == "csv":
         return frame.to_csv(index=False).rstrip("\n")
@@ -68,7 +73,7 @@ def render(frame: pd.DataFrame, fmt: str = "table", keep: Sequence[str] = (), wi
     width = terminal_width() if width is None else width
     if frame.empty:
         return "(no rows)"
-    cells = frame.apply(lambda column: column.map(lambda value: cell(column.name, value)))
+    cells = frame.apply(lambda column: column.map(lambda value: cell(column.name, value, cell_width)))
     present = [c for c in frame.columns if (cells[c] != "").any()]
     # one value wherever known (an import's unknown settings are empty): said once, not a column
     constant = [c for c in present if c in identity and c not in keep and c not in ALWAYS_DIFFERENT
@@ -106,7 +111,7 @@ def render(frame: pd.DataFrame, fmt: str = "table", keep: Sequence[str] = (), wi
     return "\n".join(lines)
 
 
-def cell(column: str, value) -> str:
+def cell(column: str, value, width: int = CELL_WIDTH) -> str:
     """One value as a table cell: missing as empty, numbers to 4 significant digits, long texts
     shortened (an AdapterHub config to its short label)."""
     import pandas as pd
@@ -126,10 +131,10 @@ def cell(column: str, value) -> str:
             return str(int(value))
         return f"{value:.4g}"
     text = str(value).replace("\n", " ")
-    if str(column).endswith(".config") or len(text) > CELL_WIDTH:
+    if str(column).endswith(".config") or len(text) > width:
         from robustkit.methods.registry import short_config
 
-        text = short_config(text, CELL_WIDTH)
+        text = short_config(text, width)
     return text
 
 

@@ -113,3 +113,90 @@ def test_a_missing_store_is_an_error(tmp_path, capsys, argv):
     store = str(tmp_path / "no-such-store")
     assert main([a.format(store=store) for a in argv]) == 2
     assert "no-such-store" in capsys.readouterr().err
+
+
+def _verdicts(recipes: list[str]) -> pd.DataFrame:
+    """A claims table as robustkit.reproduce.claims returns it: a row per cell, the last per claim
+    its overall verdict, with reasons as long as real ones."""
+    rows = []
+    for recipe in recipes:
+        for claim in ("spread", "failures"):
+            for cell in ("task=rte", "all"):
+                rows.append({"recipe": recipe, "claim": claim, "cell": cell, "verdict": "inconclusive", "n_a": 5, "n_b": 5,
+                             "n_failed": 1, "effect_name": "std ratio a/b", "effect": 0.4123456, "ci_low": 0.2, "ci_high": 0.9,
+                             "p_value": 0.0712345, "compare": "spread", "failures": "excluded",
+                             "reason": f"{claim} of {recipe}: p = 0.0712 is above alpha = 0.05 at n = 5 vs 5 after dropping one failed run"})
+    return pd.DataFrame(rows)
+
+
+def test_claims_prints_a_table_for_people_and_every_row_on_request(tmp_path, capsys, monkeypatch):
+    import robustkit.reproduce
+
+    recipes = ["han2021/fig1", "han2021/fig2"]
+    table = _verdicts(recipes)
+    monkeypatch.setattr(robustkit.reproduce, "claims", lambda *args, **kwargs: table)
+    monkeypatch.setenv("COLUMNS", "100")
+    argv = ["claims", *recipes, "--store", str(tmp_path)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert all(len(line) <= 100 for line in out.splitlines()), out
+    header = next(line for line in out.splitlines() if line.lstrip().startswith("recipe"))
+    assert "verdict" in header and "all rows: verdict" not in out  # kept though every verdict is the same
+    assert "all rows: effect_name=std ratio a/b" in out and "0.4123" in out and "more column(s)" in out
+    assert "4 claims (" in out  # the tally under the table
+    # csv / json print the table's rows, parseable; the tally goes to stderr
+    assert main([*argv, "--format", "json"]) == 0
+    printed = capsys.readouterr()
+    rows = json.loads(printed.out)
+    assert len(rows) == 4 and rows[0]["reason"] == table["reason"].iloc[1] and "4 claims (" in printed.err
+    assert main([*argv, "--format", "csv"]) == 0
+    assert list(pd.read_csv(io.StringIO(capsys.readouterr().out))["claim"]) == ["spread", "failures"] * 2
+    # -o: every row and column, the cells' too, in the format its suffix names
+    assert main([*argv, "--format", "json", "-o", str(tmp_path / "claims.json")]) == 0
+    json.loads(capsys.readouterr().out)  # the note of what was written does not break the json
+    assert pd.read_json(tmp_path / "claims.json").shape == table.shape
+
+
+def test_sweep_status_prints_a_table_for_people(tmp_path, capsys, monkeypatch):
+    from robustkit import slurm
+    from robustkit.sweep import expand_grid
+
+    grid = tmp_path / "grid.toml"
+    grid.write_text('[base]\nmodel = "bert-tiny"\ntask = "rte"\nepochs = 1\n[grid]\nmethod = ["houlsby", "full"]\nseed = [0, 1, 2]\n')
+    store = tmp_path / "runs"
+    first = expand_grid(str(grid))[0].run_id
+    (store / slurm.SLURM_DIR).mkdir(parents=True)
+    (store / slurm.SLURM_DIR / slurm.JOBS_FILE).write_text(json.dumps({first: "77_0"}))
+    monkeypatch.setattr(slurm, "queue_states", lambda: {"77_0": "PENDING"})
+    monkeypatch.setenv("COLUMNS", "40")
+    argv = ["sweep", str(grid), "--store", str(store), "--status"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert all(len(line) <= 40 for line in out.splitlines()), out
+    assert "1 pending" in out and "5 not submitted" in out and "None" not in out  # no job id is an empty cell
+    assert main([*argv, "--format", "json"]) == 0
+    states = json.loads(capsys.readouterr().out)
+    assert [s["state"] for s in states].count("not submitted") == 5 and states[0]["job_id"] == "77_0"
+    assert main([*argv, "-o", str(tmp_path / "states.csv")]) == 0
+    assert list(pd.read_csv(tmp_path / "states.csv").columns) == ["run_id", "job_id", "state"]
+    assert main(["sweep", str(grid), "--store", str(store), "--format", "csv"]) == 2  # without --status: said, not ignored
+    assert "--status" in capsys.readouterr().err
+
+
+def test_stats_prints_csv_json_and_writes_every_table(tiny_store, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    argv = ["stats", str(tiny_store), "--metric", "accuracy", "--within", "task", "--include-failed", "--no-aso"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert all(len(line) <= 80 for line in out.splitlines() if not line.startswith("n = ")), out
+    assert main([*argv, "--format", "json"]) == 0
+    tables = json.loads(capsys.readouterr().out)
+    assert set(tables) == {"summary", "tests", "failures"} and {r["method"] for r in tables["summary"]} == {"houlsby", "full"}
+    assert "levene" in {r["test"] for r in tables["tests"]}
+    assert main([*argv, "--format", "csv"]) == 0
+    summary = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert set(summary["method"]) == {"houlsby", "full"}
+    assert main([*argv, "--format", "csv", "-o", str(tmp_path / "s.json")]) == 0
+    assert pd.read_csv(io.StringIO(capsys.readouterr().out)).shape == summary.shape  # the notes went to stderr
+    assert list(pd.read_json(tmp_path / "s.json").columns) == list(summary.columns)
+    assert set(pd.read_json(tmp_path / "s-tests.json")["test"]) == {r["test"] for r in tables["tests"]}

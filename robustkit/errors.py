@@ -50,5 +50,23 @@ class DamagedRunError(StoreError):
         super().__init__(f"run {run!r} is damaged: {problem}" + (f"; {advice}" if advice else ""))
 
 
+class RunLacksError(StoreError):
+    """A run without something an analysis reads (a checkpoint, gradient norms, a LoRA update):
+    the analysis leaves the run out and names it (:func:`robustkit.analysis.each_run.leave_out`)
+    rather than stopping for the whole selection.
+
+    Attributes
+    ----------
+    run : str
+        The run folder's name.
+    lacks : str
+        What it lacks, as it reads after "has no" (``checkpoint 'step-500' (has: best, last)``).
+    """
+
+    def __init__(self, run: str, lacks: str):
+        self.run, self.lacks = run, lacks
+        super().__init__(f"run {run!r} has no {lacks}")
+
+
 class DataChangedError(RobustkitError):
     """A run asked to train or resume on data other than the data its id and manifest name."""

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from robustkit.errors import StoreError
+from robustkit.errors import RunLacksError
 from robustkit.store.atomic import atomic_write_bytes, sha256_bytes
 from robustkit.store.folders import CACHE_DIR
 from robustkit.store.manifest import read_manifest
@@ -41,7 +41,7 @@ def cache_key(run_dir: Path, analysis: str, params: dict, checkpoints: list[str]
     saved = read_manifest(run_dir).get("checkpoints", {})
     missing = [name for name in checkpoints if name not in saved]
     if missing:
-        raise StoreError(f"run {Path(run_dir).name!r} has no checkpoint {missing[0]!r} (has: {', '.join(sorted(saved)) or 'none'})")
+        raise RunLacksError(Path(run_dir).name, f"checkpoint {missing[0]!r} (has: {', '.join(sorted(saved)) or 'none'})")
     material = {"analysis": analysis, "params": params, "checkpoints": {name: saved[name]["files"] for name in checkpoints}}
     return hashlib.sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()[:16]
 

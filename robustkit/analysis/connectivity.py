@@ -38,15 +38,15 @@ import torch
 from robustkit.progress import bar as progress_bar
 
 from robustkit.analysis.batches import sampled_batches
-from robustkit.analysis.each_run import cache_path, read_cached, warn_damaged, write_cached
+from robustkit.analysis.each_run import each_pair
 from robustkit.analysis.landscape import interpolate, parse_alphas
 from robustkit.analysis.pooling import setting_columns
-from robustkit.analysis.select import select_runs, with_identity
-from robustkit.errors import DamagedRunError, RobustkitError
+from robustkit.analysis.select import select_runs
+from robustkit.errors import RobustkitError
 from robustkit.evaluate import EVAL_BATCH_SIZE, resolve_device
 from robustkit.provenance import computed_on
 from robustkit.run_model import LoadedRun, load_run
-from robustkit.store.manifest import read_manifest, read_spec
+from robustkit.store.manifest import read_spec
 from robustkit.store.tables import IDENTITY
 
 ANALYSIS = "connectivity"
@@ -211,26 +211,13 @@ def run(
         raise RobustkitError("no pair of selected runs differs only in its seed: select at least two seeds of a configuration")
     params = {"version": VERSION, "alphas": grid.tolist(), "split": split, "examples": examples, "seed": seed,
               "batch_size": EVAL_BATCH_SIZE}
-    frames, damaged, provenance = [], [], computed_on(device)
-    for a, b in progress_bar(pairs, desc="connectivity", unit="pair", show=progress):
-        other = read_manifest(Path(b["path"]))["checkpoints"].get(checkpoint, {}).get("files")
-        path = cache_path(a["path"], ANALYSIS, {**params, "other": b["run_id"], "other_files": other}, [checkpoint],
-                          label=b["run_id"])
-        pair = f"{a['run_id']}+{b['run_id']}"
-        frame = read_cached(path, pair)
-        if frame is None:
-            try:
-                frame = pair_line(a["path"], b["path"], checkpoint, grid, split, examples, seed, device)
-            except DamagedRunError as error:  # the pair is left out, the others are measured
-                damaged.append(f"{error.run} (pair {a['run_id']} / {b['run_id']}): {error.problem}")
-                continue
-            write_cached(path, frame, pair, provenance)
-        frames.append(with_identity(frame, a).assign(run_id_b=b["run_id"], seed_b=b["seed"]))
-    if damaged:
-        warn_damaged(damaged, ANALYSIS, Path(store))
-    if not frames:  # every pair has a damaged run (warned above)
+    with progress_bar(total=len(pairs), desc="connectivity", unit="pair", show=progress) as bar:
+        frame = each_pair(pairs, ANALYSIS, params, checkpoint,
+                          lambda a, b, _: pair_line(a["path"], b["path"], checkpoint, grid, split, examples, seed, device),
+                          computed_on(device), on_done=bar.update)
+    if frame.empty:  # every pair has a damaged run (warned)
         return pd.DataFrame(columns=COLUMNS)
-    frame = pd.concat(frames, ignore_index=True).assign(checkpoint=checkpoint)
+    frame = frame.assign(checkpoint=checkpoint)
     counts = runs.set_index("run_id")["n_train" if split == "train" else f"n_{split}"]
     frame["examples"] = examples if examples is not None else frame["run_id"].map(counts)
     return frame[COLUMNS]

@@ -28,18 +28,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from robustkit import data, models, tasks
 from robustkit.analysis.batches import sampled_batches
 from robustkit.analysis.bezier import barrier, place, place_line, train_control_point
-from robustkit.analysis.each_run import cache_path
+from robustkit.analysis.each_run import each_pair
 from robustkit.analysis.landscape import moving_parameters, parse_alphas, restore_parameters
-from robustkit.analysis.select import select_runs, with_identity
+from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
+from robustkit.progress import bar as progress_bar
+from robustkit.provenance import computed_on
 from robustkit.evaluate import EVAL_BATCH_SIZE, encode_split, evaluate, resolve_device, to_device
-from robustkit.store.atomic import atomic_write_parquet
-from robustkit.store.manifest import read_manifest
 from robustkit.store.tables import IDENTITY
 
 ANALYSIS = "curve-connectivity"
@@ -150,19 +149,14 @@ def run(store: str | Path, select: dict | list[str] | None = None, *, checkpoint
         raise RobustkitError("no pair of selected runs differs only in its seed: select at least two seeds of a configuration")
     params = {"version": VERSION, "steps": steps, "ts": grid.tolist(), "split": split, "examples": examples, "seed": seed,
               "batch_size": EVAL_BATCH_SIZE}
-    frames = []
-    for a, b in tqdm(pairs, desc="curve-connectivity", unit="pair", disable=not progress):
-        other = read_manifest(Path(b["path"]))["checkpoints"].get(checkpoint, {}).get("files")
-        path = cache_path(a["path"], ANALYSIS, {**params, "other": b["run_id"], "other_files": other}, [checkpoint],
-                          label=b["run_id"])
-        if path.exists():
-            frame = pd.read_parquet(path)
-        else:
-            frame = pair_paths(a["path"], b["path"], checkpoint, steps, grid, split, examples, seed, device,
-                               state_dir=path.with_suffix(".state"))
-            atomic_write_parquet(path, frame)
-        frames.append(with_identity(frame, a).assign(run_id_b=b["run_id"], seed_b=b["seed"]))
-    frame = pd.concat(frames, ignore_index=True).assign(checkpoint=checkpoint)
+    with progress_bar(total=len(pairs), desc="curve-connectivity", unit="pair", show=progress) as bar:
+        frame = each_pair(pairs, ANALYSIS, params, checkpoint,
+                          lambda a, b, path: pair_paths(a["path"], b["path"], checkpoint, steps, grid, split, examples,
+                                                        seed, device, state_dir=path.with_suffix(".state")),
+                          computed_on(device), on_done=bar.update)
+    if frame.empty:  # every pair has a damaged run (warned)
+        return pd.DataFrame(columns=COLUMNS)
+    frame = frame.assign(checkpoint=checkpoint)
     counts = runs.set_index("run_id")["n_train" if split == "train" else f"n_{split}"]
     frame["examples"] = examples if examples is not None else frame["run_id"].map(counts)
     return frame[COLUMNS]

@@ -13,7 +13,11 @@ module does the rest, the same way for every analysis:
    (:class:`robustkit.errors.DamagedRunError`) is left out with a
    :class:`robustkit.store.DamagedRunWarning` naming it, as ``load_runs`` leaves out the damaged
    runs it sees: one bad run never stops the analysis of a store;
-4. the run's identity columns are put in front (:func:`robustkit.analysis.select.with_identity`).
+4. a run without what the analysis reads (a checkpoint it never saved, a LoRA update it does not
+   have: :class:`robustkit.errors.RunLacksError`, raised by ``compute`` or the cache key) is left
+   out and named with what it lacks (:func:`leave_out`); when no run is left that is an error
+   naming them, never a traceback;
+5. the run's identity columns are put in front (:func:`robustkit.analysis.select.with_identity`).
 
 A *resumable* analysis (an attack, example by example) appends to its own cache file as it goes
 (JSON lines): it receives the file's path and returns the run's whole result, so a killed
@@ -42,7 +46,8 @@ import pandas as pd
 
 from robustkit.analysis.cache import CACHE_DIR, cache_key, read_frame, write_frame
 from robustkit.analysis.select import with_identity
-from robustkit.errors import DamagedRunError
+from robustkit.errors import DamagedRunError, RobustkitError, RunLacksError
+from robustkit.store.manifest import read_manifest
 from robustkit.store.tables import DamagedRunWarning
 
 log = logging.getLogger(__name__)
@@ -140,7 +145,7 @@ def each_run(
     DataFrame
         The runs' results, one after the other, identity columns in front.
     """
-    frames, damaged = [], []
+    frames, damaged, lacking = [], [], []
     for _, row in runs.iterrows():
         try:
             if resumable:
@@ -157,15 +162,111 @@ def each_run(
         except DamagedRunError as error:
             damaged.append(f"{row['run_id']}: {error.problem}")
             continue
+        except RunLacksError as error:
+            lacking.append((row["run_id"], error.lacks))
+            continue
         finally:
             if on_done is not None:
                 on_done()
         frames.append(with_identity(frame, row))
     if damaged:
         warn_damaged(damaged, analysis, Path(runs["path"].iloc[0]).parent)
+    if lacking:
+        leave_out(lacking, analysis, len(runs) - len(damaged))
     # a run with no rows (nothing to measure) must not turn the others' integer columns to float
     kept = [frame for frame in frames if not frame.empty] or frames
     return pd.concat(kept, ignore_index=True) if kept else pd.DataFrame()
+
+
+def each_pair(
+    pairs: Sequence[tuple[pd.Series, pd.Series]],
+    analysis: str,
+    params: dict,
+    checkpoint: str,
+    compute: Callable[[pd.Series, pd.Series, Path], pd.DataFrame],
+    provenance: dict | None = None,
+    on_done: Callable[[], None] | None = None,
+) -> pd.DataFrame:
+    """:func:`each_run` for analyses of two runs (A, B): ``compute`` for every pair, cached under
+    A's run with B's id and checkpoint hashes in the key, A's identity columns in front and B's
+    ``run_id_b`` and ``seed_b`` after them.
+
+    Parameters
+    ----------
+    pairs : sequence of (Series, Series)
+        Rows of :func:`robustkit.analysis.select.select_runs`.
+    checkpoint : str
+        The checkpoint of both runs the analysis reads.
+    compute : callable
+        ``compute(a, b, cache_file) -> DataFrame`` (the pair's result, no identity columns);
+        ``cache_file`` is where it will be cached, beside which it may keep its own state.
+
+    Returns
+    -------
+    DataFrame
+        The pairs' results; empty (no columns) when every pair was left out. A pair with a damaged
+        run, or a run lacking the checkpoint, is left out and named as :func:`each_run` does.
+    """
+    frames, damaged, lacking = [], [], {}
+    for a, b in pairs:
+        pair = f"{a['run_id']}+{b['run_id']}"
+        try:
+            other = read_manifest(Path(b["path"]))["checkpoints"].get(checkpoint, {}).get("files")
+            if other is None:
+                raise RunLacksError(b["run_id"], f"checkpoint {checkpoint!r}")
+            path = cache_path(a["path"], analysis, {**params, "other": b["run_id"], "other_files": other}, [checkpoint],
+                              label=b["run_id"])
+            frame = read_cached(path, pair)
+            if frame is None:
+                frame = compute(a, b, path)
+                write_cached(path, frame, pair, provenance)
+        except DamagedRunError as error:  # the pair is left out, the others are measured
+            damaged.append(f"{error.run} (pair {a['run_id']} / {b['run_id']}): {error.problem}")
+            continue
+        except RunLacksError as error:
+            lacking[error.run] = error.lacks
+            continue
+        finally:
+            if on_done is not None:
+                on_done()
+        frames.append(with_identity(frame, a).assign(run_id_b=b["run_id"], seed_b=b["seed"]))
+    if damaged:
+        warn_damaged(damaged, analysis, Path(pairs[0][0]["path"]).parent)
+    if lacking:
+        runs = {run["run_id"] for pair in pairs for run in pair}
+        leave_out(list(lacking.items()), analysis, len(runs) if frames else len(lacking))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def leave_out(lacking: Sequence[tuple[str, str]], analysis: str, selected: int) -> None:
+    """Say which runs ``analysis`` leaves out for lacking what it reads: a warning (logged) naming
+    each run and what it lacks, or, when that is every one of the ``selected`` runs, an error.
+
+    Parameters
+    ----------
+    lacking : sequence of (run_id, what it lacks)
+        ``what`` reads after "has no" (``gradient norms``, ``checkpoint 'step-500' (has: best)``).
+    analysis : str
+        The analysis's name, for the message.
+    selected : int
+        How many runs the analysis was given (damaged ones aside).
+
+    Raises
+    ------
+    RobustkitError
+        Every selected run lacks something: there is nothing to analyse.
+    """
+    named = "; ".join(f"{run} has no {what}" for run, what in lacking[:MOST_NAMED])
+    more = f" and {len(lacking) - MOST_NAMED} more" if len(lacking) > MOST_NAMED else ""
+    if len(lacking) >= selected:
+        raise RobustkitError(f"{analysis}: none of the {selected} selected run(s) has what it reads ({named}{more}); "
+                             "select runs that have it")
+    log.warning("%s: %d of %d run(s) left out for lacking what it reads: %s%s", analysis, len(lacking), selected,
+                named, more)
+
+
+# runs named one by one in a left-out message; the rest are counted
+MOST_NAMED = 4
 
 
 def warn_damaged(damaged: list[str], analysis: str, store: Path) -> None:

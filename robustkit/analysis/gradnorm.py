@@ -12,18 +12,16 @@ have no ``pooler`` rows at all (never zeros): figures must show the gap, not a f
 
 from __future__ import annotations
 
-import logging
 import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from robustkit.analysis.each_run import leave_out
 from robustkit.analysis.select import select_runs
-from robustkit.errors import RobustkitError
 from robustkit.store.tables import IDENTITY, load_gradnorms
 
-log = logging.getLogger(__name__)
 
 # Kinds in the order figures show them; ``mlm_head`` only occurs in TSP runs; ``shared``: base-model
 # parameters outside the embeddings and any one layer (prefix tuning's pool, DeBERTa's relative
@@ -64,17 +62,9 @@ def run(store: str | Path, select: dict | list[str] | None = None) -> pd.DataFra
     if not norms.empty:
         norms = norms[norms["run_id"].isin(runs["run_id"])].reset_index(drop=True)
     lacking = sorted(set(runs["run_id"]) - set(norms["run_id"] if not norms.empty else ()))
-    if len(lacking) == len(runs):
-        raise RobustkitError(f"none of the {len(runs)} selected run(s) has gradient norms ({_listed(lacking)}); "
-                             "imported runs have none (they were not logged here): select runs trained by robustkit")
-    if lacking:
-        log.warning("gradnorm: %d run(s) without gradient norms left out (imported runs have none): %s",
-                    len(lacking), _listed(lacking))
+    if lacking:  # imported runs: nothing was logged here
+        leave_out([(run, "gradient norms (imported runs have none)") for run in lacking], "gradnorm", len(runs))
     return with_layer_kind(norms)[COLUMNS]
-
-
-def _listed(run_ids: list[str], most: int = 4) -> str:
-    return ", ".join(run_ids[:most]) + (f" and {len(run_ids) - most} more" if len(run_ids) > most else "")
 
 
 def with_layer_kind(frame: pd.DataFrame) -> pd.DataFrame:

@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
-from robustkit.errors import DamagedRunError, StoreError
+from robustkit.errors import DamagedRunError, RunLacksError, StoreError
 from robustkit.store import integrity
 from robustkit.store.atomic import atomic_write_bytes, sha256_bytes
 from robustkit.store.folders import CHECKPOINTS, GRADNORMS, HISTORY, MANIFEST, MODEL_FILE, repair_hint
@@ -132,8 +132,8 @@ def read_checkpoint_file(run_dir: Path, name: str, file_name: str) -> bytes:
 
     Raises
     ------
-    StoreError
-        No such checkpoint in the manifest.
+    RunLacksError
+        No such checkpoint in the manifest (a :class:`StoreError`).
     DamagedRunError
         A file that is missing or whose sha256 differs from the manifest (corrupt or truncated):
         the run is damaged (the readers' verification cache is told, so that ``load_runs`` says
@@ -143,7 +143,7 @@ def read_checkpoint_file(run_dir: Path, name: str, file_name: str) -> bytes:
         entry = read_manifest(run_dir).get("checkpoints", {}).get(name)
         if entry is None or file_name not in entry["files"]:
             known = ", ".join(sorted(read_manifest(run_dir).get("checkpoints", {}))) or "none"
-            raise StoreError(f"run {Path(run_dir).name!r} has no checkpoint {name!r} (has: {known})")
+            raise RunLacksError(Path(run_dir).name, f"checkpoint {name!r} (has: {known})")
         path = checkpoint_dir(run_dir, name) / file_name
         data = _read_or_none(path)
         if data is not None and sha256_bytes(data) == entry["files"][file_name]:

@@ -117,6 +117,7 @@ _KEYS = {"id", "says", "statistic", "params", "compare", "by", "a", "b", "direct
          "value", "alpha", "where", "sign", "floor", "failures", "final", "scales", "paper_effect", "paper_effect_source"}
 NOT_REPORTED = "not reported"  # how a paper_effect_source without a paper_effect begins
 FINAL_STATISTICS = ("scores.score",)
+UNSET = "unset"  # a ``where`` value: the runs without a value in that column
 
 
 class ClaimError(RobustkitError):
@@ -150,6 +151,8 @@ class Claim:
         Cells judged separately; run settings pooled on purpose inside a group.
     where : dict
         Column -> accepted values: only these observations are judged (e.g. the late TSP stage).
+        ``"unset"`` accepts the runs that have no value there: ``{"lora.r": [8, "unset"]}`` keeps
+        rank-8 LoRA runs and the runs of methods without a rank (full fine-tuning).
     value : float or None
         Equivalence margin or threshold (statistic units, e.g. 0.02 = 2 accuracy points).
     alpha : float
@@ -505,11 +508,12 @@ def _cells(frame: pd.DataFrame, within: Sequence[str]) -> pd.Series:
 
 def _is(column: pd.Series, values: tuple) -> pd.Series:
     """Rows whose value is one of ``values``: numbers compare as numbers (64 == 64.0), the rest
-    as text."""
+    as text; :data:`UNSET` matches a missing value (a run of a method without that option)."""
     numbers = pd.to_numeric(column, errors="coerce")
     wanted = {float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    texts = {str(v) for v in values}
-    return numbers.isin(wanted) | column.map(str).isin(texts)
+    texts = {str(v) for v in values if v != UNSET}
+    unset = column.isna() if UNSET in values else pd.Series(False, index=column.index)
+    return numbers.isin(wanted) | (column.notna() & column.map(str).isin(texts)) | unset
 
 
 def _paper_effect(raw: dict, compare: str, where: str) -> float | tuple | dict | None:

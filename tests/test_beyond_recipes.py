@@ -35,11 +35,29 @@ def tiny_recipes(lora_store, tmp_path_factory):
     return folder
 
 
+@pytest.fixture(scope="module")
+def store_with_rank_64(lora_store, tiny_recipes, tmp_path_factory):
+    """lora_store + beyond/intruders' LoRA runs at r = 64 (rsLoRA scaling), seeds 0 and 1."""
+    import shutil
+
+    from robustkit.train import train
+
+    store = tmp_path_factory.mktemp("rank-64") / "runs"
+    shutil.copytree(lora_store, store, ignore=shutil.ignore_patterns(".cache"))
+    specs = load_recipe("beyond/intruders", tiny_recipes).specs("demo", load_defaults(tiny_recipes))
+    for spec in specs:
+        if dict(spec.method_options).get("r") == 64 and spec.seed in (0, 1):
+            train(spec, store, progress=False)
+    return store
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", RECIPES)
-def test_a_recipe_draws_its_figure_with_its_claims_judged(name, lora_store, tiny_recipes):
+def test_a_recipe_draws_its_figure_with_its_claims_judged(name, lora_store, tiny_recipes, request):
     import robustkit
 
+    if name == "beyond/intruders":  # its higher-rank claim needs LoRA runs at r = 64
+        lora_store = request.getfixturevalue("store_with_rank_64")
     recipe = load_recipe(name, tiny_recipes)
     defaults = load_defaults(tiny_recipes)
     present = {p.name for p in run_dirs(lora_store)}

@@ -231,3 +231,17 @@ def test_too_few_runs_for_the_exact_test_say_so():
     row = rows.iloc[0]
     assert row["verdict"] == "inconclusive" and row["reason_class"] == "too few runs" and row["smallest_p"] == pytest.approx(0.05)
     assert "3 vs 3 can give p >= 0.05 at best" in row["reason"]
+
+
+def test_where_unset_keeps_the_runs_without_the_option():
+    """beyond/intruders: rank-8 LoRA and full fine-tuning (no rank), never rank-64 LoRA."""
+    frame = pd.concat([_runs({"lora": HIGH}, **{"lora.r": 8.0}), _runs({"lora": LOW}, **{"lora.r": 64.0}),
+                       _runs({"full": LOW}, **{"lora.r": np.nan})])
+    claim = _claim(compare="location", direction="greater", a="lora", b="full", where={"lora.r": [8, "unset"]})
+    row = judge(claim, frame).iloc[0]
+    assert row["verdict"] == "agrees" and row["n_a"] == 8 and row["n_b"] == 8
+    # without "unset" the full runs (no rank) are not selected; without where the ranks are pooled
+    assert judge(_claim(compare="location", direction="greater", a="lora", b="full", where={"lora.r": [8]}),
+                 frame).iloc[0]["n_b"] == 0
+    with pytest.raises(PoolingError, match="lora.r"):
+        judge(_claim(compare="location", direction="greater", a="lora", b="full"), frame)

@@ -109,3 +109,20 @@ def test_intruders_of_runs_statistic_and_figure(lora_store, tmp_path, monkeypatc
 def test_no_run_with_an_updated_matrix_is_an_error(lora_store):
     with pytest.warns(UserWarning), pytest.raises(Exception, match="no selected run changed a weight matrix"):
         get("intruders").run(lora_store, ["method=houlsby"], progress=False)
+
+
+def test_the_figure_never_pools_two_ranks_of_lora():
+    """beyond/intruders draws LoRA at r = 8 and r = 64: one legend entry (and line style) each, with n."""
+    from robustkit.plots.intruders import intruders_figure
+    from robustkit.plots.style import figure_texts
+
+    rows, cosines = [], []
+    for method, rank, runs in (("full", None, 2), ("lora", 8.0, 3), ("lora", 64.0, 2)):
+        for seed in range(runs):
+            run = f"{method}-{rank}-{seed}"
+            ident = {"run_id": run, "method": method, "seed": seed, "lora.r": rank, "lora.alpha": rank}
+            rows += [{**ident, "epsilon": e, "value": int(10 * e)} for e in (0.1, 0.5, 0.9)]
+            cosines += [{**ident, "rank": r, "max_cosine": 0.9, "checkpoint": "last"} for r in (1, 2)]
+    fig = intruders_figure(pd.DataFrame(rows), pd.DataFrame(cosines), "q,v", 0.5)
+    text = " ".join(figure_texts(fig))
+    assert "lora.r=8" in text and "lora.r=64" in text and "(n=3 runs)" in text and text.count("(n=2 runs)") == 2

@@ -22,10 +22,11 @@ DEMO_RUN_BUDGET = 49  # 43, then +6 so that every demo claim can decide (he fig 
 ZOO = ["peft/zoo", "peft/zoo-rsa", "peft/zoo-landscape", "peft/zoo-attack", "peft/zoo-tradeoff"]
 ZOO_EXTRA_RUNS = 16
 # The findings that followed the papers (issue #30): five recipes on the papers' and the zoo's runs,
-# plus one LoRA seed (4) so that a threshold claim on LoRA runs has the 5 runs it needs.
+# plus one LoRA seed (4) so that a threshold claim on LoRA runs has the 5 runs it needs, and 5 seeds
+# of LoRA at r = 64 (rsLoRA scaling) for beyond/intruders' higher-rank claim.
 BEYOND_LORA = ["beyond/intruders", "beyond/forgetting", "beyond/flat-lora", "beyond/curve-connectivity",
                "beyond/stability-length"]
-BEYOND_EXTRA_RUNS = 1
+BEYOND_EXTRA_RUNS = 6
 # He et al. 2021 figure 4's demo grid: one learning-rate grid for both methods.
 DEMO_LR_GRID = [2e-5, 1e-4, 5e-4, 2.5e-3]
 
@@ -93,7 +94,8 @@ def _number(value):
 
 def test_demo_runs_fit_the_budget():
     """Recipes that need the same run share it; the papers' recipes stay within the budget, the
-    PEFT zoo adds only its added methods' runs, and beyond/ adds one LoRA seed (issue #30)."""
+    PEFT zoo adds only its added methods' runs, and beyond/ adds one LoRA seed and the r = 64 LoRA
+    runs (issue #30)."""
     def runs(names):
         return {s.run_id for name in names for s in load_recipe(name).specs("demo")}
 
@@ -104,7 +106,9 @@ def test_demo_runs_fit_the_budget():
     assert len(zoo - papers) <= ZOO_EXTRA_RUNS, len(zoo - papers)
     extra = runs(n for n in names if n.startswith("beyond/")) - papers - zoo
     assert len(extra) <= BEYOND_EXTRA_RUNS, sorted(extra)
-    assert {(s.method, s.seed) for n in BEYOND_LORA for s in load_recipe(n).specs("demo") if s.run_id in extra} <= {("lora", 4)}
+    added = {(s.method, s.seed, dict(s.method_options).get("r")) for n in BEYOND_LORA for s in load_recipe(n).specs("demo")
+             if s.run_id in extra}
+    assert added <= {("lora", 4, 8)} | {("lora", seed, 64) for seed in range(5)}, added
 
 
 @pytest.mark.parametrize("scale", ["demo", "paper"])

@@ -7,8 +7,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from robustkit.analysis.pooling import mixed_settings
 from robustkit.plots import style
 from robustkit.plots.style import method_color, method_label, plt
+
+_STYLES = ("-", "--", ":", "-.")
 
 
 def intruders_figure(counts: pd.DataFrame, cosines: pd.DataFrame, matrices: str, epsilon: float) -> Figure:
@@ -28,25 +31,26 @@ def intruders_figure(counts: pd.DataFrame, cosines: pd.DataFrame, matrices: str,
     if counts.empty:
         raise ValueError("no intruder counts to draw")
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
-    methods = sorted(counts["method"].unique())
-    for method in methods:
-        part = counts[counts["method"] == method]
-        for _, line in part.groupby("run_id"):
+    groups = _groups(counts)
+    for (method, config), style_, run_ids in groups:
+        for _, line in counts[counts["run_id"].isin(run_ids)].groupby("run_id"):
             line = line.sort_values("epsilon")
-            left.plot(line["epsilon"], line["value"], color=method_color(method), linewidth=0.9, alpha=0.75)
+            left.plot(line["epsilon"], line["value"], color=method_color(method), linestyle=style_, linewidth=0.9,
+                      alpha=0.75)
     left.axvline(epsilon, color="#444444", linestyle=":", linewidth=0.9)
     left.set_xlabel(r"threshold $\epsilon$ (intruder: max |cos| < $\epsilon$)")
     left.set_ylabel(f"intruder dimensions (sum over {matrices} matrices)")
     left.set_title("Intruder count per run against the threshold", fontsize=9)
     left.grid(alpha=0.3)
     k = int(cosines["rank"].max())
-    width = 0.8 / max(len(methods), 1)
-    for i, method in enumerate(methods):
-        part = cosines[cosines["method"] == method]
-        ranks = part["rank"].to_numpy(float) + (i - (len(methods) - 1) / 2) * width
+    width = 0.8 / max(len(groups), 1)
+    for i, ((method, config), style_, run_ids) in enumerate(groups):
+        part = cosines[cosines["run_id"].isin(run_ids)]
+        ranks = part["rank"].to_numpy(float) + (i - (len(groups) - 1) / 2) * width
         right.scatter(ranks, part["max_cosine"], s=6, alpha=0.35, color=method_color(method), linewidths=0)
         mean = part.groupby("rank")["max_cosine"].mean()
-        right.plot(mean.index, mean.to_numpy(), color=method_color(method), linewidth=1.4, marker="o", markersize=3)
+        right.plot(mean.index, mean.to_numpy(), color=method_color(method), linestyle=style_, linewidth=1.4, marker="o",
+                   markersize=3)
     right.axhline(epsilon, color="#444444", linestyle=":", linewidth=0.9)
     right.set_xticks(np.arange(1, k + 1))
     right.set_ylim(-0.02, 1.04)
@@ -54,7 +58,9 @@ def intruders_figure(counts: pd.DataFrame, cosines: pd.DataFrame, matrices: str,
     right.set_ylabel("max |cos| with the start's singular vectors")
     right.set_title(f"Each top-{k} singular vector ({matrices} matrices; line: mean)", fontsize=9)
     right.grid(alpha=0.3)
-    handles = [plt.Line2D([], [], color=method_color(m), label=method_label(m)) for m in methods]
+    handles = [plt.Line2D([], [], color=method_color(method), linestyle=style_,
+                          label=f"{method_label(method)}{f' [{config}]' if config else ''} (n={len(run_ids)} runs)")
+               for (method, config), style_, run_ids in groups]
     style.set_title(fig, style.paper_title("Intruder dimensions (Shuttleworth et al. 2024)", counts))
     style.legend_below(fig, left, handles)
     checkpoint = "/".join(sorted(map(str, cosines["checkpoint"].unique()))) if "checkpoint" in cosines else ""
@@ -63,3 +69,18 @@ def intruders_figure(counts: pd.DataFrame, cosines: pd.DataFrame, matrices: str,
                         "the matrix at step-0. Dotted: the threshold of the claims. Runs whose method changes no weight "
                         "matrix (adapters, prefix tuning) have nothing to measure and are not drawn.")
     return fig
+
+
+def _groups(counts: pd.DataFrame) -> list[tuple[tuple[str, str], str, list[str]]]:
+    """The runs' groups: per method, one per value of every setting that varies inside it (LoRA's
+    rank...), never pooled; each as ((method, settings text), line style, run ids)."""
+    runs = counts.drop_duplicates("run_id")
+    split_by = list(mixed_settings(runs, ["method"]))
+    groups = []
+    for method, by_method in runs.groupby("method", sort=True):
+        configs = list(by_method.groupby(split_by, dropna=False, sort=True)) if split_by else [((), by_method)]
+        for index, (config, group) in enumerate(configs):
+            values = config if isinstance(config, tuple) else (config,)
+            text = style.settings_text(dict(zip(split_by, values)))
+            groups.append(((method, text), _STYLES[index % len(_STYLES)], sorted(group["run_id"])))
+    return groups

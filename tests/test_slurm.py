@@ -59,8 +59,8 @@ def test_grid_with_tsp_through_slurm(cluster, tmp_path):
 
 @pytest.mark.slow
 def test_cancelled_job_resubmitted_resumes_to_the_same_result(cluster, tmp_path):
-    # 20 epochs of 12 steps, evaluated at each epoch end: long enough to be cancelled mid-way
-    spec = RunSpec(model="bert-tiny", task="rt", method="full", train_size=96, epochs=20, batch_size=8, max_length=24).resolved()
+    # 10 epochs of 12 steps, evaluated at each epoch end: long enough to be cancelled mid-way
+    spec = RunSpec(model="bert-tiny", task="rt", method="full", train_size=96, epochs=10, batch_size=8, max_length=24).resolved()
     reference = train(spec, tmp_path / "reference", progress=False)
     runs = tmp_path / "runs"
     submitted = run_sweep([spec], runs, executor="slurm", slurm_options=OPTIONS, wait=False)

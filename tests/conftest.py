@@ -40,6 +40,19 @@ def _one_torch_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _ctrl_c_reaches_child_processes():
+    """The Ctrl-C tests signal `python -m robustkit` children. A suite started in the background
+    (`make test &`, nohup) inherits SIGINT ignored, the children with it, and Python installs no
+    KeyboardInterrupt handler where SIGINT is ignored at start: they would never see the Ctrl-C.
+    Handling it here resets it to the default in every child at exec."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+
+
 @pytest.fixture(scope="session")
 def shared_nltk_data() -> str:
     """The NLTK data the attack tests share, as a ``$NLTK_DATA`` value (``os.pathsep``-joined).

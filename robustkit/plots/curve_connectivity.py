@@ -3,6 +3,8 @@ along the line between two seeds, and both barriers per disjoint seed pair."""
 
 from __future__ import annotations
 
+import textwrap
+
 import pandas as pd
 from matplotlib.figure import Figure
 
@@ -49,7 +51,9 @@ def curve_figure(paths: pd.DataFrame, barriers: pd.DataFrame, metric: str = "los
             pair = pair.set_index("path").reindex(["line", "curve"])
             right.plot([i - 0.15, i + 0.15], pair["barrier"], color=method_color(method), marker="o", markersize=4, linewidth=0.9)
     right.axhline(0, color="#444444", linestyle=":", linewidth=0.8)
-    right.set_xticks(range(len(order)), [f"{method_label(m)}\n(line → curve)" for m in order], fontsize=7)
+    # wrapped: three methods' long labels ("without adapters (full fine-tuning)") would overlap
+    right.set_xticks(range(len(order)), [textwrap.fill(method_label(m), 18) + "\n(line → curve)" for m in order],
+                     fontsize=7)
     right.set_xlim(-0.6, len(order) - 0.4)
     right.set_ylabel(f"barrier: max {shown} − mean of the two ends")
     right.set_title("Barrier per seed pair: line (left dot) and curve (right dot)", fontsize=9)

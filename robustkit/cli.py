@@ -153,9 +153,9 @@ def _cmd_sweep(args) -> int:
 
         states = slurm.status(specs, args.store)
         if args.output:
-            _note(f"wrote {len(states)} rows to {terminal.write(states, args.output)}", args.format)
+            terminal.note(f"wrote {len(states)} rows to {terminal.write(states, args.output)}", args.format)
         print(terminal.render(states, args.format, keep=("run_id", "state")))
-        _note("\n" + ", ".join(f"{n} {s}" for s, n in states.state.value_counts().items()), args.format)
+        terminal.note("\n" + ", ".join(f"{n} {s}" for s, n in states.state.value_counts().items()), args.format)
         return 0
     results = run_sweep(specs, args.store, jobs=args.jobs, device=args.device, executor=args.executor,
                         slurm_options=_slurm_options(args), wait=not args.no_wait)
@@ -177,20 +177,6 @@ def _slurm_options(args):
 
     return SlurmOptions(partition=args.partition, time_min=args.time_min, gpus_per_run=args.gpus_per_run,
                         cpus_per_run=args.cpus_per_run, mem_gb=args.mem_gb, max_parallel=args.max_parallel, extra=extra)
-
-
-def _note(text: str, fmt: str) -> None:
-    """A line for people beside a printed frame: on stdout under a table, on stderr when stdout
-    carries csv or json (which must parse); wrapped to the terminal's width under a table."""
-    if fmt != "table":
-        print(text, file=sys.stderr)
-        return
-    import textwrap
-
-    from robustkit.terminal import terminal_width
-
-    print("\n".join(textwrap.fill(line, terminal_width(), subsequent_indent="  ", break_on_hyphens=False) if line else line
-                    for line in text.split("\n")))
 
 
 def _cmd_runs(args) -> int:
@@ -268,7 +254,7 @@ def _cmd_stats(args) -> int:
         for frame_, path in ((summary, out), (tests, out.with_name(f"{out.stem}-tests{out.suffix}")),
                              (frame, out.with_name(f"{out.stem}-runs{out.suffix}")),
                              (failures, out.with_name(f"{out.stem}-failures{out.suffix}")), *extra):
-            _note(f"wrote {len(frame_)} rows to {terminal.write(frame_, path)}", args.format)
+            terminal.note(f"wrote {len(frame_)} rows to {terminal.write(frame_, path)}", args.format)
     return 0
 
 
@@ -372,7 +358,7 @@ def _claims_plan(args) -> int:
     print(terminal.render(shown[["recipe", "scale", "claim", "cell", "n_a", "n_b", "judged", "smallest_p", "decidable", "detectable",
                                  "paper", "paper_power"]], args.format, keep=("recipe", "claim", "cell"), identity=(), cell_width=60))
     undecidable = table[table["judged"] & ~table["decidable"]]
-    _note(f"{len(table)} claim cells; {int(table['judged'].sum())} judged at their scale; "
+    terminal.note(f"{len(table)} claim cells; {int(table['judged'].sum())} judged at their scale; "
           f"{len(undecidable)} that can never reach alpha at their n", args.format)
     return 1 if len(undecidable) else 0
 
@@ -397,9 +383,9 @@ def _cmd_claims(args) -> int:
 
     folder = args.recipe_dir or RECIPE_DIR
     judged = [load_recipe(name, folder) for name in (args.recipes or list_recipes(folder))]
-    _note("\n" + tally_line(table, independent_sets(judged, args.scale or "demo", load_defaults(folder))), args.format)
+    terminal.note("\n" + tally_line(table, independent_sets(judged, args.scale or "demo", load_defaults(folder))), args.format)
     if args.output:
-        _note(f"wrote {len(table)} rows to {terminal.write(table, args.output)}", args.format)
+        terminal.note(f"wrote {len(table)} rows to {terminal.write(table, args.output)}", args.format)
     return 0
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import shutil
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -136,6 +137,18 @@ def cell(column: str, value, width: int = CELL_WIDTH) -> str:
 
         text = short_config(text, width)
     return text
+
+
+def note(text: str, fmt: str = "table") -> None:
+    """Print a line for people beside a printed frame: on stdout under a table (wrapped to the
+    terminal's width), on stderr when stdout carries csv or json (which must parse)."""
+    if fmt != "table":
+        print(text, file=sys.stderr)
+        return
+    import textwrap
+
+    print("\n".join(textwrap.fill(line, terminal_width(), subsequent_indent="  ", break_on_hyphens=False) if line else line
+                    for line in text.split("\n")))
 
 
 def terminal_width() -> int:

@@ -32,6 +32,7 @@ import pandas as pd
 from robustkit import data, models, tasks
 from robustkit.analysis.batches import sampled_batches
 from robustkit.analysis.bezier import barrier, place, place_line, train_control_point
+from robustkit.analysis.connectivity import seed_groups
 from robustkit.analysis.each_run import each_pair
 from robustkit.analysis.landscape import moving_parameters, parse_alphas, restore_parameters
 from robustkit.analysis.select import select_runs
@@ -64,8 +65,6 @@ def disjoint_pairs(runs: pd.DataFrame) -> list[tuple[pd.Series, pd.Series]]:
     list of (Series, Series)
         (lower seed, higher seed), configurations in a stable order.
     """
-    from robustkit.analysis.connectivity import seed_groups
-
     pairs = []
     for ordered in seed_groups(runs):
         pairs += [(ordered[i], ordered[i + 1]) for i in range(0, len(ordered) - 1, 2)

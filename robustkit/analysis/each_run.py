@@ -234,6 +234,7 @@ def each_pair(
         warn_damaged(damaged, analysis, Path(pairs[0][0]["path"]).parent)
     if lacking:
         runs = {run["run_id"] for pair in pairs for run in pair}
+        # no pair left to measure is an error, as no run left is for each_run
         leave_out(list(lacking.items()), analysis, len(runs) if frames else len(lacking))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 

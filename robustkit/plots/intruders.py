@@ -11,8 +11,6 @@ from robustkit.analysis.pooling import mixed_settings
 from robustkit.plots import style
 from robustkit.plots.style import method_color, method_label, plt
 
-_STYLES = ("-", "--", ":", "-.")
-
 
 def intruders_figure(counts: pd.DataFrame, cosines: pd.DataFrame, matrices: str, epsilon: float) -> Figure:
     """Left: each run's intruder count against epsilon; right: the largest |cosine| by rank.
@@ -75,12 +73,5 @@ def _groups(counts: pd.DataFrame) -> list[tuple[tuple[str, str], str, list[str]]
     """The runs' groups: per method, one per value of every setting that varies inside it (LoRA's
     rank...), never pooled; each as ((method, settings text), line style, run ids)."""
     runs = counts.drop_duplicates("run_id")
-    split_by = list(mixed_settings(runs, ["method"]))
-    groups = []
-    for method, by_method in runs.groupby("method", sort=True):
-        configs = list(by_method.groupby(split_by, dropna=False, sort=True)) if split_by else [((), by_method)]
-        for index, (config, group) in enumerate(configs):
-            values = config if isinstance(config, tuple) else (config,)
-            text = style.settings_text(dict(zip(split_by, values)))
-            groups.append(((method, text), _STYLES[index % len(_STYLES)], sorted(group["run_id"])))
-    return groups
+    return [((method, style.settings_text(settings)), line_style, sorted(rows["run_id"]))
+            for method, settings, line_style, rows in style.method_configs(runs, mixed_settings(runs, ["method"]))]

@@ -9,7 +9,6 @@ from robustkit.plots import style
 from robustkit.plots.style import method_color, method_label, plt
 
 SPLIT_LABELS = {"validation": "dev", "train": "train", "test": "test"}
-_STYLES = ("-", "--", ":", "-.")
 
 
 def landscape_curves(frame: pd.DataFrame, lines: pd.DataFrame, runs: pd.DataFrame, metric: str = "loss",
@@ -44,7 +43,7 @@ def landscape_curves(frame: pd.DataFrame, lines: pd.DataFrame, runs: pd.DataFram
     fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.8), squeeze=False, constrained_layout=True,
                              sharey=metric != "loss" or len({_y_label(t, metric, split) for t in tasks}) == 1)
     # several TSP steps: one line style per step (their order), the colour stays the method's
-    styles = {t: _STYLES[i % len(_STYLES)] for i, t in enumerate(sorted(frame["tsp_step"].unique()))}
+    styles = {t: style.LINE_STYLES[i % len(style.LINE_STYLES)] for i, t in enumerate(sorted(frame["tsp_step"].unique()))}
     several_tsp = len(styles) > 1
     for ax, task in zip(axes[0], tasks):
         for method, tsp in frame.loc[frame["task"] == task, ["method", "tsp_step"]].drop_duplicates().sort_values(

@@ -15,7 +15,6 @@ MEASURE_LABELS = {"rsa": "RSA", "cka": "linear CKA"}
 # Besides every run setting that varies within a method (robustkit.analysis.pooling), what
 # splits a method's line in two.
 _CONFIG = ["checkpoint"]
-_STYLES = ["-", "--", ":", "-."]
 
 
 def rsa_by_layer(frame: pd.DataFrame, measure: str = "rsa") -> Figure:
@@ -65,10 +64,8 @@ def rsa_by_layer(frame: pd.DataFrame, measure: str = "rsa") -> Figure:
 def _panel(ax, data: pd.DataFrame, task: str, measure: str) -> None:
     split_by = [*mixed_settings(data, ["method"]),
                 *(c for c in _CONFIG if c in data.columns and data.groupby("method")[c].nunique(dropna=False).max() > 1)]
-    for method, by_method in data.groupby("method", sort=True):
-        configs = list(by_method.groupby(split_by, dropna=False, sort=True)) if split_by else [((), by_method)]
-        for index, (config, group) in enumerate(configs):
-            _line(ax, group, method, dict(zip(split_by, config if isinstance(config, tuple) else (config,))), _STYLES[index % len(_STYLES)])
+    for method, config, line_style, group in style.method_configs(data, split_by):
+        _line(ax, group, method, config, line_style)
     layers = sorted(data["layer"].unique())
     ax.axhline(1.0, color="#999999", linewidth=0.8, linestyle=":")  # the base model itself
     ax.set_xticks(layers)

@@ -91,6 +91,30 @@ def method_color(method: str) -> str:
     return METHOD_COLORS.get(method, "#666666")
 
 
+# The line styles that tell apart lines of one colour (one method's configurations, TSP steps).
+LINE_STYLES = ("-", "--", ":", "-.")
+
+
+def method_configs(frame: pd.DataFrame, split_by: Sequence[str]) -> list[tuple[str, dict, str, pd.DataFrame]]:
+    """``frame`` per method (sorted), then per combination of the ``split_by`` values inside it,
+    so that runs of different settings are never drawn as one line.
+
+    Returns
+    -------
+    list of (method, settings, line style, rows)
+        ``settings``: ``{column: value}`` of ``split_by`` (empty without it); the line style
+        numbers a method's configurations (:data:`LINE_STYLES`, cycled).
+    """
+    split_by = list(split_by)
+    groups = []
+    for method, by_method in frame.groupby("method", sort=True):
+        configs = list(by_method.groupby(split_by, dropna=False, sort=True)) if split_by else [((), by_method)]
+        for index, (config, rows) in enumerate(configs):
+            values = config if isinstance(config, tuple) else (config,)
+            groups.append((method, dict(zip(split_by, values)), LINE_STYLES[index % len(LINE_STYLES)], rows))
+    return groups
+
+
 def new_figure(width: float = 5.0, height: float = 3.6) -> tuple[Figure, plt.Axes]:
     fig, ax = plt.subplots(figsize=(width, height), constrained_layout=True)
     return fig, ax

@@ -53,7 +53,10 @@ threshold     a centred at ``value``      Wilcoxon signed-rank, exact     one-sa
   ("vanishing" = falling) also tests group a's own values against 0 (signed-rank); the cell
   agrees only when both tests agree, and contradicts when either finds the opposite.
 - **Cells** (``within``): each cell is tested; the p-values are Holm-corrected over the cells
-  (each direction apart), and a cell whose effect is smaller than the claim's ``floor``
+  (each direction apart). A cell whose smallest possible p cannot pass its share of alpha is
+  *too few runs* and leaves the family before any p is seen (Tarone's rule for discrete tests,
+  :mod:`robustkit.measures.multiplicity`): 4 vs 4 runs at 7 layers cannot decide (1/70 x 7 =
+  0.1), 5 vs 5 can. A cell whose effect is smaller than the claim's ``floor``
   (statistic units, default 0) counts as undecided. The claim agrees when at least half of the
   cells agree and none contradicts, contradicts when at least half contradict and none agrees,
   and is inconclusive otherwise.
@@ -97,7 +100,7 @@ from robustkit import collapse
 from robustkit.analysis import registry
 from robustkit.analysis.pooling import check_pooling
 from robustkit.errors import RobustkitError
-from robustkit.measures import exact, significance
+from robustkit.measures import exact, multiplicity, significance
 from robustkit.params import resolve
 
 AGREES, CONTRADICTS, INCONCLUSIVE = "agrees", "contradicts", "inconclusive"
@@ -325,7 +328,7 @@ def _judge_cells(claim: Claim, observations: pd.DataFrame, as_data: bool) -> lis
     n_failed = (observations["outcome"] != collapse.OK).groupby(_cells(observations, claim.within)).sum() \
         if "outcome" in observations else None
     kept = observations if as_data else collapse.kept(observations)
-    results, averaged = [], False
+    groups, averaged = [], False
     cells = kept.groupby(list(claim.within), dropna=False, sort=True) if claim.within else [((), kept)]
     for key, cell in cells:
         key = key if isinstance(key, tuple) else (key,)
@@ -335,7 +338,13 @@ def _judge_cells(claim: Claim, observations: pd.DataFrame, as_data: bool) -> lis
             cell = cell.groupby("run_id", as_index=False).agg({claim.by: "first", "value": "mean"})
         a = cell.loc[_is(cell[claim.by], claim.a), "value"].dropna().to_numpy(float) if claim.a else cell["value"].dropna().to_numpy(float)
         b = cell.loc[_is(cell[claim.by], claim.b), "value"].dropna().to_numpy(float) if claim.b else np.array([])
-        result = _cell(claim, a, b)
+        groups.append((name, a, b))
+    # the cells that can reach alpha after Holm's correction over the cells (Tarone's rule: from
+    # the group sizes alone, before any p-value is looked at)
+    family = multiplicity.tarone_family([exact.smallest_p(claim.compare, len(a), len(b)) for _, a, b in groups], claim.alpha)
+    results = []
+    for name, a, b in groups:
+        result = _cell(claim, a, b, family if len(groups) > 1 else 1, len(groups))
         result.update(cell=name, n_failed=int(n_failed.get(name, 0)) if n_failed is not None else 0)
         results.append(result)
     if not results:
@@ -351,14 +360,23 @@ def _judge_cells(claim: Claim, observations: pd.DataFrame, as_data: bool) -> lis
     return results
 
 
-def _cell(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
-    """The tests of one cell: p in the claimed and the opposite direction, effect and interval."""
+def _cell(claim: Claim, a: np.ndarray, b: np.ndarray, family: int = 1, cells: int = 1) -> dict:
+    """The tests of one cell: p in the claimed and the opposite direction, effect and interval.
+
+    ``family``: Tarone's family size of the claim's ``cells`` cells
+    (:mod:`robustkit.measures.multiplicity`); the cell is tested only if its smallest p can pass
+    ``alpha / family``.
+    """
     smallest = exact.smallest_p(claim.compare, len(a), len(b))
     base = {"n_a": len(a), "n_b": len(b), "smallest_p": smallest}
-    if smallest >= claim.alpha:
-        need = "5 runs" if claim.compare == "threshold" else f"C(n_a + n_b, n_a) > {1 / claim.alpha:g}"
+    level = claim.alpha / family
+    if smallest >= level:
+        need = f"2^n_a > {1 / level:g}" if claim.compare == "threshold" else f"C(n_a + n_b, n_a) > {1 / level:g}"
+        corrected = (f"; over {cells} cells a cell needs p < {level:.3g} (alpha over Tarone's family of {family})"
+                     if cells > 1 and family > 1 else "")
         return _result(**base, reason_class=TOO_FEW, reason=f"too few runs to test: {len(a)}"
-                       + (f" vs {len(b)}" if claim.groups == 2 else "") + f" can give p >= {smallest:.3g} at best (needs {need})")
+                       + (f" vs {len(b)}" if claim.groups == 2 else "") + f" can give p >= {smallest:.3g} at best{corrected}"
+                       + f" (needs {need})")
     result = {"spread": _spread, "location": _location, "rate": _rate, "equivalence": _equivalence,
               "threshold": _threshold}[claim.compare](claim, a, b)
     if claim.sign:

@@ -25,13 +25,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from robustkit.measures import exact
+from robustkit.measures import exact, multiplicity
 
 POWER = 0.8
 SIMULATIONS = 2000
 SEED = 0
 SPREAD_SIMULATIONS = 400  # the spread test is a permutation test per simulation: fewer draws
-PLAN_COLUMNS = ["recipe", "scale", "claim", "compare", "cell", "n_a", "n_b", "judged", "smallest_p", "decidable",
+PLAN_COLUMNS = ["recipe", "scale", "claim", "compare", "cell", "n_a", "n_b", "judged", "smallest_p", "cells", "level",
+                "decidable",
                 "detectable_effect", "effect_unit", "paper_effect", "paper_difference", "paper_power"]
 UNITS = {"location": "shift, SD", "threshold": "shift, SD", "equivalence": "margin, SD", "spread": "SD ratio",
          "rate": "failure rate vs 0"}
@@ -169,6 +170,30 @@ def claim_sizes(recipe, claim, scale: str, defaults: dict | None = None) -> list
     return sizes or [("all", 0, 0)]
 
 
+# Encoder layers of the papers' hub models (``num_hidden_layers`` of their published configs),
+# so that the plan needs no download; other models are read from their config.
+HUB_LAYERS = {"bert-base-uncased": 12, "bert-base-cased": 12, "bert-large-uncased": 24, "roberta-base": 12,
+              "roberta-large": 24, "distilbert-base-uncased": 6}
+
+
+def statistic_cells(recipe, claim, scale: str, defaults: dict | None = None) -> int:
+    """Cells the claim's statistic gives each run-setting cell: with ``layer = "each"``, one per
+    layer output, the embedding output included (layers + 1 of the scale's model); else 1."""
+    if "layer" not in claim.within or claim.params.get("layer", "each") != "each":
+        return 1
+    models = {spec.model for spec in recipe.specs(scale, defaults)}
+    return max(_layers(model) for model in models) + 1 if models else 1
+
+
+@lru_cache(maxsize=None)
+def _layers(model: str) -> int:
+    if model in HUB_LAYERS:
+        return HUB_LAYERS[model]
+    from robustkit.models import load_config
+
+    return int(load_config(model).num_hidden_layers)
+
+
 def _disjoint_pairs(specs: pd.DataFrame) -> int:
     """Disjoint seed pairs among run specs: half of each configuration's runs, rounded down."""
     if specs.empty:
@@ -182,11 +207,15 @@ def plan(recipes, scales=("demo", "paper"), defaults: dict | None = None) -> pd.
     """The decidability table of every claim of ``recipes`` at ``scales`` (:data:`PLAN_COLUMNS`).
 
     ``judged`` is False at a scale the claim leaves out (its ``scales``) and for statistics of
-    run pairs (never tested); ``decidable`` is False where the test's smallest p is not below the
-    claim's alpha. ``paper_effect`` is the claim's ``paper_effect`` in the cell (equivalence: the
-    margin, and ``paper_difference`` the difference, both in SD; NaN where the paper reports
-    none) and ``paper_power`` the test's power at it with the cell's runs (0 where the test can
-    never reach alpha), before any Holm correction over cells.
+    run pairs (never tested). ``cells`` counts the cells the claim is tested in (run-setting
+    cells times the statistic's own, :func:`statistic_cells`), and ``level`` is the level a cell's
+    p must pass after Holm's correction over them: alpha / K, with K Tarone's family size
+    (:mod:`robustkit.measures.multiplicity`); ``decidable`` is False where the test's smallest p
+    is not below it. ``detectable_effect`` and ``paper_power`` are at that level (Holm's first
+    step: a lower bound of the power). ``paper_effect`` is the claim's ``paper_effect`` in the
+    cell (equivalence: the margin, and ``paper_difference`` the difference, both in SD; NaN where
+    the paper reports none) and ``paper_power`` the test's power at it with the cell's runs (0
+    where the test can never reach the level).
     """
     from robustkit.analysis.registry import statistic_of
 
@@ -196,19 +225,28 @@ def plan(recipes, scales=("demo", "paper"), defaults: dict | None = None) -> pd.
             if scale not in recipe.scales:
                 continue
             for claim in recipe.claims:
-                for cell, n_a, n_b in claim_sizes(recipe, claim, scale, defaults):
-                    smallest = exact.smallest_p(claim.compare, n_a, n_b)
+                sizes = claim_sizes(recipe, claim, scale, defaults)
+                per_cell = statistic_cells(recipe, claim, scale, defaults)
+                smallest_ps = [exact.smallest_p(claim.compare, n_a, n_b) for _, n_a, n_b in sizes]
+                # Holm over every cell the claim is tested in (run-setting cells times the
+                # statistic's own, e.g. layers); Tarone's rule drops cells that cannot pass
+                cells = len(sizes) * per_cell
+                family = multiplicity.tarone_family([p for p in smallest_ps for _ in range(per_cell)], claim.alpha) \
+                    if cells > 1 else 1
+                level = claim.alpha / family
+                for (cell, n_a, n_b), smallest in zip(sizes, smallest_ps):
                     effect, difference = _effect_and_difference(claim.paper_effect_in(cell))
                     rows.append({"recipe": recipe.name, "scale": scale, "claim": claim.id, "compare": claim.compare,
-                                 "cell": cell, "n_a": n_a, "n_b": n_b,
+                                 "cell": cell if per_cell == 1 else f"{cell}, layer=each ({per_cell})",
+                                 "n_a": n_a, "n_b": n_b,
                                  "judged": scale in claim.scales and statistic_of(claim.statistic)[1].independent,
-                                 "smallest_p": smallest,
-                                 "decidable": smallest < claim.alpha,
-                                 "detectable_effect": detectable_effect(claim.compare, n_a, n_b, claim.alpha),
+                                 "smallest_p": smallest, "cells": cells, "level": level,
+                                 "decidable": smallest < level,
+                                 "detectable_effect": detectable_effect(claim.compare, n_a, n_b, level),
                                  "effect_unit": UNITS[claim.compare],
                                  "paper_effect": effect, "paper_difference": difference,
-                                 "paper_power": np.nan if np.isnan(effect) else 0.0 if smallest >= claim.alpha
-                                 else _power_at(claim.compare, n_a, n_b, effect, claim.alpha,
+                                 "paper_power": np.nan if np.isnan(effect) else 0.0 if smallest >= level
+                                 else _power_at(claim.compare, n_a, n_b, effect, level,
                                                 0.0 if np.isnan(difference) else difference)})
     return pd.DataFrame(rows, columns=PLAN_COLUMNS)
 

@@ -245,3 +245,25 @@ def test_where_unset_keeps_the_runs_without_the_option():
                  frame).iloc[0]["n_b"] == 0
     with pytest.raises(PoolingError, match="lora.r"):
         judge(_claim(compare="location", direction="greater", a="lora", b="full"), frame)
+
+
+def test_cells_that_cannot_pass_holm_are_too_few_runs():
+    """beyond/similarity at 4 vs 4 over 7 layers: every cell's best p, 1/70, is 0.1 after Holm.
+    The verdict says so (too few runs) instead of "not significant"; 5 vs 5 can decide."""
+    claim = _claim(compare="location", direction="greater", within=["layer"])
+    separated = lambda n: pd.concat([_runs({"houlsby": HIGH[:n], "full": LOW[:n]}, layer=layer) for layer in range(7)])
+    rows = judge(claim, separated(4))
+    assert (rows.iloc[:7]["reason_class"] == "too few runs").all() and rows.iloc[-1]["reason_class"] == "too few runs"
+    assert "4 vs 4 can give p >= 0.0143 at best; over 7 cells a cell needs p < 0.0125" in rows.iloc[0]["reason"]
+    rows = judge(claim, separated(5))
+    assert (rows.iloc[:7]["verdict"] == "agrees").all() and "Holm over 7 cells" in rows.iloc[0]["reason"]
+
+
+def test_a_cell_that_can_never_pass_leaves_the_family():
+    """Tarone's rule: a 2 vs 2 cell (best p 1/6) is left out before any p is seen, so the 8 vs 8
+    cells are corrected over 2, not 3."""
+    claim = _claim(compare="location", direction="greater", within=["task"])
+    frame = pd.concat([_runs({"houlsby": HIGH, "full": LOW}, task="a"), _runs({"houlsby": HIGH, "full": LOW}, task="b"),
+                       _runs({"houlsby": HIGH[:2], "full": LOW[:2]}, task="c")])
+    rows = judge(claim, frame).set_index("cell")
+    assert "Holm over 2 cells" in rows.loc["task=a", "reason"] and rows.loc["task=c", "reason_class"] == "too few runs"

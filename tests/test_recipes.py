@@ -16,17 +16,20 @@ REQUIRED = {
 }
 # Demo scale: every paper recipe's runs together (each ~4 CPU-minutes), so that reproducing the
 # papers' figures at demo scale fits its time budget on 2 CPU cores.
-DEMO_RUN_BUDGET = 49  # 43, then +6 so that every demo claim can decide (he fig 3 at 300 examples, LayerNorm-only)
-# The PEFT zoo (issue #14): five recipes on the same runs, 4 seeds of 4 added methods beyond the
-# papers' runs (its full and houlsby runs are Han et al. figure 2's).
+# 43, then +6 so that every demo claim can decide (he fig 3 at 300 examples, LayerNorm-only), then
+# +2 (a third mixout seed per method: he table 7's equivalence claim, Holm over its two methods)
+DEMO_RUN_BUDGET = 51
+# The PEFT zoo (issue #14): five recipes on the same runs, 5 seeds of 4 added methods beyond the
+# papers' runs (its full and houlsby runs are Han et al. figure 2's; the fifth seed because the
+# RSA claims are tested at 7 layer outputs with Holm's correction, which 4 vs 4 cannot pass).
 ZOO = ["peft/zoo", "peft/zoo-rsa", "peft/zoo-landscape", "peft/zoo-attack", "peft/zoo-tradeoff"]
-ZOO_EXTRA_RUNS = 16
+ZOO_EXTRA_RUNS = 20
 # The findings that followed the papers (issue #30): five recipes on the papers' and the zoo's runs,
-# plus one LoRA seed (4) so that a threshold claim on LoRA runs has the 5 runs it needs, and 5 seeds
-# of LoRA at r = 64 (rsLoRA scaling) for beyond/intruders' higher-rank claim.
+# plus 5 seeds of LoRA at r = 64 (rsLoRA scaling) for beyond/intruders' higher-rank claim (their
+# rank-8 LoRA seed 4, once an extra run of theirs, is now the zoo's).
 BEYOND_LORA = ["beyond/intruders", "beyond/forgetting", "beyond/flat-lora", "beyond/curve-connectivity",
                "beyond/stability-length"]
-BEYOND_EXTRA_RUNS = 6
+BEYOND_EXTRA_RUNS = 5
 # He et al. 2021 figure 4's demo grid: one learning-rate grid for both methods.
 DEMO_LR_GRID = [2e-5, 1e-4, 5e-4, 2.5e-3]
 
@@ -108,13 +111,18 @@ def test_demo_runs_fit_the_budget():
     assert len(extra) <= BEYOND_EXTRA_RUNS, sorted(extra)
     added = {(s.method, s.seed, dict(s.method_options).get("r")) for n in BEYOND_LORA for s in load_recipe(n).specs("demo")
              if s.run_id in extra}
-    assert added <= {("lora", 4, 8)} | {("lora", seed, 64) for seed in range(5)}, added
+    assert added <= {("lora", seed, 64) for seed in range(5)}, added
 
 
 @pytest.mark.parametrize("scale", ["demo", "paper"])
 def test_the_zoo_recipes_draw_the_same_runs(scale):
-    runs = [sorted(s.run_id for s in load_recipe(name).specs(scale)) for name in ZOO]
-    assert all(r == runs[0] for r in runs[1:])
+    """One grid of runs: zoo-rsa takes one seed more (its per-layer claims need it under Holm's
+    correction over the layers), the other four the same runs, all of them zoo-rsa's."""
+    runs = {name: {s.run_id for s in load_recipe(name).specs(scale)} for name in ZOO}
+    others = [runs[name] for name in ZOO if name != "peft/zoo-rsa"]
+    assert all(r == others[0] for r in others[1:]) and others[0] < runs["peft/zoo-rsa"]
+    assert {s.seed for s in load_recipe("peft/zoo-rsa").specs(scale)} == {s.seed for s in load_recipe(ZOO[0]).specs(scale)} | {
+        max(s.seed for s in load_recipe(ZOO[0]).specs(scale)) + 1}
     methods = {s.method for s in load_recipe(ZOO[0]).specs(scale)}
     assert methods == {"full", "houlsby", "pfeiffer", "lora", "prefix", "ia3"}
 

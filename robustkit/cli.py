@@ -355,11 +355,11 @@ def _claims_plan(args) -> int:
     shown = table.assign(detectable=table["detectable_effect"].map(lambda v: "never" if pd.isna(v) else f"{v:g}") + " (" + table["effect_unit"] + ")",
                          paper=[("" if pd.isna(e) else f"{e:g}" if pd.isna(d) else f"margin {e:g}, difference {d:g}")
                                 for e, d in zip(table["paper_effect"], table["paper_difference"])])
-    print(terminal.render(shown[["recipe", "scale", "claim", "cell", "n_a", "n_b", "judged", "smallest_p", "decidable", "detectable",
+    print(terminal.render(shown[["recipe", "scale", "claim", "cell", "n_a", "n_b", "judged", "smallest_p", "decidable", "cells", "level", "detectable",
                                  "paper", "paper_power"]], args.format, keep=("recipe", "claim", "cell"), identity=(), cell_width=60))
     undecidable = table[table["judged"] & ~table["decidable"]]
     terminal.note(f"{len(table)} claim cells; {int(table['judged'].sum())} judged at their scale; "
-          f"{len(undecidable)} that can never reach alpha at their n", args.format)
+          f"{len(undecidable)} that can never reach alpha at their n (level: alpha over the claim's cells, Holm with Tarone's rule)", args.format)
     return 1 if len(undecidable) else 0
 
 

@@ -12,7 +12,7 @@ from matplotlib import MatplotlibDeprecationWarning
 from matplotlib.figure import Figure
 
 from robustkit.plots import style
-from robustkit.plots.style import method_color, method_label, plt
+from robustkit.plots.style import method_color, method_label, method_tick, plt
 
 SPLIT_LABELS = {"train": "training", "validation": "dev", "test": "test"}
 
@@ -65,7 +65,7 @@ def connectivity_figure(lines: pd.DataFrame, barriers: pd.DataFrame, metric: str
             box.text(i, 0.98, f"n={n_pairs} pairs\n({seeds} seeds)", transform=box.get_xaxis_transform(), ha="center",
                      va="top", fontsize=6.5)
         box.axhline(0, color="#444444", linewidth=0.8, linestyle=":")
-        box.set_xticks(range(len(order)), [method_label(m) for m in order], fontsize=7)
+        box.set_xticks(range(len(order)), [method_tick(m) for m in order], fontsize=7)
         box.set_xlabel("tuning method")
         box.set_ylabel(f"barrier: max {shown} − mean of the two ends")
         box.set_title(f"{task}: barrier per seed pair (Frankle et al. 2020)", fontsize=9)

@@ -3,13 +3,11 @@ along the line between two seeds, and both barriers per disjoint seed pair."""
 
 from __future__ import annotations
 
-import textwrap
-
 import pandas as pd
 from matplotlib.figure import Figure
 
 from robustkit.plots import style
-from robustkit.plots.style import method_color, method_label, plt
+from robustkit.plots.style import method_color, method_label, method_tick, plt
 
 PATH_STYLES = {"line": {"linestyle": "--", "alpha": 0.8}, "curve": {"linestyle": "-", "alpha": 1.0}}
 SPLIT_LABELS = {"train": "training", "validation": "dev", "test": "test"}
@@ -51,8 +49,7 @@ def curve_figure(paths: pd.DataFrame, barriers: pd.DataFrame, metric: str = "los
             pair = pair.set_index("path").reindex(["line", "curve"])
             right.plot([i - 0.15, i + 0.15], pair["barrier"], color=method_color(method), marker="o", markersize=4, linewidth=0.9)
     right.axhline(0, color="#444444", linestyle=":", linewidth=0.8)
-    # wrapped: three methods' long labels ("without adapters (full fine-tuning)") would overlap
-    right.set_xticks(range(len(order)), [textwrap.fill(method_label(m), 18) + "\n(line → curve)" for m in order],
+    right.set_xticks(range(len(order)), [method_tick(m) + "\n(line → curve)" for m in order],
                      fontsize=7)
     right.set_xlim(-0.6, len(order) - 0.4)
     right.set_ylabel(f"barrier: max {shown} − mean of the two ends")

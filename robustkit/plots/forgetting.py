@@ -8,7 +8,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from robustkit.plots import style
-from robustkit.plots.style import method_color, method_label, plt
+from robustkit.plots.style import method_color, method_label, method_tick, plt
 
 RANK_LABELS = {"energy_rank": "rank holding 90% of the update's squared norm", "effective_rank": "effective rank (Roy & Vetterli 2007)"}
 
@@ -54,7 +54,7 @@ def forgetting_figure(points: pd.DataFrame, ranks: pd.DataFrame, matrices: str, 
         for r in sorted(ranks["lora.r"].dropna().unique()):
             right.axhline(float(r), color=method_color("lora"), linestyle="--", linewidth=0.9)
             right.text(len(shown) - 0.5, float(r), f" LoRA r = {float(r):g}", va="bottom", ha="right", fontsize=7)
-    right.set_xticks(range(len(shown)), [method_label(m) for m in shown], fontsize=7)
+    right.set_xticks(range(len(shown)), [method_tick(m) for m in shown], fontsize=7)
     right.set_xlim(-0.6, max(len(shown) - 0.4, 0.6))
     right.set_ylabel(RANK_LABELS.get(rank_measure, rank_measure))
     right.set_title(f"Rank of each weight update W_tuned − W_0 ({matrices} matrices; bar: median)", fontsize=9)

@@ -87,6 +87,12 @@ def method_label(method: str) -> str:
     return METHOD_LABELS.get(method, method)
 
 
+def method_tick(method: str, width: int = 18) -> str:
+    """The method's label wrapped for an x tick: side by side, long labels ("without adapters
+    (full fine-tuning)") would run into each other."""
+    return textwrap.fill(method_label(method), width)
+
+
 def method_color(method: str) -> str:
     return METHOD_COLORS.get(method, "#666666")
 

@@ -344,7 +344,7 @@ def _judge_cells(claim: Claim, observations: pd.DataFrame, as_data: bool) -> lis
     family = multiplicity.tarone_family([exact.smallest_p(claim.compare, len(a), len(b)) for _, a, b in groups], claim.alpha)
     results = []
     for name, a, b in groups:
-        result = _cell(claim, a, b, family if len(groups) > 1 else 1, len(groups))
+        result = _cell(claim, a, b, family, len(groups))
         result.update(cell=name, n_failed=int(n_failed.get(name, 0)) if n_failed is not None else 0)
         results.append(result)
     if not results:

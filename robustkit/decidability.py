@@ -231,8 +231,7 @@ def plan(recipes, scales=("demo", "paper"), defaults: dict | None = None) -> pd.
                 # Holm over every cell the claim is tested in (run-setting cells times the
                 # statistic's own, e.g. layers); Tarone's rule drops cells that cannot pass
                 cells = len(sizes) * per_cell
-                family = multiplicity.tarone_family([p for p in smallest_ps for _ in range(per_cell)], claim.alpha) \
-                    if cells > 1 else 1
+                family = multiplicity.tarone_family([p for p in smallest_ps for _ in range(per_cell)], claim.alpha)
                 level = claim.alpha / family
                 for (cell, n_a, n_b), smallest in zip(sizes, smallest_ps):
                     effect, difference = _effect_and_difference(claim.paper_effect_in(cell))

@@ -8,6 +8,7 @@ import re
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 
 from robustkit.plots import style
 from robustkit.plots.style import method_color, method_label, plt
@@ -108,7 +109,41 @@ def _scale(ax, values: pd.Series) -> None:
     if (finite > 0).all():
         ax.set_yscale("log")
     else:  # signed values (negative curvature away from a minimum): log-like on both sides
-        ax.set_yscale("symlog", linthresh=float(magnitudes.min()))
+        linthresh = 10.0 ** np.floor(np.log10(magnitudes.min()))
+        ax.set_yscale("symlog", linthresh=linthresh)
+        ax.set_yticks(_symlog_ticks(finite.to_numpy(), linthresh, _decades_per_label(ax, finite, linthresh)))
+        ax.minorticks_off()
+
+
+def _decades_per_label(ax, values: pd.Series, linthresh: float) -> int:
+    """How many decades apart two tick labels must be not to print over each other on ``ax``.
+
+    From the panel's height and the tick font: on a short panel spanning many decades,
+    Matplotlib's own locator labels every decade and the labels around 0 collide.
+    """
+    magnitudes = values.abs()
+    decades = 2.0  # the linear range, one decade's height on each side of 0 (linscale = 1)
+    for side in (magnitudes[values > 0], magnitudes[values < 0]):
+        if not side.empty:
+            decades += max(0.0, np.log10(side.max() / linthresh))
+    height_pt = ax.get_window_extent().height * 72.0 / ax.figure.dpi
+    label_pt = FontProperties(size=plt.rcParams["ytick.labelsize"]).get_size_in_points()
+    return max(1, int(np.ceil(1.8 * label_pt * decades / max(height_pt, 1.0))))
+
+
+def _symlog_ticks(values: np.ndarray, linthresh: float, step: int = 1) -> list[float]:
+    """Ticks of a symlog axis: 0, and on each side every ``step``-th decade from the top one
+    down, none closer to 0 than ``step`` decades of the axis (``linthresh`` is one decade from 0).
+    """
+    ticks = [0.0]
+    for sign in (1.0, -1.0):
+        side = values[values * sign > 0] * sign
+        if side.size == 0:
+            continue
+        top = np.floor(np.log10(side.max()))
+        lowest = np.log10(linthresh) - 1 + step  # a decade d sits d - log10(linthresh) + 1 from 0
+        ticks += [sign * 10.0 ** d for d in np.arange(top, lowest - 0.5, -float(step))]
+    return sorted(ticks)
 
 
 def _offsets(n: int) -> np.ndarray:

@@ -224,10 +224,15 @@ def write_index(figures: str | Path, scale: str, recipe_dir: str | Path = RECIPE
         "",
         f"Made by `robustkit reproduce --all --scale {scale}` from the recipes in `analyses/` "
         "(each file cites the paper's table its settings come from). Re-running the command only "
-        "trains and analyses what is missing. Collapsed runs (stuck at the majority class, see "
-        "`robustkit/collapse.py`) are marked in every figure and left out of its statistics. Each "
+        "trains and analyses what is missing. Failed runs (not learned, collapsed or diverged, see "
+        "`robustkit/collapse.py`) are marked in every figure and never plotted as results; each "
+        "claim says whether its test leaves them out or, for claims about failing, counts them as "
+        "data (the `failures` column of claims.csv). Each "
         "claim's verdict (agrees / contradicts / inconclusive) is computed from the figure's runs "
-        "by `robustkit claims`; every row is in [claims.csv](claims.csv).",
+        "by `robustkit claims`; every row is in [claims.csv](claims.csv). Each verdict gives its "
+        "reason class when inconclusive, the runs per group (n), and the effect its test detects "
+        "with 80% power at those runs (\"detects\", in the unit `robustkit claims --plan` prints: "
+        "a shift or margin in SDs over seeds, an SD ratio, or a failure rate).",
         "",
         *_tally(verdicts, recipe_dir, scale),
         "| file | paper | what it shows | model / task used | runs per group | collapsed | verdicts | differs from the paper | command |",
@@ -249,7 +254,7 @@ def write_index(figures: str | Path, scale: str, recipe_dir: str | Path = RECIPE
                 elif stored:
                     collapsed += f"; only {stored} of its {len(specs)} runs are in {store}"
             cells = [f"[{recipe.output}]({recipe.output})", _paper_label(name), recipe.title, subtitle(recipe, scale, defaults),
-                     _per_group(specs), collapsed, _verdict_cell(judged),
+                     _per_group(specs), collapsed, _verdict_cell(judged, {c.id: c.alpha for c in recipe.claims}),
                      _differences(recipe, scale, defaults), f"`robustkit reproduce {name} --scale {scale}`"]
             lines.append("| " + " | ".join(c.replace("|", "/").replace("\n", "<br>") for c in cells) + " |")
     figures.mkdir(parents=True, exist_ok=True)
@@ -306,24 +311,30 @@ def _collapsed(recipe: Recipe, scale: str, specs, runs: pd.DataFrame) -> str:
     return ", ".join(f"{m} {int(failed.loc[m, 'sum'])}/{int(failed.loc[m, 'size'])}" for m in order) + f" ({checkpoint}/{split})"
 
 
-def _verdict_cell(judged: pd.DataFrame) -> str:
+def _verdict_cell(judged: pd.DataFrame, alpha: dict[str, float] | None = None) -> str:
     """Per claim: the verdict, its reason class, the runs per group, the effect the test detects
-    with 80% power (robustkit.decidability) and the reason."""
-    from robustkit.decidability import UNITS, detectable_effect
+    with 80% power at the claim's level after Holm's correction over its cells
+    (:func:`robustkit.decidability.cells_detectable_effect`) and the reason.
+
+    ``alpha``: each claim's alpha by claim id (default 0.05).
+    """
+    from robustkit.decidability import UNITS, cells_detectable_effect
+
+    alpha = alpha or {}
 
     if judged.empty:
         return "no claim"
     texts = []
     for name, rows in judged.groupby("claim", sort=False):
         row = rows.iloc[-1]
+        kind = row["compare"]  # not row.compare: that is pandas' Series.compare method
         cells = rows if len(rows) == 1 else rows.iloc[:-1]
-        detectable = [detectable_effect(row.compare, int(a), int(b)) for a, b in zip(cells["n_a"], cells["n_b"])
-                      if row.compare in UNITS]
-        finite = [d for d in detectable if pd.notna(d)]
-        effect = f"; detects {max(finite):g} {UNITS[row.compare]}" if finite else ""
-        kind = row.get("reason_class", "") if isinstance(row.get("reason_class", ""), str) else ""
-        n = f"n = {int(row.n_a)}" + ("" if row.compare == "threshold" else f" vs {int(row.n_b)}")
-        texts.append(f"**{row.verdict}** ({name}: {f'{kind}; ' if kind else ''}{n}{effect}; {row.reason})")
+        sizes = [(int(a), int(b)) for a, b in zip(cells["n_a"], cells["n_b"])]
+        detectable = cells_detectable_effect(kind, sizes, alpha.get(name, 0.05)) if kind in UNITS else float("nan")
+        effect = f"; detects {detectable:g} {UNITS[kind]}" if pd.notna(detectable) else ""
+        reason_class = row.get("reason_class", "") if isinstance(row.get("reason_class", ""), str) else ""
+        n = f"n = {int(row['n_a'])}" + ("" if kind == "threshold" else f" vs {int(row['n_b'])}")
+        texts.append(f"**{row['verdict']}** ({name}: {f'{reason_class}; ' if reason_class else ''}{n}{effect}; {row['reason']})")
     return "<br>".join(texts)
 
 

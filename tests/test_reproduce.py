@@ -193,3 +193,27 @@ def test_a_recipe_of_no_paper_takes_its_own_title_not_the_papers():
         assert ("Han et al. 2021, figure 2 — minilm-l6 on rt" in texts) is kept, (name, texts)
         assert (recipe.title in texts) is not kept, (name, texts)
         plt.close(fig)
+
+
+def test_the_index_gives_each_claims_detectable_effect_at_its_holm_level():
+    """Issue #26 item 7: per claim the verdict, reason class, n and the detectable effect; a
+    claim over 7 cells detects at alpha / 7 (as `claims --plan` says), and a threshold claim
+    (one group against a value) has one n."""
+    from robustkit.decidability import detectable_effect
+    from robustkit.reproduce import _verdict_cell
+
+    def row(claim, compare, n_a, n_b, verdict="agrees", reason_class=""):
+        return {"claim": claim, "compare": compare, "n_a": n_a, "n_b": n_b, "verdict": verdict,
+                "reason_class": reason_class, "reason": "r"}
+
+    layers = [row("rsa", "location", 5, 5) for _ in range(7)] + [row("rsa", "location", 35, 35)]
+    judged = pd.DataFrame([row("flat", "location", 4, 4, "inconclusive", "not significant"),
+                           row("curve", "threshold", 6, 0), *layers])
+    cell = _verdict_cell(judged)
+    assert f"(flat: not significant; n = 4 vs 4; detects {detectable_effect('location', 4, 4):g} shift, SD; r)" in cell
+    assert f"(curve: n = 6; detects {detectable_effect('threshold', 6, 0):g} shift, SD; r)" in cell
+    at_holm = detectable_effect("location", 5, 5, 0.05 / 7)
+    assert at_holm > detectable_effect("location", 5, 5)
+    assert f"(rsa: n = 35 vs 35; detects {at_holm:g} shift, SD; r)" in cell
+    # a stricter alpha for the claim detects only larger effects
+    assert f"detects {detectable_effect('location', 4, 4, 0.025):g}" in _verdict_cell(judged.iloc[:1], {"flat": 0.025})

@@ -203,30 +203,20 @@ def _disjoint_pairs(specs: pd.DataFrame) -> int:
     return int((keys.value_counts() // 2).sum())
 
 
-def cell_level(kind: str, sizes: list[tuple[int, int]], alpha: float = 0.05, per_cell: int = 1) -> float:
-    """The level a cell's p must pass after Holm's correction over a claim's cells: alpha / K.
-
-    Holm over every cell the claim is tested in (``sizes``: runs per group of each run-setting
-    cell, each holding ``per_cell`` of the statistic's own cells, e.g. layers); K is Tarone's
-    family size (:func:`robustkit.measures.multiplicity.tarone_family`), which leaves out the
-    cells whose test cannot pass.
-    """
-    smallest = [exact.smallest_p(kind, n_a, n_b) for n_a, n_b in sizes for _ in range(per_cell)]
-    return alpha / multiplicity.tarone_family(smallest, alpha)
-
-
 def cells_detectable_effect(kind: str, sizes: list[tuple[int, int]], alpha: float = 0.05) -> float:
-    """The largest over a claim's cells of the effect each detects with 80% power at
-    :func:`cell_level` (in :data:`UNITS`); NaN where no cell's test can pass it.
+    """The largest over a claim's cells of the effect each detects with 80% power at the level
+    a cell must pass after Holm's correction over them (alpha / K, Tarone's family size K:
+    :func:`robustkit.measures.multiplicity.cell_level`), in :data:`UNITS`; NaN where no cell's
+    test can pass it.
 
     Parameters
     ----------
     sizes : list of (n_a, n_b)
         Runs per group of each cell the claim was judged in.
     """
-    level = cell_level(kind, sizes, alpha)
-    effects = [detectable_effect(kind, n_a, n_b, level) for n_a, n_b in sizes
-               if exact.smallest_p(kind, n_a, n_b) < level]
+    smallest = [exact.smallest_p(kind, n_a, n_b) for n_a, n_b in sizes]
+    level = multiplicity.cell_level(smallest, alpha)
+    effects = [detectable_effect(kind, n_a, n_b, level) for (n_a, n_b), p in zip(sizes, smallest) if p < level]
     finite = [e for e in effects if np.isfinite(e)]
     return max(finite) if finite else np.nan
 
@@ -256,8 +246,10 @@ def plan(recipes, scales=("demo", "paper"), defaults: dict | None = None) -> pd.
                 sizes = claim_sizes(recipe, claim, scale, defaults)
                 per_cell = statistic_cells(recipe, claim, scale, defaults)
                 smallest_ps = [exact.smallest_p(claim.compare, n_a, n_b) for _, n_a, n_b in sizes]
+                # Holm over every cell the claim is tested in: run-setting cells times the
+                # statistic's own (e.g. layers)
                 cells = len(sizes) * per_cell
-                level = cell_level(claim.compare, [(n_a, n_b) for _, n_a, n_b in sizes], claim.alpha, per_cell)
+                level = multiplicity.cell_level([p for p in smallest_ps for _ in range(per_cell)], claim.alpha)
                 for (cell, n_a, n_b), smallest in zip(sizes, smallest_ps):
                     effect, difference = _effect_and_difference(claim.paper_effect_in(cell))
                     rows.append({"recipe": recipe.name, "scale": scale, "claim": claim.id, "compare": claim.compare,

@@ -316,7 +316,7 @@ def _verdict_cell(judged: pd.DataFrame, alpha: dict[str, float] | None = None) -
     with 80% power at the claim's level after Holm's correction over its cells
     (:func:`robustkit.decidability.cells_detectable_effect`) and the reason.
 
-    ``alpha``: each claim's alpha by claim id (default 0.05).
+    ``alpha``: each claim's alpha by claim id (default: :class:`robustkit.claim.Claim`'s).
     """
     from robustkit.decidability import UNITS, cells_detectable_effect
 
@@ -330,7 +330,7 @@ def _verdict_cell(judged: pd.DataFrame, alpha: dict[str, float] | None = None) -
         kind = row["compare"]  # not row.compare: that is pandas' Series.compare method
         cells = rows if len(rows) == 1 else rows.iloc[:-1]
         sizes = [(int(a), int(b)) for a, b in zip(cells["n_a"], cells["n_b"])]
-        detectable = cells_detectable_effect(kind, sizes, alpha.get(name, 0.05)) if kind in UNITS else float("nan")
+        detectable = cells_detectable_effect(kind, sizes, alpha.get(name, claim.Claim.alpha)) if kind in UNITS else float("nan")
         effect = f"; detects {detectable:g} {UNITS[kind]}" if pd.notna(detectable) else ""
         reason_class = row.get("reason_class", "") if isinstance(row.get("reason_class", ""), str) else ""
         n = f"n = {int(row['n_a'])}" + ("" if kind == "threshold" else f" vs {int(row['n_b'])}")

@@ -41,7 +41,13 @@ def tarone_family(smallest: Sequence[float], alpha: float) -> int:
     return max(1, len(smallest))
 
 
+def cell_level(smallest: Sequence[float], alpha: float) -> float:
+    """The level a cell's p must pass after Holm's correction over the testable cells: alpha / K,
+    K = :func:`tarone_family` (Holm's first step; ``smallest`` as there)."""
+    return alpha / tarone_family(smallest, alpha)
+
+
 def decidable_cells(smallest: Sequence[float], alpha: float) -> list[bool]:
     """Per cell: can its test reach alpha after the correction over the testable cells?"""
-    family = tarone_family(smallest, alpha)
-    return [p < alpha / family for p in smallest]
+    level = cell_level(smallest, alpha)
+    return [p < level for p in smallest]

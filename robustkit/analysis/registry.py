@@ -88,6 +88,21 @@ class Statistic:
         What one observation is: ``run``, or ``disjoint pair`` (two runs of one configuration,
         each run in at most one pair: independent, and half as many as the runs, which
         :mod:`robustkit.decidability` counts so).
+    ends : bool
+        It depends on how training ended: a value at a checkpoint at or near the end (the final
+        or best score, representations, curvature or landscape at ``last`` or ``best``, attack
+        success) or over every evaluation up to it (a dev-loss rise, a mean over evaluations).
+        A claim on such a statistic is judged only where its runs have stopped improving
+        (:mod:`robustkit.analysis.convergence`). A statistic read at ``checkpoint = "step-0"``
+        never does. False for statistics of the path of training itself (gradient-norm slopes).
+    better : {"higher", "lower"} or None
+        Which values are the better outcome of training (accuracy: higher). A failed run
+        (:mod:`robustkit.collapse`) then ranks as the worst outcome, below every learned run,
+        in the claim's test with its failures (:mod:`robustkit.claim`); None: no value is better
+        (a similarity, a slope), and failed runs enter with their values.
+    undefined_on_failed : str
+        Why the statistic says nothing about a failed run (a constant classifier cannot be
+        attacked), or "" where it does: failed runs are then left out and the reason says why.
     """
 
     name: str
@@ -96,6 +111,14 @@ class Statistic:
     params: tuple[Param, ...] = ()
     independent: bool = True
     unit: str = "run"
+    ends: bool = True
+    better: str | None = None
+    undefined_on_failed: str = ""
+
+    def ends_with_training(self, params: dict) -> bool:
+        """Whether the statistic at these parameters depends on how training ended (``ends``,
+        unless it is read at the starting checkpoint)."""
+        return self.ends and params.get("checkpoint") != "step-0"
 
 
 @dataclass(frozen=True)
@@ -221,6 +244,7 @@ LAYER = Param("layer", "each", "each: one observation per layer; top / bottom: t
 LOSS_SPLIT = "split the loss is taken on; default: train"
 EXAMPLES = "examples of the split, drawn with --seed (the same for every run)"
 STATISTICS = "robustkit.analysis.statistics"
+FLAT = "a run that never left the majority class did not move its weights: its landscape is flat by construction, which says nothing of the minimum fine-tuning reaches"
 # shared by statistics and the figures that draw them (declared once)
 MATRICES = Param("matrices", "q,v", "weight matrices counted: comma-separated kinds (q, k, v, attention-output, intermediate, output) or all; default: q,v (the matrices LoRA adapts in Hu et al. 2021 and the zoo)")
 INTRUDER_EPSILON = Param("epsilon", 0.5, "a top singular vector is an intruder when its largest |cosine| with the start's singular vectors is below this; default: 0.5 (huggingface/peft's implementation of Shuttleworth et al. 2024)")
@@ -235,7 +259,7 @@ register(Analysis(
     "robustkit.analysis.scores:outcomes",
     (Param("split", "test", "split scored; default: test", choices=("test", "validation")),
      _checkpoint("best: best validation main metric; last: end of training"), METRIC),
-    statistics=(Statistic("score", f"{STATISTICS}:score", "the run's score (fraction units for accuracy / F1)"),
+    statistics=(Statistic("score", f"{STATISTICS}:score", "the run's score (fraction units for accuracy / F1)", better="higher"),
                 Statistic("failed", f"{STATISTICS}:failed", "1 for a collapsed or diverged run, 0 otherwise (failure rates: every run counts)")),
     output="the per-run scores"))
 register(Analysis(
@@ -243,9 +267,9 @@ register(Analysis(
     "The validation main metric (or --metric) at the end of each fine-tuning epoch of each selected run, with the run's outcome.",
     "robustkit.analysis.scores:epoch_outcomes", (METRIC,),
     statistics=(Statistic("score", f"{STATISTICS}:epoch_score", "the validation score at the end of one epoch (one observation per run), or at every epoch end ('all': one per run x epoch)",
-                          (Param("epoch", "all", "an epoch number, last (each run's last epoch end), or all (one observation per run x epoch)"),)),
+                          (Param("epoch", "all", "an epoch number, last (each run's last epoch end), or all (one observation per run x epoch)"),), better="higher"),
                 Statistic("spread", f"{STATISTICS}:epoch_spread", "standard deviation of a run's validation scores over its epoch ends (ddof 1; one value per run: training-time instability)"),
-                Statistic("mean", f"{STATISTICS}:epoch_mean", "mean of a run's validation scores over its epoch ends (one value per run)"),
+                Statistic("mean", f"{STATISTICS}:epoch_mean", "mean of a run's validation scores over its epoch ends (one value per run)", better="higher"),
                 Statistic("deviation-drop", f"{STATISTICS}:deviation_drop", "a run's distance from the median score of the other runs of its configuration after the first epoch minus after its last (positive = closer to the others after training longer)")),
     output="the per-run x epoch scores"))
 register(Analysis(
@@ -254,14 +278,15 @@ register(Analysis(
     "robustkit.analysis.curves:with_run_outcomes", summary="robustkit.analysis.curves:mean_best",
     statistics=(Statistic("overfit", f"{STATISTICS}:overfit", "rise of the dev loss from its minimum to the end of training (loss units; He et al. 2021 §5)"),
                 Statistic("best-minus-mean", f"{STATISTICS}:best_minus_mean", "best minus mean of the main dev metric over all evaluations (He et al. 2021 table 6)"),
-                Statistic("mean-dev", f"{STATISTICS}:mean_dev", "mean of the main dev metric over all evaluations (He et al. 2021 table 6)")),
+                Statistic("mean-dev", f"{STATISTICS}:mean_dev", "mean of the main dev metric over all evaluations (He et al. 2021 table 6)", better="higher")),
     output="the learning curves"))
 register(Analysis(
     "gradnorm", "per-layer L2 gradient norms logged during training (Han et al. 2021, figure 3)",
     "Every step's gradient norm per layer group (before clipping), from the runs' gradnorms.parquet; prints a per-run summary: per run and layer kind, the mean norm over the first and last tenth of the steps, their ratio and the slope of log10 norm per 1,000 steps. Runs without gradient norms (imports) are left out and named.",
     "robustkit.analysis.gradnorm:run", summary="robustkit.analysis.gradnorm:per_run_summary",
     statistics=(Statistic("slope", f"{STATISTICS}:gradnorm_slope", "slope of log10 gradient norm over training steps, per 1,000 steps (negative = vanishing)",
-                          (Param("layer", "classifier", "a logged layer group (pooler, classifier, embeddings, layer.<i>) or top / bottom (mean slope over the top / bottom third of the encoder layers)"),)),),
+                          (Param("layer", "classifier", "a logged layer group (pooler, classifier, embeddings, layer.<i>) or top / bottom (mean slope over the top / bottom third of the encoder layers)"),),
+                          ends=False),),
     output="every step's norms"))
 register(Analysis(
     "rsa", "RSA and linear CKA per layer, base model vs each tuned run (He et al. 2021, section 2.2)",
@@ -300,7 +325,8 @@ register(Analysis(
      _checkpoint("theta_1 (theta_0 is step-0)")),
     (DEVICE,),
     statistics=(Statistic("curvature", f"{STATISTICS}:landscape_curvature", "second derivative of a quadratic fitted to the 5 grid points nearest alpha = 1 (loss per alpha^2; smaller = flatter)",
-                          (Param("split", "validation", "split of the loss", choices=("validation", "train")),)),)))
+                          (Param("split", "validation", "split of the loss", choices=("validation", "train")),),
+                          undefined_on_failed=FLAT),)))
 register(Analysis(
     "tradeoff", "trained parameters vs main metric per run (Houlsby et al. 2019 section 3.4)",
     "From the manifests (no model is loaded): each selected run's trainable parameters, its share of the model's parameters and its main metric at the chosen checkpoint on validation and test; prints the mean +- std over seeds per method setting.",
@@ -325,7 +351,8 @@ register(Analysis(
     statistics=(Statistic("sharpness", f"{STATISTICS}:curvature", "top Hessian eigenvalue or Hessian trace at one checkpoint, over the trained set or one block (nats per squared parameter unit; smaller = flatter)",
                           (_checkpoint("checkpoint", ("step-0", "best", "last", "tsp"), default="last"),
                            Param("estimator", "top_eigenvalue", "top_eigenvalue or trace", choices=("top_eigenvalue", "trace")),
-                           Param("group", "all", "all (the whole trained set) or a block (layer.3)"))),),
+                           Param("group", "all", "all (the whole trained set) or a block (layer.3)")),
+                          undefined_on_failed=FLAT),),
     output="the tidy result (per run x checkpoint x block x estimator)"))
 register(Analysis(
     "surface", "2-D loss surface around a checkpoint along two filter-normalised random directions (Li et al. 2018)",
@@ -374,7 +401,9 @@ register(Analysis(
     summary="robustkit.analysis.attack:summarize",
     statistics=(Statistic("success", f"{STATISTICS}:attack_success", "attack success rate of each run (fraction)",
                           (Param("convention", "openattack", "openattack: prediction flips, misclassified inputs included; gold: only correctly classified inputs", choices=("openattack", "gold")),
-                           Param("attacker", "pwws", "the attacker whose success is tested", choices=tuple(ATTACKS)))),),
+                           Param("attacker", "pwws", "the attacker whose success is tested", choices=tuple(ATTACKS))),
+                          undefined_on_failed="a run stuck at the majority class cannot be attacked: it misclassifies the minority class "
+                          "already and no word swap flips a constant prediction, so its success rate says nothing of its robustness"),),
     output="the per-example results (original and adversarial text)"))
 
 # ---------------------------------------------------------------------------------------------

@@ -105,21 +105,19 @@ from robustkit.params import resolve
 
 AGREES, CONTRADICTS, INCONCLUSIVE = "agrees", "contradicts", "inconclusive"
 VERDICTS = (AGREES, CONTRADICTS, INCONCLUSIVE)
-COMPARES = {"spread": "brown-forsythe", "location": "mann-whitney", "rate": "fisher", "equivalence": "tost-rank",
+COMPARES = {"spread": "seed-pair-rank-sum", "location": "mann-whitney", "rate": "fisher", "equivalence": "tost-rank",
             "threshold": "signed-rank"}
-TOO_FEW, NOT_SIGNIFICANT, NOT_CONVERGED, UNTESTABLE, NO_DATA = (
-    "too few runs", "not significant", "not converged", "untestable", "no data")
-BOOTSTRAP_MIN_N = 10  # below this many runs per group no percentile bootstrap interval is given
+TOO_FEW, NOT_SIGNIFICANT, NOT_CONVERGED, UNTESTABLE, NO_DATA, DEPENDS_ON_FAILED = (
+    "too few runs", "not significant", "not converged", "untestable", "no data", "depends on failed runs")
 FAILURE_POLICIES = ("exclude", "data")
+QUANTIFIERS = ("each", "any", "overall")
 VERDICT_COLUMNS = ["recipe", "claim", "says", "statistic", "compare", "test", "a", "b", "direction", "failures", "cell",
-                   "n_a", "n_b", "n_failed", "effect", "effect_name", "ci_low", "ci_high", "p_value", "smallest_p",
+                   "n_a", "n_b", "cells", "n_failed", "effect", "effect_name", "ci_low", "ci_high", "p_value", "smallest_p",
                    "verdict", "reason_class", "reason"]
-N_RESAMPLES = 9999
-SEED = 0
 _KEYS = {"id", "says", "statistic", "params", "compare", "by", "a", "b", "direction", "test", "within", "pooled",
-         "value", "alpha", "where", "sign", "floor", "failures", "final", "scales", "paper_effect", "paper_effect_source"}
+         "value", "alpha", "where", "sign", "floor", "failures", "final", "scales", "paper_effect", "paper_effect_source",
+         "quantifier", "exclude", "exclude_why"}
 NOT_REPORTED = "not reported"  # how a paper_effect_source without a paper_effect begins
-FINAL_STATISTICS = ("scores.score",)
 UNSET = "unset"  # a ``where`` value: the runs without a value in that column
 
 
@@ -152,6 +150,15 @@ class Claim:
         The kind's test (:data:`COMPARES`; one per kind).
     within, pooled : tuple of str
         Cells judged separately; run settings pooled on purpose inside a group.
+    quantifier : {"each", "any", "overall"} or None
+        How the claim's words aggregate its cells (required with ``within``): ``each`` (the
+        claim holds in every cell: an intersection-union test, every cell at alpha), ``any``
+        (in some cell: Holm over the cells) or ``overall`` (one test of each run's mean over
+        the cells).
+    exclude, exclude_why : dict, str
+        Column -> values whose observations are left out, and the stated rule why (cells a
+        method cannot change, e.g. ``{layer = [0]}``: the embedding output of methods that
+        freeze the embeddings).
     where : dict
         Column -> accepted values: only these observations are judged (e.g. the late TSP stage).
         ``"unset"`` accepts the runs that have no value there: ``{"lora.r": [8, "unset"]}`` keeps
@@ -165,9 +172,14 @@ class Claim:
     floor : float
         Smallest effect that counts for a cell (statistic units).
     failures : {"exclude", "data"}
-        Failed runs left out, or kept as data (always data for ``rate``).
+        ``exclude``: failed runs left out, and the verdict must hold with them too (ranked
+        worst where the statistic has a better side, else as data) or it is *inconclusive:
+        depends on failed runs*; ``data``: claims about failing, failed runs kept as data
+        (always for ``rate``).
     final : bool
-        The claim is about final performance: runs still improving make it inconclusive.
+        The statistic depends on how training ended (default: the statistic's declaration,
+        :attr:`robustkit.analysis.registry.Statistic.ends`): a cell whose runs are still
+        improving is *inconclusive: not converged*.
     scales : tuple of str
         The scales whose runs can decide the claim (the recipe says why where one is left out);
         at the others it is *inconclusive: untestable at this scale*.
@@ -195,6 +207,9 @@ class Claim:
     params: dict = field(default_factory=dict)
     within: tuple[str, ...] = ()
     pooled: tuple[str, ...] = ()
+    quantifier: str | None = None
+    exclude: dict = field(default_factory=dict)
+    exclude_why: str = ""
     value: float | None = None
     alpha: float = 0.05
     where: dict = field(default_factory=dict)
@@ -230,19 +245,29 @@ class Claim:
             if raw.get(key, allowed[0]) not in allowed:
                 raise ClaimError(f"{where}: claim {name!r}: {key} must be one of {[a for a in allowed if a]}, got {raw[key]!r}")
         try:
-            registry.statistic_of(raw["statistic"])
+            statistic = registry.statistic_of(raw["statistic"])[1]
         except RobustkitError as error:
             raise ClaimError(f"{where}: claim {name!r}: {error}") from None
+        quantifier = raw.get("quantifier")
+        if raw.get("within") and quantifier not in QUANTIFIERS:
+            raise ClaimError(f"{where}: claim {name!r} has cells (within): its quantifier must say how its words aggregate "
+                             f"them, one of {', '.join(QUANTIFIERS)}; got {quantifier!r}")
+        if not raw.get("within") and quantifier is not None:
+            raise ClaimError(f"{where}: claim {name!r}: a quantifier needs cells (within)")
+        if bool(raw.get("exclude")) != bool(raw.get("exclude_why")):
+            raise ClaimError(f"{where}: claim {name!r}: exclude needs exclude_why, the stated rule (and the other way round)")
         if compare in ("equivalence", "threshold") and not isinstance(raw.get("value"), (int, float)):
             raise ClaimError(f"{where}: claim {name!r}: {compare} needs a numeric value")
         if compare != "threshold" and (raw.get("a") is None or raw.get("b") is None):
             raise ClaimError(f"{where}: claim {name!r}: {compare} compares two groups: give a and b")
-        final = raw.get("final", raw["statistic"] in FINAL_STATISTICS and compare != "rate")
+        final = raw.get("final", statistic.ends_with_training(raw.get("params", {})))
         paper_effect = _paper_effect(raw, compare, f"{where}: claim {name!r}")
         return cls(id=raw["id"], says=raw["says"], statistic=raw["statistic"], compare=compare, a=_values(raw.get("a")),
                    b=_values(raw.get("b")), by=raw.get("by", "method"), direction=direction, test=test,
                    where={k: _values(v) for k, v in raw.get("where", {}).items()},
                    params=dict(raw.get("params", {})), within=tuple(raw.get("within", ())), pooled=tuple(raw.get("pooled", ())),
+                   quantifier=quantifier, exclude={k: _values(v) for k, v in raw.get("exclude", {}).items()},
+                   exclude_why=raw.get("exclude_why", ""),
                    value=None if raw.get("value") is None else float(raw["value"]), alpha=float(raw.get("alpha", 0.05)),
                    sign=raw.get("sign"), floor=float(raw.get("floor", 0.0)),
                    failures="data" if compare == "rate" else raw.get("failures", "exclude"), final=bool(final),
@@ -284,18 +309,23 @@ def judge(claim: Claim, observations: pd.DataFrame, include_failed: bool = False
     ----------
     observations : DataFrame
         One row per observation: ``run_id``, ``claim.by``, ``value``, the ``within`` columns,
-        run settings and ``outcome`` (e.g. :func:`robustkit.analysis.registry.per_run` output).
+        run settings (``seed`` orders the runs of a spread claim into pairs) and ``outcome``
+        (e.g. :func:`robustkit.analysis.registry.per_run` output).
     include_failed : bool
-        Keep failed runs whatever the claim's policy.
+        Keep failed runs as data whatever the claim's policy.
     improving : Series, optional
         run_id -> whether the run was still improving at its end
-        (:func:`robustkit.analysis.convergence.still_improving`); used by ``final`` claims.
+        (:func:`robustkit.analysis.convergence.still_improving`); the convergence guard of a
+        claim on a statistic that depends on how training ended (``final``), per cell, on the
+        runs each cell tests.
 
     Returns
     -------
     DataFrame
         :data:`VERDICT_COLUMNS` without ``recipe``: one row per cell (``cell`` names it, e.g.
-        ``tsp_step=200``) and, with cells, a last row ``cell == "all"`` aggregating them.
+        ``tsp_step=200``) and, with several cells, a last row ``cell == "all"``: the claim's
+        verdict by its quantifier. ``n_a`` and ``n_b`` count runs (a run in several cells
+        once), ``cells`` the cells.
     """
     missing = [c for c in [claim.by, *claim.within, "value"] if c not in observations]
     if missing:
@@ -305,210 +335,308 @@ def judge(claim: Claim, observations: pd.DataFrame, include_failed: bool = False
             return _rows(claim, [_result(reason=f"cannot select where {column}: the statistic gives no such column",
                                          reason_class=NO_DATA)])
         observations = observations[_is(observations[column], values)]
+    notes = []
+    for column, values in claim.exclude.items():
+        if column in observations and _is(observations[column], values).any():
+            observations = observations[~_is(observations[column], values)]
+            notes.append(f"{column}={_label(values)} left out ({claim.exclude_why})")
     if claim.compare != "threshold" or claim.a:  # only the compared groups must be alike
         observations = observations[_is(observations[claim.by], claim.a + claim.b)]
-    if "run_id_b" in observations or not registry.statistic_of(claim.statistic)[1].independent:
+    statistic = registry.statistic_of(claim.statistic)[1]
+    if "run_id_b" in observations or not statistic.independent:
         return _rows(claim, [_result(n_a=int(_is(observations[claim.by], claim.a).sum()), reason_class=UNTESTABLE,
                                      reason="observations are pairs of runs that share runs (not independent): shown, not tested")])
     check_pooling(observations, [claim.by, *claim.within], claim.pooled, f"test claim {claim.id!r}")
-    as_data = include_failed or claim.failures == "data"
-    results = _judge_cells(claim, observations, as_data)
-    if not as_data and "outcome" in observations and (observations["outcome"] != collapse.OK).any():
-        other = _judge_cells(claim, observations, True)[-1]
-        if other["verdict"] != results[-1]["verdict"]:
-            results[-1]["reason"] += f"; with the failed runs as data: {other['verdict']}"
-    if claim.final and improving is not None and "run_id" in observations:
-        late = _not_converged(claim, observations, improving)
-        if late:
-            results[-1].update(verdict=INCONCLUSIVE, reason_class=NOT_CONVERGED, reason=f"not converged: {late}")
+    guard = improving if claim.final else None
+    failed = (observations["outcome"] != collapse.OK) if "outcome" in observations else pd.Series(False, index=observations.index)
+    n_failed = int(observations.loc[failed, "run_id"].nunique()) if "run_id" in observations else int(failed.sum())
+    if include_failed or claim.failures == "data" or not failed.any():
+        results = _judge_cells(claim, observations, failed, guard)
+    else:
+        results = _judge_cells(claim, observations[~failed], failed, guard)
+        if statistic.undefined_on_failed:
+            notes.append(f"{_runs(n_failed, 'failed')} left out: {statistic.undefined_on_failed}")
+        else:
+            # the headline must hold with the failed runs too: leaving them out truncates the
+            # scores (a group whose low runs fail looks better than it is)
+            worst = bool(statistic.better) and claim.compare != "spread"
+            kept = _ranked_worst(observations, failed, statistic.better, claim.value) if worst else observations
+            other = _judge_cells(claim, kept, failed, guard)[-1]
+            how = "ranked worst" if worst else "as data"
+            head = results[-1]
+            if other["verdict"] != head["verdict"]:
+                notes.append(f"with the {_runs(n_failed, 'failed')} left out: {head['verdict']}; with them {how}: "
+                             f"{other['verdict']} ({_p_text(other)})")
+                if head["verdict"] != INCONCLUSIVE or other["verdict"] != INCONCLUSIVE:
+                    head.update(verdict=INCONCLUSIVE, reason_class=DEPENDS_ON_FAILED)
+            else:
+                notes.append(f"with the {_runs(n_failed, 'failed')} {how} too ({_p_text(other)})")
+    if notes:
+        results[-1]["reason"] += "; " + "; ".join(notes)
+    # failed runs per cell, counted on every observation (the policy may have left them out)
+    per_cell = failed.groupby(_cells(observations, claim.within)).sum() if claim.quantifier != "overall" else {}
+    for result in results:
+        result["n_failed"] = int(per_cell.get(result["cell"], 0)) if result["cell"] in per_cell else n_failed
     return _rows(claim, results)
 
 
-def _judge_cells(claim: Claim, observations: pd.DataFrame, as_data: bool) -> list[dict]:
-    n_failed = (observations["outcome"] != collapse.OK).groupby(_cells(observations, claim.within)).sum() \
-        if "outcome" in observations else None
-    kept = observations if as_data else collapse.kept(observations)
-    groups, averaged = [], False
-    cells = kept.groupby(list(claim.within), dropna=False, sort=True) if claim.within else [((), kept)]
-    for key, cell in cells:
-        key = key if isinstance(key, tuple) else (key,)
-        name = ", ".join(f"{c}={_text(k)}" for c, k in zip(claim.within, key)) or "all"
-        if "run_id" in cell and cell["run_id"].duplicated().any():  # the run is the unit of replication
-            averaged = True
-            cell = cell.groupby("run_id", as_index=False).agg({claim.by: "first", "value": "mean"})
-        a = cell.loc[_is(cell[claim.by], claim.a), "value"].dropna().to_numpy(float) if claim.a else cell["value"].dropna().to_numpy(float)
-        b = cell.loc[_is(cell[claim.by], claim.b), "value"].dropna().to_numpy(float) if claim.b else np.array([])
-        groups.append((name, a, b))
-    # the cells that can reach alpha after Holm's correction over the cells (Tarone's rule: from
-    # the group sizes alone, before any p-value is looked at)
-    family = multiplicity.tarone_family([exact.smallest_p(claim.compare, len(a), len(b)) for _, a, b in groups], claim.alpha)
-    results = []
-    for name, a, b in groups:
-        result = _cell(claim, a, b, family, len(groups))
-        result.update(cell=name, n_failed=int(n_failed.get(name, 0)) if n_failed is not None else 0)
-        results.append(result)
-    if not results:
+def _runs(n: int, what: str) -> str:
+    return f"{n} {what} run" + ("" if n == 1 else "s")
+
+
+def _p_text(result: dict) -> str:
+    return f"p = {result['p_value']:.3g}" if np.isfinite(result["p_value"]) else result["reason_class"] or result["verdict"]
+
+
+def _ranked_worst(observations: pd.DataFrame, failed: pd.Series, better: str, value: float | None) -> pd.DataFrame:
+    """``observations`` with each failed run's value replaced by one worse than every other value
+    (and than a threshold ``value``): a failure ranks as the worst outcome, failures tie."""
+    values = observations["value"].to_numpy(float)
+    known = np.r_[values[np.isfinite(values)], [] if value is None else [value]]
+    low, high = (known.min(), known.max()) if len(known) else (0.0, 0.0)
+    span = high - low + 1.0
+    worst = low - span if better == "higher" else high + span
+    return observations.assign(value=np.where(failed.reindex(observations.index, fill_value=False), worst, values))
+
+
+def _judge_cells(claim: Claim, observations: pd.DataFrame, failed: pd.Series, improving: pd.Series | None) -> list[dict]:
+    """Each cell's test and verdict, and with several cells the claim's by its quantifier (last)."""
+    groups = _groups(claim, observations, failed)
+    if not groups:
         return [_result(reason="no run left to test (every run failed or none was selected)", reason_class=NO_DATA)]
-    if len(results) > 1:
-        _holm(results, claim.alpha)
-    for result in results:
-        _decide(claim, result)
-    if claim.within and len(results) > 1:
-        results.append(_overall(results))
-    if averaged:
+    smallest = [exact.smallest_p(claim.compare, len(g["a"]), len(g["b"])) for g in groups]
+    # the cells whose Holm-corrected side can reach alpha at all (Tarone's rule: from the group
+    # sizes alone, before any p-value is looked at)
+    family = multiplicity.tarone_family(smallest, claim.alpha)
+    tests = [_cell(claim, g["a"], g["b"]) if s < claim.alpha else None for g, s in zip(groups, smallest)]
+    several = len(groups) > 1
+    union_side = "p_claimed" if claim.quantifier == "any" else "p_opposite"  # the side Holm corrects
+    holm = _holm({i: t[union_side] for i, t in enumerate(tests) if t and smallest[i] < claim.alpha / family},
+                 claim.alpha) if several else {}
+    results = []
+    for i, (group, test) in enumerate(zip(groups, tests)):
+        base = {"n_a": len(group["a"]), "n_b": len(group["b"]), "cells": 1, "smallest_p": smallest[i],
+                "n_failed": group["n_failed"]}
+        if test is None:
+            results.append({**_result(group["name"], **base), "reason_class": TOO_FEW, "reason": _too_few(claim, group, smallest[i])})
+            continue
+        corrected = holm.get(i, (claim.alpha / family, False)) if several else (claim.alpha, test[union_side] < claim.alpha)
+        each_level = (claim.alpha, test["p_opposite" if union_side == "p_claimed" else "p_claimed"] < claim.alpha)
+        agree_level, agrees = corrected if union_side == "p_claimed" else each_level
+        against_level, against = each_level if union_side == "p_claimed" else corrected
+        result = {**_result(group["name"], **base), **_interval(claim, group, agree_level, against_level)}
+        late = _not_converged(claim, group, improving)
+        rule = ("" if not several else f"; Holm over {len(holm)} of {len(groups)} cells" if union_side == "p_claimed"
+                else f"; each cell at {claim.alpha:g}, opposite side Holm over {len(holm)} of {len(groups)} cells")
+        if several and i not in holm:
+            rule += (f"; over {len(groups)} cells a cell needs p < {claim.alpha / family:.3g} (Tarone's family of {family}), "
+                     "which this one cannot reach at its n")
+        if late:
+            result.update(p_value=test["p_claimed"], verdict=INCONCLUSIVE, reason_class=NOT_CONVERGED,
+                          reason=f"{test['shown']}; not converged: {late}")
+        elif test["magnitude"] < claim.floor:
+            result.update(p_value=test["p_claimed"], verdict=INCONCLUSIVE, reason_class=NOT_SIGNIFICANT,
+                          reason=f"{test['shown']}; effect below the claim's floor {claim.floor:g}")
+        elif agrees:
+            result.update(p_value=test["p_claimed"], verdict=AGREES,
+                          reason=f"{test['shown']}; one-sided p = {test['p_claimed']:.3g} < {agree_level:.3g}{test['claimed_part']}{rule}")
+        elif against:
+            result.update(p_value=test["p_opposite"], verdict=CONTRADICTS,
+                          reason=f"{test['shown']}; {test['against_part']} < {against_level:.3g}{rule}")
+        else:
+            need = TOO_FEW if smallest[i] >= agree_level else NOT_SIGNIFICANT
+            result.update(p_value=test["p_claimed"], verdict=INCONCLUSIVE, reason_class=need,
+                          reason=f"{test['shown']}; one-sided p = {test['p_claimed']:.3g} >= {agree_level:.3g}{test['claimed_part']}{rule}")
+        results.append(result)
+    if several:
+        results.append(_overall(claim, results, groups))
+    if any(g["averaged"] for g in groups):
         results[-1]["reason"] += "; several observations of a run averaged to one (the run is the unit)"
     return results
 
 
-def _cell(claim: Claim, a: np.ndarray, b: np.ndarray, family: int = 1, cells: int = 1) -> dict:
-    """The tests of one cell: p in the claimed and the opposite direction, effect and interval.
+def _groups(claim: Claim, observations: pd.DataFrame, failed: pd.Series) -> list[dict]:
+    """The cells' groups a and b: per-run values (the run is the unit), runs in seed order."""
+    frame = observations.assign(_failed=failed.reindex(observations.index, fill_value=False))
+    if claim.quantifier == "overall" and claim.within and "run_id" in frame:
+        cells = frame.groupby(list(claim.within), dropna=False).ngroups
+        frame = frame.assign(**{c: f"mean over {cells} cells" for c in claim.within if frame[c].nunique(dropna=False) > 1})
+    order = [c for c in ("seed", "run_id") if c in frame]
+    cells = frame.groupby(list(claim.within), dropna=False, sort=True) if claim.within else [((), frame)]
+    groups = []
+    for key, cell in cells:
+        key = key if isinstance(key, tuple) else (key,)
+        name = ", ".join(f"{c}={_text(k)}" for c, k in zip(claim.within, key)) or "all"
+        averaged = "run_id" in cell and bool(cell["run_id"].duplicated().any())
+        if "run_id" in cell:  # the run is the unit of replication
+            cell = cell.groupby("run_id", as_index=False, sort=False).agg(
+                {claim.by: "first", "value": "mean", "_failed": "max", **{c: "first" for c in order if c != "run_id"}})
+        cell = cell.sort_values(order, kind="stable") if order else cell
+        in_a = _is(cell[claim.by], claim.a) if claim.a else pd.Series(True, index=cell.index)
+        in_b = _is(cell[claim.by], claim.b) if claim.b else pd.Series(False, index=cell.index)
+        a, b = cell[in_a & cell["value"].notna()], cell[in_b & cell["value"].notna()]
+        ids = (lambda part: list(part["run_id"]) if "run_id" in part else [])
+        groups.append({"name": name, "a": a["value"].to_numpy(float), "b": b["value"].to_numpy(float), "ids_a": ids(a),
+                       "ids_b": ids(b), "n_failed": int(cell.loc[in_a | in_b, "_failed"].sum()), "averaged": averaged})
+    return groups
 
-    ``family``: Tarone's family size of the claim's ``cells`` cells
-    (:mod:`robustkit.measures.multiplicity`); the cell is tested only if its smallest p can pass
-    ``alpha / family``.
+
+def _too_few(claim: Claim, group: dict, smallest: float) -> str:
+    n_a, n_b = len(group["a"]), len(group["b"])
+    sizes = f"{n_a}" + (f" vs {n_b}" if claim.groups == 2 else "")
+    need = ("2^n_a > 20" if claim.compare == "threshold" else
+            "C(n_a // 2 + n_b // 2, n_a // 2) > 20: the test ranks seed pairs" if claim.compare == "spread" else "C(n_a + n_b, n_a) > 20")
+    return f"too few runs to test: {sizes} can give p >= {smallest:.3g} at best (needs {need})"
+
+
+def _not_converged(claim: Claim, group: dict, improving: pd.Series | None) -> str:
+    """Which of the cell's tested groups has more than half of its runs still improving ("" when none)."""
+    if improving is None:
+        return ""
+    texts = []
+    for values, ids in ((claim.a, group["ids_a"]), (claim.b, group["ids_b"])):
+        late = int(improving.reindex(ids).fillna(False).astype(bool).sum())
+        if ids and late > len(ids) / 2:
+            texts.append(f"{_label(values) or 'the runs'}: {late} of {len(ids)} tested runs still improving at the end")
+    return "; ".join(texts)
+
+
+def _cell(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
+    """The tests of one cell: p in the claimed and the opposite direction, the effect and ``shown``.
+
+    With ``sign``, the cell's claimed p is the larger of the comparison's and the sign test's
+    (both must agree: an intersection-union test at alpha) and its opposite p twice the smaller
+    of theirs (either may contradict: Bonferroni over the two, so the union stays at alpha).
     """
-    smallest = exact.smallest_p(claim.compare, len(a), len(b))
-    base = {"n_a": len(a), "n_b": len(b), "smallest_p": smallest}
-    level = claim.alpha / family
-    if smallest >= level:
-        need = f"2^n_a > {1 / level:g}" if claim.compare == "threshold" else f"C(n_a + n_b, n_a) > {1 / level:g}"
-        corrected = (f"; over {cells} cells a cell needs p < {level:.3g} (alpha over Tarone's family of {family})"
-                     if cells > 1 and family > 1 else "")
-        return _result(**base, reason_class=TOO_FEW, reason=f"too few runs to test: {len(a)}"
-                       + (f" vs {len(b)}" if claim.groups == 2 else "") + f" can give p >= {smallest:.3g} at best{corrected}"
-                       + f" (needs {need})")
     result = {"spread": _spread, "location": _location, "rate": _rate, "equivalence": _equivalence,
               "threshold": _threshold}[claim.compare](claim, a, b)
+    result.update(claimed_part="", against_part=f"opposite direction, one-sided p = {result['p_opposite']:.3g}")
     if claim.sign:
         opposite = "greater" if claim.sign == "less" else "less"
-        result["p_sign"] = exact.signed_rank(a, claim.sign)
-        result["p_sign_opposite"] = exact.signed_rank(a, opposite)
-        result["shown"] += f"; {_label(claim.a)} itself {'<' if claim.sign == 'less' else '>'} 0: one-sided p = {result['p_sign']:.3g}"
-    return {**_result(**base), **result}
+        s, t = exact.signed_rank(a, claim.sign), exact.signed_rank(a, opposite)
+        p, q = result["p_claimed"], result["p_opposite"]
+        way = "falls" if claim.sign == "less" else "rises"
+        other = "rises" if claim.sign == "less" else "falls"
+        side = f"{_label(claim.a)} itself"
+        result["shown"] += f"; {side} {way}: one-sided p = {s:.3g}"
+        result.update(p_claimed=max(p, s), p_opposite=min(1.0, 2 * min(q, t)),
+                      claimed_part=f" (both parts must agree: the comparison p = {p:.3g}, {side} {way} p = {s:.3g})")
+        result["against_part"] = (f"{side} {other}, against the claimed direction of change: one-sided p = {t:.3g}, x 2 for "
+                                  f"either part = {min(1.0, 2 * t):.3g}" + (f" (the comparison itself goes the claimed way, p = {p:.3g})" if p < claim.alpha else "")
+                                  if t <= q else f"opposite direction, one-sided p = {q:.3g}, x 2 for either part = {min(1.0, 2 * q):.3g}")
+    return result
+
+
+def _interval(claim: Claim, group: dict, agree_level: float, against_level: float) -> dict:
+    """The cell's effect and interval, each end the one-sided bound at the level its side was
+    judged at: the end that decides *agrees* at the agreeing side's level, the other at the
+    contradicting side's (equivalence: both at the agreeing level, the two one-sided tests)."""
+    a, b = group["a"], group["b"]
+    estimate = {"spread": lambda level: exact.spread_interval(a, b, level),
+                "location": lambda level: exact.shift_interval(a, b, level),
+                "equivalence": lambda level: exact.shift_interval(a, b, level),
+                "rate": lambda level: exact.rate_interval(a, b, level),
+                "threshold": lambda level: exact.centre_interval(a, level)}[claim.compare]
+    effect, low, high = estimate(agree_level)
+    if claim.compare != "equivalence" and against_level != agree_level:
+        _, other_low, other_high = estimate(against_level)
+        low, high = (low, other_high) if claim.direction == "greater" else (other_low, high)
+    return {"effect": effect, "effect_name": EFFECT_NAMES[claim.compare], "ci_low": low, "ci_high": high}
+
+
+EFFECT_NAMES = {"spread": "spread ratio a/b (seed pairs)", "location": "shift a - b (Hodges-Lehmann)",
+                "equivalence": "shift a - b (Hodges-Lehmann)", "rate": "odds ratio a/b (conditional)",
+                "threshold": "centre (Hodges-Lehmann)"}
 
 
 def _spread(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
-    sd_a, sd_b = np.std(a, ddof=1), np.std(b, ddof=1)
-    ratio = sd_a / sd_b if sd_b > 0 else np.inf if sd_a > 0 else np.nan
-    low = high = np.nan
-    if min(len(a), len(b)) >= BOOTSTRAP_MIN_N:
-        low, high = significance.bootstrap_ci((a, b), significance.std_ratio, 1 - 2 * claim.alpha, N_RESAMPLES, SEED,
-                                              significance.PERCENTILE)
     opposite = "greater" if claim.direction == "less" else "less"
-    _, p_claimed = exact.spread_permutation(a, b, claim.direction)
-    _, p_opposite = exact.spread_permutation(a, b, opposite)
-    return {"effect": ratio, "effect_name": "std ratio a/b", "ci_low": low, "ci_high": high, "p_claimed": p_claimed,
-            "p_opposite": p_opposite, "magnitude": abs(math.log(ratio)) if np.isfinite(ratio) and ratio > 0 else np.inf,
-            "shown": f"std {sd_a:.3g} vs {sd_b:.3g}" + ("" if np.isfinite(low) else f" (no interval below {BOOTSTRAP_MIN_N} runs per group)")}
+    sd_a, sd_b = np.std(a, ddof=1), np.std(b, ddof=1)
+    ratio = exact.spread_interval(a, b, 0.5)[0]
+    dropped = " (an odd last run left out of the pairs)" if len(a) % 2 or len(b) % 2 else ""
+    return {"p_claimed": exact.spread_pairs(a, b, claim.direction), "p_opposite": exact.spread_pairs(a, b, opposite),
+            "magnitude": abs(math.log(ratio)) if np.isfinite(ratio) and ratio > 0 else np.inf,
+            "shown": f"std {sd_a:.3g} vs {sd_b:.3g}, {len(a) // 2} vs {len(b) // 2} seed pairs{dropped}"}
 
 
 def _location(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
-    shift, low, high = exact.shift_interval(a, b, claim.alpha)
     opposite = "greater" if claim.direction == "less" else "less"
-    return {"effect": shift, "effect_name": "shift a - b (Hodges-Lehmann)", "ci_low": low, "ci_high": high,
-            "p_claimed": exact.rank_sum(a, b, claim.direction), "p_opposite": exact.rank_sum(a, b, opposite),
-            "magnitude": abs(shift), "shown": f"medians {np.median(a):.3g} vs {np.median(b):.3g}"}
+    return {"p_claimed": exact.rank_sum(a, b, claim.direction), "p_opposite": exact.rank_sum(a, b, opposite),
+            "magnitude": abs(exact.shift_interval(a, b, 0.5)[0]), "shown": f"medians {np.median(a):.3g} vs {np.median(b):.3g}"}
 
 
 def _rate(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
-    difference, low, high = exact.rate_interval(a, b, claim.alpha)
     opposite = "greater" if claim.direction == "less" else "less"
-    return {"effect": difference, "effect_name": "rate a - rate b", "ci_low": low, "ci_high": high,
-            "p_claimed": exact.rate_test(a, b, claim.direction), "p_opposite": exact.rate_test(a, b, opposite),
-            "magnitude": abs(difference), "shown": f"rates {a.mean():.2f} vs {b.mean():.2f}"}
+    return {"p_claimed": exact.rate_test(a, b, claim.direction), "p_opposite": exact.rate_test(a, b, opposite),
+            "magnitude": abs(a.mean() - b.mean()), "shown": f"rates {a.mean():.2f} vs {b.mean():.2f}"}
 
 
 def _equivalence(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
     margin = claim.value
-    shift, low, high = exact.shift_interval(a, b, claim.alpha)
     inside = max(exact.rank_sum(a + margin, b, "greater"), exact.rank_sum(a - margin, b, "less"))
     outside = min(1.0, 2 * min(exact.rank_sum(a + margin, b, "less"), exact.rank_sum(a - margin, b, "greater")))
-    return {"effect": shift, "effect_name": "shift a - b (Hodges-Lehmann)", "ci_low": low, "ci_high": high,
-            "p_claimed": inside, "p_opposite": outside, "magnitude": np.inf,
+    return {"p_claimed": inside, "p_opposite": outside, "magnitude": np.inf,
             "shown": f"margin +-{margin:g}, medians {np.median(a):.3g} vs {np.median(b):.3g}"}
 
 
 def _threshold(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
-    centre, low, high = exact.centre_interval(a, claim.alpha)
     opposite = "greater" if claim.direction == "less" else "less"
-    return {"effect": centre, "effect_name": "centre (Hodges-Lehmann)", "ci_low": low, "ci_high": high,
-            "p_claimed": exact.signed_rank(a, claim.direction, claim.value),
-            "p_opposite": exact.signed_rank(a, opposite, claim.value), "magnitude": abs(centre - claim.value),
-            "shown": f"median {np.median(a):.3g} vs {claim.value:g}"}
+    zeros = int(np.sum(exact.on_grid(a - claim.value) == 0))
+    dropped = f" ({zeros} at the threshold dropped, Wilcoxon's rule)" if zeros else ""
+    return {"p_claimed": exact.signed_rank(a, claim.direction, claim.value),
+            "p_opposite": exact.signed_rank(a, opposite, claim.value),
+            "magnitude": abs(exact.centre_interval(a, 0.5)[0] - claim.value),
+            "shown": f"median {np.median(a):.3g} vs {claim.value:g}{dropped}"}
 
 
-def _holm(results: list[dict], alpha: float) -> None:
-    """Holm's step-down correction of each direction's p-values over the cells, in place."""
-    for key in ("p_claimed", "p_opposite", "p_sign", "p_sign_opposite"):
-        tested = [r for r in results if key in r]
-        order = sorted(tested, key=lambda r: r[key])
-        running = 0.0
-        for rank, result in enumerate(order):
-            running = max(running, min(1.0, (len(tested) - rank) * result[key]))
-            result[key] = running
-        for result in tested:
-            result.setdefault("corrected", f"Holm over {len(tested)} cells")
+def _holm(p_values: dict[int, float], alpha: float) -> dict[int, tuple[float, bool]]:
+    """Holm's step-down test over the cells ``p_values`` (cell -> p): cell -> (the level it was
+    judged at, rejected). The j-th smallest p is judged at alpha / (K - j) while every smaller one
+    was rejected; after the first acceptance every later cell keeps that step's level (it cannot
+    be rejected, and an interval at that level does not exclude the null either)."""
+    order = sorted(p_values, key=p_values.get)
+    judged, stopped = {}, None
+    for rank, cell in enumerate(order):
+        level = alpha / (len(order) - rank) if stopped is None else stopped
+        rejected = stopped is None and p_values[cell] < level
+        if not rejected and stopped is None:
+            stopped = level
+        judged[cell] = (level, rejected)
+    return judged
 
 
-def _decide(claim: Claim, result: dict) -> None:
-    """The cell's verdict from its (corrected) p-values, in place."""
-    if "p_claimed" not in result:
-        return
-    alpha, shown = claim.alpha, result.pop("shown")
-    note = f" ({result.pop('corrected')})" if "corrected" in result else ""
-    p, q = result.pop("p_claimed"), result.pop("p_opposite")
-    s, t = result.pop("p_sign", 0.0), result.pop("p_sign_opposite", 1.0)
-    magnitude = result.pop("magnitude")
-    if magnitude < claim.floor:
-        result.update(p_value=p, verdict=INCONCLUSIVE, reason_class=NOT_SIGNIFICANT,
-                      reason=f"{shown}; effect below the claim's floor {claim.floor:g}")
-    elif p < alpha and s < alpha:
-        result.update(p_value=max(p, s), verdict=AGREES, reason=f"{shown}; one-sided p = {max(p, s):.3g}{note}")
-    elif q < alpha or t < alpha:
-        result.update(p_value=min(q, t), verdict=CONTRADICTS,
-                      reason=f"{shown}; opposite direction, one-sided p = {min(q, t):.3g}{note}")
-    else:
-        result.update(p_value=max(p, s), verdict=INCONCLUSIVE, reason_class=NOT_SIGNIFICANT,
-                      reason=f"{shown}; one-sided p = {max(p, s):.3g} >= {alpha:g}{note}")
-
-
-def _overall(results: list[dict]) -> dict:
-    """The claim over its cells: agrees when at least half of the cells agree and none
-    contradicts, contradicts when at least half contradict and none agrees, else inconclusive."""
+def _overall(claim: Claim, results: list[dict], groups: list[dict]) -> dict:
+    """The claim over its cells, by its quantifier: ``each`` agrees when every cell agrees and
+    contradicts when any cell contradicts (the opposite side Holm-corrected); ``any`` agrees when
+    any cell agrees (Holm-corrected) and contradicts when every cell contradicts."""
     verdicts = [r["verdict"] for r in results]
     counts = {v: verdicts.count(v) for v in VERDICTS if verdicts.count(v)}
-    text = ", ".join(f"{n}/{len(verdicts)} cells {v}" for v, n in counts.items())
-    half = len(verdicts) / 2
+    text = ", ".join(f"{n} {v}" for v, n in counts.items())
     agree, against = counts.get(AGREES, 0), counts.get(CONTRADICTS, 0)
-    verdict = AGREES if agree >= half and not against else CONTRADICTS if against >= half and not agree else INCONCLUSIVE
-    classes = {r["reason_class"] for r in results if r["verdict"] == INCONCLUSIVE}
-    reason_class = "" if verdict != INCONCLUSIVE else ("cells disagree" if agree and against else
-                                                      (classes.pop() if len(classes) == 1 else NOT_SIGNIFICANT))
-    return _result("all", n_a=sum(r["n_a"] for r in results), n_b=sum(r["n_b"] for r in results),
-                   n_failed=sum(r["n_failed"] for r in results), smallest_p=max(r["smallest_p"] for r in results),
-                   verdict=verdict, reason_class=reason_class, reason=text)
+    if claim.quantifier == "any":
+        verdict = AGREES if agree else CONTRADICTS if against == len(results) else INCONCLUSIVE
+        rule = f"the claim holds in some cell: any of {len(results)} cells agreeing (Holm) agrees, all contradicting contradicts"
+    else:
+        verdict = CONTRADICTS if against else AGREES if agree == len(results) else INCONCLUSIVE
+        rule = f"the claim holds in each cell: all {len(results)} must agree, one contradicting (Holm) contradicts"
+    classes = [r["reason_class"] for r in results if r["verdict"] == INCONCLUSIVE]
+    reason_class = ""
+    if verdict == INCONCLUSIVE:
+        reason_class = next((c for c in (NOT_CONVERGED, TOO_FEW, NOT_SIGNIFICANT) if c in classes),
+                            classes[0] if classes else NOT_SIGNIFICANT)
+    runs = (lambda key: len({i for g in groups for i in g[key]}) if any(g[key] for g in groups) else max(len(g[key[-1]]) for g in groups))
+    smallest = [r["smallest_p"] for r in results]
+    return _result("all", n_a=runs("ids_a"), n_b=runs("ids_b"), cells=len(results), n_failed=sum(r["n_failed"] for r in results),
+                   smallest_p=min(smallest) if claim.quantifier == "any" else max(smallest), verdict=verdict,
+                   reason_class=reason_class, reason=f"{rule}: {text}")
 
 
-def _not_converged(claim: Claim, observations: pd.DataFrame, improving: pd.Series) -> str:
-    """Which compared group has more than half of its runs still improving ("" when none)."""
-    runs = observations.drop_duplicates("run_id")
-    texts = []
-    for values in (claim.a, claim.b):
-        if not values:
-            continue
-        group = runs[_is(runs[claim.by], values)]["run_id"]
-        late = int(improving.reindex(group).fillna(False).astype(bool).sum())
-        if len(group) and late > len(group) / 2:
-            texts.append(f"{_label(values)} has {late} of {len(group)} runs still improving at the end")
-    return "; ".join(texts)
-
-
-def _result(cell: str = "all", n_a: int = 0, n_b: int = 0, n_failed: int = 0, effect: float = np.nan, effect_name: str = "",
-            ci_low: float = np.nan, ci_high: float = np.nan, p_value: float = np.nan, smallest_p: float = np.nan,
-            verdict: str = INCONCLUSIVE, reason_class: str = "", reason: str = "") -> dict:
-    return {"cell": cell, "n_a": n_a, "n_b": n_b, "n_failed": n_failed, "effect": float(effect), "effect_name": effect_name,
-            "ci_low": float(ci_low), "ci_high": float(ci_high), "p_value": float(p_value), "smallest_p": float(smallest_p),
-            "verdict": verdict, "reason_class": reason_class, "reason": reason}
+def _result(cell: str = "all", n_a: int = 0, n_b: int = 0, cells: int = 1, n_failed: int = 0, effect: float = np.nan,
+            effect_name: str = "", ci_low: float = np.nan, ci_high: float = np.nan, p_value: float = np.nan,
+            smallest_p: float = np.nan, verdict: str = INCONCLUSIVE, reason_class: str = "", reason: str = "") -> dict:
+    return {"cell": cell, "n_a": n_a, "n_b": n_b, "cells": cells, "n_failed": n_failed, "effect": float(effect),
+            "effect_name": effect_name, "ci_low": float(ci_low), "ci_high": float(ci_high), "p_value": float(p_value),
+            "smallest_p": float(smallest_p), "verdict": verdict, "reason_class": reason_class, "reason": reason}
 
 
 def _rows(claim: Claim, results: list[dict]) -> pd.DataFrame:
@@ -684,8 +812,7 @@ def verdicts(store: str | Path, recipes: Sequence, scale: str = "demo", include_
         improving = None
         for claim in recipe.claims:
             if scale not in claim.scales:
-                frames.append(_rows(claim, [_result(reason_class=UNTESTABLE, reason=f"untestable at {scale} scale: the "
-                                                    f"recipe judges it at {', '.join(claim.scales)} scale")]).assign(recipe=recipe.name))
+                frames.append(_rows(claim, [_not_judged_at(recipe, claim, scale, defaults)]).assign(recipe=recipe.name))
                 continue
             try:
                 found = observations(claim, recipe.figure, recipe.figure_params(scale), store, run_ids, memo, device)
@@ -701,6 +828,22 @@ def verdicts(store: str | Path, recipes: Sequence, scale: str = "demo", include_
     if not frames:
         return pd.DataFrame(columns=VERDICT_COLUMNS)
     return pd.concat(frames, ignore_index=True)[VERDICT_COLUMNS]
+
+
+def _not_judged_at(recipe, claim: Claim, scale: str, defaults: dict | None) -> dict:
+    """The row of a claim its recipe does not judge at ``scale``: *too few runs* where no cell's
+    test can reach alpha with the scale's runs, else *untestable at this scale*."""
+    from robustkit.decidability import claim_sizes
+
+    sizes = claim_sizes(recipe, claim, scale, defaults)
+    smallest = [exact.smallest_p(claim.compare, n_a, n_b) for _, n_a, n_b in sizes]
+    where = f"the recipe judges it at {', '.join(claim.scales)} scale"
+    if sizes and min(smallest) >= claim.alpha and registry.statistic_of(claim.statistic)[1].independent:
+        n_a, n_b = sizes[0][1], sizes[0][2]
+        return _result(n_a=n_a, n_b=n_b, smallest_p=min(smallest), reason_class=TOO_FEW,
+                       reason=f"too few runs at {scale} scale: {n_a}" + (f" vs {n_b}" if claim.groups == 2 else "")
+                       + f" can give p >= {min(smallest):.3g} at best; {where}")
+    return _result(reason_class=UNTESTABLE, reason=f"untestable at {scale} scale: {where}")
 
 
 def independent_sets(recipes: Sequence, scale: str = "demo", defaults: dict | None = None) -> dict[str, int]:

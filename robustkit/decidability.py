@@ -11,8 +11,8 @@ summary of it that ``analyses/README.md`` shows (:func:`markdown`; a test keeps 
 
 The detectable effects are computed for normal per-run values, by the exact tests' own critical
 values (the rank statistics' null distributions of :mod:`robustkit.measures.exact`) and seeded
-simulation of the statistic under the alternative (the spread test's own relabellings,
-:func:`robustkit.measures.exact.spread_permutations`); their units are the within-group standard
+simulation of the statistic under the alternative (the spread test ranks seed pairs,
+:func:`robustkit.measures.exact.spread_pairs`); their units are the within-group standard
 deviation (``location``, ``threshold``, ``equivalence``: a shift or margin of d SD), a ratio of
 standard deviations (``spread``), or a rate of failures against none (``rate``).
 """
@@ -30,7 +30,7 @@ from robustkit.measures import exact, multiplicity
 POWER = 0.8
 SIMULATIONS = 2000
 SEED = 0
-SPREAD_SIMULATIONS = 400  # the spread test is a permutation test per simulation: fewer draws
+SPREAD_SIMULATIONS = SIMULATIONS
 PLAN_COLUMNS = ["recipe", "scale", "claim", "compare", "cell", "n_a", "n_b", "judged", "smallest_p", "cells", "level",
                 "decidable",
                 "detectable_effect", "effect_unit", "paper_effect", "paper_difference", "paper_power"]
@@ -96,14 +96,18 @@ def power(kind: str, n_a: int, n_b: int, effect: float, alpha: float = 0.05, sim
 
 
 def _spread_power(n_a: int, n_b: int, ratio: float, alpha: float, simulations: int) -> float:
-    """Power of the Brown-Forsythe permutation test that claims run
-    (:func:`robustkit.measures.exact.spread_permutations`, over its own relabellings), a's SD
+    """Power of the spread test claims run (:func:`robustkit.measures.exact.spread_pairs`: the
+    rank-sum test of the groups' seed-pair differences, by its exact critical value), a's SD
     ``ratio`` times b's."""
+    pairs_a, pairs_b = n_a // 2, n_b // 2
+    critical = _critical_rank_sum(pairs_a, pairs_b, alpha) if pairs_a and pairs_b else -1
+    if critical < 0:
+        return 0.0
     rng = np.random.default_rng(SEED)
-    a = rng.standard_normal((simulations, n_a)) * ratio
-    b = rng.standard_normal((simulations, n_b))
-    _, p = exact.spread_permutations(a, b, "less")
-    return float(np.mean(p < alpha))
+    a = np.abs(rng.standard_normal((simulations, pairs_a)) - rng.standard_normal((simulations, pairs_a))) * ratio
+    b = np.abs(rng.standard_normal((simulations, pairs_b)) - rng.standard_normal((simulations, pairs_b)))
+    wins = (a[:, :, None] > b[:, None, :]).sum(axis=(1, 2))  # U: pairs of a wider than pairs of b
+    return float(np.mean(wins <= critical))
 
 
 def _rate_power(n_a: int, n_b: int, rate: float, alpha: float) -> float:
@@ -178,11 +182,16 @@ HUB_LAYERS = {"bert-base-uncased": 12, "bert-base-cased": 12, "bert-large-uncase
 
 def statistic_cells(recipe, claim, scale: str, defaults: dict | None = None) -> int:
     """Cells the claim's statistic gives each run-setting cell: with ``layer = "each"``, one per
-    layer output, the embedding output included (layers + 1 of the scale's model); else 1."""
+    layer output, the embedding output included (layers + 1 of the scale's model) unless the
+    claim's ``exclude`` leaves it out; else 1."""
     if "layer" not in claim.within or claim.params.get("layer", "each") != "each":
         return 1
     models = {spec.model for spec in recipe.specs(scale, defaults)}
-    return max(_layers(model) for model in models) + 1 if models else 1
+    if not models:
+        return 1
+    outputs = range(max(_layers(model) for model in models) + 1)
+    left_out = {float(v) for v in claim.exclude.get("layer", ())}
+    return sum(1 for layer in outputs if float(layer) not in left_out)
 
 
 @lru_cache(maxsize=None)
@@ -203,11 +212,19 @@ def _disjoint_pairs(specs: pd.DataFrame) -> int:
     return int((keys.value_counts() // 2).sum())
 
 
-def cells_detectable_effect(kind: str, sizes: list[tuple[int, int]], alpha: float = 0.05) -> float:
+def agreeing_level(quantifier: str | None, smallest: list[float], alpha: float) -> float:
+    """The level a cell's p must pass for the claim to agree: alpha for a claim on ``each`` cell
+    (an intersection-union test: every cell at alpha) or on one cell; alpha / K after Holm's
+    correction over the cells for a claim on ``any`` cell (K: Tarone's family size,
+    :func:`robustkit.measures.multiplicity.cell_level`)."""
+    return multiplicity.cell_level(smallest, alpha) if quantifier == "any" and len(smallest) > 1 else alpha
+
+
+def cells_detectable_effect(kind: str, sizes: list[tuple[int, int]], alpha: float = 0.05,
+                            quantifier: str | None = "any") -> float:
     """The largest over a claim's cells of the effect each detects with 80% power at the level
-    a cell must pass after Holm's correction over them (alpha / K, Tarone's family size K:
-    :func:`robustkit.measures.multiplicity.cell_level`), in :data:`UNITS`; NaN where no cell's
-    test can pass it.
+    a cell must pass for the claim to agree (:func:`agreeing_level`), in :data:`UNITS`; NaN where
+    no cell's test can pass it.
 
     Parameters
     ----------
@@ -215,7 +232,7 @@ def cells_detectable_effect(kind: str, sizes: list[tuple[int, int]], alpha: floa
         Runs per group of each cell the claim was judged in.
     """
     smallest = [exact.smallest_p(kind, n_a, n_b) for n_a, n_b in sizes]
-    level = multiplicity.cell_level(smallest, alpha)
+    level = agreeing_level(quantifier, smallest, alpha)
     effects = [detectable_effect(kind, n_a, n_b, level) for (n_a, n_b), p in zip(sizes, smallest) if p < level]
     finite = [e for e in effects if np.isfinite(e)]
     return max(finite) if finite else np.nan
@@ -226,10 +243,10 @@ def plan(recipes, scales=("demo", "paper"), defaults: dict | None = None) -> pd.
 
     ``judged`` is False at a scale the claim leaves out (its ``scales``) and for statistics of
     run pairs (never tested). ``cells`` counts the cells the claim is tested in (run-setting
-    cells times the statistic's own, :func:`statistic_cells`), and ``level`` is the level a cell's
-    p must pass after Holm's correction over them: alpha / K, with K Tarone's family size
-    (:mod:`robustkit.measures.multiplicity`); ``decidable`` is False where the test's smallest p
-    is not below it. ``detectable_effect`` and ``paper_power`` are at that level (Holm's first
+    cells times the statistic's own, :func:`statistic_cells`; one for a claim ``overall``), and
+    ``level`` is the level a cell's p must pass for the claim to agree (:func:`agreeing_level`:
+    alpha for ``each``, alpha / K after Holm for ``any``); ``decidable`` is False where the
+    test's smallest p is not below it. ``detectable_effect`` and ``paper_power`` are at that level (Holm's first
     step: a lower bound of the power). ``paper_effect`` is the claim's ``paper_effect`` in the
     cell (equivalence: the margin, and ``paper_difference`` the difference, both in SD; NaN where
     the paper reports none) and ``paper_power`` the test's power at it with the cell's runs (0
@@ -245,11 +262,14 @@ def plan(recipes, scales=("demo", "paper"), defaults: dict | None = None) -> pd.
             for claim in recipe.claims:
                 sizes = claim_sizes(recipe, claim, scale, defaults)
                 per_cell = statistic_cells(recipe, claim, scale, defaults)
+                if claim.quantifier == "overall":  # one test of each run's mean over the cells
+                    sizes = [("all (runs pooled over the cells)", sum(a for _, a, _ in sizes), sum(b for _, _, b in sizes))]
+                    per_cell = 1
                 smallest_ps = [exact.smallest_p(claim.compare, n_a, n_b) for _, n_a, n_b in sizes]
-                # Holm over every cell the claim is tested in: run-setting cells times the
-                # statistic's own (e.g. layers)
+                # every cell the claim is tested in: run-setting cells times the statistic's own
+                # (e.g. layers); the level a cell must pass depends on the claim's quantifier
                 cells = len(sizes) * per_cell
-                level = multiplicity.cell_level([p for p in smallest_ps for _ in range(per_cell)], claim.alpha)
+                level = agreeing_level(claim.quantifier, [p for p in smallest_ps for _ in range(per_cell)], claim.alpha)
                 for (cell, n_a, n_b), smallest in zip(sizes, smallest_ps):
                     effect, difference = _effect_and_difference(claim.paper_effect_in(cell))
                     rows.append({"recipe": recipe.name, "scale": scale, "claim": claim.id, "compare": claim.compare,

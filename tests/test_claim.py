@@ -31,19 +31,19 @@ def _verdict(claim: Claim, frame: pd.DataFrame) -> str:
     return judge(claim, frame).iloc[-1]["verdict"]
 
 
-def test_spread():
+def test_spread_is_tested_on_seed_pairs():
+    """Issue #37: Brown-Forsythe deviations are exchangeable only approximately; seed-pair
+    differences exactly (Moses), so the spread test ranks pairs: 10 runs are 5 pairs."""
     claim = _claim()
-    assert claim.test == "brown-forsythe"
+    assert claim.test == "seed-pair-rank-sum"
     assert _verdict(claim, _runs({"houlsby": NARROW, "full": WIDE})) == "agrees"
     assert _verdict(claim, _runs({"houlsby": WIDE, "full": NARROW})) == "contradicts"
     assert _verdict(claim, _runs({"houlsby": WIDE, "full": WIDE[::-1] + 0.01})) == "inconclusive"
-    row = judge(claim, _runs({"houlsby": NARROW[:1], "full": WIDE})).iloc[0]  # 1 vs 10: 1/11 at best
-    assert row["verdict"] == "inconclusive" and "too few runs" in row["reason"] and row["n_a"] == 1
+    row = judge(claim, _runs({"houlsby": NARROW[:5], "full": WIDE[:5]})).iloc[0]  # 2 vs 2 pairs: 1/6 at best
+    assert row["verdict"] == "inconclusive" and row["reason_class"] == "too few runs" and "ranks seed pairs" in row["reason"]
     agrees = judge(claim, _runs({"houlsby": NARROW, "full": WIDE})).iloc[0]
-    assert agrees["effect"] == pytest.approx(NARROW.std(ddof=1) / WIDE.std(ddof=1)) and agrees["p_value"] < 0.05
-    assert agrees["ci_low"] < agrees["effect"] < agrees["ci_high"]  # 10 per group: a bootstrap interval
-    few = judge(claim, _runs({"houlsby": NARROW[:5], "full": WIDE[:5]})).iloc[0]
-    assert np.isnan(few["ci_low"]) and "no interval below 10 runs" in few["reason"]  # none at this n
+    assert agrees["smallest_p"] == pytest.approx(1 / 252) and agrees["p_value"] < 0.05
+    assert agrees["ci_low"] <= agrees["effect"] <= agrees["ci_high"] < 1  # the interval inverts the test: below 1
 
 
 def test_location():
@@ -57,16 +57,18 @@ def test_location():
     assert row["smallest_p"] == pytest.approx(1 / 12870)
 
 
-def test_rate_counts_failed_runs():
+def test_rate_counts_failed_runs_and_its_interval_inverts_fishers_test():
     claim = _claim(compare="rate", statistic="scores.failed", direction="less")
     assert claim.failures == "data"
     many, few = np.array([1] * 9 + [0] * 3), np.array([0] * 11 + [1])
     assert _verdict(claim, _runs({"houlsby": few, "full": many})) == "agrees"
     assert _verdict(claim, _runs({"houlsby": many, "full": few})) == "contradicts"
     assert _verdict(claim, _runs({"houlsby": few[:3], "full": many[:3]})) == "inconclusive"
-    # a rate is about failures: they are never left out
     frame = _runs({"houlsby": few, "full": many}).assign(outcome="collapsed")
     assert judge(claim, frame).iloc[0]["n_b"] == 12
+    # 0/8 vs 3/8: Fisher p = 0.10, and the interval of the odds ratio holds 1 (Newcombe's did not)
+    row = judge(claim, _runs({"houlsby": np.zeros(8), "full": np.r_[np.ones(3), np.zeros(5)]})).iloc[0]
+    assert row["verdict"] == "inconclusive" and row["ci_low"] <= 1 <= row["ci_high"]
 
 
 def test_equivalence_and_threshold():
@@ -83,52 +85,122 @@ def test_equivalence_and_threshold():
     assert few["verdict"] == "inconclusive" and few["reason_class"] == "too few runs" and np.isnan(few["ci_low"])
 
 
-def test_collapsed_runs_are_left_out():
+def test_margins_compare_on_the_datas_grid():
+    """0.60 + 0.02 > 0.62 in floats: a run exactly on the margin is on it, not past it."""
+    near = _claim(compare="equivalence", direction=None, value=0.02)
+    grid = np.array([0.600, 0.610, 0.620, 0.630, 0.640, 0.650])
+    row = judge(near, _runs({"houlsby": grid, "full": grid + 0.02})).iloc[0]
+    assert row["effect"] == pytest.approx(-0.02) and row["verdict"] == "inconclusive"
+
+
+def test_failed_runs_ranked_worst_keep_the_headline_valid():
+    """Issue #37: leaving collapsed runs out truncates the scores. a ~ N(.60, .05) truly below
+    b ~ N(.63, .005): a's low runs fail, the kept ones look better than b. With the failures
+    ranked worst the verdict differs, so the claim depends on its failed runs."""
+    claim = _claim(compare="location", direction="greater")
+    a = np.array([0.69, 0.68, 0.67, 0.66, 0.52, 0.51, 0.50, 0.53])
+    b = 0.63 + 0.001 * np.arange(8)
+    frame = _runs({"houlsby": a, "full": b})
+    frame.loc[frame["value"] < 0.6, "outcome"] = "collapsed"
+    row = judge(claim, frame).iloc[-1]
+    assert row["verdict"] == "inconclusive" and row["reason_class"] == "depends on failed runs"
+    assert "with the 4 failed runs left out: agrees; with them ranked worst: inconclusive" in row["reason"]
+    # where the statistic is undefined on a failed run, the reason says so instead
+    attack = _claim(compare="location", direction="less", statistic="attack.success")
+    row = judge(attack, frame).iloc[-1]
+    assert "4 failed runs left out: a run stuck at the majority class cannot be attacked" in row["reason"]
+    # a claim about failing keeps them as data
+    data = judge(_claim(compare="location", direction="greater", failures="data"), frame).iloc[0]
+    assert data["n_a"] == 8
+
+
+def test_each_cell_must_agree():
+    """Issue #37: with 7 cells, true in 4 and false by 1 SD in 3, "half the cells" said agrees
+    77% of the time. A claim on *each* cell agrees only when every cell does."""
+    claim = _claim(compare="location", direction="greater", within=["layer"], quantifier="each")
+    good = [_runs({"houlsby": HIGH, "full": LOW}, layer=layer) for layer in range(4)]
+    bad = [_runs({"houlsby": LOW[::-1] + 0.001 * layer, "full": LOW}, layer=layer) for layer in range(4, 7)]
+    rows = judge(claim, pd.concat(good + bad))
+    assert (rows.iloc[:4]["verdict"] == "agrees").all() and rows.iloc[-1]["verdict"] == "inconclusive"
+    assert "all 7 must agree" in rows.iloc[-1]["reason"] and rows.iloc[-1]["cells"] == 7
+    assert rows.iloc[-1]["n_a"] == 8 * 7 and rows.iloc[-1]["n_b"] == 8 * 7  # distinct run ids (per layer here)
+    # one cell contradicting contradicts the claim
+    against = good + [_runs({"houlsby": LOW, "full": HIGH}, layer=9)]
+    assert judge(claim, pd.concat(against)).iloc[-1]["verdict"] == "contradicts"
+    assert judge(claim, pd.concat(good)).iloc[-1]["verdict"] == "agrees"
+
+
+def test_any_cell_is_holm_corrected_and_overall_averages_runs():
+    claim = _claim(compare="location", direction="greater", within=["task"], quantifier="any")
+    some = pd.concat([_runs({"houlsby": HIGH, "full": LOW}, task="a"), _runs({"houlsby": LOW, "full": LOW[::-1]}, task="b")])
+    rows = judge(claim, some)
+    assert rows.iloc[-1]["verdict"] == "agrees" and "Holm over 2 of 2 cells" in rows.iloc[0]["reason"]
+    # overall: one test on each run's mean over its cells (layers of the same runs)
+    overall = _claim(compare="location", direction="greater", within=["layer"], quantifier="overall")
+    layers = pd.concat([_runs({"houlsby": HIGH, "full": LOW}, layer=layer) for layer in range(3)])
+    layers["run_id"] = layers["method"] + layers["seed"].astype(str)
+    rows = judge(overall, layers)
+    assert len(rows) == 1 and rows.iloc[0]["n_a"] == 8 and rows.iloc[0]["verdict"] == "agrees"
+
+
+def test_cells_a_method_cannot_change_are_left_out_by_the_stated_rule():
+    claim = _claim(compare="location", direction="greater", within=["layer"], quantifier="each",
+                   exclude={"layer": [0]}, exclude_why="the embedding output, frozen")
+    frame = pd.concat([_runs({"houlsby": np.ones(8), "full": 1 - 2e-4 * np.arange(1, 9)}, layer=0),
+                       _runs({"houlsby": LOW, "full": LOW[::-1]}, layer=1)])
+    rows = judge(claim, frame)
+    assert list(rows["cell"]) == ["layer=1"] and "layer=0 left out (the embedding output, frozen)" in rows.iloc[-1]["reason"]
+    with pytest.raises(ClaimError, match="exclude needs exclude_why"):
+        _claim(within=["layer"], quantifier="each", exclude={"layer": [0]})
+
+
+def test_cell_intervals_are_at_the_level_their_test_was_judged():
+    """he2021/fig2 layer 3 showed a 90% interval excluding 0 beside a Holm p = 0.063. Each end
+    is now the one-sided bound at its side's level, so it excludes the null exactly where the
+    cell's verdict does."""
+    claim = _claim(compare="location", direction="greater", within=["layer"], quantifier="any")
+    draws = np.random.default_rng(3)
+    for _ in range(20):
+        frame = pd.concat([_runs({"houlsby": draws.normal(0.3, 1, 6), "full": draws.normal(0, 1, 6)}, layer=layer)
+                           for layer in range(4)])
+        rows = judge(claim, frame).iloc[:-1]
+        for _, row in rows.iterrows():
+            assert (row["ci_low"] > 0) == (row["verdict"] == "agrees"), row["reason"]
+
+
+def test_the_cell_guard_counts_the_runs_each_cell_tests():
+    """he2021/table2: the 1,000-example cell has 4 of 5 adapter runs still improving; pooled with
+    the 300-example cell it was 4 of 9 and passed. Per cell, that cell is not converged."""
+    claim = _claim(compare="location", direction="greater", within=["train_size"], quantifier="each")
+    small = _runs({"houlsby": HIGH[:5], "full": LOW[:5]}, train_size=300)
+    large = _runs({"houlsby": HIGH[:5], "full": LOW[:5]}, train_size=1000)
+    frame = pd.concat([small, large])
+    late = pd.Series(False, index=frame["run_id"])
+    late[large.loc[large["method"] == "houlsby", "run_id"].iloc[:4]] = True
+    rows = judge(claim, frame, improving=late).set_index("cell")
+    assert rows.loc["train_size=1000", "reason_class"] == "not converged"
+    assert "houlsby: 4 of 5 tested runs still improving" in rows.loc["train_size=1000", "reason"]
+    assert rows.loc["train_size=300", "verdict"] == "agrees"
+    assert rows.loc["all", "verdict"] == "inconclusive" and rows.loc["all", "reason_class"] == "not converged"
+    # failed runs left out are not counted by the guard, and its reason keeps the failures' disclosure
+    one = _runs({"houlsby": HIGH[:5], "full": LOW[:5]})
+    one.loc[one.index[:3], "outcome"] = "collapsed"
+    late = pd.Series(one["method"].eq("houlsby").to_numpy(), index=one["run_id"])
+    row = judge(_claim(compare="location", direction="greater"), one, improving=late).iloc[-1]
+    assert "2 of 2 tested runs" in row["reason"] and "failed runs" in row["reason"]
+    assert _claim().final and not _claim(statistic="gradnorm.slope", compare="location").final
+
+
+def test_collapsed_runs_are_left_out_of_a_spread_and_kept_as_data_for_its_check():
     frame = _runs({"houlsby": NARROW, "full": WIDE})
-    # two houlsby runs stuck at the majority class would make its spread the largest
     stuck = pd.DataFrame([{"run_id": f"stuck-{i}", "method": "houlsby", "seed": 20 + i, "value": 0.5, "outcome": "collapsed"}
                           for i in range(2)])
     rows = judge(_claim(), pd.concat([frame, stuck], ignore_index=True))
-    assert rows.iloc[0]["verdict"] == "agrees" and rows.iloc[0]["n_a"] == 10 and rows.iloc[0]["n_failed"] == 2
+    assert rows.iloc[0]["n_a"] == 10 and rows.iloc[0]["n_failed"] == 2
+    assert "2 failed runs" in rows.iloc[0]["reason"] and "as data" in rows.iloc[0]["reason"]
     kept = judge(_claim(), pd.concat([frame, stuck], ignore_index=True), include_failed=True)
-    assert kept.iloc[0]["n_a"] == 12 and kept.iloc[0]["verdict"] != "agrees"
+    assert kept.iloc[0]["n_a"] == 12
     assert "2 failed runs left out" in summary_line(rows.assign(recipe="r"))
-    # leaving them out changed the verdict: the reason says what it is with them
-    assert "with the failed runs as data: " + kept.iloc[0]["verdict"] in rows.iloc[0]["reason"]
-    # a claim about failing keeps them as data
-    data = judge(_claim(failures="data"), pd.concat([frame, stuck], ignore_index=True)).iloc[0]
-    assert data["n_a"] == 12 and data["verdict"] == kept.iloc[0]["verdict"]
-
-
-def test_cells_holm_corrected_and_aggregated_by_the_stated_rule():
-    claim = _claim(within=["tsp_step"])
-    both = pd.concat([_runs({"houlsby": NARROW, "full": WIDE}, tsp_step=0), _runs({"houlsby": NARROW, "full": WIDE}, tsp_step=200)])
-    rows = judge(claim, both)
-    assert list(rows["cell"]) == ["tsp_step=0", "tsp_step=200", "all"] and rows.iloc[-1]["verdict"] == "agrees"
-    assert "Holm over 2 cells" in rows.iloc[0]["reason"]
-    # half of the cells agree and none contradicts: agrees
-    mixed = pd.concat([_runs({"houlsby": NARROW, "full": WIDE}, tsp_step=0), _runs({"houlsby": WIDE, "full": WIDE}, tsp_step=200)])
-    assert judge(claim, mixed).iloc[-1]["verdict"] == "agrees"
-    # one cell each way: the cells disagree
-    against = pd.concat([_runs({"houlsby": NARROW, "full": WIDE}, tsp_step=0), _runs({"houlsby": WIDE, "full": NARROW}, tsp_step=200)])
-    last = judge(claim, against).iloc[-1]
-    assert last["verdict"] == "inconclusive" and last["reason_class"] == "cells disagree" and "1/2 cells agrees" in last["reason"]
-    # a contradicting cell below the floor counts as undecided ((IA)3's 0.002 RSA gap)
-    location = _claim(compare="location", direction="greater", within=["layer"], floor=0.01)
-    cells = pd.concat([_runs({"houlsby": HIGH, "full": LOW}, layer=1), _runs({"houlsby": HIGH, "full": LOW}, layer=2),
-                       _runs({"houlsby": HIGH, "full": HIGH + 0.002 + 0.0001 * np.arange(8)}, layer=3)])
-    rows = judge(location, cells)
-    assert rows.iloc[2]["verdict"] == "inconclusive" and "floor" in rows.iloc[2]["reason"] and rows.iloc[-1]["verdict"] == "agrees"
-
-
-def test_the_claimed_sign_is_checked():
-    """Han fig 3: "vanishing" is a falling norm: full's slope below the adapters' is not enough."""
-    vanishes = _claim(compare="location", direction="less", a="full", b="houlsby", sign="less")
-    rising = _runs({"full": 2.45 + 0.1 * np.arange(5), "houlsby": 5.16 + 0.1 * np.arange(5)})
-    row = judge(vanishes, rising).iloc[-1]
-    assert row["verdict"] == "contradicts" and "full itself < 0" in row["reason"]
-    falling = _runs({"full": -1.0 - 0.1 * np.arange(5), "houlsby": 0.1 * np.arange(5)})
-    assert judge(vanishes, falling).iloc[-1]["verdict"] == "agrees"
 
 
 def test_the_run_is_the_unit_and_pairs_are_not_tested():
@@ -141,6 +213,21 @@ def test_the_run_is_the_unit_and_pairs_are_not_tested():
     assert row["verdict"] == "inconclusive" and row["reason_class"] == "untestable"
 
 
+def test_the_claimed_sign_is_checked_and_the_union_holds_alpha():
+    """Han fig 3: "vanishing" is a falling norm: full's slope below the adapters' is not enough.
+    Contradicting is a union of two tests (the comparison, the sign): each at alpha / 2."""
+    vanishes = _claim(compare="location", direction="less", a="full", b="houlsby", sign="less")
+    rising = _runs({"full": 2.45 + 0.1 * np.arange(6), "houlsby": 5.16 + 0.1 * np.arange(6)})
+    row = judge(vanishes, rising).iloc[-1]
+    assert row["verdict"] == "contradicts" and "full itself rises, against the claimed direction" in row["reason"]
+    assert "the comparison itself goes the claimed way" in row["reason"] and row["effect"] < 0
+    falling = _runs({"full": -1.0 - 0.1 * np.arange(5), "houlsby": 0.1 * np.arange(5)})
+    assert judge(vanishes, falling).iloc[-1]["verdict"] == "agrees"
+    # 5 runs all rising: sign p = 1/32 = 0.031, doubled 0.0625: not enough to contradict
+    mild = _runs({"full": 0.1 * np.arange(1, 6), "houlsby": 5 + 0.1 * np.arange(5)})
+    assert judge(vanishes, mild).iloc[-1]["verdict"] == "inconclusive"
+
+
 def test_runs_still_improving_make_a_final_claim_inconclusive():
     claim = _claim(compare="location", direction="greater", final=True)
     frame = _runs({"houlsby": HIGH, "full": LOW})
@@ -148,7 +235,6 @@ def test_runs_still_improving_make_a_final_claim_inconclusive():
     late = pd.Series(frame["method"].eq("houlsby").to_numpy(), index=frame["run_id"])
     row = judge(claim, frame, improving=late).iloc[-1]
     assert row["verdict"] == "inconclusive" and row["reason_class"] == "not converged" and "8 of 8" in row["reason"]
-    assert _claim().final and not _claim(compare="rate", statistic="scores.failed").final  # final scores, not rates
 
 
 def test_no_silent_pooling_in_a_claim():
@@ -163,7 +249,10 @@ def test_no_silent_pooling_in_a_claim():
 
 @pytest.mark.parametrize("change, message", [
     ({"compare": "variance"}, "compare must be one of"),
-    ({"test": "levene"}, "spread is tested by brown-forsythe"),
+    ({"test": "levene"}, "spread is tested by seed-pair-rank-sum"),
+    ({"within": ["task"]}, "its quantifier must say"),
+    ({"quantifier": "each"}, "a quantifier needs cells"),
+    ({"within": ["task"], "quantifier": "most"}, "its quantifier must say"),
     ({"compare": "equivalence", "value": 0.01}, "equivalence has no direction"),
     ({"sign": "down"}, "sign must be one of"),
     ({"failures": "drop"}, "failures must be one of"),
@@ -181,7 +270,7 @@ def test_no_silent_pooling_in_a_claim():
     ({"paper_effect": "big", "paper_effect_source": "t 1"}, "must be a number in its unit"),
     ({"compare": "rate", "paper_effect": 1.5, "paper_effect_source": "t 1"}, "a rate in"),
     ({"paper_effect": {"task=rt": 0.5}, "paper_effect_source": "t 1"}, "the claim has none: give one value"),
-    ({"within": ["task"], "paper_effect": {"tsk=rt": 0.5}, "paper_effect_source": "t 1"}, "must name the claim's cells .task="),
+    ({"within": ["task"], "quantifier": "each", "paper_effect": {"tsk=rt": 0.5}, "paper_effect_source": "t 1"}, "must name the claim's cells .task="),
     ({"compare": "equivalence", "direction": None, "value": 0.01, "paper_effect": 1.0, "paper_effect_source": "t 1"},
      r"\[margin, difference\] in SD"),
     ({"compare": "equivalence", "direction": None, "value": 0.01, "paper_effect": [-1.0, 0.2], "paper_effect_source": "t 1"},
@@ -197,7 +286,7 @@ def test_the_papers_effect_per_cell_or_for_every_cell():
     cell, or one per named cell (None where the paper reports none); equivalence as a pair."""
     every = _claim(paper_effect=0.4, paper_effect_source="table 2: 1.0 +- 0.1 vs 2.0 +- 0.2")
     assert every.paper_effect_in("task=rt") == every.paper_effect_in("all") == 0.4
-    cells = _claim(compare="location", within=["task", "train_size"], paper_effect_source="table 2: ...",
+    cells = _claim(compare="location", within=["task", "train_size"], quantifier="each", paper_effect_source="table 2: ...",
                    paper_effect={"task=cola, train_size=1000": 0.25})
     assert cells.paper_effect_in("task=cola, train_size=1000") == 0.25 and cells.paper_effect_in("task=rt, train_size=1000") is None
     pair = _claim(compare="equivalence", direction=None, value=0.01, paper_effect=[1.75, -0.35], paper_effect_source="t 1")
@@ -206,7 +295,7 @@ def test_the_papers_effect_per_cell_or_for_every_cell():
 
 
 def test_hypothesis_text():
-    assert _claim().hypothesis == "spread of scores.score: houlsby < full (brown-forsythe, one-sided)"
+    assert _claim().hypothesis == "spread of scores.score: houlsby < full (seed-pair-rank-sum, one-sided)"
 
 
 def test_groups_of_several_values_numbers_and_where():
@@ -250,20 +339,20 @@ def test_where_unset_keeps_the_runs_without_the_option():
 def test_cells_that_cannot_pass_holm_are_too_few_runs():
     """beyond/similarity at 4 vs 4 over 7 layers: every cell's best p, 1/70, is 0.1 after Holm.
     The verdict says so (too few runs) instead of "not significant"; 5 vs 5 can decide."""
-    claim = _claim(compare="location", direction="greater", within=["layer"])
+    claim = _claim(compare="location", direction="greater", within=["layer"], quantifier="any")
     separated = lambda n: pd.concat([_runs({"houlsby": HIGH[:n], "full": LOW[:n]}, layer=layer) for layer in range(7)])
     rows = judge(claim, separated(4))
     assert (rows.iloc[:7]["reason_class"] == "too few runs").all() and rows.iloc[-1]["reason_class"] == "too few runs"
-    assert "4 vs 4 can give p >= 0.0143 at best; over 7 cells a cell needs p < 0.0125" in rows.iloc[0]["reason"]
+    assert "over 7 cells a cell needs p < 0.0125 (Tarone's family of 4), which this one cannot reach" in rows.iloc[0]["reason"]
     rows = judge(claim, separated(5))
-    assert (rows.iloc[:7]["verdict"] == "agrees").all() and "Holm over 7 cells" in rows.iloc[0]["reason"]
+    assert (rows.iloc[:7]["verdict"] == "agrees").all() and "Holm over 7 of 7 cells" in rows.iloc[0]["reason"]
 
 
 def test_a_cell_that_can_never_pass_leaves_the_family():
     """Tarone's rule: a 2 vs 2 cell (best p 1/6) is left out before any p is seen, so the 8 vs 8
     cells are corrected over 2, not 3."""
-    claim = _claim(compare="location", direction="greater", within=["task"])
+    claim = _claim(compare="location", direction="greater", within=["task"], quantifier="any")
     frame = pd.concat([_runs({"houlsby": HIGH, "full": LOW}, task="a"), _runs({"houlsby": HIGH, "full": LOW}, task="b"),
                        _runs({"houlsby": HIGH[:2], "full": LOW[:2]}, task="c")])
     rows = judge(claim, frame).set_index("cell")
-    assert "Holm over 2 cells" in rows.loc["task=a", "reason"] and rows.loc["task=c", "reason_class"] == "too few runs"
+    assert "Holm over 2 of 3 cells" in rows.loc["task=a", "reason"] and rows.loc["task=c", "reason_class"] == "too few runs"

@@ -72,15 +72,50 @@ def test_one_sample_interval_inverts_the_signed_rank_test():
     assert np.isnan(exact.centre_interval(x[:4], 0.05)[1])
 
 
-def test_spread_permutation_is_exact_and_directional():
-    narrow, wide = np.array([0.01, -0.01, 0.02, -0.02]), np.array([1.0, -1.0, 2.0, -2.0])
-    gap, p = exact.spread_permutation(narrow, wide, "less")
-    assert gap < 0 and p == pytest.approx(1 / 70)  # the most extreme of C(8, 4) relabellings
-    assert exact.spread_permutation(narrow, wide, "greater")[1] == pytest.approx(1.0)
+def test_spread_pairs_are_exact_and_directional():
+    """Seed pairs (x1, x2), (x3, x4), ...: 8 runs are 4 pairs, ranked by their differences."""
+    narrow = np.array([0.01, -0.01, 0.02, -0.02, 0.0, 0.03, 0.1, 0.09])
+    wide = np.array([1.0, -1.0, 2.0, -2.0, 0.0, 3.0, 5.0, -4.0])
+    assert np.allclose(exact.seed_pairs(narrow[:5]), [0.02, 0.04])  # the odd last run is left out
+    assert exact.spread_pairs(narrow, wide, "less") == pytest.approx(1 / 70)  # the most extreme of C(8, 4)
+    assert exact.spread_pairs(narrow, wide, "greater") == pytest.approx(1.0)
+    # location does not matter: a shifted group has the same pair differences
+    assert exact.spread_pairs(narrow + 100, wide, "less") == pytest.approx(1 / 70)
+    ratio, low, high = exact.spread_interval(narrow, wide, 0.05)
+    assert low <= ratio <= high < 1
 
 
-def test_rate_interval_is_newcombes():
-    """Newcombe 1998 table II, example (a): 56/70 vs 48/80, 95% interval 0.0524 to 0.3339."""
-    a, b = np.r_[np.ones(56), np.zeros(14)], np.r_[np.ones(48), np.zeros(32)]
-    difference, low, high = exact.rate_interval(a, b, 0.025)
-    assert difference == pytest.approx(0.2) and low == pytest.approx(0.0524, abs=1e-4) and high == pytest.approx(0.3339, abs=1e-4)
+def test_spread_pairs_hold_their_size_on_skewed_tied_data():
+    """The reviewer's case: skewed accuracies on a 1/1066 grid with a point mass at the majority
+    score (collapsed runs kept as data), 4 vs 4 pairs: false agrees at most alpha (exact)."""
+    rng = np.random.default_rng(7)
+    draws, hits = 2000, 0
+    for _ in range(draws):
+        runs = np.round(np.where(rng.random(16) < 0.3, 0.574, 0.80 - rng.gamma(1.5, 0.03, 16)) * 1066) / 1066
+        hits += exact.spread_pairs(runs[:8], runs[8:], "less") < 0.05
+    assert hits / draws <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / draws)
+
+
+def test_signed_rank_is_exact_with_ties():
+    """scipy's exact method assumes untied ranks; the null here is counted over the mid-ranks."""
+    import itertools
+
+    x = np.array([-1.0, -2.0, -2.0, -3.0, 1.0, -4.0])
+    ranks = np.array([1.5, 3.5, 3.5, 5, 1.5, 6])  # mid-ranks of |x|
+    observed = 1.5  # the positive difference's rank
+    sums = [sum(r for r, s in zip(ranks, signs) if s) for signs in itertools.product([0, 1], repeat=6)]
+    assert exact.signed_rank(x, "less") == pytest.approx(np.mean(np.array(sums) <= observed + 1e-9))
+    # zeros are dropped (Wilcoxon's rule): [0, -1, -2, -3, -4, -5] is the 5 non-zero ones
+    assert exact.signed_rank(np.array([0.0, -1, -2, -3, -4, -5]), "less") == pytest.approx(1 / 32)
+
+
+def test_rate_interval_inverts_fishers_test():
+    """The conditional odds ratio's exact interval excludes 1 exactly where Fisher's one-sided
+    test rejects, at every table of the recipes' sizes (Newcombe's disagreed in 26)."""
+    for n_a, n_b in ((8, 8), (5, 7)):
+        for k_a in range(n_a + 1):
+            for k_b in range(n_b + 1):
+                a, b = np.r_[np.ones(k_a), np.zeros(n_a - k_a)], np.r_[np.ones(k_b), np.zeros(n_b - k_b)]
+                _, low, high = exact.rate_interval(a, b, 0.05)
+                assert (low > 1) == (exact.rate_test(a, b, "greater") < 0.05)
+                assert (high < 1) == (exact.rate_test(a, b, "less") < 0.05)

@@ -154,7 +154,7 @@ def test_claims_are_judged_printed_under_the_figure_and_indexed(tmp_path, recipe
     # 2 vs 2 runs: Fisher's test cannot reach 0.05 (1/6 at best), and the reason says so
     assert "\nfailures: inconclusive (n = 2 vs 2; too few runs to test: 2 vs 2 can give p >= 0.167" in line
     assert footers and footers[0]["subtitle"] == "bert-tiny on rte"
-    assert "Claim: adapters vary less (toy) Tested as spread of scores.score: houlsby < full (brown-forsythe, one-sided). Verdict inconclusive" in footers[0]["footer"]
+    assert "Claim: adapters vary less (toy) Tested as spread of scores.score: houlsby < full (seed-pair-rank-sum, one-sided). Verdict inconclusive" in footers[0]["footer"]
     rows = pd.read_csv(figures / "claims.csv")
     assert set(rows["claim"]) == {"spread", "failures"} and set(rows["recipe"]) == {"toy/seeds"}
     index = (figures / "README.md").read_text()

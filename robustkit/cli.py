@@ -319,7 +319,12 @@ def _add_claims_command(commands) -> None:
         "claims", help="verdict of each paper claim on the runs behind its figure",
         description="For each recipe's claims (analyses/*/*.toml, [[claim]] tables): compute the per-run statistic on the "
         "recipe's runs in the store, test the claim and print agrees / contradicts / inconclusive with n, effect size, "
-        "CI and p. Collapsed runs are left out (see robustkit/collapse.py). Trains nothing: run `robustkit reproduce` first.",
+        "CI and p. Collapsed runs are left out (see robustkit/collapse.py). Trains nothing: run `robustkit reproduce` first. "
+        "Evidence is counted once (robustkit.evidence): n counts runs (a claim tested in several cells, e.g. 7 layers of "
+        "the same 5 runs per group, says 'n = 5 vs 5 runs, 7 cells'); claims that share at least one run form one "
+        "evidence unit (column unit; run_set: claims on the identical runs), since one unlucky seed moves all their "
+        "verdicts; same_as names an earlier claim that reads the same observations (same runs, statistic, groups and "
+        "cells), a second look at one piece of evidence. The tally under the table counts claims and evidence units.",
     )
     claims.add_argument("recipes", nargs="*", metavar="RECIPE", help="recipe names, e.g. han2021/fig2; default: every recipe")
     claims.add_argument("--scale", choices=["demo", "paper"], help="which runs of each recipe; default: demo (with --plan: both scales)")
@@ -364,6 +369,8 @@ def _claims_plan(args) -> int:
 
 
 def _cmd_claims(args) -> int:
+    import pandas as pd
+
     from robustkit import terminal
     from robustkit.recipes import RECIPE_DIR
     from robustkit.reproduce import claims
@@ -374,16 +381,23 @@ def _cmd_claims(args) -> int:
         raise RobustkitError("--markdown prints the plan's summary: use it with --plan")
     table = claims(args.store, args.recipes or None, scale=args.scale or "demo", recipe_dir=args.recipe_dir or RECIPE_DIR,
                    include_failed=args.include_failed, device=args.device)
-    overall = table.groupby(["recipe", "claim"], sort=False).tail(1)
-    shown = overall[["recipe", "claim", "verdict", "n_a", "n_b", "n_failed", "effect_name", "effect", "ci_low", "ci_high", "p_value", "reason"]]
-    # a verdict's reason is its explanation: shown up to the 90 characters it always had
-    print(terminal.render(shown, args.format, keep=("recipe", "claim", "verdict"), identity=(), cell_width=90))
-    from robustkit.claim import independent_sets, tally_line
+    from robustkit.evidence import n_text, tally_line, units
     from robustkit.recipes import list_recipes, load_defaults, load_recipe
 
     folder = args.recipe_dir or RECIPE_DIR
     judged = [load_recipe(name, folder) for name in (args.recipes or list_recipes(folder))]
-    terminal.note("\n" + tally_line(table, independent_sets(judged, args.scale or "demo", load_defaults(folder))), args.format)
+    evidence = units(judged, args.scale or "demo", load_defaults(folder))
+    groups = table.groupby(["recipe", "claim"], sort=False)
+    # n as runs (and cells): "5 vs 5 runs, 7 cells", not 35 vs 35 observations
+    n = pd.DataFrame([{"recipe": recipe, "claim": name, "n": n_text(rows).removeprefix("n = ")} for (recipe, name), rows in groups],
+                     columns=["recipe", "claim", "n"])
+    overall = groups.tail(1).merge(n, on=["recipe", "claim"], how="left") \
+        .merge(evidence[["recipe", "claim", "unit", "run_set", "same_as"]], on=["recipe", "claim"], how="left")
+    shown = overall[["recipe", "claim", "verdict", "unit", "run_set", "same_as", "n", "n_failed", "effect_name", "effect", "ci_low",
+                     "ci_high", "p_value", "reason"]]
+    # a verdict's reason is its explanation: shown up to the 90 characters it always had
+    print(terminal.render(shown, args.format, keep=("recipe", "claim", "verdict"), identity=(), cell_width=90))
+    terminal.note("\n" + tally_line(table, evidence), args.format)
     if args.output:
         terminal.note(f"wrote {len(table)} rows to {terminal.write(table, args.output)}", args.format)
     return 0

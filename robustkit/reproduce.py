@@ -219,6 +219,8 @@ def write_index(figures: str | Path, scale: str, recipe_dir: str | Path = RECIPE
         path = figures / "claims.csv"
         verdicts = pd.read_csv(path) if path.is_file() else pd.DataFrame(columns=claim.VERDICT_COLUMNS)
     runs = load_runs(store) if store.is_dir() else pd.DataFrame(columns=["run_id"])
+    units = _units(recipe_dir, scale)
+    repeats = {(r, c): same for r, c, same in zip(units["recipe"], units["claim"], units["same_as"]) if same}
     lines = [
         "# Figures",
         "",
@@ -230,11 +232,14 @@ def write_index(figures: str | Path, scale: str, recipe_dir: str | Path = RECIPE
         "data (the `failures` column of claims.csv). Each "
         "claim's verdict (agrees / contradicts / inconclusive) is computed from the figure's runs "
         "by `robustkit claims`; every row is in [claims.csv](claims.csv). Each verdict gives its "
-        "reason class when inconclusive, the runs per group (n), and the effect its test detects "
+        "reason class when inconclusive, the runs per group (n; a claim tested in several cells, "
+        "such as layers of the same runs, gives its runs and its cells), and the effect its test detects "
         "with 80% power at those runs (\"detects\", in the unit `robustkit claims --plan` prints: "
-        "a shift or margin in SDs over seeds, an SD ratio, or a failure rate).",
+        "a shift or margin in SDs over seeds, an SD ratio, or a failure rate). Evidence is counted "
+        "once (`robustkit/evidence.py`): claims that share a run are one evidence unit, and a claim "
+        "that re-tests an earlier claim's observations (same runs, statistic, groups and cells) says so.",
         "",
-        *_tally(verdicts, recipe_dir, scale),
+        *_tally(verdicts, recipe_dir, scale, units),
         "| file | paper | what it shows | model / task used | runs per group | collapsed | verdicts | differs from the paper | command |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
@@ -254,7 +259,8 @@ def write_index(figures: str | Path, scale: str, recipe_dir: str | Path = RECIPE
                 elif stored:
                     collapsed += f"; only {stored} of its {len(specs)} runs are in {store}"
             cells = [f"[{recipe.output}]({recipe.output})", _paper_label(name), recipe.title, subtitle(recipe, scale, defaults),
-                     _per_group(specs), collapsed, _verdict_cell(judged, {c.id: c.alpha for c in recipe.claims}),
+                     _per_group(specs), collapsed, _verdict_cell(judged, {c.id: c.alpha for c in recipe.claims},
+                                                                       {c: s for (r, c), s in repeats.items() if r == name}),
                      _differences(recipe, scale, defaults), f"`robustkit reproduce {name} --scale {scale}`"]
             lines.append("| " + " | ".join(c.replace("|", "/").replace("\n", "<br>") for c in cells) + " |")
     figures.mkdir(parents=True, exist_ok=True)
@@ -265,15 +271,35 @@ def write_index(figures: str | Path, scale: str, recipe_dir: str | Path = RECIPE
 COLLAPSED_CELL = 5  # the index's "collapsed" column
 
 
-def _tally(verdicts: pd.DataFrame, recipe_dir: str | Path, scale: str) -> list[str]:
-    """The tally paragraph of the index: how many claims, and on how many independent run sets."""
+def _units(recipe_dir: str | Path, scale: str) -> pd.DataFrame:
+    """:func:`robustkit.evidence.units` of every recipe of ``recipe_dir`` that has ``scale``."""
+    from robustkit import evidence
+
+    chosen = [load_recipe(name, recipe_dir) for name in list_recipes(recipe_dir)]
+    return evidence.units([r for r in chosen if scale in r.scales], scale, load_defaults(recipe_dir))
+
+
+def _tally(verdicts: pd.DataFrame, recipe_dir: str | Path, scale: str, frame: pd.DataFrame | None = None) -> list[str]:
+    """The tally paragraph of the index: how many claims, in how many evidence units
+    (:mod:`robustkit.evidence`), and which claims re-test another's observations.
+
+    ``frame``: :func:`_units` of the recipes, when already computed.
+    """
+    from robustkit import evidence
+
     if not len(verdicts) or "recipe" not in verdicts:
         return []
-    chosen = [load_recipe(name, recipe_dir) for name in list_recipes(recipe_dir)]
-    chosen = [r for r in chosen if scale in r.scales]
-    sets = claim.independent_sets(chosen, scale, load_defaults(recipe_dir))
-    known = verdicts[verdicts["recipe"].isin(sets)]
-    return [claim.tally_line(known, sets) + ".", ""] if len(known) else []
+    frame = _units(recipe_dir, scale) if frame is None else frame
+    known = verdicts[verdicts["recipe"].isin(set(frame["recipe"]))]
+    if not len(known):
+        return []
+    lines = [evidence.tally_line(known, frame) + "."]
+    judged = set(zip(known["recipe"], known["claim"]))
+    repeats = [f"{recipe}/{name} re-tests {same}" for recipe, name, same in zip(frame["recipe"], frame["claim"], frame["same_as"])
+               if same and (recipe, name) in judged]
+    if repeats:
+        lines.append("Same observations (same runs, statistic, groups and cells): " + "; ".join(repeats) + ".")
+    return [" ".join(lines), ""]
 
 
 def _index_rows(path: Path) -> dict[str, list[str]]:
@@ -311,16 +337,20 @@ def _collapsed(recipe: Recipe, scale: str, specs, runs: pd.DataFrame) -> str:
     return ", ".join(f"{m} {int(failed.loc[m, 'sum'])}/{int(failed.loc[m, 'size'])}" for m in order) + f" ({checkpoint}/{split})"
 
 
-def _verdict_cell(judged: pd.DataFrame, alpha: dict[str, float] | None = None) -> str:
-    """Per claim: the verdict, its reason class, the runs per group, the effect the test detects
-    with 80% power at the claim's level after Holm's correction over its cells
+def _verdict_cell(judged: pd.DataFrame, alpha: dict[str, float] | None = None, same_as: dict[str, str] | None = None) -> str:
+    """Per claim: the verdict, its reason class, the runs per group (and cells:
+    :func:`robustkit.evidence.n_text`), the effect the test detects with 80% power at the
+    claim's level after Holm's correction over its cells
     (:func:`robustkit.decidability.cells_detectable_effect`) and the reason.
 
     ``alpha``: each claim's alpha by claim id (default: :class:`robustkit.claim.Claim`'s).
+    ``same_as``: claim id -> the earlier ``recipe/claim`` whose observations it re-tests
+    (:func:`robustkit.evidence.units`); said after the reason.
     """
     from robustkit.decidability import UNITS, cells_detectable_effect
+    from robustkit.evidence import n_text
 
-    alpha = alpha or {}
+    alpha, same_as = alpha or {}, same_as or {}
 
     if judged.empty:
         return "no claim"
@@ -333,8 +363,9 @@ def _verdict_cell(judged: pd.DataFrame, alpha: dict[str, float] | None = None) -
         detectable = cells_detectable_effect(kind, sizes, alpha.get(name, claim.Claim.alpha)) if kind in UNITS else float("nan")
         effect = f"; detects {detectable:g} {UNITS[kind]}" if pd.notna(detectable) else ""
         reason_class = row.get("reason_class", "") if isinstance(row.get("reason_class", ""), str) else ""
-        n = f"n = {int(row['n_a'])}" + ("" if kind == "threshold" else f" vs {int(row['n_b'])}")
-        texts.append(f"**{row['verdict']}** ({name}: {f'{reason_class}; ' if reason_class else ''}{n}{effect}; {row['reason']})")
+        n = n_text(rows)  # runs, and the cells where there are several
+        again = f"; same observations as {same_as[name]}" if same_as.get(name) else ""
+        texts.append(f"**{row['verdict']}** ({name}: {f'{reason_class}; ' if reason_class else ''}{n}{effect}; {row['reason']}{again})")
     return "<br>".join(texts)
 
 

@@ -142,8 +142,10 @@ def test_claims_prints_a_table_for_people_and_every_row_on_request(tmp_path, cap
     assert all(len(line) <= 100 for line in out.splitlines()), out
     header = next(line for line in out.splitlines() if line.lstrip().startswith("recipe"))
     assert "verdict" in header and "all rows: verdict" not in out  # kept though every verdict is the same
-    assert "all rows: effect_name=std ratio a/b" in out and "0.4123" in out and "more column(s)" in out
-    assert "4 claims (" in out  # the tally under the table
+    said_once = next(line for line in out.splitlines() if line.startswith("all rows: "))
+    assert "effect_name=std ratio a/b" in said_once and "0.4123" in out and "more column(s)" in out
+    assert "n=5 vs 5" in said_once  # n as runs (robustkit.evidence.n_text)
+    assert "4 claims (" in out and "evidence unit" in out  # the tally under the table, by evidence unit
     # csv / json print the table's rows, parseable; the tally goes to stderr
     assert main([*argv, "--format", "json"]) == 0
     printed = capsys.readouterr()

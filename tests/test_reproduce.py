@@ -214,6 +214,12 @@ def test_the_index_gives_each_claims_detectable_effect_at_its_holm_level():
     assert f"(curve: n = 6; detects {detectable_effect('threshold', 6, 0):g} shift, SD; r)" in cell
     at_holm = detectable_effect("location", 5, 5, 0.05 / 7)
     assert at_holm > detectable_effect("location", 5, 5)
-    assert f"(rsa: n = 35 vs 35; detects {at_holm:g} shift, SD; r)" in cell
+    # verdicts without a cells column: the overall n is a sum over the 7 cells, and says so
+    assert f"(rsa: n = 35 vs 35 summed over 7 cells; detects {at_holm:g} shift, SD; r)" in cell
+    # with it (issue #37): n counts runs, and the cells are said apart; a re-test is marked
+    runs = judged.assign(cells=[1, 1] + [1] * 7 + [7])
+    runs.loc[runs.index[-1], ["n_a", "n_b"]] = 5
+    marked = _verdict_cell(runs, same_as={"rsa": "he2021/fig2/less-deviation-each-layer"})
+    assert f"(rsa: n = 5 vs 5 runs, 7 cells; detects {at_holm:g} shift, SD; r; same observations as he2021/fig2/less-deviation-each-layer)" in marked
     # a stricter alpha for the claim detects only larger effects
     assert f"detects {detectable_effect('location', 4, 4, 0.025):g}" in _verdict_cell(judged.iloc[:1], {"flat": 0.025})

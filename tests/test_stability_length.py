@@ -37,16 +37,13 @@ def _frame(scores=SCORES) -> pd.DataFrame:
     return frame
 
 
-def test_deviations_and_their_drop_in_closed_form():
+def test_deviations_in_closed_form():
     frame = _frame()
-    drops = statistics.deviation_drop(frame).set_index("run_id")
+    rows = stability_length.deviations(frame).set_index(["run_id", "epoch"])
     lora = np.array([SCORES["lora"][s] for s in range(5)])
-    others = [np.median(np.delete(lora, s, axis=0), axis=0) for s in range(5)]  # per epoch, the 4 other seeds
-    expected = [abs(lora[s, 0] - others[s][0]) - abs(lora[s, 2] - others[s][2]) for s in range(5)]
-    np.testing.assert_allclose(drops.loc[[f"lora-s{s}" for s in range(5)], "value"], expected)
-    assert (drops.loc[[f"lora-s{s}" for s in range(5)], "value"] > 0).all()  # no run at distance 0 by construction
-    assert drops.loc["lora-s0", "outcome"] == "ok"  # its outcome at the last epoch end (collapsed at the first)
-    assert set(drops.columns) >= {"value", "outcome", "method", "seed"} and len(drops) == 10
+    for s in range(5):
+        others = np.median(np.delete(lora, s, axis=0), axis=0)  # per epoch, the 4 other seeds
+        np.testing.assert_allclose([rows.loc[(f"lora-s{s}", e), "deviation"] for e in (1, 2, 3)], np.abs(lora[s] - others))
     last = statistics.epoch_score(frame, "last")
     assert (last["epoch"] == 3).all() and len(last) == 10
     assert statistics.epoch_score(frame, "2")["value"].tolist() == [v[1] for m in SCORES.values() for v in m.values()]
@@ -66,10 +63,10 @@ def test_the_view_gives_the_seed_spread_per_method_and_epoch(tmp_path):
 
 def test_the_claims_read_the_statistics():
     frame = _frame()
-    longer = Claim.from_table({"id": "longer", "says": "x", "statistic": "epoch-scores.deviation-drop", "failures": "data",
+    longer = Claim.from_table({"id": "longer", "says": "x", "statistic": "epoch-scores.pair-gap-drop", "failures": "data",
                                "compare": "threshold", "a": "lora", "value": 0, "direction": "greater"}, "test")
-    verdict = judge(longer, get("epoch-scores").statistic("deviation-drop", frame)).iloc[-1]
-    assert verdict["n_a"] == 5 and verdict["verdict"] == "agrees"  # every LoRA seed ends nearer its median
+    verdict = judge(longer, get("epoch-scores").statistic("pair-gap-drop", frame)).iloc[-1]
+    assert verdict["n_a"] == 2 and verdict["reason_class"] == "too few runs"  # 5 seeds: 2 disjoint pairs
     spread = Claim.from_table({"id": "spread", "says": "x", "statistic": "epoch-scores.score", "params": {"epoch": "last"},
                                "failures": "data", "compare": "spread", "a": "lora", "b": "full", "direction": "greater"}, "test")
     verdict = judge(spread, get("epoch-scores").statistic("score", frame, epoch="last")).iloc[-1]

@@ -244,6 +244,8 @@ LAYER = Param("layer", "each", "each: one observation per layer; top / bottom: t
 LOSS_SPLIT = "split the loss is taken on; default: train"
 EXAMPLES = "examples of the split, drawn with --seed (the same for every run)"
 STATISTICS = "robustkit.analysis.statistics"
+NEVER_LEARNED = ("a run that never left the majority class (not-learned) was under-trained by its budget: it did not learn and fall back, "
+                 "and whether it would have collapsed is unknown, so it is neither a collapse nor a run that stayed up")
 FLAT = "a run that never left the majority class did not move its weights: its landscape is flat by construction, which says nothing of the minimum fine-tuning reaches"
 # shared by statistics and the figures that draw them (declared once)
 MATRICES = Param("matrices", "q,v", "weight matrices counted: comma-separated kinds (q, k, v, attention-output, intermediate, output) or all; default: q,v (the matrices LoRA adapts in Hu et al. 2021 and the zoo)")
@@ -260,7 +262,10 @@ register(Analysis(
     (Param("split", "test", "split scored; default: test", choices=("test", "validation")),
      _checkpoint("best: best validation main metric; last: end of training"), METRIC),
     statistics=(Statistic("score", f"{STATISTICS}:score", "the run's score (fraction units for accuracy / F1)", better="higher"),
-                Statistic("failed", f"{STATISTICS}:failed", "1 for a collapsed or diverged run, 0 otherwise (failure rates: every run counts)")),
+                Statistic("failed", f"{STATISTICS}:failed", "1 for a collapsed or diverged run, 0 otherwise (failure rates: every run counts)"),
+                Statistic("collapsed", f"{STATISTICS}:collapsed", "1 for a run that learned and fell back to the majority class (collapsed) or diverged, 0 for an ok run "
+                          "(a rate's ones, unitless; He et al. 2021 §5's collapse); a run that never left the majority class is left out",
+                          ends=True, better=None, undefined_on_failed=NEVER_LEARNED)),
     output="the per-run scores"))
 register(Analysis(
     "epoch-scores", "each run's validation score at every fine-tuning epoch end (Han et al. 2021 figures 9-10)",
@@ -270,13 +275,18 @@ register(Analysis(
                           (Param("epoch", "all", "an epoch number, last (each run's last epoch end), or all (one observation per run x epoch)"),), better="higher"),
                 Statistic("spread", f"{STATISTICS}:epoch_spread", "standard deviation of a run's validation scores over its epoch ends (ddof 1; one value per run: training-time instability)"),
                 Statistic("mean", f"{STATISTICS}:epoch_mean", "mean of a run's validation scores over its epoch ends (one value per run)", better="higher"),
-                Statistic("deviation-drop", f"{STATISTICS}:deviation_drop", "a run's distance from the median score of the other runs of its configuration after the first epoch minus after its last (positive = closer to the others after training longer)")),
+                Statistic("pair-gap-drop", f"{STATISTICS}:pair_gap_drop", "|score A - score B| of a disjoint seed pair of one configuration at its first epoch end minus at its last "
+                          "(score units, fraction for accuracy; positive = the two seeds came closer after training longer); one value per pair, from its two runs alone",
+                          unit="disjoint pair", ends=False, better=None, undefined_on_failed="")),
     output="the per-run x epoch scores"))
 register(Analysis(
     "curves", "dev loss and metric vs step; mean and best dev metric (He et al. 2021, table 6)",
     "Validation history of each run with its outcome at the end of training; prints the mean and best dev main metric over all evaluation steps, mean +- std over seeds.",
     "robustkit.analysis.curves:with_run_outcomes", summary="robustkit.analysis.curves:mean_best",
     statistics=(Statistic("overfit", f"{STATISTICS}:overfit", "rise of the dev loss from its minimum to the end of training (loss units; He et al. 2021 §5)"),
+                Statistic("metric-fall", f"{STATISTICS}:metric_fall", "best of the main dev metric over all evaluations minus its value at the last one (metric units, fraction for accuracy; "
+                          ">= 0, positive = fell from its best by the end of training: overfitting in the metric; He et al. 2021 §5, figure 9)",
+                          ends=True, better=None, undefined_on_failed=""),
                 Statistic("best-minus-mean", f"{STATISTICS}:best_minus_mean", "best minus mean of the main dev metric over all evaluations (He et al. 2021 table 6)"),
                 Statistic("mean-dev", f"{STATISTICS}:mean_dev", "mean of the main dev metric over all evaluations (He et al. 2021 table 6)", better="higher")),
     output="the learning curves"))
@@ -432,7 +442,12 @@ register(Analysis(
     (DEVICE,), summary="robustkit.analysis.forgetting:summarize",
     statistics=(Statistic("forgetting", f"{STATISTICS}:forgetting", "masked-LM loss of the tuned encoder minus the pre-trained one's on held-out text (nats per masked token; larger = more forgotten)"),
                 Statistic("update-rank", f"{STATISTICS}:update_rank", "rank of each weight update W_tuned - W_0, averaged over the chosen matrices that changed (directions; one value per run)",
-                          (RANK_MEASURE, MATRICES))),
+                          (RANK_MEASURE, MATRICES)),
+                Statistic("update-rank-ratio", f"{STATISTICS}:update_rank_ratio", "update-rank over the rank r of a typical LoRA configuration (dimensionless: 10 = ten times as many "
+                          "directions as a rank-r LoRA update can have; larger = higher rank; Biderman et al. 2024's '10-100X')",
+                          (RANK_MEASURE, MATRICES, Param("reference_rank", 8, "rank r of the typical LoRA configuration the update's rank is divided by; default: 8 "
+                                                                              "(the zoo's and Hu et al. 2021's LoRA rank on GLUE, robustkit's lora default)")),
+                          ends=True, better=None, undefined_on_failed="")),
     output="the tidy result (per run x measure x matrix)"))
 register(Analysis(
     "lora-sharpness", "sharpness of a LoRA run's training loss in its LoRA parameters and in the merged weight matrices (Li et al. 2024, Flat-LoRA)",
@@ -445,7 +460,8 @@ register(Analysis(
      Param("seed", 0, "seed of the batch, the start vectors and the Rademacher samples; default: 0")),
     (DEVICE,), summary="robustkit.analysis.lora_space:summarize",
     statistics=(Statistic("full-over-lora", f"{STATISTICS}:full_over_lora", "log10 of the merged weights' sharpness over the LoRA parameters' (positive = sharper in the full weights; NaN where either is not positive)",
-                          (Param("estimator", "top_eigenvalue", "top_eigenvalue, or trace_per_parameter (the trace over the number of parameters)", choices=("top_eigenvalue", "trace_per_parameter")),)),),
+                          (Param("estimator", "top_eigenvalue", "top_eigenvalue, or trace_per_parameter (the trace over the number of parameters: a mean over "
+                                 "directions, shown, which cannot test a claim about sharp directions)", choices=("top_eigenvalue", "trace_per_parameter")),)),),
     output="the tidy result (per run x space x estimator)"))
 register(Analysis(
     "curve-connectivity", "curved mode connectivity: a quadratic Bezier curve trained between two seeds' optima, its barrier against the line's (Garipov et al. 2018)",

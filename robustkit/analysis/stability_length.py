@@ -6,17 +6,26 @@ analysis, :func:`robustkit.analysis.scores.epoch_outcomes`), so one set of runs 
 spread of each method after 1, 2, ... epochs of training. Two numbers:
 
 - the standard deviation over seeds per configuration and epoch (:func:`seed_spread_by_epoch`,
-  what the figure draws), and
-- per run, its distance |score - median| from the median of the *other* runs of its
-  configuration at an epoch end, at the first epoch end minus at its last (:func:`deviation_drops`:
-  one number per run, so a claim can test "training longer brings the seeds together" with the
-  run as the unit). Leave-one-out, unlike Brown-Forsythe's deviations: with the run's own score in
-  the median, the median run is at distance 0 by construction, so with an odd number of seeds the
-  run that is the median after the first epoch could only get closer by a negative amount.
+  what the figure draws, with each run's distance from the median of the other runs of its
+  configuration, :func:`deviations`: a picture, never tested), and
+- per **disjoint seed pair** of a configuration, the gap |score A - score B| at the pair's first
+  epoch end minus at its last (:func:`pair_gap_drops`): what a claim tests "training longer
+  brings the seeds together" on. A seed spread is a property of several runs: no number computed
+  from one run's own history carries it (a distance to a fixed reference moves with the mean as
+  much as with the spread), and a run's distance from its configuration's other runs makes each
+  run's value depend on every other run's (issue #37: 14 dependent values; a false *agrees*
+  twice as often as alpha in the reviewer's simulation). Disjoint pairs share no run: within a
+  configuration the runs are sorted by seed and paired first with second, third with fourth (an
+  odd one out is left out), the rule of :mod:`robustkit.analysis.curve_connectivity` and of
+  :func:`robustkit.decidability.claim_sizes` for ``unit = "disjoint pair"``; so each pair's value
+  is a function of its two runs' histories alone, and the pairs are independent. For two seeds
+  with scores of standard deviation sigma, E|A - B| = 2 sigma / sqrt(pi) (normal scores): the gap
+  is a one-pair estimate of the seed spread, and its drop an estimate of the spread's drop.
 
 Every evaluation counts, a run at the majority class too: a seed that has not learned yet (or
-never does) is the instability Chen et al. count over seeds. Each run's ``outcome`` in
-:func:`deviation_drops` is its outcome at its last epoch end.
+never does) is the instability Chen et al. count over seeds. A pair's ``outcome`` in
+:func:`pair_gap_drops` is ``ok`` only where both runs' outcomes at their last epoch end are (else
+the first failed one's).
 
 Deviation from the paper: an epoch end here is a point of one run under the learning-rate
 schedule of the whole run (linear decay to zero at its last step), not a separate run trained
@@ -30,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from robustkit.analysis.pooling import setting_columns
+from robustkit.collapse import OK
 from robustkit.store.tables import IDENTITY
 
 
@@ -62,20 +72,44 @@ def deviations(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(median=others, deviation=(frame["value"] - others).abs())
 
 
-def deviation_drops(frame: pd.DataFrame) -> pd.DataFrame:
-    """Each run's deviation at its first epoch end minus at its last (module docstring).
+def pair_gap_drops(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per disjoint seed pair of a configuration: its score gap at the first epoch end minus at
+    the last (module docstring).
+
+    Parameters
+    ----------
+    frame : DataFrame
+        ``epoch-scores`` rows (identity columns, ``epoch``, ``value``, ``outcome``).
 
     Returns
     -------
     DataFrame
-        Identity columns + ``value`` + ``outcome`` (the run's at its last epoch end).
+        One row per pair, under the identity of its lower-seed run A: identity columns +
+        ``seed_b`` + ``value`` (|A - B| at the first epoch end both runs have minus at the last
+        both have; score units, positive = the two seeds came closer after training longer) +
+        ``outcome`` (``ok`` where both runs are ``ok`` at their last epoch end, else the first
+        failed one's). A pair with fewer than two common epoch ends gives no row.
     """
-    rows = deviations(frame).sort_values("epoch")
-    first = rows.groupby("run_id").first()
-    last = rows.groupby("run_id").last()
-    drop = (first["deviation"] - last["deviation"]).rename("value")
-    table = last[["outcome"]].join(drop).reset_index()
-    return rows.drop_duplicates("run_id")[IDENTITY].merge(table, on="run_id")
+    columns = [*IDENTITY, "seed_b", "value", "outcome"]
+    runs = frame.drop_duplicates("run_id")
+    scores = {run_id: group.sort_values("epoch").drop_duplicates("epoch", keep="last").set_index("epoch")
+              for run_id, group in frame.groupby("run_id", sort=False)}
+    rows = []
+    for _, group in runs.groupby(_configurations(runs), sort=True):
+        ordered = group.sort_values(["seed", "run_id"])
+        for (_, a), (_, b) in zip(list(ordered.iterrows())[0::2], list(ordered.iterrows())[1::2]):
+            if a["seed"] == b["seed"]:
+                continue
+            first, second = scores[a["run_id"]], scores[b["run_id"]]
+            epochs = first.index.intersection(second.index).sort_values()
+            if len(epochs) < 2:
+                continue
+            gap = (first.loc[epochs, "value"] - second.loc[epochs, "value"]).abs()
+            ends = (first.loc[epochs[-1], "outcome"], second.loc[epochs[-1], "outcome"])
+            outcome = ends[0] if ends[0] != OK else ends[1]
+            rows.append({**a[IDENTITY].to_dict(), "seed_b": b["seed"], "value": float(gap.iloc[0] - gap.iloc[-1]),
+                         "outcome": outcome})
+    return pd.DataFrame(rows, columns=columns)
 
 
 def seed_spread_by_epoch(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:

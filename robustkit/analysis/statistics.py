@@ -33,6 +33,23 @@ def failed(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(value=frame["failed"].astype(float), outcome="ok")  # every run counts in a rate
 
 
+def collapsed(frame: pd.DataFrame) -> pd.DataFrame:
+    """Whether a run collapsed, in He et al. 2021's sense (§5, figure 4): 1.0 or 0.0 (a rate's ones).
+
+    1.0 for a run that learned and fell back to the majority class (outcome ``collapsed``,
+    :mod:`robustkit.collapse`) or diverged, 0.0 for an ``ok`` run; their ``outcome`` is ``ok``:
+    every one of them counts in the rate. A run that never left the majority class
+    (``not-learned``: too short a budget for its learning rate) says nothing of collapse, either
+    way: its ``value`` is NaN and its outcome stays ``not-learned``, so a claim leaves it out and
+    counts it apart (the registry's ``undefined_on_failed`` says why).
+    """
+    from robustkit import collapse as rule
+
+    learned = frame["outcome"] != rule.NOT_LEARNED
+    ones = frame["outcome"].isin([rule.COLLAPSED, rule.DIVERGED]).astype(float)
+    return frame.assign(value=ones.where(learned), outcome=frame["outcome"].where(~learned, rule.OK))
+
+
 def epoch_score(frame: pd.DataFrame, epoch: str) -> pd.DataFrame:
     """The validation score at the end of fine-tuning epoch ``epoch`` (``last``: each run's last
     epoch end; ``all``: every epoch end)."""
@@ -43,17 +60,19 @@ def epoch_score(frame: pd.DataFrame, epoch: str) -> pd.DataFrame:
     return frame[frame["epoch"] == int(epoch)]
 
 
-def deviation_drop(frame: pd.DataFrame) -> pd.DataFrame:
-    """How much closer to the others a run ends after training longer (Chen et al. 2022).
+def pair_gap_drop(frame: pd.DataFrame) -> pd.DataFrame:
+    """How much closer two seeds of a configuration end after training longer (Chen et al. 2022).
 
-    A run's distance |score - median| from the median of the other runs of its configuration
-    (every setting but the seed) at an epoch end, at its first epoch end minus at its last (score
-    units; positive = the seeds came together). One value per run
-    (:func:`robustkit.analysis.stability_length.deviation_drops`).
+    Per disjoint seed pair of a configuration (seeds sorted, paired first with second, third with
+    fourth; each run in at most one pair): |score A - score B| at the pair's first epoch end
+    minus at its last, in score units (fraction units for accuracy); positive = the pair's
+    seeds came together, negative = they drifted apart. One value per pair, a function of its
+    two runs' histories alone, so the pairs are independent
+    (:func:`robustkit.analysis.stability_length.pair_gap_drops`).
     """
-    from robustkit.analysis.stability_length import deviation_drops
+    from robustkit.analysis.stability_length import pair_gap_drops
 
-    return deviation_drops(frame)
+    return pair_gap_drops(frame)
 
 
 def epoch_spread(frame: pd.DataFrame) -> pd.DataFrame:
@@ -161,6 +180,17 @@ def update_rank(frame: pd.DataFrame, rank_measure: str, matrices: str) -> pd.Dat
     return analysis.update_ranks(frame, rank_measure, matrices)
 
 
+def update_rank_ratio(frame: pd.DataFrame, rank_measure: str, matrices: str, reference_rank: int) -> pd.DataFrame:
+    """Each run's mean update rank (:func:`update_rank`) over ``reference_rank``, the rank r of a
+    typical LoRA configuration (Biderman et al. 2024: full fine-tuning's rank "10-100X greater
+    than typical LoRA configurations"): dimensionless, 1 = as many directions as a rank-r LoRA
+    update has, 10 = ten times as many; a rank-r LoRA update itself is at most 1."""
+    if reference_rank < 1:
+        raise RobustkitError(f"reference_rank must be a positive rank, got {reference_rank!r}")
+    ranks = update_rank(frame, rank_measure, matrices)
+    return ranks.assign(value=ranks["value"] / reference_rank)
+
+
 def full_over_lora(frame: pd.DataFrame, estimator: str) -> pd.DataFrame:
     """log10 of a LoRA run's sharpness in its merged weight matrices over that in its LoRA
     parameters (Li et al. 2024; ``lora-sharpness`` analysis)."""
@@ -209,6 +239,22 @@ def overfit(frame: pd.DataFrame) -> pd.DataFrame:
     dev = frame[(frame["split"] == "validation") & (frame["metric"] == "loss")].sort_values("step")
     rise = dev.groupby("run_id")["value"].agg(lambda v: v.iloc[-1] - v.min()).rename("value").reset_index()
     return dev.drop_duplicates("run_id")[IDENTITY].merge(rise, on="run_id")
+
+
+def metric_fall(frame: pd.DataFrame) -> pd.DataFrame:
+    """Fall of the main dev metric from its best evaluation to the end of training (He et al. 2021
+    §5, figure 9: "Accuracy on the dev set w.r.t training steps").
+
+    Per run: the maximum of its main validation metric over all evaluation steps minus its value
+    at the last evaluation, in the metric's units (fraction units for accuracy and F1; every
+    main metric is higher-is-better). >= 0; 0 = the run ends at its best (still improving or on
+    a plateau), positive = it fell from its best by the end: overfitting in the metric. A noisier
+    curve also falls further from its best by chance, so between methods the value carries the
+    curve's noise too (He et al.'s table 6 best - mean, ``curves.best-minus-mean``, is that).
+    """
+    dev = frame[(frame["split"] == "validation") & (frame["metric"] == frame["main_metric"])].sort_values("step", kind="stable")
+    fall = dev.groupby("run_id")["value"].agg(lambda v: v.max() - v.iloc[-1]).rename("value").reset_index()
+    return dev.drop_duplicates("run_id")[IDENTITY].merge(fall, on="run_id")
 
 
 def _mean_best(frame: pd.DataFrame) -> pd.DataFrame:

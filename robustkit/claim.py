@@ -19,68 +19,77 @@ another analysis gives that analysis's parameters in ``params`` too (unknown nam
 
 The decision framework
 ======================
-One rule per claim kind, written here once and tested by simulation
-(``tests/test_claim_simulation.py``): under the null, a verdict of *agrees* comes at most at rate
-alpha at every n, and so does *contradicts* when the claim holds. alpha = 0.05, one-sided, in
-the claimed direction; intervals are two-sided at 1 - 2 alpha (90%), each tail alpha, so an
-interval excludes the null exactly where the test rejects. All tests are exact
-(:mod:`robustkit.measures.exact`): their smallest p-value at the recipe's n is known before any
-run exists (``robustkit claims --plan``), and a claim that cannot reach alpha at its n is an
-error of the recipe (``tests/test_recipes.py``).
+One rule per claim kind, written here once and tested on the whole path by simulation
+(:mod:`robustkit.verdict_simulation`, ``tests/test_claim_simulation.py``): on runs that look like
+real ones (scores on a grid, skew, collapsed runs at the majority score, runs still improving),
+a verdict of *agrees* comes at most at rate alpha when the claim is false at its boundary, and so
+does *contradicts* when it holds. alpha = 0.05, one-sided, in the claimed direction. All tests
+are exact (:mod:`robustkit.measures.exact`), with ties too: their smallest p-value at the
+recipe's n is known before any run exists (``robustkit claims --plan``), and a claim that cannot
+reach alpha at its n is an error of the recipe (``tests/test_recipes.py``).
 
 ============  ==========================  ==============================  =======================  ============
 kind          null hypothesis             test (one-sided)                effect and interval      decides at
 ============  ==========================  ==============================  =======================  ============
 location      a and b alike               Wilcoxon-Mann-Whitney, exact    Hodges-Lehmann shift,    C(na+nb, na)
-                                                                          exact (inverted test)    > 1/alpha
-spread        a and b equally spread      permutation of Brown-Forsythe   std ratio a/b; bootstrap as location
-                                          deviations, exact               only with >= 10 per group
-rate          equal rates of ones         Fisher's exact                  rate difference,         as location
-                                                                          Newcombe score interval
+                                          (ties: exact conditional)       exact (inverted test)    > 1/alpha
+spread        a and b equally spread      rank-sum of seed-pair           spread ratio, exact      C(na/2+nb/2,
+              (up to a shift)             differences (Moses), exact      (inverted, log pairs)    na/2) > 1/alpha
+rate          equal rates of ones         Fisher's exact                  conditional odds ratio,  as location
+                                                                          exact (inverts Fisher)
 equivalence   |a - b| >= value            two one-sided rank tests        Hodges-Lehmann shift,    as location
               (``value`` = the margin)    (TOST) at +-value               exact
 threshold     a centred at ``value``      Wilcoxon signed-rank, exact     one-sample Hodges-       2^na > 1/alpha
-                                                                          Lehmann, exact           (na >= 5)
+                                          with ties, zeros dropped        Lehmann, exact           (na >= 5)
 ============  ==========================  ==============================  =======================  ============
 
-- **Verdict of a cell**: *agrees* when the test in the claimed direction has p < alpha (for
-  equivalence both one-sided tests inside the margin); *contradicts* when the test in the
-  opposite direction does (for equivalence: the shift lies outside the margin, either side,
-  Bonferroni over the two sides); else *inconclusive*. Below the smallest n at which the test
-  can reach alpha the interval says "none at this n" and the verdict is *inconclusive: too few
-  runs*.
+- **Verdict of a cell**: *agrees* when the test in the claimed direction has p below the level
+  the claim's quantifier gives the cell (for equivalence both one-sided tests inside the margin);
+  *contradicts* when the test in the opposite direction does (equivalence: the shift outside the
+  margin, Bonferroni over the two sides); else *inconclusive*. Shifts and thresholds compare on
+  the data's grid (:func:`robustkit.measures.exact.on_grid`).
+- **Intervals**: each end of a cell's interval is the one-sided bound at the level its side was
+  judged at (the claimed side's end at the agreeing level, the other at the contradicting one),
+  so it excludes the null exactly where the verdict does; "none at this n" where it cannot.
 - **Sign** (``sign = "less"`` or ``"greater"``): a claim that names a direction of change
-  ("vanishing" = falling) also tests group a's own values against 0 (signed-rank); the cell
-  agrees only when both tests agree, and contradicts when either finds the opposite.
-- **Cells** (``within``): each cell is tested; the p-values are Holm-corrected over the cells
-  (each direction apart). A cell whose smallest possible p cannot pass its share of alpha is
-  *too few runs* and leaves the family before any p is seen (Tarone's rule for discrete tests,
-  :mod:`robustkit.measures.multiplicity`): 4 vs 4 runs at 7 layers cannot decide (1/70 x 7 =
-  0.1), 5 vs 5 can. A cell whose effect is smaller than the claim's ``floor``
-  (statistic units, default 0) counts as undecided. The claim agrees when at least half of the
-  cells agree and none contradicts, contradicts when at least half contradict and none agrees,
-  and is inconclusive otherwise.
-- **Unit of replication**: one observation per run and cell. A statistic that gives a run several
-  observations in a cell (its evaluations at every epoch) is averaged to the run's mean first:
-  evaluations of one run are not independent samples.
-- **Dependent pairs**: a statistic of run pairs (the barrier of two seeds' runs) shares runs
-  between its observations; it is shown, never tested (*inconclusive: untestable*).
-- **Failures** (``failures``): ``not-learned``, ``collapsed`` and ``diverged`` runs
-  (:mod:`robustkit.collapse`) are left out (``"exclude"``, the default) or kept as data
-  (``"data"``: claims about failing or degrading, and every ``rate`` claim). Where leaving them
-  out changes the verdict, the reason says what the verdict is with them.
-- **Convergence** (``final``, default: claims on the final score, ``scores.score``): when more
-  than half of a compared group's runs are still improving at the end of training (the rule of
-  :mod:`robustkit.analysis.convergence`), the verdict is *inconclusive: not converged*.
+  ("vanishing" = falling) also tests group a's own values against 0 (signed-rank). The cell
+  agrees only when both tests do (intersection-union, at alpha); it contradicts when either
+  finds the opposite at alpha / 2 (a union held at alpha), and the reason says which part.
+- **Cells and quantifiers** (``within``, ``quantifier``): a claim over cells says how its words
+  aggregate them. ``each`` (the claim holds in every cell): agrees when every cell agrees at
+  alpha (an intersection-union test needs no correction), contradicts when one cell contradicts
+  after Holm's correction of the opposite side. ``any`` (in some cell): agrees when a cell agrees
+  after Holm's correction, contradicts when every cell contradicts at alpha. ``overall``: one
+  test of each run's mean over the cells. Holm runs over Tarone's family: a cell whose smallest
+  p cannot pass its share of alpha leaves the family before any p is seen
+  (:mod:`robustkit.measures.multiplicity`). ``exclude`` leaves out, by a rule the recipe states
+  in ``exclude_why``, cells the method cannot change (the embedding output of methods that freeze
+  the embeddings). A cell whose effect is below the claim's ``floor`` is undecided.
+- **Unit of replication**: the run. A statistic that gives a run several observations in a cell
+  is averaged to the run's mean first; ``n_a`` and ``n_b`` of a claim's overall row count runs
+  (a run in several cells once) and ``cells`` the cells. A statistic of run pairs that share
+  runs is shown, never tested (*untestable*).
+- **Failures** (``failures``): ``exclude`` (the default) leaves ``not-learned``, ``collapsed`` and
+  ``diverged`` runs (:mod:`robustkit.collapse`) out of the shown test, and the verdict must hold
+  with them too: ranked as the worst outcomes where the statistic has a better side
+  (:attr:`robustkit.analysis.registry.Statistic.better`), else as data. Leaving failures out
+  truncates the scores (a group whose weak seeds fail looks better than it is), so where the two
+  disagree the verdict is *inconclusive: depends on failed runs*. Where a statistic is undefined
+  on a failed run (``undefined_on_failed``: a constant classifier cannot be attacked) they are
+  left out and the reason says why. ``data``: claims about failing, and every ``rate`` claim.
+- **Convergence** (``final``, default: the statistic's ``ends``: it depends on how training
+  ended): per cell, on the runs that cell tests after the failure policy, more than half of a
+  compared group still improving at its end (:mod:`robustkit.analysis.convergence`) makes the cell
+  *inconclusive: not converged*; the count names tested runs only, and the reason keeps the
+  failures' disclosure beside it.
 - **The paper's effect** (``paper_effect``, with ``paper_effect_source`` quoting the numbers and
   how they were standardised): the effect the paper reports, in the kind's unit of
-  :data:`robustkit.decidability.UNITS` and in the claimed direction (a negative shift: the
-  paper's numbers go the other way). ``robustkit claims --plan`` prints the test's power at it
-  beside the smallest effect it detects. Only from numbers the paper prints (means and SDs over
-  seeds, values in its text), never read off a plot; otherwise ``paper_effect_source`` says
-  ``"not reported: ..."`` and why.
+  :data:`robustkit.decidability.UNITS` and in the claimed direction. ``robustkit claims --plan``
+  prints the test's power at it beside the smallest effect it detects. Only from numbers the
+  paper prints, never read off a plot; otherwise ``paper_effect_source`` says ``"not reported:
+  ..."`` and why.
 - **Reason classes** of an inconclusive verdict (column ``reason_class``): ``too few runs``,
-  ``not significant``, ``not converged``, ``untestable``, ``no data``.
+  ``not significant``, ``not converged``, ``depends on failed runs``, ``untestable``, ``no data``.
 
 The verdict logic is hand-written: no maintained package states paper claims as directional
 hypotheses over groups of runs. The tests themselves are scipy's exact ones.
@@ -102,6 +111,9 @@ from robustkit.analysis.pooling import check_pooling
 from robustkit.errors import RobustkitError
 from robustkit.measures import exact, multiplicity, significance
 from robustkit.params import resolve
+from robustkit.selection import UNSET
+from robustkit.selection import matches as _is
+from robustkit.selection import text as _text
 
 AGREES, CONTRADICTS, INCONCLUSIVE = "agrees", "contradicts", "inconclusive"
 VERDICTS = (AGREES, CONTRADICTS, INCONCLUSIVE)
@@ -118,7 +130,6 @@ _KEYS = {"id", "says", "statistic", "params", "compare", "by", "a", "b", "direct
          "value", "alpha", "where", "sign", "floor", "failures", "final", "scales", "paper_effect", "paper_effect_source",
          "quantifier", "exclude", "exclude_why"}
 NOT_REPORTED = "not reported"  # how a paper_effect_source without a paper_effect begins
-UNSET = "unset"  # a ``where`` value: the runs without a value in that column
 
 
 class ClaimError(RobustkitError):
@@ -352,6 +363,9 @@ def judge(claim: Claim, observations: pd.DataFrame, include_failed: bool = False
     n_failed = int(observations.loc[failed, "run_id"].nunique()) if "run_id" in observations else int(failed.sum())
     if include_failed or claim.failures == "data" or not failed.any():
         results = _judge_cells(claim, observations, failed, guard)
+        undefined = observations.loc[observations["value"].isna(), "run_id"].nunique() if "run_id" in observations else 0
+        if statistic.undefined_on_failed and undefined:
+            notes.append(f"{_runs(undefined, 'run')} without a value left out: {statistic.undefined_on_failed}")
     else:
         results = _judge_cells(claim, observations[~failed], failed, guard)
         if statistic.undefined_on_failed:
@@ -652,16 +666,6 @@ def _cells(frame: pd.DataFrame, within: Sequence[str]) -> pd.Series:
     return frame[list(within)].apply(lambda row: ", ".join(f"{c}={_text(v)}" for c, v in row.items()), axis=1)
 
 
-def _is(column: pd.Series, values: tuple) -> pd.Series:
-    """Rows whose value is one of ``values``: numbers compare as numbers (64 == 64.0), the rest
-    as text; :data:`UNSET` matches a missing value (a run of a method without that option)."""
-    numbers = pd.to_numeric(column, errors="coerce")
-    wanted = {float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    texts = {str(v) for v in values if v != UNSET}
-    unset = column.isna() if UNSET in values else pd.Series(False, index=column.index)
-    return numbers.isin(wanted) | (column.notna() & column.map(str).isin(texts)) | unset
-
-
 def _paper_effect(raw: dict, compare: str, where: str) -> float | tuple | dict | None:
     """A claim's ``paper_effect`` checked against its kind and cells, and its source required."""
     value, source = raw.get("paper_effect"), raw.get("paper_effect_source")
@@ -710,12 +714,6 @@ def _values(value) -> tuple:
 
 def _label(values: tuple) -> str:
     return "/".join(_text(v) for v in values)
-
-
-def _text(value) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return "all" if value is None or (isinstance(value, float) and np.isnan(value)) else f"{value:g}" if isinstance(value, float) else str(value)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -892,5 +890,7 @@ def summary_line(rows: pd.DataFrame) -> str:
         kept = "kept as data" if row["failures"] == "data" else "left out"
         failed = f"; {int(row['n_failed'])} failed runs {kept}" if row["n_failed"] else ""
         n = f"n = {int(row['n_a'])}" + (f" vs {int(row['n_b'])}" if row["compare"] != "threshold" else "")
+        cells = int(row["cells"]) if "cells" in row and pd.notna(row["cells"]) else 1
+        n += f" runs, {cells} cells" if cells > 1 else ""
         lines.append(f"{claim}: {row['verdict']} ({n}{effect}{failed}; {row['reason']})")
     return "\n".join(lines)

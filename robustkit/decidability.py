@@ -149,7 +149,8 @@ def claim_sizes(recipe, claim, scale: str, defaults: dict | None = None) -> list
     """
     from dataclasses import asdict
 
-    from robustkit.claim import _is, _text
+    from robustkit.selection import matches as _is
+    from robustkit.selection import text as _text
 
     from robustkit.analysis.registry import statistic_of
     from robustkit.methods.registry import identity_columns

@@ -41,6 +41,9 @@ equivalence   |a - b| >= value            two one-sided rank tests        Hodges
               (``value`` = the margin)    (TOST) at +-value               exact
 threshold     a centred at ``value``      Wilcoxon signed-rank, exact     one-sample Hodges-       2^na > 1/alpha
                                           with ties, zeros dropped        Lehmann, exact           (na >= 5)
+trend         the shift a - b at the end  the two ends' exact shift       shift at the end minus   C(na+nb, na)
+              of ``along`` not below /    intervals, each at alpha / 2,   at the start (the two    > 2/alpha at
+              above the one at its start  separate (Bonferroni)           intervals combined)      both ends
 ============  ==========================  ==============================  =======================  ============
 
 - **Verdict of a cell**: *agrees* when the test in the claimed direction has p below the level
@@ -118,7 +121,7 @@ from robustkit.selection import text as _text
 AGREES, CONTRADICTS, INCONCLUSIVE = "agrees", "contradicts", "inconclusive"
 VERDICTS = (AGREES, CONTRADICTS, INCONCLUSIVE)
 COMPARES = {"spread": "seed-pair-rank-sum", "location": "mann-whitney", "rate": "fisher", "equivalence": "tost-rank",
-            "threshold": "signed-rank"}
+            "threshold": "signed-rank", "trend": "shift-intervals"}
 TOO_FEW, NOT_SIGNIFICANT, NOT_CONVERGED, UNTESTABLE, NO_DATA, DEPENDS_ON_FAILED = (
     "too few runs", "not significant", "not converged", "untestable", "no data", "depends on failed runs")
 FAILURE_POLICIES = ("exclude", "data")
@@ -128,7 +131,7 @@ VERDICT_COLUMNS = ["recipe", "claim", "says", "statistic", "compare", "test", "a
                    "verdict", "reason_class", "reason"]
 _KEYS = {"id", "says", "statistic", "params", "compare", "by", "a", "b", "direction", "test", "within", "pooled",
          "value", "alpha", "where", "sign", "floor", "failures", "final", "scales", "paper_effect", "paper_effect_source",
-         "quantifier", "exclude", "exclude_why"}
+         "quantifier", "exclude", "exclude_why", "along"}
 NOT_REPORTED = "not reported"  # how a paper_effect_source without a paper_effect begins
 
 
@@ -170,6 +173,9 @@ class Claim:
         Column -> values whose observations are left out, and the stated rule why (cells a
         method cannot change, e.g. ``{layer = [0]}``: the embedding output of methods that
         freeze the embeddings).
+    along : str or None
+        ``trend`` only: the numeric ``within`` column the trend runs along (``train_size``); the
+        claim compares the shift a - b at its largest value with that at its smallest.
     where : dict
         Column -> accepted values: only these observations are judged (e.g. the late TSP stage).
         ``"unset"`` accepts the runs that have no value there: ``{"lora.r": [8, "unset"]}`` keeps
@@ -221,6 +227,7 @@ class Claim:
     quantifier: str | None = None
     exclude: dict = field(default_factory=dict)
     exclude_why: str = ""
+    along: str | None = None
     value: float | None = None
     alpha: float = 0.05
     where: dict = field(default_factory=dict)
@@ -265,6 +272,10 @@ class Claim:
                              f"them, one of {', '.join(QUANTIFIERS)}; got {quantifier!r}")
         if not raw.get("within") and quantifier is not None:
             raise ClaimError(f"{where}: claim {name!r}: a quantifier needs cells (within)")
+        along = raw.get("along")
+        if (compare == "trend") != (along is not None) or (along is not None and along not in raw.get("within", ())):
+            raise ClaimError(f"{where}: claim {name!r}: a trend names the within column it runs along (along), "
+                             "and only a trend does")
         if bool(raw.get("exclude")) != bool(raw.get("exclude_why")):
             raise ClaimError(f"{where}: claim {name!r}: exclude needs exclude_why, the stated rule (and the other way round)")
         if compare in ("equivalence", "threshold") and not isinstance(raw.get("value"), (int, float)):
@@ -278,7 +289,7 @@ class Claim:
                    where={k: _values(v) for k, v in raw.get("where", {}).items()},
                    params=dict(raw.get("params", {})), within=tuple(raw.get("within", ())), pooled=tuple(raw.get("pooled", ())),
                    quantifier=quantifier, exclude={k: _values(v) for k, v in raw.get("exclude", {}).items()},
-                   exclude_why=raw.get("exclude_why", ""),
+                   exclude_why=raw.get("exclude_why", ""), along=along,
                    value=None if raw.get("value") is None else float(raw["value"]), alpha=float(raw.get("alpha", 0.05)),
                    sign=raw.get("sign"), floor=float(raw.get("floor", 0.0)),
                    failures="data" if compare == "rate" else raw.get("failures", "exclude"), final=bool(final),
@@ -418,18 +429,20 @@ def _judge_cells(claim: Claim, observations: pd.DataFrame, failed: pd.Series, im
     groups = _groups(claim, observations, failed)
     if not groups:
         return [_result(reason="no run left to test (every run failed or none was selected)", reason_class=NO_DATA)]
-    smallest = [exact.smallest_p(claim.compare, len(g["a"]), len(g["b"])) for g in groups]
+    smallest = [_smallest_p(claim, g) for g in groups]
     # the cells whose Holm-corrected side can reach alpha at all (Tarone's rule: from the group
     # sizes alone, before any p-value is looked at)
     family = multiplicity.tarone_family(smallest, claim.alpha)
-    tests = [_cell(claim, g["a"], g["b"]) if s < claim.alpha else None for g, s in zip(groups, smallest)]
+    tests = [(_trend(claim, g) if claim.compare == "trend" else _cell(claim, g["a"], g["b"])) if s < claim.alpha else None
+             for g, s in zip(groups, smallest)]
     several = len(groups) > 1
     union_side = "p_claimed" if claim.quantifier == "any" else "p_opposite"  # the side Holm corrects
     holm = _holm({i: t[union_side] for i, t in enumerate(tests) if t and smallest[i] < claim.alpha / family},
                  claim.alpha) if several else {}
     results = []
     for i, (group, test) in enumerate(zip(groups, tests)):
-        base = {"n_a": len(group["a"]), "n_b": len(group["b"]), "cells": 1, "smallest_p": smallest[i],
+        base = {"n_a": len(group["a"]) + len(group.get("a_end", ())), "n_b": len(group["b"]) + len(group.get("b_end", ())),
+                "cells": 1, "smallest_p": smallest[i],
                 "n_failed": group["n_failed"]}
         if test is None:
             results.append({**_result(group["name"], **base), "reason_class": TOO_FEW, "reason": _too_few(claim, group, smallest[i])})
@@ -476,6 +489,8 @@ def _groups(claim: Claim, observations: pd.DataFrame, failed: pd.Series) -> list
         cells = frame.groupby(list(claim.within), dropna=False).ngroups
         frame = frame.assign(**{c: f"mean over {cells} cells" for c in claim.within if frame[c].nunique(dropna=False) > 1})
     order = [c for c in ("seed", "run_id") if c in frame]
+    if claim.compare == "trend":
+        return _trend_groups(claim, frame, order)
     cells = frame.groupby(list(claim.within), dropna=False, sort=True) if claim.within else [((), frame)]
     groups = []
     for key, cell in cells:
@@ -495,10 +510,52 @@ def _groups(claim: Claim, observations: pd.DataFrame, failed: pd.Series) -> list
     return groups
 
 
+def _trend_groups(claim: Claim, frame: pd.DataFrame, order: list[str]) -> list[dict]:
+    """A trend's cells (the ``within`` columns but ``along``), each with groups a and b at the
+    smallest (``a``, ``b``) and the largest (``a_end``, ``b_end``) value of ``along``."""
+    rest = [c for c in claim.within if c != claim.along]
+    cells = frame.groupby(rest, dropna=False, sort=True) if rest else [((), frame)]
+    groups = []
+    for key, cell in cells:
+        key = key if isinstance(key, tuple) else (key,)
+        steps = sorted(pd.to_numeric(cell[claim.along]).dropna().unique())
+        if len(steps) < 2:
+            continue
+        ends = []
+        for step in (steps[0], steps[-1]):
+            part = cell[pd.to_numeric(cell[claim.along]) == step]
+            if "run_id" in part:
+                part = part.groupby("run_id", as_index=False, sort=False).agg(
+                    {claim.by: "first", "value": "mean", "_failed": "max", **{c: "first" for c in order if c != "run_id"}})
+            ends.append(part)
+        pick = (lambda part, values: part[_is(part[claim.by], values) & part["value"].notna()])
+        first, last = ends
+        name = ", ".join([f"{c}={_text(k)}" for c, k in zip(rest, key)] + [f"{claim.along}={_text(steps[0])} vs {_text(steps[-1])}"])
+        ids = (lambda part: list(part["run_id"]) if "run_id" in part else [])
+        groups.append({"name": name, "a": pick(first, claim.a)["value"].to_numpy(float), "b": pick(first, claim.b)["value"].to_numpy(float),
+                       "a_end": pick(last, claim.a)["value"].to_numpy(float), "b_end": pick(last, claim.b)["value"].to_numpy(float),
+                       "ids_a": ids(pick(first, claim.a)) + ids(pick(last, claim.a)),
+                       "ids_b": ids(pick(first, claim.b)) + ids(pick(last, claim.b)),
+                       "n_failed": int(first["_failed"].sum() + last["_failed"].sum()), "averaged": False})
+    return groups
+
+
+def _smallest_p(claim: Claim, group: dict) -> float:
+    """The smallest p the cell's test can give at its sizes (a trend: twice the larger of its
+    two ends', the two intervals each at alpha / 2)."""
+    if claim.compare == "trend":
+        return min(1.0, 2 * max(exact.smallest_p("location", len(group["a"]), len(group["b"])),
+                                exact.smallest_p("location", len(group["a_end"]), len(group["b_end"]))))
+    return exact.smallest_p(claim.compare, len(group["a"]), len(group["b"]))
+
+
 def _too_few(claim: Claim, group: dict, smallest: float) -> str:
     n_a, n_b = len(group["a"]), len(group["b"])
     sizes = f"{n_a}" + (f" vs {n_b}" if claim.groups == 2 else "")
+    if claim.compare == "trend":
+        sizes += f" at the start and {len(group['a_end'])} vs {len(group['b_end'])} at the end"
     need = ("2^n_a > 20" if claim.compare == "threshold" else
+            "C(n_a + n_b, n_a) > 40 at both ends: two intervals at alpha / 2" if claim.compare == "trend" else
             "C(n_a // 2 + n_b // 2, n_a // 2) > 20: the test ranks seed pairs" if claim.compare == "spread" else "C(n_a + n_b, n_a) > 20")
     return f"too few runs to test: {sizes} can give p >= {smallest:.3g} at best (needs {need})"
 
@@ -546,6 +603,10 @@ def _interval(claim: Claim, group: dict, agree_level: float, against_level: floa
     judged at: the end that decides *agrees* at the agreeing side's level, the other at the
     contradicting side's (equivalence: both at the agreeing level, the two one-sided tests)."""
     a, b = group["a"], group["b"]
+    if claim.compare == "trend":
+        return {"effect": _trend_shift(group, agree_level, against_level, claim.direction)[0],
+                "effect_name": EFFECT_NAMES["trend"], **dict(zip(("ci_low", "ci_high"),
+                                                                 _trend_shift(group, agree_level, against_level, claim.direction)[1:]))}
     estimate = {"spread": lambda level: exact.spread_interval(a, b, level),
                 "location": lambda level: exact.shift_interval(a, b, level),
                 "equivalence": lambda level: exact.shift_interval(a, b, level),
@@ -560,7 +621,7 @@ def _interval(claim: Claim, group: dict, agree_level: float, against_level: floa
 
 EFFECT_NAMES = {"spread": "spread ratio a/b (seed pairs)", "location": "shift a - b (Hodges-Lehmann)",
                 "equivalence": "shift a - b (Hodges-Lehmann)", "rate": "odds ratio a/b (conditional)",
-                "threshold": "centre (Hodges-Lehmann)"}
+                "threshold": "centre (Hodges-Lehmann)", "trend": "shift at the end minus at the start"}
 
 
 def _spread(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
@@ -601,6 +662,50 @@ def _threshold(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
             "p_opposite": exact.signed_rank(a, opposite, claim.value),
             "magnitude": abs(exact.centre_interval(a, 0.5)[0] - claim.value),
             "shown": f"median {np.median(a):.3g} vs {claim.value:g}{dropped}"}
+
+
+def _trend(claim: Claim, group: dict) -> dict:
+    """The tests of a trend cell: does the shift a - b at the end of ``along`` lie below
+    (``less``) / above the shift at its start?
+
+    The two ends hold independent runs; each shift has its exact interval (inverted rank-sum
+    tests). The trend is decided when the intervals, each at level gamma, separate: under the
+    null (the end's shift not below the start's) that needs one interval to miss its shift, so
+    its probability is at most 2 gamma (Bonferroni). The p-value is twice the smallest gamma at
+    which they separate: ``2 min_t max(p_start(shift > t), p_end(shift < t))`` over the
+    thresholds t between the pairwise differences. Written here: no library tests a difference of two
+    Hodges-Lehmann shifts exactly.
+    """
+    def p(direction: str) -> float:
+        start, end = ("greater", "less") if direction == "less" else ("less", "greater")
+        points = np.unique(np.concatenate([(group["a"][:, None] - group["b"][None, :]).ravel(),
+                                           (group["a_end"][:, None] - group["b_end"][None, :]).ravel()]))
+        # between the differences (at them both tests would see ties): every distinct p-value pair
+        candidates = np.r_[points[0] - 1, (points[1:] + points[:-1]) / 2, points[-1] + 1]
+        best = min(max(exact.rank_sum(group["a"] - t, group["b"], start), exact.rank_sum(group["a_end"] - t, group["b_end"], end))
+                   for t in candidates)
+        return min(1.0, 2 * best)
+
+    opposite = "greater" if claim.direction == "less" else "less"
+    first = exact.shift_interval(group["a"], group["b"], 0.5)[0]
+    last = exact.shift_interval(group["a_end"], group["b_end"], 0.5)[0]
+    return {"p_claimed": p(claim.direction), "p_opposite": p(opposite), "magnitude": abs(last - first),
+            "claimed_part": "", "against_part": f"opposite direction, one-sided p = {p(opposite):.3g}",
+            "shown": f"shift a - b {first:.3g} at the start, {last:.3g} at the end"}
+
+
+def _trend_shift(group: dict, agree_level: float, against_level: float, direction: str) -> tuple[float, float, float]:
+    """The end's shift minus the start's and its interval, each end from the two shifts'
+    intervals at half its side's level (Bonferroni, as the test)."""
+    def ends(level: float) -> tuple[float, float, float, float]:
+        _, start_low, start_high = exact.shift_interval(group["a"], group["b"], level / 2)
+        _, end_low, end_high = exact.shift_interval(group["a_end"], group["b_end"], level / 2)
+        return end_low - start_high, end_high - start_low, start_low, end_low
+
+    effect = exact.shift_interval(group["a_end"], group["b_end"], 0.5)[0] - exact.shift_interval(group["a"], group["b"], 0.5)[0]
+    low_agree, high_agree, _, _ = ends(agree_level)
+    low_against, high_against, _, _ = ends(against_level)
+    return (effect, low_against, high_agree) if direction == "less" else (effect, low_agree, high_against)
 
 
 def _holm(p_values: dict[int, float], alpha: float) -> dict[int, tuple[float, bool]]:

@@ -35,7 +35,7 @@ PLAN_COLUMNS = ["recipe", "scale", "claim", "compare", "cell", "n_a", "n_b", "ju
                 "decidable",
                 "detectable_effect", "effect_unit", "paper_effect", "paper_difference", "paper_power"]
 UNITS = {"location": "shift, SD", "threshold": "shift, SD", "equivalence": "margin, SD", "spread": "SD ratio",
-         "rate": "failure rate vs 0"}
+         "rate": "failure rate vs 0", "trend": "shift difference, SD"}
 
 
 def _critical_rank_sum(m: int, n: int, alpha: float) -> int:
@@ -90,6 +90,8 @@ def power(kind: str, n_a: int, n_b: int, effect: float, alpha: float = 0.05, sim
         return float(np.mean(positive <= critical))
     if kind == "spread":
         return _spread_power(n_a, n_b, effect, alpha, min(simulations, SPREAD_SIMULATIONS))
+    if kind == "trend":
+        return _trend_power(n_a, n_b, effect, alpha, simulations)
     if kind == "rate":
         return _rate_power(n_a, n_b, effect, alpha)
     raise ValueError(f"unknown claim kind {kind!r}")
@@ -108,6 +110,23 @@ def _spread_power(n_a: int, n_b: int, ratio: float, alpha: float, simulations: i
     b = np.abs(rng.standard_normal((simulations, pairs_b)) - rng.standard_normal((simulations, pairs_b)))
     wins = (a[:, :, None] > b[:, None, :]).sum(axis=(1, 2))  # U: pairs of a wider than pairs of b
     return float(np.mean(wins <= critical))
+
+
+def _trend_power(n_a: int, n_b: int, effect: float, alpha: float, simulations: int) -> float:
+    """Power of the trend test (:func:`robustkit.claim._trend`): ``n_a`` vs ``n_b`` runs at each
+    end, the shift at the start ``effect`` SD above the shift at the end; decided when the two
+    exact shift intervals, each at alpha / 2, separate."""
+    k = int(np.searchsorted(np.cumsum(exact.rank_sum_null(n_a, n_b)), alpha / 2, side="left"))
+    if k < 1:
+        return 0.0
+    rng = np.random.default_rng(SEED)
+
+    def differences(shift: float) -> np.ndarray:
+        a, b = rng.standard_normal((simulations, n_a)) + shift, rng.standard_normal((simulations, n_b))
+        return np.sort((a[:, :, None] - b[:, None, :]).reshape(simulations, -1), axis=1)
+
+    start, end = differences(effect), differences(0.0)
+    return float(np.mean(start[:, k - 1] > end[:, -k]))
 
 
 def _rate_power(n_a: int, n_b: int, rate: float, alpha: float) -> float:
@@ -263,10 +282,13 @@ def plan(recipes, scales=("demo", "paper"), defaults: dict | None = None) -> pd.
             for claim in recipe.claims:
                 sizes = claim_sizes(recipe, claim, scale, defaults)
                 per_cell = statistic_cells(recipe, claim, scale, defaults)
+                if claim.compare == "trend":  # one test per cell of the other columns: its two ends
+                    sizes = _trend_sizes(sizes, claim.along)
                 if claim.quantifier == "overall":  # one test of each run's mean over the cells
                     sizes = [("all (runs pooled over the cells)", sum(a for _, a, _ in sizes), sum(b for _, _, b in sizes))]
                     per_cell = 1
-                smallest_ps = [exact.smallest_p(claim.compare, n_a, n_b) for _, n_a, n_b in sizes]
+                smallest_ps = [exact.smallest_p(claim.compare, n_a, n_b) if claim.compare != "trend"
+                               else min(1.0, 2 * exact.smallest_p("location", n_a, n_b)) for _, n_a, n_b in sizes]
                 # every cell the claim is tested in: run-setting cells times the statistic's own
                 # (e.g. layers); the level a cell must pass depends on the claim's quantifier
                 cells = len(sizes) * per_cell
@@ -286,6 +308,23 @@ def plan(recipes, scales=("demo", "paper"), defaults: dict | None = None) -> pd.
                                  else _power_at(claim.compare, n_a, n_b, effect, level,
                                                 0.0 if np.isnan(difference) else difference)})
     return pd.DataFrame(rows, columns=PLAN_COLUMNS)
+
+
+def _trend_sizes(sizes: list[tuple[str, int, int]], along: str) -> list[tuple[str, int, int]]:
+    """A trend's cells from its run-setting cells: per value of the other columns, the smallest
+    and largest ``along`` value, with the smaller group sizes of the two ends."""
+    ends: dict[str, list[tuple[float, int, int]]] = {}
+    for name, n_a, n_b in sizes:
+        parts = dict(part.split("=", 1) for part in name.split(", ")) if "=" in name else {}
+        step = float(parts.pop(along, "nan"))
+        ends.setdefault(", ".join(f"{c}={v}" for c, v in parts.items()), []).append((step, n_a, n_b))
+    cells = []
+    for rest, steps in ends.items():
+        steps = sorted(steps)
+        (first, a1, b1), (last, a2, b2) = steps[0], steps[-1]
+        label = f"{along}={first:g} vs {last:g}"
+        cells.append((f"{rest}, {label}" if rest else label, min(a1, a2), min(b1, b2)))
+    return cells
 
 
 def _effect_and_difference(effect: float | tuple | None) -> tuple[float, float]:

@@ -260,7 +260,8 @@ def write_index(figures: str | Path, scale: str, recipe_dir: str | Path = RECIPE
                     collapsed += f"; only {stored} of its {len(specs)} runs are in {store}"
             cells = [f"[{recipe.output}]({recipe.output})", _paper_label(name), recipe.title, subtitle(recipe, scale, defaults),
                      _per_group(specs), collapsed, _verdict_cell(judged, {c.id: c.alpha for c in recipe.claims},
-                                                                       {c: s for (r, c), s in repeats.items() if r == name}),
+                                                                       {c: s for (r, c), s in repeats.items() if r == name},
+                                                                       {c.id: c.quantifier for c in recipe.claims}),
                      _differences(recipe, scale, defaults), f"`robustkit reproduce {name} --scale {scale}`"]
             lines.append("| " + " | ".join(c.replace("|", "/").replace("\n", "<br>") for c in cells) + " |")
     figures.mkdir(parents=True, exist_ok=True)
@@ -337,20 +338,22 @@ def _collapsed(recipe: Recipe, scale: str, specs, runs: pd.DataFrame) -> str:
     return ", ".join(f"{m} {int(failed.loc[m, 'sum'])}/{int(failed.loc[m, 'size'])}" for m in order) + f" ({checkpoint}/{split})"
 
 
-def _verdict_cell(judged: pd.DataFrame, alpha: dict[str, float] | None = None, same_as: dict[str, str] | None = None) -> str:
+def _verdict_cell(judged: pd.DataFrame, alpha: dict[str, float] | None = None, same_as: dict[str, str] | None = None,
+                  quantifiers: dict[str, str | None] | None = None) -> str:
     """Per claim: the verdict, its reason class, the runs per group (and cells:
     :func:`robustkit.evidence.n_text`), the effect the test detects with 80% power at the
     claim's level after Holm's correction over its cells
     (:func:`robustkit.decidability.cells_detectable_effect`) and the reason.
 
-    ``alpha``: each claim's alpha by claim id (default: :class:`robustkit.claim.Claim`'s).
+    ``alpha``: each claim's alpha by claim id (default: :class:`robustkit.claim.Claim`'s);
+    ``quantifiers``: each claim's quantifier by id (default ``any``: the level after Holm).
     ``same_as``: claim id -> the earlier ``recipe/claim`` whose observations it re-tests
     (:func:`robustkit.evidence.units`); said after the reason.
     """
     from robustkit.decidability import UNITS, cells_detectable_effect
     from robustkit.evidence import n_text
 
-    alpha, same_as = alpha or {}, same_as or {}
+    alpha, same_as, quantifiers = alpha or {}, same_as or {}, quantifiers or {}
 
     if judged.empty:
         return "no claim"
@@ -360,7 +363,8 @@ def _verdict_cell(judged: pd.DataFrame, alpha: dict[str, float] | None = None, s
         kind = row["compare"]  # not row.compare: that is pandas' Series.compare method
         cells = rows if len(rows) == 1 else rows.iloc[:-1]
         sizes = [(int(a), int(b)) for a, b in zip(cells["n_a"], cells["n_b"])]
-        detectable = cells_detectable_effect(kind, sizes, alpha.get(name, claim.Claim.alpha)) if kind in UNITS else float("nan")
+        detectable = (cells_detectable_effect(kind, sizes, alpha.get(name, claim.Claim.alpha), quantifiers.get(name, "any"))
+                      if kind in UNITS else float("nan"))
         effect = f"; detects {detectable:g} {UNITS[kind]}" if pd.notna(detectable) else ""
         reason_class = row.get("reason_class", "") if isinstance(row.get("reason_class", ""), str) else ""
         n = n_text(rows)  # runs, and the cells where there are several

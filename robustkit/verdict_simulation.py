@@ -46,6 +46,7 @@ MAJORITY = 0.509  # its majority-class accuracy: where a collapsed run sits
 FAILED_SHARE, IMPROVING_SHARE = 0.15, 0.25
 CENTRE, SPREAD = 0.85, 0.02  # a learned run's score: CENTRE - Gamma(2, SPREAD / sqrt(2)) recentred
 STRONG = 10.0  # "clearly" true or false: this many SD
+CLEARLY_BELOW = 0.02
 SIMULATION_COLUMNS = ["recipe", "scale", "claim", "compare", "quantifier", "cells", "n", "draws", "false_agrees",
                       "false_contradicts", "bound", "passes"]
 
@@ -69,12 +70,17 @@ def _score(rng: np.random.Generator, n: int) -> np.ndarray:
     return (rng.gamma(2.0, 1 / math.sqrt(2), n) - math.sqrt(2)) * -1.0
 
 
-def _draw_cell(claim: claims.Claim, state: str, n_a: int, n_b: int, rng: np.random.Generator, sign_state: str):
+def _draw_cell(claim: claims.Claim, state: str, n_a: int, n_b: int, rng: np.random.Generator, sign_state: str,
+               end: str = ""):
     """Values (score units) and failed flags of group a and b in one cell, in ``state``:
-    ``boundary``, ``true`` or ``false`` (the claim clearly true / false)."""
+    ``boundary``, ``true`` or ``false`` (the claim clearly true / false). ``end``: a trend's
+    cell at the ``start`` or ``end`` of its ``along`` column (else in between)."""
     towards = {"boundary": 0.0, "true": 1.0, "false": -1.0}[state]
     up = 1.0 if claim.direction == "greater" else -1.0
     kind = claim.compare
+    if kind == "trend":  # a shift at the start (claim true, "less") or at the end (claim false)
+        lifted = (end == "start" and state == "true") or (end == "end" and state == "false")
+        towards, up, kind = (1.0 if lifted else 0.0), (1.0 if claim.direction == "less" else -1.0), "location"
     if kind == "rate":  # the value is the failure indicator
         p_b = 0.3
         p_a = {"boundary": p_b, "true": 0.0 if up < 0 else 1.0, "false": 1.0 if up < 0 else 0.0}[state]
@@ -121,6 +127,9 @@ def observations(claim: claims.Claim, form: Shape, states: list[str], rng: np.ra
     ``states``: per run-setting cell, the claim's state there (layers of a cell share it).
     """
     rows = []
+    ends = _trend_ends(claim, form)
+    if claim.compare == "trend":  # states are per trend cell: spread them over its run-setting cells
+        states = [states[ends[name][0]] for name, _, _ in form.cells]
     group_a = claim.a[0] if claim.a else "a"
     group_b = claim.b[0] if claim.b else "b"
     layered = "layer" in claim.within and form.per_cell > 1
@@ -130,7 +139,7 @@ def observations(claim: claims.Claim, form: Shape, states: list[str], rng: np.ra
         layers = range(1, form.per_cell + 1) if layered else [None]
         run_effects = None
         for layer in layers:
-            a, b, fa, fb = _draw_cell(claim, state, n_a, n_b, rng, sign_state)
+            a, b, fa, fb = _draw_cell(claim, state, n_a, n_b, rng, sign_state, ends.get(name, (0, ""))[1])
             if run_effects is None:
                 run_effects = (a, b, fa, fb)
             else:  # a run's layers are correlated: half its deviation carries over
@@ -152,6 +161,28 @@ def observations(claim: claims.Claim, form: Shape, states: list[str], rng: np.ra
     return frame, improving
 
 
+def _trend_ends(claim: claims.Claim, form: Shape) -> dict[str, tuple[int, str]]:
+    """A trend's run-setting cells: name -> (its trend cell's index, "start" / "end" / "")."""
+    if claim.compare != "trend":
+        return {}
+    groups: dict[str, list[tuple[float, str]]] = {}
+    for name, _, _ in form.cells:
+        parts = dict(part.split("=", 1) for part in name.split(", "))
+        step = float(parts.pop(claim.along))
+        groups.setdefault(repr(sorted(parts.items())), []).append((step, name))
+    found = {}
+    for index, steps in enumerate(groups.values()):
+        steps.sort()
+        for step, name in steps:
+            found[name] = (index, "start" if step == steps[0][0] else "end" if step == steps[-1][0] else "")
+    return found
+
+
+def trend_cells(claim: claims.Claim, form: Shape) -> int:
+    """How many cells the claim is judged in (a trend: one per value of its other columns)."""
+    return len({index for index, _ in _trend_ends(claim, form).values()}) if claim.compare == "trend" else len(form.cells)
+
+
 def _configurations(claim: claims.Claim, cells: int) -> dict[str, list[list[str]]]:
     """The least favourable states per cell for each error (module docstring)."""
     boundary = ["boundary"] * cells
@@ -162,11 +193,22 @@ def _configurations(claim: claims.Claim, cells: int) -> dict[str, list[list[str]
     return {"agrees": [["boundary"] + ["true"] * (cells - 1)], "contradicts": [boundary]}
 
 
-def rates(claim: claims.Claim, form: Shape, draws: int, seed: int = 0) -> tuple[float, float]:
-    """False-agree and false-contradict rates of ``claim`` with ``form``'s runs, ``draws`` each."""
+def rates(claim: claims.Claim, form: Shape, draws: int, seed: int = 0, first: int | None = None) -> tuple[float, float]:
+    """False-agree and false-contradict rates of ``claim`` with ``form``'s runs, ``draws`` each.
+
+    ``first``: draw this many first, and go on to ``draws`` only where a rate exceeds
+    :data:`CLEARLY_BELOW` (a rate of 0.02 or less at 500 draws is below alpha by more than three
+    standard errors; one near alpha needs the 2,000 that tell 0.08 from 0.05).
+    """
+    if first is not None and first < draws:
+        agrees, contradicts = rates(claim, form, first, seed)
+        if max(agrees, contradicts) <= CLEARLY_BELOW:
+            return agrees, contradicts
+        more = rates(claim, form, draws - first, seed + 1)
+        return ((agrees * first + more[0] * (draws - first)) / draws, (contradicts * first + more[1] * (draws - first)) / draws)
     rng = np.random.default_rng(seed)
     found = {}
-    for error, configurations in _configurations(claim, len(form.cells)).items():
+    for error, configurations in _configurations(claim, trend_cells(claim, form)).items():
         wrong = {"agrees": claims.AGREES, "contradicts": claims.CONTRADICTS}[error]
         variants = []
         for states in configurations:
@@ -192,18 +234,20 @@ def bound(alpha: float, draws: int) -> float:
     return alpha + 2 * math.sqrt(alpha * (1 - alpha) / draws)
 
 
-def simulate(recipes, scales=("demo", "paper"), draws: int = 2000, defaults: dict | None = None) -> pd.DataFrame:
+def simulate(recipes, scales=("demo", "paper"), draws: int = 2000, defaults: dict | None = None,
+             first: int | None = 500, memo: dict | None = None, progress=None) -> pd.DataFrame:
     """The whole-path false-verdict rates of every judged, decidable claim (:data:`SIMULATION_COLUMNS`).
 
     Claims of the same shape (kind, quantifier, cells and runs, sign, failure policy, margin) are
-    simulated once and share their rates.
+    simulated once and share their rates. ``memo``: shape -> (rates, draws) already simulated
+    (a caller keeps it between runs); ``progress``: called with each new shape's result.
     """
     from robustkit.decidability import plan
 
     table = plan(recipes, scales, defaults)
     decidable = {(r, s, c) for r, s, c, j, d in zip(table["recipe"], table["scale"], table["claim"], table["judged"],
                                                      table["decidable"]) if j and d}
-    memo: dict = {}
+    memo = {} if memo is None else memo
     rows = []
     for recipe in recipes:
         for scale in scales:
@@ -214,14 +258,19 @@ def simulate(recipes, scales=("demo", "paper"), draws: int = 2000, defaults: dic
                 statistic = registry.statistic_of(claim.statistic)[1]
                 key = (claim.compare, claim.quantifier, form, claim.sign, claim.failures, claim.value, claim.final,
                        statistic.better, bool(statistic.undefined_on_failed), claim.floor)
+                key = repr(key)
                 if key not in memo:
-                    memo[key] = rates(claim, form, draws)
-                agrees, contradicts = memo[key]
-                limit = bound(claim.alpha, draws)
+                    found = rates(claim, form, draws, first=first)
+                    used = first if first and max(found) <= CLEARLY_BELOW else draws
+                    memo[key] = (*found, used)
+                    if progress:
+                        progress(key, memo[key])
+                agrees, contradicts, used = memo[key]
+                limit = bound(claim.alpha, used)
                 n = ", ".join(f"{a}" + (f" vs {b}" if claim.groups == 2 else "") for _, a, b in form.cells[:3])
                 rows.append({"recipe": recipe.name, "scale": scale, "claim": claim.id, "compare": claim.compare,
                              "quantifier": claim.quantifier or "one cell", "cells": len(form.cells) * form.per_cell,
-                             "n": n + (" ..." if len(form.cells) > 3 else ""), "draws": draws,
+                             "n": n + (" ..." if len(form.cells) > 3 else ""), "draws": used,
                              "false_agrees": agrees, "false_contradicts": contradicts, "bound": limit,
                              "passes": agrees <= limit and contradicts <= limit})
     return pd.DataFrame(rows, columns=SIMULATION_COLUMNS)

@@ -85,6 +85,21 @@ def test_equivalence_and_threshold():
     assert few["verdict"] == "inconclusive" and few["reason_class"] == "too few runs" and np.isnan(few["ci_low"])
 
 
+def test_a_trend_compares_the_shift_at_both_ends():
+    """He et al. fig 3, "fine-tuning will gradually catch up": the adapters' advantage at the
+    largest training size is below the one at the smallest (issue #37: a trend, not equivalence)."""
+    claim = _claim(compare="trend", along="train_size", direction="less", within=["train_size"], quantifier="each")
+    start = lambda shift: _runs({"houlsby": LOW + shift, "full": LOW}, train_size=300)
+    end = lambda shift: _runs({"houlsby": HIGH + shift, "full": HIGH[::-1]}, train_size=1000)
+    rows = judge(claim, pd.concat([start(0.2), end(0.0)]))
+    assert len(rows) == 1 and rows.iloc[0]["verdict"] == "agrees" and rows.iloc[0]["cell"] == "train_size=300 vs 1000"
+    assert rows.iloc[0]["ci_high"] < 0 and rows.iloc[0]["effect"] == pytest.approx(-0.2, abs=0.02)
+    assert judge(claim, pd.concat([start(0.0), end(0.2)])).iloc[0]["verdict"] == "contradicts"
+    assert judge(claim, pd.concat([start(0.05), end(0.05)])).iloc[0]["verdict"] == "inconclusive"
+    with pytest.raises(ClaimError, match="names the within column it runs along"):
+        _claim(compare="trend", direction="less", within=["train_size"], quantifier="each")
+
+
 def test_margins_compare_on_the_datas_grid():
     """0.60 + 0.02 > 0.62 in floats: a run exactly on the margin is on it, not past it."""
     near = _claim(compare="equivalence", direction=None, value=0.02)

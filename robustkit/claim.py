@@ -484,7 +484,9 @@ def _judge_cells(claim: Claim, observations: pd.DataFrame, failed: pd.Series, im
 
 def _groups(claim: Claim, observations: pd.DataFrame, failed: pd.Series) -> list[dict]:
     """The cells' groups a and b: per-run values (the run is the unit), runs in seed order."""
-    frame = observations.assign(_failed=failed.reindex(observations.index, fill_value=False))
+    frame = observations.assign(_failed=failed.reindex(observations.index, fill_value=False),
+                                _in_a=_is(observations[claim.by], claim.a) if claim.a else True,
+                                _in_b=_is(observations[claim.by], claim.b) if claim.b else False)
     if claim.quantifier == "overall" and claim.within and "run_id" in frame:
         cells = frame.groupby(list(claim.within), dropna=False).ngroups
         frame = frame.assign(**{c: f"mean over {cells} cells" for c in claim.within if frame[c].nunique(dropna=False) > 1})
@@ -492,21 +494,22 @@ def _groups(claim: Claim, observations: pd.DataFrame, failed: pd.Series) -> list
     if claim.compare == "trend":
         return _trend_groups(claim, frame, order)
     cells = frame.groupby(list(claim.within), dropna=False, sort=True) if claim.within else [((), frame)]
+    ids = (lambda part: list(part["run_id"]) if "run_id" in part else [])
     groups = []
     for key, cell in cells:
         key = key if isinstance(key, tuple) else (key,)
         name = ", ".join(f"{c}={_text(k)}" for c, k in zip(claim.within, key)) or "all"
         averaged = "run_id" in cell and bool(cell["run_id"].duplicated().any())
-        if "run_id" in cell:  # the run is the unit of replication
+        if averaged:  # the run is the unit of replication
             cell = cell.groupby("run_id", as_index=False, sort=False).agg(
-                {claim.by: "first", "value": "mean", "_failed": "max", **{c: "first" for c in order if c != "run_id"}})
+                {"value": "mean", "_failed": "max", "_in_a": "first", "_in_b": "first",
+                 **{c: "first" for c in order if c != "run_id"}})
         cell = cell.sort_values(order, kind="stable") if order else cell
-        in_a = _is(cell[claim.by], claim.a) if claim.a else pd.Series(True, index=cell.index)
-        in_b = _is(cell[claim.by], claim.b) if claim.b else pd.Series(False, index=cell.index)
-        a, b = cell[in_a & cell["value"].notna()], cell[in_b & cell["value"].notna()]
-        ids = (lambda part: list(part["run_id"]) if "run_id" in part else [])
+        known = cell["value"].notna()
+        a, b = cell[cell["_in_a"] & known], cell[cell["_in_b"] & known]
         groups.append({"name": name, "a": a["value"].to_numpy(float), "b": b["value"].to_numpy(float), "ids_a": ids(a),
-                       "ids_b": ids(b), "n_failed": int(cell.loc[in_a | in_b, "_failed"].sum()), "averaged": averaged})
+                       "ids_b": ids(b), "n_failed": int(cell.loc[cell["_in_a"] | cell["_in_b"], "_failed"].sum()),
+                       "averaged": averaged})
     return groups
 
 

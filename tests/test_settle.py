@@ -1,0 +1,169 @@
+"""What would settle an inconclusive claim (robustkit.settle, issue #37 item 8): the runs per
+group at which the observed effect is decided with 80% power (a bootstrap of the observed runs,
+judged by the claim's own path), and the training budget at which still-improving runs would
+pass the convergence guard; `robustkit claims` prints it."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from robustkit import settle
+from robustkit.analysis.convergence import improving
+from robustkit.claim import AGREES, NOT_CONVERGED, Claim, judge
+
+
+def _claim(**changes) -> Claim:
+    table = {"id": "c", "says": "adapters score lower (test)", "statistic": "scores.score", "compare": "location",
+             "a": "houlsby", "b": "full", "direction": "less", **changes}
+    return Claim.from_table(table, "test")
+
+
+def _runs(values: dict[str, np.ndarray], **columns) -> pd.DataFrame:
+    rows = [{"run_id": f"{m}-{i}-{sorted(columns.items())}", "method": m, "seed": i, "value": float(v), "outcome": "ok", **columns}
+            for m, vs in values.items() for i, v in enumerate(vs)]
+    return pd.DataFrame(rows)
+
+
+# a clear shift of about 1.3 SD that 4 runs against 4 do not decide (one-sided p = 0.1)
+LOW, HIGH = [0.700, 0.718, 0.690, 0.731], [0.722, 0.739, 0.712, 0.745]
+
+
+def _agree_rate(claim: Claim, observations: pd.DataFrame, n: int, draws: int, seed: int) -> float:
+    boot, rng = settle.Bootstrap(claim, observations), np.random.default_rng(seed)
+    return float(np.mean([judge(claim, boot.draw(n, rng)[0]).iloc[-1]["verdict"] == AGREES for _ in range(draws)]))
+
+
+def test_more_runs_settle_a_clear_effect_that_four_runs_do_not():
+    claim, observations = _claim(), _runs({"houlsby": LOW, "full": HIGH})
+    assert judge(claim, observations).iloc[-1]["verdict"] == "inconclusive"
+    found = settle.runs_to_decide(claim, observations)
+    assert found["n"] is not None and found["n"] > 4 and found["side"] == AGREES and found["observed_n"] == 4, found
+    assert found["power"] >= 0.8 and found["tried"][4] < 0.8
+    # checked apart from the search, on other draws: the n it names decides in about 80% of stores
+    assert _agree_rate(claim, observations, found["n"], 200, seed=12345) >= 0.72
+    # and it is the smallest such n, up to the 10% bracket and Monte-Carlo noise: half as many do not
+    assert _agree_rate(claim, observations, max(4, found["n"] // 2), 100, seed=54321) < 0.8
+    assert settle.runs_text(found).startswith(f"about {found['n']} runs per group (80% power to agree")
+
+
+def test_over_cells_each_cell_draws_its_own_runs():
+    """A claim on each of 2 cells: every cell gets n runs per group; the rule needs both."""
+    claim = _claim(within=["task"], quantifier="each")
+    observations = pd.concat([_runs({"houlsby": LOW, "full": HIGH}, task="rte"),
+                              _runs({"houlsby": np.array(LOW) - 0.01, "full": HIGH}, task="sst2")])
+    boot = settle.Bootstrap(claim, observations)
+    frame, _ = boot.draw(7, np.random.default_rng(0))
+    assert frame.groupby(["task", "method"])["run_id"].nunique().eq(7).all() and len(boot.strata) == 4
+    found = settle.runs_to_decide(claim, observations, simulations=100)
+    alone = settle.runs_to_decide(_claim(), _runs({"houlsby": LOW, "full": HIGH}), simulations=100)
+    assert found["n"] is not None and found["n"] >= alone["n"] - 2, (found, alone)
+
+
+def test_spread_draws_pairs_of_distinct_runs():
+    claim = _claim(compare="spread")
+    boot = settle.Bootstrap(claim, _runs({"houlsby": LOW, "full": HIGH}))
+    frame, _ = boot.draw(10, np.random.default_rng(0))
+    for _, group in frame.groupby("method"):
+        values = group.sort_values("seed")["value"].to_numpy()
+        assert len(values) == 10 and (values[0::2] != values[1::2]).all()
+
+
+def test_no_effect_no_runs():
+    claim = _claim()
+    found = settle.runs_to_decide(claim, _runs({"houlsby": LOW, "full": LOW[::-1]}))
+    assert found["n"] is None and "observed effect is 0" in found["reason"]
+    failed = _runs({"houlsby": LOW, "full": HIGH}).assign(outcome="collapsed")
+    assert "every observed run failed" in settle.runs_to_decide(claim, failed)["reason"]
+    paired = settle.runs_to_decide(_claim(), _runs({"houlsby": LOW, "full": HIGH}), max_runs=4)
+    assert paired["n"] is None and paired["reason"].startswith("more than 4 runs per group")
+
+
+def _history(curves: dict[str, np.ndarray], every: int = 50) -> pd.DataFrame:
+    return pd.concat([pd.DataFrame({"run_id": run_id, "step": every * np.arange(1, len(loss) + 1),
+                                    "epoch": every * np.arange(1, len(loss) + 1) / 500, "split": "validation",
+                                    "metric": "loss", "value": loss}) for run_id, loss in curves.items()], ignore_index=True)
+
+
+STEPS = 50.0 * np.arange(1, 2001)
+DECAYING = 0.5 + 10.0 * STEPS ** -0.7  # a power law still falling at 20 evaluations (passes the rule at 115)
+
+
+def test_a_still_improving_run_would_pass_the_guard_when_trained_that_long():
+    assert improving(DECAYING[:20])
+    found = settle.budget_to_converge(None, ["late"], _history({"late": DECAYING[:20]}))
+    multiple = found["multiple"]
+    assert multiple is not None and multiple > 1
+    evaluations = int(round(multiple * 20))
+    assert not improving(DECAYING[:evaluations])  # the run truncated at that budget passes the rule
+    assert improving(DECAYING[:evaluations - 2])  # and not much earlier (the fit is close to the curve)
+    assert found["steps"] == pytest.approx(multiple * 1000) and found["epochs"] == pytest.approx(multiple * 2)
+
+
+def test_a_group_passes_when_at_most_half_still_improve():
+    flat = np.full(20, 0.5)
+    curves = {"a": DECAYING[:20], "b": 0.5 + 20.0 * STEPS[:20] ** -0.7, "c": flat}
+    found = settle.budget_to_converge(None, list(curves), _history(curves))
+    runs = found["runs"].set_index("run_id")
+    assert runs.loc["c", "multiple"] == 1.0 and runs.loc["b", "multiple"] > runs.loc["a", "multiple"] > 1
+    assert found["multiple"] == runs.loc["a", "multiple"]  # 2 of 3 must pass: the second smallest
+    # a curve that keeps falling past the longest budget looked at gets no estimate, and says why
+    multiple, why = settle.fitted_budget(STEPS[:20], DECAYING[:20], max_multiple=3)
+    assert multiple is None and "still improves by the rule at 3x" in why
+
+
+def test_would_settle_says_train_longer_where_the_runs_still_improve():
+    claim = _claim(final=True)
+    observations = _runs({"houlsby": LOW, "full": HIGH})
+    ids = list(observations["run_id"])
+    late = pd.Series([run.startswith("full") for run in ids], index=ids)
+    verdict = judge(claim, observations, improving=late).iloc[-1]
+    assert verdict["reason_class"] == NOT_CONVERGED
+    history = _history({run: DECAYING[:20] if late[run] else np.full(20, 0.5) for run in ids})
+    text = settle.would_settle(claim, verdict, observations, late, None, history)
+    assert text.startswith("train about ") and "4 of 4 full runs still improve" in text and "epochs" in text
+    agreed = {**verdict.to_dict(), "verdict": "agrees"}
+    assert settle.would_settle(claim, agreed, observations, late, None, history) == ""
+
+
+def test_claims_prints_what_would_settle_each_inconclusive_claim(tmp_path, capsys, monkeypatch):
+    import robustkit.analysis.convergence
+    import robustkit.claim
+    import robustkit.reproduce
+    from robustkit.claim import VERDICT_COLUMNS
+    from robustkit.cli import main
+    from robustkit.recipes import load_recipe
+
+    recipe = load_recipe("han2021/fig2")
+    claim = recipe.claims[0]
+    observations = _runs({"houlsby": 0.75 + 0.002 * np.arange(6), "full": 0.75 + 0.03 * np.array([0, 1, -1, 2, -2, 0.5])})
+    table = judge(claim, observations).assign(recipe=recipe.name)[VERDICT_COLUMNS]
+    assert table.iloc[-1]["verdict"] == "inconclusive"
+    monkeypatch.setattr(robustkit.reproduce, "claims", lambda *args, **kwargs: table)
+    monkeypatch.setattr(robustkit.claim, "observations", lambda *args, **kwargs: observations)
+    monkeypatch.setattr(robustkit.analysis.convergence, "still_improving",
+                        lambda store, run_ids: pd.Series(False, index=list(run_ids)))
+    monkeypatch.setenv("COLUMNS", "400")
+    argv = ["claims", recipe.name, "--scale", "paper", "--store", str(tmp_path)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "would_settle" in out and "runs per group (80% power to agree at the observed effect; 6 now)" in out, out
+    assert main([*argv, "--no-settle"]) == 0
+    assert "would_settle" not in capsys.readouterr().out
+
+
+def test_claims_plan_with_a_store_gives_the_runs_the_observed_effect_needs(tmp_path, capsys, monkeypatch):
+    from robustkit.cli import main
+
+    seen = {}
+
+    def observed(store, recipes, scales, defaults, device, **options):
+        seen.update(store=store, scales=scales)
+        return pd.DataFrame([{"recipe": "han2021/fig2", "scale": "paper", "claim": "spread", "observed": "about 17 runs per group"}])
+
+    monkeypatch.setattr(settle, "plan_observed", observed)
+    monkeypatch.setenv("COLUMNS", "400")
+    main(["claims", "--plan", "han2021/fig2", "--store", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "observed" in out and "about 17 runs per group" in out and seen["store"] == str(tmp_path)
+    main(["claims", "--plan", "han2021/fig2"])
+    assert "about 17" not in capsys.readouterr().out

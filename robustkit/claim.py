@@ -952,39 +952,6 @@ def _not_judged_at(recipe, claim: Claim, scale: str, defaults: dict | None) -> d
     return _result(reason_class=UNTESTABLE, reason=f"untestable at {scale} scale: {where}")
 
 
-def independent_sets(recipes: Sequence, scale: str = "demo", defaults: dict | None = None) -> dict[str, int]:
-    """recipe name -> the index of its set of runs, recipes that share any run in one set.
-
-    Verdicts on one set of runs are not independent evidence: seven claims judged on the same ten
-    runs are one experiment. The sets are the connected components of the recipes' run ids.
-    """
-    owner: dict[str, str] = {}
-    parent = {recipe.name: recipe.name for recipe in recipes}
-
-    def root(name: str) -> str:
-        while parent[name] != name:
-            parent[name] = parent[parent[name]]
-            name = parent[name]
-        return name
-
-    for recipe in recipes:
-        for spec in recipe.specs(scale, defaults):
-            other = owner.setdefault(spec.run_id, recipe.name)
-            parent[root(recipe.name)] = root(other)
-    roots = sorted({root(name) for name in parent})
-    return {name: roots.index(root(name)) for name in parent}
-
-
-def tally_line(verdicts: pd.DataFrame, sets: dict[str, int]) -> str:
-    """``"64 claims: 10 agree, 13 contradict, 41 inconclusive, on 9 independent sets of runs"``."""
-    overall = verdicts.groupby(["recipe", "claim"], sort=False).tail(1)
-    counts = overall["verdict"].value_counts()
-    used = {sets[r] for r in overall["recipe"] if r in sets}
-    parts = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in VERDICTS)
-    return (f"{len(overall)} claims ({parts}) rest on {len(used)} independent sets of runs "
-            "(recipes that share a run count as one set)")
-
-
 def summary_line(rows: pd.DataFrame) -> str:
     """One line per claim (its overall row): ``"spread: agrees (n = 5 vs 5; std ratio a/b 0.41,
     90% CI [0.2, 0.8]; std ... one-sided p = 0.01)"``, for under a figure or in an index."""

@@ -24,9 +24,6 @@ It is an estimate at the observed effect, which is itself noisy: with 4 runs per
 effect that the bootstrap scales up may be far from the true one, and the n is "about". The
 power at each n is a Monte-Carlo estimate with at most ``simulations`` stores, drawn in batches
 and stopped early once a 95% Wilson interval lies on one side of ``power``; the rng is seeded.
-Simulated stores of more than 30 runs per group use fewer Monte-Carlo relabellings in their
-tied rank tests (:data:`PERMUTATIONS`, scipy's permutation method, against 20000 in a verdict):
-a p-value error of about 0.005 at 0.05, well below the power estimate's.
 
 **Training budget** (:func:`budget_to_converge`, for *not converged*): the guard of
 :mod:`robustkit.analysis.convergence` calls a run still improving when the lowest dev loss of
@@ -50,7 +47,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -70,7 +66,6 @@ SIMULATIONS = 200  # simulated stores per candidate n, at most
 BATCH = 25  # simulated stores between two looks at the estimate
 Z_STOP = 1.96  # a 95% Wilson interval on one side of the target stops a candidate early
 SEED = 0
-PERMUTATIONS = 500  # Monte-Carlo relabellings of a large simulated store's tied rank tests (a verdict: 20000)
 REFINE = 3  # evaluations that narrow the bracket, at most
 MAX_MULTIPLE = 100.0  # the longest budget the extrapolation looks at, in multiples of the current one
 SETTLE_COLUMNS = ["recipe", "claim", "would_settle"]
@@ -243,19 +238,6 @@ class Bootstrap:
         return frame, improving
 
 
-@contextmanager
-def _relabellings(n: int):
-    """Fewer Monte-Carlo relabellings in the tied rank tests of simulated stores of more than 30
-    runs per group (module docstring); the exact tests' setting is restored after."""
-    before = exact.EXACT_LIMIT
-    if n > 30:
-        exact.EXACT_LIMIT = min(before, PERMUTATIONS)
-    try:
-        yield
-    finally:
-        exact.EXACT_LIMIT = before
-
-
 def verdict_rates(claim: claims.Claim, boot: Bootstrap, n: int, simulations: int = SIMULATIONS, power: float = POWER,
                   seed: int = SEED, side: str | None = None) -> dict:
     """How often the claim's verdict path agrees and contradicts on simulated stores of n runs.
@@ -272,18 +254,17 @@ def verdict_rates(claim: claims.Claim, boot: Bootstrap, n: int, simulations: int
     rng = np.random.default_rng([seed, n])
     counts = {claims.AGREES: 0, claims.CONTRADICTS: 0}
     done = 0
-    with _relabellings(n):
-        while done < simulations:
-            for _ in range(min(BATCH, simulations - done)):
-                frame, improving = boot.draw(n, rng)
-                verdict = claims.judge(claim, frame, improving=improving).iloc[-1]["verdict"]
-                if verdict in counts:
-                    counts[verdict] += 1
-                done += 1
-            counted = side or max(counts, key=counts.get)
-            low, high = _wilson(counts[counted], done, Z_STOP)
-            if low >= power or high < power:
-                break
+    while done < simulations:
+        for _ in range(min(BATCH, simulations - done)):
+            frame, improving = boot.draw(n, rng)
+            verdict = claims.judge(claim, frame, improving=improving).iloc[-1]["verdict"]
+            if verdict in counts:
+                counts[verdict] += 1
+            done += 1
+        counted = side or max(counts, key=counts.get)
+        low, high = _wilson(counts[counted], done, Z_STOP)
+        if low >= power or high < power:
+            break
     counted = side or max(counts, key=counts.get)
     return {"agrees": counts[claims.AGREES] / done, "contradicts": counts[claims.CONTRADICTS] / done,
             "simulations": done, "side": counted, "passes": counts[counted] / done >= power}

@@ -3,8 +3,8 @@
 A claim about runs is decided on a handful of runs per group (3-10 seeds), where large-sample
 approximations and percentile bootstraps do not hold: a percentile bootstrap of 2 vs 2 runs
 returns the extreme differences as its "95% interval". The rank tests here are exact (their null
-distribution enumerated, or a seeded Monte-Carlo permutation where that is too large), so their
-false-positive rate is at most alpha at any n, and every interval is the set of effects the
+distribution counted, ties included, up to 60 runs; above, the normal approximation with tie and
+continuity corrections, accurate at those sizes), so their false-positive rate is at most alpha, and every interval is the set of effects the
 test does not reject, so it exists only where the test can decide:
 
 - :func:`rank_sum`: one-sided Wilcoxon-Mann-Whitney test of location (two independent groups);
@@ -36,7 +36,6 @@ from scipy import stats
 
 __all__ = ["centre_interval", "on_grid", "rank_sum", "rate_interval", "rate_test", "seed_pairs", "shift_interval",
            "signed_rank", "smallest_p", "spread_interval", "spread_pairs"]
-
 
 
 @lru_cache(maxsize=None)

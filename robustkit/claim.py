@@ -594,7 +594,9 @@ def _cell(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
         side = f"{_label(claim.a)} itself"
         result["shown"] += f"; {side} {way}: one-sided p = {s:.3g}"
         result.update(p_claimed=max(p, s), p_opposite=min(1.0, 2 * min(q, t)),
-                      claimed_part=f" (both parts must agree: the comparison p = {p:.3g}, {side} {way} p = {s:.3g})")
+                      claimed_part=f" (both parts must agree: the comparison p = {p:.3g}, {side} {way} p = {s:.3g}"
+                      + (f"; {side} {other} p = {t:.3g}, x 2 for either part = {min(1.0, 2 * t):.3g}" if t < q and t < 0.5 else "")
+                      + ")")
         result["against_part"] = (f"{side} {other}, against the claimed direction of change: one-sided p = {t:.3g}, x 2 for "
                                   f"either part = {min(1.0, 2 * t):.3g}" + (f" (the comparison itself goes the claimed way, p = {p:.3g})" if p < claim.alpha else "")
                                   if t <= q else f"opposite direction, one-sided p = {q:.3g}, x 2 for either part = {min(1.0, 2 * q):.3g}")

@@ -87,3 +87,27 @@ def test_the_simulation_can_fail():
         half += agree >= len(rows) / 2 and not (rows["verdict"] == claims.CONTRADICTS).any()
         assert claims.judge(claim, frame.assign(outcome="ok")).iloc[-1]["verdict"] != claims.AGREES
     assert half / draws > BOUND
+
+
+def test_the_readme_table_covers_every_judged_claim_within_alpha():
+    """analyses/README.md's whole-path table (tools/simulate_verdicts.py, 500 draws, 2,000 where a
+    rate is above 0.02) lists every judged, decidable claim of every recipe at both scales, and
+    each rate is within alpha plus two Monte-Carlo standard errors at its draws."""
+    from pathlib import Path
+
+    from robustkit.decidability import plan
+    from robustkit.recipes import list_recipes, load_recipe
+
+    readme = (Path(__file__).resolve().parents[1] / "analyses" / "README.md").read_text()
+    begin, end = "<!-- simulated: python tools/simulate_verdicts.py -->", "<!-- end of simulated table -->"
+    assert begin in readme and end in readme, "generate it: python tools/simulate_verdicts.py"
+    lines = readme.split(begin, 1)[1].split(end, 1)[0].strip().splitlines()[2:]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
+    table = plan([load_recipe(name) for name in list_recipes()])
+    expected = {(r, s, c) for r, s, c, j, d in zip(table["recipe"], table["scale"], table["claim"], table["judged"],
+                                                    table["decidable"]) if j and d}
+    assert {(r[0], r[1], r[2]) for r in rows} == expected
+    for row in rows:
+        agrees, contradicts, draws = float(row[7]), float(row[8]), int(row[9])
+        assert draws == 2000 or max(agrees, contradicts) <= simulation.CLEARLY_BELOW, row
+        assert max(agrees, contradicts) <= simulation.bound(0.05, draws), row

@@ -112,9 +112,8 @@ from robustkit import collapse
 from robustkit.analysis import registry
 from robustkit.analysis.pooling import check_pooling
 from robustkit.errors import RobustkitError
-from robustkit.measures import exact, multiplicity, significance
+from robustkit.measures import exact, multiplicity
 from robustkit.params import resolve
-from robustkit.selection import UNSET
 from robustkit.selection import matches as _is
 from robustkit.selection import text as _text
 

@@ -40,6 +40,7 @@ import pandas as pd
 from robustkit import claim as claims
 from robustkit.analysis import registry
 from robustkit.decidability import claim_sizes, statistic_cells
+from robustkit.selection import UNSET
 
 GRID = 872  # SST-2's dev set: scores are k / 872
 MAJORITY = 0.509  # its majority-class accuracy: where a collapsed run sits
@@ -155,7 +156,7 @@ def observations(claim: claims.Claim, form: Shape, states: list[str], rng: np.ra
     frame = pd.DataFrame(rows)
     for column, values in claim.where.items():  # the synthetic runs are the selected ones
         if column not in frame:
-            frame[column] = values[0] if values and values[0] != claims.UNSET else np.nan
+            frame[column] = values[0] if values and values[0] != UNSET else np.nan
     ids = frame["run_id"].unique()
     improving = pd.Series(rng.random(len(ids)) < IMPROVING_SHARE, index=ids)
     return frame, improving

@@ -6,8 +6,10 @@ store in one sweep (a run two recipes need is trained once), judges each recipe'
 exactly its runs (:mod:`robustkit.claim`), then draws each recipe's registered figure
 (:mod:`robustkit.figures`) on those runs, with the model and task used as subtitle and the claims' verdicts under the
 figure. Analyses are cached per run, so re-running only computes what is missing.
-``figures/README.md`` then lists per figure the model/task used, runs per group, collapsed
-runs, the verdicts and what differs from the paper's settings.
+The figures folder (default beside the store, ``<store>-figures``; the project's own
+``figures/`` only when named) then holds the PDFs, ``claims.csv`` and a ``README.md`` that lists
+per figure the model/task used, runs per group, collapsed runs, the verdicts and what differs
+from the paper's settings.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from robustkit.store.folders import open_store
 from robustkit.store.tables import load_runs
 from robustkit.sweep import run_sweep
 
+# The project's own rendered figures (tracked in git): written only when asked for by name
+# (``reproduce --figures figures``); every other run of reproduce writes beside its store.
 FIGURES_DIR = Path("figures")
 log = logging.getLogger(__name__)
 
@@ -34,11 +38,20 @@ def default_store(scale: str) -> Path:
     return Path("runs") / scale
 
 
+def default_figures(store: str | Path) -> Path:
+    """Where reproduce writes a store's figures and verdicts unless told otherwise: beside the
+    store, ``<store>-figures`` (``runs/demo`` -> ``runs/demo-figures``), so that a checkout's
+    tracked ``figures/`` changes only when a command names it."""
+    store = Path(store)
+    name = store.name or store.resolve().name  # "runs/" and "." have a name too
+    return store.parent / f"{name}-figures"
+
+
 def reproduce(
     recipes: list[str] | None = None,
     scale: str = "demo",
     store: str | Path | None = None,
-    figures: str | Path = FIGURES_DIR,
+    figures: str | Path | None = None,
     recipe_dir: str | Path = RECIPE_DIR,
     jobs: int = 2,
     device: str | None = None,
@@ -58,8 +71,10 @@ def reproduce(
         tasks and hyperparameters).
     store : path, optional
         Run store; default ``runs/<scale>``.
-    figures : path
-        Folder the PDFs are written to.
+    figures : path, optional
+        Folder the PDFs, ``claims.csv`` and their ``README.md`` index are written to; default
+        :func:`default_figures`, beside the store (said once in the log). The project's own
+        ``figures/`` is :data:`FIGURES_DIR`.
     recipe_dir : path
         Folder of recipe files (default: the ``analyses/`` folder of this checkout).
     jobs, device, executor, slurm_options
@@ -78,6 +93,11 @@ def reproduce(
     """
     chosen = [load_recipe(name, recipe_dir) for name in recipe_names(recipes, recipe_dir)]
     store = Path(store) if store is not None else default_store(scale)
+    if figures is None:
+        figures = default_figures(store)
+        if not train_only:
+            log.info(f"figures and verdicts go to {figures} (--figures to choose; `--figures {FIGURES_DIR}` "
+                     "updates the project's own)")
     defaults = load_defaults(recipe_dir)  # read once: every recipe's specs, claims and subtitle use it
     needed = {recipe.name: recipe.specs(scale, defaults) for recipe in chosen}
     distinct = {spec.run_id: spec for specs in needed.values() for spec in specs}
@@ -224,7 +244,7 @@ def write_index(figures: str | Path, scale: str, recipe_dir: str | Path = RECIPE
     lines = [
         "# Figures",
         "",
-        f"Made by `robustkit reproduce --all --scale {scale}` from the recipes in `analyses/` "
+        f"Made by `robustkit reproduce --all --scale {scale} --figures {figures}` from the recipes in `analyses/` "
         "(each file cites the paper's table its settings come from). Re-running the command only "
         "trains and analyses what is missing. Failed runs (not learned, collapsed or diverged, see "
         "`robustkit/collapse.py`) are marked in every figure and never plotted as results; each "

@@ -90,7 +90,7 @@ def test_readme_notebook_block_runs(demo_at_bert_tiny, monkeypatch):
     assert len(names["runs"]) == 4 and set(names["outcomes"]["method"]) == {"houlsby", "full"}
     assert {"rsa", "cka"} <= set(names["frame"]["measure"]) and len(names["slopes"]) == 4
     assert set(names["verdicts"]["recipe"]) == {"han2021/fig2"}
-    assert (root / "fig2.pdf").read_bytes().startswith(b"%PDF")
+    assert (root / "runs" / "fig2.pdf").read_bytes().startswith(b"%PDF")
     assert "bert-tiny" in names["run_dir"].name and names["run_dir"].parent.resolve() == (root / "runs" / "demo").resolve()
     assert names["model"] is not None
     assert len(names["runs"]) == 4 and len(robustkit.load_runs(root / "runs" / "demo")) == 5  # seed 2: trained
@@ -109,3 +109,75 @@ def test_contributing_examples_are_valid(tmp_path):
     (tmp_path / "beyond" / "example.toml").write_text(recipe)
     loaded = load_recipe("beyond/example", tmp_path)
     assert loaded.figure == "curvature" and loaded.claims[0].id == "flatter-end-point"
+
+
+# ---------------------------------------------------------------------------------------------
+# The tour leaves the checkout clean (issue #38, item 4)
+
+# The demo scale the tour runs at here: bert-tiny, 64 examples, one epoch (seconds per run),
+# written over analyses/defaults.toml's [demo.base] in the copy, so that every command of the
+# tour, `--preset demo` and `reproduce` included, reads it as it reads the real one.
+TINY_DEMO = {"model": '"bert-tiny"', "train_size": "64", "epochs": "1", "max_length": "32"}
+# Values the tour's commands take here instead of the README's, each changing how long a command
+# computes, never what it writes or where: RSA's forward passes grow with the tokens sampled.
+FASTER = {"--tokens": "50"}
+
+
+def tour_commands() -> list[str]:
+    """The commands of the bash block under the README's "## A tour", in order."""
+    section = (ROOT / "README.md").read_text().split("\n## A tour\n", 1)[1].split("\n## ", 1)[0]
+    (block,) = [body for lang, body in FENCE.findall(section) if lang == "bash"]
+    return commands(block)
+
+
+def tracked_copy(folder: Path) -> Path:
+    """The checkout's tracked files (as they are in the working tree) in ``folder``, committed
+    there as a git repository of their own, with the demo scale at :data:`TINY_DEMO`."""
+    import subprocess
+
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        if (ROOT / name).is_file():  # a file deleted in the working tree is not copied
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, folder / name)
+    defaults = folder / "analyses" / "defaults.toml"
+    head, rest = defaults.read_text().split("[demo.base]\n", 1)
+    base, tail = rest.split("\n\n", 1)
+    for key, value in TINY_DEMO.items():
+        base, found = re.subn(rf"^{key} = .*$", f"{key} = {value}", base, flags=re.M)
+        assert found == 1, f"[demo.base] of analyses/defaults.toml has no {key}"
+    defaults.write_text(f"{head}[demo.base]\n{base}\n\n{tail}")
+    git = ["git", "-c", "user.name=tour", "-c", "user.email=tour@example.org"]
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "the checkout, demo scale at bert-tiny"]):
+        subprocess.run([*git, *command], cwd=folder, check=True, capture_output=True)
+    return folder
+
+
+@pytest.mark.slow
+def test_the_tour_leaves_the_checkout_clean(tmp_path):
+    """`make demo` (its `robustkit demo`) and every command of the README's tour, as a user runs
+    them from the checkout, change no tracked file and leave no untracked one (what they write
+    goes under the git-ignored runs/)."""
+    import os
+    import subprocess
+    import sys
+
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout: nothing to copy by `git ls-files`")
+    checkout = tracked_copy(tmp_path / "checkout")
+    env = {**os.environ, "TQDM_DISABLE": "1"}
+    make_demo = re.search(r"^demo:.*\n\t\$\(PY\) -m (robustkit .*)$", (checkout / "Makefile").read_text(), re.M).group(1)
+    for line in [make_demo, *tour_commands()]:
+        words = shlex.split(line)
+        assert words[0] == "robustkit", line
+        words = [FASTER.get(before, word) for before, word in zip(["", *words], words)]
+        # python -m from the copy's root imports the copy's robustkit (its analyses/ included)
+        done = subprocess.run([sys.executable, "-m", *words], cwd=checkout, env=env, capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == 0, f"{line}: exit {done.returncode}\n{done.stderr[-3000:]}"
+        if words[1] == "reproduce":  # said once where the figures went: beside the store
+            assert done.stderr.count("runs/demo-figures") == 1, done.stderr
+    assert (checkout / "runs" / "demo-figures" / "han2021_fig2_seeds.pdf").is_file()
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=checkout,
+                            capture_output=True, text=True, check=True).stdout
+    assert status == "", f"the tour changed the checkout:\n{status}"

@@ -115,6 +115,20 @@ def test_cli_train_only_and_errors(tmp_path, recipe_dir, capsys):
     assert "unknown recipe 'toy/nope'" in capsys.readouterr().err
 
 
+def test_figures_go_beside_the_store_unless_named(tmp_path, recipe_dir, capsys, monkeypatch):
+    """Without --figures, reproduce writes its PDFs, claims.csv and index into <store>-figures and
+    says so once: the checkout's own figures/ (the cwd's) is left as it is (issue #38, item 4)."""
+    from robustkit.reproduce import default_figures
+
+    assert default_figures("runs/demo") == Path("runs/demo-figures") == default_figures("runs/demo/")
+    monkeypatch.chdir(tmp_path)
+    assert main(["reproduce", "toy/table", "--recipe-dir", str(recipe_dir), "--store", "runs/toy", "--jobs", "1"]) == 0
+    beside = tmp_path / "runs" / "toy-figures"
+    assert {p.name for p in beside.iterdir()} == {"toy_table.pdf", "claims.csv", "README.md"}
+    assert not (tmp_path / "figures").exists()
+    assert capsys.readouterr().err.count(str(Path("runs/toy-figures"))) == 1
+
+
 def test_bad_figure_parameters_fail_before_any_training(tmp_path, recipe_dir):
     from robustkit.recipes import RecipeError
 

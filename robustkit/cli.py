@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from robustkit.cli_types import count, output_file, output_folder
 from robustkit.errors import RobustkitError, SweepError
 from robustkit.limits import MAX_GRID_RUNS
 from robustkit.precision import DEFAULT_PRECISION, PRECISIONS
@@ -280,8 +281,10 @@ def _add_reproduce_command(commands) -> None:
     reproduce.add_argument("recipes", nargs="*", metavar="RECIPE", help="recipe names, e.g. han2021/fig2 (see the list above)")
     reproduce.add_argument("--all", action="store_true", help="every recipe")
     reproduce.add_argument("--scale", choices=["demo", "paper"], default="demo", help="demo: minilm-l6 on the embedded tasks (CPU); paper: the papers' models, tasks and hyperparameters (GPU cluster); default: demo")
-    reproduce.add_argument("--store", help="run store folder; default: runs/<scale>")
-    reproduce.add_argument("--figures", default="figures", help="folder the PDFs are written to; default: figures")
+    reproduce.add_argument("--store", type=output_folder, help="run store folder; default: runs/<scale>")
+    reproduce.add_argument("--figures", type=output_folder, help="folder the PDFs, claims.csv and their README.md index are "
+                           "written to; default: beside the store, <store>-figures (runs/demo-figures); `--figures figures` "
+                           "updates this checkout's own figures/")
     reproduce.add_argument("--recipe-dir", help="folder of recipe files; default: the analyses/ folder of this checkout")
     reproduce.add_argument("--jobs", type=int, default=2, help="runs trained at once (local executor); default: 2")
     reproduce.add_argument("--train-only", action="store_true", help="train the runs, draw nothing (plot later, e.g. once cluster jobs are done)")
@@ -501,13 +504,13 @@ def _add_stats_command(commands) -> None:
     stats.add_argument("--select", action="append", metavar="KEY=VALUE[,VALUE]", help="keep runs whose column KEY has one of the values (repeatable), e.g. --select task=rte --select method=houlsby,full; complete runs only")
     stats.add_argument("--by", default="method", help="column whose groups are compared pairwise (method, tsp_step, lr, ...); default: method")
     stats.add_argument("--within", default="auto", help="comma-separated columns: cells tested separately (e.g. task,tsp_step), 'none' to pool everything; default: auto = task + every configuration column that varies inside a --by group (so runs of different settings are never pooled)")
-    stats.add_argument("--metric", help="metric scored (accuracy, f1, mcc, spearman, loss, ...); default: each task's main metric")
     stats.add_argument("--split", choices=["test", "validation"], help="split scored; default: test (validation with --epoch; the best checkpoint is chosen on validation, so its validation score is biased upwards)")
     from robustkit.analysis.registry import get
     from robustkit.cli_analyze import add_param
 
     scored = {p.name: p for p in get("scores").params}
-    add_param(stats, scored["checkpoint"])  # the scores analysis's own declaration
+    add_param(stats, scored["metric"])  # the scores analysis's own declarations
+    add_param(stats, scored["checkpoint"])
     stats.add_argument("--epoch", type=int, help="score at the end of this fine-tuning epoch (validation, from the training history) instead of a checkpoint")
     stats.add_argument("--include-failed", action="store_true", help="keep collapsed and diverged runs in the statistics and tests (default: counted per group, left out; see robustkit.collapse)")
     stats.add_argument("--no-aso", action="store_true", help="skip ASO (almost stochastic order, deepsig's epsilon_min of each group over each other; a few seconds per pair and cell)")
@@ -526,11 +529,11 @@ def _add_cluster_arguments(parser: argparse.ArgumentParser, submission_control: 
         cluster.add_argument("--status", action="store_true", help="print each run's state (done / running / pending / failed / not submitted) from the store and squeue, then exit")
         cluster.add_argument("--no-wait", action="store_true", help="return once the jobs are submitted instead of waiting for them")
     cluster.add_argument("--partition", help="Slurm partition; default: the cluster's default")
-    cluster.add_argument("--time-min", type=int, default=240, help="time limit per job in minutes; a job reaching it is requeued and resumes; default: 240")
-    cluster.add_argument("--gpus-per-run", type=int, default=0, help="GPUs per job; default: 0")
-    cluster.add_argument("--cpus-per-run", type=int, default=2, help="CPU cores per job; default: 2")
-    cluster.add_argument("--mem-gb", type=int, help="memory per job in GB; default: the partition's default")
-    cluster.add_argument("--max-parallel", type=int, default=16, help="jobs of an array running at once; default: 16")
+    cluster.add_argument("--time-min", type=count(1), default=240, help="time limit per job in minutes; a job reaching it is requeued and resumes; default: 240")
+    cluster.add_argument("--gpus-per-run", type=count(0), default=0, help="GPUs per job; default: 0")
+    cluster.add_argument("--cpus-per-run", type=count(1), default=2, help="CPU cores per job; default: 2")
+    cluster.add_argument("--mem-gb", type=count(1), help="memory per job in GB; default: the partition's default")
+    cluster.add_argument("--max-parallel", type=count(1), default=16, help="jobs of an array running at once; default: 16")
     cluster.add_argument("--slurm-arg", action="append", metavar="KEY=VALUE", help="further sbatch option passed through, e.g. --slurm-arg account=nlp --slurm-arg qos=high (repeatable)")
 
 
@@ -550,7 +553,7 @@ def build_parser() -> argparse.ArgumentParser:
     train = commands.add_parser("train", help="train runs (one per seed x TSP step) into a store", description="Train supervised runs, with task-specific pretraining first when --tsp-steps asks for it. Complete runs are skipped; interrupted ones resume.")
     _add_run_arguments(train)
     _add_preset(train)
-    train.add_argument("--store", required=True, help="run store folder (created if missing)")
+    train.add_argument("--store", required=True, type=output_folder, help="run store folder (created if missing)")
     train.add_argument("--jobs", type=int, default=1, help="runs trained at once (worker processes); default: 1")
     _add_yes(train)
     train.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION, help="bf16: every forward pass under bfloat16 autocast (weights and checkpoints stay float32); part of the run id; default: fp32")
@@ -561,7 +564,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep = commands.add_parser("sweep", help="train a grid of runs from a TOML grid file", description="Expand a TOML grid ([base] fields, [grid] axes, [lr] a learning rate per method where base and grid set none) into runs and train those not yet complete.")
     sweep.add_argument("grid", help="grid file (TOML): [base] holds fixed run fields, [grid] lists axes")
     _add_preset(sweep)
-    sweep.add_argument("--store", required=True, help="run store folder (created if missing)")
+    sweep.add_argument("--store", required=True, type=output_folder, help="run store folder (created if missing)")
     sweep.add_argument("--jobs", type=int, default=1, help="runs trained at once (worker processes); default: 1")
     sweep.add_argument("--data-dir", help="local folder of GLUE-format TSV files for every run of a GLUE task in the grid")
     _add_yes(sweep)
@@ -605,7 +608,7 @@ def build_parser() -> argparse.ArgumentParser:
     imports.add_argument("folder", help="the model, adapter or checkpoint-series folder")
     imports.add_argument("--base", required=True, help="the model it was tuned from: embedded name, folder or hub name")
     imports.add_argument("--task", required=True, help="the task it was tuned on (scores it)")
-    imports.add_argument("--store", required=True, help="run store folder (created if missing)")
+    imports.add_argument("--store", required=True, type=output_folder, help="run store folder (created if missing)")
     imports.add_argument("--data-dir", help="local folder of GLUE-format TSV files (GLUE tasks)")
     imports.add_argument("--max-length", type=int, help="tokens per example when scoring; default: the method's")
     for flag, kind in (("--seed", int), ("--lr", float), ("--epochs", int), ("--batch-size", int), ("--train-size", int)):
@@ -621,7 +624,7 @@ def build_parser() -> argparse.ArgumentParser:
     assets.set_defaults(func=_cmd_assets)
 
     demo = commands.add_parser("demo", help="train the embedded-default grid and print its runs", description="minilm-l6 on rt with 1k training examples: houlsby and full, 2 seeds, 3 epochs at the calibrated demo learning rates (4 runs of the han2021/fig2 demo recipe, about 7 minutes on 2 CPU cores; see analyses/README.md).")
-    demo.add_argument("--store", default="runs/demo", help="run store folder; default: runs/demo")
+    demo.add_argument("--store", default="runs/demo", type=output_folder, help="run store folder; default: runs/demo")
     demo.add_argument("--jobs", type=int, default=2, help="runs trained at once (one torch thread each on 2 cores is ~1.5x the throughput of one run with 2 threads); default: 2")
     _add_device(demo)
     demo.set_defaults(func=_cmd_demo)
@@ -721,6 +724,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             args = parse_args(argv)
             configure_logging(args.verbose, args.quiet)
+            _check_device(args)
             return args.func(args)
         finally:
             sys.stdout.flush()  # here, not at exit: a reader that went away raises inside the guard
@@ -742,6 +746,17 @@ def main(argv: list[str] | None = None) -> int:
         message = " ".join(str(error).split())
         return _say(f"unexpected {type(error).__name__}{': ' + message if message else ''} "
                     f"(run again with {TRACEBACK_VARIABLE}=1 for the traceback)", EXIT_FAILED)
+
+
+def _check_device(args: argparse.Namespace) -> None:
+    """Refuse a ``--device`` this machine lacks before the verb starts, for every verb that takes
+    one (as ``train`` always did; an analysis's is checked as it is parsed too). Runs a Slurm
+    executor trains run on other machines: there the name alone is checked."""
+    device = getattr(args, "device", None)
+    if device is not None:
+        from robustkit.preflight import check_device
+
+        check_device(device, here=getattr(args, "executor", "local") == "local")
 
 
 def _say(line: str, code: int) -> int:

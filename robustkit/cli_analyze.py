@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from robustkit import terminal
+from robustkit.cli_types import output_file
 
 
 def _store_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,9 +70,25 @@ def add_param(parser: argparse.ArgumentParser, param) -> None:
         else:
             parser.add_argument(param.flag, dest=param.name, action="store_true", help=param.help)
         return
-    kind = param.type if param.type in (int, float) else str
-    choices = list(param.choices) if param.choices and param.type is not list else None  # a list's items are checked on resolve
-    parser.add_argument(param.flag, dest=param.name, type=kind, default=param.default, choices=choices, help=param.help)
+    choices = list(param.choices) if param.choices and param.type is not list else None  # argparse lists them in --help
+    parser.add_argument(param.flag, dest=param.name, type=_parsed_by(param), default=param.default, choices=choices, help=param.help)
+
+
+def _parsed_by(param):
+    """The argparse type of ``param``: its own checks (:meth:`robustkit.params.Param.coerce`:
+    type, choices, minimum, ``check``) while the command line is parsed, so that a bad value
+    stops the verb before any work, as one line."""
+
+    def parse(text: str):
+        from robustkit.errors import RobustkitError
+
+        try:
+            return param.coerce(text)
+        except RobustkitError as error:
+            raise argparse.ArgumentTypeError(str(error).removeprefix(f"parameter {param.name!r}").lstrip(": ")) from None
+
+    parse.__name__ = param.type.__name__  # argparse names the type in its messages
+    return parse
 
 
 def add_plot_commands(commands) -> None:
@@ -82,7 +99,7 @@ def add_plot_commands(commands) -> None:
     for name, figure in FIGURES.items():
         parser = verbs.add_parser(name, help=figure.help, description=figure.help)
         _store_arguments(parser)
-        parser.add_argument("-o", "--output", required=True, help="PDF file to write")
+        parser.add_argument("-o", "--output", required=True, type=output_file, help="PDF file to write")
         # --subtitle / --footer: robustkit reproduce passes the recipe's stand-in note and the
         # paper's claim with its verdict
         parser.add_argument("--subtitle", help="a second title line, e.g. 'minilm-l6 on rt, stand-in for BERT-base on SST-2'")

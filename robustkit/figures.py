@@ -220,7 +220,7 @@ register(Figure(
 register(Figure(
     "ablation", "Houlsby et al. 2019 figure 6: relative change of the dev metric when the adapters of layers i..j are removed",
     "ablation", "robustkit.plots.ablation:ablation_heatmap",
-    (Param("metric", None, "metric whose relative change is shown (Houlsby et al. plot validation accuracy); default: the task's main metric"),
+    (Param("metric", None, "metric whose relative change is shown (Houlsby et al. plot validation accuracy); default: the task's main metric", check=registry.METRIC_NAME),
      Param("paper_figure", "Houlsby et al. 2019, figure 6", "the figure named in the title; default: Houlsby et al. 2019, figure 6 (the course report's figure 8 is the same ablation of layer-shared adapters)")),
     view="robustkit.analysis.ablation:ablation_heatmap"))
 register(Figure(

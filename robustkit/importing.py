@@ -176,6 +176,9 @@ def import_run(
     Path
         The run's folder; importing the same files again returns it as it is.
     """
+    from robustkit.preflight import check_device
+
+    check_device(device)  # before any file is hashed or scored, as train does
     sources = find_sources(folder)
     known = dict(known or {})
     bad = sorted(set(known) - set(KNOWN_FIELDS))

@@ -20,6 +20,7 @@ import warnings
 import numpy as np
 from scipy import stats
 
+from robustkit.errors import RobustkitError
 from robustkit.tasks import Task, get_task
 
 
@@ -66,6 +67,19 @@ def spearman(predictions: np.ndarray, labels: np.ndarray) -> float:
 
 
 METRICS = {"accuracy": accuracy, "f1": f1_score, "mcc": matthews_corrcoef, "pearson": pearson, "spearman": spearman}
+# What a run records per split: its task's metrics and the evaluation loss.
+RECORDED = (*METRICS, "loss")
+
+
+class MetricError(RobustkitError):
+    """A metric name robustkit never records."""
+
+
+def check_name(name: str) -> None:
+    """Raise :class:`MetricError` unless ``name`` is a metric runs record (:data:`RECORDED`): a
+    misspelt ``--metric`` is refused at once, not after an analysis finds no rows for it."""
+    if name not in RECORDED:
+        raise MetricError(f"unknown metric {name!r}; runs record {', '.join(RECORDED)}")
 
 
 def compute_metrics(task: str | Task, predictions: np.ndarray, labels: np.ndarray) -> dict[str, float]:

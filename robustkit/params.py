@@ -38,6 +38,13 @@ class Param:
     kind : type, optional
         ``int``, ``float``, ``str``, ``bool`` or ``list`` (a list of str; comma-separated on
         the command line). Default: the type of ``default``, ``str`` when it is None.
+    minimum : float, optional
+        The smallest value of a number (counts, seeds, levels and tolerances are never
+        negative); None: any number. Default: 0.
+    check : str, optional
+        ``"module:function"`` that raises a :class:`robustkit.errors.RobustkitError` naming a
+        value it refuses (a device this machine lacks, an unknown metric): checks that need
+        more than the choices, imported only when a value is given.
     """
 
     name: str
@@ -45,6 +52,8 @@ class Param:
     help: str
     choices: tuple = ()
     kind: type | None = None
+    minimum: float | None = 0
+    check: str | None = None
 
     @property
     def type(self) -> type:
@@ -83,6 +92,16 @@ class Param:
             bad = [v for v in (value if kind is list else [value]) if v not in self.choices]
             if bad:
                 raise ParamError(f"parameter {self.name!r} must be one of {list(self.choices)}, got {bad[0]!r}")
+        if kind in (int, float) and self.minimum is not None and not value >= self.minimum:  # NaN fails too
+            raise ParamError(f"parameter {self.name!r} must be >= {self.minimum:g}, got {value!r}")
+        if self.check is not None:
+            import importlib
+
+            module, _, function = self.check.partition(":")
+            try:
+                getattr(importlib.import_module(module), function)(value)
+            except RobustkitError as refused:
+                raise ParamError(f"parameter {self.name!r}: {refused}") from None
         return value
 
 

@@ -42,7 +42,9 @@ def add_format_arguments(parser, output_help: str = "write the whole frame to th
     csv and json print, where a command prints more than one frame)."""
     parser.add_argument("--format", choices=FORMATS, default="table",
                         help=f"table: what varies between rows, cut to the terminal's width; {format_help}; default: table")
-    parser.add_argument("-o", "--output", help=output_help)
+    from robustkit.cli_types import output_file
+
+    parser.add_argument("-o", "--output", type=output_file, help=output_help)
 
 
 def render(frame: pd.DataFrame, fmt: str = "table", keep: Sequence[str] = (), width: int | None = None,

@@ -157,7 +157,8 @@ def test_analyze_verbs_are_generated_from_the_registry():
     verbs = analyze._subparsers._group_actions[0].choices
     assert set(verbs) == set(ANALYSES)
     args = parser.parse_args(["analyze", "landscape", "runs", "--alphas=-1:1:5", "--splits", "train,validation", "--device", "cpu"])
-    assert (args.alphas, args.splits, args.device) == ("-1:1:5", "train,validation", "cpu")
+    # parsed as the parameters declare them (a list parameter's comma list is a list)
+    assert (args.alphas, args.splits, args.device) == ("-1:1:5", ["train", "validation"], "cpu")
     defaults = parser.parse_args(["analyze", "rsa", "runs"])
     assert defaults.tokens == registry.get("rsa").resolve()["tokens"]  # the flag's default is the registry's
     flags = parser.parse_args(["analyze", "curvature", "runs", "--no-block-eigenvalues"])

@@ -108,19 +108,24 @@ def test_connectivity_records_its_device(tmp_path, rte_folder):
 
 
 def test_device_reaches_the_analysis_from_every_entry_point(store, capsys):
-    """A device torch refuses fails in the analysis wherever it is given: it is routed, not dropped."""
+    """A device torch refuses is refused by the analysis wherever it is given, before any work (as
+    ``train --device`` is; issue #38 item 6): it is routed, not dropped."""
     from robustkit.cli import main
+    from robustkit.errors import RobustkitError
 
-    with pytest.raises(RuntimeError, match=BAD):
+    with pytest.raises(RobustkitError, match=BAD):
         registry.get("landscape").run(store, device=BAD, **LANDSCAPE)
-    with pytest.raises(RuntimeError, match=BAD):
+    with pytest.raises(RobustkitError, match=BAD):
         figures.data("landscape", store, device=BAD, **LANDSCAPE)
-    with pytest.raises(RuntimeError, match=BAD):
+    with pytest.raises(RobustkitError, match=BAD):
         figures.draw("landscape", store, device=BAD, **LANDSCAPE)
-    with pytest.raises(RuntimeError, match=BAD):
+    with pytest.raises(RobustkitError, match=BAD):
         registry.per_run("landscape.curvature", store, device=BAD, alphas="-1:1:5", checkpoint="last")
+    assert not (store / ".cache" / "landscape").exists()  # refused before any run was analysed
     for argv in (["plot", "landscape", str(store), "-o", str(store / "x.pdf")], ["analyze", "landscape", str(store)]):
-        assert main([*argv, "--alphas", "0,1", "--device", BAD]) != 0  # the command line's one-line error
+        with pytest.raises(SystemExit) as refused:  # while parsing: the command line's one-line error
+            main([*argv, "--alphas", "0,1", "--device", BAD])
+        assert refused.value.code == 2
         assert BAD in capsys.readouterr().err
     # an analysis that loads no model takes the notebook's device= and ignores it
     assert len(registry.per_run("scores.score", store, device=BAD)) == 2

@@ -88,5 +88,5 @@ def test_the_plot_verbs_are_the_registry():
     verbs = plot._subparsers._group_actions[0].choices
     assert set(verbs) == set(FIGURES)
     args = parser.parse_args(["plot", "landscape", "runs", "-o", "x.pdf", "--alphas=-1:1:5", "--splits", "train,validation"])
-    assert (args.alphas, args.splits) == ("-1:1:5", "train,validation")
+    assert (args.alphas, args.splits) == ("-1:1:5", ["train", "validation"])
     assert FIGURES["landscape"].resolve(alphas=args.alphas, splits=args.splits)["splits"] == ["train", "validation"]

@@ -33,7 +33,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from safetensors.torch import load_file, save_file
-from tqdm.auto import tqdm
 
 from robustkit import heldout
 from robustkit.analysis import mlm_head
@@ -44,6 +43,7 @@ from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import resolve_device
 from robustkit.measures.spectrum import effective_rank, energy_rank, singular_values
+from robustkit.progress import bar as progress_bar
 from robustkit.store.tables import IDENTITY
 
 ANALYSIS = "forgetting"
@@ -173,7 +173,7 @@ def run(store: str | Path, select: dict | list[str] | None = None, *, checkpoint
 
     params = {"version": VERSION, "texts": texts, "seed": seed, "max_length": mlm_head.MAX_LENGTH,
               "heads": {m: (c, None if t is None else _digest(t)) for m, (c, t) in heads.items()}}
-    with tqdm(total=len(runs), desc="forgetting", unit="run", disable=not progress) as bar:
+    with progress_bar(total=len(runs), desc="forgetting", unit="run", show=progress) as bar:
         frame = each_run(runs, ANALYSIS, params, ["step-0", checkpoint], compute, on_done=bar.update)
     return frame.assign(checkpoint=checkpoint, texts=texts)[COLUMNS]
 
@@ -197,7 +197,7 @@ def update_ranks(frame: pd.DataFrame, rank_measure: str, matrices: str) -> pd.Da
     if rank_measure not in RANK_MEASURES:
         raise RobustkitError(f"rank_measure must be one of {', '.join(RANK_MEASURES)}, got {rank_measure!r}")
     rows = frame[frame["measure"] == rank_measure]
-    chosen = kinds(matrices)
+    chosen = kinds(matrices, rows)
     if chosen is not None:
         rows = rows[rows["kind"].isin(chosen)]
     mean = rows.groupby("run_id")["value"].mean().rename("value").reset_index()
@@ -224,7 +224,7 @@ def forgetting_view(frame: pd.DataFrame, store: str | Path, checkpoint: str, mat
     if not include_failed:
         points = points[points["outcome"] == "ok"]
     ranks = frame[frame["measure"] == rank_measure]
-    chosen = kinds(matrices)
+    chosen = kinds(matrices, ranks)
     if chosen is not None:
         ranks = ranks[ranks["kind"].isin(chosen)]
     ranks = ranks[ranks["run_id"].isin(points["run_id"])]

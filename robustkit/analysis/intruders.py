@@ -21,12 +21,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.measures.intruders import intruder_count, max_cosines
+from robustkit.progress import bar as progress_bar
 from robustkit.store.tables import IDENTITY
 
 ANALYSIS = "intruders"
@@ -84,7 +84,7 @@ def run(store: str | Path, select: dict | list[str] | None = None, *, checkpoint
     if top_k < 1:
         raise RobustkitError(f"top_k must be at least 1, got {top_k}")
     runs = select_runs(store, select)
-    with tqdm(total=len(runs), desc="intruders", unit="run", disable=not progress) as bar:
+    with progress_bar(total=len(runs), desc="intruders", unit="run", show=progress) as bar:
         frame = each_run(runs, ANALYSIS, {"version": VERSION, "top_k": top_k}, ["step-0", checkpoint],
                          lambda row: run_intruders(row["path"], checkpoint, top_k), on_done=bar.update)
     unchanged = sorted(set(runs["run_id"]) - set(frame.get("run_id", [])))
@@ -97,9 +97,20 @@ def run(store: str | Path, select: dict | list[str] | None = None, *, checkpoint
     return frame.assign(checkpoint=checkpoint)[COLUMNS]
 
 
-def kinds(matrices: str) -> tuple[str, ...] | None:
-    """``"q,v"`` -> ``("q", "v")``; ``"all"`` -> None (every matrix)."""
-    return None if matrices == "all" else tuple(m.strip() for m in matrices.split(",") if m.strip())
+def kinds(matrices: str, frame: pd.DataFrame | None = None) -> tuple[str, ...] | None:
+    """``"q,v"`` -> ``("q", "v")``; ``"all"`` -> None (every matrix).
+
+    With ``frame`` (rows with a ``kind`` column), a kind none of its rows has is an error naming
+    the kinds it has: a misspelt ``--matrices`` would otherwise select nothing, silently. The
+    kinds depend on the runs' architecture (:data:`robustkit.analysis.weights.MATRIX_KINDS`), so
+    they are checked against the rows, not a fixed list.
+    """
+    chosen = None if matrices == "all" else tuple(m.strip() for m in matrices.split(",") if m.strip())
+    if chosen is not None and frame is not None and not frame.empty:
+        unknown = sorted(set(chosen) - set(frame["kind"]))
+        if unknown:
+            raise RobustkitError(f"no matrices of kind {unknown}; the runs' matrices are {', '.join(sorted(frame['kind'].unique()))}, or all")
+    return chosen
 
 
 def counts(frame: pd.DataFrame, epsilons, matrices: str) -> pd.DataFrame:
@@ -120,11 +131,8 @@ def counts(frame: pd.DataFrame, epsilons, matrices: str) -> pd.DataFrame:
         Identity columns + ``epsilon`` + ``value`` (the count summed over the chosen matrices of
         every layer).
     """
-    chosen = kinds(matrices)
+    chosen = kinds(matrices, frame)
     if chosen is not None:
-        unknown = sorted(set(chosen) - set(frame["kind"]))
-        if unknown:
-            raise RobustkitError(f"no matrices of kind {unknown}; the runs' matrices are {', '.join(sorted(frame['kind'].unique()))}, or all")
         frame = frame[frame["kind"].isin(chosen)]
     rows = []
     for run_id, runs in frame.groupby("run_id", sort=False):
@@ -148,7 +156,7 @@ def intruder_view(frame: pd.DataFrame, matrices: str) -> dict[str, pd.DataFrame]
         ``counts``: :func:`counts` over :data:`EPSILON_GRID`; ``cosines``: the chosen matrices'
         rows (each singular vector's largest |cosine| by rank).
     """
-    chosen = kinds(matrices)
+    chosen = kinds(matrices, frame)
     shown = frame if chosen is None else frame[frame["kind"].isin(chosen)]
     return {"counts": counts(frame, EPSILON_GRID, matrices), "cosines": shown.reset_index(drop=True)}
 

@@ -34,12 +34,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from robustkit.analysis.batches import sampled_batches
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
+from robustkit.progress import bar as progress_bar
 from robustkit.store.tables import IDENTITY
 
 ANALYSIS = "lora-sharpness"
@@ -133,7 +133,7 @@ def run(store: str | Path, select: dict | list[str] | None = None, *, checkpoint
         raise RobustkitError("examples, max_iterations and samples must be at least 1")
     runs = select_runs(store, select)
     params = {"version": VERSION, "examples": examples, "max_iterations": max_iterations, "samples": samples, "seed": seed}
-    with tqdm(total=len(runs), desc="lora-sharpness", unit="run", disable=not progress) as bar:
+    with progress_bar(total=len(runs), desc="lora-sharpness", unit="run", show=progress) as bar:
         frame = each_run(runs, ANALYSIS, params, [checkpoint],
                          lambda row: run_sharpness(row["path"], checkpoint, examples, max_iterations, samples, seed, device),
                          on_done=bar.update)

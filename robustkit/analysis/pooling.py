@@ -33,6 +33,30 @@ def setting_columns(frame: pd.DataFrame) -> list[str]:
     return [c for c in IDENTITY if c in frame.columns and c not in REPLICATE_FIELDS]
 
 
+class ColumnError(RobustkitError):
+    """A grouping names a column the frame does not have (the message lists the ones it has)."""
+
+
+def require_columns(frame: pd.DataFrame, columns: Sequence[str], what: str = "group by") -> None:
+    """Raise :class:`ColumnError` unless ``frame`` has every one of ``columns``: a misspelt
+    ``--by`` or ``--within`` names the valid columns (and the closest one) rather than failing
+    as a bare KeyError.
+
+    Parameters
+    ----------
+    what : str
+        What the columns are for, as the message says it (``"group by"``, ``"split cells by"``).
+    """
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        import difflib
+
+        close = difflib.get_close_matches(missing[0], [str(c) for c in frame.columns], n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ColumnError(f"cannot {what} {', '.join(map(repr, missing))}: no such column{hint}; "
+                          f"the columns are {', '.join(map(str, frame.columns))}")
+
+
 def mixed_settings(frame: pd.DataFrame, groups: Sequence[str], pooled: Sequence[str] = ()) -> dict[str, list[str]]:
     """Settings that vary inside some group of ``groups``, other than the ``pooled`` ones.
 
@@ -53,6 +77,8 @@ def mixed_settings(frame: pd.DataFrame, groups: Sequence[str], pooled: Sequence[
         Field -> its distinct values (as text) in the frame, for every field that varies inside
         at least one group; empty when the grouping pools replicates only.
     """
+    if not frame.empty:
+        require_columns(frame, list(groups))
     pooled = {*pooled, *(d for p in pooled for d in DEPENDENT_FIELDS.get(p, ()))}
     groups, skip = list(groups), set(groups) | pooled
     candidates = [c for c in setting_columns(frame) if c not in skip]

@@ -235,8 +235,10 @@ def _checkpoint(help_: str, choices: tuple = ("best", "last"), default: str = "b
     return Param("checkpoint", default, f"{help_}: {', '.join(choices)}; default: {default}", choices=choices)
 
 
-METRIC = Param("metric", None, "metric (accuracy, f1, mcc, ...); default: each task's main metric")
-DEVICE = Param("device", None, "where the model runs: cpu, cuda; default: the GPU if there is one")
+METRIC_NAME = "robustkit.metrics:check_name"  # a Param's check: the metric is one robustkit records
+METRIC = Param("metric", None, "metric (accuracy, f1, mcc, ...); default: each task's main metric", check=METRIC_NAME)
+# checked when given, as `train --device` is: a device this machine lacks is refused before any work
+DEVICE = Param("device", None, "where the model runs: cpu, cuda; default: the GPU if there is one", check="robustkit.preflight:check_device")
 SEED = Param("seed", 0, "seed of every random draw of the analysis (sample, directions, resamples); default: 0")
 TOKENS = Param("tokens", 5000, "tokens sampled once from the task's dev set ([CLS]/[SEP]/[PAD] skipped); default: 5000 (He et al. 2021)")
 SIMILARITY_CHECKPOINT = _checkpoint("tuned checkpoint compared with the base model", ("best", "last", "step-0"))
@@ -342,7 +344,7 @@ register(Analysis(
     "From the manifests (no model is loaded): each selected run's trainable parameters, its share of the model's parameters and its main metric at the chosen checkpoint on validation and test; prints the mean +- std over seeds per method setting.",
     "robustkit.analysis.tradeoff:table",
     (_checkpoint("checkpoint whose metrics are used: best (selected on validation) or last"),
-     Param("metric", None, "metric shown (Houlsby et al. plot accuracy for CoLA too); default: each task's main metric")),
+     Param("metric", None, "metric shown (Houlsby et al. plot accuracy for CoLA too); default: each task's main metric", check=METRIC_NAME)),
     summary="robustkit.analysis.tradeoff:settings_summary", output="the tidy per-run table"))
 register(Analysis(
     "curvature", "top Hessian eigenvalue and trace of the training loss, whole trained set and per layer/module",
@@ -356,7 +358,7 @@ register(Analysis(
      Param("samples", 30, "Hutchinson samples for the traces (every block's from the same ones); default: 30"),
      Param("seed", 0, "seed of the batch, the start vectors and the Rademacher samples; default: 0"),
      Param("block_eigenvalues", True, "a power iteration per layer block besides the whole set's (the costly part: one per block); off (--no-block-eigenvalues): per-layer traces only", kind=bool)),
-    (DEVICE, Param("micro_batch", None, "run each Hessian-vector product in parts of this many examples, one part's graph in memory at a time (the same numbers up to rounding; slower); default: the whole batch", kind=int)),
+    (DEVICE, Param("micro_batch", None, "run each Hessian-vector product in parts of this many examples, one part's graph in memory at a time (the same numbers up to rounding; slower); default: the whole batch", kind=int, minimum=1)),
     summary="robustkit.analysis.curvature:summarize",
     statistics=(Statistic("sharpness", f"{STATISTICS}:curvature", "top Hessian eigenvalue or Hessian trace at one checkpoint, over the trained set or one block (nats per squared parameter unit; smaller = flatter)",
                           (_checkpoint("checkpoint", ("step-0", "best", "last", "tsp"), default="last"),
@@ -385,7 +387,7 @@ register(Analysis(
      Param("seed", 0, "seed of the examples; default: 0")),
     (DEVICE,), summary="robustkit.analysis.connectivity:barrier_summary",
     statistics=(Statistic("barrier", f"{STATISTICS}:barrier", "max over alpha of the loss (or '<metric> error') minus the mean of the two ends, one row per seed pair",
-                          (Param("metric", "loss", "loss, or a metric whose error is taken"),), independent=False),),
+                          (Param("metric", "loss", "loss, or a metric whose error is taken", check=METRIC_NAME),), independent=False),),
     output="the lines (per pair x alpha x metric)"))
 register(Analysis(
     "tuning", "tuning curves: median and expected best score of k runs, with confidence bands (Dodge et al. 2019; opda)",
@@ -407,7 +409,7 @@ register(Analysis(
      Param("query_budget", None, "victim queries allowed per example (the attack fails past it); default: no limit", kind=int),
      _checkpoint("checkpoint attacked", ("best", "last", "step-0")),
      Param("attack_options", [], "an attacker's own options as NAME=VALUE, comma-separated (e.g. PWWS's engine=openattack: OpenAttack's own PWWSAttacker instead of robustkit's batched one with certified float32 screening, identical outputs); an option no chosen attacker takes is an error", kind=list)),
-    (DEVICE, Param("threads", None, "torch CPU threads; default: torch's (OMP_NUM_THREADS, else all cores)", kind=int)),
+    (DEVICE, Param("threads", None, "torch CPU threads; default: torch's (OMP_NUM_THREADS, else all cores)", kind=int, minimum=1)),
     summary="robustkit.analysis.attack:summarize",
     statistics=(Statistic("success", f"{STATISTICS}:attack_success", "attack success rate of each run (fraction)",
                           (Param("convention", "openattack", "openattack: prediction flips, misclassified inputs included; gold: only correctly classified inputs", choices=("openattack", "gold")),
@@ -475,7 +477,7 @@ register(Analysis(
      Param("seed", 0, "seed of the control point's training (t, dropout) and of the examples; default: 0")),
     (DEVICE,), summary="robustkit.analysis.curve_connectivity:barrier_summary",
     statistics=(Statistic("barrier-drop", f"{STATISTICS}:barrier_drop", "barrier of the line minus barrier of the trained curve, one value per disjoint seed pair (loss units, or error; positive = the curve is lower)",
-                          (Param("metric", "loss", "loss, or a metric whose error is taken"),), unit="disjoint pair"),),
+                          (Param("metric", "loss", "loss, or a metric whose error is taken", check=METRIC_NAME),), unit="disjoint pair"),),
     output="the paths (per pair x path x t x metric)"))
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from robustkit import collapse
-from robustkit.analysis.pooling import check_pooling, setting_columns
+from robustkit.analysis.pooling import check_pooling, require_columns, setting_columns
 from robustkit.errors import RobustkitError
 from robustkit.measures import significance
 
@@ -185,6 +185,8 @@ def default_within(df: pd.DataFrame, by: str, pooled: Sequence[str] = ()) -> lis
     ``adapter_size`` differ between methods by design (1e-4 vs 2e-5) but not inside one, so
     they do not split cells; a learning-rate sweep does.
     """
+    if not df.empty:
+        require_columns(df, [by], "compare groups of")
     candidates = [*setting_columns(df), *[c for c in OBSERVATION_CELLS if c in df]]
     cells = [c for c in candidates if c != by and c not in pooled]
     text = df[cells].map(str)
@@ -349,6 +351,8 @@ def tables(
     (DataFrame, DataFrame)
         The summary (``within`` + ``by`` columns + :data:`SUMMARY_STATS`) and the tests.
     """
+    if not df.empty and within is not None:  # an empty selection is said by summarize; by: default_within
+        require_columns(df, list(within), "split cells by")
     within = default_within(df, by, pooled) if within is None else list(within)
     return (summarize(df, [*within, by], value, include_failed=include_failed, pooled=pooled),
             compare(df, by, value, within, include_failed=include_failed, pooled=pooled))

@@ -322,6 +322,40 @@ class Claim:
 # verdicts on observations
 
 
+def tested_rows(claim: Claim, frame: pd.DataFrame, missing_where: str = "none") -> pd.DataFrame:
+    """The rows of ``frame`` that ``claim`` reads: its ``where``, its ``exclude`` and its
+    compared groups, failed runs kept (the failure policy is :func:`judge`'s). The one selection
+    that :func:`judge`, :mod:`robustkit.settle` and :mod:`robustkit.evidence` share.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        One row per observation (``run_id``, ``claim.by``, ``value``, ...) or per run (its
+        settings).
+    missing_where : {"none", "ignore"}
+        A ``where`` column the frame lacks: ``"none"`` selects no row (observations: the
+        statistic gives no such column); ``"ignore"`` skips that condition (run settings, which
+        lack a statistic's own columns such as ``layer``).
+
+    Returns
+    -------
+    DataFrame
+        The selected rows, index kept.
+    """
+    for column, values in claim.where.items():
+        if column not in frame:
+            if missing_where == "none":
+                return frame.iloc[:0]
+            continue
+        frame = frame[_is(frame[column], values)]
+    for column, values in claim.exclude.items():
+        if column in frame:
+            frame = frame[~_is(frame[column], values)]
+    if claim.by in frame and (claim.compare != "threshold" or claim.a):
+        frame = frame[_is(frame[claim.by], claim.a + claim.b)]
+    return frame
+
+
 def judge(claim: Claim, observations: pd.DataFrame, include_failed: bool = False,
           improving: pd.Series | None = None) -> pd.DataFrame:
     """The verdict of ``claim`` on per-run observations, per cell and overall.
@@ -351,18 +385,13 @@ def judge(claim: Claim, observations: pd.DataFrame, include_failed: bool = False
     missing = [c for c in [claim.by, *claim.within, "value"] if c not in observations]
     if missing:
         return _rows(claim, [_result(reason=f"the statistic gives no column {', '.join(missing)}", reason_class=NO_DATA)])
-    for column, values in claim.where.items():
+    for column in claim.where:
         if column not in observations:
             return _rows(claim, [_result(reason=f"cannot select where {column}: the statistic gives no such column",
                                          reason_class=NO_DATA)])
-        observations = observations[_is(observations[column], values)]
-    notes = []
-    for column, values in claim.exclude.items():
-        if column in observations and _is(observations[column], values).any():
-            observations = observations[~_is(observations[column], values)]
-            notes.append(f"{column}={_label(values)} left out ({claim.exclude_why})")
-    if claim.compare != "threshold" or claim.a:  # only the compared groups must be alike
-        observations = observations[_is(observations[claim.by], claim.a + claim.b)]
+    notes = [f"{column}={_label(values)} left out ({claim.exclude_why})" for column, values in claim.exclude.items()
+             if column in observations and _is(observations[column], values).any()]
+    observations = tested_rows(claim, observations)  # only the compared groups must be alike
     statistic = registry.statistic_of(claim.statistic)[1]
     if "run_id_b" in observations or not statistic.independent:
         return _rows(claim, [_result(n_a=int(_is(observations[claim.by], claim.a).sum()), reason_class=UNTESTABLE,

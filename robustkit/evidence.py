@@ -26,7 +26,8 @@ from dataclasses import asdict
 
 import pandas as pd
 
-from robustkit.claim import AGREES, CONTRADICTS, INCONCLUSIVE, Claim, _is, parameters
+from robustkit.claim import AGREES, CONTRADICTS, INCONCLUSIVE, Claim, parameters, tested_rows
+from robustkit.selection import matches as _is
 from robustkit.recipes import Recipe
 
 UNIT_COLUMNS = ["recipe", "claim", "unit", "runs", "unit_runs", "run_set", "same_as"]
@@ -83,14 +84,9 @@ def claim_runs(recipe: Recipe, claim: Claim, scale: str, defaults: dict | None =
 
 
 def _selected(claim: Claim, runs: pd.DataFrame) -> pd.DataFrame:
-    """The rows of ``runs`` the claim reads: its ``where`` on run settings, then its groups."""
-    for column, values in claim.where.items():
-        if column in runs:
-            runs = runs[_is(runs[column], values)]
-    groups = claim.a + claim.b if claim.compare != "threshold" else claim.a
-    if groups and claim.by in runs:
-        runs = runs[_is(runs[claim.by], groups)]
-    return runs
+    """The rows of ``runs`` the claim reads: its selection on run settings (a statistic's own
+    ``where`` columns, such as ``layer``, are not settings and select every run)."""
+    return tested_rows(claim, runs, missing_where="ignore")
 
 
 def _observations(recipe: Recipe, claim: Claim, scale: str, runs: pd.DataFrame) -> tuple:

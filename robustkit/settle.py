@@ -77,31 +77,8 @@ BY_RUNS = (claims.TOO_FEW, claims.NOT_SIGNIFICANT, claims.DEPENDS_ON_FAILED)
 
 
 def selected(claim: claims.Claim, observations: pd.DataFrame) -> pd.DataFrame:
-    """The observations :func:`robustkit.claim.judge` tests: the claim's ``where``, its
-    ``exclude`` and its compared groups (failed runs kept: the failure policy is the judge's).
-
-    Parameters
-    ----------
-    observations : DataFrame
-        One row per observation: ``run_id``, ``claim.by``, ``value``, the ``within`` columns,
-        ``outcome`` (:func:`robustkit.claim.observations`).
-
-    Returns
-    -------
-    DataFrame
-        The rows judged, index kept; empty where a ``where`` column is missing.
-    """
-    frame = observations
-    for column, values in claim.where.items():
-        if column not in frame:
-            return frame.iloc[:0]
-        frame = frame[_is(frame[column], values)]
-    for column, values in claim.exclude.items():
-        if column in frame:
-            frame = frame[~_is(frame[column], values)]
-    if claim.by in frame and (claim.compare != "threshold" or claim.a):
-        frame = frame[_is(frame[claim.by], claim.a + claim.b)]
-    return frame
+    """The observations :func:`robustkit.claim.judge` tests (:func:`robustkit.claim.tested_rows`)."""
+    return claims.tested_rows(claim, observations)
 
 
 def cell_names(claim: claims.Claim, frame: pd.DataFrame) -> pd.Series:

@@ -8,6 +8,7 @@ import pytest
 
 from robustkit.analysis.pooling import PoolingError
 from robustkit.claim import Claim, ClaimError, judge, summary_line
+from observation_frames import runs_frame
 
 
 def _claim(**changes) -> Claim:
@@ -16,10 +17,7 @@ def _claim(**changes) -> Claim:
     return Claim.from_table(table, "test")
 
 
-def _runs(values: dict[str, np.ndarray], **columns) -> pd.DataFrame:
-    rows = [{"run_id": f"{m}-{i}-{sorted(columns.items())}", "method": m, "seed": i, "value": float(v), "outcome": "ok", **columns}
-            for m, vs in values.items() for i, v in enumerate(vs)]
-    return pd.DataFrame(rows)
+_runs = runs_frame  # the shared observation frame
 
 
 rng = np.random.default_rng(0)

@@ -10,6 +10,7 @@ import pytest
 from robustkit import settle
 from robustkit.analysis.convergence import improving
 from robustkit.claim import AGREES, NOT_CONVERGED, Claim, judge
+from observation_frames import runs_frame
 
 
 def _claim(**changes) -> Claim:
@@ -18,10 +19,7 @@ def _claim(**changes) -> Claim:
     return Claim.from_table(table, "test")
 
 
-def _runs(values: dict[str, np.ndarray], **columns) -> pd.DataFrame:
-    rows = [{"run_id": f"{m}-{i}-{sorted(columns.items())}", "method": m, "seed": i, "value": float(v), "outcome": "ok", **columns}
-            for m, vs in values.items() for i, v in enumerate(vs)]
-    return pd.DataFrame(rows)
+_runs = runs_frame  # the shared observation frame
 
 
 # a clear shift of about 1.3 SD that 4 runs against 4 do not decide (one-sided p = 0.1)

@@ -46,6 +46,15 @@ tensors and refuses any other object, so a pickle in a user's folder never runs 
 What nobody told robustkit (the seed, the learning rate, epochs, batch size, ...) is recorded
 as unknown (the manifest's ``unknown``; None in :func:`robustkit.store.load_runs`), never
 guessed. The manifest's ``import`` records the source folder and the sha256 of each of its files.
+
+Split convention. ``train_size`` decides which examples score the import as well as recording
+the source's training size: with it, the low-resource splits of :mod:`robustkit.tasks` (test is
+the task's validation split: 1,281 rows for ``rt``), without it the full-data ones (``rt``'s own
+test split, 1,279 rows). An import scored under another convention than the runs beside it
+would be compared on other examples, so when ``train_size`` is not given the store's own runs
+of the task decide (:func:`store_convention`): all of one convention, the import gets it (the
+manifest's ``import.split_convention`` says so); several, the import is refused with each one
+named, until ``train_size`` (and ``split_seed``) say which.
 """
 
 from __future__ import annotations
@@ -79,7 +88,7 @@ from robustkit.store.manifest import refuse_damaged, update_manifest, write_mani
 from robustkit.store.schema import COMPLETE
 
 # Spec fields an import can be told (``known``); the training settings besides these are unknown.
-KNOWN_FIELDS = ("seed", "lr", "epochs", "batch_size", "train_size")
+KNOWN_FIELDS = ("seed", "lr", "epochs", "batch_size", "train_size", "split_seed")
 # Training settings of an import that are unknown unless given (the rest of the spec describes
 # how robustkit reads and scores the data, which it does itself).
 UNKNOWN_UNLESS_GIVEN = ("seed", "lr", "epochs", "batch_size", "train_size", "warmup_ratio", "weight_decay", "max_grad_norm")
@@ -165,7 +174,9 @@ def import_run(
         The task it was tuned on; its validation and test splits score the import.
     known : dict, optional
         Settings of the source's training that are known (:data:`KNOWN_FIELDS`: ``seed``,
-        ``lr``, ...); every other training setting is recorded as unknown.
+        ``lr``, ...); every other training setting is recorded as unknown. Without
+        ``train_size``, the split convention of the store's runs of ``task`` is used
+        (:func:`store_convention`); ``train_size`` 0 says the full-data splits.
     data_dir : str, optional
         Local GLUE TSV folder for a GLUE task.
     max_length : int, optional
@@ -181,17 +192,30 @@ def import_run(
     check_device(device)  # before any file is hashed or scored, as train does
     sources = find_sources(folder)
     known = dict(known or {})
+    full_data = known.get("train_size") == 0  # said outright: the full-data splits
+    if full_data:
+        known["train_size"] = None
     bad = sorted(set(known) - set(KNOWN_FIELDS))
     if bad:
         raise ImportError_(f"cannot record {', '.join(bad)} for an import (known settings: {', '.join(KNOWN_FIELDS)})")
     task_object = tasks.get_task(task)
     method, options = _method_of(sources)
     given = {k: v for k, v in known.items() if v is not None}
+    convention = None
+    if "train_size" not in given and not full_data:
+        convention = store_convention(store_path, task)
+        if convention is not None:
+            given.update(train_size=convention.train_size, split_seed=convention.split_seed)
     unknown = [name for name in UNKNOWN_UNLESS_GIVEN if name not in given]
     spec = RunSpec(model=base, task=task, method=method, method_options=options, data_dir=data_dir, max_length=max_length,
                    **{**{name: SPEC_DEFAULTS[name] for name in unknown}, **given}).resolved()
     files = {str(s.folder.relative_to(Path(folder).expanduser())) if s.step is not None else ".": _hashes(s.folder)
              for s in sources}
+    if convention is not None:
+        note = convention.describe(task)
+    else:
+        note = _convention_name(spec.train_size, spec.split_seed) + (
+            " (given)" if "train_size" in given or full_data else " (not given; no run of the task in the store says otherwise)")
     run_id = _run_id(spec, unknown, files)
     root = open_store(store_path)
     run_dir = root / run_id
@@ -201,7 +225,7 @@ def import_run(
             if finished_state(run_dir)[0]:
                 return run_dir
             refuse_damaged(run_dir)
-            _Import(spec, task_object, run_dir, sources, unknown, files, Path(folder), device).run()
+            _Import(spec, task_object, run_dir, sources, unknown, files, Path(folder), device, note).run()
     except BaseException:
         # all or nothing: a failed or interrupted import leaves no folder behind (an import is
         # not resumable; importing again starts over)
@@ -209,6 +233,95 @@ def import_run(
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
     return run_dir
+
+
+@dataclass(frozen=True)
+class Convention:
+    """The low-resource split convention (``train_size``, ``split_seed``) shared by ``runs``
+    runs of a task in a store."""
+
+    train_size: int
+    split_seed: int
+    runs: int
+
+    def describe(self, task: str) -> str:
+        return (f"train_size={self.train_size}, split_seed={self.split_seed}, as the store's {self.runs} "
+                f"{task} run{'s' if self.runs != 1 else ''} (not given)")
+
+
+def _convention_name(train_size: int | None, split_seed: int | None) -> str:
+    return "full data (no train_size)" if train_size is None else f"train_size={train_size}, split_seed={split_seed}"
+
+
+def store_convention(store_path: str | Path, task: str) -> Convention | None:
+    """The split convention an import of ``task`` into the store gets when none is given.
+
+    Returns
+    -------
+    Convention or None
+        The low-resource convention that every fine-tuning run of ``task`` in the store uses;
+        None when the store has no such run or they all use the full-data splits.
+
+    Raises
+    ------
+    ImportError_
+        The store's runs of ``task`` use several conventions (each is named, with its count).
+    """
+    root = Path(store_path).expanduser()
+    counts: dict[tuple[int | None, int | None], int] = {}
+    for path in sorted(root.glob("*/manifest.json")) if root.is_dir() else []:
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue  # `robustkit verify` reports damaged runs; a neighbour only advises here
+        spec = manifest.get("spec") if isinstance(manifest, dict) else None
+        if manifest.get("kind") != "finetune" or not isinstance(spec, dict) or spec.get("task") != task:
+            continue
+        key = (spec.get("train_size"), spec.get("split_seed") if spec.get("train_size") is not None else None)
+        counts[key] = counts.get(key, 0) + 1
+    if len(counts) > 1:
+        named = "; ".join(f"{_convention_name(*key)}: {n} run{'s' if n != 1 else ''}" for key, n in sorted(
+            counts.items(), key=lambda item: (item[0][0] is not None, item[0][0] or 0, item[0][1] or 0)))
+        raise ImportError_(f"the store's {task} runs use different split conventions ({named}); say which one scores "
+                           f"the import with --train-size N (and --split-seed), or --train-size 0 for full data")
+    if not counts:
+        return None
+    (train_size, split_seed), runs = counts.popitem()
+    return None if train_size is None else Convention(int(train_size), int(split_seed or 0), runs)
+
+
+def summary(run_dir: str | Path) -> list[str]:
+    """What ``robustkit import`` prints under the run's folder: the scores of ``best`` (and of
+    ``last`` where it differs) on validation and test with the number of examples each split
+    has, their outcome, and the split convention that scored them.
+
+    Parameters
+    ----------
+    run_dir : path
+        A finished import's folder.
+
+    Returns
+    -------
+    list of str
+        One line per checkpoint scored, then the convention line.
+    """
+    from robustkit.store.manifest import read_manifest
+
+    manifest = read_manifest(Path(run_dir))
+    metric, sizes, final = manifest["main_metric"], manifest.get("splits", {}), manifest.get("final", {})
+    outcome = manifest.get("outcome") or {}
+    lines = []
+    for name in ("best", "last"):
+        if name not in final or (name == "last" and final["last"] == final.get("best")):
+            continue
+        scores = ", ".join(f"{split} {metric} {final[name][split][metric]:.4f} ({sizes.get(split, '?')} examples)"
+                           for split in ("validation", "test"))
+        outcomes = outcome.get(name) or {}
+        verdict = ", ".join(f"{split} {outcomes[split]}" for split in ("validation", "test") if split in outcomes)
+        step = f" (step {manifest['best_step']})" if name == "best" and manifest.get("best_step") is not None else ""
+        lines.append(f"{name}{step}: {scores}; outcome: {verdict or 'unknown'}")
+    lines.append(f"split convention: {manifest.get('import', {}).get('split_convention') or 'unrecorded'}")
+    return lines
 
 
 def _method_of(sources: list[Source]) -> tuple[str, dict]:
@@ -256,10 +369,11 @@ class _Import:
     """One import: build the run's model, copy each source's tensors in, save, score."""
 
     def __init__(self, spec: RunSpec, task, run_dir: Path, sources: list[Source], unknown: list[str], files: dict,
-                 folder: Path, device: str | None):
+                 folder: Path, device: str | None, convention: str = ""):
         self.spec, self.task, self.run_dir, self.sources = spec, task, run_dir, sources
         self.unknown, self.files, self.folder = unknown, files, folder
         self.device = device
+        self.convention = convention
 
     def run(self) -> None:
         from robustkit.evaluate import resolve_device
@@ -282,6 +396,7 @@ class _Import:
                 "source": str(self.folder.expanduser().resolve()), "kind": self.sources[0].kind, "files": self.files,
                 "step-0": "the base model with the method at its init; the source's own initial head is unknown, so "
                           "step-0's head is initialised by robustkit (seed 0)",
+                "split_convention": self.convention,
             },
         })
         meta = checkpoint_metadata(fingerprint, self.run_dir.name, spec.model, spec.method)

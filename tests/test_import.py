@@ -184,7 +184,7 @@ def test_cli(tmp_path, glue, capsys):
     _tuned_full(2).save_pretrained(tmp_path / "tuned")
     assert main(["import", str(tmp_path / "tuned"), "--base", BASE, "--task", "rte", "--store", str(tmp_path / "runs"),
                  "--data-dir", glue, "--lr", "2e-5"]) == 0
-    run_dir = capsys.readouterr().out.strip()
+    run_dir = capsys.readouterr().out.strip().splitlines()[0]
     manifest = json.loads((tmp_path / "runs" / run_dir.rsplit("/", 1)[-1] / "manifest.json").read_text())
     assert manifest["spec"]["lr"] == 2e-5 and "lr" not in manifest["unknown"] and "seed" in manifest["unknown"]
     assert main(["import", str(tmp_path / "nowhere"), "--base", BASE, "--task", "rte", "--store", str(tmp_path / "runs")]) == 2

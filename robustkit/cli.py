@@ -16,8 +16,11 @@ from robustkit.precision import DEFAULT_PRECISION, PRECISIONS
 
 
 def _ints(text: str) -> list[int]:
+    parts = [part.strip() for part in text.split(",")]
+    if not all(parts):  # '' or '0,,1': a value lost in a script's variable, never "no runs"
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r} (an empty item)")
     try:
-        return [int(part) for part in text.split(",") if part.strip()]
+        return [int(part) for part in parts]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
@@ -682,6 +685,9 @@ class _Handler(logging.StreamHandler):
             self.handleError(record)
 
 
+HUB_VERBOSITY = ("HF_HUB_VERBOSITY", "DATASETS_VERBOSITY", "TRANSFORMERS_VERBOSITY")
+
+
 def configure_logging(verbose: int = 0, quiet: bool = False) -> None:
     """The ``robustkit`` logger as the command line shows it: INFO (what a command does) on
     stderr; ``verbose`` DEBUG; ``quiet`` warnings and errors only, and no progress bars
@@ -691,6 +697,13 @@ def configure_logging(verbose: int = 0, quiet: bool = False) -> None:
     if not any(isinstance(h, _Handler) for h in logger.handlers):
         logger.addHandler(_Handler())
     logger.setLevel(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO)
+    # The hub client logs every retry of an unreachable hub (a page of lines per load); the
+    # failure itself reaches the user as robustkit's one-line error. -v shows them.
+    # Through their own variables: each library sets its logger's level as it is imported
+    # (later than this), and worker processes inherit the environment, not the loggers.
+    level = "debug" if verbose > 1 else "warning" if verbose else "error"
+    for variable in HUB_VERBOSITY:
+        os.environ.setdefault(variable, level)  # a user's own setting wins
     if quiet:
         from robustkit.progress import silence
 

@@ -33,6 +33,8 @@ def count(minimum: int = 0) -> Callable[[str], int]:
 
 def output_file(text: str) -> str:
     """A file the verb will write: not a folder, and under a folder that exists or can be made."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty file name")
     path = Path(text).expanduser()
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"{text!r} is a folder; give a file name")
@@ -43,6 +45,8 @@ def output_file(text: str) -> str:
 def output_folder(text: str) -> str:
     """A folder the verb writes into (a run store, a figures folder): a folder that exists, or a
     path where one can be made."""
+    if not text.strip():  # '' would be the current folder: a lost variable, not a choice
+        raise argparse.ArgumentTypeError("an empty folder name (give a path; '.' for the current folder)")
     path = Path(text).expanduser()
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text!r} is a file, not a folder")

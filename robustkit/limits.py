@@ -11,3 +11,10 @@ the command line states them in ``--help`` without importing more.
 MAX_GRID_RUNS = 10_000
 # More worker processes (``--jobs``) than any machine runs at once is a typo, not a setting.
 MAX_JOBS = 1024
+# Points of a coefficient grid (``--alphas``, ``--grid``, ``--ts``): each is a full evaluation
+# pass, and the papers use 20 to 121; a hundred million is a typo that would run for days.
+MAX_GRID_POINTS = 10_000
+# A grid file larger than this is not a grid someone wrote (``sweep /dev/zero`` would read
+# without end); nor is one whose arrays nest deeper than MAX_TOML_DEPTH.
+MAX_GRID_FILE_BYTES = 1 << 20
+MAX_TOML_DEPTH = 32

@@ -160,11 +160,12 @@ def _load(loader, model: str, **kwargs):
     except ImportError as error:
         raise ModelError(f"model {model!r} needs a package that is not installed: {error}") from error
     except (OSError, ValueError) as error:
+        said = " ".join(str(error).split())  # one line: transformers' messages span several
         if local:
-            raise ModelError(f"model {model!r}: transformers cannot load the folder {source}: {error}") from error
+            raise ModelError(f"model {model!r}: transformers cannot load the folder {source}: {said}") from error
         raise ModelError(
             f"unknown model {model!r}: not an embedded asset ({', '.join(EMBEDDED_MODELS)}), "
-            f"not a local folder, and transformers could not load it: {error}"
+            f"not a local folder, and transformers could not load it: {said}"
         ) from error
 
 

@@ -104,12 +104,31 @@ class SlurmExecutor:
     def run(self, jobs: Sequence[Job]) -> list[JobResult]:
         if not jobs:  # every run complete: nothing to submit, no need for a reachable squeue
             return []
+        check_cluster()  # before submitit writes its folder: no cluster, nothing left behind
         submitted = submit(jobs, self.store, self.options)
         if not self.wait:
             return [{"run_id": job.run_id, "status": "submitted", "error": f"job {handle.job_id}"}
                     for job, handle in zip(jobs, submitted, strict=True)]
         wait_until_done(submitted)
         return [outcome(handle, job.run_id) for job, handle in zip(jobs, submitted, strict=True)]
+
+
+def check_cluster(timeout_s: float = 30.0) -> None:
+    """Refuse, in one line, where no Slurm controller answers here (``scontrol ping``): no
+    Slurm client installed, no configuration found, or the controller down. Called before any
+    job is submitted, so a sweep sent to a missing cluster leaves no ``.slurm`` folder."""
+    try:
+        pinged = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=timeout_s)
+    except FileNotFoundError:
+        raise RobustkitError("no Slurm here: scontrol is not installed (run on a cluster's login node, "
+                             "or use --executor local)") from None
+    except subprocess.TimeoutExpired:
+        raise RobustkitError(f"no Slurm controller answered `scontrol ping` within {timeout_s:g} s "
+                             "(use --executor local off a cluster)") from None
+    if pinged.returncode != 0 or " is UP" not in pinged.stdout:
+        said = [line.strip() for line in (pinged.stderr + pinged.stdout).splitlines() if line.strip()]
+        raise RobustkitError("no Slurm controller answers here (scontrol ping: "
+                             f"{said[-1] if said else f'exit {pinged.returncode}'}); use --executor local off a cluster")
 
 
 def make_executor(store: Path, options: SlurmOptions) -> submitit.AutoExecutor:

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Iterable
 from robustkit.errors import RobustkitError, SweepError
 from robustkit.executors import Executor, LocalExecutor
 from robustkit.jobs import Job
-from robustkit.limits import MAX_GRID_RUNS, MAX_JOBS
+from robustkit.limits import MAX_GRID_FILE_BYTES, MAX_GRID_RUNS, MAX_JOBS, MAX_TOML_DEPTH
 from robustkit.spec import SPEC_FIELDS, RunSpec, TspSpec
 
 if TYPE_CHECKING:
@@ -62,7 +62,11 @@ def read_grid(path: str | Path) -> dict:
     """
     path = Path(path)
     try:
-        text = path.read_bytes().decode("utf-8")
+        with path.open("rb") as handle:  # bounded: a device or a huge file is refused, not read
+            data = handle.read(MAX_GRID_FILE_BYTES + 1)
+        if len(data) > MAX_GRID_FILE_BYTES:
+            raise SweepError(f"grid file {str(path)!r} is larger than {MAX_GRID_FILE_BYTES >> 10} KiB: not a grid file")
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise SweepError(f"grid file {str(path)!r} does not exist") from None
     except IsADirectoryError:
@@ -72,10 +76,26 @@ def read_grid(path: str | Path) -> dict:
     except UnicodeDecodeError as error:
         raise SweepError(f"grid file {str(path)!r} is not UTF-8 text (TOML must be): byte "
                          f"{error.object[error.start]:#04x} at offset {error.start}") from None
+    depth = _nesting(text)
+    if depth > MAX_TOML_DEPTH:  # tomllib recurses once per level: refused before it overflows
+        raise SweepError(f"grid file {str(path)!r} nests arrays or tables {depth} deep (at most {MAX_TOML_DEPTH})")
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise SweepError(f"grid file {str(path)!r} is not valid TOML: {error}") from None
+
+
+def _nesting(text: str) -> int:
+    """An upper bound of the deepest nesting of ``[`` and ``{`` in TOML text (brackets inside
+    strings and comments counted too, so it errs towards refusing only absurd files)."""
+    depth = deepest = 0
+    for char in text:
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth = max(0, depth - 1)
+    return deepest
 
 
 def expand_grid(grid: dict | str | Path, defaults: dict | None = None, max_runs: int | None = MAX_GRID_RUNS) -> list[RunSpec]:

@@ -31,6 +31,7 @@ from robustkit.analysis import scores
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError, StoreError
+from robustkit.limits import MAX_GRID_POINTS
 from robustkit.evaluate import EVAL_BATCH_SIZE, evaluate, split_batches
 from robustkit.provenance import computed_on
 from robustkit.run_model import load_run
@@ -71,6 +72,8 @@ def parse_alphas(spec: str) -> np.ndarray:
     text = str(spec).strip()
     try:
         values = _grid(text) if ":" in text else np.array([float(v) for v in text.split(",")])
+        if len(values) > MAX_GRID_POINTS:
+            raise ValueError(f"{len(values):,} points, more than {MAX_GRID_POINTS:,} (each is an evaluation pass)")
     except ValueError as error:
         raise RobustkitError(
             f"bad alpha grid {spec!r}: {error}; expected start:stop:count (e.g. -2:2:20) "
@@ -86,6 +89,8 @@ def _grid(text: str) -> np.ndarray:
     if len(parts) != 3:
         raise ValueError(f"{len(parts)} fields")
     start, stop, count = float(parts[0]), float(parts[1]), int(parts[2])
+    if count > MAX_GRID_POINTS:  # checked before linspace allocates it
+        raise ValueError(f"count {count} is more than {MAX_GRID_POINTS:,} points (each is an evaluation pass)")
     if not (math.isfinite(start) and math.isfinite(stop)):
         raise ValueError("start and stop must be finite")
     if count < 2:
@@ -101,6 +106,8 @@ def _as_grid(alphas: str | Sequence[float] | np.ndarray) -> np.ndarray:
     grid = np.asarray(alphas, dtype=float).ravel()
     if grid.size == 0 or not np.isfinite(grid).all():
         raise RobustkitError(f"alphas must be a non-empty list of finite numbers, got {alphas!r}")
+    if grid.size > MAX_GRID_POINTS:
+        raise RobustkitError(f"{grid.size:,} alphas are more than {MAX_GRID_POINTS:,} (each is an evaluation pass)")
     return grid
 
 

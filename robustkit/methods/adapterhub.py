@@ -166,7 +166,31 @@ def load_config_string(text: str) -> AdapterConfig:
     config = AdapterConfig.load(json.loads(text) if text.lstrip().startswith("{") else text)
     if config is None:
         raise ValueError("empty config")
+    _check_sizes(config.to_dict())
     return config
+
+
+# Fields AdapterHub takes without checking that only a positive number makes a model of: a
+# config string with ``r=-1`` would pass and fail minutes later, at model build.
+_POSITIVE = ("r", "alpha", "reduction_factor", "prefix_length", "prompt_length", "bottleneck_size", "low_rank_w")
+
+
+def _check_sizes(config: Mapping[str, Any]) -> None:
+    """Refuse a size or rank that is not positive, and a dropout outside [0, 1), in ``config``
+    and in each part of a union."""
+    for key, value in config.items():
+        if isinstance(value, Mapping):
+            _check_sizes(value)
+        elif isinstance(value, list):
+            for part in value:
+                if isinstance(part, Mapping):
+                    _check_sizes(part)
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        elif key in _POSITIVE and not value > 0:
+            raise ValueError(f"{key}={value} must be positive")
+        elif key.endswith("dropout") and not 0 <= value < 1:
+            raise ValueError(f"{key}={value} must be in [0, 1)")
 
 
 def config_json(config: Mapping[str, Any]) -> str:

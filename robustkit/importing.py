@@ -81,7 +81,7 @@ from robustkit.run_model import build_classifier, checkpoint_metadata, trainable
 from robustkit.spec import SPEC_DEFAULTS, RunSpec, _safe
 from robustkit.store.atomic import atomic_write_parquet, sha256_file
 from robustkit.store.checkpoints import finished_state, save_checkpoint
-from robustkit.store.folders import HISTORY, open_store
+from robustkit.store.folders import HISTORY, new_store
 from robustkit.store.locks import run_lock
 from robustkit.store.logs import record_logs
 from robustkit.store.manifest import refuse_damaged, update_manifest, write_manifest
@@ -217,21 +217,21 @@ def import_run(
         note = _convention_name(spec.train_size, spec.split_seed) + (
             " (given)" if "train_size" in given or full_data else " (not given; no run of the task in the store says otherwise)")
     run_id = _run_id(spec, unknown, files)
-    root = open_store(store_path)
-    run_dir = root / run_id
-    existed = run_dir.exists()
-    try:
-        with run_lock(run_dir):
-            if finished_state(run_dir)[0]:
-                return run_dir
-            refuse_damaged(run_dir)
-            _Import(spec, task_object, run_dir, sources, unknown, files, Path(folder), device, note).run()
-    except BaseException:
-        # all or nothing: a failed or interrupted import leaves no folder behind (an import is
-        # not resumable; importing again starts over)
-        if not existed:
-            shutil.rmtree(run_dir, ignore_errors=True)
-        raise
+    # all or nothing: a refused, failed or interrupted import leaves no folder behind, neither
+    # its run's nor a store it created (an import is not resumable; importing again starts over)
+    with new_store(store_path) as root:
+        run_dir = root / run_id
+        existed = run_dir.exists()
+        try:
+            with run_lock(run_dir):
+                if finished_state(run_dir)[0]:
+                    return run_dir
+                refuse_damaged(run_dir)
+                _Import(spec, task_object, run_dir, sources, unknown, files, Path(folder), device, note).run()
+        except BaseException:
+            if not existed:
+                shutil.rmtree(run_dir, ignore_errors=True)
+            raise
     return run_dir
 
 

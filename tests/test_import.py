@@ -279,3 +279,42 @@ def test_adapterhub_method_names(tmp_path):
     label = short_config(config_json(odd))
     assert label.startswith("bottleneck reduction_factor=16 non_linearity=gelu #") and len(label) < 60
     assert short_config(config_json(odd)) != short_config(config_json({**odd, "original_ln_after": False}))
+
+
+def test_refused_imports_leave_no_folder(tmp_path, glue):
+    """Issue #39 item 7: garbage or oversized weights, a pickle payload, another architecture
+    or a wrong label count are refused, and the store the import would have made is not left
+    behind empty (the README: bad input "leaves no folder")."""
+    import pickle
+
+    from robustkit.errors import RobustkitError
+    from robustkit.importing import import_run
+    from robustkit.models import load_classifier
+
+    sources = {}
+    _tuned_full(3).save_pretrained(tmp_path / "good")
+    config = (tmp_path / "good" / "config.json").read_text()
+
+    def with_weights(name: str, filename: str, payload: bytes) -> None:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(config)
+        (tmp_path / name / filename).write_bytes(payload)
+        sources[name] = (tmp_path / name, BASE, 2)
+
+    with_weights("garbage", "model.safetensors", b"\x00\x01not a safetensors file" * 64)
+    header = b'{"w": {"dtype": "F32", "shape": [1000000000], "data_offsets": [0, 4000000000]}}'
+    with_weights("oversized", "model.safetensors", len(header).to_bytes(8, "little") + header + b"\x00" * 16)
+
+    class Payload:
+        def __reduce__(self):
+            return (print, ("pickle payload executed",))
+
+    with_weights("pickled", "pytorch_model.bin", pickle.dumps({"w": Payload()}))
+    sources["architecture"] = (tmp_path / "good", "minilm-l6", 2)  # bert-tiny weights on another base
+    load_classifier(BASE, 3, seed=0).save_pretrained(tmp_path / "three-labels")
+    sources["labels"] = (tmp_path / "three-labels", BASE, 3)  # rte has 2
+    for name, (folder, base, _) in sources.items():
+        store = tmp_path / f"store-{name}" / "runs"
+        with pytest.raises(RobustkitError):
+            import_run(folder, base, "rte", store, data_dir=glue)
+        assert not store.exists() and not store.parent.exists(), f"{name}: {sorted(p.name for p in store.parent.rglob('*'))}"

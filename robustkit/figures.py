@@ -8,6 +8,8 @@ and a plot (that data -> a matplotlib Figure); the plot only draws. The ``robust
 
     from robustkit import figures
     fig = figures.draw("box-seeds", "runs/demo", select=["task=rt"], split="validation")
+    fig, (a1, a2) = plt.subplots(1, 2)                  # or into the caller's Axes (one panel)
+    figures.draw("box-seeds", "runs/demo", ax=a1); figures.draw("box-lr", "runs/demo", ax=a2)
     data = figures.data("box-seeds", "runs/demo")      # the analysis's DataFrame behind it
 
 A figure's parameters are its analysis's (declared there, once) followed by its own, the ones
@@ -128,20 +130,44 @@ class Figure:
         return self._frame(store, select, params, device, progress)[1]
 
     def draw(self, store: str | Path, select: dict | list[str] | None = None, subtitle: str | None = None,
-             footer: str | None = None, device: str | None = None, **params: Any):
+             footer: str | None = None, device: str | None = None, ax=None, fig=None, **params: Any):
         """The figure (a matplotlib Figure) of the selected runs of ``store``.
 
         ``subtitle`` is a second title line (e.g. the model and task used), ``footer`` text
         under the figure (e.g. the paper's claim and its verdict); ``device`` and the analysis's
         options as in :meth:`data`.
+
+        ``ax`` (a matplotlib Axes) draws a one-panel figure into it, seaborn's convention, and
+        returns the Axes' figure; ``fig`` (a matplotlib Figure or SubFigure, e.g. one of
+        ``plt.figure().subfigures(1, 2)``) lays any figure's panels out in it and returns it. The
+        caller's canvas keeps its size: the title goes on the Axes (unless the panel has its
+        own) or the SubFigure, the legend inside the panel, and the notes (tests, what bars and
+        bands are), ``subtitle`` and ``footer`` only on the figure's own canvas
+        (:mod:`robustkit.plots.canvas`).
+
+        Raises
+        ------
+        FigureError
+            ``ax`` for a figure of several panels (use ``fig``), both ``ax`` and ``fig``, or
+            ``subtitle``/``footer`` with either.
         """
+        from robustkit.plots import canvas
         from robustkit.plots.style import decorate
 
+        target = ax if ax is not None else fig
+        if ax is not None and fig is not None:
+            raise FigureError(f"figure {self.name!r}: pass ax= (one panel) or fig= (any panels), not both")
+        if target is not None and (subtitle or footer):
+            raise FigureError(f"figure {self.name!r}: subtitle and footer go on the figure's own canvas, not with ax= or fig=")
         values, frame = self._frame(store, select, params, device)
         result = self.shown(frame, store, select, **values)
         plot = load(self.plot)
-        fig = call(plot, (), {**values, **result}) if isinstance(result, dict) else call(plot, (result,), values)
-        return decorate(fig, subtitle=subtitle, footer=footer)
+        try:
+            with canvas.into(target):
+                drawn = call(plot, (), {**values, **result}) if isinstance(result, dict) else call(plot, (result,), values)
+        except canvas.CanvasError as error:
+            raise FigureError(f"figure {self.name!r} {error}") from None
+        return drawn if target is not None else decorate(drawn, subtitle=subtitle, footer=footer)
 
 
     def shown(self, data: Any, store: str | Path | None = None, select: dict | list[str] | None = None, **params: Any) -> Any:
@@ -184,9 +210,10 @@ def data(name: str, store: str | Path, select: dict | list[str] | None = None, d
 
 
 def draw(name: str, store: str | Path, select: dict | list[str] | None = None, subtitle: str | None = None,
-         footer: str | None = None, device: str | None = None, **params: Any):
-    """Figure ``name`` of the selected runs of ``store`` (see :meth:`Figure.draw`)."""
-    return get(name).draw(store, select, subtitle=subtitle, footer=footer, device=device, **params)
+         footer: str | None = None, device: str | None = None, ax=None, fig=None, **params: Any):
+    """Figure ``name`` of the selected runs of ``store``, on its own canvas or into the caller's
+    ``ax`` (one panel) or ``fig`` (see :meth:`Figure.draw`)."""
+    return get(name).draw(store, select, subtitle=subtitle, footer=footer, device=device, ax=ax, fig=fig, **params)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,8 +12,8 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from robustkit.plots import style
-from robustkit.plots.style import method_label, plt
+from robustkit.plots import canvas, style
+from robustkit.plots.style import method_label
 
 MAX_ANNOTATED_LAYERS = 24  # beyond this a cell is too small for a number at a readable size
 SHARING_TITLES = {"layer": "layer-shared adapters (one module per layer)",
@@ -63,7 +63,7 @@ def ablation_heatmap(frame: pd.DataFrame, cells: pd.DataFrame, metric: str, pane
     n_layers = max(g.shape[0] for g in grids)
     bound = max(max(float(np.abs(g).max()) for g in grids), 1e-9)  # one scale: panels compare
     side = 1.2 + 0.36 * n_layers
-    fig, axes = plt.subplots(1, len(groups), figsize=(side * len(groups) + 1.2, side + 0.4), squeeze=False,
+    fig, axes = canvas.subplots(1, len(groups), figsize=(side * len(groups) + 1.2, side + 0.4), squeeze=False,
                              constrained_layout=True)
     norm = TwoSlopeNorm(0.0, -bound, bound)
     image = None

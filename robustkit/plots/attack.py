@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from robustkit import collapse
-from robustkit.plots import style
+from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label, new_figure
 
 ATTACKER_LABELS = {"pwws": "PWWS", "deepwordbug": "DeepWordBug"}
@@ -109,7 +108,7 @@ def attack_by_attacker(summary: pd.DataFrame, lines: pd.DataFrame, failures: pd.
     attackers = _attackers(summary)
     if not attackers:
         raise ValueError("the summary has no attacker column")
-    fig, axes = plt.subplots(1, len(attackers), figsize=(0.6 + 4.2 * len(attackers), 3.6), sharey=True, squeeze=False,
+    fig, axes = canvas.subplots(1, len(attackers), figsize=(0.6 + 4.2 * len(attackers), 3.6), sharey=True, squeeze=False,
                              constrained_layout=True)
     for ax, attacker in zip(axes[0], attackers):
         panel = summary[summary["attacker"] == attacker]

@@ -11,7 +11,7 @@ import seaborn as sns
 from matplotlib import MatplotlibDeprecationWarning
 from matplotlib.figure import Figure
 
-from robustkit.plots import style
+from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label, method_tick, plt
 
 SPLIT_LABELS = {"train": "training", "validation": "dev", "test": "test"}
@@ -36,7 +36,7 @@ def connectivity_figure(lines: pd.DataFrame, barriers: pd.DataFrame, metric: str
     table = barriers[barriers["metric"] == (metric if metric == "loss" else f"{metric} error")]
     methods = sorted(data["method"].unique())
     tasks = sorted(data["task"].unique())
-    fig, axes = plt.subplots(len(tasks), 2, figsize=(9.5, 3.6 * len(tasks)), squeeze=False, constrained_layout=True)
+    fig, axes = canvas.subplots(len(tasks), 2, figsize=(9.5, 3.6 * len(tasks)), squeeze=False, constrained_layout=True)
     shown = metric if metric == "loss" else f"{metric} error"
     for row, task in zip(axes, tasks):
         left, box = row

@@ -10,7 +10,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 
-from robustkit.plots import style
+from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label, plt
 
 ESTIMATOR_LABELS = {"top_eigenvalue": "top Hessian eigenvalue", "trace": "Hessian trace"}
@@ -34,7 +34,7 @@ def curvature_figure(frame: pd.DataFrame, layer_checkpoint: str = "best") -> Fig
     methods = sorted(frame["method"].unique())
     checkpoints = [c for c in CHECKPOINT_ORDER if c in set(frame["checkpoint"])]
     layers = frame[(frame["scope"] == "layer") & (frame["checkpoint"] == layer_checkpoint)]
-    fig, axes = plt.subplots(2, 2 if not layers.empty else 1, figsize=(10.5 if not layers.empty else 5.2, 6.6),
+    fig, axes = canvas.subplots(2, 2 if not layers.empty else 1, figsize=(10.5 if not layers.empty else 5.2, 6.6),
                              squeeze=False, constrained_layout=True)
     for row, estimator in zip(axes, ("top_eigenvalue", "trace")):
         _by_checkpoint(row[0], frame[(frame["scope"] == "all") & (frame["estimator"] == estimator)], methods, checkpoints)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
-from robustkit.plots import style
+from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label, method_tick, plt
 
 PATH_STYLES = {"line": {"linestyle": "--", "alpha": 0.8}, "curve": {"linestyle": "-", "alpha": 1.0}}
@@ -32,7 +32,7 @@ def curve_figure(paths: pd.DataFrame, barriers: pd.DataFrame, metric: str = "los
     shown = metric if metric == "loss" else f"{metric} error"
     table = barriers[barriers["metric"] == shown]
     methods = sorted(data["method"].unique())
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.9), constrained_layout=True)
+    fig, (left, right) = canvas.subplots(1, 2, figsize=(10, 3.9), constrained_layout=True)
     for (method, _, _), pair in data.groupby(["method", "run_id", "run_id_b"]):
         for path, points in pair.groupby("path"):
             points = points.sort_values("t")

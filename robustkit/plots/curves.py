@@ -25,7 +25,7 @@ from matplotlib.ticker import MaxNLocator
 
 from robustkit import collapse
 from robustkit.analysis.pooling import mixed_settings
-from robustkit.plots import style
+from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label, plt
 from robustkit.plots.tables import render_table
 
@@ -59,7 +59,7 @@ def dev_curves(frame: pd.DataFrame, lines: pd.DataFrame, tsp_step: int = 0, incl
     facets = list(mixed_settings(data, ["task", "method"]))
     rows_keys = _combos(data, ["task", *facets])
     line_keys = ["task", *facets, "metric", "method"]
-    fig, axes = plt.subplots(len(rows_keys), 2, figsize=(9, 3.2 * len(rows_keys)), squeeze=False, constrained_layout=True)
+    fig, axes = canvas.subplots(len(rows_keys), 2, figsize=(9, 3.2 * len(rows_keys)), squeeze=False, constrained_layout=True)
     for row, key in zip(axes, rows_keys):
         rows = data[_matches(data, ["task", *facets], key)]
         for ax, metric in zip(row, ["loss", _main_metric(rows)]):
@@ -111,7 +111,7 @@ def curves_by_tsp(frame: pd.DataFrame, lines: pd.DataFrame, metric: str | None =
     steps = sorted(data["tsp_step"].unique())
     colours = dict(zip(steps, plt.get_cmap("viridis")(np.linspace(0, 0.9, len(steps)))))
     shown_metrics = {metric or _main_metric(data[data["task"] == t]) for t in data["task"].unique()}
-    fig, axes = plt.subplots(len(rows_keys), len(methods), figsize=(4.6 * len(methods), 3.2 * len(rows_keys)),
+    fig, axes = canvas.subplots(len(rows_keys), len(methods), figsize=(4.6 * len(methods), 3.2 * len(rows_keys)),
                              squeeze=False, constrained_layout=True, sharey=True if len(shown_metrics) == 1 else "row")
     for row, key in zip(axes, rows_keys):
         rows = data[_matches(data, ["task", *facets], key)]

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from robustkit.plots import style
+from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label, method_tick, plt
 
 RANK_LABELS = {"energy_rank": "rank holding 90% of the update's squared norm", "effective_rank": "effective rank (Roy & Vetterli 2007)"}
@@ -29,7 +29,7 @@ def forgetting_figure(points: pd.DataFrame, ranks: pd.DataFrame, matrices: str, 
     """
     if points.empty:
         raise ValueError("no runs to draw")
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.9), constrained_layout=True)
+    fig, (left, right) = canvas.subplots(1, 2, figsize=(10, 3.9), constrained_layout=True)
     methods = sorted(points["method"].unique())
     for method in methods:
         part = points[points["method"] == method]

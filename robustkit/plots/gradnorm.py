@@ -7,8 +7,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from robustkit.plots import style
-from robustkit.plots.style import method_color, method_label, plt
+from robustkit.plots import canvas, style
+from robustkit.plots.style import method_color, method_label
 
 PANELS = ("intermediate", "top", "pooler", "classifier")
 
@@ -37,7 +37,7 @@ def gradnorm_curves(frame: pd.DataFrame, intermediate: int | None = None) -> Fig
                          "output (or add them with robustkit.analysis.gradnorm.with_layer_kind)")
     frame = frame[frame["value"] > 0]  # a log axis cannot show 0; norms are > 0 wherever logged
     methods = sorted(frame["method"].unique())
-    fig, axes = plt.subplots(1, len(PANELS), figsize=(3.2 * len(PANELS), 3.4), constrained_layout=True)
+    fig, axes = canvas.subplots(1, len(PANELS), figsize=(3.2 * len(PANELS), 3.4), constrained_layout=True)
     for ax, panel in zip(axes, PANELS):
         rows, title = _panel_rows(frame, panel, intermediate)
         missing = [m for m in methods if not _draw_method(ax, rows[rows["method"] == m], m)]

@@ -12,7 +12,7 @@ from matplotlib.lines import Line2D
 
 from robustkit import collapse
 from robustkit.methods import HOULSBY_INIT_STD
-from robustkit.plots import style
+from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color
 
 _COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02")
@@ -54,7 +54,7 @@ def init_std_figure(shown: pd.DataFrame, stats: pd.DataFrame, n_configs: int = 1
         crosses left out of the means. Legend entries give the runs (seeds) per point.
     """
     tasks = sorted(shown["task"].unique())
-    fig, axes = plt.subplots(1, len(tasks), figsize=(5.2 * len(tasks), 4.0), constrained_layout=True, squeeze=False,
+    fig, axes = canvas.subplots(1, len(tasks), figsize=(5.2 * len(tasks), 4.0), constrained_layout=True, squeeze=False,
                              sharey=shown["metric"].nunique() == 1)
     handles = {}
     for ax, task in zip(axes[0], tasks):

@@ -8,7 +8,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from robustkit.analysis.pooling import mixed_settings
-from robustkit.plots import style
+from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label, plt
 
 
@@ -28,7 +28,7 @@ def intruders_figure(counts: pd.DataFrame, cosines: pd.DataFrame, matrices: str,
     """
     if counts.empty:
         raise ValueError("no intruder counts to draw")
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
+    fig, (left, right) = canvas.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
     groups = _groups(counts)
     for (method, config), style_, run_ids in groups:
         for _, line in counts[counts["run_id"].isin(run_ids)].groupby("run_id"):

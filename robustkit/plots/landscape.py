@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
-from robustkit.plots import style
-from robustkit.plots.style import method_color, method_label, plt
+from robustkit.plots import canvas, style
+from robustkit.plots.style import method_color, method_label
 
 SPLIT_LABELS = {"validation": "dev", "train": "train", "test": "test"}
 
@@ -40,7 +40,7 @@ def landscape_curves(frame: pd.DataFrame, lines: pd.DataFrame, runs: pd.DataFram
         Log-scale y axis (losses far from theta_1 can be orders of magnitude larger).
     """
     tasks = sorted(frame["task"].unique())
-    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.8), squeeze=False, constrained_layout=True,
+    fig, axes = canvas.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.8), squeeze=False, constrained_layout=True,
                              sharey=metric != "loss" or len({_y_label(t, metric, split) for t in tasks}) == 1)
     # several TSP steps: one line style per step (their order), the colour stays the method's
     styles = {t: style.LINE_STYLES[i % len(style.LINE_STYLES)] for i, t in enumerate(sorted(frame["tsp_step"].unique()))}

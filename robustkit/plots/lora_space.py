@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
-from robustkit.plots import style
+from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label, plt
 
 ESTIMATORS = {"top_eigenvalue": "top Hessian eigenvalue", "trace_per_parameter": "Hessian trace / parameters"}
@@ -27,7 +27,7 @@ def lora_space_figure(values: pd.DataFrame, ratios: pd.DataFrame) -> Figure:
     """
     if values.empty:
         raise ValueError("no LoRA runs to draw")
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3.7), constrained_layout=True)
+    fig, axes = canvas.subplots(1, 3, figsize=(11, 3.7), constrained_layout=True)
     methods = sorted(values["method"].unique())
     for ax, estimator in zip(axes, ESTIMATORS):
         part = values[values["estimator"] == estimator]

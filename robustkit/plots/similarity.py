@@ -8,8 +8,8 @@ from matplotlib.figure import Figure
 
 from robustkit import collapse
 from robustkit.analysis.pooling import mixed_settings
-from robustkit.plots import style
-from robustkit.plots.style import method_color, method_label, plt
+from robustkit.plots import canvas, style
+from robustkit.plots.style import method_color, method_label
 
 MEASURE_LABELS = {"rsa": "RSA", "cka": "linear CKA"}
 # Besides every run setting that varies within a method (robustkit.analysis.pooling), what
@@ -43,7 +43,7 @@ def rsa_by_layer(frame: pd.DataFrame, measure: str = "rsa") -> Figure:
         raise ValueError(f"no rows with measure {measure!r} (have: {', '.join(map(str, frame['measure'].unique()))})")
     tasks = sorted(data["task"].unique())
     # one measure on every panel: one y scale, so tasks compare by eye
-    fig, axes = plt.subplots(1, len(tasks), figsize=(5.0 * len(tasks), 3.6), constrained_layout=True, squeeze=False,
+    fig, axes = canvas.subplots(1, len(tasks), figsize=(5.0 * len(tasks), 3.6), constrained_layout=True, squeeze=False,
                              sharey=True)
     for ax, task in zip(axes[0], tasks):
         _panel(ax, data[data["task"] == task], task, measure)

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from robustkit.plots import style
+from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label, plt
 
 MEASURE_LABELS = {
@@ -32,7 +32,7 @@ def similarity_panels(frame: pd.DataFrame) -> Figure:
     measures = [m for m in MEASURE_LABELS if m in set(frame["measure"])]
     tasks = sorted(frame["task"].unique())
     methods = sorted(frame["method"].unique())
-    fig, axes = plt.subplots(len(tasks), len(measures), figsize=(3.3 * len(measures), 3.3 * len(tasks)), squeeze=False,
+    fig, axes = canvas.subplots(len(tasks), len(measures), figsize=(3.3 * len(measures), 3.3 * len(tasks)), squeeze=False,
                              constrained_layout=True)
     for row, task in zip(axes, tasks):
         for ax, measure in zip(row, measures):

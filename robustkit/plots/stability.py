@@ -43,7 +43,7 @@ from matplotlib.patches import Patch
 from matplotlib.transforms import blended_transform_factory
 
 from robustkit import collapse
-from robustkit.plots import style
+from robustkit.plots import canvas, style
 from robustkit.plots.style import PERCENT, SCALED, method_color, method_label, plt
 
 __all__ = ["PERCENT", "SCALED", "box_lr", "box_seeds", "box_tsp", "box_tsp_epochs", "method_boxes", "train_size",
@@ -244,7 +244,7 @@ def _box_figure(
     width = min(7.5, max(4.6, 0.9 * data["_x"].nunique() * (len(hues) if hue != x else 1) + 2.2))
     # one metric: every panel on one y scale, so boxes compare by eye across the whole figure
     share = True if data["metric"].nunique() == 1 else "row"
-    fig, axes = plt.subplots(len(tasks), len(combos), squeeze=False, constrained_layout=True, sharey=share,
+    fig, axes = canvas.subplots(len(tasks), len(combos), squeeze=False, constrained_layout=True, sharey=share,
                              figsize=(width * len(combos), 3.6 * len(tasks)))
     # runs per box, from the summary (its statistics' groups are the boxes)
     counts = summary.assign(_x=summary[x].map(_x_label), n_ok=summary["n_runs"] - summary["n_failed"])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
-from robustkit.plots import style
+from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label, plt
 
 
@@ -24,7 +24,7 @@ def stability_length_figure(spread: pd.DataFrame, deviations: pd.DataFrame) -> F
     """
     if spread.empty:
         raise ValueError("no epoch evaluations to draw")
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
+    fig, (left, right) = canvas.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
     methods = sorted(spread["method"].unique())
     for method in methods:
         line = spread[spread["method"] == method].sort_values("epoch")

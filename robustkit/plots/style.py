@@ -38,6 +38,7 @@ from matplotlib.text import Text
 from matplotlib.transforms import ScaledTranslation
 
 from robustkit.methods.registry import method_colours, method_labels, short_config
+from robustkit.plots import canvas
 
 # Each method's label and colour are its own (robustkit.methods).
 METHOD_LABELS = method_labels()
@@ -122,7 +123,7 @@ def method_configs(frame: pd.DataFrame, split_by: Sequence[str]) -> list[tuple[s
 
 
 def new_figure(width: float = 5.0, height: float = 3.6) -> tuple[Figure, plt.Axes]:
-    fig, ax = plt.subplots(figsize=(width, height), constrained_layout=True)
+    fig, ax = canvas.subplots(figsize=(width, height), constrained_layout=True)
     return fig, ax
 
 
@@ -220,7 +221,16 @@ def include_baseline(ax: plt.Axes, values: Iterable[float], margin: float = 0.04
 
 
 def set_title(fig: Figure, title: str) -> Text:
-    """The figure's title, above the panels (and above any subtitle)."""
+    """The figure's title, above the panels (and above any subtitle).
+
+    Drawn into the caller's canvas (:mod:`robustkit.plots.canvas`), the title of its Axes (a
+    panel's own title wins) or its SubFigure's: the caller's canvas never grows.
+    """
+    target = canvas.current()
+    if isinstance(target, plt.Axes):
+        return target.title if target.get_title() else target.set_title(title, fontsize=TITLE_SIZE)
+    if target is not None:
+        return target.suptitle(title, fontsize=TITLE_SIZE)
     for old in _stack(fig, "_rk_title"):
         old.remove()
     artist = fig.text(0.5, 1.0, title, ha="center", va="bottom", fontsize=TITLE_SIZE)
@@ -230,8 +240,9 @@ def set_title(fig: Figure, title: str) -> Text:
 
 
 def add_subtitle(fig: Figure, text: str | None) -> list[Text]:
-    """A second title line (e.g. the stand-in note), between the title and the panels."""
-    if not text:
+    """A second title line (e.g. the stand-in note), between the title and the panels; none on
+    the caller's canvas (:mod:`robustkit.plots.canvas`)."""
+    if not text or canvas.current() is not None:
         return []
     artists = [fig.text(0.5, 1.0, "\n".join(wrap(fig, part, SUBTITLE_SIZE)), ha="center", va="bottom",
                         fontsize=SUBTITLE_SIZE, color="#333333") for part in _paragraphs(text)]
@@ -246,8 +257,17 @@ def legend_below(fig: Figure, ax: plt.Axes | None, handles: Sequence, title: str
     panels (never over data), on the canvas (the canvas grows to hold it).
 
     The constrained layout of the panels leaves it out (it would widen one panel's margin,
-    :class:`_PanelsLayout`); a tight bounding box includes it.
+    :class:`_PanelsLayout`); a tight bounding box includes it. Drawn into the caller's canvas
+    (:mod:`robustkit.plots.canvas`), a legend inside the caller's Axes, or under the panels of
+    the caller's Figure (``loc="outside lower center"``: room made where it has a constrained
+    layout).
     """
+    target = canvas.current()
+    if isinstance(target, plt.Axes):
+        return target.legend(handles=handles, title=title, title_fontsize=fontsize, fontsize=fontsize, frameon=False)
+    if target is not None:
+        return target.legend(handles=handles, loc="outside lower center", ncols=ncols or 2, title=title,
+                             title_fontsize=fontsize, fontsize=fontsize, frameon=False)
     if ncols is None:
         width = max((len(getattr(h, "get_label", lambda: "")()) for h in handles), default=10)
         ncols = max(1, min(len(handles), int(_panel_size(fig)[0] * 72 / (fontsize * 0.6 * width + 40))))
@@ -263,8 +283,9 @@ def legend_below(fig: Figure, ax: plt.Axes | None, handles: Sequence, title: str
 def add_note(fig: Figure, text: str | None, fontsize: float = NOTE_SIZE, color: str = "#222222",
              width_in: float | None = None) -> list[Text]:
     """Text under the figure (and its legend): each ``\\n``-separated paragraph wrapped to
-    ``width_in`` inches (default the figure's width), never leaving a one-word last line."""
-    if not text:
+    ``width_in`` inches (default the figure's width), never leaving a one-word last line. None
+    on the caller's canvas (:mod:`robustkit.plots.canvas`): it keeps its size."""
+    if not text or canvas.current() is not None:
         return []
     footer = _stack(fig, "_rk_footer")
     artists = [fig.text(0.0, 0.0, "\n".join(wrap(fig, part, fontsize, width_in)), ha="left", va="top", fontsize=fontsize,

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from robustkit.plots import style
-from robustkit.plots.style import method_label, plt
+from robustkit.plots import canvas, style
+from robustkit.plots.style import method_label
 
 SPLIT_LABELS = {"train": "training", "validation": "dev", "test": "test"}
 
@@ -34,7 +34,7 @@ def surface_contours(frame: pd.DataFrame, metric: str = "loss", max_seeds: int =
     methods = sorted(data["method"].unique())
     runs = {m: data[data["method"] == m].drop_duplicates("run_id").sort_values("seed").head(max_seeds) for m in methods}
     columns = max(len(r) for r in runs.values())
-    fig, axes = plt.subplots(len(methods), columns, figsize=(3.1 * columns + 0.8, 2.9 * len(methods)), squeeze=False,
+    fig, axes = canvas.subplots(len(methods), columns, figsize=(3.1 * columns + 0.8, 2.9 * len(methods)), squeeze=False,
                              constrained_layout=True, sharex=True, sharey=True)
     values = data["value"].to_numpy(float)
     finite = values[np.isfinite(values)]

@@ -15,7 +15,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from robustkit import collapse
-from robustkit.plots import style
+from robustkit.plots import canvas, style
 from robustkit.plots.style import method_label, plt
 
 SHOWN_STATS = ("n", "mean", "std", "min", "max", "n_runs", "n_collapsed", "n_diverged", "baseline")
@@ -100,14 +100,17 @@ def render_table(header: Sequence[str], rows: Sequence[Sequence[str]], title: st
     numeric_from : int
         Index of the first value column (the columns before it label the rows).
     """
-    fig = plt.figure()
+    # drawn into the caller's Axes or Figure (robustkit.plots.canvas), the table fills one panel
+    # of it; on its own canvas, the canvas is sized to the table
+    fig, ax = canvas.subplots() if canvas.current() is not None else (plt.figure(), None)
     # every column as wide as its widest text (measured) plus padding: nothing cramped, no gap
     widths = [max([style.text_width_in(fig, str(header[i]), FONT_SIZE, bold=True),
                    *(style.text_width_in(fig, str(r[i]), FONT_SIZE) for r in rows)]) + CELL_PAD_IN
               for i in range(len(header))]
     total = sum(widths)
-    fig.set_size_inches(total, ROW_HEIGHT_IN * (len(rows) + 1))
-    ax = fig.add_axes((0, 0, 1, 1))
+    if ax is None:
+        fig.set_size_inches(total, ROW_HEIGHT_IN * (len(rows) + 1))
+        ax = fig.add_axes((0, 0, 1, 1))
     ax.axis("off")
     table = ax.table(cellText=[list(r) for r in rows], colLabels=list(header), colWidths=[w / total for w in widths],
                      bbox=(0, 0, 1, 1), cellLoc="center")
@@ -122,7 +125,8 @@ def render_table(header: Sequence[str], rows: Sequence[Sequence[str]], title: st
         elif column < numeric_from:
             cell.get_text().set_horizontalalignment("left")
             cell.PAD = 0.3 * CELL_PAD_IN / widths[column]  # PAD is a fraction of the cell's width
-    fig._rk_text_width = max(total, NOTE_WIDTH_IN)  # notes and --footer under a narrow table
+    if canvas.current() is None:
+        fig._rk_text_width = max(total, NOTE_WIDTH_IN)  # notes and --footer under a narrow table
     style.set_title(fig, title)
     for note in notes:
         style.add_note(fig, note)

@@ -22,7 +22,7 @@ from matplotlib.patches import Patch
 
 from robustkit import collapse
 from robustkit.analysis.tradeoff import POINT_COLUMN, POINT_SYMBOL
-from robustkit.plots import style
+from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label
 
 _MARKERS = {"none": "o", "layer": "s", "3-layer": "^"}
@@ -75,7 +75,7 @@ def tradeoff_figure(shown: pd.DataFrame, stats: pd.DataFrame, n_configs: int = 1
     """
     tasks = sorted(shown["task"].unique())
     share = shown["metric"].nunique() == 1  # panels on one metric share one y scale
-    fig, axes = plt.subplots(1, len(tasks), figsize=(5.6 * len(tasks), 4.4), constrained_layout=True, squeeze=False,
+    fig, axes = canvas.subplots(1, len(tasks), figsize=(5.6 * len(tasks), 4.4), constrained_layout=True, squeeze=False,
                              sharey=share)
     handles: dict[str, object] = {}
     for ax, task in zip(axes[0], tasks):
@@ -242,7 +242,7 @@ def tradeoff_aggregate_figure(aggregate: pd.DataFrame, source: pd.DataFrame | No
         raise ValueError("nothing to plot: the aggregate is empty")
     metric = metric or (_one(source, "metric") if source is not None else "") or "accuracy"
     factor = style.scale(metric)
-    fig, ax = plt.subplots(figsize=(6.4, 4.4), constrained_layout=True)
+    fig, ax = canvas.subplots(figsize=(6.4, 4.4), constrained_layout=True)
     handles, empty = [], []
     for series, rows in aggregate.groupby("series", sort=True):
         method = rows["method"].iloc[0]

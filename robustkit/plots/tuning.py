@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
-from robustkit.plots import style
+from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label, plt
 
 
@@ -24,7 +24,7 @@ def tuning_curves(frame: pd.DataFrame) -> Figure:
     extra = [c for c in frame.columns if c not in (*_CURVE, "task", "method", "metric")]
     panels = frame[["task", *extra]].drop_duplicates().sort_values(["task", *extra]).itertuples(index=False, name=None)
     panels = list(panels)
-    fig, axes = plt.subplots(1, len(panels), figsize=(max(6.0, 4.8 * len(panels)), 3.8), squeeze=False,
+    fig, axes = canvas.subplots(1, len(panels), figsize=(max(6.0, 4.8 * len(panels)), 3.8), squeeze=False,
                              constrained_layout=True)
     for ax, key in zip(axes[0], panels):
         data = frame

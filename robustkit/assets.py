@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import io
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -49,7 +51,9 @@ class Asset:
     ``kind`` is "model" (a folder for ``from_pretrained``), "data" (one file) or "nltk" (an NLTK
     resource, installed under ``nltk_path``, e.g. "corpora/wordnet", inside the asset's folder).
     ``crlf_to_lf`` converts Windows line endings on extraction: NLTK's WordNet reader seeks by
-    byte offsets that count one byte per line end.
+    byte offsets that count one byte per line end. ``convert`` names a converter of
+    :data:`CONVERTERS` that turns the single-file ``member`` into the ``files`` (their hashes are
+    of its output).
     """
 
     name: str
@@ -64,6 +68,7 @@ class Asset:
     license: str
     nltk_path: str = ""
     crlf_to_lf: bool = False
+    convert: str = ""
 
     def __post_init__(self) -> None:
         problem = _entry_problem(self)
@@ -86,9 +91,55 @@ def _entry_problem(asset: Asset) -> str | None:
         return "files must name at least one file, by flat name (no '/')"
     if asset.kind == "data" and len(asset.files) != 1:
         return "a data asset is a single file"
+    if asset.convert:
+        if asset.convert not in CONVERTERS:
+            return f"convert is {asset.convert!r}, expected one of {', '.join(sorted(CONVERTERS))}"
+        if asset.member.endswith("/"):
+            return "a converted member is a single file"
+        return None
     if not asset.member.endswith("/") and list(asset.files) != [asset.member.rsplit("/", 1)[-1]]:
         return "a single-file member must list exactly its own file name in files"
     return None
+
+
+class _Dicts(pickle.Unpickler):
+    """An unpickler that makes dicts, lists, tuples, sets, strings and numbers and nothing else:
+    a pickle that names any other class or function is refused before it runs."""
+
+    def find_class(self, module: str, name: str):
+        if (module, name) in (("__builtin__", "set"), ("builtins", "set")):
+            return set
+        raise pickle.UnpicklingError(f"refused: the pickle names {module}.{name}")
+
+
+def perceptron_pickle_to_json(data: bytes) -> dict[str, bytes]:
+    """An averaged-perceptron POS tagger pickled as ``(weights, tagdict, classes)`` (the format
+    of textblob-aptagger's ``trontagger-0.1.0.pickle``, which NLTK's own pickled tagger kept) as
+    the three JSON files NLTK >= 3.9 loads (``PerceptronTagger.load_from_json``), written
+    deterministically (sorted keys) so that their sha256 can be pinned.
+
+    Raises
+    ------
+    AssetError
+        Not such a pickle (or one naming anything but ``set``).
+    """
+    try:
+        weights, tagdict, classes = _Dicts(io.BytesIO(data), encoding="ascii").load()
+    except Exception as error:  # noqa: BLE001 - any unpickling failure is one bad archive
+        raise AssetError(f"not an averaged-perceptron tagger pickle: {type(error).__name__}: {error}") from None
+    if not (isinstance(weights, dict) and isinstance(tagdict, dict) and isinstance(classes, set)):
+        raise AssetError("not an averaged-perceptron tagger pickle: expected (weights dict, tagdict dict, classes set)")
+    stem = "averaged_perceptron_tagger_eng"
+
+    def dump(value) -> bytes:
+        return json.dumps(value, sort_keys=True).encode("utf-8")
+
+    return {f"{stem}.weights.json": dump(weights), f"{stem}.tagdict.json": dump(tagdict),
+            f"{stem}.classes.json": dump(sorted(classes))}
+
+
+# Converters an asset may name (``convert``): the member's bytes -> {flat file name: bytes}.
+CONVERTERS: dict[str, Callable[[bytes], dict[str, bytes]]] = {"perceptron-pickle": perceptron_pickle_to_json}
 
 
 def _load_registry(path: Path) -> dict[str, Asset]:
@@ -300,6 +351,10 @@ def _extract(asset: Asset, archive: Path, staging: Path) -> None:
     files = _files_dir(asset, staging)
     files.mkdir(parents=True)
     with _member_opener(asset, archive) as open_member:
+        if asset.convert:
+            _convert(asset, archive, open_member, files)
+            _make_private(staging)
+            return
         for flat in asset.files:
             member = asset.member + flat if asset.member.endswith("/") else asset.member
             try:
@@ -314,6 +369,26 @@ def _extract(asset: Asset, archive: Path, staging: Path) -> None:
                 else:
                     shutil.copyfileobj(source, target)
     _make_private(staging)
+
+
+def _convert(asset: Asset, archive: Path, open_member: Callable[[str], IO[bytes] | None], files: Path) -> None:
+    """Write the files that the asset's converter makes of its single-file member."""
+    try:
+        source = open_member(asset.member)
+    except KeyError:
+        source = None
+    if source is None:
+        raise AssetError(f"asset {asset.name!r}: {archive.name} has no file {asset.member!r}")
+    with source:
+        data = source.read()
+    try:
+        made = CONVERTERS[asset.convert](data)
+    except AssetError as error:
+        raise AssetError(f"asset {asset.name!r}: {asset.member} in {archive.name}: {error}") from None
+    for flat in asset.files:  # only the files the registry names and pins
+        if flat not in made:
+            raise AssetError(f"asset {asset.name!r}: converting {asset.member} made no file {flat!r}")
+        (files / flat).write_bytes(made[flat])
 
 
 def _make_private(folder: Path) -> None:

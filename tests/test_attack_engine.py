@@ -148,7 +148,8 @@ def test_fast_engine_gives_openattacks_results(victims, sentences, method):
 def test_fast_engine_gives_openattacks_results_on_a_third_task():
     """polarity, a task no other attack test uses, on a victim with polarity's head."""
     victim = _victim("full", task="polarity")
-    _identical_to_openattack(victim, load_splits("polarity")["test"]["sentence"][:20])
+    # function words alone: nothing to substitute, so a failure is compared whatever the tagger
+    _identical_to_openattack(victim, [*load_splits("polarity")["test"]["sentence"][:20], "it is ."])
 
 
 @pytest.mark.slow

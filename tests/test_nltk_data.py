@@ -1,8 +1,9 @@
-"""Where the attacks' NLTK data comes from: a fresh clone (no ../shared) reads the embedded
-WordNet, Punkt and stopwords, and the POS tagger from $NLTK_DATA or NLTK's folders.
+"""Where the attacks' NLTK data comes from (issue #38 item 3): $NLTK_DATA first, then robustkit's
+embedded assets for the rest, the POS tagger included (``nltk-tagger``, from a pinned registry
+package); never NLTK's default folders, never ``nltk.downloader`` (which prompts ``Retry?``).
 
-The clone-without-shared case is simulated: $NLTK_DATA names a temporary folder that holds the
-tagger alone (copied from wherever this machine has it), so everything else must come from the
+A user's own data is simulated by $NLTK_DATA naming a temporary folder that holds the tagger
+alone (copied from wherever this machine has one), so everything else must come from the
 embedded assets (pinned registry packages in the robustkit cache).
 """
 
@@ -20,7 +21,7 @@ import pytest
 
 from robustkit.assets import asset_path
 from robustkit.attacks import nltk_data
-from robustkit.attacks.nltk_data import EMBEDDED, TAGGER_COMMAND, TAGGER_PATH, default_roots, tagger_root
+from robustkit.attacks.nltk_data import EMBEDDED, TAGGER_ASSET, TAGGER_PATH, default_roots, tagger_root
 from robustkit.attacks.offline import AttackDataError, configure_openattack
 
 
@@ -39,8 +40,7 @@ def clean_nltk(monkeypatch):
 
 @pytest.fixture
 def tagger_only(tmp_path, monkeypatch, clean_nltk, shared_nltk_data) -> Path:
-    """$NLTK_DATA = a fresh folder holding only the POS tagger, as after
-    `python -m nltk.downloader -d FOLDER averaged_perceptron_tagger_eng` on a fresh clone."""
+    """$NLTK_DATA = a fresh folder holding only a POS tagger: a user's own choice of tagger."""
     monkeypatch.setenv("NLTK_DATA", shared_nltk_data)
     source = Path(tagger_root(download=False), TAGGER_PATH)
     root = tmp_path / "nltk_data"
@@ -52,9 +52,9 @@ def tagger_only(tmp_path, monkeypatch, clean_nltk, shared_nltk_data) -> Path:
     return root
 
 
-def test_fresh_clone_reads_the_embedded_assets_and_the_tagger_from_nltk_data(tagger_only):
+def test_nltk_data_tagger_wins_and_the_rest_is_embedded(tagger_only):
     roots = default_roots(download=False)
-    embedded = {str(asset_path(name)) for name in EMBEDDED.values()}
+    embedded = {str(asset_path(name)) for name in EMBEDDED.values() if name != TAGGER_ASSET}
     assert roots[0] == str(tagger_only.resolve())
     assert set(roots[1:]) == embedded  # nothing from ../shared or NLTK's default folders
 
@@ -100,55 +100,72 @@ def test_nltk_data_wins_resource_by_resource(tmp_path, monkeypatch, clean_nltk):
     assert roots == (str(root.resolve()), str(asset_path("nltk-punkt-tab")), str(asset_path("nltk-stopwords")))
 
 
-def test_a_zipped_tagger_in_nltks_own_folders_is_found(tmp_path, monkeypatch, clean_nltk):
-    zipped = tmp_path / "home" / "taggers" / "averaged_perceptron_tagger_eng.zip"
-    zipped.parent.mkdir(parents=True)
-    zipped.write_bytes(b"PK")
+def test_fresh_clone_reads_everything_from_the_embedded_assets(tmp_path, monkeypatch, clean_nltk):
+    """No $NLTK_DATA (an activated shell, `make`, CI alike): every resource, the tagger included,
+    comes from the pinned assets; a tagger in NLTK's own folders (~/nltk_data) is not read, so
+    what an attack reads does not depend on the machine."""
+    from robustkit.attacks.offline import RESOURCES, _load_pos_tagger
+
+    home = tmp_path / "home"
+    Path(home, TAGGER_PATH).mkdir(parents=True)
     monkeypatch.delenv("NLTK_DATA", raising=False)
-    monkeypatch.setattr(nltk.data, "path", [str(tmp_path / "empty"), str(tmp_path / "home")])
-    assert tagger_root(download=False) == str((tmp_path / "home").resolve())
+    monkeypatch.setattr(nltk.data, "path", [str(home)])
+    roots = default_roots(download=False)
+    assert roots == tuple(str(asset_path(name).resolve()) for name in EMBEDDED.values())
+    assert tagger_root(download=False) == str(asset_path(TAGGER_ASSET).resolve())
+    assert {r.package for r in RESOURCES} <= set(EMBEDDED.values())  # errors name fetchable assets
+    # the embedded tagger loads with NLTK's own JSON loader and tags in Penn Treebank tags
+    nltk.data.path.insert(0, roots[-1])
+    tag = _load_pos_tagger(nltk.data.find(TAGGER_PATH + "/", paths=[roots[-1]]))
+    tags = dict(tag("The actors tried hard , but the movie was a predictable mess .".split()))
+    assert (tags["The"], tags["actors"], tags["tried"], tags["predictable"], tags["mess"]) == ("DT", "NNS", "VBD", "JJ", "NN")
+
+
+def test_tagger_asset_is_read_by_an_unpickler_that_runs_nothing():
+    import pickle
+
+    from robustkit.assets import perceptron_pickle_to_json
+    from robustkit.errors import AssetError
+
+    files = perceptron_pickle_to_json(pickle.dumps(({"bias": {"NN": 1.0}}, {"the": "DT"}, {"NN", "DT"}), protocol=2))
+    assert files["averaged_perceptron_tagger_eng.classes.json"] == b'["DT", "NN"]'
+
+    class Planted:
+        def __reduce__(self):
+            return (os.system, ("echo planted",))
+
+    with pytest.raises(AssetError, match="refused: the pickle names"):
+        perceptron_pickle_to_json(pickle.dumps(({}, {}, Planted())))
 
 
 @pytest.fixture
-def no_tagger(tmp_path, monkeypatch, clean_nltk) -> Path:
-    """No tagger anywhere: empty $NLTK_DATA and NLTK folders, a fresh download folder."""
+def uncached(tmp_path, monkeypatch, clean_nltk) -> Path:
+    """A fresh clone's cache: no asset fetched yet, $NLTK_DATA an empty folder."""
+    monkeypatch.setenv("ROBUSTKIT_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("NLTK_DATA", str(tmp_path / "empty"))
-    monkeypatch.setattr(nltk.data, "path", [str(tmp_path / "home")])
-    monkeypatch.setattr(nltk_data, "tagger_download_dir", lambda: tmp_path / "cache" / "nltk_data")
-    return tmp_path / "cache" / "nltk_data"
+    return tmp_path
 
 
-def _fake_downloader(monkeypatch, online: bool) -> list[tuple[list[str], dict]]:
-    """Replace subprocess.run by an `nltk.downloader` that installs the tagger (or is offline)."""
-    calls = []
+def test_offline_fetch_names_pips_error_not_a_warning_and_never_prompts(uncached, monkeypatch):
+    import robustkit.assets as assets
 
-    def run(command, **kwargs):
-        calls.append((command, kwargs))
-        if online:
-            Path(command[command.index("-d") + 1], TAGGER_PATH).mkdir(parents=True)
-            return subprocess.CompletedProcess(command, 0, stdout="[nltk_data] Unzipping ...")
-        return subprocess.CompletedProcess(command, 1, stdout="[nltk_data] Error loading: <urlopen error>")
+    commands = []
 
-    monkeypatch.setattr(subprocess, "run", run)
-    return calls
+    def offline_pip(command, **kwargs):
+        commands.append(command)
+        output = ("WARNING: Location 'file:///opt/pypi/simple/textblob-aptagger/' is ignored: it is neither a file "
+                  "nor a directory.\nERROR: Could not find a version that satisfies the requirement "
+                  "textblob-aptagger==0.2.0\n")
+        return subprocess.CompletedProcess(command, 1, stdout=output)
 
-
-def test_missing_tagger_is_downloaded_when_online(no_tagger, monkeypatch):
-    calls = _fake_downloader(monkeypatch, online=True)
-    assert tagger_root() == str(no_tagger.resolve())
-    command, kwargs = calls[0]
-    assert command == [sys.executable, "-m", "nltk.downloader", "-e", "-d", str(no_tagger), "averaged_perceptron_tagger_eng"]
-    assert kwargs["stdin"] == subprocess.DEVNULL  # its "Retry?" prompt must not wait for input
-    assert tagger_root() == str(no_tagger.resolve()) and len(calls) == 1  # found there next time
-
-
-def test_missing_tagger_offline_names_the_command(no_tagger, monkeypatch, tmp_path):
-    _fake_downloader(monkeypatch, online=False)
+    monkeypatch.setattr(assets.subprocess, "run", offline_pip)
     with pytest.raises(AttackDataError) as error:
-        default_roots()
+        tagger_root()
     message = str(error.value)
-    assert TAGGER_COMMAND in message and "urlopen error" in message
-    assert str(tmp_path / "empty") in message and str(tmp_path / "home") in message
+    assert "Could not find a version" in message and "WARNING" not in message and "exited with 0" not in message
+    assert "robustkit assets fetch nltk-tagger" in message and str(uncached / "empty") in message
+    assert len(message.splitlines()) == 1
+    assert commands and all("nltk.downloader" not in command for command in commands)  # pip alone: no prompt
     with pytest.raises(AttackDataError, match="downloads are off"):
         tagger_root(download=False)
 

@@ -16,6 +16,13 @@ move away from the model's own prediction:
   inputs included), as OpenAttack's ``AttackEval`` counts it.
 - ``gold``: only correctly classified examples count; success = they become misclassified.
 
+So :func:`summarize` (what ``robustkit analyze attack`` prints) has two rows per run and
+attacker, one per ``convention``: ``attacked`` is ``n`` in the ``openattack`` row and the number
+of correctly classified examples in the ``gold`` row; ``accuracy_before`` and
+``accuracy_under_attack`` are over all ``n`` examples in both, so ``gold``'s ``success_rate`` is
+``1 - accuracy_under_attack / accuracy_before``; ``openattack``'s also counts a misclassified
+example whose prediction the attack moves (to the gold label, on a two-class task).
+
 Results are appended per example to ``<store>/.cache/attack/<run_id>-<attacker>-<key>.jsonl``
 as they finish, so an interrupted attack resumes where it stopped; the key hashes the attacker,
 its options (:attr:`robustkit.attacks.Attack.params`), the other parameters and the

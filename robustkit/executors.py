@@ -86,8 +86,11 @@ class LocalExecutor:
             threads = max(1, (os.cpu_count() or 1) // self.workers)
             # spawn, not fork: CUDA and torch's thread pools do not survive a fork
             context = multiprocessing.get_context("spawn")
+            # the workers' runs draw no bars: their start, evaluation and end lines come here
+            events = context.Queue()
             with futures.ProcessPoolExecutor(self.workers, mp_context=context, initializer=_init_worker,
-                                             initargs=(threads, os.getpid())) as pool, _workers_stop_with(pool):
+                                             initargs=(threads, os.getpid(), events)) as pool, \
+                    _workers_stop_with(pool), _relayed(events):
                 pending = {pool.submit(run_job, job, progress=False): i for i, job in enumerate(jobs)}
                 done: dict[int, JobResult] = {}
                 for future in futures.as_completed(pending):
@@ -96,13 +99,46 @@ class LocalExecutor:
             return [done[i] for i in range(len(jobs))]
 
 
+@contextlib.contextmanager
+def _relayed(events) -> Iterator[None]:
+    """Write the workers' event lines (:func:`robustkit.progress.event`) as they come, from a
+    thread, until the block ends; then the lines still queued."""
+    import queue
+
+    from robustkit.progress import write_event
+
+    stop = threading.Event()
+
+    def relay() -> None:
+        # a timeout, not a sentinel: a worker killed while writing to the queue may hold its lock
+        while True:
+            try:
+                line = events.get(timeout=0.2)
+            except queue.Empty:
+                if stop.is_set():
+                    return
+                continue
+            except Exception:  # noqa: BLE001 - a line cut short by a killed worker: progress only
+                return
+            write_event(line, above_bar=True)
+
+    thread = threading.Thread(target=relay, name="robustkit-worker-events", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()  # every job has ended: its lines were queued before its result came back
+        thread.join(timeout=5)
+
+
 # How often a worker's watchdog checks that its parent is alive (where PR_SET_PDEATHSIG is not
 # available, or was set too late): the longest a worker can outlive its parent.
 WATCHDOG_SECONDS = 0.5
 
 
-def _init_worker(threads: int, parent: int) -> None:
-    """Set up a worker process: its torch threads, and its death when ``parent`` dies."""
+def _init_worker(threads: int, parent: int, events=None) -> None:
+    """Set up a worker process: its torch threads, its death when ``parent`` dies, and its event
+    lines sent to ``events`` (the parent's queue)."""
     # Ctrl-C reaches the whole process group: the sweep answers it (it kills its workers, whose
     # runs stay resumable); a worker's own KeyboardInterrupt would only print a traceback
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -113,6 +149,10 @@ def _init_worker(threads: int, parent: int) -> None:
     # worker killed with its sweep would leave that semaphore behind, and multiprocessing's
     # resource tracker would print a two-line "leaked semaphore" warning after the Ctrl-C line
     tqdm.set_lock(threading.RLock())
+    if events is not None:
+        from robustkit.progress import to_parent
+
+        to_parent(events.put)
     import torch
 
     torch.set_num_threads(threads)

@@ -7,14 +7,23 @@ tqdm's own switch, which an explicit ``disable=`` would otherwise override; ``ro
 it, so worker processes inherit it), and the stream it writes to is a terminal or a notebook's
 output. So a log redirected to a file (``robustkit train ... 2> log``) holds no carriage-return
 bar lines.
+
+Where no bar is watched, long work still speaks: :func:`event` writes one timestamped line per
+run start, evaluation and end (what a training loop reports) to the first of stderr and stdout
+that is not a terminal (``robustkit demo > log`` and ``2> log`` both get them; a file that is
+both streams gets them once). A run trained in a worker process (``--jobs N``) sends its lines to
+the parent (:func:`to_parent`), which writes them the same way, or above its bar on a terminal,
+so ``--jobs 2`` shows every run's evaluations as they finish. ``$TQDM_DISABLE`` (``robustkit
+-q``) turns them off with the bars.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
-from typing import Any
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, TextIO
 
 ENV = "TQDM_DISABLE"
 _TRUE = ("1", "true", "yes", "on")
@@ -52,3 +61,77 @@ def in_notebook() -> bool:
 def silence() -> None:
     """Turn every bar off in this process and the processes it starts (``robustkit -q``)."""
     os.environ[ENV] = "1"
+
+
+# Set in a worker process (``--jobs N``): where its event lines go (the parent's queue).
+_sink: Callable[[str], None] | None = None
+
+
+def silenced() -> bool:
+    """Whether ``$TQDM_DISABLE`` turns bars and event lines off (``robustkit -q``)."""
+    return os.environ.get(ENV, "").strip().lower() in _TRUE
+
+
+def _terminal(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def event_stream() -> TextIO | None:
+    """Where :func:`event` lines go in this process: stderr if it is not a terminal, else stdout if
+    it is not one; None where both are terminals (the bars are watched there), in a notebook, or
+    when silenced."""
+    if silenced() or in_notebook():
+        return None
+    for stream in (sys.stderr, sys.stdout):
+        if stream is not None and not _terminal(stream):
+            return stream
+    return None
+
+
+def stamp(message: str) -> str:
+    """``message`` after the local time, ``2026-11-28 08:21:07``."""
+    return f"{time.strftime('%Y-%m-%d %H:%M:%S')} {message}"
+
+
+def event(message: str) -> None:
+    """One line of a long job's progress (a run started, evaluated, ended), timestamped.
+
+    In a worker process it goes to the parent (:func:`to_parent`); in the parent to
+    :func:`event_stream`, if any (on terminals the bars show the same).
+    """
+    line = stamp(message)
+    if _sink is not None:
+        _sink(line)
+        return
+    write_event(line)
+
+
+def write_event(line: str, above_bar: bool = False) -> None:
+    """Write a stamped event line to :func:`event_stream`; with ``above_bar`` (a worker's line,
+    which no bar of this process shows), on a terminal too, above the bars (tqdm's ``write``)."""
+    stream = event_stream()
+    if stream is not None:
+        print(line, file=stream, flush=True)
+    elif above_bar and not silenced() and not in_notebook():
+        from tqdm import tqdm
+
+        tqdm.write(line, file=sys.stderr)
+
+
+def to_parent(sink: Callable[[str], None] | None) -> None:
+    """Send this process's event lines to ``sink`` (a worker: its queue to the parent)."""
+    global _sink
+    _sink = sink
+
+
+def elapsed(seconds: float) -> str:
+    """``seconds`` as ``12 s``, ``4 min 05 s`` or ``1 h 02 min``."""
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"

@@ -4,6 +4,7 @@ the run's final metrics and outcome."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -11,6 +12,7 @@ import pandas as pd
 from robustkit import collapse, data, models, tasks
 from robustkit.evaluate import EVAL_BATCH_SIZE, encode_split, eval_batches, evaluate, final_outcomes
 from robustkit.mixout import apply_mixout
+from robustkit.progress import elapsed, event
 from robustkit.provenance import asset_hashes
 from robustkit.run_model import build_classifier, checkpoint_metadata, load_tensors, trainable_state
 from robustkit.spec import ResolvedRunSpec
@@ -87,6 +89,9 @@ class _Finetune(_Loop):
         label = f"{spec.task}/{spec.method}/s{spec.seed}/tsp{spec.tsp_step}"
         projection = Projection(label, self.device.type, state["step"], total, sum(1 for e in evals if e > state["step"]),
                                 len(encoded["validation"]), spec.batch_size, self._settings_hint())
+        self.started = (time.monotonic(), time.process_time())
+        resumed = f", resuming at step {state['step']}" if state["step"] else ""
+        event(f"{spec.run_id}: started, {total} steps ({spec.epochs} epochs of {per_epoch}){resumed}")
         try:
             with self.bar(total, state["step"], label) as bar:
                 for step in range(state["step"] + 1, total + 1):
@@ -105,14 +110,22 @@ class _Finetune(_Loop):
                         for metric, value in metrics.items():
                             self.log(step, step / per_epoch, "validation", metric, value)
                         bar.set_postfix(loss=f"{loss:.3f}", **{self.task.main_metric: f"{metrics[self.task.main_metric]:.3f}"})
+                        event(f"{spec.run_id}: step {step}/{total} (epoch {step / per_epoch:.2f}): validation "
+                              f"{self.task.main_metric} {metrics[self.task.main_metric]:.4f}, train loss {loss:.4f}, "
+                              f"{elapsed(time.monotonic() - self.started[0])} in")
                         if state["best_value"] is None or metrics[self.task.main_metric] > state["best_value"]:
                             state.update(best_value=metrics[self.task.main_metric], best_step=step, best_share=state["last_share"])
                             save_checkpoint(self.run_dir, "best", trainable_state(model, names), meta, step)
                         self.save_last(model, names, optimiser, step, meta, {k: state.get(k) for k in LOOP_STATE})
         except Diverged as stop:
             self._diverged(stop, model, names, fingerprint, meta, optimiser, batches, state, per_epoch)
+            event(f"{spec.run_id}: diverged at step {stop.step} after {elapsed(time.monotonic() - self.started[0])}")
             return
         self._finish(model, fingerprint, batches, state)
+        wall, cpu = time.monotonic() - self.started[0], time.process_time() - self.started[1]
+        test = read_manifest(self.run_dir)["final"]["best"]["test"].get(self.task.main_metric)
+        event(f"{spec.run_id}: finished in {elapsed(wall)} (CPU {elapsed(cpu)}), best step {state['best_step']}"
+              + (f", test {self.task.main_metric} {test:.4f}" if test is not None else ""))
 
     def _settings_hint(self) -> str:
         """What a CPU-time warning adds: the demo preset, where the run has the papers' epochs

@@ -4,12 +4,14 @@ at every requested step N (and a resumable ``last`` every :data:`TSP_SAVE_EVERY`
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 
 import torch
 
 from robustkit import data, models, tasks
 from robustkit.masked_lm import masked_lm_loss
+from robustkit.progress import elapsed, event
 from robustkit.provenance import asset_hashes
 from robustkit.run_model import build_masked_lm, checkpoint_metadata, trainable_state
 from robustkit.spec import TspSpec
@@ -71,6 +73,8 @@ class _Pretrain(_Loop):
         meta = checkpoint_metadata(fingerprint, spec.run_id, spec.model, spec.method)
         target = max(self.steps)
         per_epoch = data.steps_per_epoch(len(features), spec.batch_size)
+        began = time.monotonic()
+        event(f"{spec.run_id}: TSP started, {target} steps" + (f", resuming at step {start}" if start else ""))
         try:
             with self.bar(target, start, f"TSP {spec.task}/{spec.method}") as bar:
                 for step in range(start + 1, target + 1):
@@ -85,6 +89,7 @@ class _Pretrain(_Loop):
                         self.check_weights(optimiser, step)
                     if step in self.steps:
                         save_checkpoint(self.run_dir, f"tsp-{step}", trainable_state(model, names), meta, step)
+                        event(f"{spec.run_id}: TSP step {step}/{target} saved, masked-LM loss {loss:.4f}")
                     if step in self.steps or step % TSP_SAVE_EVERY == 0:
                         self.save_last(model, names, optimiser, step, meta, {})
         except Diverged as stop:
@@ -100,6 +105,7 @@ class _Pretrain(_Loop):
         # a run that diverged past the steps trained now stays diverged
         status = DIVERGED if "diverged" in read_manifest(self.run_dir) else COMPLETE
         update_manifest(self.run_dir, status=status, updated=timestamp(), tsp_steps=self._all_saved())
+        event(f"{spec.run_id}: TSP finished in {elapsed(time.monotonic() - began)}")
 
     def _fresh_model(self):
         """The masked-LM model at TSP step 0 on this loop's device, and its optimiser."""

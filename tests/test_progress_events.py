@@ -1,0 +1,70 @@
+"""Long work is never silent (issue #38 item 5): where no bar is watched (a redirected log,
+``robustkit demo > log`` or ``2> log``) every run writes one timestamped line when it starts, at
+each evaluation and when it ends, and with ``--jobs N`` the worker processes' runs send those
+lines to the parent, which writes them as they come (above its bar on a terminal)."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import re
+
+import pytest
+
+from conftest import TINY_RTE, write_rte
+from robustkit import progress
+
+STAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d "
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_event_lines_go_to_the_redirected_stream(monkeypatch):
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    terminal, log = _Terminal(), io.StringIO()
+    monkeypatch.setattr("sys.stderr", terminal)
+    monkeypatch.setattr("sys.stdout", log)  # `robustkit demo > log`: bars on the terminal, lines in the log
+    progress.event("run-a: started")
+    assert re.fullmatch(STAMP + "run-a: started\n", log.getvalue()) and terminal.getvalue() == ""
+    monkeypatch.setattr("sys.stderr", log2 := io.StringIO())  # `2> log` (or `> log 2>&1`): once, in stderr
+    progress.event("run-a: step 2/4")
+    assert log2.getvalue().endswith("run-a: step 2/4\n") and log.getvalue().count("\n") == 1
+    monkeypatch.setattr("sys.stdout", _Terminal())
+    monkeypatch.setattr("sys.stderr", terminal)
+    assert progress.event_stream() is None  # both watched: the bars say it
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    monkeypatch.setattr("sys.stderr", io.StringIO())
+    assert progress.event_stream() is None  # robustkit -q
+
+
+def test_a_run_reports_its_start_each_evaluation_and_its_end(tmp_path, capsys, monkeypatch):
+    from robustkit.train import train
+
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    spec = dataclasses.replace(TINY_RTE, data_dir=str(write_rte(tmp_path / "glue", train=16, dev=4)))
+    train(spec, tmp_path / "runs", progress=True)
+    lines = capsys.readouterr().err.splitlines()
+    mine = [line for line in lines if spec.run_id in line]
+    assert all(re.match(STAMP, line) for line in mine), mine
+    assert "started, 4 steps" in mine[0] and "finished in" in mine[-1] and "CPU" in mine[-1]
+    assert [line for line in mine if "validation accuracy" in line][0].count("step 2/4") == 1
+    assert sum("validation accuracy" in line for line in mine) == 2  # eval_every 2 of 4 steps
+
+
+@pytest.mark.slow
+def test_jobs_2_relays_every_workers_lines(tmp_path, capsys, monkeypatch):
+    from robustkit.sweep import run_sweep
+
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    glue = str(write_rte(tmp_path / "glue", train=16, dev=4))
+    specs = [dataclasses.replace(TINY_RTE, data_dir=glue, epochs=1, seed=seed) for seed in (0, 1)]
+    result = run_sweep(specs, tmp_path / "runs", jobs=2, progress=True)
+    assert set(result.status) == {"complete"}, result.error.tolist()
+    err = capsys.readouterr().err
+    for spec in specs:
+        mine = [line for line in err.splitlines() if spec.run_id in line]
+        assert any("started" in line for line in mine) and any("finished in" in line for line in mine), err
+        assert any("validation accuracy" in line for line in mine), err

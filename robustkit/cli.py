@@ -635,7 +635,7 @@ def build_parser() -> argparse.ArgumentParser:
     assets.add_argument("names", nargs="*", help="asset names (default: all)")
     assets.set_defaults(func=_cmd_assets)
 
-    demo = commands.add_parser("demo", help="train the embedded-default grid and print its runs", description="minilm-l6 on rt with 1k training examples: houlsby and full, 2 seeds, 3 epochs at the calibrated demo learning rates (4 runs of the han2021/fig2 demo recipe, about 7 minutes on 2 CPU cores; see analyses/README.md).")
+    demo = commands.add_parser("demo", help="train the embedded-default grid and print its runs", description="minilm-l6 on rt with 1k training examples: houlsby and full, 2 seeds, 3 epochs at the calibrated demo learning rates (4 runs of the han2021/fig2 demo recipe, about 9 minutes on 2 idle CPU cores, 17 minutes of CPU time, as bench/README.md measures; see analyses/README.md).")
     demo.add_argument("--store", default="runs/demo", type=output_folder, help="run store folder; default: runs/demo")
     demo.add_argument("--jobs", type=int, default=2, help="runs trained at once (one torch thread each on 2 cores is ~1.5x the throughput of one run with 2 threads); default: 2")
     _add_device(demo)

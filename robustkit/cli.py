@@ -231,7 +231,7 @@ def _cmd_import(args) -> int:
 
 
 def _cmd_stats(args) -> int:
-    from robustkit.analysis import dominance, scores, stability
+    from robustkit.analysis import aggregates, dominance, scores, stability
 
     within = None if args.within == "auto" else [c for c in args.within.split(",") if c and c != "none"]
     frame = scores.outcomes(args.store, args.select, checkpoint=args.checkpoint, split=args.split,
@@ -240,12 +240,14 @@ def _cmd_stats(args) -> int:
     cells = [c for c in tests.columns if c not in stability.COMPARE_COLUMNS]
     aso = None if args.no_aso else dominance.aso_table(frame, args.by, within=cells, include_failed=args.include_failed)
     failures = dominance.failure_rates(frame, [*cells, args.by])
+    # rliable's summaries over tasks x seeds: the task is their stratum, the other cells stay cells
+    iqm, improvement = aggregates.tables(frame, args.by, within=cells, include_failed=args.include_failed)
     from robustkit import terminal
 
     if args.format == "json":  # one document: each table under its name
         import json
 
-        named = {"summary": summary, "tests": tests, "aso": aso, "failures": failures}
+        named = {"summary": summary, "tests": tests, "aso": aso, "failures": failures, "iqm": iqm, "improvement": improvement}
         print(json.dumps({name: json.loads(terminal.render(t, "json")) for name, t in named.items() if t is not None}, indent=1))
     elif args.format == "csv":  # one table parses: the summary (-o writes the others beside it)
         print(terminal.render(summary, "csv"))
@@ -253,6 +255,9 @@ def _cmd_stats(args) -> int:
         print(terminal.render(summary), "", terminal.render(tests), sep="\n")
         if aso is not None and not aso.empty:
             print("", "ASO (almost stochastic order, deepsig): eps_min of group_a over group_b", terminal.render(aso), sep="\n")
+        print("", "IQM over tasks x seeds (rliable), 95% stratified bootstrap", terminal.render(iqm),
+              "", "P(group_a > group_b) over tasks x seeds (rliable), 95% stratified bootstrap",
+              terminal.render(improvement), sep="\n")
         print("", "failed (collapsed or diverged) runs, exact binomial interval", terminal.render(failures),
               "", stability.caption(summary, tests, dominance=aso), sep="\n")
     if args.output:
@@ -260,7 +265,9 @@ def _cmd_stats(args) -> int:
         extra = [(aso, out.with_name(f"{out.stem}-aso{out.suffix}"))] if aso is not None else []
         for frame_, path in ((summary, out), (tests, out.with_name(f"{out.stem}-tests{out.suffix}")),
                              (frame, out.with_name(f"{out.stem}-runs{out.suffix}")),
-                             (failures, out.with_name(f"{out.stem}-failures{out.suffix}")), *extra):
+                             (failures, out.with_name(f"{out.stem}-failures{out.suffix}")),
+                             (iqm, out.with_name(f"{out.stem}-iqm{out.suffix}")),
+                             (improvement, out.with_name(f"{out.stem}-improvement{out.suffix}")), *extra):
             terminal.note(f"wrote {len(frame_)} rows to {terminal.write(frame_, path)}", args.format)
     return 0
 
@@ -499,7 +506,10 @@ def _add_stats_command(commands) -> None:
         "(BCa, 9999 resamples, seed 0). Between each pair of groups: Levene and Brown-Forsythe tests of\n"
         "equal variance (>= 3 runs per group), two-sided Mann-Whitney U, std ratio, and a bootstrap CI of\n"
         "the difference of means. Tests that cannot be computed (too few runs, zero variance) give NaN\n"
-        "with a note. Prints the summary, the tests and a one-line caption.",
+        "with a note. Beside them, rliable's summaries over tasks x seeds (Agarwal et al. 2021): the\n"
+        "interquartile mean of each group and P(A > B) of each pair (Mann-Whitney U / (n_a n_b) per\n"
+        "task, averaged over tasks), each with a 95% stratified-bootstrap interval (seeds resampled\n"
+        "within each task, 2000 resamples, seed 0). Prints the summary, the tests, these and a caption.",
         epilog="examples:\n"
         "  robustkit stats runs/ --select task=rte                      # Han et al. 2021 fig 2: seeds, houlsby vs full\n"
         "  robustkit stats runs/ --within task,tsp_step                 # fig 4: per TSP step\n"
@@ -522,8 +532,8 @@ def _add_stats_command(commands) -> None:
     stats.add_argument("--no-aso", action="store_true", help="skip ASO (almost stochastic order, deepsig's epsilon_min of each group over each other; a few seconds per pair and cell)")
     from robustkit.terminal import add_format_arguments
 
-    add_format_arguments(stats, "write the summary to this file (.csv, .json, else parquet), the tests to <name>-tests, the per-run scores to <name>-runs, ASO to <name>-aso and the failed-run rates to <name>-failures beside it",
-                         "json: every table (summary, tests, aso, failures) under its name, every column; csv: the summary, every column")
+    add_format_arguments(stats, "write the summary to this file (.csv, .json, else parquet), the tests to <name>-tests, the per-run scores to <name>-runs, ASO to <name>-aso, the failed-run rates to <name>-failures, the IQM to <name>-iqm and P(A > B) to <name>-improvement beside it",
+                         "json: every table (summary, tests, aso, failures, iqm, improvement) under its name, every column; csv: the summary, every column")
     stats.set_defaults(func=_cmd_stats)
 
 

@@ -193,7 +193,7 @@ def test_stats_prints_csv_json_and_writes_every_table(tiny_store, tmp_path, caps
     assert all(len(line) <= 80 for line in out.splitlines() if not line.startswith("n = ")), out
     assert main([*argv, "--format", "json"]) == 0
     tables = json.loads(capsys.readouterr().out)
-    assert set(tables) == {"summary", "tests", "failures"} and {r["method"] for r in tables["summary"]} == {"houlsby", "full"}
+    assert set(tables) == {"summary", "tests", "failures", "iqm", "improvement"} and {r["method"] for r in tables["summary"]} == {"houlsby", "full"}
     assert "levene" in {r["test"] for r in tables["tests"]}
     assert main([*argv, "--format", "csv"]) == 0
     summary = pd.read_csv(io.StringIO(capsys.readouterr().out))

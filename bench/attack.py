@@ -40,7 +40,7 @@ certification audits CUDA's float32 kernels as it does the CPU's); ``fast-blas``
 (oneDNN is a CPU kernel). Without stored runs on that machine the victims are random-head models
 of ``--model`` (bert-tiny where minilm-l6 is not there).
 
-    NLTK_DATA=../shared/nltk_data .venv/bin/python bench/attack.py [--run RUN ...] [--n 20] [--threads 2] [--quick] [--device cuda]
+    .venv/bin/python bench/attack.py [--run RUN ...] [--n 20] [--threads 2] [--quick] [--device cuda]
 """
 
 from __future__ import annotations
@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--n", type=int, default=20, help="test sentences attacked per victim (default: 20)")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (default: 2)")
     parser.add_argument("--quick", action="store_true", help="leave out the fast-eager and fast-float64 variants")
-    parser.add_argument("--nltk-data", help="NLTK data tree for OpenAttack (default: $NLTK_DATA, else NLTK's folders)")
+    parser.add_argument("--nltk-data", help="NLTK data tree for OpenAttack (default: $NLTK_DATA, then robustkit's embedded assets)")
     parser.add_argument("--device", default="cpu", help="where every set-up's model runs: cpu, cuda, cuda:N (default: cpu)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)

@@ -1267,3 +1267,99 @@ def test_a_run_refused_inside_its_lock_leaves_no_folder(spec, tmp_path, monkeypa
     with pytest.raises(DataChangedError):
         train(spec, tmp_path / "new" / "runs", progress=False)
     assert list(tmp_path.iterdir()) == []
+
+
+# --- resuming checks the logs it resumes from (issue #39, item 1) ------------------------------
+
+def _killed_run(spec: RunSpec, root: Path) -> Path:
+    """The run of ``spec`` killed in its last step (its `last` at an earlier evaluation)."""
+    injector = Injector(root)
+    with pytest.MonkeyPatch.context() as patch:
+        injector.install(patch.setattr)
+        injector.fire_at = None
+        events = []
+
+        def count(*args, **kwargs):  # the last step: killed after its backward pass
+            events.append(1)
+            if len(events) == total:
+                raise _Killed
+            return real(*args, **kwargs)
+
+        real, total = loop.gradient_norms, 6  # 24 examples, batches of 8, 2 epochs
+        patch.setattr(loop, "gradient_norms", count)
+        with pytest.raises(_Killed):
+            train(spec, root, progress=False)
+    return root / spec.resolved().run_id
+
+
+@pytest.fixture(scope="module")
+def killed(spec, tmp_path_factory) -> tuple[Path, Path]:
+    """Two killed runs (seeds 0 and 1), each resumable from its `last`."""
+    root = tmp_path_factory.mktemp("killed")
+    return _killed_run(spec, root / "a"), _killed_run(dataclasses.replace(spec, seed=1), root / "b")
+
+
+def _edit_history(run_dir: Path, other: Path) -> None:
+    frame = pd.read_parquet(run_dir / HISTORY)
+    frame.loc[frame.split == "validation", "value"] = 0.123
+    frame.to_parquet(run_dir / HISTORY, index=False)
+
+
+def _times_100(run_dir: Path, other: Path) -> None:
+    frame = pd.read_parquet(run_dir / GRADNORMS)
+    frame["value"] *= 100
+    frame.to_parquet(run_dir / GRADNORMS, index=False)
+
+
+def _flip_history(run_dir: Path, other: Path) -> None:
+    data = bytearray((run_dir / HISTORY).read_bytes())
+    data[len(data) // 3] ^= 0x10
+    (run_dir / HISTORY).write_bytes(bytes(data))
+
+
+_LOG_DAMAGE = {
+    "history-edited": (_edit_history, HISTORY),
+    "history-deleted": (lambda run_dir, other: (run_dir / HISTORY).unlink(), HISTORY),
+    "history-swapped": (lambda run_dir, other: _shutil.copy2(other / HISTORY, run_dir / HISTORY), HISTORY),
+    "history-bit-flipped": (_flip_history, HISTORY),
+    "gradnorms-times-100": (_times_100, GRADNORMS),
+}
+
+
+@pytest.mark.parametrize("damage", _LOG_DAMAGE)
+def test_resuming_from_a_changed_log_is_refused_naming_it(damage, spec, killed, tmp_path, capsys):
+    """A killed run's log edited, deleted, swapped in from another killed run or bit-flipped:
+    resuming would finish the run with the log's values (a best validation score it never had, a
+    collapsed or diverged outcome, gradient norms x100). Refused, naming the file and the repair;
+    verify finds the run damaged, and after --repair the run trains again from the start."""
+    from robustkit.errors import DamagedRunError
+
+    change, name = _LOG_DAMAGE[damage]
+    store = tmp_path / "runs"
+    run_dir = store / killed[0].name
+    _shutil.copytree(killed[0], run_dir)
+    change(run_dir, killed[1])
+    with pytest.raises(DamagedRunError) as error:
+        train(spec, store, progress=False)
+    message = str(error.value)
+    assert name in message and "verify" in message and "--repair" in message and "\n" not in message, message
+    assert read_manifest(run_dir)["status"] == "failed"  # nothing trained on; the refusal recorded
+    verified = _verify_store(store).set_index("run_id")
+    assert verified.loc[run_dir.name, "status"] == "damaged" and name in verified.loc[run_dir.name, "problem"]
+
+
+def test_a_killed_run_with_intact_logs_resumes_like_the_uninterrupted_one(spec, reference, killed, tmp_path):
+    """The check refuses changed logs only: the killed run, untouched, resumes bit-identically."""
+    store = tmp_path / "runs"
+    _shutil.copytree(killed[0], store / killed[0].name)
+    assert _verify_store(store)["status"].tolist() == ["stale"]
+    train(spec, store, progress=False)
+    _check_like_reference(store, reference)
+
+
+def test_a_kill_between_the_log_writes_still_resumes(spec, reference, tmp_path, monkeypatch):
+    """Training records the logs' sha256 before it writes them, and keeps them with `last`: a kill
+    after the history is written and before the gradient norms are leaves each log hashing to
+    one of the two, and the run resumes (bit-identically)."""
+    _kill_and_resume(spec, reference, tmp_path, monkeypatch, reference.index(f"write {reference.run_dir.name}/{GRADNORMS}", -2),
+                     "before")

@@ -198,9 +198,65 @@ def log_problems(run_dir: str | Path, manifest: dict, sha256: Hasher = sha256_fi
     return problems
 
 
+def resume_log_problems(run_dir: str | Path, manifest: dict, last_logs: dict | None = None,
+                        sha256: Hasher = sha256_file) -> list[str]:
+    """Why the logs of an interrupted run cannot be resumed from (empty: they can, or are unchecked).
+
+    Training records the logs' new sha256 in the manifest *before* it writes them, and keeps the
+    ones it wrote in its ``last`` checkpoint (``state.json``'s ``logs``): whatever a kill
+    interrupts, each log on disk hashes to one of the two. A log that hashes to neither was
+    edited, swapped in from another run or damaged; one that is missing while a sha256 is
+    recorded was deleted. Resuming from either would finish the run with values it never
+    computed (:meth:`robustkit.train.loop._Loop.resume` refuses it).
+
+    Parameters
+    ----------
+    last_logs : dict, optional
+        ``{file: sha256}`` of the ``last`` checkpoint's ``state.json`` (as resuming has read and
+        checked it); None: read here from ``checkpoints/last`` (or its backup ``.last.old``).
+
+    Returns
+    -------
+    list of str
+        One line per log, naming the file; empty for a run written before logs were hashed
+        (no ``logs`` in its manifest).
+    """
+    listed = manifest.get("logs")
+    if not isinstance(listed, dict):
+        return []
+    if last_logs is None:
+        last_logs = _last_logs(Path(run_dir))
+    problems = []
+    for name in sorted(set(listed) | set(last_logs)):
+        accepted = {listed.get(name), last_logs.get(name)} - {None}
+        path = Path(run_dir) / name
+        if not path.is_file():
+            problems.append(f"{name} is missing (the manifest records its sha256)")
+            continue
+        try:
+            if sha256(path) not in accepted:
+                problems.append(f"{name} does not match the sha256 recorded at its last write "
+                                "(edited, swapped in from another run, or damaged)")
+        except OSError as error:
+            problems.append(f"{name} cannot be read ({error.strerror or error})")
+    return problems
+
+
+def _last_logs(run_dir: Path) -> dict:
+    """The logs' sha256 kept in the ``last`` checkpoint's ``state.json`` (or its backup's), or {}."""
+    for folder in ("last", ".last.old"):
+        try:
+            logs = json.loads((run_dir / CHECKPOINTS / folder / "state.json").read_bytes()).get("logs")
+        except (OSError, ValueError, AttributeError):
+            continue
+        return logs if isinstance(logs, dict) else {}
+    return {}
+
+
 def run_problems(run_dir: str | Path, manifest: dict, sha256: Hasher = sha256_file, complete: bool = True) -> list[str]:
     """Every problem of a run's files against its (readable) manifest: every checkpoint it lists,
-    the logs of a finished run and, with ``complete``, ``best`` and ``last`` of a finished
+    the logs (of a finished run, or those an interrupted one would resume from:
+    :func:`resume_log_problems`) and, with ``complete``, ``best`` and ``last`` of a finished
     fine-tuning run (it has both).
 
     Parameters
@@ -223,7 +279,9 @@ def run_problems(run_dir: str | Path, manifest: dict, sha256: Hasher = sha256_fi
     names = list(listed)
     if complete and manifest.get("kind") == "finetune" and manifest.get("status") in FINISHED:
         names += [name for name in ("best", "last") if name not in listed]
-    return checkpoint_problems(Path(run_dir), manifest, names, sha256) + log_problems(run_dir, manifest, sha256)
+    logs = (log_problems(run_dir, manifest, sha256) if manifest.get("status") in FINISHED
+            else resume_log_problems(run_dir, manifest, sha256=sha256))  # what a resume would read
+    return checkpoint_problems(Path(run_dir), manifest, names, sha256) + logs
 
 
 def cached_run_problems(run_dir: str | Path, manifest: dict) -> list[str]:

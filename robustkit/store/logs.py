@@ -7,9 +7,12 @@ flipped bit in a history once moved a mean dev score from 0.451 to 0.201 with ``
 checkpoints, for ``robustkit verify`` and every reader, which leaves a damaged run out with a
 warning naming it.
 
-The logs of a run still training are rewritten at every checkpoint and may be a step ahead of
-its manifest after a kill (resuming drops the rows past the checkpoint): only finished runs are
-checked. Runs written before logs were hashed have no ``logs`` entry and are not checked.
+The logs of a run still training are rewritten at every checkpoint: training records their new
+sha256 in the manifest before it writes them and keeps the sha256 it wrote in the ``last``
+checkpoint, so that after a kill each log hashes to one of the two. Resuming checks that
+(:func:`robustkit.store.integrity.resume_log_problems`) and refuses a log that was edited,
+deleted or swapped in from another run, naming it; ``verify`` reports such a run damaged.
+Runs written before logs were hashed have no ``logs`` entry and are not checked.
 """
 
 from __future__ import annotations
@@ -18,16 +21,22 @@ from pathlib import Path
 
 from robustkit.store.atomic import sha256_file
 from robustkit.store.folders import GRADNORMS, HISTORY
-from robustkit.store.integrity import log_problems
+from robustkit.store.integrity import log_problems, resume_log_problems
 from robustkit.store.manifest import update_manifest
 
-__all__ = ["LOGS", "log_problems", "record_logs"]  # log_problems: checked with every other file
+__all__ = ["LOGS", "log_problems", "record_logs", "resume_log_problems"]  # log_problems: checked with every other file
 
 LOGS = (HISTORY, GRADNORMS)
 
 
-def record_logs(run_dir: str | Path) -> dict[str, str]:
-    """Hash the run's log files that exist and record them in its manifest (``logs``).
+def record_logs(run_dir: str | Path, hashes: dict[str, str] | None = None) -> dict[str, str]:
+    """Record the logs' sha256 in the run's manifest (``logs``).
+
+    Parameters
+    ----------
+    hashes : dict, optional
+        File name -> sha256 of the logs about to be written (training records them first);
+        None: hash the run's log files that exist.
 
     Returns
     -------
@@ -35,6 +44,7 @@ def record_logs(run_dir: str | Path) -> dict[str, str]:
         File name -> sha256 (hex).
     """
     run_dir = Path(run_dir)
-    hashes = {name: sha256_file(run_dir / name) for name in LOGS if (run_dir / name).is_file()}
+    if hashes is None:
+        hashes = {name: sha256_file(run_dir / name) for name in LOGS if (run_dir / name).is_file()}
     update_manifest(run_dir, logs=hashes)
     return hashes

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import math
 import time
@@ -22,10 +23,10 @@ from robustkit.errors import DamagedRunError, RobustkitError, StoreError
 from robustkit.evaluate import resolve_device, to_device
 from robustkit.provenance import package_versions
 from robustkit.run_model import load_tensors, trainable_state
-from robustkit.store.atomic import atomic_write_parquet
+from robustkit.store.atomic import atomic_write_bytes, sha256_bytes
 from robustkit.store.checkpoints import load_checkpoint, read_checkpoint_file, recover_checkpoints, save_checkpoint
 from robustkit.store.folders import GRADNORMS, HISTORY, MANIFEST, repair_hint
-from robustkit.store.logs import record_logs
+from robustkit.store.logs import record_logs, resume_log_problems
 from robustkit.store.manifest import read_manifest, update_manifest, write_manifest
 from robustkit.train.divergence import Diverged, non_finite_reason, weights_finite
 from robustkit.train.gradnorms import gradient_norms
@@ -133,20 +134,30 @@ class _Loop:
     def log(self, step: int, epoch: float, split: str, metric: str, value: float) -> None:
         self.history.append({"step": step, "epoch": epoch, "split": split, "metric": metric, "value": float(value)})
 
-    def flush_logs(self) -> None:
-        atomic_write_parquet(self.run_dir / HISTORY, _frame(self.history, ["step", "epoch", "split", "metric", "value"]))
-        atomic_write_parquet(self.run_dir / GRADNORMS, _frame(self.gradnorms, ["step", "layer", "value"]))
-        record_logs(self.run_dir)  # their sha256 in the manifest: a damaged log is found, never read
+    def flush_logs(self) -> dict[str, str]:
+        """Write the logs; return their sha256 (kept with ``last`` by :meth:`save_last`).
+
+        Their sha256 go into the manifest *before* the files are written: after a kill at any
+        point each log hashes to the manifest's or to ``last``'s, so that resuming can refuse any
+        other (:func:`robustkit.store.integrity.resume_log_problems`).
+        """
+        data = {HISTORY: _parquet(self.history, ["step", "epoch", "split", "metric", "value"]),
+                GRADNORMS: _parquet(self.gradnorms, ["step", "layer", "value"])}
+        hashes = {name: sha256_bytes(content) for name, content in data.items()}
+        record_logs(self.run_dir, hashes)
+        for name, content in data.items():
+            atomic_write_bytes(self.run_dir / name, content)
+        return hashes
 
     def save_last(self, model, names, optimiser: _Optimiser | None, step: int, metadata: dict, state: dict) -> None:
         """Logs first, then the resumable checkpoint: rows past a checkpoint are dropped on resume.
 
         ``optimiser`` None saves an empty optimizer state (a state restored from ``step-0``).
         """
-        self.flush_logs()
+        logs = self.flush_logs()
         extra = {
             "optimizer.safetensors": save_safetensors(optimiser.state_tensors() if optimiser else {}),
-            "state.json": json.dumps({"step": step, **state}).encode(),
+            "state.json": json.dumps({"step": step, **state, "logs": logs}).encode(),
         }
         save_checkpoint(self.run_dir, "last", trainable_state(model, names), metadata, step, extra)
 
@@ -163,10 +174,16 @@ class _Loop:
             reason = error.problem if isinstance(error, DamagedRunError) else error
             raise DamagedRunError(self.run_dir.name, f"its checkpoint 'last' cannot be resumed from: {reason}",
                                   repair_hint(self.run_dir)) from None
+        # the logs as the run wrote them, or nothing: a history edited or swapped in from another
+        # run would finish it with scores it never had (its best step, outcome, gradient norms)
+        problems = resume_log_problems(self.run_dir, read_manifest(self.run_dir), state.pop("logs", None) or {})
+        if problems:
+            raise DamagedRunError(self.run_dir.name, f"its logs cannot be resumed from: {'; '.join(problems)}",
+                                  repair_hint(self.run_dir))
         load_tensors(model, tensors, meta, fingerprint, f"{self.run_dir.name}/last")
         optimiser.load_state_tensors(load_safetensors(optimizer_bytes))
-        self.history = _rows_until(self.run_dir / HISTORY, state["step"])
-        self.gradnorms = _rows_until(self.run_dir / GRADNORMS, state["step"])
+        self.history = _rows_until(self.run_dir, HISTORY, state["step"])
+        self.gradnorms = _rows_until(self.run_dir, GRADNORMS, state["step"])
         return state
 
     def start_manifest(self, manifest: dict) -> None:
@@ -204,12 +221,21 @@ def _refuse_other_settings(run_dir: Path, recorded: dict, new: dict, device: tor
                              "would train the rest otherwise: move the folder aside to train it again")
 
 
-def _frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=columns)
+def _parquet(rows: list[dict], columns: list[str]) -> bytes:
+    buffer = io.BytesIO()
+    pd.DataFrame(rows, columns=columns).to_parquet(buffer, index=False)
+    return buffer.getvalue()
 
 
-def _rows_until(path: Path, step: int) -> list[dict]:
+def _rows_until(run_dir: Path, name: str, step: int) -> list[dict]:
+    """The log's rows up to ``step``; a log that cannot be parsed is named (a run from before
+    logs were hashed is not checked before it is read)."""
+    path = run_dir / name
     if not path.exists():
         return []
-    frame = pd.read_parquet(path)
+    try:
+        frame = pd.read_parquet(path)
+    except Exception as error:  # pyarrow's errors name no file ("Dictionary page must be before data page")
+        raise DamagedRunError(run_dir.name, f"its {name} cannot be read ({type(error).__name__}: {error})",
+                              repair_hint(run_dir)) from None
     return frame[frame["step"] <= step].to_dict("records")

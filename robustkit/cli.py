@@ -756,6 +756,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             args = parse_args(argv)
             configure_logging(args.verbose, args.quiet)
+            from robustkit.progress import stdout_is_data
+
+            stdout_is_data(getattr(args, "format", "table") != "table")  # csv / json: no log lines in it
             _check_device(args)
             return args.func(args)
         finally:

@@ -65,6 +65,15 @@ def silence() -> None:
 
 # Set in a worker process (``--jobs N``): where its event lines go (the parent's queue).
 _sink: Callable[[str], None] | None = None
+# False where stdout is data (``--format csv`` / ``json``): event lines never go there.
+_stdout_for_events = True
+
+
+def stdout_is_data(data: bool = True) -> None:
+    """Say that this command's stdout is data for a program (``--format csv``), not a log:
+    :func:`event` lines then never go to it."""
+    global _stdout_for_events
+    _stdout_for_events = not data
 
 
 def silenced() -> bool:
@@ -81,11 +90,12 @@ def _terminal(stream) -> bool:
 
 def event_stream() -> TextIO | None:
     """Where :func:`event` lines go in this process: stderr if it is not a terminal, else stdout if
-    it is not one; None where both are terminals (the bars are watched there), in a notebook, or
-    when silenced."""
+    it is not one (and not data, :func:`stdout_is_data`); None where both are terminals (the bars
+    are watched there), in a notebook, or when silenced."""
     if silenced() or in_notebook():
         return None
-    for stream in (sys.stderr, sys.stdout):
+    streams = (sys.stderr, sys.stdout) if _stdout_for_events else (sys.stderr,)
+    for stream in streams:
         if stream is not None and not _terminal(stream):
             return stream
     return None

@@ -89,3 +89,19 @@ def test_readme_states_the_measured_demo_time():
     for text in (readme, demo):
         assert "about 9 minutes on 2 idle CPU cores" in text and "17 minutes of CPU time" in text
         assert "about 7 minutes" not in text
+
+
+def test_stdout_that_is_data_never_gets_event_lines(monkeypatch):
+    """``robustkit sweep ... --format csv > runs.csv``: the CSV stays CSV."""
+    from robustkit.cli import main
+
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    monkeypatch.setattr("sys.stderr", _Terminal())
+    monkeypatch.setattr("sys.stdout", io.StringIO())
+    try:
+        main(["runs", "nowhere", "--format", "csv"])
+        assert progress.event_stream() is None
+        main(["runs", "nowhere"])
+        assert progress.event_stream() is not None
+    finally:
+        progress.stdout_is_data(False)

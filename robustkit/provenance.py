@@ -1,6 +1,16 @@
 """Provenance recorded in every run's manifest: the package versions and the sha256 of the
 embedded assets (model weights, data files) the run used, so a result can be traced to exactly
-what produced it."""
+what produced it; and the kernels its bytes depend on (:func:`kernel_identity`).
+
+The same run (same id) trained under another set of CPU kernels (``ATEN_CPU_CAPABILITY``:
+``default``, ``avx2``, ``avx512``; another node type after a Slurm requeue) or another torch
+version has other checkpoint bytes, ``step-0`` included. These are recorded in the manifest when
+a run starts (``cpu_capability``, ``versions.torch``) and **not** put in the run id: that would
+orphan every existing store and make one experiment's runs, trained on mixed nodes, look like
+different experiments. A run finished under one set stays valid; what is refused is a *hybrid*,
+an interrupted run resumed under another set (:func:`refuse_other_kernels`). A run started
+before these were recorded resumes and has them recorded then (said once).
+"""
 
 from __future__ import annotations
 
@@ -54,3 +64,43 @@ def computed_on(device: str | None = None) -> dict[str, str]:
     name = torch.cuda.get_device_name(resolved) if resolved.type == "cuda" else platform.machine()
     return {"device": str(resolved), "device_name": name, "torch": torch.__version__,
             "computed": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
+def cpu_capability() -> str:
+    """The CPU kernel set torch runs (``torch.backends.cpu.get_cpu_capability()``: ``DEFAULT``,
+    ``AVX2``, ``AVX512``; ``ATEN_CPU_CAPABILITY`` lowers it)."""
+    import torch
+
+    return torch.backends.cpu.get_cpu_capability()
+
+
+def kernel_identity() -> dict[str, str]:
+    """What a run's bytes depend on beyond its spec: ``{"cpu_capability": ..., "torch": version}``."""
+    import torch
+
+    return {"cpu_capability": cpu_capability(), "torch": torch.__version__}
+
+
+def refuse_other_kernels(run: str, recorded: dict, device_type: str, error: type[Exception]) -> list[str]:
+    """Raise ``error`` (one line, naming both values) if an interrupted run (manifest
+    ``recorded``) would resume under other kernels than it started with: a CPU run under
+    another CPU capability, any run under another torch version.
+
+    Returns
+    -------
+    list of str
+        The names of the fields the manifest lacks (a run from before they were recorded): the
+        caller records them and says so.
+    """
+    now = kernel_identity()
+    started = {"cpu_capability": recorded.get("cpu_capability"), "torch": recorded.get("versions", {}).get("torch")}
+    if device_type == "cpu" and started["cpu_capability"] not in (None, now["cpu_capability"]):
+        raise error(f"run {run} was started under CPU capability {started['cpu_capability']}; resuming it under "
+                    f"{now['cpu_capability']} would finish it as a hybrid of two kernel sets: resume it on a node "
+                    f"with {started['cpu_capability']} (or with ATEN_CPU_CAPABILITY={started['cpu_capability'].lower()} "
+                    "where this CPU supports it), or move its folder aside to train it from the start")
+    if started["torch"] not in (None, now["torch"]):
+        raise error(f"run {run} was started under torch {started['torch']}; resuming it under torch {now['torch']} "
+                    f"would finish it as a hybrid: resume it where torch {started['torch']} is installed, or move "
+                    "its folder aside to train it from the start")
+    return [name for name, value in started.items() if value is None]

@@ -1363,3 +1363,88 @@ def test_a_kill_between_the_log_writes_still_resumes(spec, reference, tmp_path, 
     one of the two, and the run resumes (bit-identically)."""
     _kill_and_resume(spec, reference, tmp_path, monkeypatch, reference.index(f"write {reference.run_dir.name}/{GRADNORMS}", -2),
                      "before")
+
+
+# --- a run's kernels: recorded, a hybrid resume refused (issue #39, item 2) ----------------------
+
+def _edited_copy(source: Path, store: Path, change) -> Path:
+    from robustkit.store.manifest import write_manifest
+
+    run_dir = store / source.name
+    _shutil.copytree(source, run_dir, ignore=_shutil.ignore_patterns(".lock"))
+    manifest = read_manifest(run_dir)
+    change(manifest)
+    write_manifest(run_dir, manifest)
+    return run_dir
+
+
+def test_a_run_records_the_cpu_capability_and_torch_version_it_started_under(reference):
+    manifest = reference.manifest
+    assert manifest["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert manifest["versions"]["torch"] == torch.__version__
+    assert "avx" not in reference.run_dir.name.lower()  # not in the run id: see robustkit.provenance
+
+
+@pytest.mark.parametrize("change, named", [
+    (lambda manifest: manifest.update(cpu_capability="AVX2" if torch.backends.cpu.get_cpu_capability() != "AVX2"
+                                      else "DEFAULT"), ["CPU capability", "ATEN_CPU_CAPABILITY"]),
+    (lambda manifest: manifest["versions"].update(torch="1.13.1"), ["torch 1.13.1", f"torch {torch.__version__}"]),
+], ids=["cpu-capability", "torch-version"])
+def test_resuming_under_other_kernels_is_refused_naming_both(change, named, spec, killed, tmp_path):
+    """A run killed under one kernel set (or torch) and resumed under another would finish as a
+    hybrid whose bytes match neither: refused, one line naming both values and what to do."""
+    run_dir = _edited_copy(killed[0], tmp_path, change)
+    started = read_manifest(run_dir)
+    with pytest.raises(loop.ResumeMismatch) as error:
+        train(spec, tmp_path, progress=False)
+    message = str(error.value)
+    assert all(word in message for word in named) and "\n" not in message and "aside" in message, message
+    if "capability" in message:
+        assert started["cpu_capability"] in message and torch.backends.cpu.get_cpu_capability() in message
+
+
+def test_a_run_killed_under_one_capability_is_refused_under_another_for_real(spec, killed, tmp_path):
+    """The same in a process whose kernels ATEN_CPU_CAPABILITY lowers (as a requeue onto another
+    node type does): the CLI prints one line and exits 1, and the run is not trained on."""
+    store = tmp_path / "runs"
+    _shutil.copytree(killed[0], store / killed[0].name, ignore=_shutil.ignore_patterns(".lock"))
+    other = "avx2" if torch.backends.cpu.get_cpu_capability() == "AVX512" else "default"
+    if other.upper() == torch.backends.cpu.get_cpu_capability():
+        pytest.skip("this CPU runs the default kernels only")
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(TESTS)!r})
+        from robustkit.cli import main
+        from robustkit.spec import RunSpec
+        sys.exit(main(["train", "--data-dir", {spec.data_dir!r}, "--model", "bert-tiny", "--task", "rte",
+                       "--method", "houlsby", "--seed", "0", "--lr", "3e-3", "--epochs", "2", "--batch-size", "8",
+                       "--max-length", "32", "--adapter-size", "16", "--eval-every", "2",
+                       "--threads", "{spec.threads}", "--store", {str(store)!r}, "-q"]))
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env={**os.environ, "ATEN_CPU_CAPABILITY": other})
+    output = result.stdout + result.stderr
+    assert result.returncode == 1 and "Traceback" not in output, output[-2000:]
+    assert "CPU capability" in output and other.upper() in output, output[-2000:]
+    assert read_manifest(store / killed[0].name)["checkpoints"] == read_manifest(killed[0])["checkpoints"]
+
+
+def test_a_run_from_before_kernels_were_recorded_resumes_and_records_them(spec, reference, killed, tmp_path):
+    def legacy(manifest):
+        manifest.pop("cpu_capability")
+        manifest["versions"].pop("torch")
+
+    run_dir = _edited_copy(killed[0], tmp_path, legacy)
+    with pytest.warns(UserWarning, match="did not record cpu_capability or torch; recorded now") as caught:
+        train(spec, tmp_path, progress=False)
+    assert sum("recorded now" in str(w.message) for w in caught) == 1  # said once
+    manifest = read_manifest(run_dir)
+    assert manifest["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert manifest["versions"]["torch"] == torch.__version__
+    _check_like_reference(tmp_path, reference)
+
+
+def test_a_run_finished_under_another_capability_stays_valid(spec, reference, tmp_path):
+    run_dir = _edited_copy(reference.run_dir, tmp_path, lambda manifest: manifest.update(cpu_capability="DEFAULT"))
+    assert train(spec, tmp_path, progress=False) == run_dir  # finished: returned as it is
+    assert _verify_store(tmp_path)["status"].tolist() == ["ok"]

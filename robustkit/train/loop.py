@@ -10,6 +10,7 @@ import io
 import json
 import math
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from robustkit.progress import bar as progress_bar
 
 from robustkit.errors import DamagedRunError, RobustkitError, StoreError
 from robustkit.evaluate import resolve_device, to_device
-from robustkit.provenance import package_versions
+from robustkit.provenance import cpu_capability, kernel_identity, package_versions, refuse_other_kernels
 from robustkit.run_model import load_tensors, trainable_state
 from robustkit.store.atomic import atomic_write_bytes, sha256_bytes
 from robustkit.store.checkpoints import load_checkpoint, read_checkpoint_file, recover_checkpoints, save_checkpoint
@@ -190,12 +191,22 @@ class _Loop:
         """Create the manifest of a new run, or mark an interrupted one as running again."""
         path = self.run_dir / MANIFEST
         if path.exists():
-            _refuse_other_settings(self.run_dir, read_manifest(self.run_dir), manifest, self.device)
-            update_manifest(self.run_dir, status="running", updated=timestamp(), error=None)
+            recorded = read_manifest(self.run_dir)
+            _refuse_other_settings(self.run_dir, recorded, manifest, self.device)
+            lacking = refuse_other_kernels(self.run_dir.name, recorded, self.device.type, ResumeMismatch)
+            kernels = {}
+            if lacking:  # a run from before kernels were recorded: from now on it is held to these
+                identity = kernel_identity()
+                kernels = {"cpu_capability": identity["cpu_capability"],
+                           "versions": {**recorded.get("versions", {}), "torch": identity["torch"]}}
+                warnings.warn(f"run {self.run_dir.name}: its manifest did not record {' or '.join(lacking)}; recorded "
+                              f"now ({identity['cpu_capability']}, torch {identity['torch']}): later resumes are held "
+                              "to them", stacklevel=2)
+            update_manifest(self.run_dir, status="running", updated=timestamp(), error=None, **kernels)
             return
         manifest.update(
             status="running", created=timestamp(), updated=timestamp(), versions=package_versions(), checkpoints={},
-            device=str(self.device),
+            device=str(self.device), cpu_capability=cpu_capability(),
         )
         write_manifest(self.run_dir, manifest)
 

@@ -805,15 +805,15 @@ def test_a_changed_line_of_an_attack_cache_is_dropped_and_its_example_attacked_a
         record = {"attacker": "pwws", "example": example, "idx": 10 + example, "label": 1, "prediction": 1,
                   "original": "a fine film", "adversarial": None, "success": False, "queries": 17, "forward_passes": 17,
                   "modified_words": 0, "words": 3, "seconds": 0.25}
-        return _json.dumps({**record, attack.LINE_SHA256: attack._line_sha256(record)}) + "\n"
+        return _json.dumps({**record, attack.LINE_SHA256: attack._line_sha256(record, path)}) + "\n"
 
     path = tmp_path / "cache.jsonl"
-    legacy = _json.dumps({"example": 3, "success": True}) + "\n"  # written before lines were hashed
+    legacy = _json.dumps({"example": 3, "success": True}) + "\n"  # without a sha256: never read (#39 item 4)
     path.write_text(line(0) + line(1).replace('"queries": 17', '"queries": 97') + line(2) + legacy + line(4)[:-9])
-    assert attack._read_done(path) == {0, 2, 3}  # the changed line and the one cut short: attacked again
+    assert attack._read_done(path) == {0, 2}  # the changed line, the unhashed one, the one cut short: attacked again
     attack._keep_intact_lines(path)
-    assert [_json.loads(text)["example"] for text in path.read_text().splitlines()] == [0, 2, 3]
-    assert attack._read_done(path) == {0, 2, 3}
+    assert [_json.loads(text)["example"] for text in path.read_text().splitlines()] == [0, 2]
+    assert attack._read_done(path) == {0, 2}
 
 
 # --- no traceback, bounded and honest (issue #27, items 5-7) -------------------------------------
@@ -1448,3 +1448,53 @@ def test_a_run_finished_under_another_capability_stays_valid(spec, reference, tm
     run_dir = _edited_copy(reference.run_dir, tmp_path, lambda manifest: manifest.update(cpu_capability="DEFAULT"))
     assert train(spec, tmp_path, progress=False) == run_dir  # finished: returned as it is
     assert _verify_store(tmp_path)["status"].tolist() == ["ok"]
+
+
+# --- caches are bound to their run and key (issue #39, item 4) ----------------------------------
+
+def test_a_cached_frame_copied_over_another_runs_is_found_and_computed_again(_primed_store, tmp_path, capsys):
+    """The full run's cached landscape and its .sha256 copied over the houlsby run's: verify finds
+    it damaged, and the houlsby run's landscape is computed again, never read as the full run's."""
+    store, houlsby, full = _store_copy(_primed_store, tmp_path)
+    own = _analysis("landscape").run(store, alphas=_ALPHAS, progress=False).set_index("run_id")
+    frames = {path.name.split("-")[1]: path for path in _frame_cache.frame_files(store)}
+    assert set(frames) == {"houlsby", "full"}
+    for source in (frames["full"], frames["full"].with_name(frames["full"].name + ".sha256")):
+        target = frames["houlsby"] if source.suffix == ".parquet" else frames["houlsby"].with_name(frames["houlsby"].name + ".sha256")
+        _shutil.copy2(source, target)
+    assert _frame_cache.read_frame(frames["houlsby"]) is None
+    table = _verify_cache(store)
+    assert list(table.file) == [str(frames["houlsby"])] and list(table.status) == ["damaged"]
+    code, output = _cli_run(capsys, "verify", str(store))
+    assert "1 damaged" in output, output
+    again = _analysis("landscape").run(store, alphas=_ALPHAS, progress=False).set_index("run_id")
+    pd.testing.assert_frame_equal(again.loc[houlsby.name], own.loc[houlsby.name])
+    assert not again.loc[houlsby.name].equals(own.loc[full.name].reset_index(drop=True))
+
+
+def _attack_line(path: Path, example: int, success: bool = False, hashed: bool = True) -> str:
+    from robustkit.analysis import attack
+
+    record = {"attacker": "pwws", "example": example, "idx": example, "label": 1, "prediction": 1,
+              "original": "a fine film", "adversarial": None, "success": success, "queries": 17, "forward_passes": 17,
+              "modified_words": 0, "words": 3, "seconds": 0.25}
+    return _json.dumps({**record, attack.LINE_SHA256: attack._line_sha256(record, path)} if hashed else record) + "\n"
+
+
+def test_attack_cache_lines_from_another_run_or_without_a_sha256_are_never_read(tmp_path):
+    """An attack cache (.jsonl) copied whole from the other seed's, one line copied from it, or a
+    line without its sha256 (its `success` flipped): each dropped and its example attacked again."""
+    from robustkit.analysis import attack
+
+    folder = tmp_path / ".cache" / "attack"
+    folder.mkdir(parents=True)
+    seed0 = folder / "rte-houlsby-bert-tiny-s0-tsp0-aaaa-pwws-0123456789abcdef.jsonl"
+    seed1 = folder / "rte-houlsby-bert-tiny-s1-tsp0-bbbb-pwws-fedcba9876543210.jsonl"
+    seed1.write_text("".join(_attack_line(seed1, i, success=True) for i in range(3)))
+    assert attack._read_done(seed1) == {0, 1, 2}
+    _shutil.copy2(seed1, seed0)  # the whole file
+    assert attack._read_done(seed0) == set()
+    seed0.write_text(_attack_line(seed0, 0) + _attack_line(seed1, 1, success=True))  # one line
+    assert attack._read_done(seed0) == {0}
+    seed0.write_text(_attack_line(seed0, 0) + _attack_line(seed0, 1, success=True, hashed=False))  # unhashed
+    assert attack._read_done(seed0) == {0} and [r["success"] for r in attack._records(seed0)] == [False]

@@ -27,14 +27,15 @@ Results are appended per example to ``<store>/.cache/attack/<run_id>-<attacker>-
 as they finish, so an interrupted attack resumes where it stopped; the key hashes the attacker,
 its options (:attr:`robustkit.attacks.Attack.params`), the other parameters and the
 checkpoint's sha256, so two attackers' results never mix. Every output has an ``attacker``
-column. Each line carries the sha256 of its own content (:data:`LINE_SHA256`): a line that does
-not match it (a changed byte, a line cut short by a kill) is dropped and its example attacked
+column. Each line carries the sha256 of its own content with the file's name (the run id and
+the cache key: :func:`robustkit.analysis.cache.bound_sha256`) (:data:`LINE_SHA256`): a line that
+does not match it (a changed byte, a line cut short by a kill, a line or a whole file copied
+from another run's or key's cache, a line without one) is dropped and its example attacked
 again, never read.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import Sequence
@@ -46,6 +47,7 @@ import pandas as pd
 from robustkit.progress import bar as progress_bar
 
 from robustkit import attacks
+from robustkit.analysis.cache import bound_sha256
 from robustkit.analysis.each_run import cache_path, each_run, record_provenance
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
@@ -59,7 +61,8 @@ EXAMPLE_COLUMNS = [
     "attacker", "example", "idx", "label", "prediction", "original", "adversarial", "success",
     "queries", "forward_passes", "modified_words", "words", "seconds",
 ]
-# A cache line's own sha256 (first 16 hex digits, of the rest of its JSON object with sorted keys).
+# A cache line's own sha256 (first 16 hex digits, of the file's name and the rest of its JSON
+# object with sorted keys: :func:`_line_sha256`).
 LINE_SHA256 = "sha256"
 
 
@@ -162,8 +165,9 @@ def _read_done(path: Path) -> set[int]:
 def _records(path: Path) -> list[dict]:
     """The intact lines of a cache file, in order: JSON objects of known columns (and the
     ``device`` the example ran on, provenance, not a column) whose
-    :data:`LINE_SHA256` matches (lines written before lines were hashed have none: taken as they
-    are). A line cut short by a kill or changed on disk is left out: its example is attacked again."""
+    :data:`LINE_SHA256` matches, bound to this file's name. A line cut short by a kill, changed on
+    disk, copied from another run's or key's file or without a sha256 (written before lines were
+    hashed, or with their file's name) is left out: its example is attacked again."""
     if not path.exists():
         return []
     records = []
@@ -175,14 +179,15 @@ def _records(path: Path) -> list[dict]:
         if not isinstance(record, dict) or "example" not in record:
             continue
         recorded = record.pop(LINE_SHA256, None)
-        if set(record) - set(EXAMPLE_COLUMNS) - {"device"} or (recorded is not None and recorded != _line_sha256(record)):
+        if set(record) - set(EXAMPLE_COLUMNS) - {"device"} or recorded != _line_sha256(record, path):
             continue
         records.append(record)
     return records
 
 
-def _line_sha256(record: dict) -> str:
-    return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:16]
+def _line_sha256(record: dict, path: Path) -> str:
+    """A cache line's :data:`LINE_SHA256`: of its record bound to the file's name (run id, key)."""
+    return bound_sha256(Path(path).name, json.dumps(record, sort_keys=True).encode())[:16]
 
 
 def _attack_examples(run_dir: Path, todo: pd.DataFrame, path: Path, attack: attacks.Attack, query_budget: int | None,
@@ -213,7 +218,7 @@ def _attack_examples(run_dir: Path, todo: pd.DataFrame, path: Path, attack: atta
                 "modified_words": int(result.modified_words), "words": int(result.words),
                 "seconds": time.perf_counter() - started, "device": where,
             }
-            out.write(json.dumps({**record, LINE_SHA256: _line_sha256(record)}) + "\n")
+            out.write(json.dumps({**record, LINE_SHA256: _line_sha256(record, path)}) + "\n")
             out.flush()
 
 
@@ -221,7 +226,7 @@ def _keep_intact_lines(path: Path) -> None:
     """Rewrite the cache file with its intact lines only (:func:`_records`), so that appends
     stay one JSON object per line and each example is in it once."""
     if path.exists():
-        lines = [json.dumps({**record, LINE_SHA256: _line_sha256(record)}) + "\n" for record in _records(path)]
+        lines = [json.dumps({**record, LINE_SHA256: _line_sha256(record, path)}) + "\n" for record in _records(path)]
         if "".join(lines) != path.read_text(errors="replace"):
             atomic_write_bytes(path, "".join(lines).encode())
 

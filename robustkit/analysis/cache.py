@@ -7,9 +7,13 @@ checkpoint gives a new key, so stale results are never returned. Files live unde
 ``<store>/.cache/<analysis>/<run_id>-<key>.<ext>`` (written by
 :func:`robustkit.analysis.each_run.each_run`); they can be deleted at any time.
 
-A cached frame is written with the sha256 of its bytes beside it (``<file>.sha256``,
-:func:`write_frame`) and read only if it matches (:func:`read_frame`): a changed byte in a
-cache file (parquet does not check its own pages) makes the frame computed again, never read.
+A cached frame is written with a sha256 beside it (``<file>.sha256``, :func:`write_frame`) and
+read only if it matches (:func:`read_frame`): a changed byte in a cache file (parquet does not
+check its own pages) makes the frame computed again, never read. The sha256 is of the file's
+name (``<run_id>-<key>``: the run and the cache key) with its bytes (:func:`bound_sha256`), so a
+frame and its ``.sha256`` copied over another run's or another key's do not match there either:
+one run's landscape never becomes another's. A ``.sha256`` of the bytes alone (written before
+names were hashed with them) is never read; the frame is computed again.
 
 Why not a maintained memoiser (``joblib.Memory``, installed with scikit-learn, or
 ``diskcache``): the key here is what the result was computed from, the checkpoints' content
@@ -33,7 +37,7 @@ from robustkit.store.atomic import atomic_write_bytes, sha256_bytes
 from robustkit.store.folders import CACHE_DIR
 from robustkit.store.manifest import read_manifest
 
-__all__ = ["CACHE_DIR", "cache_key", "frame_problem", "frame_files", "read_frame", "write_frame"]
+__all__ = ["CACHE_DIR", "bound_sha256", "cache_key", "frame_problem", "frame_files", "read_frame", "write_frame"]
 
 
 def cache_key(run_dir: Path, analysis: str, params: dict, checkpoints: list[str]) -> str:
@@ -46,24 +50,40 @@ def cache_key(run_dir: Path, analysis: str, params: dict, checkpoints: list[str]
     return hashlib.sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def bound_sha256(name: str, data: bytes) -> str:
+    """sha256 (hex) of a cache file's ``name`` (which holds the run id and the cache key) and its
+    ``data``: the content bound to the run and key it was computed for.
+
+    Parameters
+    ----------
+    name : str
+        The cache file's name (``<run_id>[-<label>]-<key><suffix>``, :func:`robustkit.analysis.each_run.cache_path`).
+    data : bytes
+        Its content (a frame's parquet bytes, an attack cache line's JSON).
+    """
+    return sha256_bytes(name.encode() + b"\0" + data)
+
+
 def _sha256_file_of(path: Path) -> Path:
     return path.with_name(f"{path.name}.sha256")
 
 
 def write_frame(path: Path, frame: pd.DataFrame) -> None:
-    """Cache ``frame`` at ``path`` (parquet), with its sha256 beside it (written second: a kill
-    between the two leaves a frame that is computed again)."""
+    """Cache ``frame`` at ``path`` (parquet), with its sha256 bound to the file's name beside it
+    (:func:`bound_sha256`; written second: a kill between the two leaves a frame that is computed
+    again)."""
     buffer = io.BytesIO()
     frame.to_parquet(buffer, index=False)
     data = buffer.getvalue()
     atomic_write_bytes(path, data)
-    atomic_write_bytes(_sha256_file_of(path), sha256_bytes(data).encode())
+    atomic_write_bytes(_sha256_file_of(path), bound_sha256(path.name, data).encode())
 
 
 def read_frame(path: Path) -> pd.DataFrame | None:
     """The frame cached at ``path``, or None: none there, or a file that does not match its
-    sha256 (changed, truncated, its sha256 file missing: written before frames were hashed, or
-    a kill between the two writes).
+    sha256 bound to its name (changed, truncated, copied from another run's or key's file; its
+    sha256 file missing or of the bytes alone: written before frames were hashed with their
+    name, or a kill between the two writes).
 
     Returns
     -------
@@ -73,7 +93,7 @@ def read_frame(path: Path) -> pd.DataFrame | None:
         data, recorded = path.read_bytes(), _sha256_file_of(path).read_bytes()
     except OSError:
         return None
-    if sha256_bytes(data).encode() != recorded:
+    if bound_sha256(path.name, data).encode() != recorded:
         return None
     return pd.read_parquet(io.BytesIO(data))
 
@@ -84,8 +104,9 @@ def frame_files(store: str | Path) -> list[Path]:
 
 
 def frame_problem(path: Path) -> str | None:
-    """Why a cached frame does not match the sha256 written beside it, or None (it does, or has
-    none: a frame from before frames were hashed, computed again when read all the same)."""
+    """Why a cached frame does not match the sha256 written beside it, or None (it does; or has
+    none, or one of its bytes alone: a frame from before frames were hashed (with their name),
+    computed again when read all the same)."""
     try:
         recorded = _sha256_file_of(path).read_bytes()
     except FileNotFoundError:
@@ -96,4 +117,6 @@ def frame_problem(path: Path) -> str | None:
         data = path.read_bytes()
     except OSError as error:
         return f"cannot be read ({error.strerror or error})"
-    return None if sha256_bytes(data).encode() == recorded else "does not match its sha256"
+    if recorded in (bound_sha256(path.name, data).encode(), sha256_bytes(data).encode()):
+        return None
+    return "does not match its sha256 (changed, or copied from another run's or key's cache)"

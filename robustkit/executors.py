@@ -86,11 +86,13 @@ class LocalExecutor:
             threads = max(1, (os.cpu_count() or 1) // self.workers)
             # spawn, not fork: CUDA and torch's thread pools do not survive a fork
             context = multiprocessing.get_context("spawn")
-            # the workers' runs draw no bars: their start, evaluation and end lines come here
-            events = context.Queue()
+            # the workers' runs draw no bars: their start, evaluation and end lines come here, through
+            # a pipe without a lock (a line is one write, shorter than PIPE_BUF: whole at the reader),
+            # so a worker killed mid-line blocks no one and leaves no semaphore behind
+            reader, writer = context.Pipe(duplex=False)
             with futures.ProcessPoolExecutor(self.workers, mp_context=context, initializer=_init_worker,
-                                             initargs=(threads, os.getpid(), events)) as pool, \
-                    _workers_stop_with(pool), _relayed(events):
+                                             initargs=(threads, os.getpid(), writer)) as pool, \
+                    _workers_stop_with(pool), _relayed(reader, writer):
                 pending = {pool.submit(run_job, job, progress=False): i for i, job in enumerate(jobs)}
                 done: dict[int, JobResult] = {}
                 for future in futures.as_completed(pending):
@@ -100,25 +102,23 @@ class LocalExecutor:
 
 
 @contextlib.contextmanager
-def _relayed(events) -> Iterator[None]:
-    """Write the workers' event lines (:func:`robustkit.progress.event`) as they come, from a
-    thread, until the block ends; then the lines still queued."""
-    import queue
-
+def _relayed(reader, writer) -> Iterator[None]:
+    """Write the workers' event lines (:func:`robustkit.progress.event`), which they send to
+    ``writer``, as they come out of ``reader``, from a thread, until the block ends; then the
+    lines still in the pipe; then close both ends."""
     from robustkit.progress import write_event
 
     stop = threading.Event()
 
     def relay() -> None:
-        # a timeout, not a sentinel: a worker killed while writing to the queue may hold its lock
         while True:
             try:
-                line = events.get(timeout=0.2)
-            except queue.Empty:
-                if stop.is_set():
-                    return
-                continue
-            except Exception:  # noqa: BLE001 - a line cut short by a killed worker: progress only
+                if not reader.poll(0.2):
+                    if stop.is_set():
+                        return
+                    continue
+                line = reader.recv_bytes().decode("utf-8", "replace")
+            except (EOFError, OSError):  # every writer gone, or the pipe closed
                 return
             write_event(line, above_bar=True)
 
@@ -127,8 +127,10 @@ def _relayed(events) -> Iterator[None]:
     try:
         yield
     finally:
-        stop.set()  # every job has ended: its lines were queued before its result came back
+        stop.set()  # every job has ended: its lines were written before its result came back
         thread.join(timeout=5)
+        writer.close()
+        reader.close()
 
 
 # How often a worker's watchdog checks that its parent is alive (where PR_SET_PDEATHSIG is not
@@ -138,7 +140,7 @@ WATCHDOG_SECONDS = 0.5
 
 def _init_worker(threads: int, parent: int, events=None) -> None:
     """Set up a worker process: its torch threads, its death when ``parent`` dies, and its event
-    lines sent to ``events`` (the parent's queue)."""
+    lines sent to ``events`` (the write end of the parent's pipe)."""
     # Ctrl-C reaches the whole process group: the sweep answers it (it kills its workers, whose
     # runs stay resumable); a worker's own KeyboardInterrupt would only print a traceback
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -152,7 +154,8 @@ def _init_worker(threads: int, parent: int, events=None) -> None:
     if events is not None:
         from robustkit.progress import to_parent
 
-        to_parent(events.put)
+        # at most 1,000 bytes: one write, shorter than PIPE_BUF, never interleaved with another's
+        to_parent(lambda line: events.send_bytes(line.encode("utf-8")[:1000]))
     import torch
 
     torch.set_num_threads(threads)

@@ -16,6 +16,20 @@ from robustkit.errors import RobustkitError
 from robustkit.figures import FIGURES, FigureError
 
 OTHER = "box-seeds"  # one-panel on the tiny store (one task): drawn beside each figure
+# The smallest values of the parameters that size an analysis's work, by parameter name (so a new
+# figure with such a parameter is sized too): the plumbing under test, not the numbers.
+SMALL = {"tokens": 100, "examples": 8, "max_iterations": 3, "samples": 3, "grid": "-1:1:3", "alphas": "0:1:3",
+         "ts": "0:1:3", "resamples": 20, "groups": 4, "checkpoints": ["best"]}
+
+
+def _small(name: str) -> dict:
+    return {k: v for k, v in SMALL.items() if k in {p.name for p in FIGURES[name].parameters}}
+
+
+def _figures() -> list:
+    """Every registered figure; those whose analysis runs a model (a ``device`` option) are slow."""
+    return [pytest.param(name, marks=pytest.mark.slow) if "device" in {p.name for p in FIGURES[name].options} else name
+            for name in sorted(FIGURES)]
 
 
 def _drawn(ax) -> int:
@@ -25,12 +39,12 @@ def _drawn(ax) -> int:
 
 def _frame_or_skip(name: str, store) -> None:
     try:
-        figures.data(name, store, progress=False)
+        figures.data(name, store, progress=False, **_small(name))
     except RobustkitError as error:  # e.g. attacks take single-sentence tasks; the store is RTE
         pytest.skip(f"{name} has no data on the tiny store: {error}")
 
 
-@pytest.mark.parametrize("name", sorted(FIGURES))
+@pytest.mark.parametrize("name", _figures())
 def test_every_figure_draws_into_the_callers_axes_or_names_fig(name, tiny_store):
     """Iterates the registry, so a new figure is covered: a one-panel figure lands in ``a1`` of
     ``plt.subplots(1, 2)`` beside another figure in ``a2``, no figure of its own is made and the
@@ -41,14 +55,14 @@ def test_every_figure_draws_into_the_callers_axes_or_names_fig(name, tiny_store)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.5))
     size = tuple(fig.get_size_inches())
     try:
-        returned = figures.draw(name, tiny_store, ax=a1)
+        returned = figures.draw(name, tiny_store, ax=a1, **_small(name))
     except FigureError as error:
         message = str(error)
         assert "fig=" in message and "\n" not in message and name in message, message
         assert _drawn(a1) == 0  # refused before drawing anything
         canvas = plt.figure(figsize=(10, 4))
         left, right = canvas.subfigures(1, 2)
-        assert figures.draw(name, tiny_store, fig=left) is left
+        assert figures.draw(name, tiny_store, fig=left, **_small(name)) is left
         assert len(left.axes) >= 2 and any(_drawn(ax) for ax in left.axes)
         assert right.axes == [] and plt.get_fignums() == [fig.number, canvas.number]
         assert tuple(canvas.get_size_inches()) == (10, 4)

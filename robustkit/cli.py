@@ -185,7 +185,7 @@ def _slurm_options(args):
 
 def _cmd_runs(args) -> int:
     from robustkit import terminal
-    from robustkit.report import ALWAYS, damaged_notes, runs_table
+    from robustkit.report import ALWAYS, KEYS, SETTINGS, damaged_notes, runs_table
     from robustkit.store.folders import open_store
 
     open_store(args.store, create=False)  # a missing store is an error, not an empty table
@@ -195,7 +195,8 @@ def _cmd_runs(args) -> int:
         full = load_runs(args.store, include_tsp=args.tsp, include_damaged=True)
         print(f"wrote {len(full)} rows to {terminal.write(full, args.output)}")
     else:
-        print(terminal.render(runs_table(args.store, include_tsp=args.tsp), args.format, keep=ALWAYS))
+        print(terminal.render(runs_table(args.store, include_tsp=args.tsp), args.format, keep=ALWAYS, keys=KEYS,
+                              settings=SETTINGS))
     for line in damaged_notes(args.store):
         print(line, file=sys.stderr)
     return 0
@@ -242,7 +243,7 @@ def _cmd_stats(args) -> int:
     failures = dominance.failure_rates(frame, [*cells, args.by])
     # rliable's summaries over tasks x seeds: the task is their stratum, the other cells stay cells
     iqm, improvement = aggregates.tables(frame, args.by, within=cells, include_failed=args.include_failed)
-    from robustkit import terminal
+    from robustkit import collapse, terminal
 
     if args.format == "json":  # one document: each table under its name
         import json
@@ -252,13 +253,15 @@ def _cmd_stats(args) -> int:
     elif args.format == "csv":  # one table parses: the summary (-o writes the others beside it)
         print(terminal.render(summary, "csv"))
     else:
-        print(terminal.render(summary), "", terminal.render(tests), sep="\n")
+        # an empty table says why it is empty
+        alone = f"no test: no cell holds two groups of --by {args.by} to compare"
+        print(terminal.render(summary), "", terminal.render(tests, empty=alone), sep="\n")
         if aso is not None and not aso.empty:
             print("", "ASO (almost stochastic order, deepsig): eps_min of group_a over group_b", terminal.render(aso), sep="\n")
         print("", "IQM over tasks x seeds (rliable), 95% stratified bootstrap", terminal.render(iqm),
               "", "P(group_a > group_b) over tasks x seeds (rliable), 95% stratified bootstrap",
-              terminal.render(improvement), sep="\n")
-        print("", "failed (collapsed or diverged) runs, exact binomial interval", terminal.render(failures),
+              terminal.render(improvement, empty=alone), sep="\n")
+        print("", f"failed ({collapse.FAILED_WORDS}) runs, exact binomial interval", terminal.render(failures),
               "", stability.caption(summary, tests, dominance=aso), sep="\n")
     if args.output:
         out = Path(args.output)
@@ -427,7 +430,7 @@ def _cmd_claims(args) -> int:
     shown = overall[["recipe", "claim", "verdict", "unit", "run_set", "same_as", "n", "n_failed", "effect_name", "effect", "ci_low",
                      "ci_high", "p_value", "reason", "would_settle"]]
     # a verdict's reason is its explanation: shown up to the 90 characters it always had
-    print(terminal.render(shown, args.format, keep=("recipe", "claim", "verdict"), identity=(), cell_width=90))
+    print(terminal.render(shown, args.format, keys=("recipe", "claim", "verdict", "reason"), identity=(), cell_width=90))
     terminal.note("\n" + tally_line(table, evidence), args.format)
     if args.output:
         terminal.note(f"wrote {len(table)} rows to {terminal.write(table, args.output)}", args.format)
@@ -470,9 +473,9 @@ def _report(results, store) -> int:
     trained by another process)."""
     from robustkit import terminal
     from robustkit.jobs import TRAINED_ELSEWHERE
-    from robustkit.report import ALWAYS, failed_outcomes, runs_table
+    from robustkit.report import ALWAYS, KEYS, SETTINGS, failed_outcomes, runs_table
 
-    print(terminal.render(runs_table(store, run_ids=list(results.run_id)), keep=ALWAYS))
+    print(terminal.render(runs_table(store, run_ids=list(results.run_id)), keep=ALWAYS, keys=KEYS, settings=SETTINGS))
     failed = results[results.status == "failed"]
     for _, row in failed.iterrows():
         print(f"FAILED {row.run_id}: {row.error}", file=sys.stderr)

@@ -27,7 +27,8 @@ def _analyze(args) -> int:
     if args.output:
         print(f"wrote {len(frame)} rows to {terminal.write(frame, args.output)}")
     else:
-        print(terminal.render(analysis.summarize(frame), args.format))
+        # its results and their outcome are the keys: settings are cut first, never those
+        print(terminal.render(analysis.summarize(frame), args.format, keys=terminal.RESULTS))
     return 0
 
 

@@ -33,6 +33,11 @@ a baseline (a loss, or data that cannot be read) only the class-share and finite
 
 Figures and tables mark collapsed and diverged runs, leave them out of means, spreads and tests
 by default and report ``collapsed k/n`` per group (:func:`failure_rates`).
+
+These four words are the one vocabulary of outcomes: ``train``'s summary, ``runs``, ``stats``,
+``analyze`` tables and figure labels print them as they are (:func:`label`, :data:`FAILED_WORDS`),
+so a run is called the same everywhere; :func:`with_history` makes a collapsed run that never
+learned ``not-learned`` wherever its training history is known.
 """
 
 from __future__ import annotations
@@ -48,6 +53,8 @@ OK, NOT_LEARNED, COLLAPSED, DIVERGED = "ok", "not-learned", "collapsed", "diverg
 OUTCOMES = (OK, NOT_LEARNED, COLLAPSED, DIVERGED)
 CORRELATIONS = {"mcc", "pearson", "spearman"}
 FAILURE_COLUMNS = ["n_runs", "n_ok", "n_not_learned", "n_collapsed", "n_diverged", "failed_rate"]
+# The failed outcomes, as a heading names them: "not-learned, collapsed or diverged".
+FAILED_WORDS = f"{NOT_LEARNED}, {COLLAPSED} or {DIVERGED}"
 
 
 @dataclass(frozen=True)
@@ -162,11 +169,26 @@ def mark(frame: pd.DataFrame, rule: CollapseRule = DEFAULT_RULE) -> pd.DataFrame
                                                column("n_eval"), column("top_class_share"), column("eval_loss", None),
                                                column("status", None))
     ]
-    learned = column("ever_learned", None)
-    outcomes = [NOT_LEARNED if o == COLLAPSED and e is not None and e is not pd.NA and not pd.isna(e) and not bool(e) else o
-                for o, e in zip(outcomes, learned)]
+    outcomes = [with_history(o, e) for o, e in zip(outcomes, column("ever_learned", None))]
     marked = frame.assign(outcome=outcomes)
     return marked.assign(failed=marked["outcome"] != OK)
+
+
+def with_history(outcome: str, ever_learned) -> str:
+    """``outcome`` given whether the run ever left the majority class during training:
+    ``not-learned`` for a collapsed run that never did (``ever_learned`` False), else ``outcome``
+    as it is (``ever_learned`` None / NA: history unknown).
+
+    Parameters
+    ----------
+    outcome : str
+        One of :data:`OUTCOMES`, judged on the scored split alone (as training records it).
+    ever_learned : bool or None
+        :func:`robustkit.analysis.scores.ever_learned` of the run.
+    """
+    if outcome != COLLAPSED or ever_learned is None or ever_learned is pd.NA or pd.isna(ever_learned):
+        return outcome
+    return outcome if bool(ever_learned) else NOT_LEARNED
 
 
 def marked(frame: pd.DataFrame, rule: CollapseRule = DEFAULT_RULE) -> pd.DataFrame:
@@ -212,11 +234,11 @@ def failure_rates(frame: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
 
 
 def label(n_collapsed: int, n_runs: int, n_diverged: int = 0, n_not_learned: int = 0) -> str:
-    """``"not learned 1/5, collapsed 2/5"`` (+ ``", diverged 1/5"``) for a cell or a box; empty
-    when none failed."""
-    parts = [f"not learned {n_not_learned}/{n_runs}"] if n_not_learned else []
-    parts += [f"collapsed {n_collapsed}/{n_runs}"] if n_collapsed else []
-    parts += [f"diverged {n_diverged}/{n_runs}"] if n_diverged else []
+    """``"not-learned 1/5, collapsed 2/5"`` (+ ``", diverged 1/5"``) for a cell or a box, in the
+    words of :data:`OUTCOMES`; empty when none failed."""
+    parts = [f"{NOT_LEARNED} {n_not_learned}/{n_runs}"] if n_not_learned else []
+    parts += [f"{COLLAPSED} {n_collapsed}/{n_runs}"] if n_collapsed else []
+    parts += [f"{DIVERGED} {n_diverged}/{n_runs}"] if n_diverged else []
     return ", ".join(parts)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from robustkit import collapse
 from robustkit.store.manifest import read_manifest
 from robustkit.store.schema import DAMAGED
 from robustkit.store.tables import load_runs, OPTION_COLUMNS
@@ -15,6 +16,10 @@ SHOWN = ["run_id", "model", "task", "method", "options", "seed", "tsp_step", "lr
          "trainable_params"]
 # What `robustkit runs` always shows, whether it varies or not (robustkit.terminal.render).
 ALWAYS = ("run_id", "model", "method", "seed", "status", "outcome")
+# Its key columns, never cut for a narrow terminal: which run, how it ended, what it scored.
+KEYS = ("run_id", "outcome", "best_val", "best_test")
+# Settings besides the identity columns: cut first (a LoRA run's options are long).
+SETTINGS = ("options",)
 
 
 def runs_table(store: str | Path, include_tsp: bool = False, run_ids: Iterable[str] | None = None) -> pd.DataFrame:
@@ -44,8 +49,9 @@ def runs_table(store: str | Path, include_tsp: bool = False, run_ids: Iterable[s
     if run_ids is not None:
         order = {run_id: i for i, run_id in enumerate(run_ids)}
         runs = runs[runs.run_id.isin(list(order))].sort_values("run_id", key=lambda ids: ids.map(order)).reset_index(drop=True)
+    outcomes = _with_history(store, runs, {row["run_id"]: _outcome(row) for _, row in runs.iterrows()})
     table = runs.assign(options=[_options(row) for _, row in runs.iterrows()],
-                        outcome=[_outcome(row) for _, row in runs.iterrows()]).reindex(columns=SHOWN).copy()
+                        outcome=runs["run_id"].map(outcomes)).reindex(columns=SHOWN).copy()
     for column in ("seed", "tsp_step", "train_size", "trainable_params"):  # integers, though a damaged row has none
         values = pd.to_numeric(table[column], errors="coerce")
         if values.notna().any() and values.dropna().mod(1).eq(0).all():
@@ -69,6 +75,31 @@ def _outcome(run: pd.Series) -> str | None:
     return "ok" if values == {"ok"} else "/".join(sorted(values - {"ok"}))
 
 
+def _with_history(store: str | Path, runs: pd.DataFrame, outcomes: dict) -> dict:
+    """run_id -> outcome text (a word, or words joined by ``/``: ``collapsed/diverged``) with
+    ``collapsed`` made ``not-learned`` for runs that never left the majority class
+    (:func:`robustkit.collapse.with_history`), as ``stats`` and the figures call them: training
+    records the outcome before it knows."""
+    learned = _ever_learned(store, runs, [r for r, o in outcomes.items() if isinstance(o, str) and collapse.COLLAPSED in o])
+    return {r: "/".join(sorted({collapse.with_history(w, learned.get(r)) for w in o.split("/")}))
+            if r in learned else o for r, o in outcomes.items()}
+
+
+def _ever_learned(store: str | Path, runs: pd.DataFrame | None, run_ids: list[str]) -> dict:
+    """run_id -> whether each of ``run_ids`` ever left the majority class (NA: unknown); empty
+    when none is asked for or the history cannot be read (the recorded words then stand).
+    ``runs``: the store's runs (None: read here)."""
+    if not run_ids:
+        return {}
+    try:
+        from robustkit.analysis.scores import ever_learned
+
+        runs = load_runs(store, include_tsp=True) if runs is None else runs
+        return ever_learned(store, runs[runs["run_id"].isin(run_ids)]).to_dict()
+    except Exception:  # noqa: BLE001 - no history or data to read
+        return {}
+
+
 def damaged_notes(store: str | Path) -> list[str]:
     """One line per damaged run of the store: its problem, then what to do."""
     runs = load_runs(store, include_tsp=True, include_damaged=True)
@@ -90,15 +121,17 @@ def _options(run: pd.Series) -> str:
 
 
 def failed_outcomes(store: str | Path, run_ids: list[str]) -> list[str]:
-    """One line per run in ``run_ids`` that ended collapsed or diverged (:mod:`robustkit.collapse`).
+    """One line per run in ``run_ids`` that ended not-learned, collapsed or diverged
+    (:mod:`robustkit.collapse`), in the words ``runs`` and ``stats`` use for it.
 
     Returns
     -------
     list of str
-        E.g. ``"COLLAPSED rt-houlsby-...: last test accuracy 0.530, 70% of predictions one
-        class"``; runs without a recorded outcome (trained before it existed) are skipped.
+        E.g. ``"not-learned rt-houlsby-...: last test accuracy 0.530, 70% of test predictions in
+        one class (best/test not-learned, last/test not-learned)"``; runs without a recorded
+        outcome (trained before it existed) are skipped.
     """
-    lines = []
+    manifests, lines = {}, []
     for run_id in run_ids:
         try:
             manifest = read_manifest(Path(store) / run_id)
@@ -107,8 +140,11 @@ def failed_outcomes(store: str | Path, run_ids: list[str]) -> list[str]:
         outcome = manifest.get("outcome") or {}
         bad = {f"{checkpoint}/{split}": value for checkpoint, splits in outcome.items()
                for split, value in splits.items() if value != "ok"}
-        if not bad:
-            continue
+        if bad:
+            manifests[run_id] = (manifest, bad)
+    learned = _ever_learned(store, None, list(manifests))
+    for run_id, (manifest, bad) in manifests.items():
+        bad = {k: collapse.with_history(v, learned.get(run_id)) for k, v in bad.items()}
         metric = manifest.get("main_metric")
         test = manifest.get("final", {}).get("last", {}).get("test", {})
         share = test.get("top_class_share")
@@ -116,6 +152,6 @@ def failed_outcomes(store: str | Path, run_ids: list[str]) -> list[str]:
         if share is not None:
             detail += f", {share:.0%} of test predictions in one class"
         kinds = sorted(set(bad.values()))
-        lines.append(f"{'/'.join(k.upper() for k in kinds)} {run_id}: {detail} "
+        lines.append(f"{'/'.join(kinds)} {run_id}: {detail} "
                      f"({', '.join(f'{k} {v}' for k, v in sorted(bad.items()))})")
     return lines

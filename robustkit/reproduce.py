@@ -246,7 +246,7 @@ def write_index(figures: str | Path, scale: str, recipe_dir: str | Path = RECIPE
         "",
         f"Made by `robustkit reproduce --all --scale {scale} --figures {figures}` from the recipes in `analyses/` "
         "(each file cites the paper's table its settings come from). Re-running the command only "
-        "trains and analyses what is missing. Failed runs (not learned, collapsed or diverged, see "
+        "trains and analyses what is missing. Failed runs (not-learned, collapsed or diverged, see "
         "`robustkit/collapse.py`) are marked in every figure and never plotted as results; each "
         "claim says whether its test leaves them out or, for claims about failing, counts them as "
         "data (the `failures` column of claims.csv). Each "

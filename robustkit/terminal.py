@@ -10,6 +10,11 @@ shortened. It is cut to the terminal's width (``$COLUMNS``, else 120 characters 
 is not a terminal): the columns that do not fit are named under it, with ``-o`` (the whole frame
 to a file) and ``--format csv`` (every column, to stdout) as the ways to see them. ``csv`` and
 ``json`` print the frame as it is.
+
+Each command declares its table's **key columns** (``keys``: what the table is for, e.g. a
+claim's verdict and reason, a run's scores and outcome). A cut never drops a key: the settings
+columns go first, then the other values; where the keys alone are wider than the terminal, their
+longest texts are shortened (``…``) instead.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ CELL_WIDTH = 40  # the longest cell a table shows (characters)
 ALWAYS_DIFFERENT = ("import_id",)
 # An analysis' result columns, kept before its other values when the terminal is narrow.
 RESULTS = ("value", "mean", "std", "outcome")
+# Columns that name a row (a run): kept before the values and settings when the terminal is narrow.
+NAMES = ("run_id", "import_id")
 # The settings a table's "all rows:" line names when every row shares them (the rest are counted).
 HEADLINE = ("model", "task", "method", "seed", "tsp_step", "lr", "train_size", "epochs", "max_length", "batch_size")
 
@@ -48,13 +55,20 @@ def add_format_arguments(parser, output_help: str = "write the whole frame to th
 
 
 def render(frame: pd.DataFrame, fmt: str = "table", keep: Sequence[str] = (), width: int | None = None,
-           identity: Sequence[str] | None = None, cell_width: int = CELL_WIDTH) -> str:
+           identity: Sequence[str] | None = None, cell_width: int = CELL_WIDTH, keys: Sequence[str] = (),
+           settings: Sequence[str] = (), empty: str = "no rows") -> str:
     """``frame`` as text in ``fmt`` (:data:`FORMATS`).
 
     Parameters
     ----------
     keep : sequence of str
-        Columns a table always shows (when the frame has them), varying or not, first.
+        Columns a table shows (when the frame has them), varying or not, after the keys and
+        before the other values when the terminal is narrow.
+    keys : sequence of str
+        The table's key columns (when the frame has them): always shown, varying or not, never
+        cut; where they alone are wider than ``width`` their longest texts are shortened.
+    settings : sequence of str
+        Columns cut first besides the ``identity`` ones (a cell of a run's method options).
     width : int, optional
         Characters per line of a table; default: the terminal's (:func:`terminal_width`).
     identity : sequence of str, optional
@@ -62,6 +76,8 @@ def render(frame: pd.DataFrame, fmt: str = "table", keep: Sequence[str] = (), wi
     cell_width : int
         Characters of the longest cell (longer texts are shortened); a table of explanations
         (the claims' reasons) gives more than the default.
+    empty : str
+        What a table without rows prints, in parentheses: why it is empty (``no test: ...``).
     """
     if fmt == "csv":
         return frame.to_csv(index=False).rstrip("\n")
@@ -75,30 +91,37 @@ def render(frame: pd.DataFrame, fmt: str = "table", keep: Sequence[str] = (), wi
         from robustkit.store.tables import IDENTITY as identity  # noqa: N811
     width = terminal_width() if width is None else width
     if frame.empty:
-        return "(no rows)"
+        return f"({empty})"
     cells = frame.apply(lambda column: column.map(lambda value: cell(column.name, value, cell_width)))
     present = [c for c in frame.columns if (cells[c] != "").any()]
+    keys = [c for c in keys if c in present]  # an empty key column would show nothing
+    pinned = [*keys, *(c for c in keep if c not in keys)]  # shown varying or not
     # one value wherever known (an import's unknown settings are empty): said once, not a column
-    constant = [c for c in present if c in identity and c not in keep and c not in ALWAYS_DIFFERENT
+    constant = [c for c in present if c in identity and c not in pinned and c not in ALWAYS_DIFFERENT
                 and cells[c][cells[c] != ""].nunique() == 1]
     # a label column that is the same in every row (checkpoint=best, metric=accuracy): said once too
-    constant += [c for c in present if c not in identity and c not in keep and len(frame) > 1
+    constant += [c for c in present if c not in identity and c not in pinned and len(frame) > 1
                  and (cells[c] != "").all() and cells[c].nunique() == 1
                  and not pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])]
-    varying = [c for c in present if c not in keep and c not in constant]
-    # what a cut keeps first: the kept columns, the settings that tell rows apart most often,
-    # the values, then any other setting that varies
-    first = [c for c in varying if c in identity and (c in HEADLINE or c in ("run_id", "import_id"))]
-    values = sorted((c for c in varying if c not in identity), key=lambda c: c not in RESULTS)
-    ordered = [*[c for c in keep if c in present], *first, *values, *[c for c in varying if c not in first and c not in values]]
-    shown, left_out, used = [], [], 0
+    varying = [c for c in present if c not in pinned and c not in constant]
+    # what a cut keeps: the keys always, then the kept columns, the rows' names (a run's id is
+    # no setting), the values (results first), and last the settings, those that tell rows apart
+    # most often before the others
+    names = [c for c in varying if c in NAMES]
+    setting = (set(identity) | set(settings)) - set(NAMES)
+    values = sorted((c for c in varying if c not in setting and c not in names), key=lambda c: c not in RESULTS)
+    first = [c for c in varying if c in setting and c in HEADLINE]
+    ordered = [*[c for c in keep if c in present and c not in keys], *names, *values, *first,
+               *[c for c in varying if c not in first and c not in values and c not in names]]
+    sizes = {c: max(len(str(c)), int(cells[c].str.len().max())) + 2 for c in [*keys, *ordered]}
+    shortened = _fit_keys(cells, keys, sizes, width)
+    shown, left_out, used = list(keys), [], sum(sizes[c] for c in keys)
     for column in ordered:
-        size = max(len(str(column)), int(cells[column].str.len().max())) + 2
-        if used + size > width and shown:
+        if used + sizes[column] > width and shown:
             left_out.append(column)
             continue
         shown.append(column)
-        used += size
+        used += sizes[column]
     shown = [c for c in frame.columns if c in shown]  # in the frame's own order
     lines = []
     if constant:
@@ -108,10 +131,35 @@ def render(frame: pd.DataFrame, fmt: str = "table", keep: Sequence[str] = (), wi
         text = ", ".join(f"{c}={known(c).iloc[0]}{'' if len(known(c)) == len(frame) else ' where known'}" for c in said)
         lines.append(_wrapped("all rows: " + text + (f"{', ' if said else ''}{others} other setting(s) alike" if others else ""), width))
     lines.append(cells[shown].to_string(index=False))
-    if left_out:
-        lines.append(_wrapped(f"{len(left_out)} more column(s) past the terminal's {width} characters: "
-                              f"{', '.join(map(str, left_out))} (-o FILE writes them all, --format csv prints them)", width))
+    if left_out or shortened:
+        parts = ([f"{len(left_out)} more column(s) past the terminal's {width} characters: {', '.join(map(str, left_out))}"]
+                 if left_out else [])
+        parts += [f"{', '.join(shortened)} shortened to fit {width} characters"] if shortened else []
+        lines.append(_wrapped("; ".join(parts) + " (-o FILE writes them all, --format csv prints them)", width))
     return "\n".join(lines)
+
+
+KEY_TEXT_FLOOR = 12  # characters a shortened key text keeps at least (its column name's, if longer)
+
+
+def _fit_keys(cells: pd.DataFrame, keys: Sequence[str], sizes: dict, width: int) -> list[str]:
+    """Shorten the widest text key columns of ``cells`` in place (``sizes`` too) until the keys
+    fit ``width``, none below :data:`KEY_TEXT_FLOOR`; the names of those shortened. A key is never
+    dropped: a table without its verdict or its outcome reads as if nothing were wrong."""
+    shortened = []
+    while sum(sizes[c] for c in keys) > width:
+        excess = sum(sizes[c] for c in keys) - width
+        texts = [c for c in keys if sizes[c] - 2 > max(KEY_TEXT_FLOOR, len(str(c)))
+                 and not cells[c].str.fullmatch(r"-?[\d.e+-]*").all()]
+        if not texts:
+            break  # as narrow as the keys go: the lines are wider than the terminal
+        widest = max(texts, key=lambda c: sizes[c])
+        room = max(KEY_TEXT_FLOOR, len(str(widest)), sizes[widest] - 2 - excess)
+        cells[widest] = cells[widest].map(lambda text: text if len(text) <= room else text[:room - 1] + "…")
+        sizes[widest] = room + 2
+        if widest not in shortened:
+            shortened.append(widest)
+    return shortened
 
 
 def cell(column: str, value, width: int = CELL_WIDTH) -> str:

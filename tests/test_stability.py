@@ -227,7 +227,7 @@ def test_stats_cli(tiny_store, tmp_path, capsys):
     assert main(["stats", str(tiny_store), "--by", "method", "--metric", "accuracy", "--within", "task", "-o", str(out),
                  "--include-failed"]) == 0
     printed = capsys.readouterr().out
-    assert "levene" in printed and "fewer than 3 runs in a group" in printed and "n = 1 runs per box" in printed
+    assert "levene" in printed and "fewer than 3 runs in a group" in printed and "n = 1 run per box" in printed
     summary, tests, runs = (pd.read_csv(tmp_path / f) for f in ("stats.csv", "stats-tests.csv", "stats-runs.csv"))
     assert set(summary["method"]) == {"houlsby", "full"} and (summary["n"] == 1).all()
     assert set(tests["test"]) == {"levene", "brown-forsythe", "mann-whitney-u", "std-ratio", "mean-difference"}

@@ -221,10 +221,11 @@ def caption(summary: pd.DataFrame, tests: pd.DataFrame, unit: str = "runs", grou
     """
     n = summary["n"]
     count = f"{int(n.min())}" if n.min() == n.max() else f"{int(n.min())}-{int(n.max())}"
-    parts = [f"n = {count} {unit} per {group}."]
+    # "n = 1 run per box", "n = 5 runs per box"
+    parts = [f"n = {count} {unit.removesuffix('s') if count == '1' else unit} per {group}."]
     if "n_runs" in summary and summary["n_failed"].fillna(0).sum():
-        failed = {"not learned": int(summary["n_not_learned"].sum()) if "n_not_learned" in summary else 0,
-                  "collapsed": int(summary["n_collapsed"].sum()), "diverged": int(summary["n_diverged"].sum())}
+        failed = {collapse.NOT_LEARNED: int(summary["n_not_learned"].sum()) if "n_not_learned" in summary else 0,
+                  collapse.COLLAPSED: int(summary["n_collapsed"].sum()), collapse.DIVERGED: int(summary["n_diverged"].sum())}
         counted = " and ".join(f"{k} {v}" for k, v in failed.items() if v)
         parts.append(f"Left out of the statistics and tests: {counted} of {int(summary['n_runs'].sum())} {unit}"
                      f" (counted per {group} in the figure).")

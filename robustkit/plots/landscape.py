@@ -78,7 +78,7 @@ def _line(ax, stats: pd.DataFrame, count: pd.Series, metric: str, method: str, t
     alpha, mean, std = stats["alpha"], stats["mean"] * factor, stats["std"] * factor
     n = int(count["n_ok"])
     left_out = ", ".join(f"{int(count[f'n_{key}'])} {text} left out"
-                         for key, text in (("not_learned", "not learned"), ("collapsed", "collapsed"), ("diverged", "diverged"))
+                         for key, text in (("not_learned", "not-learned"), ("collapsed", "collapsed"), ("diverged", "diverged"))
                          if count.get(f"n_{key}", 0))
     label = (f"{method_label(method)}{f', TSP {tsp} steps' if several_tsp else ''} (n={n} run{'s' if n != 1 else ''}"
              f"{f'; {left_out}' if left_out else ''})")

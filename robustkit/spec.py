@@ -88,12 +88,14 @@ class RunSpec:
     tsp_step : int
         Start from the checkpoint after this many TSP steps (0 = the pretrained model).
     train_size : int or None
-        Low-resource setting of He et al. 2021 section 3.2 (N training examples); None = all.
+        Low-resource setting of He et al. 2021 section 3.2 (N training examples); None (or
+        ``"all"``, stored as None) = all.
     eval_every : int or None
         Evaluate every this many steps, besides every epoch end.
     data_dir : str or None
-        Local folder of GLUE-format TSV files. Where the data lives is not part of the run id;
-        what it holds is (``data_fingerprint``).
+        Local folder of GLUE-format TSV files, or the data of a user task
+        (:mod:`robustkit.user_data`: a file, a folder, ``hub:NAME[:CONFIG]``). Where the data
+        lives is not part of the run id; what it holds is (``data_fingerprint``).
     top_k : int or None
         ``topk`` only: how many top encoder layers train (Houlsby et al. 2019 section 3.4).
     adapter_init_std : float or None
@@ -160,6 +162,8 @@ class RunSpec:
 
     def __post_init__(self):
         object.__setattr__(self, "method_options", option_pairs(self.method_options))
+        if self.train_size == "all":  # what --help and recipes call the full-data setting
+            object.__setattr__(self, "train_size", None)
 
     def __eq__(self, other: object) -> bool:
         """The same settings (``compare`` fields), whether either spec is resolved or not: a
@@ -204,8 +208,8 @@ class RunSpec:
             if not isinstance(getattr(self, name), str) or not getattr(self, name):
                 raise SpecError(f"{name} must be a non-empty string, got {getattr(self, name)!r}")
         if self.data_dir is not None and (not isinstance(self.data_dir, (str, os.PathLike)) or not str(self.data_dir)):
-            raise SpecError(f"data_dir must be a folder path, got {self.data_dir!r}")
-        get_task(self.task)
+            raise SpecError(f"data_dir must be a folder or file path, got {self.data_dir!r}")
+        get_task(self.task, self.data_dir)  # a user data task is read (and known) from here on
         for name, (low, high) in INT_BOUNDS.items():  # None: the method's default (optional fields)
             if getattr(self, name) is not None or name not in _OPTIONAL_INTS:
                 _check(name, getattr(self, name), int, minimum=low, maximum=high)

@@ -97,7 +97,8 @@ class Task:
     main_metric : str
         The metric used for model selection and reporting (as in He et al. 2021, table 2).
     source : str
-        ``"glue"`` (hub or local TSV) or ``"embedded"`` (an asset shipped with robustkit).
+        ``"glue"`` (hub or local TSV), ``"embedded"`` (an asset shipped with robustkit) or
+        ``"user"`` (the user's own data, :mod:`robustkit.user_data`).
     glue_config : str or None
         Configuration name of ``nyu-mll/glue`` (GLUE tasks only).
     label_names : tuple of str
@@ -168,20 +169,30 @@ TASKS: dict[str, Task] = {
 }
 
 
-def get_task(name: str | Task) -> Task:
+def get_task(name: str | Task, data_dir: str | Path | None = None) -> Task:
     """The registered task called ``name`` (a :class:`Task` is returned as is).
+
+    Besides the built-in tasks, a task of the user's own data (:mod:`robustkit.user_data`) is
+    known once registered in this process, or when ``data_dir`` names its data (a data file, a
+    folder of split files or of a saved dataset, ``hub:NAME[:CONFIG]``): it is read then.
 
     Raises
     ------
     TaskError
-        If no task has that name; the message lists the known tasks.
+        If no task has that name; the message lists the known tasks and says how to name data.
     """
     if isinstance(name, Task):
         return name
-    try:
+    if isinstance(name, str) and name in TASKS:
         return TASKS[name]
-    except (KeyError, TypeError):
-        raise TaskError(f"unknown task {name!r}; known tasks: {', '.join(TASKS)}") from None
+    from robustkit import user_data
+
+    if isinstance(name, str) and (data_dir is None or user_data.is_source(data_dir)):
+        loaded = user_data.ensure(name, data_dir)
+        if loaded is not None:
+            return loaded.task
+    raise TaskError(f"unknown task {name!r}; known tasks: {', '.join(TASKS)}; for your own data pass "
+                    "--data FILE_OR_DIR or --dataset NAME (robustkit.user_data.register in Python)") from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -223,7 +234,9 @@ def load_splits(
         Unknown task, missing files, empty or label-less splits, N + val_size larger than the
         training data.
     """
-    task = get_task(task)
+    task = get_task(task, data_dir)
+    if task.source == "user":
+        return _user_splits(task, data_dir, train_size, split_seed)
     if task.source == "embedded":
         base = dict(_embedded_splits(task.name, str(_asset_path(task.asset))))  # copy: the cache's
     elif data_dir is not None:
@@ -235,6 +248,20 @@ def load_splits(
     if train_size is None:
         return base
     return _low_resource(task, base, train_size, split_seed, val_size)
+
+
+def _user_splits(task: Task, data_dir, train_size: int | None, split_seed: int) -> dict[str, datasets.Dataset]:
+    """A user task's splits (:mod:`robustkit.user_data`: its test split is never validation)."""
+    from robustkit import user_data
+
+    loaded = user_data.ensure(task.name, data_dir)
+    for split, dataset in loaded.splits.items():
+        _check_labels(dataset, loaded.task, split)
+    if train_size is None:
+        return dict(loaded.splits)
+    if not isinstance(train_size, (int, np.integer)) or isinstance(train_size, bool) or train_size < 1:
+        raise TaskError(f"train_size must be a positive integer, got {train_size!r}")
+    return user_data.low_resource(loaded.splits, int(train_size), split_seed, loaded.task)
 
 
 def _low_resource(task: Task, base: dict, n: int, seed: int, val_size: int) -> dict[str, datasets.Dataset]:
@@ -546,14 +573,20 @@ def data_fingerprint(task: str | Task, data_dir: str | Path | None = None) -> st
       it, editing a label changes it. Files are hashed once per process (while unchanged);
     - the hub: ``hub:nyu-mll/glue/<config>``, with ``@<revision>`` when :data:`GLUE_REVISION`
       pins one. What the hub holds is only known once loaded: :func:`data_record` adds the
-      ``datasets`` library's fingerprints of the loaded splits.
+      ``datasets`` library's fingerprints of the loaded splits;
+    - the user's own data: ``user:sha256:<hex>``, a hash of its splits' contents
+      (:func:`robustkit.user_data.fingerprint`; the data is read for it).
 
     Raises
     ------
     TaskError
         Unknown task, or a ``data_dir`` without the task's files.
     """
-    task = get_task(task)
+    task = get_task(task, data_dir)
+    if task.source == "user":
+        from robustkit import user_data
+
+        return user_data.ensure(task.name, data_dir).fingerprint
     if task.source == "embedded":
         from robustkit.assets import ASSETS
 
@@ -572,9 +605,16 @@ def data_record(task: str | Task, data_dir: str | Path | None = None,
     folders the ``files`` read (name -> sha256) and the ``data_dir``; for the hub, the
     ``datasets`` library's fingerprint of each loaded split (``datasets``, from ``splits``).
     """
-    task = get_task(task)
+    task = get_task(task, data_dir)
     record = {"fingerprint": data_fingerprint(task, data_dir)}
-    if task.source == "embedded":
+    if task.source == "user":
+        from robustkit import user_data
+
+        loaded = user_data.ensure(task.name, data_dir)
+        record.update(source="user", data_dir=None if data_dir is None else str(data_dir), split_rule=loaded.rule,
+                      text_fields=list(task.text_fields), label_names=list(task.label_names),
+                      sizes={name: len(split) for name, split in loaded.splits.items()})
+    elif task.source == "embedded":
         record.update(source="embedded", asset=task.asset)
     elif data_dir is not None:
         paths = _tsv_files(task, Path(data_dir))

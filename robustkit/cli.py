@@ -25,6 +25,16 @@ def _ints(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
 
+def _train_size(text: str) -> int | str:
+    """``--train-size``: a positive count, or ``all`` (the full training data)."""
+    if text.strip().lower() == "all":
+        return "all"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of examples or 'all', got {text!r}") from None
+
+
 def _method_name(text: str) -> str:
     from robustkit.errors import MethodError
     from robustkit.methods.registry import get_method
@@ -72,9 +82,16 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     hyper.add_argument("--tsp-batch-size", type=int, help="TSP batch size; default: 32")
     hyper.add_argument("--tsp-seed", type=int, default=0, help="seed of the TSP run (shared by runs of all seeds); default: 0")
     data = parser.add_argument_group("data")
-    data.add_argument("--train-size", type=int, help="low-resource setting (He et al. 2021 3.2): N training + 1k validation examples drawn from the training data, the original validation split becomes test; default: all")
+    data.add_argument("--train-size", type=_train_size, help="low-resource setting (He et al. 2021 3.2): N training + 1k validation examples drawn from the training data, the original validation split becomes test (your own data: N of its training examples, validation and test as they are); all: the full training data; default: all (a preset's where one is given)")
     data.add_argument("--split-seed", type=int, default=0, help="seed of the low-resource draw; default: 0")
     data.add_argument("--data-dir", help="local folder of GLUE-format TSV files instead of the hub (GLUE tasks only)")
+    own = parser.add_argument_group("your own data (a task of its own; see robustkit.user_data)")
+    own.add_argument("--data", metavar="FILE_OR_DIR", help="a CSV, TSV, JSONL or parquet file (split 80/10/10 by a seeded, label-stratified rule), a folder of train/validation/test files, or a folder written by datasets' save_to_disk")
+    own.add_argument("--dataset", metavar="NAME[:CONFIG]", help="a Hugging Face hub dataset (datasets.load_dataset), any of its splits named train/validation/test (or dev, valid, ...)")
+    own.add_argument("--task-name", help="the task's name in run ids, tables and figures; default: the file's stem, the folder's or dataset's name")
+    own.add_argument("--text-column", help="the text column; default: found (text, sentence, review, ...; the only text column)")
+    own.add_argument("--text-pair-column", help="the second text of a sentence pair; default: found (sentence2, hypothesis, ...)")
+    own.add_argument("--label-column", help="the label column (float values: regression); default: found (label, labels, target, ...)")
 
 
 def _add_yes(parser: argparse.ArgumentParser) -> None:
@@ -123,6 +140,11 @@ def _specs_from_args(args) -> list:
         # the method options that are run-spec fields (--adapter-size, --top-k, ...), where given
         **{name: getattr(args, name) for name in spec_fields() if getattr(args, name) is not None},
     )
+    if args.data is not None or args.dataset is not None:  # the user's own data: a task named by it
+        from robustkit.user_data import run_fields
+
+        fields.update(run_fields(args.data, args.dataset, args.task_name or args.task, args.text_column,
+                                 args.text_pair_column, args.label_column))
     from robustkit.sweep import check_size
 
     fields = {name: value for name, value in fields.items() if value is not None}  # not given: the preset's, else RunSpec's

@@ -215,7 +215,9 @@ def preset_spec(name: str, recipe_dir: str | Path | None = None, **fields) -> Ru
 
     ``preset_spec("demo", method="lora", seed=2)`` is minilm-l6 on rt at the calibrated demo
     settings, LoRA at its calibrated rate (:func:`preset`); a field given wins over the preset,
-    and a method without a preset rate (and no ``lr`` given) takes its paper default.
+    and a method without a preset rate (and no ``lr`` given) takes its paper default. On the
+    user's own data the preset's ``train_size`` is capped at the data: smaller data trains on
+    all of it (:func:`_scaled_train_size`).
 
     Raises
     ------
@@ -226,7 +228,10 @@ def preset_spec(name: str, recipe_dir: str | Path | None = None, **fields) -> Ru
     from robustkit.methods.registry import get_method
 
     chosen = preset(name, recipe_dir)
+    given = fields
     fields = {**chosen["base"], **fields}
+    if "train_size" not in given:
+        fields["train_size"] = _scaled_train_size(fields)
     try:
         method = get_method(fields.get("method", RunSpec.method)).name
     except MethodError:
@@ -234,6 +239,22 @@ def preset_spec(name: str, recipe_dir: str | Path | None = None, **fields) -> Ru
     if "lr" not in fields and method in chosen["lr"]:
         fields["lr"] = chosen["lr"][method]
     return RunSpec(**fields)
+
+
+def _scaled_train_size(fields: dict):
+    """A preset's ``train_size`` scaled to the data: the user's own data (a task of
+    :mod:`robustkit.user_data`) with fewer training examples than the preset's N trains on all
+    of them. Built-in tasks keep the preset's N (their data is known to hold it)."""
+    size = fields.get("train_size")
+    if not isinstance(size, int) or isinstance(size, bool):
+        return size
+    from robustkit import tasks, user_data
+
+    task = tasks.get_task(fields.get("task", RunSpec.task), fields.get("data_dir"))
+    if task.source != "user":
+        return size
+    available = len(user_data.ensure(task.name, fields.get("data_dir")).splits["train"])
+    return None if size >= available else size
 
 
 def _scale_section(path: Path, scale: str, section: dict) -> dict:

@@ -274,7 +274,8 @@ def _low_resource(task: Task, base: dict, n: int, seed: int, val_size: int) -> d
     if n > available:
         raise TaskError(
             f"train_size={n} is more than the {max(available, 0)} training examples available for "
-            f"task {task.name!r} ({len(train)} in its train split minus val_size={val_size})"
+            f"task {task.name!r} ({len(train)} in its train split minus val_size={val_size}); pass a smaller "
+            "--train-size, or --train-size all for the full data"
         )
     # One permutation per (task size, seed): train takes its head, validation its tail, so the
     # validation set is the same for every N and smaller training sets nest in larger ones.

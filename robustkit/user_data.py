@@ -67,7 +67,7 @@ import pandas as pd
 
 from robustkit.errors import TaskError
 
-__all__ = ["USER_SPLIT_SEED", "UserData", "register", "registered", "read", "fingerprint", "is_source",
+__all__ = ["USER_SPLIT_SEED", "UserData", "ensure", "register", "registered", "read", "run_fields", "fingerprint", "is_source",
            "source_string", "TEXT_NAMES", "PAIR_NAMES", "LABEL_NAMES"]
 
 USER_SPLIT_SEED = 20210601
@@ -164,7 +164,6 @@ def ensure(name: str, data_dir: str | Path | None) -> UserData | None:
     if loaded is not None and loaded.source == source and signature is not None and _SIGNATURES.get(name) == signature:
         return loaded
     register(source, name)
-    _SIGNATURES[name] = signature
     return _REGISTRY[name]
 
 
@@ -204,10 +203,35 @@ def register(data, name: str | None = None, text_columns: tuple[str, ...] | list
     TaskError
         See :func:`read`.
     """
+    signature = _signature(_parse(str(data))[0]) if isinstance(data, (str, Path)) else None
     loaded = read(data, name, text_columns, label_column)  # a name registered again takes the new data
     _REGISTRY[loaded.task.name] = loaded
-    _SIGNATURES.pop(loaded.task.name, None)
+    _SIGNATURES[loaded.task.name] = signature  # stat before the read: a file changed since is read again
     return loaded.task
+
+
+def run_fields(data: str | Path | None = None, dataset: str | None = None, name: str | None = None,
+               text_column: str | None = None, text_pair_column: str | None = None,
+               label_column: str | None = None) -> dict[str, str]:
+    """The ``task`` and ``data_dir`` of runs on user data given by a path (``data``) or a hub
+    dataset (``dataset``, ``NAME`` or ``NAME:CONFIG``), read and registered now: what
+    ``robustkit train --data`` / ``--dataset`` put into the run spec.
+
+    Raises
+    ------
+    TaskError
+        Both or neither of ``data`` and ``dataset``; a pair column without a text column; see
+        :func:`read`.
+    """
+    if (data is None) == (dataset is None):
+        raise TaskError("give one of --data FILE_OR_DIR and --dataset NAME[:CONFIG]")
+    if text_pair_column and not text_column:
+        raise TaskError("--text-pair-column needs --text-column (the first text of the pair)")
+    columns = tuple(c for c in (text_column, text_pair_column) if c) or None
+    location = str(data) if data is not None else HUB_PREFIX + dataset
+    source = source_string(location, columns, label_column)
+    task = register(source, name)
+    return {"task": task.name, "data_dir": source}
 
 
 def read(data, name: str | None = None, text_columns: tuple[str, ...] | list[str] | None = None,

@@ -171,3 +171,31 @@ def test_full_and_houlsby_train_on_a_csv_and_record_the_data(tmp_path):
         assert run_dir.name.startswith(f"reviews-{method}-bert-tiny-")
         assert manifest["data"]["source"] == "user" and manifest["data"]["label_names"] == ["neg", "pos"]
         assert manifest["data"]["sizes"] == {"train": 48, "validation": 6, "test": 6}
+
+
+def test_train_cli_takes_a_csv_a_preset_and_train_size_all(tmp_path, capsys):
+    """`--data FILE --preset demo` trains on all of a small file (the preset's 1k is capped);
+    `--train-size all` parses; the run is named after the file."""
+    from robustkit.cli import main
+
+    frame = reviews().rename(columns={"review": "body", "sentiment": "stars"})
+    path = write(frame, tmp_path / "shop.csv")
+    store = tmp_path / "runs"
+    args = ["train", "--data", str(path), "--text-column", "body", "--label-column", "stars", "--preset", "demo",
+            "--model", "bert-tiny", "--method", "full", "--epochs", "1", "--max-length", "32", "--store", str(store)]
+    assert main(args) == 0
+    (run,) = [p for p in store.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert run.name.startswith("shop-full-bert-tiny-") and manifest["spec"]["train_size"] is None
+    assert main([*args, "--train-size", "all"]) == 0  # the same run: all is the default here
+    assert main([*args, "--train-size", "all", "--task-name", "shop2"]) == 0
+    assert {p.name.split("-")[0] for p in store.iterdir() if not p.name.startswith(".")} == {"shop", "shop2"}
+
+
+def test_a_preset_on_built_in_small_data_says_what_to_pass(tmp_path, rte_folder):
+    from robustkit.recipes import preset_spec
+
+    glue = rte_folder(tmp_path / "glue")
+    with pytest.raises(TaskError, match="--train-size all"):
+        load_splits("rte", data_dir=glue, train_size=1000)
+    assert preset_spec("demo", task="rte", data_dir=str(glue), train_size="all").resolved().train_size is None

@@ -159,6 +159,10 @@ class Figure:
             raise FigureError(f"figure {self.name!r}: pass ax= (one panel) or fig= (any panels), not both")
         if target is not None and (subtitle or footer):
             raise FigureError(f"figure {self.name!r}: subtitle and footer go on the figure's own canvas, not with ax= or fig=")
+        try:
+            canvas.check(target)  # before the analysis runs, which may take minutes
+        except canvas.CanvasError as error:
+            raise FigureError(f"figure {self.name!r}: {error}") from None
         values, frame = self._frame(store, select, params, device)
         result = self.shown(frame, store, select, **values)
         plot = load(self.plot)

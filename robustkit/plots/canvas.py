@@ -41,13 +41,18 @@ def into(target: Axes | FigureBase | None) -> Iterator[None]:
     target : matplotlib Axes, Figure or SubFigure, or None
         Where the panels go.
     """
-    if target is not None and not isinstance(target, (Axes, FigureBase)):
-        raise CanvasError(f"expected a matplotlib Axes (ax=) or Figure/SubFigure (fig=), got {type(target).__name__}")
+    check(target)
     token = _TARGET.set(target)
     try:
         yield
     finally:
         _TARGET.reset(token)
+
+
+def check(target: object) -> None:
+    """Raise :class:`CanvasError` unless ``target`` is None, a matplotlib Axes, Figure or SubFigure."""
+    if target is not None and not isinstance(target, (Axes, FigureBase)):
+        raise CanvasError(f"expected a matplotlib Axes (ax=) or Figure/SubFigure (fig=), got {type(target).__name__}")
 
 
 def current() -> Axes | FigureBase | None:

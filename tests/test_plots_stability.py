@@ -97,7 +97,8 @@ def test_title_subtitle_and_footer(tmp_path):
     footer = "Claim: std over seeds houlsby < full (Levene, one-sided).\nVerdict: inconclusive (n = 4 per method, p = 0.41)."
     decorate(fig, subtitle="minilm-l6 on rt, stand-in for BERT-base on SST-2", footer=footer)
     texts = figure_texts(fig)
-    assert "Han et al. 2021, figure 2 — minilm-l6 on rt" in texts
+    # what was run is said once: by the subtitle, which names it, not again in the title
+    assert "Han et al. 2021, figure 2" in texts and not any(" — minilm-l6 on rt" in t for t in texts)
     assert "minilm-l6 on rt, stand-in for BERT-base on SST-2" in texts
     assert any("Verdict: inconclusive" in t for t in texts) and any(t.startswith("Claim:") for t in texts)
     # no note ends on a lone word

@@ -235,6 +235,7 @@ def set_title(fig: Figure, title: str) -> Text:
         old.remove()
     artist = fig.text(0.5, 1.0, title, ha="center", va="bottom", fontsize=TITLE_SIZE)
     fig._rk_title = [artist]
+    _said_once(fig)
     _restack(fig)
     return artist
 
@@ -247,8 +248,23 @@ def add_subtitle(fig: Figure, text: str | None) -> list[Text]:
     artists = [fig.text(0.5, 1.0, "\n".join(wrap(fig, part, SUBTITLE_SIZE)), ha="center", va="bottom",
                         fontsize=SUBTITLE_SIZE, color="#333333") for part in _paragraphs(text)]
     _stack(fig, "_rk_subtitles").extend(artists)
+    _said_once(fig)
     _restack(fig)
     return artists
+
+
+def _said_once(fig: Figure) -> None:
+    """Say what was run once: a title ``"<figure> — <model> on <task>"`` (:func:`paper_title`)
+    loses its ``— <model> on <task>`` where a subtitle already names them (``"minilm-l6 on rt
+    (stand-in for bert-base-uncased on rte)"``)."""
+    said = " ".join(t.get_text() for t in _stack(fig, "_rk_subtitles"))
+    for title in _stack(fig, "_rk_title"):
+        head, dash, rest = title.get_text().partition(" — ")
+        # the whole rest, or it less paper_title's extra (", layer-shared adapters", which stays)
+        for used in (rest, rest.rsplit(", ", 1)[0]):
+            if dash and " on " in used and used in said:
+                title.set_text(head + rest[len(used):])
+                break
 
 
 def legend_below(fig: Figure, ax: plt.Axes | None, handles: Sequence, title: str | None = None,
@@ -272,12 +288,37 @@ def legend_below(fig: Figure, ax: plt.Axes | None, handles: Sequence, title: str
         width = max((len(getattr(h, "get_label", lambda: "")()) for h in handles), default=10)
         ncols = max(1, min(len(handles), int(_panel_size(fig)[0] * 72 / (fontsize * 0.6 * width + 40))))
     owner = fig if ax is None else ax
-    legend = owner.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=fig.transFigure,
-                          ncols=ncols, fontsize=fontsize, title=title, title_fontsize=fontsize, frameon=False)
+    while True:  # no wider than the panels: fewer columns until it fits (_fit_legend wraps one)
+        legend = owner.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=fig.transFigure,
+                              ncols=ncols, fontsize=fontsize, title=title, title_fontsize=fontsize, frameon=False)
+        if ncols <= 1 or _width_in(fig, legend) <= _panel_size(fig)[0]:
+            break
+        legend.remove()
+        ncols -= 1
+    _fit_legend(fig, legend, _panel_size(fig)[0], fontsize)
     footer = _stack(fig, "_rk_footer")
     footer.insert(0, legend)  # the legend comes first, right under the panels
     _restack(fig)
     return legend
+
+
+def _fit_legend(fig: Figure, legend: Legend, width_in: float, fontsize: float) -> None:
+    """Keep a one-column ``legend`` within ``width_in`` inches (the panels' width) by wrapping its
+    long labels: a legend wider than its plot widens the canvas and hangs past the panels."""
+    excess = _width_in(fig, legend) - width_in
+    if excess <= 0:
+        return
+    renderer = _renderer(fig)
+    texts = legend.get_texts()
+    widest = max(t.get_window_extent(renderer).width / fig.dpi for t in texts)
+    room = max(widest - excess, 1.0)  # the markers and padding keep their width
+    for text in texts:
+        if text_width_in(fig, text.get_text(), fontsize) > room:
+            text.set_text("\n".join(wrap(fig, text.get_text(), fontsize, room)))
+
+
+def _width_in(fig: Figure, artist) -> float:
+    return artist.get_window_extent(_renderer(fig)).width / fig.dpi
 
 
 def add_note(fig: Figure, text: str | None, fontsize: float = NOTE_SIZE, color: str = "#222222",

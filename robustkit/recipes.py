@@ -17,6 +17,10 @@ A recipe names the runs a figure needs at each scale, the registered figure that
     [paper]                              # the same at the paper's scale; say which table
     params = { n = 1000 }                # optional per-scale parameters, over the recipe's
 
+A recipe may name the user's own data (:mod:`robustkit.user_data`) as its task: ``task =
+"reviews"`` and ``data_dir = "reviews.csv"`` in ``[<scale>.base]``, a relative path being
+relative to the recipe file's folder (or the recipe folder).
+
 ``analyses/defaults.toml`` holds each scale's shared settings: ``[<scale>.base]`` (fields every
 run of that scale starts from) and ``[<scale>.lr]`` (learning rate per method where a grid sets
 none). Runs are identified by their settings alone (:attr:`robustkit.spec.RunSpec.run_id`), so
@@ -161,6 +165,8 @@ def load_recipe(name: str, folder: str | Path = RECIPE_DIR) -> Recipe:
     if unknown or missing:
         raise RecipeError(f"recipe {path}: unknown key(s) {unknown}, missing key(s) {missing}")
     scales = {scale: _scale_section(path, scale, raw[scale]) for scale in SCALES if scale in raw}
+    for section in scales.values():  # the user's data next to the recipe: found from any working folder
+        section["base"] = _data_beside(section["base"], path.parent, Path(folder))
     if not scales:
         raise RecipeError(f"recipe {path} defines no scale; expected a [demo] and/or [paper] section")
     claims = raw.get("claim", [])
@@ -239,6 +245,21 @@ def preset_spec(name: str, recipe_dir: str | Path | None = None, **fields) -> Ru
     if "lr" not in fields and method in chosen["lr"]:
         fields["lr"] = chosen["lr"][method]
     return RunSpec(**fields)
+
+
+def _data_beside(base: dict, *folders: Path) -> dict:
+    """``base`` with a relative ``data_dir`` (a recipe naming the user's own data, e.g.
+    ``data_dir = "reviews.csv"``) taken relative to the first of ``folders`` (the recipe file's
+    folder, then the recipe folder) where it exists; else as it is (the working folder).
+    Column choices (``#text=...``) and ``hub:`` names are kept as they are."""
+    data_dir = base.get("data_dir")
+    if not isinstance(data_dir, str) or data_dir.startswith("hub:") or Path(data_dir).is_absolute():
+        return base
+    location, sep, choices = data_dir.partition("#")
+    for folder in folders:
+        if (folder / location).exists():
+            return {**base, "data_dir": str(folder / location) + sep + choices}
+    return base
 
 
 def _scaled_train_size(fields: dict):

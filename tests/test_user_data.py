@@ -199,3 +199,67 @@ def test_a_preset_on_built_in_small_data_says_what_to_pass(tmp_path, rte_folder)
     with pytest.raises(TaskError, match="--train-size all"):
         load_splits("rte", data_dir=glue, train_size=1000)
     assert preset_spec("demo", task="rte", data_dir=str(glue), train_size="all").resolved().train_size is None
+
+
+def test_a_recipe_names_the_task_and_a_claim_is_judged_on_it(tmp_path):
+    """A recipe next to its CSV trains full and houlsby on it; box-seeds is drawn with the
+    task's name as panel title and the claim's verdict rows name the task."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import robustkit
+    from robustkit import figures
+    from robustkit.recipes import load_recipe
+    from robustkit.train import train
+
+    folder = tmp_path / "recipes" / "mine"
+    write(reviews(), folder / "reviews.csv")
+    (folder / "seeds.toml").write_text('''
+title = "Seeds on my reviews"
+figure = "box-seeds"
+params = { split = "test" }
+output = "mine.pdf"
+
+[[claim]]
+id = "spread"
+says = "adapters vary less than full fine-tuning over seeds"
+statistic = "scores.score"
+compare = "spread"
+by = "method"
+a = "houlsby"
+b = "full"
+direction = "less"
+
+[demo.base]
+task = "reviews"
+data_dir = "reviews.csv#label=sentiment"
+model = "bert-tiny"
+train_size = "all"
+epochs = 1
+batch_size = 16
+max_length = 32
+adapter_size = 16
+[demo.grid]
+method = ["houlsby", "full"]
+seed = [0, 1]
+''')
+    recipe = load_recipe("mine/seeds", tmp_path / "recipes")
+    store = tmp_path / "runs"
+    specs = recipe.specs("demo", defaults={})
+    assert {s.task for s in specs} == {"reviews"} and len(specs) == 4
+    for spec in specs:
+        train(spec, store, progress=False)
+    fig = figures.draw("box-seeds", store, split="test")
+    assert [ax.get_title() for ax in fig.axes if ax.get_visible() and ax.get_title()] == ["reviews"]
+    verdicts = robustkit.claims(store, ["mine/seeds"], recipe_dir=tmp_path / "recipes")
+    # judged (bert-tiny's 3 steps learn nothing: every run failed, too few runs to decide)
+    assert list(verdicts["recipe"]) == ["mine/seeds"] and list(verdicts["claim"]) == ["spread"]
+    assert verdicts["verdict"].iloc[0] in {"agrees", "contradicts", "inconclusive"}
+
+
+def test_box_seeds_panels_name_data_by_a_short_fingerprint():
+    """Runs of one task on two versions of its data get a panel each, titled by 8 hex digits."""
+    from robustkit.plots.stability import _panel_title
+
+    title = _panel_title("reviews", ["data_fingerprint"], ("user:sha256:" + "ab" * 32,))
+    assert title == "reviews: data user:abababab"

@@ -428,10 +428,21 @@ def _panel_title(task: str, keys: list[str], combo: tuple, most: int = 3) -> str
     imported = settings.get("import_id")
     if not _missing(imported):
         settings = {"import_id": imported}
-    shown = [f"{_column_label(k)} {_x_label(v)}" if k != "import_id" else f"import {v}"
+    shown = [f"import {v}" if k == "import_id" else _data_label(v) if k == "data_fingerprint"
+             else f"{_column_label(k)} {_x_label(v)}"
              for k, v in settings.items() if not _missing(v) or k == "train_size"]
     parts += shown[:most] + (["..."] if len(shown) > most else [])
     return ": ".join(parts[:2]) + "".join(f", {p}" for p in parts[2:])
+
+
+def _data_label(fingerprint) -> str:
+    """A data fingerprint as a panel title says it: its kind and 8 hex digits (``data
+    user:673d5df8``), not 64 (``user:sha256:673d...``); the legacy default (None) is the task's
+    own data."""
+    if _missing(fingerprint):
+        return "data: the task's own"
+    kind, _, digest = str(fingerprint).rpartition("sha256:")
+    return f"data {kind}{digest[:8]}" if kind else f"data {fingerprint}"
 
 
 def _column_label(column: str) -> str:

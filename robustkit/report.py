@@ -106,7 +106,7 @@ def damaged_notes(store: str | Path) -> list[str]:
     damaged = runs[runs["status"] == DAMAGED] if "problem" in runs else runs.iloc[:0]
     lines = [f"DAMAGED {row.run_id}: {row.problem}" for row in damaged.itertuples()]
     if lines:
-        lines.append(f"{len(lines)} damaged run(s) left out of every analysis: `robustkit verify {store}` checks every "
+        lines.append(f"{len(lines)} damaged run{'' if len(lines) == 1 else 's'} left out of every analysis: `robustkit verify {store}` checks every "
                      f"checkpoint and says what to do; `robustkit verify {store} --repair` moves them aside so that "
                      "the next sweep trains them again")
     return lines

@@ -129,10 +129,10 @@ def render(frame: pd.DataFrame, fmt: str = "table", keep: Sequence[str] = (), wi
         others = len(constant) - len(said)
         known = lambda c: cells[c][cells[c] != ""]  # noqa: E731
         text = ", ".join(f"{c}={known(c).iloc[0]}{'' if len(known(c)) == len(frame) else ' where known'}" for c in said)
-        lines.append(_wrapped("all rows: " + text + (f"{', ' if said else ''}{others} other setting(s) alike" if others else ""), width))
+        lines.append(_wrapped("all rows: " + text + (f"{', ' if said else ''}{plural(others, 'other setting')} alike" if others else ""), width))
     lines.append(cells[shown].to_string(index=False))
     if left_out or shortened:
-        parts = ([f"{len(left_out)} more column(s) past the terminal's {width} characters: {', '.join(map(str, left_out))}"]
+        parts = ([f"{plural(len(left_out), 'more column')} past the terminal's {width} characters: {', '.join(map(str, left_out))}"]
                  if left_out else [])
         parts += [f"{', '.join(shortened)} shortened to fit {width} characters"] if shortened else []
         lines.append(_wrapped("; ".join(parts) + " (-o FILE writes them all, --format csv prints them)", width))
@@ -160,6 +160,11 @@ def _fit_keys(cells: pd.DataFrame, keys: Sequence[str], sizes: dict, width: int)
         if widest not in shortened:
             shortened.append(widest)
     return shortened
+
+
+def plural(n: int, thing: str, many: str | None = None) -> str:
+    """``"1 more column"``, ``"3 more columns"``: a count with its noun in the right number."""
+    return f"{n} {thing if n == 1 else many or thing + 's'}"
 
 
 def cell(column: str, value, width: int = CELL_WIDTH) -> str:

@@ -48,11 +48,11 @@ def test_runs_shows_the_columns_people_ask_for_within_the_terminal(store_with_im
     for column in ("model", "method", "seed", "outcome", "best_val", "best_test"):
         assert f" {column}" in header, header
     assert "all rows: task=rte" in out  # said once, not a column
-    assert " task " not in header and "more column(s)" in out and "status" in out
+    assert " task " not in header and "more column" in out and "status" in out
     monkeypatch.setenv("COLUMNS", "160")
     assert main(["runs", str(store_with_import)]) == 0
     out = capsys.readouterr().out
-    assert " best_test" in out and "more column(s)" not in out
+    assert " best_test" in out and "more column" not in out
     table = runs_table(store_with_import)
     # the words of robustkit.collapse (a run never above the majority class is not-learned)
     assert set("/".join(table["outcome"]).split("/")) <= {"ok", "not-learned", "collapsed"}, table["outcome"]
@@ -74,7 +74,7 @@ def test_render_cuts_to_the_width_and_names_what_it_left_out():
     text = render(frame, width=80)
     assert all(len(line) <= 80 for line in text.splitlines())
     assert "all rows: task=rt" in text and "lora.r" not in text and "0.1235" in text
-    assert "more column(s) past the terminal's 80 characters: long_column_" in text and "-o FILE" in text
+    assert "more columns past the terminal's 80 characters: long_column_" in text and "-o FILE" in text
     assert render(frame, "csv").splitlines()[0].split(",") == list(frame.columns)
 
 
@@ -147,7 +147,7 @@ def test_claims_prints_a_table_for_people_and_every_row_on_request(tmp_path, cap
     assert "verdict" in header and "all rows: verdict" not in out  # kept though every verdict is the same
     said_once = next(line for line in out.splitlines() if line.startswith("all rows: "))
     # the reason is a key: shown (shortened to fit), the effect's columns cut for it
-    assert "effect_name=std ratio a/b" in said_once and "reason" in header and "more column(s)" in out
+    assert "effect_name=std ratio a/b" in said_once and "reason" in header and "more column" in out
     assert "spread of han2021/fig1: p = 0.0712" in out and "reason shortened" in out
     assert "n=5 vs 5" in said_once  # n as runs (robustkit.evidence.n_text)
     assert "4 claims (" in out and "evidence unit" in out  # the tally under the table, by evidence unit

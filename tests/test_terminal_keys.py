@@ -131,3 +131,13 @@ def test_every_line_fits_when_the_keys_do(width):
                           **{f"setting_{i}": [f"v{i}-{j}" * 4 for j in range(3)] for i in range(12)}})
     text = terminal.render(frame, width=width, keys=("run_id", "outcome", "value"), identity=[f"setting_{i}" for i in range(12)])
     assert all(len(line) <= width for line in text.splitlines()) and "outcome" in _header(text, "run_id")
+
+
+def test_counts_under_a_table_take_the_right_plural():
+    frame = pd.DataFrame({"run_id": ["a", "b"], "value": [0.5, 0.6], "wide": ["x" * 30, "y" * 30],
+                          "lr": [1e-4, 1e-4], "seed": [0, 0]})
+    one = terminal.render(frame, width=45, keys=("run_id", "value"))
+    assert "1 more column past" in one and "column(s)" not in one, one
+    two = terminal.render(frame.assign(other=["z" * 30, "w" * 30]), width=45, keys=("run_id", "value"))
+    assert "2 more columns past" in two, two
+    assert terminal.plural(1, "other setting") == "1 other setting" and terminal.plural(2, "run") == "2 runs"

@@ -9,7 +9,8 @@ task's text columns (named as in the hub's ``nyu-mll/glue``), an integer ``label
 
 Splits without ``train_size`` (the full-data setting)
     GLUE: train = original train, validation = original validation and, because GLUE's test
-    labels are hidden (-1), test = original validation as well (the same examples).
+    labels are hidden (-1), test = original validation as well (the same examples). A local
+    TSV folder whose ``test.tsv`` has labels (every column of ``train.tsv``) tests on it.
     ``mnli`` validates on ``validation_matched``, ``mnli-mm`` on ``validation_mismatched``.
 
     Embedded tasks: a fixed split, stratified by label, seeded by :data:`EMBEDDED_SPLIT_SEED`:
@@ -35,7 +36,8 @@ Low-resource splits (He et al. 2021, §3.2 and appendix A.1), ``train_size=N``
     by ``split_seed`` gives the new train split (its first N examples) and the new validation
     split (its last ``val_size``, 1k in the paper), which are disjoint; the task's validation
     split becomes the test split (for ``rt`` and ``polarity``: their fixed 10 % validation split;
-    their fixed test split is then unused). For a given (task, split_seed) the N=1k train set is contained
+    their fixed test split is then unused; a local GLUE folder's labelled ``test.tsv`` stays the
+    test split). For a given (task, split_seed) the N=1k train set is contained
     in the N=5k one and the validation set does not depend on N.
 """
 
@@ -283,7 +285,9 @@ def _low_resource(task: Task, base: dict, n: int, seed: int, val_size: int) -> d
     return {
         "train": train.select(np.sort(order[:n])),
         "validation": train.select(np.sort(order[len(order) - val_size :])),
-        "test": base["validation"],
+        # GLUE's test is its validation split unless a local folder has a labelled test.tsv:
+        # that one is the test split here too. Embedded tasks keep testing on validation.
+        "test": base["test"] if task.source == "glue" else base["validation"],
     }
 
 
@@ -387,12 +391,27 @@ _DEV_FILE = {
 
 
 def _load_glue_local(task: Task, data_dir: Path) -> dict[str, datasets.Dataset]:
-    """Train and dev TSV files of the GLUE download; test = dev, as for the hub."""
+    """Train and dev TSV files of the GLUE download; test = a labelled ``test.tsv`` where the
+    folder has one (:func:`_labelled_test`), else dev, as for the hub."""
     fmt = _GLUE_TSV[task.glue_config]
     folder = _glue_folder(data_dir, fmt, task)
     train = _read_glue_tsv(folder / "train.tsv", fmt, task, "train")
     validation = _read_glue_tsv(folder / _DEV_FILE[task.validation_split], fmt, task, "validation")
-    return {"train": train, "validation": validation, "test": validation}
+    test_file = _labelled_test(folder, fmt)
+    test = validation if test_file is None else _read_glue_tsv(test_file, fmt, task, "test")
+    return {"train": train, "validation": validation, "test": test}
+
+
+def _labelled_test(folder: Path, fmt: _TsvFormat) -> Path | None:
+    """``folder/test.tsv`` if it has every column of the task's format, the label included; None
+    otherwise. The GLUE download's test files hold no labels (they are ignored, as before); a
+    user's labelled one is the test split, never dev (and part of the data's fingerprint)."""
+    path = folder / "test.tsv"
+    if fmt.names or not path.is_file():  # header-less formats (CoLA): no header to tell by
+        return None
+    with open(path, encoding="utf-8-sig") as handle:
+        header = handle.readline().rstrip("\r\n").split("\t")
+    return path if all(column in header for column in fmt.columns) else None
 
 
 def _glue_folder(data_dir: Path, fmt: _TsvFormat, task: Task) -> Path:
@@ -570,7 +589,7 @@ def data_fingerprint(task: str | Task, data_dir: str | Path | None = None) -> st
       ``assets.toml`` (the asset layer re-fetches a cached file that does not match its pin,
       so the pin is what is read);
     - local GLUE TSV folder (``data_dir``): ``tsv:sha256:<hex>``, a hash of the name and sha256
-      of each file the task reads (train and dev), not of their path: moving the folder keeps
+      of each file the task reads (train, dev and a labelled test), not of their path: moving the folder keeps
       it, editing a label changes it. Files are hashed once per process (while unchanged);
     - the hub: ``hub:nyu-mll/glue/<config>``, with ``@<revision>`` when :data:`GLUE_REVISION`
       pins one. What the hub holds is only known once loaded: :func:`data_record` adds the
@@ -635,7 +654,8 @@ def _tsv_files(task: Task, data_dir: Path) -> list[Path]:
     for split, path in zip(("train", "validation"), paths):
         if not path.is_file():
             raise TaskError(f"task {task.name!r}: missing GLUE {split} file {path}")
-    return paths
+    test = _labelled_test(folder, fmt)
+    return paths + ([test] if test is not None else [])
 
 
 # (path, inode, size, mtime) -> sha256 of the files hashed by this process

@@ -263,3 +263,21 @@ def test_box_seeds_panels_name_data_by_a_short_fingerprint():
 
     title = _panel_title("reviews", ["data_fingerprint"], ("user:sha256:" + "ab" * 32,))
     assert title == "reviews: data user:abababab"
+
+
+def test_a_labelled_glue_test_tsv_is_the_test_split_and_part_of_the_id(tmp_path, rte_folder):
+    """The old route (data disguised as GLUE): test.tsv was ignored and test was dev.tsv."""
+    glue = rte_folder(tmp_path / "glue")
+    spec = RunSpec(task="rte", data_dir=str(glue), **FAST)
+    before = spec.run_id
+    assert load_splits("rte", data_dir=glue)["test"]["sentence1"] == load_splits("rte", data_dir=glue)["validation"]["sentence1"]
+    rows = ["index\tsentence1\tsentence2\tlabel", "0\tA cat sleeps.\tAn animal rests.\tentailment",
+            "1\tIt rains.\tThe sun shines.\tnot_entailment"]
+    (glue / "RTE" / "test.tsv").write_text("\n".join(rows) + "\n")
+    splits = load_splits("rte", data_dir=glue)
+    assert splits["test"]["sentence1"] == ["A cat sleeps.", "It rains."] and len(splits["validation"]) == 12
+    assert load_splits("rte", data_dir=glue, train_size=4, val_size=8)["test"]["sentence1"] == ["A cat sleeps.", "It rains."]
+    assert RunSpec(task="rte", data_dir=str(glue), **FAST).run_id != before
+    # the GLUE download's unlabelled test.tsv is not a test split (ids of such folders stay)
+    (glue / "RTE" / "test.tsv").write_text("index\tsentence1\tsentence2\n0\ta\tb\n")
+    assert RunSpec(task="rte", data_dir=str(glue), **FAST).run_id == before

@@ -4,14 +4,16 @@ and what to do, and with ``repair`` move them aside so that the next sweep train
 A run is damaged when its manifest is missing while checkpoints or logs are left, cannot be
 read, is not JSON, has the wrong shape (:func:`robustkit.store.schema.manifest_problem`) or does
 not match its own sha256, when a checkpoint file or a training log it lists
-(:mod:`robustkit.store.logs`) is missing or does not hash to its sha256, or when a finished
+(:mod:`robustkit.store.logs`) is missing or does not hash to its sha256 (an interrupted run's
+logs: to the manifest's or its ``last`` checkpoint's, what resuming accepts), or when a finished
 fine-tuning run lacks ``best`` or ``last`` (:func:`robustkit.store.integrity.run_problems`).
 Every file is hashed, never loaded, whatever the readers' verification cache remembers; the
 hashes are remembered there for them.
 
 Cached analysis frames (``<store>/.cache/<analysis>/*.parquet``) are checked against the sha256
-written beside them (:func:`robustkit.analysis.cache.frame_problem`): a damaged one is never read
-(it is computed again), and repair removes it.
+written beside them, of the file's name (run id, cache key) with its bytes
+(:func:`robustkit.analysis.cache.frame_problem`): a damaged one, or one copied over another
+run's or key's, is never read (it is computed again), and repair removes it.
 
 A run folder this process may not read (a folder or file without read permission) is reported
 ``unreadable``, never moved: nothing in it is wrong that moving it would mend. A run whose

@@ -33,7 +33,7 @@ import pytest
 
 PLOTS = Path(__file__).resolve().parents[1] / "robustkit" / "plots"
 DRAWING = {"matplotlib", "seaborn", "numpy", "pandas"}
-COLLAPSE_NAMES = {"OK", "COLLAPSED", "DIVERGED", "OUTCOMES", "kept", "label"}
+COLLAPSE_NAMES = {"OK", "NOT_LEARNED", "COLLAPSED", "DIVERGED", "OUTCOMES", "FAILED_WORDS", "kept", "label"}
 METHOD_NAMES = {"method_colours", "method_labels", "short_config"}
 # Which run settings vary inside a group: it decides panels and rows, computes no statistic.
 LAYOUT_HELPERS = {"robustkit.analysis.pooling": {"mixed_settings"}}

@@ -67,3 +67,11 @@ def test_stats_says_why_a_table_is_empty(tiny_store, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "(no rows)" not in out and "(no test: no cell holds two groups of --by method to compare)" in out, out
     assert "failed (not-learned, collapsed or diverged) runs" in out
+
+
+def test_figures_mark_failed_runs_in_the_outcome_words():
+    # the grey x marks every run that is no result: not-learned ones too, not as "collapsed"
+    from robustkit.plots import style
+
+    label = style.collapsed_handle().get_label()
+    assert all(word in label for word in (collapse.NOT_LEARNED, collapse.COLLAPSED, collapse.DIVERGED)), label

@@ -249,7 +249,7 @@ def _extra_handles(data: pd.DataFrame) -> list:
         handles.append(style.baseline_handle())
     if (data["outcome"] != collapse.OK).any():
         handles.append(Line2D([], [], color=style.COLLAPSED_STYLE["color"], linestyle=":", marker="x", markersize=3,
-                              label="run that ended collapsed (stuck at majority class)"))
+                              label=f"failed run ({collapse.FAILED_WORDS})"))
     return handles
 
 

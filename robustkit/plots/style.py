@@ -37,6 +37,7 @@ from matplotlib.lines import Line2D
 from matplotlib.text import Text
 from matplotlib.transforms import ScaledTranslation
 
+from robustkit.collapse import FAILED_WORDS
 from robustkit.methods.registry import method_colours, method_labels, short_config
 from robustkit.plots import canvas
 
@@ -48,7 +49,8 @@ METHOD_COLORS = method_colours()
 PERCENT = {"accuracy", "f1", "pwws success", "deepwordbug success"}
 SCALED = {"mcc", "pearson", "spearman"}
 
-COLLAPSED_LABEL = "collapsed (stuck at majority class)"
+# The grey x marks every run that is no result, in the outcome words of robustkit.collapse.
+COLLAPSED_LABEL = f"failed run ({FAILED_WORDS})"
 COLLAPSED_STYLE = {"marker": "x", "color": "#7f7f7f", "linestyle": "none", "markersize": 5, "markeredgewidth": 1.2}
 BASELINE_LABEL = "majority-class baseline"
 BASELINE_STYLE = {"color": "#444444", "linestyle": "--", "linewidth": 1.0}
@@ -189,7 +191,7 @@ def without_failed(runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
 
 
 def collapsed_handle() -> Line2D:
-    """Legend entry of the collapsed-run marker."""
+    """Legend entry of the failed-run marker (not-learned, collapsed or diverged)."""
     return Line2D([], [], **COLLAPSED_STYLE, label=COLLAPSED_LABEL)
 
 

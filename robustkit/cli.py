@@ -376,7 +376,7 @@ def _add_claims_command(commands) -> None:
     claims.add_argument("--scale", choices=["demo", "paper"], help="which runs of each recipe; default: demo (with --plan: both scales)")
     claims.add_argument("--store", help="run store folder; default: runs/<scale>")
     claims.add_argument("--recipe-dir", help="folder of recipe files; default: the analyses/ folder of this checkout")
-    claims.add_argument("--include-failed", action="store_true", help="keep collapsed and diverged runs in the tests")
+    claims.add_argument("--include-failed", action="store_true", help="keep failed runs (not-learned, collapsed or diverged) in the tests")
     from robustkit.terminal import add_format_arguments
 
     add_format_arguments(claims, "write every row (per claim and cell) to this file (.csv, .json, else parquet)")
@@ -553,7 +553,7 @@ def _add_stats_command(commands) -> None:
     add_param(stats, scored["metric"])  # the scores analysis's own declarations
     add_param(stats, scored["checkpoint"])
     stats.add_argument("--epoch", type=int, help="score at the end of this fine-tuning epoch (validation, from the training history) instead of a checkpoint")
-    stats.add_argument("--include-failed", action="store_true", help="keep collapsed and diverged runs in the statistics and tests (default: counted per group, left out; see robustkit.collapse)")
+    stats.add_argument("--include-failed", action="store_true", help="keep failed runs (not-learned, collapsed or diverged) in the statistics and tests (default: counted per group, left out; see robustkit.collapse)")
     stats.add_argument("--no-aso", action="store_true", help="skip ASO (almost stochastic order, deepsig's epsilon_min of each group over each other; a few seconds per pair and cell)")
     from robustkit.terminal import add_format_arguments
 

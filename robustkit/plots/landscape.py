@@ -66,7 +66,7 @@ def landscape_curves(frame: pd.DataFrame, lines: pd.DataFrame, runs: pd.DataFram
             handles.setdefault(label, handle)
     style.set_title(fig, style.paper_title("He et al. 2021, figure 6", frame))
     style.legend_below(fig, axes[0][0], list(handles.values()), ncols=2)
-    failed = " Collapsed or diverged runs are left out of the lines (counted in the legend)." \
+    failed = " Failed runs (not-learned, collapsed or diverged) are left out of the lines (counted in the legend)." \
         if "outcome" in frame and (frame["outcome"] != "ok").any() else ""
     style.add_note(fig, f"Lines: mean over the runs (seeds) of a configuration; bands: ±1 std over them (ddof 1).{failed}")
     return fig

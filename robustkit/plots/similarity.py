@@ -54,7 +54,7 @@ def rsa_by_layer(frame: pd.DataFrame, measure: str = "rsa") -> Figure:
             handles.setdefault(label, handle)
     style.set_title(fig, style.paper_title("He et al. 2021, figures 2 and 7", data))
     style.legend_below(fig, axes[0][0], list(handles.values()), ncols=2)
-    failed = "Collapsed or diverged runs are left out of the lines (counted in the legend). " \
+    failed = "Failed runs (not-learned, collapsed or diverged) are left out of the lines (counted in the legend). " \
         if "outcome" in data and (data["outcome"] != collapse.OK).any() else ""
     style.add_note(fig, "Points: mean over the runs (seeds) of a configuration; error bars: ±1 std over them (ddof 1). "
                         f"{failed}Dotted line: the base model itself (similarity 1).")

@@ -57,7 +57,7 @@ def tuning_curves(frame: pd.DataFrame) -> Figure:
     style.add_note(fig, f"Solid: median of the best of k runs drawn from a method's runs (over seeds, and learning rates "
                         f"where a method has several); shaded: its {confidence} simultaneous confidence band (opda, "
                         "ld_highest_density CDF bands; with tied scores their coverage is approximate); dashed: the "
-                        "expected best of k. Collapsed and diverged runs count as draws: a budget of k runs can draw them.")
+                        "expected best of k. Failed runs (not-learned, collapsed or diverged) count as draws: a budget of k runs can draw them.")
     return fig
 
 

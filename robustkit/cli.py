@@ -512,7 +512,7 @@ def _report(results, store) -> int:
     for line in failed_outcomes(store, list(results.run_id)):
         print(line, file=sys.stderr)
     elsewhere = int((results.error == TRAINED_ELSEWHERE).sum())
-    print(f"\n{len(results)} runs: {sum(results.status == 'complete')} trained, "
+    print(f"\n{terminal.plural(len(results), 'run')}: {sum(results.status == 'complete')} trained, "
           f"{sum(results.status == 'skipped')} already complete"
           + (f" ({elsewhere} of them finished by another process meanwhile)" if elsewhere else "")
           + f", {sum(results.status == 'locked')} being trained "

@@ -65,7 +65,7 @@ def test_train_then_runs_table(tmp_path, capsys):
     assert main([*args, "--seed", "1"]) == 0  # complete already: skipped, but it is this command's run
     out = capsys.readouterr().out
     assert ids[1] in out and ids[0] not in out, out
-    assert "1 runs: 0 trained, 1 already complete" in out
+    assert "1 run: 0 trained, 1 already complete" in out
 
 
 def test_assets_list(capsys):

@@ -1088,7 +1088,7 @@ def test_a_run_another_process_finished_meanwhile_is_not_counted_as_trained(spec
     results = run_sweep([spec], tmp_path / "runs", progress=False)
     assert results.to_dict("records") == [{"run_id": reference.run_dir.name, "status": "skipped", "error": TRAINED_ELSEWHERE}]
     assert cli._report(results, tmp_path / "runs") == 0
-    assert "1 runs: 0 trained, 1 already complete (1 of them finished by another process meanwhile)" in capsys.readouterr().out
+    assert "1 run: 0 trained, 1 already complete (1 of them finished by another process meanwhile)" in capsys.readouterr().out
     assert read_manifest(tmp_path / "runs" / reference.run_dir.name) == reference.manifest  # and it was not touched
 
 

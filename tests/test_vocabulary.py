@@ -75,3 +75,15 @@ def test_figures_mark_failed_runs_in_the_outcome_words():
 
     label = style.collapsed_handle().get_label()
     assert all(word in label for word in (collapse.NOT_LEARNED, collapse.COLLAPSED, collapse.DIVERGED)), label
+
+
+def test_train_summary_counts_one_run_as_a_run(tmp_path, capsys, monkeypatch):
+    import robustkit.report
+    from robustkit.cli import _report
+
+    results = pd.DataFrame({"run_id": ["rt-full-minilm-l6-s0-tsp0-f7473ba4"], "status": ["complete"], "error": [None]})
+    monkeypatch.setattr(robustkit.report, "runs_table", lambda *args, **kwargs: results[["run_id"]].assign(outcome="ok"))
+    monkeypatch.setattr(robustkit.report, "failed_outcomes", lambda *args, **kwargs: [])
+    assert _report(results, tmp_path) == 0
+    out = capsys.readouterr().out
+    assert "\n1 run: 1 trained, 0 already complete" in out, out

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from robustkit.attacks.offline import DOWNLOAD_COMMAND, AttackDataError, configure_openattack
+from robustkit.attacks.offline import DOWNLOAD_COMMAND, AttackDataError, configure_openattack, data_identity
 from robustkit.attacks import pwws
 from robustkit.attacks.base import Example
 from robustkit.attacks.pwws import PWWS, Screen, attack_fast, attack_openattack, pwws_attacker
@@ -227,7 +227,7 @@ def test_pwws_calibrates_its_twin_once_per_victim(victims, sentences):
     attack.attack(victim, Example(sentences[1], int(victim.get_pred(sentences[1:2])[0])))
     assert list(attack._screens.values()) == [screen]
     assert screen.victim.onednn
-    assert PWWS("fast", lazy=False, certify=False, onednn=False).params == attack.params == {"engine": "fast"}
+    assert PWWS("fast", lazy=False, certify=False, onednn=False).params == attack.params == {"engine": "fast", "nltk_data": data_identity()}
     blas = PWWS("fast", onednn=False)
     blas.attack(victim, Example(sentences[0], int(victim.get_pred(sentences[:1])[0])))
     assert not next(iter(blas._screens.values())).victim.onednn

@@ -191,3 +191,25 @@ ERROR: No matching distribution found for x==1"""
     assert cause[1:] == ["ERROR: Could not find a version that satisfies the requirement x==1 (from versions: none)",
                          "ERROR: No matching distribution found for x==1"]
     assert pip_failure("Collecting x\nsomething odd") == ["something odd"]
+
+
+def test_a_different_tagger_is_a_different_attack_cache(tmp_path):
+    """The tagger decides which synonyms PWWS tries, so PWWS results cached with one tagger must
+    never be read as another's: the NLTK data's identity is part of the attack's cache key."""
+    from robustkit.analysis.attack import _cache_params
+    from robustkit.attacks import create
+    from robustkit.attacks.offline import data_identity
+
+    embedded = os.pathsep.join(str(asset_path(name)) for name in EMBEDDED.values())
+    other = tmp_path / "other"
+    shutil.copytree(Path(asset_path(TAGGER_ASSET)) / TAGGER_PATH, other / TAGGER_PATH)
+    weights = sorted((other / TAGGER_PATH).glob("*weights*.json"))[0]
+    weights.write_text(weights.read_text() + "\n")  # the same JSON, other bytes: another tagger file
+    mine, theirs = data_identity(embedded), data_identity(f"{other}{os.pathsep}{embedded}")
+    assert mine["tagger"] != theirs["tagger"] and mine["wordnet"] == theirs["wordnet"]
+    assert data_identity(embedded) == mine  # deterministic
+    attack = create("pwws")
+    assert attack.params["nltk_data"] == data_identity()  # what this process's attacks read
+    # the cache key (robustkit.analysis.cache.cache_key) hashes these parameters
+    assert _cache_params(attack, "pwws", 8, 0, None, "best")["nltk_data"] == data_identity()
+    assert create("deepwordbug").params["nltk_data"] == data_identity()

@@ -76,7 +76,7 @@ class DeepWordBug:
 
     @property
     def params(self) -> dict[str, Any]:
-        return {"seed": self.seed, "power": self.power}
+        return {"seed": self.seed, "power": self.power, "nltk_data": offline.data_identity()}  # its tokenizer reads Punkt
 
     def predict(self, victim: Victim, sentence: str) -> int:
         return int(victim.get_pred([sentence])[0])

@@ -25,6 +25,7 @@ them, the folders searched and the ``robustkit assets fetch`` command that insta
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from collections.abc import Callable
@@ -118,6 +119,49 @@ def configured_roots() -> tuple[str, ...] | None:
     return _configured
 
 
+def data_identity(nltk_data: str | Path | None = None) -> dict[str, str]:
+    """Which NLTK data the attacks read: per resource, a digest of the files it is read from.
+
+    Part of the cache key of every attack that reads them (PWWS, DeepWordBug): the POS tagger
+    picks the synonyms PWWS tries, and the embedded tagger (textblob-aptagger's model) and
+    NLTK's own tag 6% of tokens differently, so cached results of one are not results of the
+    other. The folders are the configured ones (:func:`configure_openattack`) or, before any
+    configuration, those it would read.
+
+    Returns
+    -------
+    dict
+        ``{"tagger": ..., "wordnet": ..., "sentence_tokenizer": ...}``: 16 hex digits of a
+        sha256 over each resource's files (relative path and bytes), or of its zip file.
+    """
+    roots = _configured if _configured is not None and nltk_data is None else _search_roots(nltk_data)
+    pointers = _find_all(roots)
+    names = {"TProcess.NLTKSentTokenizer": "sentence_tokenizer", "TProcess.NLTKPerceptronPosTagger": "tagger",
+             "TProcess.NLTKWordNet": "wordnet"}
+    return {names[r.openattack_name]: _digest(_on_disk(pointers[r.openattack_name])) for r in RESOURCES}
+
+
+def _on_disk(pointer) -> str:
+    return str(pointer.zipfile.filename if hasattr(pointer, "zipfile") else pointer.path)
+
+
+@functools.lru_cache(maxsize=None)
+def _digest(path: str) -> str:
+    """sha256 over a file's bytes, or over a folder's files (relative path, then bytes), in
+    sorted order; read once per process (WordNet is ~30 MB)."""
+    import hashlib
+
+    found = Path(path)
+    files = [found] if found.is_file() else sorted(p for p in found.rglob("*") if p.is_file())
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(str(file.relative_to(found) if file != found else file.name).encode() + b"\0")
+        with file.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()[:16]
+
+
 def _search_roots(nltk_data: str | Path | None) -> tuple[str, ...]:
     if nltk_data is not None:
         return tuple(str(Path(p).expanduser().resolve()) for p in str(nltk_data).split(os.pathsep) if p)
@@ -170,8 +214,7 @@ def _register(pointers: dict[str, object]) -> None:
     DataManager.setAutoDownload(False)
     for resource in RESOURCES:
         pointer = pointers[resource.openattack_name]
-        on_disk = pointer.zipfile.filename if hasattr(pointer, "zipfile") else pointer.path
-        DataManager.set_path(on_disk, resource.openattack_name)
+        DataManager.set_path(_on_disk(pointer), resource.openattack_name)
         DataManager.data_loader[resource.openattack_name] = _loader(resource, pointer)
         DataManager.data_reference[resource.openattack_name] = None
 

@@ -187,7 +187,9 @@ class PWWS:
 
     @property
     def params(self) -> dict[str, Any]:
-        return {"engine": self.engine}  # lazy, certify and onednn change costs, never results
+        # lazy, certify and onednn change costs, never results; the NLTK data (the tagger
+        # above all) changes which words are tried
+        return {"engine": self.engine, "nltk_data": offline.data_identity()}
 
     def predict(self, victim: Victim, sentence: str) -> int:
         """The float64 prediction (first argmax); the fast engine takes it from the float32 twin

@@ -256,7 +256,7 @@ class ResolvedRunSpec(RunSpec):
         return RunSpec(*args, **kwargs)
 
     def __reduce__(self):
-        return _resolved_from, (tuple(getattr(self, f.name) for f in dataclasses.fields(self)),)
+        return _unpickled, (tuple(getattr(self, f.name) for f in dataclasses.fields(self)),)
 
     def resolved(self) -> ResolvedRunSpec:
         """This spec: it is resolved already."""
@@ -299,6 +299,25 @@ def _resolved_from(values: tuple) -> ResolvedRunSpec:
     ``__new__``, which makes plain specs."""
     spec = object.__new__(ResolvedRunSpec)
     RunSpec.__init__(spec, *values)
+    return spec
+
+
+def _unpickled(values: tuple) -> ResolvedRunSpec:
+    """A pickled resolved spec, in (say) a spawned sweep worker. Resolving it read a task of the
+    user's own data in the process that resolved it; this process reads it too (from the spec's
+    ``data_dir``), so that ``get_task(spec.task)`` knows it here as well. Unreadable data is left
+    for the run to report (the one-line error of :func:`robustkit.tasks.get_task`)."""
+    spec = _resolved_from(values)
+    from robustkit.errors import TaskError
+    from robustkit.tasks import TASKS
+
+    if spec.task not in TASKS and spec.data_dir is not None:
+        from robustkit.user_data import ensure
+
+        try:
+            ensure(spec.task, spec.data_dir)
+        except TaskError:
+            pass
     return spec
 
 

@@ -281,3 +281,34 @@ def test_a_labelled_glue_test_tsv_is_the_test_split_and_part_of_the_id(tmp_path,
     # the GLUE download's unlabelled test.tsv is not a test split (ids of such folders stay)
     (glue / "RTE" / "test.tsv").write_text("index\tsentence1\tsentence2\n0\ta\tb\n")
     assert RunSpec(task="rte", data_dir=str(glue), **FAST).run_id == before
+
+
+def _forget_user_tasks(monkeypatch):
+    """This process as a fresh one sees it (a spawned sweep worker, a later `robustkit plot`)."""
+    monkeypatch.setattr(user_data, "_REGISTRY", {})
+    monkeypatch.setattr(user_data, "_SIGNATURES", {})
+
+
+def test_a_fresh_process_knows_the_task_from_the_spec_and_the_store(tmp_path, monkeypatch):
+    """A resolved spec unpickled in a sweep worker, and an analysis of the store in a new
+    process, read the task from the run's data_dir."""
+    import pickle
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from robustkit import figures
+    from robustkit.analysis.scores import majority_baseline
+    from robustkit.train import train
+
+    source = user_data.source_string(write(reviews(), tmp_path / "reviews.csv"), label_column="sentiment")
+    spec = RunSpec(task="reviews", data_dir=source, method="full", **FAST).resolved()
+    pickled = pickle.dumps(spec)
+    for method in ("full", "houlsby"):
+        train(dataclasses.replace(spec, method=method), tmp_path / "runs", progress=False)
+    _forget_user_tasks(monkeypatch)
+    assert pickle.loads(pickled).run_id == spec.run_id and get_task("reviews").label_names == ("neg", "pos")
+    _forget_user_tasks(monkeypatch)
+    majority_baseline.cache_clear()
+    fig = figures.draw("box-seeds", tmp_path / "runs")
+    assert [ax.get_title() for ax in fig.axes if ax.get_title()] == ["reviews"]

@@ -230,7 +230,7 @@ def majority_baseline(task: str, metric: str, split: str, data_dir: str | None, 
         (a warning says why): the run's outcome then rests on the class-share and finiteness
         rules of :mod:`robustkit.collapse` alone.
     """
-    spec = tasks.get_task(task)
+    spec = tasks.get_task(task, data_dir)  # data_dir: a task of the user's own data is read from it
     if metric not in spec.metrics:
         return float("nan")
     try:

@@ -46,7 +46,7 @@ class _Pretrain(_Loop):
         data_record = check_data(self.run_dir, spec, self.data_dir, splits)
         tokenizer = models.load_tokenizer(spec.model)
         # Sentence pairs stay pairs ([CLS] a [SEP] b [SEP]), as in BERT's own pretraining input.
-        texts = data.split_texts(splits["train"], tasks.get_task(spec.task).text_fields)
+        texts = data.split_texts(splits["train"], tasks.get_task(spec.task, self.data_dir).text_fields)
         features = data.encode(texts, tokenizer, spec.max_length)
         collator = data.masked_lm_collator(tokenizer, spec.mlm_probability)
         model, names, fingerprint, initialised, optimiser = self._fresh_model()

@@ -53,7 +53,7 @@ def train_counted(spec: RunSpec, store_path: str | Path, progress: bool = True,
     run_dir = root / spec.run_id
     if _is_complete(run_dir):
         return run_dir, False
-    task = tasks.get_task(spec.task)
+    task = tasks.get_task(spec.task, spec.data_dir)
     # a bad model, device or data (or a top_k beyond the model's layers) fails here, before any
     # folder is made; data loaded to check it is the data the TSP run and the run train on
     splits = preflight.check_run(spec, device)

@@ -277,13 +277,16 @@ def _cmd_stats(args) -> int:
     else:
         # an empty table says why it is empty
         alone = f"no test: no cell holds two groups of --by {args.by} to compare"
-        print(terminal.render(summary), "", terminal.render(tests, empty=alone), sep="\n")
+        # each table's keys: the cells and groups, their n, centre and failures; the tests' p values
+        keys = {"summary": (*cells, args.by, "n", "mean", "std", "n_failed"), "tests": (*cells, "group_a", "group_b", "test", "p_value"),
+                "failures": (*cells, args.by, "n_runs", "n_failed", "failed_rate")}
+        print(terminal.render(summary, keys=keys["summary"]), "", terminal.render(tests, empty=alone, keys=keys["tests"]), sep="\n")
         if aso is not None and not aso.empty:
             print("", "ASO (almost stochastic order, deepsig): eps_min of group_a over group_b", terminal.render(aso), sep="\n")
         print("", "IQM over tasks x seeds (rliable), 95% stratified bootstrap", terminal.render(iqm),
               "", "P(group_a > group_b) over tasks x seeds (rliable), 95% stratified bootstrap",
               terminal.render(improvement, empty=alone), sep="\n")
-        print("", f"failed ({collapse.FAILED_WORDS}) runs, exact binomial interval", terminal.render(failures),
+        print("", f"failed ({collapse.FAILED_WORDS}) runs, exact binomial interval", terminal.render(failures, keys=keys["failures"]),
               "", stability.caption(summary, tests, dominance=aso), sep="\n")
     if args.output:
         out = Path(args.output)

@@ -94,11 +94,12 @@ def render(frame: pd.DataFrame, fmt: str = "table", keep: Sequence[str] = (), wi
         return f"({empty})"
     cells = frame.apply(lambda column: column.map(lambda value: cell(column.name, value, cell_width)))
     present = [c for c in frame.columns if (cells[c] != "").any()]
-    keys = [c for c in keys if c in present]  # an empty key column would show nothing
-    pinned = [*keys, *(c for c in keep if c not in keys)]  # shown varying or not
     # one value wherever known (an import's unknown settings are empty): said once, not a column
-    constant = [c for c in present if c in identity and c not in pinned and c not in ALWAYS_DIFFERENT
+    # (a key setting too: the line above the table says it)
+    constant = [c for c in present if c in identity and c not in keep and c not in ALWAYS_DIFFERENT
                 and cells[c][cells[c] != ""].nunique() == 1]
+    keys = [c for c in keys if c in present and c not in constant]  # an empty key column would show nothing
+    pinned = [*keys, *(c for c in keep if c not in keys)]  # shown varying or not
     # a label column that is the same in every row (checkpoint=best, metric=accuracy): said once too
     constant += [c for c in present if c not in identity and c not in pinned and len(frame) > 1
                  and (cells[c] != "").all() and cells[c].nunique() == 1

@@ -141,3 +141,15 @@ def test_counts_under_a_table_take_the_right_plural():
     two = terminal.render(frame.assign(other=["z" * 30, "w" * 30]), width=45, keys=("run_id", "value"))
     assert "2 more columns past" in two, two
     assert terminal.plural(1, "other setting") == "1 other setting" and terminal.plural(2, "run") == "2 runs"
+
+
+def test_stats_keeps_the_cells_that_tell_its_groups_apart(tiny_store, capsys, monkeypatch):
+    # at 32 columns the summary keeps the group, its n, mean and failures; the spread's other
+    # statistics go first
+    monkeypatch.setenv("COLUMNS", "32")
+    assert main(["stats", str(tiny_store), "--no-aso", "--include-failed"]) == 0
+    out = capsys.readouterr().out
+    header = _header(out, "method")
+    for key in ("method", "n", "mean", "n_failed"):
+        assert f" {key}" in f" {header}", out
+    assert "median" not in header and "failed_rate" in _header(out.split("exact binomial interval")[1], "method")

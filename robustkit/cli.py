@@ -217,8 +217,11 @@ def _cmd_runs(args) -> int:
         full = load_runs(args.store, include_tsp=args.tsp, include_damaged=True)
         print(f"wrote {len(full)} rows to {terminal.write(full, args.output)}")
     else:
-        print(terminal.render(runs_table(args.store, include_tsp=args.tsp), args.format, keep=ALWAYS, keys=KEYS,
-                              settings=SETTINGS))
+        table = runs_table(args.store, include_tsp=args.tsp)
+        # an empty table says why: nothing trained yet, or only TSP stages, which --tsp lists
+        stages = table.empty and not args.tsp and not runs_table(args.store, include_tsp=True).empty
+        none = f"no runs in {args.store} but TSP stages: --tsp lists them" if stages else f"no runs in {args.store} yet"
+        print(terminal.render(table, args.format, keep=ALWAYS, keys=KEYS, settings=SETTINGS, empty=none))
     for line in damaged_notes(args.store):
         print(line, file=sys.stderr)
     return 0

@@ -87,3 +87,12 @@ def test_train_summary_counts_one_run_as_a_run(tmp_path, capsys, monkeypatch):
     assert _report(results, tmp_path) == 0
     out = capsys.readouterr().out
     assert "\n1 run: 1 trained, 0 already complete" in out, out
+
+
+def test_runs_of_an_empty_store_says_why(tmp_path, capsys):
+    from robustkit.store.folders import open_store
+
+    store = open_store(tmp_path / "store")
+    assert main(["runs", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert out.strip() == f"(no runs in {store} yet)", out

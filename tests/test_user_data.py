@@ -312,3 +312,22 @@ def test_a_fresh_process_knows_the_task_from_the_spec_and_the_store(tmp_path, mo
     majority_baseline.cache_clear()
     fig = figures.draw("box-seeds", tmp_path / "runs")
     assert [ax.get_title() for ax in fig.axes if ax.get_title()] == ["reviews"]
+
+
+def test_run_fields_name_the_data_the_cli_flags_give(tmp_path, monkeypatch):
+    """--dataset NAME[:CONFIG] is the hub route; --text-pair-column needs --text-column."""
+    frame = pd.DataFrame({"q": [f"q{i}" for i in range(40)], "a": [f"a{i}" for i in range(40)], "y": [0, 1] * 20})
+    write(frame, tmp_path / "qa" / "train.parquet")
+    fields = user_data.run_fields(data=str(tmp_path / "qa"), text_column="q", text_pair_column="a", label_column="y")
+    assert fields == {"task": "qa", "data_dir": f"{tmp_path / 'qa'}#text=q,pair=a,label=y"}
+    assert get_task("qa").text_fields == ("q", "a")
+    with pytest.raises(TaskError, match="one of --data"):
+        user_data.run_fields(data="x.csv", dataset="y")
+    with pytest.raises(TaskError, match="--text-pair-column needs --text-column"):
+        user_data.run_fields(data=str(tmp_path / "qa"), text_pair_column="a")
+    def offline(name, config=None):
+        raise ConnectionError(f"Couldn't reach '{name}' on the Hub (LocalEntryNotFoundError)")
+
+    monkeypatch.setattr(datasets, "load_dataset", offline)  # no network here: the hub's failure, in one line
+    with pytest.raises(TaskError, match="cannot load hub dataset 'no/such-set' config 'c': Couldn't reach"):
+        user_data.run_fields(dataset="no/such-set:c")

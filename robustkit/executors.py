@@ -90,14 +90,44 @@ class LocalExecutor:
             # a pipe without a lock (a line is one write, shorter than PIPE_BUF: whole at the reader),
             # so a worker killed mid-line blocks no one and leaves no semaphore behind
             reader, writer = context.Pipe(duplex=False)
-            with futures.ProcessPoolExecutor(self.workers, mp_context=context, initializer=_init_worker,
-                                             initargs=(threads, os.getpid(), writer)) as pool, \
-                    _workers_stop_with(pool), _relayed(reader, writer):
-                pending = {pool.submit(run_job, job, progress=False): i for i, job in enumerate(jobs)}
-                done: dict[int, JobResult] = {}
-                for future in futures.as_completed(pending):
-                    done[pending[future]] = future.result()
-                    bar.update(1)
+
+            def worker() -> futures.ProcessPoolExecutor:
+                return futures.ProcessPoolExecutor(1, mp_context=context, initializer=_init_worker,
+                                                   initargs=(threads, os.getpid(), writer))
+
+            # One single-process pool per slot, not one pool of N: a pool whose worker dies breaks
+            # with every run it holds, so one killed (or OOM-killed) worker would end the sweep and
+            # the other workers' runs with it. A slot whose worker died reports that run failed
+            # (it resumes when trained again) and gets a new worker; the other slots go on.
+            slots = [worker() for _ in range(min(self.workers, len(jobs)))]
+            queue = list(enumerate(jobs))[::-1]  # popped from the end: jobs start in order
+            running: dict[futures.Future, tuple[int, int]] = {}
+            done: dict[int, JobResult] = {}
+
+            def start(slot: int) -> None:
+                if queue:
+                    i, job = queue.pop()
+                    running[slots[slot].submit(run_job, job, progress=False)] = (i, slot)
+
+            with _workers_stop_with(slots), _relayed(reader, writer):
+                for slot in range(len(slots)):
+                    start(slot)
+                while running:
+                    finished, _ = futures.wait(running, return_when=futures.FIRST_COMPLETED)
+                    for future in finished:
+                        i, slot = running.pop(future)
+                        try:
+                            done[i] = future.result()
+                        except futures.process.BrokenProcessPool:
+                            done[i] = {"run_id": jobs[i].run_id, "status": "failed",
+                                       "error": "its worker process died (killed, or out of memory); training it "
+                                                "again resumes from its last checkpoint"}
+                            slots[slot].shutdown(wait=False, cancel_futures=True)
+                            slots[slot] = worker()
+                        bar.update(1)
+                        start(slot)
+                for pool in slots:
+                    pool.shutdown(wait=True)
             return [done[i] for i in range(len(jobs))]
 
 
@@ -185,33 +215,37 @@ def _die_with_parent(parent: int) -> None:
 
 
 @contextlib.contextmanager
-def _workers_stop_with(pool: futures.ProcessPoolExecutor) -> Iterator[None]:
-    """Kill the pool's workers when this process leaves the block early or is sent SIGTERM.
+def _workers_stop_with(pools: list[futures.ProcessPoolExecutor]) -> Iterator[None]:
+    """Kill the workers of ``pools`` (a list the block may refill) when this process leaves the
+    block early or is sent SIGTERM.
 
-    Leaving the pool's own ``with`` block waits for every queued job: after an exception (a
-    Ctrl-C, a failed result) the workers would go on training what nobody waits for. On SIGTERM
-    the workers are killed, then the previous handler runs (by default: this process dies of
-    the signal, a non-zero exit). The runs they were training stay resumable.
+    Leaving a pool's ``with`` block waits for every queued job: after an exception (a Ctrl-C, a
+    failed result) the workers would go on training what nobody waits for. On SIGTERM the
+    workers are killed, then the previous handler runs; by default this process then exits
+    with status 128 + 15 through ``SystemExit``, so that multiprocessing's own clean-up runs (dying
+    of the signal left the pools' semaphores to the resource tracker, which printed "leaked
+    semaphore" warnings). The runs the workers were training stay resumable.
     """
     installed = False
     if threading.current_thread() is threading.main_thread():  # only there can handlers be set
         previous = signal.getsignal(signal.SIGTERM)
         if previous is not signal.SIG_IGN:
             def on_sigterm(signum, frame):
-                # only signals: the main thread may hold the pool's locks where this interrupts it
-                _kill_workers(pool, reap=False)
+                # only signals: the main thread may hold the pools' locks where this interrupts it
+                for pool in list(pools):
+                    _kill_workers(pool, reap=False)
                 if callable(previous):
                     previous(signum, frame)
                     return
-                signal.signal(signum, signal.SIG_DFL)
-                os.kill(os.getpid(), signum)
+                raise SystemExit(128 + signum)  # unwinds: the pools are reaped below, then at exit
 
             signal.signal(signal.SIGTERM, on_sigterm)
             installed = True
     try:
         yield
     except BaseException:
-        _kill_workers(pool)
+        for pool in list(pools):
+            _kill_workers(pool)
         raise
     finally:
         if installed:

@@ -23,6 +23,10 @@ Sources (the ``data_dir`` of a run, or an object in a notebook)
     Split names other than the above are refused, naming the ones found; a source with only
     one split (a file, a frame, a single-split dataset) is that data's ``train`` split.
 
+    Column choices ride in the source string, so that a run's ``data_dir`` alone says how to
+    read its data (in a spawned sweep worker, in a later analysis):
+    ``reviews.csv#text=review,pair=answer,label=stars`` (:func:`source_string`).
+
 Columns
     The label column is ``label_column`` or the first of :data:`LABEL_NAMES` present. The
     text column(s) are ``text_columns`` or, found: the first pair of :data:`PAIR_NAMES` present,
@@ -70,7 +74,7 @@ from robustkit.errors import TaskError
 __all__ = ["USER_SPLIT_SEED", "UserData", "ensure", "register", "registered", "read", "run_fields", "fingerprint", "is_source",
            "source_string", "TEXT_NAMES", "PAIR_NAMES", "LABEL_NAMES"]
 
-USER_SPLIT_SEED = 20210601
+USER_SPLIT_SEED = 20210601  # the embedded tasks' split seed (robustkit.tasks.EMBEDDED_SPLIT_SEED)
 HELD_OUT_FRACTION = 0.1
 READERS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet"}
 SPLIT_NAMES = {"train": ("train", "training"), "validation": ("validation", "valid", "val", "dev"),
@@ -110,6 +114,7 @@ class UserData:
     rule: str
 
 
+# task name -> its data, read in this process (register, or ensure from a run's data_dir)
 _REGISTRY: dict[str, UserData] = {}
 
 

@@ -481,7 +481,8 @@ def test_a_failed_import_leaves_no_folder_and_runs_no_pickle(tmp_path):
             import_run(folder, "bert-tiny", "rt", store)
         refused[name] = str(error.value)
         assert "\n" not in refused[name], (name, refused[name])
-        assert not [p for p in store.iterdir() if not p.name.startswith(".")], (name, list(store.iterdir()))
+        # no folder at all (#39 item 7): not the run's, and not the store the import would have made
+        assert not store.exists(), (name, sorted(p.name for p in store.rglob("*")))
     assert not (tmp_path / "sources" / "payload-ran").exists()  # the pickle's code never ran
     assert "3 labels" in refused["three-labels"] and "roberta" in refused["other-architecture"]
     assert "shape" in refused["shape-mismatch"] or "size mismatch" in refused["shape-mismatch"], refused["shape-mismatch"]

@@ -140,7 +140,8 @@ def _specs_from_args(args) -> list:
         # the method options that are run-spec fields (--adapter-size, --top-k, ...), where given
         **{name: getattr(args, name) for name in spec_fields() if getattr(args, name) is not None},
     )
-    if args.data is not None or args.dataset is not None:  # the user's own data: a task named by it
+    own = (args.data, args.dataset, args.task_name, args.text_column, args.text_pair_column, args.label_column)
+    if any(value is not None for value in own):  # the user's own data: a task named by it
         from robustkit.user_data import run_fields
 
         fields.update(run_fields(args.data, args.dataset, args.task_name or args.task, args.text_column,

@@ -84,6 +84,7 @@ PAIR_NAMES = (("sentence1", "sentence2"), ("premise", "hypothesis"), ("question1
               ("question", "sentence"), ("text_a", "text_b"), ("text1", "text2"))
 LABEL_NAMES = ("label", "labels", "target", "class", "score", "y")
 HUB_PREFIX = "hub:"
+_HUB_NAME = re.compile(r"^[\w.-]+(/[\w.-]+)?(:[\w.-]+)?$")
 # column choices ride in the source string (a run's data_dir), so that a spawned sweep worker
 # reading the spec reads the same columns: "reviews.csv#text=review,label=stars"
 _CHOICES = re.compile(r"^(.*)#((?:text|pair|label)=[^#]*)$")
@@ -225,11 +226,19 @@ def run_fields(data: str | Path | None = None, dataset: str | None = None, name:
     Raises
     ------
     TaskError
-        Both or neither of ``data`` and ``dataset``; a pair column without a text column; see
-        :func:`read`.
+        Both or neither of ``data`` and ``dataset`` (a name or column given without data), a
+        malformed hub name, a pair column without a text column; see :func:`read`.
     """
-    if (data is None) == (dataset is None):
-        raise TaskError("give one of --data FILE_OR_DIR and --dataset NAME[:CONFIG]")
+    if data is None and dataset is None:
+        given = [flag for flag, value in (("--task-name", name), ("--text-column", text_column),
+                                          ("--text-pair-column", text_pair_column), ("--label-column", label_column))
+                 if value is not None]
+        raise TaskError(f"{', '.join(given) or 'a task name or column'} names your own data: give one of --data "
+                        "FILE_OR_DIR and --dataset NAME[:CONFIG]")
+    if data is not None and dataset is not None:
+        raise TaskError("give one of --data FILE_OR_DIR and --dataset NAME[:CONFIG], not both")
+    if dataset is not None and not _HUB_NAME.match(dataset):
+        raise TaskError(f"--dataset {dataset!r} is no hub dataset name: NAME or OWNER/NAME, then :CONFIG if any")
     if text_pair_column and not text_column:
         raise TaskError("--text-pair-column needs --text-column (the first text of the pair)")
     columns = tuple(c for c in (text_column, text_pair_column) if c) or None

@@ -40,6 +40,13 @@ BAD = {
     "--model": lambda p: str(p["missing"]),
     "--base": lambda p: str(p["missing"]),
     "--data-dir": lambda p: str(p["missing"]),
+    "--train-size": "-1",
+    "--data": lambda p: str(p["missing"]),
+    "--dataset": "no such dataset!",
+    "--task-name": "mine",  # without --data: names no data
+    "--text-column": "review",
+    "--text-pair-column": "answer",
+    "--label-column": "stars",
     "--recipe-dir": lambda p: str(p["missing"]),
     "--store": lambda p: str(p["under_file"]),  # created where missing: a folder under a file cannot be
     "-o": lambda p: str(p["under_file"] / "out.csv"),

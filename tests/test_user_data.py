@@ -339,3 +339,13 @@ def test_run_fields_name_the_data_the_cli_flags_give(tmp_path, monkeypatch):
     monkeypatch.setattr(datasets, "load_dataset", offline)  # no network here: the hub's failure, in one line
     with pytest.raises(TaskError, match="cannot load hub dataset 'no/such-set' config 'c': Couldn't reach"):
         user_data.run_fields(dataset="no/such-set:c")
+
+
+def test_a_column_flag_without_data_is_refused_naming_it(tmp_path):
+    from robustkit.cli import main
+
+    assert main(["train", "--label-column", "stars", "--store", str(tmp_path / "runs")]) == 2
+    with pytest.raises(TaskError, match="--label-column names your own data"):
+        user_data.run_fields(label_column="stars")
+    with pytest.raises(TaskError, match="no hub dataset name"):
+        user_data.run_fields(dataset="no such dataset!")

@@ -36,7 +36,9 @@ again, never read.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -47,7 +49,7 @@ import pandas as pd
 from robustkit.progress import bar as progress_bar
 
 from robustkit import attacks
-from robustkit.analysis.cache import bound_sha256
+from robustkit.analysis.cache import bound_sha256, cannot_cache
 from robustkit.analysis.each_run import cache_path, each_run, record_provenance
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
@@ -142,7 +144,9 @@ def attack_run(
     if legacy.exists() and not path.exists():
         # Files named before the attacker was (PWWS only): the key hashes the attacker, so a file
         # with this key holds this attacker's results.
-        legacy.rename(path)
+        with contextlib.suppress(OSError):  # read-only: read below from a copy
+            legacy.rename(path)
+    path = _writable(path, legacy)
     done = _read_done(path)
     examples = sample_examples(run_dir, n, seed)
     todo = examples[~examples["example"].isin(done)]
@@ -156,6 +160,24 @@ def attack_run(
     rows = pd.DataFrame(records, columns=EXAMPLE_COLUMNS)
     rows["attacker"] = attacker  # rows written before the column existed have none
     return rows.sort_values("example").reset_index(drop=True)
+
+
+def _writable(path: Path, legacy: Path) -> Path:
+    """``path``, or where a store that cannot be written (a read-only store) has its results
+    kept for this process instead: a copy of its cache file (or legacy file) in a temporary
+    folder, said once (:func:`robustkit.analysis.cache.cannot_cache`)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a"):
+            return path
+    except OSError as error:
+        cannot_cache(path, error)
+    elsewhere = Path(tempfile.mkdtemp(prefix="robustkit-attack-")) / path.name
+    source = path if path.exists() else legacy
+    if source.exists():
+        # the lines are bound to their file's name (its run and key): kept, so they still match
+        elsewhere.write_bytes(source.read_bytes())
+    return elsewhere
 
 
 def _read_done(path: Path) -> set[int]:

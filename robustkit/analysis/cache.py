@@ -15,6 +15,10 @@ frame and its ``.sha256`` copied over another run's or another key's do not matc
 one run's landscape never becomes another's. A ``.sha256`` of the bytes alone (written before
 names were hashed with them) is never read; the frame is computed again.
 
+A store this user cannot write (a lab's shared, read-only store) is analysed all the same: the
+results are computed and returned, not cached, and that is said once per store
+(:func:`cannot_cache`).
+
 Why not a maintained memoiser (``joblib.Memory``, installed with scikit-learn, or
 ``diskcache``): the key here is what the result was computed from, the checkpoints' content
 hashes the store already records, so nothing is hashed again; ``joblib.Memory`` also keys on
@@ -28,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import logging
 from pathlib import Path
 
 import pandas as pd
@@ -37,7 +42,21 @@ from robustkit.store.atomic import atomic_write_bytes, sha256_bytes
 from robustkit.store.folders import CACHE_DIR
 from robustkit.store.manifest import read_manifest
 
-__all__ = ["CACHE_DIR", "bound_sha256", "cache_key", "frame_problem", "frame_files", "read_frame", "write_frame"]
+__all__ = ["CACHE_DIR", "bound_sha256", "cache_key", "cannot_cache", "frame_problem", "frame_files", "read_frame",
+           "write_frame"]
+
+log = logging.getLogger(__name__)
+_SAID_READ_ONLY: set[str] = set()  # stores whose cache could not be written, said once each
+
+
+def cannot_cache(path: Path, error: OSError) -> None:
+    """Say once per store that its analysis cache cannot be written (``path``: a cache file,
+    ``<store>/.cache/<analysis>/<file>``): results are computed and returned, not kept."""
+    store = str(Path(path).parent.parent.parent)
+    if store not in _SAID_READ_ONLY:
+        _SAID_READ_ONLY.add(store)
+        log.warning(f"store {store} cannot be written ({error.strerror or error}): analyses are computed, "
+                    "not cached (each run computes them again)")
 
 
 def cache_key(run_dir: Path, analysis: str, params: dict, checkpoints: list[str]) -> str:

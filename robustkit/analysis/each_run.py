@@ -44,7 +44,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from robustkit.analysis.cache import CACHE_DIR, cache_key, read_frame, write_frame
+from robustkit.analysis.cache import CACHE_DIR, cache_key, cannot_cache, read_frame, write_frame
 from robustkit.analysis.select import with_identity
 from robustkit.errors import DamagedRunError, RobustkitError, RunLacksError
 from robustkit.store.manifest import read_manifest
@@ -99,7 +99,10 @@ def read_cached(path: Path, key: str) -> pd.DataFrame | None:
 def write_cached(path: Path, frame: pd.DataFrame, key: str, provenance: dict | None) -> None:
     """Cache a result with its provenance (in the parquet file's metadata) and record it."""
     frame.attrs["provenance"] = dict(provenance or {})
-    write_frame(path, frame)
+    try:
+        write_frame(path, frame)
+    except OSError as error:  # a read-only store is analysed all the same, uncached
+        cannot_cache(path, error)
     record_provenance(key, frame.attrs["provenance"])
 
 

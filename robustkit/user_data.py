@@ -165,8 +165,10 @@ def ensure(name: str, data_dir: str | Path | None) -> UserData | None:
     loaded = _REGISTRY.get(name)
     if data_dir is None:
         return loaded
-    source = str(data_dir)
-    signature = _signature(_parse(source)[0])
+    location, choices = _parse(str(data_dir))
+    columns = tuple(c for c in (choices.get("text"), choices.get("pair")) if c) or None
+    source = source_string(location, columns, choices.get("label"))  # one spelling of the choices
+    signature = _signature(location)
     if loaded is not None and loaded.source == source and signature is not None and _SIGNATURES.get(name) == signature:
         return loaded
     register(source, name)
@@ -181,12 +183,15 @@ _RACY_NS = 2_000_000_000
 
 
 def _signature(location: str) -> tuple | None:
-    """(path, inode, size, mtime) of every file of a local source; None for the hub (the datasets
-    library caches it) or where a file is too recent to trust its mtime."""
+    """(path, inode, size, mtime) of every file of a local source; the name of a hub dataset (read
+    once per process: the datasets library caches its files); None where a file is too recent to
+    trust its mtime, or missing."""
     import time
 
     path = Path(location)
-    if location.startswith(HUB_PREFIX) or not path.exists():
+    if location.startswith(HUB_PREFIX):
+        return (location,)
+    if not path.exists():
         return None
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
     stats = [(str(p), p.stat()) for p in files]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import os
 from pathlib import Path
 
 import datasets
@@ -349,3 +350,15 @@ def test_a_column_flag_without_data_is_refused_naming_it(tmp_path):
         user_data.run_fields(label_column="stars")
     with pytest.raises(TaskError, match="no hub dataset name"):
         user_data.run_fields(dataset="no such dataset!")
+
+
+def test_data_is_read_once_per_process_while_its_files_stay(tmp_path, monkeypatch):
+    path = write(reviews(), tmp_path / "reviews.csv")
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns - 10**10))  # not "racily" recent
+    reads = []
+    real = user_data.read
+    monkeypatch.setattr(user_data, "read", lambda *a, **k: reads.append(a) or real(*a, **k))
+    for source in (f"{path}#label=sentiment", f"{path}#label=sentiment"):
+        load_splits("reviews", data_dir=source)
+        get_task("reviews", source)
+    assert len(reads) == 1

@@ -12,19 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from robustkit.cli import main
+from cli_outcome import run_cli
 
 GRID = '[base]\nmodel = "bert-tiny"\ntask = "rt"\nepochs = 1\nbatch_size = 8\nmax_length = 32\ntrain_size = 16\n[grid]\nmethod = ["full"]\n'
 TRAIN = ["train", "--model", "bert-tiny", "--task", "rt", "--method", "full", "--train-size", "16"]
 
 
 def _run(argv: list[str], capsys) -> tuple[int, list[str]]:
-    capsys.readouterr()
-    try:
-        code = main(argv)
-    except SystemExit as stop:
-        code = stop.code
-    err = capsys.readouterr().err
+    code, err = run_cli(argv, capsys)
     assert "Traceback" not in err and "unexpected" not in err, err
     return code, err.strip("\n").splitlines()
 

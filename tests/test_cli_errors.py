@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from robustkit.cli import build_parser, main
+from cli_outcome import run_cli
+from robustkit.cli import build_parser
 
 # Options that take any text, so no value of theirs is bad here: the reason, per flag.
 FREE_TEXT = {
@@ -188,12 +189,7 @@ def test_a_bad_value_exits_2_with_one_line(words, option, places, capsys, monkey
     action = next(a for a in valued(parser) if name_of(a) == option)
     value = bad_value(action, places)
     argv = with_bad(base_argv(words, places), words, parser, action, value)
-    capsys.readouterr()
-    try:
-        code = main(argv)
-    except SystemExit as stop:
-        code = stop.code
-    err = capsys.readouterr().err
+    code, err = run_cli(argv, capsys)
     lines = err.strip("\n").splitlines()
     assert code == 2 and len(lines) == 1 and "Traceback" not in err, f"robustkit {' '.join(argv)}\nexit {code}, stderr:\n{err}"
     # the line names what was wrong: the value, or the option it was given to

@@ -206,16 +206,11 @@ def _running(store_dir: Path) -> list[str]:
     return [] if runs.empty else runs[runs.status == "running"].run_id.tolist()
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds the sweep's workers through /proc")
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT], ids=["SIGKILL", "SIGTERM", "Ctrl-C"])
-def test_a_killed_sweep_leaves_no_worker_and_a_rerun_finishes_every_run(sig, tmp_path, rte_folder):
-    """Killing a sweep's parent used to leave its workers training (then waiting forever): they
-    took the queued runs and held their locks, so a re-run found them 'being trained by another
-    process' and did nothing."""
-
-    from robustkit.train import train
-
+@contextlib.contextmanager
+def _sweep_with_two_runs_training(tmp_path: Path, rte_folder):
+    """``sweep --jobs 2`` of :data:`_SWEEP_GRID` in a subprocess, yielded once both workers hold
+    a run's lock and train it, as ``(parent, runs, mark, grid)``; whatever happens in the block,
+    no process of it outlives the block."""
     glue = rte_folder(tmp_path / "glue", train=400)  # 100 steps a run: still training when killed
     grid = tmp_path / "grid.toml"
     grid.write_text(_SWEEP_GRID.format(glue=glue))
@@ -230,6 +225,27 @@ def test_a_killed_sweep_leaves_no_worker_and_a_rerun_finishes_every_run(sig, tmp
             assert parent.poll() is None, (tmp_path / "sweep.log").read_text()[-3000:]
             assert time.monotonic() < deadline, "the sweep's workers never started training"
             time.sleep(0.05)
+        yield parent, runs, mark, grid
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        parent.wait()
+        for pid in _marked(mark):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds the sweep's workers through /proc")
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT], ids=["SIGKILL", "SIGTERM", "Ctrl-C"])
+def test_a_killed_sweep_leaves_no_worker_and_a_rerun_finishes_every_run(sig, tmp_path, rte_folder):
+    """Killing a sweep's parent used to leave its workers training (then waiting forever): they
+    took the queued runs and held their locks, so a re-run found them 'being trained by another
+    process' and did nothing."""
+
+    from robustkit.train import train
+
+    with _sweep_with_two_runs_training(tmp_path, rte_folder) as (parent, runs, mark, grid):
         workers = [pid for pid in _marked(mark) if pid != parent.pid]
         assert len(workers) >= 2
         if sig == signal.SIGINT:  # Ctrl-C: the terminal signals the whole foreground process group
@@ -253,13 +269,6 @@ def test_a_killed_sweep_leaves_no_worker_and_a_rerun_finishes_every_run(sig, tmp
         assert _marked(mark) == [], "worker processes outlived their sweep"
         interrupted = _running(runs)
         assert interrupted, "every run was complete before the kill: nothing was tested"
-    finally:  # whatever happened, no process of this test outlives it
-        if parent.poll() is None:
-            parent.kill()
-        parent.wait()
-        for pid in _marked(mark):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
     specs = expand_grid(grid)
     # in this process, one run at a time: no worker start-up to wait for
     again = run_sweep(specs, runs, jobs=1, progress=False)  # no run is left locked by a stray worker
@@ -361,35 +370,14 @@ def test_one_dead_worker_fails_its_run_and_the_sweep_goes_on(tmp_path, rte_folde
     ("unexpected BrokenProcessPool", exit 1) and killed the other worker's run. Now that run is
     reported failed, the other worker finishes its run, a new worker takes the queued one, and a
     re-run resumes the killed run."""
-    glue = rte_folder(tmp_path / "glue", train=400)
-    grid = tmp_path / "grid.toml"
-    grid.write_text(_SWEEP_GRID.format(glue=glue))  # 3 runs: a new worker takes the third
-    runs = tmp_path / "runs"
-    mark = uuid.uuid4().hex
-    with open(tmp_path / "sweep.log", "wb") as log:
-        parent = subprocess.Popen([sys.executable, "-m", "robustkit", "sweep", str(grid), "--store", str(runs), "--jobs", "2"],
-                                  env={**os.environ, _MARK: mark}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 180
-        while len(_running(runs)) < 2:
-            assert parent.poll() is None, (tmp_path / "sweep.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, "the sweep's workers never started training"
-            time.sleep(0.05)
+    with _sweep_with_two_runs_training(tmp_path, rte_folder) as (parent, runs, mark, grid):
         # a worker: a spawned child that is not multiprocessing's resource tracker
         workers = [pid for pid in _marked(mark) if pid != parent.pid
                    and b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
                    and b"resource_tracker" not in Path(f"/proc/{pid}/cmdline").read_bytes()]
         assert len(workers) == 2, workers
-        victim = workers[0]
-        os.kill(victim, signal.SIGKILL)
+        os.kill(workers[0], signal.SIGKILL)
         assert parent.wait(timeout=600) == 1  # a failed run: exit 1, after every other run ended
-    finally:
-        if parent.poll() is None:
-            parent.kill()
-        parent.wait()
-        for pid in _marked(mark):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
     log = (tmp_path / "sweep.log").read_text()
     assert "Traceback" not in log and "unexpected" not in log and "BrokenProcessPool" not in log, log[-3000:]
     assert "worker process died" in log and "1 failed" in log, log[-3000:]

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from robustkit.cli_types import count, output_file, output_folder
+from robustkit.cli_types import count, output_folder
 from robustkit.errors import RobustkitError, SweepError
 from robustkit.limits import MAX_GRID_RUNS
 from robustkit.precision import DEFAULT_PRECISION, PRECISIONS

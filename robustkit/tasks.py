@@ -57,6 +57,8 @@ import numpy as np
 import pandas as pd
 
 from robustkit.errors import TaskError
+from robustkit.task_catalogue import (  # noqa: F401  (re-exported: robustkit.tasks.Task, ...)
+    MOVIE_REVIEWS, TASKS, Task, _features, dataset_of_frame, split_fingerprint)
 
 GLUE_HUB = "nyu-mll/glue"
 # The hub revision (commit, tag or branch) of GLUE_HUB to load; None: its default branch. Part
@@ -65,7 +67,6 @@ GLUE_REVISION: str | None = None
 EMBEDDED_SPLIT_SEED = 20210601
 HELD_OUT_FRACTION = 0.1  # of each label's distinct texts, for each of validation and test
 SPLITS = ("train", "validation", "test")
-MOVIE_REVIEWS = "Pang & Lee movie-review polarity data"
 
 # sha256 of the default splits (see split_fingerprint); a change means the split changed.
 EXPECTED_FINGERPRINTS: dict[str, dict[str, str]] = {
@@ -81,94 +82,6 @@ EXPECTED_FINGERPRINTS: dict[str, dict[str, str]] = {
     },
 }
 
-
-@dataclass(frozen=True)
-class Task:
-    """A labelled dataset with splits and metrics.
-
-    Attributes
-    ----------
-    name : str
-        Registry key, e.g. ``"rte"``, ``"mnli-mm"``, ``"rt"``.
-    text_fields : tuple of str
-        One column (single sentence) or two (sentence pair), named as in ``nyu-mll/glue``.
-    num_labels : int
-        Number of classes; 1 means regression (``stsb``).
-    metrics : tuple of str
-        Names understood by :func:`compute_metrics`.
-    main_metric : str
-        The metric used for model selection and reporting (as in He et al. 2021, table 2).
-    source : str
-        ``"glue"`` (hub or local TSV), ``"embedded"`` (an asset shipped with robustkit) or
-        ``"user"`` (the user's own data, :mod:`robustkit.user_data`).
-    glue_config : str or None
-        Configuration name of ``nyu-mll/glue`` (GLUE tasks only).
-    label_names : tuple of str
-        Name of each label id; empty for regression.
-    validation_split : str
-        Hub split used as validation (``validation_matched`` / ``_mismatched`` for MNLI).
-    asset : str or None
-        Asset name of an embedded task's data file.
-    corpus : str or None
-        The text collection the task's sentences come from, where two tasks share one: such
-        tasks are one corpus, not two independent tasks, in a figure that pools tasks.
-    """
-
-    name: str
-    text_fields: tuple[str, ...]
-    num_labels: int
-    metrics: tuple[str, ...]
-    main_metric: str
-    source: str
-    glue_config: str | None
-    label_names: tuple[str, ...]
-    validation_split: str = "validation"
-    asset: str | None = None
-    corpus: str | None = None
-
-    @property
-    def is_regression(self) -> bool:
-        return self.num_labels == 1
-
-
-def _glue(
-    name: str,
-    fields: tuple[str, ...],
-    labels: tuple[str, ...],
-    metrics: tuple[str, ...] = ("accuracy",),
-    main: str = "accuracy",
-    config: str | None = None,
-    val: str = "validation",
-) -> Task:
-    """A GLUE task; no label names means regression (one output)."""
-    return Task(name, fields, max(len(labels), 1), metrics, main, "glue", config or name, labels, val)
-
-
-_PAIR = ("sentence1", "sentence2")
-_NLI = ("entailment", "not_entailment")
-_SENTIMENT = ("negative", "positive")
-_MNLI = ("entailment", "neutral", "contradiction")
-
-TASKS: dict[str, Task] = {
-    task.name: task
-    for task in (
-        _glue("cola", ("sentence",), ("unacceptable", "acceptable"), ("mcc",), "mcc"),
-        _glue("sst2", ("sentence",), _SENTIMENT),
-        _glue("mrpc", _PAIR, ("not_equivalent", "equivalent"), ("f1", "accuracy"), "f1"),
-        _glue("qqp", ("question1", "question2"), ("not_duplicate", "duplicate"), ("f1", "accuracy"), "f1"),
-        _glue("stsb", _PAIR, (), ("pearson", "spearman"), "spearman"),
-        _glue("mnli", ("premise", "hypothesis"), _MNLI, val="validation_matched"),
-        _glue("mnli-mm", ("premise", "hypothesis"), _MNLI, config="mnli", val="validation_mismatched"),
-        _glue("qnli", ("question", "sentence"), _NLI),
-        _glue("rte", _PAIR, _NLI),
-        _glue("wnli", _PAIR, ("not_entailment", "entailment")),
-        # both are Pang & Lee's movie-review polarity data (rotten-tomatoes snippets, review sentences)
-        Task("rt", ("sentence",), 2, ("accuracy",), "accuracy", "embedded", None, _SENTIMENT, asset="rt",
-             corpus=MOVIE_REVIEWS),
-        Task("polarity", ("sentence",), 2, ("accuracy",), "accuracy", "embedded", None, _SENTIMENT, asset="polarity",
-             corpus=MOVIE_REVIEWS),
-    )
-}
 
 
 def get_task(name: str | Task, data_dir: str | Path | None = None) -> Task:
@@ -314,19 +227,6 @@ def _check_labels(dataset: datasets.Dataset, task: Task, split: str) -> None:
         )
 
 
-def _features(task: Task) -> datasets.Features:
-    """The common schema of every split, whichever source it came from."""
-    columns = {field: datasets.Value("string") for field in task.text_fields}
-    columns["label"] = datasets.Value("float32" if task.is_regression else "int64")
-    columns["idx"] = datasets.Value("int64")
-    return datasets.Features(columns)
-
-
-def _from_frame(frame: pd.DataFrame, task: Task) -> datasets.Dataset:
-    columns = [*task.text_fields, "label", "idx"]
-    return datasets.Dataset.from_pandas(frame[columns], features=_features(task), preserve_index=False)
-
-
 # --- GLUE from the hub ------------------------------------------------------------------------
 
 
@@ -448,7 +348,7 @@ def _read_glue_tsv(path: Path, fmt: _TsvFormat, task: Task, split: str) -> datas
     frame = frame.rename(columns=dict(fmt.columns))
     frame["label"] = _parse_labels(frame["label"], fmt, task, path)
     frame["idx"] = np.arange(len(frame))
-    return _from_frame(frame, task)
+    return dataset_of_frame(frame, task)
 
 
 def _parse_labels(raw: pd.Series, fmt: _TsvFormat, task: Task, path: Path) -> pd.Series:
@@ -509,7 +409,7 @@ def _embedded_splits(name: str, path: str) -> dict[str, datasets.Dataset]:
         raise TaskError(f"task {name!r}: {path} is empty or has rows without a label or text")
     frame["label"] = frame["label"].astype(np.int64)
     assignment = _grouped_stratified_split(frame["sentence"], frame["label"].to_numpy())
-    splits = {split: _from_frame(frame[assignment == i], task) for i, split in enumerate(SPLITS)}
+    splits = {split: dataset_of_frame(frame[assignment == i], task) for i, split in enumerate(SPLITS)}
     return splits
 
 
@@ -544,23 +444,6 @@ def _groups(texts: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     group, _ = pd.factorize(texts)
     _, first_rows = np.unique(group, return_index=True)
     return group, first_rows
-
-
-def split_fingerprint(splits: Mapping[str, datasets.Dataset]) -> dict[str, str]:
-    """sha256 per split over its (idx, text fields..., label) rows, in order.
-
-    Text fields are all columns other than ``idx`` and ``label``, in column order. Each row is
-    hashed as one JSON array per line, so the digest depends on content and order only.
-    """
-    return {name: _fingerprint(dataset) for name, dataset in splits.items()}
-
-
-def _fingerprint(dataset: datasets.Dataset) -> str:
-    fields = [c for c in dataset.column_names if c not in ("idx", "label")]
-    digest = hashlib.sha256()
-    for row in zip(dataset["idx"], *(dataset[f] for f in fields), dataset["label"]):
-        digest.update(json.dumps(row, ensure_ascii=False).encode("utf-8") + b"\n")
-    return digest.hexdigest()
 
 
 def task_texts(dataset: datasets.Dataset, task: str | Task) -> list[str]:

@@ -70,6 +70,7 @@ import numpy as np
 import pandas as pd
 
 from robustkit.errors import TaskError
+from robustkit.task_catalogue import TASKS, Task, dataset_of_frame, split_fingerprint
 
 __all__ = ["USER_SPLIT_SEED", "UserData", "ensure", "register", "registered", "read", "run_fields", "fingerprint", "is_source",
            "source_string", "TEXT_NAMES", "PAIR_NAMES", "LABEL_NAMES"]
@@ -276,8 +277,6 @@ def read(data, name: str | None = None, text_columns: tuple[str, ...] | list[str
         Unreadable data, unknown split names, columns not found, missing labels, an empty split,
         or a name that is a built-in task's.
     """
-    from robustkit.tasks import TASKS
-
     source = None
     if isinstance(data, (str, Path)):
         location, choices = _parse(str(data))
@@ -312,8 +311,6 @@ def read(data, name: str | None = None, text_columns: tuple[str, ...] | list[str
 def fingerprint(task, splits: dict[str, datasets.Dataset]) -> str:
     """``user:sha256:<hex>`` over the splits' rows (idx, text fields, label; in order), the
     text column names and the label names: what a run's id holds of its data."""
-    from robustkit.tasks import split_fingerprint
-
     content = {"splits": split_fingerprint({k: splits[k] for k in ("train", "validation", "test")}),
                "text_fields": list(task.text_fields), "label_names": list(task.label_names),
                "regression": task.is_regression}
@@ -456,8 +453,6 @@ def _text_columns(frame: pd.DataFrame, given, label: str, name: str) -> tuple[st
 
 
 def _task(name: str, fields: tuple[str, ...], label_names: tuple[str, ...]):
-    from robustkit.tasks import Task
-
     if not label_names:
         return Task(name, fields, 1, ("spearman", "pearson"), "spearman", "user", None, ())
     metrics = ("accuracy", "f1") if len(label_names) == 2 else ("accuracy", "mcc")
@@ -465,8 +460,6 @@ def _task(name: str, fields: tuple[str, ...], label_names: tuple[str, ...]):
 
 
 def _canonical(frame: pd.DataFrame, fields: tuple[str, ...], label_info, task, split: str) -> datasets.Dataset:
-    from robustkit.tasks import _from_frame
-
     column, _, ids = label_info
     missing = [c for c in fields if c not in frame.columns]
     if missing:
@@ -487,7 +480,7 @@ def _canonical(frame: pd.DataFrame, fields: tuple[str, ...], label_info, task, s
     if ids is not None and out["label"].isna().any():
         raise TaskError(f"task {task.name!r}: the {split} split has labels the other splits lack")
     out["idx"] = np.arange(len(frame))
-    return _from_frame(out, task)
+    return dataset_of_frame(out, task)
 
 
 def _complete(splits: dict[str, datasets.Dataset], task) -> tuple[dict[str, datasets.Dataset], str]:

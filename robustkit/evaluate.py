@@ -16,11 +16,13 @@ So a loss computed by an analysis equals the one in the run's history, by constr
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import torch
 
 from robustkit import collapse, data, models, tasks
 from robustkit.metrics import compute_metrics, majority_baseline
+from robustkit.run_data import run_splits
 from robustkit.spec import RunSpec
 
 EVAL_BATCH_SIZE = 64
@@ -86,7 +88,7 @@ def encode_split(split, task: tasks.Task, tokenizer, max_length: int) -> data.Fe
     return data.encode_labelled(texts, split["label"], tokenizer, max_length)
 
 
-def split_batches(spec: RunSpec, splits: Sequence[str]) -> dict[str, list[dict]]:
+def split_batches(spec: RunSpec, splits: Sequence[str], run_dir: str | Path | None = None) -> dict[str, list[dict]]:
     """A run's evaluation batches of each split, built as its training built them.
 
     Same splits (``train_size``, ``split_seed``, ``data_dir``), tokenizer, ``max_length``,
@@ -100,7 +102,7 @@ def split_batches(spec: RunSpec, splits: Sequence[str]) -> dict[str, list[dict]]
     """
     spec = spec.resolved()
     task = tasks.get_task(spec.task)
-    loaded = tasks.load_splits(spec.task, data_dir=spec.data_dir, train_size=spec.train_size, split_seed=spec.split_seed)
+    loaded = run_splits(spec, run_dir)  # the run's data, checked against its recorded fingerprint (run_dir names a changed file)
     tokenizer = models.load_tokenizer(spec.model)
     collator = data.classification_collator(tokenizer)
     return {

@@ -18,6 +18,7 @@ import json
 import math
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from robustkit.errors import RobustkitError
 from robustkit.methods.registry import METHOD_NAMES, given_options, spec_fields, split_method
@@ -183,6 +184,7 @@ class RunSpec:
         """
         self._validate()
         method, options = resolve_method(self)
+        data_dir = located(self.data_dir)
         # Without TSP the TSP settings change nothing: normalise them so such runs share an id.
         tsp = {} if self.tsp_step else {"tsp_seed": 0, "tsp_batch_size": 32}
         return _resolved(dataclasses.replace(
@@ -191,7 +193,8 @@ class RunSpec:
             **options,
             mixout=float(self.mixout),  # TOML 0 vs 0.0: one id
             # what the data holds (hashing a TSV folder's files once per process), not where it is
-            data_fingerprint=data_identity(self.task, self.data_dir, self.data_fingerprint),
+            data_dir=data_dir,  # resolved: the same analysis from another folder reads the same data
+            data_fingerprint=data_identity(self.task, data_dir, self.data_fingerprint),
             lr=self.lr if self.lr is not None else method.default_lr,
             epochs=self.epochs or method.default_epochs,
             max_length=self.max_length or method.default_max_length,
@@ -390,6 +393,19 @@ _LEGACY_DATA = {
         ("cola", "cola"), ("sst2", "sst2"), ("mrpc", "mrpc"), ("qqp", "qqp"), ("stsb", "stsb"), ("mnli", "mnli"),
         ("mnli-mm", "mnli"), ("qnli", "qnli"), ("rte", "rte"), ("wnli", "wnli"))},
 }
+
+
+def located(data_dir: str | os.PathLike | None) -> str | None:
+    """``data_dir`` with a relative local path made absolute (``~`` expanded), so a run records
+    where its data is, not where it was seen from; ``hub:`` names and a user source's
+    ``#column`` choices are kept as they are."""
+    if data_dir is None:
+        return None
+    text = str(data_dir)
+    if text.startswith("hub:"):
+        return text
+    path, mark, choices = text.partition("#")
+    return str(Path(path).expanduser().resolve()) + mark + choices
 
 
 def data_identity(task: str, data_dir: str | None, given: str | None = None) -> str | None:

@@ -384,7 +384,7 @@ def ablation_run(run_dir: str | Path, checkpoint: str = "best", progress: bool =
         ``first, last, metric, value, relative_change``.
     """
     run = load_run(run_dir, checkpoint, device)
-    batches = split_batches(run.spec, ["validation"])["validation"]
+    batches = split_batches(run.spec, ["validation"], run.run_dir)["validation"]
     frame = fast_spans(run.model, batches, run.task, progress=progress)
     return frame.assign(relative_change=relative_change(frame, frame.attrs["full"]))
 

@@ -54,6 +54,7 @@ from robustkit.analysis.each_run import cache_path, each_run, record_provenance
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.provenance import computed_on
+from robustkit.run_data import run_splits
 from robustkit.store.atomic import atomic_write_bytes
 from robustkit.store.tables import IDENTITY
 
@@ -84,7 +85,7 @@ def sample_examples(run_dir: Path, n: int, seed: int, split: str = "test") -> pd
     task = tasks.get_task(spec.task)
     if len(task.text_fields) != 1:
         raise RobustkitError(f"the attacks take single-sentence tasks; {spec.task!r} has sentence pairs")
-    data = tasks.load_splits(spec.task, data_dir=spec.data_dir, train_size=spec.train_size, split_seed=spec.split_seed)[split]
+    data = run_splits(spec, run_dir)[split]  # checked against the run's recorded data
     if n > len(data):
         raise RobustkitError(f"--n {n} is more than the {len(data)} examples of {spec.task!r}/{split}")
     chosen = np.sort(np.random.default_rng(seed).choice(len(data), size=n, replace=False))

@@ -15,6 +15,7 @@ import torch
 from robustkit import data, models, tasks
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import EVAL_BATCH_SIZE, encode_split, eval_batches
+from robustkit.run_data import run_splits
 from robustkit.spec import RunSpec
 
 
@@ -51,7 +52,7 @@ def sampled_batches(
     if split not in tasks.SPLITS:
         raise RobustkitError(f"unknown split {split!r}; known: {', '.join(tasks.SPLITS)}")
     task = tasks.get_task(spec.task)
-    loaded = tasks.load_splits(spec.task, data_dir=spec.data_dir, train_size=spec.train_size, split_seed=spec.split_seed)[split]
+    loaded = run_splits(spec)[split]  # checked against the run's recorded data
     n = len(loaded)
     if examples is not None and not 1 <= examples <= n:
         raise RobustkitError(f"cannot sample {examples} examples: the {split} split of {spec.task!r} has {n}")

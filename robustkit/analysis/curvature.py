@@ -62,6 +62,7 @@ from robustkit.layer_names import layer_group
 from robustkit.masked_lm import masked_lm_loss
 from robustkit.methods.model_parts import layer_groups
 from robustkit.provenance import computed_on
+from robustkit.run_data import run_splits
 from robustkit.run_model import build_masked_lm, load_run, load_tensors
 from robustkit.store.checkpoints import load_checkpoint
 from robustkit.store.manifest import read_manifest, read_spec
@@ -316,7 +317,7 @@ def tsp_curvature_run(
     tensors, metadata = load_checkpoint(tsp_dir, name)
     load_tensors(model, tensors, metadata, fingerprint, f"{tsp_dir.name}/{name}")
     model.to(resolve_device(device))
-    splits = tasks.load_splits(spec.task, data_dir=spec.data_dir, train_size=spec.train_size, split_seed=spec.split_seed)
+    splits = run_splits(spec, run_dir)  # checked against the run's recorded data
     texts = data.split_texts(splits["train"], tasks.get_task(spec.task).text_fields)
     if not 1 <= examples <= len(texts):
         raise RobustkitError(f"cannot sample {examples} examples: the train split of {spec.task!r} has {len(texts)}")

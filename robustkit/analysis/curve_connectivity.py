@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from robustkit import data, models, tasks
+from robustkit import data, models
 from robustkit.analysis.batches import sampled_batches
 from robustkit.analysis.bezier import barrier, place, place_line, train_control_point
 from robustkit.analysis.connectivity import seed_groups
@@ -40,6 +40,7 @@ from robustkit.errors import RobustkitError
 from robustkit.progress import bar as progress_bar
 from robustkit.provenance import computed_on
 from robustkit.evaluate import EVAL_BATCH_SIZE, encode_split, evaluate, resolve_device, to_device
+from robustkit.run_data import run_splits
 from robustkit.store.tables import IDENTITY
 
 ANALYSIS = "curve-connectivity"
@@ -86,7 +87,7 @@ def pair_paths(run_a: str | Path, run_b: str | Path, checkpoint: str, steps: int
 
     loaded, start, end = pair_ends(run_a, run_b, checkpoint)
     spec, model = loaded.spec, loaded.model.to(resolve_device(device))
-    splits = tasks.load_splits(spec.task, data_dir=spec.data_dir, train_size=spec.train_size, split_seed=spec.split_seed)
+    splits = run_splits(spec, run_a)  # checked against the run's recorded data
     tokenizer = models.load_tokenizer(spec.model)
     encoded = encode_split(splits["train"], loaded.task, tokenizer, spec.max_length)
     collator = data.classification_collator(tokenizer)

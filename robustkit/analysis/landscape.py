@@ -228,7 +228,7 @@ def landscape_run(
     """
     run = load_run(run_dir, checkpoint, device)
     thetas = [run.checkpoint_tensors("step-0"), run.tensors]
-    batches = split_batches(run.spec, splits)
+    batches = split_batches(run.spec, splits, run.run_dir)
     return interpolate(run.model, *thetas, _as_grid(alphas), batches, run.task, progress=progress)
 
 

@@ -30,6 +30,7 @@ from transformers import PreTrainedTokenizerBase
 from robustkit import data, models, tasks
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import eval_batches
+from robustkit.run_data import check_run_data
 from robustkit.spec import RunSpec
 from robustkit.store.manifest import read_spec
 
@@ -129,6 +130,7 @@ def sample_tokens(
     task = tasks.get_task(spec.task)
     if split not in tasks.SPLITS:
         raise RobustkitError(f"unknown split {split!r}; known: {', '.join(tasks.SPLITS)}")
+    check_run_data(spec)  # the full-data splits of the data the run recorded
     dataset = tasks.load_splits(task, data_dir=spec.data_dir)[split]
     tokenizer = models.load_tokenizer(spec.model)
     encoded = _encode(data.split_texts(dataset, task.text_fields), tokenizer, max_length)

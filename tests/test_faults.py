@@ -19,7 +19,11 @@ and after the resume the run is bit-identical to an uninterrupted one (manifest 
 history, gradient norms, the sha256 of every checkpoint file), with no temporary file, staging
 or backup folder or unlisted checkpoint left in its folder.
 
-A killed sweep (its parent process) is tested in ``test_sweep.py``.
+A killed sweep (its parent process) is tested in ``test_sweep.py``. The other faults of issue
+#39 live beside the code they exercise: one dead worker of a sweep (``test_sweep.py``), data
+edited or moved after training (``test_analysis_data_check.py``), unbounded or empty inputs
+(``test_bounded_inputs.py``) and a read-only store (``test_read_only_store.py``); resume checks,
+CPU capabilities, cache binding and refused imports are here.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ import dataclasses
 import os
 import pathlib
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -904,8 +905,10 @@ def test_ctrl_c_is_one_line_exit_130_and_the_run_resumes_bit_identically(spec, r
             process.kill()
     TALLY["faults injected"] += 1
     assert process.returncode == 130, err[-3000:]
-    # one line of its own (the sweep's info line "1 run(s) to train ..." may come before it)
-    messages = [m for m in _messages(err) if "run(s) to train" not in m]
+    # one line of its own (the sweep's info line "1 run(s) to train ..." may come before it, and
+    # a redirected stderr carries the run's timestamped start and evaluation lines, #38 item 5)
+    event = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ")
+    messages = [m for m in _messages(err) if "run(s) to train" not in m and not event.match(m)]
     assert "Traceback" not in err and messages == [INTERRUPTED], err[-3000:]
     run_dir = tmp_path / "runs" / reference.run_dir.name  # the flags name the reference's run
     assert read_manifest(run_dir)["status"] == "running"

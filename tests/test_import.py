@@ -240,7 +240,7 @@ def test_imports_are_never_pooled(tmp_path, glue):
     assert "import_id" in groups and runs.groupby(groups, dropna=False).ngroups == 3
     fig = draw("rsa", tmp_path / "runs", tokens=40)
     lines = [t for t in figure_texts(fig) if "[import_id=" in t]  # one legend entry per line
-    assert len(lines) == 3 and {t.split("[import_id=")[1].split(" #")[0] for t in lines} == {"lora-a", "lora-b", "bottleneck"}
+    assert len(lines) == 3 and {" ".join(t.split()).split("[import_id=")[1].split(" #")[0] for t in lines} == {"lora-a", "lora-b", "bottleneck"}
 
 
 def test_adapterhub_method_names(tmp_path):

@@ -404,7 +404,8 @@ def judge(claim: Claim, observations: pd.DataFrame, include_failed: bool = False
         results = _judge_cells(claim, observations, failed, guard)
         undefined = observations.loc[observations["value"].isna(), "run_id"].nunique() if "run_id" in observations else 0
         if statistic.undefined_on_failed and undefined:
-            notes.append(f"{_runs(undefined, 'run')} without a value left out: {statistic.undefined_on_failed}")
+            notes.append(f"{undefined} run{'' if undefined == 1 else 's'} without a value left out: "
+                         f"{statistic.undefined_on_failed}")
     else:
         results = _judge_cells(claim, observations[~failed], failed, guard)
         if statistic.undefined_on_failed:
@@ -993,7 +994,7 @@ def summary_line(rows: pd.DataFrame) -> str:
             effect += (f", 90% CI [{row['ci_low']:.3g}, {row['ci_high']:.3g}]" if np.isfinite(row["ci_low"])
                        else ", no interval at this n")
         kept = "kept as data" if row["failures"] == "data" else "left out"
-        failed = f"; {int(row['n_failed'])} failed runs {kept}" if row["n_failed"] else ""
+        failed = f"; {_runs(int(row['n_failed']), 'failed')} {kept}" if row["n_failed"] else ""
         n = f"n = {int(row['n_a'])}" + (f" vs {int(row['n_b'])}" if row["compare"] != "threshold" else "")
         cells = int(row["cells"]) if "cells" in row and pd.notna(row["cells"]) else 1
         n += f" runs, {cells} cells" if cells > 1 else ""

@@ -214,6 +214,8 @@ def test_collapsed_runs_are_left_out_of_a_spread_and_kept_as_data_for_its_check(
     kept = judge(_claim(), pd.concat([frame, stuck], ignore_index=True), include_failed=True)
     assert kept.iloc[0]["n_a"] == 12
     assert "2 failed runs left out" in summary_line(rows.assign(recipe="r"))
+    one = judge(_claim(), pd.concat([frame, stuck.iloc[:1]], ignore_index=True))
+    assert "; 1 failed run left out;" in summary_line(one.assign(recipe="r"))  # not "1 failed runs"
 
 
 def test_the_run_is_the_unit_and_pairs_are_not_tested():

@@ -16,9 +16,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import datasets
+import numpy as np
 import pandas as pd
 
 MOVIE_REVIEWS = "Pang & Lee movie-review polarity data"
+HELD_OUT_FRACTION = 0.1  # of each label's distinct texts, for each held-out split
 
 
 @dataclass(frozen=True)
@@ -139,3 +141,36 @@ def _fingerprint(dataset: datasets.Dataset) -> str:
     for row in zip(dataset["idx"], *(dataset[f] for f in fields), dataset["label"]):
         digest.update(json.dumps(row, ensure_ascii=False).encode("utf-8") + b"\n")
     return digest.hexdigest()
+
+
+def grouped_stratified_split(texts: pd.Series, labels: np.ndarray, seed: int, parts: int = 2) -> np.ndarray:
+    """Split id of each row: 0 (train) or 1..``parts`` (held out: validation, test).
+
+    Rows with equal text share a split; per label (of a text's first row), a shuffle seeded by
+    ``(seed, label)`` of the distinct texts sends ``HELD_OUT_FRACTION`` of them to each held-out
+    split in turn, the rest to train. The embedded tasks' fixed split (two held-out parts) and
+    the user data's missing splits (:mod:`robustkit.user_data`) are both this rule.
+
+    Parameters
+    ----------
+    texts : pandas.Series of str, shape (n,)
+    labels : numpy.ndarray of int, shape (n,)
+    seed : int
+    parts : int
+        Held-out splits to draw.
+
+    Returns
+    -------
+    numpy.ndarray of int, shape (n,)
+    """
+    group, _ = pd.factorize(texts)
+    _, first_rows = np.unique(group, return_index=True)
+    group_label = labels[first_rows]
+    group_split = np.zeros(len(first_rows), dtype=np.int64)
+    for label in np.unique(group_label):
+        members = np.flatnonzero(group_label == label)
+        members = np.random.default_rng([seed, int(label)]).permutation(members)
+        held_out = round(len(members) * HELD_OUT_FRACTION)
+        for part in range(1, parts + 1):
+            group_split[members[(part - 1) * held_out : part * held_out]] = part
+    return group_split[group]

@@ -58,14 +58,14 @@ import pandas as pd
 
 from robustkit.errors import TaskError
 from robustkit.task_catalogue import (  # noqa: F401  (re-exported: robustkit.tasks.Task, ...)
-    MOVIE_REVIEWS, TASKS, Task, _features, dataset_of_frame, split_fingerprint)
+    HELD_OUT_FRACTION, MOVIE_REVIEWS, TASKS, Task, _features, dataset_of_frame, grouped_stratified_split,
+    split_fingerprint)
 
 GLUE_HUB = "nyu-mll/glue"
 # The hub revision (commit, tag or branch) of GLUE_HUB to load; None: its default branch. Part
 # of the data fingerprint of hub runs (data_fingerprint), so pinning one gives runs of their own.
 GLUE_REVISION: str | None = None
 EMBEDDED_SPLIT_SEED = 20210601
-HELD_OUT_FRACTION = 0.1  # of each label's distinct texts, for each of validation and test
 SPLITS = ("train", "validation", "test")
 
 # sha256 of the default splits (see split_fingerprint); a change means the split changed.
@@ -408,42 +408,9 @@ def _embedded_splits(name: str, path: str) -> dict[str, datasets.Dataset]:
     if frame.empty or frame["label"].isna().any() or (frame["sentence"] == "").any():
         raise TaskError(f"task {name!r}: {path} is empty or has rows without a label or text")
     frame["label"] = frame["label"].astype(np.int64)
-    assignment = _grouped_stratified_split(frame["sentence"], frame["label"].to_numpy())
+    assignment = grouped_stratified_split(frame["sentence"], frame["label"].to_numpy(), EMBEDDED_SPLIT_SEED)
     splits = {split: dataset_of_frame(frame[assignment == i], task) for i, split in enumerate(SPLITS)}
     return splits
-
-
-def _grouped_stratified_split(texts: pd.Series, labels: np.ndarray) -> np.ndarray:
-    """Split id (0 train, 1 validation, 2 test) of each row.
-
-    Parameters
-    ----------
-    texts : pandas.Series of str, shape (n,)
-    labels : numpy.ndarray of int, shape (n,)
-
-    Returns
-    -------
-    numpy.ndarray of int, shape (n,)
-        Rows with equal text share a split; per label (of a text's first row), a seeded shuffle
-        of the distinct texts sends ``HELD_OUT_FRACTION`` to validation and as many to test.
-    """
-    group, first_rows = _groups(texts)
-    group_label = labels[first_rows]
-    group_split = np.zeros(len(first_rows), dtype=np.int64)
-    for label in np.unique(group_label):
-        members = np.flatnonzero(group_label == label)
-        members = np.random.default_rng([EMBEDDED_SPLIT_SEED, int(label)]).permutation(members)
-        held_out = round(len(members) * HELD_OUT_FRACTION)
-        group_split[members[:held_out]] = 1
-        group_split[members[held_out : 2 * held_out]] = 2
-    return group_split[group]
-
-
-def _groups(texts: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Group id of each row (equal texts share one) and the first row of each group."""
-    group, _ = pd.factorize(texts)
-    _, first_rows = np.unique(group, return_index=True)
-    return group, first_rows
 
 
 def task_texts(dataset: datasets.Dataset, task: str | Task) -> list[str]:

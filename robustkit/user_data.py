@@ -42,7 +42,7 @@ Split rule (the missing splits, seeded by :data:`USER_SPLIT_SEED`)
     10 % of it for each: per label (regression: all rows one stratum), the distinct texts (the
     tuple of text fields) are shuffled by a generator seeded with ``[USER_SPLIT_SEED, label]``
     and the first 10 % go to validation, the next 10 % to test (where both are missing), as
-    :func:`robustkit.tasks._grouped_stratified_split` does for embedded tasks. Rows with the
+    :func:`robustkit.task_catalogue.grouped_stratified_split` does for embedded tasks. Rows with the
     same text share a split. A single file of 1,000 rows thus gives 800 / 100 / 100.
 
 ``train_size=N`` (a run's low-resource setting) takes the first N rows of a permutation of the
@@ -70,13 +70,12 @@ import numpy as np
 import pandas as pd
 
 from robustkit.errors import TaskError
-from robustkit.task_catalogue import TASKS, Task, dataset_of_frame, split_fingerprint
+from robustkit.task_catalogue import TASKS, Task, dataset_of_frame, grouped_stratified_split, split_fingerprint
 
 __all__ = ["USER_SPLIT_SEED", "UserData", "ensure", "register", "registered", "read", "run_fields", "fingerprint", "is_source",
            "source_string", "TEXT_NAMES", "PAIR_NAMES", "LABEL_NAMES"]
 
 USER_SPLIT_SEED = 20210601  # the embedded tasks' split seed (robustkit.tasks.EMBEDDED_SPLIT_SEED)
-HELD_OUT_FRACTION = 0.1
 READERS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet"}
 SPLIT_NAMES = {"train": ("train", "training"), "validation": ("validation", "valid", "val", "dev"),
                "test": ("test", "testing")}
@@ -492,17 +491,7 @@ def _complete(splits: dict[str, datasets.Dataset], task) -> tuple[dict[str, data
     train = splits["train"]
     texts = pd.Series(["\x1f".join(row) for row in zip(*(train[f] for f in task.text_fields))])
     labels = np.zeros(len(train), np.int64) if task.is_regression else np.asarray(train["label"], np.int64)
-    group, _ = pd.factorize(texts)
-    _, first_rows = np.unique(group, return_index=True)
-    group_label = labels[first_rows]
-    group_split = np.zeros(len(first_rows), dtype=np.int64)
-    for label in np.unique(group_label):
-        members = np.flatnonzero(group_label == label)
-        members = np.random.default_rng([USER_SPLIT_SEED, int(label)]).permutation(members)
-        held_out = round(len(members) * HELD_OUT_FRACTION)
-        for i, split in enumerate(missing, start=1):
-            group_split[members[(i - 1) * held_out : i * held_out]] = i
-    assignment = group_split[group]
+    assignment = grouped_stratified_split(texts, labels, USER_SPLIT_SEED, parts=len(missing))
     out = dict(splits)
     out["train"] = train.select(np.flatnonzero(assignment == 0))
     for i, split in enumerate(missing, start=1):

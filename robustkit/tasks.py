@@ -47,7 +47,6 @@ import csv
 import functools
 import hashlib
 import json
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +56,7 @@ import numpy as np
 import pandas as pd
 
 from robustkit.errors import TaskError
+from robustkit.stat_keys import stat_key
 from robustkit.task_catalogue import (  # noqa: F401  (re-exported: robustkit.tasks.Task, ...)
     HELD_OUT_FRACTION, MOVIE_REVIEWS, TASKS, Task, _features, dataset_of_frame, grouped_stratified_split,
     split_fingerprint)
@@ -510,18 +510,14 @@ def _tsv_files(task: Task, data_dir: Path) -> list[Path]:
 
 # (path, inode, size, mtime) -> sha256 of the files hashed by this process
 _HASHES: dict[tuple, str] = {}
-# A file modified this recently may change again within the file system's timestamp granularity
-# without its mtime changing: its hash is not remembered (git's "racily clean" rule).
-_RACY_NS = 2_000_000_000
 
 
 def _file_sha256(path: Path) -> str:
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_ino, stat.st_size, stat.st_mtime_ns)
-    if key not in _HASHES:
-        with open(path, "rb") as handle:
-            digest = hashlib.file_digest(handle, "sha256").hexdigest()
-        if time.time_ns() - stat.st_mtime_ns < _RACY_NS:
-            return digest
+    key = stat_key(path)  # None: modified too recently to remember its hash
+    if key in _HASHES:
+        return _HASHES[key]
+    with open(path, "rb") as handle:
+        digest = hashlib.file_digest(handle, "sha256").hexdigest()
+    if key is not None:
         _HASHES[key] = digest
-    return _HASHES[key]
+    return digest

@@ -70,6 +70,7 @@ import numpy as np
 import pandas as pd
 
 from robustkit.errors import TaskError
+from robustkit.stat_keys import stat_key
 from robustkit.task_catalogue import TASKS, Task, dataset_of_frame, grouped_stratified_split, split_fingerprint
 
 __all__ = ["USER_SPLIT_SEED", "UserData", "ensure", "register", "registered", "read", "run_fields", "fingerprint", "is_source",
@@ -177,27 +178,20 @@ def ensure(name: str, data_dir: str | Path | None) -> UserData | None:
 
 # task name -> the stat signature of its source's files when they were read (None: not cacheable)
 _SIGNATURES: dict[str, tuple | None] = {}
-# A file modified this recently may change again without its mtime changing (git's "racily
-# clean" rule, as robustkit.tasks hashes TSV files): such a read is not reused.
-_RACY_NS = 2_000_000_000
 
 
 def _signature(location: str) -> tuple | None:
     """(path, inode, size, mtime) of every file of a local source; the name of a hub dataset (read
     once per process: the datasets library caches its files); None where a file is too recent to
     trust its mtime, or missing."""
-    import time
-
     path = Path(location)
     if location.startswith(HUB_PREFIX):
         return (location,)
     if not path.exists():
         return None
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    stats = [(str(p), p.stat()) for p in files]
-    if any(time.time_ns() - s.st_mtime_ns < _RACY_NS for _, s in stats):
-        return None
-    return tuple((p, s.st_ino, s.st_size, s.st_mtime_ns) for p, s in stats)
+    keys = tuple(stat_key(p) for p in files)  # None: a file too recent to trust its mtime
+    return None if None in keys else keys
 
 
 def register(data, name: str | None = None, text_columns: tuple[str, ...] | list[str] | None = None,

@@ -88,7 +88,7 @@ def test_a_missing_tsv_file_is_named_when_the_run_id_is_made(tmp_path, rte_folde
 
 
 def test_a_files_hash_is_remembered_only_while_it_cannot_change_unseen(tmp_path, monkeypatch):
-    from robustkit import tasks
+    from robustkit import stat_keys, tasks
 
     path = tmp_path / "train.tsv"
     path.write_text("a\n")
@@ -96,7 +96,7 @@ def test_a_files_hash_is_remembered_only_while_it_cannot_change_unseen(tmp_path,
     assert not any(key[0] == str(path.resolve()) for key in tasks._HASHES)  # just written: not remembered
     path.write_text("b\n")  # same size, maybe the same mtime: still seen
     assert tasks._file_sha256(path) == store_sha(path)
-    monkeypatch.setattr(tasks, "_RACY_NS", 0)
+    monkeypatch.setattr(stat_keys, "RACY_NS", 0)
     tasks._file_sha256(path)
     assert any(key[0] == str(path.resolve()) for key in tasks._HASHES)
 

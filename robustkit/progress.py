@@ -40,15 +40,11 @@ def bar(iterable: Iterable | None = None, *, show: bool = True, **kwargs: Any):
 def wanted(show: bool = True, stream=None) -> bool:
     """Whether a bar is drawn: ``show``, ``$TQDM_DISABLE`` unset or false, and ``stream`` (default
     stderr) a terminal, or the output of a notebook."""
-    if not show or os.environ.get(ENV, "").strip().lower() in _TRUE:
+    if not show or silenced():
         return False
     if in_notebook():
         return True
-    stream = sys.stderr if stream is None else stream
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):  # no isatty, or a closed stream
-        return False
+    return _terminal(sys.stderr if stream is None else stream)
 
 
 def in_notebook() -> bool:
@@ -84,7 +80,7 @@ def silenced() -> bool:
 def _terminal(stream) -> bool:
     try:
         return bool(stream.isatty())
-    except (AttributeError, ValueError):
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
         return False
 
 

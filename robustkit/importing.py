@@ -71,7 +71,7 @@ import pandas as pd
 import torch
 
 from robustkit import data, models, tasks
-from robustkit.errors import RobustkitError
+from robustkit.errors import RobustkitError, StoreError
 from robustkit.evaluate import EVAL_BATCH_SIZE, encode_split, eval_batches, evaluate, final_outcomes
 from robustkit.methods.adapterhub import config_json
 from robustkit.methods.base import ADAPTER_NAME
@@ -81,10 +81,10 @@ from robustkit.run_model import build_classifier, checkpoint_metadata, trainable
 from robustkit.spec import SPEC_DEFAULTS, RunSpec, _safe
 from robustkit.store.atomic import atomic_write_parquet, sha256_file
 from robustkit.store.checkpoints import finished_state, save_checkpoint
-from robustkit.store.folders import HISTORY, new_store
+from robustkit.store.folders import HISTORY, new_store, run_dirs
 from robustkit.store.locks import run_lock
 from robustkit.store.logs import record_logs
-from robustkit.store.manifest import refuse_damaged, update_manifest, write_manifest
+from robustkit.store.manifest import read_manifest, refuse_damaged, update_manifest, write_manifest
 from robustkit.store.schema import COMPLETE
 
 # Spec fields an import can be told (``known``); the training settings besides these are unknown.
@@ -269,12 +269,12 @@ def store_convention(store_path: str | Path, task: str) -> Convention | None:
     """
     root = Path(store_path).expanduser()
     counts: dict[tuple[int | None, int | None], int] = {}
-    for path in sorted(root.glob("*/manifest.json")) if root.is_dir() else []:
+    for run_dir in run_dirs(root) if root.is_dir() else []:
         try:
-            manifest = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
+            manifest = read_manifest(run_dir)
+        except StoreError:
             continue  # `robustkit verify` reports damaged runs; a neighbour only advises here
-        spec = manifest.get("spec") if isinstance(manifest, dict) else None
+        spec = manifest.get("spec")
         if manifest.get("kind") != "finetune" or not isinstance(spec, dict) or spec.get("task") != task:
             continue
         key = (spec.get("train_size"), spec.get("split_seed") if spec.get("train_size") is not None else None)
@@ -305,8 +305,6 @@ def summary(run_dir: str | Path) -> list[str]:
     list of str
         One line per checkpoint scored, then the convention line.
     """
-    from robustkit.store.manifest import read_manifest
-
     manifest = read_manifest(Path(run_dir))
     metric, sizes, final = manifest["main_metric"], manifest.get("splits", {}), manifest.get("final", {})
     outcome = manifest.get("outcome") or {}

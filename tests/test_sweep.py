@@ -201,6 +201,24 @@ def _marked(mark: str) -> list[int]:
     return found
 
 
+def _workers(mark: str) -> list[int]:
+    """The marked processes that multiprocessing spawned to train runs (not the sweep itself,
+    not multiprocessing's resource tracker)."""
+    found = []
+    for pid in _marked(mark):
+        with contextlib.suppress(OSError):
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+            if b"spawn_main" in command:
+                found.append(pid)
+    return found
+
+
+def _signal(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+
+
 def _running(store_dir: Path) -> list[str]:
     runs = load_runs(store_dir) if store_dir.exists() else pd.DataFrame()
     return [] if runs.empty else runs[runs.status == "running"].run_id.tolist()
@@ -221,9 +239,16 @@ def _sweep_with_two_runs_training(tmp_path: Path, rte_folder):
                                   env={**os.environ, _MARK: mark}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 180
-        while len(_running(runs)) < 2:  # both workers hold a run's lock and train it
+        while True:
             assert parent.poll() is None, (tmp_path / "sweep.log").read_text()[-3000:]
             assert time.monotonic() < deadline, "the sweep's workers never started training"
+            # the workers are stopped while their runs are looked at: on a fast machine a run
+            # could otherwise end between being seen 'running' and the signal the test sends
+            workers = _workers(mark)
+            _signal(workers, signal.SIGSTOP)
+            if len(_running(runs)) >= 2:  # both workers hold a run's lock, frozen mid-training
+                break
+            _signal(workers, signal.SIGCONT)
             time.sleep(0.05)
         yield parent, runs, mark, grid
     finally:

@@ -10,7 +10,7 @@ STAMP := $(VENV)/.robustkit-installed
 # `robustkit assets fetch` gets from pinned registry packages; an NLTK_DATA of your own wins. make
 # sets nothing here, so a target reads the same data as the command typed in an activated shell.
 
-.PHONY: setup demo test test-fast bench clean
+.PHONY: setup demo test test-fast lint bench clean
 
 setup: $(STAMP)
 
@@ -35,6 +35,12 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(PY) -m robustkit assets fetch
 	$(PY) -m pytest -q -m "not slow"
+
+# The linter CI runs: the line limit and import order (pyproject.toml, [tool.ruff]). `ruff format`
+# and `ruff check --fix` (in .venv/bin) rewrite a file to pass it.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 bench: $(STAMP)
 	$(PY) bench/train.py

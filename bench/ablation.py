@@ -20,8 +20,8 @@ import torch
 
 from robustkit.analysis import ablation
 from robustkit.analysis.landscape import split_batches
-from robustkit.run_model import build_classifier
 from robustkit.methods import ADAPTER_NAME
+from robustkit.run_model import build_classifier
 from robustkit.spec import RunSpec
 
 
@@ -69,8 +69,10 @@ def main() -> None:
     batches = dev_batches(spec, args.examples)
     n = sum(len(b["labels"]) for b in batches)
     L = len(ablation.encoder_layers(model))
-    print(f"minilm-l6 houlsby (adapters + N(0, 0.05^2)), {L} layers, {len(ablation.spans(L))} spans, "
-          f"{n} rt dev sentences in {len(batches)} batches, {args.threads} threads")
+    print(
+        f"minilm-l6 houlsby (adapters + N(0, 0.05^2)), {L} layers, {len(ablation.spans(L))} spans, "
+        f"{n} rt dev sentences in {len(batches)} batches, {args.threads} threads"
+    )
     naive_s, naive = timed(lambda: ablation.naive_spans(model, batches, "rt"), args.repeat)
     fast_s, fast = timed(lambda: ablation.fast_spans(model, batches, "rt"), args.repeat)
     naive_n, fast_n = naive.attrs["layer_evaluations"], fast.attrs["layer_evaluations"]
@@ -81,8 +83,11 @@ def main() -> None:
     difference = float(np.abs(naive["value"].to_numpy() - fast["value"].to_numpy()).max())
     accuracy = (fast["metric"] == "accuracy").to_numpy()
     spread = fast.loc[accuracy, "value"]
-    print(f"max |naive - fast| over {len(fast)} values: {difference:.3g}; "
-          f"span accuracies from {spread.min():.3f} to {spread.max():.3f} (all adapters: {fast.attrs['full']['accuracy']:.3f})")
+    print(
+        f"max |naive - fast| over {len(fast)} values: {difference:.3g}; "
+        f"span accuracies from {spread.min():.3f} to {spread.max():.3f} (all adapters: "
+        f"{fast.attrs['full']['accuracy']:.3f})"
+    )
     assert naive[["first", "last", "metric"]].equals(fast[["first", "last", "metric"]])
     assert difference <= 1e-5, "heatmaps differ"
     assert (naive["value"].to_numpy()[accuracy] == fast["value"].to_numpy()[accuracy]).all(), "accuracies differ"

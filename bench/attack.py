@@ -65,7 +65,10 @@ from robustkit.spec import RunSpec
 from robustkit.store.manifest import read_manifest
 from robustkit.tasks import load_splits
 
-DEMO_RUNS = ("runs/demo/polarity-full-minilm-l6-s0-tsp0-09731d8b", "runs/demo/polarity-houlsby-minilm-l6-s0-tsp0-fbb08406")
+DEMO_RUNS = (
+    "runs/demo/polarity-full-minilm-l6-s0-tsp0-09731d8b",
+    "runs/demo/polarity-houlsby-minilm-l6-s0-tsp0-fbb08406",
+)
 FIELDS = ("adversarial", "success", "queries", "modified_words")
 
 
@@ -87,7 +90,8 @@ class ReadmeRoute:
 
         self.model = model.eval()
         self.classifier = OpenAttack.classifiers.TransformersClassifier(
-            model, tokenizer, model.get_input_embeddings(), max_length=max_length, device=torch.device(device))
+            model, tokenizer, model.get_input_embeddings(), max_length=max_length, device=torch.device(device)
+        )
         self.eval = OpenAttack.AttackEval(pwws_attacker(), self.classifier)
         self.sentences = self.batches = 0
         predict = self.classifier.predict
@@ -109,10 +113,14 @@ class ReadmeRoute:
         words = pwws_attacker().tokenizer.tokenize(sentence.lower(), pos_tagging=False)
         modified = 0 if adversarial is None else sum(a != b for a, b in zip(words, adversarial.split(" ")))
         target = int(self.classifier.get_pred([sentence])[0])
-        return AttackResult(sentence, adversarial, adversarial is not None, target, queries, modified, len(words), seconds)
+        return AttackResult(
+            sentence, adversarial, adversarial is not None, target, queries, modified, len(words), seconds
+        )
 
 
-def readme_on_frozen_embeddings(model, tokenizer, max_length: int, sentence: str, label: int, device: str = "cpu") -> str:
+def readme_on_frozen_embeddings(
+    model, tokenizer, max_length: int, sentence: str, label: int, device: str = "cpu"
+) -> str:
     """What the README route does on an adapter run as it is: the error AttackEval swallows, and its summary."""
     import OpenAttack
 
@@ -128,21 +136,29 @@ def readme_on_frozen_embeddings(model, tokenizer, max_length: int, sentence: str
     logger.propagate = False
     try:
         classifier = OpenAttack.classifiers.TransformersClassifier(
-            model.eval(), tokenizer, model.get_input_embeddings(), max_length=max_length, device=torch.device(device))
+            model.eval(), tokenizer, model.get_input_embeddings(), max_length=max_length, device=torch.device(device)
+        )
         summary = OpenAttack.AttackEval(pwws_attacker(), classifier).eval([{"x": sentence, "y": label}])
         classifier.hook.remove()
     finally:
         logger.removeHandler(handler)
         logger.propagate = propagate
-    return f"attack success rate {summary['Attack Success Rate']}, error swallowed: {messages[0] if messages else 'none'}"
+    return (
+        f"attack success rate {summary['Attack Success Rate']}, error swallowed: {messages[0] if messages else 'none'}"
+    )
 
 
 def load_victim(run: str | None, model_name: str, method: str):
     """(float32 model, tokenizer, max_length, task, name): a stored run's best checkpoint, or a random head."""
     if run:
         spec = read_manifest(Path(run))["spec"]
-        return (load_run_model(Path(run), "best"), load_tokenizer(spec["model"]), spec["max_length"] or 128,
-                spec["task"], f"{Path(run).name} (best checkpoint)")
+        return (
+            load_run_model(Path(run), "best"),
+            load_tokenizer(spec["model"]),
+            spec["max_length"] or 128,
+            spec["task"],
+            f"{Path(run).name} (best checkpoint)",
+        )
     model, _, _ = build_classifier(RunSpec(model=model_name, task="rt", method=method), num_labels=2)
     return model, load_tokenizer(model_name), 128, "rt", f"{model_name} / {method} (random head)"
 
@@ -158,13 +174,22 @@ def bench_victim(model, tokenizer, max_length: int, task: str, name: str, args) 
     PWWS("openattack").attack(victim, Example(warm, int(victim.get_pred([warm])[0])))
     victim.clear_cache()
     frozen = not model.get_input_embeddings().weight.requires_grad
-    where = torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else f"{torch.get_num_threads()} CPU thread(s)"
+    where = (
+        torch.cuda.get_device_name(args.device)
+        if args.device.startswith("cuda")
+        else f"{torch.get_num_threads()} CPU thread(s)"
+    )
     print(f"\n== {name}: {len(sentences)} {task} test sentences, on {args.device} ({where})")
     if frozen:
-        print("readme route as is (frozen word embeddings), first sentence: "
-              + readme_on_frozen_embeddings(model, tokenizer, max_length, sentences[0], labels[0], args.device))
+        print(
+            "readme route as is (frozen word embeddings), first sentence: "
+            + readme_on_frozen_embeddings(model, tokenizer, max_length, sentences[0], labels[0], args.device)
+        )
         model.get_input_embeddings().weight.requires_grad_(True)
-        print("readme route below: word embeddings made grad-capable (requires_grad_(True); the forward pass is unchanged)")
+        print(
+            "readme route below: word embeddings made grad-capable (requires_grad_(True); the forward pass is "
+            "unchanged)"
+        )
     readme = ReadmeRoute(model, tokenizer, max_length, args.device)
     engines = {"fast": PWWS("fast")}
     if args.device == "cpu":  # oneDNN against BLAS: a CPU question
@@ -199,19 +224,32 @@ def bench_victim(model, tokenizer, max_length: int, task: str, name: str, args) 
 
     n = len(sentences)
     fast = tallies["fast"]
-    print(f"success rate {sum(r.success for r in fast.results) / n:.2f}, "
-          f"{sum(r.words for r in fast.results) / n:.1f} words per sentence")
-    print(f"{'set-up':>13}  {'s/example':>9}  {'fast is':>8}  {'PWWS queries':>12}  {'sentences run':>13}  {'forward batches':>15}")
+    print(
+        f"success rate {sum(r.success for r in fast.results) / n:.2f}, "
+        f"{sum(r.words for r in fast.results) / n:.1f} words per sentence"
+    )
+    print(
+        f"{'set-up':>13}  {'s/example':>9}  {'fast is':>8}  {'PWWS queries':>12}  {'sentences run':>13}  "
+        f"{'forward batches':>15}"
+    )
     for key, tally in tallies.items():
-        print(f"{key:>13}  {tally.seconds / n:9.3f}  {tally.seconds / fast.seconds:7.2f}x  "
-              f"{sum(r.queries for r in tally.results) / n:12.1f}  {tally.sentences / n:13.1f}  {tally.batches / n:15.1f}")
+        print(
+            f"{key:>13}  {tally.seconds / n:9.3f}  {tally.seconds / fast.seconds:7.2f}x  "
+            f"{sum(r.queries for r in tally.results) / n:12.1f}  {tally.sentences / n:13.1f}  {tally.batches / n:15.1f}"
+        )
     screen = next(iter(engines["fast"]._screens.values()))
-    print(f"fast engine's float32 bound: D = {screen.margin_error:.1e} on log-odds; largest error measured or audited "
-          f"{screen.largest_error:.1e} over {screen.audited} sentences run in both precisions")
-    print(f"fast engine's float32 twin: last layer on the first token only: {screen.victim.first_token_only}; "
-          f"linear layers on oneDNN: {screen.victim.onednn}")
-    print(f"fast engine {tallies['readme'].seconds / fast.seconds:.2f}x the README route (target >= 5x), "
-          f"{tallies['openattack'].seconds / fast.seconds:.2f}x --engine openattack")
+    print(
+        f"fast engine's float32 bound: D = {screen.margin_error:.1e} on log-odds; largest error measured or audited "
+        f"{screen.largest_error:.1e} over {screen.audited} sentences run in both precisions"
+    )
+    print(
+        f"fast engine's float32 twin: last layer on the first token only: {screen.victim.first_token_only}; "
+        f"linear layers on oneDNN: {screen.victim.onednn}"
+    )
+    print(
+        f"fast engine {tallies['readme'].seconds / fast.seconds:.2f}x the README route (target >= 5x), "
+        f"{tallies['openattack'].seconds / fast.seconds:.2f}x --engine openattack"
+    )
     identical = True
     for key, tally in tallies.items():
         if key == "fast":
@@ -227,28 +265,43 @@ def bench_victim(model, tokenizer, max_length: int, task: str, name: str, args) 
                 print(f"   differs: {result.original!r}")
         identical &= all(same) or key == "readme"  # the README route decides in float32: reported, not required
     ratios = {f"{key}/fast": round(tally.seconds / fast.seconds, 2) for key, tally in tallies.items() if key != "fast"}
-    return identical, {**ratios, "readme identical": sum(all(getattr(r, f) == getattr(q, f) for f in FIELDS)
-                                                          for r, q in zip(fast.results, tallies["readme"].results))}
+    return identical, {
+        **ratios,
+        "readme identical": sum(
+            all(getattr(r, f) == getattr(q, f) for f in FIELDS) for r, q in zip(fast.results, tallies["readme"].results)
+        ),
+    }
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--run", action="append", help="a stored run folder whose best checkpoint is a victim (repeatable; "
-                        "default: the demo store's polarity minilm-l6 full and houlsby runs where present)")
+    parser.add_argument(
+        "--run",
+        action="append",
+        help="a stored run folder whose best checkpoint is a victim (repeatable; "
+        "default: the demo store's polarity minilm-l6 full and houlsby runs where present)",
+    )
     parser.add_argument("--model", default="minilm-l6", help="embedded model of random-head victims (no run found)")
     parser.add_argument("--n", type=int, default=20, help="test sentences attacked per victim (default: 20)")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (default: 2)")
     parser.add_argument("--quick", action="store_true", help="leave out the fast-eager and fast-float64 variants")
-    parser.add_argument("--nltk-data", help="NLTK data tree for OpenAttack (default: $NLTK_DATA, then robustkit's embedded assets)")
-    parser.add_argument("--device", default="cpu", help="where every set-up's model runs: cpu, cuda, cuda:N (default: cpu)")
+    parser.add_argument(
+        "--nltk-data", help="NLTK data tree for OpenAttack (default: $NLTK_DATA, then robustkit's embedded assets)"
+    )
+    parser.add_argument(
+        "--device", default="cpu", help="where every set-up's model runs: cpu, cuda, cuda:N (default: cpu)"
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     configure_openattack(args.nltk_data)
     pwws_attacker()  # load WordNet and the tagger before timing
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
     runs = args.run or [run for run in DEMO_RUNS if Path(run).exists()]
-    victims = [load_victim(run, args.model, None) for run in runs] if runs else [
-        load_victim(None, args.model, method) for method in ("full", "houlsby")]
+    victims = (
+        [load_victim(run, args.model, None) for run in runs]
+        if runs
+        else [load_victim(None, args.model, method) for method in ("full", "houlsby")]
+    )
     results = {victim[4]: bench_victim(*victim, args) for victim in victims}
     print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     assert all(ok for ok, _ in results.values()), "an engine's results differ from the fast engine's"

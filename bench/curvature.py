@@ -65,8 +65,13 @@ def measure(method: str, store: str | None, examples: int, iterations: int, micr
     torch.set_num_threads(1)  # comparable timings on a shared machine
     if store:
         runs = load_runs(store)
-        chosen = runs[(runs["method"] == method) & (runs["task"] == "rt") & (runs["seed"] == 0) & (runs["model"] == "minilm-l6")
-                      & (runs["status"] == "complete")].sort_values("run_id")
+        chosen = runs[
+            (runs["method"] == method)
+            & (runs["task"] == "rt")
+            & (runs["seed"] == 0)
+            & (runs["model"] == "minilm-l6")
+            & (runs["status"] == "complete")
+        ].sort_values("run_id")
         if chosen.empty:
             raise SystemExit(f"no complete minilm-l6 rt {method} run of seed 0 in {store}")
         spec = read_spec(chosen.iloc[0]["path"]).resolved()
@@ -107,6 +112,7 @@ def measure(method: str, store: str | None, examples: int, iterations: int, micr
             largest_part[0] = max(largest_part[0], sum(saved.values()))
             saved.clear()
             return model(**part).loss
+
         return loss
 
     if micro_batch is None:
@@ -152,23 +158,40 @@ def measure(method: str, store: str | None, examples: int, iterations: int, micr
     frozen_with_grad = [n for n, p in named.items() if n not in trained and p.grad is not None]
     changed = [n for n, p in named.items() if not torch.equal(p.detach(), before[n])]
     return {
-        "method": method, "source": source, "input_ids": inputs["input_ids"].tolist(), "eigenvalue": estimate.value,
-        "residual": estimate.residual, "products": hvp.products, "seconds_per_product": min(times),
-        "seconds_total": total, "graph_bytes": sum(saved.values()) if micro_batch is None else largest_part[0],
-        "buffer_bytes": buffers, "micro_batch": micro_batch,
-        "peak_rss_increase": peak[0] - baseline, "differentiated": len(parameters),
-        "differentiated_scalars": sum(p.numel() for p in parameters), "trained_scalars": sum(named[n].numel() for n in trained),
-        "all_scalars": sum(p.numel() for p in named.values()), "frozen_with_grad": len(frozen_with_grad),
-        "changed": len(changed), "touched_only_trained": set(n for n, p in named.items() if p.requires_grad) == trained,
+        "method": method,
+        "source": source,
+        "input_ids": inputs["input_ids"].tolist(),
+        "eigenvalue": estimate.value,
+        "residual": estimate.residual,
+        "products": hvp.products,
+        "seconds_per_product": min(times),
+        "seconds_total": total,
+        "graph_bytes": sum(saved.values()) if micro_batch is None else largest_part[0],
+        "buffer_bytes": buffers,
+        "micro_batch": micro_batch,
+        "peak_rss_increase": peak[0] - baseline,
+        "differentiated": len(parameters),
+        "differentiated_scalars": sum(p.numel() for p in parameters),
+        "trained_scalars": sum(named[n].numel() for n in trained),
+        "all_scalars": sum(p.numel() for p in named.values()),
+        "frozen_with_grad": len(frozen_with_grad),
+        "changed": len(changed),
+        "touched_only_trained": set(n for n, p in named.items() if p.requires_grad) == trained,
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--store", help="a store with minilm-l6 rt houlsby and full runs of seed 0 (default: step-0 models built from their specs)")
+    parser.add_argument(
+        "--store",
+        help="a store with minilm-l6 rt houlsby and full runs of seed 0 "
+        "(default: step-0 models built from their specs)",
+    )
     parser.add_argument("--examples", type=int, default=32, help="rt training examples in the batch (default: 32)")
     parser.add_argument("--iterations", type=int, default=10, help="power-iteration steps, no early stop (default: 10)")
-    parser.add_argument("--micro-batch", type=int, default=1, help="examples per part in the micro-batched way (default: 1)")
+    parser.add_argument(
+        "--micro-batch", type=int, default=1, help="examples per part in the micro-batched way (default: 1)"
+    )
     parser.add_argument("--_one", help=argparse.SUPPRESS)
     parser.add_argument("--_parts", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -179,8 +202,16 @@ def main() -> None:
     results = {}
     for way, parts in ways.items():
         for method in METHODS:
-            command = [sys.executable, __file__, "--_one", method, "--examples", str(args.examples),
-                       "--iterations", str(args.iterations)]
+            command = [
+                sys.executable,
+                __file__,
+                "--_one",
+                method,
+                "--examples",
+                str(args.examples),
+                "--iterations",
+                str(args.iterations),
+            ]
             command += ["--store", args.store] if args.store else []
             command += ["--_parts", str(parts)] if parts else []
             output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
@@ -188,36 +219,55 @@ def main() -> None:
     first = results[next(iter(ways)), "full"]
     assert all(r["input_ids"] == first["input_ids"] for r in results.values()), "the runs did not see the same batch"
     mib = 2**20
-    print(f"top Hessian eigenvalue, minilm-l6 on rt, one batch of {args.examples} training examples "
-          f"({len(first['input_ids'][0])} tokens max), {args.iterations} power-iteration steps each, 1 thread")
+    print(
+        f"top Hessian eigenvalue, minilm-l6 on rt, one batch of {args.examples} training examples "
+        f"({len(first['input_ids'][0])} tokens max), {args.iterations} power-iteration steps each, 1 thread"
+    )
     for way in ways:
         adapters, full = results[way, "houlsby"], results[way, "full"]
         print(f"{way}:")
         for name, r in (("adapters (houlsby)", adapters), ("full fine-tuning", full)):
-            print(f"  {name:20s} {r['source']}: lambda_max = {r['eigenvalue']:.6g} (residual {r['residual']:.2g}); "
-                  f"{r['seconds_per_product']:.3f} s per product, {r['seconds_total']:.1f} s in all; "
-                  f"graph {r['graph_bytes'] / mib:.1f} MiB + buffers {r['buffer_bytes'] / mib:.1f} MiB; "
-                  f"peak RSS +{r['peak_rss_increase'] / mib:.0f} MiB")
-            print(f"  {'':20s} differentiated {r['differentiated']} tensors = {r['differentiated_scalars']:,} scalars "
-                  f"(trained: {r['trained_scalars']:,} of {r['all_scalars']:,}); frozen tensors with a gradient: "
-                  f"{r['frozen_with_grad']}; tensors changed: {r['changed']}; only trained tensors require grad: "
-                  f"{r['touched_only_trained']}")
+            print(
+                f"  {name:20s} {r['source']}: lambda_max = {r['eigenvalue']:.6g} (residual {r['residual']:.2g}); "
+                f"{r['seconds_per_product']:.3f} s per product, {r['seconds_total']:.1f} s in all; "
+                f"graph {r['graph_bytes'] / mib:.1f} MiB + buffers {r['buffer_bytes'] / mib:.1f} MiB; "
+                f"peak RSS +{r['peak_rss_increase'] / mib:.0f} MiB"
+            )
+            print(
+                f"  {'':20s} differentiated {r['differentiated']} tensors = {r['differentiated_scalars']:,} scalars "
+                f"(trained: {r['trained_scalars']:,} of {r['all_scalars']:,}); frozen tensors with a gradient: "
+                f"{r['frozen_with_grad']}; tensors changed: {r['changed']}; only trained tensors require grad: "
+                f"{r['touched_only_trained']}"
+            )
         memory = (full["graph_bytes"] + full["buffer_bytes"]) / (adapters["graph_bytes"] + adapters["buffer_bytes"])
         rss = full["peak_rss_increase"] / max(adapters["peak_rss_increase"], 1)
-        print(f"  full / adapters: time per product {full['seconds_per_product'] / adapters['seconds_per_product']:.2f}x, "
-              f"whole eigenvalue {full['seconds_total'] / adapters['seconds_total']:.2f}x; memory (graph + buffers) "
-              f"{memory:.2f}x, peak RSS increase {rss:.2f}x (target: adapters >= 5x cheaper in memory: "
-              f"{'met' if min(memory, rss) >= 5 else 'NOT met'} on both measures)")
+        print(
+            "  full / adapters: time per product "
+            f"{full['seconds_per_product'] / adapters['seconds_per_product']:.2f}x, "
+            f"whole eigenvalue {full['seconds_total'] / adapters['seconds_total']:.2f}x; memory (graph + buffers) "
+            f"{memory:.2f}x, peak RSS increase {rss:.2f}x (target: adapters >= 5x cheaper in memory: "
+            f"{'met' if min(memory, rss) >= 5 else 'NOT met'} on both measures)"
+        )
     whole, parts = (results[way, "houlsby"] for way in ways)
-    print(f"adapters in micro-batches vs the whole batch: {parts['seconds_per_product'] / whole['seconds_per_product']:.2f}x "
-          f"the time per product, {(whole['graph_bytes'] + whole['buffer_bytes']) / (parts['graph_bytes'] + parts['buffer_bytes']):.1f}x "
-          f"less graph + buffers, {whole['peak_rss_increase'] / max(parts['peak_rss_increase'], 1):.1f}x less peak RSS")
+    print(
+        "adapters in micro-batches vs the whole batch: "
+        f"{parts['seconds_per_product'] / whole['seconds_per_product']:.2f}x "
+        "the time per product, "
+        f"{(whole['graph_bytes'] + whole['buffer_bytes']) / (parts['graph_bytes'] + parts['buffer_bytes']):.1f}x "
+        f"less graph + buffers, {whole['peak_rss_increase'] / max(parts['peak_rss_increase'], 1):.1f}x less peak RSS"
+    )
     for method in METHODS:
         values = [results[way, method]["eigenvalue"] for way in ways]
-        print(f"{method}: the same eigenvalue both ways: {values[0]:.6g} vs {values[1]:.6g} "
-              f"(relative difference {abs(values[0] - values[1]) / abs(values[0]):.1e})")
-    ok = all(results[way, "houlsby"]["frozen_with_grad"] == 0 and results[way, "houlsby"]["changed"] == 0
-             and results[way, "houlsby"]["touched_only_trained"] for way in ways)
+        print(
+            f"{method}: the same eigenvalue both ways: {values[0]:.6g} vs {values[1]:.6g} "
+            f"(relative difference {abs(values[0] - values[1]) / abs(values[0]):.1e})"
+        )
+    ok = all(
+        results[way, "houlsby"]["frozen_with_grad"] == 0
+        and results[way, "houlsby"]["changed"] == 0
+        and results[way, "houlsby"]["touched_only_trained"]
+        for way in ways
+    )
     print(f"adapter-only estimate touches only trained tensors: {'yes' if ok else 'NO'}")
 
 

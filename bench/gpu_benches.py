@@ -21,10 +21,48 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the bench scripts im
 
 # (script, its arguments at full size, at --small)
 BENCHES = (
-    ("trainers", [], ["--examples", "128", "--steps", "3", "--warmup", "1", "--repeats", "1", "--batch-size", "8",
-                      "--max-length", "32"]),
-    ("precision", [], ["--examples", "128", "--steps", "3", "--warmup", "1", "--repeats", "1", "--batch-size", "8",
-                       "--max-length", "32", "--train-size", "32", "--epochs", "1", "--seeds", "0"]),
+    (
+        "trainers",
+        [],
+        [
+            "--examples",
+            "128",
+            "--steps",
+            "3",
+            "--warmup",
+            "1",
+            "--repeats",
+            "1",
+            "--batch-size",
+            "8",
+            "--max-length",
+            "32",
+        ],
+    ),
+    (
+        "precision",
+        [],
+        [
+            "--examples",
+            "128",
+            "--steps",
+            "3",
+            "--warmup",
+            "1",
+            "--repeats",
+            "1",
+            "--batch-size",
+            "8",
+            "--max-length",
+            "32",
+            "--train-size",
+            "32",
+            "--epochs",
+            "1",
+            "--seeds",
+            "0",
+        ],
+    ),
     ("attack", ["--model", "bert-tiny", "--n", "30", "--quick"], ["--model", "bert-tiny", "--n", "2", "--quick"]),
 )
 
@@ -45,7 +83,11 @@ def main(argv: list[str] | None = None) -> int:
             continue
         arguments = [*(small if args.small else full), "--device", args.device]
         started = time.perf_counter()
-        with open(out / f"bench-{name}.log", "w") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+        with (
+            open(out / f"bench-{name}.log", "w") as log,
+            contextlib.redirect_stdout(log),
+            contextlib.redirect_stderr(log),
+        ):
             print(f"$ python bench/{name}.py {' '.join(arguments)}", flush=True)
             try:
                 result = __import__(name).main(arguments)

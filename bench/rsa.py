@@ -103,7 +103,15 @@ def _child(name: str, folder: str, chunk: int, queue) -> None:
     seconds = time.perf_counter() - started
     traced = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    queue.put({"seconds": seconds, "values": values, "rss": _status("VmHWM") - before, "traced": traced, "threads": torch.get_num_threads()})
+    queue.put(
+        {
+            "seconds": seconds,
+            "values": values,
+            "rss": _status("VmHWM") - before,
+            "traced": traced,
+            "threads": torch.get_num_threads(),
+        }
+    )
 
 
 def _reset_peak() -> None:
@@ -136,16 +144,23 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=7, help="layers incl. embeddings (default: 7, minilm-l6)")
     parser.add_argument("--dim", type=int, default=384, help="hidden size (default: 384, minilm-l6)")
     parser.add_argument("--chunk", type=int, default=1024, help="rows per chunk of the chunked method (default: 1024)")
-    parser.add_argument("--real", action="store_true", help="minilm-l6 representations of rt dev tokens instead of random ones")
+    parser.add_argument(
+        "--real", action="store_true", help="minilm-l6 representations of rt dev tokens instead of random ones"
+    )
     args = parser.parse_args()
-    a, b = minilm_representations(args.tokens) if args.real else random_representations(args.layers, args.tokens, args.dim)
+    a, b = (
+        minilm_representations(args.tokens) if args.real else random_representations(args.layers, args.tokens, args.dim)
+    )
     layers, n, d = a.shape
     with tempfile.TemporaryDirectory() as folder:
         np.save(Path(folder, "a.npy"), a)
         np.save(Path(folder, "b.npy"), b)
         results = {name: measure(name, folder, args.chunk) for name in ("numpy", "torch chunked", "torch auto")}
     source = "minilm-l6 on rt dev tokens" if args.real else "random anisotropic"
-    print(f"RSA of {layers} layers x {n} tokens x d={d} ({source}), two models; torch threads: {results['torch auto']['threads']}")
+    print(
+        f"RSA of {layers} layers x {n} tokens x d={d} ({source}), two models; torch threads: "
+        f"{results['torch auto']['threads']}"
+    )
     estimates = {
         "numpy": "",
         "torch chunked": (
@@ -158,7 +173,8 @@ def main() -> None:
     for name, result in results.items():
         traced = f", tracemalloc peak {result['traced'] / 1e6:.0f} MB" if name == "numpy" else ""
         print(
-            f"{name:>13}: {result['seconds']:7.2f} s   peak RSS growth {result['rss'] / 1e6:6.0f} MB{traced}{estimates[name]}"
+            f"{name:>13}: {result['seconds']:7.2f} s   peak RSS growth {result['rss'] / 1e6:6.0f} "
+            f"MB{traced}{estimates[name]}"
         )
     for name in ("torch chunked", "torch auto"):
         result = results[name]

@@ -52,9 +52,13 @@ def measure(method: str, model_name: str, steps: int, repeats: int, batches: lis
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=5, help="timed steps per block (default: 5)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed blocks per method; the fastest counts (default: 3)")
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="timed blocks per method; the fastest counts (default: 3)"
+    )
     parser.add_argument("--model", default="minilm-l6", help="model (default: minilm-l6)")
-    parser.add_argument("--methods", help="comma-separated methods (default: every registered one and an adapterhub: config)")
+    parser.add_argument(
+        "--methods", help="comma-separated methods (default: every registered one and an adapterhub: config)"
+    )
     args = parser.parse_args()
     torch.manual_seed(0)
     splits = tasks.load_splits("rt")
@@ -65,12 +69,27 @@ def main() -> None:
     batches = [collator(features[i : i + 32]) for i in range(0, 320, 32)]
     methods = args.methods.split(",") if args.methods else [m for m in METHOD_NAMES if m != "adapterhub"] + list(EXTRA)
     full_rate, full_bytes, full_params = measure("full", args.model, args.steps, args.repeats, batches)
-    print(f"{args.model}, threads: {torch.get_num_threads()}, fastest of {args.repeats} x {args.steps} steps per method, batch 32, max length 64")
-    print(f"full fine-tuning: {full_rate:.2f} steps/s, checkpoint {full_bytes / 1e6:.1f} MB ({full_params:,} parameters)")
-    print(f"{'method':34s} {'steps/s':>8s} {'speed / full':>12s} {'checkpoint MB':>14s} {'% of full':>10s} {'trained':>11s}")
+    print(
+        f"{args.model}, threads: {torch.get_num_threads()}, fastest of {args.repeats} x {args.steps} steps per "
+        "method, batch 32, max length 64"
+    )
+    print(
+        f"full fine-tuning: {full_rate:.2f} steps/s, checkpoint {full_bytes / 1e6:.1f} MB ({full_params:,} parameters)"
+    )
+    print(
+        f"{'method':34s} {'steps/s':>8s} {'speed / full':>12s} {'checkpoint MB':>14s} {'% of full':>10s} "
+        f"{'trained':>11s}"
+    )
     for method in methods:
-        rate, size, params = (full_rate, full_bytes, full_params) if method == "full" else measure(method, args.model, args.steps, args.repeats, batches)
-        print(f"{method:34s} {rate:8.2f} {rate / full_rate:11.2f}x {size / 1e6:14.3f} {100 * size / full_bytes:9.2f}% {params:11,}")
+        rate, size, params = (
+            (full_rate, full_bytes, full_params)
+            if method == "full"
+            else measure(method, args.model, args.steps, args.repeats, batches)
+        )
+        print(
+            f"{method:34s} {rate:8.2f} {rate / full_rate:11.2f}x {size / 1e6:14.3f} {100 * size / full_bytes:9.2f}% "
+            f"{params:11,}"
+        )
 
 
 if __name__ == "__main__":

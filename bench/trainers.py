@@ -26,7 +26,8 @@ Printed per method: examples/s of each side (the fastest repeat), robustkit's ra
 (``torch.cuda.max_memory_allocated``; on the CPU peak memory is not measured: one process's peak
 RSS cannot be split between the two sides).
 
-    .venv/bin/python bench/trainers.py [--device cuda] [--model bert-tiny] [--batch-size 32] [--steps 50] [--precision bf16]
+    .venv/bin/python bench/trainers.py [--device cuda] [--model bert-tiny] [--batch-size 32] [--steps 50] \
+        [--precision bf16]
 """
 
 from __future__ import annotations
@@ -57,7 +58,9 @@ def examples(model: str, n: int, max_length: int) -> tuple[list[dict], object]:
     tokenizer = load_tokenizer(model)
     texts = data.split_texts(train, tasks.get_task("rt").text_fields)[:n]
     features = data.encode_labelled(texts, train["label"][:n], tokenizer, max_length)
-    return features, DataCollatorWithPadding(tokenizer, padding="max_length", max_length=max_length, return_tensors="pt")
+    return features, DataCollatorWithPadding(
+        tokenizer, padding="max_length", max_length=max_length, return_tensors="pt"
+    )
 
 
 def synchronise(device: str) -> None:
@@ -76,8 +79,14 @@ def peak_mib(device: str) -> float:
 
 
 def spec_of(method: str, args, precision: str | None = None) -> RunSpec:
-    return RunSpec(model=args.model, task="rt", method=method, batch_size=args.batch_size, max_length=args.max_length,
-                   precision=precision or args.precision).resolved()
+    return RunSpec(
+        model=args.model,
+        task="rt",
+        method=method,
+        batch_size=args.batch_size,
+        max_length=args.max_length,
+        precision=precision or args.precision,
+    ).resolved()
 
 
 def robustkit_loop(method: str, features: list[dict], collator, args) -> tuple[float, float]:
@@ -130,18 +139,36 @@ def hugging_face(method: str, features: list[dict], collator, args) -> tuple[flo
 
     with tempfile.TemporaryDirectory() as out:
         arguments = TrainingArguments(
-            output_dir=out, per_device_train_batch_size=spec.batch_size, max_steps=args.warmup + args.steps,
-            learning_rate=spec.lr, lr_scheduler_type="linear", warmup_steps=0, weight_decay=spec.weight_decay,
-            max_grad_norm=spec.max_grad_norm, optim="adamw_torch", bf16=args.precision == "bf16", seed=spec.seed,
-            logging_strategy="no", save_strategy="no", eval_strategy="no", report_to=[], disable_tqdm=True,
-            dataloader_num_workers=0, remove_unused_columns=False, use_cpu=device == "cpu")
+            output_dir=out,
+            per_device_train_batch_size=spec.batch_size,
+            max_steps=args.warmup + args.steps,
+            learning_rate=spec.lr,
+            lr_scheduler_type="linear",
+            warmup_steps=0,
+            weight_decay=spec.weight_decay,
+            max_grad_norm=spec.max_grad_norm,
+            optim="adamw_torch",
+            bf16=args.precision == "bf16",
+            seed=spec.seed,
+            logging_strategy="no",
+            save_strategy="no",
+            eval_strategy="no",
+            report_to=[],
+            disable_tqdm=True,
+            dataloader_num_workers=0,
+            remove_unused_columns=False,
+            use_cpu=device == "cpu",
+        )
         if method == "full":
-            trainer = Trainer(model=model, args=arguments, train_dataset=features, data_collator=collator, callbacks=[Clock()])
+            trainer = Trainer(
+                model=model, args=arguments, train_dataset=features, data_collator=collator, callbacks=[Clock()]
+            )
         else:
             from adapters import AdapterTrainer
 
-            trainer = AdapterTrainer(model=model, args=arguments, train_dataset=features, data_collator=collator,
-                                     callbacks=[Clock()])
+            trainer = AdapterTrainer(
+                model=model, args=arguments, train_dataset=features, data_collator=collator, callbacks=[Clock()]
+            )
         from transformers.trainer_callback import PrinterCallback
 
         trainer.remove_callback(PrinterCallback)  # its end-of-training summary; the table below says it
@@ -153,21 +180,34 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N (default: cpu)")
     parser.add_argument("--model", default="bert-tiny", help="embedded model (default: bert-tiny)")
-    parser.add_argument("--methods", default="full,houlsby,lora", help="comma-separated, of full, houlsby, lora (default: all three)")
+    parser.add_argument(
+        "--methods", default="full,houlsby,lora", help="comma-separated, of full, houlsby, lora (default: all three)"
+    )
     parser.add_argument("--examples", type=int, default=2048, help="rt training examples drawn from (default: 2048)")
     parser.add_argument("--batch-size", type=int, default=32, help="default: 32 (the papers')")
     parser.add_argument("--max-length", type=int, default=64, help="every batch padded to it (default: 64)")
     parser.add_argument("--steps", type=int, default=50, help="timed steps (default: 50)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed steps first (default: 5)")
-    parser.add_argument("--repeats", type=int, default=2, help="alternating repeats per side; the fastest counts (default: 2)")
+    parser.add_argument(
+        "--repeats", type=int, default=2, help="alternating repeats per side; the fastest counts (default: 2)"
+    )
     parser.add_argument("--precision", default="fp32", choices=("fp32", "bf16"), help="default: fp32")
     args = parser.parse_args(argv)
     features, collator = examples(args.model, args.examples, args.max_length)
-    where = torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else f"CPU, {torch.get_num_threads()} threads"
-    print(f"{args.model} on {args.device} ({where}), torch {torch.__version__}, {args.precision}, batch {args.batch_size}, "
-          f"max length {args.max_length}, {args.steps} timed steps after {args.warmup}, fastest of {args.repeats}")
-    print(f"{'method':8s} {'baseline':>15s} {'robustkit ex/s':>15s} {'baseline ex/s':>14s} {'ratio':>7s} "
-          f"{'robustkit MiB':>14s} {'baseline MiB':>13s}")
+    where = (
+        torch.cuda.get_device_name(args.device)
+        if args.device.startswith("cuda")
+        else f"CPU, {torch.get_num_threads()} threads"
+    )
+    print(
+        f"{args.model} on {args.device} ({where}), torch {torch.__version__}, {args.precision}, batch "
+        f"{args.batch_size}, "
+        f"max length {args.max_length}, {args.steps} timed steps after {args.warmup}, fastest of {args.repeats}"
+    )
+    print(
+        f"{'method':8s} {'baseline':>15s} {'robustkit ex/s':>15s} {'baseline ex/s':>14s} {'ratio':>7s} "
+        f"{'robustkit MiB':>14s} {'baseline MiB':>13s}"
+    )
     ratios = {}
     for method in args.methods.split(","):
         ours, theirs = [], []
@@ -176,8 +216,10 @@ def main(argv: list[str] | None = None) -> dict:
             theirs.append(hugging_face(method, features, collator, args))
         (rate, peak), (base_rate, base_peak) = max(ours), max(theirs)
         ratios[method] = rate / base_rate
-        print(f"{method:8s} {BASELINES[method]:>15s} {rate:15.1f} {base_rate:14.1f} {rate / base_rate:6.2f}x "
-              f"{peak:14.1f} {base_peak:13.1f}")
+        print(
+            f"{method:8s} {BASELINES[method]:>15s} {rate:15.1f} {base_rate:14.1f} {rate / base_rate:6.2f}x "
+            f"{peak:14.1f} {base_peak:13.1f}"
+        )
     print("ratio: robustkit's examples/s over the baseline's (target >= 1)")
     return ratios
 

@@ -46,8 +46,14 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY, *_SUBMODULES})
 
 
-def claims(store=None, recipes=None, scale: str = "demo", include_failed: bool = False, recipe_dir=None,
-           device: str | None = None):
+def claims(
+    store=None,
+    recipes=None,
+    scale: str = "demo",
+    include_failed: bool = False,
+    recipe_dir=None,
+    device: str | None = None,
+):
     """The verdict of each paper claim on the runs behind its figure (nothing is trained).
 
     Parameters
@@ -75,12 +81,14 @@ def claims(store=None, recipes=None, scale: str = "demo", include_failed: bool =
     from robustkit.recipes import RECIPE_DIR
     from robustkit.reproduce import claims as judge
 
-    return judge(store, recipes, scale=scale, include_failed=include_failed, recipe_dir=recipe_dir or RECIPE_DIR,
-                 device=device)
+    return judge(
+        store, recipes, scale=scale, include_failed=include_failed, recipe_dir=recipe_dir or RECIPE_DIR, device=device
+    )
 
 
-def draw(recipe: str, store=None, scale: str = "demo", verdicts: bool = False, recipe_dir=None,
-         device: str | None = None):
+def draw(
+    recipe: str, store=None, scale: str = "demo", verdicts: bool = False, recipe_dir=None, device: str | None = None
+):
     """A recipe's figure on exactly its runs of ``store``, as ``robustkit reproduce`` draws it,
     without training anything.
 
@@ -109,8 +117,9 @@ def draw(recipe: str, store=None, scale: str = "demo", verdicts: bool = False, r
     from robustkit.recipes import RECIPE_DIR
     from robustkit.reproduce import draw as draw_recipe
 
-    return draw_recipe(recipe, store, scale=scale, recipe_dir=recipe_dir or RECIPE_DIR, verdicts=verdicts,
-                       device=device)
+    return draw_recipe(
+        recipe, store, scale=scale, recipe_dir=recipe_dir or RECIPE_DIR, verdicts=verdicts, device=device
+    )
 
 
 __all__ = ["load_runs", "load_history", "load_gradnorms", "claims", "draw"]

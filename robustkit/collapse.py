@@ -16,7 +16,8 @@ setting instead of averaging failed runs into the mean. robustkit does the same.
     evaluation of its training (``ever_learned`` False: the budget was too small for it, e.g. the
     demo's adapters at 2e-5), so it is under-trained, not unstable;
 ``collapsed``
-    it is stuck at the majority class after having left it (or where its history is unknown): either nearly all of its predictions on the scored split
+    it is stuck at the majority class after having left it (or where its history is unknown): either nearly all of
+    its predictions on the scored split
     fall in one class (share of the most frequent predicted class >= ``max_class_share``,
     default 0.95), or its score is within noise of the majority-class baseline:
     ``value <= baseline + z * se`` with ``z`` = ``noise_z`` (default 2, one-sided ~98%) and
@@ -159,15 +160,23 @@ def mark(frame: pd.DataFrame, rule: CollapseRule = DEFAULT_RULE) -> pd.DataFrame
     DataFrame
         A copy with ``outcome`` (str, one of :data:`OUTCOMES`) and ``failed`` (bool).
     """
+
     def column(name, default=np.nan):
         return frame[name] if name in frame else [default] * len(frame)
 
     outcomes = [
-        DIVERGED if status == DIVERGED  # stopped by training: its kept checkpoints are no result
+        DIVERGED
+        if status == DIVERGED  # stopped by training: its kept checkpoints are no result
         else outcome(_float(v), _float(b), str(m), _float(n), _float(s), rule, None if loss is None else _float(loss))
-        for v, b, m, n, s, loss, status in zip(column("value"), column("baseline"), column("metric", "accuracy"),
-                                               column("n_eval"), column("top_class_share"), column("eval_loss", None),
-                                               column("status", None))
+        for v, b, m, n, s, loss, status in zip(
+            column("value"),
+            column("baseline"),
+            column("metric", "accuracy"),
+            column("n_eval"),
+            column("top_class_share"),
+            column("eval_loss", None),
+            column("status", None),
+        )
     ]
     outcomes = [with_history(o, e) for o, e in zip(outcomes, column("ever_learned", None))]
     marked = frame.assign(outcome=outcomes)
@@ -227,9 +236,17 @@ def failure_rates(frame: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
         counts = group["outcome"].value_counts() if "outcome" in group else pd.Series({OK: len(group)})
         n_collapsed, n_diverged = int(counts.get(COLLAPSED, 0)), int(counts.get(DIVERGED, 0))
         n_not_learned = int(counts.get(NOT_LEARNED, 0))
-        rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))), "n_runs": len(group),
-                     "n_ok": int(counts.get(OK, 0)), "n_not_learned": n_not_learned, "n_collapsed": n_collapsed,
-                     "n_diverged": n_diverged, "failed_rate": (n_not_learned + n_collapsed + n_diverged) / len(group)})
+        rows.append(
+            {
+                **dict(zip(by, key if isinstance(key, tuple) else (key,))),
+                "n_runs": len(group),
+                "n_ok": int(counts.get(OK, 0)),
+                "n_not_learned": n_not_learned,
+                "n_collapsed": n_collapsed,
+                "n_diverged": n_diverged,
+                "failed_rate": (n_not_learned + n_collapsed + n_diverged) / len(group),
+            }
+        )
     return pd.DataFrame(rows, columns=[*by, *FAILURE_COLUMNS])
 
 

@@ -64,4 +64,3 @@ def masked_lm_collator(tokenizer: PreTrainedTokenizerBase, mlm_probability: floa
     """BERT masking (15% of tokens; 80% [MASK], 10% random, 10% kept), from the global RNG,
     which the training loop seeds per step."""
     return DataCollatorForLanguageModeling(tokenizer, mlm=True, mlm_probability=mlm_probability, return_tensors="pt")
-

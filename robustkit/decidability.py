@@ -31,11 +31,33 @@ POWER = 0.8
 SIMULATIONS = 2000
 SEED = 0
 SPREAD_SIMULATIONS = SIMULATIONS
-PLAN_COLUMNS = ["recipe", "scale", "claim", "compare", "cell", "n_a", "n_b", "judged", "smallest_p", "cells", "level",
-                "decidable",
-                "detectable_effect", "effect_unit", "paper_effect", "paper_difference", "paper_power"]
-UNITS = {"location": "shift, SD", "threshold": "shift, SD", "equivalence": "margin, SD", "spread": "SD ratio",
-         "rate": "failure rate vs 0", "trend": "shift difference, SD"}
+PLAN_COLUMNS = [
+    "recipe",
+    "scale",
+    "claim",
+    "compare",
+    "cell",
+    "n_a",
+    "n_b",
+    "judged",
+    "smallest_p",
+    "cells",
+    "level",
+    "decidable",
+    "detectable_effect",
+    "effect_unit",
+    "paper_effect",
+    "paper_difference",
+    "paper_power",
+]
+UNITS = {
+    "location": "shift, SD",
+    "threshold": "shift, SD",
+    "equivalence": "margin, SD",
+    "spread": "SD ratio",
+    "rate": "failure rate vs 0",
+    "trend": "shift difference, SD",
+}
 
 
 def _critical_rank_sum(m: int, n: int, alpha: float) -> int:
@@ -47,8 +69,15 @@ def _critical_signed_rank(n: int, alpha: float) -> int:
     return int(np.searchsorted(np.cumsum(exact.signed_rank_null(n)), alpha, side="left")) - 1
 
 
-def power(kind: str, n_a: int, n_b: int, effect: float, alpha: float = 0.05, simulations: int = SIMULATIONS,
-          difference: float = 0.0) -> float:
+def power(
+    kind: str,
+    n_a: int,
+    n_b: int,
+    effect: float,
+    alpha: float = 0.05,
+    simulations: int = SIMULATIONS,
+    difference: float = 0.0,
+) -> float:
     """Probability that the claim's test agrees when the effect is ``effect`` (units: :data:`UNITS`).
 
     Parameters
@@ -132,7 +161,11 @@ def _trend_power(n_a: int, n_b: int, effect: float, alpha: float, simulations: i
 def _rate_power(n_a: int, n_b: int, rate: float, alpha: float) -> float:
     """Exact power of the one-sided Fisher test with b's rate 0 and a's ``rate``: the sum of the
     binomial probabilities of a's counts whose table rejects."""
-    rejecting = [k for k in range(n_a + 1) if exact.rate_test(np.r_[np.ones(k), np.zeros(n_a - k)], np.zeros(n_b), "greater") < alpha]
+    rejecting = [
+        k
+        for k in range(n_a + 1)
+        if exact.rate_test(np.r_[np.ones(k), np.zeros(n_a - k)], np.zeros(n_b), "greater") < alpha
+    ]
     return float(sum(stats.binom.pmf(k, n_a, rate) for k in rejecting))
 
 
@@ -168,15 +201,16 @@ def claim_sizes(recipe, claim, scale: str, defaults: dict | None = None) -> list
     """
     from dataclasses import asdict
 
+    from robustkit.analysis.registry import statistic_of
+    from robustkit.methods.registry import identity_columns
     from robustkit.selection import matches as _is
     from robustkit.selection import text as _text
 
-    from robustkit.analysis.registry import statistic_of
-    from robustkit.methods.registry import identity_columns
-
     specs = recipe.specs(scale, defaults)
     # the method options are columns too (``lora.r``): a claim may group or select on them
-    specs = pd.DataFrame([{**asdict(spec), **identity_columns(spec.method, spec.resolved().method_options)} for spec in specs])
+    specs = pd.DataFrame(
+        [{**asdict(spec), **identity_columns(spec.method, spec.resolved().method_options)} for spec in specs]
+    )
     for column, values in claim.where.items():
         if column in specs:
             specs = specs[_is(specs[column], values)]
@@ -196,8 +230,14 @@ def claim_sizes(recipe, claim, scale: str, defaults: dict | None = None) -> list
 
 # Encoder layers of the papers' hub models (``num_hidden_layers`` of their published configs),
 # so that the plan needs no download; other models are read from their config.
-HUB_LAYERS = {"bert-base-uncased": 12, "bert-base-cased": 12, "bert-large-uncased": 24, "roberta-base": 12,
-              "roberta-large": 24, "distilbert-base-uncased": 6}
+HUB_LAYERS = {
+    "bert-base-uncased": 12,
+    "bert-base-cased": 12,
+    "bert-large-uncased": 24,
+    "roberta-base": 12,
+    "roberta-large": 24,
+    "distilbert-base-uncased": 6,
+}
 
 
 def statistic_cells(recipe, claim, scale: str, defaults: dict | None = None) -> int:
@@ -240,8 +280,9 @@ def agreeing_level(quantifier: str | None, smallest: list[float], alpha: float) 
     return multiplicity.cell_level(smallest, alpha) if quantifier == "any" and len(smallest) > 1 else alpha
 
 
-def cells_detectable_effect(kind: str, sizes: list[tuple[int, int]], alpha: float = 0.05,
-                            quantifier: str | None = "any") -> float:
+def cells_detectable_effect(
+    kind: str, sizes: list[tuple[int, int]], alpha: float = 0.05, quantifier: str | None = "any"
+) -> float:
     """The largest over a claim's cells of the effect each detects with 80% power at the level
     a cell must pass for the claim to agree (:func:`agreeing_level`), in :data:`UNITS`; NaN where
     no cell's test can pass it.
@@ -285,28 +326,49 @@ def plan(recipes, scales=("demo", "paper"), defaults: dict | None = None) -> pd.
                 if claim.compare == "trend":  # one test per cell of the other columns: its two ends
                     sizes = _trend_sizes(sizes, claim.along)
                 if claim.quantifier == "overall":  # one test of each run's mean over the cells
-                    sizes = [("all (runs pooled over the cells)", sum(a for _, a, _ in sizes), sum(b for _, _, b in sizes))]
+                    sizes = [
+                        ("all (runs pooled over the cells)", sum(a for _, a, _ in sizes), sum(b for _, _, b in sizes))
+                    ]
                     per_cell = 1
-                smallest_ps = [exact.smallest_p(claim.compare, n_a, n_b) if claim.compare != "trend"
-                               else min(1.0, 2 * exact.smallest_p("location", n_a, n_b)) for _, n_a, n_b in sizes]
+                smallest_ps = [
+                    exact.smallest_p(claim.compare, n_a, n_b)
+                    if claim.compare != "trend"
+                    else min(1.0, 2 * exact.smallest_p("location", n_a, n_b))
+                    for _, n_a, n_b in sizes
+                ]
                 # every cell the claim is tested in: run-setting cells times the statistic's own
                 # (e.g. layers); the level a cell must pass depends on the claim's quantifier
                 cells = len(sizes) * per_cell
                 level = agreeing_level(claim.quantifier, [p for p in smallest_ps for _ in range(per_cell)], claim.alpha)
                 for (cell, n_a, n_b), smallest in zip(sizes, smallest_ps):
                     effect, difference = _effect_and_difference(claim.paper_effect_in(cell))
-                    rows.append({"recipe": recipe.name, "scale": scale, "claim": claim.id, "compare": claim.compare,
-                                 "cell": cell if per_cell == 1 else f"{cell}, layer=each ({per_cell})",
-                                 "n_a": n_a, "n_b": n_b,
-                                 "judged": scale in claim.scales and statistic_of(claim.statistic)[1].independent,
-                                 "smallest_p": smallest, "cells": cells, "level": level,
-                                 "decidable": smallest < level,
-                                 "detectable_effect": detectable_effect(claim.compare, n_a, n_b, level),
-                                 "effect_unit": UNITS[claim.compare],
-                                 "paper_effect": effect, "paper_difference": difference,
-                                 "paper_power": np.nan if np.isnan(effect) else 0.0 if smallest >= level
-                                 else _power_at(claim.compare, n_a, n_b, effect, level,
-                                                0.0 if np.isnan(difference) else difference)})
+                    rows.append(
+                        {
+                            "recipe": recipe.name,
+                            "scale": scale,
+                            "claim": claim.id,
+                            "compare": claim.compare,
+                            "cell": cell if per_cell == 1 else f"{cell}, layer=each ({per_cell})",
+                            "n_a": n_a,
+                            "n_b": n_b,
+                            "judged": scale in claim.scales and statistic_of(claim.statistic)[1].independent,
+                            "smallest_p": smallest,
+                            "cells": cells,
+                            "level": level,
+                            "decidable": smallest < level,
+                            "detectable_effect": detectable_effect(claim.compare, n_a, n_b, level),
+                            "effect_unit": UNITS[claim.compare],
+                            "paper_effect": effect,
+                            "paper_difference": difference,
+                            "paper_power": np.nan
+                            if np.isnan(effect)
+                            else 0.0
+                            if smallest >= level
+                            else _power_at(
+                                claim.compare, n_a, n_b, effect, level, 0.0 if np.isnan(difference) else difference
+                            ),
+                        }
+                    )
     return pd.DataFrame(rows, columns=PLAN_COLUMNS)
 
 
@@ -372,8 +434,12 @@ def markdown(table: pd.DataFrame, recipes) -> str:
         for scale in MARKDOWN_SCALES:
             cells += _scale_cells(rows[rows["scale"] == scale], kind)
         lines.append("| " + " | ".join(cells) + " |")
-    sources = [f"- `{recipe.name}` `{claim.id}`: {claim.paper_effect_source}"
-               for recipe in recipes for claim in recipe.claims if claim.paper_effect is not None]
+    sources = [
+        f"- `{recipe.name}` `{claim.id}`: {claim.paper_effect_source}"
+        for recipe in recipes
+        for claim in recipe.claims
+        if claim.paper_effect is not None
+    ]
     return "\n".join(lines) + "\n\n" + "\n".join(sources) + "\n"
 
 
@@ -397,7 +463,11 @@ def _scale_cells(rows: pd.DataFrame, kind: str) -> list[str]:
     finite = rows["detectable_effect"].dropna()
     detectable = f"{finite.max():g} ({UNITS[kind]})" if len(finite) == len(rows) else "never"
     powers = rows["paper_power"].dropna()
-    power = "not reported" if powers.empty else _span(powers, "{:.2f}") + (f" ({len(powers)} cells)" if len(powers) > 1 else "")
+    power = (
+        "not reported"
+        if powers.empty
+        else _span(powers, "{:.2f}") + (f" ({len(powers)} cells)" if len(powers) > 1 else "")
+    )
     return [runs, detectable, power]
 
 

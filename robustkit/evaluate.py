@@ -102,7 +102,9 @@ def split_batches(spec: RunSpec, splits: Sequence[str], run_dir: str | Path | No
     """
     spec = spec.resolved()
     task = tasks.get_task(spec.task)
-    loaded = run_splits(spec, run_dir)  # the run's data, checked against its recorded fingerprint (run_dir names a changed file)
+    loaded = run_splits(
+        spec, run_dir
+    )  # the run's data, checked against its recorded fingerprint (run_dir names a changed file)
     tokenizer = models.load_tokenizer(spec.model)
     collator = data.classification_collator(tokenizer)
     return {
@@ -167,7 +169,9 @@ class MetricAccumulator:
 
 
 @torch.inference_mode()
-def evaluate(model: torch.nn.Module, batches: list[dict], task: str | tasks.Task, shares: bool = False) -> dict[str, float]:
+def evaluate(
+    model: torch.nn.Module, batches: list[dict], task: str | tasks.Task, shares: bool = False
+) -> dict[str, float]:
     """Mean loss and the task's metrics of ``model`` over pre-collated batches.
 
     The model is put in eval mode (no dropout) and left there.
@@ -201,7 +205,6 @@ def evaluate(model: torch.nn.Module, batches: list[dict], task: str | tasks.Task
     return accumulator.result(shares)
 
 
-
 def final_outcomes(task: str | tasks.Task, splits, final: dict) -> dict:
     """The outcome of each checkpoint on each scored split (:mod:`robustkit.collapse`): the main
     metric against the majority baseline of the training labels.
@@ -228,6 +231,11 @@ def final_outcomes(task: str | tasks.Task, splits, final: dict) -> dict:
             labels = splits[split]["label"]
             baseline = majority_baseline(task, train_labels, labels)
             result[name][split] = collapse.outcome(
-                metrics.get(metric, float("nan")), baseline, metric, len(labels), metrics.get("top_class_share"),
-                loss=metrics.get("loss"))
+                metrics.get(metric, float("nan")),
+                baseline,
+                metric,
+                len(labels),
+                metrics.get("top_class_share"),
+                loss=metrics.get("loss"),
+            )
     return result

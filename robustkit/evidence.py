@@ -27,8 +27,8 @@ from dataclasses import asdict
 import pandas as pd
 
 from robustkit.claim import AGREES, CONTRADICTS, INCONCLUSIVE, Claim, parameters, tested_rows
-from robustkit.selection import matches as _is
 from robustkit.recipes import Recipe
+from robustkit.selection import matches as _is
 
 UNIT_COLUMNS = ["recipe", "claim", "unit", "runs", "unit_runs", "run_set", "same_as"]
 UNIT_TABLE_COLUMNS = ["unit", "claims", "recipes", "runs", AGREES, CONTRADICTS, INCONCLUSIVE, "repeats", "evidence"]
@@ -52,8 +52,9 @@ def settings(recipe: Recipe, scale: str, defaults: dict | None = None) -> pd.Dat
     return pd.DataFrame(rows) if rows else pd.DataFrame(columns=["run_id"])
 
 
-def claim_runs(recipe: Recipe, claim: Claim, scale: str, defaults: dict | None = None,
-               runs: pd.DataFrame | None = None) -> frozenset[str]:
+def claim_runs(
+    recipe: Recipe, claim: Claim, scale: str, defaults: dict | None = None, runs: pd.DataFrame | None = None
+) -> frozenset[str]:
     """The run ids ``claim``'s observations can come from at ``scale``.
 
     Parameters
@@ -109,7 +110,9 @@ def _observations(recipe: Recipe, claim: Claim, scale: str, runs: pd.DataFrame) 
             return frozenset(selected["run_id"])
         return frozenset(selected.loc[_is(selected[claim.by], chosen), "run_id"])
 
-    groups = frozenset({group(claim.a)}) if claim.compare == "threshold" else frozenset({group(claim.a), group(claim.b)})
+    groups = (
+        frozenset({group(claim.a)}) if claim.compare == "threshold" else frozenset({group(claim.a), group(claim.b)})
+    )
     settings_within = [c for c in claim.within if c in selected]
     if settings_within and len(selected):
         cells = frozenset(frozenset(cell["run_id"]) for _, cell in selected.groupby(settings_within, dropna=False))
@@ -117,8 +120,18 @@ def _observations(recipe: Recipe, claim: Claim, scale: str, runs: pd.DataFrame) 
         cells = frozenset({frozenset(selected["run_id"])})
     others = tuple(c for c in claim.within if c not in selected)
     where = tuple(sorted((k, repr(v)) for k, v in claim.where.items() if k not in runs))
-    return (claim.statistic, analysis.name, repr(sorted(values.items())), repr(sorted(own.items())), claim.failures,
-            claim.compare == "threshold", groups, cells, others, where)
+    return (
+        claim.statistic,
+        analysis.name,
+        repr(sorted(values.items())),
+        repr(sorted(own.items())),
+        claim.failures,
+        claim.compare == "threshold",
+        groups,
+        cells,
+        others,
+        where,
+    )
 
 
 def units(recipes: Sequence[Recipe], scale: str = "demo", defaults: dict | None = None) -> pd.DataFrame:
@@ -221,10 +234,25 @@ def unit_table(verdicts: pd.DataFrame, units_frame: pd.DataFrame) -> pd.DataFram
     for unit, group in merged.groupby("unit", sort=True):
         counts = group["verdict"].value_counts()
         agree, against = int(counts.get(AGREES, 0)), int(counts.get(CONTRADICTS, 0))
-        rows.append({"unit": int(unit), "claims": len(group), "recipes": group["recipe"].nunique(),
-                     "runs": int(group["unit_runs"].iloc[0]), AGREES: agree, CONTRADICTS: against,
-                     INCONCLUSIVE: int(counts.get(INCONCLUSIVE, 0)), "repeats": int((group["same_as"] != "").sum()),
-                     "evidence": BOTH if agree and against else AGREES_ONLY if agree else CONTRADICTS_ONLY if against else NEITHER})
+        rows.append(
+            {
+                "unit": int(unit),
+                "claims": len(group),
+                "recipes": group["recipe"].nunique(),
+                "runs": int(group["unit_runs"].iloc[0]),
+                AGREES: agree,
+                CONTRADICTS: against,
+                INCONCLUSIVE: int(counts.get(INCONCLUSIVE, 0)),
+                "repeats": int((group["same_as"] != "").sum()),
+                "evidence": BOTH
+                if agree and against
+                else AGREES_ONLY
+                if agree
+                else CONTRADICTS_ONLY
+                if against
+                else NEITHER,
+            }
+        )
     return pd.DataFrame(rows, columns=UNIT_TABLE_COLUMNS)
 
 
@@ -259,14 +287,22 @@ def tally_line(verdicts: pd.DataFrame, units_frame: pd.DataFrame) -> str:
     parts = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in (AGREES, CONTRADICTS, INCONCLUSIVE))
     table = unit_table(verdicts, units_frame)
     kinds = table["evidence"].value_counts()
-    split = [f"{int(kinds.get(AGREES_ONLY, 0))} with agreeing claims only",
-             f"{int(kinds.get(CONTRADICTS_ONLY, 0))} with contradicting claims only",
-             f"{int(kinds.get(BOTH, 0))} with both", f"{int(kinds.get(NEITHER, 0))} with neither"]
-    text = (f"{_count(len(overall), 'claim')} ({parts}) in {_count(len(table), 'evidence unit')} "
-            f"(claims that share a run are one unit)" + (f": {', '.join(split)}" if len(table) else ""))
+    split = [
+        f"{int(kinds.get(AGREES_ONLY, 0))} with agreeing claims only",
+        f"{int(kinds.get(CONTRADICTS_ONLY, 0))} with contradicting claims only",
+        f"{int(kinds.get(BOTH, 0))} with both",
+        f"{int(kinds.get(NEITHER, 0))} with neither",
+    ]
+    text = (
+        f"{_count(len(overall), 'claim')} ({parts}) in {_count(len(table), 'evidence unit')} "
+        f"(claims that share a run are one unit)" + (f": {', '.join(split)}" if len(table) else "")
+    )
     merged = overall.merge(units_frame, on=["recipe", "claim"], how="left")
     repeats = int((merged["same_as"].fillna("") != "").sum())
-    text += f"; {_count(repeats, 'claim')} {'re-tests' if repeats == 1 else 're-test'} another's observations (same runs, statistic and cells)"
+    text += (
+        f"; {_count(repeats, 'claim')} {'re-tests' if repeats == 1 else 're-test'} another's observations (same "
+        "runs, statistic and cells)"
+    )
     unplaced = int(merged["unit"].isna().sum())
     if unplaced:
         text += f"; {_count(unplaced, 'claim')} {'rests' if unplaced == 1 else 'rest'} on no run at this scale"

@@ -63,7 +63,11 @@ class LocalExecutor:
         failed = {results[i]["run_id"]: results[i]["error"] for i in first if results[i]["status"] == "failed"}
         for i in then:
             if jobs[i].needs in failed:
-                results[i] = {"run_id": jobs[i].run_id, "status": "failed", "error": f"TSP run failed: {failed[jobs[i].needs]}"}
+                results[i] = {
+                    "run_id": jobs[i].run_id,
+                    "status": "failed",
+                    "error": f"TSP run failed: {failed[jobs[i].needs]}",
+                }
         runnable = [i for i in then if results[i] is None]
         for i, result in zip(runnable, self._map([jobs[i] for i in runnable]), strict=True):
             results[i] = result
@@ -92,8 +96,9 @@ class LocalExecutor:
             reader, writer = context.Pipe(duplex=False)
 
             def worker() -> futures.ProcessPoolExecutor:
-                return futures.ProcessPoolExecutor(1, mp_context=context, initializer=_init_worker,
-                                                   initargs=(threads, os.getpid(), writer))
+                return futures.ProcessPoolExecutor(
+                    1, mp_context=context, initializer=_init_worker, initargs=(threads, os.getpid(), writer)
+                )
 
             # One single-process pool per slot, not one pool of N: a pool whose worker dies breaks
             # with every run it holds, so one killed (or OOM-killed) worker would end the sweep and
@@ -119,9 +124,12 @@ class LocalExecutor:
                         try:
                             done[i] = future.result()
                         except futures.process.BrokenProcessPool:
-                            done[i] = {"run_id": jobs[i].run_id, "status": "failed",
-                                       "error": "its worker process died (killed, or out of memory); training it "
-                                                "again resumes from its last checkpoint"}
+                            done[i] = {
+                                "run_id": jobs[i].run_id,
+                                "status": "failed",
+                                "error": "its worker process died (killed, or out of memory); training it "
+                                "again resumes from its last checkpoint",
+                            }
                             slots[slot].shutdown(wait=False, cancel_futures=True)
                             slots[slot] = worker()
                         bar.update(1)
@@ -230,6 +238,7 @@ def _workers_stop_with(pools: list[futures.ProcessPoolExecutor]) -> Iterator[Non
     if threading.current_thread() is threading.main_thread():  # only there can handlers be set
         previous = signal.getsignal(signal.SIGTERM)
         if previous is not signal.SIG_IGN:
+
             def on_sigterm(signum, frame):
                 # only signals: the main thread may hold the pools' locks where this interrupts it
                 for pool in list(pools):

@@ -79,8 +79,9 @@ class Figure:
     @property
     def analysis_parameters(self) -> tuple[Param, ...]:
         """The analysis's parameters, with this figure's defaults."""
-        return tuple(replace(p, default=self.defaults[p.name]) if p.name in self.defaults else p
-                     for p in self.source().params)
+        return tuple(
+            replace(p, default=self.defaults[p.name]) if p.name in self.defaults else p for p in self.source().params
+        )
 
     @property
     def parameters(self) -> tuple[Param, ...]:
@@ -108,8 +109,9 @@ class Figure:
         what it is; never part of a cache key, and not figure parameters."""
         return self.source().options
 
-    def _frame(self, store: str | Path, select, params: dict[str, Any], device: str | None,
-               progress: bool = True) -> tuple[dict[str, Any], Any]:
+    def _frame(
+        self, store: str | Path, select, params: dict[str, Any], device: str | None, progress: bool = True
+    ) -> tuple[dict[str, Any], Any]:
         """The resolved figure parameters of ``params`` and the analysis's frame, computed with
         the analysis options among ``params`` and ``device`` (where the analysis runs a model)."""
         names = {p.name for p in self.options}
@@ -119,8 +121,14 @@ class Figure:
         values = self.resolve(**{k: v for k, v in params.items() if k not in names})
         return values, self.source().run(store, select, **self.analysis_values(values), **options, progress=progress)
 
-    def data(self, store: str | Path, select: dict | list[str] | None = None, progress: bool = True,
-             device: str | None = None, **params: Any) -> Any:
+    def data(
+        self,
+        store: str | Path,
+        select: dict | list[str] | None = None,
+        progress: bool = True,
+        device: str | None = None,
+        **params: Any,
+    ) -> Any:
         """The figure's data: its analysis's frame of the selected runs of ``store``.
 
         ``device`` (``cpu``, ``cuda``; default: the GPU if there is one) is where an analysis that
@@ -129,8 +137,17 @@ class Figure:
         """
         return self._frame(store, select, params, device, progress)[1]
 
-    def draw(self, store: str | Path, select: dict | list[str] | None = None, subtitle: str | None = None,
-             footer: str | None = None, device: str | None = None, ax=None, fig=None, **params: Any):
+    def draw(
+        self,
+        store: str | Path,
+        select: dict | list[str] | None = None,
+        subtitle: str | None = None,
+        footer: str | None = None,
+        device: str | None = None,
+        ax=None,
+        fig=None,
+        **params: Any,
+    ):
         """The figure (a matplotlib Figure) of the selected runs of ``store``.
 
         ``subtitle`` is a second title line (e.g. the model and task used), ``footer`` text
@@ -158,7 +175,9 @@ class Figure:
         if ax is not None and fig is not None:
             raise FigureError(f"figure {self.name!r}: pass ax= (one panel) or fig= (any panels), not both")
         if target is not None and (subtitle or footer):
-            raise FigureError(f"figure {self.name!r}: subtitle and footer go on the figure's own canvas, not with ax= or fig=")
+            raise FigureError(
+                f"figure {self.name!r}: subtitle and footer go on the figure's own canvas, not with ax= or fig="
+            )
         try:
             canvas.check(target)  # before the analysis runs, which may take minutes
         except canvas.CanvasError as error:
@@ -168,13 +187,16 @@ class Figure:
         plot = load(self.plot)
         try:
             with canvas.into(target):
-                drawn = call(plot, (), {**values, **result}) if isinstance(result, dict) else call(plot, (result,), values)
+                drawn = (
+                    call(plot, (), {**values, **result}) if isinstance(result, dict) else call(plot, (result,), values)
+                )
         except canvas.CanvasError as error:
             raise FigureError(f"figure {self.name!r} {error}") from None
         return drawn if target is not None else decorate(drawn, subtitle=subtitle, footer=footer)
 
-
-    def shown(self, data: Any, store: str | Path | None = None, select: dict | list[str] | None = None, **params: Any) -> Any:
+    def shown(
+        self, data: Any, store: str | Path | None = None, select: dict | list[str] | None = None, **params: Any
+    ) -> Any:
         """What the plot draws from ``data`` (the analysis's frame, :meth:`data`): the view's
         dict of the plot's keyword arguments, or ``data`` itself for a figure without a view.
         ``params`` are the figure's (unknown ones raise, missing ones default)."""
@@ -183,7 +205,12 @@ class Figure:
         return call(load(self.view), (data,), {**self.resolve(**params), "store": store, "select": select})
 
 
-INCLUDE_FAILED = Param("include_failed", False, "keep collapsed and diverged runs (robustkit.collapse) in boxes, means, error bars and tests; they are marked either way; default: left out")
+INCLUDE_FAILED = Param(
+    "include_failed",
+    False,
+    "keep collapsed and diverged runs (robustkit.collapse) in boxes, means, error bars and tests; they are marked "
+    "either way; default: left out",
+)
 
 FIGURES: dict[str, Figure] = {}
 
@@ -195,7 +222,10 @@ def register(figure: Figure) -> Figure:
     analysis = {p.name for p in figure.source().params}
     twice = sorted(analysis.intersection(p.name for p in figure.params)) + sorted(set(figure.defaults) - analysis)
     if twice:
-        raise FigureError(f"figure {figure.name!r}: {twice} are not its own parameters (declare an analysis's parameters in the analysis; defaults may only change those)")
+        raise FigureError(
+            f"figure {figure.name!r}: {twice} are not its own parameters (declare an analysis's parameters in the "
+            "analysis; defaults may only change those)"
+        )
     FIGURES[figure.name] = figure
     return figure
 
@@ -207,14 +237,24 @@ def get(name: str) -> Figure:
     return FIGURES[name]
 
 
-def data(name: str, store: str | Path, select: dict | list[str] | None = None, device: str | None = None,
-         **params: Any) -> Any:
+def data(
+    name: str, store: str | Path, select: dict | list[str] | None = None, device: str | None = None, **params: Any
+) -> Any:
     """The data behind figure ``name`` (see :meth:`Figure.data`)."""
     return get(name).data(store, select, device=device, **params)
 
 
-def draw(name: str, store: str | Path, select: dict | list[str] | None = None, subtitle: str | None = None,
-         footer: str | None = None, device: str | None = None, ax=None, fig=None, **params: Any):
+def draw(
+    name: str,
+    store: str | Path,
+    select: dict | list[str] | None = None,
+    subtitle: str | None = None,
+    footer: str | None = None,
+    device: str | None = None,
+    ax=None,
+    fig=None,
+    **params: Any,
+):
     """Figure ``name`` of the selected runs of ``store``, on its own canvas or into the caller's
     ``ax`` (one panel) or ``fig`` (see :meth:`Figure.draw`)."""
     return get(name).draw(store, select, subtitle=subtitle, footer=footer, device=device, ax=ax, fig=fig, **params)
@@ -223,132 +263,409 @@ def draw(name: str, store: str | Path, select: dict | list[str] | None = None, s
 # ---------------------------------------------------------------------------------------------
 # parameters several figures share
 
-ASO = Param("aso", False, "add ASO's epsilon_min of each method over the other (deepsig, Dror et al. 2019) to the caption, where the figure compares two methods")
+ASO = Param(
+    "aso",
+    False,
+    "add ASO's epsilon_min of each method over the other (deepsig, Dror et al. 2019) to the caption, where the figure "
+    "compares two methods",
+)
 BOXES = "robustkit.plots.stability"
 BOX_VIEWS = "robustkit.analysis.boxes"
-CONVENTION = Param("convention", "openattack", "openattack: prediction flips, misclassified inputs included; gold: only correctly classified inputs; default: openattack", choices=("openattack", "gold"))
-SHOWN_SPLIT = Param("split", "validation", "split whose metric is shown (Houlsby et al. report validation); the best learning rate per point is always selected on validation; default: validation", choices=("validation", "test"))
+CONVENTION = Param(
+    "convention",
+    "openattack",
+    "openattack: prediction flips, misclassified inputs included; gold: only correctly classified inputs; default: "
+    "openattack",
+    choices=("openattack", "gold"),
+)
+SHOWN_SPLIT = Param(
+    "split",
+    "validation",
+    "split whose metric is shown (Houlsby et al. report validation); the best learning rate per point is always "
+    "selected on validation; default: validation",
+    choices=("validation", "test"),
+)
 ATTACKED = "robustkit.analysis.attack:success_by_tsp"
 
 # ---------------------------------------------------------------------------------------------
 # the figures
 
-register(Figure(
-    "rsa", "He et al. 2021 figure 2: similarity of each layer's representations to the base model's",
-    "rsa", "robustkit.plots.similarity:rsa_by_layer",
-    (Param("measure", "rsa", "rsa (He et al. 2021) or linear CKA (Kornblith et al. 2019); default: rsa", choices=("rsa", "cka")),)))
-register(Figure(
-    "attack-vs-tsp", "Han et al. 2021 figure 5: PWWS (or another attacker's) attack success rate vs TSP steps, with vs without adapters",
-    "attack", "robustkit.plots.attack:attack_vs_tsp", (CONVENTION,), view=ATTACKED, score_axis=True))
-register(Figure(
-    "attack-by-attacker", "Han et al. 2021 figure 5 with a second attack: PWWS and DeepWordBug success rate vs TSP steps side by side (one panel each, shared y axis), with vs without adapters",
-    "attack", "robustkit.plots.attack:attack_by_attacker", (CONVENTION,), view=ATTACKED,
-    defaults={"attackers": ["pwws", "deepwordbug"]}, score_axis=True))
-register(Figure(
-    "attack-boxes", "Attack success rate per method, one box over each method's victims (seeds), with the tests between methods (runs at one TSP step)",
-    "attack", "robustkit.plots.attack:attack_boxes", (CONVENTION,), view="robustkit.analysis.attack:attack_boxes",
-    score_axis=True))
-register(Figure(
-    "ablation", "Houlsby et al. 2019 figure 6: relative change of the dev metric when the adapters of layers i..j are removed",
-    "ablation", "robustkit.plots.ablation:ablation_heatmap",
-    (Param("metric", None, "metric whose relative change is shown (Houlsby et al. plot validation accuracy); default: the task's main metric", check=registry.METRIC_NAME),
-     Param("paper_figure", "Houlsby et al. 2019, figure 6", "the figure named in the title; default: Houlsby et al. 2019, figure 6 (the course report's figure 8 is the same ablation of layer-shared adapters)")),
-    view="robustkit.analysis.ablation:ablation_heatmap"))
-register(Figure(
-    "gradnorm", "Han et al. 2021 figure 3: per-layer gradient norms during training (log scale)",
-    "gradnorm", "robustkit.plots.gradnorm:gradnorm_curves", view="robustkit.analysis.gradnorm:summary"))
-register(Figure(
-    "landscape", "He et al. 2021 figure 6: loss along the line from theta_0 to theta_1",
-    "landscape", "robustkit.plots.landscape:landscape_curves", view="robustkit.analysis.landscape:landscape_lines"))
-register(Figure(
-    "curves", "He et al. 2021 figures 5 and 9: dev loss and metric vs step",
-    "curves", "robustkit.plots.curves:dev_curves", view="robustkit.analysis.curves:dev_curves", score_axis=True))
-register(Figure(
-    "curves-by-tsp", "Han et al. 2021 figures 1 and 13: dev metric vs step, one line per TSP step",
-    "curves", "robustkit.plots.curves:curves_by_tsp", view="robustkit.analysis.curves:curves_by_tsp",
-    score_axis=True))
-register(Figure(
-    "mean-best", "He et al. 2021 table 6: mean and best dev metric over all evaluation steps, as a table",
-    "curves", "robustkit.plots.curves:mean_best_table", view="robustkit.analysis.curves:mean_best", score_axis=True))
-register(Figure(
-    "box-seeds", "Han et al. 2021 figure 2: box plot of each method's score over random seeds, one panel per task",
-    "scores", f"{BOXES}:box_seeds", (ASO,), view=f"{BOX_VIEWS}:box_seeds", score_axis=True))
-register(Figure(
-    "box-tsp", "Han et al. 2021 figure 4: box plots of the score per TSP step and method (pooled: one box per method over TSP steps)",
-    "scores", f"{BOXES}:box_tsp",
-    (Param("pooled", False, "one box per method over all TSP steps (each run differs by its TSP step, as in the paper) instead of a box per TSP step"), ASO),
-    view=f"{BOX_VIEWS}:box_tsp", score_axis=True))
-register(Figure(
-    "box-tsp-epochs", "Han et al. 2021 figures 9-10: box plots of the dev score at each fine-tuning epoch end, per TSP step, one panel per method (pool_epochs: one box per TSP step and method over every epoch end, the paper's)",
-    "epoch-scores", f"{BOXES}:box_tsp_epochs",
-    (Param("pool_epochs", False, "one box per TSP step and method over every fine-tuning epoch end of every run (Han et al. 2021 figures 9-10: 'development scores from 100 runs ... epochs ranging from 1 to 100') instead of a box per epoch"),),
-    view=f"{BOX_VIEWS}:box_tsp_epochs", score_axis=True))
-register(Figure(
-    "box-lr", "He et al. 2021 figure 4: box plots of the score over seeds per learning rate and method",
-    "scores", f"{BOXES}:box_lr", (ASO,), view=f"{BOX_VIEWS}:box_lr", score_axis=True))
-register(Figure(
-    "train-size", "He et al. 2021 figure 3: score vs number of training examples, per method (boxes or mean +- std)",
-    "scores", f"{BOXES}:train_size",
-    (Param("kind", "box", "box: boxes over seeds; mean: mean +- std (ddof 1) as in the paper; default: box", choices=("box", "mean")), ASO),
-    view=f"{BOX_VIEWS}:train_size", score_axis=True))
-register(Figure(
-    "table", "Han et al. 2021 table 1, He et al. 2021 tables 2 and 5: mean +- std, bootstrap CI, range and failed runs per group, as a PDF table",
-    "scores", "robustkit.plots.tables:results_table_figure",
-    (Param("by", ["task", "method"], "comma-separated columns that define a row (task, method, tsp_step, train_size, adapter_size, lr, ...); default: task,method", kind=list),
-     Param("title", "Results over runs", "table title (the model and task used are appended)")),
-    view="robustkit.analysis.results:results_table", score_axis=True))
-register(Figure(
-    "tradeoff", "Houlsby et al. 2019 figure 4 (per task; figure 3's curves): metric vs trained parameters (log) for adapter sizes, top-k fine-tuning, LayerNorm-only and full fine-tuning; each point the best learning rate of its sweep, error bars s.e.m.",
-    "tradeoff", "robustkit.plots.tradeoff:tradeoff_figure", (SHOWN_SPLIT,),
-    view="robustkit.analysis.tradeoff:tradeoff_points", score_axis=True))
-register(Figure(
-    "tradeoff-aggregate", "Houlsby et al. 2019 figure 3: score minus full fine-tuning vs trained parameters, 20th/50th/80th percentiles across tasks, adapters vs top-k",
-    "tradeoff", "robustkit.plots.tradeoff:tradeoff_aggregate_figure", (SHOWN_SPLIT,),
-    view="robustkit.analysis.tradeoff:aggregated", score_axis=True))
-register(Figure(
-    "init-std", "Houlsby et al. 2019 figure 6 right: metric vs the std of the adapters' weight init (log)",
-    "tradeoff", "robustkit.plots.init_std:init_std_figure", (SHOWN_SPLIT,),
-    view="robustkit.analysis.tradeoff:init_std_points", score_axis=True))
+register(
+    Figure(
+        "rsa",
+        "He et al. 2021 figure 2: similarity of each layer's representations to the base model's",
+        "rsa",
+        "robustkit.plots.similarity:rsa_by_layer",
+        (
+            Param(
+                "measure",
+                "rsa",
+                "rsa (He et al. 2021) or linear CKA (Kornblith et al. 2019); default: rsa",
+                choices=("rsa", "cka"),
+            ),
+        ),
+    )
+)
+register(
+    Figure(
+        "attack-vs-tsp",
+        "Han et al. 2021 figure 5: PWWS (or another attacker's) attack success rate vs TSP steps, with vs without "
+        "adapters",
+        "attack",
+        "robustkit.plots.attack:attack_vs_tsp",
+        (CONVENTION,),
+        view=ATTACKED,
+        score_axis=True,
+    )
+)
+register(
+    Figure(
+        "attack-by-attacker",
+        "Han et al. 2021 figure 5 with a second attack: PWWS and DeepWordBug success rate vs TSP steps side by side "
+        "(one panel each, shared y axis), with vs without adapters",
+        "attack",
+        "robustkit.plots.attack:attack_by_attacker",
+        (CONVENTION,),
+        view=ATTACKED,
+        defaults={"attackers": ["pwws", "deepwordbug"]},
+        score_axis=True,
+    )
+)
+register(
+    Figure(
+        "attack-boxes",
+        "Attack success rate per method, one box over each method's victims (seeds), with the tests between methods "
+        "(runs at one TSP step)",
+        "attack",
+        "robustkit.plots.attack:attack_boxes",
+        (CONVENTION,),
+        view="robustkit.analysis.attack:attack_boxes",
+        score_axis=True,
+    )
+)
+register(
+    Figure(
+        "ablation",
+        "Houlsby et al. 2019 figure 6: relative change of the dev metric when the adapters of layers i..j are removed",
+        "ablation",
+        "robustkit.plots.ablation:ablation_heatmap",
+        (
+            Param(
+                "metric",
+                None,
+                "metric whose relative change is shown (Houlsby et al. plot validation accuracy); default: the task's "
+                "main metric",
+                check=registry.METRIC_NAME,
+            ),
+            Param(
+                "paper_figure",
+                "Houlsby et al. 2019, figure 6",
+                "the figure named in the title; default: Houlsby et al. 2019, figure 6 (the course report's figure 8 "
+                "is the same ablation of layer-shared adapters)",
+            ),
+        ),
+        view="robustkit.analysis.ablation:ablation_heatmap",
+    )
+)
+register(
+    Figure(
+        "gradnorm",
+        "Han et al. 2021 figure 3: per-layer gradient norms during training (log scale)",
+        "gradnorm",
+        "robustkit.plots.gradnorm:gradnorm_curves",
+        view="robustkit.analysis.gradnorm:summary",
+    )
+)
+register(
+    Figure(
+        "landscape",
+        "He et al. 2021 figure 6: loss along the line from theta_0 to theta_1",
+        "landscape",
+        "robustkit.plots.landscape:landscape_curves",
+        view="robustkit.analysis.landscape:landscape_lines",
+    )
+)
+register(
+    Figure(
+        "curves",
+        "He et al. 2021 figures 5 and 9: dev loss and metric vs step",
+        "curves",
+        "robustkit.plots.curves:dev_curves",
+        view="robustkit.analysis.curves:dev_curves",
+        score_axis=True,
+    )
+)
+register(
+    Figure(
+        "curves-by-tsp",
+        "Han et al. 2021 figures 1 and 13: dev metric vs step, one line per TSP step",
+        "curves",
+        "robustkit.plots.curves:curves_by_tsp",
+        view="robustkit.analysis.curves:curves_by_tsp",
+        score_axis=True,
+    )
+)
+register(
+    Figure(
+        "mean-best",
+        "He et al. 2021 table 6: mean and best dev metric over all evaluation steps, as a table",
+        "curves",
+        "robustkit.plots.curves:mean_best_table",
+        view="robustkit.analysis.curves:mean_best",
+        score_axis=True,
+    )
+)
+register(
+    Figure(
+        "box-seeds",
+        "Han et al. 2021 figure 2: box plot of each method's score over random seeds, one panel per task",
+        "scores",
+        f"{BOXES}:box_seeds",
+        (ASO,),
+        view=f"{BOX_VIEWS}:box_seeds",
+        score_axis=True,
+    )
+)
+register(
+    Figure(
+        "box-tsp",
+        "Han et al. 2021 figure 4: box plots of the score per TSP step and method (pooled: one box per method over "
+        "TSP steps)",
+        "scores",
+        f"{BOXES}:box_tsp",
+        (
+            Param(
+                "pooled",
+                False,
+                "one box per method over all TSP steps (each run differs by its TSP step, as in the paper) instead of "
+                "a box per TSP step",
+            ),
+            ASO,
+        ),
+        view=f"{BOX_VIEWS}:box_tsp",
+        score_axis=True,
+    )
+)
+register(
+    Figure(
+        "box-tsp-epochs",
+        "Han et al. 2021 figures 9-10: box plots of the dev score at each fine-tuning epoch end, per TSP step, one "
+        "panel per method (pool_epochs: one box per TSP step and method over every epoch end, the paper's)",
+        "epoch-scores",
+        f"{BOXES}:box_tsp_epochs",
+        (
+            Param(
+                "pool_epochs",
+                False,
+                "one box per TSP step and method over every fine-tuning epoch end of every run (Han et al. 2021 "
+                "figures 9-10: 'development scores from 100 runs ... epochs ranging from 1 to 100') instead of a box "
+                "per epoch",
+            ),
+        ),
+        view=f"{BOX_VIEWS}:box_tsp_epochs",
+        score_axis=True,
+    )
+)
+register(
+    Figure(
+        "box-lr",
+        "He et al. 2021 figure 4: box plots of the score over seeds per learning rate and method",
+        "scores",
+        f"{BOXES}:box_lr",
+        (ASO,),
+        view=f"{BOX_VIEWS}:box_lr",
+        score_axis=True,
+    )
+)
+register(
+    Figure(
+        "train-size",
+        "He et al. 2021 figure 3: score vs number of training examples, per method (boxes or mean +- std)",
+        "scores",
+        f"{BOXES}:train_size",
+        (
+            Param(
+                "kind",
+                "box",
+                "box: boxes over seeds; mean: mean +- std (ddof 1) as in the paper; default: box",
+                choices=("box", "mean"),
+            ),
+            ASO,
+        ),
+        view=f"{BOX_VIEWS}:train_size",
+        score_axis=True,
+    )
+)
+register(
+    Figure(
+        "table",
+        "Han et al. 2021 table 1, He et al. 2021 tables 2 and 5: mean +- std, bootstrap CI, range and failed runs per "
+        "group, as a PDF table",
+        "scores",
+        "robustkit.plots.tables:results_table_figure",
+        (
+            Param(
+                "by",
+                ["task", "method"],
+                "comma-separated columns that define a row (task, method, tsp_step, train_size, adapter_size, lr, "
+                "...); default: task,method",
+                kind=list,
+            ),
+            Param("title", "Results over runs", "table title (the model and task used are appended)"),
+        ),
+        view="robustkit.analysis.results:results_table",
+        score_axis=True,
+    )
+)
+register(
+    Figure(
+        "tradeoff",
+        "Houlsby et al. 2019 figure 4 (per task; figure 3's curves): metric vs trained parameters (log) for adapter "
+        "sizes, top-k fine-tuning, LayerNorm-only and full fine-tuning; each point the best learning rate of its "
+        "sweep, error bars s.e.m.",
+        "tradeoff",
+        "robustkit.plots.tradeoff:tradeoff_figure",
+        (SHOWN_SPLIT,),
+        view="robustkit.analysis.tradeoff:tradeoff_points",
+        score_axis=True,
+    )
+)
+register(
+    Figure(
+        "tradeoff-aggregate",
+        "Houlsby et al. 2019 figure 3: score minus full fine-tuning vs trained parameters, 20th/50th/80th percentiles "
+        "across tasks, adapters vs top-k",
+        "tradeoff",
+        "robustkit.plots.tradeoff:tradeoff_aggregate_figure",
+        (SHOWN_SPLIT,),
+        view="robustkit.analysis.tradeoff:aggregated",
+        score_axis=True,
+    )
+)
+register(
+    Figure(
+        "init-std",
+        "Houlsby et al. 2019 figure 6 right: metric vs the std of the adapters' weight init (log)",
+        "tradeoff",
+        "robustkit.plots.init_std:init_std_figure",
+        (SHOWN_SPLIT,),
+        view="robustkit.analysis.tradeoff:init_std_points",
+        score_axis=True,
+    )
+)
 
 # ---------------------------------------------------------------------------------------------
 # beyond the papers: the field's own measures of sharpness, connectivity, similarity
 
-register(Figure(
-    "curvature", "Curvature of the training loss: top Hessian eigenvalue (power iteration) and trace (Hutchinson) over the trained parameters, per checkpoint and per layer block",
-    "curvature", "robustkit.plots.curvature:curvature_figure",
-    (Param("layer_checkpoint", "best", "checkpoint of the per-layer panels; default: best", choices=("step-0", "best", "last")),)))
-register(Figure(
-    "surface", "Li et al. 2018: 2-D loss surface around each run's checkpoint along two filter-normalised random directions (contours; only the trained tensors move)",
-    "surface", "robustkit.plots.surface:surface_contours",
-    (Param("max_seeds", 3, "runs drawn per method (the lowest seeds); default: 3"),)))
-register(Figure(
-    "connectivity", "Frankle et al. 2020: linear mode connectivity between runs that differ only in their seed; the loss along the line and the barrier per method as a box over seed pairs",
-    "connectivity", "robustkit.plots.connectivity:connectivity_figure", view="robustkit.analysis.connectivity:lines_and_barriers"))
-register(Figure(
-    "similarity-ci", "RSA, linear CKA, debiased linear CKA and orthogonal Procrustes distance of each layer to the base model, side by side, each run with a bootstrap interval over the token sample",
-    "similarity-ci", "robustkit.plots.similarity_ci:similarity_panels"))
-register(Figure(
-    "tuning-curves", "Dodge et al. 2019 / Lourie et al. 2024: tuning curves per method, the median (with confidence band) and expected best score of a budget of k runs over seeds or learning rates",
-    "tuning", "robustkit.plots.tuning:tuning_curves"))
+register(
+    Figure(
+        "curvature",
+        "Curvature of the training loss: top Hessian eigenvalue (power iteration) and trace (Hutchinson) over the "
+        "trained parameters, per checkpoint and per layer block",
+        "curvature",
+        "robustkit.plots.curvature:curvature_figure",
+        (
+            Param(
+                "layer_checkpoint",
+                "best",
+                "checkpoint of the per-layer panels; default: best",
+                choices=("step-0", "best", "last"),
+            ),
+        ),
+    )
+)
+register(
+    Figure(
+        "surface",
+        "Li et al. 2018: 2-D loss surface around each run's checkpoint along two filter-normalised random directions "
+        "(contours; only the trained tensors move)",
+        "surface",
+        "robustkit.plots.surface:surface_contours",
+        (Param("max_seeds", 3, "runs drawn per method (the lowest seeds); default: 3"),),
+    )
+)
+register(
+    Figure(
+        "connectivity",
+        "Frankle et al. 2020: linear mode connectivity between runs that differ only in their seed; the loss along "
+        "the line and the barrier per method as a box over seed pairs",
+        "connectivity",
+        "robustkit.plots.connectivity:connectivity_figure",
+        view="robustkit.analysis.connectivity:lines_and_barriers",
+    )
+)
+register(
+    Figure(
+        "similarity-ci",
+        "RSA, linear CKA, debiased linear CKA and orthogonal Procrustes distance of each layer to the base model, "
+        "side by side, each run with a bootstrap interval over the token sample",
+        "similarity-ci",
+        "robustkit.plots.similarity_ci:similarity_panels",
+    )
+)
+register(
+    Figure(
+        "tuning-curves",
+        "Dodge et al. 2019 / Lourie et al. 2024: tuning curves per method, the median (with confidence band) and "
+        "expected best score of a budget of k runs over seeds or learning rates",
+        "tuning",
+        "robustkit.plots.tuning:tuning_curves",
+    )
+)
 
 # ---------------------------------------------------------------------------------------------
 # beyond the papers: the findings on LoRA and full fine-tuning that followed them (issue #30)
 
-register(Figure(
-    "intruders", "Shuttleworth et al. 2024: intruder dimensions, each run's count against the threshold and each top singular vector's largest |cosine| with the start's",
-    "intruders", "robustkit.plots.intruders:intruders_figure", (registry.MATRICES, registry.INTRUDER_EPSILON),
-    view="robustkit.analysis.intruders:intruder_view"))
-register(Figure(
-    "forgetting", "Biderman et al. 2024: learning (the task score) against forgetting (masked-LM loss on held-out text), and the rank of each weight update",
-    "forgetting", "robustkit.plots.forgetting:forgetting_figure", (registry.MATRICES, registry.RANK_MEASURE),
-    view="robustkit.analysis.forgetting:forgetting_view", score_axis=True))
-register(Figure(
-    "lora-sharpness", "Li et al. 2024 (Flat-LoRA): each LoRA run's sharpness in its LoRA parameters and in the merged weight matrices, side by side",
-    "lora-sharpness", "robustkit.plots.lora_space:lora_space_figure", view="robustkit.analysis.lora_space:lora_space_view"))
-register(Figure(
-    "curve-connectivity", "Garipov et al. 2018: the loss along a trained quadratic Bezier curve and along the line between two seeds, and both barriers per seed pair",
-    "curve-connectivity", "robustkit.plots.curve_connectivity:curve_figure", view="robustkit.analysis.curve_connectivity:paths_and_barriers"))
-register(Figure(
-    "stability-length", "Chen et al. 2022: standard deviation of the dev score over seeds per method at each fine-tuning epoch end, and each run's distance from the median of its method's other seeds",
-    "epoch-scores", "robustkit.plots.stability_length:stability_length_figure",
-    view="robustkit.analysis.stability_length:seed_spread_by_epoch"))
+register(
+    Figure(
+        "intruders",
+        "Shuttleworth et al. 2024: intruder dimensions, each run's count against the threshold and each top singular "
+        "vector's largest |cosine| with the start's",
+        "intruders",
+        "robustkit.plots.intruders:intruders_figure",
+        (registry.MATRICES, registry.INTRUDER_EPSILON),
+        view="robustkit.analysis.intruders:intruder_view",
+    )
+)
+register(
+    Figure(
+        "forgetting",
+        "Biderman et al. 2024: learning (the task score) against forgetting (masked-LM loss on held-out text), and "
+        "the rank of each weight update",
+        "forgetting",
+        "robustkit.plots.forgetting:forgetting_figure",
+        (registry.MATRICES, registry.RANK_MEASURE),
+        view="robustkit.analysis.forgetting:forgetting_view",
+        score_axis=True,
+    )
+)
+register(
+    Figure(
+        "lora-sharpness",
+        "Li et al. 2024 (Flat-LoRA): each LoRA run's sharpness in its LoRA parameters and in the merged weight "
+        "matrices, side by side",
+        "lora-sharpness",
+        "robustkit.plots.lora_space:lora_space_figure",
+        view="robustkit.analysis.lora_space:lora_space_view",
+    )
+)
+register(
+    Figure(
+        "curve-connectivity",
+        "Garipov et al. 2018: the loss along a trained quadratic Bezier curve and along the line between two seeds, "
+        "and both barriers per seed pair",
+        "curve-connectivity",
+        "robustkit.plots.curve_connectivity:curve_figure",
+        view="robustkit.analysis.curve_connectivity:paths_and_barriers",
+    )
+)
+register(
+    Figure(
+        "stability-length",
+        "Chen et al. 2022: standard deviation of the dev score over seeds per method at each fine-tuning epoch end, "
+        "and each run's distance from the median of its method's other seeds",
+        "epoch-scores",
+        "robustkit.plots.stability_length:stability_length_figure",
+        view="robustkit.analysis.stability_length:seed_spread_by_epoch",
+    )
+)

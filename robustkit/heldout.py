@@ -59,5 +59,5 @@ def sample(count: int, seed: int, skip: int = 0) -> list[str]:
     texts = glosses()
     if count < 1 or skip < 0 or skip + count > len(texts):
         raise RobustkitError(f"cannot draw glosses {skip}..{skip + count}: WordNet has {len(texts)}")
-    order = np.random.default_rng(seed).permutation(len(texts))[skip:skip + count]
+    order = np.random.default_rng(seed).permutation(len(texts))[skip : skip + count]
     return [texts[i] for i in order]

@@ -91,7 +91,16 @@ from robustkit.store.schema import COMPLETE
 KNOWN_FIELDS = ("seed", "lr", "epochs", "batch_size", "train_size", "split_seed")
 # Training settings of an import that are unknown unless given (the rest of the spec describes
 # how robustkit reads and scores the data, which it does itself).
-UNKNOWN_UNLESS_GIVEN = ("seed", "lr", "epochs", "batch_size", "train_size", "warmup_ratio", "weight_decay", "max_grad_norm")
+UNKNOWN_UNLESS_GIVEN = (
+    "seed",
+    "lr",
+    "epochs",
+    "batch_size",
+    "train_size",
+    "warmup_ratio",
+    "weight_decay",
+    "max_grad_norm",
+)
 _CHECKPOINT = re.compile(r"checkpoint-(\d+)")
 ADAPTER_CONFIG = "adapter_config.json"
 _HEAD_FILES = ("pytorch_model_head.bin", "model_head.safetensors")
@@ -125,16 +134,23 @@ def find_sources(folder: str | Path) -> list[Source]:
     alone = _source(folder)
     if alone is not None:
         return [alone]
-    series = sorted((int(m.group(1)), p) for p in folder.iterdir() if p.is_dir() and (m := _CHECKPOINT.fullmatch(p.name)))
+    series = sorted(
+        (int(m.group(1)), p) for p in folder.iterdir() if p.is_dir() and (m := _CHECKPOINT.fullmatch(p.name))
+    )
     sources = []
     for step, path in series:
         source = _source(path, step)
         if source is None:
-            raise ImportError_(f"{path} holds neither a transformers model (config.json + weights) nor an AdapterHub adapter ({ADAPTER_CONFIG})")
+            raise ImportError_(
+                f"{path} holds neither a transformers model (config.json + weights) nor an AdapterHub adapter "
+                f"({ADAPTER_CONFIG})"
+            )
         sources.append(source)
     if not sources:
-        raise ImportError_(f"{str(folder)!r} holds no model to import: expected a transformers model folder (config.json + "
-                           f"weights), an AdapterHub adapter folder ({ADAPTER_CONFIG}, from save_adapter) or checkpoint-<N>/ folders")
+        raise ImportError_(
+            f"{str(folder)!r} holds no model to import: expected a transformers model folder (config.json + "
+            f"weights), an AdapterHub adapter folder ({ADAPTER_CONFIG}, from save_adapter) or checkpoint-<N>/ folders"
+        )
     if len({s.kind for s in sources}) > 1:
         raise ImportError_(f"the checkpoint series in {folder} mixes full models and adapters")
     return sources
@@ -145,7 +161,9 @@ def _source(folder: Path, step: int | None = None) -> Source | None:
         return Source("adapter", folder, step)
     if (folder / "config.json").is_file() and any((folder / name).is_file() for name in models.WEIGHT_FILES):
         return Source("model", folder, step)
-    adapters = [p for p in folder.iterdir() if p.is_dir() and (p / ADAPTER_CONFIG).is_file()] if step is not None else []
+    adapters = (
+        [p for p in folder.iterdir() if p.is_dir() and (p / ADAPTER_CONFIG).is_file()] if step is not None else []
+    )
     if len(adapters) == 1:  # AdapterTrainer: checkpoint-N/<adapter name>/
         return Source("adapter", adapters[0], step)
     return None
@@ -207,15 +225,27 @@ def import_run(
         if convention is not None:
             given.update(train_size=convention.train_size, split_seed=convention.split_seed)
     unknown = [name for name in UNKNOWN_UNLESS_GIVEN if name not in given]
-    spec = RunSpec(model=base, task=task, method=method, method_options=options, data_dir=data_dir, max_length=max_length,
-                   **{**{name: SPEC_DEFAULTS[name] for name in unknown}, **given}).resolved()
-    files = {str(s.folder.relative_to(Path(folder).expanduser())) if s.step is not None else ".": _hashes(s.folder)
-             for s in sources}
+    spec = RunSpec(
+        model=base,
+        task=task,
+        method=method,
+        method_options=options,
+        data_dir=data_dir,
+        max_length=max_length,
+        **{**{name: SPEC_DEFAULTS[name] for name in unknown}, **given},
+    ).resolved()
+    files = {
+        str(s.folder.relative_to(Path(folder).expanduser())) if s.step is not None else ".": _hashes(s.folder)
+        for s in sources
+    }
     if convention is not None:
         note = convention.describe(task)
     else:
         note = _convention_name(spec.train_size, spec.split_seed) + (
-            " (given)" if "train_size" in given or full_data else " (not given; no run of the task in the store says otherwise)")
+            " (given)"
+            if "train_size" in given or full_data
+            else " (not given; no run of the task in the store says otherwise)"
+        )
     run_id = _run_id(spec, unknown, files)
     # all or nothing: a refused, failed or interrupted import leaves no folder behind, neither
     # its run's nor a store it created (an import is not resumable; importing again starts over)
@@ -245,8 +275,10 @@ class Convention:
     runs: int
 
     def describe(self, task: str) -> str:
-        return (f"train_size={self.train_size}, split_seed={self.split_seed}, as the store's {self.runs} "
-                f"{task} run{'s' if self.runs != 1 else ''} (not given)")
+        return (
+            f"train_size={self.train_size}, split_seed={self.split_seed}, as the store's {self.runs} "
+            f"{task} run{'s' if self.runs != 1 else ''} (not given)"
+        )
 
 
 def _convention_name(train_size: int | None, split_seed: int | None) -> str:
@@ -280,10 +312,16 @@ def store_convention(store_path: str | Path, task: str) -> Convention | None:
         key = (spec.get("train_size"), spec.get("split_seed") if spec.get("train_size") is not None else None)
         counts[key] = counts.get(key, 0) + 1
     if len(counts) > 1:
-        named = "; ".join(f"{_convention_name(*key)}: {n} run{'s' if n != 1 else ''}" for key, n in sorted(
-            counts.items(), key=lambda item: (item[0][0] is not None, item[0][0] or 0, item[0][1] or 0)))
-        raise ImportError_(f"the store's {task} runs use different split conventions ({named}); say which one scores "
-                           f"the import with --train-size N (and --split-seed), or --train-size 0 for full data")
+        named = "; ".join(
+            f"{_convention_name(*key)}: {n} run{'s' if n != 1 else ''}"
+            for key, n in sorted(
+                counts.items(), key=lambda item: (item[0][0] is not None, item[0][0] or 0, item[0][1] or 0)
+            )
+        )
+        raise ImportError_(
+            f"the store's {task} runs use different split conventions ({named}); say which one scores "
+            f"the import with --train-size N (and --split-seed), or --train-size 0 for full data"
+        )
     if not counts:
         return None
     (train_size, split_seed), runs = counts.popitem()
@@ -312,8 +350,10 @@ def summary(run_dir: str | Path) -> list[str]:
     for name in ("best", "last"):
         if name not in final or (name == "last" and final["last"] == final.get("best")):
             continue
-        scores = ", ".join(f"{split} {metric} {final[name][split][metric]:.4f} ({sizes.get(split, '?')} examples)"
-                           for split in ("validation", "test"))
+        scores = ", ".join(
+            f"{split} {metric} {final[name][split][metric]:.4f} ({sizes.get(split, '?')} examples)"
+            for split in ("validation", "test")
+        )
         outcomes = outcome.get(name) or {}
         verdict = ", ".join(f"{split} {outcomes[split]}" for split in ("validation", "test") if split in outcomes)
         step = f" (step {manifest['best_step']})" if name == "best" and manifest.get("best_step") is not None else ""
@@ -354,7 +394,10 @@ def _hashes(folder: Path) -> dict[str, str]:
 
 def _run_id(spec: RunSpec, unknown: list[str], files: dict) -> str:
     """``<task>-<method>-<base>-import-<hash>``: the hash of the source files and the settings."""
-    identity = {"spec": {k: v for k, v in spec.to_dict().items() if k not in unknown and k != "data_dir"}, "files": files}
+    identity = {
+        "spec": {k: v for k, v in spec.to_dict().items() if k not in unknown and k != "data_dir"},
+        "files": files,
+    }
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:8]
     return f"{spec.task}-{spec.method}-{_safe(spec.model)}-import-{digest}"
 
@@ -366,8 +409,18 @@ def _now() -> str:
 class _Import:
     """One import: build the run's model, copy each source's tensors in, save, score."""
 
-    def __init__(self, spec: RunSpec, task, run_dir: Path, sources: list[Source], unknown: list[str], files: dict,
-                 folder: Path, device: str | None, convention: str = ""):
+    def __init__(
+        self,
+        spec: RunSpec,
+        task,
+        run_dir: Path,
+        sources: list[Source],
+        unknown: list[str],
+        files: dict,
+        folder: Path,
+        device: str | None,
+        convention: str = "",
+    ):
         self.spec, self.task, self.run_dir, self.sources = spec, task, run_dir, sources
         self.unknown, self.files, self.folder = unknown, files, folder
         self.device = device
@@ -378,31 +431,52 @@ class _Import:
         from robustkit.train.records import check_data, trainable_summary
 
         spec, task = self.spec, self.task
-        splits = tasks.load_splits(spec.task, data_dir=spec.data_dir, train_size=spec.train_size, split_seed=spec.split_seed)
+        splits = tasks.load_splits(
+            spec.task, data_dir=spec.data_dir, train_size=spec.train_size, split_seed=spec.split_seed
+        )
         data_record = check_data(self.run_dir, spec, spec.data_dir, splits)
         model, names, fingerprint = build_classifier(spec, task.num_labels)
         device = resolve_device(self.device)
         manifest_spec = {**spec.to_dict(), **dict.fromkeys(self.unknown)}
-        write_manifest(self.run_dir, {
-            "run_id": self.run_dir.name, "kind": "finetune", "spec": manifest_spec, "unknown": self.unknown,
-            "base_fingerprint": fingerprint, "trainable": trainable_summary(model, names),
-            "assets": asset_hashes(spec.model, spec.task), "data": data_record, "tsp_run": None,
-            "splits": {name: len(split) for name, split in splits.items()}, "main_metric": task.main_metric,
-            "status": "running", "created": _now(), "updated": _now(), "versions": package_versions(),
-            "checkpoints": {}, "device": str(device),
-            "import": {
-                "source": str(self.folder.expanduser().resolve()), "kind": self.sources[0].kind, "files": self.files,
-                "step-0": "the base model with the method at its init; the source's own initial head is unknown, so "
-                          "step-0's head is initialised by robustkit (seed 0)",
-                "split_convention": self.convention,
+        write_manifest(
+            self.run_dir,
+            {
+                "run_id": self.run_dir.name,
+                "kind": "finetune",
+                "spec": manifest_spec,
+                "unknown": self.unknown,
+                "base_fingerprint": fingerprint,
+                "trainable": trainable_summary(model, names),
+                "assets": asset_hashes(spec.model, spec.task),
+                "data": data_record,
+                "tsp_run": None,
+                "splits": {name: len(split) for name, split in splits.items()},
+                "main_metric": task.main_metric,
+                "status": "running",
+                "created": _now(),
+                "updated": _now(),
+                "versions": package_versions(),
+                "checkpoints": {},
+                "device": str(device),
+                "import": {
+                    "source": str(self.folder.expanduser().resolve()),
+                    "kind": self.sources[0].kind,
+                    "files": self.files,
+                    "step-0": "the base model with the method at its init; the source's own initial head is unknown, "
+                    "so "
+                    "step-0's head is initialised by robustkit (seed 0)",
+                    "split_convention": self.convention,
+                },
             },
-        })
+        )
         meta = checkpoint_metadata(fingerprint, self.run_dir.name, spec.model, spec.method)
         save_checkpoint(self.run_dir, "step-0", trainable_state(model, names), meta, 0)
         tokenizer = models.load_tokenizer(spec.model)
         collator = data.classification_collator(tokenizer)
-        batches = {s: eval_batches(encode_split(splits[s], task, tokenizer, spec.max_length), EVAL_BATCH_SIZE, collator)
-                   for s in ("validation", "test")}
+        batches = {
+            s: eval_batches(encode_split(splits[s], task, tokenizer, spec.max_length), EVAL_BATCH_SIZE, collator)
+            for s in ("validation", "test")
+        }
         model.to(device)
         history, scored = [], []
         for index, source in enumerate(self.sources):
@@ -412,8 +486,11 @@ class _Import:
             if len(self.sources) > 1:
                 save_checkpoint(self.run_dir, f"step-{step}", tensors, meta, step)
             validation = evaluate(model, batches["validation"], task, shares=True)
-            history += [{"step": step, "epoch": float("nan"), "split": "validation", "metric": m, "value": v}
-                        for m, v in validation.items() if m != "top_class_share"]
+            history += [
+                {"step": step, "epoch": float("nan"), "split": "validation", "metric": m, "value": v}
+                for m, v in validation.items()
+                if m != "top_class_share"
+            ]
             scored.append((validation[task.main_metric], step, tensors, validation))
         last = scored[-1]
         best = max(scored, key=lambda item: item[0])  # the first of equals, as training keeps it
@@ -428,8 +505,14 @@ class _Import:
         if len(self.sources) > 1:
             atomic_write_parquet(self.run_dir / HISTORY, pd.DataFrame(history))
             record_logs(self.run_dir)
-        update_manifest(self.run_dir, status=COMPLETE, updated=_now(), final=final, best_step=best[1],
-                              outcome=final_outcomes(task, splits, final))
+        update_manifest(
+            self.run_dir,
+            status=COMPLETE,
+            updated=_now(),
+            final=final,
+            best_step=best[1],
+            outcome=final_outcomes(task, splits, final),
+        )
 
     def _tensors(self, source: Source, names: list[str]) -> dict[str, torch.Tensor]:
         """The values of the run's trained parameters (``names``) in ``source``.
@@ -444,8 +527,11 @@ class _Import:
         state = {name: tensor.detach().cpu() for name, tensor in loaded.state_dict().items()}
         missing = [n for n in names if n not in state]
         if missing:
-            raise ImportError_(f"{source.folder}: the model built from base {self.spec.model!r} has parameters the source "
-                               f"lacks ({', '.join(missing[:4])}{', ...' if len(missing) > 4 else ''}): not a model tuned from that base")
+            raise ImportError_(
+                f"{source.folder}: the model built from base {self.spec.model!r} has parameters the source "
+                f"lacks ({', '.join(missing[:4])}{', ...' if len(missing) > 4 else ''}): not a model tuned from that "
+                "base"
+            )
         return {n: state[n].clone() for n in names}
 
     def _load(self, source: Source) -> torch.nn.Module:
@@ -454,7 +540,10 @@ class _Import:
             config = _read_json(source.folder / "config.json")
             base_type = models.load_config(self.spec.model).model_type
             if config.get("model_type") != base_type:
-                raise ImportError_(f"{source.folder} is a {config.get('model_type')!r} model; base {self.spec.model!r} is {base_type!r}")
+                raise ImportError_(
+                    f"{source.folder} is a {config.get('model_type')!r} model; base {self.spec.model!r} is "
+                    f"{base_type!r}"
+                )
             labels = len(config.get("id2label") or {}) or config.get("num_labels")
             if labels not in (None, num_labels):
                 raise ImportError_(f"{source.folder} has {labels} labels; task {self.spec.task!r} has {num_labels}")
@@ -464,11 +553,14 @@ class _Import:
                 try:
                     return AutoModelForSequenceClassification.from_pretrained(str(source.folder))
                 except (OSError, ValueError, RuntimeError, ImportError, pickle_errors()) as error:
-                    raise ImportError_(f"transformers cannot load the model in {source.folder}: "
-                                       f"{_first_line(error)}") from None
+                    raise ImportError_(
+                        f"transformers cannot load the model in {source.folder}: {_first_line(error)}"
+                    ) from None
         if not any((source.folder / name).is_file() for name in _HEAD_FILES):
-            raise ImportError_(f"{source.folder} holds the adapter but not its classification head: save it with "
-                               "model.save_adapter(folder, name) from the sequence-classification model (with_head=True, the default)")
+            raise ImportError_(
+                f"{source.folder} holds the adapter but not its classification head: save it with "
+                "model.save_adapter(folder, name) from the sequence-classification model (with_head=True, the default)"
+            )
         import adapters
 
         model = models.load_classifier(self.spec.model, num_labels, seed=self.spec.seed)
@@ -477,8 +569,9 @@ class _Import:
             try:
                 model.load_adapter(str(source.folder), load_as=ADAPTER_NAME, with_head=True, set_active=True)
             except (ValueError, KeyError, RuntimeError, OSError, ImportError, pickle_errors()) as error:
-                raise ImportError_(f"AdapterHub cannot load {source.folder} onto base {self.spec.model!r}: "
-                                   f"{_first_line(error)}") from None
+                raise ImportError_(
+                    f"AdapterHub cannot load {source.folder} onto base {self.spec.model!r}: {_first_line(error)}"
+                ) from None
         return model
 
 
@@ -503,6 +596,8 @@ def _copy(model: torch.nn.Module, tensors: dict[str, torch.Tensor]) -> None:
     with torch.no_grad():
         for name, tensor in tensors.items():
             if parameters[name].shape != tensor.shape:
-                raise ImportError_(f"{name} has shape {tuple(tensor.shape)} in the source; the model built from the base "
-                                   f"expects {tuple(parameters[name].shape)}")
+                raise ImportError_(
+                    f"{name} has shape {tuple(tensor.shape)} in the source; the model built from the base "
+                    f"expects {tuple(parameters[name].shape)}"
+                )
             parameters[name].copy_(tensor.to(parameters[name].device))

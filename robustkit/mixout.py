@@ -209,7 +209,9 @@ def mix_linears(model: nn.Module, p: float) -> list[str]:
             if not isinstance(child, nn.Linear) or isinstance(child, MixLinear) or not child.weight.requires_grad:
                 continue
             if type(child) is not nn.Linear:
-                raise MethodError(f"mixout cannot wrap the trained layer {parent_name}.{child_name} of type {type(child).__name__}")
+                raise MethodError(
+                    f"mixout cannot wrap the trained layer {parent_name}.{child_name} of type {type(child).__name__}"
+                )
             if id(child) not in wrapped:
                 wrapped[id(child)] = MixLinear(child, p)
                 names.append(f"{parent_name}.{child_name}" if parent_name else child_name)

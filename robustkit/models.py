@@ -30,7 +30,12 @@ from robustkit.errors import RobustkitError
 
 EMBEDDED_MODELS = ("minilm-l6", "bert-tiny")
 # What a local model folder must hold besides config.json: its weights, whole or sharded.
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+WEIGHT_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
 # One request with this timeout asks the hub whether a model exists: transformers' own download
 # retries for ~23 s (5 tries, backoff to 8 s) before it says that the hub cannot be reached.
 HUB_TIMEOUT_S = 10
@@ -99,8 +104,10 @@ def _check_folder(model: str, folder: Path) -> None:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ModelError(f"model folder {model!r}: cannot read its config.json: {error}") from None
     if not isinstance(config, dict) or not isinstance(config.get("model_type"), str) or not config["model_type"]:
-        raise ModelError(f"model folder {model!r}: its config.json has no model_type (such as \"bert\"), "
-                         "so transformers cannot tell which model it is")
+        raise ModelError(
+            f'model folder {model!r}: its config.json has no model_type (such as "bert"), '
+            "so transformers cannot tell which model it is"
+        )
     if not any((folder / name).is_file() for name in WEIGHT_FILES):
         raise ModelError(f"model folder {model!r} has no weights: none of {', '.join(WEIGHT_FILES)}")
 
@@ -140,13 +147,17 @@ def _check_hub_name(model: str) -> None:
     except GatedRepoError:
         pass  # it exists; transformers says what access it needs
     except RepositoryNotFoundError:
-        raise ModelError(f"{unknown}, and the Hugging Face hub has no model of that name (or it is private: "
-                         "log in with `hf auth login`)") from None
+        raise ModelError(
+            f"{unknown}, and the Hugging Face hub has no model of that name (or it is private: "
+            "log in with `hf auth login`)"
+        ) from None
     except HfHubHTTPError:
         pass  # the hub answered something else (an outage, a rate limit): transformers tries itself
     except Exception as error:  # noqa: BLE001 - no connection, no DNS, a timeout: once, not for ~23 s
-        raise ModelError(f"model {model!r} is not in the local Hugging Face cache and the hub cannot be "
-                         f"reached ({type(error).__name__}); connect, or use an embedded or local model") from None
+        raise ModelError(
+            f"model {model!r} is not in the local Hugging Face cache and the hub cannot be "
+            f"reached ({type(error).__name__}); connect, or use an embedded or local model"
+        ) from None
     _HUB_NAMES_FOUND.add(model)
 
 

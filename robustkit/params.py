@@ -105,7 +105,9 @@ class Param:
         return value
 
 
-def resolve(params: Iterable[Param], given: Mapping[str, Any], owner: str, error: type[RobustkitError] = ParamError) -> dict[str, Any]:
+def resolve(
+    params: Iterable[Param], given: Mapping[str, Any], owner: str, error: type[RobustkitError] = ParamError
+) -> dict[str, Any]:
     """Every parameter's value: ``given`` (checked and typed) over the defaults.
 
     Parameters

@@ -23,8 +23,17 @@ from robustkit.spec import RunSpec, TspSpec
 
 # Rows of the train split of each GLUE task on the hub (nyu-mll/glue): train_size is checked
 # against them without downloading the data. Local TSV files are read instead.
-GLUE_TRAIN_ROWS = {"cola": 8551, "sst2": 67349, "mrpc": 3668, "qqp": 363846, "stsb": 5749, "mnli": 392702,
-                   "qnli": 104743, "rte": 2490, "wnli": 635}
+GLUE_TRAIN_ROWS = {
+    "cola": 8551,
+    "sst2": 67349,
+    "mrpc": 3668,
+    "qqp": 363846,
+    "stsb": 5749,
+    "mnli": 392702,
+    "qnli": 104743,
+    "rte": 2490,
+    "wnli": 635,
+}
 VAL_SIZE = 1000  # the low-resource validation split drawn from train (tasks.load_splits' val_size)
 
 
@@ -56,10 +65,12 @@ def check_device(device: str | None, here: bool = True) -> None:
         raise DeviceError(f"device {device!r}: this machine has {count} {parsed.type} device(s), numbered from 0")
 
 
-def check_run(spec: RunSpec | TspSpec, device: str | None = None, data_dir: str | None = None,
-              device_here: bool = True) -> dict | None:
+def check_run(
+    spec: RunSpec | TspSpec, device: str | None = None, data_dir: str | None = None, device_here: bool = True
+) -> dict | None:
     """Everything a run needs besides its values: device, model, method settings that depend on
-    the model (:meth:`robustkit.methods.base.Method.check_model`, e.g. ``top_k``), and its data (``data_dir`` is a TSP run's; a RunSpec has its own).
+    the model (:meth:`robustkit.methods.base.Method.check_model`, e.g. ``top_k``), and its data (``data_dir`` is a
+    TSP run's; a RunSpec has its own).
 
     Returns
     -------
@@ -88,8 +99,16 @@ def check_runs(specs: Iterable[RunSpec], device: str | None = None, device_here:
     check_device(device, here=device_here)
     seen = set()
     for spec in specs:
-        key = (spec.model, spec.method, spec.top_k, spec.method_options, spec.task, spec.data_dir, spec.train_size,
-               spec.split_seed)
+        key = (
+            spec.model,
+            spec.method,
+            spec.top_k,
+            spec.method_options,
+            spec.task,
+            spec.data_dir,
+            spec.train_size,
+            spec.split_seed,
+        )
         if key not in seen:
             seen.add(key)
             check_run(spec, device, device_here=device_here)
@@ -111,14 +130,17 @@ def check_data(task: str, data_dir: str | None, train_size: int | None, split_se
     """
     source = tasks.get_task(task)
     if source.source == "embedded" and data_dir is not None:
-        raise TaskError(f"data_dir {str(data_dir)!r} is for GLUE tasks; task {source.name!r} is embedded "
-                        "(its data ships with robustkit): leave data_dir out")
+        raise TaskError(
+            f"data_dir {str(data_dir)!r} is for GLUE tasks; task {source.name!r} is embedded "
+            "(its data ships with robustkit): leave data_dir out"
+        )
     if source.source == "glue" and data_dir is None:
         rows = GLUE_TRAIN_ROWS.get(source.glue_config)
         if train_size is not None and rows is not None and train_size > rows - VAL_SIZE:
             raise TaskError(
                 f"train_size={train_size} is more than the {rows - VAL_SIZE} training examples available for "
-                f"task {source.name!r} ({rows} in its train split minus val_size={VAL_SIZE})")
+                f"task {source.name!r} ({rows} in its train split minus val_size={VAL_SIZE})"
+            )
         return None
     key = (source.name, None if data_dir is None else str(data_dir), train_size, split_seed)
     if key in _CHECKED:

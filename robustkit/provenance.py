@@ -62,8 +62,12 @@ def computed_on(device: str | None = None) -> dict[str, str]:
     if resolved.type == "cuda" and resolved.index is None:
         resolved = torch.device("cuda", torch.cuda.current_device())
     name = torch.cuda.get_device_name(resolved) if resolved.type == "cuda" else platform.machine()
-    return {"device": str(resolved), "device_name": name, "torch": torch.__version__,
-            "computed": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    return {
+        "device": str(resolved),
+        "device_name": name,
+        "torch": torch.__version__,
+        "computed": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
 
 
 def cpu_capability() -> str:
@@ -95,12 +99,16 @@ def refuse_other_kernels(run: str, recorded: dict, device_type: str, error: type
     now = kernel_identity()
     started = {"cpu_capability": recorded.get("cpu_capability"), "torch": recorded.get("versions", {}).get("torch")}
     if device_type == "cpu" and started["cpu_capability"] not in (None, now["cpu_capability"]):
-        raise error(f"run {run} was started under CPU capability {started['cpu_capability']}; resuming it under "
-                    f"{now['cpu_capability']} would finish it as a hybrid of two kernel sets: resume it on a node "
-                    f"with {started['cpu_capability']} (or with ATEN_CPU_CAPABILITY={started['cpu_capability'].lower()} "
-                    "where this CPU supports it), or move its folder aside to train it from the start")
+        raise error(
+            f"run {run} was started under CPU capability {started['cpu_capability']}; resuming it under "
+            f"{now['cpu_capability']} would finish it as a hybrid of two kernel sets: resume it on a node "
+            f"with {started['cpu_capability']} (or with ATEN_CPU_CAPABILITY={started['cpu_capability'].lower()} "
+            "where this CPU supports it), or move its folder aside to train it from the start"
+        )
     if started["torch"] not in (None, now["torch"]):
-        raise error(f"run {run} was started under torch {started['torch']}; resuming it under torch {now['torch']} "
-                    f"would finish it as a hybrid: resume it where torch {started['torch']} is installed, or move "
-                    "its folder aside to train it from the start")
+        raise error(
+            f"run {run} was started under torch {started['torch']}; resuming it under torch {now['torch']} "
+            f"would finish it as a hybrid: resume it where torch {started['torch']} is installed, or move "
+            "its folder aside to train it from the start"
+        )
     return [name for name, value in started.items() if value is None]

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from robustkit import figures
 from robustkit.errors import RobustkitError
@@ -136,10 +136,13 @@ def recipe_names(recipes, folder: str | Path = RECIPE_DIR) -> list[str]:
     if recipes is None:
         return list_recipes(folder)
     if isinstance(recipes, (str, Path)):
-        hint = ("a folder of recipe files is recipe_dir=" if Path(recipes).is_dir()
-                else f"one recipe is [{str(recipes)!r}]")
-        raise RecipeError(f"recipes takes a list of recipe names such as ['han2021/fig2'], got the "
-                          f"{type(recipes).__name__} {str(recipes)!r}; {hint}")
+        hint = (
+            "a folder of recipe files is recipe_dir=" if Path(recipes).is_dir() else f"one recipe is [{str(recipes)!r}]"
+        )
+        raise RecipeError(
+            f"recipes takes a list of recipe names such as ['han2021/fig2'], got the "
+            f"{type(recipes).__name__} {str(recipes)!r}; {hint}"
+        )
     names = list(recipes)
     bad = [name for name in names if not isinstance(name, str)]
     if bad:
@@ -171,13 +174,21 @@ def load_recipe(name: str, folder: str | Path = RECIPE_DIR) -> Recipe:
         raise RecipeError(f"recipe {path} defines no scale; expected a [demo] and/or [paper] section")
     claims = raw.get("claim", [])
     claims = [claims] if isinstance(claims, dict) else claims
-    from robustkit.claim import Claim, parameters as claim_parameters
+    from robustkit.claim import Claim
+    from robustkit.claim import parameters as claim_parameters
 
     parsed = tuple(Claim.from_table(table, f"recipe {path}") for table in claims)
     if len({c.id for c in parsed}) != len(parsed):
         raise RecipeError(f"recipe {path}: claim ids must be unique, got {[c.id for c in parsed]}")
-    recipe = Recipe(name=name, title=raw["title"], figure=raw["figure"], output=raw["output"], scales=scales,
-                    params=dict(raw.get("params", {})), claims=parsed)
+    recipe = Recipe(
+        name=name,
+        title=raw["title"],
+        figure=raw["figure"],
+        output=raw["output"],
+        scales=scales,
+        params=dict(raw.get("params", {})),
+        claims=parsed,
+    )
     try:  # a misspelt figure or parameter fails now, not after hours of training
         figure = figures.get(recipe.figure)
         for scale in scales:
@@ -211,8 +222,10 @@ def preset(name: str, folder: str | Path | None = None) -> dict:
     folder = RECIPE_DIR if folder is None else folder  # read now: a notebook (or a test) may point it elsewhere
     scales = load_defaults(folder)
     if name not in scales:
-        raise RecipeError(f"unknown preset {name!r}; known presets: {', '.join(scales) or 'none'} "
-                          f"(the scales of {Path(folder) / 'defaults.toml'})")
+        raise RecipeError(
+            f"unknown preset {name!r}; known presets: {', '.join(scales) or 'none'} "
+            f"(the scales of {Path(folder) / 'defaults.toml'})"
+        )
     return {"base": dict(scales[name].get("base", {})), "lr": dict(scales[name].get("lr", {}))}
 
 

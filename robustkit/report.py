@@ -10,10 +10,22 @@ import pandas as pd
 from robustkit import collapse
 from robustkit.store.manifest import read_manifest
 from robustkit.store.schema import DAMAGED
-from robustkit.store.tables import load_runs, OPTION_COLUMNS
+from robustkit.store.tables import OPTION_COLUMNS, load_runs
 
-SHOWN = ["run_id", "model", "task", "method", "options", "seed", "tsp_step", "lr", "train_size", "status", "outcome",
-         "trainable_params"]
+SHOWN = [
+    "run_id",
+    "model",
+    "task",
+    "method",
+    "options",
+    "seed",
+    "tsp_step",
+    "lr",
+    "train_size",
+    "status",
+    "outcome",
+    "trainable_params",
+]
 # What `robustkit runs` always shows, whether it varies or not (robustkit.terminal.render).
 ALWAYS = ("run_id", "model", "method", "seed", "status", "outcome")
 # Its key columns, never cut for a narrow terminal: which run, how it ended, what it scored.
@@ -48,19 +60,32 @@ def runs_table(store: str | Path, include_tsp: bool = False, run_ids: Iterable[s
     runs = load_runs(store, include_tsp=include_tsp, include_damaged=True)
     if run_ids is not None:
         order = {run_id: i for i, run_id in enumerate(run_ids)}
-        runs = runs[runs.run_id.isin(list(order))].sort_values("run_id", key=lambda ids: ids.map(order)).reset_index(drop=True)
+        runs = (
+            runs[runs.run_id.isin(list(order))]
+            .sort_values("run_id", key=lambda ids: ids.map(order))
+            .reset_index(drop=True)
+        )
     outcomes = _with_history(store, runs, {row["run_id"]: _outcome(row) for _, row in runs.iterrows()})
-    table = runs.assign(options=[_options(row) for _, row in runs.iterrows()],
-                        outcome=runs["run_id"].map(outcomes)).reindex(columns=SHOWN).copy()
+    table = (
+        runs.assign(options=[_options(row) for _, row in runs.iterrows()], outcome=runs["run_id"].map(outcomes))
+        .reindex(columns=SHOWN)
+        .copy()
+    )
     for column in ("seed", "tsp_step", "train_size", "trainable_params"):  # integers, though a damaged row has none
         values = pd.to_numeric(table[column], errors="coerce")
         if values.notna().any() and values.dropna().mod(1).eq(0).all():
             table[column] = values.astype("Int64")
     metric = runs.get("main_metric", pd.Series([None] * len(runs)))
     table["metric"] = metric.values
-    for column, (checkpoint, split) in {"best_val": ("best", "validation"), "best_test": ("best", "test"), "last_test": ("last", "test")}.items():
+    for column, (checkpoint, split) in {
+        "best_val": ("best", "validation"),
+        "best_test": ("best", "test"),
+        "last_test": ("last", "test"),
+    }.items():
         table[column] = [
-            round(float(row[f"{checkpoint}/{split}/{m}"]), 4) if m and f"{checkpoint}/{split}/{m}" in row and pd.notna(row[f"{checkpoint}/{split}/{m}"]) else None
+            round(float(row[f"{checkpoint}/{split}/{m}"]), 4)
+            if m and f"{checkpoint}/{split}/{m}" in row and pd.notna(row[f"{checkpoint}/{split}/{m}"])
+            else None
             for m, (_, row) in zip(metric, runs.iterrows())
         ]
     # the scores before the parameter count: a table cut to the terminal's width keeps them
@@ -80,9 +105,13 @@ def _with_history(store: str | Path, runs: pd.DataFrame, outcomes: dict) -> dict
     ``collapsed`` made ``not-learned`` for runs that never left the majority class
     (:func:`robustkit.collapse.with_history`), as ``stats`` and the figures call them: training
     records the outcome before it knows."""
-    learned = _ever_learned(store, runs, [r for r, o in outcomes.items() if isinstance(o, str) and collapse.COLLAPSED in o])
-    return {r: "/".join(sorted({collapse.with_history(w, learned.get(r)) for w in o.split("/")}))
-            if r in learned else o for r, o in outcomes.items()}
+    learned = _ever_learned(
+        store, runs, [r for r, o in outcomes.items() if isinstance(o, str) and collapse.COLLAPSED in o]
+    )
+    return {
+        r: "/".join(sorted({collapse.with_history(w, learned.get(r)) for w in o.split("/")})) if r in learned else o
+        for r, o in outcomes.items()
+    }
 
 
 def _ever_learned(store: str | Path, runs: pd.DataFrame | None, run_ids: list[str]) -> dict:
@@ -106,9 +135,12 @@ def damaged_notes(store: str | Path) -> list[str]:
     damaged = runs[runs["status"] == DAMAGED] if "problem" in runs else runs.iloc[:0]
     lines = [f"DAMAGED {row.run_id}: {row.problem}" for row in damaged.itertuples()]
     if lines:
-        lines.append(f"{len(lines)} damaged run{'' if len(lines) == 1 else 's'} left out of every analysis: `robustkit verify {store}` checks every "
-                     f"checkpoint and says what to do; `robustkit verify {store} --repair` moves them aside so that "
-                     "the next sweep trains them again")
+        lines.append(
+            f"{len(lines)} damaged run{'' if len(lines) == 1 else 's'} left out of every analysis: `robustkit verify "
+            f"{store}` checks every "
+            f"checkpoint and says what to do; `robustkit verify {store} --repair` moves them aside so that "
+            "the next sweep trains them again"
+        )
     return lines
 
 
@@ -116,8 +148,11 @@ def _options(run: pd.Series) -> str:
     """A run's method options in one cell: ``r=8 alpha=8 dropout=0.0 matrices=q,v``."""
     prefix = f"{run.get('method')}."
     # a column holding other methods' missing values is float: 8.0 is the integer 8
-    return " ".join(f"{c[len(prefix):]}={run[c]:g}" if isinstance(run[c], float) else f"{c[len(prefix):]}={run[c]}"
-                    for c in OPTION_COLUMNS if c.startswith(prefix) and pd.notna(run.get(c)))
+    return " ".join(
+        f"{c[len(prefix) :]}={run[c]:g}" if isinstance(run[c], float) else f"{c[len(prefix) :]}={run[c]}"
+        for c in OPTION_COLUMNS
+        if c.startswith(prefix) and pd.notna(run.get(c))
+    )
 
 
 def failed_outcomes(store: str | Path, run_ids: list[str]) -> list[str]:
@@ -138,8 +173,12 @@ def failed_outcomes(store: str | Path, run_ids: list[str]) -> list[str]:
         except Exception:  # noqa: BLE001 - a run that failed to start has no manifest
             continue
         outcome = manifest.get("outcome") or {}
-        bad = {f"{checkpoint}/{split}": value for checkpoint, splits in outcome.items()
-               for split, value in splits.items() if value != "ok"}
+        bad = {
+            f"{checkpoint}/{split}": value
+            for checkpoint, splits in outcome.items()
+            for split, value in splits.items()
+            if value != "ok"
+        }
         if bad:
             manifests[run_id] = (manifest, bad)
     learned = _ever_learned(store, None, list(manifests))
@@ -152,6 +191,5 @@ def failed_outcomes(store: str | Path, run_ids: list[str]) -> list[str]:
         if share is not None:
             detail += f", {share:.0%} of test predictions in one class"
         kinds = sorted(set(bad.values()))
-        lines.append(f"{'/'.join(kinds)} {run_id}: {detail} "
-                     f"({', '.join(f'{k} {v}' for k, v in sorted(bad.items()))})")
+        lines.append(f"{'/'.join(kinds)} {run_id}: {detail} ({', '.join(f'{k} {v}' for k, v in sorted(bad.items()))})")
     return lines

@@ -19,9 +19,10 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from robustkit.progress import bar as progress_bar
 
-from robustkit import claim, figures as registry
+from robustkit import claim
+from robustkit import figures as registry
+from robustkit.progress import bar as progress_bar
 from robustkit.recipes import RECIPE_DIR, Recipe, RecipeError, list_recipes, load_defaults, load_recipe, recipe_names
 from robustkit.store.folders import open_store
 from robustkit.store.tables import load_runs
@@ -86,7 +87,8 @@ def reproduce(
     Returns
     -------
     DataFrame
-        One row per recipe: ``recipe, figure`` (the registered figure), ``runs, failed_runs, pdf`` (the PDF path, or None),
+        One row per recipe: ``recipe, figure`` (the registered figure), ``runs, failed_runs, pdf`` (the PDF path, or
+        None),
         ``seconds`` (its claims, analysis and plotting), ``error`` and ``verdicts`` (one line
         per claim, see :func:`robustkit.claim.summary_line`). Every claim's rows are written to
         ``<figures>/claims.csv`` (:data:`robustkit.claim.VERDICT_COLUMNS`).
@@ -96,36 +98,68 @@ def reproduce(
     if figures is None:
         figures = default_figures(store)
         if not train_only:
-            log.info(f"figures and verdicts go to {figures} (--figures to choose; `--figures {FIGURES_DIR}` "
-                     "updates the project's own)")
+            log.info(
+                f"figures and verdicts go to {figures} (--figures to choose; `--figures {FIGURES_DIR}` "
+                "updates the project's own)"
+            )
     defaults = load_defaults(recipe_dir)  # read once: every recipe's specs, claims and subtitle use it
     needed = {recipe.name: recipe.specs(scale, defaults) for recipe in chosen}
     distinct = {spec.run_id: spec for specs in needed.values() for spec in specs}
-    results = run_sweep(list(distinct.values()), store, jobs=jobs, progress=progress, device=device,
-                        executor=executor, slurm_options=slurm_options)
+    results = run_sweep(
+        list(distinct.values()),
+        store,
+        jobs=jobs,
+        progress=progress,
+        device=device,
+        executor=executor,
+        slurm_options=slurm_options,
+    )
     failed = set(results.loc[results.status.isin(["failed", "damaged"]), "run_id"])  # damaged: not trained over
     rows, judged = [], []
     for recipe in progress_bar(chosen, desc="figures", unit="figure", show=progress and not train_only):
         run_ids = [spec.run_id for spec in needed[recipe.name]]
-        row = {"recipe": recipe.name, "figure": recipe.figure, "runs": len(run_ids),
-               "failed_runs": len(failed.intersection(run_ids)), "pdf": None, "seconds": 0.0, "error": None, "verdicts": ""}
+        row = {
+            "recipe": recipe.name,
+            "figure": recipe.figure,
+            "runs": len(run_ids),
+            "failed_runs": len(failed.intersection(run_ids)),
+            "pdf": None,
+            "seconds": 0.0,
+            "error": None,
+            "verdicts": "",
+        }
         if not train_only:
             started = time.perf_counter()
             verdicts = claim.verdicts(store, [recipe], scale, defaults=defaults, device=device)
             judged.append(verdicts)
-            row.update(_draw(recipe, scale, store, run_ids, Path(figures) / recipe.output,
-                             subtitle(recipe, scale, defaults), footer(recipe, verdicts), device),
-                       verdicts=claim.summary_line(verdicts))
+            row.update(
+                _draw(
+                    recipe,
+                    scale,
+                    store,
+                    run_ids,
+                    Path(figures) / recipe.output,
+                    subtitle(recipe, scale, defaults),
+                    footer(recipe, verdicts),
+                    device,
+                ),
+                verdicts=claim.summary_line(verdicts),
+            )
             row["seconds"] = time.perf_counter() - started  # claims and figure together
-            log.info(f"{recipe.name}: " + (f"figure failed: {row['error']}" if row["error"] else "drawn") +
-                     "".join(f"\n  {line}" for line in row["verdicts"].splitlines()))
+            log.info(
+                f"{recipe.name}: "
+                + (f"figure failed: {row['error']}" if row["error"] else "drawn")
+                + "".join(f"\n  {line}" for line in row["verdicts"].splitlines())
+            )
         rows.append(row)
     if not train_only:
         verdicts = pd.concat(judged, ignore_index=True) if judged else pd.DataFrame(columns=claim.VERDICT_COLUMNS)
         path = Path(figures) / "claims.csv"
         if path.is_file():  # keep the verdicts of the recipes not drawn this time
             earlier = pd.read_csv(path)
-            verdicts = pd.concat([earlier[~earlier["recipe"].isin([r.name for r in chosen])], verdicts], ignore_index=True)
+            verdicts = pd.concat(
+                [earlier[~earlier["recipe"].isin([r.name for r in chosen])], verdicts], ignore_index=True
+            )
         Path(figures).mkdir(parents=True, exist_ok=True)
         verdicts.to_csv(path, index=False)
         write_index(figures, scale, recipe_dir, store=store, verdicts=verdicts)
@@ -197,7 +231,9 @@ def one_corpus(names: list[str]) -> str:
             corpus = None
         if corpus:
             shared.setdefault(corpus, []).append(name)
-    return "".join(f"; {' and '.join(tasks)} are one corpus ({corpus})" for corpus, tasks in shared.items() if len(tasks) > 1)
+    return "".join(
+        f"; {' and '.join(tasks)} are one corpus ({corpus})" for corpus, tasks in shared.items() if len(tasks) > 1
+    )
 
 
 def footer(recipe: Recipe, verdicts: pd.DataFrame) -> str:
@@ -215,8 +251,13 @@ def _model_task(specs) -> str:
     return f"{', '.join(models)} on {', '.join(tasks)}"
 
 
-def write_index(figures: str | Path, scale: str, recipe_dir: str | Path = RECIPE_DIR, store: str | Path | None = None,
-                verdicts: pd.DataFrame | None = None) -> Path:
+def write_index(
+    figures: str | Path,
+    scale: str,
+    recipe_dir: str | Path = RECIPE_DIR,
+    store: str | Path | None = None,
+    verdicts: pd.DataFrame | None = None,
+) -> Path:
     """``<figures>/README.md``: every recipe whose PDF is in ``figures``, with its paper figure,
     what it shows, the model/task used, the runs per group, the collapsed runs, the verdict of
     each claim, what differs from the paper's settings and the command that made it.
@@ -254,13 +295,14 @@ def write_index(figures: str | Path, scale: str, recipe_dir: str | Path = RECIPE
         "by `robustkit claims`; every row is in [claims.csv](claims.csv). Each verdict gives its "
         "reason class when inconclusive, the runs per group (n; a claim tested in several cells, "
         "such as layers of the same runs, gives its runs and its cells), and the effect its test detects "
-        "with 80% power at those runs (\"detects\", in the unit `robustkit claims --plan` prints: "
+        'with 80% power at those runs ("detects", in the unit `robustkit claims --plan` prints: '
         "a shift or margin in SDs over seeds, an SD ratio, or a failure rate). Evidence is counted "
         "once (`robustkit/evidence.py`): claims that share a run are one evidence unit, and a claim "
         "that re-tests an earlier claim's observations (same runs, statistic, groups and cells) says so.",
         "",
         *_tally(verdicts, recipe_dir, scale, units),
-        "| file | paper | what it shows | model / task used | runs per group | collapsed | verdicts | differs from the paper | command |",
+        "| file | paper | what it shows | model / task used | runs per group | collapsed | verdicts | differs from "
+        "the paper | command |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     defaults = load_defaults(recipe_dir)
@@ -278,11 +320,22 @@ def write_index(figures: str | Path, scale: str, recipe_dir: str | Path = RECIPE
                     collapsed = before[recipe.output][COLLAPSED_CELL]
                 elif stored:
                     collapsed += f"; only {stored} of its {len(specs)} runs are in {store}"
-            cells = [f"[{recipe.output}]({recipe.output})", _paper_label(name), recipe.title, subtitle(recipe, scale, defaults),
-                     _per_group(specs), collapsed, _verdict_cell(judged, {c.id: c.alpha for c in recipe.claims},
-                                                                       {c: s for (r, c), s in repeats.items() if r == name},
-                                                                       {c.id: c.quantifier for c in recipe.claims}),
-                     _differences(recipe, scale, defaults), f"`robustkit reproduce {name} --scale {scale}`"]
+            cells = [
+                f"[{recipe.output}]({recipe.output})",
+                _paper_label(name),
+                recipe.title,
+                subtitle(recipe, scale, defaults),
+                _per_group(specs),
+                collapsed,
+                _verdict_cell(
+                    judged,
+                    {c.id: c.alpha for c in recipe.claims},
+                    {c: s for (r, c), s in repeats.items() if r == name},
+                    {c.id: c.quantifier for c in recipe.claims},
+                ),
+                _differences(recipe, scale, defaults),
+                f"`robustkit reproduce {name} --scale {scale}`",
+            ]
             lines.append("| " + " | ".join(c.replace("|", "/").replace("\n", "<br>") for c in cells) + " |")
     figures.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
@@ -316,8 +369,11 @@ def _tally(verdicts: pd.DataFrame, recipe_dir: str | Path, scale: str, frame: pd
         return []
     lines = [evidence.tally_line(known, frame) + "."]
     judged = set(zip(known["recipe"], known["claim"]))
-    repeats = [f"{recipe}/{name} re-tests {same}" for recipe, name, same in zip(frame["recipe"], frame["claim"], frame["same_as"])
-               if same and (recipe, name) in judged]
+    repeats = [
+        f"{recipe}/{name} re-tests {same}"
+        for recipe, name, same in zip(frame["recipe"], frame["claim"], frame["same_as"])
+        if same and (recipe, name) in judged
+    ]
     if repeats:
         lines.append("Same observations (same runs, statistic, groups and cells): " + "; ".join(repeats) + ".")
     return [" ".join(lines), ""]
@@ -355,11 +411,18 @@ def _collapsed(recipe: Recipe, scale: str, specs, runs: pd.DataFrame) -> str:
         return "not recorded"
     failed = (mine[column].notna() & (mine[column] != "ok")).groupby(mine["method"]).agg(["sum", "size"])
     order = [m for m in dict.fromkeys(spec.method for spec in specs) if m in failed.index]  # as in _per_group
-    return ", ".join(f"{m} {int(failed.loc[m, 'sum'])}/{int(failed.loc[m, 'size'])}" for m in order) + f" ({checkpoint}/{split})"
+    return (
+        ", ".join(f"{m} {int(failed.loc[m, 'sum'])}/{int(failed.loc[m, 'size'])}" for m in order)
+        + f" ({checkpoint}/{split})"
+    )
 
 
-def _verdict_cell(judged: pd.DataFrame, alpha: dict[str, float] | None = None, same_as: dict[str, str] | None = None,
-                  quantifiers: dict[str, str | None] | None = None) -> str:
+def _verdict_cell(
+    judged: pd.DataFrame,
+    alpha: dict[str, float] | None = None,
+    same_as: dict[str, str] | None = None,
+    quantifiers: dict[str, str | None] | None = None,
+) -> str:
     """Per claim: the verdict, its reason class, the runs per group (and cells:
     :func:`robustkit.evidence.n_text`), the effect the test detects with 80% power at the
     claim's level after Holm's correction over its cells
@@ -383,13 +446,19 @@ def _verdict_cell(judged: pd.DataFrame, alpha: dict[str, float] | None = None, s
         kind = row["compare"]  # not row.compare: that is pandas' Series.compare method
         cells = rows if len(rows) == 1 else rows.iloc[:-1]
         sizes = [(int(a), int(b)) for a, b in zip(cells["n_a"], cells["n_b"])]
-        detectable = (cells_detectable_effect(kind, sizes, alpha.get(name, claim.Claim.alpha), quantifiers.get(name, "any"))
-                      if kind in UNITS else float("nan"))
+        detectable = (
+            cells_detectable_effect(kind, sizes, alpha.get(name, claim.Claim.alpha), quantifiers.get(name, "any"))
+            if kind in UNITS
+            else float("nan")
+        )
         effect = f"; detects {detectable:g} {UNITS[kind]}" if pd.notna(detectable) else ""
         reason_class = row.get("reason_class", "") if isinstance(row.get("reason_class", ""), str) else ""
         n = n_text(rows)  # runs, and the cells where there are several
         again = f"; same observations as {same_as[name]}" if same_as.get(name) else ""
-        texts.append(f"**{row['verdict']}** ({name}: {f'{reason_class}; ' if reason_class else ''}{n}{effect}; {row['reason']}{again})")
+        texts.append(
+            f"**{row['verdict']}** ({name}: {f'{reason_class}; ' if reason_class else ''}{n}{effect}; "
+            f"{row['reason']}{again})"
+        )
     return "<br>".join(texts)
 
 
@@ -403,11 +472,19 @@ def _differences(recipe: Recipe, scale: str, defaults: dict) -> str:
         return ""
     ours, paper = recipe.specs(scale, defaults), recipe.specs("paper", defaults)
     texts = []
+
     def shown(value) -> str:
-        return "all" if value is None else f"{value:g}" if isinstance(value, float) else str(value)  # None: the whole set
+        return (
+            "all" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+        )  # None: the whole set
 
     def ordered(values: set) -> list[str]:  # numbers by value, then text
-        return [shown(v) for v in sorted(values, key=lambda v: (not isinstance(v, (int, float)), v if isinstance(v, (int, float)) else 0, str(v)))]
+        return [
+            shown(v)
+            for v in sorted(
+                values, key=lambda v: (not isinstance(v, (int, float)), v if isinstance(v, (int, float)) else 0, str(v))
+            )
+        ]
 
     for field in _COMPARED:
         mine = ordered({getattr(s, field) for s in ours})
@@ -420,8 +497,12 @@ def _differences(recipe: Recipe, scale: str, defaults: dict) -> str:
     return "; ".join(texts)
 
 
-PAPERS = {"han2021": "Han et al. 2021", "he2021": "He et al. 2021", "houlsby2019": "Houlsby et al. 2019",
-          "mohebbi": "Mohebbi (course report)"}
+PAPERS = {
+    "han2021": "Han et al. 2021",
+    "he2021": "He et al. 2021",
+    "houlsby2019": "Houlsby et al. 2019",
+    "mohebbi": "Mohebbi (course report)",
+}
 
 
 def _paper_label(name: str) -> str:
@@ -431,8 +512,14 @@ def _paper_label(name: str) -> str:
     return f"{authors}, {item.replace('fig', 'figure ').replace('table', 'table ')}"
 
 
-def draw(name: str, store: str | Path | None = None, scale: str = "demo", recipe_dir: str | Path = RECIPE_DIR,
-         verdicts: bool = False, device: str | None = None):
+def draw(
+    name: str,
+    store: str | Path | None = None,
+    scale: str = "demo",
+    recipe_dir: str | Path = RECIPE_DIR,
+    verdicts: bool = False,
+    device: str | None = None,
+):
     """Recipe ``name``'s figure (a matplotlib Figure) on exactly its runs of ``store``, as
     ``robustkit reproduce`` draws it, without training anything: for notebooks,
     ``robustkit.draw("han2021/fig2", "runs/demo")``.
@@ -452,9 +539,18 @@ def draw(name: str, store: str | Path | None = None, scale: str = "demo", recipe
     store = open_store(store if store is not None else default_store(scale), create=False)
     defaults = load_defaults(recipe_dir)
     run_ids = [spec.run_id for spec in recipe.specs(scale, defaults)]
-    text = footer(recipe, claim.verdicts(store, [recipe], scale, defaults=defaults, device=device)) if verdicts else None
-    fig = registry.draw(recipe.figure, store, [f"run_id={','.join(run_ids)}"], subtitle=subtitle(recipe, scale, defaults),
-                        footer=text, device=device, **recipe.figure_params(scale))
+    text = (
+        footer(recipe, claim.verdicts(store, [recipe], scale, defaults=defaults, device=device)) if verdicts else None
+    )
+    fig = registry.draw(
+        recipe.figure,
+        store,
+        [f"run_id={','.join(run_ids)}"],
+        subtitle=subtitle(recipe, scale, defaults),
+        footer=text,
+        device=device,
+        **recipe.figure_params(scale),
+    )
     return _titled(fig, recipe)
 
 
@@ -468,16 +564,31 @@ def _titled(fig, recipe: Recipe):
     return fig
 
 
-def _draw(recipe: Recipe, scale: str, store: Path, run_ids: list[str], output: Path, subtitle_text: str,
-          footer_text: str, device: str | None = None) -> dict:
+def _draw(
+    recipe: Recipe,
+    scale: str,
+    store: Path,
+    run_ids: list[str],
+    output: Path,
+    subtitle_text: str,
+    footer_text: str,
+    device: str | None = None,
+) -> dict:
     """Render one recipe's figure on exactly its runs to ``output``; a failure is reported, not
     raised, so one broken figure does not cost the others."""
     from robustkit.plots.style import save_pdf
 
     started = time.perf_counter()
     try:
-        fig = registry.draw(recipe.figure, store, [f"run_id={','.join(run_ids)}"], subtitle=subtitle_text,
-                            footer=footer_text, device=device, **recipe.figure_params(scale))
+        fig = registry.draw(
+            recipe.figure,
+            store,
+            [f"run_id={','.join(run_ids)}"],
+            subtitle=subtitle_text,
+            footer=footer_text,
+            device=device,
+            **recipe.figure_params(scale),
+        )
         save_pdf(_titled(fig, recipe), output)
     except Exception as error:  # noqa: BLE001 - reported per recipe
         return {"error": f"{type(error).__name__}: {error}", "seconds": time.perf_counter() - started}

@@ -56,7 +56,8 @@ def check_run_data(spec: RunSpec | TspSpec, run: str | None = None, recorded_fil
             changed = f" ({', '.join(differs)} changed since)"
     raise DataChangedError(
         f"run {run or spec.run_id!r} was trained on data {expected}, but {where} now gives {actual}{changed}: "
-        "refusing to analyse it on other data; restore the data it was trained on (or point data_dir at it)")
+        "refusing to analyse it on other data; restore the data it was trained on (or point data_dir at it)"
+    )
 
 
 def run_splits(spec: RunSpec | TspSpec, run_dir: str | Path | None = None) -> dict[str, datasets.Dataset]:

@@ -206,8 +206,9 @@ class LoadedRun:
         return tensors
 
 
-def load_run(run_dir: str | Path, checkpoint: str = "best", device: str | torch.device | None = None,
-             spec: RunSpec | None = None) -> LoadedRun:
+def load_run(
+    run_dir: str | Path, checkpoint: str = "best", device: str | torch.device | None = None, spec: RunSpec | None = None
+) -> LoadedRun:
     """Load a fine-tuning run at one of its checkpoints: the one way analyses load a run.
 
     Parameters

@@ -34,10 +34,18 @@ NOT_MEASURED = "not measured yet"
 # (train; validation = the test split robustkit scores, as the GLUE test labels are hidden) and
 # the embedded tasks' fixed splits (robustkit.tasks).
 SPLIT_SIZES = {
-    "cola": (8551, 1043, 1043), "sst2": (67349, 872, 872), "mrpc": (3668, 408, 408), "qqp": (363846, 40430, 40430),
-    "stsb": (5749, 1500, 1500), "mnli": (392702, 9815, 9815), "mnli-mm": (392702, 9832, 9832),
-    "qnli": (104743, 5463, 5463), "rte": (2490, 277, 277), "wnli": (635, 71, 71),
-    "rt": (10248, 1281, 1279), "polarity": (3200, 400, 400),
+    "cola": (8551, 1043, 1043),
+    "sst2": (67349, 872, 872),
+    "mrpc": (3668, 408, 408),
+    "qqp": (363846, 40430, 40430),
+    "stsb": (5749, 1500, 1500),
+    "mnli": (392702, 9815, 9815),
+    "mnli-mm": (392702, 9832, 9832),
+    "qnli": (104743, 5463, 5463),
+    "rte": (2490, 277, 277),
+    "wnli": (635, 71, 71),
+    "rt": (10248, 1281, 1279),
+    "polarity": (3200, 400, 400),
 }
 LOW_RESOURCE_VALIDATION = 1000  # robustkit.tasks.load_splits's val_size (He et al. 2021 §3.2)
 KEPT_CHECKPOINTS = 2  # best and last, each scored on validation and test at the end
@@ -66,9 +74,16 @@ def read_throughput(path: str | Path = THROUGHPUT_TABLE) -> dict[str, Throughput
     with open(path, "rb") as handle:
         table = tomllib.load(handle)
     return {
-        model: Throughput(model, row.get("gpu", NOT_MEASURED), row.get("train_examples_per_s"),
-                          row.get("eval_examples_per_s"), int(row.get("max_length", 64)), row.get("source", ""))
-        for model, row in table.items() if isinstance(row, dict)
+        model: Throughput(
+            model,
+            row.get("gpu", NOT_MEASURED),
+            row.get("train_examples_per_s"),
+            row.get("eval_examples_per_s"),
+            int(row.get("max_length", 64)),
+            row.get("source", ""),
+        )
+        for model, row in table.items()
+        if isinstance(row, dict)
     }
 
 
@@ -123,8 +138,13 @@ def _hours(rows: pd.DataFrame, rates: dict[str, Throughput]) -> float | None:
     return seconds / 3600
 
 
-def plan(recipes: Sequence, scale: str, store: str | Path, defaults: dict | None = None,
-         throughput: dict[str, Throughput] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def plan(
+    recipes: Sequence,
+    scale: str,
+    store: str | Path,
+    defaults: dict | None = None,
+    throughput: dict[str, Throughput] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The runs of ``recipes`` at ``scale``, per recipe and distinct, against ``store``.
 
     Returns
@@ -149,18 +169,36 @@ def plan(recipes: Sequence, scale: str, store: str | Path, defaults: dict | None
         for spec in specs:
             if spec.run_id not in distinct:
                 trained, evaluated = examples(spec)
-                distinct[spec.run_id] = {"run_id": spec.run_id, "model": spec.model, "task": spec.task, "method": spec.method,
-                                         "max_length": spec.max_length, "held": _held(store, spec.run_id),
-                                         "train_examples": trained, "eval_examples": evaluated, "recipes": set()}
+                distinct[spec.run_id] = {
+                    "run_id": spec.run_id,
+                    "model": spec.model,
+                    "task": spec.task,
+                    "method": spec.method,
+                    "max_length": spec.max_length,
+                    "held": _held(store, spec.run_id),
+                    "train_examples": trained,
+                    "eval_examples": evaluated,
+                    "recipes": set(),
+                }
             distinct[spec.run_id]["recipes"].add(name)
             members[name].add(spec.run_id)
     # a TSP run is trained once for every run that starts from it, up to its largest step
     for name, specs in needed.items():
         for spec in (s for s in specs if s.tsp_step):
             tsp = spec.tsp_spec()
-            row = distinct.setdefault(tsp.run_id, {"run_id": tsp.run_id, "model": tsp.model, "task": tsp.task,
-                                                   "method": f"tsp/{tsp.method}", "max_length": tsp.max_length, "step": 0,
-                                                   "eval_examples": 0, "recipes": set()})
+            row = distinct.setdefault(
+                tsp.run_id,
+                {
+                    "run_id": tsp.run_id,
+                    "model": tsp.model,
+                    "task": tsp.task,
+                    "method": f"tsp/{tsp.method}",
+                    "max_length": tsp.max_length,
+                    "step": 0,
+                    "eval_examples": 0,
+                    "recipes": set(),
+                },
+            )
             row["step"] = max(row["step"], spec.tsp_step)
             row["train_examples"] = row["step"] * tsp.batch_size
             row["held"] = _held(store, tsp.run_id, row["step"])
@@ -169,15 +207,34 @@ def plan(recipes: Sequence, scale: str, store: str | Path, defaults: dict | None
     for row in distinct.values():
         row["recipes"] = len(row["recipes"])
         row.pop("step", None)
-    runs = pd.DataFrame(list(distinct.values()), columns=["run_id", "model", "task", "method", "max_length", "held",
-                                                          "train_examples", "eval_examples", "recipes"])
+    runs = pd.DataFrame(
+        list(distinct.values()),
+        columns=[
+            "run_id",
+            "model",
+            "task",
+            "method",
+            "max_length",
+            "held",
+            "train_examples",
+            "eval_examples",
+            "recipes",
+        ],
+    )
 
     def row(label: str, chosen: pd.DataFrame, shared: int | None) -> dict:
         todo = chosen[~chosen["held"]]
         hours = _hours(todo, rates)
-        return {"recipe": label, "runs": len(chosen), "shared": shared, "held": int(chosen["held"].sum()),
-                "to_train": len(todo), "train_examples": int(todo["train_examples"].sum()),
-                "eval_examples": int(todo["eval_examples"].sum()), "gpu_hours": math.nan if hours is None else hours}
+        return {
+            "recipe": label,
+            "runs": len(chosen),
+            "shared": shared,
+            "held": int(chosen["held"].sum()),
+            "to_train": len(todo),
+            "train_examples": int(todo["train_examples"].sum()),
+            "eval_examples": int(todo["eval_examples"].sum()),
+            "gpu_hours": math.nan if hours is None else hours,
+        }
 
     rows = []
     for name in needed:
@@ -195,37 +252,60 @@ def fetch_list(runs: pd.DataFrame) -> list[str]:
 
     lines = []
     for model in sorted(runs["model"].unique()):
-        lines.append(f"model {model}: " + ("embedded (robustkit assets fetch)" if model in ASSETS
-                                           else "Hugging Face hub (download it into the HF cache first)"))
+        lines.append(
+            f"model {model}: "
+            + (
+                "embedded (robustkit assets fetch)"
+                if model in ASSETS
+                else "Hugging Face hub (download it into the HF cache first)"
+            )
+        )
     for name in sorted(runs["task"].unique()):
         task = get_task(name)
-        lines.append(f"task {name}: " + (f"embedded (robustkit assets fetch {task.asset})" if task.source == "embedded"
-                                         else f"Hugging Face hub, nyu-mll/glue config {task.glue_config}"))
+        lines.append(
+            f"task {name}: "
+            + (
+                f"embedded (robustkit assets fetch {task.asset})"
+                if task.source == "embedded"
+                else f"Hugging Face hub, nyu-mll/glue config {task.glue_config}"
+            )
+        )
     return lines
 
 
-def describe(per_recipe: pd.DataFrame, runs: pd.DataFrame, scale: str,
-             throughput: dict[str, Throughput] | None = None) -> str:
+def describe(
+    per_recipe: pd.DataFrame, runs: pd.DataFrame, scale: str, throughput: dict[str, Throughput] | None = None
+) -> str:
     """The plan as ``robustkit reproduce --plan`` prints it."""
     rates = read_throughput() if throughput is None else throughput
     shown = per_recipe.assign(
         shared=per_recipe["shared"].map(lambda v: "" if pd.isna(v) else int(v)),
-        gpu_hours=per_recipe["gpu_hours"].map(lambda v: NOT_MEASURED if pd.isna(v) else f"{v:.2f}"))
-    lines = [f"Plan for --scale {scale}: nothing is trained. A run two recipes need is trained once "
-             "(counted once in the total); 'held': finished in the store already.",
-             shown.rename(columns={"gpu_hours": "GPU-hours (estimate)"}).to_string(index=False), ""]
+        gpu_hours=per_recipe["gpu_hours"].map(lambda v: NOT_MEASURED if pd.isna(v) else f"{v:.2f}"),
+    )
+    lines = [
+        f"Plan for --scale {scale}: nothing is trained. A run two recipes need is trained once "
+        "(counted once in the total); 'held': finished in the store already.",
+        shown.rename(columns={"gpu_hours": "GPU-hours (estimate)"}).to_string(index=False),
+        "",
+    ]
     lines += ["To fetch before going offline:", *(f"  {line}" for line in fetch_list(runs)), ""]
-    lines.append("GPU-hours are an estimate: examples (train steps x batch, TSP included; every evaluation) / "
-                 f"examples per second measured on one GPU ({THROUGHPUT_TABLE.parent.name}/{THROUGHPUT_TABLE.name}), "
-                 "scaled by max_length; no data loading, checkpointing or queueing counted.")
+    lines.append(
+        "GPU-hours are an estimate: examples (train steps x batch, TSP included; every evaluation) / "
+        f"examples per second measured on one GPU ({THROUGHPUT_TABLE.parent.name}/{THROUGHPUT_TABLE.name}), "
+        "scaled by max_length; no data loading, checkpointing or queueing counted."
+    )
     for model in sorted(runs["model"].unique()):
         rate = rates.get(model)
         if rate is not None and rate.measured:
-            lines.append(f"  {model}: {rate.train_per_s:,.0f} train / {rate.eval_per_s:,.0f} eval examples/s at max length "
-                         f"{rate.max_length} on {rate.gpu} ({rate.source})")
+            lines.append(
+                f"  {model}: {rate.train_per_s:,.0f} train / {rate.eval_per_s:,.0f} eval examples/s at max length "
+                f"{rate.max_length} on {rate.gpu} ({rate.source})"
+            )
         else:
-            lines.append(f"  {model}: {NOT_MEASURED} (bench/trainers.py --model {model} --device cuda on the GPU, then "
-                         "add it to the table)")
+            lines.append(
+                f"  {model}: {NOT_MEASURED} (bench/trainers.py --model {model} --device cuda on the GPU, then "
+                "add it to the table)"
+            )
     return "\n".join(lines)
 
 

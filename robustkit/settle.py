@@ -14,7 +14,8 @@ convergence guard. The decision counted is the one the observed effect points to
 *contradicts*, whichever reaches ``power`` first as n grows: n doubles from the observed runs per
 group, capped at ``max_runs``, until it does; then at most three more n narrow the bracket to
 about 10%, each where a logistic curve of the decision rate in log n, fitted to every simulated
-store so far, reaches ``power``; the answer is the smallest n that reached it. A run is drawn with all its rows, so the cells a
+store so far, reaches ``power``; the answer is the smallest n that reached it. A run is drawn with all its rows, so
+the cells a
 statistic gives every run (layers) keep their correlation; the runs of one group that share a
 cell set (a *stratum*) are exchangeable, and each stratum gets n runs. A spread claim ranks
 seed pairs, so its draws are pairs of two distinct runs (a run paired with its own copy would
@@ -55,7 +56,8 @@ import pandas as pd
 from robustkit import claim as claims
 from robustkit import collapse
 from robustkit.analysis import registry
-from robustkit.analysis.convergence import TOLERANCE, improving as still_improving_rule
+from robustkit.analysis.convergence import TOLERANCE
+from robustkit.analysis.convergence import improving as still_improving_rule
 from robustkit.measures import exact
 from robustkit.selection import matches as _is
 from robustkit.selection import text as _text
@@ -104,9 +106,16 @@ def strata(claim: claims.Claim, frame: pd.DataFrame) -> dict[tuple[str, tuple[st
     """
     if frame.empty:
         return {}
-    keyed = pd.DataFrame({"run_id": frame["run_id"].to_numpy(), "group": groups_of(claim, frame).to_numpy(),
-                          "cell": cell_names(claim, frame).to_numpy()})
-    cells = keyed.groupby("run_id", sort=False).agg(group=("group", "first"), cells=("cell", lambda c: tuple(sorted(set(c)))))
+    keyed = pd.DataFrame(
+        {
+            "run_id": frame["run_id"].to_numpy(),
+            "group": groups_of(claim, frame).to_numpy(),
+            "cell": cell_names(claim, frame).to_numpy(),
+        }
+    )
+    cells = keyed.groupby("run_id", sort=False).agg(
+        group=("group", "first"), cells=("cell", lambda c: tuple(sorted(set(c))))
+    )
     found: dict[tuple[str, tuple[str, ...]], list] = {}
     for run_id, row in cells.iterrows():
         found.setdefault((row["group"], row["cells"]), []).append(run_id)
@@ -129,11 +138,17 @@ def observed_effects(claim: claims.Claim, frame: pd.DataFrame) -> list[float]:
     frame = frame.assign(_cell=cell_names(claim, frame), _group=groups_of(claim, frame))
     effects = []
     for _, cell in frame.groupby("_cell", sort=True):
-        runs = cell.groupby("run_id", sort=False).agg(value=("value", "mean"), group=("_group", "first"),
-                                                      **({"seed": ("seed", "first")} if "seed" in cell else {}))
+        runs = cell.groupby("run_id", sort=False).agg(
+            value=("value", "mean"),
+            group=("_group", "first"),
+            **({"seed": ("seed", "first")} if "seed" in cell else {}),
+        )
         runs = runs.sort_values("seed", kind="stable") if "seed" in runs else runs
         runs = runs[runs["value"].notna()]
-        a, b = runs.loc[runs["group"] == "a", "value"].to_numpy(float), runs.loc[runs["group"] == "b", "value"].to_numpy(float)
+        a, b = (
+            runs.loc[runs["group"] == "a", "value"].to_numpy(float),
+            runs.loc[runs["group"] == "b", "value"].to_numpy(float),
+        )
         effects.append(_effect(claim, a, b))
     return effects
 
@@ -178,7 +193,7 @@ class Bootstrap:
         self.codes = frame["run_id"].map(codes).to_numpy() if codes else np.zeros(0, int)
         order = np.argsort(self.codes, kind="stable")
         bounds = np.searchsorted(self.codes[order], np.arange(len(codes) + 1))
-        self.rows = [order[bounds[i]:bounds[i + 1]] for i in range(len(codes))]  # rows of run i
+        self.rows = [order[bounds[i] : bounds[i + 1]] for i in range(len(codes))]  # rows of run i
         self.stratum_codes = [np.array([codes[r] for r in runs]) for runs in self.strata.values()]
         flags = improving.reindex(list(codes)).fillna(False).astype(bool).to_numpy() if improving is not None else None
         self.flags = flags
@@ -215,8 +230,15 @@ class Bootstrap:
         return frame, improving
 
 
-def verdict_rates(claim: claims.Claim, boot: Bootstrap, n: int, simulations: int = SIMULATIONS, power: float = POWER,
-                  seed: int = SEED, side: str | None = None) -> dict:
+def verdict_rates(
+    claim: claims.Claim,
+    boot: Bootstrap,
+    n: int,
+    simulations: int = SIMULATIONS,
+    power: float = POWER,
+    seed: int = SEED,
+    side: str | None = None,
+) -> dict:
     """How often the claim's verdict path agrees and contradicts on simulated stores of n runs.
 
     Draws stores in batches of :data:`BATCH` and stops once a 95% Wilson interval of the rate
@@ -243,8 +265,13 @@ def verdict_rates(claim: claims.Claim, boot: Bootstrap, n: int, simulations: int
         if low >= power or high < power:
             break
     counted = side or max(counts, key=counts.get)
-    return {"agrees": counts[claims.AGREES] / done, "contradicts": counts[claims.CONTRADICTS] / done,
-            "simulations": done, "side": counted, "passes": counts[counted] / done >= power}
+    return {
+        "agrees": counts[claims.AGREES] / done,
+        "contradicts": counts[claims.CONTRADICTS] / done,
+        "simulations": done,
+        "side": counted,
+        "passes": counts[counted] / done >= power,
+    }
 
 
 def _wilson(hits: int, draws: int, z: float) -> tuple[float, float]:
@@ -257,9 +284,15 @@ def _wilson(hits: int, draws: int, z: float) -> tuple[float, float]:
     return centre - half, centre + half
 
 
-def runs_to_decide(claim: claims.Claim, observations: pd.DataFrame, improving: pd.Series | None = None,
-                   power: float = POWER, max_runs: int = MAX_RUNS, simulations: int = SIMULATIONS,
-                   seed: int = SEED) -> dict:
+def runs_to_decide(
+    claim: claims.Claim,
+    observations: pd.DataFrame,
+    improving: pd.Series | None = None,
+    power: float = POWER,
+    max_runs: int = MAX_RUNS,
+    simulations: int = SIMULATIONS,
+    seed: int = SEED,
+) -> dict:
     """The runs per group and cell at which the claim's verdict path decides the observed effect
     with probability ``power`` (module docstring: a bootstrap of the observed runs, judged by
     :func:`robustkit.claim.judge`).
@@ -319,8 +352,11 @@ def runs_to_decide(claim: claims.Claim, observations: pd.DataFrame, improving: p
     while not found["passes"]:
         if high >= max_runs:
             rate = max(found["agrees"], found["contradicts"])
-            return {**result, "tried": _tried(counts, found["side"]),
-                    "reason": f"more than {max_runs} runs per group ({rate:.0%} decided at {high})"}
+            return {
+                **result,
+                "tried": _tried(counts, found["side"]),
+                "reason": f"more than {max_runs} runs per group ({rate:.0%} decided at {high})",
+            }
         low, high = high, min(2 * high, max_runs)
         found = evaluate(high, None)
     side, best = found["side"], found
@@ -377,8 +413,10 @@ def runs_text(found: dict, power: float = POWER) -> str:
         return found["reason"]
     way = "agree" if found["side"] == claims.AGREES else "contradict"
     short = ": these runs fell just short, new seeds may decide it" if found["n"] <= found["observed_n"] else ""
-    return (f"about {found['n']} runs per group ({power:.0%} power to {way} at the observed effect; "
-            f"{found['observed_n']} now{short})")
+    return (
+        f"about {found['n']} runs per group ({power:.0%} power to {way} at the observed effect; "
+        f"{found['observed_n']} now{short})"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -389,8 +427,9 @@ def _power_law(steps: np.ndarray, a: float, b: float, c: float) -> np.ndarray:
     return c + a * np.power(steps, -b)
 
 
-def fitted_budget(steps: Sequence[float], losses: Sequence[float], tolerance: float = TOLERANCE,
-                  max_multiple: float = MAX_MULTIPLE) -> tuple[float | None, str]:
+def fitted_budget(
+    steps: Sequence[float], losses: Sequence[float], tolerance: float = TOLERANCE, max_multiple: float = MAX_MULTIPLE
+) -> tuple[float | None, str]:
     """The multiple of its current steps at which one run would pass the guard's rule.
 
     Parameters
@@ -419,8 +458,9 @@ def fitted_budget(steps: Sequence[float], losses: Sequence[float], tolerance: fl
     start = (max(losses[0] - 0.5 * floor, 1e-6) * steps[0] ** 0.5, 0.5, 0.5 * floor)
     try:
         with np.errstate(all="ignore"):
-            (a, b, c), _ = curve_fit(_power_law, steps, losses, p0=start, bounds=([0, 1e-3, 0], [np.inf, 5, floor]),
-                                     maxfev=20000)
+            (a, b, c), _ = curve_fit(
+                _power_law, steps, losses, p0=start, bounds=([0, 1e-3, 0], [np.inf, 5, floor]), maxfev=20000
+            )
     except (RuntimeError, ValueError) as error:
         return None, f"the power-law fit failed ({error})"
     spacing = float(np.median(np.diff(steps))) if len(steps) > 1 else float(steps[0])
@@ -429,14 +469,20 @@ def fitted_budget(steps: Sequence[float], losses: Sequence[float], tolerance: fl
     future = last + spacing * np.arange(1, extra + 1)
     extended = np.concatenate([losses, _power_law(future, a, b, c)])
     for more in range(1, extra + 1):  # train one evaluation longer at a time
-        if not still_improving_rule(extended[:len(losses) + more], tolerance):
+        if not still_improving_rule(extended[: len(losses) + more], tolerance):
             return float(future[more - 1] / last), ""
-    return None, (f"the fitted curve (floor {c:.3g}, exponent {b:.2g}) still improves by the rule at "
-                  f"{max_multiple:g}x the budget")
+    return None, (
+        f"the fitted curve (floor {c:.3g}, exponent {b:.2g}) still improves by the rule at {max_multiple:g}x the budget"
+    )
 
 
-def budget_to_converge(store: str | Path | None, run_ids: Sequence[str], history: pd.DataFrame | None = None,
-                       tolerance: float = TOLERANCE, max_multiple: float = MAX_MULTIPLE) -> dict:
+def budget_to_converge(
+    store: str | Path | None,
+    run_ids: Sequence[str],
+    history: pd.DataFrame | None = None,
+    tolerance: float = TOLERANCE,
+    max_multiple: float = MAX_MULTIPLE,
+) -> dict:
     """The training budget at which the runs ``run_ids`` would pass the convergence guard.
 
     Parameters
@@ -461,20 +507,36 @@ def budget_to_converge(store: str | Path | None, run_ids: Sequence[str], history
         from robustkit.store.tables import load_history
 
         history = load_history(store)
-    history = history[history["run_id"].isin(list(run_ids)) & (history["split"] == "validation")
-                      & (history["metric"] == "loss")].sort_values("step")
+    history = history[
+        history["run_id"].isin(list(run_ids)) & (history["split"] == "validation") & (history["metric"] == "loss")
+    ].sort_values("step")
     rows = []
     for run_id in run_ids:
         own = history[history["run_id"] == run_id]
         if own.empty:
-            rows.append({"run_id": run_id, "steps": np.nan, "epochs": np.nan, "improving": False, "multiple": 1.0,
-                         "reason": "no dev-loss history: the guard does not judge it"})
+            rows.append(
+                {
+                    "run_id": run_id,
+                    "steps": np.nan,
+                    "epochs": np.nan,
+                    "improving": False,
+                    "multiple": 1.0,
+                    "reason": "no dev-loss history: the guard does not judge it",
+                }
+            )
             continue
         losses = own["value"].to_numpy(float)
         multiple, why = fitted_budget(own["step"].to_numpy(float), losses, tolerance, max_multiple)
-        rows.append({"run_id": run_id, "steps": float(own["step"].max()),
-                     "epochs": float(own["epoch"].max()) if "epoch" in own else np.nan,
-                     "improving": still_improving_rule(losses, tolerance), "multiple": multiple, "reason": why})
+        rows.append(
+            {
+                "run_id": run_id,
+                "steps": float(own["step"].max()),
+                "epochs": float(own["epoch"].max()) if "epoch" in own else np.nan,
+                "improving": still_improving_rule(losses, tolerance),
+                "multiple": multiple,
+                "reason": why,
+            }
+        )
     runs = pd.DataFrame(rows, columns=["run_id", "steps", "epochs", "improving", "multiple", "reason"])
     found = {"runs": runs, "multiple": None, "steps": np.nan, "epochs": np.nan, "reason": ""}
     if runs.empty:
@@ -486,12 +548,21 @@ def budget_to_converge(store: str | Path | None, run_ids: Sequence[str], history
     if not np.isfinite(multiple):
         reasons = "; ".join(sorted({r for r in runs["reason"] if r}))
         return {**found, "reason": f"no budget estimate for enough runs ({reasons})"}
-    return {**found, "multiple": multiple, "steps": float(runs["steps"].max() * multiple),
-            "epochs": float(runs["epochs"].max() * multiple)}
+    return {
+        **found,
+        "multiple": multiple,
+        "steps": float(runs["steps"].max() * multiple),
+        "epochs": float(runs["epochs"].max() * multiple),
+    }
 
 
-def claim_budget(claim: claims.Claim, observations: pd.DataFrame, improving: pd.Series, store: str | Path | None,
-                 history: pd.DataFrame | None = None) -> dict:
+def claim_budget(
+    claim: claims.Claim,
+    observations: pd.DataFrame,
+    improving: pd.Series,
+    store: str | Path | None,
+    history: pd.DataFrame | None = None,
+) -> dict:
     """:func:`budget_to_converge` of every group the guard stops in the claim's cells (the
     runs each cell tests after the failure policy); the claim's multiple is the largest."""
     frame = selected(claim, observations)
@@ -524,16 +595,25 @@ def budget_text(found: dict) -> str:
     if found.get("multiple") is None:
         return f"no training budget found: {found['reason']}"
     epochs = f", {found['epochs']:.3g} epochs" if np.isfinite(found.get("epochs", np.nan)) else ""
-    return (f"train about {found['multiple']:.2g}x longer{epochs} ({found['late']} of {found['n']} {found['group']} runs "
-            "still improve; power-law fit of the dev loss, extrapolated)")
+    return (
+        f"train about {found['multiple']:.2g}x longer{epochs} ({found['late']} of {found['n']} {found['group']} runs "
+        "still improve; power-law fit of the dev loss, extrapolated)"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # the claims table
 
 
-def would_settle(claim: claims.Claim, row: pd.Series | dict, observations: pd.DataFrame, improving: pd.Series | None = None,
-                 store: str | Path | None = None, history: pd.DataFrame | None = None, **options) -> str:
+def would_settle(
+    claim: claims.Claim,
+    row: pd.Series | dict,
+    observations: pd.DataFrame,
+    improving: pd.Series | None = None,
+    store: str | Path | None = None,
+    history: pd.DataFrame | None = None,
+    **options,
+) -> str:
     """The ``would_settle`` text of one claim's overall verdict row ("" unless inconclusive).
 
     *not converged*: the training budget (:func:`claim_budget`); *too few runs*, *not
@@ -551,8 +631,16 @@ def would_settle(claim: claims.Claim, row: pd.Series | dict, observations: pd.Da
     return runs_text(runs_to_decide(claim, observations, improving, **options), options.get("power", POWER))
 
 
-def settle(store: str | Path, recipes: Sequence, verdicts: pd.DataFrame, scale: str = "demo",
-           defaults: dict | None = None, device: str | None = None, every: bool = False, **options) -> pd.DataFrame:
+def settle(
+    store: str | Path,
+    recipes: Sequence,
+    verdicts: pd.DataFrame,
+    scale: str = "demo",
+    defaults: dict | None = None,
+    device: str | None = None,
+    every: bool = False,
+    **options,
+) -> pd.DataFrame:
     """The ``would_settle`` column of a claims table (:data:`SETTLE_COLUMNS`, one row per claim).
 
     Parameters
@@ -574,8 +662,11 @@ def settle(store: str | Path, recipes: Sequence, verdicts: pd.DataFrame, scale: 
     from robustkit.analysis.convergence import still_improving
 
     overall = verdicts.groupby(["recipe", "claim"], sort=False).tail(1)
-    wanted = {(r, c): row for (r, c), row in zip(zip(overall["recipe"], overall["claim"]), overall.to_dict("records"))
-              if every or row.get("verdict") == claims.INCONCLUSIVE}
+    wanted = {
+        (r, c): row
+        for (r, c), row in zip(zip(overall["recipe"], overall["claim"]), overall.to_dict("records"))
+        if every or row.get("verdict") == claims.INCONCLUSIVE
+    }
     rows, history = [], None
     for recipe in recipes:
         memo: dict = {}
@@ -586,7 +677,9 @@ def settle(store: str | Path, recipes: Sequence, verdicts: pd.DataFrame, scale: 
                 continue
             try:
                 run_ids = run_ids or [spec.run_id for spec in recipe.specs(scale, defaults)]
-                found = claims.observations(one, recipe.figure, recipe.figure_params(scale), store, run_ids, memo, device)
+                found = claims.observations(
+                    one, recipe.figure, recipe.figure_params(scale), store, run_ids, memo, device
+                )
                 if one.final and late is None:
                     late = still_improving(store, run_ids)
                 improving = late if one.final else None
@@ -603,8 +696,14 @@ def settle(store: str | Path, recipes: Sequence, verdicts: pd.DataFrame, scale: 
     return pd.DataFrame(rows, columns=SETTLE_COLUMNS)
 
 
-def plan_observed(store: str | Path, recipes: Sequence, scales: Sequence[str] = ("demo", "paper"),
-                  defaults: dict | None = None, device: str | None = None, **options) -> pd.DataFrame:
+def plan_observed(
+    store: str | Path,
+    recipes: Sequence,
+    scales: Sequence[str] = ("demo", "paper"),
+    defaults: dict | None = None,
+    device: str | None = None,
+    **options,
+) -> pd.DataFrame:
     """Per recipe, scale and claim whose runs ``store`` holds: the runs per group at which its
     observed effect is decided with 80% power (:func:`runs_to_decide`), for ``claims --plan``.
 
@@ -622,8 +721,14 @@ def plan_observed(store: str | Path, recipes: Sequence, scales: Sequence[str] = 
         present = [r for r in recipes if scale in r.scales and stored & {s.run_id for s in r.specs(scale, defaults)}]
         if not present:
             continue
-        verdicts = pd.DataFrame([{"recipe": r.name, "claim": c.id, "verdict": claims.INCONCLUSIVE} for r in present
-                                 for c in r.claims if scale in c.scales])
+        verdicts = pd.DataFrame(
+            [
+                {"recipe": r.name, "claim": c.id, "verdict": claims.INCONCLUSIVE}
+                for r in present
+                for c in r.claims
+                if scale in c.scales
+            ]
+        )
         if verdicts.empty:
             continue
         found = settle(store, present, verdicts, scale, defaults, device, every=True, **options)

@@ -107,8 +107,10 @@ class SlurmExecutor:
         check_cluster()  # before submitit writes its folder: no cluster, nothing left behind
         submitted = submit(jobs, self.store, self.options)
         if not self.wait:
-            return [{"run_id": job.run_id, "status": "submitted", "error": f"job {handle.job_id}"}
-                    for job, handle in zip(jobs, submitted, strict=True)]
+            return [
+                {"run_id": job.run_id, "status": "submitted", "error": f"job {handle.job_id}"}
+                for job, handle in zip(jobs, submitted, strict=True)
+            ]
         wait_until_done(submitted)
         return [outcome(handle, job.run_id) for job, handle in zip(jobs, submitted, strict=True)]
 
@@ -120,15 +122,19 @@ def check_cluster(timeout_s: float = 30.0) -> None:
     try:
         pinged = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=timeout_s)
     except FileNotFoundError:
-        raise RobustkitError("no Slurm here: scontrol is not installed (run on a cluster's login node, "
-                             "or use --executor local)") from None
+        raise RobustkitError(
+            "no Slurm here: scontrol is not installed (run on a cluster's login node, or use --executor local)"
+        ) from None
     except subprocess.TimeoutExpired:
-        raise RobustkitError(f"no Slurm controller answered `scontrol ping` within {timeout_s:g} s "
-                             "(use --executor local off a cluster)") from None
+        raise RobustkitError(
+            f"no Slurm controller answered `scontrol ping` within {timeout_s:g} s (use --executor local off a cluster)"
+        ) from None
     if pinged.returncode != 0 or " is UP" not in pinged.stdout:
         said = [line.strip() for line in (pinged.stderr + pinged.stdout).splitlines() if line.strip()]
-        raise RobustkitError("no Slurm controller answers here (scontrol ping: "
-                             f"{said[-1] if said else f'exit {pinged.returncode}'}); use --executor local off a cluster")
+        raise RobustkitError(
+            "no Slurm controller answers here (scontrol ping: "
+            f"{said[-1] if said else f'exit {pinged.returncode}'}); use --executor local off a cluster"
+        )
 
 
 def make_executor(store: Path, options: SlurmOptions) -> submitit.AutoExecutor:
@@ -201,11 +207,19 @@ def outcome(job: submitit.Job, run_id: str) -> dict:
     """The finished job's own report, or a failure naming the job if it left no result (cancelled,
     killed with its node, out of memory)."""
     if not job.paths.result_pickle.exists():
-        return {"run_id": run_id, "status": "failed", "error": f"slurm job {job.job_id} ended without a result (cancelled or killed); see {job.paths.stderr}"}
+        return {
+            "run_id": run_id,
+            "status": "failed",
+            "error": f"slurm job {job.job_id} ended without a result (cancelled or killed); see {job.paths.stderr}",
+        }
     try:
         return job.result()
     except Exception as error:  # noqa: BLE001 - the job raised: report it for this run
-        return {"run_id": run_id, "status": "failed", "error": f"slurm job {job.job_id}: {type(error).__name__}: {error}"}
+        return {
+            "run_id": run_id,
+            "status": "failed",
+            "error": f"slurm job {job.job_id}: {type(error).__name__}: {error}",
+        }
 
 
 def queue_states() -> dict[str, str]:

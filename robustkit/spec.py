@@ -35,10 +35,19 @@ MAX_THREADS = 1024
 # generators take seeds below 2**32.
 SEED_MAX = 2**32 - 1
 INT_BOUNDS = {
-    "seed": (0, SEED_MAX), "split_seed": (0, SEED_MAX), "tsp_seed": (0, SEED_MAX),
-    "tsp_step": (0, 10**7), "epochs": (1, 10**4), "eval_every": (1, 10**9), "train_size": (1, 10**9),
-    "batch_size": (1, 2**16), "tsp_batch_size": (1, 2**16), "max_length": (1, 2**16),
-    "adapter_size": (1, 2**16), "top_k": (1, 1024), "threads": (1, MAX_THREADS),
+    "seed": (0, SEED_MAX),
+    "split_seed": (0, SEED_MAX),
+    "tsp_seed": (0, SEED_MAX),
+    "tsp_step": (0, 10**7),
+    "epochs": (1, 10**4),
+    "eval_every": (1, 10**9),
+    "train_size": (1, 10**9),
+    "batch_size": (1, 2**16),
+    "tsp_batch_size": (1, 2**16),
+    "max_length": (1, 2**16),
+    "adapter_size": (1, 2**16),
+    "top_k": (1, 1024),
+    "threads": (1, MAX_THREADS),
 }
 
 
@@ -187,19 +196,21 @@ class RunSpec:
         data_dir = located(self.data_dir)
         # Without TSP the TSP settings change nothing: normalise them so such runs share an id.
         tsp = {} if self.tsp_step else {"tsp_seed": 0, "tsp_batch_size": 32}
-        return _resolved(dataclasses.replace(
-            self,
-            **tsp,
-            **options,
-            mixout=float(self.mixout),  # TOML 0 vs 0.0: one id
-            # what the data holds (hashing a TSV folder's files once per process), not where it is
-            data_dir=data_dir,  # resolved: the same analysis from another folder reads the same data
-            data_fingerprint=data_identity(self.task, data_dir, self.data_fingerprint),
-            lr=self.lr if self.lr is not None else method.default_lr,
-            epochs=self.epochs or method.default_epochs,
-            max_length=self.max_length or method.default_max_length,
-            tsp_lr=None if not self.tsp_step else (self.tsp_lr or self.lr or method.default_lr),
-        ))
+        return _resolved(
+            dataclasses.replace(
+                self,
+                **tsp,
+                **options,
+                mixout=float(self.mixout),  # TOML 0 vs 0.0: one id
+                # what the data holds (hashing a TSV folder's files once per process), not where it is
+                data_dir=data_dir,  # resolved: the same analysis from another folder reads the same data
+                data_fingerprint=data_identity(self.task, data_dir, self.data_fingerprint),
+                lr=self.lr if self.lr is not None else method.default_lr,
+                epochs=self.epochs or method.default_epochs,
+                max_length=self.max_length or method.default_max_length,
+                tsp_lr=None if not self.tsp_step else (self.tsp_lr or self.lr or method.default_lr),
+            )
+        )
 
     def _validate(self) -> None:
         """Types and ranges of every field, each error naming the field and the value. What
@@ -366,8 +377,16 @@ def _safe(model: str) -> str:
 # told apart by its id, and its manifest has no ``threads``: resuming one is refused (see
 # robustkit.train.loop).
 # ``precision`` fp32 is what every run trained before bf16 autocast existed.
-_ADDED_FIELDS = {"top_k": None, "adapter_init_std": None, "adapter_sharing": "none", "mixout": 0.0,
-                 "data_fingerprint": None, "method_options": (), "threads": 1, "precision": DEFAULT_PRECISION}
+_ADDED_FIELDS = {
+    "top_k": None,
+    "adapter_init_std": None,
+    "adapter_sharing": "none",
+    "mixout": 0.0,
+    "data_fingerprint": None,
+    "method_options": (),
+    "threads": 1,
+    "precision": DEFAULT_PRECISION,
+}
 
 
 def _digest(spec) -> str:
@@ -389,9 +408,21 @@ def _digest(spec) -> str:
 _LEGACY_DATA = {
     "rt": "asset:rt:sha256:26b56d24d5a04cbed72d2a8c9a3fa47ebf62229f8c1cd8c9c3544c4ef12dd3f5",
     "polarity": "asset:polarity:sha256:1b9975e7c33f487bc2187fffdc55213fdbb84bac4f6c1852b5dd40912411f53f",
-    **{task: f"hub:nyu-mll/glue/{config}" for task, config in (
-        ("cola", "cola"), ("sst2", "sst2"), ("mrpc", "mrpc"), ("qqp", "qqp"), ("stsb", "stsb"), ("mnli", "mnli"),
-        ("mnli-mm", "mnli"), ("qnli", "qnli"), ("rte", "rte"), ("wnli", "wnli"))},
+    **{
+        task: f"hub:nyu-mll/glue/{config}"
+        for task, config in (
+            ("cola", "cola"),
+            ("sst2", "sst2"),
+            ("mrpc", "mrpc"),
+            ("qqp", "qqp"),
+            ("stsb", "stsb"),
+            ("mnli", "mnli"),
+            ("mnli-mm", "mnli"),
+            ("qnli", "qnli"),
+            ("rte", "rte"),
+            ("wnli", "wnli"),
+        )
+    },
 }
 
 
@@ -476,7 +507,9 @@ def resolve_method(spec: RunSpec | TspSpec):
                 option.coerce(owners[0], value)
                 continue
             if option.name in given and given[option.name] != value:
-                raise SpecError(f"method {method.name!r}: option {option.name!r} given twice ({given[option.name]!r}, {value!r})")
+                raise SpecError(
+                    f"method {method.name!r}: option {option.name!r} given twice ({given[option.name]!r}, {value!r})"
+                )
             given[option.name] = value
         options = method.resolve(given)
     except MethodError as error:

@@ -74,8 +74,10 @@ def read_grid(path: str | Path) -> dict:
     except OSError as error:
         raise SweepError(f"cannot read grid file {str(path)!r}: {error.strerror or error}") from None
     except UnicodeDecodeError as error:
-        raise SweepError(f"grid file {str(path)!r} is not UTF-8 text (TOML must be): byte "
-                         f"{error.object[error.start]:#04x} at offset {error.start}") from None
+        raise SweepError(
+            f"grid file {str(path)!r} is not UTF-8 text (TOML must be): byte "
+            f"{error.object[error.start]:#04x} at offset {error.start}"
+        ) from None
     depth = _nesting(text)
     if depth > MAX_TOML_DEPTH:  # tomllib recurses once per level: refused before it overflows
         raise SweepError(f"grid file {str(path)!r} nests arrays or tables {depth} deep (at most {MAX_TOML_DEPTH})")
@@ -98,7 +100,9 @@ def _nesting(text: str) -> int:
     return deepest
 
 
-def expand_grid(grid: dict | str | Path, defaults: dict | None = None, max_runs: int | None = MAX_GRID_RUNS) -> list[RunSpec]:
+def expand_grid(
+    grid: dict | str | Path, defaults: dict | None = None, max_runs: int | None = MAX_GRID_RUNS
+) -> list[RunSpec]:
     """Every run of a grid, in a stable order (product of the axes, in file order).
 
     Parameters
@@ -159,8 +163,10 @@ def check_size(runs: int, source: str, max_runs: int | None = MAX_GRID_RUNS) -> 
         ``runs > max_runs``.
     """
     if max_runs is not None and runs > max_runs:
-        raise SweepError(f"the {source} has {runs:,} runs, more than {max_runs:,}: pass --yes to expand and train "
-                         "them all, or shorten its axes")
+        raise SweepError(
+            f"the {source} has {runs:,} runs, more than {max_runs:,}: pass --yes to expand and train "
+            "them all, or shorten its axes"
+        )
 
 
 def _parsed(grid: dict | str | Path, defaults: dict | None = None) -> tuple[str, dict, dict, dict]:
@@ -176,8 +182,10 @@ def _parsed(grid: dict | str | Path, defaults: dict | None = None) -> tuple[str,
         raise SweepError(f"unknown grid section(s) {unknown}; expected {list(GRID_SECTIONS)}")
     for section in GRID_SECTIONS:
         if not isinstance(grid.get(section, {}), dict):
-            raise SweepError(f"{section!r} in {source} must be a table ([{section}] with one key per run "
-                             f"field), got {grid[section]!r}")
+            raise SweepError(
+                f"{section!r} in {source} must be a table ([{section}] with one key per run "
+                f"field), got {grid[section]!r}"
+            )
     base, axes, rates = dict(grid.get("base", {})), dict(grid.get("grid", {})), _rates(grid.get("lr", {}), source)
     if not base and not axes:
         raise SweepError(f"the {source} defines no runs: [base] and [grid] are empty or missing")
@@ -288,22 +296,32 @@ def run_sweep(
     # a bad model, device or data stops the sweep here, before the store or any run folder exists
     # (runs trained elsewhere, by Slurm, may ask for a device that this machine lacks)
     preflight.check_runs(todo, device, device_here=isinstance(executor, LocalExecutor))
-    log.info("%d run(s) to train, %d complete already%s; store %s", len(todo), sum(f for f, _ in states),
-             "".join(f", {n} damaged" for n in [sum(bool(p) for _, p in states)] if n), root)
+    log.info(
+        "%d run(s) to train, %d complete already%s; store %s",
+        len(todo),
+        sum(f for f, _ in states),
+        "".join(f", {n} damaged" for n in [sum(bool(p) for _, p in states)] if n),
+        root,
+    )
     tsp = [Job(spec, str(root), device, tuple(steps), data_dir) for spec, (steps, data_dir) in tsp_jobs(todo).items()]
     runs = [Job(spec, str(root), device, needs=spec.tsp_spec().run_id if spec.tsp_step else None) for spec in todo]
     # rows are the specs' runs; a TSP run shows in the runs that start from it (see the executors)
     with new_store(root):
-        results = iter(executor.run(tsp + runs)[len(tsp):])
-    rows = [next(results) if wanted else
-            {"run_id": spec.run_id, "status": DAMAGED, "error": f"{problem}; {repair_hint(root / spec.run_id)}"} if problem
-            else {"run_id": spec.run_id, "status": "skipped", "error": None}
-            for spec, wanted, (_, problem) in zip(specs, pending, states)]
+        results = iter(executor.run(tsp + runs)[len(tsp) :])
+    rows = [
+        next(results)
+        if wanted
+        else {"run_id": spec.run_id, "status": DAMAGED, "error": f"{problem}; {repair_hint(root / spec.run_id)}"}
+        if problem
+        else {"run_id": spec.run_id, "status": "skipped", "error": None}
+        for spec, wanted, (_, problem) in zip(specs, pending, states)
+    ]
     return pd.DataFrame(rows, columns=["run_id", "status", "error"])
 
 
-def make_executor(name: str, store: Path, jobs: int = 1, progress: bool = True, slurm_options=None,
-                  wait: bool = True) -> Executor:
+def make_executor(
+    name: str, store: Path, jobs: int = 1, progress: bool = True, slurm_options=None, wait: bool = True
+) -> Executor:
     """The executor called ``name`` (``local`` or ``slurm``, the CLI's ``--executor``)."""
     if name == "local":
         return LocalExecutor(workers=jobs, progress=progress)
@@ -336,8 +354,12 @@ def with_data_dir(specs: list[RunSpec], data_dir: str) -> list[RunSpec]:
     glue = [get_task(spec.task).source == "glue" for spec in specs]
     if not any(glue):
         names = ", ".join(sorted({spec.task for spec in specs}))
-        raise SweepError(f"data_dir {str(data_dir)!r} is for GLUE tasks, and every run of the grid is of an "
-                         f"embedded task ({names}), whose data ships with robustkit")
+        raise SweepError(
+            f"data_dir {str(data_dir)!r} is for GLUE tasks, and every run of the grid is of an "
+            f"embedded task ({names}), whose data ships with robustkit"
+        )
     # data_fingerprint=None: the fingerprint is of the old folder; resolved() takes the new one's
-    return [dataclasses.replace(spec, data_dir=data_dir, data_fingerprint=None).resolved() if is_glue else spec
-            for spec, is_glue in zip(specs, glue)]
+    return [
+        dataclasses.replace(spec, data_dir=data_dir, data_fingerprint=None).resolved() if is_glue else spec
+        for spec, is_glue in zip(specs, glue)
+    ]

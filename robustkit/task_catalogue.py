@@ -104,10 +104,30 @@ TASKS: dict[str, Task] = {
         _glue("rte", _PAIR, _NLI),
         _glue("wnli", _PAIR, ("not_entailment", "entailment")),
         # both are Pang & Lee's movie-review polarity data (rotten-tomatoes snippets, review sentences)
-        Task("rt", ("sentence",), 2, ("accuracy",), "accuracy", "embedded", None, _SENTIMENT, asset="rt",
-             corpus=MOVIE_REVIEWS),
-        Task("polarity", ("sentence",), 2, ("accuracy",), "accuracy", "embedded", None, _SENTIMENT, asset="polarity",
-             corpus=MOVIE_REVIEWS),
+        Task(
+            "rt",
+            ("sentence",),
+            2,
+            ("accuracy",),
+            "accuracy",
+            "embedded",
+            None,
+            _SENTIMENT,
+            asset="rt",
+            corpus=MOVIE_REVIEWS,
+        ),
+        Task(
+            "polarity",
+            ("sentence",),
+            2,
+            ("accuracy",),
+            "accuracy",
+            "embedded",
+            None,
+            _SENTIMENT,
+            asset="polarity",
+            corpus=MOVIE_REVIEWS,
+        ),
     )
 }
 

@@ -58,8 +58,15 @@ import pandas as pd
 from robustkit.errors import TaskError
 from robustkit.stat_keys import stat_key
 from robustkit.task_catalogue import (  # noqa: F401  (re-exported: robustkit.tasks.Task, ...)
-    HELD_OUT_FRACTION, MOVIE_REVIEWS, TASKS, Task, _features, dataset_of_frame, grouped_stratified_split,
-    split_fingerprint)
+    HELD_OUT_FRACTION,
+    MOVIE_REVIEWS,
+    TASKS,
+    Task,
+    _features,
+    dataset_of_frame,
+    grouped_stratified_split,
+    split_fingerprint,
+)
 
 GLUE_HUB = "nyu-mll/glue"
 # The hub revision (commit, tag or branch) of GLUE_HUB to load; None: its default branch. Part
@@ -81,7 +88,6 @@ EXPECTED_FINGERPRINTS: dict[str, dict[str, str]] = {
         "test": "553b426d2965a948353eb8d18dbd2bc837ee50cea3365d0cc0a2bbfe1a9fe6ef",
     },
 }
-
 
 
 def get_task(name: str | Task, data_dir: str | Path | None = None) -> Task:
@@ -106,8 +112,10 @@ def get_task(name: str | Task, data_dir: str | Path | None = None) -> Task:
         loaded = user_data.ensure(name, data_dir)
         if loaded is not None:
             return loaded.task
-    raise TaskError(f"unknown task {name!r}; known tasks: {', '.join(TASKS)}; for your own data pass "
-                    "--data FILE_OR_DIR or --dataset NAME (robustkit.user_data.register in Python)") from None
+    raise TaskError(
+        f"unknown task {name!r}; known tasks: {', '.join(TASKS)}; for your own data pass "
+        "--data FILE_OR_DIR or --dataset NAME (robustkit.user_data.register in Python)"
+    ) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -270,9 +278,7 @@ _GLUE_TSV: dict[str, _TsvFormat] = {
     ),
     "sst2": _TsvFormat("SST-2", {"sentence": "sentence", "label": "label"}, _BINARY),
     "mrpc": _TsvFormat("MRPC", {"#1 String": "sentence1", "#2 String": "sentence2", "Quality": "label"}, _BINARY),
-    "qqp": _TsvFormat(
-        "QQP", {"question1": "question1", "question2": "question2", "is_duplicate": "label"}, _BINARY
-    ),
+    "qqp": _TsvFormat("QQP", {"question1": "question1", "question2": "question2", "is_duplicate": "label"}, _BINARY),
     "stsb": _TsvFormat("STS-B", {"sentence1": "sentence1", "sentence2": "sentence2", "score": "label"}, None),
     "mnli": _TsvFormat(
         "MNLI",
@@ -468,8 +474,9 @@ def data_fingerprint(task: str | Task, data_dir: str | Path | None = None) -> st
     return f"hub:{GLUE_HUB}/{task.glue_config}" + (f"@{GLUE_REVISION}" if GLUE_REVISION else "")
 
 
-def data_record(task: str | Task, data_dir: str | Path | None = None,
-                splits: Mapping[str, datasets.Dataset] | None = None) -> dict:
+def data_record(
+    task: str | Task, data_dir: str | Path | None = None, splits: Mapping[str, datasets.Dataset] | None = None
+) -> dict:
     """What a run's manifest records about its data (``data``): ``fingerprint``
     (:func:`data_fingerprint`) and ``source`` (``embedded``, ``tsv`` or ``hub``); for TSV
     folders the ``files`` read (name -> sha256) and the ``data_dir``; for the hub, the
@@ -481,9 +488,14 @@ def data_record(task: str | Task, data_dir: str | Path | None = None,
         from robustkit import user_data
 
         loaded = user_data.ensure(task.name, data_dir)
-        record.update(source="user", data_dir=None if data_dir is None else str(data_dir), split_rule=loaded.rule,
-                      text_fields=list(task.text_fields), label_names=list(task.label_names),
-                      sizes={name: len(split) for name, split in loaded.splits.items()})
+        record.update(
+            source="user",
+            data_dir=None if data_dir is None else str(data_dir),
+            split_rule=loaded.rule,
+            text_fields=list(task.text_fields),
+            label_names=list(task.label_names),
+            sizes={name: len(split) for name, split in loaded.splits.items()},
+        )
     elif task.source == "embedded":
         record.update(source="embedded", asset=task.asset)
     elif data_dir is not None:

@@ -43,20 +43,35 @@ NAMES = ("run_id", "import_id")
 HEADLINE = ("model", "task", "method", "seed", "tsp_step", "lr", "train_size", "epochs", "max_length", "batch_size")
 
 
-def add_format_arguments(parser, output_help: str = "write the whole frame to this file (.csv, .json, else parquet)",
-                         format_help: str = "csv / json: every column") -> None:
+def add_format_arguments(
+    parser,
+    output_help: str = "write the whole frame to this file (.csv, .json, else parquet)",
+    format_help: str = "csv / json: every column",
+) -> None:
     """``--format`` and ``-o/--output`` on a command that prints a frame (``format_help``: what
     csv and json print, where a command prints more than one frame)."""
-    parser.add_argument("--format", choices=FORMATS, default="table",
-                        help=f"table: what varies between rows, cut to the terminal's width; {format_help}; default: table")
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="table",
+        help=f"table: what varies between rows, cut to the terminal's width; {format_help}; default: table",
+    )
     from robustkit.cli_types import output_file
 
     parser.add_argument("-o", "--output", type=output_file, help=output_help)
 
 
-def render(frame: pd.DataFrame, fmt: str = "table", keep: Sequence[str] = (), width: int | None = None,
-           identity: Sequence[str] | None = None, cell_width: int = CELL_WIDTH, keys: Sequence[str] = (),
-           settings: Sequence[str] = (), empty: str = "no rows") -> str:
+def render(
+    frame: pd.DataFrame,
+    fmt: str = "table",
+    keep: Sequence[str] = (),
+    width: int | None = None,
+    identity: Sequence[str] | None = None,
+    cell_width: int = CELL_WIDTH,
+    keys: Sequence[str] = (),
+    settings: Sequence[str] = (),
+    empty: str = "no rows",
+) -> str:
     """``frame`` as text in ``fmt`` (:data:`FORMATS`).
 
     Parameters
@@ -96,14 +111,25 @@ def render(frame: pd.DataFrame, fmt: str = "table", keep: Sequence[str] = (), wi
     present = [c for c in frame.columns if (cells[c] != "").any()]
     # one value wherever known (an import's unknown settings are empty): said once, not a column
     # (a key setting too: the line above the table says it)
-    constant = [c for c in present if c in identity and c not in keep and c not in ALWAYS_DIFFERENT
-                and cells[c][cells[c] != ""].nunique() == 1]
+    constant = [
+        c
+        for c in present
+        if c in identity and c not in keep and c not in ALWAYS_DIFFERENT and cells[c][cells[c] != ""].nunique() == 1
+    ]
     keys = [c for c in keys if c in present and c not in constant]  # an empty key column would show nothing
     pinned = [*keys, *(c for c in keep if c not in keys)]  # shown varying or not
     # a label column that is the same in every row (checkpoint=best, metric=accuracy): said once too
-    constant += [c for c in present if c not in identity and c not in pinned and len(frame) > 1
-                 and (cells[c] != "").all() and cells[c].nunique() == 1
-                 and not pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])]
+    constant += [
+        c
+        for c in present
+        if c not in identity
+        and c not in pinned
+        and len(frame) > 1
+        and (cells[c] != "").all()
+        and cells[c].nunique() == 1
+        and not pd.api.types.is_numeric_dtype(frame[c])
+        and not pd.api.types.is_bool_dtype(frame[c])
+    ]
     varying = [c for c in present if c not in pinned and c not in constant]
     # what a cut keeps: the keys always, then the kept columns, the rows' names (a run's id is
     # no setting), the values (results first), and last the settings, those that tell rows apart
@@ -112,8 +138,13 @@ def render(frame: pd.DataFrame, fmt: str = "table", keep: Sequence[str] = (), wi
     setting = (set(identity) | set(settings)) - set(NAMES)
     values = sorted((c for c in varying if c not in setting and c not in names), key=lambda c: c not in RESULTS)
     first = [c for c in varying if c in setting and c in HEADLINE]
-    ordered = [*[c for c in keep if c in present and c not in keys], *names, *values, *first,
-               *[c for c in varying if c not in first and c not in values and c not in names]]
+    ordered = [
+        *[c for c in keep if c in present and c not in keys],
+        *names,
+        *values,
+        *first,
+        *[c for c in varying if c not in first and c not in values and c not in names],
+    ]
     sizes = {c: max(len(str(c)), int(cells[c].str.len().max())) + 2 for c in [*keys, *ordered]}
     shortened = _fit_keys(cells, keys, sizes, width)
     shown, left_out, used = list(keys), [], sum(sizes[c] for c in keys)
@@ -130,11 +161,24 @@ def render(frame: pd.DataFrame, fmt: str = "table", keep: Sequence[str] = (), wi
         others = len(constant) - len(said)
         known = lambda c: cells[c][cells[c] != ""]  # noqa: E731
         text = ", ".join(f"{c}={known(c).iloc[0]}{'' if len(known(c)) == len(frame) else ' where known'}" for c in said)
-        lines.append(_wrapped("all rows: " + text + (f"{', ' if said else ''}{plural(others, 'other setting')} alike" if others else ""), width))
+        lines.append(
+            _wrapped(
+                "all rows: "
+                + text
+                + (f"{', ' if said else ''}{plural(others, 'other setting')} alike" if others else ""),
+                width,
+            )
+        )
     lines.append(cells[shown].to_string(index=False))
     if left_out or shortened:
-        parts = ([f"{plural(len(left_out), 'more column')} past the terminal's {width} characters: {', '.join(map(str, left_out))}"]
-                 if left_out else [])
+        parts = (
+            [
+                f"{plural(len(left_out), 'more column')} past the terminal's {width} characters: "
+                f"{', '.join(map(str, left_out))}"
+            ]
+            if left_out
+            else []
+        )
         parts += [f"{', '.join(shortened)} shortened to fit {width} characters"] if shortened else []
         lines.append(_wrapped("; ".join(parts) + " (-o FILE writes them all, --format csv prints them)", width))
     return "\n".join(lines)
@@ -150,13 +194,16 @@ def _fit_keys(cells: pd.DataFrame, keys: Sequence[str], sizes: dict, width: int)
     shortened = []
     while sum(sizes[c] for c in keys) > width:
         excess = sum(sizes[c] for c in keys) - width
-        texts = [c for c in keys if sizes[c] - 2 > max(KEY_TEXT_FLOOR, len(str(c)))
-                 and not cells[c].str.fullmatch(r"-?[\d.e+-]*").all()]
+        texts = [
+            c
+            for c in keys
+            if sizes[c] - 2 > max(KEY_TEXT_FLOOR, len(str(c))) and not cells[c].str.fullmatch(r"-?[\d.e+-]*").all()
+        ]
         if not texts:
             break  # as narrow as the keys go: the lines are wider than the terminal
         widest = max(texts, key=lambda c: sizes[c])
         room = max(KEY_TEXT_FLOOR, len(str(widest)), sizes[widest] - 2 - excess)
-        cells[widest] = cells[widest].map(lambda text: text if len(text) <= room else text[:room - 1] + "…")
+        cells[widest] = cells[widest].map(lambda text: text if len(text) <= room else text[: room - 1] + "…")
         sizes[widest] = room + 2
         if widest not in shortened:
             shortened.append(widest)
@@ -203,8 +250,12 @@ def note(text: str, fmt: str = "table") -> None:
         return
     import textwrap
 
-    print("\n".join(textwrap.fill(line, terminal_width(), subsequent_indent="  ", break_on_hyphens=False) if line else line
-                    for line in text.split("\n")))
+    print(
+        "\n".join(
+            textwrap.fill(line, terminal_width(), subsequent_indent="  ", break_on_hyphens=False) if line else line
+            for line in text.split("\n")
+        )
+    )
 
 
 def terminal_width() -> int:

@@ -73,16 +73,38 @@ from robustkit.errors import TaskError
 from robustkit.stat_keys import stat_key
 from robustkit.task_catalogue import TASKS, Task, dataset_of_frame, grouped_stratified_split, split_fingerprint
 
-__all__ = ["USER_SPLIT_SEED", "UserData", "ensure", "register", "registered", "read", "run_fields", "fingerprint", "is_source",
-           "source_string", "TEXT_NAMES", "PAIR_NAMES", "LABEL_NAMES"]
+__all__ = [
+    "USER_SPLIT_SEED",
+    "UserData",
+    "ensure",
+    "register",
+    "registered",
+    "read",
+    "run_fields",
+    "fingerprint",
+    "is_source",
+    "source_string",
+    "TEXT_NAMES",
+    "PAIR_NAMES",
+    "LABEL_NAMES",
+]
 
 USER_SPLIT_SEED = 20210601  # the embedded tasks' split seed (robustkit.tasks.EMBEDDED_SPLIT_SEED)
 READERS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet"}
-SPLIT_NAMES = {"train": ("train", "training"), "validation": ("validation", "valid", "val", "dev"),
-               "test": ("test", "testing")}
+SPLIT_NAMES = {
+    "train": ("train", "training"),
+    "validation": ("validation", "valid", "val", "dev"),
+    "test": ("test", "testing"),
+}
 TEXT_NAMES = ("text", "sentence", "review", "content", "document", "comment", "tweet")
-PAIR_NAMES = (("sentence1", "sentence2"), ("premise", "hypothesis"), ("question1", "question2"),
-              ("question", "sentence"), ("text_a", "text_b"), ("text1", "text2"))
+PAIR_NAMES = (
+    ("sentence1", "sentence2"),
+    ("premise", "hypothesis"),
+    ("question1", "question2"),
+    ("question", "sentence"),
+    ("text_a", "text_b"),
+    ("text1", "text2"),
+)
 LABEL_NAMES = ("label", "labels", "target", "class", "score", "y")
 HUB_PREFIX = "hub:"
 _HUB_NAME = re.compile(r"^[\w.-]+(/[\w.-]+)?(:[\w.-]+)?$")
@@ -132,8 +154,9 @@ def is_source(data_dir: str | Path | None) -> bool:
     return path.is_file() or (path.is_dir() and (_saved(path) or bool(_split_files(path))))
 
 
-def source_string(location: str | Path, text_columns: tuple[str, ...] | list[str] | None = None,
-                  label_column: str | None = None) -> str:
+def source_string(
+    location: str | Path, text_columns: tuple[str, ...] | list[str] | None = None, label_column: str | None = None
+) -> str:
     """The source string of a run's ``data_dir``: ``location`` with the column choices, if any
     (``reviews.csv#text=review,label=stars``; ``pair`` marks the second text column)."""
     parts = []
@@ -194,8 +217,12 @@ def _signature(location: str) -> tuple | None:
     return None if None in keys else keys
 
 
-def register(data, name: str | None = None, text_columns: tuple[str, ...] | list[str] | None = None,
-             label_column: str | None = None) -> Any:
+def register(
+    data,
+    name: str | None = None,
+    text_columns: tuple[str, ...] | list[str] | None = None,
+    label_column: str | None = None,
+) -> Any:
     """Read ``data`` (:func:`read`) and register it as task ``name``: from then on this process's
     :func:`robustkit.tasks.get_task` and :func:`~robustkit.tasks.load_splits` know the task.
 
@@ -215,9 +242,14 @@ def register(data, name: str | None = None, text_columns: tuple[str, ...] | list
     return loaded.task
 
 
-def run_fields(data: str | Path | None = None, dataset: str | None = None, name: str | None = None,
-               text_column: str | None = None, text_pair_column: str | None = None,
-               label_column: str | None = None) -> dict[str, str]:
+def run_fields(
+    data: str | Path | None = None,
+    dataset: str | None = None,
+    name: str | None = None,
+    text_column: str | None = None,
+    text_pair_column: str | None = None,
+    label_column: str | None = None,
+) -> dict[str, str]:
     """The ``task`` and ``data_dir`` of runs on user data given by a path (``data``) or a hub
     dataset (``dataset``, ``NAME`` or ``NAME:CONFIG``), read and registered now: what
     ``robustkit train --data`` / ``--dataset`` put into the run spec.
@@ -229,11 +261,20 @@ def run_fields(data: str | Path | None = None, dataset: str | None = None, name:
         malformed hub name, a pair column without a text column; see :func:`read`.
     """
     if data is None and dataset is None:
-        given = [flag for flag, value in (("--task-name", name), ("--text-column", text_column),
-                                          ("--text-pair-column", text_pair_column), ("--label-column", label_column))
-                 if value is not None]
-        raise TaskError(f"{', '.join(given) or 'a task name or column'} names your own data: give one of --data "
-                        "FILE_OR_DIR and --dataset NAME[:CONFIG]")
+        given = [
+            flag
+            for flag, value in (
+                ("--task-name", name),
+                ("--text-column", text_column),
+                ("--text-pair-column", text_pair_column),
+                ("--label-column", label_column),
+            )
+            if value is not None
+        ]
+        raise TaskError(
+            f"{', '.join(given) or 'a task name or column'} names your own data: give one of --data "
+            "FILE_OR_DIR and --dataset NAME[:CONFIG]"
+        )
     if data is not None and dataset is not None:
         raise TaskError("give one of --data FILE_OR_DIR and --dataset NAME[:CONFIG], not both")
     if dataset is not None and not _HUB_NAME.match(dataset):
@@ -247,8 +288,12 @@ def run_fields(data: str | Path | None = None, dataset: str | None = None, name:
     return {"task": task.name, "data_dir": source}
 
 
-def read(data, name: str | None = None, text_columns: tuple[str, ...] | list[str] | None = None,
-         label_column: str | None = None) -> UserData:
+def read(
+    data,
+    name: str | None = None,
+    text_columns: tuple[str, ...] | list[str] | None = None,
+    label_column: str | None = None,
+) -> UserData:
     """Read user data into a task and its splits (module docstring: sources, columns, split rule).
 
     Parameters
@@ -284,8 +329,10 @@ def read(data, name: str | None = None, text_columns: tuple[str, ...] | list[str
     elif isinstance(data, datasets.Dataset):
         raw, default_name = {"train": data}, None
     else:
-        raise TaskError(f"cannot read {type(data).__name__} as labelled text data; give a file, a folder, "
-                        "'hub:NAME[:CONFIG]', a pandas DataFrame or a datasets Dataset/DatasetDict")
+        raise TaskError(
+            f"cannot read {type(data).__name__} as labelled text data; give a file, a folder, "
+            "'hub:NAME[:CONFIG]', a pandas DataFrame or a datasets Dataset/DatasetDict"
+        )
     name = name or default_name
     if not name or not isinstance(name, str):
         raise TaskError("user data needs a task name (name=... or --task-name)")
@@ -304,9 +351,12 @@ def read(data, name: str | None = None, text_columns: tuple[str, ...] | list[str
 def fingerprint(task, splits: dict[str, datasets.Dataset]) -> str:
     """``user:sha256:<hex>`` over the splits' rows (idx, text fields, label; in order), the
     text column names and the label names: what a run's id holds of its data."""
-    content = {"splits": split_fingerprint({k: splits[k] for k in ("train", "validation", "test")}),
-               "text_fields": list(task.text_fields), "label_names": list(task.label_names),
-               "regression": task.is_regression}
+    content = {
+        "splits": split_fingerprint({k: splits[k] for k in ("train", "validation", "test")}),
+        "text_fields": list(task.text_fields),
+        "label_names": list(task.label_names),
+        "regression": task.is_regression,
+    }
     return "user:sha256:" + hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
 
@@ -316,12 +366,14 @@ def fingerprint(task, splits: dict[str, datasets.Dataset]) -> str:
 def _read_location(location: str) -> tuple[dict, str]:
     """Raw splits (name -> DataFrame or Dataset) and the default task name of a source."""
     if location.startswith(HUB_PREFIX):
-        name, _, config = location[len(HUB_PREFIX):].partition(":")
+        name, _, config = location[len(HUB_PREFIX) :].partition(":")
         try:  # the real hub route: any dataset the datasets library can load
             loaded = datasets.load_dataset(name, config or None)
         except Exception as error:  # noqa: BLE001 - network, unknown name, bad config: one line
-            raise TaskError(f"cannot load hub dataset {name!r}{f' config {config!r}' if config else ''}: "
-                            f"{str(error).splitlines()[0] if str(error) else type(error).__name__}") from None
+            raise TaskError(
+                f"cannot load hub dataset {name!r}{f' config {config!r}' if config else ''}: "
+                f"{str(error).splitlines()[0] if str(error) else type(error).__name__}"
+            ) from None
         return dict(loaded), name.rstrip("/").split("/")[-1]
     path = Path(location)
     if path.is_file():
@@ -336,8 +388,10 @@ def _read_location(location: str) -> tuple[dict, str]:
             return raw, path.name
         files = _split_files(path)
         if not files:
-            raise TaskError(f"{path} holds no data: expected train/validation/test files "
-                            f"({', '.join(READERS)}) or a folder written by datasets' save_to_disk")
+            raise TaskError(
+                f"{path} holds no data: expected train/validation/test files "
+                f"({', '.join(READERS)}) or a folder written by datasets' save_to_disk"
+            )
         return {split: _read_file(file) for split, file in files.items()}, path.name
     raise TaskError(f"no data at {location}: not a file, a folder or 'hub:NAME[:CONFIG]'")
 
@@ -386,8 +440,10 @@ def _named_splits(raw: dict, name: str) -> dict:
         else:
             named[split] = table
     if unknown or "train" not in named:
-        raise TaskError(f"task {name!r}: splits {', '.join(map(repr, raw))}: expected train and optionally "
-                        f"validation and test (also called {', '.join(a for s in SPLIT_NAMES.values() for a in s[1:])})")
+        raise TaskError(
+            f"task {name!r}: splits {', '.join(map(repr, raw))}: expected train and optionally "
+            f"validation and test (also called {', '.join(a for s in SPLIT_NAMES.values() for a in s[1:])})"
+        )
     return named
 
 
@@ -407,7 +463,9 @@ def _label_info(train, frames: dict, column: str | None, name: str) -> tuple[str
             raise TaskError(f"task {name!r}: no label column found among {columns}; name it (--label-column)")
     for split, frame in frames.items():
         if column not in frame.columns:
-            raise TaskError(f"task {name!r}: the {split} split has no label column {column!r}; it has {list(frame.columns)}")
+            raise TaskError(
+                f"task {name!r}: the {split} split has no label column {column!r}; it has {list(frame.columns)}"
+            )
     feature = train.features.get(column) if isinstance(train, datasets.Dataset) else None
     if isinstance(feature, datasets.ClassLabel):
         return column, tuple(feature.names), None
@@ -441,8 +499,9 @@ def _text_columns(frame: pd.DataFrame, given, label: str, name: str) -> tuple[st
     strings = [c for c in columns if frame[c].map(lambda v: isinstance(v, str)).all()]
     if len(strings) == 1:
         return (strings[0],)
-    raise TaskError(f"task {name!r}: cannot tell the text column among {columns}; name it (--text-column, "
-                    "--text-pair-column)")
+    raise TaskError(
+        f"task {name!r}: cannot tell the text column among {columns}; name it (--text-column, --text-pair-column)"
+    )
 
 
 def _task(name: str, fields: tuple[str, ...], label_names: tuple[str, ...]):
@@ -464,8 +523,10 @@ def _canonical(frame: pd.DataFrame, fields: tuple[str, ...], label_info, task, s
         bad = out[field].isna() | ~out[field].map(lambda v: isinstance(v, str))
         if bad.any():
             row = int(np.flatnonzero(bad.to_numpy())[0])
-            raise TaskError(f"task {task.name!r}: the {split} split has {int(bad.sum())} rows without a text in "
-                            f"{field!r} (first: row {row})")
+            raise TaskError(
+                f"task {task.name!r}: the {split} split has {int(bad.sum())} rows without a text in "
+                f"{field!r} (first: row {row})"
+            )
     labels = frame[column]
     if pd.api.types.is_bool_dtype(labels):
         labels = labels.astype(int)
@@ -491,10 +552,14 @@ def _complete(splits: dict[str, datasets.Dataset], task) -> tuple[dict[str, data
     for i, split in enumerate(missing, start=1):
         out[split] = train.select(np.flatnonzero(assignment == i))
         if len(out[split]) == 0:
-            raise TaskError(f"task {task.name!r}: too little data to draw a {split} split from {len(train)} training "
-                            f"rows (10 % per label); give a {split} file")
-    rule = (f"{', '.join(given)} as given; {' and '.join(missing)} drawn from train (10 % each, "
-            f"stratified by label, seed {USER_SPLIT_SEED})")
+            raise TaskError(
+                f"task {task.name!r}: too little data to draw a {split} split from {len(train)} training "
+                f"rows (10 % per label); give a {split} file"
+            )
+    rule = (
+        f"{', '.join(given)} as given; {' and '.join(missing)} drawn from train (10 % each, "
+        f"stratified by label, seed {USER_SPLIT_SEED})"
+    )
     return out, rule
 
 
@@ -503,7 +568,9 @@ def low_resource(splits: dict[str, datasets.Dataset], n: int, seed: int, task) -
     order); validation and test unchanged."""
     train = splits["train"]
     if n > len(train):
-        raise TaskError(f"train_size={n} is more than the {len(train)} training examples of task {task.name!r}; "
-                        "pass --train-size all (or a smaller N)")
+        raise TaskError(
+            f"train_size={n} is more than the {len(train)} training examples of task {task.name!r}; "
+            "pass --train-size all (or a smaller N)"
+        )
     order = np.random.default_rng(seed).permutation(len(train))
     return {"train": train.select(np.sort(order[:n])), "validation": splits["validation"], "test": splits["test"]}

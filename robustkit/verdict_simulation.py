@@ -48,8 +48,20 @@ FAILED_SHARE, IMPROVING_SHARE = 0.15, 0.25
 CENTRE, SPREAD = 0.85, 0.02  # a learned run's score: CENTRE - Gamma(2, SPREAD / sqrt(2)) recentred
 STRONG = 10.0  # "clearly" true or false: this many SD
 CLEARLY_BELOW = 0.02
-SIMULATION_COLUMNS = ["recipe", "scale", "claim", "compare", "quantifier", "cells", "n", "draws", "false_agrees",
-                      "false_contradicts", "bound", "passes"]
+SIMULATION_COLUMNS = [
+    "recipe",
+    "scale",
+    "claim",
+    "compare",
+    "quantifier",
+    "cells",
+    "n",
+    "draws",
+    "false_agrees",
+    "false_contradicts",
+    "bound",
+    "passes",
+]
 
 
 @dataclass(frozen=True)
@@ -71,8 +83,9 @@ def _score(rng: np.random.Generator, n: int) -> np.ndarray:
     return (rng.gamma(2.0, 1 / math.sqrt(2), n) - math.sqrt(2)) * -1.0
 
 
-def _draw_cell(claim: claims.Claim, state: str, n_a: int, n_b: int, rng: np.random.Generator, sign_state: str,
-               end: str = ""):
+def _draw_cell(
+    claim: claims.Claim, state: str, n_a: int, n_b: int, rng: np.random.Generator, sign_state: str, end: str = ""
+):
     """Values (score units) and failed flags of group a and b in one cell, in ``state``:
     ``boundary``, ``true`` or ``false`` (the claim clearly true / false). ``end``: a trend's
     cell at the ``start`` or ``end`` of its ``along`` column (else in between)."""
@@ -106,7 +119,9 @@ def _draw_cell(claim: claims.Claim, state: str, n_a: int, n_b: int, rng: np.rand
         a, b = a * (0.05 if state == "true" else 1.0), b * (0.05 if state == "true" else 1.0)
         a = a + offset * (1 if rng.random() < 0.5 else -1)
     if claim.sign:  # a's own values against 0: the second part of the claim
-        centre = {"boundary": 0.0, "true": 1.0, "false": -1.0}[sign_state] * STRONG * (1 if claim.sign == "greater" else -1)
+        centre = (
+            {"boundary": 0.0, "true": 1.0, "false": -1.0}[sign_state] * STRONG * (1 if claim.sign == "greater" else -1)
+        )
         shift = centre - np.median(a) if len(a) else 0.0
         a, b = a + shift, b + shift
         return a * SPREAD, b * SPREAD, np.zeros(n_a, bool), np.zeros(n_b, bool)
@@ -121,8 +136,9 @@ def _draw_cell(claim: claims.Claim, state: str, n_a: int, n_b: int, rng: np.rand
     return values_a, values_b, failed_a, failed_b
 
 
-def observations(claim: claims.Claim, form: Shape, states: list[str], rng: np.random.Generator,
-                 sign_state: str = "true") -> tuple[pd.DataFrame, pd.Series]:
+def observations(
+    claim: claims.Claim, form: Shape, states: list[str], rng: np.random.Generator, sign_state: str = "true"
+) -> tuple[pd.DataFrame, pd.Series]:
     """One synthetic store's observations of ``claim`` and its runs' still-improving flags.
 
     ``states``: per run-setting cell, the claim's state there (layers of a cell share it).
@@ -148,8 +164,14 @@ def observations(claim: claims.Claim, form: Shape, states: list[str], rng: np.ra
                 fa, fb = run_effects[2], run_effects[3]
             for group, values, failed in ((group_a, a, fa), (group_b, b, fb)):
                 for seed, (value, fail) in enumerate(zip(values, failed)):
-                    row = {"run_id": f"{name}|{group}|{seed}", claim.by: group, "seed": seed, "value": float(value),
-                           "outcome": "collapsed" if fail else "ok", **settings}
+                    row = {
+                        "run_id": f"{name}|{group}|{seed}",
+                        claim.by: group,
+                        "seed": seed,
+                        "value": float(value),
+                        "outcome": "collapsed" if fail else "ok",
+                        **settings,
+                    }
                     if layer is not None:
                         row["layer"] = layer
                     rows.append(row)
@@ -181,7 +203,9 @@ def _trend_ends(claim: claims.Claim, form: Shape) -> dict[str, tuple[int, str]]:
 
 def trend_cells(claim: claims.Claim, form: Shape) -> int:
     """How many cells the claim is judged in (a trend: one per value of its other columns)."""
-    return len({index for index, _ in _trend_ends(claim, form).values()}) if claim.compare == "trend" else len(form.cells)
+    return (
+        len({index for index, _ in _trend_ends(claim, form).values()}) if claim.compare == "trend" else len(form.cells)
+    )
 
 
 def _configurations(claim: claims.Claim, cells: int) -> dict[str, list[list[str]]]:
@@ -206,7 +230,10 @@ def rates(claim: claims.Claim, form: Shape, draws: int, seed: int = 0, first: in
         if max(agrees, contradicts) <= CLEARLY_BELOW:
             return agrees, contradicts
         more = rates(claim, form, draws - first, seed + 1)
-        return ((agrees * first + more[0] * (draws - first)) / draws, (contradicts * first + more[1] * (draws - first)) / draws)
+        return (
+            (agrees * first + more[0] * (draws - first)) / draws,
+            (contradicts * first + more[1] * (draws - first)) / draws,
+        )
     rng = np.random.default_rng(seed)
     found = {}
     for error, configurations in _configurations(claim, trend_cells(claim, form)).items():
@@ -235,8 +262,15 @@ def bound(alpha: float, draws: int) -> float:
     return alpha + 2 * math.sqrt(alpha * (1 - alpha) / draws)
 
 
-def simulate(recipes, scales=("demo", "paper"), draws: int = 2000, defaults: dict | None = None,
-             first: int | None = 500, memo: dict | None = None, progress=None) -> pd.DataFrame:
+def simulate(
+    recipes,
+    scales=("demo", "paper"),
+    draws: int = 2000,
+    defaults: dict | None = None,
+    first: int | None = 500,
+    memo: dict | None = None,
+    progress=None,
+) -> pd.DataFrame:
     """The whole-path false-verdict rates of every judged, decidable claim (:data:`SIMULATION_COLUMNS`).
 
     Claims of the same shape (kind, quantifier, cells and runs, sign, failure policy, margin) are
@@ -246,8 +280,11 @@ def simulate(recipes, scales=("demo", "paper"), draws: int = 2000, defaults: dic
     from robustkit.decidability import plan
 
     table = plan(recipes, scales, defaults)
-    decidable = {(r, s, c) for r, s, c, j, d in zip(table["recipe"], table["scale"], table["claim"], table["judged"],
-                                                     table["decidable"]) if j and d}
+    decidable = {
+        (r, s, c)
+        for r, s, c, j, d in zip(table["recipe"], table["scale"], table["claim"], table["judged"], table["decidable"])
+        if j and d
+    }
     memo = {} if memo is None else memo
     rows = []
     for recipe in recipes:
@@ -257,8 +294,18 @@ def simulate(recipes, scales=("demo", "paper"), draws: int = 2000, defaults: dic
                     continue
                 form = shape(recipe, claim, scale, defaults)
                 statistic = registry.statistic_of(claim.statistic)[1]
-                key = (claim.compare, claim.quantifier, form, claim.sign, claim.failures, claim.value, claim.final,
-                       statistic.better, bool(statistic.undefined_on_failed), claim.floor)
+                key = (
+                    claim.compare,
+                    claim.quantifier,
+                    form,
+                    claim.sign,
+                    claim.failures,
+                    claim.value,
+                    claim.final,
+                    statistic.better,
+                    bool(statistic.undefined_on_failed),
+                    claim.floor,
+                )
                 key = repr(key)
                 if key not in memo:
                     found = rates(claim, form, draws, first=first)
@@ -269,19 +316,35 @@ def simulate(recipes, scales=("demo", "paper"), draws: int = 2000, defaults: dic
                 agrees, contradicts, used = memo[key]
                 limit = bound(claim.alpha, used)
                 n = ", ".join(f"{a}" + (f" vs {b}" if claim.groups == 2 else "") for _, a, b in form.cells[:3])
-                rows.append({"recipe": recipe.name, "scale": scale, "claim": claim.id, "compare": claim.compare,
-                             "quantifier": claim.quantifier or "one cell", "cells": len(form.cells) * form.per_cell,
-                             "n": n + (" ..." if len(form.cells) > 3 else ""), "draws": used,
-                             "false_agrees": agrees, "false_contradicts": contradicts, "bound": limit,
-                             "passes": agrees <= limit and contradicts <= limit})
+                rows.append(
+                    {
+                        "recipe": recipe.name,
+                        "scale": scale,
+                        "claim": claim.id,
+                        "compare": claim.compare,
+                        "quantifier": claim.quantifier or "one cell",
+                        "cells": len(form.cells) * form.per_cell,
+                        "n": n + (" ..." if len(form.cells) > 3 else ""),
+                        "draws": used,
+                        "false_agrees": agrees,
+                        "false_contradicts": contradicts,
+                        "bound": limit,
+                        "passes": agrees <= limit and contradicts <= limit,
+                    }
+                )
     return pd.DataFrame(rows, columns=SIMULATION_COLUMNS)
 
 
 def markdown(table: pd.DataFrame) -> str:
     """The simulation table as ``analyses/README.md`` shows it."""
-    lines = ["| recipe | scale | claim | kind | quantifier | cells | runs per group | false agrees | false contradicts | draws |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| recipe | scale | claim | kind | quantifier | cells | runs per group | false agrees | false contradicts | "
+        "draws |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for row in table.itertuples():
-        lines.append(f"| {row.recipe} | {row.scale} | {row.claim} | {row.compare} | {row.quantifier} | {row.cells} | {row.n} | "
-                     f"{row.false_agrees:.3f} | {row.false_contradicts:.3f} | {row.draws} |")
+        lines.append(
+            f"| {row.recipe} | {row.scale} | {row.claim} | {row.compare} | {row.quantifier} | {row.cells} | {row.n} | "
+            f"{row.false_agrees:.3f} | {row.false_contradicts:.3f} | {row.draws} |"
+        )
     return "\n".join(lines) + "\n"

@@ -63,7 +63,8 @@ def verify_store(store_path: str | Path, repair: bool = False) -> pd.DataFrame:
         (``finetune``, ``tsp``, or None when the manifest cannot tell), ``status`` (``ok``;
         ``damaged``; ``moved`` once repaired; ``busy`` if another process is training it: not
         checked; ``stale``: intact, but its manifest says ``running`` and no process holds its lock;
-        ``unreadable``: this process may not read it, not checked), ``files`` (checkpoint files hashed), ``problem`` (every problem found, ``; ``
+        ``unreadable``: this process may not read it, not checked), ``files`` (checkpoint files hashed), ``problem``
+        (every problem found, ``; ``
         separated), ``advice`` (what to do) and ``moved_to``.
 
     Raises
@@ -83,8 +84,11 @@ def verify_store(store_path: str | Path, repair: bool = False) -> pd.DataFrame:
             with run_lock(run_dir):
                 row.update(_check(run_dir))
                 if repair and row["status"] == DAMAGED:
-                    row.update(status=MOVED, moved_to=str(_move_aside(root, run_dir)),
-                               advice="moved aside; the next sweep (or `robustkit train`) trains it again")
+                    row.update(
+                        status=MOVED,
+                        moved_to=str(_move_aside(root, run_dir)),
+                        advice="moved aside; the next sweep (or `robustkit train`) trains it again",
+                    )
         except RunLockedError:
             row.update(status=BUSY, advice="being trained by another process: verify it once that is done")
         rows.append(row)
@@ -136,19 +140,30 @@ def _check(run_dir: Path) -> dict:
     problems = verified_run_problems(run_dir, manifest)
     files = sum(len(entry["files"]) for entry in manifest.get("checkpoints", {}).values())
     if not problems and manifest.get("status") == RUNNING:  # checked under its lock: nobody trains it
-        return {"status": STALE, "kind": manifest["kind"], "files": files,
-                "problem": "its manifest says running, but no process is training it (interrupted)",
-                "advice": "the next sweep, or `robustkit train` with its settings, resumes it from its last checkpoint"}
+        return {
+            "status": STALE,
+            "kind": manifest["kind"],
+            "files": files,
+            "problem": "its manifest says running, but no process is training it (interrupted)",
+            "advice": "the next sweep, or `robustkit train` with its settings, resumes it from its last checkpoint",
+        }
     if not problems:
         return {"status": OK, "kind": manifest["kind"], "files": files}
-    return {"status": DAMAGED, "kind": manifest["kind"], "files": files, "problem": "; ".join(problems),
-            "advice": _advice(run_dir, False, manifest["kind"])}
+    return {
+        "status": DAMAGED,
+        "kind": manifest["kind"],
+        "files": files,
+        "problem": "; ".join(problems),
+        "advice": _advice(run_dir, False, manifest["kind"]),
+    }
 
 
 def _advice(run_dir: Path, missing_manifest: bool, kind: str | None = None) -> str:
     root = run_dir.parent
-    text = (f"`robustkit verify {root} --repair` moves it to {root / DAMAGED_DIR}/; the next sweep "
-            "trains it again from the start (same settings, same bytes)")
+    text = (
+        f"`robustkit verify {root} --repair` moves it to {root / DAMAGED_DIR}/; the next sweep "
+        "trains it again from the start (same settings, same bytes)"
+    )
     if missing_manifest:
         text = f"put its {MANIFEST} back if you have a copy; else " + text
     if kind == "tsp":
@@ -173,6 +188,9 @@ def _move_aside(root: Path, run_dir: Path) -> Path:
 def summary(table: pd.DataFrame) -> str:
     """One line: how many runs are ok, damaged, unreadable, stale, moved aside, busy."""
     counts = table["status"].value_counts()
-    parts = [f"{counts.get(status, 0)} {status}" for status in (OK, DAMAGED, UNREADABLE, STALE, MOVED, BUSY)
-             if counts.get(status, 0)]
+    parts = [
+        f"{counts.get(status, 0)} {status}"
+        for status in (OK, DAMAGED, UNREADABLE, STALE, MOVED, BUSY)
+        if counts.get(status, 0)
+    ]
     return f"{len(table)} runs: " + (", ".join(parts) if parts else "none")

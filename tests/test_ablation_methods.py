@@ -20,8 +20,15 @@ def tiny_bert(hidden: int = 64):
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
     torch.manual_seed(0)
-    config = AutoConfig.for_model("bert", vocab_size=50, hidden_size=hidden, num_hidden_layers=N_LAYERS, num_attention_heads=2,
-                                  intermediate_size=37, max_position_embeddings=32)
+    config = AutoConfig.for_model(
+        "bert",
+        vocab_size=50,
+        hidden_size=hidden,
+        num_hidden_layers=N_LAYERS,
+        num_attention_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=32,
+    )
     return AutoModelForSequenceClassification.from_config(config)
 
 
@@ -73,7 +80,9 @@ def test_removing_every_layer_is_the_base_model(method):
 
     fast = ablation.fast_spans(model, data, "rte")
     naive = ablation.naive_spans(model, data, "rte")
-    torch.testing.assert_close(torch.tensor(fast["value"].to_numpy()), torch.tensor(naive["value"].to_numpy()), rtol=0, atol=1e-5)
+    torch.testing.assert_close(
+        torch.tensor(fast["value"].to_numpy()), torch.tensor(naive["value"].to_numpy()), rtol=0, atol=1e-5
+    )
     corner = fast[(fast["first"] == 0) & (fast["last"] == N_LAYERS - 1)].set_index("metric")["value"].to_dict()
     get_method(method).deactivate(model)
     reference = evaluate(model, data, "rte")
@@ -125,8 +134,13 @@ def test_gradient_norm_groups_put_lora_under_its_layer():
 def test_store_runs_are_kept_by_their_method_and_adapterhub_config():
     import pandas as pd
 
-    runs = pd.DataFrame({"run_id": ["a", "b", "c", "d", "e"], "method": ["lora", "prompt", "adapterhub", "adapterhub", "full"],
-                         "adapterhub.config": [None, None, "lora[r=4]", "prompt_tuning|lora", None]})
+    runs = pd.DataFrame(
+        {
+            "run_id": ["a", "b", "c", "d", "e"],
+            "method": ["lora", "prompt", "adapterhub", "adapterhub", "full"],
+            "adapterhub.config": [None, None, "lora[r=4]", "prompt_tuning|lora", None],
+        }
+    )
     with pytest.warns(UserWarning, match=r"b \(prompt\), d \(adapterhub\), e \(full\)"):
         kept = ablation._adapter_runs(runs)
     assert list(kept["run_id"]) == ["a", "c"]

@@ -63,7 +63,9 @@ class Fake:
         if len(Fake.calls) == Fake.fail_at:
             raise KeyboardInterrupt
         fooled = example.index % 2 == 0
-        return attacks.AttackResult(example.sentence, "x" if fooled else None, fooled, example.target, 1, int(fooled), 3, 0.0)
+        return attacks.AttackResult(
+            example.sentence, "x" if fooled else None, fooled, example.target, 1, int(fooled), 3, 0.0
+        )
 
 
 @pytest.fixture
@@ -109,8 +111,18 @@ def test_the_victims_device_is_recorded_not_keyed(attack_store, fake):
 
     def run(device, seed=8):
         with collect_provenance() as provenance:
-            attack.run_attackers(attack_store, ["method=full"], attackers=["fake"], n=N, seed=seed, query_budget=None,
-                                 checkpoint="best", attack_options=[], device=device, progress=False)
+            attack.run_attackers(
+                attack_store,
+                ["method=full"],
+                attackers=["fake"],
+                n=N,
+                seed=seed,
+                query_budget=None,
+                checkpoint="best",
+                attack_options=[],
+                device=device,
+                progress=False,
+            )
         return provenance
 
     first = run("cpu")
@@ -168,14 +180,27 @@ def test_pwws_caches_named_before_the_attacker_are_kept(attack_store, monkeypatc
 
 
 def test_summary_conventions_by_hand():
-    rows = pd.DataFrame({
-        "run_id": "r", "model": "m", "task": "rt", "method": "full", "seed": 0, "tsp_step": 0, "lr": 1e-4,
-        "train_size": 1000, "adapter_size": None, "attacker": "pwws",
-        "label":      [1, 1, 0, 0],
-        "prediction": [1, 1, 0, 1],   # the last one is misclassified
-        "success":    [True, False, True, True],
-        "queries": [10, 20, 30, 40], "modified_words": [1, 0, 2, 1], "words": [10, 10, 10, 10], "seconds": 1.0,
-    })
+    rows = pd.DataFrame(
+        {
+            "run_id": "r",
+            "model": "m",
+            "task": "rt",
+            "method": "full",
+            "seed": 0,
+            "tsp_step": 0,
+            "lr": 1e-4,
+            "train_size": 1000,
+            "adapter_size": None,
+            "attacker": "pwws",
+            "label": [1, 1, 0, 0],
+            "prediction": [1, 1, 0, 1],  # the last one is misclassified
+            "success": [True, False, True, True],
+            "queries": [10, 20, 30, 40],
+            "modified_words": [1, 0, 2, 1],
+            "words": [10, 10, 10, 10],
+            "seconds": 1.0,
+        }
+    )
     summary = attack.summarize(rows).set_index("convention")
     assert summary.loc["openattack", "success_rate"] == 0.75 and summary.loc["openattack", "attacked"] == 4
     assert summary.loc["gold", "success_rate"] == pytest.approx(2 / 3) and summary.loc["gold", "attacked"] == 3
@@ -200,10 +225,16 @@ def test_bad_attacker_and_engine_are_refused(attack_store):
 
 
 def _summary(attacker: str = "pwws", rates=(0.3, 0.35, 0.32, 0.3, 0.6, 0.5, 0.7, 0.65), outcome=None) -> pd.DataFrame:
-    frame = pd.DataFrame({
-        "method": ["houlsby"] * 4 + ["full"] * 4, "tsp_step": [0, 0, 200, 200] * 2, "convention": "openattack",
-        "success_rate": list(rates), "attacked": 200, "attacker": attacker,
-    })
+    frame = pd.DataFrame(
+        {
+            "method": ["houlsby"] * 4 + ["full"] * 4,
+            "tsp_step": [0, 0, 200, 200] * 2,
+            "convention": "openattack",
+            "success_rate": list(rates),
+            "attacked": 200,
+            "attacker": attacker,
+        }
+    )
     return frame if outcome is None else frame.assign(outcome=outcome)
 
 
@@ -231,10 +262,16 @@ def test_figure_renders(tmp_path):
 def test_a_collapsed_victim_is_no_robustness(tmp_path):
     """A victim stuck at the majority class cannot be flipped: it is drawn as a cross and kept out
     of the mean line (the demo's Han fig 5 once read such a run as robustness)."""
-    summary = pd.DataFrame({
-        "method": ["houlsby"] * 4, "tsp_step": [0, 0, 200, 200], "convention": "openattack",
-        "success_rate": [0.6, 0.7, 0.65, 0.05], "attacked": 50, "outcome": ["ok", "ok", "ok", "collapsed"],
-    })
+    summary = pd.DataFrame(
+        {
+            "method": ["houlsby"] * 4,
+            "tsp_step": [0, 0, 200, 200],
+            "convention": "openattack",
+            "success_rate": [0.6, 0.7, 0.65, 0.05],
+            "attacked": 50,
+            "outcome": ["ok", "ok", "ok", "collapsed"],
+        }
+    )
     fig = _vs_tsp(summary)
     line = fig.axes[0].get_lines()[0]
     assert list(line.get_ydata()) == pytest.approx([65.0, 65.0])  # TSP 200: the one ok run
@@ -247,20 +284,29 @@ def test_a_collapsed_victim_is_no_robustness(tmp_path):
 
 def test_attackers_side_by_side(tmp_path):
     outcome = ["ok"] * 3 + ["collapsed"] + ["ok"] * 4
-    summary = pd.concat([_summary("pwws", outcome=outcome),
-                         _summary("deepwordbug", rates=(0.5, 0.6, 0.55, 0.1, 0.9, 0.8, 0.9, 1.0), outcome=outcome)])
+    summary = pd.concat(
+        [
+            _summary("pwws", outcome=outcome),
+            _summary("deepwordbug", rates=(0.5, 0.6, 0.55, 0.1, 0.9, 0.8, 0.9, 1.0), outcome=outcome),
+        ]
+    )
     fig = _by_attacker(summary)
     pwws_ax, bug_ax = fig.axes[:2]
     assert pwws_ax.get_title().startswith("PWWS") and bug_ax.get_title().startswith("DeepWordBug")
     assert pwws_ax.get_shared_y_axes().joined(pwws_ax, bug_ax)
-    means = {ax.get_title().split()[0]: [list(l.get_ydata()) for l in ax.get_lines() if l.get_marker() == "o"]
-             for ax in (pwws_ax, bug_ax)}
+    means = {
+        ax.get_title().split()[0]: [list(l.get_ydata()) for l in ax.get_lines() if l.get_marker() == "o"]
+        for ax in (pwws_ax, bug_ax)
+    }
     # Lines per panel, methods in order (full, houlsby); the collapsed houlsby run left out.
     assert means["PWWS"] == [pytest.approx([55.0, 67.5]), pytest.approx([32.5, 32.0])]
     assert means["DeepWordBug"] == [pytest.approx([85.0, 95.0]), pytest.approx([55.0, 55.0])]
     assert all(len([l for l in ax.get_lines() if l.get_marker() == "x"]) == 1 for ax in (pwws_ax, bug_ax))
-    legend = [t.get_text() for t in fig.legends[0].get_texts()] if fig.legends else \
-        [t.get_text() for t in pwws_ax.get_legend().get_texts()]
+    legend = (
+        [t.get_text() for t in fig.legends[0].get_texts()]
+        if fig.legends
+        else [t.get_text() for t in pwws_ax.get_legend().get_texts()]
+    )
     assert "houlsby" in " ".join(legend).lower() and "n=1-2 runs per point" in " ".join(legend)
     texts = " ".join(t.get_text() for t in fig.texts)
     assert "collapsed 1/4" in texts and "±1 std" in texts
@@ -352,16 +398,29 @@ def test_attack_boxes_draw_each_methods_success_rates_as_scores(monkeypatch):
     from robustkit.plots.attack import attack_boxes
     from robustkit.plots.style import figure_texts
 
-    rows = [dict(run_id=f"{m}-{s}", task="rt", method=m, seed=s, convention=c, success_rate=r + (0.5 if c == "gold" else 0),
-                 outcome="collapsed" if (m, s) == ("lora", 2) else "ok")
-            for m, rates in (("full", [0.9, 0.8, 0.85]), ("lora", [0.6, 0.7, 0.0])) for s, r in enumerate(rates)
-            for c in ("openattack", "gold")]
+    rows = [
+        dict(
+            run_id=f"{m}-{s}",
+            task="rt",
+            method=m,
+            seed=s,
+            convention=c,
+            success_rate=r + (0.5 if c == "gold" else 0),
+            outcome="collapsed" if (m, s) == ("lora", 2) else "ok",
+        )
+        for m, rates in (("full", [0.9, 0.8, 0.85]), ("lora", [0.6, 0.7, 0.0]))
+        for s, r in enumerate(rates)
+        for c in ("openattack", "gold")
+    ]
     monkeypatch.setattr(analysis, "success_view", lambda *args, **kwargs: pd.DataFrame(rows).assign(attacker="pwws"))
     frame = analysis.success_scores_view(pd.DataFrame(), "unused", checkpoint="best", convention="openattack")
     assert len(frame) == 6 and set(frame["metric"]) == {"pwws success"}
     assert frame.set_index("run_id")["value"].to_dict()["lora-1"] == 0.7  # the openattack convention's rate
-    texts = " ".join(figure_texts(attack_boxes(**analysis.attack_boxes(pd.DataFrame(), "unused", checkpoint="best",
-                                                                          convention="openattack"))))
+    texts = " ".join(
+        figure_texts(
+            attack_boxes(**analysis.attack_boxes(pd.DataFrame(), "unused", checkpoint="best", convention="openattack"))
+        )
+    )
     assert "PWWS attack success per method" in texts and "collapsed 1/3" in texts
 
 

@@ -21,7 +21,9 @@ def test_parse_and_select(tmp_path):
     _run(tmp_path, "b", task="rt", method="full", seed=1)
     assert parse_filters(["method=houlsby,full", "seed=1"]) == {"method": ["houlsby", "full"], "seed": ["1"]}
     # an AdapterHub config string keeps its commas
-    assert parse_filters(["method=adapterhub:lora[r=4,alpha=8],full"]) == {"method": ["adapterhub:lora[r=4,alpha=8]", "full"]}
+    assert parse_filters(["method=adapterhub:lora[r=4,alpha=8],full"]) == {
+        "method": ["adapterhub:lora[r=4,alpha=8]", "full"]
+    }
     assert list(select_runs(tmp_path, ["seed=1"]).run_id) == ["b"]
     with pytest.raises(RobustkitError, match="'colour'"):
         select_runs(tmp_path, ["colour=red"])

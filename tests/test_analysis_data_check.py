@@ -8,8 +8,8 @@ import dataclasses
 import json
 
 import pytest
-
 from conftest import TINY_RTE, write_rte
+
 from robustkit.analysis import registry
 from robustkit.errors import DataChangedError
 from robustkit.store.manifest import read_manifest
@@ -44,8 +44,10 @@ def test_data_edited_after_training_is_refused_by_name(own_data_run):
     dev = tmp_path / "glue" / "RTE" / "dev.tsv"
     lines = dev.read_text().splitlines()
     head, *rows = lines
-    flipped = [row.rsplit("\t", 1)[0] + "\t" + ("entailment" if row.endswith("not_entailment") else "not_entailment")
-               for row in rows]
+    flipped = [
+        row.rsplit("\t", 1)[0] + "\t" + ("entailment" if row.endswith("not_entailment") else "not_entailment")
+        for row in rows
+    ]
     dev.write_text("\n".join([head, *flipped]) + "\n")
     with pytest.raises(DataChangedError) as refused:
         registry.get("landscape").run(tmp_path / "runs", progress=False, **LANDSCAPE)

@@ -85,7 +85,7 @@ def duplicated_defaults(files: list[Path], declared: dict[str, set]) -> list[str
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 args = node.args
                 positional = args.posonlyargs + args.args
-                pairs += list(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults))
+                pairs += list(zip([a.arg for a in positional[len(positional) - len(args.defaults) :]], args.defaults))
                 pairs += [(a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
             elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "add_argument" and node.args:
                 flag = value(node.args[0])
@@ -96,7 +96,12 @@ def duplicated_defaults(files: list[Path], declared: dict[str, set]) -> list[str
                 pairs.append((value(node.args[0]), node.args[1]))
             for name, default in pairs:
                 found = value(default)
-                if name in declared and isinstance(found, (int, float, str)) and not isinstance(found, bool) and found in declared[name]:
+                if (
+                    name in declared
+                    and isinstance(found, (int, float, str))
+                    and not isinstance(found, bool)
+                    and found in declared[name]
+                ):
                     places.append(f"{path.name}:{default.lineno} {name}={found!r}")
     return places
 
@@ -111,8 +116,12 @@ def repeated_in_signatures() -> list[str]:
         signature = inspect.signature(load(path)).parameters
         for param in params:
             given = signature.get(param.name)
-            if given is not None and given.default is not inspect.Parameter.empty and given.default == param.default \
-                    and param.default is not None:
+            if (
+                given is not None
+                and given.default is not inspect.Parameter.empty
+                and given.default == param.default
+                and param.default is not None
+            ):
                 places.append(f"{path} {param.name}={param.default!r}")
 
     for analysis in ANALYSES.values():
@@ -133,8 +142,10 @@ def test_every_default_of_an_analysis_parameter_appears_once():
     declared = _declared_defaults()
     assert declared["tokens"] == {5000} and "-2:2:20" in declared["alphas"]
     assert repeated_in_signatures() == []
-    paths = [LIBRARY / name for name in ("cli.py", "cli_analyze.py", "claim.py", "reproduce.py", "recipes.py",
-                                         "analysis/statistics.py")]
+    paths = [
+        LIBRARY / name
+        for name in ("cli.py", "cli_analyze.py", "claim.py", "reproduce.py", "recipes.py", "analysis/statistics.py")
+    ]
     assert duplicated_defaults(paths, declared) == []
 
 
@@ -143,7 +154,8 @@ def test_the_scan_finds_a_repeated_default(tmp_path):
     (tmp_path / "bad.py").write_text(
         "def run(store, select=None, tokens=5000, seed=0):\n    pass\n"
         "parser.add_argument('--alphas', default='-2:2:20')\n"
-        "X = Param('examples', 512, 'again')\n")
+        "X = Param('examples', 512, 'again')\n"
+    )
     declared = {"tokens": {5000}, "alphas": {"-2:2:20"}, "examples": {512, 256}}
     places = duplicated_defaults([tmp_path / "bad.py"], declared)
     assert places == ["bad.py:1 tokens=5000", "bad.py:3 alphas='-2:2:20'", "bad.py:4 examples=512"]
@@ -156,7 +168,9 @@ def test_analyze_verbs_are_generated_from_the_registry():
     analyze = parser._subparsers._group_actions[0].choices["analyze"]
     verbs = analyze._subparsers._group_actions[0].choices
     assert set(verbs) == set(ANALYSES)
-    args = parser.parse_args(["analyze", "landscape", "runs", "--alphas=-1:1:5", "--splits", "train,validation", "--device", "cpu"])
+    args = parser.parse_args(
+        ["analyze", "landscape", "runs", "--alphas=-1:1:5", "--splits", "train,validation", "--device", "cpu"]
+    )
     # parsed as the parameters declare them (a list parameter's comma list is a list)
     assert (args.alphas, args.splits, args.device) == ("-1:1:5", ["train", "validation"], "cpu")
     defaults = parser.parse_args(["analyze", "rsa", "runs"])
@@ -167,7 +181,9 @@ def test_analyze_verbs_are_generated_from_the_registry():
 
 def test_unknown_parameters_are_errors_everywhere(tiny_store):
     rsa = registry.get("rsa")
-    with pytest.raises(AnalysisError, match=r"analysis 'rsa' has no parameter\(s\) \['tokenz'\]; it has: checkpoint, seed, tokens"):
+    with pytest.raises(
+        AnalysisError, match=r"analysis 'rsa' has no parameter\(s\) \['tokenz'\]; it has: checkpoint, seed, tokens"
+    ):
         rsa.run(tiny_store, tokenz=5)
     with pytest.raises(AnalysisError, match="unknown analysis 'rsb'; known analyses: scores"):
         registry.get("rsb")
@@ -195,21 +211,53 @@ def test_a_claim_and_its_figure_share_one_cache_entry(tiny_store, monkeypatch):
     computed = len(calls)
     assert computed == 2 and len(cache) >= 2  # houlsby and full
 
-    claim = claims.Claim.from_table({"id": "flat", "says": "flatter", "statistic": "landscape.curvature",
-                                     "params": {"split": "validation"}, "compare": "location", "a": "houlsby",
-                                     "b": "full", "direction": "less"}, "test")
-    recipe = Recipe("toy/landscape", "t", "landscape", "t.pdf", {"demo": {"base": {}, "grids": [{}], "params": {}}},
-                    params=params, claims=(claim,))
+    claim = claims.Claim.from_table(
+        {
+            "id": "flat",
+            "says": "flatter",
+            "statistic": "landscape.curvature",
+            "params": {"split": "validation"},
+            "compare": "location",
+            "a": "houlsby",
+            "b": "full",
+            "direction": "less",
+        },
+        "test",
+    )
+    recipe = Recipe(
+        "toy/landscape",
+        "t",
+        "landscape",
+        "t.pdf",
+        {"demo": {"base": {}, "grids": [{}], "params": {}}},
+        params=params,
+        claims=(claim,),
+    )
     analysis, values, own = claims.parameters(claim, recipe.figure, recipe.figure_params("demo"))
-    assert values == figures.get("landscape").analysis_values(figures.get("landscape").resolve(**params)) and own == {"split": "validation"}
+    assert values == figures.get("landscape").analysis_values(figures.get("landscape").resolve(**params)) and own == {
+        "split": "validation"
+    }
     run_ids = sorted(p.name for p in tiny_store.iterdir() if not p.name.startswith("."))
     observations = claims.observations(claim, recipe.figure, recipe.figure_params("demo"), tiny_store, run_ids)
     assert len(observations) == 2 and len(calls) == computed  # nothing computed again
     assert sorted((tiny_store / ".cache" / "landscape").iterdir()) == cache  # no second cache entry
 
     # a claim that sets its figure's analysis parameters is refused: it would judge another frame
-    other = claims.Claim.from_table({**{"id": "flat", "says": "flatter", "statistic": "landscape.curvature", "compare": "location",
-                                        "a": "houlsby", "b": "full", "direction": "less"}, "params": {"alphas": "-2:2:20"}}, "test")
+    other = claims.Claim.from_table(
+        {
+            **{
+                "id": "flat",
+                "says": "flatter",
+                "statistic": "landscape.curvature",
+                "compare": "location",
+                "a": "houlsby",
+                "b": "full",
+                "direction": "less",
+            },
+            "params": {"alphas": "-2:2:20"},
+        },
+        "test",
+    )
     with pytest.raises(claims.ClaimError, match=r"sets \['alphas'\], parameters of its figure's analysis 'landscape'"):
         claims.parameters(other, "landscape", params)
 

@@ -71,21 +71,40 @@ def fake(tmp_path, monkeypatch) -> list[str]:
     sdist = _write_sdist(tmp_path / "fakedata-1.0.tar.gz")
     registry = {
         "fake-model": Asset(
-            name="fake-model", kind="model", package="fakepkg", version="1.0", dist="wheel",
-            member="fakepkg/model/", description="a model", license="test",
+            name="fake-model",
+            kind="model",
+            package="fakepkg",
+            version="1.0",
+            dist="wheel",
+            member="fakepkg/model/",
+            description="a model",
+            license="test",
             files={flat: _sha(WHEEL_FILES[f"fakepkg/model/{flat}"]) for flat in ("config.json", "weights.bin")},
             archive_sha256=_sha(wheel.read_bytes()),
         ),
         "fake-data": Asset(
-            name="fake-data", kind="data", package="fakedata", version="1.0", dist="sdist",
-            member="fakedata-1.0/corpora/pos&neg.csv", description="some data", license="test",
+            name="fake-data",
+            kind="data",
+            package="fakedata",
+            version="1.0",
+            dist="sdist",
+            member="fakedata-1.0/corpora/pos&neg.csv",
+            description="some data",
+            license="test",
             files={"pos&neg.csv": _sha(SDIST_FILES["fakedata-1.0/corpora/pos&neg.csv"])},
             archive_sha256=_sha(sdist.read_bytes()),
         ),
         "fake-nltk": Asset(
-            name="fake-nltk", kind="nltk", package="fakepkg", version="1.0", dist="wheel",
-            member="fakepkg/wordnet/", nltk_path="corpora/fakewn", crlf_to_lf=True,
-            description="an NLTK corpus", license="test",
+            name="fake-nltk",
+            kind="nltk",
+            package="fakepkg",
+            version="1.0",
+            dist="wheel",
+            member="fakepkg/wordnet/",
+            nltk_path="corpora/fakewn",
+            crlf_to_lf=True,
+            description="an NLTK corpus",
+            license="test",
             files={"data.noun": _sha(NOUN_LF), "lexnames": _sha(b"00\tadj.all\t3\n")},
             archive_sha256=_sha(wheel.read_bytes()),
         ),
@@ -134,8 +153,15 @@ def test_fetch_all_checks_every_name_before_fetching(fake):
 
 
 def test_registry_entries_are_validated():
-    common = {"name": "x", "package": "p", "version": "1", "dist": "wheel", "description": "",
-              "archive_sha256": "0", "license": ""}
+    common = {
+        "name": "x",
+        "package": "p",
+        "version": "1",
+        "dist": "wheel",
+        "description": "",
+        "archive_sha256": "0",
+        "license": "",
+    }
     with pytest.raises(AssetError, match="kind is 'weights'"):
         Asset(**common, kind="weights", member="p/m/", files={"a": "0"})
     with pytest.raises(AssetError, match="single-file member"):
@@ -333,9 +359,11 @@ def test_list_assets_columns_and_cached_flag(fake):
 def test_cli_fetch_prints_one_line_per_asset(fake, capsys):
     cli_assets.cli_fetch(None)
     lines = capsys.readouterr().out.splitlines()
-    assert lines == [f"fake-model\t{assets.asset_dir('fake-model')}",
-                     f"fake-data\t{assets.asset_dir('fake-data') / 'pos&neg.csv'}",
-                     f"fake-nltk\t{assets.asset_dir('fake-nltk')}"]
+    assert lines == [
+        f"fake-model\t{assets.asset_dir('fake-model')}",
+        f"fake-data\t{assets.asset_dir('fake-data') / 'pos&neg.csv'}",
+        f"fake-nltk\t{assets.asset_dir('fake-nltk')}",
+    ]
 
 
 def test_cli_fetch_checks_every_name_first_and_cli_list_prints_the_table(fake, capsys):

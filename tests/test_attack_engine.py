@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 import torch
 
-from robustkit.attacks.offline import DOWNLOAD_COMMAND, AttackDataError, configure_openattack, data_identity
 from robustkit.attacks import pwws
 from robustkit.attacks.base import Example
+from robustkit.attacks.offline import DOWNLOAD_COMMAND, AttackDataError, configure_openattack, data_identity
 from robustkit.attacks.pwws import PWWS, Screen, attack_fast, attack_openattack, pwws_attacker
 from robustkit.attacks.victim import Victim, as_openattack
-from robustkit.run_model import build_classifier
 from robustkit.models import load_tokenizer
+from robustkit.run_model import build_classifier
 from robustkit.spec import RunSpec
 from robustkit.tasks import load_splits
 
@@ -227,7 +227,11 @@ def test_pwws_calibrates_its_twin_once_per_victim(victims, sentences):
     attack.attack(victim, Example(sentences[1], int(victim.get_pred(sentences[1:2])[0])))
     assert list(attack._screens.values()) == [screen]
     assert screen.victim.onednn
-    assert PWWS("fast", lazy=False, certify=False, onednn=False).params == attack.params == {"engine": "fast", "nltk_data": data_identity()}
+    assert (
+        PWWS("fast", lazy=False, certify=False, onednn=False).params
+        == attack.params
+        == {"engine": "fast", "nltk_data": data_identity()}
+    )
     blas = PWWS("fast", onednn=False)
     blas.attack(victim, Example(sentences[0], int(victim.get_pred(sentences[:1])[0])))
     assert not next(iter(blas._screens.values())).victim.onednn
@@ -283,7 +287,8 @@ def _readme_route(method: str):
 
     model, _, _ = build_classifier(RunSpec(model="bert-tiny", task="rt", method=method), num_labels=2)
     classifier = OpenAttack.classifiers.TransformersClassifier(
-        model.eval(), load_tokenizer("bert-tiny"), model.get_input_embeddings(), max_length=64)
+        model.eval(), load_tokenizer("bert-tiny"), model.get_input_embeddings(), max_length=64
+    )
     return model, classifier, OpenAttack.AttackEval(pwws_attacker(), classifier)
 
 

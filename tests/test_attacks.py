@@ -15,9 +15,9 @@ from robustkit.attacks.deepwordbug import DeepWordBug, deepwordbug_attacker
 from robustkit.attacks.offline import configure_openattack, data_identity
 from robustkit.attacks.pwws import PWWS, attack_openattack
 from robustkit.attacks.victim import Victim, as_openattack
-from robustkit.run_model import build_classifier
 from robustkit.errors import RobustkitError
 from robustkit.models import load_tokenizer
+from robustkit.run_model import build_classifier
 from robustkit.spec import RunSpec
 from robustkit.tasks import load_splits
 
@@ -50,13 +50,22 @@ def _outcome(result) -> tuple:
 
 def test_registry_builds_each_attack_with_the_options_it_takes():
     pwws = attacks.create("pwws", engine="openattack", seed=3)
-    assert isinstance(pwws, PWWS) and pwws.name == "pwws" and pwws.params == {"engine": "openattack", "nltk_data": data_identity()}
+    assert (
+        isinstance(pwws, PWWS)
+        and pwws.name == "pwws"
+        and pwws.params == {"engine": "openattack", "nltk_data": data_identity()}
+    )
     bug = attacks.create("deepwordbug", seed=3)
     assert isinstance(bug, DeepWordBug) and bug.params == {"seed": 3, "power": 5, "nltk_data": data_identity()}
     # engine is PWWS's only: given to another attacker it is an error, never dropped
-    with pytest.raises(RobustkitError, match=r"attacker 'deepwordbug' takes no option\(s\) \['engine'\]; it takes: power, prefetch"):
+    with pytest.raises(
+        RobustkitError, match=r"attacker 'deepwordbug' takes no option\(s\) \['engine'\]; it takes: power, prefetch"
+    ):
         attacks.create("deepwordbug", engine="openattack", seed=3)
-    assert attacks.options_of("pwws") >= {"engine"} and attacks.parse_options(["engine=openattack", "power=3"]) == {"engine": "openattack", "power": 3}
+    assert attacks.options_of("pwws") >= {"engine"} and attacks.parse_options(["engine=openattack", "power=3"]) == {
+        "engine": "openattack",
+        "power": 3,
+    }
     with pytest.raises(RobustkitError, match="unknown attacker 'nope'; known: pwws, deepwordbug"):
         attacks.create("nope")
     with pytest.raises(RobustkitError, match="unknown attack engine 'slow'"):

@@ -4,19 +4,28 @@ examples, draws its figure with every claim judged (none fails to compute)."""
 
 from __future__ import annotations
 
-
 import pytest
 
 from robustkit.claim import NO_DATA, verdicts
 from robustkit.plots.style import figure_texts
 from robustkit.recipes import RECIPE_DIR, load_defaults, load_recipe
-from robustkit.store.manifest import read_spec
 from robustkit.store.folders import run_dirs
+from robustkit.store.manifest import read_spec
 
-RECIPES = ["beyond/intruders", "beyond/forgetting", "beyond/flat-lora", "beyond/curve-connectivity", "beyond/stability-length"]
+RECIPES = [
+    "beyond/intruders",
+    "beyond/forgetting",
+    "beyond/flat-lora",
+    "beyond/curve-connectivity",
+    "beyond/stability-length",
+]
 # the shipped sizes, cut to what 24 training examples and a 2-layer model can give and a test can wait for
-SMALLER = {"examples = 512": "examples = 12", "texts = 1000": "texts = 60", "examples = 32": "examples = 8",
-           "max_iterations = 20, samples = 20": "max_iterations = 5, samples = 3"}
+SMALLER = {
+    "examples = 512": "examples = 12",
+    "texts = 1000": "texts = 60",
+    "examples = 32": "examples = 8",
+    "max_iterations = 20, samples = 20": "max_iterations = 5, samples = 3",
+}
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +39,10 @@ def tiny_recipes(lora_store, tmp_path_factory):
         (folder / f"{name}.toml").write_text(text)
     data_dir = read_spec(run_dirs(lora_store)[0]).data_dir
     (folder / "defaults.toml").write_text(
-        '[demo.base]\nmodel = "bert-tiny"\ntask = "rte"\nepochs = 2\nbatch_size = 8\nmax_length = 32\nadapter_size = 16\n'
-        f'eval_every = 2\ndata_dir = "{data_dir}"\n')
+        '[demo.base]\nmodel = "bert-tiny"\ntask = "rte"\nepochs = 2\nbatch_size = 8\nmax_length = 32\nadapter_size = '
+        "16\n"
+        f'eval_every = 2\ndata_dir = "{data_dir}"\n'
+    )
     return folder
 
 

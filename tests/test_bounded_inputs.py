@@ -11,10 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from cli_outcome import run_cli
 
-GRID = '[base]\nmodel = "bert-tiny"\ntask = "rt"\nepochs = 1\nbatch_size = 8\nmax_length = 32\ntrain_size = 16\n[grid]\nmethod = ["full"]\n'
+GRID = (
+    '[base]\nmodel = "bert-tiny"\ntask = "rt"\nepochs = 1\nbatch_size = 8\nmax_length = 32\ntrain_size = '
+    '16\n[grid]\nmethod = ["full"]\n'
+)
 TRAIN = ["train", "--model", "bert-tiny", "--task", "rt", "--method", "full", "--train-size", "16"]
 
 
@@ -24,13 +26,16 @@ def _run(argv: list[str], capsys) -> tuple[int, list[str]]:
     return code, err.strip("\n").splitlines()
 
 
-@pytest.mark.parametrize("argv, said", [
-    (["--seed", ""], "empty item"),
-    (["--seed", "0,,1"], "empty item"),
-    (["--tsp-steps", "0,"], "empty item"),
-    (["--method", "adapterhub:lora[r=-1]"], "r=-1 must be positive"),
-    (["--method", "adapterhub:seq_bn[reduction_factor=0]"], "reduction_factor=0 must be positive"),
-])
+@pytest.mark.parametrize(
+    "argv, said",
+    [
+        (["--seed", ""], "empty item"),
+        (["--seed", "0,,1"], "empty item"),
+        (["--tsp-steps", "0,"], "empty item"),
+        (["--method", "adapterhub:lora[r=-1]"], "r=-1 must be positive"),
+        (["--method", "adapterhub:seq_bn[reduction_factor=0]"], "reduction_factor=0 must be positive"),
+    ],
+)
 def test_lenient_run_values_are_refused(argv, said, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, lines = _run([*TRAIN, "--store", str(tmp_path / "runs"), *argv], capsys)
@@ -74,8 +79,13 @@ def test_a_grid_from_dev_zero_is_refused_not_read_forever(tmp_path):
     def bounded():
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-    done = subprocess.run([sys.executable, "-m", "robustkit", "sweep", "/dev/zero", "--store", str(tmp_path / "runs")],
-                          capture_output=True, text=True, timeout=120, preexec_fn=bounded)
+    done = subprocess.run(
+        [sys.executable, "-m", "robustkit", "sweep", "/dev/zero", "--store", str(tmp_path / "runs")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=bounded,
+    )
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and "not a grid file" in lines[0], done.stderr[-2000:]
 
@@ -93,12 +103,29 @@ def test_slurm_without_a_cluster_says_so_and_leaves_nothing(tmp_path, monkeypatc
     tools = tmp_path / "bin"  # a Slurm client whose controller cannot be found, as on a laptop
     tools.mkdir()
     for tool in ("scontrol", "sbatch", "squeue"):
-        (tools / tool).write_text(f"#!/bin/sh\necho '{tool}: error: fetch_config: DNS SRV lookup failed' >&2\n"
-                                  f"echo '{tool}: fatal: Could not establish a configuration source' >&2\nexit 1\n")
+        (tools / tool).write_text(
+            f"#!/bin/sh\necho '{tool}: error: fetch_config: DNS SRV lookup failed' >&2\n"
+            f"echo '{tool}: fatal: Could not establish a configuration source' >&2\nexit 1\n"
+        )
         (tools / tool).chmod(0o755)
     env = {**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
-    done = subprocess.run([sys.executable, "-m", "robustkit", "sweep", str(grid), "--store", str(tmp_path / "runs"),
-                           "--executor", "slurm"], capture_output=True, text=True, timeout=300, env=env)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "robustkit",
+            "sweep",
+            str(grid),
+            "--store",
+            str(tmp_path / "runs"),
+            "--executor",
+            "slurm",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     errors = [line for line in done.stderr.splitlines() if "error" in line or "fatal" in line]
     assert done.returncode != 0 and len(errors) == 1 and "no Slurm controller" in errors[0], done.stderr[-2000:]
     assert "Could not establish a configuration source" in errors[0]  # the client's own last word, kept
@@ -111,7 +138,24 @@ def test_an_unknown_base_model_is_one_line(tmp_path):
 
     load_classifier("bert-tiny", 2, seed=0).save_pretrained(tmp_path / "tuned")
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-m", "robustkit", "import", str(tmp_path / "tuned"), "--base", "bogus-xyz",
-                           "--task", "rt", "--store", str(tmp_path / "runs")], capture_output=True, text=True, timeout=300, env=env)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "robustkit",
+            "import",
+            str(tmp_path / "tuned"),
+            "--base",
+            "bogus-xyz",
+            "--task",
+            "rt",
+            "--store",
+            str(tmp_path / "runs"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and "bogus-xyz" in lines[0], done.stderr[-2000:]

@@ -63,7 +63,9 @@ def test_not_invariant_to_a_general_invertible_map():
 
 def test_layers_and_errors():
     pairs = [_data(30, 5, 5, seed=s) for s in range(3)]
-    values = cka_layers(torch.from_numpy(np.stack([p[0] for p in pairs])), torch.from_numpy(np.stack([p[1] for p in pairs])))
+    values = cka_layers(
+        torch.from_numpy(np.stack([p[0] for p in pairs])), torch.from_numpy(np.stack([p[1] for p in pairs]))
+    )
     assert values.shape == (3,)
     for layer, (x, y) in enumerate(pairs):
         assert values[layer].item() == pytest.approx(published_cka(x, y), rel=1e-10)

@@ -5,15 +5,23 @@ aggregated; bad claim tables are refused with the key named."""
 import numpy as np
 import pandas as pd
 import pytest
+from observation_frames import runs_frame
 
 from robustkit.analysis.pooling import PoolingError
 from robustkit.claim import Claim, ClaimError, judge, summary_line
-from observation_frames import runs_frame
 
 
 def _claim(**changes) -> Claim:
-    table = {"id": "c", "says": "adapters vary less (§2)", "statistic": "scores.score", "compare": "spread",
-             "a": "houlsby", "b": "full", "direction": "less", **changes}
+    table = {
+        "id": "c",
+        "says": "adapters vary less (§2)",
+        "statistic": "scores.score",
+        "compare": "spread",
+        "a": "houlsby",
+        "b": "full",
+        "direction": "less",
+        **changes,
+    }
     return Claim.from_table(table, "test")
 
 
@@ -38,7 +46,11 @@ def test_spread_is_tested_on_seed_pairs():
     assert _verdict(claim, _runs({"houlsby": WIDE, "full": NARROW})) == "contradicts"
     assert _verdict(claim, _runs({"houlsby": WIDE, "full": WIDE[::-1] + 0.01})) == "inconclusive"
     row = judge(claim, _runs({"houlsby": NARROW[:5], "full": WIDE[:5]})).iloc[0]  # 2 vs 2 pairs: 1/6 at best
-    assert row["verdict"] == "inconclusive" and row["reason_class"] == "too few runs" and "ranks seed pairs" in row["reason"]
+    assert (
+        row["verdict"] == "inconclusive"
+        and row["reason_class"] == "too few runs"
+        and "ranks seed pairs" in row["reason"]
+    )
     agrees = judge(claim, _runs({"houlsby": NARROW, "full": WIDE})).iloc[0]
     assert agrees["smallest_p"] == pytest.approx(1 / 252) and agrees["p_value"] < 0.05
     assert agrees["ci_low"] <= agrees["effect"] <= agrees["ci_high"] < 1  # the interval inverts the test: below 1
@@ -145,7 +157,9 @@ def test_each_cell_must_agree():
 
 def test_any_cell_is_holm_corrected_and_overall_averages_runs():
     claim = _claim(compare="location", direction="greater", within=["task"], quantifier="any")
-    some = pd.concat([_runs({"houlsby": HIGH, "full": LOW}, task="a"), _runs({"houlsby": LOW, "full": LOW[::-1]}, task="b")])
+    some = pd.concat(
+        [_runs({"houlsby": HIGH, "full": LOW}, task="a"), _runs({"houlsby": LOW, "full": LOW[::-1]}, task="b")]
+    )
     rows = judge(claim, some)
     assert rows.iloc[-1]["verdict"] == "agrees" and "Holm over 2 of 2 cells" in rows.iloc[0]["reason"]
     # overall: one test on each run's mean over its cells (layers of the same runs)
@@ -157,12 +171,25 @@ def test_any_cell_is_holm_corrected_and_overall_averages_runs():
 
 
 def test_cells_a_method_cannot_change_are_left_out_by_the_stated_rule():
-    claim = _claim(compare="location", direction="greater", within=["layer"], quantifier="each",
-                   exclude={"layer": [0]}, exclude_why="the embedding output, frozen")
-    frame = pd.concat([_runs({"houlsby": np.ones(8), "full": 1 - 2e-4 * np.arange(1, 9)}, layer=0),
-                       _runs({"houlsby": LOW, "full": LOW[::-1]}, layer=1)])
+    claim = _claim(
+        compare="location",
+        direction="greater",
+        within=["layer"],
+        quantifier="each",
+        exclude={"layer": [0]},
+        exclude_why="the embedding output, frozen",
+    )
+    frame = pd.concat(
+        [
+            _runs({"houlsby": np.ones(8), "full": 1 - 2e-4 * np.arange(1, 9)}, layer=0),
+            _runs({"houlsby": LOW, "full": LOW[::-1]}, layer=1),
+        ]
+    )
     rows = judge(claim, frame)
-    assert list(rows["cell"]) == ["layer=1"] and "layer=0 left out (the embedding output, frozen)" in rows.iloc[-1]["reason"]
+    assert (
+        list(rows["cell"]) == ["layer=1"]
+        and "layer=0 left out (the embedding output, frozen)" in rows.iloc[-1]["reason"]
+    )
     with pytest.raises(ClaimError, match="exclude needs exclude_why"):
         _claim(within=["layer"], quantifier="each", exclude={"layer": [0]})
 
@@ -174,8 +201,12 @@ def test_cell_intervals_are_at_the_level_their_test_was_judged():
     claim = _claim(compare="location", direction="greater", within=["layer"], quantifier="any")
     draws = np.random.default_rng(3)
     for _ in range(20):
-        frame = pd.concat([_runs({"houlsby": draws.normal(0.3, 1, 6), "full": draws.normal(0, 1, 6)}, layer=layer)
-                           for layer in range(4)])
+        frame = pd.concat(
+            [
+                _runs({"houlsby": draws.normal(0.3, 1, 6), "full": draws.normal(0, 1, 6)}, layer=layer)
+                for layer in range(4)
+            ]
+        )
         rows = judge(claim, frame).iloc[:-1]
         for _, row in rows.iterrows():
             assert (row["ci_low"] > 0) == (row["verdict"] == "agrees"), row["reason"]
@@ -206,8 +237,12 @@ def test_the_cell_guard_counts_the_runs_each_cell_tests():
 
 def test_collapsed_runs_are_left_out_of_a_spread_and_kept_as_data_for_its_check():
     frame = _runs({"houlsby": NARROW, "full": WIDE})
-    stuck = pd.DataFrame([{"run_id": f"stuck-{i}", "method": "houlsby", "seed": 20 + i, "value": 0.5, "outcome": "collapsed"}
-                          for i in range(2)])
+    stuck = pd.DataFrame(
+        [
+            {"run_id": f"stuck-{i}", "method": "houlsby", "seed": 20 + i, "value": 0.5, "outcome": "collapsed"}
+            for i in range(2)
+        ]
+    )
     rows = judge(_claim(), pd.concat([frame, stuck], ignore_index=True))
     assert rows.iloc[0]["n_a"] == 10 and rows.iloc[0]["n_failed"] == 2
     assert "2 failed runs" in rows.iloc[0]["reason"] and "as data" in rows.iloc[0]["reason"]
@@ -253,8 +288,12 @@ def test_runs_still_improving_make_a_final_claim_inconclusive():
 
 
 def test_no_silent_pooling_in_a_claim():
-    frame = pd.concat([_runs({"houlsby": NARROW, "full": WIDE}, epochs=3, tsp_step=0),
-                       _runs({"houlsby": NARROW, "full": WIDE}, epochs=10, tsp_step=200)])
+    frame = pd.concat(
+        [
+            _runs({"houlsby": NARROW, "full": WIDE}, epochs=3, tsp_step=0),
+            _runs({"houlsby": NARROW, "full": WIDE}, epochs=10, tsp_step=200),
+        ]
+    )
     with pytest.raises(PoolingError, match="epochs"):
         judge(_claim(), frame)
     with pytest.raises(PoolingError, match="epochs"):
@@ -262,35 +301,63 @@ def test_no_silent_pooling_in_a_claim():
     assert judge(_claim(pooled=["tsp_step", "epochs"]), frame).iloc[0]["n_a"] == 20
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"compare": "variance"}, "compare must be one of"),
-    ({"test": "levene"}, "spread is tested by seed-pair-rank-sum"),
-    ({"within": ["task"]}, "its quantifier must say"),
-    ({"quantifier": "each"}, "a quantifier needs cells"),
-    ({"within": ["task"], "quantifier": "most"}, "its quantifier must say"),
-    ({"compare": "equivalence", "value": 0.01}, "equivalence has no direction"),
-    ({"sign": "down"}, "sign must be one of"),
-    ({"failures": "drop"}, "failures must be one of"),
-    ({"direction": "smaller"}, "direction must be"),
-    ({"statistic": "magic"}, "named <analysis>.<statistic>"),
-    ({"statistic": "scores.magic"}, "analysis 'scores' has no statistic 'magic'"),
-    ({"b": None}, "give a and b"),
-    ({"colour": "red"}, "unknown key"),
-    ({"compare": "threshold"}, "needs a numeric value"),
-    ({"paper_effect": 0.5}, "needs a paper_effect_source that quotes"),
-    ({"paper_effect": 0.5, "paper_effect_source": "not reported: figure only"}, "needs a paper_effect_source that quotes"),
-    ({"paper_effect_source": "table 2: 1.0 vs 2.0"}, "without a paper_effect must begin 'not reported'"),
-    ({"paper_effect_source": ""}, "must be a non-empty text"),
-    ({"paper_effect": -0.5, "paper_effect_source": "t 1"}, "spread claim must be a number in its unit .a positive SD ratio"),
-    ({"paper_effect": "big", "paper_effect_source": "t 1"}, "must be a number in its unit"),
-    ({"compare": "rate", "paper_effect": 1.5, "paper_effect_source": "t 1"}, "a rate in"),
-    ({"paper_effect": {"task=rt": 0.5}, "paper_effect_source": "t 1"}, "the claim has none: give one value"),
-    ({"within": ["task"], "quantifier": "each", "paper_effect": {"tsk=rt": 0.5}, "paper_effect_source": "t 1"}, "must name the claim's cells .task="),
-    ({"compare": "equivalence", "direction": None, "value": 0.01, "paper_effect": 1.0, "paper_effect_source": "t 1"},
-     r"\[margin, difference\] in SD"),
-    ({"compare": "equivalence", "direction": None, "value": 0.01, "paper_effect": [-1.0, 0.2], "paper_effect_source": "t 1"},
-     "margin > 0"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"compare": "variance"}, "compare must be one of"),
+        ({"test": "levene"}, "spread is tested by seed-pair-rank-sum"),
+        ({"within": ["task"]}, "its quantifier must say"),
+        ({"quantifier": "each"}, "a quantifier needs cells"),
+        ({"within": ["task"], "quantifier": "most"}, "its quantifier must say"),
+        ({"compare": "equivalence", "value": 0.01}, "equivalence has no direction"),
+        ({"sign": "down"}, "sign must be one of"),
+        ({"failures": "drop"}, "failures must be one of"),
+        ({"direction": "smaller"}, "direction must be"),
+        ({"statistic": "magic"}, "named <analysis>.<statistic>"),
+        ({"statistic": "scores.magic"}, "analysis 'scores' has no statistic 'magic'"),
+        ({"b": None}, "give a and b"),
+        ({"colour": "red"}, "unknown key"),
+        ({"compare": "threshold"}, "needs a numeric value"),
+        ({"paper_effect": 0.5}, "needs a paper_effect_source that quotes"),
+        (
+            {"paper_effect": 0.5, "paper_effect_source": "not reported: figure only"},
+            "needs a paper_effect_source that quotes",
+        ),
+        ({"paper_effect_source": "table 2: 1.0 vs 2.0"}, "without a paper_effect must begin 'not reported'"),
+        ({"paper_effect_source": ""}, "must be a non-empty text"),
+        (
+            {"paper_effect": -0.5, "paper_effect_source": "t 1"},
+            "spread claim must be a number in its unit .a positive SD ratio",
+        ),
+        ({"paper_effect": "big", "paper_effect_source": "t 1"}, "must be a number in its unit"),
+        ({"compare": "rate", "paper_effect": 1.5, "paper_effect_source": "t 1"}, "a rate in"),
+        ({"paper_effect": {"task=rt": 0.5}, "paper_effect_source": "t 1"}, "the claim has none: give one value"),
+        (
+            {"within": ["task"], "quantifier": "each", "paper_effect": {"tsk=rt": 0.5}, "paper_effect_source": "t 1"},
+            "must name the claim's cells .task=",
+        ),
+        (
+            {
+                "compare": "equivalence",
+                "direction": None,
+                "value": 0.01,
+                "paper_effect": 1.0,
+                "paper_effect_source": "t 1",
+            },
+            r"\[margin, difference\] in SD",
+        ),
+        (
+            {
+                "compare": "equivalence",
+                "direction": None,
+                "value": 0.01,
+                "paper_effect": [-1.0, 0.2],
+                "paper_effect_source": "t 1",
+            },
+            "margin > 0",
+        ),
+    ],
+)
 def test_bad_claims_are_refused(change, message):
     with pytest.raises(ClaimError, match=message):
         _claim(**change)
@@ -301,10 +368,20 @@ def test_the_papers_effect_per_cell_or_for_every_cell():
     cell, or one per named cell (None where the paper reports none); equivalence as a pair."""
     every = _claim(paper_effect=0.4, paper_effect_source="table 2: 1.0 +- 0.1 vs 2.0 +- 0.2")
     assert every.paper_effect_in("task=rt") == every.paper_effect_in("all") == 0.4
-    cells = _claim(compare="location", within=["task", "train_size"], quantifier="each", paper_effect_source="table 2: ...",
-                   paper_effect={"task=cola, train_size=1000": 0.25})
-    assert cells.paper_effect_in("task=cola, train_size=1000") == 0.25 and cells.paper_effect_in("task=rt, train_size=1000") is None
-    pair = _claim(compare="equivalence", direction=None, value=0.01, paper_effect=[1.75, -0.35], paper_effect_source="t 1")
+    cells = _claim(
+        compare="location",
+        within=["task", "train_size"],
+        quantifier="each",
+        paper_effect_source="table 2: ...",
+        paper_effect={"task=cola, train_size=1000": 0.25},
+    )
+    assert (
+        cells.paper_effect_in("task=cola, train_size=1000") == 0.25
+        and cells.paper_effect_in("task=rt, train_size=1000") is None
+    )
+    pair = _claim(
+        compare="equivalence", direction=None, value=0.01, paper_effect=[1.75, -0.35], paper_effect_source="t 1"
+    )
     assert pair.paper_effect_in("all") == (1.75, -0.35)
     assert _claim(paper_effect_source="not reported: box plots").paper_effect_in("all") is None
 
@@ -314,10 +391,15 @@ def test_hypothesis_text():
 
 
 def test_groups_of_several_values_numbers_and_where():
-    claim = _claim(compare="location", direction="greater", by="adapter_size",
-                   a=[64, 256], b=8, where={"task": ["rt"]})
-    frame = pd.concat([_runs({"x": HIGH}, adapter_size=64.0, task="rt"), _runs({"x": HIGH}, adapter_size=256.0, task="rt"),
-                       _runs({"x": LOW}, adapter_size=8.0, task="rt"), _runs({"x": HIGH * 0}, adapter_size=8.0, task="cola")])
+    claim = _claim(compare="location", direction="greater", by="adapter_size", a=[64, 256], b=8, where={"task": ["rt"]})
+    frame = pd.concat(
+        [
+            _runs({"x": HIGH}, adapter_size=64.0, task="rt"),
+            _runs({"x": HIGH}, adapter_size=256.0, task="rt"),
+            _runs({"x": LOW}, adapter_size=8.0, task="rt"),
+            _runs({"x": HIGH * 0}, adapter_size=8.0, task="cola"),
+        ]
+    )
     row = judge(claim.__class__(**{**claim.__dict__, "pooled": ("task",)}), frame).iloc[0]
     assert row["verdict"] == "agrees" and row["n_a"] == 16 and row["n_b"] == 8 and row["a"] == "64/256"
     # a = 0.0 is a group like any other (mixout off)
@@ -333,20 +415,33 @@ def test_only_the_compared_groups_must_be_alike():
 def test_too_few_runs_for_the_exact_test_say_so():
     rows = judge(_claim(compare="location", direction="greater"), _runs({"houlsby": HIGH[:3], "full": LOW[:3]}))
     row = rows.iloc[0]
-    assert row["verdict"] == "inconclusive" and row["reason_class"] == "too few runs" and row["smallest_p"] == pytest.approx(0.05)
+    assert (
+        row["verdict"] == "inconclusive"
+        and row["reason_class"] == "too few runs"
+        and row["smallest_p"] == pytest.approx(0.05)
+    )
     assert "3 vs 3 can give p >= 0.05 at best" in row["reason"]
 
 
 def test_where_unset_keeps_the_runs_without_the_option():
     """beyond/intruders: rank-8 LoRA and full fine-tuning (no rank), never rank-64 LoRA."""
-    frame = pd.concat([_runs({"lora": HIGH}, **{"lora.r": 8.0}), _runs({"lora": LOW}, **{"lora.r": 64.0}),
-                       _runs({"full": LOW}, **{"lora.r": np.nan})])
+    frame = pd.concat(
+        [
+            _runs({"lora": HIGH}, **{"lora.r": 8.0}),
+            _runs({"lora": LOW}, **{"lora.r": 64.0}),
+            _runs({"full": LOW}, **{"lora.r": np.nan}),
+        ]
+    )
     claim = _claim(compare="location", direction="greater", a="lora", b="full", where={"lora.r": [8, "unset"]})
     row = judge(claim, frame).iloc[0]
     assert row["verdict"] == "agrees" and row["n_a"] == 8 and row["n_b"] == 8
     # without "unset" the full runs (no rank) are not selected; without where the ranks are pooled
-    assert judge(_claim(compare="location", direction="greater", a="lora", b="full", where={"lora.r": [8]}),
-                 frame).iloc[0]["n_b"] == 0
+    assert (
+        judge(_claim(compare="location", direction="greater", a="lora", b="full", where={"lora.r": [8]}), frame).iloc[
+            0
+        ]["n_b"]
+        == 0
+    )
     with pytest.raises(PoolingError, match="lora.r"):
         judge(_claim(compare="location", direction="greater", a="lora", b="full"), frame)
 
@@ -358,7 +453,10 @@ def test_cells_that_cannot_pass_holm_are_too_few_runs():
     separated = lambda n: pd.concat([_runs({"houlsby": HIGH[:n], "full": LOW[:n]}, layer=layer) for layer in range(7)])
     rows = judge(claim, separated(4))
     assert (rows.iloc[:7]["reason_class"] == "too few runs").all() and rows.iloc[-1]["reason_class"] == "too few runs"
-    assert "over 7 cells a cell needs p < 0.0125 (Tarone's family of 4), which this one cannot reach" in rows.iloc[0]["reason"]
+    assert (
+        "over 7 cells a cell needs p < 0.0125 (Tarone's family of 4), which this one cannot reach"
+        in rows.iloc[0]["reason"]
+    )
     rows = judge(claim, separated(5))
     assert (rows.iloc[:7]["verdict"] == "agrees").all() and "Holm over 7 of 7 cells" in rows.iloc[0]["reason"]
 
@@ -367,7 +465,15 @@ def test_a_cell_that_can_never_pass_leaves_the_family():
     """Tarone's rule: a 2 vs 2 cell (best p 1/6) is left out before any p is seen, so the 8 vs 8
     cells are corrected over 2, not 3."""
     claim = _claim(compare="location", direction="greater", within=["task"], quantifier="any")
-    frame = pd.concat([_runs({"houlsby": HIGH, "full": LOW}, task="a"), _runs({"houlsby": HIGH, "full": LOW}, task="b"),
-                       _runs({"houlsby": HIGH[:2], "full": LOW[:2]}, task="c")])
+    frame = pd.concat(
+        [
+            _runs({"houlsby": HIGH, "full": LOW}, task="a"),
+            _runs({"houlsby": HIGH, "full": LOW}, task="b"),
+            _runs({"houlsby": HIGH[:2], "full": LOW[:2]}, task="c"),
+        ]
+    )
     rows = judge(claim, frame).set_index("cell")
-    assert "Holm over 2 of 3 cells" in rows.loc["task=a", "reason"] and rows.loc["task=c", "reason_class"] == "too few runs"
+    assert (
+        "Holm over 2 of 3 cells" in rows.loc["task=a", "reason"]
+        and rows.loc["task=c", "reason_class"] == "too few runs"
+    )

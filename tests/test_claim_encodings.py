@@ -26,8 +26,17 @@ def _epoch_frame(scores: dict, outcomes: dict | None = None) -> pd.DataFrame:
     for method, seeds in scores.items():
         for seed, values in seeds.items():
             for epoch, value in enumerate(values, start=1):
-                rows.append({"run_id": f"{method}-s{seed}", "method": method, "seed": seed, "epoch": epoch, "value": value,
-                             "metric": "accuracy", "outcome": outcomes.get((method, seed, epoch), "ok")})
+                rows.append(
+                    {
+                        "run_id": f"{method}-s{seed}",
+                        "method": method,
+                        "seed": seed,
+                        "epoch": epoch,
+                        "value": value,
+                        "metric": "accuracy",
+                        "outcome": outcomes.get((method, seed, epoch), "ok"),
+                    }
+                )
     frame = pd.DataFrame(rows)
     for column in IDENTITY:
         if column not in frame:
@@ -43,13 +52,22 @@ def _pair_drops(frame: pd.DataFrame) -> pd.Series:
 # ---------------------------------------------------------------------------------------------
 # epoch-scores.pair-gap-drop (beyond/stability-length, longer-more-stable)
 
+
 def test_pair_gap_drop_in_closed_form():
-    lora = {0: [0.50, 0.65, 0.73], 1: [0.70, 0.71, 0.74], 2: [0.57, 0.68, 0.72], 3: [0.75, 0.73, 0.745], 4: [0.60, 0.70, 0.73]}
+    lora = {
+        0: [0.50, 0.65, 0.73],
+        1: [0.70, 0.71, 0.74],
+        2: [0.57, 0.68, 0.72],
+        3: [0.75, 0.73, 0.745],
+        4: [0.60, 0.70, 0.73],
+    }
     frame = _epoch_frame({"lora": lora}, {("lora", 3, 3): "collapsed"})
     table = get("epoch-scores").statistic("pair-gap-drop", frame).set_index("run_id")
     # seeds sorted and paired 0-1, 2-3; seed 4 is the odd one out
     assert list(table.index) == ["lora-s0", "lora-s2"] and list(table["seed_b"]) == [1, 3]
-    np.testing.assert_allclose(table["value"], [abs(0.50 - 0.70) - abs(0.73 - 0.74), abs(0.57 - 0.75) - abs(0.72 - 0.745)])
+    np.testing.assert_allclose(
+        table["value"], [abs(0.50 - 0.70) - abs(0.73 - 0.74), abs(0.57 - 0.75) - abs(0.72 - 0.745)]
+    )
     assert list(table["outcome"]) == ["ok", "collapsed"]  # a pair is ok only where both runs end ok
     assert "run_id_b" not in table  # one observation per pair, under its lower seed's identity
     assert statistic_of("epoch-scores.pair-gap-drop")[1].unit == "disjoint pair"
@@ -85,8 +103,19 @@ def test_pair_count_is_the_plans():
 def test_the_claim_reads_pair_gaps(late, verdict):
     # 12 seeds per method: 6 pairs each, gap 0.2 after epoch 1 and `late` after the last
     scores = {"houlsby": {s: [0.6 + 0.2 * (s % 2), 0.7, 0.7 + late * (s % 2)] for s in range(12)}}
-    claim = Claim.from_table({"id": "longer", "says": "x", "statistic": "epoch-scores.pair-gap-drop", "failures": "data",
-                              "compare": "threshold", "a": "houlsby", "value": 0, "direction": "greater"}, "test")
+    claim = Claim.from_table(
+        {
+            "id": "longer",
+            "says": "x",
+            "statistic": "epoch-scores.pair-gap-drop",
+            "failures": "data",
+            "compare": "threshold",
+            "a": "houlsby",
+            "value": 0,
+            "direction": "greater",
+        },
+        "test",
+    )
     result = judge(claim, get("epoch-scores").statistic("pair-gap-drop", _epoch_frame(scores))).iloc[-1]
     assert result["n_a"] == 6 and result["verdict"] == verdict
 
@@ -94,9 +123,13 @@ def test_the_claim_reads_pair_gaps(late, verdict):
 # ---------------------------------------------------------------------------------------------
 # scores.collapsed (he2021/fig4, ft-collapses)
 
+
 def _score_frame(outcomes: dict) -> pd.DataFrame:
-    rows = [{"run_id": f"{m}-{i}", "method": m, "seed": i, "value": 0.6, "outcome": o, "failed": o != "ok"}
-            for m, os in outcomes.items() for i, o in enumerate(os)]
+    rows = [
+        {"run_id": f"{m}-{i}", "method": m, "seed": i, "value": 0.6, "outcome": o, "failed": o != "ok"}
+        for m, os in outcomes.items()
+        for i, o in enumerate(os)
+    ]
     frame = pd.DataFrame(rows)
     for column in IDENTITY:
         if column not in frame:
@@ -115,26 +148,62 @@ def test_collapsed_counts_learned_and_fallen_runs_and_leaves_out_never_learned()
 def test_a_rate_claim_on_collapses_does_not_count_under_trained_adapters():
     # the demo's situation: adapters at the too-small rates never learn; fine-tuning learns and falls back
     frame = _score_frame({"houlsby": ["not-learned"] * 4 + ["ok"] * 4, "full": ["collapsed"] * 3 + ["ok"] * 5})
-    claim = Claim.from_table({"id": "ft-collapses", "says": "x", "statistic": "scores.collapsed", "compare": "rate",
-                              "a": "houlsby", "b": "full", "direction": "less"}, "test")
+    claim = Claim.from_table(
+        {
+            "id": "ft-collapses",
+            "says": "x",
+            "statistic": "scores.collapsed",
+            "compare": "rate",
+            "a": "houlsby",
+            "b": "full",
+            "direction": "less",
+        },
+        "test",
+    )
     result = judge(claim, get("scores").statistic("collapsed", frame)).iloc[-1]
     assert (result["n_a"], result["n_b"]) == (4, 8) and "rates 0.00 vs 0.38" in result["reason"]
-    failed = Claim.from_table({**{"id": "f", "says": "x", "compare": "rate", "a": "houlsby", "b": "full", "direction": "less"},
-                               "statistic": "scores.failed"}, "test")
+    failed = Claim.from_table(
+        {
+            **{"id": "f", "says": "x", "compare": "rate", "a": "houlsby", "b": "full", "direction": "less"},
+            "statistic": "scores.failed",
+        },
+        "test",
+    )
     as_failed = judge(failed, get("scores").statistic("failed", frame)).iloc[-1]
-    assert (as_failed["n_a"], as_failed["n_b"]) == (8, 8) and "rates 0.50 vs 0.38" in as_failed["reason"]  # before issue #37
+    assert (as_failed["n_a"], as_failed["n_b"]) == (8, 8) and "rates 0.50 vs 0.38" in as_failed[
+        "reason"
+    ]  # before issue #37
 
 
 # ---------------------------------------------------------------------------------------------
 # curves.metric-fall (he2021/fig5-9, ft-overfits)
+
 
 def test_metric_fall_is_best_minus_last_of_the_main_dev_metric():
     curves = {"overfits": [0.50, 0.80, 0.70], "rising": [0.50, 0.60, 0.70]}
     rows = []
     for run, values in curves.items():
         for step, value in zip((100, 200, 300), values):
-            rows.append({"run_id": run, "step": step, "split": "validation", "metric": "accuracy", "main_metric": "accuracy", "value": value})
-            rows.append({"run_id": run, "step": step, "split": "validation", "metric": "loss", "main_metric": "accuracy", "value": 9.0 - step / 100})
+            rows.append(
+                {
+                    "run_id": run,
+                    "step": step,
+                    "split": "validation",
+                    "metric": "accuracy",
+                    "main_metric": "accuracy",
+                    "value": value,
+                }
+            )
+            rows.append(
+                {
+                    "run_id": run,
+                    "step": step,
+                    "split": "validation",
+                    "metric": "loss",
+                    "main_metric": "accuracy",
+                    "value": 9.0 - step / 100,
+                }
+            )
     frame = pd.DataFrame(rows).sample(frac=1, random_state=0)  # the order of the rows does not matter: the step does
     for column in IDENTITY:
         if column not in frame:
@@ -148,9 +217,12 @@ def test_metric_fall_is_best_minus_last_of_the_main_dev_metric():
 # ---------------------------------------------------------------------------------------------
 # forgetting.update-rank-ratio (beyond/forgetting, full-updates-high-rank)
 
+
 def test_update_rank_ratio_is_the_rank_over_the_reference_rank():
-    rows = [{"run_id": "full-0", "measure": "energy_rank", "kind": kind, "value": value}
-            for kind, value in (("q", 60.0), ("v", 100.0), ("intermediate", 300.0))]
+    rows = [
+        {"run_id": "full-0", "measure": "energy_rank", "kind": kind, "value": value}
+        for kind, value in (("q", 60.0), ("v", 100.0), ("intermediate", 300.0))
+    ]
     rows.append({"run_id": "full-0", "measure": "forgetting", "kind": None, "value": 0.4})
     frame = pd.DataFrame(rows)
     for column in IDENTITY:
@@ -159,13 +231,16 @@ def test_update_rank_ratio_is_the_rank_over_the_reference_rank():
     forgetting = get("forgetting")
     ratio = forgetting.statistic("update-rank-ratio", frame, rank_measure="energy_rank", matrices="q,v")["value"].item()
     assert ratio == pytest.approx(80.0 / 8)  # mean of q and v over the default r = 8
-    assert forgetting.statistic("update-rank-ratio", frame, matrices="q,v", reference_rank=4)["value"].item() == pytest.approx(20.0)
+    assert forgetting.statistic("update-rank-ratio", frame, matrices="q,v", reference_rank=4)[
+        "value"
+    ].item() == pytest.approx(20.0)
     with pytest.raises(RobustkitError, match="reference_rank"):
         forgetting.statistic("update-rank-ratio", frame, reference_rank=0)
 
 
 # ---------------------------------------------------------------------------------------------
 # the recipes
+
 
 def _claims(name: str) -> dict:
     return {c.id: c for c in load_recipe(name).claims}
@@ -178,11 +253,16 @@ def test_the_recipes_use_the_new_encodings():
     assert _claims("he2021/fig4")["ft-collapses"].statistic == "scores.collapsed"
     assert _claims("houlsby2019/fig3-4")["layernorm-only-poor"].scales == ("paper",)
     overfit = _claims("he2021/fig5-9")
-    assert overfit["ft-overfits"].statistic == "curves.metric-fall" and overfit["ft-dev-loss-rises"].statistic == "curves.overfit"
+    assert (
+        overfit["ft-overfits"].statistic == "curves.metric-fall"
+        and overfit["ft-dev-loss-rises"].statistic == "curves.overfit"
+    )
 
 
-@pytest.mark.parametrize("reference", ["epoch-scores.pair-gap-drop", "scores.collapsed", "curves.metric-fall",
-                                       "forgetting.update-rank-ratio"])
+@pytest.mark.parametrize(
+    "reference",
+    ["epoch-scores.pair-gap-drop", "scores.collapsed", "curves.metric-fall", "forgetting.update-rank-ratio"],
+)
 def test_new_statistics_state_unit_sign_and_their_fields(reference):
     statistic = statistic_of(reference)[1]
     assert statistic.better in (None, "higher", "lower") and isinstance(statistic.ends, bool)

@@ -22,27 +22,50 @@ BOUND = simulation.bound(0.05, DRAWS)  # alpha + 2 Monte-Carlo standard errors: 
 
 
 def _claim(**changes) -> claims.Claim:
-    table = {"id": "sim", "says": "simulated", "statistic": "scores.score", "compare": "location", "a": "houlsby",
-             "b": "full", "direction": "greater", **changes}
+    table = {
+        "id": "sim",
+        "says": "simulated",
+        "statistic": "scores.score",
+        "compare": "location",
+        "a": "houlsby",
+        "b": "full",
+        "direction": "greater",
+        **changes,
+    }
     return claims.Claim.from_table({k: v for k, v in table.items() if v is not None}, "simulation")
 
 
 SHAPES = {
     # he2021/fig2 and the zoo: less deviation at each of 6 layers (layer 0 left out), 5 vs 5
-    "each-layer": (_claim(statistic="rsa.similarity", within=["task", "layer"], quantifier="each"),
-                   simulation.Shape((("task=rt", 5, 5),), 6)),
+    "each-layer": (
+        _claim(statistic="rsa.similarity", within=["task", "layer"], quantifier="each"),
+        simulation.Shape((("task=rt", 5, 5),), 6),
+    ),
     # he2021/table2: two training sizes, each cell its own runs
-    "each-size": (_claim(within=["train_size"], quantifier="each"),
-                  simulation.Shape((("train_size=300", 4, 4), ("train_size=1000", 5, 5)), 1)),
+    "each-size": (
+        _claim(within=["train_size"], quantifier="each"),
+        simulation.Shape((("train_size=300", 4, 4), ("train_size=1000", 5, 5)), 1),
+    ),
     "any-task": (_claim(within=["task"], quantifier="any"), simulation.Shape((("task=a", 5, 5), ("task=b", 5, 5)), 1)),
     # failed runs that truncate the scores: ranked worst in the headline's check
     "location-failures": (_claim(), simulation.Shape((("all", 8, 8),), 1)),
-    "spread-point-mass": (_claim(compare="spread", direction="less", failures="data"), simulation.Shape((("all", 8, 8),), 1)),
+    "spread-point-mass": (
+        _claim(compare="spread", direction="less", failures="data"),
+        simulation.Shape((("all", 8, 8),), 1),
+    ),
     "equivalence": (_claim(compare="equivalence", direction=None, value=0.02), simulation.Shape((("all", 6, 5),), 1)),
-    "sign": (_claim(statistic="gradnorm.slope", direction="less", a="full", b="houlsby", sign="less"),
-             simulation.Shape((("all", 5, 5),), 1)),
-    "rate": (_claim(compare="rate", statistic="scores.failed", direction="less"), simulation.Shape((("all", 8, 8),), 1)),
-    "threshold": (_claim(compare="threshold", direction="less", value=0.02, b=None), simulation.Shape((("all", 6, 0),), 1)),
+    "sign": (
+        _claim(statistic="gradnorm.slope", direction="less", a="full", b="houlsby", sign="less"),
+        simulation.Shape((("all", 5, 5),), 1),
+    ),
+    "rate": (
+        _claim(compare="rate", statistic="scores.failed", direction="less"),
+        simulation.Shape((("all", 8, 8),), 1),
+    ),
+    "threshold": (
+        _claim(compare="threshold", direction="less", value=0.02, b=None),
+        simulation.Shape((("all", 6, 0),), 1),
+    ),
 }
 
 
@@ -104,8 +127,11 @@ def test_the_readme_table_covers_every_judged_claim_within_alpha():
     lines = readme.split(begin, 1)[1].split(end, 1)[0].strip().splitlines()[2:]
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
     table = plan([load_recipe(name) for name in list_recipes()])
-    expected = {(r, s, c) for r, s, c, j, d in zip(table["recipe"], table["scale"], table["claim"], table["judged"],
-                                                    table["decidable"]) if j and d}
+    expected = {
+        (r, s, c)
+        for r, s, c, j, d in zip(table["recipe"], table["scale"], table["claim"], table["judged"], table["decidable"])
+        if j and d
+    }
     assert {(r[0], r[1], r[2]) for r in rows} == expected
     for row in rows:
         agrees, contradicts, draws = float(row[7]), float(row[8]), int(row[9])

@@ -16,11 +16,15 @@ def ids(tiny_store) -> list[str]:
 
 
 def test_score_and_collapsed(tiny_store, ids):
-    frame = registry.per_run("scores.score", tiny_store, {"run_id": ids}, **{"split": "validation", "checkpoint": "last"})
+    frame = registry.per_run(
+        "scores.score", tiny_store, {"run_id": ids}, **{"split": "validation", "checkpoint": "last"}
+    )
     runs = load_runs(tiny_store).set_index("run_id")
     assert set(IDENTITY) <= set(frame.columns) and {"value", "outcome"} <= set(frame.columns)
     assert all(frame.set_index("run_id")["value"] == runs.loc[frame["run_id"], "last/validation/accuracy"].to_numpy())
-    failed = registry.per_run("scores.failed", tiny_store, {"run_id": ids}, **{"split": "validation", "checkpoint": "last"})
+    failed = registry.per_run(
+        "scores.failed", tiny_store, {"run_id": ids}, **{"split": "validation", "checkpoint": "last"}
+    )
     assert list(failed["value"]) == list(frame["failed"].astype(float)) and set(failed["outcome"]) == {"ok"}
     epochs = registry.per_run("epoch-scores.score", tiny_store, {"run_id": ids}, **{"epoch": "all"})
     assert sorted(epochs["epoch"].unique()) == [1, 2] and len(epochs) == 2 * len(ids)
@@ -32,16 +36,22 @@ def test_dev_curve_statistics(tiny_store, ids):
     for run_id, group in dev.groupby("run_id"):
         loss = group[group["metric"] == "loss"].sort_values("step")["value"]
         acc = group[group["metric"] == "accuracy"]["value"]
-        overfit = registry.per_run("curves.overfit", tiny_store, {"run_id": [run_id]}).set_index("run_id")["value"][run_id]
+        overfit = registry.per_run("curves.overfit", tiny_store, {"run_id": [run_id]}).set_index("run_id")["value"][
+            run_id
+        ]
         assert overfit == pytest.approx(loss.iloc[-1] - loss.min()) and overfit >= 0
         gap = registry.per_run("curves.best-minus-mean", tiny_store, {"run_id": [run_id]})["value"].item()
         assert gap == pytest.approx(acc.max() - acc.mean())
-        assert registry.per_run("curves.mean-dev", tiny_store, {"run_id": [run_id]})["value"].item() == pytest.approx(acc.mean())
+        assert registry.per_run("curves.mean-dev", tiny_store, {"run_id": [run_id]})["value"].item() == pytest.approx(
+            acc.mean()
+        )
 
 
 def test_gradnorm_slope_is_the_fitted_slope(tiny_store, ids):
     norms = gradnorm.run(tiny_store, {"run_id": ids})
-    slopes = registry.per_run("gradnorm.slope", tiny_store, {"run_id": ids}, **{"layer": "classifier"}).set_index("run_id")["value"]
+    slopes = registry.per_run("gradnorm.slope", tiny_store, {"run_id": ids}, **{"layer": "classifier"}).set_index(
+        "run_id"
+    )["value"]
     for run_id, group in norms[norms["layer"] == "classifier"].groupby("run_id"):
         expected = np.polyfit(group["step"] / 1000, np.log10(group["value"]), 1)[0]
         assert slopes[run_id] == pytest.approx(expected)
@@ -75,9 +85,16 @@ def test_unknown_parameter_is_refused(tiny_store, ids):
         registry.per_run("curves.overfit", tiny_store, {"run_id": ids}, **{"colour": "red"})
 
 
-@pytest.mark.parametrize("statistic, params", [
-    ("rsa.similarity", {"tokens": 50}), ("rsa.similarity", {"tokens": 50, "layer": "top"}),
-    ("landscape.curvature", {"alphas": "-2:2:21"}), ("scores.score", {}), ("ablation.max-single-drop", {})])
+@pytest.mark.parametrize(
+    "statistic, params",
+    [
+        ("rsa.similarity", {"tokens": 50}),
+        ("rsa.similarity", {"tokens": 50, "layer": "top"}),
+        ("landscape.curvature", {"alphas": "-2:2:21"}),
+        ("scores.score", {}),
+        ("ablation.max-single-drop", {}),
+    ],
+)
 def test_each_statistic_carries_the_claims_outcome(tiny_store, ids, statistic, params):
     """The outcome a claim leaves runs out by is the store's on the claim's split and checkpoint,
     in one ``outcome`` column, even where the analysis frame carries its own (similarity.run's
@@ -87,5 +104,7 @@ def test_each_statistic_carries_the_claims_outcome(tiny_store, ids, statistic, p
     houlsby = [i for i in ids if "houlsby" in i]
     frame = registry.per_run(statistic, tiny_store, {"run_id": houlsby}, **params)
     assert "outcome" in frame and not {"outcome_x", "outcome_y"} & set(frame.columns)
-    expected = scores.outcomes(tiny_store, {"run_id": houlsby}, checkpoint="best", split="test", metric=None).set_index("run_id")["outcome"]
+    expected = scores.outcomes(tiny_store, {"run_id": houlsby}, checkpoint="best", split="test", metric=None).set_index(
+        "run_id"
+    )["outcome"]
     assert (frame["outcome"].to_numpy() == expected.loc[frame["run_id"]].to_numpy()).all()

@@ -53,8 +53,25 @@ def test_bad_seed_list_is_an_argparse_error(capsys):
 @pytest.mark.slow
 def test_train_then_runs_table(tmp_path, capsys):
     runs = str(tmp_path / "runs")
-    args = ["train", "--model", "bert-tiny", "--task", "polarity", "--method", "full", "--train-size", "32",
-            "--epochs", "1", "--batch-size", "16", "--max-length", "24", "--store", runs]
+    args = [
+        "train",
+        "--model",
+        "bert-tiny",
+        "--task",
+        "polarity",
+        "--method",
+        "full",
+        "--train-size",
+        "32",
+        "--epochs",
+        "1",
+        "--batch-size",
+        "16",
+        "--max-length",
+        "24",
+        "--store",
+        runs,
+    ]
     assert main([*args, "--seed", "0,1"]) == 0
     assert main(["runs", runs]) == 0
     out = capsys.readouterr().out
@@ -77,10 +94,26 @@ def test_assets_list(capsys):
 def test_method_setting_flags_reach_the_run_specs():
     from robustkit.cli import _specs_from_args
 
-    args = build_parser().parse_args(["train", "--store", "s", "--method", "houlsby", "--adapter-sharing", "3-layer",
-                                      "--adapter-init-std", "1e-5", "--seed", "0,1"])
+    args = build_parser().parse_args(
+        [
+            "train",
+            "--store",
+            "s",
+            "--method",
+            "houlsby",
+            "--adapter-sharing",
+            "3-layer",
+            "--adapter-init-std",
+            "1e-5",
+            "--seed",
+            "0,1",
+        ]
+    )
     specs = _specs_from_args(args)
-    assert [(s.seed, s.adapter_sharing, s.adapter_init_std) for s in specs] == [(0, "3-layer", 1e-5), (1, "3-layer", 1e-5)]
+    assert [(s.seed, s.adapter_sharing, s.adapter_init_std) for s in specs] == [
+        (0, "3-layer", 1e-5),
+        (1, "3-layer", 1e-5),
+    ]
     topk = _specs_from_args(build_parser().parse_args(["train", "--store", "s", "--method", "topk", "--top-k", "3"]))
     assert topk[0].top_k == 3 and topk[0].adapter_sharing == "none"
     # --adapter-size was passed twice to the spec (a named field and a method field): TypeError

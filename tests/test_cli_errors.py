@@ -12,8 +12,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from cli_outcome import run_cli
+
 from robustkit.cli import build_parser
 
 # Options that take any text, so no value of theirs is bad here: the reason, per flag.
@@ -102,7 +102,10 @@ def bad_value(action: argparse.Action, places: dict) -> str | None:
     raise AssertionError(f"no bad value known for {name} ({action.help}): add one to BAD, or a reason to FREE_TEXT")
 
 
-GRID = '[base]\nmodel = "bert-tiny"\ntask = "rte"\nepochs = 1\nbatch_size = 8\nmax_length = 32\n[grid]\nmethod = ["full"]\n'
+GRID = (
+    '[base]\nmodel = "bert-tiny"\ntask = "rte"\nepochs = 1\nbatch_size = 8\nmax_length = 32\n[grid]\nmethod = '
+    '["full"]\n'
+)
 
 
 @pytest.fixture(scope="module")
@@ -122,14 +125,26 @@ def places(tiny_store, tiny_model, tmp_path_factory) -> dict:
     recipes.mkdir(parents=True)
     data_dir = next(read_spec(p).data_dir for p in run_dirs(store))
     (root / "analyses" / "defaults.toml").write_text(
-        f'[demo.base]\nmodel = "bert-tiny"\ntask = "rte"\nepochs = 2\nbatch_size = 8\nmax_length = 32\nadapter_size = 16\n'
-        f'eval_every = 2\ndata_dir = "{data_dir}"\n')
-    (recipes / "seeds.toml").write_text('title = "t"\nfigure = "box-seeds"\noutput = "seeds.pdf"\n'
-                                        '[demo.grid]\nmethod = ["houlsby", "full"]\nseed = [0]\n')
+        '[demo.base]\nmodel = "bert-tiny"\ntask = "rte"\nepochs = 2\nbatch_size = 8\nmax_length = 32\nadapter_size = '
+        "16\n"
+        f'eval_every = 2\ndata_dir = "{data_dir}"\n'
+    )
+    (recipes / "seeds.toml").write_text(
+        'title = "t"\nfigure = "box-seeds"\noutput = "seeds.pdf"\n'
+        '[demo.grid]\nmethod = ["houlsby", "full"]\nseed = [0]\n'
+    )
     no_gpu = f"cuda:{torch.cuda.device_count()}" if torch.cuda.is_available() else "cuda"
-    return {"root": root, "store": store, "grid": root / "grid.toml", "recipes": root / "analyses", "data_dir": data_dir,
-            "model": tiny_model, "missing": root / "no" / "such" / "path", "under_file": root / "a-file" / "sub",
-            "no_gpu": no_gpu}
+    return {
+        "root": root,
+        "store": store,
+        "grid": root / "grid.toml",
+        "recipes": root / "analyses",
+        "data_dir": data_dir,
+        "model": tiny_model,
+        "missing": root / "no" / "such" / "path",
+        "under_file": root / "a-file" / "sub",
+        "no_gpu": no_gpu,
+    }
 
 
 def base_argv(words: tuple[str, ...], p: dict) -> list[str]:
@@ -143,12 +158,34 @@ def base_argv(words: tuple[str, ...], p: dict) -> list[str]:
     if verb == "plot":
         return [*words, store, "-o", out + ".pdf"]
     if verb == "train":
-        return [*words, "--model", "bert-tiny", "--task", "rte", "--data-dir", p["data_dir"], "--epochs", "1",
-                "--store", new_store]
+        return [
+            *words,
+            "--model",
+            "bert-tiny",
+            "--task",
+            "rte",
+            "--data-dir",
+            p["data_dir"],
+            "--epochs",
+            "1",
+            "--store",
+            new_store,
+        ]
     if verb == "sweep":
         return [*words, str(p["grid"]), "--data-dir", p["data_dir"], "--store", new_store]
     if verb == "import":
-        return [*words, p["model"], "--base", "bert-tiny", "--task", "rte", "--data-dir", p["data_dir"], "--store", new_store]
+        return [
+            *words,
+            p["model"],
+            "--base",
+            "bert-tiny",
+            "--task",
+            "rte",
+            "--data-dir",
+            p["data_dir"],
+            "--store",
+            new_store,
+        ]
     if verb == "assets":
         return [*words, "fetch", "bert-tiny"]
     if verb == "demo":
@@ -160,14 +197,15 @@ def base_argv(words: tuple[str, ...], p: dict) -> list[str]:
     raise AssertionError(f"no good command line known for verb {verb!r}: add one to base_argv")
 
 
-def with_bad(argv: list[str], words: tuple[str, ...], parser: argparse.ArgumentParser, action: argparse.Action,
-             value: str) -> list[str]:
+def with_bad(
+    argv: list[str], words: tuple[str, ...], parser: argparse.ArgumentParser, action: argparse.Action, value: str
+) -> list[str]:
     """``argv`` with ``action`` given ``value``: a flag is appended (argparse keeps the last one),
     a positional replaces the good one in its place (they follow the verb's words, in order)."""
     if action.option_strings:
         return [*argv, f"{action.option_strings[0]}={value}"]
     index = len(words) + [a for a in valued(parser) if not a.option_strings].index(action)
-    return [*argv[:index], value, *argv[index + 1:]]
+    return [*argv[:index], value, *argv[index + 1 :]]
 
 
 VERBS = dict(verbs(build_parser()))  # built once: every case reads its verb's parser
@@ -191,7 +229,9 @@ def test_a_bad_value_exits_2_with_one_line(words, option, places, capsys, monkey
     argv = with_bad(base_argv(words, places), words, parser, action, value)
     code, err = run_cli(argv, capsys)
     lines = err.strip("\n").splitlines()
-    assert code == 2 and len(lines) == 1 and "Traceback" not in err, f"robustkit {' '.join(argv)}\nexit {code}, stderr:\n{err}"
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, (
+        f"robustkit {' '.join(argv)}\nexit {code}, stderr:\n{err}"
+    )
     # the line names what was wrong: the value, or the option it was given to
     named = {value, value.split("=")[0], option, option.lstrip("-"), option.lstrip("-").replace("-", "_")}
     assert any(text in lines[0] for text in named), f"robustkit {' '.join(argv)}: {lines[0]}"

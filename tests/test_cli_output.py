@@ -68,9 +68,16 @@ def test_runs_shows_the_columns_people_ask_for_within_the_terminal(store_with_im
 
 
 def test_render_cuts_to_the_width_and_names_what_it_left_out():
-    frame = pd.DataFrame({"run_id": ["a", "b"], "task": ["rt", "rt"], "method": ["full", "houlsby"],
-                          "lora.r": [None, None], "value": [0.123456, 2.0],
-                          **{f"long_column_{i}": ["x" * 12, "y" * 12] for i in range(10)}})
+    frame = pd.DataFrame(
+        {
+            "run_id": ["a", "b"],
+            "task": ["rt", "rt"],
+            "method": ["full", "houlsby"],
+            "lora.r": [None, None],
+            "value": [0.123456, 2.0],
+            **{f"long_column_{i}": ["x" * 12, "y" * 12] for i in range(10)},
+        }
+    )
     text = render(frame, width=80)
     assert all(len(line) <= 80 for line in text.splitlines())
     assert "all rows: task=rt" in text and "lora.r" not in text and "0.1235" in text
@@ -106,12 +113,32 @@ def test_analyze_gradnorm_summary_leaves_imports_out_by_name(store_with_import, 
     # only the import: an error naming it, not a traceback
     assert main(["analyze", "gradnorm", str(store_with_import), "--select", f"run_id={imported}"]) == 2
     assert imported in capsys.readouterr().err
-    assert main(["plot", "gradnorm", str(store_with_import), "--select", f"run_id={imported}", "-o",
-                 str(store_with_import.parent / "g.pdf")]) == 2
+    assert (
+        main(
+            [
+                "plot",
+                "gradnorm",
+                str(store_with_import),
+                "--select",
+                f"run_id={imported}",
+                "-o",
+                str(store_with_import.parent / "g.pdf"),
+            ]
+        )
+        == 2
+    )
 
 
-@pytest.mark.parametrize("argv", [["runs", "{store}"], ["analyze", "scores", "{store}"], ["stats", "{store}"],
-                                  ["claims", "--store", "{store}"], ["plot", "box-seeds", "{store}", "-o", "{store}.pdf"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["runs", "{store}"],
+        ["analyze", "scores", "{store}"],
+        ["stats", "{store}"],
+        ["claims", "--store", "{store}"],
+        ["plot", "box-seeds", "{store}", "-o", "{store}.pdf"],
+    ],
+)
 def test_a_missing_store_is_an_error(tmp_path, capsys, argv):
     store = str(tmp_path / "no-such-store")
     assert main([a.format(store=store) for a in argv]) == 2
@@ -125,10 +152,26 @@ def _verdicts(recipes: list[str]) -> pd.DataFrame:
     for recipe in recipes:
         for claim in ("spread", "failures"):
             for cell in ("task=rte", "all"):
-                rows.append({"recipe": recipe, "claim": claim, "cell": cell, "verdict": "inconclusive", "n_a": 5, "n_b": 5,
-                             "n_failed": 1, "effect_name": "std ratio a/b", "effect": 0.4123456, "ci_low": 0.2, "ci_high": 0.9,
-                             "p_value": 0.0712345, "compare": "spread", "failures": "excluded",
-                             "reason": f"{claim} of {recipe}: p = 0.0712 is above alpha = 0.05 at n = 5 vs 5 after dropping one failed run"})
+                rows.append(
+                    {
+                        "recipe": recipe,
+                        "claim": claim,
+                        "cell": cell,
+                        "verdict": "inconclusive",
+                        "n_a": 5,
+                        "n_b": 5,
+                        "n_failed": 1,
+                        "effect_name": "std ratio a/b",
+                        "effect": 0.4123456,
+                        "ci_low": 0.2,
+                        "ci_high": 0.9,
+                        "p_value": 0.0712345,
+                        "compare": "spread",
+                        "failures": "excluded",
+                        "reason": f"{claim} of {recipe}: p = 0.0712 is above alpha = 0.05 at n = 5 vs 5 after "
+                        "dropping one failed run",
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -169,7 +212,10 @@ def test_sweep_status_prints_a_table_for_people(tmp_path, capsys, monkeypatch):
     from robustkit.sweep import expand_grid
 
     grid = tmp_path / "grid.toml"
-    grid.write_text('[base]\nmodel = "bert-tiny"\ntask = "rte"\nepochs = 1\n[grid]\nmethod = ["houlsby", "full"]\nseed = [0, 1, 2]\n')
+    grid.write_text(
+        '[base]\nmodel = "bert-tiny"\ntask = "rte"\nepochs = 1\n[grid]\nmethod = ["houlsby", "full"]\nseed = [0, 1, '
+        "2]\n"
+    )
     store = tmp_path / "runs"
     first = expand_grid(str(grid))[0].run_id
     (store / slurm.SLURM_DIR).mkdir(parents=True)
@@ -186,7 +232,9 @@ def test_sweep_status_prints_a_table_for_people(tmp_path, capsys, monkeypatch):
     assert [s["state"] for s in states].count("not submitted") == 5 and states[0]["job_id"] == "77_0"
     assert main([*argv, "-o", str(tmp_path / "states.csv")]) == 0
     assert list(pd.read_csv(tmp_path / "states.csv").columns) == ["run_id", "job_id", "state"]
-    assert main(["sweep", str(grid), "--store", str(store), "--format", "csv"]) == 2  # without --status: said, not ignored
+    assert (
+        main(["sweep", str(grid), "--store", str(store), "--format", "csv"]) == 2
+    )  # without --status: said, not ignored
     assert "--status" in capsys.readouterr().err
 
 
@@ -198,7 +246,9 @@ def test_stats_prints_csv_json_and_writes_every_table(tiny_store, tmp_path, caps
     assert all(len(line) <= 80 for line in out.splitlines() if not line.startswith("n = ")), out
     assert main([*argv, "--format", "json"]) == 0
     tables = json.loads(capsys.readouterr().out)
-    assert set(tables) == {"summary", "tests", "failures", "iqm", "improvement"} and {r["method"] for r in tables["summary"]} == {"houlsby", "full"}
+    assert set(tables) == {"summary", "tests", "failures", "iqm", "improvement"} and {
+        r["method"] for r in tables["summary"]
+    } == {"houlsby", "full"}
     assert "levene" in {r["test"] for r in tables["tests"]}
     assert main([*argv, "--format", "csv"]) == 0
     summary = pd.read_csv(io.StringIO(capsys.readouterr().out))

@@ -24,7 +24,17 @@ LIMIT_S = 1.0
 TRIES = 3
 # From a third of a second to seconds each to import on 2 cores; a --help needs none of them.
 # (numpy, a tenth of a second, is not counted: light modules may use it.)
-HEAVY = ("torch", "transformers", "adapters", "datasets", "pandas", "scipy.stats", "matplotlib", "submitit", "OpenAttack")
+HEAVY = (
+    "torch",
+    "transformers",
+    "adapters",
+    "datasets",
+    "pandas",
+    "scipy.stats",
+    "matplotlib",
+    "submitit",
+    "OpenAttack",
+)
 
 # `python -m robustkit ARGS...` as the interpreter runs it (runpy), then the heavy modules it
 # imported, as the last line of stderr.
@@ -61,7 +71,9 @@ def _subparsers() -> dict[str, argparse.ArgumentParser]:
 
 def _run(command: tuple[str, ...]) -> tuple[float, dict, subprocess.CompletedProcess]:
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", _PROBE, *command, "--help"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, *command, "--help"], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
     wall = time.perf_counter() - started
     report = json.loads(done.stderr.strip().splitlines()[-1]) if done.stderr.strip() else {}
     return wall, report, done
@@ -70,17 +82,27 @@ def _run(command: tuple[str, ...]) -> tuple[float, dict, subprocess.CompletedPro
 @pytest.mark.parametrize("command", _commands(), ids=lambda c: " ".join(c) or "robustkit")
 def test_help_answers_at_once(command):
     wall, report, done = _run(command)
-    assert report.get("code") == 0 and done.stdout.startswith("usage: robustkit"), done.stdout[-500:] + done.stderr[-2000:]
+    assert report.get("code") == 0 and done.stdout.startswith("usage: robustkit"), (
+        done.stdout[-500:] + done.stderr[-2000:]
+    )
     assert report["heavy"] == [], f"`robustkit {' '.join(command)} --help` imports {report['heavy']}"
     walls = [wall]
     while min(walls) >= LIMIT_S and len(walls) < TRIES:
         walls.append(_run(command)[0])
-    assert min(walls) < LIMIT_S, f"`robustkit {' '.join(command)} --help` took {min(walls):.2f} s (best of {len(walls)})"
+    assert min(walls) < LIMIT_S, (
+        f"`robustkit {' '.join(command)} --help` took {min(walls):.2f} s (best of {len(walls)})"
+    )
 
 
 def test_probe_sees_heavy_imports():
     # the check above passes on an empty list: make sure the probe does see an imported library
-    done = subprocess.run([sys.executable, "-c", "import pandas\n" + _PROBE, "--help"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", "import pandas\n" + _PROBE, "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert "pandas" in json.loads(done.stderr.strip().splitlines()[-1])["heavy"]
 
 

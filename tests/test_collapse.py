@@ -7,13 +7,12 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import TINY_RTE
 
 from robustkit import collapse
 from robustkit.cli import main
 from robustkit.store.manifest import read_manifest
 from robustkit.store.tables import load_runs
-
-from conftest import TINY_RTE
 
 
 def test_noise_band_per_metric():
@@ -23,19 +22,23 @@ def test_noise_band_per_metric():
     assert collapse.noise_band("loss", 0.5, 100) == 0.0  # no constant baseline for a loss
     assert collapse.noise_band("accuracy", 0.57, None) == collapse.noise_band("accuracy", 0.57, float("nan")) == 0.0
     assert collapse.noise_band("accuracy", 0.57, 1000, collapse.CollapseRule(noise_z=1.0)) == pytest.approx(
-        collapse.noise_band("accuracy", 0.57, 1000) / 2)
+        collapse.noise_band("accuracy", 0.57, 1000) / 2
+    )
 
 
-@pytest.mark.parametrize("value, share, n, expected", [
-    (0.80, 0.60, 1000, "ok"),          # learned
-    (0.53, 0.70, 1000, "collapsed"),   # below the 57% majority baseline (the issue's houlsby run)
-    (0.59, 0.80, 1000, "collapsed"),   # above it, but within 2 s.e. (0.031) of it
-    (0.61, 0.80, 1000, "ok"),          # beyond the noise band
-    (0.61, 0.96, 1000, "collapsed"),   # nearly every prediction one class
-    (0.59, None, None, "ok"),          # n unknown: only value <= baseline counts
-    (0.57, None, None, "collapsed"),   # at the baseline
-    (float("nan"), 0.5, 1000, "diverged"),
-])
+@pytest.mark.parametrize(
+    "value, share, n, expected",
+    [
+        (0.80, 0.60, 1000, "ok"),  # learned
+        (0.53, 0.70, 1000, "collapsed"),  # below the 57% majority baseline (the issue's houlsby run)
+        (0.59, 0.80, 1000, "collapsed"),  # above it, but within 2 s.e. (0.031) of it
+        (0.61, 0.80, 1000, "ok"),  # beyond the noise band
+        (0.61, 0.96, 1000, "collapsed"),  # nearly every prediction one class
+        (0.59, None, None, "ok"),  # n unknown: only value <= baseline counts
+        (0.57, None, None, "collapsed"),  # at the baseline
+        (float("nan"), 0.5, 1000, "diverged"),
+    ],
+)
 def test_outcome_rules(value, share, n, expected):
     assert collapse.outcome(value, 0.57, "accuracy", n, share) == expected
 
@@ -49,17 +52,30 @@ def test_diverged_loss_and_unknown_baseline():
 
 
 def test_mark_and_failure_rates():
-    frame = pd.DataFrame({
-        "method": ["a", "a", "a", "b", "b"], "value": [0.8, 0.5, np.nan, 0.9, 0.85], "baseline": 0.57,
-        "metric": "accuracy", "n_eval": 1000, "top_class_share": [0.6, 0.9, 0.5, 0.55, 0.99],
-    })
+    frame = pd.DataFrame(
+        {
+            "method": ["a", "a", "a", "b", "b"],
+            "value": [0.8, 0.5, np.nan, 0.9, 0.85],
+            "baseline": 0.57,
+            "metric": "accuracy",
+            "n_eval": 1000,
+            "top_class_share": [0.6, 0.9, 0.5, 0.55, 0.99],
+        }
+    )
     marked = collapse.mark(frame)
     assert list(marked["outcome"]) == ["ok", "collapsed", "diverged", "ok", "collapsed"]
     assert list(marked["failed"]) == [False, True, True, False, True]
     assert list(collapse.kept(marked)["value"]) == [0.8, 0.9]
     assert len(collapse.kept(marked, include_failed=True)) == 5
     rates = collapse.failure_rates(marked, ["method"]).set_index("method")
-    assert rates.loc["a"].to_dict() == {"n_runs": 3, "n_ok": 1, "n_not_learned": 0, "n_collapsed": 1, "n_diverged": 1, "failed_rate": pytest.approx(2 / 3)}
+    assert rates.loc["a"].to_dict() == {
+        "n_runs": 3,
+        "n_ok": 1,
+        "n_not_learned": 0,
+        "n_collapsed": 1,
+        "n_diverged": 1,
+        "failed_rate": pytest.approx(2 / 3),
+    }
     assert rates.loc["b", "failed_rate"] == 0.5
     assert collapse.label(1, 3, 1) == "collapsed 1/3, diverged 1/3" and collapse.label(0, 3) == ""
     assert collapse.top_class_share(np.array([1, 1, 0, 1])) == 0.75
@@ -70,8 +86,27 @@ def test_training_records_the_outcome_and_the_cli_reports_a_collapsed_run(tmp_pa
     # lr 1e-12 (the spec refuses 0): the classifier never leaves its initialisation, so it
     # cannot beat the majority class
     glue = rte_folder(tmp_path / "glue")
-    args = ["train", "--task", "rte", "--model", "bert-tiny", "--method", "full", "--lr", "1e-12", "--epochs", "1",
-            "--batch-size", "8", "--max-length", "32", "--data-dir", str(glue), "--store", str(tmp_path / "runs")]
+    args = [
+        "train",
+        "--task",
+        "rte",
+        "--model",
+        "bert-tiny",
+        "--method",
+        "full",
+        "--lr",
+        "1e-12",
+        "--epochs",
+        "1",
+        "--batch-size",
+        "8",
+        "--max-length",
+        "32",
+        "--data-dir",
+        str(glue),
+        "--store",
+        str(tmp_path / "runs"),
+    ]
     assert main(args) == 0
     err = capsys.readouterr().err
     runs = load_runs(tmp_path / "runs")
@@ -82,7 +117,11 @@ def test_training_records_the_outcome_and_the_cli_reports_a_collapsed_run(tmp_pa
     from robustkit.report import runs_table
 
     word = runs_table(tmp_path / "runs")["outcome"].iloc[0]
-    assert word in ("collapsed", "not-learned") and f"{word} {runs['run_id'].iloc[0]}" in err and f"last/test {word}" in err
+    assert (
+        word in ("collapsed", "not-learned")
+        and f"{word} {runs['run_id'].iloc[0]}" in err
+        and f"last/test {word}" in err
+    )
     assert runs["n_test"].iloc[0] == 12
 
 
@@ -111,8 +150,15 @@ def test_marked_keeps_an_outcome_marks_from_a_baseline_or_says_ok():
 def test_a_run_stopped_as_diverged_is_diverged_whatever_its_kept_checkpoints_score():
     # training keeps a diverged run's last finite checkpoints: their (finite, even good) scores
     # do not make it a result; runs of other statuses are judged by their scores as before
-    frame = pd.DataFrame({"value": [0.9, 0.9, 0.5], "baseline": [0.5, 0.5, 0.5], "eval_loss": [0.3, 0.3, 0.7],
-                          "status": ["diverged", "complete", "complete"], "method": ["a", "a", "a"]})
+    frame = pd.DataFrame(
+        {
+            "value": [0.9, 0.9, 0.5],
+            "baseline": [0.5, 0.5, 0.5],
+            "eval_loss": [0.3, 0.3, 0.7],
+            "status": ["diverged", "complete", "complete"],
+            "method": ["a", "a", "a"],
+        }
+    )
     marked = collapse.mark(frame)
     assert marked["outcome"].tolist() == ["diverged", "ok", "collapsed"]
     assert marked["failed"].tolist() == [True, False, True]
@@ -122,8 +168,15 @@ def test_a_run_stopped_as_diverged_is_diverged_whatever_its_kept_checkpoints_sco
 def test_a_run_that_never_learned_is_not_learned_and_one_that_fell_back_collapsed():
     """Issue #26: under-trained runs (never above the noise band at any evaluation) are told apart
     from runs that learned and fell back; both are failures, counted apart."""
-    frame = pd.DataFrame({"value": [0.5, 0.5, 0.5, 0.8], "baseline": 0.5, "metric": "accuracy", "n_eval": 1000,
-                          "ever_learned": pd.array([False, True, pd.NA, False], dtype="boolean")})
+    frame = pd.DataFrame(
+        {
+            "value": [0.5, 0.5, 0.5, 0.8],
+            "baseline": 0.5,
+            "metric": "accuracy",
+            "n_eval": 1000,
+            "ever_learned": pd.array([False, True, pd.NA, False], dtype="boolean"),
+        }
+    )
     marked = collapse.mark(frame)
     assert list(marked["outcome"]) == ["not-learned", "collapsed", "collapsed", "ok"]  # unknown history: collapsed
     assert marked["failed"].tolist() == [True, True, True, False]

@@ -1,5 +1,6 @@
 """tools/check_commits.py (run by .ci/run): commit subjects after the base are at most 72
 characters; commits up to the base are exempt; without the base, only HEAD is checked."""
+
 from __future__ import annotations
 
 import os
@@ -15,14 +16,21 @@ SCRIPT = Path(__file__).resolve().parents[1] / "tools" / "check_commits.py"
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 # Isolated from the user's git configuration (signing, hooks, templates).
-GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
+GIT_ENV = {
+    **os.environ,
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.org",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.org",
+}
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], env=GIT_ENV, check=True,
-                          capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], env=GIT_ENV, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def commit(repo: Path, message: str) -> str:
@@ -31,8 +39,9 @@ def commit(repo: Path, message: str) -> str:
 
 
 def check(repo: Path, base: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), "--repo", str(repo), "--base", base],
-                          env=GIT_ENV, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), "--repo", str(repo), "--base", base], env=GIT_ENV, capture_output=True, text=True
+    )
 
 
 @pytest.fixture
@@ -47,10 +56,10 @@ def test_script_defaults_to_the_last_commit_before_the_rule():
 
 
 def test_short_subjects_pass_and_history_before_the_base_is_exempt(repo):
-    commit(repo, "old history " + "x" * 100)          # before the base: exempt
-    base = commit(repo, "the base " + "y" * 90)         # the base itself: exempt
+    commit(repo, "old history " + "x" * 100)  # before the base: exempt
+    base = commit(repo, "the base " + "y" * 90)  # the base itself: exempt
     commit(repo, "short subject")
-    commit(repo, "s" * 72)                             # exactly the limit
+    commit(repo, "s" * 72)  # exactly the limit
     out = check(repo, base)
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout == "", out.stdout
@@ -70,7 +79,7 @@ def test_a_73_character_subject_fails_with_hash_length_and_subject(repo):
 
 def test_characters_not_bytes_are_counted(repo):
     base = commit(repo, "base")
-    commit(repo, "é" * 72)                              # 144 bytes, 72 characters
+    commit(repo, "é" * 72)  # 144 bytes, 72 characters
     assert check(repo, base).returncode == 0
     commit(repo, "é" * 73)
     assert check(repo, base).returncode == 1
@@ -79,7 +88,7 @@ def test_characters_not_bytes_are_counted(repo):
 def test_without_the_base_only_head_is_checked(repo):
     commit(repo, "an old commit whose subject is far too long " + "z" * 60)
     commit(repo, "short head")
-    missing = "0" * 40                                 # not in this history (a shallow clone)
+    missing = "0" * 40  # not in this history (a shallow clone)
     out = check(repo, missing)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "HEAD's subject only" in out.stderr

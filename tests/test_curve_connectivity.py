@@ -65,8 +65,9 @@ def test_the_trained_curve_finds_the_valley_the_line_misses(tmp_path):
     line = _path_barrier(lambda t: bezier.place_line({"theta": model.theta}, {"theta": A}, {"theta": B}, t), model)
     assert line == pytest.approx(0.25, abs=1e-3)  # at t = 1/2 the line is at |theta|^2 = 1/2
     before = model.theta.detach().clone()
-    control = bezier.train_control_point(model, {"theta": A}, {"theta": B}, lambda step: ring(model.theta), steps=300,
-                                         lr=0.05, seed=0)
+    control = bezier.train_control_point(
+        model, {"theta": A}, {"theta": B}, lambda step: ring(model.theta), steps=300, lr=0.05, seed=0
+    )
     assert torch.equal(model.theta.detach(), before)  # the model got its own value back
     curve = _path_barrier(lambda t: bezier.place({"theta": model.theta}, {"theta": A}, control, {"theta": B}, t), model)
     assert curve < 0.02 < line  # the curve bends out along the circle
@@ -77,18 +78,39 @@ def test_a_resumed_training_ends_on_the_same_control_point(tmp_path):
     model = Point()
 
     def train(stop_after=None):
-        return bezier.train_control_point(model, {"theta": A}, {"theta": B}, lambda step: ring(model.theta), steps=40, lr=0.05,
-                                          seed=3, warmup=4, max_grad_norm=1.0, state_dir=tmp_path / "curve", save_every=7,
-                                          stop_after=stop_after)
+        return bezier.train_control_point(
+            model,
+            {"theta": A},
+            {"theta": B},
+            lambda step: ring(model.theta),
+            steps=40,
+            lr=0.05,
+            seed=3,
+            warmup=4,
+            max_grad_norm=1.0,
+            state_dir=tmp_path / "curve",
+            save_every=7,
+            stop_after=stop_after,
+        )
 
-    whole = bezier.train_control_point(model, {"theta": A}, {"theta": B}, lambda step: ring(model.theta), steps=40, lr=0.05,
-                                       seed=3, warmup=4, max_grad_norm=1.0)
+    whole = bezier.train_control_point(
+        model,
+        {"theta": A},
+        {"theta": B},
+        lambda step: ring(model.theta),
+        steps=40,
+        lr=0.05,
+        seed=3,
+        warmup=4,
+        max_grad_norm=1.0,
+    )
     assert train(stop_after=17) is None  # interrupted after step 17, its state saved
     assert (tmp_path / "curve" / bezier.STEP_FILE).read_text() == '{"step": 17}'
     assert torch.equal(train()["theta"], whole["theta"])  # resumed from step 17: bit for bit
     with pytest.raises(RobustkitError, match="not finite"):
-        bezier.train_control_point(model, {"theta": A}, {"theta": B}, lambda step: ring(model.theta) * math.inf, steps=3,
-                                   lr=0.05, seed=0)
+        bezier.train_control_point(
+            model, {"theta": A}, {"theta": B}, lambda step: ring(model.theta) * math.inf, steps=3, lr=0.05, seed=0
+        )
 
 
 def _runs(store, method):
@@ -96,7 +118,9 @@ def _runs(store, method):
 
 
 def test_disjoint_pairs_share_no_run():
-    runs = pd.DataFrame({"run_id": [f"r{i}" for i in range(7)], "method": ["a"] * 5 + ["b"] * 2, "seed": [4, 0, 3, 1, 2, 0, 1]})
+    runs = pd.DataFrame(
+        {"run_id": [f"r{i}" for i in range(7)], "method": ["a"] * 5 + ["b"] * 2, "seed": [4, 0, 3, 1, 2, 0, 1]}
+    )
     pairs = [(a["run_id"], b["run_id"]) for a, b in curve_connectivity.disjoint_pairs(runs)]
     assert pairs == [("r1", "r3"), ("r4", "r2"), ("r5", "r6")]  # seeds 0-1, 2-3 (4 left out) and 0-1
 
@@ -115,7 +139,9 @@ def test_curve_connectivity_of_runs_statistic_and_figure(lora_store, tmp_path, m
         part = loss[loss["method"] == method].set_index(["path", "t"])["value"]
         for t, run_dir in ((0.0, first), (1.0, second)):
             direct = evaluate(load_run_model(run_dir, "best"), batches, get_task(spec.task))["loss"]
-            assert part[("line", t)] == pytest.approx(direct, abs=1e-6) and part[("curve", t)] == pytest.approx(direct, abs=1e-6)
+            assert part[("line", t)] == pytest.approx(direct, abs=1e-6) and part[("curve", t)] == pytest.approx(
+                direct, abs=1e-6
+            )
     table = curve_connectivity.barriers(paths)
     wide = table[table["metric"] == "loss"].pivot_table(index="run_id", columns="path", values="barrier")
     claimed = per_run("curve-connectivity.barrier-drop", lora_store, ["method=full,lora"], **options)
@@ -123,11 +149,21 @@ def test_curve_connectivity_of_runs_statistic_and_figure(lora_store, tmp_path, m
     assert claimed.set_index("run_id")["value"].to_dict() == pytest.approx((wide["line"] - wide["curve"]).to_dict())
     states = list((lora_store / ".cache" / "curve-connectivity").glob("*.state"))
     # one trained curve per pair, at its last step (lora_store is shared: other tests' curves may be there too)
-    trained = {m for m in ("full", "lora") for s in states
-               if s.name.startswith(f"rte-{m}-") and (s / bezier.STEP_FILE).read_text() == '{"step": 4}'}
+    trained = {
+        m
+        for m in ("full", "lora")
+        for s in states
+        if s.name.startswith(f"rte-{m}-") and (s / bezier.STEP_FILE).read_text() == '{"step": 4}'
+    }
     assert trained == {"full", "lora"}, sorted(s.name for s in states)
-    assert save_pdf(figures.draw("curve-connectivity", lora_store, ["method=full,lora"], **options), tmp_path / "c.pdf").stat().st_size
+    assert (
+        save_pdf(figures.draw("curve-connectivity", lora_store, ["method=full,lora"], **options), tmp_path / "c.pdf")
+        .stat()
+        .st_size
+    )
     monkeypatch.setattr(curve_connectivity, "pair_paths", lambda *a, **k: pytest.fail("recomputed"))
-    pd.testing.assert_frame_equal(get("curve-connectivity").run(lora_store, ["method=full,lora"], progress=False, **options), paths)
+    pd.testing.assert_frame_equal(
+        get("curve-connectivity").run(lora_store, ["method=full,lora"], progress=False, **options), paths
+    )
     with pytest.raises(RobustkitError, match="must hold 0 and 1"):
         get("curve-connectivity").run(lora_store, ts="0.2:0.8:3", progress=False)

@@ -1,7 +1,6 @@
 """Learning curves and overfitting (He et al. 2021 figures 5, 9 and table 6; Han et al. 2021
 figures 1 and 13): dev rows of the history, mean/best by hand, figures."""
 
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,13 +11,12 @@ from robustkit.plots.curves import mean_best_table
 from robustkit.plots.style import figure_texts, save_pdf
 from robustkit.store.tables import IDENTITY, load_history
 
-
 # accuracy at eval steps 10, 20, 30 per (method, seed); loss rows (5.0) and a train row must not count
 ACCURACY = {
     ("houlsby", 0): [0.6, 0.8, 0.7],  # mean 0.7, best 0.8
     ("houlsby", 1): [0.5, 0.7, 0.9],  # mean 0.7, best 0.9
-    ("full", 0): [0.9, 0.6, 0.3],     # mean 0.6, best 0.9
-    ("full", 1): [0.7, 0.5, 0.3],     # mean 0.5, best 0.7
+    ("full", 0): [0.9, 0.6, 0.3],  # mean 0.6, best 0.9
+    ("full", 1): [0.7, 0.5, 0.3],  # mean 0.5, best 0.7
 }
 
 
@@ -27,13 +25,38 @@ def _synthetic(tsp_steps=(0,)) -> pd.DataFrame:
     for tsp in tsp_steps:
         for (method, seed), values in ACCURACY.items():
             identity = {
-                "run_id": f"{method}-s{seed}-tsp{tsp}", "model": "bert-tiny", "task": "rte", "method": method, "seed": seed,
-                "tsp_step": tsp, "lr": 1e-4 if method == "houlsby" else 2e-5, "train_size": np.nan,
-                "adapter_size": 64.0 if method == "houlsby" else np.nan, "main_metric": "accuracy",
+                "run_id": f"{method}-s{seed}-tsp{tsp}",
+                "model": "bert-tiny",
+                "task": "rte",
+                "method": method,
+                "seed": seed,
+                "tsp_step": tsp,
+                "lr": 1e-4 if method == "houlsby" else 2e-5,
+                "train_size": np.nan,
+                "adapter_size": 64.0 if method == "houlsby" else np.nan,
+                "main_metric": "accuracy",
             }
             for step, value in zip((10, 20, 30), values):
-                rows.append({**identity, "step": step, "epoch": step / 10, "split": "validation", "metric": "accuracy", "value": value + tsp / 1000})
-                rows.append({**identity, "step": step, "epoch": step / 10, "split": "validation", "metric": "loss", "value": 5.0})
+                rows.append(
+                    {
+                        **identity,
+                        "step": step,
+                        "epoch": step / 10,
+                        "split": "validation",
+                        "metric": "accuracy",
+                        "value": value + tsp / 1000,
+                    }
+                )
+                rows.append(
+                    {
+                        **identity,
+                        "step": step,
+                        "epoch": step / 10,
+                        "split": "validation",
+                        "metric": "loss",
+                        "value": 5.0,
+                    }
+                )
             rows.append({**identity, "step": 40, "epoch": 4.0, "split": "train", "metric": "accuracy", "value": 1.0})
     return pd.DataFrame(rows)
 
@@ -62,15 +85,21 @@ def test_run_is_the_validation_history_of_the_selected_runs(tiny_store):
 
 def test_mean_best_by_hand():
     per_run = curves.mean_best_runs(_synthetic()).set_index("run_id")
-    assert per_run.loc["houlsby-s1-tsp0", "mean"] == pytest.approx(0.7) and per_run.loc["houlsby-s1-tsp0", "best"] == 0.9
+    assert (
+        per_run.loc["houlsby-s1-tsp0", "mean"] == pytest.approx(0.7) and per_run.loc["houlsby-s1-tsp0", "best"] == 0.9
+    )
     assert per_run.loc["full-s0-tsp0", "n_evals"] == 3 and set(per_run["metric"]) == {"accuracy"}
     table = curves.mean_best(_synthetic()).set_index(["method", "statistic"])
     expected = {
-        ("houlsby", "mean"): (0.7, 0.0), ("houlsby", "best"): (0.85, np.std([0.8, 0.9], ddof=1)),
-        ("full", "mean"): (0.55, np.std([0.6, 0.5], ddof=1)), ("full", "best"): (0.8, np.std([0.9, 0.7], ddof=1)),
+        ("houlsby", "mean"): (0.7, 0.0),
+        ("houlsby", "best"): (0.85, np.std([0.8, 0.9], ddof=1)),
+        ("full", "mean"): (0.55, np.std([0.6, 0.5], ddof=1)),
+        ("full", "best"): (0.8, np.std([0.9, 0.7], ddof=1)),
     }
     for key, (value, std) in expected.items():
-        assert table.loc[key, "value"] == pytest.approx(value) and table.loc[key, "std"] == pytest.approx(std, abs=1e-12)
+        assert table.loc[key, "value"] == pytest.approx(value) and table.loc[key, "std"] == pytest.approx(
+            std, abs=1e-12
+        )
     assert (table["n_runs"] == 2).all() and len(table) == 4
     assert table.loc[("full", "mean"), "adapter_size"] != table.loc[("full", "mean"), "adapter_size"]  # NaN kept
 
@@ -99,8 +128,14 @@ def test_figures_render_as_pdf(tiny_store, tmp_path):
 def _outcomes(collapsed: str = "full-s1-tsp0") -> pd.DataFrame:
     """One score per run of :func:`_synthetic` (as scores.outcomes gives), one collapsed."""
     runs = _synthetic()["run_id"].unique()
-    return pd.DataFrame({"run_id": runs, "value": 0.7, "baseline": 0.5,
-                         "outcome": ["collapsed" if r == collapsed else "ok" for r in runs]})
+    return pd.DataFrame(
+        {
+            "run_id": runs,
+            "value": 0.7,
+            "baseline": 0.5,
+            "outcome": ["collapsed" if r == collapsed else "ok" for r in runs],
+        }
+    )
 
 
 def test_mean_best_leaves_a_collapsed_run_out_and_counts_it():

@@ -15,15 +15,29 @@ from robustkit.spec import RunSpec
 LEGACY_IDS = {
     RunSpec(): ("rt-houlsby-minilm-l6-s0-tsp0-605128a5", "tsp-rt-houlsby-minilm-l6-8878be6d"),
     RunSpec(method="full"): ("rt-full-minilm-l6-s0-tsp0-f4bd44bc", "tsp-rt-full-minilm-l6-63fca992"),
-    RunSpec(task="polarity", train_size=1000, tsp_step=200, seed=2):
-        ("polarity-houlsby-minilm-l6-s2-tsp200-d4c3bec7", "tsp-polarity-houlsby-minilm-l6-2c450579"),
-    RunSpec(adapter_size=64, batch_size=16, epochs=3, eval_every=24, lr=5e-4, max_length=64, train_size=1000,
-            tsp_batch_size=16, tsp_lr=5e-4, tsp_step=200):
-        ("rt-houlsby-minilm-l6-s0-tsp200-2a3d99e0", "tsp-rt-houlsby-minilm-l6-173330da"),
-    RunSpec(batch_size=16, epochs=3, eval_every=24, lr=1e-4, max_length=64, method="full", task="polarity", train_size=1000):
-        ("polarity-full-minilm-l6-s0-tsp0-09731d8b", "tsp-polarity-full-minilm-l6-906d1575"),
-    RunSpec(model="bert-tiny", task="rte", epochs=2, batch_size=8, max_length=32, adapter_size=16, eval_every=2):
-        ("rte-houlsby-bert-tiny-s0-tsp0-e313d828", "tsp-rte-houlsby-bert-tiny-eb4aefac"),  # hub data, no revision
+    RunSpec(task="polarity", train_size=1000, tsp_step=200, seed=2): (
+        "polarity-houlsby-minilm-l6-s2-tsp200-d4c3bec7",
+        "tsp-polarity-houlsby-minilm-l6-2c450579",
+    ),
+    RunSpec(
+        adapter_size=64,
+        batch_size=16,
+        epochs=3,
+        eval_every=24,
+        lr=5e-4,
+        max_length=64,
+        train_size=1000,
+        tsp_batch_size=16,
+        tsp_lr=5e-4,
+        tsp_step=200,
+    ): ("rt-houlsby-minilm-l6-s0-tsp200-2a3d99e0", "tsp-rt-houlsby-minilm-l6-173330da"),
+    RunSpec(
+        batch_size=16, epochs=3, eval_every=24, lr=1e-4, max_length=64, method="full", task="polarity", train_size=1000
+    ): ("polarity-full-minilm-l6-s0-tsp0-09731d8b", "tsp-polarity-full-minilm-l6-906d1575"),
+    RunSpec(model="bert-tiny", task="rte", epochs=2, batch_size=8, max_length=32, adapter_size=16, eval_every=2): (
+        "rte-houlsby-bert-tiny-s0-tsp0-e313d828",
+        "tsp-rte-houlsby-bert-tiny-eb4aefac",
+    ),  # hub data, no revision
 }
 
 
@@ -75,7 +89,10 @@ def test_tsv_fingerprint_is_what_the_files_hold_not_where_they_are(tmp_path, rte
     assert spec.run_id != dataclasses.replace(spec, data_dir=str(b)).run_id
     assert spec.resolved().data_fingerprint == data_fingerprint("rte", a)
     # the TSP run starts from the same data, so it follows it too
-    assert RunSpec(task="rte", data_dir=str(a), tsp_step=2).tsp_spec().run_id != RunSpec(task="rte", data_dir=str(b), tsp_step=2).tsp_spec().run_id
+    assert (
+        RunSpec(task="rte", data_dir=str(a), tsp_step=2).tsp_spec().run_id
+        != RunSpec(task="rte", data_dir=str(b), tsp_step=2).tsp_spec().run_id
+    )
 
 
 def test_a_missing_tsv_file_is_named_when_the_run_id_is_made(tmp_path, rte_folder):
@@ -107,7 +124,9 @@ def store_sha(path):
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_hub_runs_are_identified_by_name_and_revision_and_record_the_datasets_fingerprints(tmp_path, rte_folder, monkeypatch):
+def test_hub_runs_are_identified_by_name_and_revision_and_record_the_datasets_fingerprints(
+    tmp_path, rte_folder, monkeypatch
+):
     from robustkit import tasks
 
     glue = rte_folder(tmp_path / "glue")
@@ -124,7 +143,11 @@ def test_hub_runs_are_identified_by_name_and_revision_and_record_the_datasets_fi
     unpinned = spec.run_id
     record = tasks.data_record("rte", None, tasks.load_splits("rte"))
     assert calls == [("nyu-mll/glue", "rte", {})]
-    assert record["source"] == "hub" and record["revision"] is None and set(record["datasets"]) == {"train", "validation", "test"}
+    assert (
+        record["source"] == "hub"
+        and record["revision"] is None
+        and set(record["datasets"]) == {"train", "validation", "test"}
+    )
     # a pinned revision is loaded, and is part of the id
     monkeypatch.setattr(tasks, "GLUE_REVISION", "abc123")
     assert tasks.data_fingerprint("rte") == "hub:nyu-mll/glue/rte@abc123"
@@ -205,7 +228,9 @@ def test_resuming_a_hub_run_on_changed_hub_data_is_refused(tmp_path, rte_folder,
 
     local = tasks.load_splits("rte", data_dir=rte_folder(tmp_path / "glue"))
     hub = {"fingerprint": "v1"}
-    monkeypatch.setattr(tasks.datasets, "load_dataset", lambda name, config, **kw: datasets_dict(local, hub["fingerprint"]))
+    monkeypatch.setattr(
+        tasks.datasets, "load_dataset", lambda name, config, **kw: datasets_dict(local, hub["fingerprint"])
+    )
     spec = dataclasses.replace(TINY_RTE, epochs=1).resolved()
     run_dir = train(spec, tmp_path / "runs", progress=False)
     recorded = read_manifest(run_dir)["data"]
@@ -225,7 +250,10 @@ def test_a_sweeps_data_dir_replaces_the_grids_folder_and_its_fingerprint(tmp_pat
     first, second = rte_folder(tmp_path / "a"), rte_folder(tmp_path / "b")
     _flip_first_label(second)
     spec = RunSpec(model="bert-tiny", task="rte", data_dir=str(first)).resolved()
-    moved, = with_data_dir([spec], str(second))
+    (moved,) = with_data_dir([spec], str(second))
     assert moved.data_dir == str(second)
-    assert moved.data_fingerprint == RunSpec(model="bert-tiny", task="rte", data_dir=str(second)).resolved().data_fingerprint
+    assert (
+        moved.data_fingerprint
+        == RunSpec(model="bert-tiny", task="rte", data_dir=str(second)).resolved().data_fingerprint
+    )
     assert moved.data_fingerprint != spec.data_fingerprint and moved.run_id != spec.run_id

@@ -55,6 +55,7 @@ def test_a_test_that_cannot_reach_alpha_has_no_power(tmp_path):
         'title = "t"\nfigure = "box-seeds"\noutput = "o.pdf"\n'
         '[[claim]]\nid = "c"\nsays = "s"\nstatistic = "scores.score"\ncompare = "location"\na = "houlsby"\nb = "full"\n'
         'direction = "greater"\npaper_effect = 3.0\npaper_effect_source = "table 1: 3 SD"\n'
-        '[demo.grid]\nmethod = ["houlsby", "full"]\nseed = [0, 1]\n')
+        '[demo.grid]\nmethod = ["houlsby", "full"]\nseed = [0, 1]\n'
+    )
     row = decidability.plan([load_recipe("p/f", tmp_path)], scales=("demo",)).iloc[0]
     assert (row["n_a"], row["n_b"], row["decidable"], row["paper_power"]) == (2, 2, False, 0.0)

@@ -15,8 +15,19 @@ from robustkit.analysis.registry import ANALYSES, load
 from robustkit.cli import build_parser
 
 # The analyses that load a model (the others read manifests and logs only).
-MODEL_ANALYSES = {"rsa", "similarity-ci", "ablation", "landscape", "curvature", "surface", "connectivity", "attack",
-                  "forgetting", "lora-sharpness", "curve-connectivity"}  # the last three: issue #30
+MODEL_ANALYSES = {
+    "rsa",
+    "similarity-ci",
+    "ablation",
+    "landscape",
+    "curvature",
+    "surface",
+    "connectivity",
+    "attack",
+    "forgetting",
+    "lora-sharpness",
+    "curve-connectivity",
+}  # the last three: issue #30
 BAD = "nonsense"  # torch.device refuses it: a device that reaches the analysis fails loudly
 
 
@@ -82,9 +93,11 @@ def test_the_device_is_provenance_not_key(store):
 def test_every_model_analysis_records_its_device(store):
     """One cheap setting of each model analysis but the attack (tests/test_analysis_attack.py)."""
     cheap = {
-        "rsa": {"tokens": 40}, "similarity-ci": {"tokens": 40, "resamples": 4, "groups": 4},
-        "ablation": {}, "landscape": LANDSCAPE, "curvature": {"checkpoints": ["last"], "examples": 4, "max_iterations": 2,
-                                                              "samples": 2, "grouping": "none"},
+        "rsa": {"tokens": 40},
+        "similarity-ci": {"tokens": 40, "resamples": 4, "groups": 4},
+        "ablation": {},
+        "landscape": LANDSCAPE,
+        "curvature": {"checkpoints": ["last"], "examples": 4, "max_iterations": 2, "samples": 2, "grouping": "none"},
         "surface": {"grid": "0,1", "examples": 4},
     }
     for name, params in cheap.items():
@@ -96,12 +109,16 @@ def test_connectivity_records_its_device(tmp_path, rte_folder):
     import dataclasses
 
     from conftest import TINY_RTE
+
     from robustkit.train import train
 
     glue = rte_folder(tmp_path / "glue")
     for seed in (0, 1):
-        train(dataclasses.replace(TINY_RTE, method="full", seed=seed, epochs=1, data_dir=str(glue)), tmp_path / "runs",
-              progress=False)
+        train(
+            dataclasses.replace(TINY_RTE, method="full", seed=seed, epochs=1, data_dir=str(glue)),
+            tmp_path / "runs",
+            progress=False,
+        )
     frame = registry.get("connectivity").run(tmp_path / "runs", device="cpu", progress=False, alphas="0,1", examples=4)
     (pair,) = frame.attrs["provenance"]
     assert "+" in pair and frame.attrs["provenance"][pair]["device"] == "cpu"

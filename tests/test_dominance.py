@@ -7,19 +7,31 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from robustkit.analysis import dominance, stability, tuning
-from robustkit.analysis import boxes
+from robustkit.analysis import boxes, dominance, stability, tuning
 from robustkit.plots.stability import box_seeds
 from robustkit.plots.style import figure_texts
 
 
-def _runs(values: dict[str, list[float]], metric: str = "accuracy", outcomes: dict[str, list[str]] | None = None) -> pd.DataFrame:
+def _runs(
+    values: dict[str, list[float]], metric: str = "accuracy", outcomes: dict[str, list[str]] | None = None
+) -> pd.DataFrame:
     rows = []
     for method, scores in values.items():
         for seed, value in enumerate(scores):
             outcome = (outcomes or {}).get(method, ["ok"] * len(scores))[seed]
-            rows.append({"run_id": f"{method}-{seed}", "task": "rt", "method": method, "seed": seed, "metric": metric,
-                         "split": "validation", "value": value, "baseline": 0.5, "outcome": outcome})
+            rows.append(
+                {
+                    "run_id": f"{method}-{seed}",
+                    "task": "rt",
+                    "method": method,
+                    "seed": seed,
+                    "metric": metric,
+                    "split": "validation",
+                    "value": value,
+                    "baseline": 0.5,
+                    "outcome": outcome,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -31,8 +43,11 @@ def test_aso_reads_a_clear_shift_as_dominance_and_orients_losses():
     # every quantile of houlsby's scores lies above full's: no violation, epsilon_min = 0 (about 1 the other way)
     assert table.loc[("houlsby", "full"), "eps_min"] == pytest.approx(0.0, abs=1e-9)
     assert table.loc[("full", "houlsby"), "eps_min"] > 0.95  # 1 up to the bootstrap's conservative bound
-    losses = dominance.aso_table(_runs({"houlsby": list(low), "full": list(low + 0.1)}, metric="loss"), within=["task"],
-                                 num_bootstrap_iterations=200).set_index(["group_a", "group_b"])
+    losses = dominance.aso_table(
+        _runs({"houlsby": list(low), "full": list(low + 0.1)}, metric="loss"),
+        within=["task"],
+        num_bootstrap_iterations=200,
+    ).set_index(["group_a", "group_b"])
     assert losses.loc[("houlsby", "full"), "eps_min"] == pytest.approx(0.0, abs=1e-9)  # lower loss dominates
     assert "negated" in losses.loc[("houlsby", "full"), "note"]
     text = dominance.aso_sentence(table.reset_index())
@@ -42,8 +57,7 @@ def test_aso_reads_a_clear_shift_as_dominance_and_orients_losses():
 
 
 def test_failure_rates_have_the_exact_binomial_interval():
-    frame = _runs({"houlsby": [0.7, 0.7, 0.7], "full": [0.7, 0.5, 0.7]},
-                  outcomes={"full": ["ok", "collapsed", "ok"]})
+    frame = _runs({"houlsby": [0.7, 0.7, 0.7], "full": [0.7, 0.5, 0.7]}, outcomes={"full": ["ok", "collapsed", "ok"]})
     table = dominance.failure_rates(frame, ["task", "method"]).set_index("method")
     # closed forms: 0 of 3 -> [0, 1 - 0.025^(1/3)]; 1 of 3 -> Clopper-Pearson beta quantiles
     assert table.loc["houlsby", "ci_high"] == pytest.approx(1 - 0.025 ** (1 / 3), rel=1e-9)
@@ -70,8 +84,10 @@ def test_tuning_curves_equal_their_closed_forms():
 
 
 def test_tuning_curves_per_method_keep_failed_runs_as_draws():
-    frame = _runs({"houlsby": [0.70, 0.72, 0.71, 0.5], "full": [0.6, 0.8, 0.75, 0.7]},
-                  outcomes={"houlsby": ["ok", "ok", "ok", "collapsed"]})
+    frame = _runs(
+        {"houlsby": [0.70, 0.72, 0.71, 0.5], "full": [0.6, 0.8, 0.75, 0.7]},
+        outcomes={"houlsby": ["ok", "ok", "ok", "collapsed"]},
+    )
     curves = tuning.curves(frame)
     assert set(curves["method"]) == {"houlsby", "full"}
     kept = curves[curves["method"] == "houlsby"]
@@ -94,7 +110,10 @@ def test_stats_cli_prints_and_writes_aso_and_failure_rates(tiny_store, tmp_path,
     from robustkit.cli import main
 
     out = tmp_path / "stats.csv"
-    assert main(["stats", str(tiny_store), "--metric", "accuracy", "--within", "task", "--include-failed", "-o", str(out)]) == 0
+    assert (
+        main(["stats", str(tiny_store), "--metric", "accuracy", "--within", "task", "--include-failed", "-o", str(out)])
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "ASO (almost stochastic order" in printed and "exact binomial interval" in printed
     aso, failures = (pd.read_csv(tmp_path / f) for f in ("stats-aso.csv", "stats-failures.csv"))

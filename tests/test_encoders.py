@@ -4,8 +4,6 @@ download), trained a few steps with houlsby and lora, then every analysis on the
 
 from __future__ import annotations
 
-from robustkit.analysis.registry import get as analysis
-
 import dataclasses
 import warnings
 from pathlib import Path
@@ -13,8 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-
 from conftest import TINY_RTE, write_rte
+
+from robustkit.analysis.registry import get as analysis
 
 ARCHITECTURES = ("bert", "roberta", "xlm-roberta", "distilbert", "deberta", "deberta-v2", "electra", "albert")
 METHODS = ("houlsby", "lora")
@@ -43,7 +42,9 @@ def tiny_model_folder(architecture: str, folder: Path) -> Path:
     # no token types where the architecture's own tokenizer has none (DistilBERT has no such
     # input; RoBERTa-style models one type)
     names = ["input_ids", "attention_mask"] if architecture in ("distilbert", "roberta", "xlm-roberta") else None
-    tokenizer = AutoTokenizer.from_pretrained(asset_path("bert-tiny"), **({"model_input_names": names} if names else {}))
+    tokenizer = AutoTokenizer.from_pretrained(
+        asset_path("bert-tiny"), **({"model_input_names": names} if names else {})
+    )
     torch.manual_seed(0)
     config = tiny_config(architecture, len(tokenizer))
     config.pad_token_id = tokenizer.pad_token_id
@@ -61,7 +62,9 @@ def arch_store(request, tmp_path_factory):
     folder = tiny_model_folder(request.param, root / "model")
     glue = write_rte(root / "glue", train=16, dev=8)
     for method in METHODS:
-        spec = dataclasses.replace(TINY_RTE, model=str(folder), method=method, data_dir=str(glue), epochs=1, adapter_size=4)
+        spec = dataclasses.replace(
+            TINY_RTE, model=str(folder), method=method, data_dir=str(glue), epochs=1, adapter_size=4
+        )
         train(spec, root / "runs", progress=False)
     return request.param, root / "runs"
 
@@ -121,7 +124,9 @@ def test_pwws_attacks_every_encoder(arch_store, shared_nltk_data, monkeypatch):
     architecture, store = arch_store
     for path in load_runs(store)["path"]:
         spec = read_spec(path)
-        victim = Victim(load_run_model(path, "best"), load_tokenizer(spec.model), max_length=spec.max_length, dtype=torch.float64)
+        victim = Victim(
+            load_run_model(path, "best"), load_tokenizer(spec.model), max_length=spec.max_length, dtype=torch.float64
+        )
         sentence = "a good film with a fine cast"
         target = int(victim.get_pred([sentence])[0])
         result = attack_fast(victim, sentence, target, query_budget=60)
@@ -138,12 +143,26 @@ def test_unsupported_method_names_architecture_and_method(architecture, tmp_path
 
     # at hidden size 32 compacter cannot be added anywhere (its bottleneck 1 is not divisible by
     # phm_dim 4); AdapterHub 1.3 cannot add dora to DeBERTa (its fused q,k,v)
-    for method in ("houlsby", "pfeiffer", "parallel", "compacter", "lora", "dora", "vera", "ia3", "prefix", "prompt", "loreft"):
+    for method in (
+        "houlsby",
+        "pfeiffer",
+        "parallel",
+        "compacter",
+        "lora",
+        "dora",
+        "vera",
+        "ia3",
+        "prefix",
+        "prompt",
+        "loreft",
+    ):
         model = AutoModelForSequenceClassification.from_config(tiny_config(architecture, 120))
         try:
             apply_method(model, method)
         except MethodError as error:
-            assert repr(method) in str(error) and architecture.replace("-", "_") in str(error).replace("-", "_"), str(error)
+            assert repr(method) in str(error) and architecture.replace("-", "_") in str(error).replace("-", "_"), str(
+                error
+            )
 
 
 @pytest.mark.parametrize("architecture", ARCHITECTURES)
@@ -169,7 +188,9 @@ def test_fast_ablation_equals_naive_on_every_encoder(architecture, method):
     batches = [{"input_ids": ids, "attention_mask": mask, "labels": torch.tensor([0, 1, 0])}]
     layers = ablation.encoder_layers(model)
     assert len(layers) == (1 if architecture == "albert" else N_LAYERS)
-    assert ablation._fast_applies(model, layers, {"input_ids": ids, "attention_mask": mask}) == (architecture != "albert")
+    assert ablation._fast_applies(model, layers, {"input_ids": ids, "attention_mask": mask}) == (
+        architecture != "albert"
+    )
     fast, naive = ablation.fast_spans(model, batches, "rte"), ablation.naive_spans(model, batches, "rte")
     np.testing.assert_allclose(fast["value"], naive["value"], rtol=0, atol=1e-5)
     if architecture != "albert":
@@ -177,8 +198,11 @@ def test_fast_ablation_equals_naive_on_every_encoder(architecture, method):
 
 
 # every method, one run each, on the tiny BERT: the options that make them fit hidden size 32
-_EVERY_METHOD_OPTIONS = {"topk": (("top_k", 1),), "compacter": (("reduction_factor", 2.0),),
-                         "adapterhub": (("config", "lora[r=2]"),)}
+_EVERY_METHOD_OPTIONS = {
+    "topk": (("top_k", 1),),
+    "compacter": (("reduction_factor", 2.0),),
+    "adapterhub": (("config", "lora[r=2]"),),
+}
 
 
 @pytest.mark.slow
@@ -192,8 +216,14 @@ def test_every_analysis_runs_for_every_method(tmp_path):
     folder = tiny_model_folder("bert", tmp_path / "model")
     glue = write_rte(tmp_path / "glue", train=16, dev=8)
     for method in METHODS:
-        spec = dataclasses.replace(TINY_RTE, model=str(folder), method=method, data_dir=str(glue), epochs=1,
-                                   method_options=_EVERY_METHOD_OPTIONS.get(method, ()))
+        spec = dataclasses.replace(
+            TINY_RTE,
+            model=str(folder),
+            method=method,
+            data_dir=str(glue),
+            epochs=1,
+            method_options=_EVERY_METHOD_OPTIONS.get(method, ()),
+        )
         train(spec, tmp_path / "runs", progress=False)
     store = tmp_path / "runs"
     runs = load_runs(store)
@@ -202,7 +232,13 @@ def test_every_analysis_runs_for_every_method(tmp_path):
     norms = gradnorm.run(store)
     for method in METHODS:
         groups = set(norms.loc[norms["method"] == method, "layer"])
-        assert groups and groups <= {"embeddings", "shared", "pooler", "classifier", *(f"layer.{i}" for i in range(N_LAYERS))}, (method, groups)
+        assert groups and groups <= {
+            "embeddings",
+            "shared",
+            "pooler",
+            "classifier",
+            *(f"layer.{i}" for i in range(N_LAYERS)),
+        }, (method, groups)
     assert set(norms.loc[norms["method"] == "prompt", "layer"]) == {"embeddings", "classifier"}
     assert set(norms.loc[norms["method"] == "prefix", "layer"]) == {"shared", "classifier"}
     assert set(analysis("rsa").run(store, tokens=40, progress=False)["method"]) == set(METHODS)
@@ -210,5 +246,7 @@ def test_every_analysis_runs_for_every_method(tmp_path):
     with pytest.warns(UserWarning, match=r"\(prompt\)"):
         spans = analysis("ablation").run(store, progress=False)
     assert set(spans["method"]) == {n for n, m in METHODS.items() if m.layer_ablation} | {"adapterhub"}
-    assert set(stability.summarize(scores.outcomes(store, checkpoint="best", split="test", metric=None), by="method")["method"]) == set(METHODS)
+    assert set(
+        stability.summarize(scores.outcomes(store, checkpoint="best", split="test", metric=None), by="method")["method"]
+    ) == set(METHODS)
     assert set(analysis("tradeoff").run(store)["method"]) == set(METHODS)

@@ -18,7 +18,10 @@ def test_batches_cover_every_example_once_sorted_by_length():
     features = [{"input_ids": list(range(n)), "labels": n % 2} for n in (5, 2, 9, 3, 7)]
 
     def collate(chosen):
-        return {"labels": torch.tensor([f["labels"] for f in chosen]), "length": torch.tensor([len(f["input_ids"]) for f in chosen])}
+        return {
+            "labels": torch.tensor([f["labels"] for f in chosen]),
+            "length": torch.tensor([len(f["input_ids"]) for f in chosen]),
+        }
 
     batches = eval_batches(features, 2, collate)
     assert [len(b["labels"]) for b in batches] == [2, 2, 1]

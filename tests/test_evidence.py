@@ -40,7 +40,9 @@ def test_claims_on_shared_runs_are_one_unit(project_units):
     # the zoo's claims of several methods: each method's runs with the one full group
     assert zoo["run_set"].nunique() > 1 and zoo["unit_runs"].iloc[0] > zoo["runs"].max()
     # a claim at a scale it is not judged at rests on no run and is in no unit
-    assert demo.loc[("han2021/fig1", "tsp-spread"), "runs"] == 0 and pd.isna(demo.loc[("han2021/fig1", "tsp-spread"), "unit"])
+    assert demo.loc[("han2021/fig1", "tsp-spread"), "runs"] == 0 and pd.isna(
+        demo.loc[("han2021/fig1", "tsp-spread"), "unit"]
+    )
 
 
 def test_a_claim_that_reads_another_claims_observations_is_marked(project_units):
@@ -117,11 +119,17 @@ def test_disjoint_runs_are_two_units_and_a_repeat_is_marked(two_recipes):
     one, two = load_recipe("toy/one", two_recipes), load_recipe("toy/two", two_recipes)
     frame = units([one, two], "demo", {}).set_index(["recipe", "claim"])
     assert frame.loc["toy/one", "unit"].iloc[:3].eq(1).all()
-    assert frame.loc["toy/two", "unit"].iloc[:3].eq(2).all() and frame.loc[[("toy/one", "paper-only"), ("toy/two", "paper-only")], "unit"].isna().all()
+    assert (
+        frame.loc["toy/two", "unit"].iloc[:3].eq(2).all()
+        and frame.loc[[("toy/one", "paper-only"), ("toy/two", "paper-only")], "unit"].isna().all()
+    )
     assert list(frame.loc["toy/one", "runs"]) == [10, 10, 5, 0]
     assert claim_runs(one, one.claims[2], "demo", {}) == {s.run_id for s in one.specs("demo", {}) if s.method == "full"}
     # the location claim of a against b reads what the spread claim reads: a second look
-    assert frame.loc[("toy/one", "location"), "same_as"] == "toy/one/spread" and frame.loc[("toy/one", "spread"), "same_as"] == ""
+    assert (
+        frame.loc[("toy/one", "location"), "same_as"] == "toy/one/spread"
+        and frame.loc[("toy/one", "spread"), "same_as"] == ""
+    )
     # a recipe on the same runs joins the first recipe's unit, its claims re-testing the first's
     again = units([one, two, load_recipe("toy/again", two_recipes)], "demo", {}).set_index(["recipe", "claim"])
     assert again.loc[("toy/again", "spread"), "unit"] == again.loc[("toy/one", "spread"), "unit"] == 1
@@ -133,24 +141,43 @@ def _verdicts(rows: list[tuple[str, str, str]]) -> pd.DataFrame:
     """Verdict rows: a cell row and the overall row per claim (the overall verdict last)."""
     frame = []
     for recipe, claim, verdict in rows:
-        frame += [{"recipe": recipe, "claim": claim, "cell": "task=rt", "verdict": "inconclusive", "n_a": 5, "n_b": 5},
-                  {"recipe": recipe, "claim": claim, "cell": "all", "verdict": verdict, "n_a": 5, "n_b": 5}]
+        frame += [
+            {"recipe": recipe, "claim": claim, "cell": "task=rt", "verdict": "inconclusive", "n_a": 5, "n_b": 5},
+            {"recipe": recipe, "claim": claim, "cell": "all", "verdict": verdict, "n_a": 5, "n_b": 5},
+        ]
     return pd.DataFrame(frame)
 
 
 def test_the_tally_counts_units_and_pluralises(two_recipes):
     recipes = [load_recipe(name, two_recipes) for name in ("toy/one", "toy/two")]
     frame = units(recipes, "demo", {})
-    verdicts = _verdicts([("toy/one", "spread", "agrees"), ("toy/one", "location", "contradicts"),
-                          ("toy/one", "full-above-half", "agrees"), ("toy/one", "paper-only", "inconclusive"),
-                          ("toy/two", "spread", "agrees"), ("toy/two", "location", "inconclusive"),
-                          ("toy/two", "full-above-half", "inconclusive"), ("toy/two", "paper-only", "inconclusive")])
+    verdicts = _verdicts(
+        [
+            ("toy/one", "spread", "agrees"),
+            ("toy/one", "location", "contradicts"),
+            ("toy/one", "full-above-half", "agrees"),
+            ("toy/one", "paper-only", "inconclusive"),
+            ("toy/two", "spread", "agrees"),
+            ("toy/two", "location", "inconclusive"),
+            ("toy/two", "full-above-half", "inconclusive"),
+            ("toy/two", "paper-only", "inconclusive"),
+        ]
+    )
     line = tally_line(verdicts, frame)
-    assert line.startswith("8 claims (3 agrees, 1 contradicts, 4 inconclusive) in 2 evidence units (claims that share a run are one unit)")
+    assert line.startswith(
+        "8 claims (3 agrees, 1 contradicts, 4 inconclusive) in 2 evidence units (claims that share a run are one unit)"
+    )
     assert "0 with agreeing claims only" not in line and "1 with agreeing claims only" in line and "1 with both" in line
     assert "2 claims re-test another's observations" in line and "2 claims rest on no run at this scale" in line
     table = unit_table(verdicts, frame).set_index("unit")
-    assert table.loc[1, ["claims", "agrees", "contradicts", "inconclusive", "repeats", "evidence"]].tolist() == [3, 2, 1, 0, 1, "both"]
+    assert table.loc[1, ["claims", "agrees", "contradicts", "inconclusive", "repeats", "evidence"]].tolist() == [
+        3,
+        2,
+        1,
+        0,
+        1,
+        "both",
+    ]
     assert table.loc[2, "evidence"] == "agrees" and table.loc[2, "runs"] == 10
     one = tally_line(_verdicts([("toy/one", "spread", "inconclusive")]), frame)
     assert one.startswith("1 claim (0 agrees, 0 contradicts, 1 inconclusive) in 1 evidence unit (")

@@ -28,15 +28,19 @@ def test_signed_rank_null_is_the_count_of_sign_patterns(n):
     counts = np.zeros(n * (n + 1) // 2 + 1)
     for signs in itertools.product([0, 1], repeat=n):
         counts[sum(r + 1 for r, s in enumerate(signs) if s)] += 1
-    assert np.allclose(exact.signed_rank_null(n), counts / 2 ** n)
+    assert np.allclose(exact.signed_rank_null(n), counts / 2**n)
 
 
 def test_p_values_match_scipy_and_the_smallest_p():
     rng = np.random.default_rng(0)
     a, b = rng.normal(size=4), rng.normal(size=5) + 1
-    assert exact.rank_sum(a, b, "less") == pytest.approx(stats.mannwhitneyu(a, b, alternative="less", method="exact").pvalue)
+    assert exact.rank_sum(a, b, "less") == pytest.approx(
+        stats.mannwhitneyu(a, b, alternative="less", method="exact").pvalue
+    )
     assert exact.rank_sum(np.array([0.0, 0.1, 0.2]), np.array([1.0, 1.1, 1.2]), "less") == pytest.approx(1 / 20)
-    assert exact.smallest_p("location", 3, 3) == pytest.approx(1 / 20) and exact.smallest_p("location", 4, 4) == pytest.approx(1 / 70)
+    assert exact.smallest_p("location", 3, 3) == pytest.approx(1 / 20) and exact.smallest_p(
+        "location", 4, 4
+    ) == pytest.approx(1 / 70)
     assert exact.smallest_p("threshold", 4) == 1 / 16 and exact.smallest_p("threshold", 5) == 1 / 32
     assert exact.signed_rank(np.array([-1.0, -2, -3, -4, -5]), "less") == pytest.approx(1 / 32)
     # ties: the permutation of mid-ranks is exact too
@@ -47,7 +51,9 @@ def test_p_values_match_scipy_and_the_smallest_p():
 def _inverted(a, b, alpha):
     """The shifts the one-sided tests at alpha do not reject, found by brute force on a grid."""
     grid = np.linspace(-5, 5, 4001)
-    kept = [d for d in grid if exact.rank_sum(a - d, b, "less") >= alpha and exact.rank_sum(a - d, b, "greater") >= alpha]
+    kept = [
+        d for d in grid if exact.rank_sum(a - d, b, "less") >= alpha and exact.rank_sum(a - d, b, "greater") >= alpha
+    ]
     return min(kept), max(kept)
 
 

@@ -59,8 +59,14 @@ WRITE_MODES = ("before", "torn", "unrenamed", "after")
 # What this module's tests did, printed at its end (run with -s to see it): faults injected and
 # survived bit-identically (the resumed run is the uninterrupted one), bad inputs tried and
 # rejected cleanly (exit 2, one line, no folder). A test counts only what it has checked.
-TALLY = {"faults injected": 0, "survived bit-identically": 0, "unreadable runs met": 0, "reported and skipped": 0,
-         "bad inputs tried": 0, "rejected cleanly": 0}
+TALLY = {
+    "faults injected": 0,
+    "survived bit-identically": 0,
+    "unreadable runs met": 0,
+    "reported and skipped": 0,
+    "bad inputs tried": 0,
+    "rejected cleanly": 0,
+}
 
 
 class _Killed(BaseException):
@@ -152,9 +158,13 @@ class Injector:
             return real_serialise(*args, **kwargs)
 
         # each module imports the names it calls: patch every store and training module that binds one
-        for name, real, fault in (("atomic_write_bytes", real_write, write), ("save_checkpoint", real_save, save_checkpoint),
-                                  ("gradient_norms", real_norms, gradient_norms), ("evaluate", real_evaluate, evaluate),
-                                  ("save_safetensors", real_serialise, serialise)):
+        for name, real, fault in (
+            ("atomic_write_bytes", real_write, write),
+            ("save_checkpoint", real_save, save_checkpoint),
+            ("gradient_norms", real_norms, gradient_norms),
+            ("evaluate", real_evaluate, evaluate),
+            ("save_safetensors", real_serialise, serialise),
+        ):
             for module in _bound_in(name, real):
                 setattr(module, name, fault)
         setattr(pathlib.Path, "rename", rename)
@@ -173,8 +183,11 @@ class Injector:
 def _bound_in(name: str, value) -> list:
     """The modules of ``robustkit.store`` and ``robustkit.train`` whose global ``name`` is ``value``
     (where a call to it is looked up)."""
-    found = [module for key, module in sorted(sys.modules.items())
-             if key.startswith(("robustkit.store.", "robustkit.train.")) and getattr(module, name, None) is value]
+    found = [
+        module
+        for key, module in sorted(sys.modules.items())
+        if key.startswith(("robustkit.store.", "robustkit.train.")) and getattr(module, name, None) is value
+    ]
     assert found, f"no store or training module binds {name}"
     return found
 
@@ -223,9 +236,15 @@ def reference(spec, tmp_path_factory) -> Reference:
     entries = {(name, step): entry for name, step, entry, _ in injector.saved}
     assert len(entries) == len(injector.saved)  # one checkpoint per name and step
     return Reference(
-        root, run_dir, read_manifest(run_dir),
+        root,
+        run_dir,
+        read_manifest(run_dir),
         {table: pd.read_parquet(run_dir / table) for table in (HISTORY, GRADNORMS)},
-        _tree(run_dir), _runs(root), injector.events, injector.saved, entries,
+        _tree(run_dir),
+        _runs(root),
+        injector.events,
+        injector.saved,
+        entries,
     )
 
 
@@ -307,13 +326,20 @@ TARGETED = {
     "final-test-evaluation": ("evaluate", -1, "before"),
 }
 # one kill of each kind runs in `make test-fast`; all of them in `make test`
-FAST = ("first-manifest-torn", "last-model-unrenamed", "last-backup-made-staging-not-renamed", "better-best-listing-torn",
-        "complete-manifest-torn")
+FAST = (
+    "first-manifest-torn",
+    "last-model-unrenamed",
+    "last-backup-made-staging-not-renamed",
+    "better-best-listing-torn",
+    "complete-manifest-torn",
+)
 SEEDS = range(3)  # mid-step kills at seeded-random steps
 RANDOM = range(8)  # kills at seeded-random fault points, in a seeded-random way
 
 
-@pytest.mark.parametrize("name", [name if name in FAST else pytest.param(name, marks=pytest.mark.slow) for name in TARGETED])
+@pytest.mark.parametrize(
+    "name", [name if name in FAST else pytest.param(name, marks=pytest.mark.slow) for name in TARGETED]
+)
 def test_kill_at_a_chosen_point_then_resume(name, spec, reference, tmp_path, monkeypatch):
     match, nth, how = TARGETED[name]
     _kill_and_resume(spec, reference, tmp_path, monkeypatch, reference.index(match, nth), how)
@@ -352,8 +378,11 @@ _KILLED_RUN = textwrap.dedent(
 )
 
 # what each SIGKILL hits: a seeded-random fault point among those whose label contains this
-SIGKILLED = {"step": ("step", "before"), "checkpoint-write": (".tmp/", "unrenamed"),
-             "manifest-write": ("manifest.json", "torn")}
+SIGKILLED = {
+    "step": ("step", "before"),
+    "checkpoint-write": (".tmp/", "unrenamed"),
+    "manifest-write": ("manifest.json", "torn"),
+}
 
 
 @pytest.mark.slow
@@ -362,8 +391,9 @@ def test_sigkill_at_a_random_point_then_resume(name, spec, reference, tmp_path):
     match, how = SIGKILLED[name]
     hits = [i for i, label in enumerate(reference.events) if match in label]
     index = random.Random(f"sigkill-{name}").choice(hits)
-    script = _KILLED_RUN.format(threads=torch.get_num_threads(), tests=str(TESTS), index=index, how=how,
-                                spec=repr(spec.to_dict()))
+    script = _KILLED_RUN.format(
+        threads=torch.get_num_threads(), tests=str(TESTS), index=index, how=how, spec=repr(spec.to_dict())
+    )
     killed = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True)
     assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()[-2000:]
     TALLY["faults injected"] += 1
@@ -374,9 +404,8 @@ def test_sigkill_at_a_random_point_then_resume(name, spec, reference, tmp_path):
     _check_like_reference(tmp_path, reference)
 
 
-
-
 # --- what a run's bytes depend on (issue #27) ----------------------------------------------------
+
 
 def _checkpoint_hashes(run_dir: Path) -> dict:
     return {name: entry["files"] for name, entry in read_manifest(run_dir)["checkpoints"].items()}
@@ -405,10 +434,13 @@ def test_a_run_trains_the_same_bytes_whatever_the_jobs_and_the_process_threads(s
     assert _checkpoint_hashes(tmp_path / "jobs2" / two.run_id)["last"] != _checkpoint_hashes(reference.run_dir)["last"]
 
 
-@pytest.mark.parametrize("change, named", [
-    (lambda manifest: manifest.update(device="cuda:0"), ["cuda:0", "cpu"]),
-    (lambda manifest: manifest["spec"].pop("threads"), ["unrecorded", "with 1"]),
-])
+@pytest.mark.parametrize(
+    "change, named",
+    [
+        (lambda manifest: manifest.update(device="cuda:0"), ["cuda:0", "cpu"]),
+        (lambda manifest: manifest["spec"].pop("threads"), ["unrecorded", "with 1"]),
+    ],
+)
 def test_resuming_under_other_settings_is_refused_with_both_named(change, named, spec, reference, tmp_path):
     """An interrupted run resumed on another device type, or one started before thread counts
     were recorded, would finish as a hybrid of two settings: refused, naming both."""
@@ -428,6 +460,7 @@ def test_resuming_under_other_settings_is_refused_with_both_named(change, named,
 
 
 # --- failed imports leave nothing behind (issue #27, item 3) -------------------------------------
+
 
 class _Payload:
     """A pickle that runs code when loaded: it would create ``path``."""
@@ -490,7 +523,9 @@ def test_a_failed_import_leaves_no_folder_and_runs_no_pickle(tmp_path):
         assert not store.exists(), (name, sorted(p.name for p in store.rglob("*")))
     assert not (tmp_path / "sources" / "payload-ran").exists()  # the pickle's code never ran
     assert "3 labels" in refused["three-labels"] and "roberta" in refused["other-architecture"]
-    assert "shape" in refused["shape-mismatch"] or "size mismatch" in refused["shape-mismatch"], refused["shape-mismatch"]
+    assert "shape" in refused["shape-mismatch"] or "size mismatch" in refused["shape-mismatch"], refused[
+        "shape-mismatch"
+    ]
     assert "protobuf" not in " ".join(refused.values())
     assert len(refused) == 8
 
@@ -593,9 +628,14 @@ def _store_copy(source: Path, root: Path) -> tuple[Path, Path, Path]:
     store = root / "runs"
     for run_dir in (p for p in source.iterdir() if not p.name.startswith(".")):
         link = "-full-" in run_dir.name
-        _shutil.copytree(run_dir, store / run_dir.name, ignore=_shutil.ignore_patterns(".lock"),
-                        copy_function=lambda a, b, link=link: os.link(a, b) if link and a.endswith(".safetensors")
-                        else _shutil.copy2(a, b))
+        _shutil.copytree(
+            run_dir,
+            store / run_dir.name,
+            ignore=_shutil.ignore_patterns(".lock"),
+            copy_function=lambda a, b, link=link: (
+                os.link(a, b) if link and a.endswith(".safetensors") else _shutil.copy2(a, b)
+            ),
+        )
     _shutil.copytree(source / ".cache" / "landscape", store / ".cache" / "landscape")
     (houlsby,) = store.glob("*-houlsby-*")
     (full,) = store.glob("*-full-*")
@@ -618,7 +658,7 @@ def _seen_damaged(store: Path, bad: Path, good: Path, capsys) -> dict[str, bool]
     """Whether each reader treats ``bad`` as damaged, naming it, and goes on with ``good``."""
     seen = {}
     verified = _verify_store(store).set_index("run_id")
-    seen["verify"] = (verified.loc[bad.name, "status"] == "damaged" and verified.loc[good.name, "status"] == "ok")
+    seen["verify"] = verified.loc[bad.name, "status"] == "damaged" and verified.loc[good.name, "status"] == "ok"
     with _warnings.catch_warnings(record=True) as caught:
         _warnings.simplefilter("always")
         listed = load_runs(store)
@@ -649,21 +689,29 @@ def test_a_damaged_file_of_each_kind_makes_its_run_damaged_everywhere(kind, _pri
         _damage(path, fault, rng)
         counts["injected"] += 1
         verified = _verify_store(store).set_index("run_id")
-        assert _FILE_KINDS[kind].split("/")[-1] in verified.loc[houlsby.name, "problem"], (fault, verified.problem.tolist())
+        assert _FILE_KINDS[kind].split("/")[-1] in verified.loc[houlsby.name, "problem"], (
+            fault,
+            verified.problem.tolist(),
+        )
         seen = _seen_damaged(store, houlsby, full, capsys)
         for reader, found in seen.items():
             counts[reader] = counts.get(reader, 0) + int(found)
         assert all(seen.values()), (kind, fault, seen)
     with capsys.disabled():
-        print(f"\n{kind}: {counts.pop('injected')} faults injected ({', '.join(_FAULTS)}); treated as damaged by "
-              + ", ".join(f"{reader} {n}" for reader, n in counts.items()))
+        print(
+            f"\n{kind}: {counts.pop('injected')} faults injected ({', '.join(_FAULTS)}); treated as damaged by "
+            + ", ".join(f"{reader} {n}" for reader, n in counts.items())
+        )
 
 
 def test_verify_finds_a_flipped_bit_in_a_history_and_a_gradient_norm_file(_primed_store, tmp_path, capsys):
     """The issue's demonstration: before, `verify` said "2 ok" here."""
     store, houlsby, full = _store_copy(_primed_store, tmp_path)
     rng = random.Random("verify-demonstration")
-    flips = {houlsby.name: (HISTORY, _flip(houlsby / HISTORY, rng)), full.name: (GRADNORMS, _flip(full / GRADNORMS, rng))}
+    flips = {
+        houlsby.name: (HISTORY, _flip(houlsby / HISTORY, rng)),
+        full.name: (GRADNORMS, _flip(full / GRADNORMS, rng)),
+    }
     code, output = _cli_run(capsys, "verify", str(store))
     assert code == 1
     assert f"DAMAGED {houlsby.name}: {HISTORY} does not match its sha256" in output
@@ -671,10 +719,17 @@ def test_verify_finds_a_flipped_bit_in_a_history_and_a_gradient_norm_file(_prime
     repaired_code, repaired = _cli_run(capsys, "verify", str(store), "--repair")
     assert repaired_code == 0 and f"MOVED {houlsby.name}" in repaired and f"MOVED {full.name}" in repaired
     with capsys.disabled():
-        print("\n" + "\n".join(f"flipped bit {bit} of byte {position} of {run}/{name}"
-                               for run, (name, (position, bit)) in flips.items()))
-        print(f"$ robustkit verify {store}   (exit {code})\n{output}$ robustkit verify {store} --repair   "
-              f"(exit {repaired_code})\n{repaired}")
+        print(
+            "\n"
+            + "\n".join(
+                f"flipped bit {bit} of byte {position} of {run}/{name}"
+                for run, (name, (position, bit)) in flips.items()
+            )
+        )
+        print(
+            f"$ robustkit verify {store}   (exit {code})\n{output}$ robustkit verify {store} --repair   "
+            f"(exit {repaired_code})\n{repaired}"
+        )
 
 
 def test_a_change_no_stat_shows_is_found_by_the_loader_and_the_run_left_out(_primed_store, tmp_path):
@@ -766,9 +821,11 @@ def test_a_damaged_cached_frame_is_found_by_verify_and_computed_again(_primed_st
     code, output = _cli_run(capsys, "verify", str(store), "--repair")
     assert code == 0 and f"REMOVED cached frame {frame_path}" in output and not frame_path.exists()
     with capsys.disabled():
-        print(f"\ncached frames: {injected} faults injected ({', '.join(_FAULTS)}, bit flip of its sha256 file); "
-              f"{found} of the {injected - 1} damaged ones found by verify (a deleted frame is a miss); "
-              f"{injected} of {injected} computed again, identical")
+        print(
+            f"\ncached frames: {injected} faults injected ({', '.join(_FAULTS)}, bit flip of its sha256 file); "
+            f"{found} of the {injected - 1} damaged ones found by verify (a deleted frame is a miss); "
+            f"{injected} of {injected} computed again, identical"
+        )
 
 
 @pytest.mark.parametrize("flips", [2000, pytest.param(None, marks=pytest.mark.slow, id="all")])
@@ -793,13 +850,19 @@ def test_every_single_bit_flip_of_a_manifest_is_found_or_changes_nothing(flips, 
         except DamagedRunError:
             found += 1
             continue
-        assert _harmless(original, bytes(changed)), (position, bit, bytes(changed[max(0, position - 20):position + 20]))
+        assert _harmless(original, bytes(changed)), (
+            position,
+            bit,
+            bytes(changed[max(0, position - 20) : position + 20]),
+        )
         harmless += 1
     path.write_bytes(original)
     assert found + harmless == len(chosen) and found > 0.95 * len(chosen)
     with capsys.disabled():
-        print(f"\nmanifest: {len(chosen)} single-bit flips injected (of {len(every)}); {found} found by read_manifest, "
-              f"{harmless} change nothing a reader takes (all in the name of its own sha256's key), 0 read silently")
+        print(
+            f"\nmanifest: {len(chosen)} single-bit flips injected (of {len(every)}); {found} found by read_manifest, "
+            f"{harmless} change nothing a reader takes (all in the name of its own sha256's key), 0 read silently"
+        )
 
 
 def test_a_changed_line_of_an_attack_cache_is_dropped_and_its_example_attacked_again(tmp_path):
@@ -808,9 +871,21 @@ def test_a_changed_line_of_an_attack_cache_is_dropped_and_its_example_attacked_a
     from robustkit.analysis import attack
 
     def line(example: int) -> str:
-        record = {"attacker": "pwws", "example": example, "idx": 10 + example, "label": 1, "prediction": 1,
-                  "original": "a fine film", "adversarial": None, "success": False, "queries": 17, "forward_passes": 17,
-                  "modified_words": 0, "words": 3, "seconds": 0.25}
+        record = {
+            "attacker": "pwws",
+            "example": example,
+            "idx": 10 + example,
+            "label": 1,
+            "prediction": 1,
+            "original": "a fine film",
+            "adversarial": None,
+            "success": False,
+            "queries": 17,
+            "forward_passes": 17,
+            "modified_words": 0,
+            "words": 3,
+            "seconds": 0.25,
+        }
         return _json.dumps({**record, attack.LINE_SHA256: attack._line_sha256(record, path)}) + "\n"
 
     path = tmp_path / "cache.jsonl"
@@ -853,10 +928,30 @@ def _messages(stderr: str) -> list[str]:
 
 def _cli_flags(spec: RunSpec) -> list[str]:
     """The `robustkit train` flags of ``spec`` (a bert-tiny houlsby run on a local RTE)."""
-    return ["--model", spec.model, "--task", spec.task, "--method", spec.method, "--seed", str(spec.seed),
-            "--lr", repr(spec.lr), "--epochs", str(spec.epochs), "--batch-size", str(spec.batch_size),
-            "--max-length", str(spec.max_length), "--adapter-size", str(spec.adapter_size),
-            "--eval-every", str(spec.eval_every), "--data-dir", spec.data_dir]
+    return [
+        "--model",
+        spec.model,
+        "--task",
+        spec.task,
+        "--method",
+        spec.method,
+        "--seed",
+        str(spec.seed),
+        "--lr",
+        repr(spec.lr),
+        "--epochs",
+        str(spec.epochs),
+        "--batch-size",
+        str(spec.batch_size),
+        "--max-length",
+        str(spec.max_length),
+        "--adapter-size",
+        str(spec.adapter_size),
+        "--eval-every",
+        str(spec.eval_every),
+        "--data-dir",
+        spec.data_dir,
+    ]
 
 
 # `python -m robustkit ARGS...` (runpy, as the interpreter runs it) that stops in the middle of
@@ -891,8 +986,12 @@ def test_ctrl_c_is_one_line_exit_130_and_the_run_resumes_bit_identically(spec, r
     step = random.Random("ctrl-c").randrange(2, reference.events.count("step") + 1)
     ready = tmp_path / "ready"
     argv = ["train", *_cli_flags(spec), "--store", str(tmp_path / "runs")]
-    process = subprocess.Popen([sys.executable, "-c", _INTERRUPTED_CLI.format(step=step), str(ready), *argv],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", _INTERRUPTED_CLI.format(step=step), str(ready), *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 300
         while not ready.exists() and process.poll() is None and time.monotonic() < deadline:
@@ -923,8 +1022,13 @@ def test_a_closed_stdout_ends_quietly(reference):
         read_end, write_end = os.pipe()
         os.close(read_end)  # every write to the pipe fails: EPIPE
         try:
-            done = subprocess.run([sys.executable, "-m", "robustkit", *argv], stdout=write_end, stderr=subprocess.PIPE,
-                                  text=True, timeout=300)
+            done = subprocess.run(
+                [sys.executable, "-m", "robustkit", *argv],
+                stdout=write_end,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=300,
+            )
         finally:
             os.close(write_end)
         assert done.returncode == 1 and done.stderr == "", (argv, done.returncode, done.stderr[-3000:])
@@ -939,9 +1043,14 @@ def test_an_unexpected_error_is_one_line_naming_how_to_see_the_traceback(tmp_pat
     def denied(args):
         raise PermissionError(13, "Permission denied", str(tmp_path / "store" / "run"))
 
-    for command, expected in ((crash, "robustkit: unexpected ValueError: something unexpected (run again with "
-                                      "ROBUSTKIT_TRACEBACK=1 for the traceback)"),
-                              (denied, f"robustkit: error: Permission denied: '{tmp_path / 'store' / 'run'}'")):
+    for command, expected in (
+        (
+            crash,
+            "robustkit: unexpected ValueError: something unexpected (run again with "
+            "ROBUSTKIT_TRACEBACK=1 for the traceback)",
+        ),
+        (denied, f"robustkit: error: Permission denied: '{tmp_path / 'store' / 'run'}'"),
+    ):
         monkeypatch.setattr(cli, "_cmd_runs", command)
         monkeypatch.delenv("ROBUSTKIT_TRACEBACK", raising=False)
         assert main(["runs", str(tmp_path)]) == 1
@@ -952,6 +1061,7 @@ def test_an_unexpected_error_is_one_line_naming_how_to_see_the_traceback(tmp_pat
 
 
 # --- folders and files this user may not read ----------------------------------------------------
+
 
 def _file_modes_apply() -> Callable[[], None] | None:
     """A ``preexec_fn`` after which file modes hold for the child: None for a user they hold for
@@ -996,8 +1106,14 @@ def _as_user_held_to_modes(commands: list[list[str]], preexec, cwd: Path) -> lis
         print(json.dumps(results))
         """
     )
-    done = subprocess.run([sys.executable, "-c", script, json.dumps(commands)], preexec_fn=preexec, cwd=cwd,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", script, json.dumps(commands)],
+        preexec_fn=preexec,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -1027,22 +1143,44 @@ def test_unreadable_run_folders_and_checkpoints_are_reported_and_skipped_by_ever
     probe = tmp_path / "probe"
     probe.mkdir()
     with _mode((probe, 0)):
-        seen = subprocess.run([sys.executable, "-c", "import os, sys; os.listdir(sys.argv[1])", str(probe)],
-                              preexec_fn=preexec, capture_output=True, text=True)
+        seen = subprocess.run(
+            [sys.executable, "-c", "import os, sys; os.listdir(sys.argv[1])", str(probe)],
+            preexec_fn=preexec,
+            capture_output=True,
+            text=True,
+        )
     if seen.returncode == 0:
         pytest.skip("cannot make a process that file modes hold for (it read a folder of mode 000)")
     grid = tmp_path / "grid.toml"
-    base = {"model": spec.model, "task": spec.task, "method": spec.method, "lr": spec.lr, "epochs": spec.epochs,
-            "batch_size": spec.batch_size, "max_length": spec.max_length, "adapter_size": spec.adapter_size,
-            "eval_every": spec.eval_every, "data_dir": spec.data_dir}
-    grid.write_text("[base]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in base.items()) + "[grid]\nseed = [0, 1, 2]\n")
-    commands = [["runs", str(store)], ["verify", str(store)], ["verify", str(store), "--repair"],
-                ["sweep", str(grid), "--store", str(store)], ["stats", str(store), "--no-aso"],
-                *(["analyze", name, str(store)] for name in ("tradeoff", "curves", "gradnorm"))]
+    base = {
+        "model": spec.model,
+        "task": spec.task,
+        "method": spec.method,
+        "lr": spec.lr,
+        "epochs": spec.epochs,
+        "batch_size": spec.batch_size,
+        "max_length": spec.max_length,
+        "adapter_size": spec.adapter_size,
+        "eval_every": spec.eval_every,
+        "data_dir": spec.data_dir,
+    }
+    grid.write_text(
+        "[base]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in base.items()) + "[grid]\nseed = [0, 1, 2]\n"
+    )
+    commands = [
+        ["runs", str(store)],
+        ["verify", str(store)],
+        ["verify", str(store), "--repair"],
+        ["sweep", str(grid), "--store", str(store)],
+        ["stats", str(store), "--no-aso"],
+        *(["analyze", name, str(store)] for name in ("tradeoff", "curves", "gradnorm")),
+    ]
     with _mode((broken / "checkpoints" / "best" / "model.safetensors", 0), (closed, 0)):
         results = _as_user_held_to_modes(commands, preexec, Path(__file__).parents[1])
-    named = {closed.name: "cannot read the run folder: permission denied",
-             broken.name: "cannot read checkpoints/best/model.safetensors: permission denied"}
+    named = {
+        closed.name: "cannot read the run folder: permission denied",
+        broken.name: "cannot read checkpoints/best/model.safetensors: permission denied",
+    }
     expected_codes = {"runs": 0, "verify": 1, "sweep": 1, "stats": 0, "analyze": 0}
     for result in results:
         text = result["out"] + result["err"]
@@ -1082,7 +1220,10 @@ def test_verify_reports_an_interrupted_run_as_stale_and_a_locked_one_as_busy(ref
 
 # --- bounded and honest --------------------------------------------------------------------------
 
-def test_a_run_another_process_finished_meanwhile_is_not_counted_as_trained(spec, reference, tmp_path, monkeypatch, capsys):
+
+def test_a_run_another_process_finished_meanwhile_is_not_counted_as_trained(
+    spec, reference, tmp_path, monkeypatch, capsys
+):
     """Two sweeps of one grid: the second looked at the store before the first finished the run,
     then took its lock after. It reports the run as skipped (trained elsewhere), not as its own."""
     import robustkit.cli as cli
@@ -1094,9 +1235,14 @@ def test_a_run_another_process_finished_meanwhile_is_not_counted_as_trained(spec
     # what the second sweep saw when it looked: the run not finished yet
     monkeypatch.setattr(store_checkpoints, "finished_state", lambda run_dir: (False, None))
     results = run_sweep([spec], tmp_path / "runs", progress=False)
-    assert results.to_dict("records") == [{"run_id": reference.run_dir.name, "status": "skipped", "error": TRAINED_ELSEWHERE}]
+    assert results.to_dict("records") == [
+        {"run_id": reference.run_dir.name, "status": "skipped", "error": TRAINED_ELSEWHERE}
+    ]
     assert cli._report(results, tmp_path / "runs") == 0
-    assert "1 run: 0 trained, 1 already complete (1 of them finished by another process meanwhile)" in capsys.readouterr().out
+    assert (
+        "1 run: 0 trained, 1 already complete (1 of them finished by another process meanwhile)"
+        in capsys.readouterr().out
+    )
     assert read_manifest(tmp_path / "runs" / reference.run_dir.name) == reference.manifest  # and it was not touched
 
 
@@ -1115,22 +1261,41 @@ def _tiny(glue: Path) -> list[str]:
 
 # (name, command line: a function of the test's folder and a GLUE folder in it, what its one line names)
 BAD_COMMAND_LINES = [
-    ("epochs = 2**63 - 1", lambda t, g: [*_tiny(g), "--epochs", "9223372036854775807"], "epochs must be between 1 and 10000"),
+    (
+        "epochs = 2**63 - 1",
+        lambda t, g: [*_tiny(g), "--epochs", "9223372036854775807"],
+        "epochs must be between 1 and 10000",
+    ),
     ("seed 2**32", lambda t, g: [*_tiny(g), "--seed", "4294967296"], "seed must be between 0 and 4294967295"),
     ("seed -1", lambda t, g: [*_tiny(g), "--seed", "-1"], "seed must be between 0 and 4294967295, got -1"),
     ("seed range", lambda t, g: [*_tiny(g), "--seed", "0-9"], "expected comma-separated integers"),
-    ("10,001 seeds", lambda t, g: [*_tiny(g), "--seed", ",".join(map(str, range(10_001)))], "has 10,001 runs, more than 10,000"),
+    (
+        "10,001 seeds",
+        lambda t, g: [*_tiny(g), "--seed", ",".join(map(str, range(10_001)))],
+        "has 10,001 runs, more than 10,000",
+    ),
     ("batch size 0", lambda t, g: [*_tiny(g), "--batch-size", "0"], "batch_size must be between 1 and 65536"),
-    ("batch size 10**9", lambda t, g: [*_tiny(g), "--batch-size", "1000000000"], "batch_size must be between 1 and 65536"),
+    (
+        "batch size 10**9",
+        lambda t, g: [*_tiny(g), "--batch-size", "1000000000"],
+        "batch_size must be between 1 and 65536",
+    ),
     ("max length 10**6", lambda t, g: [*_tiny(g), "--max-length", "1000000"], "max_length must be between 1 and 65536"),
     ("train size 0", lambda t, g: [*_tiny(g), "--train-size", "0"], "train_size must be between 1 and 1000000000"),
     ("eval every 0", lambda t, g: [*_tiny(g), "--eval-every", "0"], "eval_every must be between 1 and 1000000000"),
     ("threads 0", lambda t, g: [*_tiny(g), "--threads", "0"], "threads must be between 1 and 1024"),
     ("threads 10**5", lambda t, g: [*_tiny(g), "--threads", "100000"], "threads must be between 1 and 1024"),
-    ("tsp steps 10**8", lambda t, g: [*_tiny(g), "--tsp-steps", "100000000"], "tsp_step must be between 0 and 10000000"),
+    (
+        "tsp steps 10**8",
+        lambda t, g: [*_tiny(g), "--tsp-steps", "100000000"],
+        "tsp_step must be between 0 and 10000000",
+    ),
     ("adapter size 0", lambda t, g: [*_tiny(g), "--adapter-size", "0"], "adapter_size"),
-    ("lora r = 2**63 - 1", lambda t, g: [*_tiny(g), "--method", "lora", "--method-option", "r=9223372036854775807"],
-     "option 'r' must be an integer >= 1 and <= 1048576"),
+    (
+        "lora r = 2**63 - 1",
+        lambda t, g: [*_tiny(g), "--method", "lora", "--method-option", "r=9223372036854775807"],
+        "option 'r' must be an integer >= 1 and <= 1048576",
+    ),
     ("unknown method option", lambda t, g: [*_tiny(g), "--method-option", "bogus=1"], "'bogus'"),
     ("method option without =", lambda t, g: [*_tiny(g), "--method-option", "r"], "--method-option expects NAME=VALUE"),
     ("unknown method", lambda t, g: [*_tiny(g), "--method", "nosuch"], "'nosuch'"),
@@ -1140,24 +1305,52 @@ BAD_COMMAND_LINES = [
     ("max grad norm nan", lambda t, g: [*_tiny(g), "--max-grad-norm", "nan"], "max_grad_norm must be a finite number"),
     ("mixout 1", lambda t, g: [*_tiny(g), "--mixout", "1"], "mixout must be < 1"),
     ("warmup 2", lambda t, g: [*_tiny(g), "--warmup-ratio", "2"], "warmup_ratio must be between 0 and 1"),
-    ("jobs 0", lambda t, g: [*_tiny(g), "--jobs", "0"], "jobs (runs trained at once) must be an integer between 1 and 1024"),
+    (
+        "jobs 0",
+        lambda t, g: [*_tiny(g), "--jobs", "0"],
+        "jobs (runs trained at once) must be an integer between 1 and 1024",
+    ),
     ("jobs 10**5", lambda t, g: [*_tiny(g), "--jobs", "100000"], "between 1 and 1024, got 100000"),
     ("device bogus", lambda t, g: [*_tiny(g), "--device", "bogus"], "unknown device 'bogus'"),
     ("model folder missing", lambda t, g: [*_tiny(g), "--model", str(t / "no-model")], "no-model"),
-    ("a 10,200-run grid", lambda t, g: ["sweep", _grid_file(t, "[base]\nmodel = \"bert-tiny\"\n[grid]\nseed = "
-                                                                 f"{list(range(200))}\nlr = {[1e-4] * 51}\n")],
-     "has 10,200 runs, more than 10,000: pass --yes"),
-    ("grid epochs = 2**63 - 1", lambda t, g: ["sweep", _grid_file(t, GOOD_GRID.replace("epochs = 1", "epochs = 9223372036854775807"))],
-     "epochs must be between 1 and 10000"),
-    ("grid unknown key", lambda t, g: ["sweep", _grid_file(t, GOOD_GRID + "epoch = [1]\n")], "unknown key(s) ['epoch']"),
+    (
+        "a 10,200-run grid",
+        lambda t, g: [
+            "sweep",
+            _grid_file(t, f'[base]\nmodel = "bert-tiny"\n[grid]\nseed = {list(range(200))}\nlr = {[1e-4] * 51}\n'),
+        ],
+        "has 10,200 runs, more than 10,000: pass --yes",
+    ),
+    (
+        "grid epochs = 2**63 - 1",
+        lambda t, g: ["sweep", _grid_file(t, GOOD_GRID.replace("epochs = 1", "epochs = 9223372036854775807"))],
+        "epochs must be between 1 and 10000",
+    ),
+    (
+        "grid unknown key",
+        lambda t, g: ["sweep", _grid_file(t, GOOD_GRID + "epoch = [1]\n")],
+        "unknown key(s) ['epoch']",
+    ),
     ("grid file missing", lambda t, g: ["sweep", str(t / "missing.toml")], "does not exist"),
-    ("sweep jobs 5000", lambda t, g: ["sweep", _grid_file(t, GOOD_GRID), "--jobs", "5000"], "between 1 and 1024, got 5000"),
-    ("slurm arg without =", lambda t, g: ["sweep", _grid_file(t, GOOD_GRID), "--slurm-arg", "account"], "--slurm-arg expects key=value"),
+    (
+        "sweep jobs 5000",
+        lambda t, g: ["sweep", _grid_file(t, GOOD_GRID), "--jobs", "5000"],
+        "between 1 and 1024, got 5000",
+    ),
+    (
+        "slurm arg without =",
+        lambda t, g: ["sweep", _grid_file(t, GOOD_GRID), "--slurm-arg", "account"],
+        "--slurm-arg expects key=value",
+    ),
     ("runs of no store", lambda t, g: ["runs", str(t / "runs")], "does not exist"),
     ("verify of no store", lambda t, g: ["verify", str(t / "runs")], "does not exist"),
     ("stats of no store", lambda t, g: ["stats", str(t / "runs")], "does not exist"),
     ("analyze of no store", lambda t, g: ["analyze", "tradeoff", str(t / "runs")], "does not exist"),
-    ("import of no folder", lambda t, g: ["import", str(t / "no-model"), "--base", "bert-tiny", "--task", "rte"], "no-model"),
+    (
+        "import of no folder",
+        lambda t, g: ["import", str(t / "no-model"), "--base", "bert-tiny", "--task", "rte"],
+        "no-model",
+    ),
     ("unknown command", lambda t, g: ["trian"], "invalid choice: 'trian'"),
 ]
 
@@ -1189,14 +1382,18 @@ def test_bad_command_lines_exit_2_in_one_line_and_leave_no_folder(tmp_path, caps
         seconds = time.monotonic() - started
         out, err = capsys.readouterr()
         TALLY["bad inputs tried"] += 1
-        problems = [problem for problem, bad in (
-            (f"exit status {code}", code != 2),
-            (f"stderr is not one line: {err!r}", len(err.strip().splitlines()) != 1),
-            (f"{named!r} not in {err.strip()!r}", named not in err),
-            ("a traceback", "Traceback" in out + err),
-            (f"made {sorted(set(folder.rglob('*')) - set(before))}", sorted(folder.rglob("*")) != before),
-            (f"took {seconds:.1f} s", seconds > 15),
-        ) if bad]
+        problems = [
+            problem
+            for problem, bad in (
+                (f"exit status {code}", code != 2),
+                (f"stderr is not one line: {err!r}", len(err.strip().splitlines()) != 1),
+                (f"{named!r} not in {err.strip()!r}", named not in err),
+                ("a traceback", "Traceback" in out + err),
+                (f"made {sorted(set(folder.rglob('*')) - set(before))}", sorted(folder.rglob("*")) != before),
+                (f"took {seconds:.1f} s", seconds > 15),
+            )
+            if bad
+        ]
         if problems:
             failures.append(f"{name}: {'; '.join(problems)}")
         else:
@@ -1207,15 +1404,23 @@ def test_bad_command_lines_exit_2_in_one_line_and_leave_no_folder(tmp_path, caps
 def test_a_million_run_grid_is_refused_at_once_with_its_size(tmp_path):
     """`robustkit sweep` of a 10**6-run grid: refused within seconds (expanding it took minutes),
     naming its size, exit 2, no store."""
-    grid = _grid_file(tmp_path, f"[base]\nmodel = \"bert-tiny\"\n[grid]\nseed = {list(range(1000))}\nlr = {[1e-4] * 1000}\n")
+    grid = _grid_file(
+        tmp_path, f'[base]\nmodel = "bert-tiny"\n[grid]\nseed = {list(range(1000))}\nlr = {[1e-4] * 1000}\n'
+    )
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "robustkit", "sweep", grid, "--store", str(tmp_path / "runs")],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "robustkit", "sweep", grid, "--store", str(tmp_path / "runs")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     seconds = time.monotonic() - started
     TALLY["bad inputs tried"] += 1
     assert done.returncode == 2 and done.stdout == "", (done.stdout[-2000:], done.stderr[-2000:])
-    assert done.stderr.splitlines() == [f"robustkit: error: the grid file {grid!r} has 1,000,000 runs, more than 10,000: "
-                                        "pass --yes to expand and train them all, or shorten its axes"]
+    assert done.stderr.splitlines() == [
+        f"robustkit: error: the grid file {grid!r} has 1,000,000 runs, more than 10,000: "
+        "pass --yes to expand and train them all, or shorten its axes"
+    ]
     assert not (tmp_path / "runs").exists() and seconds < 60, seconds
     TALLY["rejected cleanly"] += 1
 
@@ -1233,9 +1438,7 @@ def test_the_grid_limit_is_inclusive_and_confirmed_with_yes():
 
 
 def test_every_integer_run_setting_has_stated_bounds():
-    from robustkit.spec import INT_BOUNDS
-
-    from robustkit.spec import SpecError
+    from robustkit.spec import INT_BOUNDS, SpecError
 
     integers = {f.name for f in dataclasses.fields(RunSpec) if "int" in str(f.type).split(" | ")}
     assert integers == set(INT_BOUNDS)
@@ -1252,10 +1455,12 @@ def test_every_integer_run_setting_has_stated_bounds():
 def _print_tally():
     """The module's counts, at its end (run with -s to see them)."""
     yield
-    print(f"\nfault suite: {TALLY['faults injected']} faults injected, {TALLY['survived bit-identically']} runs "
-          f"resumed bit-identically; {TALLY['unreadable runs met']} unreadable runs met by commands, "
-          f"{TALLY['reported and skipped']} reported and skipped; {TALLY['bad inputs tried']} bad inputs tried, "
-          f"{TALLY['rejected cleanly']} rejected cleanly (exit 2, one line, no folder)")
+    print(
+        f"\nfault suite: {TALLY['faults injected']} faults injected, {TALLY['survived bit-identically']} runs "
+        f"resumed bit-identically; {TALLY['unreadable runs met']} unreadable runs met by commands, "
+        f"{TALLY['reported and skipped']} reported and skipped; {TALLY['bad inputs tried']} bad inputs tried, "
+        f"{TALLY['rejected cleanly']} rejected cleanly (exit 2, one line, no folder)"
+    )
 
 
 def test_a_run_refused_inside_its_lock_leaves_no_folder(spec, tmp_path, monkeypatch):
@@ -1278,6 +1483,7 @@ def test_a_run_refused_inside_its_lock_leaves_no_folder(spec, tmp_path, monkeypa
 
 
 # --- resuming checks the logs it resumes from (issue #39, item 1) ------------------------------
+
 
 def _killed_run(spec: RunSpec, root: Path) -> Path:
     """The run of ``spec`` killed in its last step (its `last` at an earlier evaluation)."""
@@ -1369,11 +1575,18 @@ def test_a_kill_between_the_log_writes_still_resumes(spec, reference, tmp_path, 
     """Training records the logs' sha256 before it writes them, and keeps them with `last`: a kill
     after the history is written and before the gradient norms are leaves each log hashing to
     one of the two, and the run resumes (bit-identically)."""
-    _kill_and_resume(spec, reference, tmp_path, monkeypatch, reference.index(f"write {reference.run_dir.name}/{GRADNORMS}", -2),
-                     "before")
+    _kill_and_resume(
+        spec,
+        reference,
+        tmp_path,
+        monkeypatch,
+        reference.index(f"write {reference.run_dir.name}/{GRADNORMS}", -2),
+        "before",
+    )
 
 
 # --- a run's kernels: recorded, a hybrid resume refused (issue #39, item 2) ----------------------
+
 
 def _edited_copy(source: Path, store: Path, change) -> Path:
     from robustkit.store.manifest import write_manifest
@@ -1393,11 +1606,19 @@ def test_a_run_records_the_cpu_capability_and_torch_version_it_started_under(ref
     assert "avx" not in reference.run_dir.name.lower()  # not in the run id: see robustkit.provenance
 
 
-@pytest.mark.parametrize("change, named", [
-    (lambda manifest: manifest.update(cpu_capability="AVX2" if torch.backends.cpu.get_cpu_capability() != "AVX2"
-                                      else "DEFAULT"), ["CPU capability", "ATEN_CPU_CAPABILITY"]),
-    (lambda manifest: manifest["versions"].update(torch="1.13.1"), ["torch 1.13.1", f"torch {torch.__version__}"]),
-], ids=["cpu-capability", "torch-version"])
+@pytest.mark.parametrize(
+    "change, named",
+    [
+        (
+            lambda manifest: manifest.update(
+                cpu_capability="AVX2" if torch.backends.cpu.get_cpu_capability() != "AVX2" else "DEFAULT"
+            ),
+            ["CPU capability", "ATEN_CPU_CAPABILITY"],
+        ),
+        (lambda manifest: manifest["versions"].update(torch="1.13.1"), ["torch 1.13.1", f"torch {torch.__version__}"]),
+    ],
+    ids=["cpu-capability", "torch-version"],
+)
 def test_resuming_under_other_kernels_is_refused_naming_both(change, named, spec, killed, tmp_path):
     """A run killed under one kernel set (or torch) and resumed under another would finish as a
     hybrid whose bytes match neither: refused, one line naming both values and what to do."""
@@ -1429,8 +1650,9 @@ def test_a_run_killed_under_one_capability_is_refused_under_another_for_real(spe
                        "--max-length", "32", "--adapter-size", "16", "--eval-every", "2",
                        "--threads", "{spec.threads}", "--store", {str(store)!r}, "-q"]))
     """)
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            env={**os.environ, "ATEN_CPU_CAPABILITY": other})
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env={**os.environ, "ATEN_CPU_CAPABILITY": other}
+    )
     output = result.stdout + result.stderr
     assert result.returncode == 1 and "Traceback" not in output, output[-2000:]
     assert "CPU capability" in output and other.upper() in output, output[-2000:]
@@ -1460,6 +1682,7 @@ def test_a_run_finished_under_another_capability_stays_valid(spec, reference, tm
 
 # --- caches are bound to their run and key (issue #39, item 4) ----------------------------------
 
+
 def test_a_cached_frame_copied_over_another_runs_is_found_and_computed_again(_primed_store, tmp_path, capsys):
     """The full run's cached landscape and its .sha256 copied over the houlsby run's: verify finds
     it damaged, and the houlsby run's landscape is computed again, never read as the full run's."""
@@ -1468,7 +1691,11 @@ def test_a_cached_frame_copied_over_another_runs_is_found_and_computed_again(_pr
     frames = {path.name.split("-")[1]: path for path in _frame_cache.frame_files(store)}
     assert set(frames) == {"houlsby", "full"}
     for source in (frames["full"], frames["full"].with_name(frames["full"].name + ".sha256")):
-        target = frames["houlsby"] if source.suffix == ".parquet" else frames["houlsby"].with_name(frames["houlsby"].name + ".sha256")
+        target = (
+            frames["houlsby"]
+            if source.suffix == ".parquet"
+            else frames["houlsby"].with_name(frames["houlsby"].name + ".sha256")
+        )
         _shutil.copy2(source, target)
     assert _frame_cache.read_frame(frames["houlsby"]) is None
     table = _verify_cache(store)
@@ -1483,9 +1710,21 @@ def test_a_cached_frame_copied_over_another_runs_is_found_and_computed_again(_pr
 def _attack_line(path: Path, example: int, success: bool = False, hashed: bool = True) -> str:
     from robustkit.analysis import attack
 
-    record = {"attacker": "pwws", "example": example, "idx": example, "label": 1, "prediction": 1,
-              "original": "a fine film", "adversarial": None, "success": success, "queries": 17, "forward_passes": 17,
-              "modified_words": 0, "words": 3, "seconds": 0.25}
+    record = {
+        "attacker": "pwws",
+        "example": example,
+        "idx": example,
+        "label": 1,
+        "prediction": 1,
+        "original": "a fine film",
+        "adversarial": None,
+        "success": success,
+        "queries": 17,
+        "forward_passes": 17,
+        "modified_words": 0,
+        "words": 3,
+        "seconds": 0.25,
+    }
     return _json.dumps({**record, attack.LINE_SHA256: attack._line_sha256(record, path)} if hashed else record) + "\n"
 
 

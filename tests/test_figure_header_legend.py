@@ -18,10 +18,24 @@ from robustkit.plots.similarity import rsa_by_layer  # noqa: E402
 
 def _rsa_frame() -> pd.DataFrame:
     """Four methods on one task, three prefix runs collapsed: long legend labels."""
-    return pd.DataFrame([{"task": "rt", "method": method, "layer": layer, "measure": "rsa", "run_id": f"{method}-{seed}",
-                          "value": 1 - 0.05 * layer * (1 + seed / 10), "model": "minilm-l6", "tokens": 2000,
-                          "outcome": "collapsed" if method == "prefix" and seed < 3 else "ok"}
-                         for method in ("houlsby", "full", "lora", "prefix") for seed in range(5) for layer in range(7)])
+    return pd.DataFrame(
+        [
+            {
+                "task": "rt",
+                "method": method,
+                "layer": layer,
+                "measure": "rsa",
+                "run_id": f"{method}-{seed}",
+                "value": 1 - 0.05 * layer * (1 + seed / 10),
+                "model": "minilm-l6",
+                "tokens": 2000,
+                "outcome": "collapsed" if method == "prefix" and seed < 3 else "ok",
+            }
+            for method in ("houlsby", "full", "lora", "prefix")
+            for seed in range(5)
+            for layer in range(7)
+        ]
+    )
 
 
 def _legends(fig) -> list[Legend]:
@@ -42,7 +56,7 @@ def test_the_rsa_legend_is_no_wider_than_its_panels():
 
 def test_a_one_column_legend_wraps_its_long_labels():
     fig, ax = plt.subplots(figsize=(2.5, 2.0))
-    line, = ax.plot([0, 1], [0, 1], label="a label much longer than a two and a half inch wide panel could ever hold")
+    (line,) = ax.plot([0, 1], [0, 1], label="a label much longer than a two and a half inch wide panel could ever hold")
     legend = style.legend_below(fig, ax, [line])
     assert legend.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi <= 2.5 + 1e-6
     assert "\n" in legend.get_texts()[0].get_text()

@@ -48,8 +48,8 @@ def test_parameters_are_checked_and_typed():
 
 def test_a_new_figure_is_one_registration(tmp_path, monkeypatch):
     """Register an analysis and a figure from a notebook: named by import path, parameters routed."""
-    import types
     import sys
+    import types
 
     import matplotlib.pyplot as plt
     import pandas as pd
@@ -58,10 +58,12 @@ def test_a_new_figure_is_one_registration(tmp_path, monkeypatch):
 
     module = types.ModuleType("toy_figure")
     module.analysis = lambda store, select, *, rows: pd.DataFrame({"x": range(rows), "store": str(store)})
+
     def plot(frame, colour="k"):
         fig, ax = plt.subplots()
         ax.plot(frame["x"], color=colour)
         return fig
+
     module.plot = plot
     monkeypatch.setitem(sys.modules, "toy_figure", module)
     monkeypatch.setattr(figures, "FIGURES", dict(FIGURES))
@@ -87,6 +89,8 @@ def test_the_plot_verbs_are_the_registry():
     plot = next(a for a in parser._subparsers._group_actions[0].choices.items() if a[0] == "plot")[1]
     verbs = plot._subparsers._group_actions[0].choices
     assert set(verbs) == set(FIGURES)
-    args = parser.parse_args(["plot", "landscape", "runs", "-o", "x.pdf", "--alphas=-1:1:5", "--splits", "train,validation"])
+    args = parser.parse_args(
+        ["plot", "landscape", "runs", "-o", "x.pdf", "--alphas=-1:1:5", "--splits", "train,validation"]
+    )
     assert (args.alphas, args.splits) == ("-1:1:5", ["train", "validation"])
     assert FIGURES["landscape"].resolve(alphas=args.alphas, splits=args.splits)["splits"] == ["train", "validation"]

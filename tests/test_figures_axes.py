@@ -18,8 +18,18 @@ from robustkit.figures import FIGURES, FigureError
 OTHER = "box-seeds"  # one-panel on the tiny store (one task): drawn beside each figure
 # The smallest values of the parameters that size an analysis's work, by parameter name (so a new
 # figure with such a parameter is sized too): the plumbing under test, not the numbers.
-SMALL = {"tokens": 100, "examples": 8, "max_iterations": 3, "samples": 3, "grid": "-1:1:3", "alphas": "0:1:3",
-         "ts": "0:1:3", "resamples": 20, "groups": 4, "checkpoints": ["best"]}
+SMALL = {
+    "tokens": 100,
+    "examples": 8,
+    "max_iterations": 3,
+    "samples": 3,
+    "grid": "-1:1:3",
+    "alphas": "0:1:3",
+    "ts": "0:1:3",
+    "resamples": 20,
+    "groups": 4,
+    "checkpoints": ["best"],
+}
 
 
 def _small(name: str) -> dict:
@@ -28,8 +38,10 @@ def _small(name: str) -> dict:
 
 def _figures() -> list:
     """Every registered figure; those whose analysis runs a model (a ``device`` option) are slow."""
-    return [pytest.param(name, marks=pytest.mark.slow) if "device" in {p.name for p in FIGURES[name].options} else name
-            for name in sorted(FIGURES)]
+    return [
+        pytest.param(name, marks=pytest.mark.slow) if "device" in {p.name for p in FIGURES[name].options} else name
+        for name in sorted(FIGURES)
+    ]
 
 
 def _drawn(ax) -> int:

@@ -9,11 +9,13 @@ from test_encoders import ARCHITECTURES, tiny_config
 from robustkit.attacks.first_token import first_token_only
 
 # Layers built like BERT's (BERT, RoBERTa, XLM-R, ELECTRA) can take the shortcut, the others
-# keep their full last layer. Where it is taken (measured): ReFT acts on the last layer's other positions and AdapterHub's
+# keep their full last layer. Where it is taken (measured): ReFT acts on the last layer's other positions and
+# AdapterHub's
 # ELECTRA attention with adapters gives other logits through its cross-attention path, so the
 # probe turns both down.
 TAKEN = {(a, m) for a in ("bert", "roberta", "xlm-roberta") for m in ("full", "houlsby", "lora", "prefix")} | {
-    ("electra", "full")}
+    ("electra", "full")
+}
 
 
 def _model(architecture: str, method: str):
@@ -76,8 +78,9 @@ def test_a_shortcut_that_changes_the_logits_is_undone(monkeypatch):
     from robustkit.attacks import first_token
 
     model = _model("bert", "houlsby")
-    monkeypatch.setattr(first_token, "_first_token_forward",
-                        lambda self, hidden_states, *a, **k: (hidden_states[:, -1:] * 2,))
+    monkeypatch.setattr(
+        first_token, "_first_token_forward", lambda self, hidden_states, *a, **k: (hidden_states[:, -1:] * 2,)
+    )
     assert not first_token_only(model)
     assert "forward" not in vars(model.base_model.encoder.layer[-1])  # the instance override is gone
 

@@ -60,7 +60,9 @@ def test_glosses_are_wordnets_as_nltk_reads_them():
         nltk.data.path.insert(0, str(root))  # NLTK reads only below nltk.data.path
     with pytest.warns(UserWarning, match="multilingual"):
         reader = WordNetCorpusReader(str(root / "corpora" / "wordnet"), None)
-    lines = [line for line in open(root / "corpora" / "wordnet" / "data.verb", encoding="utf-8") if not line.startswith("  ")]
+    lines = [
+        line for line in open(root / "corpora" / "wordnet" / "data.verb", encoding="utf-8") if not line.startswith("  ")
+    ]
     for line in lines[::700]:  # 20 verbs across the file: the gloss of each, as NLTK splits it
         synset = reader.synset_from_pos_and_offset("v", int(line.split()[0]))
         gloss = line.partition(" | ")[2].strip()
@@ -106,7 +108,9 @@ def test_a_fitted_head_learns_and_is_seeded():
     before = mlm_head.loss(mlm_head.head_of(mlm), states, labels)
     assert before == pytest.approx(math.log(mlm.config.vocab_size), abs=1.0)  # a fresh head guesses
     fitted = mlm_head.fit_head("bert-tiny", texts, 10, 1, torch.device("cpu"))
-    after = mlm_head.loss(mlm_head.head_of(mlm_head.pretrained_masked_lm("bert-tiny", torch.device("cpu")), fitted), states, labels)
+    after = mlm_head.loss(
+        mlm_head.head_of(mlm_head.pretrained_masked_lm("bert-tiny", torch.device("cpu")), fitted), states, labels
+    )
     assert after < before - 1.0  # it learned the pre-trained encoder's readout (on the texts it saw)
     again = mlm_head.fit_head("bert-tiny", texts, 10, 1, torch.device("cpu"))
     assert all(torch.equal(fitted[n], again[n]) for n in fitted)
@@ -129,8 +133,9 @@ def test_forgetting_of_runs_statistics_and_figure(lora_store, tmp_path):
     mean = per_run("forgetting.update-rank", lora_store, texts=80).set_index("run_id")["value"]
     direct = ranks[ranks["kind"].isin(["q", "v"])].groupby("run_id")["value"].mean()
     assert mean.to_dict() == pytest.approx(direct.to_dict()) and len(mean) == 4
-    fitted = get("forgetting").run(lora_store, ["method=lora"], texts=80, head="fitted", head_texts=300, head_steps=5,
-                                   progress=False)
+    fitted = get("forgetting").run(
+        lora_store, ["method=lora"], texts=80, head="fitted", head_texts=300, head_steps=5, progress=False
+    )
     assert set(fitted["head"]) == {"fitted"} and len(list((lora_store / ".cache" / "forgetting").glob("head-*"))) == 1
     fig = figures.draw("forgetting", lora_store, texts=80)
     assert save_pdf(fig, tmp_path / "forgetting.pdf").stat().st_size > 0

@@ -7,7 +7,8 @@ bert-tiny on the embedded ``rt`` data, a few steps each.
 Tolerances, CUDA vs CPU on the same checkpoints: every float result within ``rtol=1e-4,
 atol=1e-6`` (curvature: ``rtol=1e-3, atol=1e-5``: its eigenvalues after 5 power-iteration
 products and its Hutchinson traces amplify rounding); measured on an H100 before these tests
-existed: <= 5e-8 relative (curvature 3e-5). Non-float columns (layers, spans, checkpoints) equal. PWWS: identical adversarial texts, success,
+existed: <= 5e-8 relative (curvature 3e-5). Non-float columns (layers, spans, checkpoints) equal. PWWS: identical
+adversarial texts, success,
 queries and modified words (its decisions are certified; robustkit.attacks.pwws).
 """
 
@@ -25,8 +26,9 @@ from robustkit.spec import RunSpec
 
 pytestmark = pytest.mark.gpu
 
-BASE = RunSpec(model="bert-tiny", task="rt", train_size=64, epochs=1, batch_size=16, max_length=32, adapter_size=16,
-               eval_every=2)
+BASE = RunSpec(
+    model="bert-tiny", task="rt", train_size=64, epochs=1, batch_size=16, max_length=32, adapter_size=16, eval_every=2
+)
 METHODS = ("full", "houlsby", "lora")
 TOLERANCE = {"rtol": 1e-4, "atol": 1e-6}
 CURVATURE_TOLERANCE = {"rtol": 1e-3, "atol": 1e-5}
@@ -63,7 +65,9 @@ def _train(spec: RunSpec, store, device: str):
 
 def _first_loss(run_dir) -> float:
     history = pd.read_parquet(run_dir / "history.parquet")
-    return float(history[(history["split"] == "train") & (history["metric"] == "loss")].sort_values("step")["value"].iloc[0])
+    return float(
+        history[(history["split"] == "train") & (history["metric"] == "loss")].sort_values("step")["value"].iloc[0]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -85,10 +89,18 @@ def test_training_on_cuda(cuda_store, tmp_path):
     for run_dir, method in zip(runs, METHODS):
         manifest = read_manifest(run_dir)
         assert manifest["status"] == "complete" and manifest["device"].startswith("cuda"), run_dir.name
-        assert all(math.isfinite(v) for split in manifest["final"]["last"].values() for v in split.values() if isinstance(v, float))
+        assert all(
+            math.isfinite(v)
+            for split in manifest["final"]["last"].values()
+            for v in split.values()
+            if isinstance(v, float)
+        )
         cpu = _train(dataclasses.replace(BASE, method=method), tmp_path / "cpu", "cpu")
         assert cpu.name == run_dir.name  # the device is not part of the run's identity
-        assert read_manifest(run_dir)["checkpoints"]["step-0"]["files"] == read_manifest(cpu)["checkpoints"]["step-0"]["files"]
+        assert (
+            read_manifest(run_dir)["checkpoints"]["step-0"]["files"]
+            == read_manifest(cpu)["checkpoints"]["step-0"]["files"]
+        )
         assert _first_loss(run_dir) == pytest.approx(_first_loss(cpu), rel=0.05), method
 
 
@@ -133,8 +145,12 @@ def test_pwws_on_cuda_equals_pwws_on_cpu(cuda_store, tmp_path, shared_nltk_data,
     for device in ("cpu", "cuda"):
         copy = tmp_path / device
         shutil.copytree(store, copy, ignore=shutil.ignore_patterns(".cache"))
-        frames[device] = get("attack").run(copy, ["method=full,houlsby", "seed=0"], n=10, checkpoint="last", device=device,
-                                           progress=False).sort_values(["run_id", "example"]).reset_index(drop=True)
+        frames[device] = (
+            get("attack")
+            .run(copy, ["method=full,houlsby", "seed=0"], n=10, checkpoint="last", device=device, progress=False)
+            .sort_values(["run_id", "example"])
+            .reset_index(drop=True)
+        )
     same = ["run_id", "example", "prediction", "adversarial", "success", "queries", "modified_words", "words"]
     assert len(frames["cpu"]) == 20
     pd.testing.assert_frame_equal(frames["cpu"][same], frames["cuda"][same])

@@ -1,6 +1,5 @@
 """Gradient norms (Han et al. 2021 figure 3): rows, layer kinds, the adapters' missing pooler, figure."""
 
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,8 +8,6 @@ from robustkit.analysis import gradnorm
 from robustkit.plots.gradnorm import gradnorm_curves
 from robustkit.plots.style import method_label, save_pdf
 from robustkit.store.tables import load_gradnorms
-
-
 
 
 def test_rows_match_load_gradnorms(tiny_store):
@@ -22,9 +19,16 @@ def test_rows_match_load_gradnorms(tiny_store):
     )
     kinds = frame.drop_duplicates("layer").set_index("layer")["layer_kind"].to_dict()
     assert kinds == {
-        "embeddings": "embeddings", "layer.0": "intermediate", "layer.1": "top", "pooler": "pooler", "classifier": "classifier"
+        "embeddings": "embeddings",
+        "layer.0": "intermediate",
+        "layer.1": "top",
+        "pooler": "pooler",
+        "classifier": "classifier",
     }
-    assert frame.loc[frame["layer"] == "layer.1", "layer_index"].eq(1).all() and frame.loc[frame["layer"] == "pooler", "layer_index"].isna().all()
+    assert (
+        frame.loc[frame["layer"] == "layer.1", "layer_index"].eq(1).all()
+        and frame.loc[frame["layer"] == "pooler", "layer_index"].isna().all()
+    )
     assert (frame["value"] > 0).all()
 
 
@@ -37,13 +41,22 @@ def test_adapter_runs_have_no_pooler_rows(tiny_store):
 
 
 def test_summary_window_means_by_hand():
-    frame = pd.DataFrame({
-        "run_id": "r", "model": "m", "task": "rte", "method": "full", "seed": 0, "tsp_step": 0, "lr": 2e-5,
-        "train_size": None, "adapter_size": np.nan,
-        "step": [1, 2, 3, 4, 5, 1, 2, 3, 4, 5],
-        "layer": ["pooler"] * 5 + ["layer.0"] * 5,
-        "value": [1.0, 3.0, 5.0, 7.0, 100.0, 2.0, 2.0, 4.0, 4.0, 8.0],
-    })
+    frame = pd.DataFrame(
+        {
+            "run_id": "r",
+            "model": "m",
+            "task": "rte",
+            "method": "full",
+            "seed": 0,
+            "tsp_step": 0,
+            "lr": 2e-5,
+            "train_size": None,
+            "adapter_size": np.nan,
+            "step": [1, 2, 3, 4, 5, 1, 2, 3, 4, 5],
+            "layer": ["pooler"] * 5 + ["layer.0"] * 5,
+            "value": [1.0, 3.0, 5.0, 7.0, 100.0, 2.0, 2.0, 4.0, 4.0, 8.0],
+        }
+    )
     out = gradnorm.summary(gradnorm.with_layer_kind(frame), every=2).set_index(["layer", "step"])
     assert out.loc[("pooler", 1.5), "value"] == 2.0 and out.loc[("pooler", 3.5), "value"] == 6.0
     assert out.loc[("pooler", 5.0), "value"] == 100.0 and out.loc[("pooler", 5.0), "n_steps"] == 1

@@ -19,7 +19,13 @@ def _named(shapes: dict[str, tuple[int, ...]], seed: int = 0) -> list[tuple[str,
 
 def test_each_group_is_the_l2_norm_of_all_its_gradients():
     named = _named({"a.weight": (7, 5), "b.weight": (3,), "a.bias": (7,), "c.weight": (4, 4), "b.bias": (1,)})
-    groups = {"a.weight": "layer.0", "a.bias": "layer.0", "b.weight": "layer.1", "b.bias": "layer.1", "c.weight": "head"}
+    groups = {
+        "a.weight": "layer.0",
+        "a.bias": "layer.0",
+        "b.weight": "layer.1",
+        "b.bias": "layer.1",
+        "c.weight": "head",
+    }
     norms = gradient_norms(named, groups)
     assert list(norms) == ["layer.0", "layer.1", "head"]  # first-appearance order
     for group, value in norms.items():

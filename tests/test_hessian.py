@@ -11,10 +11,10 @@ import torch
 from scipy.stats import ortho_group
 
 from robustkit.analysis import curvature
+from robustkit.analysis.registry import get as analysis
 from robustkit.measures.hessian import HessianVectorProduct, hutchinson_trace, top_eigenvalue
 from robustkit.store.folders import run_dirs
 from robustkit.store.manifest import read_manifest
-from robustkit.analysis.registry import get as analysis
 
 
 def _quadratic(eigenvalues, seed=0):
@@ -37,7 +37,9 @@ def test_power_iteration_finds_the_top_eigenvalue_of_a_quadratic():
     assert estimate.iterations == len(estimate.history) < 500
 
 
-@pytest.mark.parametrize("eigenvalues, top", [([-4.0, 1.0, 2.0, 0.5, 0.1], 2.0), ([-4.0, -1.0, -2.0, -0.5, -3.0], -0.5)])
+@pytest.mark.parametrize(
+    "eigenvalues, top", [([-4.0, 1.0, 2.0, 0.5, 0.1], 2.0), ([-4.0, -1.0, -2.0, -0.5, -3.0], -0.5)]
+)
 def test_a_negative_dominant_eigenvalue_is_shifted_away(eigenvalues, top):
     # power iteration finds -4 (largest magnitude); the shifted second phase finds the largest
     a, parts, loss = _quadratic(eigenvalues)
@@ -53,14 +55,18 @@ def test_hutchinson_is_exact_for_a_diagonal_hessian_and_unbiased_otherwise():
     assert trace.value == pytest.approx(11.5, abs=1e-12) and trace.std_error == pytest.approx(0.0, abs=1e-12)
     a, parts, loss = _quadratic([5.0, 2.0, 1.0, 0.5, -0.3, 0.1, 0.0, 3.0])
     estimates = hutchinson_trace(HessianVectorProduct(loss, parts), {"first": [0], "rest": [1]}, samples=400, seed=1)
-    exact = {"all": float(torch.trace(a)), "first": float(torch.trace(a[:3, :3])), "rest": float(torch.trace(a[3:, 3:]))}
+    exact = {
+        "all": float(torch.trace(a)),
+        "first": float(torch.trace(a[:3, :3])),
+        "rest": float(torch.trace(a[3:, 3:])),
+    }
     for name, value in exact.items():
         # Rademacher variance of v_B^T (A v)_B, closed form: 2 sum_{i != j in B} A_ij^2 within the
         # block plus sum_{i in B, j not in B} A_ij^2 from the cross terms
         inside = {"all": slice(0, 8), "first": slice(0, 3), "rest": slice(3, 8)}[name]
         block, rows = a[inside, inside], a[inside, :]
-        within = float((block ** 2).sum() - (torch.diagonal(block) ** 2).sum())
-        sd = math.sqrt((2 * within + float((rows ** 2).sum() - (block ** 2).sum())) / 400)
+        within = float((block**2).sum() - (torch.diagonal(block) ** 2).sum())
+        sd = math.sqrt((2 * within + float((rows**2).sum() - (block**2).sum())) / 400)
         assert abs(estimates[name].value - value) < 4 * sd, name
         assert estimates[name].std_error == pytest.approx(sd, rel=0.3), name
     assert estimates["first"].value + estimates["rest"].value == pytest.approx(estimates["all"].value, rel=1e-10)
@@ -119,7 +125,9 @@ def test_a_loss_in_weighted_parts_gives_the_whole_batchs_products():
     loss = torch.nn.functional.cross_entropy
     whole = HessianVectorProduct(lambda: loss(model(x), y), params)
     cuts = [(0, 5), (5, 6), (6, 16)]  # 5, 1 and 10 examples
-    parts = HessianVectorProduct([((b - a) / 16, lambda a=a, b=b: loss(model(x[a:b]), y[a:b])) for a, b in cuts], params)
+    parts = HessianVectorProduct(
+        [((b - a) / 16, lambda a=a, b=b: loss(model(x[a:b]), y[a:b])) for a, b in cuts], params
+    )
     v = [torch.randn(p.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(1)) for p in params]
     exact = hessian @ torch.cat([t.reshape(-1) for t in v])
     in_parts = torch.cat([t.reshape(-1) for t in parts(v)])
@@ -130,10 +138,15 @@ def test_a_loss_in_weighted_parts_gives_the_whole_batchs_products():
         torch.testing.assert_close(a, b.detach(), rtol=1e-12, atol=1e-12)
     block = parts([t for t in v[2:]], [2, 3])  # a block of a loss in parts, too
     start = sum(p.numel() for p in params[:2])
-    torch.testing.assert_close(torch.cat([t.reshape(-1) for t in block]),
-                               hessian[start:, start:] @ torch.cat([t.reshape(-1) for t in v[2:]]), rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(
+        torch.cat([t.reshape(-1) for t in block]),
+        hessian[start:, start:] @ torch.cat([t.reshape(-1) for t in v[2:]]),
+        rtol=1e-10,
+        atol=1e-12,
+    )
     assert top_eigenvalue(parts, max_iterations=2000, tol=1e-12).value == pytest.approx(
-        float(torch.linalg.eigvalsh(hessian).max()), rel=1e-6)
+        float(torch.linalg.eigvalsh(hessian).max()), rel=1e-6
+    )
 
 
 def test_micro_batches_weigh_parts_by_their_loss_terms():
@@ -142,8 +155,10 @@ def test_micro_batches_weigh_parts_by_their_loss_terms():
     assert [w for w, _ in parts] == [0.4, 0.4, 0.2]
     assert torch.equal(torch.cat([p["input_ids"] for _, p in parts]), batch["input_ids"])
     # a masked-LM batch: the loss is a mean over masked tokens (labels other than -100)
-    masked = {"input_ids": torch.zeros(3, 4, dtype=torch.long),
-              "labels": torch.tensor([[-100, 5, -100, 7], [-100] * 4, [3, -100, -100, -100]])}
+    masked = {
+        "input_ids": torch.zeros(3, 4, dtype=torch.long),
+        "labels": torch.tensor([[-100, 5, -100, 7], [-100] * 4, [3, -100, -100, -100]]),
+    }
     parts = curvature.micro_batches(masked, 1)
     assert [w for w, _ in parts] == [pytest.approx(2 / 3), pytest.approx(1 / 3)]  # the all -100 row has no term
     assert torch.equal(parts[1][1]["labels"], masked["labels"][2:])
@@ -154,11 +169,21 @@ def test_micro_batches_weigh_parts_by_their_loss_terms():
 
 
 def test_blocks_follow_the_gradient_norm_layer_groups():
-    names = ["bert.embeddings.word_embeddings.weight", "bert.encoder.layer.0.attention.self.query.weight",
-             "bert.encoder.layer.0.attention.self.query.bias", "bert.encoder.layer.1.output.dense.weight",
-             "bert.pooler.dense.weight", "classifier.weight"]
-    assert curvature.blocks(names, "layer") == {"embeddings": [0], "layer.0": [1, 2], "layer.1": [3], "pooler": [4],
-                                                "classifier": [5]}
+    names = [
+        "bert.embeddings.word_embeddings.weight",
+        "bert.encoder.layer.0.attention.self.query.weight",
+        "bert.encoder.layer.0.attention.self.query.bias",
+        "bert.encoder.layer.1.output.dense.weight",
+        "bert.pooler.dense.weight",
+        "classifier.weight",
+    ]
+    assert curvature.blocks(names, "layer") == {
+        "embeddings": [0],
+        "layer.0": [1, 2],
+        "layer.1": [3],
+        "pooler": [4],
+        "classifier": [5],
+    }
     assert curvature.blocks(names, "module")["bert.encoder.layer.0.attention.self.query"] == [1, 2]
     assert curvature.blocks(names, "none") == {}
 
@@ -166,8 +191,11 @@ def test_blocks_follow_the_gradient_norm_layer_groups():
 def test_blocks_take_the_models_own_layer_groups():
     """Names that do not say their layer (ALBERT's one shared layer, a prefix pool) take the
     group the model's structure gives them, as the gradient norms do."""
-    names = ["albert.encoder.albert_layer_groups.0.albert_layers.0.attention.query.weight",
-             "albert.encoder.embedding_hidden_mapping_in.weight", "classifier.weight"]
+    names = [
+        "albert.encoder.albert_layer_groups.0.albert_layers.0.attention.query.weight",
+        "albert.encoder.embedding_hidden_mapping_in.weight",
+        "classifier.weight",
+    ]
     layer_of = {names[0]: "layer.0", names[1]: "shared"}
     assert curvature.blocks(names, "layer") == {"classifier": [0, 1, 2]}  # names alone cannot tell
     assert curvature.blocks(names, "layer", layer_of) == {"layer.0": [0], "shared": [1], "classifier": [2]}
@@ -175,8 +203,14 @@ def test_blocks_take_the_models_own_layer_groups():
 
 @pytest.mark.parametrize("method", ["houlsby", "full"])
 def test_curvature_of_runs_is_cached_and_over_trained_tensors_only(tiny_store, method, monkeypatch):
-    options = dict(select=[f"method={method}"], checkpoints=["step-0", "best"], examples=8, max_iterations=3,
-                   samples=3, progress=False)
+    options = dict(
+        select=[f"method={method}"],
+        checkpoints=["step-0", "best"],
+        examples=8,
+        max_iterations=3,
+        samples=3,
+        progress=False,
+    )
     frame = analysis("curvature").run(tiny_store, **options)
     assert set(frame["checkpoint"]) == {"step-0", "best"}
     whole = frame[(frame["scope"] == "all")].set_index(["checkpoint", "estimator"])
@@ -203,8 +237,12 @@ def test_curvature_claim_statistic_reads_the_analysis(tiny_store):
     from robustkit.analysis import registry
 
     run_ids = [p.name for p in run_dirs(tiny_store)]
-    frame = registry.per_run("curvature.sharpness", tiny_store, {"run_id": run_ids}, **{
-        "checkpoint": "best", "estimator": "trace", "examples": 8, "max_iterations": 3, "samples": 3})
+    frame = registry.per_run(
+        "curvature.sharpness",
+        tiny_store,
+        {"run_id": run_ids},
+        **{"checkpoint": "best", "estimator": "trace", "examples": 8, "max_iterations": 3, "samples": 3},
+    )
     assert sorted(frame["run_id"]) == sorted(run_ids) and np.isfinite(frame["value"]).all()
     assert set(frame["outcome"]) <= {"ok", "not-learned", "collapsed", "diverged"}
 
@@ -213,12 +251,24 @@ def test_curvature_at_the_tsp_checkpoint_uses_the_masked_lm_loss(tmp_path, rte_f
     import dataclasses
 
     from conftest import TINY_RTE
+
     from robustkit.train import train
 
     glue = rte_folder(tmp_path / "glue")
-    train(dataclasses.replace(TINY_RTE, method="houlsby", tsp_step=2, data_dir=str(glue)), tmp_path / "runs", progress=False)
-    frame = analysis("curvature").run(tmp_path / "runs", checkpoints=["tsp", "step-0"], examples=8, max_iterations=3, samples=3,
-                          grouping="none", progress=False)
+    train(
+        dataclasses.replace(TINY_RTE, method="houlsby", tsp_step=2, data_dir=str(glue)),
+        tmp_path / "runs",
+        progress=False,
+    )
+    frame = analysis("curvature").run(
+        tmp_path / "runs",
+        checkpoints=["tsp", "step-0"],
+        examples=8,
+        max_iterations=3,
+        samples=3,
+        grouping="none",
+        progress=False,
+    )
     whole = frame[frame["scope"] == "all"].set_index(["checkpoint", "estimator"])["value"]
     assert set(frame["checkpoint"]) == {"tsp", "step-0"} and np.isfinite(whole).all()
     # a different loss (masked LM) over different parameters (the TSP run's, MLM head included)
@@ -227,9 +277,14 @@ def test_curvature_at_the_tsp_checkpoint_uses_the_masked_lm_loss(tmp_path, rte_f
     assert (frame.loc[frame["checkpoint"] == "tsp", "n_params"] == trained).all()
     assert whole[("tsp", "trace")] != whole[("step-0", "trace")]
     # the masked-LM loss in micro-batches: parts weighted by their masked tokens give the same numbers
-    run_dir = next(p for p in (tmp_path / "runs").iterdir() if not p.name.startswith("tsp-") and p.is_dir()
-                   and not p.name.startswith("."))
-    parts = curvature.tsp_curvature_run(run_dir, examples=8, max_iterations=3, samples=3, grouping="none", micro_batch=3)
+    run_dir = next(
+        p
+        for p in (tmp_path / "runs").iterdir()
+        if not p.name.startswith("tsp-") and p.is_dir() and not p.name.startswith(".")
+    )
+    parts = curvature.tsp_curvature_run(
+        run_dir, examples=8, max_iterations=3, samples=3, grouping="none", micro_batch=3
+    )
     np.testing.assert_allclose(parts["value"], frame[frame["checkpoint"] == "tsp"]["value"], rtol=1e-3, atol=1e-6)
 
 
@@ -239,9 +294,23 @@ def test_the_curvature_summary_splits_runs_of_other_settings():
 
     from robustkit.analysis.curvature import summarize
 
-    rows = [{"run_id": f"r{i}", "task": "rt", "method": "houlsby", "seed": seed, "lr": 1e-4, "max_grad_norm": norm,
-             "checkpoint": "last", "scope": "all", "group": "all", "estimator": "trace", "value": value, "converged": True}
-            for i, (seed, norm, value) in enumerate([(0, 1.0, 2.0), (1, 1.0, 4.0), (0, 0.5, 10.0)])]
+    rows = [
+        {
+            "run_id": f"r{i}",
+            "task": "rt",
+            "method": "houlsby",
+            "seed": seed,
+            "lr": 1e-4,
+            "max_grad_norm": norm,
+            "checkpoint": "last",
+            "scope": "all",
+            "group": "all",
+            "estimator": "trace",
+            "value": value,
+            "converged": True,
+        }
+        for i, (seed, norm, value) in enumerate([(0, 1.0, 2.0), (1, 1.0, 4.0), (0, 0.5, 10.0)])
+    ]
     summary = summarize(pd.DataFrame(rows)).set_index("max_grad_norm")
     assert summary.loc[1.0, "mean"] == 3.0 and summary.loc[1.0, "runs"] == 2
     assert summary.loc[0.5, "mean"] == 10.0 and summary.loc[0.5, "runs"] == 1

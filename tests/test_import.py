@@ -5,17 +5,16 @@ what is unknown recorded as unknown."""
 
 from __future__ import annotations
 
-from robustkit.analysis.pooling import PoolingError
-from robustkit.analysis.registry import get as analysis
-
 import json
 import math
 import re
 
 import pytest
 import torch
-
 from conftest import write_rte
+
+from robustkit.analysis.pooling import PoolingError
+from robustkit.analysis.registry import get as analysis
 
 BASE = "bert-tiny"
 
@@ -115,11 +114,20 @@ def test_adapter_folder(tmp_path, glue):
     manifest = read_manifest(run_dir)
     # AdapterHub's LoRA config is robustkit's lora with its options, comparable with runs trained here
     assert manifest["spec"]["method"] == "lora"
-    assert dict(map(tuple, manifest["spec"]["method_options"])) == {"r": 4, "alpha": 8, "dropout": 0.0, "matrices": "q,v"}
+    assert dict(map(tuple, manifest["spec"]["method_options"])) == {
+        "r": 4,
+        "alpha": 8,
+        "dropout": 0.0,
+        "matrices": "q,v",
+    }
     lora = sum(p.numel() for n, p in model.named_parameters() if ".loras." in n)
     head = sum(p.numel() for n, p in model.named_parameters() if n.startswith("classifier."))
     assert manifest["trainable"]["count"] == lora + head
-    assert set(manifest["import"]["files"]["."]) >= {"adapter_config.json", "pytorch_adapter.bin", "pytorch_model_head.bin"}
+    assert set(manifest["import"]["files"]["."]) >= {
+        "adapter_config.json",
+        "pytorch_adapter.bin",
+        "pytorch_model_head.bin",
+    }
     row = load_runs(tmp_path / "runs").iloc[0]
     assert row["method"] == "lora" and row["lora.r"] == 4 and row["seed"] == 1 and math.isnan(row["lr"])
     assert row["trainable_params"] == lora + head and row["import_id"] == f"adapter #{run_dir.name.rsplit('-', 1)[-1]}"
@@ -182,12 +190,32 @@ def test_cli(tmp_path, glue, capsys):
     from robustkit.cli import main
 
     _tuned_full(2).save_pretrained(tmp_path / "tuned")
-    assert main(["import", str(tmp_path / "tuned"), "--base", BASE, "--task", "rte", "--store", str(tmp_path / "runs"),
-                 "--data-dir", glue, "--lr", "2e-5"]) == 0
+    assert (
+        main(
+            [
+                "import",
+                str(tmp_path / "tuned"),
+                "--base",
+                BASE,
+                "--task",
+                "rte",
+                "--store",
+                str(tmp_path / "runs"),
+                "--data-dir",
+                glue,
+                "--lr",
+                "2e-5",
+            ]
+        )
+        == 0
+    )
     run_dir = capsys.readouterr().out.strip().splitlines()[0]
     manifest = json.loads((tmp_path / "runs" / run_dir.rsplit("/", 1)[-1] / "manifest.json").read_text())
     assert manifest["spec"]["lr"] == 2e-5 and "lr" not in manifest["unknown"] and "seed" in manifest["unknown"]
-    assert main(["import", str(tmp_path / "nowhere"), "--base", BASE, "--task", "rte", "--store", str(tmp_path / "runs")]) == 2
+    assert (
+        main(["import", str(tmp_path / "nowhere"), "--base", BASE, "--task", "rte", "--store", str(tmp_path / "runs")])
+        == 2
+    )
 
 
 def test_manifest_unknown_is_checked():
@@ -228,7 +256,11 @@ def test_imports_are_never_pooled(tmp_path, glue):
     from robustkit.plots.style import figure_texts
     from robustkit.store.tables import load_runs
 
-    for name, config, seed in (("lora-a", "lora[r=4,alpha=8]", 1), ("lora-b", "lora[r=4,alpha=8]", 2), ("bottleneck", "seq_bn", 3)):
+    for name, config, seed in (
+        ("lora-a", "lora[r=4,alpha=8]", 1),
+        ("lora-b", "lora[r=4,alpha=8]", 2),
+        ("bottleneck", "seq_bn", 3),
+    ):
         _adapter(tmp_path / name, config, seed)
         import_run(tmp_path / name, BASE, "rte", tmp_path / "runs", data_dir=glue)
     runs = load_runs(tmp_path / "runs").sort_values("import_id", ignore_index=True)
@@ -240,7 +272,11 @@ def test_imports_are_never_pooled(tmp_path, glue):
     assert "import_id" in groups and runs.groupby(groups, dropna=False).ngroups == 3
     fig = draw("rsa", tmp_path / "runs", tokens=40)
     lines = [t for t in figure_texts(fig) if "[import_id=" in t]  # one legend entry per line
-    assert len(lines) == 3 and {" ".join(t.split()).split("[import_id=")[1].split(" #")[0] for t in lines} == {"lora-a", "lora-b", "bottleneck"}
+    assert len(lines) == 3 and {" ".join(t.split()).split("[import_id=")[1].split(" #")[0] for t in lines} == {
+        "lora-a",
+        "lora-b",
+        "bottleneck",
+    }
 
 
 def test_adapterhub_method_names(tmp_path):
@@ -249,8 +285,14 @@ def test_adapterhub_method_names(tmp_path):
     import adapters
 
     from robustkit.errors import MethodError
-    from robustkit.methods.registry import (ADAPTERHUB_ALIASES, ADAPTERHUB_ONLY, ADAPTERHUB_WITH_OPTIONS, METHODS,
-                                            get_method, method_of_config)
+    from robustkit.methods.registry import (
+        ADAPTERHUB_ALIASES,
+        ADAPTERHUB_ONLY,
+        ADAPTERHUB_WITH_OPTIONS,
+        METHODS,
+        get_method,
+        method_of_config,
+    )
     from robustkit.spec import RunSpec
 
     for alias, name in ADAPTERHUB_ALIASES.items():
@@ -279,4 +321,3 @@ def test_adapterhub_method_names(tmp_path):
     label = short_config(config_json(odd))
     assert label.startswith("bottleneck reduction_factor=16 non_linearity=gelu #") and len(label) < 60
     assert short_config(config_json(odd)) != short_config(config_json({**odd, "original_ln_after": False}))
-

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from conftest import new_run
 
 BASE = "bert-tiny"
@@ -61,8 +60,12 @@ def test_import_without_train_size_scores_like_the_demo_runs(tmp_path, capsys):
     assert "as the store's 2 rt runs" in manifest["import"]["split_convention"]
     # what the run scored, on how many examples, and its outcome
     best = manifest["final"]["best"]["test"]["accuracy"]
-    assert any(line.strip().startswith("best") and f"test accuracy {best:.4f} (1281 examples)" in line
-               and "outcome: validation" in line for line in lines[1:]), lines
+    assert any(
+        line.strip().startswith("best")
+        and f"test accuracy {best:.4f} (1281 examples)" in line
+        and "outcome: validation" in line
+        for line in lines[1:]
+    ), lines
     assert any("split convention: train_size=1000" in line for line in lines[1:]), lines
 
     # a store of mixed conventions refuses, naming both, before anything is scored
@@ -71,8 +74,23 @@ def test_import_without_train_size_scores_like_the_demo_runs(tmp_path, capsys):
     error = capsys.readouterr().err
     assert "train_size=1000" in error and "full data" in error and len(error.strip().splitlines()) == 1
     # naming the convention outright imports: 0 is the full-data one (rt's own test split)
-    assert main(["import", str(source), "--base", BASE, "--task", "rt", "--store", str(tmp_path / "mixed"),
-                 "--train-size", "0"]) == 0
+    assert (
+        main(
+            [
+                "import",
+                str(source),
+                "--base",
+                BASE,
+                "--task",
+                "rt",
+                "--store",
+                str(tmp_path / "mixed"),
+                "--train-size",
+                "0",
+            ]
+        )
+        == 0
+    )
     run = capsys.readouterr().out.strip().splitlines()[0]
     manifest = read_manifest(tmp_path / "mixed" / run.rsplit("/", 1)[-1])
     assert manifest["spec"]["train_size"] is None and manifest["splits"]["test"] == 1279

@@ -32,7 +32,8 @@ def package_modules(root: Path = PACKAGE) -> dict[str, Path]:
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def import_nodes(tree: ast.AST, lazy: bool) -> Iterator[ast.Import | ast.ImportFrom]:
@@ -78,7 +79,9 @@ def module_graph(lazy: bool, root: Path = PACKAGE) -> dict[str, set[str]]:
                 if node.level:  # relative: from the importer's package, up level - 1
                     parts = package.split(".")[: len(package.split(".")) - node.level + 1]
                     base = ".".join([*parts, base] if base else parts)
-                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+                targets = [
+                    f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names
+                ]
             for target in targets:
                 for module in (*_ancestors(target), target):
                     if module in modules and module not in own:
@@ -140,7 +143,9 @@ def test_cycle_finder_finds_a_planted_cycle(tmp_path):
     (package / "a.py").write_text("from pkg.sub import b\n")
     (package / "sub" / "__init__.py").write_text("")
     (package / "sub" / "b.py").write_text("def f():\n    from .. import c\n")
-    (package / "c.py").write_text("import pkg.a\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pkg.d\n")
+    (package / "c.py").write_text(
+        "import pkg.a\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pkg.d\n"
+    )
     (package / "d.py").write_text("import pkg.c\n")
     (package / "e.py").write_text("class E:\n    from pkg import f\n")  # a class body runs at import time
     (package / "f.py").write_text("from . import e\n")
@@ -160,7 +165,8 @@ for name in dependencies:
         importlib.import_module(name)
     except Exception:
         pass  # a broken dependency shows in the modules that import it
-assert not [m for m in sys.modules if m == "robustkit" or m.startswith("robustkit.")], "robustkit loaded before the fork"
+loaded = [m for m in sys.modules if m == "robustkit" or m.startswith("robustkit.")]
+assert not loaded, "robustkit loaded before the fork"
 failures = {}
 for name in modules:
     read, write = os.pipe()
@@ -198,8 +204,13 @@ def _third_party(modules: dict[str, Path]) -> list[str]:
 
 def _import_each(modules: list[str], dependencies: list[str], cwd: Path) -> dict[str, str]:
     """Module -> traceback, for each module that fails to import on its own."""
-    done = subprocess.run([sys.executable, "-c", _IMPORT_EACH, json.dumps(modules), json.dumps(dependencies)],
-                          capture_output=True, text=True, cwd=cwd, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORT_EACH, json.dumps(modules), json.dumps(dependencies)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -208,7 +219,9 @@ def _import_each(modules: list[str], dependencies: list[str], cwd: Path) -> dict
 def test_every_module_imports_on_its_own():
     modules = package_modules()
     failures = _import_each(sorted(modules), _third_party(modules), PACKAGE.parent)
-    assert not failures, "modules that fail to import on their own:\n" + "\n".join(f"{n}:\n{m}" for n, m in failures.items())
+    assert not failures, "modules that fail to import on their own:\n" + "\n".join(
+        f"{n}:\n{m}" for n, m in failures.items()
+    )
 
 
 def test_import_check_catches_a_module_that_needs_another_imported_first(tmp_path):

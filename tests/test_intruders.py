@@ -41,7 +41,9 @@ def test_a_planted_rotation_gives_its_closed_form_count():
     expected = np.ones(10)
     expected[[0, 3]] = 1 / np.sqrt(8)  # the block's columns among the top 10
     np.testing.assert_allclose(cosines, expected, atol=1e-10)
-    assert intruder_count(cosines, 0.5) == 2 and intruder_count(cosines, 0.3) == 0 and intruder_count(cosines, 0.99) == 2
+    assert (
+        intruder_count(cosines, 0.5) == 2 and intruder_count(cosines, 0.3) == 0 and intruder_count(cosines, 0.99) == 2
+    )
     assert intruder_count(max_cosines(tuned, base, k=32)[1], 0.5) == 8  # every column of the block
     assert intruder_count(max_cosines(base, base, k=10)[1], 0.5) == 0  # nothing changed
     assert intruder_count(max_cosines(-tuned, base, k=10)[1], 0.5) == 2  # blind to the sign
@@ -91,8 +93,14 @@ def test_intruders_of_runs_statistic_and_figure(lora_store, tmp_path, monkeypatc
     assert (untouched["max_cosine"] > 1 - 1e-6).all()  # the start's own singular vectors
     assert frame.groupby(["run_id", "layer", "matrix"])["rank"].max().eq(10).all()
     # the statistic is the count of the frame's cosines below epsilon over q and v
-    claimed = per_run("intruders.count", lora_store, ["method=full,lora"], epsilon=0.9999999).set_index("run_id")["value"]
-    direct = frame[frame["kind"].isin(["q", "v"])].groupby("run_id")["max_cosine"].apply(lambda c: int((c < 0.9999999).sum()))
+    claimed = per_run("intruders.count", lora_store, ["method=full,lora"], epsilon=0.9999999).set_index("run_id")[
+        "value"
+    ]
+    direct = (
+        frame[frame["kind"].isin(["q", "v"])]
+        .groupby("run_id")["max_cosine"]
+        .apply(lambda c: int((c < 0.9999999).sum()))
+    )
     assert claimed.to_dict() == direct.to_dict() and direct.sum() > 0  # the runs moved a little
     assert intruders.count(frame, 0.5, "all")["value"].tolist() == [0] * frame["run_id"].nunique()
     with pytest.raises(Exception, match="no matrices of kind"):
@@ -102,8 +110,10 @@ def test_intruders_of_runs_statistic_and_figure(lora_store, tmp_path, monkeypatc
     fig = figures.draw("intruders", lora_store, ["method=full,lora"])
     assert save_pdf(fig, tmp_path / "intruders.pdf").stat().st_size > 0
     monkeypatch.setattr(intruders, "run_intruders", lambda *a, **k: pytest.fail("recomputed"))
-    pd.testing.assert_frame_equal(get("intruders").run(lora_store, ["method=full,lora"], progress=False).reset_index(drop=True),
-                                  frame[frame["method"] != "houlsby"].reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        get("intruders").run(lora_store, ["method=full,lora"], progress=False).reset_index(drop=True),
+        frame[frame["method"] != "houlsby"].reset_index(drop=True),
+    )
 
 
 def test_no_run_with_an_updated_matrix_is_an_error(lora_store):

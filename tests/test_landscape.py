@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from robustkit.analysis import landscape
+from robustkit.analysis.registry import get as analysis
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import evaluate
 from robustkit.plots import landscape as landscape_plots
@@ -20,8 +21,6 @@ from robustkit.store.checkpoints import load_checkpoint, save_checkpoint
 from robustkit.store.folders import HISTORY, run_dirs
 from robustkit.store.manifest import read_manifest
 from robustkit.tasks import get_task
-from robustkit.analysis.registry import get as analysis
-
 
 
 def _run_dir(runs: Path, method: str) -> Path:
@@ -70,7 +69,9 @@ def test_endpoints_equal_the_checkpoints_evaluated_directly(tiny_store, method):
     # and f(1) is the dev loss that training logged when it kept `best`
     best_step = read_manifest(run_dir)["best_step"]
     history = pd.read_parquet(run_dir / HISTORY)
-    logged = history[(history["split"] == "validation") & (history["metric"] == "loss") & (history["step"] == best_step)]["value"]
+    logged = history[
+        (history["split"] == "validation") & (history["metric"] == "loss") & (history["step"] == best_step)
+    ]["value"]
     assert abs(loss[1.0] - logged.item()) < 1e-6
     assert loss[-1.0] != loss[0.0] != loss[2.0]  # the parameters did move
 
@@ -171,9 +172,22 @@ def test_landscape_figure_renders_as_pdf(tiny_store, tmp_path):
 
 def test_figure_leaves_collapsed_runs_out_and_counts_them():
     """A collapsed run's loss curve is no result: not in the mean line, counted in the legend."""
-    rows = [{"run_id": f"r{seed}", "task": "rt", "method": "prefix", "tsp_step": 0, "checkpoint": "best", "alpha": alpha,
-             "split": "validation", "metric": "loss", "value": value + alpha, "outcome": outcome}
-            for seed, (value, outcome) in enumerate([(0.5, "ok"), (3.0, "collapsed")]) for alpha in (0.0, 1.0)]
+    rows = [
+        {
+            "run_id": f"r{seed}",
+            "task": "rt",
+            "method": "prefix",
+            "tsp_step": 0,
+            "checkpoint": "best",
+            "alpha": alpha,
+            "split": "validation",
+            "metric": "loss",
+            "value": value + alpha,
+            "outcome": outcome,
+        }
+        for seed, (value, outcome) in enumerate([(0.5, "ok"), (3.0, "collapsed")])
+        for alpha in (0.0, 1.0)
+    ]
     fig = landscape_curves(pd.DataFrame(rows))
     line = fig.axes[0].get_lines()[0]
     assert list(line.get_ydata()) == [0.5, 1.5]

@@ -66,8 +66,13 @@ def test_each_run_leaves_out_what_compute_says_a_run_lacks(tiny_store, caplog):
     assert lacking not in set(frame["run_id"]) and len(frame) == len(runs) - 1
     assert f"{lacking} has no LoRA update" in caplog.text
     with pytest.raises(RobustkitError, match=f"none of the {len(runs)} selected.*has no LoRA update"):
-        each_run(runs, "unit-left-out", {"case": "all"}, ["best"],
-                 lambda row: (_ for _ in ()).throw(RunLacksError(row["run_id"], "LoRA update")))
+        each_run(
+            runs,
+            "unit-left-out",
+            {"case": "all"},
+            ["best"],
+            lambda row: (_ for _ in ()).throw(RunLacksError(row["run_id"], "LoRA update")),
+        )
 
 
 def test_leave_out_names_four_and_counts_the_rest(caplog):
@@ -81,5 +86,13 @@ def test_a_pair_with_a_run_lacking_the_checkpoint_is_left_out(lora_store, tmp_pa
     store = tmp_path / "runs"
     shutil.copytree(lora_store, store, ignore=shutil.ignore_patterns(".cache"))
     with pytest.raises(RobustkitError, match="none of the .* has what it reads.*checkpoint 'step-9'"):
-        connectivity.run(store, ["method=full"], checkpoint="step-9", alphas="0,1", split="validation", examples=4,
-                         seed=0, progress=False)
+        connectivity.run(
+            store,
+            ["method=full"],
+            checkpoint="step-9",
+            alphas="0,1",
+            split="validation",
+            examples=4,
+            seed=0,
+            progress=False,
+        )

@@ -23,8 +23,9 @@ from robustkit.spec import RunSpec
 def _lora_model(seed: int = 0):
     """bert-tiny with LoRA r = 1 on the query matrices (2 layers: 512 factor entries), B drawn
     nonzero so that both factors' directions move W."""
-    model, _, _ = build_classifier(RunSpec(model="bert-tiny", task="rt", method="lora", seed=seed,
-                                           method_options={"r": 1, "matrices": "q"}), 2)
+    model, _, _ = build_classifier(
+        RunSpec(model="bert-tiny", task="rt", method="lora", seed=seed, method_options={"r": 1, "matrices": "q"}), 2
+    )
     generator = torch.Generator().manual_seed(seed)
     modules = {n: m for n, m in model.named_modules() if hasattr(m, "loras") and ADAPTER_NAME in m.loras}
     with torch.no_grad():
@@ -43,7 +44,9 @@ def test_the_two_spaces_of_a_toy_quadratic_match_their_closed_forms():
     model, modules = _lora_model()
     target = {n: _effective(m).detach().clone() for n, m in modules.items()}  # the minimum: gradient 0
     generator = torch.Generator().manual_seed(1)
-    curvature = {n: torch.rand(t.shape, generator=generator, dtype=torch.float64).float() + 0.1 for n, t in target.items()}
+    curvature = {
+        n: torch.rand(t.shape, generator=generator, dtype=torch.float64).float() + 0.1 for n, t in target.items()
+    }
     curvature["bert.encoder.layer.1.attention.self.query"][3, 5] = 4.0  # the top eigenvalue in full space
 
     def loss(model, inputs):  # 0.5 sum D (W - W*)^2 of the effective matrices, however they are held
@@ -59,14 +62,16 @@ def test_the_two_spaces_of_a_toy_quadratic_match_their_closed_forms():
     assert values.loc[("full", "trace"), "n_params"] == sum(d.numel() for d in curvature.values())
     # LoRA space: the Hessian of the same loss as a function of the factors, formed entry by entry
     factors = [(n, m.loras[ADAPTER_NAME]) for n, m in modules.items()]
-    flat = torch.cat([torch.cat([lora.lora_A.detach().flatten(), lora.lora_B.detach().flatten()]) for _, lora in factors]).double()
+    flat = torch.cat(
+        [torch.cat([lora.lora_A.detach().flatten(), lora.lora_B.detach().flatten()]) for _, lora in factors]
+    ).double()
 
     def as_factors(theta):
         total, at = 0.0, 0
         for name, lora in factors:
             a_size, b_size = lora.lora_A.numel(), lora.lora_B.numel()
-            a = theta[at:at + a_size].view(lora.lora_A.shape)
-            b = theta[at + a_size:at + a_size + b_size].view(lora.lora_B.shape)
+            a = theta[at : at + a_size].view(lora.lora_A.shape)
+            b = theta[at + a_size : at + a_size + b_size].view(lora.lora_B.shape)
             at += a_size + b_size
             w = modules[name].weight.double() + lora.scaling * b @ a
             total = total + 0.5 * (curvature[name].double() * (w - target[name].double()) ** 2).sum()
@@ -97,13 +102,23 @@ def test_lora_sharpness_of_runs_statistic_and_figure(lora_store, tmp_path, monke
     assert set(frame["method"]) == {"lora"} and len(frame) == 2 * 2 * 2  # runs x spaces x estimators
     assert frame["seed"].dtype.kind == "i"  # the left-out runs do not turn identity columns to float
     wide = frame[frame["estimator"] == "top_eigenvalue"].pivot_table(index="run_id", columns="space", values="value")
-    claimed = per_run("lora-sharpness.full-over-lora", lora_store, ["method=lora"], **options).set_index("run_id")["value"]
+    claimed = per_run("lora-sharpness.full-over-lora", lora_store, ["method=lora"], **options).set_index("run_id")[
+        "value"
+    ]
     assert claimed.to_dict() == pytest.approx(np.log10(wide["full"] / wide["lora"]).to_dict())
     per = lora_space.log_ratio(frame, "trace_per_parameter").set_index("run_id")["value"]
     traces = frame[frame["estimator"] == "trace"].set_index(["run_id", "space"])
     for run_id, value in per.items():
         full, lora = traces.loc[(run_id, "full")], traces.loc[(run_id, "lora")]
-        assert value == pytest.approx(math.log10((full["value"] / full["n_params"]) / (lora["value"] / lora["n_params"])))
-    assert save_pdf(figures.draw("lora-sharpness", lora_store, ["method=lora"], **options), tmp_path / "f.pdf").stat().st_size
+        assert value == pytest.approx(
+            math.log10((full["value"] / full["n_params"]) / (lora["value"] / lora["n_params"]))
+        )
+    assert (
+        save_pdf(figures.draw("lora-sharpness", lora_store, ["method=lora"], **options), tmp_path / "f.pdf")
+        .stat()
+        .st_size
+    )
     monkeypatch.setattr(lora_space, "run_sharpness", lambda *a, **k: pytest.fail("recomputed"))
-    pd.testing.assert_frame_equal(get("lora-sharpness").run(lora_store, ["method=lora"], progress=False, **options), frame)
+    pd.testing.assert_frame_equal(
+        get("lora-sharpness").run(lora_store, ["method=lora"], progress=False, **options), frame
+    )

@@ -29,7 +29,9 @@ def test_houlsby_adapter_counts_match_the_paper(tiny_model):
     layer_norms = [n for n in names if "LayerNorm" in n]
     assert len(layer_norms) == 2 * (1 + 2 * layers)  # embeddings + two per layer, weight and bias
     heads = [n for n in names if n.startswith("classifier.")]
-    assert count_parameters(model, names) == adapter_total + count_parameters(model, layer_norms) + count_parameters(model, heads)
+    assert count_parameters(model, names) == adapter_total + count_parameters(model, layer_norms) + count_parameters(
+        model, heads
+    )
     assert not any(n.startswith("bert.encoder") and "adapters" not in n and "LayerNorm" not in n for n in names)
 
 
@@ -100,8 +102,14 @@ def test_topk_trains_the_top_k_layers_pooler_and_head(tiny_model, k):
     assert not any("embeddings" in n for n in names)
 
 
-@pytest.mark.parametrize("k, message", [(None, "needs option 'top_k'"), (0, "'top_k' must be an integer >= 1 and <= 1048576, got 0"),
-                                        (3, "between 1 and 2 .*got 3")])
+@pytest.mark.parametrize(
+    "k, message",
+    [
+        (None, "needs option 'top_k'"),
+        (0, "'top_k' must be an integer >= 1 and <= 1048576, got 0"),
+        (3, "between 1 and 2 .*got 3"),
+    ],
+)
 def test_topk_out_of_range_is_named(tiny_model, k, message):
     model = load_classifier(tiny_model, num_labels=2, seed=0)
     with pytest.raises(MethodError, match=message):
@@ -227,7 +235,9 @@ def test_new_methods_train_and_round_trip(tiny_spec, tmp_path, glue_dir, changes
     from robustkit.store.manifest import read_manifest
     from robustkit.train import train
 
-    spec = dataclasses.replace(tiny_spec, task="rte", train_size=None, epochs=1, batch_size=8, data_dir=glue_dir, **changes)
+    spec = dataclasses.replace(
+        tiny_spec, task="rte", train_size=None, epochs=1, batch_size=8, data_dir=glue_dir, **changes
+    )
     run_dir = train(spec, tmp_path, progress=False)
     manifest = read_manifest(run_dir)
     assert manifest["status"] == "complete"
@@ -251,8 +261,15 @@ def test_tsp_of_a_shared_adapter_run_carries_its_settings(tiny_spec, tmp_path, g
     from robustkit.train import train
 
     spec = dataclasses.replace(
-        tiny_spec, task="rte", train_size=None, epochs=1, batch_size=8, data_dir=glue_dir, tsp_step=2,
-        adapter_sharing="layer", adapter_init_std=1e-3,
+        tiny_spec,
+        task="rte",
+        train_size=None,
+        epochs=1,
+        batch_size=8,
+        data_dir=glue_dir,
+        tsp_step=2,
+        adapter_sharing="layer",
+        adapter_init_std=1e-3,
     )
     tsp = spec.tsp_spec()
     assert (tsp.adapter_sharing, tsp.adapter_init_std) == ("layer", 1e-3)

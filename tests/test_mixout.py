@@ -185,7 +185,11 @@ def test_mixout_replaces_dropout_on_the_trained_linear_layers(spec, expected):
     assert all(p is before[n] for n, p in model.named_parameters())
     assert list(model.state_dict()) == keys
     if spec.adapter_sharing != "none":
-        ups = {id(m.adapters["task"].adapter_up) for m in model.modules() if hasattr(m, "adapters") and "task" in getattr(m, "adapters", {})}
+        ups = {
+            id(m.adapters["task"].adapter_up)
+            for m in model.modules()
+            if hasattr(m, "adapters") and "task" in getattr(m, "adapters", {})
+        }
         assert len(ups) == 1
 
 
@@ -288,7 +292,9 @@ def test_an_interrupted_mixout_run_resumes_to_the_same_result(tmp_path, monkeypa
     assert read_manifest(run_dir)["checkpoints"]["last"]["step"] == 4
     resumed = train(spec, tmp_path / "killed", progress=False)
     for log in ("history.parquet", "gradnorms.parquet"):
-        pd.testing.assert_frame_equal(pd.read_parquet(resumed / log), pd.read_parquet(reference / log), check_exact=True)
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(resumed / log), pd.read_parquet(reference / log), check_exact=True
+        )
 
 
 # --- wiring: command line and grid files -----------------------------------------------------

@@ -75,8 +75,9 @@ def test_nltk_data_tagger_wins_and_the_rest_is_embedded(tagger_only):
     split = PunktSentenceTokenizer(load_punkt_params(punkt)).tokenize
     assert split("Mr. Smith saw the film. It was good.") == ["Mr. Smith saw the film.", "It was good."]
 
-    stopwords = StopwordsCorpusReader(nltk.data.find("corpora/stopwords", paths=list(roots)),
-                                      r"(?!README|\.).*", encoding="utf8")
+    stopwords = StopwordsCorpusReader(
+        nltk.data.find("corpora/stopwords", paths=list(roots)), r"(?!README|\.).*", encoding="utf8"
+    )
     assert {"the", "not", "and"} <= set(stopwords.words("english")) and "french" in stopwords.fileids()
 
 
@@ -118,7 +119,13 @@ def test_fresh_clone_reads_everything_from_the_embedded_assets(tmp_path, monkeyp
     nltk.data.path.insert(0, roots[-1])
     tag = _load_pos_tagger(nltk.data.find(TAGGER_PATH + "/", paths=[roots[-1]]))
     tags = dict(tag("The actors tried hard , but the movie was a predictable mess .".split()))
-    assert (tags["The"], tags["actors"], tags["tried"], tags["predictable"], tags["mess"]) == ("DT", "NNS", "VBD", "JJ", "NN")
+    assert (tags["The"], tags["actors"], tags["tried"], tags["predictable"], tags["mess"]) == (
+        "DT",
+        "NNS",
+        "VBD",
+        "JJ",
+        "NN",
+    )
 
 
 def test_tagger_asset_is_read_by_an_unpickler_that_runs_nothing():
@@ -153,9 +160,11 @@ def test_offline_fetch_names_pips_error_not_a_warning_and_never_prompts(uncached
 
     def offline_pip(command, **kwargs):
         commands.append(command)
-        output = ("WARNING: Location 'file:///opt/pypi/simple/textblob-aptagger/' is ignored: it is neither a file "
-                  "nor a directory.\nERROR: Could not find a version that satisfies the requirement "
-                  "textblob-aptagger==0.2.0\n")
+        output = (
+            "WARNING: Location 'file:///opt/pypi/simple/textblob-aptagger/' is ignored: it is neither a file "
+            "nor a directory.\nERROR: Could not find a version that satisfies the requirement "
+            "textblob-aptagger==0.2.0\n"
+        )
         return subprocess.CompletedProcess(command, 1, stdout=output)
 
     monkeypatch.setattr(assets.subprocess, "run", offline_pip)
@@ -188,8 +197,10 @@ ERROR: Could not find a version that satisfies the requirement x==1 (from versio
 ERROR: No matching distribution found for x==1"""
     cause = pip_failure(output)
     assert cause[0].startswith("WARNING: Retrying") and "Connection refused" in cause[0]
-    assert cause[1:] == ["ERROR: Could not find a version that satisfies the requirement x==1 (from versions: none)",
-                         "ERROR: No matching distribution found for x==1"]
+    assert cause[1:] == [
+        "ERROR: Could not find a version that satisfies the requirement x==1 (from versions: none)",
+        "ERROR: No matching distribution found for x==1",
+    ]
     assert pip_failure("Collecting x\nsomething odd") == ["something odd"]
 
 

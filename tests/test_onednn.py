@@ -14,8 +14,11 @@ from robustkit.attacks.onednn import OneDNNLinear, onednn_linear_keeps_logits
 @pytest.mark.parametrize("with_bias", [True, False])
 def test_float32_linear_runs_onednn_with_the_same_result(shape, with_bias):
     generator = torch.Generator().manual_seed(0)
-    x = torch.randn(3, 7, 5, generator=generator).transpose(1, 2) if shape == "transposed" else torch.randn(
-        *shape, generator=generator)
+    x = (
+        torch.randn(3, 7, 5, generator=generator).transpose(1, 2)
+        if shape == "transposed"
+        else torch.randn(*shape, generator=generator)
+    )
     weight, bias = torch.randn(4, 7, generator=generator), torch.randn(4, generator=generator) if with_bias else None
     expected = F.linear(x, weight, bias)
     module = torch.nn.Linear(7, 4, bias=with_bias)

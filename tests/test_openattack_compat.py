@@ -19,8 +19,9 @@ def _run_openattack_data():
     calls ``find_loader``), into a fresh module object: the imported one is left as it is."""
     import OpenAttack.data as imported
 
-    spec = importlib.util.spec_from_file_location("OpenAttack.data", imported.__file__,
-                                                  submodule_search_locations=list(imported.__path__))
+    spec = importlib.util.spec_from_file_location(
+        "OpenAttack.data", imported.__file__, submodule_search_locations=list(imported.__path__)
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -75,7 +76,14 @@ def test_importing_robustkit_attacks_first_lets_openattack_import():
     remove = "import importlib.machinery as m\nif hasattr(m.FileFinder, 'find_loader'): del m.FileFinder.find_loader\n"
     alone = subprocess.run([sys.executable, "-c", remove + "import OpenAttack"], capture_output=True, text=True)
     assert alone.returncode != 0 and "find_loader" in alone.stderr
-    shimmed = subprocess.run([sys.executable, "-c", remove + "import robustkit.attacks\nimport OpenAttack\n"
-                              "print(len(OpenAttack.data.data_list))"], capture_output=True, text=True)
+    shimmed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            remove + "import robustkit.attacks\nimport OpenAttack\nprint(len(OpenAttack.data.data_list))",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert shimmed.returncode == 0, shimmed.stderr[-2000:]
     assert int(shimmed.stdout.split()[-1]) > 0

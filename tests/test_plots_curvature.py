@@ -13,12 +13,14 @@ def _overlapping_labels(values: np.ndarray, height_in: float) -> list[tuple[str,
     curvature._scale(ax, pd.Series(values))
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
-    labels = [t for t in ax.get_yticklabels() if t.get_visible() and t.get_text()
-              and ax.get_ylim()[0] <= t.get_position()[1] <= ax.get_ylim()[1]]
+    labels = [
+        t
+        for t in ax.get_yticklabels()
+        if t.get_visible() and t.get_text() and ax.get_ylim()[0] <= t.get_position()[1] <= ax.get_ylim()[1]
+    ]
     boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in labels]
     plt.close(fig)
-    return [(a, b) for i, (a, box_a) in enumerate(boxes) for b, box_b in boxes[i + 1:]
-            if box_a.overlaps(box_b)]
+    return [(a, b) for i, (a, box_a) in enumerate(boxes) for b, box_b in boxes[i + 1 :] if box_a.overlaps(box_b)]
 
 
 def test_signed_values_over_many_decades_keep_their_tick_labels_apart():
@@ -31,7 +33,17 @@ def test_signed_values_over_many_decades_keep_their_tick_labels_apart():
 def test_symlog_ticks_keep_zero_the_top_decades_and_their_step():
     values = np.array([700.0, 0.05, -30.0])
     assert curvature._symlog_ticks(values, linthresh=0.01, step=1) == [
-        -10.0, -1.0, -0.1, -0.01, 0.0, 0.01, 0.1, 1.0, 10.0, 100.0]
+        -10.0,
+        -1.0,
+        -0.1,
+        -0.01,
+        0.0,
+        0.01,
+        0.1,
+        1.0,
+        10.0,
+        100.0,
+    ]
     # Every 2nd decade, and none within 2 decades of 0 (0.01 is 1 decade away, 0.1 is 2).
     assert curvature._symlog_ticks(values, linthresh=0.01, step=2) == [-10.0, -0.1, 0.0, 1.0, 100.0]
 

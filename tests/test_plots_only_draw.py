@@ -51,8 +51,12 @@ def allowed(module: str, name: str | None) -> bool:
     if module == "robustkit.plots" or module.startswith("robustkit.plots."):
         return True
     if name is None:  # a robustkit module bound as a whole: its attributes are checked where used
-        return module in ("robustkit.collapse", "robustkit.methods", "robustkit.methods.registry", "robustkit.errors") \
-            or module.startswith("robustkit.analysis.")
+        return module in (
+            "robustkit.collapse",
+            "robustkit.methods",
+            "robustkit.methods.registry",
+            "robustkit.errors",
+        ) or module.startswith("robustkit.analysis.")
     if module == "robustkit.collapse":
         return name in COLLAPSE_NAMES or _constant(name)
     if module in ("robustkit.methods", "robustkit.methods.registry"):
@@ -83,7 +87,9 @@ def violations(source: str, module: str = "robustkit.plots.example") -> list[str
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:  # relative: from the plots package
-                base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], *([base] if base else [])])
+                base = ".".join(
+                    [*package.split(".")[: len(package.split(".")) - node.level + 1], *([base] if base else [])]
+                )
             for alias in node.names:
                 candidate = f"{base}.{alias.name}"
                 if base.startswith("robustkit") and _is_module(candidate):
@@ -139,36 +145,56 @@ def test_every_plot_module_is_checked():
     assert {p.stem for p in _plot_modules()} >= {"stability", "tradeoff", "init_std", "curves", "style", "attack"}
 
 
-@pytest.mark.parametrize("source, flagged", [
-    ("import scipy.stats", "import scipy.stats"),
-    ("from scipy import stats", "from scipy import stats"),
-    ("def f():\n    from deepsig import aso\n", "from deepsig import aso"),
-    ("import opda.nonparametric", "import opda.nonparametric"),
-    ("import statsmodels.api as sm", "import statsmodels.api"),
-    ("from sklearn.metrics import accuracy_score", "from sklearn.metrics import accuracy_score"),
-    ("import torch", "import torch"),
-    ("from robustkit.analysis.tradeoff import select_best", "from robustkit.analysis.tradeoff import select_best"),
-    ("from robustkit.analysis import stability\nstability.summarize(None)", "stability.summarize (robustkit.analysis.stability)"),
-    ("from robustkit.analysis import dominance as d\nd.aso_table(None)", "d.aso_table (robustkit.analysis.dominance)"),
-    ("import robustkit.analysis.tuning as t\nt.run(None)", "t.run (robustkit.analysis.tuning)"),
-    ("from robustkit import collapse\ncollapse.marked(None)", "collapse.marked (robustkit.collapse)"),
-    ("from robustkit.collapse import failure_rates", "from robustkit.collapse import failure_rates"),
-    ("from robustkit.measures import significance", "from robustkit.measures import significance"),
-    ("import robustkit.analysis.scores\nrobustkit.analysis.scores.outcomes(None)", "robustkit.analysis"),
-    ("from ..analysis.tradeoff import select_best", "from robustkit.analysis.tradeoff import select_best"),
-])
+@pytest.mark.parametrize(
+    "source, flagged",
+    [
+        ("import scipy.stats", "import scipy.stats"),
+        ("from scipy import stats", "from scipy import stats"),
+        ("def f():\n    from deepsig import aso\n", "from deepsig import aso"),
+        ("import opda.nonparametric", "import opda.nonparametric"),
+        ("import statsmodels.api as sm", "import statsmodels.api"),
+        ("from sklearn.metrics import accuracy_score", "from sklearn.metrics import accuracy_score"),
+        ("import torch", "import torch"),
+        ("from robustkit.analysis.tradeoff import select_best", "from robustkit.analysis.tradeoff import select_best"),
+        (
+            "from robustkit.analysis import stability\nstability.summarize(None)",
+            "stability.summarize (robustkit.analysis.stability)",
+        ),
+        (
+            "from robustkit.analysis import dominance as d\nd.aso_table(None)",
+            "d.aso_table (robustkit.analysis.dominance)",
+        ),
+        ("import robustkit.analysis.tuning as t\nt.run(None)", "t.run (robustkit.analysis.tuning)"),
+        ("from robustkit import collapse\ncollapse.marked(None)", "collapse.marked (robustkit.collapse)"),
+        ("from robustkit.collapse import failure_rates", "from robustkit.collapse import failure_rates"),
+        ("from robustkit.measures import significance", "from robustkit.measures import significance"),
+        ("import robustkit.analysis.scores\nrobustkit.analysis.scores.outcomes(None)", "robustkit.analysis"),
+        ("from ..analysis.tradeoff import select_best", "from robustkit.analysis.tradeoff import select_best"),
+    ],
+)
 def test_the_rule_flags_computing_imports(source, flagged):
     found = violations(source)
     assert found and any(flagged in text for text in found), found
 
 
 def test_the_rule_lets_drawing_imports_through():
-    source = "\n".join([
-        "from __future__ import annotations", "import warnings", "from collections.abc import Sequence",
-        "import numpy as np", "import pandas as pd", "import seaborn as sns", "import matplotlib.pyplot as plt",
-        "from matplotlib.figure import Figure", "from robustkit import collapse", "from robustkit.plots import style",
-        "from robustkit.plots.style import method_color", "from robustkit.analysis.tradeoff import POINT_COLUMN, POINT_SYMBOL",
-        "from robustkit.analysis.pooling import mixed_settings", "from robustkit.methods import HOULSBY_INIT_STD",
-        "x = collapse.kept(pd.DataFrame()); y = collapse.OK; z = collapse.label(1, 2)",
-    ])
+    source = "\n".join(
+        [
+            "from __future__ import annotations",
+            "import warnings",
+            "from collections.abc import Sequence",
+            "import numpy as np",
+            "import pandas as pd",
+            "import seaborn as sns",
+            "import matplotlib.pyplot as plt",
+            "from matplotlib.figure import Figure",
+            "from robustkit import collapse",
+            "from robustkit.plots import style",
+            "from robustkit.plots.style import method_color",
+            "from robustkit.analysis.tradeoff import POINT_COLUMN, POINT_SYMBOL",
+            "from robustkit.analysis.pooling import mixed_settings",
+            "from robustkit.methods import HOULSBY_INIT_STD",
+            "x = collapse.kept(pd.DataFrame()); y = collapse.OK; z = collapse.label(1, 2)",
+        ]
+    )
     assert violations(source) == []

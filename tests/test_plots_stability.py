@@ -19,10 +19,22 @@ def _runs(values: dict[str, list[float]], **cells) -> pd.DataFrame:
     for combo in itertools.product(*cells.values()) if cells else [()]:
         for method, scores in values.items():
             for seed, value in enumerate(scores):
-                row = {"run_id": f"{method}-{seed}-{combo}", "model": "minilm-l6", "task": "rt", "method": method,
-                       "seed": seed, "tsp_step": 0, "lr": 1e-4 if method == "houlsby" else 2e-5, "train_size": 1000,
-                       "adapter_size": 64.0 if method == "houlsby" else np.nan, "checkpoint": "last",
-                       "split": "validation", "metric": "accuracy", "value": value, "baseline": BASELINE}
+                row = {
+                    "run_id": f"{method}-{seed}-{combo}",
+                    "model": "minilm-l6",
+                    "task": "rt",
+                    "method": method,
+                    "seed": seed,
+                    "tsp_step": 0,
+                    "lr": 1e-4 if method == "houlsby" else 2e-5,
+                    "train_size": 1000,
+                    "adapter_size": 64.0 if method == "houlsby" else np.nan,
+                    "checkpoint": "last",
+                    "split": "validation",
+                    "metric": "accuracy",
+                    "value": value,
+                    "baseline": BASELINE,
+                }
                 rows.append({**row, **dict(zip(cells, combo))})
     return pd.DataFrame(rows)
 
@@ -56,7 +68,9 @@ def test_a_collapsed_run_is_left_out_of_its_box_and_marked():
 
 
 def test_include_failed_keeps_the_collapsed_run_in_the_box():
-    fig = plots.box_seeds(**boxes.box_seeds(_runs({"full": FULL, "houlsby": HOULSBY}), include_failed=True), include_failed=True)
+    fig = plots.box_seeds(
+        **boxes.box_seeds(_runs({"full": FULL, "houlsby": HOULSBY}), include_failed=True), include_failed=True
+    )
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.texts].count("n=4") == 2 and "collapsed 1/4" in [t.get_text() for t in ax.texts]
     medians = [line.get_ydata() for line in ax.lines if len(line.get_ydata()) == 2]
@@ -94,7 +108,9 @@ def test_pool_epochs_gives_one_box_per_tsp_step_and_method_over_every_epoch():
 
 def test_title_subtitle_and_footer(tmp_path):
     fig = plots.box_seeds(**boxes.box_seeds(_runs({"full": FULL, "houlsby": HOULSBY})))
-    footer = "Claim: std over seeds houlsby < full (Levene, one-sided).\nVerdict: inconclusive (n = 4 per method, p = 0.41)."
+    footer = (
+        "Claim: std over seeds houlsby < full (Levene, one-sided).\nVerdict: inconclusive (n = 4 per method, p = 0.41)."
+    )
     decorate(fig, subtitle="minilm-l6 on rt, stand-in for BERT-base on SST-2", footer=footer)
     texts = figure_texts(fig)
     # what was run is said once: by the subtitle, which names it, not again in the title
@@ -107,7 +123,9 @@ def test_title_subtitle_and_footer(tmp_path):
 
 
 def test_mean_kind_error_bars_are_the_std_of_the_kept_runs():
-    fig = plots.train_size(**boxes.train_size(_runs({"full": FULL, "houlsby": HOULSBY}, train_size=[250, 1000])), kind="mean")
+    fig = plots.train_size(
+        **boxes.train_size(_runs({"full": FULL, "houlsby": HOULSBY}, train_size=[250, 1000])), kind="mean"
+    )
     ax = fig.axes[0]
     full = next(c for c in ax.containers if len(c) == 3)
     (segments,) = full[2]

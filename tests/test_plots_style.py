@@ -11,9 +11,11 @@ from robustkit.figures import FIGURES
 from robustkit.plots import style
 from robustkit.plots.ablation import ablation_heatmap, cell_font_size
 
-TEXT = ("Claim: the standard deviation over seeds is smaller with adapters than with full fine-tuning "
-        "(Levene, one-sided, alpha 0.05). Verdict: inconclusive, n = 3 runs per method, p = 0.41, "
-        "std ratio 0.8 [0.3, 2.1]; the demo scale has too few seeds to tell.")
+TEXT = (
+    "Claim: the standard deviation over seeds is smaller with adapters than with full fine-tuning "
+    "(Levene, one-sided, alpha 0.05). Verdict: inconclusive, n = 3 runs per method, p = 0.41, "
+    "std ratio 0.8 [0.3, 2.1]; the demo scale has too few seeds to tell."
+)
 
 
 @pytest.mark.parametrize("name", sorted(FIGURES))
@@ -39,9 +41,15 @@ def test_subtitle_and_footer_stack_outside_the_panels(tmp_path):
     style.set_title(fig, "He et al. 2021, figure 2 — minilm-l6 on rt")
     style.legend_below(fig, ax, ax.get_legend_handles_labels()[0])
     style.add_note(fig, TEXT)
-    style.decorate(fig, subtitle="minilm-l6 on rt, stand-in for BERT-base on SST-2", footer="Claim: x.\\nVerdict: agrees.")
+    style.decorate(
+        fig, subtitle="minilm-l6 on rt, stand-in for BERT-base on SST-2", footer="Claim: x.\\nVerdict: agrees."
+    )
     texts = style.figure_texts(fig)
-    assert "minilm-l6 on rt, stand-in for BERT-base on SST-2" in texts and "Claim: x." in texts and "Verdict: agrees." in texts
+    assert (
+        "minilm-l6 on rt, stand-in for BERT-base on SST-2" in texts
+        and "Claim: x." in texts
+        and "Verdict: agrees." in texts
+    )
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     panels = ax.get_tightbbox(renderer, bbox_extra_artists=[])  # the panel without the legend it owns
@@ -62,9 +70,21 @@ def test_paper_title_names_model_and_task():
 
 
 def _ablation(n_layers: int, sharing: str = "none") -> pd.DataFrame:
-    rows = [{"run_id": "r", "model": "minilm-l6", "task": "rt", "method": "houlsby", "adapter_sharing": sharing,
-             "first": i, "last": j, "metric": "accuracy", "relative_change": -0.01 * (j - i + 1) * (i + 1)}
-            for i in range(n_layers) for j in range(i, n_layers)]
+    rows = [
+        {
+            "run_id": "r",
+            "model": "minilm-l6",
+            "task": "rt",
+            "method": "houlsby",
+            "adapter_sharing": sharing,
+            "first": i,
+            "last": j,
+            "metric": "accuracy",
+            "relative_change": -0.01 * (j - i + 1) * (i + 1),
+        }
+        for i in range(n_layers)
+        for j in range(i, n_layers)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -109,8 +129,11 @@ def test_a_legend_wider_than_the_panels_is_not_cropped(tmp_path):
     ax.plot([0, 1], [0, 1])
     handles = [Line2D([], [], label=f"a long legend label, number {i}, wider than the panel") for i in range(3)]
     style.legend_below(fig, ax, handles, ncols=3)
-    legend_width = fig.legends[0].get_window_extent().width if fig.legends else ax.get_legend().get_window_extent(
-        fig.canvas.get_renderer()).width / fig.dpi * 72
+    legend_width = (
+        fig.legends[0].get_window_extent().width
+        if fig.legends
+        else ax.get_legend().get_window_extent(fig.canvas.get_renderer()).width / fig.dpi * 72
+    )
     path = style.save_pdf(fig, tmp_path / "wide.pdf")
     box = re.search(rb"/MediaBox \[\s*0 0 ([\d.]+) ([\d.]+)", path.read_bytes())
     assert float(box.group(1)) >= legend_width  # points: the whole legend is on the page
@@ -158,7 +181,9 @@ def test_plain_savefig_keeps_title_legend_and_footer(tmp_path):
     table = render_table(["method", "score"], [["houlsby", "81.2"], ["full", "82.0"]], "A title", [TEXT])
     assert _outside(table) == []
     wide, axis = style.new_figure(3, 2)
-    style.legend_below(wide, None, [plt_line(f"label {i} of a legend wider than its panels") for i in range(4)], ncols=4)
+    style.legend_below(
+        wide, None, [plt_line(f"label {i} of a legend wider than its panels") for i in range(4)], ncols=4
+    )
     assert _outside(wide) == []
 
 
@@ -172,7 +197,10 @@ def test_importing_robustkit_plots_keeps_the_backend():
     import subprocess
     import sys
 
-    code = ("import matplotlib; matplotlib.use('svg'); import robustkit.plots.style, robustkit.figures, robustkit.reproduce; "
-            "print(matplotlib.get_backend())")
+    code = (
+        "import matplotlib; matplotlib.use('svg'); import robustkit.plots.style, robustkit.figures, "
+        "robustkit.reproduce; "
+        "print(matplotlib.get_backend())"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out[-1] == "svg"

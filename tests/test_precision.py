@@ -8,8 +8,8 @@ import dataclasses
 
 import pytest
 import torch
-
 from conftest import TINY_RTE
+
 from robustkit.precision import autocast_forward
 from robustkit.run_model import build_classifier, load_run
 from robustkit.spec import RunSpec, SpecError
@@ -26,8 +26,11 @@ def test_precision_is_part_of_the_id_and_fp32_keeps_the_old_ones():
 
 
 def _inputs() -> dict:
-    return {"input_ids": torch.tensor([[101, 2023, 3185, 2001, 2307, 102]]), "attention_mask": torch.ones(1, 6, dtype=torch.long),
-            "labels": torch.tensor([1])}
+    return {
+        "input_ids": torch.tensor([[101, 2023, 3185, 2001, 2307, 102]]),
+        "attention_mask": torch.ones(1, 6, dtype=torch.long),
+        "labels": torch.tensor([1]),
+    }
 
 
 def test_bf16_autocasts_every_forward_and_returns_float32():

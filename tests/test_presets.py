@@ -14,12 +14,20 @@ from robustkit.sweep import expand_grid
 
 
 def test_grid_lr_table_gives_each_method_its_rate(tmp_path):
-    grid = {"base": {"model": "bert-tiny", "task": "rt", "train_size": 64},
-            "grid": {"method": ["houlsby", "full", "lora"], "seed": [0, 1]},
-            "lr": {"houlsby": 5e-4, "full": 1e-4}}
+    grid = {
+        "base": {"model": "bert-tiny", "task": "rt", "train_size": 64},
+        "grid": {"method": ["houlsby", "full", "lora"], "seed": [0, 1]},
+        "lr": {"houlsby": 5e-4, "full": 1e-4},
+    }
     lrs = {(s.method, s.seed): s.lr for s in expand_grid(grid)}
-    assert lrs == {("houlsby", 0): 5e-4, ("houlsby", 1): 5e-4, ("full", 0): 1e-4, ("full", 1): 1e-4,
-                   ("lora", 0): 5e-4, ("lora", 1): 5e-4}  # lora: not in [lr], its own paper default
+    assert lrs == {
+        ("houlsby", 0): 5e-4,
+        ("houlsby", 1): 5e-4,
+        ("full", 0): 1e-4,
+        ("full", 1): 1e-4,
+        ("lora", 0): 5e-4,
+        ("lora", 1): 5e-4,
+    }  # lora: not in [lr], its own paper default
     # an lr axis or base value wins over the table
     assert {s.lr for s in expand_grid({**grid, "grid": {**grid["grid"], "lr": [2e-5]}})} == {2e-5}
     assert {s.lr for s in expand_grid({**grid, "base": {**grid["base"], "lr": 3e-5}})} == {3e-5}
@@ -29,8 +37,15 @@ def test_grid_lr_table_gives_each_method_its_rate(tmp_path):
     assert [s.lr for s in expand_grid(path)] == [5e-4, 2e-5]
 
 
-@pytest.mark.parametrize("table, named", [({"hulsby": 1e-3}, "hulsby"), ({"full": 0}, "positive"),
-                                          ({"full": "fast"}, "positive"), ({"full": True}, "positive")])
+@pytest.mark.parametrize(
+    "table, named",
+    [
+        ({"hulsby": 1e-3}, "hulsby"),
+        ({"full": 0}, "positive"),
+        ({"full": "fast"}, "positive"),
+        ({"full": True}, "positive"),
+    ],
+)
 def test_bad_lr_tables_are_named(table, named):
     with pytest.raises(SweepError, match=named):
         expand_grid({"grid": {"method": ["full"]}, "lr": table})
@@ -46,11 +61,18 @@ def test_train_preset_demo_is_the_demo_runs():
     demo = load_defaults()["demo"]
     spec = _specs_from_args(parse_args(["train", "--preset", "demo", "--store", "x"]))[0]
     assert (spec.epochs, spec.max_length, spec.train_size, spec.batch_size, spec.lr) == (
-        demo["base"]["epochs"], demo["base"]["max_length"], demo["base"]["train_size"], demo["base"]["batch_size"],
-        demo["lr"]["houlsby"])
+        demo["base"]["epochs"],
+        demo["base"]["max_length"],
+        demo["base"]["train_size"],
+        demo["base"]["batch_size"],
+        demo["lr"]["houlsby"],
+    )
     # flags given win over the preset
-    spec = _specs_from_args(parse_args(["train", "--preset", "demo", "--method", "full", "--lr", "3e-5",
-                                        "--batch-size", "32", "--store", "x"]))[0]
+    spec = _specs_from_args(
+        parse_args(
+            ["train", "--preset", "demo", "--method", "full", "--lr", "3e-5", "--batch-size", "32", "--store", "x"]
+        )
+    )[0]
     assert (spec.lr, spec.batch_size, spec.epochs) == (3e-5, 32, demo["base"]["epochs"])
     # without a preset: the papers' defaults, as before
     spec = _specs_from_args(parse_args(["train", "--method", "full", "--store", "x"]))[0]

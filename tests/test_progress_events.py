@@ -10,8 +10,8 @@ import io
 import re
 
 import pytest
-
 from conftest import TINY_RTE, write_rte
+
 from robustkit import progress
 
 STAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d "

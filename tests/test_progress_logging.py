@@ -11,8 +11,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import TINY_RTE, write_rte
+
 from robustkit import progress
 from robustkit.cli import main, parse_args
 
@@ -57,8 +57,25 @@ def test_quiet_train_says_only_what_matters(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("TQDM_DISABLE", raising=False)
     glue = write_rte(tmp_path / "glue", train=8, dev=4)
     spec = dataclasses.replace(TINY_RTE, epochs=1)
-    argv = ["train", "--model", spec.model, "--task", "rte", "--data-dir", str(glue), "--epochs", "1", "--batch-size", "8",
-            "--max-length", "32", "--adapter-size", "16", "--store", str(tmp_path / "runs")]
+    argv = [
+        "train",
+        "--model",
+        spec.model,
+        "--task",
+        "rte",
+        "--data-dir",
+        str(glue),
+        "--epochs",
+        "1",
+        "--batch-size",
+        "8",
+        "--max-length",
+        "32",
+        "--adapter-size",
+        "16",
+        "--store",
+        str(tmp_path / "runs"),
+    ]
     logger = logging.getLogger("robustkit")
     level = logger.level
     try:
@@ -76,9 +93,34 @@ def test_a_redirected_log_holds_no_bar_lines(tmp_path):
     """``robustkit train ... 2> file``: the step bar is not drawn into the file."""
     glue = write_rte(tmp_path / "glue", train=16, dev=4)
     env = {k: v for k, v in os.environ.items() if k != "TQDM_DISABLE"}
-    done = subprocess.run([sys.executable, "-m", "robustkit", "train", "--model", "bert-tiny", "--task", "rte", "--data-dir", str(glue),
-                           "--epochs", "2", "--batch-size", "8", "--max-length", "32", "--adapter-size", "16",
-                           "--store", str(tmp_path / "runs")], capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "robustkit",
+            "train",
+            "--model",
+            "bert-tiny",
+            "--task",
+            "rte",
+            "--data-dir",
+            str(glue),
+            "--epochs",
+            "2",
+            "--batch-size",
+            "8",
+            "--max-length",
+            "32",
+            "--adapter-size",
+            "16",
+            "--store",
+            str(tmp_path / "runs"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode in (0, 1), done.stderr
     assert "\r" not in done.stderr and "step/s" not in done.stderr and "it/s" not in done.stderr, done.stderr
     assert "run(s) to train" in done.stderr

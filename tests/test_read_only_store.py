@@ -43,7 +43,9 @@ def test_landscape_of_a_read_only_store_is_computed_not_cached(read_only_store, 
         first = registry.get("landscape").run(read_only_store, progress=False, **LANDSCAPE)
         again = registry.get("landscape").run(read_only_store, progress=False, **LANDSCAPE)
     for frame in (first, again):
-        pd.testing.assert_frame_equal(frame.drop(columns="path", errors="ignore"), expected.drop(columns="path", errors="ignore"))
+        pd.testing.assert_frame_equal(
+            frame.drop(columns="path", errors="ignore"), expected.drop(columns="path", errors="ignore")
+        )
     said = [r.getMessage() for r in caplog.records if "cannot be written" in r.getMessage()]
     assert len(said) == 1 and str(read_only_store) in said[0] and "not cached" in said[0], said
     assert (read_only_store / ".cache").is_file()  # nothing was made in its place

@@ -24,7 +24,11 @@ def blocks(path: Path, language: str) -> list[str]:
 def commands(block: str) -> list[str]:
     """The block's command lines: continuations joined, comments dropped."""
     joined = re.sub(r"\\\n\s*", " ", block)
-    return [line.split(" #")[0].strip() for line in joined.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    return [
+        line.split(" #")[0].strip()
+        for line in joined.splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
 
 
 def make_targets() -> set[str]:
@@ -67,7 +71,8 @@ def demo_at_bert_tiny(tmp_path_factory):
     shutil.copy(ROOT / "analyses" / "han2021" / "fig2.toml", recipes / "han2021" / "fig2.toml")
     (recipes / "defaults.toml").write_text(
         '[demo.base]\nmodel = "bert-tiny"\ntask = "rt"\ntrain_size = 64\nepochs = 1\nbatch_size = 16\nmax_length = 32\n'
-        'adapter_size = 16\n[demo.lr]\nhoulsby = 1e-3\nfull = 1e-4\n')
+        "adapter_size = 16\n[demo.lr]\nhoulsby = 1e-3\nfull = 1e-4\n"
+    )
     specs = [s for s in load_recipe("han2021/fig2", recipes).specs("demo", load_defaults(recipes)) if s.seed in (0, 1)]
     results = run_sweep(specs, root / "runs" / "demo", progress=False)
     assert set(results["status"]) == {"complete"}
@@ -91,7 +96,9 @@ def test_readme_notebook_block_runs(demo_at_bert_tiny, monkeypatch):
     assert {"rsa", "cka"} <= set(names["frame"]["measure"]) and len(names["slopes"]) == 4
     assert set(names["verdicts"]["recipe"]) == {"han2021/fig2"}
     assert (root / "runs" / "fig2.pdf").read_bytes().startswith(b"%PDF")
-    assert "bert-tiny" in names["run_dir"].name and names["run_dir"].parent.resolve() == (root / "runs" / "demo").resolve()
+    assert (
+        "bert-tiny" in names["run_dir"].name and names["run_dir"].parent.resolve() == (root / "runs" / "demo").resolve()
+    )
     assert names["model"] is not None
     assert len(names["runs"]) == 4 and len(robustkit.load_runs(root / "runs" / "demo")) == 5  # seed 2: trained
 
@@ -166,18 +173,26 @@ def test_the_tour_leaves_the_checkout_clean(tmp_path):
         pytest.skip("not a git checkout: nothing to copy by `git ls-files`")
     checkout = tracked_copy(tmp_path / "checkout")
     env = {**os.environ, "TQDM_DISABLE": "1"}
-    make_demo = re.search(r"^demo:.*\n\t\$\(PY\) -m (robustkit .*)$", (checkout / "Makefile").read_text(), re.M).group(1)
+    make_demo = re.search(r"^demo:.*\n\t\$\(PY\) -m (robustkit .*)$", (checkout / "Makefile").read_text(), re.M).group(
+        1
+    )
     for line in [make_demo, *tour_commands()]:
         words = shlex.split(line)
         assert words[0] == "robustkit", line
         words = [FASTER.get(before, word) for before, word in zip(["", *words], words)]
         # python -m from the copy's root imports the copy's robustkit (its analyses/ included)
-        done = subprocess.run([sys.executable, "-m", *words], cwd=checkout, env=env, capture_output=True, text=True,
-                              timeout=600)
+        done = subprocess.run(
+            [sys.executable, "-m", *words], cwd=checkout, env=env, capture_output=True, text=True, timeout=600
+        )
         assert done.returncode == 0, f"{line}: exit {done.returncode}\n{done.stderr[-3000:]}"
         if words[1] == "reproduce":  # said once where the figures went: beside the store
             assert done.stderr.count("runs/demo-figures") == 1, done.stderr
     assert (checkout / "runs" / "demo-figures" / "han2021_fig2_seeds.pdf").is_file()
-    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=checkout,
-                            capture_output=True, text=True, check=True).stdout
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert status == "", f"the tour changed the checkout:\n{status}"

@@ -9,10 +9,28 @@ from robustkit.recipes import RECIPE_DIR, RecipeError, list_recipes, load_defaul
 
 # The figures and tables issues #6 and #11 ask for, by recipe name.
 REQUIRED = {
-    "han2021/fig1", "han2021/fig2", "han2021/fig3", "han2021/fig4", "han2021/fig5", "han2021/fig9-10",
-    "han2021/table1", "he2021/fig2", "he2021/fig3", "he2021/fig4", "he2021/fig5-9", "he2021/fig6",
-    "he2021/fig7", "he2021/table2", "he2021/table5", "he2021/table6", "he2021/table7", "houlsby2019/fig3",
-    "houlsby2019/fig3-4", "houlsby2019/fig6-ablation", "houlsby2019/fig6-init-std", "mohebbi/fig8",
+    "han2021/fig1",
+    "han2021/fig2",
+    "han2021/fig3",
+    "han2021/fig4",
+    "han2021/fig5",
+    "han2021/fig9-10",
+    "han2021/table1",
+    "he2021/fig2",
+    "he2021/fig3",
+    "he2021/fig4",
+    "he2021/fig5-9",
+    "he2021/fig6",
+    "he2021/fig7",
+    "he2021/table2",
+    "he2021/table5",
+    "he2021/table6",
+    "he2021/table7",
+    "houlsby2019/fig3",
+    "houlsby2019/fig3-4",
+    "houlsby2019/fig6-ablation",
+    "houlsby2019/fig6-init-std",
+    "mohebbi/fig8",
 }
 # Demo scale: every paper recipe's runs together (each ~4 CPU-minutes), so that reproducing the
 # papers' figures at demo scale fits its time budget on 2 CPU cores.
@@ -27,8 +45,13 @@ ZOO_EXTRA_RUNS = 20
 # The findings that followed the papers (issue #30): five recipes on the papers' and the zoo's runs,
 # plus 5 seeds of LoRA at r = 64 (rsLoRA scaling) for beyond/intruders' higher-rank claim (their
 # rank-8 LoRA seed 4, once an extra run of theirs, is now the zoo's).
-BEYOND_LORA = ["beyond/intruders", "beyond/forgetting", "beyond/flat-lora", "beyond/curve-connectivity",
-               "beyond/stability-length"]
+BEYOND_LORA = [
+    "beyond/intruders",
+    "beyond/forgetting",
+    "beyond/flat-lora",
+    "beyond/curve-connectivity",
+    "beyond/stability-length",
+]
 BEYOND_EXTRA_RUNS = 5
 # He et al. 2021 figure 4's demo grid: one learning-rate grid for both methods.
 DEMO_LR_GRID = [2e-5, 1e-4, 5e-4, 2.5e-3]
@@ -99,6 +122,7 @@ def test_demo_runs_fit_the_budget():
     """Recipes that need the same run share it; the papers' recipes stay within the budget, the
     PEFT zoo adds only its added methods' runs, and beyond/ adds one LoRA seed and the r = 64 LoRA
     runs (issue #30)."""
+
     def runs(names):
         return {s.run_id for name in names for s in load_recipe(name).specs("demo")}
 
@@ -109,8 +133,12 @@ def test_demo_runs_fit_the_budget():
     assert len(zoo - papers) <= ZOO_EXTRA_RUNS, len(zoo - papers)
     extra = runs(n for n in names if n.startswith("beyond/")) - papers - zoo
     assert len(extra) <= BEYOND_EXTRA_RUNS, sorted(extra)
-    added = {(s.method, s.seed, dict(s.method_options).get("r")) for n in BEYOND_LORA for s in load_recipe(n).specs("demo")
-             if s.run_id in extra}
+    added = {
+        (s.method, s.seed, dict(s.method_options).get("r"))
+        for n in BEYOND_LORA
+        for s in load_recipe(n).specs("demo")
+        if s.run_id in extra
+    }
     assert added <= {("lora", seed, 64) for seed in range(5)}, added
 
 
@@ -126,8 +154,9 @@ def test_the_zoo_recipes_draw_the_same_runs(scale):
         assert others[0] == runs["peft/zoo-rsa"] and {s.seed for s in load_recipe(ZOO[0]).specs(scale)} == set(range(8))
         return
     assert others[0] < runs["peft/zoo-rsa"]
-    assert {s.seed for s in load_recipe("peft/zoo-rsa").specs(scale)} == {s.seed for s in load_recipe(ZOO[0]).specs(scale)} | {
-        max(s.seed for s in load_recipe(ZOO[0]).specs(scale)) + 1}
+    assert {s.seed for s in load_recipe("peft/zoo-rsa").specs(scale)} == {
+        s.seed for s in load_recipe(ZOO[0]).specs(scale)
+    } | {max(s.seed for s in load_recipe(ZOO[0]).specs(scale)) + 1}
     methods = {s.method for s in load_recipe(ZOO[0]).specs(scale)}
     assert methods == {"full", "houlsby", "pfeiffer", "lora", "prefix", "ia3"}
 
@@ -198,7 +227,13 @@ def test_he_table2_builds_only_cells_with_1k_validation_examples_left():
 
 
 def test_houlsby_accuracy_on_cola_and_the_lr_sweep():
-    for name in ("houlsby2019/fig3", "houlsby2019/fig3-4", "houlsby2019/fig6-ablation", "houlsby2019/fig6-init-std", "mohebbi/fig8"):
+    for name in (
+        "houlsby2019/fig3",
+        "houlsby2019/fig3-4",
+        "houlsby2019/fig6-ablation",
+        "houlsby2019/fig6-init-std",
+        "mohebbi/fig8",
+    ):
         assert _figure_values(name, "paper")["metric"] == "accuracy", name
     specs = load_recipe("houlsby2019/fig3-4").specs("paper")
     assert {s.lr for s in specs} == {3e-5, 3e-4, 3e-3}
@@ -212,7 +247,9 @@ def test_unknown_recipe_lists_the_known_ones():
 
 def test_bad_recipe_names_the_file_and_key(tmp_path):
     (tmp_path / "p").mkdir()
-    (tmp_path / "p" / "f.toml").write_text('title = "t"\nfigure = "rsa"\noutput = "o.pdf"\ncolour = 1\n[demo.grid]\nseed = [0]\n')
+    (tmp_path / "p" / "f.toml").write_text(
+        'title = "t"\nfigure = "rsa"\noutput = "o.pdf"\ncolour = 1\n[demo.grid]\nseed = [0]\n'
+    )
     with pytest.raises(RecipeError, match=r"f.toml: unknown key\(s\) \['colour'\]"):
         load_recipe("p/f", tmp_path)
     (tmp_path / "p" / "g.toml").write_text('title = "t"\nfigure = "rsa"\noutput = "o.pdf"\n[demo]\ngrids = []\n')
@@ -221,10 +258,14 @@ def test_bad_recipe_names_the_file_and_key(tmp_path):
     (tmp_path / "p" / "h.toml").write_text('title = "t"\nfigure = "rsa"\noutput = "o.pdf"\n[demo.grid]\nseed = [0]\n')
     with pytest.raises(RecipeError, match=r"no 'paper' scale"):
         load_recipe("p/h", tmp_path).specs("paper")
-    (tmp_path / "p" / "i.toml").write_text('title = "t"\nfigure = "rsa"\nparams = { tokenz = 5 }\noutput = "o.pdf"\n[demo.grid]\nseed = [0]\n')
+    (tmp_path / "p" / "i.toml").write_text(
+        'title = "t"\nfigure = "rsa"\nparams = { tokenz = 5 }\noutput = "o.pdf"\n[demo.grid]\nseed = [0]\n'
+    )
     with pytest.raises(RecipeError, match=r"i.toml: figure 'rsa' has no parameter\(s\) \['tokenz'\]"):
         load_recipe("p/i", tmp_path)
-    (tmp_path / "p" / "j.toml").write_text('title = "t"\nfigure = "rsa"\noutput = "o.pdf"\n[demo]\nparams = { tokens = "many" }\n[demo.grid]\nseed = [0]\n')
+    (tmp_path / "p" / "j.toml").write_text(
+        'title = "t"\nfigure = "rsa"\noutput = "o.pdf"\n[demo]\nparams = { tokens = "many" }\n[demo.grid]\nseed = [0]\n'
+    )
     with pytest.raises(RecipeError, match=r"j.toml: figure 'rsa': parameter 'tokens'"):
         load_recipe("p/j", tmp_path)
 
@@ -244,12 +285,17 @@ def test_every_claim_can_be_decided_at_its_runs(recipes_and_plan):
     the recipe (issue #26), at every scale it is judged at (``scales``); those left out say why."""
     recipes, table = recipes_and_plan
     judged = table[table["judged"]]
-    assert len(judged) > 100 and judged["decidable"].all(), judged[~judged["decidable"]][["recipe", "scale", "claim", "cell", "n_a", "n_b"]]
+    assert len(judged) > 100 and judged["decidable"].all(), judged[~judged["decidable"]][
+        ["recipe", "scale", "claim", "cell", "n_a", "n_b"]
+    ]
     for recipe in recipes:
         text = (RECIPE_DIR / f"{recipe.name}.toml").read_text()
         for claim in recipe.claims:
             if set(claim.scales) != {"demo", "paper"}:
-                assert "scales = [" in text and "#" in text.split("scales = [", 1)[1].split("\n", 1)[0], (recipe.name, claim.id)
+                assert "scales = [" in text and "#" in text.split("scales = [", 1)[1].split("\n", 1)[0], (
+                    recipe.name,
+                    claim.id,
+                )
 
 
 def test_every_claim_says_the_papers_effect_or_why_there_is_none():
@@ -288,7 +334,7 @@ def test_the_readme_table_is_the_plan(recipes_and_plan):
 
     recipes, table = recipes_and_plan
     text = (RECIPE_DIR / "README.md").read_text()
-    shown = text[text.index(README_BEGIN) + len(README_BEGIN):text.index(README_END)]
+    shown = text[text.index(README_BEGIN) + len(README_BEGIN) : text.index(README_END)]
     assert shown == markdown(table, recipes), "regenerate it: robustkit claims --plan --markdown"
 
 
@@ -315,7 +361,8 @@ def test_a_plan_counts_disjoint_seed_pairs_and_method_options(tmp_path):
         'a = "lora"\nvalue = 0\ndirection = "greater"\n'
         '[[claim]]\nid = "d"\nsays = "s"\nstatistic = "scores.score"\ncompare = "location"\nby = "lora.r"\n'
         'a = 4\nb = 8\ndirection = "less"\n'
-        '[[demo.grid]]\nmethod = ["lora"]\nseed = [0, 1, 2, 3, 4]\nmethod_options = [{r = 4}, {r = 8}]\n')
+        '[[demo.grid]]\nmethod = ["lora"]\nseed = [0, 1, 2, 3, 4]\nmethod_options = [{r = 4}, {r = 8}]\n'
+    )
     odd = load_recipe("p/r", tmp_path)
     assert claim_sizes(odd, odd.claims[0], "demo", {}) == [("all", 4, 0)]  # 5 seeds of each rank: 2 pairs each
     assert claim_sizes(odd, odd.claims[1], "demo", {}) == [("all", 5, 5)]

@@ -53,11 +53,25 @@ def recipe_dir(tmp_path, rte_folder) -> Path:
         '[demo.base]\nmodel = "bert-tiny"\ntask = "rte"\nepochs = 1\nbatch_size = 8\nmax_length = 32\n'
         f'adapter_size = 16\ndata_dir = "{glue}"\n[demo.lr]\nhoulsby = 1e-3\nfull = 1e-4\n'
     )
-    (folder / "toy" / "seeds.toml").write_text(RECIPE.format(
-        title="Dev score over seeds", plot="box-seeds", args='{ split = "validation", checkpoint = "last" }', output="toy_seeds.pdf", seeds="[0, 1]")
-        + CLAIM)
-    (folder / "toy" / "table.toml").write_text(RECIPE.format(
-        title="Results table", plot="table", args='{ by = ["method"], split = "validation" }', output="toy_table.pdf", seeds="[1, 2]"))
+    (folder / "toy" / "seeds.toml").write_text(
+        RECIPE.format(
+            title="Dev score over seeds",
+            plot="box-seeds",
+            args='{ split = "validation", checkpoint = "last" }',
+            output="toy_seeds.pdf",
+            seeds="[0, 1]",
+        )
+        + CLAIM
+    )
+    (folder / "toy" / "table.toml").write_text(
+        RECIPE.format(
+            title="Results table",
+            plot="table",
+            args='{ by = ["method"], split = "validation" }',
+            output="toy_table.pdf",
+            seeds="[1, 2]",
+        )
+    )
     return folder
 
 
@@ -80,10 +94,15 @@ def test_shared_runs_train_once_and_every_figure_is_drawn(tmp_path, recipe_dir):
     assert "bert-tiny on rte" in " ".join(figure_texts(fig))
 
     claims_before = pd.read_csv(figures / "claims.csv")
-    again = reproduce(["toy/table"], scale="demo", store=store, figures=figures, recipe_dir=recipe_dir, jobs=1, progress=False)
+    again = reproduce(
+        ["toy/table"], scale="demo", store=store, figures=figures, recipe_dir=recipe_dir, jobs=1, progress=False
+    )
     assert again["error"].isna().all() and len(load_runs(store)) == 6  # nothing retrained
     # drawing one recipe keeps the other recipes' verdicts in claims.csv and in the index
-    assert pd.read_csv(figures / "claims.csv").equals(claims_before) and "**inconclusive** (spread:" in (figures / "README.md").read_text()
+    assert (
+        pd.read_csv(figures / "claims.csv").equals(claims_before)
+        and "**inconclusive** (spread:" in (figures / "README.md").read_text()
+    )
 
 
 def test_a_figure_sees_only_its_recipes_runs(tmp_path, recipe_dir, monkeypatch):
@@ -99,15 +118,36 @@ def test_a_figure_sees_only_its_recipes_runs(tmp_path, recipe_dir, monkeypatch):
         return frame
 
     monkeypatch.setattr(scores, "outcomes", spy)
-    reproduce(None, scale="demo", store=tmp_path / "runs", figures=tmp_path / "f", recipe_dir=recipe_dir, jobs=1, progress=False)
+    reproduce(
+        None,
+        scale="demo",
+        store=tmp_path / "runs",
+        figures=tmp_path / "f",
+        recipe_dir=recipe_dir,
+        jobs=1,
+        progress=False,
+    )
     # the figures and the claims' statistics alike read exactly their recipe's runs
     assert {tuple(v) for v in seen.values()} == {(0, 1), (1, 2)}
 
 
 def test_cli_train_only_and_errors(tmp_path, recipe_dir, capsys):
     store = tmp_path / "runs"
-    code = main(["reproduce", "toy/seeds", "--recipe-dir", str(recipe_dir), "--store", str(store),
-                 "--figures", str(tmp_path / "f"), "--train-only", "--jobs", "1"])
+    code = main(
+        [
+            "reproduce",
+            "toy/seeds",
+            "--recipe-dir",
+            str(recipe_dir),
+            "--store",
+            str(store),
+            "--figures",
+            str(tmp_path / "f"),
+            "--train-only",
+            "--jobs",
+            "1",
+        ]
+    )
     assert code == 0 and len(load_runs(store)) == 4 and not (tmp_path / "f" / "toy_seeds.pdf").exists()
     assert main(["reproduce", "--recipe-dir", str(recipe_dir)]) != 0  # neither names nor --all
     assert "name recipes to reproduce" in capsys.readouterr().err
@@ -132,10 +172,17 @@ def test_figures_go_beside_the_store_unless_named(tmp_path, recipe_dir, capsys, 
 def test_bad_figure_parameters_fail_before_any_training(tmp_path, recipe_dir):
     from robustkit.recipes import RecipeError
 
-    (recipe_dir / "toy" / "bad.toml").write_text(RECIPE.format(
-        title="t", plot="box-seeds", args='{ split = "nowhere" }', output="bad.pdf", seeds="[0]"))
+    (recipe_dir / "toy" / "bad.toml").write_text(
+        RECIPE.format(title="t", plot="box-seeds", args='{ split = "nowhere" }', output="bad.pdf", seeds="[0]")
+    )
     with pytest.raises(RecipeError, match=r"toy/bad.toml: figure 'box-seeds': parameter 'split' must be one of"):
-        reproduce(["toy/seeds", "toy/bad"], store=tmp_path / "runs", figures=tmp_path / "f", recipe_dir=recipe_dir, progress=False)
+        reproduce(
+            ["toy/seeds", "toy/bad"],
+            store=tmp_path / "runs",
+            figures=tmp_path / "f",
+            recipe_dir=recipe_dir,
+            progress=False,
+        )
     assert not (tmp_path / "runs").exists() or not load_runs(tmp_path / "runs").shape[0]
 
 
@@ -146,7 +193,9 @@ def test_a_failing_figure_is_reported_and_the_others_drawn(tmp_path, recipe_dir,
         raise RuntimeError("no ink")
 
     monkeypatch.setattr(stability_plots, "box_seeds", broken)
-    results = reproduce(None, store=tmp_path / "runs", figures=tmp_path / "f", recipe_dir=recipe_dir, jobs=1, progress=False)
+    results = reproduce(
+        None, store=tmp_path / "runs", figures=tmp_path / "f", recipe_dir=recipe_dir, jobs=1, progress=False
+    )
     errors = dict(zip(results["recipe"], results["error"]))
     assert errors["toy/seeds"] == "RuntimeError: no ink" and pd.isna(errors["toy/table"])
     assert (tmp_path / "f" / "toy_table.pdf").is_file() and not (tmp_path / "f" / "toy_seeds.pdf").exists()
@@ -160,7 +209,9 @@ def test_claims_are_judged_printed_under_the_figure_and_indexed(tmp_path, recipe
     decorate = style.decorate
     monkeypatch.setattr(style, "decorate", lambda fig, **kw: footers.append(kw) or decorate(fig, **kw))
     store, figures = tmp_path / "runs", tmp_path / "figures"
-    results = reproduce(["toy/seeds"], scale="demo", store=store, figures=figures, recipe_dir=recipe_dir, jobs=1, progress=False)
+    results = reproduce(
+        ["toy/seeds"], scale="demo", store=store, figures=figures, recipe_dir=recipe_dir, jobs=1, progress=False
+    )
     line = results["verdicts"].iloc[0]
     # one epoch on 24 examples: every run is stuck at the majority class, so no score is left to
     # test a spread on (and two seeds per method would be too few anyway); the rate claim counts them
@@ -168,12 +219,20 @@ def test_claims_are_judged_printed_under_the_figure_and_indexed(tmp_path, recipe
     # 2 vs 2 runs: Fisher's test cannot reach 0.05 (1/6 at best), and the reason says so
     assert "\nfailures: inconclusive (n = 2 vs 2; too few runs to test: 2 vs 2 can give p >= 0.167" in line
     assert footers and footers[0]["subtitle"] == "bert-tiny on rte"
-    assert "Claim: adapters vary less (toy) Tested as spread of scores.score: houlsby < full (seed-pair-rank-sum, one-sided). Verdict inconclusive" in footers[0]["footer"]
+    assert (
+        "Claim: adapters vary less (toy) Tested as spread of scores.score: houlsby < full (seed-pair-rank-sum, "
+        "one-sided). Verdict inconclusive" in footers[0]["footer"]
+    )
     rows = pd.read_csv(figures / "claims.csv")
     assert set(rows["claim"]) == {"spread", "failures"} and set(rows["recipe"]) == {"toy/seeds"}
     index = (figures / "README.md").read_text()
-    assert "**inconclusive** (spread: too few runs; n = 0 vs 0; too few runs to test" in index and "bert-tiny on rte" in index
-    assert "houlsby 2, full 2" in index and "houlsby 2/2, full 2/2 (last/validation)" in index  # runs per group, collapsed
+    assert (
+        "**inconclusive** (spread: too few runs; n = 0 vs 0; too few runs to test" in index
+        and "bert-tiny on rte" in index
+    )
+    assert (
+        "houlsby 2, full 2" in index and "houlsby 2/2, full 2/2 (last/validation)" in index
+    )  # runs per group, collapsed
     # re-indexed from a store that lacks the recipe's runs (another scale's, a fresh one): the
     # count stays the one of the store that drew the figure; once it said "0/0" or "0/1"
     from robustkit.reproduce import write_index
@@ -184,7 +243,21 @@ def test_claims_are_judged_printed_under_the_figure_and_indexed(tmp_path, recipe
     write_index(figures, "demo", recipe_dir, store=tmp_path / "elsewhere")
     assert "| not recorded |" in (figures / "README.md").read_text()
     capsys.readouterr()
-    assert main(["claims", "toy/seeds", "--store", str(store), "--recipe-dir", str(recipe_dir), "-o", str(tmp_path / "c.csv")]) == 0
+    assert (
+        main(
+            [
+                "claims",
+                "toy/seeds",
+                "--store",
+                str(store),
+                "--recipe-dir",
+                str(recipe_dir),
+                "-o",
+                str(tmp_path / "c.csv"),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "spread" in printed and "inconclusive" in printed
     again = pd.read_csv(tmp_path / "c.csv")
@@ -217,12 +290,20 @@ def test_the_index_gives_each_claims_detectable_effect_at_its_holm_level():
     from robustkit.reproduce import _verdict_cell
 
     def row(claim, compare, n_a, n_b, verdict="agrees", reason_class=""):
-        return {"claim": claim, "compare": compare, "n_a": n_a, "n_b": n_b, "verdict": verdict,
-                "reason_class": reason_class, "reason": "r"}
+        return {
+            "claim": claim,
+            "compare": compare,
+            "n_a": n_a,
+            "n_b": n_b,
+            "verdict": verdict,
+            "reason_class": reason_class,
+            "reason": "r",
+        }
 
     layers = [row("rsa", "location", 5, 5) for _ in range(7)] + [row("rsa", "location", 35, 35)]
-    judged = pd.DataFrame([row("flat", "location", 4, 4, "inconclusive", "not significant"),
-                           row("curve", "threshold", 6, 0), *layers])
+    judged = pd.DataFrame(
+        [row("flat", "location", 4, 4, "inconclusive", "not significant"), row("curve", "threshold", 6, 0), *layers]
+    )
     cell = _verdict_cell(judged)
     assert f"(flat: not significant; n = 4 vs 4; detects {detectable_effect('location', 4, 4):g} shift, SD; r)" in cell
     assert f"(curve: n = 6; detects {detectable_effect('threshold', 6, 0):g} shift, SD; r)" in cell
@@ -234,6 +315,9 @@ def test_the_index_gives_each_claims_detectable_effect_at_its_holm_level():
     runs = judged.assign(cells=[1, 1] + [1] * 7 + [7])
     runs.loc[runs.index[-1], ["n_a", "n_b"]] = 5
     marked = _verdict_cell(runs, same_as={"rsa": "he2021/fig2/less-deviation-each-layer"})
-    assert f"(rsa: n = 5 vs 5 runs, 7 cells; detects {at_holm:g} shift, SD; r; same observations as he2021/fig2/less-deviation-each-layer)" in marked
+    assert (
+        f"(rsa: n = 5 vs 5 runs, 7 cells; detects {at_holm:g} shift, SD; r; same observations as "
+        "he2021/fig2/less-deviation-each-layer)" in marked
+    )
     # a stricter alpha for the claim detects only larger effects
     assert f"detects {detectable_effect('location', 4, 4, 0.025):g}" in _verdict_cell(judged.iloc[:1], {"flat": 0.025})

@@ -20,8 +20,12 @@ def test_probability_of_improvement_by_hand():
     assert aggregates.probability_of_improvement([a], [b]) == pytest.approx(6 / 9)
     assert aggregates.probability_of_improvement([b], [a]) == pytest.approx(3 / 9)
     # over tasks: the mean of the per-task values (a task where A always wins: 1)
-    assert aggregates.probability_of_improvement([a, np.array([5.0])], [b, np.array([4.0, 4.5])]) == pytest.approx((6 / 9 + 1) / 2)
-    assert aggregates.probability_of_improvement([a, np.array([])], [b, np.array([1.0])]) == pytest.approx(6 / 9)  # no run of A: left out
+    assert aggregates.probability_of_improvement([a, np.array([5.0])], [b, np.array([4.0, 4.5])]) == pytest.approx(
+        (6 / 9 + 1) / 2
+    )
+    assert aggregates.probability_of_improvement([a, np.array([])], [b, np.array([1.0])]) == pytest.approx(
+        6 / 9
+    )  # no run of A: left out
 
 
 def test_iqm_by_hand():
@@ -51,10 +55,15 @@ def test_intervals_are_seeded_cover_the_estimate_and_are_stratified():
 
 
 def test_tables_per_cell_pool_tasks_and_leave_failed_runs_out():
-    rows = [{"task": t, "method": m, "seed": s, "tsp_step": 0, "value": v, "outcome": "ok"}
-            for t, scores in (("rte", {"full": [0.6, 0.7, 0.8], "houlsby": [0.5, 0.6, 0.7]}),
-                              ("sst2", {"full": [0.9, 0.91], "houlsby": [0.9, 0.92]}))
-            for m, values in scores.items() for s, v in enumerate(values)]
+    rows = [
+        {"task": t, "method": m, "seed": s, "tsp_step": 0, "value": v, "outcome": "ok"}
+        for t, scores in (
+            ("rte", {"full": [0.6, 0.7, 0.8], "houlsby": [0.5, 0.6, 0.7]}),
+            ("sst2", {"full": [0.9, 0.91], "houlsby": [0.9, 0.92]}),
+        )
+        for m, values in scores.items()
+        for s, v in enumerate(values)
+    ]
     rows.append({"task": "rte", "method": "full", "seed": 9, "tsp_step": 0, "value": 0.0, "outcome": "collapsed"})
     iqm, improvement = aggregates.tables(pd.DataFrame(rows), "method", within=["task", "tsp_step"], n_resamples=500)
     assert list(iqm.columns) == ["tsp_step", *aggregates.IQM_COLUMNS]  # the task is the stratum, not a cell

@@ -32,7 +32,8 @@ def recipe_dir(tmp_path, rte_folder):
     (folder / "toy").mkdir(parents=True)
     (folder / "defaults.toml").write_text(
         '[demo.base]\nmodel = "bert-tiny"\ntask = "rte"\nepochs = 2\nbatch_size = 8\nmax_length = 32\n'
-        f'adapter_size = 16\ndata_dir = "{glue}"\n[demo.lr]\nhoulsby = 1e-3\nfull = 1e-4\n')
+        f'adapter_size = 16\ndata_dir = "{glue}"\n[demo.lr]\nhoulsby = 1e-3\nfull = 1e-4\n'
+    )
     for name, seeds in (("a", "[0, 1]"), ("b", "[1, 2]")):
         (folder / "toy" / f"{name}.toml").write_text(TOY.format(title=name, name=name, seeds=seeds))
     return folder
@@ -62,8 +63,10 @@ def test_shared_runs_count_once_and_held_runs_are_found(recipe_dir, tmp_path):
     store = tmp_path / "runs"
     held = recipes[0].specs("demo", defaults)[0].resolved()
     (store / held.run_id).mkdir(parents=True)
-    write_manifest(store / held.run_id, {"run_id": held.run_id, "kind": "finetune", "spec": {}, "checkpoints": {},
-                                         "status": "complete"})
+    write_manifest(
+        store / held.run_id,
+        {"run_id": held.run_id, "kind": "finetune", "spec": {}, "checkpoints": {}, "status": "complete"},
+    )
     rate = {"bert-tiny": Throughput("bert-tiny", "Test GPU", 100.0, 1000.0, 64, "test")}
     per_recipe, runs = run_plan.plan(recipes, "demo", store, defaults, throughput=rate)
     assert list(per_recipe["runs"]) == [4, 4, 6] and list(per_recipe["shared"][:2]) == [2, 2]  # seed 1 of each method
@@ -74,8 +77,13 @@ def test_shared_runs_count_once_and_held_runs_are_found(recipe_dir, tmp_path):
     assert (todo["train_examples"] == 48).all() and (todo["eval_examples"] == 2 * 12 + 2 * (12 + 12)).all()
     expected = 5 * (48 / 100 + 72 / 1000) * (32 / 64) / 3600
     assert per_recipe["gpu_hours"].iloc[-1] == pytest.approx(expected)
-    unmeasured, _ = run_plan.plan(recipes, "demo", store, defaults,
-                                  throughput={"bert-tiny": Throughput("bert-tiny", NOT_MEASURED, None, None, 64, "")})
+    unmeasured, _ = run_plan.plan(
+        recipes,
+        "demo",
+        store,
+        defaults,
+        throughput={"bert-tiny": Throughput("bert-tiny", NOT_MEASURED, None, None, 64, "")},
+    )
     assert unmeasured["gpu_hours"].isna().all()
     text = run_plan.describe(unmeasured, runs, "demo", {})
     assert NOT_MEASURED in text and "bert-tiny: embedded" in text and "task rte: Hugging Face hub" in text
@@ -87,8 +95,11 @@ def test_tsp_runs_are_counted_once_to_their_largest_step(tmp_path):
 
         def specs(self, scale, defaults):
             base = RunSpec(model="bert-tiny", task="rt", train_size=64, epochs=1, batch_size=16)
-            return [RunSpec(**{**base.to_dict(), "tsp_step": step, "method": method}) for step in (100, 300)
-                    for method in ("full",)]
+            return [
+                RunSpec(**{**base.to_dict(), "tsp_step": step, "method": method})
+                for step in (100, 300)
+                for method in ("full",)
+            ]
 
     _, runs = run_plan.plan([Recipe()], "demo", tmp_path, None, throughput={})
     tsp = runs[runs["method"] == "tsp/full"]

@@ -6,16 +6,24 @@ pass the convergence guard; `robustkit claims` prints it."""
 import numpy as np
 import pandas as pd
 import pytest
+from observation_frames import runs_frame
 
 from robustkit import settle
 from robustkit.analysis.convergence import improving
 from robustkit.claim import AGREES, NOT_CONVERGED, Claim, judge
-from observation_frames import runs_frame
 
 
 def _claim(**changes) -> Claim:
-    table = {"id": "c", "says": "adapters score lower (test)", "statistic": "scores.score", "compare": "location",
-             "a": "houlsby", "b": "full", "direction": "less", **changes}
+    table = {
+        "id": "c",
+        "says": "adapters score lower (test)",
+        "statistic": "scores.score",
+        "compare": "location",
+        "a": "houlsby",
+        "b": "full",
+        "direction": "less",
+        **changes,
+    }
     return Claim.from_table(table, "test")
 
 
@@ -47,8 +55,12 @@ def test_more_runs_settle_a_clear_effect_that_four_runs_do_not():
 def test_over_cells_each_cell_draws_its_own_runs():
     """A claim on each of 2 cells: every cell gets n runs per group; the rule needs both."""
     claim = _claim(within=["task"], quantifier="each")
-    observations = pd.concat([_runs({"houlsby": LOW, "full": HIGH}, task="rte"),
-                              _runs({"houlsby": np.array(LOW) - 0.01, "full": HIGH}, task="sst2")])
+    observations = pd.concat(
+        [
+            _runs({"houlsby": LOW, "full": HIGH}, task="rte"),
+            _runs({"houlsby": np.array(LOW) - 0.01, "full": HIGH}, task="sst2"),
+        ]
+    )
     boot = settle.Bootstrap(claim, observations)
     frame, _ = boot.draw(7, np.random.default_rng(0))
     assert frame.groupby(["task", "method"])["run_id"].nunique().eq(7).all() and len(boot.strata) == 4
@@ -77,13 +89,26 @@ def test_no_effect_no_runs():
 
 
 def _history(curves: dict[str, np.ndarray], every: int = 50) -> pd.DataFrame:
-    return pd.concat([pd.DataFrame({"run_id": run_id, "step": every * np.arange(1, len(loss) + 1),
-                                    "epoch": every * np.arange(1, len(loss) + 1) / 500, "split": "validation",
-                                    "metric": "loss", "value": loss}) for run_id, loss in curves.items()], ignore_index=True)
+    return pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "run_id": run_id,
+                    "step": every * np.arange(1, len(loss) + 1),
+                    "epoch": every * np.arange(1, len(loss) + 1) / 500,
+                    "split": "validation",
+                    "metric": "loss",
+                    "value": loss,
+                }
+            )
+            for run_id, loss in curves.items()
+        ],
+        ignore_index=True,
+    )
 
 
 STEPS = 50.0 * np.arange(1, 2001)
-DECAYING = 0.5 + 10.0 * STEPS ** -0.7  # a power law still falling at 20 evaluations (passes the rule at 115)
+DECAYING = 0.5 + 10.0 * STEPS**-0.7  # a power law still falling at 20 evaluations (passes the rule at 115)
 
 
 def test_a_still_improving_run_would_pass_the_guard_when_trained_that_long():
@@ -93,7 +118,7 @@ def test_a_still_improving_run_would_pass_the_guard_when_trained_that_long():
     assert multiple is not None and multiple > 1
     evaluations = int(round(multiple * 20))
     assert not improving(DECAYING[:evaluations])  # the run truncated at that budget passes the rule
-    assert improving(DECAYING[:evaluations - 2])  # and not much earlier (the fit is close to the curve)
+    assert improving(DECAYING[: evaluations - 2])  # and not much earlier (the fit is close to the curve)
     assert found["steps"] == pytest.approx(multiple * 1000) and found["epochs"] == pytest.approx(multiple * 2)
 
 
@@ -133,13 +158,16 @@ def test_claims_prints_what_would_settle_each_inconclusive_claim(tmp_path, capsy
 
     recipe = load_recipe("han2021/fig2")
     claim = recipe.claims[0]
-    observations = _runs({"houlsby": 0.75 + 0.002 * np.arange(6), "full": 0.75 + 0.03 * np.array([0, 1, -1, 2, -2, 0.5])})
+    observations = _runs(
+        {"houlsby": 0.75 + 0.002 * np.arange(6), "full": 0.75 + 0.03 * np.array([0, 1, -1, 2, -2, 0.5])}
+    )
     table = judge(claim, observations).assign(recipe=recipe.name)[VERDICT_COLUMNS]
     assert table.iloc[-1]["verdict"] == "inconclusive"
     monkeypatch.setattr(robustkit.reproduce, "claims", lambda *args, **kwargs: table)
     monkeypatch.setattr(robustkit.claim, "observations", lambda *args, **kwargs: observations)
-    monkeypatch.setattr(robustkit.analysis.convergence, "still_improving",
-                        lambda store, run_ids: pd.Series(False, index=list(run_ids)))
+    monkeypatch.setattr(
+        robustkit.analysis.convergence, "still_improving", lambda store, run_ids: pd.Series(False, index=list(run_ids))
+    )
     monkeypatch.setenv("COLUMNS", "400")
     argv = ["claims", recipe.name, "--scale", "paper", "--store", str(tmp_path)]
     assert main(argv) == 0
@@ -156,7 +184,9 @@ def test_claims_plan_with_a_store_gives_the_runs_the_observed_effect_needs(tmp_p
 
     def observed(store, recipes, scales, defaults, device, **options):
         seen.update(store=store, scales=scales)
-        return pd.DataFrame([{"recipe": "han2021/fig2", "scale": "paper", "claim": "spread", "observed": "about 17 runs per group"}])
+        return pd.DataFrame(
+            [{"recipe": "han2021/fig2", "scale": "paper", "claim": "spread", "observed": "about 17 runs per group"}]
+        )
 
     monkeypatch.setattr(settle, "plan_observed", observed)
     monkeypatch.setenv("COLUMNS", "400")

@@ -9,9 +9,7 @@ import pytest
 import torch
 
 from robustkit.analysis import similarity
-from robustkit.store.checkpoints import load_checkpoint, save_checkpoint
-from robustkit.store.folders import run_dirs
-from robustkit.store.manifest import read_manifest
+from robustkit.analysis.registry import get as analysis
 from robustkit.analysis.representations import (
     _candidates,
     _encode,
@@ -25,8 +23,10 @@ from robustkit.plots.similarity import rsa_by_layer
 from robustkit.plots.style import save_pdf
 from robustkit.run_model import load_run_model
 from robustkit.spec import RunSpec
+from robustkit.store.checkpoints import load_checkpoint, save_checkpoint
+from robustkit.store.folders import run_dirs
+from robustkit.store.manifest import read_manifest
 from robustkit.train import train
-from robustkit.analysis.registry import get as analysis
 
 TOKENS = 300
 N_LAYERS = 2  # bert-tiny
@@ -36,8 +36,15 @@ N_LAYERS = 2  # bert-tiny
 def rt_store(tmp_path_factory):
     """Two bert-tiny runs on rt, houlsby and full: the `tiny_spec` settings, cut to 2 steps."""
     spec = RunSpec(
-        model="bert-tiny", task="rt", method="houlsby", seed=1, train_size=32, epochs=1,
-        batch_size=16, max_length=32, adapter_size=16,
+        model="bert-tiny",
+        task="rt",
+        method="houlsby",
+        seed=1,
+        train_size=32,
+        epochs=1,
+        batch_size=16,
+        max_length=32,
+        adapter_size=16,
     )
     root = tmp_path_factory.mktemp("similarity")
     for method_spec in (spec, dataclasses.replace(spec, method="full", adapter_size=None)):
@@ -110,6 +117,7 @@ def test_values_bounded_cached_and_recomputed_on_a_new_checkpoint(rt_store, monk
         def wrapper(*args, **kwargs):
             calls[name] += 1
             return original(*args, **kwargs)
+
         return wrapper
 
     monkeypatch.setattr(similarity, "base_representations", counting("base", similarity.base_representations))
@@ -158,7 +166,9 @@ def test_non_finite_representations_are_nan_in_the_frame_warned_and_counted_apar
     frame = similarity.compare(base, tuned)
     assert frame.query("layer == 2")["value"].isna().all()  # never 1.0, "unchanged"
     assert frame.query("layer < 2")["value"].between(0.0, 1.0).all()
-    two_runs = pd.concat([frame.assign(run_id="ok", seed=0, value=frame["value"].fillna(0.9)), frame.assign(run_id="bad", seed=1)])
+    two_runs = pd.concat(
+        [frame.assign(run_id="ok", seed=0, value=frame["value"].fillna(0.9)), frame.assign(run_id="bad", seed=1)]
+    )
     summary = similarity.summarize(two_runs).set_index(["layer", "measure"])
     assert (summary.loc[2, "n_nan"] == 1).all() and (summary.loc[2, "runs"] == 1).all()
     assert (summary.loc[2, "mean"] == 0.9).all()  # the NaN run is not averaged in as a value
@@ -185,14 +195,27 @@ def test_a_run_with_non_finite_weights_gets_nan_and_a_warning(rt_store, tmp_path
 
 def test_figure_leaves_collapsed_runs_out_and_counts_them():
     """A collapsed run's representations are no result: not in the mean, counted in the legend."""
-    rows = [{"run_id": f"r{seed}", "task": "rt", "method": "prefix", "model": "m", "layer": layer, "measure": "rsa",
-             "value": value, "outcome": outcome, "seed": seed}
-            for seed, (value, outcome) in enumerate([(0.9, "ok"), (0.1, "collapsed"), (0.2, "collapsed")])
-            for layer in (0, 1)]
+    rows = [
+        {
+            "run_id": f"r{seed}",
+            "task": "rt",
+            "method": "prefix",
+            "model": "m",
+            "layer": layer,
+            "measure": "rsa",
+            "value": value,
+            "outcome": outcome,
+            "seed": seed,
+        }
+        for seed, (value, outcome) in enumerate([(0.9, "ok"), (0.1, "collapsed"), (0.2, "collapsed")])
+        for layer in (0, 1)
+    ]
     fig = rsa_by_layer(pd.DataFrame(rows), "rsa")
     line = fig.axes[0].get_lines()[0]
     assert list(line.get_ydata()) == [0.9, 0.9]
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert any("n=1 run; 2 collapsed left out" in label for label in labels), labels
     every_run_failed = rsa_by_layer(pd.DataFrame(rows).query("outcome == 'collapsed'"), "rsa")
-    assert any("n=0 runs; 2 collapsed left out" in t.get_text() for t in every_run_failed.axes[0].get_legend().get_texts())
+    assert any(
+        "n=0 runs; 2 collapsed left out" in t.get_text() for t in every_run_failed.axes[0].get_legend().get_texts()
+    )

@@ -12,11 +12,11 @@ from scipy.linalg import orthogonal_procrustes
 from scipy.stats import ortho_group
 
 from robustkit.analysis import similarity_ci
+from robustkit.analysis.registry import get as analysis
 from robustkit.measures import cka, half_sampling, rsa
 from robustkit.measures.debiased_cka import debiased_linear_cka
 from robustkit.measures.moments import CrossMoments
 from robustkit.measures.procrustes import procrustes_distance
-from robustkit.analysis.registry import get as analysis
 
 
 def _data(n=80, d1=12, d2=9, seed=0):
@@ -28,6 +28,7 @@ def _data(n=80, d1=12, d2=9, seed=0):
 
 def kornblith_debiased_cka(x: np.ndarray, y: np.ndarray) -> float:
     """Kornblith's reference (the CKA notebook of Kornblith et al. 2019): Gram matrices, unbiased centring."""
+
     def center_gram(gram):
         gram = gram.copy()
         n = gram.shape[0]
@@ -96,7 +97,9 @@ def test_rsa_agrees_with_rsatoolbox():
     x, y = _data(n=60, d1=20, d2=15)
     # rsatoolbox has no cosine RDM: its (squared, per-channel) Euclidean RDM of unit rows is
     # (2 - 2 cos) / d, an affine map of the cosine similarities, which Pearson r does not see
-    rdms = [rsatoolbox.rdm.calc_rdm(rsatoolbox.data.Dataset(rsa.unit_rows(z).numpy()), method="euclidean") for z in (x, y)]
+    rdms = [
+        rsatoolbox.rdm.calc_rdm(rsatoolbox.data.Dataset(rsa.unit_rows(z).numpy()), method="euclidean") for z in (x, y)
+    ]
     reference = float(rsatoolbox.rdm.compare(rdms[0], rdms[1], method="corr")[0, 0])
     assert rsa.rsa(x, y) == pytest.approx(reference, abs=1e-10)
     unit_x, unit_y = rsa.unit_rows(x), rsa.unit_rows(y)
@@ -137,14 +140,23 @@ def test_similarity_ci_of_runs(tiny_store, monkeypatch):
     assert len(frame) == 2 * 3 * 4  # runs x (embeddings + 2 layers) x measures
     assert (frame["ci_low"] <= frame["ci_high"]).all() and (frame["resamples"] == 20).all()
     # the values are those of the similarity analysis (same tokens, same representations)
-    plain = analysis("rsa").run(tiny_store, tokens=120, progress=False).set_index(["run_id", "layer", "measure"])["value"]
+    plain = (
+        analysis("rsa").run(tiny_store, tokens=120, progress=False).set_index(["run_id", "layer", "measure"])["value"]
+    )
     mine = frame.set_index(["run_id", "layer", "measure"])["value"]
     for measure in ("rsa", "cka"):
         ours = mine.xs(measure, level="measure")
         np.testing.assert_allclose(ours, plain.xs(measure, level="measure").reindex(ours.index), atol=1e-10)
     from robustkit.analysis import registry
 
-    claimed = registry.per_run("similarity-ci.similarity", tiny_store, {"run_id": list(frame["run_id"].unique())}, **{"measure": "procrustes", "tokens": 120, "groups": 4, "resamples": 20})
+    claimed = registry.per_run(
+        "similarity-ci.similarity",
+        tiny_store,
+        {"run_id": list(frame["run_id"].unique())},
+        **{"measure": "procrustes", "tokens": 120, "groups": 4, "resamples": 20},
+    )
     assert len(claimed) == 2 * 3 and set(claimed["layer"]) == {0, 1, 2}
     monkeypatch.setattr(similarity_ci, "compare", lambda *a, **k: pytest.fail("recomputed"))
-    pd.testing.assert_frame_equal(analysis("similarity-ci").run(tiny_store, tokens=120, groups=4, resamples=20, progress=False), frame)
+    pd.testing.assert_frame_equal(
+        analysis("similarity-ci").run(tiny_store, tokens=120, groups=4, resamples=20, progress=False), frame
+    )

@@ -45,8 +45,19 @@ def cluster(tmp_path_factory):
 
 @pytest.mark.slow
 def test_grid_with_tsp_through_slurm(cluster, tmp_path):
-    grid = {"base": {"model": "bert-tiny", "task": "rt", "train_size": 32, "epochs": 1, "batch_size": 16, "max_length": 24, "adapter_size": 8, "method": "houlsby"},
-            "grid": {"tsp_step": [0, 2]}}
+    grid = {
+        "base": {
+            "model": "bert-tiny",
+            "task": "rt",
+            "train_size": 32,
+            "epochs": 1,
+            "batch_size": 16,
+            "max_length": 24,
+            "adapter_size": 8,
+            "method": "houlsby",
+        },
+        "grid": {"tsp_step": [0, 2]},
+    }
     specs = expand_grid(grid)
     results = run_sweep(specs, tmp_path / "runs", executor="slurm", slurm_options=OPTIONS)
     assert list(results.status) == ["complete", "complete"], results.error.tolist()
@@ -60,7 +71,9 @@ def test_grid_with_tsp_through_slurm(cluster, tmp_path):
 @pytest.mark.slow
 def test_cancelled_job_resubmitted_resumes_to_the_same_result(cluster, tmp_path):
     # 10 epochs of 12 steps, evaluated at each epoch end: long enough to be cancelled mid-way
-    spec = RunSpec(model="bert-tiny", task="rt", method="full", train_size=96, epochs=10, batch_size=8, max_length=24).resolved()
+    spec = RunSpec(
+        model="bert-tiny", task="rt", method="full", train_size=96, epochs=10, batch_size=8, max_length=24
+    ).resolved()
     reference = train(spec, tmp_path / "reference", progress=False)
     runs = tmp_path / "runs"
     submitted = run_sweep([spec], runs, executor="slurm", slurm_options=OPTIONS, wait=False)
@@ -78,7 +91,9 @@ def test_cancelled_job_resubmitted_resumes_to_the_same_result(cluster, tmp_path)
     assert slurm.status([spec], runs).state[0] == "failed"
     resumed = run_sweep([spec], runs, executor="slurm", slurm_options=OPTIONS)
     assert list(resumed.status) == ["complete"], resumed.error.tolist()
-    pd.testing.assert_frame_equal(pd.read_parquet(run_dir / "history.parquet"), pd.read_parquet(reference / "history.parquet"))
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(run_dir / "history.parquet"), pd.read_parquet(reference / "history.parquet")
+    )
     assert read_manifest(run_dir)["final"] == read_manifest(reference)["final"]
 
 

@@ -29,7 +29,13 @@ def test_runs_of_different_seeds_share_one_tsp_run():
 
 @pytest.mark.parametrize(
     "fields, named",
-    [({"task": "nope"}, "nope"), ({"method": "lorra"}, "lorra"), ({"seed": "x"}, "seed"), ({"epochs": 0}, "epochs"), ({"lr": -1.0}, "lr")],
+    [
+        ({"task": "nope"}, "nope"),
+        ({"method": "lorra"}, "lorra"),
+        ({"seed": "x"}, "seed"),
+        ({"epochs": 0}, "epochs"),
+        ({"lr": -1.0}, "lr"),
+    ],
 )
 def test_bad_values_are_named(fields, named):
     with pytest.raises(RobustkitError, match=named):
@@ -70,14 +76,22 @@ def test_tsp_run_id_of_existing_runs_does_not_change():
 
 
 def test_method_settings_are_normalised_to_their_method():
-    assert RunSpec(method="full", top_k=3, adapter_sharing="layer", adapter_init_std=1e-3).run_id == RunSpec(method="full").run_id
+    assert (
+        RunSpec(method="full", top_k=3, adapter_sharing="layer", adapter_init_std=1e-3).run_id
+        == RunSpec(method="full").run_id
+    )
     assert RunSpec(method="topk", top_k=2, adapter_init_std=1.0).resolved().adapter_init_std is None
     houlsby = RunSpec(top_k=2, adapter_init_std=1, adapter_sharing="3-layer").resolved()
     assert (houlsby.top_k, houlsby.adapter_init_std, houlsby.adapter_sharing) == (None, 1.0, "3-layer")
     assert RunSpec(adapter_init_std=1).run_id == RunSpec(adapter_init_std=1.0).run_id  # TOML 1 vs 1.0
-    ids = {RunSpec(method="topk", top_k=1).run_id, RunSpec(method="topk", top_k=2).run_id,
-           RunSpec(adapter_sharing="layer").run_id, RunSpec(adapter_sharing="3-layer").run_id,
-           RunSpec(adapter_init_std=1e-3).run_id, RunSpec().run_id}
+    ids = {
+        RunSpec(method="topk", top_k=1).run_id,
+        RunSpec(method="topk", top_k=2).run_id,
+        RunSpec(adapter_sharing="layer").run_id,
+        RunSpec(adapter_sharing="3-layer").run_id,
+        RunSpec(adapter_init_std=1e-3).run_id,
+        RunSpec().run_id,
+    }
     assert len(ids) == 6
 
 

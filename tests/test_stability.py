@@ -26,10 +26,22 @@ def _runs(spread: dict[str, float], n: int = 20, seed: int = 0, baseline: float 
     for combo in itertools.product(*cells.values()):
         for method, sd in spread.items():
             for s in range(n):
-                row = {"run_id": f"{method}-{s}-{'-'.join(map(str, combo))}", "model": "m", "task": "rte", "method": method,
-                       "seed": s, "tsp_step": 0, "lr": 1e-4 if method == "houlsby" else 2e-5, "train_size": None,
-                       "adapter_size": 64.0 if method == "houlsby" else np.nan, "checkpoint": "best", "split": "test",
-                       "metric": "accuracy", "value": 0.7 + sd * rng.standard_normal(), "baseline": baseline}
+                row = {
+                    "run_id": f"{method}-{s}-{'-'.join(map(str, combo))}",
+                    "model": "m",
+                    "task": "rte",
+                    "method": method,
+                    "seed": s,
+                    "tsp_step": 0,
+                    "lr": 1e-4 if method == "houlsby" else 2e-5,
+                    "train_size": None,
+                    "adapter_size": 64.0 if method == "houlsby" else np.nan,
+                    "checkpoint": "best",
+                    "split": "test",
+                    "metric": "accuracy",
+                    "value": 0.7 + sd * rng.standard_normal(),
+                    "baseline": baseline,
+                }
                 rows.append({**row, **dict(zip(keys, combo))})
     frame = pd.DataFrame(rows)
     return frame.assign(failed=pd.array(frame["value"] <= frame["baseline"], dtype="boolean"))
@@ -41,13 +53,19 @@ def _runs(spread: dict[str, float], n: int = 20, seed: int = 0, baseline: float 
 
 def test_summary_matches_numpy():
     values = {"houlsby": [0.70, 0.72, 0.71, 0.69, 0.73], "full": [0.50, 0.80, 0.65, 0.52, 0.90, 0.74]}
-    frame = pd.DataFrame([{"task": "rte", "method": m, "value": v, "baseline": 0.53} for m, vs in values.items() for v in vs])
+    frame = pd.DataFrame(
+        [{"task": "rte", "method": m, "value": v, "baseline": 0.53} for m, vs in values.items() for v in vs]
+    )
     frame["failed"] = frame["value"] <= frame["baseline"]
     summary = stability.summarize(frame, ["task", "method"], n_resamples=999, include_failed=True).set_index("method")
     assert list(summary.columns) == ["task", *stability.SUMMARY_STATS]
     for method, v in values.items():
         x, row = np.array(v), summary.loc[method]
-        assert row["n"] == row["n_runs"] == len(x) and row["mean"] == pytest.approx(x.mean()) and row["std"] == pytest.approx(x.std(ddof=1))
+        assert (
+            row["n"] == row["n_runs"] == len(x)
+            and row["mean"] == pytest.approx(x.mean())
+            and row["std"] == pytest.approx(x.std(ddof=1))
+        )
         assert row["iqr"] == pytest.approx(np.percentile(x, 75) - np.percentile(x, 25))
         assert (row["min"], row["max"], row["median"]) == pytest.approx((x.min(), x.max(), np.median(x)))
         assert row["ci_low"] < x.mean() < row["ci_high"] and x.min() <= row["ci_low"] and row["ci_high"] <= x.max()
@@ -56,14 +74,24 @@ def test_summary_matches_numpy():
 
 def test_summary_leaves_collapsed_runs_out_and_counts_them():
     values = {"houlsby": [0.70, 0.72, 0.71, 0.69, 0.73], "full": [0.50, 0.80, 0.65, 0.52, 0.90, 0.74]}
-    frame = pd.DataFrame([{"task": "rte", "method": m, "value": v, "baseline": 0.53} for m, vs in values.items() for v in vs])
+    frame = pd.DataFrame(
+        [{"task": "rte", "method": m, "value": v, "baseline": 0.53} for m, vs in values.items() for v in vs]
+    )
     summary = stability.summarize(frame, ["task", "method"], n_resamples=999).set_index("method")
     kept = np.array([0.80, 0.65, 0.90, 0.74])  # 0.50 and 0.52 are at or below the 53% majority baseline
     row = summary.loc["full"]
-    assert row["n"] == 4 and row["n_runs"] == 6 and row["n_collapsed"] == 2 and row["failed_rate"] == pytest.approx(2 / 6)
-    assert row["mean"] == pytest.approx(kept.mean()) and row["std"] == pytest.approx(kept.std(ddof=1)) and row["min"] == 0.65
+    assert (
+        row["n"] == 4 and row["n_runs"] == 6 and row["n_collapsed"] == 2 and row["failed_rate"] == pytest.approx(2 / 6)
+    )
+    assert (
+        row["mean"] == pytest.approx(kept.mean())
+        and row["std"] == pytest.approx(kept.std(ddof=1))
+        and row["min"] == 0.65
+    )
     tests = stability.compare(frame, within=["task"]).set_index("test")
-    assert tests.loc["levene", "n_a"] == 4 and tests.loc["mean-difference", "statistic"] == pytest.approx(kept.mean() - 0.71)
+    assert tests.loc["levene", "n_a"] == 4 and tests.loc["mean-difference", "statistic"] == pytest.approx(
+        kept.mean() - 0.71
+    )
     text = stability.caption(summary.reset_index(), tests.reset_index())
     assert "Left out of the statistics and tests: collapsed 2 of 11 runs (counted per box in the figure)" in text
 
@@ -102,7 +130,9 @@ def test_failed_runs_are_those_at_or_below_the_baseline():
 
 
 def test_compare_detects_a_variance_difference():
-    tests = stability.compare(_runs({"houlsby": 0.01, "full": 0.1}, n=20, seed=1, baseline=0.0), within=["task"]).set_index("test")
+    tests = stability.compare(
+        _runs({"houlsby": 0.01, "full": 0.1}, n=20, seed=1, baseline=0.0), within=["task"]
+    ).set_index("test")
     assert (tests["group_a"] == "full").all() and (tests["n_a"] == 20).all() and (tests["n_b"] == 20).all()
     assert tests.loc["levene", "p_value"] < 0.01 and tests.loc["brown-forsythe", "p_value"] < 0.01
     assert tests.loc["std-ratio", "statistic"] > 3  # full / houlsby
@@ -153,7 +183,9 @@ def test_caption_reports_n_and_p_values():
     text = stability.caption(summary, tests)
     assert text.startswith("n = 20 runs per box. full vs houlsby (two-sided): Levene p ")
     assert "Brown-Forsythe p" in text and "Mann-Whitney U p" in text
-    many = stability.tables(_runs({"houlsby": 0.01, "full": 0.1}, n=10, tsp_step=[0, 1, 2]), within=["task", "tsp_step"])
+    many = stability.tables(
+        _runs({"houlsby": 0.01, "full": 0.1}, n=10, tsp_step=[0, 1, 2]), within=["task", "tsp_step"]
+    )
     assert "Levene p < 0.05 in 3/3 cells" in stability.caption(*many)
 
 
@@ -168,10 +200,15 @@ def test_outcomes_on_a_store(tiny_store):
     for _, row in frame.iterrows():
         assert row["value"] == runs.loc[row["run_id"], "best/test/accuracy"] and row["metric"] == "accuracy"
     # the tiny RTE's dev set alternates labels: always predicting one is right half of the time
-    expected = [collapse.outcome(v, 0.5, "accuracy", n, share) for v, n, share in zip(frame["value"], frame["n_eval"], frame["top_class_share"])]
+    expected = [
+        collapse.outcome(v, 0.5, "accuracy", n, share)
+        for v, n, share in zip(frame["value"], frame["n_eval"], frame["top_class_share"])
+    ]
     # a collapsed run that never left the majority class at any evaluation is not-learned
-    expected = [collapse.NOT_LEARNED if o == collapse.COLLAPSED and learned is False else o
-                for o, learned in zip(expected, frame["ever_learned"].astype(object))]
+    expected = [
+        collapse.NOT_LEARNED if o == collapse.COLLAPSED and learned is False else o
+        for o, learned in zip(expected, frame["ever_learned"].astype(object))
+    ]
     assert (frame["baseline"] == 0.5).all() and list(frame["outcome"]) == expected
     assert (frame["failed"] == (frame["outcome"] != "ok")).all() and (frame["n_eval"] == runs["n_test"].iloc[0]).all()
     last = scores.outcomes(tiny_store, ["method=full"], checkpoint="last", split="validation", metric="loss")
@@ -224,8 +261,24 @@ def test_outcomes_empty_selection_names_it(tiny_store):
 def test_stats_cli(tiny_store, tmp_path, capsys):
     out = tmp_path / "stats.csv"
     # the tiny store's runs may sit at the majority class: keep them to test the printing
-    assert main(["stats", str(tiny_store), "--by", "method", "--metric", "accuracy", "--within", "task", "-o", str(out),
-                 "--include-failed"]) == 0
+    assert (
+        main(
+            [
+                "stats",
+                str(tiny_store),
+                "--by",
+                "method",
+                "--metric",
+                "accuracy",
+                "--within",
+                "task",
+                "-o",
+                str(out),
+                "--include-failed",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "levene" in printed and "fewer than 3 runs in a group" in printed and "n = 1 run per box" in printed
     summary, tests, runs = (pd.read_csv(tmp_path / f) for f in ("stats.csv", "stats-tests.csv", "stats-runs.csv"))
@@ -246,11 +299,17 @@ def test_figures_write_pdfs(name, tmp_path):
     figures = {
         "seeds": lambda: plots.box_seeds(**boxes.box_seeds(_runs(spread, n=6))),
         "tsp": lambda: plots.box_tsp(**boxes.box_tsp(_runs(spread, n=4, tsp_step=[0, 100, 200]))),
-        "tsp-pooled": lambda: plots.box_tsp(**boxes.box_tsp(_runs(spread, n=1, tsp_step=[0, 100, 200, 300]), pooled=True), pooled=True),
-        "tsp-epochs": lambda: plots.box_tsp_epochs(**boxes.box_tsp_epochs(_runs(spread, n=3, tsp_step=[0, 100], epoch=[1, 2, 3]).assign(split="validation"))),
+        "tsp-pooled": lambda: plots.box_tsp(
+            **boxes.box_tsp(_runs(spread, n=1, tsp_step=[0, 100, 200, 300]), pooled=True), pooled=True
+        ),
+        "tsp-epochs": lambda: plots.box_tsp_epochs(
+            **boxes.box_tsp_epochs(_runs(spread, n=3, tsp_step=[0, 100], epoch=[1, 2, 3]).assign(split="validation"))
+        ),
         "lr": lambda: plots.box_lr(**boxes.box_lr(_runs(spread, n=4, lr=[2e-5, 1e-4]))),
         "train-size": lambda: plots.train_size(**boxes.train_size(_runs(spread, n=4, train_size=[1000, 5000, None]))),
-        "train-size-mean": lambda: plots.train_size(**boxes.train_size(_runs(spread, n=4, train_size=[1000, None])), kind="mean"),
+        "train-size-mean": lambda: plots.train_size(
+            **boxes.train_size(_runs(spread, n=4, train_size=[1000, None])), kind="mean"
+        ),
     }
     fig = figures[name]()
     texts = [t.get_text() for t in fig.texts]
@@ -275,12 +334,17 @@ def test_a_store_of_mixed_settings_is_never_pooled(tmp_path, rte_folder):
     import dataclasses
 
     from conftest import TINY_RTE
+
     from robustkit.plots import stability as stability_plots
     from robustkit.train import train
 
     glue = rte_folder(tmp_path / "glue")
     for seed, epochs in ((0, 1), (1, 2)):
-        train(dataclasses.replace(TINY_RTE, method="houlsby", seed=seed, epochs=epochs, data_dir=str(glue)), tmp_path / "runs", progress=False)
+        train(
+            dataclasses.replace(TINY_RTE, method="houlsby", seed=seed, epochs=epochs, data_dir=str(glue)),
+            tmp_path / "runs",
+            progress=False,
+        )
     frame = scores.outcomes(tmp_path / "runs", split="validation", checkpoint="last", metric=None)
     assert sorted(frame["epochs"]) == [1, 2] and {"warmup_ratio", "mixout", "max_length"} <= set(frame.columns)
     with pytest.raises(PoolingError, match="differ in epochs = 1, 2"):
@@ -288,13 +352,17 @@ def test_a_store_of_mixed_settings_is_never_pooled(tmp_path, rte_folder):
     assert "epochs" in stability.default_within(frame, "method")
     summary = stability.summarize(frame, ["task", "method", "epochs"], include_failed=True)
     assert list(summary["n"]) == [1, 1]
-    fig = stability_plots.box_seeds(**boxes.box_seeds(frame, include_failed=True), include_failed=True)  # a panel per epochs value
+    fig = stability_plots.box_seeds(
+        **boxes.box_seeds(frame, include_failed=True), include_failed=True
+    )  # a panel per epochs value
     assert len([ax for ax in fig.axes if ax.has_data()]) == 2
 
 
 def test_pooling_tsp_lengths_pools_the_tsp_runs_own_settings():
     # at tsp_step 0 the TSP settings are normalised (no TSP run): they vary with the TSP length
-    frame = _runs({"houlsby": 0.01, "full": 0.1}, n=2, baseline=0.0, tsp_step=[0, 100]).assign(tsp_lr=np.nan, tsp_batch_size=32)
+    frame = _runs({"houlsby": 0.01, "full": 0.1}, n=2, baseline=0.0, tsp_step=[0, 100]).assign(
+        tsp_lr=np.nan, tsp_batch_size=32
+    )
     frame.loc[frame["tsp_step"] == 100, ["tsp_lr", "tsp_batch_size"]] = [1e-4, 16]
     assert len(stability.summarize(frame, ["task", "method"], pooled=["tsp_step"])) == 2
     with pytest.raises(PoolingError, match="tsp_step"):

@@ -17,8 +17,20 @@ from robustkit.store.tables import IDENTITY
 
 # method -> seed -> validation score after epochs 1, 2, 3
 SCORES = {
-    "full": {0: [0.70, 0.72, 0.74], 1: [0.71, 0.73, 0.75], 2: [0.69, 0.71, 0.73], 3: [0.70, 0.73, 0.74], 4: [0.72, 0.72, 0.75]},
-    "lora": {0: [0.50, 0.65, 0.73], 1: [0.70, 0.71, 0.74], 2: [0.57, 0.68, 0.72], 3: [0.75, 0.73, 0.745], 4: [0.60, 0.70, 0.73]},
+    "full": {
+        0: [0.70, 0.72, 0.74],
+        1: [0.71, 0.73, 0.75],
+        2: [0.69, 0.71, 0.73],
+        3: [0.70, 0.73, 0.74],
+        4: [0.72, 0.72, 0.75],
+    },
+    "lora": {
+        0: [0.50, 0.65, 0.73],
+        1: [0.70, 0.71, 0.74],
+        2: [0.57, 0.68, 0.72],
+        3: [0.75, 0.73, 0.745],
+        4: [0.60, 0.70, 0.73],
+    },
 }
 
 
@@ -27,8 +39,17 @@ def _frame(scores=SCORES) -> pd.DataFrame:
     for method, seeds in scores.items():
         for seed, values in seeds.items():
             for epoch, value in enumerate(values, start=1):
-                rows.append({"run_id": f"{method}-s{seed}", "method": method, "seed": seed, "epoch": epoch, "value": value,
-                             "metric": "accuracy", "outcome": "collapsed" if value <= 0.5 else "ok"})
+                rows.append(
+                    {
+                        "run_id": f"{method}-s{seed}",
+                        "method": method,
+                        "seed": seed,
+                        "epoch": epoch,
+                        "value": value,
+                        "metric": "accuracy",
+                        "outcome": "collapsed" if value <= 0.5 else "ok",
+                    }
+                )
     frame = pd.DataFrame(rows)
     for column in IDENTITY:
         if column not in frame:
@@ -43,7 +64,9 @@ def test_deviations_in_closed_form():
     lora = np.array([SCORES["lora"][s] for s in range(5)])
     for s in range(5):
         others = np.median(np.delete(lora, s, axis=0), axis=0)  # per epoch, the 4 other seeds
-        np.testing.assert_allclose([rows.loc[(f"lora-s{s}", e), "deviation"] for e in (1, 2, 3)], np.abs(lora[s] - others))
+        np.testing.assert_allclose(
+            [rows.loc[(f"lora-s{s}", e), "deviation"] for e in (1, 2, 3)], np.abs(lora[s] - others)
+        )
     last = statistics.epoch_score(frame, "last")
     assert (last["epoch"] == 3).all() and len(last) == 10
     assert statistics.epoch_score(frame, "2")["value"].tolist() == [v[1] for m in SCORES.values() for v in m.values()]
@@ -63,17 +86,44 @@ def test_the_view_gives_the_seed_spread_per_method_and_epoch(tmp_path):
 
 def test_the_claims_read_the_statistics():
     frame = _frame()
-    longer = Claim.from_table({"id": "longer", "says": "x", "statistic": "epoch-scores.pair-gap-drop", "failures": "data",
-                               "compare": "threshold", "a": "lora", "value": 0, "direction": "greater"}, "test")
+    longer = Claim.from_table(
+        {
+            "id": "longer",
+            "says": "x",
+            "statistic": "epoch-scores.pair-gap-drop",
+            "failures": "data",
+            "compare": "threshold",
+            "a": "lora",
+            "value": 0,
+            "direction": "greater",
+        },
+        "test",
+    )
     verdict = judge(longer, get("epoch-scores").statistic("pair-gap-drop", frame)).iloc[-1]
     assert verdict["n_a"] == 2 and verdict["reason_class"] == "too few runs"  # 5 seeds: 2 disjoint pairs
-    spread = Claim.from_table({"id": "spread", "says": "x", "statistic": "epoch-scores.score", "params": {"epoch": "last"},
-                               "failures": "data", "compare": "spread", "a": "lora", "b": "full", "direction": "greater"}, "test")
+    spread = Claim.from_table(
+        {
+            "id": "spread",
+            "says": "x",
+            "statistic": "epoch-scores.score",
+            "params": {"epoch": "last"},
+            "failures": "data",
+            "compare": "spread",
+            "a": "lora",
+            "b": "full",
+            "direction": "greater",
+        },
+        "test",
+    )
     verdict = judge(spread, get("epoch-scores").statistic("score", frame, epoch="last")).iloc[-1]
     assert (verdict["n_a"], verdict["n_b"]) == (5, 5) and verdict["verdict"] == "inconclusive"  # similar at the end
     first = judge(spread, get("epoch-scores").statistic("score", frame, epoch="1")).iloc[-1]
     # after one epoch LoRA's seeds are far apart, but 5 runs are 2 seed pairs: p >= 1/6 (issue #37)
-    assert first["verdict"] == "inconclusive" and first["reason_class"] == "too few runs" and "seed pairs" in first["reason"]
+    assert (
+        first["verdict"] == "inconclusive"
+        and first["reason_class"] == "too few runs"
+        and "seed pairs" in first["reason"]
+    )
 
 
 @pytest.mark.parametrize("epoch", ["last", "3"])

@@ -39,6 +39,12 @@ def test_pyproject_takes_a_torch_range_and_python_311_to_313():
     assert not any(s.operator == "==" for s in torch.specifier)
     assert torch.specifier.contains("2.11.0+cu130") and torch.specifier.contains("2.13.0")
     python = Requirement(f"python{project['requires-python']}").specifier
-    assert [python.contains(v) for v in ("3.10", "3.11.7", "3.12.3", "3.13.0", "3.14.0")] == [False, True, True, True, False]
+    assert [python.contains(v) for v in ("3.10", "3.11.7", "3.12.3", "3.13.0", "3.14.0")] == [
+        False,
+        True,
+        True,
+        True,
+        False,
+    ]
     pin = (ROOT / "constraints-cpu.txt").read_text().split("\n")
     assert [line for line in pin if line and not line.startswith("#")] == ["torch==2.13.0"]

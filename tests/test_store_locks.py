@@ -59,10 +59,17 @@ def test_a_lock_dies_with_its_process_and_wait_blocks_until_free(tmp_path):
     import time
 
     run_dir = new_run(tmp_path)
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; "
-                               "from robustkit.store.locks import run_lock\n"
-                               f"with run_lock(Path({str(run_dir)!r})):\n    print('held', flush=True); time.sleep(60)"],
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; "
+            "from robustkit.store.locks import run_lock\n"
+            f"with run_lock(Path({str(run_dir)!r})):\n    print('held', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(StoreError, match="another process"):

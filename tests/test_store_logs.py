@@ -9,10 +9,10 @@ import shutil
 import pytest
 
 from robustkit.store import DamagedRunWarning, load_gradnorms, load_history
+from robustkit.store.atomic import sha256_file
 from robustkit.store.folders import GRADNORMS, HISTORY
 from robustkit.store.logs import log_problems
 from robustkit.store.manifest import read_manifest
-from robustkit.store.atomic import sha256_file
 from robustkit.verify import verify_store
 
 
@@ -56,7 +56,10 @@ def test_a_deleted_log_is_found(store):
     run_dir = _run(store, "houlsby")
     (run_dir / GRADNORMS).unlink()
     report = verify_store(store).set_index("run_id")
-    assert report.loc[run_dir.name, "status"] == "damaged" and "gradnorms.parquet is missing" in report.loc[run_dir.name, "problem"]
+    assert (
+        report.loc[run_dir.name, "status"] == "damaged"
+        and "gradnorms.parquet is missing" in report.loc[run_dir.name, "problem"]
+    )
     with pytest.warns(DamagedRunWarning, match="gradnorms.parquet is missing"):
         assert run_dir.name not in set(load_gradnorms(store)["run_id"])
 

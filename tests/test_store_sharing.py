@@ -39,8 +39,9 @@ def _fill(run_dir: Path) -> None:
     """Every kind of file the store writes: manifest, parquet logs, checkpoint files, lock."""
     _new_run(run_dir)
     atomic_write_parquet(run_dir / HISTORY, pd.DataFrame({"step": [1], "value": [0.5]}))
-    save_checkpoint(run_dir, "last", {"w": torch.ones(3)}, {"run_id": run_dir.name}, 1,
-                          extra={"state.json": b'{"step": 1}'})
+    save_checkpoint(
+        run_dir, "last", {"w": torch.ones(3)}, {"run_id": run_dir.name}, 1, extra={"state.json": b'{"step": 1}'}
+    )
     with run_lock(run_dir):
         pass
 
@@ -55,8 +56,13 @@ def test_store_files_honour_the_umask(tmp_path, mask, group_reads):
         root = open_store(tmp_path / "runs")
         _fill(root / "run-a")
     modes = _modes(root)
-    assert {"run-a/manifest.json", "run-a/history.parquet", "run-a/.lock",
-            "run-a/checkpoints/last/model.safetensors", "run-a/checkpoints/last/state.json"} <= set(modes)
+    assert {
+        "run-a/manifest.json",
+        "run-a/history.parquet",
+        "run-a/.lock",
+        "run-a/checkpoints/last/model.safetensors",
+        "run-a/checkpoints/last/state.json",
+    } <= set(modes)
     for name, mode in modes.items():
         assert mode & mask == 0, f"{name}: {oct(mode)} under umask {oct(mask)}"
         assert bool(mode & stat.S_IRGRP) == group_reads, f"{name}: {oct(mode)} under umask {oct(mask)}"
@@ -97,8 +103,12 @@ def test_identical_runs_in_two_processes_give_identical_checkpoints(tmp_path, rt
     glue = rte_folder(tmp_path / "glue")
     stores = [tmp_path / "store-a", tmp_path / "store-b"]
     tests = str(Path(__file__).parent)
-    children = [subprocess.Popen([sys.executable, "-c", _TRAIN, str(glue), str(root), tests], umask=0o027,
-                                 stderr=subprocess.PIPE, text=True) for root in stores]
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", _TRAIN, str(glue), str(root), tests], umask=0o027, stderr=subprocess.PIPE, text=True
+        )
+        for root in stores
+    ]
     for child in children:
         assert child.wait(timeout=300) == 0, child.stderr.read()
     manifests = [json.loads(next(root.glob("*/manifest.json")).read_text()) for root in stores]

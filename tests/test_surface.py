@@ -11,6 +11,7 @@ import torch
 
 from robustkit.analysis import connectivity, surface
 from robustkit.analysis.batches import sampled_batches
+from robustkit.analysis.registry import get as analysis
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import evaluate
 from robustkit.plots.connectivity import connectivity_figure
@@ -23,22 +24,30 @@ from robustkit.store.manifest import read_manifest, read_spec
 from robustkit.store.tables import IDENTITY
 from robustkit.tasks import get_task
 from robustkit.train import train
-from robustkit.analysis.registry import get as analysis
 
 
 def _run_dir(runs, method, seed=0):
-    return next(p for p in run_dirs(runs) if read_manifest(p)["spec"]["method"] == method
-                and read_manifest(p)["spec"]["seed"] == seed)
+    return next(
+        p
+        for p in run_dirs(runs)
+        if read_manifest(p)["spec"]["method"] == method and read_manifest(p)["spec"]["seed"] == seed
+    )
 
 
 def test_filter_normalised_directions_match_each_rows_norm():
-    weights = {"w": torch.randn(5, 3) * torch.arange(1, 6).view(-1, 1), "conv": torch.randn(4, 2, 3, 3),
-               "bias": torch.randn(5), "zero": torch.zeros(2, 3)}
+    weights = {
+        "w": torch.randn(5, 3) * torch.arange(1, 6).view(-1, 1),
+        "conv": torch.randn(4, 2, 3, 3),
+        "bias": torch.randn(5),
+        "zero": torch.zeros(2, 3),
+    }
     d = surface.filter_normalized_direction(weights, torch.Generator().manual_seed(0))
     np.testing.assert_allclose(d["w"].norm(dim=1), weights["w"].norm(dim=1), rtol=1e-5)
     np.testing.assert_allclose(d["conv"].flatten(1).norm(dim=1), weights["conv"].flatten(1).norm(dim=1), rtol=1e-5)
     assert torch.equal(d["bias"], torch.zeros(5)) and torch.equal(d["zero"], torch.zeros(2, 3))
-    assert not torch.allclose(d["w"] / d["w"].norm(dim=1, keepdim=True), weights["w"] / weights["w"].norm(dim=1, keepdim=True))
+    assert not torch.allclose(
+        d["w"] / d["w"].norm(dim=1, keepdim=True), weights["w"] / weights["w"].norm(dim=1, keepdim=True)
+    )
     again = surface.filter_normalized_direction(weights, torch.Generator().manual_seed(0))
     assert all(torch.equal(d[k], again[k]) for k in d)  # seeded
     kept = surface.filter_normalized_direction(weights, torch.Generator().manual_seed(0), ignore="none")
@@ -68,9 +77,22 @@ def test_barrier_is_the_maximum_above_the_mean_of_the_ends():
     alphas = np.linspace(0, 1, 5)
     loss = [0.2, 0.5, 0.9, 0.6, 0.4]
     accuracy = [0.8, 0.7, 0.5, 0.6, 0.9]
-    base = {"run_id": "a", "method": "full", "seed": 0, "run_id_b": "b", "seed_b": 1, "checkpoint": "best", "split": "train"}
-    frame = pd.DataFrame([{**base, "alpha": a, "metric": m, "value": v} for m, values in (("loss", loss), ("accuracy", accuracy))
-                          for a, v in zip(alphas, values)])
+    base = {
+        "run_id": "a",
+        "method": "full",
+        "seed": 0,
+        "run_id_b": "b",
+        "seed_b": 1,
+        "checkpoint": "best",
+        "split": "train",
+    }
+    frame = pd.DataFrame(
+        [
+            {**base, "alpha": a, "metric": m, "value": v}
+            for m, values in (("loss", loss), ("accuracy", accuracy))
+            for a, v in zip(alphas, values)
+        ]
+    )
     frame = frame.assign(**{c: None for c in IDENTITY if c not in frame})
     table = connectivity.barriers(frame).set_index("metric")
     assert table.loc["loss", "barrier"] == pytest.approx(0.9 - 0.3) and table.loc["loss", "argmax_alpha"] == 0.5
@@ -96,7 +118,9 @@ def test_connectivity_pairs_seeds_of_one_configuration_and_its_ends_are_the_runs
     spec = read_spec(_run_dir(seeds_store, "houlsby"))
     batches = sampled_batches(spec, "train", 12, 0)
     for alpha, seed in ((0.0, 0), (1.0, 1)):
-        direct = evaluate(load_run_model(_run_dir(seeds_store, "houlsby", seed), "best"), batches, get_task(spec.task))["loss"]
+        direct = evaluate(load_run_model(_run_dir(seeds_store, "houlsby", seed), "best"), batches, get_task(spec.task))[
+            "loss"
+        ]
         assert loss[alpha] == pytest.approx(direct, abs=1e-6)
     table = connectivity.barriers(lines)
     assert set(table["metric"]) == {"loss", "accuracy error"} and len(table) == 2
@@ -108,10 +132,17 @@ def test_connectivity_pairs_seeds_of_one_configuration_and_its_ends_are_the_runs
     save_pdf(connectivity_figure(lines, table), tmp_path / "connectivity.pdf")
     from robustkit.analysis import registry
 
-    claimed = registry.per_run("connectivity.barrier", seeds_store, {"run_id": list(lines["run_id"].unique()) + list(lines["run_id_b"].unique())}, **{"alphas": "0:1:3", "examples": 12})
+    claimed = registry.per_run(
+        "connectivity.barrier",
+        seeds_store,
+        {"run_id": list(lines["run_id"].unique()) + list(lines["run_id_b"].unique())},
+        **{"alphas": "0:1:3", "examples": 12},
+    )
     assert claimed["value"].tolist() == pytest.approx([table.set_index("metric").loc["loss", "barrier"]])
     monkeypatch.setattr(connectivity, "pair_line", lambda *a, **k: pytest.fail("recomputed"))
-    pd.testing.assert_frame_equal(analysis("connectivity").run(seeds_store, alphas="0:1:3", examples=12, progress=False), lines)
+    pd.testing.assert_frame_equal(
+        analysis("connectivity").run(seeds_store, alphas="0:1:3", examples=12, progress=False), lines
+    )
 
 
 def test_surface_figure(tiny_store, tmp_path):

@@ -93,7 +93,8 @@ def test_a_run_locked_by_another_sweep_is_reported_not_failed(tmp_path):
 
 def test_adapter_size_and_method_settings_are_grid_axes(tmp_path):
     text = GRID.replace('method = ["houlsby", "full"]', "adapter_size = [8, 64, 256]").replace(
-        "adapter_size = 8\n", 'adapter_sharing = "layer"\nadapter_init_std = 1e-3\n')
+        "adapter_size = 8\n", 'adapter_sharing = "layer"\nadapter_init_std = 1e-3\n'
+    )
     specs = expand_grid(_write(tmp_path, text))
     assert len(specs) == 3 * 2 * 2 and len({s.run_id for s in specs}) == 12
     assert sorted({s.adapter_size for s in specs}) == [8, 64, 256]
@@ -119,9 +120,9 @@ def test_sweep_hands_every_job_to_its_executor_tsp_first(tmp_path):
     results = run_sweep(specs, tmp_path / "runs", executor=executor)
     assert list(results.run_id) == [s.run_id for s in specs] and set(results.status) == {"complete"}
     tsp = [job for job in executor.jobs if job.is_tsp]
-    assert executor.jobs[:len(tsp)] == tsp and len(tsp) == 2  # one TSP run per method, before the runs
-    assert [job.spec for job in executor.jobs[len(tsp):]] == specs
-    for job in executor.jobs[len(tsp):]:
+    assert executor.jobs[: len(tsp)] == tsp and len(tsp) == 2  # one TSP run per method, before the runs
+    assert [job.spec for job in executor.jobs[len(tsp) :]] == specs
+    for job in executor.jobs[len(tsp) :]:
         assert job.needs == (job.spec.tsp_spec().run_id if job.spec.tsp_step else None)
         assert job.store == str((tmp_path / "runs").resolve())  # absolute: a Slurm job must find it
     assert {job.tsp_steps for job in tsp} == {(2,)}
@@ -194,7 +195,10 @@ def _marked(mark: str) -> list[int]:
         if not proc.name.isdigit():
             continue
         try:
-            if needle in (proc / "environ").read_bytes().split(b"\0") and (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            if (
+                needle in (proc / "environ").read_bytes().split(b"\0")
+                and (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+            ):
                 found.append(int(proc.name))
         except OSError:  # gone, or not ours
             continue
@@ -235,8 +239,13 @@ def _sweep_with_two_runs_training(tmp_path: Path, rte_folder):
     runs = tmp_path / "runs"
     mark = uuid.uuid4().hex
     with open(tmp_path / "sweep.log", "wb") as log:
-        parent = subprocess.Popen([sys.executable, "-m", "robustkit", "sweep", str(grid), "--store", str(runs), "--jobs", "2"],
-                                  env={**os.environ, _MARK: mark}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        parent = subprocess.Popen(
+            [sys.executable, "-m", "robustkit", "sweep", str(grid), "--store", str(runs), "--jobs", "2"],
+            env={**os.environ, _MARK: mark},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + 180
         while True:
@@ -307,8 +316,9 @@ def test_a_killed_sweep_leaves_no_worker_and_a_rerun_finishes_every_run(sig, tmp
         spec = next(spec for spec in specs if spec.run_id == interrupted[0])
         reference = train(spec, tmp_path / "reference", progress=False)
         for table in (HISTORY, GRADNORMS):
-            pd.testing.assert_frame_equal(pd.read_parquet(runs / spec.run_id / table), pd.read_parquet(reference / table),
-                                          check_exact=True)
+            pd.testing.assert_frame_equal(
+                pd.read_parquet(runs / spec.run_id / table), pd.read_parquet(reference / table), check_exact=True
+            )
         assert read_manifest(runs / spec.run_id)["final"] == read_manifest(reference)["final"]
 
 
@@ -366,8 +376,16 @@ def test_a_worker_whose_parent_dies_ends_without_pdeathsig():
 
 
 def test_a_worker_whose_parent_died_before_it_started_ends_at_once():
-    done = subprocess.run([sys.executable, "-c", "from robustkit.executors import _die_with_parent; "
-                           "_die_with_parent(-5); print('alive')"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from robustkit.executors import _die_with_parent; _die_with_parent(-5); print('alive')",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 1 and "alive" not in done.stdout
 
 
@@ -379,8 +397,12 @@ def test_a_sweep_that_finds_a_run_locked_exits_non_zero(tmp_path, capsys):
     spec = expand_grid(grid)[0]
     run_dir = tmp_path / "runs" / spec.run_id
     run_dir.mkdir(parents=True)
-    one = _write(tmp_path, GRID.replace("seed = [0, 1]", f"seed = [{spec.seed}]").replace(
-        'method = ["houlsby", "full"]', f'method = ["{spec.method}"]').replace("tsp_step = [0, 2]", f"tsp_step = [{spec.tsp_step}]"))
+    one = _write(
+        tmp_path,
+        GRID.replace("seed = [0, 1]", f"seed = [{spec.seed}]")
+        .replace('method = ["houlsby", "full"]', f'method = ["{spec.method}"]')
+        .replace("tsp_step = [0, 2]", f"tsp_step = [{spec.tsp_step}]"),
+    )
     assert [s.run_id for s in expand_grid(one)] == [spec.run_id]
     with run_lock(run_dir):
         code = main(["sweep", str(one), "--store", str(tmp_path / "runs")])
@@ -397,9 +419,13 @@ def test_one_dead_worker_fails_its_run_and_the_sweep_goes_on(tmp_path, rte_folde
     re-run resumes the killed run."""
     with _sweep_with_two_runs_training(tmp_path, rte_folder) as (parent, runs, mark, grid):
         # a worker: a spawned child that is not multiprocessing's resource tracker
-        workers = [pid for pid in _marked(mark) if pid != parent.pid
-                   and b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
-                   and b"resource_tracker" not in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        workers = [
+            pid
+            for pid in _marked(mark)
+            if pid != parent.pid
+            and b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
+            and b"resource_tracker" not in Path(f"/proc/{pid}/cmdline").read_bytes()
+        ]
         assert len(workers) == 2, workers
         os.kill(workers[0], signal.SIGKILL)
         assert parent.wait(timeout=600) == 1  # a failed run: exit 1, after every other run ended

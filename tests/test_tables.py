@@ -15,9 +15,12 @@ from robustkit.plots.tables import summary_table
 
 def _scores() -> pd.DataFrame:
     rng = np.random.default_rng(0)
-    rows = [{"task": "rt", "method": m, "tsp_step": t, "value": v, "baseline": 0.53}
-            for m, centre in (("houlsby", 0.75), ("full", 0.7)) for t in (0, 200)
-            for v in centre + 0.05 * rng.standard_normal(4)]
+    rows = [
+        {"task": "rt", "method": m, "tsp_step": t, "value": v, "baseline": 0.53}
+        for m, centre in (("houlsby", 0.75), ("full", 0.7))
+        for t in (0, 200)
+        for v in centre + 0.05 * rng.standard_normal(4)
+    ]
     frame = pd.DataFrame(rows)
     frame.loc[0, "value"] = 0.52  # houlsby, TSP 0: one run below the majority baseline
     return frame
@@ -31,7 +34,9 @@ def _cells(fig) -> dict[tuple[int, int], str]:
 def test_table_rows_and_percent_cells(tmp_path):
     frame = _scores()
     summary = stability.summarize(frame, by=["method", "tsp_step"], n_resamples=999)
-    summary = summary.merge(frame.groupby(["method", "tsp_step"])["baseline"].mean().reset_index(), on=["method", "tsp_step"])
+    summary = summary.merge(
+        frame.groupby(["method", "tsp_step"])["baseline"].mean().reset_index(), on=["method", "tsp_step"]
+    )
     fig = summary_table(summary, ["method", "tsp_step"], "title", "test accuracy (%)", caption="n = 4 runs per row")
     cells = _cells(fig)
     assert cells[(0, 0)] == "method" and cells[(0, 1)] == "TSP steps" and cells[(0, 5)] == "n"
@@ -48,7 +53,9 @@ def test_table_rows_and_percent_cells(tmp_path):
 
 
 def test_a_group_whose_runs_all_failed_keeps_its_row():
-    frame = pd.DataFrame({"method": ["full"] * 3 + ["houlsby"] * 3, "value": [0.5, 0.51, 0.52, 0.7, 0.72, 0.71], "baseline": 0.53})
+    frame = pd.DataFrame(
+        {"method": ["full"] * 3 + ["houlsby"] * 3, "value": [0.5, 0.51, 0.52, 0.7, 0.72, 0.71], "baseline": 0.53}
+    )
     summary = stability.summarize(frame, by=["method"], n_resamples=99)
     cells = _cells(summary_table(summary, ["method"], "t", "test accuracy (%)"))
     full = [cells[(1, c)] for c in range(6)]
@@ -65,7 +72,9 @@ def test_table_is_cropped_to_its_content(tmp_path):
 
 def test_empty_summary_is_an_error():
     with pytest.raises(ValueError, match="nothing to tabulate"):
-        summary_table(pd.DataFrame(columns=["method", "n", "mean", "std", "min", "max", "n_failed"]), ["method"], "t", "v")
+        summary_table(
+            pd.DataFrame(columns=["method", "n", "mean", "std", "min", "max", "n_failed"]), ["method"], "t", "v"
+        )
 
 
 def test_plot_table_command_on_a_store(tiny_store, tmp_path, monkeypatch):
@@ -82,8 +91,24 @@ def test_plot_table_command_on_a_store(tiny_store, tmp_path, monkeypatch):
 
     monkeypatch.setattr(tables, "summary_table", spy)
     out = tmp_path / "table.pdf"
-    assert main(["plot", "table", str(tiny_store), "--by", "method", "-o", str(out), "--subtitle", "tiny stand-in",
-                 "--footer", "Claim: x.\\nVerdict: inconclusive."]) == 0
+    assert (
+        main(
+            [
+                "plot",
+                "table",
+                str(tiny_store),
+                "--by",
+                "method",
+                "-o",
+                str(out),
+                "--subtitle",
+                "tiny stand-in",
+                "--footer",
+                "Claim: x.\\nVerdict: inconclusive.",
+            ]
+        )
+        == 0
+    )
     assert out.read_bytes().startswith(b"%PDF")
     summary = shown["summary"]
     assert set(summary["method"]) == {"houlsby", "full"} and (summary["n_runs"] == 1).all()

@@ -107,17 +107,44 @@ def _tsv(*rows: list[str]) -> str:
     return "".join("\t".join(row) + "\n" for row in rows)
 
 
-MNLI_HEAD = ["index", "promptID", "pairID", "genre", "sentence1_binary_parse", "sentence2_binary_parse",
-             "sentence1_parse", "sentence2_parse", "sentence1", "sentence2"]
+MNLI_HEAD = [
+    "index",
+    "promptID",
+    "pairID",
+    "genre",
+    "sentence1_binary_parse",
+    "sentence2_binary_parse",
+    "sentence1_parse",
+    "sentence2_parse",
+    "sentence1",
+    "sentence2",
+]
 
 
 def _mnli(*rows, dev=False) -> str:
     """MNLI TSV: train has label1, dev label1..label5, both end with gold_label."""
     votes = 5 if dev else 1
     head = MNLI_HEAD + [f"label{i + 1}" for i in range(votes)] + ["gold_label"]
-    return _tsv(head, *[[str(i), "1", f"{i}n", "fiction", "( a )", "( b )", "(ROOT a)", "(ROOT b)",
-                         premise, hypothesis, *[label] * votes, label]
-                        for i, (premise, hypothesis, label) in enumerate(rows)])
+    return _tsv(
+        head,
+        *[
+            [
+                str(i),
+                "1",
+                f"{i}n",
+                "fiction",
+                "( a )",
+                "( b )",
+                "(ROOT a)",
+                "(ROOT b)",
+                premise,
+                hypothesis,
+                *[label] * votes,
+                label,
+            ]
+            for i, (premise, hypothesis, label) in enumerate(rows)
+        ],
+    )
 
 
 STSB_HEAD = ["index", "genre", "filename", "year", "old_index", "source1", "source2", "sentence1", "sentence2", "score"]
@@ -137,33 +164,82 @@ GLUE_FILES = {
         "dev.tsv": _tsv(["sentence", "label"], ["a charming journey . ", "1"]),
     },
     "MRPC": {
-        "train.tsv": _tsv(MRPC_HEAD, ["1", "702876", "702977", QUOTED, "He said so ."],
-                          ["0", "2108705", "2108831", "Yucaipa owned it .", "Yucaipa sold it ."]),
+        "train.tsv": _tsv(
+            MRPC_HEAD,
+            ["1", "702876", "702977", QUOTED, "He said so ."],
+            ["0", "2108705", "2108831", "Yucaipa owned it .", "Yucaipa sold it ."],
+        ),
         "dev.tsv": _tsv(MRPC_HEAD, ["1", "1", "2", "He said .", "He stated ."]),
     },
     "STS-B": {
-        "train.tsv": _tsv(STSB_HEAD, ["0", "main-captions", "MSRvid", "2012test", "0001", "none", "none",
-                                      "A plane is taking off.", "An air plane is taking off.", "5.000"],
-                          ["1", "main-captions", "MSRvid", "2012test", "0004", "none", "none",
-                           "A man plays a flute.", "A man is playing a flute.", "3.800"]),
-        "dev.tsv": _tsv(STSB_HEAD, ["0", "main-captions", "MSRvid", "2012test", "0000", "none", "none",
-                                    "A man is dancing.", "A man with a hat is dancing.", "4.250"]),
+        "train.tsv": _tsv(
+            STSB_HEAD,
+            [
+                "0",
+                "main-captions",
+                "MSRvid",
+                "2012test",
+                "0001",
+                "none",
+                "none",
+                "A plane is taking off.",
+                "An air plane is taking off.",
+                "5.000",
+            ],
+            [
+                "1",
+                "main-captions",
+                "MSRvid",
+                "2012test",
+                "0004",
+                "none",
+                "none",
+                "A man plays a flute.",
+                "A man is playing a flute.",
+                "3.800",
+            ],
+        ),
+        "dev.tsv": _tsv(
+            STSB_HEAD,
+            [
+                "0",
+                "main-captions",
+                "MSRvid",
+                "2012test",
+                "0000",
+                "none",
+                "none",
+                "A man is dancing.",
+                "A man with a hat is dancing.",
+                "4.250",
+            ],
+        ),
     },
     "MNLI": {
-        "train.tsv": _mnli(("Cream skimming has two dimensions.", "Product is key.", "neutral"),
-                           ("you know during the season", "You lose the things.", "entailment")),
+        "train.tsv": _mnli(
+            ("Cream skimming has two dimensions.", "Product is key.", "neutral"),
+            ("you know during the season", "You lose the things.", "entailment"),
+        ),
         "dev_matched.tsv": _mnli(("The new rights are nice.", "Everyone hates them.", "contradiction"), dev=True),
-        "dev_mismatched.tsv": _mnli(("Your gift is appreciated.", "Hundreds give.", "neutral"),
-                                    ("Yes, it is.", "It is.", "entailment"), dev=True),
+        "dev_mismatched.tsv": _mnli(
+            ("Your gift is appreciated.", "Hundreds give.", "neutral"),
+            ("Yes, it is.", "It is.", "entailment"),
+            dev=True,
+        ),
     },
     "QNLI": {
-        "train.tsv": _tsv(["index", "question", "sentence", "label"],
-                          ["0", "What came into force?", "The law came in 1998.", "not_entailment"]),
+        "train.tsv": _tsv(
+            ["index", "question", "sentence", "label"],
+            ["0", "What came into force?", "The law came in 1998.", "not_entailment"],
+        ),
         "dev.tsv": _tsv(["index", "question", "sentence", "label"], ["0", "What is it?", "A cat.", "entailment"]),
     },
     "RTE": {
-        "train.tsv": _tsv(NLI_HEAD, ["0", "No Weapons Found in Iraq Yet.", "Weapons Found in Iraq.", "not_entailment"],
-                          ["1", "A place of sorrow.", "A place.", "entailment"]),
+        "train.tsv": _tsv(
+            NLI_HEAD,
+            ["0", "No Weapons Found in Iraq Yet.", "Weapons Found in Iraq.", "not_entailment"],
+            ["1", "A place of sorrow.", "A place.", "entailment"],
+        ),
         "dev.tsv": _tsv(NLI_HEAD, ["0", "Dana Reeve died.", "Reeve had an accident.", "not_entailment"]),
     },
     "QQP": {
@@ -181,15 +257,32 @@ EXPECTED = {
     "cola": ([("Our friends won't buy this.", 1), ('They drank "dry.', 0)], [1]),
     "sst2": ([("hide new secretions ", 0), ("null ", 1)], [1]),  # "null" stays text
     "mrpc": ([(QUOTED, "He said so .", 1), ("Yucaipa owned it .", "Yucaipa sold it .", 0)], [1]),
-    "stsb": ([("A plane is taking off.", "An air plane is taking off.", 5.0),
-              ("A man plays a flute.", "A man is playing a flute.", 3.8)], [4.25]),
-    "mnli": ([("Cream skimming has two dimensions.", "Product is key.", 1),
-              ("you know during the season", "You lose the things.", 0)], [2]),
-    "mnli-mm": ([("Cream skimming has two dimensions.", "Product is key.", 1),
-                 ("you know during the season", "You lose the things.", 0)], [1, 0]),
+    "stsb": (
+        [
+            ("A plane is taking off.", "An air plane is taking off.", 5.0),
+            ("A man plays a flute.", "A man is playing a flute.", 3.8),
+        ],
+        [4.25],
+    ),
+    "mnli": (
+        [
+            ("Cream skimming has two dimensions.", "Product is key.", 1),
+            ("you know during the season", "You lose the things.", 0),
+        ],
+        [2],
+    ),
+    "mnli-mm": (
+        [
+            ("Cream skimming has two dimensions.", "Product is key.", 1),
+            ("you know during the season", "You lose the things.", 0),
+        ],
+        [1, 0],
+    ),
     "qnli": ([("What came into force?", "The law came in 1998.", 1)], [0]),
-    "rte": ([("No Weapons Found in Iraq Yet.", "Weapons Found in Iraq.", 1),
-             ("A place of sorrow.", "A place.", 0)], [1]),
+    "rte": (
+        [("No Weapons Found in Iraq Yet.", "Weapons Found in Iraq.", 1), ("A place of sorrow.", "A place.", 0)],
+        [1],
+    ),
     "qqp": ([("How is the life?", "How is life?", 1)], [0]),
     "wnli": ([("I stuck a pin through a carrot.", "The carrot had a hole.", 1)], [0]),
 }
@@ -267,8 +360,12 @@ def _fake_glue(validation_labels):
 
         def split(labels):
             n = len(labels)
-            rows = {"premise": [f"p{i}" for i in range(n)], "hypothesis": [f"h{i}" for i in range(n)],
-                    "label": labels, "idx": list(range(n))}
+            rows = {
+                "premise": [f"p{i}" for i in range(n)],
+                "hypothesis": [f"h{i}" for i in range(n)],
+                "label": labels,
+                "idx": list(range(n)),
+            }
             return datasets.Dataset.from_dict(rows, features=features)
 
         return datasets.DatasetDict(

@@ -16,10 +16,19 @@ def _header(text: str, first: str) -> str:
 
 
 def test_a_narrow_table_cuts_settings_first_and_never_a_key():
-    frame = pd.DataFrame({"run_id": ["run-a", "run-b"], "lr": [1e-4, 5e-4], "tsp_step": [0, 200], "train_size": [100, 1000],
-                          "options": ["r=8 alpha=8 dropout=0.1 matrices=q,v", "r=16 alpha=16 dropout=0.1 matrices=q,k,v,o"],
-                          "best_val": [0.81234, 0.5], "best_test": [0.79, 0.51], "last_test": [0.78, 0.5],
-                          "outcome": ["ok", "collapsed"]})
+    frame = pd.DataFrame(
+        {
+            "run_id": ["run-a", "run-b"],
+            "lr": [1e-4, 5e-4],
+            "tsp_step": [0, 200],
+            "train_size": [100, 1000],
+            "options": ["r=8 alpha=8 dropout=0.1 matrices=q,v", "r=16 alpha=16 dropout=0.1 matrices=q,k,v,o"],
+            "best_val": [0.81234, 0.5],
+            "best_test": [0.79, 0.51],
+            "last_test": [0.78, 0.5],
+            "outcome": ["ok", "collapsed"],
+        }
+    )
     text = terminal.render(frame, width=60, keys=("run_id", "outcome", "best_val", "best_test"), settings=("options",))
     header = _header(text, "run_id")
     assert all(len(line) <= 60 for line in text.splitlines()), text
@@ -32,8 +41,14 @@ def test_a_narrow_table_cuts_settings_first_and_never_a_key():
 
 def test_keys_wider_than_the_terminal_are_shortened_not_dropped():
     reason = "p = 0.0712 is above alpha = 0.05 at n = 5 vs 5 after dropping one failed run, " * 2
-    frame = pd.DataFrame({"claim": ["spread", "failures"], "verdict": ["inconclusive", "agrees"],
-                          "effect": [0.41234, 0.2], "reason": [reason, "n = 5 vs 5; one-sided p = 0.01"]})
+    frame = pd.DataFrame(
+        {
+            "claim": ["spread", "failures"],
+            "verdict": ["inconclusive", "agrees"],
+            "effect": [0.41234, 0.2],
+            "reason": [reason, "n = 5 vs 5; one-sided p = 0.01"],
+        }
+    )
     text = terminal.render(frame, width=50, keys=("claim", "verdict", "reason"), identity=(), cell_width=200)
     assert all(len(line) <= 50 for line in text.splitlines()), text
     header = _header(text, "claim")
@@ -47,12 +62,31 @@ def test_an_empty_table_says_why():
 
 def _claims(recipe: str) -> pd.DataFrame:
     """Claims rows as robustkit.reproduce.claims returns them, each claim's last row its verdict."""
-    return pd.DataFrame([{"recipe": recipe, "claim": claim, "cell": "all", "verdict": verdict, "n_a": 5, "n_b": 5,
-                          "n_failed": 0, "effect_name": "std ratio a/b", "effect": 0.4123456, "ci_low": 0.2, "ci_high": 0.9,
-                          "p_value": 0.0712345, "compare": "spread", "failures": "excluded", "reason": reason}
-                         for claim, verdict, reason in (
-                             ("spread", "inconclusive", "not converged: houlsby has 4 of 5 runs still improving"),
-                             ("tsp-spread", "agrees", "n = 5 vs 5; one-sided p = 0.0312"))])
+    return pd.DataFrame(
+        [
+            {
+                "recipe": recipe,
+                "claim": claim,
+                "cell": "all",
+                "verdict": verdict,
+                "n_a": 5,
+                "n_b": 5,
+                "n_failed": 0,
+                "effect_name": "std ratio a/b",
+                "effect": 0.4123456,
+                "ci_low": 0.2,
+                "ci_high": 0.9,
+                "p_value": 0.0712345,
+                "compare": "spread",
+                "failures": "excluded",
+                "reason": reason,
+            }
+            for claim, verdict, reason in (
+                ("spread", "inconclusive", "not converged: houlsby has 4 of 5 runs still improving"),
+                ("tsp-spread", "agrees", "n = 5 vs 5; one-sided p = 0.0312"),
+            )
+        ]
+    )
 
 
 def test_claims_keeps_verdict_and_reason_at_80_columns(tmp_path, capsys, monkeypatch):
@@ -73,12 +107,26 @@ def test_runs_and_train_keep_scores_and_outcome_past_long_options(tmp_path, caps
     import robustkit.report
     import robustkit.store.folders
 
-    table = pd.DataFrame({"run_id": ["rt-lora-minilm-l6-s0-tsp0-5fcff8f2", "rt-lora-minilm-l6-s1-tsp0-2974a49d"],
-                          "model": "minilm-l6", "task": "rt", "method": "lora",
-                          "options": ["r=8 alpha=16 dropout=0.1 matrices=q,k,v,o", "r=16 alpha=32 dropout=0.1 matrices=q,v"],
-                          "seed": [0, 1], "tsp_step": 0, "lr": [2.5e-3, 5e-4], "train_size": 1000, "status": "complete",
-                          "outcome": ["ok", "not-learned"], "trainable_params": [73728, 147456], "metric": "accuracy",
-                          "best_val": [0.7713, 0.5777], "best_test": [0.7601, 0.5781], "last_test": [0.75, 0.578]})
+    table = pd.DataFrame(
+        {
+            "run_id": ["rt-lora-minilm-l6-s0-tsp0-5fcff8f2", "rt-lora-minilm-l6-s1-tsp0-2974a49d"],
+            "model": "minilm-l6",
+            "task": "rt",
+            "method": "lora",
+            "options": ["r=8 alpha=16 dropout=0.1 matrices=q,k,v,o", "r=16 alpha=32 dropout=0.1 matrices=q,v"],
+            "seed": [0, 1],
+            "tsp_step": 0,
+            "lr": [2.5e-3, 5e-4],
+            "train_size": 1000,
+            "status": "complete",
+            "outcome": ["ok", "not-learned"],
+            "trainable_params": [73728, 147456],
+            "metric": "accuracy",
+            "best_val": [0.7713, 0.5777],
+            "best_test": [0.7601, 0.5781],
+            "last_test": [0.75, 0.578],
+        }
+    )
     monkeypatch.setattr(robustkit.report, "runs_table", lambda *args, **kwargs: table)
     monkeypatch.setattr(robustkit.report, "damaged_notes", lambda store: [])
     monkeypatch.setattr(robustkit.store.folders, "open_store", lambda *args, **kwargs: None)
@@ -95,13 +143,31 @@ def test_analyze_keeps_the_outcome_of_a_collapsed_import(tmp_path, capsys, monke
     # an import's unknown settings make many columns vary: the outcome must stay on screen
     import robustkit.analysis.registry as registry
 
-    frame = pd.DataFrame({"run_id": ["rt-full-minilm-l6-s0-tsp0-25f68115", "rt-full-minilm-l6-s1-tsp200-4b0d8966",
-                                     "imported-rt-full-3f9a0c1d7e"],
-                          "import_id": [None, None, "my-model@3f9a0c1d"], "model": "minilm-l6", "task": "rt",
-                          "method": "full", "seed": [0, 1, None], "tsp_step": [0, 200, None], "lr": [1e-4, 5e-4, None],
-                          "epochs": [3, 5, None], "batch_size": [16, 32, None], "max_length": [64, 128, None],
-                          "value": [0.78, 0.77, 0.5781], "baseline": 0.5777, "n_eval": 1281, "eval_loss": [0.51, 0.5, 0.69],
-                          "top_class_share": [0.55, 0.6, 1.0], "outcome": ["ok", "ok", "collapsed"]})
+    frame = pd.DataFrame(
+        {
+            "run_id": [
+                "rt-full-minilm-l6-s0-tsp0-25f68115",
+                "rt-full-minilm-l6-s1-tsp200-4b0d8966",
+                "imported-rt-full-3f9a0c1d7e",
+            ],
+            "import_id": [None, None, "my-model@3f9a0c1d"],
+            "model": "minilm-l6",
+            "task": "rt",
+            "method": "full",
+            "seed": [0, 1, None],
+            "tsp_step": [0, 200, None],
+            "lr": [1e-4, 5e-4, None],
+            "epochs": [3, 5, None],
+            "batch_size": [16, 32, None],
+            "max_length": [64, 128, None],
+            "value": [0.78, 0.77, 0.5781],
+            "baseline": 0.5777,
+            "n_eval": 1281,
+            "eval_loss": [0.51, 0.5, 0.69],
+            "top_class_share": [0.55, 0.6, 1.0],
+            "outcome": ["ok", "ok", "collapsed"],
+        }
+    )
 
     real = registry.get
 
@@ -127,15 +193,24 @@ def test_analyze_keeps_the_outcome_of_a_collapsed_import(tmp_path, capsys, monke
 
 @pytest.mark.parametrize("width", [80, 120])
 def test_every_line_fits_when_the_keys_do(width):
-    frame = pd.DataFrame({"run_id": [f"run-{i}" for i in range(3)], "outcome": ["ok"] * 3, "value": [0.5, 0.6, 0.7],
-                          **{f"setting_{i}": [f"v{i}-{j}" * 4 for j in range(3)] for i in range(12)}})
-    text = terminal.render(frame, width=width, keys=("run_id", "outcome", "value"), identity=[f"setting_{i}" for i in range(12)])
+    frame = pd.DataFrame(
+        {
+            "run_id": [f"run-{i}" for i in range(3)],
+            "outcome": ["ok"] * 3,
+            "value": [0.5, 0.6, 0.7],
+            **{f"setting_{i}": [f"v{i}-{j}" * 4 for j in range(3)] for i in range(12)},
+        }
+    )
+    text = terminal.render(
+        frame, width=width, keys=("run_id", "outcome", "value"), identity=[f"setting_{i}" for i in range(12)]
+    )
     assert all(len(line) <= width for line in text.splitlines()) and "outcome" in _header(text, "run_id")
 
 
 def test_counts_under_a_table_take_the_right_plural():
-    frame = pd.DataFrame({"run_id": ["a", "b"], "value": [0.5, 0.6], "wide": ["x" * 30, "y" * 30],
-                          "lr": [1e-4, 1e-4], "seed": [0, 0]})
+    frame = pd.DataFrame(
+        {"run_id": ["a", "b"], "value": [0.5, 0.6], "wide": ["x" * 30, "y" * 30], "lr": [1e-4, 1e-4], "seed": [0, 0]}
+    )
     one = terminal.render(frame, width=45, keys=("run_id", "value"))
     assert "1 more column past" in one and "column(s)" not in one, one
     two = terminal.render(frame.assign(other=["z" * 30, "w" * 30]), width=45, keys=("run_id", "value"))

@@ -9,12 +9,12 @@ import pytest
 
 from robustkit import collapse
 from robustkit.analysis import tradeoff
+from robustkit.analysis.registry import get as analysis
 from robustkit.plots.init_std import init_std_figure
 from robustkit.plots.style import COLLAPSED_LABEL, figure_texts, save_pdf
 from robustkit.plots.tradeoff import tradeoff_aggregate_figure, tradeoff_figure
 from robustkit.spec import RunSpec
 from robustkit.store.manifest import write_manifest
-from robustkit.analysis.registry import get as analysis
 
 BASE = 4_000_000  # parameters of the fake model without adapters
 
@@ -23,12 +23,17 @@ def _fake_run(root, spec: RunSpec, count: int, adapters: int, accuracy: float, c
     """A run folder holding only the manifest fields the trade-off table reads."""
     spec = spec.resolved()
     manifest = {
-        "run_id": spec.run_id, "kind": "finetune", "spec": spec.to_dict(),
-        "status": "complete" if complete else "running", "main_metric": "accuracy",
+        "run_id": spec.run_id,
+        "kind": "finetune",
+        "spec": spec.to_dict(),
+        "status": "complete" if complete else "running",
+        "main_metric": "accuracy",
         "trainable": {"count": count, "total": BASE + adapters, "adapter_modules": {"a": adapters} if adapters else {}},
         "splits": {"train": 1000, "validation": 1000, "test": 1066},
-        "final": {"best": {"validation": {"accuracy": accuracy, "loss": 0.5}, "test": {"accuracy": accuracy - 0.1}},
-                  "last": {"validation": {"accuracy": 0.1}, "test": {"accuracy": 0.1}}},
+        "final": {
+            "best": {"validation": {"accuracy": accuracy, "loss": 0.5}, "test": {"accuracy": accuracy - 0.1}},
+            "last": {"validation": {"accuracy": 0.1}, "test": {"accuracy": 0.1}},
+        },
     }
     write_manifest(root / spec.run_id, manifest)
 
@@ -61,7 +66,9 @@ def test_table_reads_counts_and_best_metrics_from_manifests(fake_store):
     assert topk["top_k"].unique().tolist() == [1] and topk["init_std"].isna().all()
     assert (frame[frame.method == "full"]["adapter_sharing"] == "none").all()
     # every row carries the majority baseline of its split and the run's outcome
-    assert frame["baseline"].between(0.4, 0.6).all() and (frame.loc[frame.split == "validation", "n_eval"] == 1000).all()
+    assert (
+        frame["baseline"].between(0.4, 0.6).all() and (frame.loc[frame.split == "validation", "n_eval"] == 1000).all()
+    )
     assert set(frame.loc[frame.value <= 0.5, "outcome"]) == {"collapsed"}  # 0.5 and below: the majority class
     assert val["outcome"] == "ok" and (frame["failed"] == (frame["outcome"] != "ok")).all()
     assert frame["epochs"].notna().all()  # every run setting is a column
@@ -77,7 +84,9 @@ def test_summarize_gives_mean_std_sem_and_count_per_setting(fake_store):
     summary = tradeoff.summarize(frame[frame.split == "validation"], ["method", "adapter_size", "init_std"])
     row = summary[(summary.method == "houlsby") & (summary.init_std == 1e-2)].iloc[0]
     assert (row["n"], row["value"]) == (2, pytest.approx(0.75))
-    assert row["std"] == pytest.approx(np.std([0.7, 0.8], ddof=1)) and row["sem"] == pytest.approx(row["std"] / np.sqrt(2))
+    assert row["std"] == pytest.approx(np.std([0.7, 0.8], ddof=1)) and row["sem"] == pytest.approx(
+        row["std"] / np.sqrt(2)
+    )
     assert summary[summary.method == "full"].iloc[0]["std"] == 0.0  # one run
     topk = summary[summary.method == "topk"].iloc[0]  # both runs at 0.5: collapsed, counted, not averaged
     assert topk["n"] == 0 and np.isnan(topk["value"]) and topk["n_runs"] == 2 and topk["n_collapsed"] == 2
@@ -93,22 +102,42 @@ def _synthetic(seeds: int = 3) -> pd.DataFrame:
     settings += [("topk", dict(top_k=k), k * 1_800_000) for k in (1, 3, 6)]
     settings += [("layernorm", {}, 10_000), ("full", {}, 22_000_000)]
     settings += [("houlsby", dict(adapter_size=64, adapter_sharing="layer"), 6 * (2 * 64 * 384 + 384 + 64))]
-    settings += [("houlsby", dict(adapter_size=64, adapter_init_std=s), 2 * 6 * (2 * 64 * 384 + 384 + 64)) for s in (1e-6, 1e-1, 1.0)]
+    settings += [
+        ("houlsby", dict(adapter_size=64, adapter_init_std=s), 2 * 6 * (2 * 64 * 384 + 384 + 64))
+        for s in (1e-6, 1e-1, 1.0)
+    ]
     for task in ("rte", "sst2"):
         for method, extra, count in settings:
             for seed in range(seeds):
                 std = extra.get("adapter_init_std")
                 for split in ("validation", "test"):
-                    rows.append({
-                        "run_id": f"{task}-{method}-{seed}-{extra}", "model": "minilm-l6", "task": task, "method": method,
-                        "seed": seed, "tsp_step": 0, "lr": 1e-4, "train_size": None, "adapter_size": extra.get("adapter_size"),
-                        "top_k": extra.get("top_k"), "adapter_init_std": std,
-                        "adapter_sharing": extra.get("adapter_sharing", "none"),
-                        "init_std": tradeoff.effective_init_std(method, std), "trainable_params": count,
-                        "base_params": 22_000_000, "trainable_fraction": count / 22e6, "checkpoint": "best",
-                        "split": split, "metric": "accuracy", "value": 0.7 + 0.05 * np.log10(count) / 8 + rng.normal(0, 0.01),
-                        "baseline": np.nan, "outcome": "ok", "failed": False,
-                    })
+                    rows.append(
+                        {
+                            "run_id": f"{task}-{method}-{seed}-{extra}",
+                            "model": "minilm-l6",
+                            "task": task,
+                            "method": method,
+                            "seed": seed,
+                            "tsp_step": 0,
+                            "lr": 1e-4,
+                            "train_size": None,
+                            "adapter_size": extra.get("adapter_size"),
+                            "top_k": extra.get("top_k"),
+                            "adapter_init_std": std,
+                            "adapter_sharing": extra.get("adapter_sharing", "none"),
+                            "init_std": tradeoff.effective_init_std(method, std),
+                            "trainable_params": count,
+                            "base_params": 22_000_000,
+                            "trainable_fraction": count / 22e6,
+                            "checkpoint": "best",
+                            "split": split,
+                            "metric": "accuracy",
+                            "value": 0.7 + 0.05 * np.log10(count) / 8 + rng.normal(0, 0.01),
+                            "baseline": np.nan,
+                            "outcome": "ok",
+                            "failed": False,
+                        }
+                    )
     return pd.DataFrame(rows, columns=tradeoff.COLUMNS)
 
 
@@ -125,7 +154,9 @@ def test_tradeoff_figure_has_a_log_panel_per_task_with_counted_series(tmp_path):
     assert {"m=2", "m=256", "k=1", "k=6"} <= notes
     assert axes[0].get_ylabel() == "validation accuracy (%) at the best checkpoint"
     texts = " ".join(" ".join(figure_texts(fig)).split())
-    assert "18 runs with another adapter init std are left out" in texts  # 2 tasks x 3 stds x 3 seeds: the init-std figure's
+    assert (
+        "18 runs with another adapter init std are left out" in texts
+    )  # 2 tasks x 3 stds x 3 seeds: the init-std figure's
     assert "Error bars: ±1 s.e.m. over seeds" in texts and "One learning rate per point" in texts
     assert "Houlsby et al. 2019, figure 4 — minilm-l6 on rte, sst2" in figure_texts(fig)
     path = save_pdf(fig, tmp_path / "tradeoff.pdf")
@@ -162,9 +193,12 @@ def test_each_point_is_the_best_learning_rate_on_validation():
     fig = tradeoff_figure(**tradeoff.tradeoff_points(_lr_sweep(), split="test"), split="test")
     m8_test = [c for c in fig.axes[0].containers if c.get_label().startswith("with adapters (Houlsby) (")][0]
     x, y = m8_test[0].get_data()
-    assert 50.0 in list(np.round(np.asarray(y, float), 6))  # the test score of the validation-selected lr, not the test-best one
+    assert 50.0 in list(
+        np.round(np.asarray(y, float), 6)
+    )  # the test score of the validation-selected lr, not the test-best one
     assert "best of up to 2 learning rates / epoch budgets by the mean validation score" in " ".join(
-        " ".join(figure_texts(fig)).split())
+        " ".join(figure_texts(fig)).split()
+    )
 
 
 def test_runs_of_one_point_that_differ_in_another_setting_are_not_pooled():
@@ -186,8 +220,13 @@ def test_collapsed_points_are_marked_and_left_out(tmp_path):
     crosses = [line for line in ax.lines if line.get_gid() == "collapsed"]
     assert len(crosses) == 1 and list(crosses[0].get_ydata()) == [pytest.approx(55.0)]
     topk = next(c for c in ax.containers if c.get_label().startswith("fine-tuning the top k"))
-    kept = frame[(frame.task == "rte") & (frame.method == "topk") & (frame.top_k == 1) & (frame.seed > 0)
-                 & (frame.split == "validation")]["value"]
+    kept = frame[
+        (frame.task == "rte")
+        & (frame.method == "topk")
+        & (frame.top_k == 1)
+        & (frame.seed > 0)
+        & (frame.split == "validation")
+    ]["value"]
     assert topk[0].get_ydata()[0] == pytest.approx(100 * kept.mean())
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert COLLAPSED_LABEL in labels and "majority-class baseline" in labels
@@ -197,29 +236,45 @@ def test_collapsed_points_are_marked_and_left_out(tmp_path):
 
 def _three_tasks() -> pd.DataFrame:
     """houlsby m in (2, 64) and topk k = 1 on three tasks (3 seeds) + full; known per-task means."""
-    means = {"a": {"full": 0.80, ("houlsby", 2): 0.70, ("houlsby", 64): 0.79, ("topk", 1): 0.60},
-             "b": {"full": 0.90, ("houlsby", 2): 0.88, ("houlsby", 64): 0.91, ("topk", 1): 0.75},
-             "c": {"full": 0.70, ("houlsby", 2): 0.69, ("houlsby", 64): 0.66, ("topk", 1): 0.69}}
+    means = {
+        "a": {"full": 0.80, ("houlsby", 2): 0.70, ("houlsby", 64): 0.79, ("topk", 1): 0.60},
+        "b": {"full": 0.90, ("houlsby", 2): 0.88, ("houlsby", 64): 0.91, ("topk", 1): 0.75},
+        "c": {"full": 0.70, ("houlsby", 2): 0.69, ("houlsby", 64): 0.66, ("topk", 1): 0.69},
+    }
     rows = []
     for task, settings in means.items():
         for key, mean in settings.items():
             method, point = (key, None) if key == "full" else key
             for seed, delta in enumerate((-0.01, 0.0, 0.01)):
                 for split in ("validation", "test"):
-                    rows.append({"run_id": f"{task}-{key}-{seed}", "model": "minilm-l6", "task": task, "method": method,
-                                 "seed": seed, "lr": 1e-4, "epochs": 3,
-                                 "adapter_size": point if method == "houlsby" else None,
-                                 "top_k": point if method == "topk" else None, "adapter_init_std": None,
-                                 "adapter_sharing": "none", "trainable_params": {None: 1e7, 2: 1e4, 64: 3e5, 1: 2e6}[point],
-                                 "base_params": 1e7, "split": split, "metric": "accuracy", "value": mean + delta,
-                                 "baseline": 0.5})
+                    rows.append(
+                        {
+                            "run_id": f"{task}-{key}-{seed}",
+                            "model": "minilm-l6",
+                            "task": task,
+                            "method": method,
+                            "seed": seed,
+                            "lr": 1e-4,
+                            "epochs": 3,
+                            "adapter_size": point if method == "houlsby" else None,
+                            "top_k": point if method == "topk" else None,
+                            "adapter_init_std": None,
+                            "adapter_sharing": "none",
+                            "trainable_params": {None: 1e7, 2: 1e4, 64: 3e5, 1: 2e6}[point],
+                            "base_params": 1e7,
+                            "split": split,
+                            "metric": "accuracy",
+                            "value": mean + delta,
+                            "baseline": 0.5,
+                        }
+                    )
     return pd.DataFrame(rows), means
 
 
 def test_aggregate_percentiles_across_tasks_equal_numpys():
     frame, means = _three_tasks()
     agg = tradeoff.aggregate(frame)
-    for (method, point) in [("houlsby", 2), ("houlsby", 64), ("topk", 1)]:
+    for method, point in [("houlsby", 2), ("houlsby", 64), ("topk", 1)]:
         normalised = [means[t][(method, point)] - means[t]["full"] for t in "abc"]
         rows = agg[(agg.method == method) & (agg.point == point)].set_index("percentile")
         assert list(rows.index) == [20.0, 50.0, 80.0] and (rows["n_tasks"] == 3).all()
@@ -267,8 +322,26 @@ def test_plot_commands_write_pdfs(fake_store, tmp_path, capsys):
 
     for figure in ("tradeoff", "init-std", "tradeoff-aggregate"):
         out = tmp_path / f"{figure}.pdf"
-        assert main(["plot", figure, str(fake_store), "-o", str(out), "--split", "test", "--metric", "accuracy",
-                     "--subtitle", "bert-tiny on rt", "--footer", "Claim: c.\\nVerdict: v."]) == 0
+        assert (
+            main(
+                [
+                    "plot",
+                    figure,
+                    str(fake_store),
+                    "-o",
+                    str(out),
+                    "--split",
+                    "test",
+                    "--metric",
+                    "accuracy",
+                    "--subtitle",
+                    "bert-tiny on rt",
+                    "--footer",
+                    "Claim: c.\\nVerdict: v.",
+                ]
+            )
+            == 0
+        )
         assert out.read_bytes()[:5] == b"%PDF-"
     assert main(["analyze", "tradeoff", str(fake_store), "--select", "method=houlsby"]) == 0
     assert "houlsby" in capsys.readouterr().out
@@ -282,8 +355,10 @@ def test_tradeoff_legend_counts_the_runs_in_each_mean_and_the_failed_ones_apart(
     fig = tradeoff_figure(**tradeoff.tradeoff_points(frame))
     axis = next(ax for ax in fig.axes if ax.get_xlabel().startswith("trained parameters (count"))
     labels = [text.get_text() for text in axis.get_legend().get_texts()]
-    assert any(label.startswith("with adapters (Houlsby) (n=1 run per point;") and "failed, left out" in label
-               for label in labels), labels
+    assert any(
+        label.startswith("with adapters (Houlsby) (n=1 run per point;") and "failed, left out" in label
+        for label in labels
+    ), labels
 
 
 def test_analyze_tradeoff_never_pools_what_its_figure_refuses_to(fake_store, capsys):
@@ -303,6 +378,9 @@ def test_analyze_tradeoff_never_pools_what_its_figure_refuses_to(fake_store, cap
     assert {"lr", "max_grad_norm"} <= set(summary.columns)
     assert sorted(houlsby["n_runs"]) == [1, 1, 2]  # lr 1e-3; max_grad_norm 0.5; the two seeds of the defaults
     assert houlsby.set_index(["lr", "max_grad_norm"])["value"].to_dict() == {
-        (1e-3, 1.0): pytest.approx(0.9), (1e-4, 0.5): pytest.approx(0.85), (1e-4, 1.0): pytest.approx(0.75)}
+        (1e-3, 1.0): pytest.approx(0.9),
+        (1e-4, 0.5): pytest.approx(0.85),
+        (1e-4, 1.0): pytest.approx(0.75),
+    }
     assert main(["analyze", "tradeoff", str(fake_store)]) == 0
     assert "max_grad_norm" in capsys.readouterr().out

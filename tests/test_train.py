@@ -44,9 +44,7 @@ def test_run_folder_manifest_and_checkpoints(tiny_spec, tmp_path):
     assert manifest["status"] == "complete" and manifest["kind"] == "finetune"
     assert set(manifest["checkpoints"]) == {"step-0", "best", "last"}
     assert set(manifest["trainable"]["method_check"]["adapter"]["counts"]) == {houlsby_adapter_size(128, 16)}
-    assert manifest["trainable"]["count"] == sum(
-        t.numel() for t in load_checkpoint(run_dir, "last")[0].values()
-    )
+    assert manifest["trainable"]["count"] == sum(t.numel() for t in load_checkpoint(run_dir, "last")[0].values())
     assert {"torch", "transformers", "adapters"} <= set(manifest["versions"])
     assert "bert-tiny" in manifest["assets"] and "rt" in manifest["assets"]
     assert 0.0 <= manifest["final"]["best"]["test"]["accuracy"] <= 1.0
@@ -132,7 +130,9 @@ def test_killed_run_resumes_to_the_same_result(tiny_spec, tmp_path):
     assert manifest["status"] == "running" and manifest["checkpoints"]["last"]["step"] == KILL_AT_STEP - 1
     resumed = train(tiny_spec, tmp_path / "killed", progress=False)
     pd.testing.assert_frame_equal(_history(resumed), _history(reference))
-    pd.testing.assert_frame_equal(pd.read_parquet(resumed / "gradnorms.parquet"), pd.read_parquet(reference / "gradnorms.parquet"))
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(resumed / "gradnorms.parquet"), pd.read_parquet(reference / "gradnorms.parquet")
+    )
     assert read_manifest(resumed)["final"] == read_manifest(reference)["final"]
 
 
@@ -200,7 +200,15 @@ def test_one_tsp_run_serves_every_tsp_step_and_extends_exactly(tiny_spec, tmp_pa
 def test_local_model_folder_and_local_glue_tsv(tiny_model, tmp_path, rte_folder):
     """The non-embedded path: --model as a folder, a GLUE task from --data-dir TSV files."""
     rte_folder(tmp_path / "glue", train=24, dev=8)
-    spec = RunSpec(model=tiny_model, task="rte", method="full", epochs=1, batch_size=8, max_length=32, data_dir=str(tmp_path / "glue"))
+    spec = RunSpec(
+        model=tiny_model,
+        task="rte",
+        method="full",
+        epochs=1,
+        batch_size=8,
+        max_length=32,
+        data_dir=str(tmp_path / "glue"),
+    )
     run_dir = train(spec, tmp_path / "runs", progress=False)
     manifest = read_manifest(run_dir)
     assert manifest["status"] == "complete" and manifest["splits"] == {"train": 24, "validation": 8, "test": 8}

@@ -146,5 +146,7 @@ def test_a_run_that_learns_or_collapses_is_not_diverged(tmp_path, rte_folder):
 
     glue = rte_folder(tmp_path / "glue")
     for lr in (2e-5, 1e-1):
-        run_dir = train(dataclasses.replace(TINY_RTE, method="full", lr=lr, data_dir=str(glue)), tmp_path / "runs", progress=False)
+        run_dir = train(
+            dataclasses.replace(TINY_RTE, method="full", lr=lr, data_dir=str(glue)), tmp_path / "runs", progress=False
+        )
         assert read_manifest(run_dir)["status"] == "complete", lr

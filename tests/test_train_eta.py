@@ -7,13 +7,15 @@ import dataclasses
 import logging
 
 import pytest
-
 from conftest import TINY_RTE, write_rte
+
 from robustkit.train import eta, train
 
 
 def test_projection_arithmetic():
-    projection = eta.Projection("r", "cpu", first_step=10, total_steps=110, eval_steps=4, eval_examples=300, batch_size=10)
+    projection = eta.Projection(
+        "r", "cpu", first_step=10, total_steps=110, eval_steps=4, eval_examples=300, batch_size=10
+    )
     # 100 steps at 2 s, and 4 evaluations of 30 batches at a third of a step each
     assert projection.project(2.0) == pytest.approx(100 * 2.0 + 4 * 30 * 2.0 / 3)
     assert eta.duration(5400) == "1.5 h" and eta.duration(600) == "10 min" and eta.duration(42) == "42 s"
@@ -23,7 +25,9 @@ def test_projection_arithmetic():
 def test_a_long_cpu_run_warns_with_its_estimate(tmp_path, caplog, monkeypatch, epochs, hint):
     monkeypatch.setattr(eta, "WARN_OVER_S", 0.0)  # every run is "long": the message is what is tested
     glue = write_rte(tmp_path / "glue", train=8)  # one step per epoch: 20 steps at the papers' 20 epochs
-    spec = dataclasses.replace(TINY_RTE, method="houlsby", data_dir=str(glue), epochs=epochs, max_length=None if epochs is None else 32)
+    spec = dataclasses.replace(
+        TINY_RTE, method="houlsby", data_dir=str(glue), epochs=epochs, max_length=None if epochs is None else 32
+    )
     with caplog.at_level(logging.WARNING, logger="robustkit"):
         train(spec, tmp_path / "runs", progress=False, device="cpu")
     warnings = [r.getMessage() for r in caplog.records if r.name == "robustkit.train.eta"]
@@ -36,5 +40,10 @@ def test_a_long_cpu_run_warns_with_its_estimate(tmp_path, caplog, monkeypatch, e
 def test_no_warning_under_the_threshold(tmp_path, caplog):
     glue = write_rte(tmp_path / "glue")
     with caplog.at_level(logging.WARNING, logger="robustkit"):
-        train(dataclasses.replace(TINY_RTE, method="houlsby", data_dir=str(glue)), tmp_path / "runs", progress=False, device="cpu")
+        train(
+            dataclasses.replace(TINY_RTE, method="houlsby", data_dir=str(glue)),
+            tmp_path / "runs",
+            progress=False,
+            device="cpu",
+        )
     assert not [r for r in caplog.records if r.name == "robustkit.train.eta"]

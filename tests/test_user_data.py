@@ -24,10 +24,12 @@ FAST = dict(model="bert-tiny", epochs=1, batch_size=16, max_length=32, adapter_s
 
 def reviews(n: int = 60) -> pd.DataFrame:
     """n distinct reviews, alternating positive and negative (string labels)."""
-    return pd.DataFrame({
-        "review": [f"{'a great' if i % 2 else 'an awful'} film, number {i}" for i in range(n)],
-        "sentiment": ["pos" if i % 2 else "neg" for i in range(n)],
-    })
+    return pd.DataFrame(
+        {
+            "review": [f"{'a great' if i % 2 else 'an awful'} film, number {i}" for i in range(n)],
+            "sentiment": ["pos" if i % 2 else "neg" for i in range(n)],
+        }
+    )
 
 
 def write(frame: pd.DataFrame, path: Path) -> Path:
@@ -74,13 +76,25 @@ def test_a_test_file_is_the_test_split_and_never_validation(tmp_path):
 
 
 def test_a_saved_dataset_dict_keeps_its_label_names_and_split_names(tmp_path):
-    features = datasets.Features({"premise": datasets.Value("string"), "hypothesis": datasets.Value("string"),
-                                  "label": datasets.ClassLabel(names=["yes", "maybe", "no"])})
-    rows = lambda n, k: {"premise": [f"p{k}{i}" for i in range(n)], "hypothesis": [f"h{k}{i}" for i in range(n)],
-                         "label": [i % 3 for i in range(n)]}
-    saved = datasets.DatasetDict({"train": datasets.Dataset.from_dict(rows(30, "t"), features=features),
-                                  "valid": datasets.Dataset.from_dict(rows(9, "v"), features=features),
-                                  "test": datasets.Dataset.from_dict(rows(9, "x"), features=features)})
+    features = datasets.Features(
+        {
+            "premise": datasets.Value("string"),
+            "hypothesis": datasets.Value("string"),
+            "label": datasets.ClassLabel(names=["yes", "maybe", "no"]),
+        }
+    )
+    rows = lambda n, k: {
+        "premise": [f"p{k}{i}" for i in range(n)],
+        "hypothesis": [f"h{k}{i}" for i in range(n)],
+        "label": [i % 3 for i in range(n)],
+    }
+    saved = datasets.DatasetDict(
+        {
+            "train": datasets.Dataset.from_dict(rows(30, "t"), features=features),
+            "valid": datasets.Dataset.from_dict(rows(9, "v"), features=features),
+            "test": datasets.Dataset.from_dict(rows(9, "x"), features=features),
+        }
+    )
     saved.save_to_disk(str(tmp_path / "nli"))
     task = get_task("nli", str(tmp_path / "nli"))
     assert task.label_names == ("yes", "maybe", "no") and task.text_fields == ("premise", "hypothesis")
@@ -110,8 +124,13 @@ def test_a_dataframe_and_a_dataset_in_a_notebook_are_tasks():
 
 
 def test_a_float_label_is_regression(tmp_path):
-    frame = pd.DataFrame({"sentence1": [f"a{i}" for i in range(40)], "sentence2": [f"b{i}" for i in range(40)],
-                          "score": [i / 8 for i in range(40)]})
+    frame = pd.DataFrame(
+        {
+            "sentence1": [f"a{i}" for i in range(40)],
+            "sentence2": [f"b{i}" for i in range(40)],
+            "score": [i / 8 for i in range(40)],
+        }
+    )
     task = get_task("scores", str(write(frame, tmp_path / "scores.jsonl")))
     assert task.is_regression and task.main_metric == "spearman" and task.text_fields == ("sentence1", "sentence2")
 
@@ -172,7 +191,9 @@ def test_full_and_houlsby_train_on_a_csv_and_record_the_data(tmp_path):
 
     source = user_data.source_string(write(reviews(), tmp_path / "reviews.csv"), label_column="sentiment")
     for method in ("full", "houlsby"):
-        run_dir = train(RunSpec(task="reviews", data_dir=source, method=method, **FAST), tmp_path / "runs", progress=False)
+        run_dir = train(
+            RunSpec(task="reviews", data_dir=source, method=method, **FAST), tmp_path / "runs", progress=False
+        )
         manifest = json.loads((Path(run_dir) / "manifest.json").read_text())
         assert run_dir.name.startswith(f"reviews-{method}-bert-tiny-")
         assert manifest["data"]["source"] == "user" and manifest["data"]["label_names"] == ["neg", "pos"]
@@ -187,8 +208,27 @@ def test_train_cli_takes_a_csv_a_preset_and_train_size_all(tmp_path, capsys):
     frame = reviews().rename(columns={"review": "body", "sentiment": "stars"})
     path = write(frame, tmp_path / "shop.csv")
     store = tmp_path / "runs"
-    args = ["train", "--data", str(path), "--text-column", "body", "--label-column", "stars", "--preset", "demo",
-            "--model", "bert-tiny", "--method", "full", "--epochs", "1", "--max-length", "32", "--store", str(store)]
+    args = [
+        "train",
+        "--data",
+        str(path),
+        "--text-column",
+        "body",
+        "--label-column",
+        "stars",
+        "--preset",
+        "demo",
+        "--model",
+        "bert-tiny",
+        "--method",
+        "full",
+        "--epochs",
+        "1",
+        "--max-length",
+        "32",
+        "--store",
+        str(store),
+    ]
     assert main(args) == 0
     (run,) = [p for p in store.iterdir() if p.is_dir() and not p.name.startswith(".")]
     manifest = json.loads((run / "manifest.json").read_text())
@@ -223,7 +263,7 @@ def test_a_recipe_names_the_task_and_a_claim_is_judged_on_it(tmp_path):
 
     folder = tmp_path / "recipes" / "mine"
     write(reviews(), folder / "reviews.csv")
-    (folder / "seeds.toml").write_text('''
+    (folder / "seeds.toml").write_text("""
 title = "Seeds on my reviews"
 figure = "box-seeds"
 params = { split = "test" }
@@ -251,7 +291,7 @@ adapter_size = 16
 [demo.grid]
 method = ["houlsby", "full"]
 seed = [0, 1]
-''')
+""")
     recipe = load_recipe("mine/seeds", tmp_path / "recipes")
     store = tmp_path / "runs"
     specs = recipe.specs("demo", defaults={})
@@ -279,13 +319,22 @@ def test_a_labelled_glue_test_tsv_is_the_test_split_and_part_of_the_id(tmp_path,
     glue = rte_folder(tmp_path / "glue")
     spec = RunSpec(task="rte", data_dir=str(glue), **FAST)
     before = spec.run_id
-    assert load_splits("rte", data_dir=glue)["test"]["sentence1"] == load_splits("rte", data_dir=glue)["validation"]["sentence1"]
-    rows = ["index\tsentence1\tsentence2\tlabel", "0\tA cat sleeps.\tAn animal rests.\tentailment",
-            "1\tIt rains.\tThe sun shines.\tnot_entailment"]
+    assert (
+        load_splits("rte", data_dir=glue)["test"]["sentence1"]
+        == load_splits("rte", data_dir=glue)["validation"]["sentence1"]
+    )
+    rows = [
+        "index\tsentence1\tsentence2\tlabel",
+        "0\tA cat sleeps.\tAn animal rests.\tentailment",
+        "1\tIt rains.\tThe sun shines.\tnot_entailment",
+    ]
     (glue / "RTE" / "test.tsv").write_text("\n".join(rows) + "\n")
     splits = load_splits("rte", data_dir=glue)
     assert splits["test"]["sentence1"] == ["A cat sleeps.", "It rains."] and len(splits["validation"]) == 12
-    assert load_splits("rte", data_dir=glue, train_size=4, val_size=8)["test"]["sentence1"] == ["A cat sleeps.", "It rains."]
+    assert load_splits("rte", data_dir=glue, train_size=4, val_size=8)["test"]["sentence1"] == [
+        "A cat sleeps.",
+        "It rains.",
+    ]
     assert RunSpec(task="rte", data_dir=str(glue), **FAST).run_id != before
     # the GLUE download's unlabelled test.tsv is not a test split (ids of such folders stay)
     (glue / "RTE" / "test.tsv").write_text("index\tsentence1\tsentence2\n0\ta\tb\n")
@@ -334,6 +383,7 @@ def test_run_fields_name_the_data_the_cli_flags_give(tmp_path, monkeypatch):
         user_data.run_fields(data="x.csv", dataset="y")
     with pytest.raises(TaskError, match="--text-pair-column needs --text-column"):
         user_data.run_fields(data=str(tmp_path / "qa"), text_pair_column="a")
+
     def offline(name, config=None):
         raise ConnectionError(f"Couldn't reach '{name}' on the Hub (LocalEntryNotFoundError)")
 

@@ -75,7 +75,10 @@ SHAPES = {
     "status a number": (lambda m: {**m, "status": 3}, "status is 3"),
     "final a list": (lambda m: {**m, "final": []}, "final is"),
     "checkpoints a list": (lambda m: {**m, "checkpoints": []}, "checkpoints is"),
-    "bad sha256": (lambda m: {**m, "checkpoints": {"best": {"step": 1, "files": {"model.safetensors": "abc"}}}}, "not a sha256"),
+    "bad sha256": (
+        lambda m: {**m, "checkpoints": {"best": {"step": 1, "files": {"model.safetensors": "abc"}}}},
+        "not a sha256",
+    ),
     "another run's id": (lambda m: {**m, "run_id": "rt-other"}, "not the name of its folder"),
     "not JSON": (None, "not JSON"),
 }
@@ -129,7 +132,9 @@ def test_verify_of_a_missing_store_is_an_error_not_a_traceback(tmp_path, capsys)
 
 
 @pytest.mark.parametrize("damage", ["flip a byte of last", "truncate best", "delete last"])
-def test_a_damaged_checkpoint_of_a_complete_run_is_found_repaired_and_retrained_to_the_same_bytes(tmp_path, damage, capsys):
+def test_a_damaged_checkpoint_of_a_complete_run_is_found_repaired_and_retrained_to_the_same_bytes(
+    tmp_path, damage, capsys
+):
     root = tmp_path / "runs"
     spec = dataclasses.replace(TINY_RTE, epochs=1, data_dir=str(write_rte(tmp_path / "glue"))).resolved()
     assert list(run_sweep([spec], root, progress=False).status) == ["complete"]
@@ -223,7 +228,9 @@ class _Killed(BaseException):
     """Stands for a kill: not an ``Exception``, so the run stays resumable (not ``failed``)."""
 
 
-def test_an_interrupted_run_whose_last_is_corrupt_says_what_to_do_and_trains_after_repair(tmp_path, monkeypatch, capsys):
+def test_an_interrupted_run_whose_last_is_corrupt_says_what_to_do_and_trains_after_repair(
+    tmp_path, monkeypatch, capsys
+):
     """Before, each re-run failed on the corrupt `last` the same way, with no hint."""
     from robustkit.train import train
     from robustkit.train.loop import _Loop

@@ -26,14 +26,26 @@ def _store_with_a_run_that_never_learned(monkeypatch, tmp_path):
     import robustkit.report
 
     run_id = "rt-full-minilm-l6-s0-tsp0-f7473ba4"
-    manifest = {"main_metric": "accuracy", "outcome": {"best": {"test": "collapsed"}, "last": {"test": "collapsed"}},
-                "final": {"last": {"test": {"accuracy": 0.578, "top_class_share": 1.0}}}}
-    runs = pd.DataFrame({"run_id": [run_id], "main_metric": ["accuracy"], "outcome/best/test": ["collapsed"],
-                         "outcome/last/test": ["collapsed"]})
+    manifest = {
+        "main_metric": "accuracy",
+        "outcome": {"best": {"test": "collapsed"}, "last": {"test": "collapsed"}},
+        "final": {"last": {"test": {"accuracy": 0.578, "top_class_share": 1.0}}},
+    }
+    runs = pd.DataFrame(
+        {
+            "run_id": [run_id],
+            "main_metric": ["accuracy"],
+            "outcome/best/test": ["collapsed"],
+            "outcome/last/test": ["collapsed"],
+        }
+    )
     monkeypatch.setattr(robustkit.report, "read_manifest", lambda path: manifest)
     monkeypatch.setattr(robustkit.report, "load_runs", lambda *args, **kwargs: runs)
-    monkeypatch.setattr(robustkit.analysis.scores, "ever_learned",
-                        lambda store, frame: pd.Series(False, index=frame["run_id"], dtype="boolean"))
+    monkeypatch.setattr(
+        robustkit.analysis.scores,
+        "ever_learned",
+        lambda store, frame: pd.Series(False, index=frame["run_id"], dtype="boolean"),
+    )
     return run_id, runs
 
 
@@ -42,7 +54,9 @@ def test_train_and_runs_call_a_run_what_stats_calls_it(monkeypatch, tmp_path):
 
     run_id, runs = _store_with_a_run_that_never_learned(monkeypatch, tmp_path)
     # what stats says of it (robustkit.collapse.mark, from the same history)
-    said = collapse.mark(pd.DataFrame({"value": [0.578], "baseline": [0.578], "ever_learned": [False]}))["outcome"].item()
+    said = collapse.mark(pd.DataFrame({"value": [0.578], "baseline": [0.578], "ever_learned": [False]}))[
+        "outcome"
+    ].item()
     [line] = failed_outcomes(tmp_path, [run_id])
     assert line.startswith(f"{said} {run_id}:") and "COLLAPSED" not in line and "collapsed" not in line, line
     import robustkit.report
@@ -51,8 +65,17 @@ def test_train_and_runs_call_a_run_what_stats_calls_it(monkeypatch, tmp_path):
 
 
 def test_stats_caption_counts_in_the_outcome_words_and_the_right_plural():
-    summary = pd.DataFrame({"method": ["prefix"], "n": [1], "n_runs": [5], "n_failed": [4], "n_not_learned": [4],
-                            "n_collapsed": [0], "n_diverged": [0]})
+    summary = pd.DataFrame(
+        {
+            "method": ["prefix"],
+            "n": [1],
+            "n_runs": [5],
+            "n_failed": [4],
+            "n_not_learned": [4],
+            "n_collapsed": [0],
+            "n_diverged": [0],
+        }
+    )
     tests = pd.DataFrame(columns=stability.COMPARE_COLUMNS)
     text = stability.caption(summary, tests)
     assert text.startswith("n = 1 run per box.") and "not-learned 4 of 5 runs" in text, text
@@ -82,7 +105,9 @@ def test_train_summary_counts_one_run_as_a_run(tmp_path, capsys, monkeypatch):
     from robustkit.cli import _report
 
     results = pd.DataFrame({"run_id": ["rt-full-minilm-l6-s0-tsp0-f7473ba4"], "status": ["complete"], "error": [None]})
-    monkeypatch.setattr(robustkit.report, "runs_table", lambda *args, **kwargs: results[["run_id"]].assign(outcome="ok"))
+    monkeypatch.setattr(
+        robustkit.report, "runs_table", lambda *args, **kwargs: results[["run_id"]].assign(outcome="ok")
+    )
     monkeypatch.setattr(robustkit.report, "failed_outcomes", lambda *args, **kwargs: [])
     assert _report(results, tmp_path) == 0
     out = capsys.readouterr().out

@@ -44,10 +44,30 @@ from pathlib import Path
 IMAGE = ("torch", "numpy", "pandas", "scipy", "matplotlib", "seaborn", "tqdm", "safetensors", "pyarrow", "accelerate")
 # xxhash (datasets') is there already as far as we know; carried in case (200 kB). pytest and its
 # own dependencies run the checks.
-PACKAGES = ("transformers", "tokenizers", "huggingface_hub", "adapters", "datasets", "dill", "multiprocess",
-            "submitit", "deepsig", "opda", "OpenAttack", "nltk", "defusedxml", "xxhash",
-            "scikit-learn", "joblib", "threadpoolctl", "narwhals",
-            "pytest", "pluggy", "iniconfig", "pygments")
+PACKAGES = (
+    "transformers",
+    "tokenizers",
+    "huggingface_hub",
+    "adapters",
+    "datasets",
+    "dill",
+    "multiprocess",
+    "submitit",
+    "deepsig",
+    "opda",
+    "OpenAttack",
+    "nltk",
+    "defusedxml",
+    "xxhash",
+    "scikit-learn",
+    "joblib",
+    "threadpoolctl",
+    "narwhals",
+    "pytest",
+    "pluggy",
+    "iniconfig",
+    "pygments",
+)
 ASSETS = ("bert-tiny", "rt", "polarity", "nltk-wordnet", "nltk-punkt-tab", "nltk-stopwords")
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
 MiB = 2**20
@@ -69,14 +89,40 @@ def pinned(names: tuple[str, ...] = PACKAGES) -> list[str]:
 def download(requirements: list[str], wheels: Path, python_version: str) -> None:
     wheels.mkdir(parents=True, exist_ok=True)
     for requirement in requirements:  # one at a time: a missing wheel is named
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", *target_options(python_version), "-d", str(wheels),
-                        requirement], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                *target_options(python_version),
+                "-d",
+                str(wheels),
+                requirement,
+            ],
+            check=True,
+        )
 
 
 def install(wheels: Path, site: Path, python_version: str) -> None:
     files = sorted(str(w) for w in wheels.glob("*.whl"))
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-compile", *target_options(python_version),
-                    "--target", str(site), *files], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-index",
+            "--no-compile",
+            *target_options(python_version),
+            "--target",
+            str(site),
+            *files,
+        ],
+        check=True,
+    )
     for cache in site.rglob("__pycache__"):
         shutil.rmtree(cache, ignore_errors=True)
 
@@ -102,7 +148,9 @@ def copy_tagger(nltk_data: Path) -> str:
         if has_resource(root, TAGGER_PATH):
             shutil.copytree(Path(root) / TAGGER_PATH, nltk_data / TAGGER_PATH, copy_function=shutil.copy2)
             return f"NLTK tagger from {root}"
-    raise SystemExit(f"no NLTK data folder holds {TAGGER_PATH}: python -m nltk.downloader averaged_perceptron_tagger_eng")
+    raise SystemExit(
+        f"no NLTK data folder holds {TAGGER_PATH}: python -m nltk.downloader averaged_perceptron_tagger_eng"
+    )
 
 
 def folder_mib(path: Path) -> float:
@@ -111,15 +159,27 @@ def folder_mib(path: Path) -> float:
 
 def working_tree_mib(root: Path) -> float:
     """What a transfer of the repository's working tree carries: tracked and untracked, not ignored."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root,
-                            capture_output=True, check=True).stdout.split(b"\0")
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=root,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
     return sum((root / os.fsdecode(p)).stat().st_size for p in listed if p and (root / os.fsdecode(p)).is_file()) / MiB
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default=".gpu-bundle", help="folder of the archive, nothing else: it is what travels (default: .gpu-bundle)")
-    parser.add_argument("--wheels", default=".cache/gpu-wheels", help="where the downloaded wheels are kept between builds (default: .cache/gpu-wheels)")
+    parser.add_argument(
+        "--out",
+        default=".gpu-bundle",
+        help="folder of the archive, nothing else: it is what travels (default: .gpu-bundle)",
+    )
+    parser.add_argument(
+        "--wheels",
+        default=".cache/gpu-wheels",
+        help="where the downloaded wheels are kept between builds (default: .cache/gpu-wheels)",
+    )
     parser.add_argument("--python-version", default="3.12", help="the GPU machine's Python (default: 3.12)")
     parser.add_argument("--xz-preset", type=int, default=9, help="xz compression level, 0-9 (default: 9, the smallest)")
     args = parser.parse_args(argv)
@@ -131,8 +191,12 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         stage = Path(tmp)
         install(wheels, stage / "site", args.python_version)
-        lines = [f"robustkit GPU bundle for CPython {args.python_version} on manylinux x86_64", "packages (site/):",
-                 *(f"  {r}" for r in requirements), f"site/: {folder_mib(stage / 'site'):.1f} MiB installed"]
+        lines = [
+            f"robustkit GPU bundle for CPython {args.python_version} on manylinux x86_64",
+            "packages (site/):",
+            *(f"  {r}" for r in requirements),
+            f"site/: {folder_mib(stage / 'site'):.1f} MiB installed",
+        ]
         lines += copy_assets(stage / "cache")
         lines.append(copy_tagger(stage / "nltk_data"))
         (stage / "BUNDLE.txt").write_text("\n".join(lines) + "\n")
@@ -144,8 +208,10 @@ def main(argv: list[str] | None = None) -> None:
     size = archive.stat().st_size / MiB
     print("\n".join(lines))
     print(f"archive {archive}: {size:.1f} MiB; wheels (not sent): {folder_mib(wheels):.1f} MiB")
-    print(f"transfer: working tree {tree:.1f} MiB + archive {size:.1f} MiB = {tree + size:.1f} MiB (limit 64 MiB); "
-          f"carry {out.relative_to(Path.cwd()) if out.is_relative_to(Path.cwd()) else out}")
+    print(
+        f"transfer: working tree {tree:.1f} MiB + archive {size:.1f} MiB = {tree + size:.1f} MiB (limit 64 MiB); "
+        f"carry {out.relative_to(Path.cwd()) if out.is_relative_to(Path.cwd()) else out}"
+    )
 
 
 if __name__ == "__main__":

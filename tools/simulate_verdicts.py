@@ -26,8 +26,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--draws", type=int, default=2000)
     parser.add_argument("--out", type=Path, default=None, help="write the table here instead of the README")
-    parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "robustkit" / "verdict-simulation.json",
-                        help="shapes already simulated (kept between runs, so an interrupted run resumes)")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path.home() / ".cache" / "robustkit" / "verdict-simulation.json",
+        help="shapes already simulated (kept between runs, so an interrupted run resumes)",
+    )
     args = parser.parse_args()
     memo = {}
     if args.cache.exists():
@@ -38,8 +42,9 @@ def main() -> None:
         args.cache.write_text(json.dumps({**{k: list(v) for k, v in memo.items()}, key: list(value)}))
         print(f"{len(memo)} shapes: {key[:100]} -> {value}", flush=True)
 
-    table = verdict_simulation.simulate([load_recipe(name) for name in list_recipes()], draws=args.draws, memo=memo,
-                                        progress=save)
+    table = verdict_simulation.simulate(
+        [load_recipe(name) for name in list_recipes()], draws=args.draws, memo=memo, progress=save
+    )
     text = verdict_simulation.markdown(table)
     if args.out:
         args.out.write_text(text)

@@ -47,7 +47,6 @@ import pandas as pd
 import torch
 from adapters.context import ForwardContext
 from torch import nn
-from robustkit.progress import bar as progress_bar
 
 from robustkit import tasks
 from robustkit.analysis.each_run import each_run
@@ -56,6 +55,7 @@ from robustkit.errors import RobustkitError
 from robustkit.evaluate import EVAL_BATCH_SIZE, MetricAccumulator, evaluate, model_inputs, split_batches
 from robustkit.methods import ADAPTER_NAME, get_method
 from robustkit.methods.model_parts import describe
+from robustkit.progress import bar as progress_bar
 from robustkit.provenance import computed_on
 from robustkit.run_model import load_run
 from robustkit.store.tables import IDENTITY
@@ -101,7 +101,9 @@ def encoder_layers(model: nn.Module) -> list[nn.Module]:
     """
     iter_layers = getattr(model, "iter_layers", None)
     if iter_layers is None:
-        raise RobustkitError(f"{describe(model)} has no AdapterHub layers: nothing to ablate by layer (is it a full fine-tuning run?)")
+        raise RobustkitError(
+            f"{describe(model)} has no AdapterHub layers: nothing to ablate by layer (is it a full fine-tuning run?)"
+        )
     return [layer for _, layer in iter_layers()]
 
 
@@ -117,8 +119,10 @@ def _check_adapters(model: nn.Module) -> None:
     adapter_config = config.get(ADAPTER_NAME)
     for part in getattr(adapter_config, "configs", None) or (adapter_config,):
         if isinstance(part, PromptTuningConfig):
-            raise RobustkitError(f"{describe(model)}: its adapter includes prompt tuning, whose prompt is prepended to the input "
-                                 "embeddings, not held by an encoder layer: it cannot be ablated by layer")
+            raise RobustkitError(
+                f"{describe(model)}: its adapter includes prompt tuning, whose prompt is prepended to the input "
+                "embeddings, not held by an encoder layer: it cannot be ablated by layer"
+            )
 
 
 @contextmanager
@@ -154,7 +158,11 @@ def _counting(layers: Sequence[nn.Module]) -> Iterator[list[int]]:
 
 
 def _frame(results: dict[tuple[int, int], dict[str, float]], full: dict[str, float], counts: int) -> pd.DataFrame:
-    rows = [{"first": i, "last": j, "metric": m, "value": float(v)} for (i, j), values in results.items() for m, v in values.items()]
+    rows = [
+        {"first": i, "last": j, "metric": m, "value": float(v)}
+        for (i, j), values in results.items()
+        for m, v in values.items()
+    ]
     frame = pd.DataFrame(rows, columns=SPAN_COLUMNS)
     frame.attrs["full"] = {m: float(v) for m, v in full.items()}
     frame.attrs["layer_evaluations"] = int(counts)
@@ -224,7 +232,11 @@ def _loss(model: nn.Module, logits: torch.Tensor, labels: torch.Tensor) -> torch
     n = model.config.num_labels
     problem = model.config.problem_type or ("regression" if n == 1 else "single_label_classification")
     if problem == "regression":
-        return nn.functional.mse_loss(logits.squeeze(), labels.squeeze()) if n == 1 else nn.functional.mse_loss(logits, labels)
+        return (
+            nn.functional.mse_loss(logits.squeeze(), labels.squeeze())
+            if n == 1
+            else nn.functional.mse_loss(logits, labels)
+        )
     if problem == "single_label_classification":
         return nn.functional.cross_entropy(logits.view(-1, n), labels.view(-1))
     raise RobustkitError(f"ablation does not support problem type {problem!r}")
@@ -234,7 +246,9 @@ def _layer_output(output) -> torch.Tensor:
     return output[0] if isinstance(output, tuple) else output
 
 
-def _prefix(model: nn.Module, layers: Sequence[nn.Module], inputs: dict) -> tuple[list[torch.Tensor], tuple, dict, object]:
+def _prefix(
+    model: nn.Module, layers: Sequence[nn.Module], inputs: dict
+) -> tuple[list[torch.Tensor], tuple, dict, object]:
     """One ordinary forward with every adapter active.
 
     Returns
@@ -268,7 +282,9 @@ def _prefix(model: nn.Module, layers: Sequence[nn.Module], inputs: dict) -> tupl
     return states, captured["args"], captured["kwargs"], output
 
 
-def _batch_spans(model, layers, inputs: dict, task: tasks.Task, accumulators: dict, reference: MetricAccumulator) -> None:
+def _batch_spans(
+    model, layers, inputs: dict, task: tasks.Task, accumulators: dict, reference: MetricAccumulator
+) -> None:
     """Add one batch's results of every span (and of the unablated model) to the accumulators."""
     _skip(model, None)
     states, args, kwargs, output = _prefix(model, layers, inputs)
@@ -318,8 +334,11 @@ def _fast_applies(model: nn.Module, layers: Sequence[nn.Module], inputs: dict) -
             logits = _head(model, hidden)
         except (AttributeError, TypeError, RuntimeError, IndexError, KeyError, ValueError):
             return False
-    return (len(states) == len(layers) + 1 and logits.shape == output.logits.shape
-            and torch.allclose(logits, output.logits, rtol=1e-4, atol=1e-5))
+    return (
+        len(states) == len(layers) + 1
+        and logits.shape == output.logits.shape
+        and torch.allclose(logits, output.logits, rtol=1e-4, atol=1e-5)
+    )
 
 
 @torch.no_grad()
@@ -375,7 +394,9 @@ def relative_change(frame: pd.DataFrame, full: dict[str, float]) -> pd.Series:
     return frame["value"] / reference - 1.0
 
 
-def ablation_run(run_dir: str | Path, checkpoint: str = "best", progress: bool = True, device: str | None = None) -> pd.DataFrame:
+def ablation_run(
+    run_dir: str | Path, checkpoint: str = "best", progress: bool = True, device: str | None = None
+) -> pd.DataFrame:
     """:func:`fast_spans` of one adapter run's ``checkpoint`` on its dev set, uncached.
 
     Returns
@@ -406,10 +427,15 @@ def _adapter_runs(runs: pd.DataFrame) -> pd.DataFrame:
     the others (full fine-tuning, prompt tuning, ...) are dropped with a warning naming them."""
     uses = runs.apply(_layer_ablation, axis=1).astype(bool) if len(runs) else runs["method"].astype(bool)
     if not uses.all():
-        names = ", ".join(f"{r} ({m})" for r, m in zip(runs.loc[~uses, "run_id"].astype(str), runs.loc[~uses, "method"]))
+        names = ", ".join(
+            f"{r} ({m})" for r, m in zip(runs.loc[~uses, "run_id"].astype(str), runs.loc[~uses, "method"])
+        )
         warnings.warn(f"skipping runs without per-layer adapters (nothing to ablate): {names}", stacklevel=3)
     if not uses.any():
-        raise RobustkitError(f"no adapter run among the selected runs ({', '.join(runs['run_id'].astype(str))}): layer ablation needs adapters; select e.g. method=houlsby")
+        raise RobustkitError(
+            f"no adapter run among the selected runs ({', '.join(runs['run_id'].astype(str))}): layer ablation needs "
+            "adapters; select e.g. method=houlsby"
+        )
     return runs[uses]
 
 
@@ -447,8 +473,14 @@ def run(
         No adapter run in the selection.
     """
     params = {"checkpoint": checkpoint, "split": "validation", "batch_size": EVAL_BATCH_SIZE, "version": _VERSION}
-    frame = each_run(_adapter_runs(select_runs(store, select)), ANALYSIS, params, [checkpoint],
-                     lambda row: ablation_run(row["path"], checkpoint, progress, device), provenance=computed_on(device))
+    frame = each_run(
+        _adapter_runs(select_runs(store, select)),
+        ANALYSIS,
+        params,
+        [checkpoint],
+        lambda row: ablation_run(row["path"], checkpoint, progress, device),
+        provenance=computed_on(device),
+    )
     return frame.assign(checkpoint=checkpoint)[COLUMNS]
 
 
@@ -498,5 +530,7 @@ def ablation_heatmap(frame: pd.DataFrame, metric: str | None = None) -> dict:
     if data.empty:
         raise ValueError(f"no rows with metric {metric!r}; the frame has {sorted(frame['metric'].unique())}")
     panels = ["task", *mixed_settings(data, ["task"])] if "task" in data else []
-    cells = (data.groupby([*panels, "first", "last"], dropna=False, sort=True)["relative_change"].mean() * 100.0).reset_index()
+    cells = (
+        data.groupby([*panels, "first", "last"], dropna=False, sort=True)["relative_change"].mean() * 100.0
+    ).reset_index()
     return {"frame": data, "metric": metric, "panels": panels, "cells": cells}

@@ -68,8 +68,9 @@ def probability_of_improvement(a: Sequence[np.ndarray], b: Sequence[np.ndarray])
     return float(np.mean(per_task)) if per_task else np.nan
 
 
-def iqm_interval(scores: Sequence[np.ndarray], confidence: float = CONFIDENCE, n_resamples: int = N_RESAMPLES,
-                 seed: int = SEED) -> tuple[float, float, float]:
+def iqm_interval(
+    scores: Sequence[np.ndarray], confidence: float = CONFIDENCE, n_resamples: int = N_RESAMPLES, seed: int = SEED
+) -> tuple[float, float, float]:
     """The IQM and its stratified-bootstrap percentile interval.
 
     Parameters
@@ -98,8 +99,13 @@ def iqm_interval(scores: Sequence[np.ndarray], confidence: float = CONFIDENCE, n
     return point, low, high
 
 
-def improvement_interval(a: Sequence[np.ndarray], b: Sequence[np.ndarray], confidence: float = CONFIDENCE,
-                         n_resamples: int = N_RESAMPLES, seed: int = SEED) -> tuple[float, float, float]:
+def improvement_interval(
+    a: Sequence[np.ndarray],
+    b: Sequence[np.ndarray],
+    confidence: float = CONFIDENCE,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = SEED,
+) -> tuple[float, float, float]:
     """P(A > B) and its stratified-bootstrap percentile interval.
 
     Parameters
@@ -125,9 +131,17 @@ def improvement_interval(a: Sequence[np.ndarray], b: Sequence[np.ndarray], confi
     return point, low, high
 
 
-def tables(df: pd.DataFrame, by: str = "method", within: Sequence[str] = (), task: str = "task", value: str = "value",
-           include_failed: bool = False, confidence: float = CONFIDENCE, n_resamples: int = N_RESAMPLES,
-           seed: int = SEED) -> tuple[pd.DataFrame, pd.DataFrame]:
+def tables(
+    df: pd.DataFrame,
+    by: str = "method",
+    within: Sequence[str] = (),
+    task: str = "task",
+    value: str = "value",
+    include_failed: bool = False,
+    confidence: float = CONFIDENCE,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = SEED,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The IQM of each group and P(A > B) of each pair of groups over tasks x seeds, per cell.
 
     Collapsed and diverged runs are left out unless ``include_failed``, as in the exact tests.
@@ -165,20 +179,47 @@ def tables(df: pd.DataFrame, by: str = "method", within: Sequence[str] = (), tas
     for key, cell in cells:
         cell_key = dict(zip(within, key if isinstance(key, tuple) else (key,)))
         tasks = sorted(cell[task].dropna().unique(), key=str)
-        runs = {g: [part.loc[part[task] == t, value].dropna().to_numpy(float) for t in tasks]
-                for g, part in cell.groupby(by, sort=True)}
+        runs = {
+            g: [part.loc[part[task] == t, value].dropna().to_numpy(float) for t in tasks]
+            for g, part in cell.groupby(by, sort=True)
+        }
         for g, strata in runs.items():
             point, low, high = iqm_interval(strata, confidence, n_resamples, seed)
-            iqm_rows.append({**cell_key, "by": by, "group": g, "n_tasks": sum(len(s) > 0 for s in strata),
-                             "n_runs": sum(len(s) for s in strata), "iqm": point, "ci_low": low, "ci_high": high})
+            iqm_rows.append(
+                {
+                    **cell_key,
+                    "by": by,
+                    "group": g,
+                    "n_tasks": sum(len(s) > 0 for s in strata),
+                    "n_runs": sum(len(s) for s in strata),
+                    "iqm": point,
+                    "ci_low": low,
+                    "ci_high": high,
+                }
+            )
         for a, b in itertools.combinations(runs, 2):
             both = [(x, y) for x, y in zip(runs[a], runs[b]) if len(x) and len(y)]
-            point, low, high = improvement_interval([x for x, _ in both], [y for _, y in both], confidence, n_resamples, seed)
-            pair_rows.append({**cell_key, "by": by, "group_a": a, "group_b": b, "n_tasks": len(both),
-                              "n_a": sum(len(x) for x, _ in both), "n_b": sum(len(y) for _, y in both),
-                              "p_improvement": point, "ci_low": low, "ci_high": high})
-    return (pd.DataFrame(iqm_rows, columns=[*within, *IQM_COLUMNS]),
-            pd.DataFrame(pair_rows, columns=[*within, *IMPROVEMENT_COLUMNS]))
+            point, low, high = improvement_interval(
+                [x for x, _ in both], [y for _, y in both], confidence, n_resamples, seed
+            )
+            pair_rows.append(
+                {
+                    **cell_key,
+                    "by": by,
+                    "group_a": a,
+                    "group_b": b,
+                    "n_tasks": len(both),
+                    "n_a": sum(len(x) for x, _ in both),
+                    "n_b": sum(len(y) for _, y in both),
+                    "p_improvement": point,
+                    "ci_low": low,
+                    "ci_high": high,
+                }
+            )
+    return (
+        pd.DataFrame(iqm_rows, columns=[*within, *IQM_COLUMNS]),
+        pd.DataFrame(pair_rows, columns=[*within, *IMPROVEMENT_COLUMNS]),
+    )
 
 
 def _improvement(x: np.ndarray, y: np.ndarray) -> np.ndarray | float:

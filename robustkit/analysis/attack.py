@@ -46,13 +46,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from robustkit.progress import bar as progress_bar
 
 from robustkit import attacks
 from robustkit.analysis.cache import bound_sha256, cannot_cache
 from robustkit.analysis.each_run import cache_path, each_run, record_provenance
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
+from robustkit.progress import bar as progress_bar
 from robustkit.provenance import computed_on
 from robustkit.run_data import run_splits
 from robustkit.store.atomic import atomic_write_bytes
@@ -61,8 +61,19 @@ from robustkit.store.tables import IDENTITY
 ANALYSIS = "attack"  # the cache folder
 CONVENTIONS = ("openattack", "gold")
 EXAMPLE_COLUMNS = [
-    "attacker", "example", "idx", "label", "prediction", "original", "adversarial", "success",
-    "queries", "forward_passes", "modified_words", "words", "seconds",
+    "attacker",
+    "example",
+    "idx",
+    "label",
+    "prediction",
+    "original",
+    "adversarial",
+    "success",
+    "queries",
+    "forward_passes",
+    "modified_words",
+    "words",
+    "seconds",
 ]
 # A cache line's own sha256 (first 16 hex digits, of the file's name and the rest of its JSON
 # object with sorted keys: :func:`_line_sha256`).
@@ -213,8 +224,16 @@ def _line_sha256(record: dict, path: Path) -> str:
     return bound_sha256(Path(path).name, json.dumps(record, sort_keys=True).encode())[:16]
 
 
-def _attack_examples(run_dir: Path, todo: pd.DataFrame, path: Path, attack: attacks.Attack, query_budget: int | None,
-                     checkpoint: str, progress: bool, device: str | None = None) -> None:
+def _attack_examples(
+    run_dir: Path,
+    todo: pd.DataFrame,
+    path: Path,
+    attack: attacks.Attack,
+    query_budget: int | None,
+    checkpoint: str,
+    progress: bool,
+    device: str | None = None,
+) -> None:
     from robustkit.attacks.offline import configure_openattack
     from robustkit.attacks.victim import Victim
     from robustkit.models import load_tokenizer
@@ -227,19 +246,29 @@ def _attack_examples(run_dir: Path, todo: pd.DataFrame, path: Path, attack: atta
     _keep_intact_lines(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as out:
-        rows = progress_bar(todo.itertuples(), total=len(todo), desc=f"{attack.name} {run_dir.name}", show=progress, unit="ex")
+        rows = progress_bar(
+            todo.itertuples(), total=len(todo), desc=f"{attack.name} {run_dir.name}", show=progress, unit="ex"
+        )
         for row in rows:
             started = time.perf_counter()
             prediction = attack.predict(victim, row.sentence)
             example = attacks.Example(row.sentence, target=prediction, index=int(row.example))
             result = attack.attack(victim, example, query_budget)
             record = {
-                "attacker": attack.name, "example": int(row.example), "idx": int(row.idx), "label": int(row.label),
-                "prediction": prediction, "original": row.sentence, "adversarial": result.adversarial,
-                "success": bool(result.success), "queries": int(result.queries),
+                "attacker": attack.name,
+                "example": int(row.example),
+                "idx": int(row.idx),
+                "label": int(row.label),
+                "prediction": prediction,
+                "original": row.sentence,
+                "adversarial": result.adversarial,
+                "success": bool(result.success),
+                "queries": int(result.queries),
                 "forward_passes": None if result.forward_passes is None else int(result.forward_passes),
-                "modified_words": int(result.modified_words), "words": int(result.words),
-                "seconds": time.perf_counter() - started, "device": where,
+                "modified_words": int(result.modified_words),
+                "words": int(result.words),
+                "seconds": time.perf_counter() - started,
+                "device": where,
             }
             out.write(json.dumps({**record, LINE_SHA256: _line_sha256(record, path)}) + "\n")
             out.flush()
@@ -299,15 +328,34 @@ def run(
     params = _cache_params(attack, attacker, n, seed, query_budget, checkpoint)
 
     def compute(row: pd.Series, path: Path) -> pd.DataFrame:
-        return attack_run(row["path"], n=n, seed=seed, attacker=attacker, query_budget=query_budget,
-                          checkpoint=checkpoint, progress=progress, path=path, device=device, **options)
+        return attack_run(
+            row["path"],
+            n=n,
+            seed=seed,
+            attacker=attacker,
+            query_budget=query_budget,
+            checkpoint=checkpoint,
+            progress=progress,
+            path=path,
+            device=device,
+            **options,
+        )
 
     return each_run(select_runs(store, select), ANALYSIS, params, [checkpoint], compute, resumable=True, label=attacker)
 
 
-def _cache_params(attack: attacks.Attack, attacker: str, n: int, seed: int, query_budget: int | None, checkpoint: str) -> dict:
+def _cache_params(
+    attack: attacks.Attack, attacker: str, n: int, seed: int, query_budget: int | None, checkpoint: str
+) -> dict:
     """Everything besides the checkpoint that changes an attack's per-example results."""
-    return {**attack.params, "attacker": attacker, "n": n, "seed": seed, "query_budget": query_budget, "checkpoint": checkpoint}
+    return {
+        **attack.params,
+        "attacker": attacker,
+        "n": n,
+        "seed": seed,
+        "query_budget": query_budget,
+        "checkpoint": checkpoint,
+    }
 
 
 def summarize(examples: pd.DataFrame) -> pd.DataFrame:
@@ -335,19 +383,23 @@ def summarize(examples: pd.DataFrame) -> pd.DataFrame:
         for convention in CONVENTIONS:
             attacked = group if convention == "openattack" else group[correct]
             successful = attacked[attacked["success"]]
-            rows.append({
-                **identity,
-                "attacker": attacker,
-                "convention": convention,
-                "attacked": len(attacked),
-                "success_rate": attacked["success"].mean() if len(attacked) else np.nan,
-                "accuracy_before": correct.mean(),
-                "accuracy_under_attack": (correct & ~fooled).mean(),
-                "mean_queries": attacked["queries"].mean(),
-                "mean_forward_passes": attacked["forward_passes"].mean() if "forward_passes" in attacked else np.nan,
-                "mean_modification_rate": (successful["modified_words"] / successful["words"].clip(lower=1)).mean(),
-                "mean_seconds": attacked["seconds"].mean(),
-            })
+            rows.append(
+                {
+                    **identity,
+                    "attacker": attacker,
+                    "convention": convention,
+                    "attacked": len(attacked),
+                    "success_rate": attacked["success"].mean() if len(attacked) else np.nan,
+                    "accuracy_before": correct.mean(),
+                    "accuracy_under_attack": (correct & ~fooled).mean(),
+                    "mean_queries": attacked["queries"].mean(),
+                    "mean_forward_passes": attacked["forward_passes"].mean()
+                    if "forward_passes" in attacked
+                    else np.nan,
+                    "mean_modification_rate": (successful["modified_words"] / successful["words"].clip(lower=1)).mean(),
+                    "mean_seconds": attacked["seconds"].mean(),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -382,19 +434,36 @@ def run_attackers(
     if not attackers:
         raise RobustkitError("no attackers given")
     options = attacks.parse_options(attack_options)
-    taken = {name: attacks.accepted_options(name, options) for name in attackers}  # fails on a typo before hours of attacks
+    taken = {
+        name: attacks.accepted_options(name, options) for name in attackers
+    }  # fails on a typo before hours of attacks
     unused = sorted(set(options) - {key for chosen in taken.values() for key in chosen})
     if unused:
-        raise RobustkitError(f"attack option(s) {unused} are taken by none of {list(attackers)}; "
-                             f"they take: {', '.join(f'{a}: {sorted(attacks.options_of(a)) or None}' for a in attackers)}")
+        raise RobustkitError(
+            f"attack option(s) {unused} are taken by none of {list(attackers)}; "
+            f"they take: {', '.join(f'{a}: {sorted(attacks.options_of(a)) or None}' for a in attackers)}"
+        )
     if threads is not None:
         if threads < 1:
             raise RobustkitError(f"threads must be at least 1, got {threads}")
         import torch
 
         torch.set_num_threads(threads)
-    frames = [run(store, select, n=n, seed=seed, attacker=a, query_budget=query_budget, checkpoint=checkpoint,
-                  progress=progress, device=device, **taken[a]) for a in attackers]
+    frames = [
+        run(
+            store,
+            select,
+            n=n,
+            seed=seed,
+            attacker=a,
+            query_budget=query_budget,
+            checkpoint=checkpoint,
+            progress=progress,
+            device=device,
+            **taken[a],
+        )
+        for a in attackers
+    ]
     return pd.concat(frames, ignore_index=True)
 
 
@@ -416,16 +485,21 @@ def success_scores_view(examples: pd.DataFrame, store: str | Path, checkpoint: s
     """
     frame = success_view(examples, store, checkpoint)
     frame = frame[frame["convention"] == convention].copy()
-    return frame.assign(value=frame["success_rate"], metric=frame["attacker"] + " success", split="test", baseline=np.nan)
+    return frame.assign(
+        value=frame["success_rate"], metric=frame["attacker"] + " success", split="test", baseline=np.nan
+    )
 
 
-def attack_boxes(examples: pd.DataFrame, store: str | Path, checkpoint: str, convention: str,
-                 include_failed: bool = False) -> dict:
+def attack_boxes(
+    examples: pd.DataFrame, store: str | Path, checkpoint: str, convention: str, include_failed: bool = False
+) -> dict:
     """The attack-boxes figure's data: :func:`success_scores_view` as per-run scores, one box per
     method with its statistics (:func:`robustkit.analysis.boxes.method_boxes`)."""
     from robustkit.analysis import boxes
 
-    return boxes.method_boxes(success_scores_view(examples, store, checkpoint, convention), include_failed=include_failed)
+    return boxes.method_boxes(
+        success_scores_view(examples, store, checkpoint, convention), include_failed=include_failed
+    )
 
 
 LINE_COLUMNS = ["method", "tsp_step", "mean", "std", "n"]
@@ -470,20 +544,30 @@ def success_lines(summary: pd.DataFrame, convention: str = "openattack", include
     if "outcome" not in data:
         data = data.assign(outcome=collapse.OK)
     panels = ["attacker"] if "attacker" in data else []
-    lines = (collapse.kept(data, include_failed).groupby([*panels, "method", "tsp_step"], sort=True)["success_rate"]
-             .agg(["mean", "std", "count"]).rename(columns={"count": "n"}).reset_index())
+    lines = (
+        collapse.kept(data, include_failed)
+        .groupby([*panels, "method", "tsp_step"], sort=True)["success_rate"]
+        .agg(["mean", "std", "count"])
+        .rename(columns={"count": "n"})
+        .reset_index()
+    )
     if panels:  # panels in the attackers' order of appearance
         order = {attacker: i for i, attacker in enumerate(pd.unique(data["attacker"]))}
         lines = lines.sort_values("attacker", key=lambda a: a.map(order), kind="stable").reset_index(drop=True)
     # Collapse is a property of the victim: count it once, from the first attacker's rows.
     victims = data[data["attacker"] == data["attacker"].iloc[0]] if panels else data
-    return {"summary": data, "lines": lines[[*panels, *LINE_COLUMNS]].astype({"n": int}),
-            "failures": collapse.failure_rates(victims, ["method"]), "convention": convention,
-            "include_failed": include_failed}
+    return {
+        "summary": data,
+        "lines": lines[[*panels, *LINE_COLUMNS]].astype({"n": int}),
+        "failures": collapse.failure_rates(victims, ["method"]),
+        "convention": convention,
+        "include_failed": include_failed,
+    }
 
 
-def success_by_tsp(examples: pd.DataFrame, store: str | Path, checkpoint: str, convention: str,
-                   include_failed: bool = False) -> dict:
+def success_by_tsp(
+    examples: pd.DataFrame, store: str | Path, checkpoint: str, convention: str, include_failed: bool = False
+) -> dict:
     """The attack-vs-tsp and attack-by-attacker figures' data: :func:`success_lines` of
     :func:`success_view` (each victim's success rates and outcome)."""
     return success_lines(success_view(examples, store, checkpoint), convention, include_failed)

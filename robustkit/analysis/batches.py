@@ -20,7 +20,11 @@ from robustkit.spec import RunSpec
 
 
 def sampled_batches(
-    spec: RunSpec, split: str = "train", examples: int | None = None, seed: int = 0, batch_size: int = EVAL_BATCH_SIZE,
+    spec: RunSpec,
+    split: str = "train",
+    examples: int | None = None,
+    seed: int = 0,
+    batch_size: int = EVAL_BATCH_SIZE,
 ) -> list[dict[str, torch.Tensor]]:
     """``examples`` examples of the run's ``split`` drawn without replacement, in padded batches.
 
@@ -56,7 +60,11 @@ def sampled_batches(
     n = len(loaded)
     if examples is not None and not 1 <= examples <= n:
         raise RobustkitError(f"cannot sample {examples} examples: the {split} split of {spec.task!r} has {n}")
-    rows = np.arange(n) if examples is None or examples == n else np.sort(np.random.default_rng(seed).choice(n, examples, replace=False))
+    rows = (
+        np.arange(n)
+        if examples is None or examples == n
+        else np.sort(np.random.default_rng(seed).choice(n, examples, replace=False))
+    )
     tokenizer = models.load_tokenizer(spec.model)
     features = encode_split(loaded.select(rows.tolist()), task, tokenizer, spec.max_length)
     return eval_batches(features, batch_size, data.classification_collator(tokenizer))

@@ -48,7 +48,7 @@ STEP_FILE = "curve-state.json"
 
 def weights(t: float) -> tuple[float, float, float]:
     """The curve's coefficients of theta_A, theta_C, theta_B at ``t``: (1-t)^2, 2t(1-t), t^2."""
-    return (1 - t) ** 2, 2 * t * (1 - t), t ** 2
+    return (1 - t) ** 2, 2 * t * (1 - t), t**2
 
 
 def midpoint(start: Mapping[str, torch.Tensor], end: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -147,7 +147,9 @@ def train_control_point(
             model.train()
             loss = loss_of(step)
             if not torch.isfinite(loss):
-                raise RobustkitError(f"the curve's loss is not finite at step {step} (t = {t:.3f}): {float(loss.detach())}")
+                raise RobustkitError(
+                    f"the curve's loss is not finite at step {step} (t = {t:.3f}): {float(loss.detach())}"
+                )
             gradients = torch.autograd.grad(loss, list(parameters.values()), allow_unused=True)
             for tensor, gradient in zip(control.values(), gradients):
                 tensor.grad = torch.zeros_like(tensor) if gradient is None else scale * gradient.detach()
@@ -194,8 +196,11 @@ def _resume(state_dir: str | Path, control: dict, optimiser: torch.optim.Optimiz
         for name, tensor in control.items():
             tensor.copy_(tensors[f"control::{name}"])
             # AdamW keeps its step count on the CPU (not capturable), its moments with the tensor
-            state = {key.split("::", 1)[0]: value if key.startswith("step::") else value.to(tensor.device)
-                     for key, value in tensors.items() if key.split("::", 1)[1] == name and not key.startswith("control::")}
+            state = {
+                key.split("::", 1)[0]: value if key.startswith("step::") else value.to(tensor.device)
+                for key, value in tensors.items()
+                if key.split("::", 1)[1] == name and not key.startswith("control::")
+            }
             if state:
                 optimiser.state[tensor] = state
     return step

@@ -31,8 +31,16 @@ from robustkit import collapse
 from robustkit.analysis import dominance, stability
 from robustkit.analysis.pooling import mixed_settings
 
-__all__ = ["box_lr", "box_seeds", "box_statistics", "box_tsp", "box_tsp_epochs", "method_boxes", "panel_columns",
-           "train_size"]
+__all__ = [
+    "box_lr",
+    "box_seeds",
+    "box_statistics",
+    "box_tsp",
+    "box_tsp_epochs",
+    "method_boxes",
+    "panel_columns",
+    "train_size",
+]
 
 
 def box_seeds(frame: pd.DataFrame, include_failed: bool = False, aso: bool = False) -> dict[str, Any]:
@@ -40,12 +48,17 @@ def box_seeds(frame: pd.DataFrame, include_failed: bool = False, aso: bool = Fal
     return _drawn(box_statistics(frame, x="method", hue="method", include_failed=include_failed, aso=aso))
 
 
-def box_tsp(frame: pd.DataFrame, pooled: bool = False, include_failed: bool = False, aso: bool = False) -> dict[str, Any]:
+def box_tsp(
+    frame: pd.DataFrame, pooled: bool = False, include_failed: bool = False, aso: bool = False
+) -> dict[str, Any]:
     """Han et al. 2021 figure 4: boxes per TSP step and method, or (``pooled``) one box per
     method over every TSP step (:func:`box_statistics`)."""
     if pooled:
-        return _drawn(box_statistics(frame, x="method", hue="method", pooled=("tsp_step",), include_failed=include_failed,
-                                     aso=aso))
+        return _drawn(
+            box_statistics(
+                frame, x="method", hue="method", pooled=("tsp_step",), include_failed=include_failed, aso=aso
+            )
+        )
     return _drawn(box_statistics(frame, x="tsp_step", hue="method", include_failed=include_failed, aso=aso))
 
 
@@ -54,8 +67,16 @@ def box_tsp_epochs(frame: pd.DataFrame, pool_epochs: bool = False, include_faile
     (``pool_epochs``) per TSP step and method over every epoch end (:func:`box_statistics`,
     whose unit is then an evaluation: run x epoch end)."""
     if pool_epochs:
-        return _drawn(box_statistics(frame, x="tsp_step", hue="method", pooled=("epoch", "step"),
-                                     include_failed=include_failed, unit="evaluations"))
+        return _drawn(
+            box_statistics(
+                frame,
+                x="tsp_step",
+                hue="method",
+                pooled=("epoch", "step"),
+                include_failed=include_failed,
+                unit="evaluations",
+            )
+        )
     return _drawn(box_statistics(frame, x="epoch", hue="tsp_step", columns="method", include_failed=include_failed))
 
 
@@ -94,8 +115,14 @@ def panel_columns(frame: pd.DataFrame, shown: Sequence[str], pooled: Sequence[st
 
 
 def box_statistics(
-    frame: pd.DataFrame, x: str, hue: str, columns: str | None = None, pooled: Sequence[str] = (),
-    include_failed: bool = False, aso: bool = False, unit: str = "runs",
+    frame: pd.DataFrame,
+    x: str,
+    hue: str,
+    columns: str | None = None,
+    pooled: Sequence[str] = (),
+    include_failed: bool = False,
+    aso: bool = False,
+    unit: str = "runs",
 ) -> dict[str, Any]:
     """The statistics of a box figure with boxes at ``x`` by ``hue``, rows = tasks.
 
@@ -142,15 +169,28 @@ def box_statistics(
     if frame.empty:
         raise ValueError("nothing to plot: the frame is empty")
     data = collapse.marked(frame)
-    panels = [*([columns] if columns else []), *panel_columns(data, ["task", x, hue, *([columns] if columns else [])], pooled)]
+    panels = [
+        *([columns] if columns else []),
+        *panel_columns(data, ["task", x, hue, *([columns] if columns else [])], pooled),
+    ]
     shown = list(dict.fromkeys(["task", *panels, x, hue]))
     # the papers' question is always method vs method, within every other shown column
     within = [c for c in shown if c != "method"]
     options = {"include_failed": include_failed, "pooled": tuple(pooled)}
     summary = stability.summarize(data, shown, **options)
     tests = stability.compare(data, "method", within=within, **options)
-    table = (dominance.aso_table(data, "method", within=[c for c in tests.columns if c not in stability.COMPARE_COLUMNS],
-                                 **options)
-             if aso and data["method"].nunique() == 2 else None)
-    return {"frame": data, "panels": panels, "summary": summary, "tests": tests, "aso": table,
-            "caption_text": stability.caption(summary, tests, unit=unit, dominance=table)}
+    table = (
+        dominance.aso_table(
+            data, "method", within=[c for c in tests.columns if c not in stability.COMPARE_COLUMNS], **options
+        )
+        if aso and data["method"].nunique() == 2
+        else None
+    )
+    return {
+        "frame": data,
+        "panels": panels,
+        "summary": summary,
+        "tests": tests,
+        "aso": table,
+        "caption_text": stability.caption(summary, tests, unit=unit, dominance=table),
+    }

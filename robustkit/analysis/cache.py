@@ -42,8 +42,16 @@ from robustkit.store.atomic import atomic_write_bytes, sha256_bytes
 from robustkit.store.folders import CACHE_DIR
 from robustkit.store.manifest import read_manifest
 
-__all__ = ["CACHE_DIR", "bound_sha256", "cache_key", "cannot_cache", "frame_problem", "frame_files", "read_frame",
-           "write_frame"]
+__all__ = [
+    "CACHE_DIR",
+    "bound_sha256",
+    "cache_key",
+    "cannot_cache",
+    "frame_problem",
+    "frame_files",
+    "read_frame",
+    "write_frame",
+]
 
 log = logging.getLogger(__name__)
 _SAID_READ_ONLY: set[str] = set()  # stores whose cache could not be written, said once each
@@ -55,8 +63,10 @@ def cannot_cache(path: Path, error: OSError) -> None:
     store = str(Path(path).parent.parent.parent)
     if store not in _SAID_READ_ONLY:
         _SAID_READ_ONLY.add(store)
-        log.warning(f"store {store} cannot be written ({error.strerror or error}): analyses are computed, "
-                    "not cached (each run computes them again)")
+        log.warning(
+            f"store {store} cannot be written ({error.strerror or error}): analyses are computed, "
+            "not cached (each run computes them again)"
+        )
 
 
 def cache_key(run_dir: Path, analysis: str, params: dict, checkpoints: list[str]) -> str:
@@ -64,8 +74,14 @@ def cache_key(run_dir: Path, analysis: str, params: dict, checkpoints: list[str]
     saved = read_manifest(run_dir).get("checkpoints", {})
     missing = [name for name in checkpoints if name not in saved]
     if missing:
-        raise RunLacksError(Path(run_dir).name, f"checkpoint {missing[0]!r} (has: {', '.join(sorted(saved)) or 'none'})")
-    material = {"analysis": analysis, "params": params, "checkpoints": {name: saved[name]["files"] for name in checkpoints}}
+        raise RunLacksError(
+            Path(run_dir).name, f"checkpoint {missing[0]!r} (has: {', '.join(sorted(saved)) or 'none'})"
+        )
+    material = {
+        "analysis": analysis,
+        "params": params,
+        "checkpoints": {name: saved[name]["files"] for name in checkpoints},
+    }
     return hashlib.sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

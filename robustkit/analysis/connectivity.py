@@ -35,7 +35,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from robustkit.progress import bar as progress_bar
 
 from robustkit.analysis.batches import sampled_batches
 from robustkit.analysis.each_run import each_pair
@@ -44,6 +43,7 @@ from robustkit.analysis.pooling import setting_columns
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import EVAL_BATCH_SIZE, resolve_device
+from robustkit.progress import bar as progress_bar
 from robustkit.provenance import computed_on
 from robustkit.run_model import LoadedRun, load_run
 from robustkit.store.manifest import read_spec
@@ -54,8 +54,18 @@ VERSION = 1
 DEFAULT_ALPHAS = "0:1:11"
 POINT_COLUMNS = ["alpha", "split", "metric", "value"]
 COLUMNS = [*IDENTITY, "run_id_b", "seed_b", "checkpoint", "examples", *POINT_COLUMNS]
-BARRIER_COLUMNS = [*IDENTITY, "run_id_b", "seed_b", "checkpoint", "split", "metric", "barrier", "argmax_alpha",
-                   "end_a", "end_b"]
+BARRIER_COLUMNS = [
+    *IDENTITY,
+    "run_id_b",
+    "seed_b",
+    "checkpoint",
+    "split",
+    "metric",
+    "barrier",
+    "argmax_alpha",
+    "end_a",
+    "end_b",
+]
 
 
 def seed_pairs(runs: pd.DataFrame) -> list[tuple[pd.Series, pd.Series]]:
@@ -82,8 +92,10 @@ def seed_groups(runs: pd.DataFrame) -> list[list[pd.Series]]:
     run id, configurations in a stable order: what seed pairs are drawn from."""
     settings = setting_columns(runs)
     key = runs[settings].map(str).agg("|".join, axis=1) if settings else pd.Series("", index=runs.index)
-    return [[row for _, row in group.sort_values(["seed", "run_id"]).iterrows()]
-            for _, group in runs.assign(_key=key).groupby("_key", sort=True)]
+    return [
+        [row for _, row in group.sort_values(["seed", "run_id"]).iterrows()]
+        for _, group in runs.assign(_key=key).groupby("_key", sort=True)
+    ]
 
 
 def pair_line(
@@ -136,8 +148,10 @@ def pair_ends(run_a: str | Path, run_b: str | Path, checkpoint: str) -> tuple[Lo
     spec_a, spec_b = read_spec(run_a).resolved(), read_spec(run_b).resolved()
     differ = sorted(k for k, v in spec_a.to_dict().items() if k != "seed" and spec_b.to_dict().get(k) != v)
     if differ:
-        raise RobustkitError(f"{run_a.name} and {run_b.name} differ in {', '.join(differ)}, not only in their seed: "
-                             "only runs of one configuration are interpolated")
+        raise RobustkitError(
+            f"{run_a.name} and {run_b.name} differ in {', '.join(differ)}, not only in their seed: "
+            "only runs of one configuration are interpolated"
+        )
     # both on the CPU: their frozen tensors are compared there, and only A's model moves along the line
     loaded_b = load_run(run_b, checkpoint, "cpu", spec=spec_b)
     loaded_a = load_run(run_a, checkpoint, "cpu", spec=spec_a)
@@ -156,8 +170,11 @@ def seed_dependent_frozen(model_a: torch.nn.Module, model_b: torch.nn.Module, mo
     where the pretrained checkpoint has no weights (a pooler), and must move along the line.
     """
     b = dict(model_b.named_parameters())
-    return [name for name, parameter in model_a.named_parameters()
-            if name not in moving and not torch.equal(parameter.detach().cpu(), b[name].detach().cpu())]
+    return [
+        name
+        for name, parameter in model_a.named_parameters()
+        if name not in moving and not torch.equal(parameter.detach().cpu(), b[name].detach().cpu())
+    ]
 
 
 def run(
@@ -204,17 +221,33 @@ def run(
     """
     grid = parse_alphas(alphas)
     if not {0.0, 1.0} <= set(grid.tolist()):
-        raise RobustkitError(f"the alpha grid {alphas!r} must hold 0 and 1 (the two runs): the barrier is measured from them")
+        raise RobustkitError(
+            f"the alpha grid {alphas!r} must hold 0 and 1 (the two runs): the barrier is measured from them"
+        )
     runs = select_runs(store, select)
     pairs = seed_pairs(runs)
     if not pairs:
-        raise RobustkitError("no pair of selected runs differs only in its seed: select at least two seeds of a configuration")
-    params = {"version": VERSION, "alphas": grid.tolist(), "split": split, "examples": examples, "seed": seed,
-              "batch_size": EVAL_BATCH_SIZE}
+        raise RobustkitError(
+            "no pair of selected runs differs only in its seed: select at least two seeds of a configuration"
+        )
+    params = {
+        "version": VERSION,
+        "alphas": grid.tolist(),
+        "split": split,
+        "examples": examples,
+        "seed": seed,
+        "batch_size": EVAL_BATCH_SIZE,
+    }
     with progress_bar(total=len(pairs), desc="connectivity", unit="pair", show=progress) as bar:
-        frame = each_pair(pairs, ANALYSIS, params, checkpoint,
-                          lambda a, b, _: pair_line(a["path"], b["path"], checkpoint, grid, split, examples, seed, device),
-                          computed_on(device), on_done=bar.update)
+        frame = each_pair(
+            pairs,
+            ANALYSIS,
+            params,
+            checkpoint,
+            lambda a, b, _: pair_line(a["path"], b["path"], checkpoint, grid, split, examples, seed, device),
+            computed_on(device),
+            on_done=bar.update,
+        )
     if frame.empty:  # every pair has a damaged run (warned)
         return pd.DataFrame(columns=COLUMNS)
     frame = frame.assign(checkpoint=checkpoint)
@@ -249,9 +282,16 @@ def barriers(frame: pd.DataFrame) -> pd.DataFrame:
         alphas = line["alpha"].to_numpy(float)
         ends = [values[np.argmin(np.abs(alphas - end))] for end in (0.0, 1.0)]
         top = int(np.nanargmax(values)) if np.isfinite(values).any() else 0
-        rows.append({**dict(zip(keys, key)), "metric": metric if metric == "loss" else f"{metric} error",
-                     "barrier": float(values[top] - (ends[0] + ends[1]) / 2), "argmax_alpha": float(alphas[top]),
-                     "end_a": float(ends[0]), "end_b": float(ends[1])})
+        rows.append(
+            {
+                **dict(zip(keys, key)),
+                "metric": metric if metric == "loss" else f"{metric} error",
+                "barrier": float(values[top] - (ends[0] + ends[1]) / 2),
+                "argmax_alpha": float(alphas[top]),
+                "end_a": float(ends[0]),
+                "end_b": float(ends[1]),
+            }
+        )
     return pd.DataFrame(rows, columns=BARRIER_COLUMNS)
 
 
@@ -269,5 +309,22 @@ def lines_and_barriers(lines: pd.DataFrame) -> dict[str, pd.DataFrame]:
 def barrier_summary(lines: pd.DataFrame) -> pd.DataFrame:
     """The barriers of :func:`run`'s lines, the columns a person reads (``analyze connectivity``)."""
     table = barriers(lines)
-    return table[[c for c in ("run_id", "method", "seed", "run_id_b", "seed_b", "split", "metric", "barrier",
-                              "argmax_alpha", "end_a", "end_b") if c in table]]
+    return table[
+        [
+            c
+            for c in (
+                "run_id",
+                "method",
+                "seed",
+                "run_id_b",
+                "seed_b",
+                "split",
+                "metric",
+                "barrier",
+                "argmax_alpha",
+                "end_a",
+                "end_b",
+            )
+            if c in table
+        ]
+    ]

@@ -52,7 +52,8 @@ def still_improving(store: str | Path, run_ids: Sequence[str]) -> pd.Series:
     Series of bool, indexed by run_id (runs without a validation loss history: False).
     """
     history = load_history(store)
-    history = history[history["run_id"].isin(list(run_ids)) & (history["split"] == "validation")
-                      & (history["metric"] == "loss")].sort_values("step")
+    history = history[
+        history["run_id"].isin(list(run_ids)) & (history["split"] == "validation") & (history["metric"] == "loss")
+    ].sort_values("step")
     found = history.groupby("run_id")["value"].apply(lambda v: improving(v.to_numpy()))
     return found.reindex(list(run_ids), fill_value=False).astype(bool)

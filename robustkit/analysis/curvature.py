@@ -43,7 +43,6 @@ import numpy as np
 import pandas as pd
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
-from robustkit.progress import bar as progress_bar
 
 from robustkit import data, models, tasks
 from robustkit.analysis.batches import sampled_batches
@@ -52,15 +51,16 @@ from robustkit.analysis.pooling import split_columns
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import model_inputs, resolve_device
+from robustkit.layer_names import layer_group
+from robustkit.masked_lm import masked_lm_loss
 from robustkit.measures.hessian import (
     DEFAULT_TOL,
     HessianVectorProduct,
     hutchinson_trace,
     top_eigenvalue,
 )
-from robustkit.layer_names import layer_group
-from robustkit.masked_lm import masked_lm_loss
 from robustkit.methods.model_parts import layer_groups
+from robustkit.progress import bar as progress_bar
 from robustkit.provenance import computed_on
 from robustkit.run_data import run_splits
 from robustkit.run_model import build_masked_lm, load_run, load_tensors
@@ -76,15 +76,27 @@ CHECKPOINTS = ("step-0", "best", "last", "tsp")
 GROUPINGS = ("layer", "module", "none")
 ESTIMATORS = ("top_eigenvalue", "trace")
 SPREAD_KINDS = {"top_eigenvalue": "residual ||Hv - lambda v||", "trace": "standard error"}
-RESULT_COLUMNS = ["scope", "group", "estimator", "value", "spread", "spread_kind", "iterations", "converged",
-                  "n_params", "examples"]
+RESULT_COLUMNS = [
+    "scope",
+    "group",
+    "estimator",
+    "value",
+    "spread",
+    "spread_kind",
+    "iterations",
+    "converged",
+    "n_params",
+    "examples",
+]
 COLUMNS = [*IDENTITY, "checkpoint", *RESULT_COLUMNS]
 DEFAULT_EXAMPLES = 32
 DEFAULT_ITERATIONS = 30
 DEFAULT_SAMPLES = 30
 
 
-def blocks(names: Sequence[str], grouping: str = "layer", layer_of: Mapping[str, str] | None = None) -> dict[str, list[int]]:
+def blocks(
+    names: Sequence[str], grouping: str = "layer", layer_of: Mapping[str, str] | None = None
+) -> dict[str, list[int]]:
     """Parameter indices of each block.
 
     Parameters
@@ -110,7 +122,11 @@ def blocks(names: Sequence[str], grouping: str = "layer", layer_of: Mapping[str,
     if grouping == "none":
         return {}
     layer_of = layer_of or {}
-    key = (lambda name: layer_of.get(name) or layer_group(name)) if grouping == "layer" else (lambda name: name.rsplit(".", 1)[0])
+    key = (
+        (lambda name: layer_of.get(name) or layer_group(name))
+        if grouping == "layer"
+        else (lambda name: name.rsplit(".", 1)[0])
+    )
     groups: dict[str, list[int]] = {}
     for index, name in enumerate(names):
         groups.setdefault(key(name), []).append(index)
@@ -146,9 +162,9 @@ def micro_batches(batch: Mapping[str, torch.Tensor], size: int) -> list[tuple[fl
         raise RobustkitError("the batch has no loss terms (every label is -100)")
     parts = []
     for start in range(0, labels.shape[0], size):
-        count = int(terms[start:start + size].sum())
+        count = int(terms[start : start + size].sum())
         if count:
-            parts.append((count / total, {k: v[start:start + size] for k, v in batch.items()}))
+            parts.append((count / total, {k: v[start : start + size] for k, v in batch.items()}))
     return parts
 
 
@@ -230,32 +246,64 @@ def model_curvature(
             if micro_batch is None:
                 hvp = HessianVectorProduct(lambda: loss_of(inputs), parameters)
             else:
-                hvp = HessianVectorProduct([(weight, lambda part=part: loss_of(part))
-                                            for weight, part in micro_batches(inputs, micro_batch)], parameters)
+                hvp = HessianVectorProduct(
+                    [(weight, lambda part=part: loss_of(part)) for weight, part in micro_batches(inputs, micro_batch)],
+                    parameters,
+                )
             targets = {"all": None, **(groups if block_eigenvalues else {})}
             for group, block in progress_bar(targets.items(), desc="top eigenvalue", show=progress, leave=False):
                 estimate = top_eigenvalue(hvp, block, max_iterations, tol, seed)
-                rows.append(_row("all" if block is None else grouping, group, "top_eigenvalue", estimate.value,
-                                 estimate.residual, estimate.iterations, estimate.converged,
-                                 _count(parameters, block), examples))
+                rows.append(
+                    _row(
+                        "all" if block is None else grouping,
+                        group,
+                        "top_eigenvalue",
+                        estimate.value,
+                        estimate.residual,
+                        estimate.iterations,
+                        estimate.converged,
+                        _count(parameters, block),
+                        examples,
+                    )
+                )
             for group, estimate in hutchinson_trace(hvp, groups, samples, seed).items():
-                rows.append(_row("all" if group == "all" else grouping, group, "trace", estimate.value,
-                                 estimate.std_error, estimate.samples, True,
-                                 _count(parameters, groups.get(group)), examples))
+                rows.append(
+                    _row(
+                        "all" if group == "all" else grouping,
+                        group,
+                        "trace",
+                        estimate.value,
+                        estimate.std_error,
+                        estimate.samples,
+                        True,
+                        _count(parameters, groups.get(group)),
+                        examples,
+                    )
+                )
     finally:
         for name, parameter in named.items():
             parameter.requires_grad_(grad_state[name])
         model.train(was_training)
     order = {"all": 0, **{g: i + 1 for i, g in enumerate(groups)}}
     frame = pd.DataFrame(rows, columns=RESULT_COLUMNS)
-    return frame.sort_values(["estimator", "group"], key=lambda c: c.map(order) if c.name == "group" else c,
-                             kind="stable").reset_index(drop=True)
+    return frame.sort_values(
+        ["estimator", "group"], key=lambda c: c.map(order) if c.name == "group" else c, kind="stable"
+    ).reset_index(drop=True)
 
 
 def _row(scope, group, estimator, value, spread, iterations, converged, n_params, examples) -> dict:
-    return {"scope": scope, "group": group, "estimator": estimator, "value": float(value), "spread": float(spread),
-            "spread_kind": SPREAD_KINDS[estimator], "iterations": int(iterations), "converged": bool(converged),
-            "n_params": int(n_params), "examples": int(examples)}
+    return {
+        "scope": scope,
+        "group": group,
+        "estimator": estimator,
+        "value": float(value),
+        "spread": float(spread),
+        "spread_kind": SPREAD_KINDS[estimator],
+        "iterations": int(iterations),
+        "converged": bool(converged),
+        "n_params": int(n_params),
+        "examples": int(examples),
+    }
 
 
 def _count(parameters: list[torch.Tensor], block: Sequence[int] | None) -> int:
@@ -284,8 +332,19 @@ def curvature_run(
     """
     run = load_run(run_dir, checkpoint, device)
     (batch,) = sampled_batches(run.spec, "train", examples, seed, batch_size=examples)
-    return model_curvature(run.model, run.trainable, batch, grouping, max_iterations, tol, samples, seed, block_eigenvalues,
-                           progress, micro_batch=micro_batch)
+    return model_curvature(
+        run.model,
+        run.trainable,
+        batch,
+        grouping,
+        max_iterations,
+        tol,
+        samples,
+        seed,
+        block_eigenvalues,
+        progress,
+        micro_batch=micro_batch,
+    )
 
 
 def tsp_curvature_run(
@@ -326,8 +385,20 @@ def tsp_curvature_run(
     features = data.encode([texts[i] for i in rows], tokenizer, tsp_spec.max_length)
     torch.manual_seed(seed)  # the collator masks from the global RNG
     batch = dict(data.masked_lm_collator(tokenizer, tsp_spec.mlm_probability)(features))
-    return model_curvature(model, names, batch, grouping, max_iterations, tol, samples, seed, block_eigenvalues, progress,
-                           loss=masked_lm_loss, micro_batch=micro_batch)
+    return model_curvature(
+        model,
+        names,
+        batch,
+        grouping,
+        max_iterations,
+        tol,
+        samples,
+        seed,
+        block_eigenvalues,
+        progress,
+        loss=masked_lm_loss,
+        micro_batch=micro_batch,
+    )
 
 
 def tsp_run_dir(run_dir: Path) -> Path:
@@ -386,22 +457,52 @@ def run(
     checkpoints = _checked(checkpoints)
     if grouping not in GROUPINGS:
         raise RobustkitError(f"unknown grouping {grouping!r}; choose from {', '.join(GROUPINGS)}")
-    if examples < 1 or max_iterations < 1 or samples < 1 or not tol > 0 or (micro_batch is not None and micro_batch < 1):
+    if (
+        examples < 1
+        or max_iterations < 1
+        or samples < 1
+        or not tol > 0
+        or (micro_batch is not None and micro_batch < 1)
+    ):
         raise RobustkitError("examples, max_iterations, samples and micro_batch must be at least 1 and tol positive")
-    params = {"version": VERSION, "examples": examples, "grouping": grouping, "max_iterations": max_iterations,
-              "tol": tol, "samples": samples, "seed": seed, "block_eigenvalues": block_eigenvalues, "split": "train"}
+    params = {
+        "version": VERSION,
+        "examples": examples,
+        "grouping": grouping,
+        "max_iterations": max_iterations,
+        "tol": tol,
+        "samples": samples,
+        "seed": seed,
+        "block_eigenvalues": block_eigenvalues,
+        "split": "train",
+    }
     runs = select_runs(store, select)
-    options = {"examples": examples, "grouping": grouping, "max_iterations": max_iterations, "tol": tol, "samples": samples,
-               "seed": seed, "block_eigenvalues": block_eigenvalues, "device": device, "micro_batch": micro_batch}
+    options = {
+        "examples": examples,
+        "grouping": grouping,
+        "max_iterations": max_iterations,
+        "tol": tol,
+        "samples": samples,
+        "seed": seed,
+        "block_eigenvalues": block_eigenvalues,
+        "device": device,
+        "micro_batch": micro_batch,
+    }
     frames = []
     with progress_bar(total=len(runs) * len(checkpoints), desc="curvature", unit="checkpoint", show=progress) as bar:
         for checkpoint in checkpoints:
             if checkpoint == "tsp":
                 frames += _tsp_frames(runs, params, options, bar)
                 continue
-            frame = each_run(runs, ANALYSIS, params, [checkpoint],
-                             lambda row: curvature_run(row["path"], checkpoint, **options), on_done=bar.update,
-                             provenance=computed_on(device))
+            frame = each_run(
+                runs,
+                ANALYSIS,
+                params,
+                [checkpoint],
+                lambda row: curvature_run(row["path"], checkpoint, **options),
+                on_done=bar.update,
+                provenance=computed_on(device),
+            )
             frames.append(frame.assign(checkpoint=checkpoint))
     frames = [f for f in frames if not f.empty]
     if not frames:
@@ -419,9 +520,15 @@ def _tsp_frames(runs: pd.DataFrame, params: dict, options: dict, bar) -> list[pd
             continue
         run_dir = Path(row["path"].iloc[0])
         files = read_manifest(tsp_run_dir(run_dir))["checkpoints"][f"tsp-{int(row['tsp_step'].iloc[0])}"]["files"]
-        frame = each_run(row, ANALYSIS, {**params, "loss": "masked-lm", "tsp_files": files}, ["step-0"],
-                         lambda r: tsp_curvature_run(r["path"], **options), on_done=bar.update,
-                         provenance=computed_on(options["device"]))
+        frame = each_run(
+            row,
+            ANALYSIS,
+            {**params, "loss": "masked-lm", "tsp_files": files},
+            ["step-0"],
+            lambda r: tsp_curvature_run(r["path"], **options),
+            on_done=bar.update,
+            provenance=computed_on(options["device"]),
+        )
         frames.append(frame.assign(checkpoint="tsp"))
     return frames
 
@@ -448,5 +555,6 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     keys = split_columns(frame, [c for c in ("task", "method") if c in frame])
     keys += ["checkpoint", "scope", "group", "estimator"]
     grouped = frame.assign(_nc=~frame["converged"].astype(bool)).groupby(keys, dropna=False, sort=False)
-    return grouped.agg(mean=("value", "mean"), std=("value", "std"), runs=("value", "count"),
-                       not_converged=("_nc", "sum")).reset_index()
+    return grouped.agg(
+        mean=("value", "mean"), std=("value", "std"), runs=("value", "count"), not_converged=("_nc", "sum")
+    ).reset_index()

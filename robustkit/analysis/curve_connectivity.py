@@ -37,9 +37,9 @@ from robustkit.analysis.each_run import each_pair
 from robustkit.analysis.landscape import moving_parameters, parse_alphas, restore_parameters
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
+from robustkit.evaluate import EVAL_BATCH_SIZE, encode_split, evaluate, resolve_device, to_device
 from robustkit.progress import bar as progress_bar
 from robustkit.provenance import computed_on
-from robustkit.evaluate import EVAL_BATCH_SIZE, encode_split, evaluate, resolve_device, to_device
 from robustkit.run_data import run_splits
 from robustkit.store.tables import IDENTITY
 
@@ -49,8 +49,19 @@ PATHS = ("line", "curve")
 POINT_COLUMNS = ["path", "t", "split", "metric", "value"]
 COLUMNS = [*IDENTITY, "run_id_b", "seed_b", "checkpoint", "steps", "examples", *POINT_COLUMNS]
 PAIR = ["run_id", "run_id_b"]
-BARRIER_COLUMNS = [*IDENTITY, "run_id_b", "seed_b", "checkpoint", "path", "split", "metric", "barrier", "argmax_t",
-                   "end_a", "end_b"]
+BARRIER_COLUMNS = [
+    *IDENTITY,
+    "run_id_b",
+    "seed_b",
+    "checkpoint",
+    "path",
+    "split",
+    "metric",
+    "barrier",
+    "argmax_t",
+    "end_a",
+    "end_b",
+]
 
 
 def disjoint_pairs(runs: pd.DataFrame) -> list[tuple[pd.Series, pd.Series]]:
@@ -68,14 +79,27 @@ def disjoint_pairs(runs: pd.DataFrame) -> list[tuple[pd.Series, pd.Series]]:
     """
     pairs = []
     for ordered in seed_groups(runs):
-        pairs += [(ordered[i], ordered[i + 1]) for i in range(0, len(ordered) - 1, 2)
-                  if ordered[i]["seed"] != ordered[i + 1]["seed"]]
+        pairs += [
+            (ordered[i], ordered[i + 1])
+            for i in range(0, len(ordered) - 1, 2)
+            if ordered[i]["seed"] != ordered[i + 1]["seed"]
+        ]
     return pairs
 
 
-def pair_paths(run_a: str | Path, run_b: str | Path, checkpoint: str, steps: int | None, ts, split: str,
-               examples: int | None, seed: int, device: str | None = None, state_dir: str | Path | None = None,
-               stop_after: int | None = None) -> pd.DataFrame | None:
+def pair_paths(
+    run_a: str | Path,
+    run_b: str | Path,
+    checkpoint: str,
+    steps: int | None,
+    ts,
+    split: str,
+    examples: int | None,
+    seed: int,
+    device: str | None = None,
+    state_dir: str | Path | None = None,
+    stop_after: int | None = None,
+) -> pd.DataFrame | None:
     """Train the curve between two runs and evaluate it and the line, uncached.
 
     Returns
@@ -99,14 +123,28 @@ def pair_paths(run_a: str | Path, run_b: str | Path, checkpoint: str, steps: int
         index = data.batch_indices(len(encoded), spec.batch_size, seed, step - 1)
         return model(**to_device(collator([encoded[i] for i in index]), where)).loss
 
-    control = train_control_point(model, start, end, loss_of, steps, spec.lr, seed, warmup=round(spec.warmup_ratio * steps),
-                                  weight_decay=spec.weight_decay, max_grad_norm=spec.max_grad_norm, state_dir=state_dir,
-                                  stop_after=stop_after)
+    control = train_control_point(
+        model,
+        start,
+        end,
+        loss_of,
+        steps,
+        spec.lr,
+        seed,
+        warmup=round(spec.warmup_ratio * steps),
+        weight_decay=spec.weight_decay,
+        max_grad_norm=spec.max_grad_norm,
+        state_dir=state_dir,
+        stop_after=stop_after,
+    )
     if control is None:
         return None
     batches = sampled_batches(spec, split, examples, seed, EVAL_BATCH_SIZE)
     parameters = moving_parameters(model, start, end)
-    on = {name: {n: t.to(where) for n, t in tensors.items()} for name, tensors in (("a", start), ("c", control), ("b", end))}
+    on = {
+        name: {n: t.to(where) for n, t in tensors.items()}
+        for name, tensors in (("a", start), ("c", control), ("b", end))
+    }
     original = {n: p.detach().clone() for n, p in parameters.items()}
     rows = []
     try:
@@ -116,15 +154,28 @@ def pair_paths(run_a: str | Path, run_b: str | Path, checkpoint: str, steps: int
                     place_line(parameters, on["a"], on["b"], float(t))
                 else:
                     place(parameters, on["a"], on["c"], on["b"], float(t))
-                rows += [{"path": path, "t": float(t), "split": split, "metric": m, "value": v}
-                         for m, v in evaluate(model, batches, loaded.task).items()]
+                rows += [
+                    {"path": path, "t": float(t), "split": split, "metric": m, "value": v}
+                    for m, v in evaluate(model, batches, loaded.task).items()
+                ]
     finally:
         restore_parameters(parameters, original)
     return pd.DataFrame(rows, columns=POINT_COLUMNS).assign(steps=steps)
 
 
-def run(store: str | Path, select: dict | list[str] | None = None, *, checkpoint: str, steps: int | None, ts: str,
-        split: str, examples: int | None, seed: int, device: str | None = None, progress: bool = True) -> pd.DataFrame:
+def run(
+    store: str | Path,
+    select: dict | list[str] | None = None,
+    *,
+    checkpoint: str,
+    steps: int | None,
+    ts: str,
+    split: str,
+    examples: int | None,
+    seed: int,
+    device: str | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
     """The line and the trained curve of every disjoint seed pair of the selected runs, cached per pair.
 
     Returns
@@ -140,20 +191,47 @@ def run(store: str | Path, select: dict | list[str] | None = None, *, checkpoint
     """
     grid = parse_alphas(ts)
     if not {0.0, 1.0} <= set(grid.tolist()):
-        raise RobustkitError(f"the grid ts={ts!r} must hold 0 and 1 (the two runs): the barriers are measured from them")
+        raise RobustkitError(
+            f"the grid ts={ts!r} must hold 0 and 1 (the two runs): the barriers are measured from them"
+        )
     if steps is not None and steps < 1:
         raise RobustkitError(f"steps must be at least 1, got {steps}")
     runs = select_runs(store, select)
     pairs = disjoint_pairs(runs)
     if not pairs:
-        raise RobustkitError("no pair of selected runs differs only in its seed: select at least two seeds of a configuration")
-    params = {"version": VERSION, "steps": steps, "ts": grid.tolist(), "split": split, "examples": examples, "seed": seed,
-              "batch_size": EVAL_BATCH_SIZE}
+        raise RobustkitError(
+            "no pair of selected runs differs only in its seed: select at least two seeds of a configuration"
+        )
+    params = {
+        "version": VERSION,
+        "steps": steps,
+        "ts": grid.tolist(),
+        "split": split,
+        "examples": examples,
+        "seed": seed,
+        "batch_size": EVAL_BATCH_SIZE,
+    }
     with progress_bar(total=len(pairs), desc="curve-connectivity", unit="pair", show=progress) as bar:
-        frame = each_pair(pairs, ANALYSIS, params, checkpoint,
-                          lambda a, b, path: pair_paths(a["path"], b["path"], checkpoint, steps, grid, split, examples,
-                                                        seed, device, state_dir=path.with_suffix(".state")),
-                          computed_on(device), on_done=bar.update)
+        frame = each_pair(
+            pairs,
+            ANALYSIS,
+            params,
+            checkpoint,
+            lambda a, b, path: pair_paths(
+                a["path"],
+                b["path"],
+                checkpoint,
+                steps,
+                grid,
+                split,
+                examples,
+                seed,
+                device,
+                state_dir=path.with_suffix(".state"),
+            ),
+            computed_on(device),
+            on_done=bar.update,
+        )
     if frame.empty:  # every pair has a damaged run (warned)
         return pd.DataFrame(columns=COLUMNS)
     frame = frame.assign(checkpoint=checkpoint)
@@ -178,8 +256,16 @@ def barriers(frame: pd.DataFrame) -> pd.DataFrame:
         ts = points["t"].to_numpy(float)
         height, where = barrier(values, ts)
         ends = dict(zip(ts, values))
-        rows.append({**dict(zip(keys, key)), "metric": metric if metric == "loss" else f"{metric} error",
-                     "barrier": float(height), "argmax_t": float(where), "end_a": float(ends[0.0]), "end_b": float(ends[1.0])})
+        rows.append(
+            {
+                **dict(zip(keys, key)),
+                "metric": metric if metric == "loss" else f"{metric} error",
+                "barrier": float(height),
+                "argmax_t": float(where),
+                "end_a": float(ends[0.0]),
+                "end_b": float(ends[1.0]),
+            }
+        )
     return pd.DataFrame(rows, columns=BARRIER_COLUMNS)
 
 
@@ -209,6 +295,8 @@ def paths_and_barriers(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
 def barrier_summary(frame: pd.DataFrame) -> pd.DataFrame:
     """The barriers of both paths per pair, side by side (``analyze curve-connectivity``)."""
     table = barriers(frame)
-    wide = table.pivot_table(index=[*PAIR, "method", "seed", "seed_b", "metric"], columns="path", values="barrier").reset_index()
+    wide = table.pivot_table(
+        index=[*PAIR, "method", "seed", "seed_b", "metric"], columns="path", values="barrier"
+    ).reset_index()
     wide["line - curve"] = wide["line"] - wide["curve"]
     return wide

@@ -80,8 +80,9 @@ def with_outcomes(frame: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
         scores = scores.assign(baseline=np.nan)
     runs = scores.drop_duplicates("run_id").set_index("run_id")
     out = frame.drop(columns=[c for c in OUTCOME_COLUMNS if c in frame])
-    return out.assign(outcome=out["run_id"].map(runs["outcome"]).fillna(collapse.OK),
-                      baseline=out["run_id"].map(runs["baseline"]))
+    return out.assign(
+        outcome=out["run_id"].map(runs["outcome"]).fillna(collapse.OK), baseline=out["run_id"].map(runs["baseline"])
+    )
 
 
 def with_run_outcomes(store: str | Path, select: dict | list[str] | None = None) -> pd.DataFrame:
@@ -124,8 +125,11 @@ def mean_curves(frame: pd.DataFrame, by: Sequence[str], include_failed: bool = F
     """
     by = list(by)
     kept = collapse.kept(frame, include_failed)
-    stats = (kept.groupby([*by, "step"], dropna=False, sort=True)["value"]
-             .agg(mean="mean", std="std", min="min", max="max", n="size").reset_index())
+    stats = (
+        kept.groupby([*by, "step"], dropna=False, sort=True)["value"]
+        .agg(mean="mean", std="std", min="min", max="max", n="size")
+        .reset_index()
+    )
     runs = frame.drop_duplicates([*by, "run_id"])
     counts = collapse.failure_rates(runs, by).drop(columns=["n_ok", "failed_rate"])
     return stats.merge(counts, on=by, how="left")
@@ -188,7 +192,9 @@ def mean_best(frame: pd.DataFrame, include_failed: bool = False) -> pd.DataFrame
         per_run = per_run.assign(baseline=np.nan)
     group = [c for c in GROUP if c in per_run]
     long = per_run.melt(
-        id_vars=[*group, "metric", "run_id", "outcome", "baseline"], value_vars=["mean", "best"], var_name="statistic",
+        id_vars=[*group, "metric", "run_id", "outcome", "baseline"],
+        value_vars=["mean", "best"],
+        var_name="statistic",
         value_name="per_run",
     )
     keys = [*group, "metric", "statistic"]

@@ -38,8 +38,14 @@ ASO_THRESHOLD = 0.5  # Dror et al. 2019: epsilon_min below it = almost stochasti
 DEFAULT_BOOTSTRAP = 1000  # deepsig's default bootstrap iterations
 
 
-def aso(a: Sequence[float], b: Sequence[float], confidence: float = 0.95, seed: int = 0,
-        num_bootstrap_iterations: int = DEFAULT_BOOTSTRAP, num_comparisons: int = 1) -> float:
+def aso(
+    a: Sequence[float],
+    b: Sequence[float],
+    confidence: float = 0.95,
+    seed: int = 0,
+    num_bootstrap_iterations: int = DEFAULT_BOOTSTRAP,
+    num_comparisons: int = 1,
+) -> float:
     """epsilon_min of scores ``a`` over scores ``b`` (higher = better), via ``deepsig.aso``.
 
     Parameters
@@ -63,10 +69,21 @@ def aso(a: Sequence[float], b: Sequence[float], confidence: float = 0.95, seed: 
     a, b = np.asarray(a, float), np.asarray(b, float)
     if len(a) < 2 or len(b) < 2:
         return float("nan")
-    with warnings.catch_warnings():  # deepsig warns of a zero violation ratio (identical samples): eps_min is then exact
+    with (
+        warnings.catch_warnings()
+    ):  # deepsig warns of a zero violation ratio (identical samples): eps_min is then exact
         warnings.filterwarnings("ignore", message="Division by zero encountered in violation ratio")
-        return float(deepsig_aso(a, b, confidence_level=confidence, num_comparisons=num_comparisons,
-                                 num_bootstrap_iterations=num_bootstrap_iterations, seed=seed, show_progress=False))
+        return float(
+            deepsig_aso(
+                a,
+                b,
+                confidence_level=confidence,
+                num_comparisons=num_comparisons,
+                num_bootstrap_iterations=num_bootstrap_iterations,
+                seed=seed,
+                show_progress=False,
+            )
+        )
 
 
 def aso_table(
@@ -113,9 +130,24 @@ def aso_table(
         for a, b in itertools.permutations(groups, 2):
             small = [str(g) for g in (a, b) if len(groups[g]) < 2]
             eps = aso(groups[a], groups[b], confidence, seed, num_bootstrap_iterations) if not small else float("nan")
-            note = f"fewer than 2 runs in {', '.join(small)}" if small else ("lower is better: negated" if sign < 0 else "")
-            rows.append({**cell_key, "by": by, "group_a": a, "group_b": b, "n_a": len(groups[a]), "n_b": len(groups[b]),
-                         "eps_min": eps, "confidence": confidence, "note": note})
+            note = (
+                f"fewer than 2 runs in {', '.join(small)}"
+                if small
+                else ("lower is better: negated" if sign < 0 else "")
+            )
+            rows.append(
+                {
+                    **cell_key,
+                    "by": by,
+                    "group_a": a,
+                    "group_b": b,
+                    "n_a": len(groups[a]),
+                    "n_b": len(groups[b]),
+                    "eps_min": eps,
+                    "confidence": confidence,
+                    "note": note,
+                }
+            )
     return pd.DataFrame(rows, columns=[*within, *ASO_COLUMNS])
 
 
@@ -144,9 +176,17 @@ def failure_rates(df: pd.DataFrame, by: Sequence[str] | str = ("method",), confi
         n = len(group)
         failed = int((group["outcome"] != collapse.OK).sum())
         interval = stats.binomtest(failed, n).proportion_ci(confidence_level=confidence, method="exact")
-        rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))), "n_runs": n, "n_failed": failed,
-                     "failed_rate": failed / n, "ci_low": float(interval.low), "ci_high": float(interval.high),
-                     "confidence": confidence})
+        rows.append(
+            {
+                **dict(zip(by, key if isinstance(key, tuple) else (key,))),
+                "n_runs": n,
+                "n_failed": failed,
+                "failed_rate": failed / n,
+                "ci_low": float(interval.low),
+                "ci_high": float(interval.high),
+                "confidence": confidence,
+            }
+        )
     return pd.DataFrame(rows, columns=[*by, *FAILURE_COLUMNS])
 
 
@@ -163,9 +203,14 @@ def aso_sentence(table: pd.DataFrame) -> str:
         if len(pair) == 1:
             parts.append(f"ε_min({a} over {b}) = {values.iloc[0]:.2f}")
         else:
-            parts.append(f"ε_min({a} over {b}) < {ASO_THRESHOLD} in {int((values < ASO_THRESHOLD).sum())}/{len(pair)} cells")
+            parts.append(
+                f"ε_min({a} over {b}) < {ASO_THRESHOLD} in {int((values < ASO_THRESHOLD).sum())}/{len(pair)} cells"
+            )
     if not parts:
         return ""
     level = "/".join(f"{c:.0%}" for c in sorted(table["confidence"].unique()))
-    return (f"ASO (deepsig, confidence {level}; < {ASO_THRESHOLD} = almost stochastically dominant): "
-            + ", ".join(parts) + ".")
+    return (
+        f"ASO (deepsig, confidence {level}; < {ASO_THRESHOLD} = almost stochastically dominant): "
+        + ", ".join(parts)
+        + "."
+    )

@@ -53,8 +53,14 @@ from robustkit.store.tables import DamagedRunWarning
 log = logging.getLogger(__name__)
 
 
-def cache_path(run_dir: str | Path, analysis: str, params: dict, checkpoints: Sequence[str], suffix: str = ".parquet",
-               label: str | None = None) -> Path:
+def cache_path(
+    run_dir: str | Path,
+    analysis: str,
+    params: dict,
+    checkpoints: Sequence[str],
+    suffix: str = ".parquet",
+    label: str | None = None,
+) -> Path:
     """Where the run's result for these parameters and checkpoints is cached:
     ``<store>/.cache/<analysis>/<run_id>[-<label>]-<key><suffix>`` (``label`` only names the file
     for people, e.g. the attacker; the key already hashes every parameter)."""
@@ -217,8 +223,13 @@ def each_pair(
             other = read_manifest(Path(b["path"]))["checkpoints"].get(checkpoint, {}).get("files")
             if other is None:
                 raise RunLacksError(b["run_id"], f"checkpoint {checkpoint!r}")
-            path = cache_path(a["path"], analysis, {**params, "other": b["run_id"], "other_files": other}, [checkpoint],
-                              label=b["run_id"])
+            path = cache_path(
+                a["path"],
+                analysis,
+                {**params, "other": b["run_id"], "other_files": other},
+                [checkpoint],
+                label=b["run_id"],
+            )
             frame = read_cached(path, pair)
             if frame is None:
                 frame = compute(a, b, path)
@@ -263,10 +274,13 @@ def leave_out(lacking: Sequence[tuple[str, str]], analysis: str, selected: int) 
     named = "; ".join(f"{run} has no {what}" for run, what in lacking[:MOST_NAMED])
     more = f" and {len(lacking) - MOST_NAMED} more" if len(lacking) > MOST_NAMED else ""
     if len(lacking) >= selected:
-        raise RobustkitError(f"{analysis}: none of the {selected} selected run(s) has what it reads ({named}{more}); "
-                             "select runs that have it")
-    log.warning("%s: %d of %d run(s) left out for lacking what it reads: %s%s", analysis, len(lacking), selected,
-                named, more)
+        raise RobustkitError(
+            f"{analysis}: none of the {selected} selected run(s) has what it reads ({named}{more}); "
+            "select runs that have it"
+        )
+    log.warning(
+        "%s: %d of %d run(s) left out for lacking what it reads: %s%s", analysis, len(lacking), selected, named, more
+    )
 
 
 # runs named one by one in a left-out message; the rest are counted
@@ -276,5 +290,9 @@ MOST_NAMED = 4
 def warn_damaged(damaged: list[str], analysis: str, store: Path) -> None:
     """Warn (:class:`DamagedRunWarning`) that the runs of ``damaged`` (``"<run_id>: <problem>"``)
     were left out of ``analysis`` because a checkpoint failed its sha256 check as it was loaded."""
-    warnings.warn(f"{len(damaged)} damaged run(s) of {store} left out of {analysis} ({'; '.join(damaged)}); "
-                  f"`robustkit verify {store} --repair` moves them aside", DamagedRunWarning, stacklevel=3)
+    warnings.warn(
+        f"{len(damaged)} damaged run(s) of {store} left out of {analysis} ({'; '.join(damaged)}); "
+        f"`robustkit verify {store} --repair` moves them aside",
+        DamagedRunWarning,
+        stacklevel=3,
+    )

@@ -67,14 +67,26 @@ def update_spectrum(run_dir: str | Path, checkpoint: str) -> list[dict]:
         if not update.any():
             continue
         values = singular_values(update)
-        for measure, value in (("energy_rank", energy_rank(values, ENERGY_FRACTION)), ("effective_rank", effective_rank(values)),
-                               ("update_norm", float(np.sqrt((values ** 2).sum())))):
-            rows.append({"measure": measure, "layer": where.layer, "matrix": where.path, "kind": where.kind, "value": float(value)})
+        for measure, value in (
+            ("energy_rank", energy_rank(values, ENERGY_FRACTION)),
+            ("effective_rank", effective_rank(values)),
+            ("update_norm", float(np.sqrt((values**2).sum()))),
+        ):
+            rows.append(
+                {
+                    "measure": measure,
+                    "layer": where.layer,
+                    "matrix": where.path,
+                    "kind": where.kind,
+                    "value": float(value),
+                }
+            )
     return rows
 
 
-def masked_lm_losses(run_dir: str | Path, checkpoint: str, batches: list[dict], head_tensors: dict | None,
-                     device: str | None = None) -> dict[str, float]:
+def masked_lm_losses(
+    run_dir: str | Path, checkpoint: str, batches: list[dict], head_tensors: dict | None, device: str | None = None
+) -> dict[str, float]:
     """The held-out masked-LM loss through the pre-trained encoder and through the run's, uncached.
 
     Parameters
@@ -100,20 +112,37 @@ def masked_lm_losses(run_dir: str | Path, checkpoint: str, batches: list[dict], 
     return {"mlm_loss_base": base, "mlm_loss_tuned": tuned, "forgetting": tuned - base}
 
 
-def fitted_head(store: str | Path, model_name: str, texts: int, head_texts: int, head_steps: int, seed: int,
-                device: str | None = None) -> dict:
+def fitted_head(
+    store: str | Path,
+    model_name: str,
+    texts: int,
+    head_texts: int,
+    head_steps: int,
+    seed: int,
+    device: str | None = None,
+) -> dict:
     """robustkit's TSP head for ``model_name`` fitted on glosses ``texts .. texts + head_texts``
     of the seed's permutation (never the evaluated ones), cached in the store."""
     from robustkit import models
 
-    key = {"version": VERSION, "model": model_name, "fingerprint": models.fingerprint(models.load_masked_lm(model_name, seed=0)[0]),
-           "skip": texts, "head_texts": head_texts, "head_steps": head_steps, "seed": seed, "lr": mlm_head.FIT_LR,
-           "batch": mlm_head.FIT_BATCH}
+    key = {
+        "version": VERSION,
+        "model": model_name,
+        "fingerprint": models.fingerprint(models.load_masked_lm(model_name, seed=0)[0]),
+        "skip": texts,
+        "head_texts": head_texts,
+        "head_steps": head_steps,
+        "seed": seed,
+        "lr": mlm_head.FIT_LR,
+        "batch": mlm_head.FIT_BATCH,
+    }
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     path = Path(store) / CACHE_DIR / ANALYSIS / f"head-{model_name}-{digest}.safetensors"
     if path.exists():
         return load_file(path)
-    tensors = mlm_head.fit_head(model_name, heldout.sample(head_texts, seed, skip=texts), head_steps, seed, resolve_device(device))
+    tensors = mlm_head.fit_head(
+        model_name, heldout.sample(head_texts, seed, skip=texts), head_steps, seed, resolve_device(device)
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".partial")
     save_file({k: v.contiguous() for k, v in tensors.items()}, partial)
@@ -121,8 +150,19 @@ def fitted_head(store: str | Path, model_name: str, texts: int, head_texts: int,
     return tensors
 
 
-def run(store: str | Path, select: dict | list[str] | None = None, *, checkpoint: str, texts: int, head: str,
-        head_texts: int, head_steps: int, seed: int, device: str | None = None, progress: bool = True) -> pd.DataFrame:
+def run(
+    store: str | Path,
+    select: dict | list[str] | None = None,
+    *,
+    checkpoint: str,
+    texts: int,
+    head: str,
+    head_texts: int,
+    head_steps: int,
+    seed: int,
+    device: str | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
     """Forgetting and update spectra of every selected run, cached per run.
 
     Parameters
@@ -160,7 +200,9 @@ def run(store: str | Path, select: dict | list[str] | None = None, *, checkpoint
         if head == "own" and not own:
             raise RobustkitError(f"{model_name} has no masked-LM head of its own: use --head fitted (or auto)")
         chosen = "own" if head == "auto" and own else "fitted" if head == "auto" else head
-        tensors = None if chosen == "own" else fitted_head(store, model_name, texts, head_texts, head_steps, seed, device)
+        tensors = (
+            None if chosen == "own" else fitted_head(store, model_name, texts, head_texts, head_steps, seed, device)
+        )
         heads[model_name] = (chosen, tensors)
         batches[model_name] = mlm_head.masked_batches(heldout.sample(texts, seed), model_name, seed)
 
@@ -171,8 +213,13 @@ def run(store: str | Path, select: dict | list[str] | None = None, *, checkpoint
         rows += update_spectrum(row["path"], checkpoint)
         return pd.DataFrame(rows, columns=RESULT_COLUMNS[1:]).assign(head=chosen)[RESULT_COLUMNS]
 
-    params = {"version": VERSION, "texts": texts, "seed": seed, "max_length": mlm_head.MAX_LENGTH,
-              "heads": {m: (c, None if t is None else _digest(t)) for m, (c, t) in heads.items()}}
+    params = {
+        "version": VERSION,
+        "texts": texts,
+        "seed": seed,
+        "max_length": mlm_head.MAX_LENGTH,
+        "heads": {m: (c, None if t is None else _digest(t)) for m, (c, t) in heads.items()},
+    }
     with progress_bar(total=len(runs), desc="forgetting", unit="run", show=progress) as bar:
         frame = each_run(runs, ANALYSIS, params, ["step-0", checkpoint], compute, on_done=bar.update)
     return frame.assign(checkpoint=checkpoint, texts=texts)[COLUMNS]
@@ -204,8 +251,9 @@ def update_ranks(frame: pd.DataFrame, rank_measure: str, matrices: str) -> pd.Da
     return rows.drop_duplicates("run_id")[IDENTITY].merge(mean, on="run_id")
 
 
-def forgetting_view(frame: pd.DataFrame, store: str | Path, checkpoint: str, matrices: str, rank_measure: str,
-                    include_failed: bool) -> dict[str, pd.DataFrame]:
+def forgetting_view(
+    frame: pd.DataFrame, store: str | Path, checkpoint: str, matrices: str, rank_measure: str, include_failed: bool
+) -> dict[str, pd.DataFrame]:
     """What the ``forgetting`` figure draws.
 
     Returns
@@ -219,8 +267,12 @@ def forgetting_view(frame: pd.DataFrame, store: str | Path, checkpoint: str, mat
     from robustkit.analysis import scores
 
     loss = frame[frame["measure"] == "forgetting"][[*IDENTITY, "head", "value"]].rename(columns={"value": "forgetting"})
-    learned = scores.outcomes(store, {"run_id": list(loss["run_id"])}, checkpoint=checkpoint, split="validation", metric=None)
-    points = loss.merge(learned[["run_id", "value", "metric", "outcome"]].rename(columns={"value": "score"}), on="run_id")
+    learned = scores.outcomes(
+        store, {"run_id": list(loss["run_id"])}, checkpoint=checkpoint, split="validation", metric=None
+    )
+    points = loss.merge(
+        learned[["run_id", "value", "metric", "outcome"]].rename(columns={"value": "score"}), on="run_id"
+    )
     if not include_failed:
         points = points[points["outcome"] == "ok"]
     ranks = frame[frame["measure"] == rank_measure]
@@ -234,6 +286,10 @@ def forgetting_view(frame: pd.DataFrame, store: str | Path, checkpoint: str, mat
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     """Per run: the losses, forgetting, and the mean update ranks over every changed matrix."""
     losses = frame[frame["measure"].isin(LOSS_MEASURES)].pivot_table(index="run_id", columns="measure", values="value")
-    ranks = frame[frame["measure"].isin(RANK_MEASURES)].pivot_table(index="run_id", columns="measure", values="value", aggfunc="mean")
+    ranks = frame[frame["measure"].isin(RANK_MEASURES)].pivot_table(
+        index="run_id", columns="measure", values="value", aggfunc="mean"
+    )
     identity = frame.drop_duplicates("run_id").set_index("run_id")[["method", "seed", "head"]]
-    return identity.join(losses[[m for m in LOSS_MEASURES if m in losses]]).join(ranks.add_prefix("mean ")).reset_index()
+    return (
+        identity.join(losses[[m for m in LOSS_MEASURES if m in losses]]).join(ranks.add_prefix("mean ")).reset_index()
+    )

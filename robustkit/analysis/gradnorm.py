@@ -22,7 +22,6 @@ from robustkit.analysis.each_run import leave_out
 from robustkit.analysis.select import select_runs
 from robustkit.store.tables import IDENTITY, load_gradnorms
 
-
 # Kinds in the order figures show them; ``mlm_head`` only occurs in TSP runs; ``shared``: base-model
 # parameters outside the embeddings and any one layer (prefix tuning's pool, DeBERTa's relative
 # embeddings; robustkit.methods.model_parts.layer_groups).
@@ -152,12 +151,25 @@ def per_run_summary(frame: pd.DataFrame) -> pd.DataFrame:
         per_step = group.groupby("step")["value"].mean().sort_index()
         tenth = max(1, math.ceil(len(per_step) / 10))
         start, end = per_step.iloc[:tenth].mean(), per_step.iloc[-tenth:].mean()
-        slope = (np.polyfit(per_step.index.to_numpy(float) / 1000, np.log10(per_step.clip(lower=1e-30)), 1)[0]
-                 if len(per_step) > 1 else float("nan"))
-        rows.append({"run_id": run_id, "layer_kind": kind, "layers": group["layer"].nunique(), "steps": len(per_step),
-                     "start": start, "end": end, "end_over_start": end / start if start > 0 else float("nan"),
-                     "slope_per_1k": slope})
+        slope = (
+            np.polyfit(per_step.index.to_numpy(float) / 1000, np.log10(per_step.clip(lower=1e-30)), 1)[0]
+            if len(per_step) > 1
+            else float("nan")
+        )
+        rows.append(
+            {
+                "run_id": run_id,
+                "layer_kind": kind,
+                "layers": group["layer"].nunique(),
+                "steps": len(per_step),
+                "start": start,
+                "end": end,
+                "end_over_start": end / start if start > 0 else float("nan"),
+                "slope_per_1k": slope,
+            }
+        )
     table = frame.drop_duplicates("run_id")[IDENTITY].merge(pd.DataFrame(rows), on="run_id")
     order = {kind: i for i, kind in enumerate(LAYER_KINDS)}
-    return table.sort_values(["run_id", "layer_kind"], key=lambda c: c.map(order) if c.name == "layer_kind" else c,
-                             ignore_index=True)
+    return table.sort_values(
+        ["run_id", "layer_kind"], key=lambda c: c.map(order) if c.name == "layer_kind" else c, ignore_index=True
+    )

@@ -55,13 +55,24 @@ def run_intruders(run_dir: str | Path, checkpoint: str, top_k: int) -> pd.DataFr
         return pd.DataFrame(columns=RESULT_COLUMNS)
     for name, where in matrices.items():
         values, cosines = max_cosines(end[name], start[name], min(top_k, *end[name].shape))
-        rows += [{"layer": where.layer, "matrix": where.path, "kind": where.kind, "changed": changed[name], "rank": j + 1,
-                  "singular_value": float(s), "max_cosine": float(c)} for j, (s, c) in enumerate(zip(values, cosines))]
+        rows += [
+            {
+                "layer": where.layer,
+                "matrix": where.path,
+                "kind": where.kind,
+                "changed": changed[name],
+                "rank": j + 1,
+                "singular_value": float(s),
+                "max_cosine": float(c),
+            }
+            for j, (s, c) in enumerate(zip(values, cosines))
+        ]
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
 
-def run(store: str | Path, select: dict | list[str] | None = None, *, checkpoint: str, top_k: int,
-        progress: bool = True) -> pd.DataFrame:
+def run(
+    store: str | Path, select: dict | list[str] | None = None, *, checkpoint: str, top_k: int, progress: bool = True
+) -> pd.DataFrame:
     """Intruder cosines of every selected run, cached per run (:func:`run_intruders`).
 
     Parameters
@@ -85,15 +96,25 @@ def run(store: str | Path, select: dict | list[str] | None = None, *, checkpoint
         raise RobustkitError(f"top_k must be at least 1, got {top_k}")
     runs = select_runs(store, select)
     with progress_bar(total=len(runs), desc="intruders", unit="run", show=progress) as bar:
-        frame = each_run(runs, ANALYSIS, {"version": VERSION, "top_k": top_k}, ["step-0", checkpoint],
-                         lambda row: run_intruders(row["path"], checkpoint, top_k), on_done=bar.update)
+        frame = each_run(
+            runs,
+            ANALYSIS,
+            {"version": VERSION, "top_k": top_k},
+            ["step-0", checkpoint],
+            lambda row: run_intruders(row["path"], checkpoint, top_k),
+            on_done=bar.update,
+        )
     unchanged = sorted(set(runs["run_id"]) - set(frame.get("run_id", [])))
     if unchanged:
-        warnings.warn(f"{len(unchanged)} run(s) changed no weight matrix (their method adds modules instead): "
-                      f"no intruder dimensions to measure for {', '.join(unchanged)}", stacklevel=2)
+        warnings.warn(
+            f"{len(unchanged)} run(s) changed no weight matrix (their method adds modules instead): "
+            f"no intruder dimensions to measure for {', '.join(unchanged)}",
+            stacklevel=2,
+        )
     if frame.empty:
-        raise RobustkitError("no selected run changed a weight matrix: intruder dimensions need full fine-tuning or a "
-                             "LoRA-family method")
+        raise RobustkitError(
+            "no selected run changed a weight matrix: intruder dimensions need full fine-tuning or a LoRA-family method"
+        )
     return frame.assign(checkpoint=checkpoint)[COLUMNS]
 
 
@@ -109,7 +130,10 @@ def kinds(matrices: str, frame: pd.DataFrame | None = None) -> tuple[str, ...] |
     if chosen is not None and frame is not None and not frame.empty:
         unknown = sorted(set(chosen) - set(frame["kind"]))
         if unknown:
-            raise RobustkitError(f"no matrices of kind {unknown}; the runs' matrices are {', '.join(sorted(frame['kind'].unique()))}, or all")
+            raise RobustkitError(
+                f"no matrices of kind {unknown}; the runs' matrices are {', '.join(sorted(frame['kind'].unique()))}, "
+                "or all"
+            )
     return chosen
 
 
@@ -137,7 +161,9 @@ def counts(frame: pd.DataFrame, epsilons, matrices: str) -> pd.DataFrame:
     rows = []
     for run_id, runs in frame.groupby("run_id", sort=False):
         for epsilon in epsilons:
-            rows.append({"run_id": run_id, "epsilon": float(epsilon), "value": intruder_count(runs["max_cosine"], epsilon)})
+            rows.append(
+                {"run_id": run_id, "epsilon": float(epsilon), "value": intruder_count(runs["max_cosine"], epsilon)}
+            )
     identity = frame.drop_duplicates("run_id")[IDENTITY]
     return identity.merge(pd.DataFrame(rows, columns=["run_id", "epsilon", "value"]), on="run_id")
 

@@ -24,15 +24,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from robustkit.progress import bar as progress_bar
 
 from robustkit import tasks
 from robustkit.analysis import scores
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError, StoreError
-from robustkit.limits import MAX_GRID_POINTS
 from robustkit.evaluate import EVAL_BATCH_SIZE, evaluate, split_batches
+from robustkit.limits import MAX_GRID_POINTS
+from robustkit.progress import bar as progress_bar
 from robustkit.provenance import computed_on
 from robustkit.run_model import load_run
 from robustkit.store.tables import IDENTITY
@@ -166,10 +166,15 @@ def interpolate(
     was_training = model.training
     rows = []
     try:
-        for alpha in progress_bar([float(a) for a in alphas], desc="landscape", show=progress, leave=False, unit="alpha"):
+        for alpha in progress_bar(
+            [float(a) for a in alphas], desc="landscape", show=progress, leave=False, unit="alpha"
+        ):
             _place(parameters, start, end, alpha)
             for split, batches in by_split.items():
-                rows += [{"alpha": alpha, "split": split, "metric": m, "value": v} for m, v in evaluate(model, batches, task).items()]
+                rows += [
+                    {"alpha": alpha, "split": split, "metric": m, "value": v}
+                    for m, v in evaluate(model, batches, task).items()
+                ]
     finally:
         restore_parameters(parameters, original)
         model.train(was_training)
@@ -188,7 +193,9 @@ def moving_parameters(model, theta0: dict, theta1: dict) -> dict[str, torch.nn.P
     for name, start in theta0.items():
         shapes = (tuple(start.shape), tuple(theta1[name].shape), tuple(parameters[name].shape))
         if len(set(shapes)) > 1:
-            raise StoreError(f"{name}: shapes {shapes[0]} (theta0), {shapes[1]} (theta1) and {shapes[2]} (model) differ")
+            raise StoreError(
+                f"{name}: shapes {shapes[0]} (theta0), {shapes[1]} (theta1) and {shapes[2]} (model) differ"
+            )
     return {name: parameters[name] for name in sorted(theta0)}
 
 
@@ -270,9 +277,14 @@ def run(
     grid = _as_grid(alphas)
     splits = _checked_splits(splits)
     params = {"alphas": grid.tolist(), "splits": list(splits), "checkpoint": checkpoint, "batch_size": EVAL_BATCH_SIZE}
-    frame = each_run(select_runs(store, select), ANALYSIS, params, ["step-0", checkpoint],
-                     lambda row: landscape_run(row["path"], grid, splits, checkpoint, progress, device),
-                     provenance=computed_on(device))
+    frame = each_run(
+        select_runs(store, select),
+        ANALYSIS,
+        params,
+        ["step-0", checkpoint],
+        lambda row: landscape_run(row["path"], grid, splits, checkpoint, progress, device),
+        provenance=computed_on(device),
+    )
     return scores.with_outcomes(frame.assign(checkpoint=checkpoint)[COLUMNS], store, checkpoint)
 
 
@@ -321,6 +333,6 @@ def landscape_lines(frame: pd.DataFrame, metric: str = "loss", split: str = "val
         have = sorted(set(zip(frame["split"], frame["metric"])))
         raise ValueError(f"no rows with split {split!r} and metric {metric!r}; the frame has {have}")
     keys = ["task", "method", "tsp_step"]
-    lines = (collapse.kept(data).groupby([*keys, "alpha"], sort=True)["value"].agg(["mean", "std"]).reset_index())
+    lines = collapse.kept(data).groupby([*keys, "alpha"], sort=True)["value"].agg(["mean", "std"]).reset_index()
     runs = collapse.failure_rates(data.drop_duplicates([*keys, "run_id"]), keys).drop(columns="failed_rate")
     return {"frame": data, "lines": lines, "runs": runs, "metric": metric, "split": split}

@@ -64,8 +64,9 @@ def factor_names(model) -> dict[str, list[str]]:
     return {matrix: sorted(names) for matrix, names in found.items() if len(names) == 2}
 
 
-def two_spaces(model, batch: dict, max_iterations: int, samples: int, seed: int, tol: float = 1e-3,
-               loss=None) -> pd.DataFrame:
+def two_spaces(
+    model, batch: dict, max_iterations: int, samples: int, seed: int, tol: float = 1e-3, loss=None
+) -> pd.DataFrame:
     """The curvature of ``model``'s loss on ``batch`` over its LoRA factors, then over the merged matrices.
 
     The model's adapted matrices are left merged (the model is the caller's to discard).
@@ -95,15 +96,31 @@ def two_spaces(model, batch: dict, max_iterations: int, samples: int, seed: int,
         if space == "full":
             merge_low_rank(model)
         names = [n for group in factors.values() for n in group] if space == "lora" else list(factors)
-        frame = model_curvature(model, names, batch, grouping="none", max_iterations=max_iterations, tol=tol, samples=samples,
-                                seed=seed, loss=loss)
+        frame = model_curvature(
+            model,
+            names,
+            batch,
+            grouping="none",
+            max_iterations=max_iterations,
+            tol=tol,
+            samples=samples,
+            seed=seed,
+            loss=loss,
+        )
         frames.append(frame.assign(space=space))
     frame = pd.concat(frames, ignore_index=True)
     return frame[["space", "estimator", "value", "spread", "iterations", "converged", "n_params"]]
 
 
-def run_sharpness(run_dir: str | Path, checkpoint: str, examples: int, max_iterations: int, samples: int, seed: int,
-                  device: str | None = None) -> pd.DataFrame:
+def run_sharpness(
+    run_dir: str | Path,
+    checkpoint: str,
+    examples: int,
+    max_iterations: int,
+    samples: int,
+    seed: int,
+    device: str | None = None,
+) -> pd.DataFrame:
     """:func:`two_spaces` of one run's checkpoint on ``examples`` training examples drawn with ``seed``, uncached."""
     from robustkit.run_model import load_run
 
@@ -114,8 +131,18 @@ def run_sharpness(run_dir: str | Path, checkpoint: str, examples: int, max_itera
     return two_spaces(loaded.model, batch, max_iterations, samples, seed).assign(examples=examples)
 
 
-def run(store: str | Path, select: dict | list[str] | None = None, *, checkpoint: str, examples: int,
-        max_iterations: int, samples: int, seed: int, device: str | None = None, progress: bool = True) -> pd.DataFrame:
+def run(
+    store: str | Path,
+    select: dict | list[str] | None = None,
+    *,
+    checkpoint: str,
+    examples: int,
+    max_iterations: int,
+    samples: int,
+    seed: int,
+    device: str | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
     """Sharpness in both spaces of every selected LoRA run, cached per run.
 
     Returns
@@ -132,11 +159,22 @@ def run(store: str | Path, select: dict | list[str] | None = None, *, checkpoint
     if min(examples, max_iterations, samples) < 1:
         raise RobustkitError("examples, max_iterations and samples must be at least 1")
     runs = select_runs(store, select)
-    params = {"version": VERSION, "examples": examples, "max_iterations": max_iterations, "samples": samples, "seed": seed}
+    params = {
+        "version": VERSION,
+        "examples": examples,
+        "max_iterations": max_iterations,
+        "samples": samples,
+        "seed": seed,
+    }
     with progress_bar(total=len(runs), desc="lora-sharpness", unit="run", show=progress) as bar:
-        frame = each_run(runs, ANALYSIS, params, [checkpoint],
-                         lambda row: run_sharpness(row["path"], checkpoint, examples, max_iterations, samples, seed, device),
-                         on_done=bar.update)
+        frame = each_run(
+            runs,
+            ANALYSIS,
+            params,
+            [checkpoint],
+            lambda row: run_sharpness(row["path"], checkpoint, examples, max_iterations, samples, seed, device),
+            on_done=bar.update,
+        )
     others = sorted(set(runs["run_id"]) - set(frame.get("run_id", [])))
     if others:
         warnings.warn(f"{len(others)} run(s) have no LoRA factors and are left out: {', '.join(others)}", stacklevel=2)
@@ -148,8 +186,11 @@ def run(store: str | Path, select: dict | list[str] | None = None, *, checkpoint
 def per_parameter(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with ``trace_per_parameter`` rows added (the trace over ``n_params``)."""
     traces = frame[frame["estimator"] == "trace"]
-    extra = traces.assign(estimator="trace_per_parameter", value=traces["value"] / traces["n_params"],
-                          spread=traces["spread"] / traces["n_params"])
+    extra = traces.assign(
+        estimator="trace_per_parameter",
+        value=traces["value"] / traces["n_params"],
+        spread=traces["spread"] / traces["n_params"],
+    )
     return pd.concat([frame, extra], ignore_index=True)
 
 
@@ -183,6 +224,8 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     """Per run and estimator: the value in each space and log10 of their ratio."""
     rows = per_parameter(frame)
     wide = rows.pivot_table(index=["run_id", "estimator"], columns="space", values="value").reset_index()
-    wide["log10 full/lora"] = [math.log10(f / lo) if f > 0 and lo > 0 else np.nan for f, lo in zip(wide["full"], wide["lora"])]
+    wide["log10 full/lora"] = [
+        math.log10(f / lo) if f > 0 and lo > 0 else np.nan for f, lo in zip(wide["full"], wide["lora"])
+    ]
     identity = frame.drop_duplicates("run_id")[["run_id", "method", "seed"]]
     return identity.merge(wide, on="run_id")

@@ -62,7 +62,7 @@ def masked_batches(texts: Sequence[str], model_name: str, seed: int) -> list[dic
     generator_state = torch.get_rng_state()
     torch.manual_seed(seed)  # the collator masks from the global RNG
     try:
-        return [dict(collator(features[i:i + BATCH])) for i in range(0, len(features), BATCH)]
+        return [dict(collator(features[i : i + BATCH])) for i in range(0, len(features), BATCH)]
     finally:
         torch.set_rng_state(generator_state)
 
@@ -126,8 +126,10 @@ def loss(head: nn.Module, states: torch.Tensor, labels: torch.Tensor, chunk: int
     head.eval()
     total = 0.0
     for start in range(0, len(labels), chunk):
-        logits = head(states[start:start + chunk].to(device))
-        total += float(nn.functional.cross_entropy(logits.float(), labels[start:start + chunk].to(device), reduction="sum"))
+        logits = head(states[start : start + chunk].to(device))
+        total += float(
+            nn.functional.cross_entropy(logits.float(), labels[start : start + chunk].to(device), reduction="sum")
+        )
     return total / len(labels)
 
 
@@ -150,7 +152,11 @@ def reinitialise(mlm: nn.Module, seed: int) -> list[str]:
     """
     names = head_names(mlm)  # a tied decoder weight is listed once, under the embeddings
     generator = torch.Generator().manual_seed(seed)
-    owners = {f"{m}.{p}" if m else p: module for m, module in mlm.named_modules() for p, _ in module.named_parameters(recurse=False)}
+    owners = {
+        f"{m}.{p}" if m else p: module
+        for m, module in mlm.named_modules()
+        for p, _ in module.named_parameters(recurse=False)
+    }
     parameters = dict(mlm.named_parameters())
     std = getattr(mlm.config, "initializer_range", 0.02)
     with torch.no_grad():
@@ -165,7 +171,9 @@ def reinitialise(mlm: nn.Module, seed: int) -> list[str]:
     return names
 
 
-def fit_head(model_name: str, texts: Sequence[str], steps: int, seed: int, device: torch.device) -> dict[str, torch.Tensor]:
+def fit_head(
+    model_name: str, texts: Sequence[str], steps: int, seed: int, device: torch.device
+) -> dict[str, torch.Tensor]:
     """robustkit's TSP head fitted on the frozen pre-trained encoder (module docstring).
 
     Returns

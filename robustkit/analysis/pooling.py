@@ -53,8 +53,10 @@ def require_columns(frame: pd.DataFrame, columns: Sequence[str], what: str = "gr
 
         close = difflib.get_close_matches(missing[0], [str(c) for c in frame.columns], n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ColumnError(f"cannot {what} {', '.join(map(repr, missing))}: no such column{hint}; "
-                          f"the columns are {', '.join(map(str, frame.columns))}")
+        raise ColumnError(
+            f"cannot {what} {', '.join(map(repr, missing))}: no such column{hint}; "
+            f"the columns are {', '.join(map(str, frame.columns))}"
+        )
 
 
 def mixed_settings(frame: pd.DataFrame, groups: Sequence[str], pooled: Sequence[str] = ()) -> dict[str, list[str]]:

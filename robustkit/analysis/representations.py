@@ -145,9 +145,17 @@ def sample_tokens(
     rows = np.unique(example[chosen])
     features = [{k: encoded[k][int(i)] for k in keys} for i in rows]
     return TokenSample(
-        task=task.name, model=spec.model, split=split, max_length=max_length, seed=seed, features=features,
-        example=example[chosen], position=position[chosen], token_id=token_id[chosen],
-        available=len(example), tokenizer=tokenizer,
+        task=task.name,
+        model=spec.model,
+        split=split,
+        max_length=max_length,
+        seed=seed,
+        features=features,
+        example=example[chosen],
+        position=position[chosen],
+        token_id=token_id[chosen],
+        available=len(example),
+        tokenizer=tokenizer,
     )
 
 
@@ -174,7 +182,13 @@ def _candidates(encoded, tokenizer: PreTrainedTokenizerBase) -> tuple[np.ndarray
     lengths = np.array([len(x) for x in ids])
     flat = np.concatenate(ids)
     added = np.concatenate([np.asarray(x, dtype=bool) for x in encoded["special_tokens_mask"]])
-    structural = [tokenizer.pad_token_id, tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.bos_token_id, tokenizer.eos_token_id]
+    structural = [
+        tokenizer.pad_token_id,
+        tokenizer.cls_token_id,
+        tokenizer.sep_token_id,
+        tokenizer.bos_token_id,
+        tokenizer.eos_token_id,
+    ]
     keep = ~added & ~np.isin(flat, [i for i in structural if i is not None])
     example = np.repeat(np.arange(len(ids)), lengths)
     position = np.arange(len(flat)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
@@ -247,7 +261,9 @@ def _gather(model: nn.Module, batches: list[dict[str, Tensor]], positions: Tenso
     return out
 
 
-def representations(model: nn.Module, sample: TokenSample, batch_size: int = 64, device: str | torch.device | None = None) -> Tensor:
+def representations(
+    model: nn.Module, sample: TokenSample, batch_size: int = 64, device: str | torch.device | None = None
+) -> Tensor:
     """:func:`layer_representations` of ``model`` at the tokens of ``sample``.
 
     Returns

@@ -9,6 +9,7 @@ each row's other settings. Settings that vary inside a requested row become row 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
 import pandas as pd
 
 from robustkit.analysis import stability
@@ -44,5 +45,9 @@ def results_table(frame: pd.DataFrame, by: Sequence[str], include_failed: bool =
     summary = stability.summarize(frame, by=by, include_failed=include_failed)
     if "baseline" in frame:
         summary = summary.merge(frame.groupby(by, dropna=False)["baseline"].mean().reset_index(), on=by, how="left")
-    return {"summary": summary.sort_values(by), "by": by, "caption": stability.caption(summary, tests, group="row"),
-            "source": frame}
+    return {
+        "summary": summary.sort_values(by),
+        "by": by,
+        "caption": stability.caption(summary, tests, group="row"),
+        "source": frame,
+    }

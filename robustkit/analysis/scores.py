@@ -25,7 +25,16 @@ from robustkit.errors import RobustkitError
 from robustkit.store.tables import IDENTITY, load_history
 
 _SCORED = ["value", "baseline", "n_eval", "top_class_share", "outcome", "failed"]
-OUTCOME_COLUMNS = [*IDENTITY, "checkpoint", "split", "metric", *_SCORED[:-2], "eval_loss", "ever_learned", *_SCORED[-2:]]
+OUTCOME_COLUMNS = [
+    *IDENTITY,
+    "checkpoint",
+    "split",
+    "metric",
+    *_SCORED[:-2],
+    "eval_loss",
+    "ever_learned",
+    *_SCORED[-2:],
+]
 EPOCH_COLUMNS = [*IDENTITY, "epoch", "step", "split", "metric", *_SCORED]
 
 
@@ -76,30 +85,46 @@ def outcomes(
         No complete run matches ``select``, or no selected run has the requested score.
     """
     if epoch is not None:
-        return epoch_outcomes(store, select, split=split or "validation", metric=metric, epochs=[epoch], baseline=baseline)
+        return epoch_outcomes(
+            store, select, split=split or "validation", metric=metric, epochs=[epoch], baseline=baseline
+        )
     split = split or "test"
     runs = select_runs(store, select)
     names = runs["main_metric"] if metric is None else pd.Series(metric, index=runs.index)
     columns = [f"{checkpoint}/{split}/{name}" for name in names]
     values = [run.get(column, np.nan) for column, (_, run) in zip(columns, runs.iterrows())]
+
     def final(name: str) -> pd.Series:
         return pd.to_numeric(runs.get(f"{checkpoint}/{split}/{name}", pd.Series(np.nan, index=runs.index)))
 
-    frame = runs[IDENTITY].assign(checkpoint=checkpoint, split=split, metric=names.to_numpy(), value=pd.to_numeric(values),
-                                  n_eval=runs.get(f"n_{split}", np.nan), top_class_share=final("top_class_share"),
-                                  eval_loss=final("loss"), status=runs["status"])  # status: diverged runs
+    frame = runs[IDENTITY].assign(
+        checkpoint=checkpoint,
+        split=split,
+        metric=names.to_numpy(),
+        value=pd.to_numeric(values),
+        n_eval=runs.get(f"n_{split}", np.nan),
+        top_class_share=final("top_class_share"),
+        eval_loss=final("loss"),
+        status=runs["status"],
+    )  # status: diverged runs
     frame = frame.dropna(subset=["value"])
-    frame = frame.assign(ever_learned=frame["run_id"].map(ever_learned(store, runs[runs["run_id"].isin(frame["run_id"])])))
+    frame = frame.assign(
+        ever_learned=frame["run_id"].map(ever_learned(store, runs[runs["run_id"].isin(frame["run_id"])]))
+    )
     if frame.empty:
         raise RobustkitError(
             f"no run selected by {select or 'the selection'} in {str(store)!r} has a final "
             f"{checkpoint}/{split}/{metric or '<main metric>'} score"
         )
     frame = _with_baseline(frame, runs, baseline)
-    return frame[OUTCOME_COLUMNS].sort_values(["task", "method", "tsp_step", "seed"], kind="stable").reset_index(drop=True)
+    return (
+        frame[OUTCOME_COLUMNS].sort_values(["task", "method", "tsp_step", "seed"], kind="stable").reset_index(drop=True)
+    )
 
 
-def with_outcomes(frame: pd.DataFrame, store: str | Path, checkpoint: str = "best", split: str = "test") -> pd.DataFrame:
+def with_outcomes(
+    frame: pd.DataFrame, store: str | Path, checkpoint: str = "best", split: str = "test"
+) -> pd.DataFrame:
     """``frame`` (rows with a ``run_id``) + each run's ``outcome`` on ``split`` at ``checkpoint``
     (:mod:`robustkit.collapse`; ``ok`` for a checkpoint with no score, such as ``step-0``).
 
@@ -151,7 +176,9 @@ def epoch_outcomes(
     history = load_history(store)
     if not history.empty:
         # status: a diverged run's epoch-end evaluations before it diverged are no result either
-        extra = runs[["run_id", "main_metric", "status"]].assign(n_eval=runs.get(f"n_{split}", np.nan), top_class_share=np.nan)
+        extra = runs[["run_id", "main_metric", "status"]].assign(
+            n_eval=runs.get(f"n_{split}", np.nan), top_class_share=np.nan
+        )
         history = history.merge(extra, on="run_id", how="inner")
         wanted = history["main_metric"] if metric is None else metric
         history = history[(history["split"] == split) & (history["metric"] == wanted)]
@@ -195,11 +222,19 @@ def run_baseline(run: pd.Series, metric: str, split: str) -> float:
     """:func:`majority_baseline` of ``metric`` on ``split`` with a run's data settings (its row
     of :func:`robustkit.analysis.select.select_runs`: task, data_dir, train_size, split_seed)."""
     train_size = _none(run.get("train_size"))
-    return majority_baseline(run["task"], metric, split, _none(run.get("data_dir")),
-                             None if train_size is None else int(train_size), int(_none(run.get("split_seed")) or 0))
+    return majority_baseline(
+        run["task"],
+        metric,
+        split,
+        _none(run.get("data_dir")),
+        None if train_size is None else int(train_size),
+        int(_none(run.get("split_seed")) or 0),
+    )
 
 
-def _with_baseline(frame: pd.DataFrame, runs: pd.DataFrame, baseline: float | Mapping[str, float] | None) -> pd.DataFrame:
+def _with_baseline(
+    frame: pd.DataFrame, runs: pd.DataFrame, baseline: float | Mapping[str, float] | None
+) -> pd.DataFrame:
     """``frame`` + ``baseline``, ``outcome`` and ``failed`` (:func:`robustkit.collapse.mark`);
     data settings come from each run's row of ``runs``."""
     keys = frame[["run_id", "task", "metric", "split"]].drop_duplicates()
@@ -220,7 +255,9 @@ def _none(value):
 
 
 @lru_cache(maxsize=64)
-def majority_baseline(task: str, metric: str, split: str, data_dir: str | None, train_size: int | None, split_seed: int) -> float:
+def majority_baseline(
+    task: str, metric: str, split: str, data_dir: str | None, train_size: int | None, split_seed: int
+) -> float:
     """``metric`` on ``split`` of always predicting the majority training label (cached).
 
     Returns
@@ -240,4 +277,6 @@ def majority_baseline(task: str, metric: str, split: str, data_dir: str | None, 
         return float("nan")
     # the task with ``metric`` as its main metric, so majority_baseline reports that metric
     scored = dataclasses.replace(spec, main_metric=metric)
-    return float(metrics.majority_baseline(scored, np.asarray(splits["train"]["label"]), np.asarray(splits[split]["label"])))
+    return float(
+        metrics.majority_baseline(scored, np.asarray(splits["train"]["label"]), np.asarray(splits[split]["label"]))
+    )

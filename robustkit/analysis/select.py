@@ -40,7 +40,9 @@ def _top_level_split(values: str) -> list[str]:
     return parts
 
 
-def select_runs(store: str | Path, filters: dict[str, list[str]] | list[str] | None = None, complete: bool = True) -> pd.DataFrame:
+def select_runs(
+    store: str | Path, filters: dict[str, list[str]] | list[str] | None = None, complete: bool = True
+) -> pd.DataFrame:
     """Fine-tuning runs of a store matching every filter (values compared as text, and numbers
     as numbers).
 
@@ -75,7 +77,11 @@ def _matches(column: pd.Series, values: list[str]) -> pd.Series:
     """Rows whose value is one of ``values`` as text, or as a number (``lora.r=4`` selects 4.0:
     a column that is missing for runs of other methods holds floats)."""
     numbers = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").dropna()
-    numeric = pd.to_numeric(column, errors="coerce") if column.dtype.kind in "iuf" else pd.Series(float("nan"), index=column.index)
+    numeric = (
+        pd.to_numeric(column, errors="coerce")
+        if column.dtype.kind in "iuf"
+        else pd.Series(float("nan"), index=column.index)
+    )
     return column.astype(str).isin(values) | numeric.isin(list(numbers))
 
 

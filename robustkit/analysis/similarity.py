@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pandas as pd
 from torch import Tensor
-from robustkit.progress import bar as progress_bar
 
 from robustkit.analysis import scores
 from robustkit.analysis.each_run import each_run
@@ -36,6 +35,7 @@ from robustkit.analysis.select import select_runs
 from robustkit.evaluate import resolve_device
 from robustkit.measures.cka import cka_layers
 from robustkit.measures.rsa import DEFAULT_CHUNK, rsa_layers
+from robustkit.progress import bar as progress_bar
 from robustkit.provenance import computed_on
 from robustkit.store.tables import IDENTITY
 
@@ -116,7 +116,8 @@ def _warn_nan(frame: pd.DataFrame) -> None:
     if missing.empty:
         return
     where = "; ".join(
-        f"{run_id} ({', '.join(sorted(group['measure'].unique()))} at layers {', '.join(map(str, sorted(group['layer'].unique())))})"
+        f"{run_id} ({', '.join(sorted(group['measure'].unique()))} at layers "
+        f"{', '.join(map(str, sorted(group['layer'].unique())))})"
         for run_id, group in missing.groupby("run_id", sort=True)
     )
     warnings.warn(
@@ -128,14 +129,28 @@ def _warn_nan(frame: pd.DataFrame) -> None:
 
 def _group(group: pd.DataFrame, settings: dict, checkpoint: str, batch_size: int, device, bar) -> list[pd.DataFrame]:
     """Results of the runs of one (model, task): one token sample, one base pass at most."""
-    sample = sample_tokens(group.iloc[0]["path"], settings["tokens"], settings["seed"], settings["max_length"], settings["split"])
+    sample = sample_tokens(
+        group.iloc[0]["path"], settings["tokens"], settings["seed"], settings["max_length"], settings["split"]
+    )
     # The sample's digest covers the dev data and the tokenizer; the checkpoint's sha256 (in
     # the cache key) covers the run and, through its base fingerprint, the base model.
-    params = {"version": VERSION, **settings, "sample": sample.digest, "measures": sorted(MEASURES), "base": "pretrained"}
+    params = {
+        "version": VERSION,
+        **settings,
+        "sample": sample.digest,
+        "measures": sorted(MEASURES),
+        "base": "pretrained",
+    }
     base = _Lazy(lambda: base_representations(sample, batch_size, device))
-    frame = each_run(group, ANALYSIS, params, [checkpoint],
-                     lambda row: compare(base(), run_representations(row["path"], checkpoint, sample, batch_size, device), device),
-                     on_done=bar.update, provenance=computed_on(device))
+    frame = each_run(
+        group,
+        ANALYSIS,
+        params,
+        [checkpoint],
+        lambda row: compare(base(), run_representations(row["path"], checkpoint, sample, batch_size, device), device),
+        on_done=bar.update,
+        provenance=computed_on(device),
+    )
     return [frame.assign(checkpoint=checkpoint, tokens=len(sample))]
 
 
@@ -186,7 +201,9 @@ def compare(base: Tensor, tuned: Tensor, device: str | None = None) -> pd.DataFr
         ``layer, measure, value``.
     """
     if base.shape[:2] != tuned.shape[:2]:
-        raise ValueError(f"base and tuned representations differ in layers or tokens: {tuple(base.shape)} vs {tuple(tuned.shape)}")
+        raise ValueError(
+            f"base and tuned representations differ in layers or tokens: {tuple(base.shape)} vs {tuple(tuned.shape)}"
+        )
     if device is not None:
         base, tuned = base.to(device), tuned.to(device)
     frames = [
@@ -211,4 +228,3 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     grouped = frame.assign(nan=frame["value"].isna()).groupby(keys, dropna=False)
     stats = grouped.agg(mean=("value", "mean"), std=("value", "std"), runs=("value", "count"), n_nan=("nan", "sum"))
     return stats.reset_index().astype({"n_nan": int})
-

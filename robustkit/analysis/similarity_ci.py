@@ -28,7 +28,6 @@ from pathlib import Path
 
 import pandas as pd
 from torch import Tensor
-from robustkit.progress import bar as progress_bar
 
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.representations import MAX_LENGTH, TokenSample, sample_tokens
@@ -37,6 +36,7 @@ from robustkit.analysis.similarity import base_representations, run_representati
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import resolve_device
 from robustkit.measures.half_sampling import DEFAULT_CONFIDENCE, DEFAULT_GROUPS, DEFAULT_RESAMPLES, MEASURES, intervals
+from robustkit.progress import bar as progress_bar
 from robustkit.provenance import computed_on
 from robustkit.store.tables import IDENTITY
 
@@ -47,8 +47,14 @@ RESULT_COLUMNS = ["layer", "measure", "value", "ci_low", "ci_high", "resamples"]
 COLUMNS = [*IDENTITY, "checkpoint", "tokens", "groups", "confidence", *RESULT_COLUMNS]
 
 
-def compare(base: Tensor, tuned: Tensor, groups: int = DEFAULT_GROUPS, resamples: int = DEFAULT_RESAMPLES,
-            confidence: float = DEFAULT_CONFIDENCE, seed: int = 0) -> pd.DataFrame:
+def compare(
+    base: Tensor,
+    tuned: Tensor,
+    groups: int = DEFAULT_GROUPS,
+    resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+    seed: int = 0,
+) -> pd.DataFrame:
     """Every measure per layer between two (n_layers + 1, n, d) stacks, with its interval.
 
     Returns
@@ -57,12 +63,24 @@ def compare(base: Tensor, tuned: Tensor, groups: int = DEFAULT_GROUPS, resamples
         ``layer, measure, value, ci_low, ci_high, resamples`` (resamples with a finite value).
     """
     if base.shape[:2] != tuned.shape[:2]:
-        raise ValueError(f"base and tuned representations differ in layers or tokens: {tuple(base.shape)} vs {tuple(tuned.shape)}")
+        raise ValueError(
+            f"base and tuned representations differ in layers or tokens: {tuple(base.shape)} vs {tuple(tuned.shape)}"
+        )
     rows = []
     for layer in range(base.shape[0]):
-        for measure, interval in intervals(base[layer], tuned[layer], None, groups, resamples, confidence, seed).items():
-            rows.append({"layer": layer, "measure": measure, "value": interval.value, "ci_low": interval.low,
-                         "ci_high": interval.high, "resamples": interval.resamples})
+        for measure, interval in intervals(
+            base[layer], tuned[layer], None, groups, resamples, confidence, seed
+        ).items():
+            rows.append(
+                {
+                    "layer": layer,
+                    "measure": measure,
+                    "value": interval.value,
+                    "ci_low": interval.low,
+                    "ci_high": interval.high,
+                    "resamples": interval.resamples,
+                }
+            )
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
 
@@ -109,8 +127,10 @@ def run(
         ``resamples``. Cached under ``<store>/.cache/similarity-ci/``.
     """
     if groups < 4 or groups % 2 or resamples < 2 or not 0 < confidence < 1:
-        raise RobustkitError(f"need an even groups >= 4 (got {groups}), resamples >= 2 (got {resamples}) and "
-                             f"a confidence in (0, 1) (got {confidence})")
+        raise RobustkitError(
+            f"need an even groups >= 4 (got {groups}), resamples >= 2 (got {resamples}) and "
+            f"a confidence in (0, 1) (got {confidence})"
+        )
     device = resolve_device(device)  # the GPU if there is one, as every analysis's default
     runs = select_runs(store, select)
     data_dir = runs["data_dir"].astype(object).where(runs["data_dir"].notna(), "") if "data_dir" in runs else ""
@@ -118,28 +138,59 @@ def run(
     with progress_bar(total=len(runs), desc="similarity-ci", unit="run", show=progress) as bar:
         for _, group in runs.assign(_data=data_dir).groupby(["model", "task", "_data"], sort=True, dropna=False):
             sample = sample_tokens(group.iloc[0]["path"], tokens, seed, max_length, split)
-            params = {"version": VERSION, "tokens": tokens, "seed": seed, "max_length": max_length, "split": split,
-                      "sample": sample.digest, "groups": groups, "resamples": resamples, "confidence": confidence}
+            params = {
+                "version": VERSION,
+                "tokens": tokens,
+                "seed": seed,
+                "max_length": max_length,
+                "split": split,
+                "sample": sample.digest,
+                "groups": groups,
+                "resamples": resamples,
+                "confidence": confidence,
+            }
             base = cache(lambda sample=sample: base_representations(sample, batch_size, device))
-            frame = each_run(group.drop(columns="_data"), ANALYSIS, params, [checkpoint],
-                             lambda row: _one(base(), row, checkpoint, sample, groups, resamples, confidence, seed,
-                                              batch_size, device),
-                             on_done=bar.update, provenance=computed_on(device))
+            frame = each_run(
+                group.drop(columns="_data"),
+                ANALYSIS,
+                params,
+                [checkpoint],
+                lambda row: _one(
+                    base(), row, checkpoint, sample, groups, resamples, confidence, seed, batch_size, device
+                ),
+                on_done=bar.update,
+                provenance=computed_on(device),
+            )
             frames.append(frame.assign(checkpoint=checkpoint, tokens=len(sample), groups=groups, confidence=confidence))
     frame = pd.concat(frames, ignore_index=True)[COLUMNS]
     if frame["value"].isna().any():
         missing = sorted(frame.loc[frame["value"].isna(), "run_id"].unique())
-        warnings.warn(f"similarity is NaN for {len(missing)} run(s) (non-finite or constant representations): "
-                      f"{', '.join(missing)}", stacklevel=2)
+        warnings.warn(
+            f"similarity is NaN for {len(missing)} run(s) (non-finite or constant representations): "
+            f"{', '.join(missing)}",
+            stacklevel=2,
+        )
     return frame
 
 
-def _one(base: Tensor, row, checkpoint: str, sample: TokenSample, groups: int, resamples: int, confidence: float,
-         seed: int, batch_size: int, device) -> pd.DataFrame:
+def _one(
+    base: Tensor,
+    row,
+    checkpoint: str,
+    sample: TokenSample,
+    groups: int,
+    resamples: int,
+    confidence: float,
+    seed: int,
+    batch_size: int,
+    device,
+) -> pd.DataFrame:
     tuned = run_representations(row["path"], checkpoint, sample, batch_size, device)
     return compare(base, tuned, groups, resamples, confidence, seed)
 
 
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     """Each run's value and interval per layer and measure, the columns a person reads."""
-    return frame[[c for c in ("run_id", "method", "seed", "layer", "measure", "value", "ci_low", "ci_high") if c in frame]]
+    return frame[
+        [c for c in ("run_id", "method", "seed", "layer", "measure", "value", "ci_low", "ci_high") if c in frame]
+    ]

@@ -29,8 +29,29 @@ from robustkit.errors import RobustkitError
 from robustkit.measures import significance
 
 _STATS = ["n", "mean", "std", "median", "iqr", "min", "max", "ci_low", "ci_high"]
-SUMMARY_STATS = [*_STATS[:7], "n_failed", *_STATS[7:], "n_runs", "n_not_learned", "n_collapsed", "n_diverged", "failed_rate"]
-COMPARE_COLUMNS = ["by", "group_a", "group_b", "n_a", "n_b", "test", "statistic", "p_value", "ci_low", "ci_high", "note"]
+SUMMARY_STATS = [
+    *_STATS[:7],
+    "n_failed",
+    *_STATS[7:],
+    "n_runs",
+    "n_not_learned",
+    "n_collapsed",
+    "n_diverged",
+    "failed_rate",
+]
+COMPARE_COLUMNS = [
+    "by",
+    "group_a",
+    "group_b",
+    "n_a",
+    "n_b",
+    "test",
+    "statistic",
+    "p_value",
+    "ci_low",
+    "ci_high",
+    "note",
+]
 # Observation columns that also define a cell (besides every run setting).
 OBSERVATION_CELLS = ["epoch", "checkpoint", "split", "metric"]
 
@@ -101,14 +122,24 @@ def summarize(
         x = collapse.kept(group, include_failed)[value].dropna().to_numpy(float)
         low, high, _ = _mean_ci(x, confidence, n_resamples, seed)
         q75, q25 = np.percentile(x, [75, 25]) if len(x) else (np.nan, np.nan)
-        rows.append({
-            **dict(zip(by, key)), "n": len(x), "mean": x.mean() if len(x) else np.nan,
-            "std": x.std(ddof=1) if len(x) > 1 else np.nan, "median": np.median(x) if len(x) else np.nan,
-            "iqr": q75 - q25, "min": x.min() if len(x) else np.nan, "max": x.max() if len(x) else np.nan,
-            "ci_low": low, "ci_high": high,
-        })
+        rows.append(
+            {
+                **dict(zip(by, key)),
+                "n": len(x),
+                "mean": x.mean() if len(x) else np.nan,
+                "std": x.std(ddof=1) if len(x) > 1 else np.nan,
+                "median": np.median(x) if len(x) else np.nan,
+                "iqr": q75 - q25,
+                "min": x.min() if len(x) else np.nan,
+                "max": x.max() if len(x) else np.nan,
+                "ci_low": low,
+                "ci_high": high,
+            }
+        )
     summary = pd.DataFrame(rows, columns=[*by, *_STATS]).merge(failures, on=by, how="left")
-    return summary.assign(n_failed=summary["n_not_learned"] + summary["n_collapsed"] + summary["n_diverged"])[[*by, *SUMMARY_STATS]]
+    return summary.assign(n_failed=summary["n_not_learned"] + summary["n_collapsed"] + summary["n_diverged"])[
+        [*by, *SUMMARY_STATS]
+    ]
 
 
 def compare(
@@ -173,7 +204,17 @@ def compare(
         for a, b in itertools.combinations(groups, 2):
             cell_key = dict(zip(within, key if isinstance(key, tuple) else (key,)))
             for test in _pair_tests(groups[a], groups[b], a, b, confidence, n_resamples, seed):
-                rows.append({**cell_key, "by": by, "group_a": a, "group_b": b, "n_a": len(groups[a]), "n_b": len(groups[b]), **test})
+                rows.append(
+                    {
+                        **cell_key,
+                        "by": by,
+                        "group_a": a,
+                        "group_b": b,
+                        "n_a": len(groups[a]),
+                        "n_b": len(groups[b]),
+                        **test,
+                    }
+                )
     return pd.DataFrame(rows, columns=[*within, *COMPARE_COLUMNS])
 
 
@@ -194,8 +235,13 @@ def default_within(df: pd.DataFrame, by: str, pooled: Sequence[str] = ()) -> lis
     return [c for c in cells if c == "task" or varying[c] > 1]
 
 
-def caption(summary: pd.DataFrame, tests: pd.DataFrame, unit: str = "runs", group: str = "box",
-            dominance: pd.DataFrame | None = None) -> str:
+def caption(
+    summary: pd.DataFrame,
+    tests: pd.DataFrame,
+    unit: str = "runs",
+    group: str = "box",
+    dominance: pd.DataFrame | None = None,
+) -> str:
     """A short text for a figure: observations per group and the tests' p-values.
 
     Parameters
@@ -224,11 +270,16 @@ def caption(summary: pd.DataFrame, tests: pd.DataFrame, unit: str = "runs", grou
     # "n = 1 run per box", "n = 5 runs per box"
     parts = [f"n = {count} {unit.removesuffix('s') if count == '1' else unit} per {group}."]
     if "n_runs" in summary and summary["n_failed"].fillna(0).sum():
-        failed = {collapse.NOT_LEARNED: int(summary["n_not_learned"].sum()) if "n_not_learned" in summary else 0,
-                  collapse.COLLAPSED: int(summary["n_collapsed"].sum()), collapse.DIVERGED: int(summary["n_diverged"].sum())}
+        failed = {
+            collapse.NOT_LEARNED: int(summary["n_not_learned"].sum()) if "n_not_learned" in summary else 0,
+            collapse.COLLAPSED: int(summary["n_collapsed"].sum()),
+            collapse.DIVERGED: int(summary["n_diverged"].sum()),
+        }
         counted = " and ".join(f"{k} {v}" for k, v in failed.items() if v)
-        parts.append(f"Left out of the statistics and tests: {counted} of {int(summary['n_runs'].sum())} {unit}"
-                     f" (counted per {group} in the figure).")
+        parts.append(
+            f"Left out of the statistics and tests: {counted} of {int(summary['n_runs'].sum())} {unit}"
+            f" (counted per {group} in the figure)."
+        )
     names = {"levene": "Levene", "brown-forsythe": "Brown-Forsythe", "mann-whitney-u": "Mann-Whitney U"}
     for (a, b), pair in tests.groupby(["group_a", "group_b"], sort=True):
         texts = []
@@ -262,7 +313,9 @@ def _columns(df: pd.DataFrame, by: Sequence[str] | str, value: str, what: str) -
         raise RobustkitError(f"nothing to {what}: the selection is empty (no rows)")
     missing = [c for c in [*by, value] if c not in df.columns]
     if missing:
-        raise RobustkitError(f"cannot {what}: no column {', '.join(map(repr, missing))}; columns are {', '.join(df.columns)}")
+        raise RobustkitError(
+            f"cannot {what}: no column {', '.join(map(repr, missing))}; columns are {', '.join(df.columns)}"
+        )
     return by
 
 
@@ -287,13 +340,19 @@ def _bootstrap(samples: tuple, statistic, confidence: float, n_resamples: int, s
     return low, high, "" if method == BOOTSTRAP_METHOD else "percentile bootstrap (BCa degenerate)"
 
 
-def _pair_tests(a: np.ndarray, b: np.ndarray, name_a, name_b, confidence: float, n_resamples: int, seed: int) -> list[dict]:
+def _pair_tests(
+    a: np.ndarray, b: np.ndarray, name_a, name_b, confidence: float, n_resamples: int, seed: int
+) -> list[dict]:
     """The rows of :func:`compare` for one pair of groups."""
     small = [str(n) for n, x in ((name_a, a), (name_b, b)) if len(x) < 2]
     rows = [_spread_test(a, b, center, test) for test, center in (("levene", "mean"), ("brown-forsythe", "median"))]
     rows.append(_mann_whitney(a, b, small))
     sd_a, sd_b = (np.std(x, ddof=1) if len(x) > 1 else np.nan for x in (a, b))
-    ratio_note = f"fewer than 2 runs in {', '.join(small)}" if small else ("zero variance in " + str(name_b) if sd_b == 0 else "")
+    ratio_note = (
+        f"fewer than 2 runs in {', '.join(small)}"
+        if small
+        else ("zero variance in " + str(name_b) if sd_b == 0 else "")
+    )
     ratio = sd_a / sd_b if not small and sd_b > 0 else np.nan
     rows.append(_row("std-ratio", ratio, np.nan, note=ratio_note))
     if small:
@@ -323,20 +382,35 @@ def _mann_whitney(a: np.ndarray, b: np.ndarray, small: list[str]) -> dict:
     return _row("mann-whitney-u", *significance.mann_whitney(a, b, "two-sided"))
 
 
-def _mean_difference_ci(a: np.ndarray, b: np.ndarray, confidence: float, n_resamples: int, seed: int) -> tuple[float, float, str]:
+def _mean_difference_ci(
+    a: np.ndarray, b: np.ndarray, confidence: float, n_resamples: int, seed: int
+) -> tuple[float, float, str]:
     if np.ptp(a) == 0 and np.ptp(b) == 0:
         return a[0] - b[0], a[0] - b[0], "constant values"
     # independent resampling of each group (scipy resamples each sample separately)
     return _bootstrap((a, b), significance.mean_difference, confidence, n_resamples, seed)
 
 
-def _row(test: str, statistic: float, p_value: float, ci_low: float = np.nan, ci_high: float = np.nan, note: str = "") -> dict:
-    return {"test": test, "statistic": float(statistic), "p_value": float(p_value), "ci_low": float(ci_low), "ci_high": float(ci_high), "note": note}
+def _row(
+    test: str, statistic: float, p_value: float, ci_low: float = np.nan, ci_high: float = np.nan, note: str = ""
+) -> dict:
+    return {
+        "test": test,
+        "statistic": float(statistic),
+        "p_value": float(p_value),
+        "ci_low": float(ci_low),
+        "ci_high": float(ci_high),
+        "note": note,
+    }
 
 
 def tables(
-    df: pd.DataFrame, by: str = "method", within: Sequence[str] | None = None, value: str = "value",
-    include_failed: bool = False, pooled: Sequence[str] = (),
+    df: pd.DataFrame,
+    by: str = "method",
+    within: Sequence[str] | None = None,
+    value: str = "value",
+    include_failed: bool = False,
+    pooled: Sequence[str] = (),
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`summarize` per cell x group and :func:`compare` of the groups within each cell.
 
@@ -355,5 +429,7 @@ def tables(
     if not df.empty and within is not None:  # an empty selection is said by summarize; by: default_within
         require_columns(df, list(within), "split cells by")
     within = default_within(df, by, pooled) if within is None else list(within)
-    return (summarize(df, [*within, by], value, include_failed=include_failed, pooled=pooled),
-            compare(df, by, value, within, include_failed=include_failed, pooled=pooled))
+    return (
+        summarize(df, [*within, by], value, include_failed=include_failed, pooled=pooled),
+        compare(df, by, value, within, include_failed=include_failed, pooled=pooled),
+    )

@@ -92,8 +92,10 @@ def pair_gap_drops(frame: pd.DataFrame) -> pd.DataFrame:
     """
     columns = [*IDENTITY, "seed_b", "value", "outcome"]
     runs = frame.drop_duplicates("run_id")
-    scores = {run_id: group.sort_values("epoch").drop_duplicates("epoch", keep="last").set_index("epoch")
-              for run_id, group in frame.groupby("run_id", sort=False)}
+    scores = {
+        run_id: group.sort_values("epoch").drop_duplicates("epoch", keep="last").set_index("epoch")
+        for run_id, group in frame.groupby("run_id", sort=False)
+    }
     rows = []
     for _, group in runs.groupby(_configurations(runs), sort=True):
         ordered = group.sort_values(["seed", "run_id"])
@@ -107,8 +109,14 @@ def pair_gap_drops(frame: pd.DataFrame) -> pd.DataFrame:
             gap = (first.loc[epochs, "value"] - second.loc[epochs, "value"]).abs()
             ends = (first.loc[epochs[-1], "outcome"], second.loc[epochs[-1], "outcome"])
             outcome = ends[0] if ends[0] != OK else ends[1]
-            rows.append({**a[IDENTITY].to_dict(), "seed_b": b["seed"], "value": float(gap.iloc[0] - gap.iloc[-1]),
-                         "outcome": outcome})
+            rows.append(
+                {
+                    **a[IDENTITY].to_dict(),
+                    "seed_b": b["seed"],
+                    "value": float(gap.iloc[0] - gap.iloc[-1]),
+                    "outcome": outcome,
+                }
+            )
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -123,6 +131,8 @@ def seed_spread_by_epoch(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """
     rows = deviations(frame)
     key = _configurations(rows)
-    grouped = rows.assign(_config=key, _failed=rows["outcome"] != "ok").groupby(["_config", "method", "epoch"], sort=True)
+    grouped = rows.assign(_config=key, _failed=rows["outcome"] != "ok").groupby(
+        ["_config", "method", "epoch"], sort=True
+    )
     spread = grouped.agg(std=("value", "std"), runs=("run_id", "nunique"), failed=("_failed", "sum")).reset_index()
     return {"spread": spread.drop(columns="_config"), "deviations": rows}

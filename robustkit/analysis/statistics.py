@@ -96,7 +96,9 @@ def rsa(frame: pd.DataFrame, measure: str, layer: str) -> pd.DataFrame:
     """
     frame = frame[frame["measure"] == measure].drop(columns=["outcome"], errors="ignore")
     if layer != "each":
-        frame = _layer_third(frame, "layer", layer, first=1).groupby(IDENTITY, dropna=False, as_index=False)["value"].mean()
+        frame = (
+            _layer_third(frame, "layer", layer, first=1).groupby(IDENTITY, dropna=False, as_index=False)["value"].mean()
+        )
     return frame
 
 
@@ -131,7 +133,12 @@ def landscape_curvature(frame: pd.DataFrame, split: str) -> pd.DataFrame:
     rows = []
     for run_id, group in frame.groupby("run_id", sort=True):
         near = group.iloc[np.argsort(np.abs(group["alpha"].to_numpy(float) - 1.0))[:5]]
-        rows.append({"run_id": run_id, "value": 2 * np.polyfit(near["alpha"].to_numpy(float), near["value"].to_numpy(float), 2)[0]})
+        rows.append(
+            {
+                "run_id": run_id,
+                "value": 2 * np.polyfit(near["alpha"].to_numpy(float), near["value"].to_numpy(float), 2)[0],
+            }
+        )
     return frame.drop_duplicates("run_id")[IDENTITY].merge(pd.DataFrame(rows, columns=["run_id", "value"]), on="run_id")
 
 
@@ -221,7 +228,9 @@ def similarity_ci(frame: pd.DataFrame, measure: str, layer: str) -> pd.DataFrame
     ``procrustes``) of each run's layers with the base model's; ``layer`` as in :func:`rsa`."""
     frame = frame[frame["measure"] == measure]
     if layer != "each":
-        frame = _layer_third(frame, "layer", layer, first=1).groupby(IDENTITY, dropna=False, as_index=False)["value"].mean()
+        frame = (
+            _layer_third(frame, "layer", layer, first=1).groupby(IDENTITY, dropna=False, as_index=False)["value"].mean()
+        )
     return frame[[*IDENTITY, *(["layer"] if layer == "each" else []), "value"]]
 
 
@@ -252,7 +261,9 @@ def metric_fall(frame: pd.DataFrame) -> pd.DataFrame:
     curve also falls further from its best by chance, so between methods the value carries the
     curve's noise too (He et al.'s table 6 best - mean, ``curves.best-minus-mean``, is that).
     """
-    dev = frame[(frame["split"] == "validation") & (frame["metric"] == frame["main_metric"])].sort_values("step", kind="stable")
+    dev = frame[(frame["split"] == "validation") & (frame["metric"] == frame["main_metric"])].sort_values(
+        "step", kind="stable"
+    )
     fall = dev.groupby("run_id")["value"].agg(lambda v: v.max() - v.iloc[-1]).rename("value").reset_index()
     return dev.drop_duplicates("run_id")[IDENTITY].merge(fall, on="run_id")
 
@@ -330,7 +341,9 @@ def with_outcome(frame: pd.DataFrame, store: str | Path) -> pd.DataFrame:
     if "outcome" in frame:
         return frame
     split, checkpoint = OUTCOME_ON
-    outcomes = scores.outcomes(store, {"run_id": list(frame["run_id"].unique())}, checkpoint=checkpoint, split=split, metric=None)
+    outcomes = scores.outcomes(
+        store, {"run_id": list(frame["run_id"].unique())}, checkpoint=checkpoint, split=split, metric=None
+    )
     return frame.merge(outcomes[["run_id", "outcome"]], on="run_id", how="left").fillna({"outcome": "ok"})
 
 

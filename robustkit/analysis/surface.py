@@ -31,7 +31,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from robustkit.progress import bar as progress_bar
 
 from robustkit import tasks
 from robustkit.analysis.batches import sampled_batches
@@ -40,6 +39,7 @@ from robustkit.analysis.landscape import moving_parameters, parse_alphas, restor
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import EVAL_BATCH_SIZE, evaluate
+from robustkit.progress import bar as progress_bar
 from robustkit.provenance import computed_on
 from robustkit.run_model import load_run
 from robustkit.store.tables import IDENTITY
@@ -53,7 +53,9 @@ COLUMNS = [*IDENTITY, "checkpoint", "examples", *POINT_COLUMNS]
 
 
 def filter_normalized_direction(
-    weights: Mapping[str, torch.Tensor], generator: torch.Generator, ignore: str = "biasbn",
+    weights: Mapping[str, torch.Tensor],
+    generator: torch.Generator,
+    ignore: str = "biasbn",
 ) -> dict[str, torch.Tensor]:
     """A Gaussian direction with each filter rescaled to the norm of the weights' filter.
 
@@ -144,8 +146,10 @@ def surface(
                 for name, parameter in parameters.items():
                     parameter.copy_(start[name] + a * first[name] + b * second[name])
             for split, split_batches in by_split.items():
-                rows += [{"a": a, "b": b, "split": split, "metric": m, "value": v}
-                         for m, v in evaluate(model, split_batches, task).items()]
+                rows += [
+                    {"a": a, "b": b, "split": split, "metric": m, "value": v}
+                    for m, v in evaluate(model, split_batches, task).items()
+                ]
     finally:
         restore_parameters(parameters, original)
         model.train(was_training)
@@ -171,7 +175,10 @@ def surface_run(
     run = load_run(run_dir, checkpoint, device)
     center = run.tensors
     generator = torch.Generator().manual_seed(seed)
-    directions = (filter_normalized_direction(center, generator, ignore), filter_normalized_direction(center, generator, ignore))
+    directions = (
+        filter_normalized_direction(center, generator, ignore),
+        filter_normalized_direction(center, generator, ignore),
+    )
     values = parse_alphas(grid)
     batches = sampled_batches(run.spec, split, examples, seed, EVAL_BATCH_SIZE)
     return surface(run.model, center, directions, values, values, {split: batches}, run.task, progress)
@@ -223,16 +230,28 @@ def run(
         raise RobustkitError(f"unknown split {split!r}; known: {', '.join(tasks.SPLITS)}")
     if ignore not in IGNORE:
         raise RobustkitError(f"ignore must be one of {IGNORE}, got {ignore!r}")
-    params = {"version": VERSION, "grid": values.tolist(), "split": split, "examples": examples, "seed": seed,
-              "ignore": ignore, "batch_size": EVAL_BATCH_SIZE}
+    params = {
+        "version": VERSION,
+        "grid": values.tolist(),
+        "split": split,
+        "examples": examples,
+        "seed": seed,
+        "ignore": ignore,
+        "batch_size": EVAL_BATCH_SIZE,
+    }
     runs = select_runs(store, select)
     with progress_bar(total=len(runs), desc="surface", unit="run", show=progress) as bar:
-        frame = each_run(runs, ANALYSIS, params, [checkpoint],
-                         lambda row: surface_run(row["path"], checkpoint, grid, split, examples, seed, ignore, device),
-                         on_done=bar.update, provenance=computed_on(device))
+        frame = each_run(
+            runs,
+            ANALYSIS,
+            params,
+            [checkpoint],
+            lambda row: surface_run(row["path"], checkpoint, grid, split, examples, seed, ignore, device),
+            on_done=bar.update,
+            provenance=computed_on(device),
+        )
     counts = runs.set_index("run_id")["n_train" if split == "train" else f"n_{split}"] if examples is None else None
-    frame = frame.assign(checkpoint=checkpoint,
-                         examples=examples if counts is None else frame["run_id"].map(counts))
+    frame = frame.assign(checkpoint=checkpoint, examples=examples if counts is None else frame["run_id"].map(counts))
     return frame[COLUMNS]
 
 

@@ -41,13 +41,33 @@ from robustkit.store.tables import IDENTITY
 METHOD_COLUMNS = list(spec_fields())
 # Every other run setting, so that runs of different settings are never pooled unseen
 # (method_options are in IDENTITY, one column per option).
-SETTING_COLUMNS = [f.name for f in dataclasses.fields(RunSpec)
-                   if f.name not in (*IDENTITY, *METHOD_COLUMNS, "data_dir", "method_options")]
-COLUMNS = list(dict.fromkeys([  # IDENTITY may already hold every run setting
-    *IDENTITY, *METHOD_COLUMNS, *SETTING_COLUMNS, "init_std", "trainable_params", "base_params",
-    "trainable_fraction", "checkpoint", "split", "metric", "value", "baseline", "n_eval", "top_class_share",
-    "outcome", "failed",
-]))
+SETTING_COLUMNS = [
+    f.name
+    for f in dataclasses.fields(RunSpec)
+    if f.name not in (*IDENTITY, *METHOD_COLUMNS, "data_dir", "method_options")
+]
+COLUMNS = list(
+    dict.fromkeys(
+        [  # IDENTITY may already hold every run setting
+            *IDENTITY,
+            *METHOD_COLUMNS,
+            *SETTING_COLUMNS,
+            "init_std",
+            "trainable_params",
+            "base_params",
+            "trainable_fraction",
+            "checkpoint",
+            "split",
+            "metric",
+            "value",
+            "baseline",
+            "n_eval",
+            "top_class_share",
+            "outcome",
+            "failed",
+        ]
+    )
+)
 SPLITS = ("validation", "test")
 # Defaults of the method columns in runs stored before those settings existed.
 _METHOD_DEFAULTS = {column: SPEC_DEFAULTS[column] for column in METHOD_COLUMNS}
@@ -58,12 +78,25 @@ POINT_COLUMN = {name: method.point_column for name, method in METHODS.items() if
 POINT_SYMBOL = {method.point_column: method.point_symbol for method in METHODS.values() if method.point_column}
 AGGREGATE_METHODS = ("houlsby", "adapterhub-houlsby", "topk")
 PERCENTILES = (20, 50, 80)
-SUMMARY_COLUMNS = ["trainable_params", "base_params", "value", "std", "sem", "n", "n_runs", "n_not_learned", "n_collapsed",
-                   "n_diverged", "failed_rate", "baseline"]
+SUMMARY_COLUMNS = [
+    "trainable_params",
+    "base_params",
+    "value",
+    "std",
+    "sem",
+    "n",
+    "n_runs",
+    "n_not_learned",
+    "n_collapsed",
+    "n_diverged",
+    "failed_rate",
+    "baseline",
+]
 
 
-def table(store: str | Path, select: dict | list[str] | None = None, *, checkpoint: str,
-          metric: str | None) -> pd.DataFrame:
+def table(
+    store: str | Path, select: dict | list[str] | None = None, *, checkpoint: str, metric: str | None
+) -> pd.DataFrame:
     """Trained parameters, a metric and the outcome of every selected complete run.
 
     Parameters
@@ -103,8 +136,9 @@ def table(store: str | Path, select: dict | list[str] | None = None, *, checkpoi
         return frame.assign(outcome=None, failed=None)[COLUMNS]
     # the run's status too: a diverged run is diverged whatever its kept checkpoints score
     learned = ever_learned(store, runs)  # a run that never left the majority class is not-learned
-    frame = frame.assign(status=frame["run_id"].map(runs.set_index("run_id")["status"]),
-                         ever_learned=frame["run_id"].map(learned))
+    frame = frame.assign(
+        status=frame["run_id"].map(runs.set_index("run_id")["status"]), ever_learned=frame["run_id"].map(learned)
+    )
     return collapse.mark(frame)[COLUMNS]
 
 
@@ -140,9 +174,16 @@ def _run_rows(run: pd.Series, checkpoint: str, metric: str | None) -> pd.DataFra
         n_eval = (manifest.get("splits") or {}).get(split)  # recorded at training (newer runs)
         if n_eval is None and np.isfinite(baseline):
             n_eval = _split_size(str(row["task"]), split, *data)
-        rows.append({**row, "split": split, "value": scores[row["metric"]], "baseline": baseline,
-                     "n_eval": np.nan if n_eval is None else float(n_eval),
-                     "top_class_share": scores.get("top_class_share", np.nan)})
+        rows.append(
+            {
+                **row,
+                "split": split,
+                "value": scores[row["metric"]],
+                "baseline": baseline,
+                "n_eval": np.nan if n_eval is None else float(n_eval),
+                "top_class_share": scores.get("top_class_share", np.nan),
+            }
+        )
     return pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("outcome", "failed")])
 
 
@@ -150,7 +191,9 @@ def _run_rows(run: pd.Series, checkpoint: str, metric: str | None) -> pd.DataFra
 def _split_size(task: str, split: str, data_dir: str | None, train_size: int | None, split_seed: int) -> float:
     """Examples in ``split`` (the collapse rule's noise band needs it); NaN if unreadable."""
     try:
-        return float(len(tasks.load_splits(task, data_dir=data_dir, train_size=train_size, split_seed=split_seed)[split]))
+        return float(
+            len(tasks.load_splits(task, data_dir=data_dir, train_size=train_size, split_seed=split_seed)[split])
+        )
     except (RobustkitError, OSError, ValueError, KeyError):
         return np.nan
 
@@ -191,8 +234,14 @@ def with_points(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` + ``series`` (method, plus its sharing mode when not ``none``) and ``point``
     (the method's curve option: adapter size m, top k, LoRA's r, ...: what orders a run along
     its curve, :data:`POINT_COLUMN`; NaN for one-point methods)."""
-    sharing = frame["adapter_sharing"].fillna("none") if "adapter_sharing" in frame else pd.Series("none", index=frame.index)
-    series = np.where(sharing == "none", frame["method"].astype(str), frame["method"].astype(str) + ", shared per " + sharing.astype(str))
+    sharing = (
+        frame["adapter_sharing"].fillna("none") if "adapter_sharing" in frame else pd.Series("none", index=frame.index)
+    )
+    series = np.where(
+        sharing == "none",
+        frame["method"].astype(str),
+        frame["method"].astype(str) + ", shared per " + sharing.astype(str),
+    )
     point = pd.Series(np.nan, index=frame.index, dtype=float)
     for method, column in POINT_COLUMN.items():
         if column in frame:  # frames of other methods may lack the column
@@ -201,8 +250,12 @@ def with_points(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(series=series, point=point)
 
 
-def select_best(frame: pd.DataFrame, select_on: str = "validation", include_failed: bool = False,
-                keys: Sequence[str] = ("task", "model", "series", "point")) -> pd.DataFrame:
+def select_best(
+    frame: pd.DataFrame,
+    select_on: str = "validation",
+    include_failed: bool = False,
+    keys: Sequence[str] = ("task", "model", "series", "point"),
+) -> pd.DataFrame:
     """The runs of the best learning rate (and epoch budget) per point of each curve.
 
     Houlsby et al. 2019, figure 3: "For each task and algorithm, the best model is selected for
@@ -245,8 +298,12 @@ def select_best(frame: pd.DataFrame, select_on: str = "validation", include_fail
     kept = collapse.kept(scored, include_failed).groupby(columns, dropna=False)["value"].mean().rename("_kept")
     every = scored.groupby(columns, dropna=False)["value"].mean().rename("_all")
     # merge, not index look-ups: merge matches missing keys (point of full, epochs unset) as equal
-    configs = (data[columns].drop_duplicates().merge(kept.reset_index(), on=columns, how="left")
-               .merge(every.reset_index(), on=columns, how="left"))
+    configs = (
+        data[columns]
+        .drop_duplicates()
+        .merge(kept.reset_index(), on=columns, how="left")
+        .merge(every.reset_index(), on=columns, how="left")
+    )
     configs["n_configs"] = configs.groupby(keys, dropna=False)[keys[0]].transform("size")
     # kept runs' mean first; a point whose every configuration failed: the best mean of all runs
     configs = configs.sort_values(["_kept", "_all"], ascending=False, na_position="last", kind="stable")
@@ -281,8 +338,10 @@ def summarize(frame: pd.DataFrame, by: list[str], include_failed: bool = False) 
         data = data.assign(baseline=np.nan)
     kept = collapse.kept(data, include_failed)
     everything = data.groupby(by, dropna=False, sort=True).agg(
-        trainable_params=("trainable_params", "mean"), base_params=("base_params", "mean"),
-        baseline=("baseline", "mean"))
+        trainable_params=("trainable_params", "mean"),
+        base_params=("base_params", "mean"),
+        baseline=("baseline", "mean"),
+    )
     stats = kept.groupby(by, dropna=False, sort=True)["value"].agg(value="mean", std="std", n="size")
     out = everything.join(stats, how="left").reset_index()
     out["n"] = out["n"].fillna(0).astype(int)
@@ -294,9 +353,14 @@ def summarize(frame: pd.DataFrame, by: list[str], include_failed: bool = False) 
     return out[[*by, *SUMMARY_COLUMNS]]
 
 
-def aggregate(frame: pd.DataFrame, split: str = "validation", select_on: str = "validation",
-              percentiles: Sequence[float] = PERCENTILES, include_failed: bool = False,
-              methods: Sequence[str] = AGGREGATE_METHODS) -> pd.DataFrame:
+def aggregate(
+    frame: pd.DataFrame,
+    split: str = "validation",
+    select_on: str = "validation",
+    percentiles: Sequence[float] = PERCENTILES,
+    include_failed: bool = False,
+    methods: Sequence[str] = AGGREGATE_METHODS,
+) -> pd.DataFrame:
     """Houlsby et al. 2019 figure 3: the trade-off aggregated across tasks.
 
     Per task and point of a curve (method x adapter size or top k), the best configuration over
@@ -343,22 +407,48 @@ def aggregate(frame: pd.DataFrame, split: str = "validation", select_on: str = "
     stats = summarize(selected[selected["split"] == split], keys, include_failed)
     full = stats[stats["method"] == "full"].groupby("task")["value"].max()  # one config per task after selection
     curves = stats[(stats["method"] != "full") & stats["task"].isin(full.dropna().index)]
-    curves = curves.assign(normalised=curves["value"] - curves["task"].map(full),
-                           normalised_baseline=curves["baseline"] - curves["task"].map(full))
+    curves = curves.assign(
+        normalised=curves["value"] - curves["task"].map(full),
+        normalised_baseline=curves["baseline"] - curves["task"].map(full),
+    )
     if curves.empty:
         raise ValueError(f"no task has both full fine-tuning and a {'/'.join(methods)} point on {split}")
     rows = []
     for (series, method, sharing, point), group in curves.groupby(keys[1:], dropna=False, sort=True):
         values = group["normalised"].dropna().to_numpy(float)
-        base = {"series": series, "method": method, "adapter_sharing": sharing, "point": point,
-                "trainable_params": float(group["trainable_params"].median()), "n_tasks": len(values),
-                "n_runs": int(group["n_runs"].sum()), "n_collapsed": int(group["n_collapsed"].sum()),
-                "n_diverged": int(group["n_diverged"].sum()),
-                "baseline": float(group["normalised_baseline"].median()) if group["normalised_baseline"].notna().any() else np.nan}
+        base = {
+            "series": series,
+            "method": method,
+            "adapter_sharing": sharing,
+            "point": point,
+            "trainable_params": float(group["trainable_params"].median()),
+            "n_tasks": len(values),
+            "n_runs": int(group["n_runs"].sum()),
+            "n_collapsed": int(group["n_collapsed"].sum()),
+            "n_diverged": int(group["n_diverged"].sum()),
+            "baseline": float(group["normalised_baseline"].median())
+            if group["normalised_baseline"].notna().any()
+            else np.nan,
+        }
         found = np.percentile(values, list(percentiles)) if len(values) else np.full(len(percentiles), np.nan)
         rows += [{**base, "percentile": float(q), "value": float(v)} for q, v in zip(percentiles, found)]
-    return pd.DataFrame(rows, columns=["series", "method", "adapter_sharing", "point", "trainable_params", "n_tasks",
-                                       "n_runs", "n_collapsed", "n_diverged", "percentile", "value", "baseline"])
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "series",
+            "method",
+            "adapter_sharing",
+            "point",
+            "trainable_params",
+            "n_tasks",
+            "n_runs",
+            "n_collapsed",
+            "n_diverged",
+            "percentile",
+            "value",
+            "baseline",
+        ],
+    )
 
 
 def aggregated(frame: pd.DataFrame, split: str, include_failed: bool = False) -> dict[str, pd.DataFrame]:
@@ -370,8 +460,10 @@ def aggregated(frame: pd.DataFrame, split: str, include_failed: bool = False) ->
         ``aggregate``: :func:`aggregate` of :func:`table`; ``source``: the table's rows of
         ``split`` (the runs behind it, which name the model and tasks).
     """
-    return {"aggregate": aggregate(frame, split=split, include_failed=include_failed),
-            "source": frame[frame["split"] == split]}
+    return {
+        "aggregate": aggregate(frame, split=split, include_failed=include_failed),
+        "source": frame[frame["split"] == split],
+    }
 
 
 SETTINGS_KEYS = ["task", "split", "method", "adapter_size", "top_k", "adapter_sharing", "init_std"]
@@ -392,8 +484,9 @@ POINT_KEYS = ["task", "series", "method", "adapter_sharing", "point"]
 INIT_STD_KEYS = ["task", "adapter_size", "adapter_sharing", "init_std"]
 
 
-def tradeoff_points(frame: pd.DataFrame, split: str = "validation", include_failed: bool = False,
-                    select_on: str = "validation") -> dict:
+def tradeoff_points(
+    frame: pd.DataFrame, split: str = "validation", include_failed: bool = False, select_on: str = "validation"
+) -> dict:
     """Houlsby et al. 2019 figure 4's points: the best configuration per point, then its mean.
 
     Runs with a non-default ``adapter_init_std`` belong to the init-std figure
@@ -436,13 +529,17 @@ def tradeoff_points(frame: pd.DataFrame, split: str = "validation", include_fail
         raise ValueError("every run has a non-default adapter_init_std: plot them with the init-std figure")
     selected = select_best(with_points(usable), select_on, include_failed)
     shown = collapse.marked(selected[selected["split"] == split])
-    return {"shown": shown, "stats": summarize(shown, POINT_KEYS, include_failed),
-            "n_configs": int(selected["n_configs"].max()) if len(selected) else 1,
-            "n_left_out": int(left_out["run_id"].nunique()) if len(left_out) else 0}
+    return {
+        "shown": shown,
+        "stats": summarize(shown, POINT_KEYS, include_failed),
+        "n_configs": int(selected["n_configs"].max()) if len(selected) else 1,
+        "n_left_out": int(left_out["run_id"].nunique()) if len(left_out) else 0,
+    }
 
 
-def init_std_points(frame: pd.DataFrame, split: str = "validation", include_failed: bool = False,
-                    select_on: str = "validation") -> dict:
+def init_std_points(
+    frame: pd.DataFrame, split: str = "validation", include_failed: bool = False, select_on: str = "validation"
+) -> dict:
     """Houlsby et al. 2019 figure 6 (right)'s points: per task, adapter size and init std, the
     best learning rate's runs (:func:`select_best` on ``select_on``) and their mean.
 
@@ -468,8 +565,12 @@ def init_std_points(frame: pd.DataFrame, split: str = "validation", include_fail
     data = frame[frame["split"].isin({split, select_on}) & frame["init_std"].notna()]
     if data[data["split"] == split].empty:
         raise ValueError(f"no houlsby rows for split {split!r}: the init-std figure needs adapter runs")
-    selected = select_best(with_points(data), select_on, include_failed,
-                           keys=("task", "model", "series", "point", "init_std"))
+    selected = select_best(
+        with_points(data), select_on, include_failed, keys=("task", "model", "series", "point", "init_std")
+    )
     shown = collapse.marked(selected[selected["split"] == split])
-    return {"shown": shown, "stats": summarize(shown, INIT_STD_KEYS, include_failed),
-            "n_configs": int(selected["n_configs"].max()) if len(selected) else 1}
+    return {
+        "shown": shown,
+        "stats": summarize(shown, INIT_STD_KEYS, include_failed),
+        "n_configs": int(selected["n_configs"].max()) if len(selected) else 1,
+    }

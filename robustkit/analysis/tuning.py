@@ -38,18 +38,35 @@ from robustkit.analysis import scores
 from robustkit.analysis.pooling import check_pooling, mixed_settings
 from robustkit.errors import RobustkitError
 
-CURVE_COLUMNS = ["k", "n_runs", "n_failed", "median", "median_low", "median_high", "mean", "mean_low", "mean_high",
-                 "confidence"]
+CURVE_COLUMNS = [
+    "k",
+    "n_runs",
+    "n_failed",
+    "median",
+    "median_low",
+    "median_high",
+    "mean",
+    "mean_low",
+    "mean_high",
+    "confidence",
+]
 # The support of each metric (for the bands of the average curve); others: unbounded.
-BOUNDS = {"accuracy": (0.0, 1.0), "f1": (0.0, 1.0), "mcc": (-1.0, 1.0), "pearson": (-1.0, 1.0),
-          "spearman": (-1.0, 1.0), "loss": (0.0, np.inf)}
+BOUNDS = {
+    "accuracy": (0.0, 1.0),
+    "f1": (0.0, 1.0),
+    "mcc": (-1.0, 1.0),
+    "pearson": (-1.0, 1.0),
+    "spearman": (-1.0, 1.0),
+    "loss": (0.0, np.inf),
+}
 MINIMIZE = {"loss"}
 POOLED = ("lr",)  # what a search ranges over besides the seed
 DEFAULT_CONFIDENCE = 0.80  # opda's examples use 80% bands: at 10 runs 95% bands span nearly the whole range
 
 
-def tuning_curve(values: Sequence[float], metric: str = "accuracy", confidence: float = DEFAULT_CONFIDENCE,
-                 seed: int = 0) -> pd.DataFrame:
+def tuning_curve(
+    values: Sequence[float], metric: str = "accuracy", confidence: float = DEFAULT_CONFIDENCE, seed: int = 0
+) -> pd.DataFrame:
     """The tuning curve of one group of runs, k = 1 .. n.
 
     Parameters
@@ -82,20 +99,23 @@ def tuning_curve(values: Sequence[float], metric: str = "accuracy", confidence: 
         # approximate, which the module docstring and the figure say once
         warnings.filterwarnings("ignore", message="Duplicates detected", category=RuntimeWarning)
         lower_cdf, point, upper_cdf = EmpiricalDistribution.confidence_bands(
-            ys, confidence, a=a, b=b, generator=np.random.default_rng(seed), n_jobs=1)
+            ys, confidence, a=a, b=b, generator=np.random.default_rng(seed), n_jobs=1
+        )
     ks = np.arange(1, len(ys) + 1)
     # for a maximised score the upper CDF band gives the lower curve (and the other way round)
     low_band, high_band = (lower_cdf, upper_cdf) if minimize else (upper_cdf, lower_cdf)
     bounded = np.isfinite(a) and np.isfinite(b)
-    return pd.DataFrame({
-        "k": ks,
-        "median": point.quantile_tuning_curve(ks, minimize=minimize),
-        "median_low": low_band.quantile_tuning_curve(ks, minimize=minimize),
-        "median_high": high_band.quantile_tuning_curve(ks, minimize=minimize),
-        "mean": point.average_tuning_curve(ks, minimize=minimize),
-        "mean_low": low_band.average_tuning_curve(ks, minimize=minimize) if bounded else np.nan,
-        "mean_high": high_band.average_tuning_curve(ks, minimize=minimize) if bounded else np.nan,
-    })
+    return pd.DataFrame(
+        {
+            "k": ks,
+            "median": point.quantile_tuning_curve(ks, minimize=minimize),
+            "median_low": low_band.quantile_tuning_curve(ks, minimize=minimize),
+            "median_high": high_band.quantile_tuning_curve(ks, minimize=minimize),
+            "mean": point.average_tuning_curve(ks, minimize=minimize),
+            "mean_low": low_band.average_tuning_curve(ks, minimize=minimize) if bounded else np.nan,
+            "mean_high": high_band.average_tuning_curve(ks, minimize=minimize) if bounded else np.nan,
+        }
+    )
 
 
 def curves(
@@ -136,8 +156,14 @@ def curves(
         kept = collapse.kept(group, not exclude_failed)
         metric = str(group["metric"].iloc[0]) if "metric" in group else "accuracy"
         curve = tuning_curve(kept[value].to_numpy(float), metric, confidence, seed)
-        frames.append(curve.assign(**dict(zip(by, key if isinstance(key, tuple) else (key,))), n_runs=len(kept),
-                                   n_failed=int((group["outcome"] != collapse.OK).sum()), confidence=confidence))
+        frames.append(
+            curve.assign(
+                **dict(zip(by, key if isinstance(key, tuple) else (key,))),
+                n_runs=len(kept),
+                n_failed=int((group["outcome"] != collapse.OK).sum()),
+                confidence=confidence,
+            )
+        )
     return pd.concat(frames, ignore_index=True)[[*by, *CURVE_COLUMNS]]
 
 

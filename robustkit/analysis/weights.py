@@ -37,11 +37,21 @@ from robustkit.run_model import LoadedRun, load_run
 
 # Module path inside a layer -> the matrix's kind (BERT and RoBERTa, DistilBERT, DeBERTa).
 MATRIX_KINDS = {
-    "attention.self.query": "q", "attention.self.key": "k", "attention.self.value": "v",
-    "attention.output.dense": "attention-output", "intermediate.dense": "intermediate", "output.dense": "output",
-    "attention.q_lin": "q", "attention.k_lin": "k", "attention.v_lin": "v", "attention.out_lin": "attention-output",
-    "ffn.lin1": "intermediate", "ffn.lin2": "output",
-    "attention.self.query_proj": "q", "attention.self.key_proj": "k", "attention.self.value_proj": "v",
+    "attention.self.query": "q",
+    "attention.self.key": "k",
+    "attention.self.value": "v",
+    "attention.output.dense": "attention-output",
+    "intermediate.dense": "intermediate",
+    "output.dense": "output",
+    "attention.q_lin": "q",
+    "attention.k_lin": "k",
+    "attention.v_lin": "v",
+    "attention.out_lin": "attention-output",
+    "ffn.lin1": "intermediate",
+    "ffn.lin2": "output",
+    "attention.self.query_proj": "q",
+    "attention.self.key_proj": "k",
+    "attention.self.value_proj": "v",
 }
 # Path segments of AdapterHub's method modules: a matrix below one is a method's, not the layer's.
 METHOD_CONTAINERS = ("adapters", "loras", "prefix_tuning", "prompt_tuning", "refts", "shared_parameters")
@@ -79,7 +89,7 @@ def layer_matrices(model: nn.Module) -> dict[str, Matrix]:
         layer = next((i for i, p in enumerate(prefixes) if f"{name}.".startswith(p)), None)
         if layer is None:
             continue
-        path = name[len(prefixes[layer]):]
+        path = name[len(prefixes[layer]) :]
         if any(part in METHOD_CONTAINERS for part in path.split(".")):
             continue
         found[f"{name}.weight"] = Matrix(layer, path, MATRIX_KINDS.get(path, path))
@@ -116,7 +126,9 @@ def effective_matrices(run: LoadedRun) -> dict[str, torch.Tensor]:
     return {name: parameters[name].detach().float().cpu().clone() for name in layer_matrices(run.model)}
 
 
-def start_and_end(run_dir: str | Path, checkpoint: str) -> tuple[dict[str, Matrix], dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+def start_and_end(
+    run_dir: str | Path, checkpoint: str
+) -> tuple[dict[str, Matrix], dict[str, torch.Tensor], dict[str, torch.Tensor]]:
     """A run's layer matrices at ``step-0`` and at ``checkpoint``, low-rank updates merged, on the CPU.
 
     Returns

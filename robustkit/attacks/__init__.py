@@ -93,7 +93,9 @@ def create(name: str, seed: int | None = None, **options: Any) -> Attack:
     accepted = options_of(name)
     unknown = sorted(set(options) - accepted)
     if unknown:
-        raise RobustkitError(f"attacker {name!r} takes no option(s) {unknown}; it takes: {', '.join(sorted(accepted)) or 'none'}")
+        raise RobustkitError(
+            f"attacker {name!r} takes no option(s) {unknown}; it takes: {', '.join(sorted(accepted)) or 'none'}"
+        )
     if seed is not None and "seed" in inspect.signature(factory).parameters:
         options["seed"] = seed
     return factory(**options)

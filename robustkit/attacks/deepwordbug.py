@@ -76,7 +76,11 @@ class DeepWordBug:
 
     @property
     def params(self) -> dict[str, Any]:
-        return {"seed": self.seed, "power": self.power, "nltk_data": offline.data_identity()}  # its tokenizer reads Punkt
+        return {
+            "seed": self.seed,
+            "power": self.power,
+            "nltk_data": offline.data_identity(),
+        }  # its tokenizer reads Punkt
 
     def predict(self, victim: Victim, sentence: str) -> int:
         return int(victim.get_pred([sentence])[0])
@@ -94,7 +98,9 @@ class DeepWordBug:
         classifier.set_context({"x": example.sentence}, budget)
         try:
             with seeded(self.seed, example.index):
-                adversarial = attacker.attack(classifier, example.sentence, ClassifierGoal(example.target, targeted=False))
+                adversarial = attacker.attack(
+                    classifier, example.sentence, ClassifierGoal(example.target, targeted=False)
+                )
         except InvokeLimitExceeded:
             adversarial = None
         finally:

@@ -76,8 +76,9 @@ def _first_token_forward(self, hidden_states, attention_mask=None, *args, **kwar
     if mask is not None and mask.dim() == 4 and mask.shape[-2] > 1:
         mask = mask[:, :, :1, :]  # the first query's row of a (batch, 1, query, key) mask
     attended = self.attention(hidden_states[:, :1], attention_mask=mask, encoder_hidden_states=hidden_states)
-    output = apply_chunking_to_forward(self.feed_forward_chunk, self.chunk_size_feed_forward, self.seq_len_dim,
-                                       attended[0])
+    output = apply_chunking_to_forward(
+        self.feed_forward_chunk, self.chunk_size_feed_forward, self.seq_len_dim, attended[0]
+    )
     return (output,) + tuple(attended[1:])
 
 

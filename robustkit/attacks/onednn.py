@@ -74,8 +74,9 @@ class OneDNNLinear(TorchFunctionMode):
 
 def _routable(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> bool:
     tensors = [x, weight] + ([bias] if bias is not None else [])
-    return (all(t.dtype == torch.float32 and t.device.type == "cpu" for t in tensors)
-            and not (torch.is_grad_enabled() and any(t.requires_grad for t in tensors)))
+    return all(t.dtype == torch.float32 and t.device.type == "cpu" for t in tensors) and not (
+        torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+    )
 
 
 def onednn_linear_keeps_logits(model: nn.Module) -> bool:

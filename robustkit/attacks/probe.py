@@ -40,4 +40,5 @@ def same_logits(got: torch.Tensor, expected: torch.Tensor) -> bool:
     """Whether ``got`` has ``expected``'s shape and values within :data:`PROBE_TOLERANCE`
     (absolute, plus relative to the largest logit), both of shape (batch, num_labels)."""
     return got.shape == expected.shape and bool(
-        ((got - expected).abs() <= PROBE_TOLERANCE * (1 + expected.abs().max())).all())
+        ((got - expected).abs() <= PROBE_TOLERANCE * (1 + expected.abs().max())).all()
+    )

@@ -202,7 +202,9 @@ class PWWS:
         if self.engine == "openattack":
             return attack_openattack(victim, example.sentence, example.target, query_budget=budget)
         screen = self._screen(victim, example.sentence) if self.certify else None
-        result = attack_fast(victim, example.sentence, example.target, query_budget=budget, screen=screen, lazy=self.lazy)
+        result = attack_fast(
+            victim, example.sentence, example.target, query_budget=budget, screen=screen, lazy=self.lazy
+        )
         if screen is not None:  # the first example attacked pays for measuring the twin's error
             result.forward_passes += screen.uncharged
             screen.uncharged = 0
@@ -250,7 +252,9 @@ class Screen:
         ``D = max(MARGIN_ERROR, SAFETY x error measured on sentences)``."""
         screen = cls(victim.screening(onednn=onednn))
         if sentences:
-            measured = max(log_odds_error(r, e) for r, e in zip(screen.victim.get_prob(sentences), victim.get_prob(sentences)))
+            measured = max(
+                log_odds_error(r, e) for r, e in zip(screen.victim.get_prob(sentences), victim.get_prob(sentences))
+            )
             screen.largest_error = measured
             screen.audited = len(sentences)
             screen.margin_error = max(MARGIN_ERROR, SAFETY * measured)
@@ -411,7 +415,8 @@ def _saliency_sentences(attacker: PWWSAttacker, sentence: str) -> list[str]:
     words = _words(attacker, sentence)
     detokenize = attacker.tokenizer.detokenize
     return [detokenize(words[:i] + [attacker.token_unk] + words[i + 1 :]) for i in range(len(words))] + (
-        [detokenize(words)] if words else [])
+        [detokenize(words)] if words else []
+    )
 
 
 def _substitutes(attacker: PWWSAttacker, word: str, pos: str) -> list[str]:
@@ -504,8 +509,11 @@ class _Search:
         self.original = self.detokenize(words)
         self.positions = np.array(attackable, dtype=int)
         self.substitutes = substitutes
-        self.swaps = {i: [self.detokenize(words[:i] + [s] + words[i + 1 :]) for s in substitutes[i]]
-                      for i in attackable if substitutes[i]}
+        self.swaps = {
+            i: [self.detokenize(words[:i] + [s] + words[i + 1 :]) for s in substitutes[i]]
+            for i in attackable
+            if substitutes[i]
+        }
         self.best: dict[int, int] = {}  # position -> index of its best substitute
         self.lazy = lazy
         self._cache: tuple | None = None
@@ -556,8 +564,9 @@ class _Search:
             return self._cache[1]
         probs, count = self.probs, len(self.positions)
         # Only the <UNK> sentences of positions with substitutes run (the others' K is 0).
-        sal = np.array([probs.bounds(self.saliency[i]) if i in self.swaps else (0.0, 0.0)
-                        for i in self.positions]).reshape(count, 2)
+        sal = np.array(
+            [probs.bounds(self.saliency[i]) if i in self.swaps else (0.0, 0.0) for i in self.positions]
+        ).reshape(count, 2)
         orig_low, orig_high = probs.bounds(self.original)
         e_low, e_high = np.exp(-sal[:, 1]), np.exp(-sal[:, 0])
         m_low, m_high, scored, no_swap = np.zeros(count), np.ones(count), np.zeros(count, bool), np.zeros(count, bool)
@@ -668,7 +677,12 @@ class _Search:
 
 
 def _result(
-    sentence: str, adversarial: str | None, target: int, queries: int, words: list[str], started: float,
+    sentence: str,
+    adversarial: str | None,
+    target: int,
+    queries: int,
+    words: list[str],
+    started: float,
     forward_passes: int | None = None,
 ) -> AttackResult:
     # The default tokenizer detokenizes with " ".join, and neither its tokens nor WordNet's

@@ -118,8 +118,14 @@ class Victim:
         linear layers run oneDNN's float32 kernel where that keeps the logits
         (:mod:`robustkit.attacks.onednn`, checked on a probe); its ``onednn`` says whether they do.
         """
-        twin = Victim(copy.deepcopy(self.model).to(dtype), self.tokenizer, self.max_length, self.batch_size, dtype,
-                      self.cache_size)
+        twin = Victim(
+            copy.deepcopy(self.model).to(dtype),
+            self.tokenizer,
+            self.max_length,
+            self.batch_size,
+            dtype,
+            self.cache_size,
+        )
         twin.first_token_only = first_token and first_token_only(twin.model)
         twin.onednn = onednn and onednn_linear_keeps_logits(twin.model)
         return twin

@@ -68,12 +68,27 @@ def from_moments(m: CrossMoments) -> float:
     """Debiased linear CKA from the moments of (a, b) (any translation of either side)."""
     if m.n < MIN_ITEMS:
         return math.nan
-    cross = _hsic(m.n, m.ab.square().sum() - m.kl, m.sum_a @ m.sum_a - m.k, m.sum_b @ m.sum_b - m.l,
-                  m.sum_a @ m.ab @ m.sum_b - m.sum_a @ m.a_l - m.sum_b @ m.b_k + m.kl)
-    self_a = _hsic(m.n, m.aa.square().sum() - m.kk, m.sum_a @ m.sum_a - m.k, m.sum_a @ m.sum_a - m.k,
-                   m.sum_a @ m.aa @ m.sum_a - 2 * m.sum_a @ m.a_k + m.kk)
-    self_b = _hsic(m.n, m.bb.square().sum() - m.ll, m.sum_b @ m.sum_b - m.l, m.sum_b @ m.sum_b - m.l,
-                   m.sum_b @ m.bb @ m.sum_b - 2 * m.sum_b @ m.b_l + m.ll)
+    cross = _hsic(
+        m.n,
+        m.ab.square().sum() - m.kl,
+        m.sum_a @ m.sum_a - m.k,
+        m.sum_b @ m.sum_b - m.l,
+        m.sum_a @ m.ab @ m.sum_b - m.sum_a @ m.a_l - m.sum_b @ m.b_k + m.kl,
+    )
+    self_a = _hsic(
+        m.n,
+        m.aa.square().sum() - m.kk,
+        m.sum_a @ m.sum_a - m.k,
+        m.sum_a @ m.sum_a - m.k,
+        m.sum_a @ m.aa @ m.sum_a - 2 * m.sum_a @ m.a_k + m.kk,
+    )
+    self_b = _hsic(
+        m.n,
+        m.bb.square().sum() - m.ll,
+        m.sum_b @ m.sum_b - m.l,
+        m.sum_b @ m.sum_b - m.l,
+        m.sum_b @ m.bb @ m.sum_b - 2 * m.sum_b @ m.b_l + m.ll,
+    )
     if not (self_a > 0 and self_b > 0):
         return math.nan
     value = finite_ratio(cross, math.sqrt(self_a * self_b))
@@ -89,5 +104,7 @@ def _hsic(n: int, trace: Tensor, one_k: Tensor, one_l: Tensor, one_kl: Tensor) -
 def debiased_cka_layers(a: Tensor, b: Tensor) -> Tensor:
     """Debiased linear CKA per layer of two (n_layers, n, d) stacks; shape (n_layers,), float64."""
     if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0]:
-        raise ValueError(f"expected two (n_layers, n, d) stacks with one layer count, got {tuple(a.shape)} and {tuple(b.shape)}")
+        raise ValueError(
+            f"expected two (n_layers, n, d) stacks with one layer count, got {tuple(a.shape)} and {tuple(b.shape)}"
+        )
     return torch.tensor([debiased_linear_cka(a[i], b[i]) for i in range(a.shape[0])], dtype=torch.float64)

@@ -4,7 +4,8 @@ A claim about runs is decided on a handful of runs per group (3-10 seeds), where
 approximations and percentile bootstraps do not hold: a percentile bootstrap of 2 vs 2 runs
 returns the extreme differences as its "95% interval". The rank tests here are exact (their null
 distribution counted, ties included, up to 60 runs; above, the normal approximation with tie and
-continuity corrections, accurate at those sizes), so their false-positive rate is at most alpha, and every interval is the set of effects the
+continuity corrections, accurate at those sizes), so their false-positive rate is at most alpha, and every interval
+is the set of effects the
 test does not reject, so it exists only where the test can decide:
 
 - :func:`rank_sum`: one-sided Wilcoxon-Mann-Whitney test of location (two independent groups);
@@ -34,8 +35,19 @@ from functools import lru_cache
 import numpy as np
 from scipy import stats
 
-__all__ = ["centre_interval", "on_grid", "rank_sum", "rate_interval", "rate_test", "seed_pairs", "shift_interval",
-           "signed_rank", "smallest_p", "spread_interval", "spread_pairs"]
+__all__ = [
+    "centre_interval",
+    "on_grid",
+    "rank_sum",
+    "rate_interval",
+    "rate_test",
+    "seed_pairs",
+    "shift_interval",
+    "signed_rank",
+    "smallest_p",
+    "spread_interval",
+    "spread_pairs",
+]
 
 
 @lru_cache(maxsize=None)
@@ -77,7 +89,7 @@ def signed_rank_null(n: int) -> np.ndarray:
     counts[0] = 1
     for rank in range(1, n + 1):
         counts[rank:] = counts[rank:] + counts[:-rank].copy()
-    return counts / 2.0 ** n
+    return counts / 2.0**n
 
 
 def rank_sum(a: np.ndarray, b: np.ndarray, alternative: str) -> float:
@@ -109,9 +121,9 @@ def _tied_rank_sum(pooled: np.ndarray, m: int, alternative: str) -> float:
     counts = np.zeros((m + 1, total + 1))
     counts[0, 0] = 1.0
     for rank in doubled:  # subsets of size k with each doubled sum, one item at a time
-        counts[1:, rank:] = counts[1:, rank:] + counts[:-1, :total + 1 - rank]
+        counts[1:, rank:] = counts[1:, rank:] + counts[:-1, : total + 1 - rank]
     null = counts[m] / counts[m].sum()
-    tail = null[observed:].sum() if alternative == "greater" else null[:observed + 1].sum()
+    tail = null[observed:].sum() if alternative == "greater" else null[: observed + 1].sum()
     return float(min(1.0, tail))
 
 
@@ -156,7 +168,7 @@ def signed_rank(x: np.ndarray, alternative: str, value: float = 0.0) -> float:
     doubled = np.rint(2 * stats.rankdata(np.abs(d))).astype(int)  # mid-ranks are multiples of 1/2
     observed = int(doubled[d > 0].sum())
     null = _signed_rank_counts(tuple(sorted(doubled)))
-    tail = null[:observed + 1].sum() if alternative == "less" else null[observed:].sum()
+    tail = null[: observed + 1].sum() if alternative == "less" else null[observed:].sum()
     return float(min(1.0, tail))
 
 
@@ -167,7 +179,7 @@ def _signed_rank_counts(doubled: tuple[int, ...]) -> np.ndarray:
     probabilities[0] = 1.0
     for rank in doubled:
         shifted = np.zeros_like(probabilities)
-        shifted[rank:] = probabilities[:len(probabilities) - rank]
+        shifted[rank:] = probabilities[: len(probabilities) - rank]
         probabilities = (probabilities + shifted) / 2
     return probabilities
 
@@ -216,7 +228,7 @@ def seed_pairs(x: np.ndarray) -> np.ndarray:
     """
     x = np.asarray(x, float)
     half = len(x) // 2
-    return np.abs(x[0:2 * half:2] - x[1:2 * half:2])
+    return np.abs(x[0 : 2 * half : 2] - x[1 : 2 * half : 2])
 
 
 def spread_pairs(a: np.ndarray, b: np.ndarray, alternative: str) -> float:
@@ -316,7 +328,7 @@ def smallest_p(kind: str, n_a: int, n_b: int = 0) -> float:
     if n_a < 1 or (kind != "threshold" and n_b < 1):
         return 1.0
     if kind == "threshold":
-        return 2.0 ** -n_a
+        return 2.0**-n_a
     if kind == "spread":  # a rank test of the seed pairs (spread_pairs)
         n_a, n_b = n_a // 2, n_b // 2
         if n_a < 1 or n_b < 1:

@@ -115,7 +115,8 @@ def group_moments(a: Tensor, b: Tensor, groups: int = DEFAULT_GROUPS, seed: int 
     return _Inputs(
         centred=[CrossMoments.of(centred_a[p], centred_b[p]) for p in parts],
         unit=[CrossMoments.of(unit_a[p] - shift_a, unit_b[p] - shift_b) for p in parts],
-        shift_a=shift_a, shift_b=shift_b,
+        shift_a=shift_a,
+        shift_b=shift_b,
     )
 
 
@@ -166,8 +167,12 @@ def intervals(
     draws: dict[str, list[float]] = {name: [] for name in measures}
     for _ in range(resamples):
         half = rng.choice(groups, size=groups // 2, replace=False)
-        chosen = (stack_sum([inputs.centred[i] for i in half]), stack_sum([inputs.unit[i] for i in half]),
-                  inputs.shift_a, inputs.shift_b)
+        chosen = (
+            stack_sum([inputs.centred[i] for i in half]),
+            stack_sum([inputs.unit[i] for i in half]),
+            inputs.shift_a,
+            inputs.shift_b,
+        )
         for name, measure in measures.items():
             draws[name].append(measure(*chosen))
     return {name: _basic(values[name], np.asarray(draws[name]), confidence) for name in measures}

@@ -143,8 +143,12 @@ class HessianVectorProduct:
         Hessian-vector products computed so far.
     """
 
-    def __init__(self, loss: Callable[[], Tensor] | Sequence[tuple[float, Callable[[], Tensor]]],
-                 parameters: Sequence[Tensor], retain: bool = True) -> None:
+    def __init__(
+        self,
+        loss: Callable[[], Tensor] | Sequence[tuple[float, Callable[[], Tensor]]],
+        parameters: Sequence[Tensor],
+        retain: bool = True,
+    ) -> None:
         self.parameters = list(parameters)
         if not self.parameters:
             raise ValueError("no parameters: the Hessian of a loss with respect to nothing is empty")
@@ -212,13 +216,23 @@ class HessianVectorProduct:
         return result
 
     @staticmethod
-    def _product(gradient: list[Tensor | None], parameters: list[Tensor], vector: Sequence[Tensor],
-                 retain: bool) -> list[Tensor]:
+    def _product(
+        gradient: list[Tensor | None], parameters: list[Tensor], vector: Sequence[Tensor], retain: bool
+    ) -> list[Tensor]:
         """d(gradient . v)/d parameters, zero where the loss does not reach a parameter."""
         # allow_unused / None: a parameter the loss does not reach (a head not in the graph) has a zero block
         pairs = [(g, p, v) for g, p, v in zip(gradient, parameters, vector) if g is not None and g.requires_grad]
-        products = torch.autograd.grad([g for g, _, _ in pairs], parameters, grad_outputs=[v for _, _, v in pairs],
-                                       retain_graph=retain, allow_unused=True) if pairs else [None] * len(parameters)
+        products = (
+            torch.autograd.grad(
+                [g for g, _, _ in pairs],
+                parameters,
+                grad_outputs=[v for _, _, v in pairs],
+                retain_graph=retain,
+                allow_unused=True,
+            )
+            if pairs
+            else [None] * len(parameters)
+        )
         return [torch.zeros_like(p) if h is None else h.detach() for p, h in zip(parameters, products)]
 
 
@@ -278,12 +292,19 @@ def top_eigenvalue(
     shift = first.value  # ~ the most negative eigenvalue: H - shift I has eigenvalues >= 0
     second = _power(lambda v: [h - shift * x for h, x in zip(hvp(v, block), v)], like, max_iterations, tol, seed + 1)
     # (H - shift I) v - mu v = H v - (mu + shift) v: the residual carries over unchanged
-    return EigenEstimate(second.value + shift, second.residual, first.iterations + second.iterations, second.converged,
-                         first.history + tuple(h + shift for h in second.history), first.value)
+    return EigenEstimate(
+        second.value + shift,
+        second.residual,
+        first.iterations + second.iterations,
+        second.converged,
+        first.history + tuple(h + shift for h in second.history),
+        first.value,
+    )
 
 
-def _power(product: Callable[[list[Tensor]], list[Tensor]], like: Sequence[Tensor], max_iterations: int, tol: float,
-           seed: int) -> EigenEstimate:
+def _power(
+    product: Callable[[list[Tensor]], list[Tensor]], like: Sequence[Tensor], max_iterations: int, tol: float, seed: int
+) -> EigenEstimate:
     """Power iteration of a symmetric operator from a seeded Gaussian start."""
     generator = torch.Generator().manual_seed(seed)
     v = _random(like, generator, "gaussian")

@@ -68,9 +68,21 @@ class CrossMoments:
         b = b.to(a.device, torch.float64)
         k, l = a.square().sum(dim=1), b.square().sum(dim=1)
         return cls(
-            n=a.shape[0], sum_a=a.sum(dim=0), sum_b=b.sum(dim=0), aa=a.T @ a, bb=b.T @ b, ab=a.T @ b,
-            k=k.sum(), l=l.sum(), kl=(k * l).sum(), kk=k.square().sum(), ll=l.square().sum(),
-            a_k=k @ a, a_l=l @ a, b_k=k @ b, b_l=l @ b,
+            n=a.shape[0],
+            sum_a=a.sum(dim=0),
+            sum_b=b.sum(dim=0),
+            aa=a.T @ a,
+            bb=b.T @ b,
+            ab=a.T @ b,
+            k=k.sum(),
+            l=l.sum(),
+            kl=(k * l).sum(),
+            kk=k.square().sum(),
+            ll=l.square().sum(),
+            a_k=k @ a,
+            a_l=l @ a,
+            b_k=k @ b,
+            b_l=l @ b,
         )
 
     def __add__(self, other: CrossMoments) -> CrossMoments:
@@ -78,9 +90,23 @@ class CrossMoments:
 
     def swapped(self) -> CrossMoments:
         """The moments of (b, a)."""
-        return CrossMoments(n=self.n, sum_a=self.sum_b, sum_b=self.sum_a, aa=self.bb, bb=self.aa, ab=self.ab.T,
-                            k=self.l, l=self.k, kl=self.kl, kk=self.ll, ll=self.kk, a_k=self.b_l, a_l=self.b_k,
-                            b_k=self.a_l, b_l=self.a_k)
+        return CrossMoments(
+            n=self.n,
+            sum_a=self.sum_b,
+            sum_b=self.sum_a,
+            aa=self.bb,
+            bb=self.aa,
+            ab=self.ab.T,
+            k=self.l,
+            l=self.k,
+            kl=self.kl,
+            kk=self.ll,
+            ll=self.kk,
+            a_k=self.b_l,
+            a_l=self.b_k,
+            b_k=self.a_l,
+            b_l=self.a_k,
+        )
 
     def centred_cross(self) -> Tensor:
         """(a - mean a)^T (b - mean b), shape (d1, d2)."""

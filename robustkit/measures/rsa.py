@@ -169,8 +169,10 @@ def _rsa_gram(a: Tensor, b: Tensor) -> float:
     sum_xx = (x.square_total - x.diag.square().sum()) / 2
     sum_yy = (y.square_total - y.diag.square().sum()) / 2
     cross = (
-        2 * n * (x.u * y.u).sum() + 2 * x.u.sum() * y.u.sum()
-        + 2 * (x.u * y.residual_sums).sum() + 2 * (y.u * x.residual_sums).sum()
+        2 * n * (x.u * y.u).sum()
+        + 2 * x.u.sum() * y.u.sum()
+        + 2 * (x.u * y.residual_sums).sum()
+        + 2 * (y.u * x.residual_sums).sum()
         + (x.r.T @ y.r).square().sum()
     )
     sum_xy = (cross - (x.diag * y.diag).sum()) / 2
@@ -203,8 +205,10 @@ class _Centred:
         self.total = 2 * n * self.u.sum() + self.r.sum(dim=0).square().sum()
         # sum_ij x_ij^2 = 2n sum u^2 + 2 (sum u)^2 + 4 sum_i u_i (r_i . sum r) + ||r^T r||_F^2
         self.square_total = (
-            2 * n * self.u.square().sum() + 2 * self.u.sum() ** 2
-            + 4 * (self.u * self.residual_sums).sum() + (self.r.T @ self.r).square().sum()
+            2 * n * self.u.square().sum()
+            + 2 * self.u.sum() ** 2
+            + 4 * (self.u * self.residual_sums).sum()
+            + (self.r.T @ self.r).square().sum()
         )
 
 

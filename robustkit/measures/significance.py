@@ -26,8 +26,16 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy import stats
 
-__all__ = ["bootstrap_ci", "bootstrap_ci_bca", "fisher_exact", "mann_whitney", "mean", "mean_difference",
-           "spread_test", "std_ratio"]
+__all__ = [
+    "bootstrap_ci",
+    "bootstrap_ci_bca",
+    "fisher_exact",
+    "mann_whitney",
+    "mean",
+    "mean_difference",
+    "spread_test",
+    "std_ratio",
+]
 
 BCA = "BCa"  # bias-corrected and accelerated bootstrap (scipy's name)
 PERCENTILE = "percentile"
@@ -109,8 +117,14 @@ def std_ratio(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.std(x, ddof=1, axis=axis) / np.std(y, ddof=1, axis=axis)
 
 
-def bootstrap_ci(samples: Sequence[np.ndarray], statistic: Callable[..., np.ndarray], confidence: float,
-                 n_resamples: int, seed: int, method: str = PERCENTILE) -> tuple[float, float]:
+def bootstrap_ci(
+    samples: Sequence[np.ndarray],
+    statistic: Callable[..., np.ndarray],
+    confidence: float,
+    n_resamples: int,
+    seed: int,
+    method: str = PERCENTILE,
+) -> tuple[float, float]:
     """Bootstrap confidence interval of ``statistic(*samples)`` (``scipy.stats.bootstrap``).
 
     Parameters
@@ -137,14 +151,20 @@ def bootstrap_ci(samples: Sequence[np.ndarray], statistic: Callable[..., np.ndar
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore")
         interval = stats.bootstrap(
-            tuple(samples), statistic, n_resamples=n_resamples, confidence_level=confidence, method=method,
-            random_state=np.random.default_rng(seed), vectorized=True,
+            tuple(samples),
+            statistic,
+            n_resamples=n_resamples,
+            confidence_level=confidence,
+            method=method,
+            random_state=np.random.default_rng(seed),
+            vectorized=True,
         ).confidence_interval
     return float(interval.low), float(interval.high)
 
 
-def bootstrap_ci_bca(samples: Sequence[np.ndarray], statistic: Callable[..., np.ndarray], confidence: float,
-                     n_resamples: int, seed: int) -> tuple[float, float, str]:
+def bootstrap_ci_bca(
+    samples: Sequence[np.ndarray], statistic: Callable[..., np.ndarray], confidence: float, n_resamples: int, seed: int
+) -> tuple[float, float, str]:
     """BCa bootstrap interval, the percentile one where BCa is degenerate (:func:`bootstrap_ci`).
 
     Returns

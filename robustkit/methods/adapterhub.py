@@ -103,7 +103,9 @@ def add_adapter(model: nn.Module, method: str, config: AdapterConfig) -> None:
     with quiet_loading():
         adapters.init(model)
         if not model.supports_adapter(config):
-            raise MethodError(f"method {method!r}: AdapterHub does not support {type(config).__name__} on {describe(model)}")
+            raise MethodError(
+                f"method {method!r}: AdapterHub does not support {type(config).__name__} on {describe(model)}"
+            )
         try:
             model.add_adapter(ADAPTER_NAME, config=config)
         except (ValueError, TypeError, NotImplementedError, ImportError, AssertionError, RuntimeError) as error:
@@ -145,8 +147,8 @@ class PromptRemover:
         import torch
 
         if self.combine == "prefix":
-            return states[:, self.length:]
-        return torch.cat([states[:, :1], states[:, 1 + self.length:]], dim=1)
+            return states[:, self.length :]
+        return torch.cat([states[:, :1], states[:, 1 + self.length :]], dim=1)
 
 
 def load_config_string(text: str) -> AdapterConfig:
@@ -162,7 +164,9 @@ def load_config_string(text: str) -> AdapterConfig:
     from adapters import AdapterConfig
 
     if os.path.exists(text):
-        raise ValueError("config files are not accepted (a run's identity is the config string): write the config as a string")
+        raise ValueError(
+            "config files are not accepted (a run's identity is the config string): write the config as a string"
+        )
     config = AdapterConfig.load(json.loads(text) if text.lstrip().startswith("{") else text)
     if config is None:
         raise ValueError("empty config")
@@ -213,12 +217,16 @@ def short_config(text: str, width: int = 32) -> str:
     except ValueError:
         config = None
     if not isinstance(config, dict):
-        return f"{text[:width - 8]}… #{digest}"
+        return f"{text[: width - 8]}… #{digest}"
     # AdapterHub's bottleneck configs carry no architecture field: their reduction factor says it
-    name = config.get("architecture") or ("union" if "configs" in config else "bottleneck" if "reduction_factor" in config
-                                          else "config")
-    shown = [f"{key}={config[key]:g}" if isinstance(config[key], float) else f"{key}={config[key]}"
-             for key in _SALIENT if key in config and not isinstance(config[key], (dict, list))]
+    name = config.get("architecture") or (
+        "union" if "configs" in config else "bottleneck" if "reduction_factor" in config else "config"
+    )
+    shown = [
+        f"{key}={config[key]:g}" if isinstance(config[key], float) else f"{key}={config[key]}"
+        for key in _SALIENT
+        if key in config and not isinstance(config[key], (dict, list))
+    ]
     return " ".join([str(name), *shown[:3], f"#{digest}"])
 
 
@@ -250,9 +258,21 @@ class AnyAdapterHubConfig(AdapterHubMethod):
 
 
 ADAPTERHUB = AnyAdapterHubConfig(
-    name="adapterhub", label="AdapterHub config", colour="#525252", argument="config",
-    options=(Option("config", str, None, "an AdapterHub config string, e.g. lora[r=4,alpha=16], seq_bn, "
-                    "prefix_tuning|par_bn (--method adapterhub:<config> sets it)", required=True, normalise=_config_string),),
+    name="adapterhub",
+    label="AdapterHub config",
+    colour="#525252",
+    argument="config",
+    options=(
+        Option(
+            "config",
+            str,
+            None,
+            "an AdapterHub config string, e.g. lora[r=4,alpha=16], seq_bn, "
+            "prefix_tuning|par_bn (--method adapterhub:<config> sets it)",
+            required=True,
+            normalise=_config_string,
+        ),
+    ),
 )
 
 METHODS = (ADAPTERHUB,)

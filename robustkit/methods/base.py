@@ -131,7 +131,10 @@ class Option:
         if self.minimum is not None:
             text += f" {'>' if self.open_minimum else '>='} {_number(self.minimum)}"
         if self.maximum is not None:
-            text += f"{' and' if self.minimum is not None else ''} {'<' if self.open_maximum else '<='} {_number(self.maximum)}"
+            text += (
+                f"{' and' if self.minimum is not None else ''} {'<' if self.open_maximum else '<='} "
+                f"{_number(self.maximum)}"
+            )
         return text
 
     def _parse(self, method: str, text: str) -> Any:
@@ -197,9 +200,17 @@ class ModelShape:
         layers = config.num_hidden_layers
         if getattr(config, "model_type", None) == "albert":
             layers = config.num_hidden_groups * config.inner_group_num
-        ffn = getattr(config, "intermediate_size", None) or getattr(config, "hidden_dim", None)  # DistilBERT: hidden_dim
-        return cls(config.hidden_size, layers, ffn, config.num_attention_heads, getattr(config, "embedding_size", None),
-                   getattr(config, "model_type", None) == "deberta")
+        ffn = getattr(config, "intermediate_size", None) or getattr(
+            config, "hidden_dim", None
+        )  # DistilBERT: hidden_dim
+        return cls(
+            config.hidden_size,
+            layers,
+            ffn,
+            config.num_attention_heads,
+            getattr(config, "embedding_size", None),
+            getattr(config, "model_type", None) == "deberta",
+        )
 
 
 @dataclass(frozen=True)
@@ -362,7 +373,9 @@ class Method:
                 f"only {', '.join(trainable[:6]) or 'nothing'}{' ...' if len(trainable) > 6 else ''}"
             )
         check = self.check(model, options, added, own)
-        setattr(model, ADAPTATION_ATTRIBUTE, Adaptation(self.name, dict(options), tuple(trainable), tuple(added), check))
+        setattr(
+            model, ADAPTATION_ATTRIBUTE, Adaptation(self.name, dict(options), tuple(trainable), tuple(added), check)
+        )
         return trainable
 
     def own_trainable(self, model: nn.Module, trainable: list[str], added: list[str]) -> list[str]:

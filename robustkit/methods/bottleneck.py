@@ -30,8 +30,15 @@ from robustkit.methods.houlsby import houlsby_adapter_size
 
 
 def _reduction(default: float) -> Option:
-    return Option("reduction_factor", float, default, "bottleneck size m = d // reduction_factor",
-                  minimum=0, open_minimum=True, symbol="d/m")
+    return Option(
+        "reduction_factor",
+        float,
+        default,
+        "bottleneck size m = d // reduction_factor",
+        minimum=0,
+        open_minimum=True,
+        symbol="d/m",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,22 +47,43 @@ class OneAdapterPerLayer(AdapterHubMethod):
 
     def expected(self, shape: ModelShape, options: Mapping[str, Any]) -> Expected:
         m = int(shape.d // options["reduction_factor"])
-        return Expected(shape.layers * houlsby_adapter_size(shape.d, m),
-                        f"L adapters x (2md + d + m), L={shape.layers}, d={shape.d}, m=d//{options['reduction_factor']:g}={m}")
+        return Expected(
+            shape.layers * houlsby_adapter_size(shape.d, m),
+            f"L adapters x (2md + d + m), L={shape.layers}, d={shape.d}, m=d//{options['reduction_factor']:g}={m}",
+        )
 
 
 PFEIFFER = OneAdapterPerLayer(
-    name="pfeiffer", label="Pfeiffer adapter (after the FFN)", colour="#2ca02c", config_class="SeqBnConfig",
-    curve_option="reduction_factor", options=(_reduction(16.0),),
+    name="pfeiffer",
+    label="Pfeiffer adapter (after the FFN)",
+    colour="#2ca02c",
+    config_class="SeqBnConfig",
+    curve_option="reduction_factor",
+    options=(_reduction(16.0),),
 )
 PARALLEL = OneAdapterPerLayer(
-    name="parallel", label="parallel adapter (He et al. 2022)", colour="#bcbd22", config_class="ParBnConfig",
+    name="parallel",
+    label="parallel adapter (He et al. 2022)",
+    colour="#bcbd22",
+    config_class="ParBnConfig",
     curve_option="reduction_factor",
-    options=(_reduction(2.0), Option("scaling", float, 4.0, "factor on the adapter's output before it is added", minimum=0, open_minimum=True)),
+    options=(
+        _reduction(2.0),
+        Option(
+            "scaling", float, 4.0, "factor on the adapter's output before it is added", minimum=0, open_minimum=True
+        ),
+    ),
 )
 COMPACTER = AdapterHubMethod(
-    name="compacter", label="Compacter", colour="#17becf", config_class="CompacterConfig", default_lr=3e-3,
-    options=(_reduction(32.0), Option("phm_dim", int, 4, "n: Kronecker factors per projection (divides d and m)", minimum=1)),
+    name="compacter",
+    label="Compacter",
+    colour="#17becf",
+    config_class="CompacterConfig",
+    default_lr=3e-3,
+    options=(
+        _reduction(32.0),
+        Option("phm_dim", int, 4, "n: Kronecker factors per projection (divides d and m)", minimum=1),
+    ),
 )
 
 METHODS = (PFEIFFER, PARALLEL, COMPACTER)

@@ -33,9 +33,11 @@ class UniPelt(AdapterHubMethod):
         L, d, p, b, r = shape.layers, shape.d, prefix.prefix_length, prefix.bottleneck_size, lora.r
         m, n = int(d // adapter.reduction_factor), len(lora.attn_matrices)
         gates = (d + 1) * (L + L + n * L)
-        return Expected(prefix_parameters(shape, p, b) + L * houlsby_adapter_size(d, m) + L * n * 2 * r * d + gates,
-                        f"prefix (p={p}, b={b}) + L (2md + d + m), m={m} + L {n} (2rd), r={r} "
-                        f"+ (d + 1)(L + L + {n}L) gates, L={L}, d={d}")
+        return Expected(
+            prefix_parameters(shape, p, b) + L * houlsby_adapter_size(d, m) + L * n * 2 * r * d + gates,
+            f"prefix (p={p}, b={b}) + L (2md + d + m), m={m} + L {n} (2rd), r={r} "
+            f"+ (d + 1)(L + L + {n}L) gates, L={L}, d={d}",
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,8 +48,10 @@ class MixAndMatch(AdapterHubMethod):
         prefix, adapter = self.adapter_config(options, None).configs
         L, d, p, b = shape.layers, shape.d, prefix.prefix_length, prefix.bottleneck_size
         m = int(d // adapter.reduction_factor)
-        return Expected(prefix_parameters(shape, p, b) + L * houlsby_adapter_size(d, m),
-                        f"prefix (p={p}, b={b}) + L (2md + d + m), m={m}, L={L}, d={d}")
+        return Expected(
+            prefix_parameters(shape, p, b) + L * houlsby_adapter_size(d, m),
+            f"prefix (p={p}, b={b}) + L (2md + d + m), m={m}, L={L}, d={d}",
+        )
 
 
 UNIPELT = UniPelt(name="unipelt", label="UniPELT", colour="#393b79")

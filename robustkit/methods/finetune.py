@@ -62,12 +62,15 @@ class TopLayers(FineTuning):
 
         self.check_model(model.config, options)
         layers = model_parts.encoder_layers(model)
-        top = tuple(layers[len(layers) - options["top_k"]:])
+        top = tuple(layers[len(layers) - options["top_k"] :])
         # what sits above the top layer (the pooler) is on the head's path: it trains with it
         below = (model_parts.embedding_prefix(model), *layers)
         base = model_parts.base_prefix(model)
-        return [n for n in model_parts.parameter_names(model)
-                if n.startswith(top) or (n.startswith(base) and not n.startswith(below))]
+        return [
+            n
+            for n in model_parts.parameter_names(model)
+            if n.startswith(top) or (n.startswith(base) and not n.startswith(below))
+        ]
 
     def check_model(self, config, options: Mapping[str, Any]) -> None:
         check_top_k(options["top_k"], config.num_hidden_layers)
@@ -88,14 +91,30 @@ class LayerNorms(FineTuning):
 def check_top_k(top_k: int | None, n_layers: int) -> None:
     """Raise :class:`MethodError` (naming k) unless 1 <= k <= the model's encoder layers."""
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= n_layers:
-        raise MethodError(f"method 'topk' needs top_k between 1 and {n_layers} (the model's encoder layers), got {top_k!r}")
+        raise MethodError(
+            f"method 'topk' needs top_k between 1 and {n_layers} (the model's encoder layers), got {top_k!r}"
+        )
 
 
 FULL = Full(name="full", label="without adapters (full fine-tuning)", colour="#d95f02")
 TOPK = TopLayers(
-    name="topk", label="fine-tuning the top k layers", colour="#1f78b4", curve_option="top_k",
-    options=(Option("top_k", int, None, "fine-tune the top K encoder layers (+ pooler and head), 1..number of layers "
-                    "(Houlsby et al. 2019 section 3.4)", minimum=1, required=True, spec_field="top_k", symbol="k"),),
+    name="topk",
+    label="fine-tuning the top k layers",
+    colour="#1f78b4",
+    curve_option="top_k",
+    options=(
+        Option(
+            "top_k",
+            int,
+            None,
+            "fine-tune the top K encoder layers (+ pooler and head), 1..number of layers "
+            "(Houlsby et al. 2019 section 3.4)",
+            minimum=1,
+            required=True,
+            spec_field="top_k",
+            symbol="k",
+        ),
+    ),
 )
 LAYERNORM = LayerNorms(name="layernorm", label="LayerNorm parameters only", colour="#e7298a")
 

@@ -56,8 +56,11 @@ class Houlsby(AdapterHubMethod):
         from adapters import DoubleSeqBnConfig
 
         # reduction_factor = d/m gives a bottleneck of exactly m units
-        return DoubleSeqBnConfig(reduction_factor=model_config.hidden_size / options["adapter_size"],
-                                 non_linearity="gelu", init_weights="houlsby")
+        return DoubleSeqBnConfig(
+            reduction_factor=model_config.hidden_size / options["adapter_size"],
+            non_linearity="gelu",
+            init_weights="houlsby",
+        )
 
     def after_adding(self, model: nn.Module, options: Mapping[str, Any]) -> None:
         share_adapters(model, options["adapter_sharing"])
@@ -67,13 +70,17 @@ class Houlsby(AdapterHubMethod):
     def expected(self, shape: ModelShape, options: Mapping[str, Any]) -> Expected:
         m, sharing = options["adapter_size"], options["adapter_sharing"]
         modules = shared_adapter_modules(shape.layers, sharing)
-        return Expected(modules * houlsby_adapter_size(shape.d, m),
-                        f"{modules} adapter modules ({sharing} sharing) x (2md + d + m), d={shape.d}, m={m}")
+        return Expected(
+            modules * houlsby_adapter_size(shape.d, m),
+            f"{modules} adapter modules ({sharing} sharing) x (2md + d + m), d={shape.d}, m={m}",
+        )
 
     def check(self, model: nn.Module, options: Mapping[str, Any], added: list[str], own: list[str]) -> dict:
-        return {**super().check(model, options, added, own),
-                "adapter": check_houlsby_counts(model, options["adapter_size"]),
-                "sharing": check_sharing_counts(model, options["adapter_size"], options["adapter_sharing"])}
+        return {
+            **super().check(model, options, added, own),
+            "adapter": check_houlsby_counts(model, options["adapter_size"]),
+            "sharing": check_sharing_counts(model, options["adapter_size"], options["adapter_sharing"]),
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,8 +91,10 @@ class AdapterHubHoulsby(AdapterHubMethod):
 
     def expected(self, shape: ModelShape, options: Mapping[str, Any]) -> Expected:
         m = shape.d // ADAPTERHUB_REDUCTION
-        return Expected(2 * shape.layers * houlsby_adapter_size(shape.d, m),
-                        f"2L adapters x (2md + d + m), L={shape.layers}, d={shape.d}, m=d//16={m}")
+        return Expected(
+            2 * shape.layers * houlsby_adapter_size(shape.d, m),
+            f"2L adapters x (2md + d + m), L={shape.layers}, d={shape.d}, m=d//16={m}",
+        )
 
 
 def houlsby_adapter_size(d: int, m: int) -> int:
@@ -195,7 +204,10 @@ def check_houlsby_counts(model: nn.Module, adapter_size: int) -> dict:
     expected = houlsby_adapter_size(d, adapter_size)
     counts = adapter_parameter_counts(model)
     if set(counts.values()) != {expected}:
-        raise MethodError(f"adapter parameter counts {sorted(set(counts.values()))} differ from 2md+d+m = {expected} (d={d}, m={adapter_size})")
+        raise MethodError(
+            f"adapter parameter counts {sorted(set(counts.values()))} differ from 2md+d+m = {expected} (d={d}, "
+            f"m={adapter_size})"
+        )
     return {"expected": expected, "counts": sorted(set(counts.values())), "adapters": len(counts)}
 
 
@@ -250,17 +262,43 @@ def check_sharing_counts(model: nn.Module, adapter_size: int, sharing: str) -> d
 
 
 HOULSBY = Houlsby(
-    name="houlsby", label="with adapters (Houlsby)", colour="#1b9e77", curve_option="adapter_size",
+    name="houlsby",
+    label="with adapters (Houlsby)",
+    colour="#1b9e77",
+    curve_option="adapter_size",
     options=(
-        Option("adapter_size", int, ADAPTER_SIZE, "adapter bottleneck size m", minimum=1, spec_field="adapter_size", symbol="m"),
-        Option("adapter_init_std", float, None, "std of the adapters' truncated-normal (+-2 std) weight init, e.g. 1e-7..1 "
-               "(Houlsby et al. 2019 figure 6 right); none: AdapterHub's houlsby init (std 1e-2)",
-               minimum=0, open_minimum=True, spec_field="adapter_init_std"),
-        Option("adapter_sharing", str, "none", "none = two adapters per layer; layer = one adapter for both positions of a "
-               "layer; 3-layer = one adapter for both positions of three consecutive layers (Mohebbi's report, section 6)",
-               choices=SHARING, spec_field="adapter_sharing"),
+        Option(
+            "adapter_size",
+            int,
+            ADAPTER_SIZE,
+            "adapter bottleneck size m",
+            minimum=1,
+            spec_field="adapter_size",
+            symbol="m",
+        ),
+        Option(
+            "adapter_init_std",
+            float,
+            None,
+            "std of the adapters' truncated-normal (+-2 std) weight init, e.g. 1e-7..1 "
+            "(Houlsby et al. 2019 figure 6 right); none: AdapterHub's houlsby init (std 1e-2)",
+            minimum=0,
+            open_minimum=True,
+            spec_field="adapter_init_std",
+        ),
+        Option(
+            "adapter_sharing",
+            str,
+            "none",
+            "none = two adapters per layer; layer = one adapter for both positions of a "
+            "layer; 3-layer = one adapter for both positions of three consecutive layers (Mohebbi's report, section 6)",
+            choices=SHARING,
+            spec_field="adapter_sharing",
+        ),
     ),
 )
-ADAPTERHUB_HOULSBY = AdapterHubHoulsby(name="adapterhub-houlsby", label="with adapters (AdapterHub preset)", colour="#7570b3")
+ADAPTERHUB_HOULSBY = AdapterHubHoulsby(
+    name="adapterhub-houlsby", label="with adapters (AdapterHub preset)", colour="#7570b3"
+)
 
 METHODS = (HOULSBY, ADAPTERHUB_HOULSBY)

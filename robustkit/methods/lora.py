@@ -38,16 +38,28 @@ _ATTENTION = ("q", "k", "v")
 
 
 def _matrices(default: str) -> Option:
-    return Option("matrices", str, default, f"adapted matrices of every layer: a comma-separated subset of {', '.join(MATRICES)}",
-                  normalise=matrix_list(MATRICES))
+    return Option(
+        "matrices",
+        str,
+        default,
+        f"adapted matrices of every layer: a comma-separated subset of {', '.join(MATRICES)}",
+        normalise=matrix_list(MATRICES),
+    )
 
 
 def matrix_shapes(shape: ModelShape, matrices: str) -> list[tuple[int, int]]:
     """(d_in, d_out) of each adapted matrix of one layer."""
     if shape.ffn is None and any(m in matrices.split(",") for m in ("intermediate", "output")):
-        raise MethodError("the model's config gives no feed-forward size (intermediate_size): no formula for its FFN matrices")
-    sizes = {"q": (shape.d, shape.d), "k": (shape.d, shape.d), "v": (shape.d, shape.d),
-             "intermediate": (shape.d, shape.ffn), "output": (shape.ffn, shape.d)}
+        raise MethodError(
+            "the model's config gives no feed-forward size (intermediate_size): no formula for its FFN matrices"
+        )
+    sizes = {
+        "q": (shape.d, shape.d),
+        "k": (shape.d, shape.d),
+        "v": (shape.d, shape.d),
+        "intermediate": (shape.d, shape.ffn),
+        "output": (shape.ffn, shape.d),
+    }
     return [sizes[name] for name in matrices.split(",")]
 
 
@@ -66,9 +78,13 @@ class WeightMethod(AdapterHubMethod):
     def config_fields(self, options: Mapping[str, Any]) -> dict[str, Any]:
         fields = {k: v for k, v in options.items() if k != "matrices"}
         names = options["matrices"].split(",")
-        return {**fields, "attn_matrices": [m for m in names if m in _ATTENTION],
-                "selfattn_lora": any(m in _ATTENTION for m in names),
-                "intermediate_lora": "intermediate" in names, "output_lora": "output" in names}
+        return {
+            **fields,
+            "attn_matrices": [m for m in names if m in _ATTENTION],
+            "selfattn_lora": any(m in _ATTENTION for m in names),
+            "intermediate_lora": "intermediate" in names,
+            "output_lora": "output" in names,
+        }
 
     def config_options(self, config: Mapping[str, Any]) -> dict[str, Any]:
         names = [m for m in _ATTENTION if config.get("selfattn_lora") and m in (config.get("attn_matrices") or ())]
@@ -77,10 +93,12 @@ class WeightMethod(AdapterHubMethod):
 
     def expected(self, shape: ModelShape, options: Mapping[str, Any]) -> Expected:
         r = options.get("r")
-        per = {"lora": (lambda i, o: r * (i + o), "r (d_in + d_out)"),
-               "dora": (lambda i, o: r * (i + o) + o, "r (d_in + d_out) + d_out"),
-               "vera": (lambda i, o: r * r + o * o, "r^2 + d_out^2 (AdapterHub's full scaling matrices)"),
-               "ia3": (lambda i, o: o, "d_out")}
+        per = {
+            "lora": (lambda i, o: r * (i + o), "r (d_in + d_out)"),
+            "dora": (lambda i, o: r * (i + o) + o, "r (d_in + d_out) + d_out"),
+            "vera": (lambda i, o: r * r + o * o, "r^2 + d_out^2 (AdapterHub's full scaling matrices)"),
+            "ia3": (lambda i, o: o, "d_out"),
+        }
         count, text = per[self.per_matrix]
         shapes = matrix_shapes(shape, options["matrices"])
         total = shape.layers * sum(count(i, o) for i, o in shapes)
@@ -92,8 +110,11 @@ class WeightMethod(AdapterHubMethod):
             total = shape.layers * ((n * r) ** 2 + (n * shape.d) ** 2 + rest)
             text += f"; fused attention (DeBERTa): its {n} matrices one module of (n r)^2 + (n d)^2"
         sizes = ", ".join(f"{i}x{o}" for i, o in shapes)
-        return Expected(total, f"L x sum over adapted matrices of {text}, L={shape.layers}, "
-                               f"matrices {options['matrices']} (d_in x d_out: {sizes}){f', r={r}' if r else ''}")
+        return Expected(
+            total,
+            f"L x sum over adapted matrices of {text}, L={shape.layers}, "
+            f"matrices {options['matrices']} (d_in x d_out: {sizes}){f', r={r}' if r else ''}",
+        )
 
 
 def _rank(default: int) -> Option:
@@ -104,20 +125,42 @@ _ALPHA = Option("alpha", int, 8, "scaling numerator: the update is scaled by alp
 _DROPOUT = Option("dropout", float, 0.0, "dropout on the LoRA branch's input", minimum=0, maximum=1, open_maximum=True)
 
 LORA = WeightMethod(
-    name="lora", label="LoRA", colour="#e6ab02", config_class="LoRAConfig", default_lr=5e-4, curve_option="r",
+    name="lora",
+    label="LoRA",
+    colour="#e6ab02",
+    config_class="LoRAConfig",
+    default_lr=5e-4,
+    curve_option="r",
     options=(_rank(8), _ALPHA, _DROPOUT, _matrices("q,v")),
 )
 DORA = WeightMethod(
-    name="dora", label="DoRA", colour="#a6761d", config_class="DoRAConfig", default_lr=5e-4, curve_option="r",
-    per_matrix="dora", options=(_rank(8), _ALPHA, _DROPOUT, _matrices("q,v")),
+    name="dora",
+    label="DoRA",
+    colour="#a6761d",
+    config_class="DoRAConfig",
+    default_lr=5e-4,
+    curve_option="r",
+    per_matrix="dora",
+    options=(_rank(8), _ALPHA, _DROPOUT, _matrices("q,v")),
 )
 VERA = WeightMethod(
-    name="vera", label="VeRA", colour="#66a61e", config_class="VeraConfig", default_lr=4e-3, curve_option="r",
-    per_matrix="vera", options=(_rank(8), _matrices("q,v")),
+    name="vera",
+    label="VeRA",
+    colour="#66a61e",
+    config_class="VeraConfig",
+    default_lr=4e-3,
+    curve_option="r",
+    per_matrix="vera",
+    options=(_rank(8), _matrices("q,v")),
 )
 IA3 = WeightMethod(
-    name="ia3", label="(IA)³", colour="#b15928", config_class="IA3Config", default_lr=3e-3,
-    per_matrix="ia3", options=(_matrices("k,v,intermediate"),),
+    name="ia3",
+    label="(IA)³",
+    colour="#b15928",
+    config_class="IA3Config",
+    default_lr=3e-3,
+    per_matrix="ia3",
+    options=(_matrices("k,v,intermediate"),),
 )
 
 METHODS = (LORA, DORA, VERA, IA3)

@@ -42,16 +42,26 @@ class PrefixTuning(AdapterHubMethod):
     config_class: str = "PrefixTuningConfig"
 
     def config_fields(self, options: Mapping[str, Any]) -> dict[str, Any]:
-        return {"prefix_length": options["length"], "flat": not options["reparametrise"],
-                "bottleneck_size": options["bottleneck"]}
+        return {
+            "prefix_length": options["length"],
+            "flat": not options["reparametrise"],
+            "bottleneck_size": options["bottleneck"],
+        }
 
     def config_options(self, config: Mapping[str, Any]) -> dict[str, Any]:
-        return {"length": config.get("prefix_length"), "reparametrise": not config.get("flat"),
-                "bottleneck": config.get("bottleneck_size")}
+        return {
+            "length": config.get("prefix_length"),
+            "reparametrise": not config.get("flat"),
+            "bottleneck": config.get("bottleneck_size"),
+        }
 
     def expected(self, shape: ModelShape, options: Mapping[str, Any]) -> Expected:
         p, b = options["length"], options["bottleneck"] if options["reparametrise"] else None
-        text = ("p d + (d b + b) + (b 2Ld + 2Ld)" if b else "p 2Ld") + f", p={p}, L={shape.layers}, d={shape.d}" + (f", b={b}" if b else "")
+        text = (
+            ("p d + (d b + b) + (b 2Ld + 2Ld)" if b else "p 2Ld")
+            + f", p={p}, L={shape.layers}, d={shape.d}"
+            + (f", b={b}" if b else "")
+        )
         return Expected(prefix_parameters(shape, p, b), text)
 
 
@@ -72,20 +82,37 @@ class PromptTuning(AdapterHubMethod):
 
 
 PREFIX = PrefixTuning(
-    name="prefix", label="prefix tuning", colour="#9467bd", default_lr=1e-3, curve_option="length",
+    name="prefix",
+    label="prefix tuning",
+    colour="#9467bd",
+    default_lr=1e-3,
+    curve_option="length",
     options=(
         Option("length", int, 30, "prefix vectors per layer (p)", minimum=1, symbol="p"),
-        Option("reparametrise", bool, True, "compute the prefix with an MLP from an embedding (Li & Liang 2021) "
-               "instead of training it directly"),
+        Option(
+            "reparametrise",
+            bool,
+            True,
+            "compute the prefix with an MLP from an embedding (Li & Liang 2021) instead of training it directly",
+        ),
         Option("bottleneck", int, 512, "hidden size of the reparametrisation MLP (used with reparametrise)", minimum=1),
     ),
 )
 PROMPT = PromptTuning(
-    name="prompt", label="prompt tuning", colour="#8c564b", default_lr=1e-3, curve_option="length",
+    name="prompt",
+    label="prompt tuning",
+    colour="#8c564b",
+    default_lr=1e-3,
+    curve_option="length",
     options=(
         Option("length", int, 10, "trained prompt embeddings (p)", minimum=1, symbol="p"),
-        Option("combine", str, "prefix", "where the prompt goes: prefix (first) or prefix_after_bos (after the first token)",
-               choices=("prefix", "prefix_after_bos")),
+        Option(
+            "combine",
+            str,
+            "prefix",
+            "where the prompt goes: prefix (first) or prefix_after_bos (after the first token)",
+            choices=("prefix", "prefix_after_bos"),
+        ),
     ),
 )
 

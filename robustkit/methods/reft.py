@@ -26,21 +26,35 @@ class LoReft(AdapterHubMethod):
     config_class: str = "LoReftConfig"
 
     def config_fields(self, options: Mapping[str, Any]) -> dict[str, Any]:
-        return {"r": options["r"], "prefix_positions": options["prefix_positions"],
-                "suffix_positions": options["suffix_positions"], "tied_weights": options["tied"]}
+        return {
+            "r": options["r"],
+            "prefix_positions": options["prefix_positions"],
+            "suffix_positions": options["suffix_positions"],
+            "tied_weights": options["tied"],
+        }
 
     def config_options(self, config: Mapping[str, Any]) -> dict[str, Any]:
-        return {"r": config.get("r"), "prefix_positions": config.get("prefix_positions"),
-                "suffix_positions": config.get("suffix_positions"), "tied": config.get("tied_weights")}
+        return {
+            "r": config.get("r"),
+            "prefix_positions": config.get("prefix_positions"),
+            "suffix_positions": config.get("suffix_positions"),
+            "tied": config.get("tied_weights"),
+        }
 
     def expected(self, shape: ModelShape, options: Mapping[str, Any]) -> Expected:
         units = 1 if options["tied"] else 2
-        return Expected(shape.layers * units * options["r"] * (2 * shape.d + 1),
-                        f"L x units x r (2d + 1), L={shape.layers}, units={units}, r={options['r']}, d={shape.d}")
+        return Expected(
+            shape.layers * units * options["r"] * (2 * shape.d + 1),
+            f"L x units x r (2d + 1), L={shape.layers}, units={units}, r={options['r']}, d={shape.d}",
+        )
 
 
 LOREFT = LoReft(
-    name="loreft", label="LoReFT", colour="#d62728", default_lr=1e-3, curve_option="r",
+    name="loreft",
+    label="LoReFT",
+    colour="#d62728",
+    default_lr=1e-3,
+    curve_option="r",
     options=(
         Option("r", int, 1, "rank of the edited subspace", minimum=1, symbol="r"),
         Option("prefix_positions", int, 3, "first tokens edited in every layer", minimum=0),
@@ -50,7 +64,12 @@ LOREFT = LoReft(
 )
 
 DIREFT = LoReft(
-    name="direft", label="DiReFT", colour="#ff7f0e", default_lr=1e-3, curve_option="r", config_class="DiReftConfig",
+    name="direft",
+    label="DiReFT",
+    colour="#ff7f0e",
+    default_lr=1e-3,
+    curve_option="r",
+    config_class="DiReftConfig",
     options=LOREFT.options,
 )
 

@@ -40,13 +40,28 @@ METHOD_NAMES = tuple(METHODS)
 # presets are robustkit's ``adapterhub-houlsby``, ``pfeiffer`` and ``parallel``; robustkit's own
 # ``houlsby`` is Houlsby et al. 2019 as published. (AdapterHub 1.3's ``noreft`` is the very
 # config of its ``direft``.)
-ADAPTERHUB_ALIASES = {"seq_bn": "pfeiffer", "double_seq_bn": "adapterhub-houlsby", "par_bn": "parallel",
-                      "prefix_tuning": "prefix", "prompt_tuning": "prompt", "noreft": "direft"}
+ADAPTERHUB_ALIASES = {
+    "seq_bn": "pfeiffer",
+    "double_seq_bn": "adapterhub-houlsby",
+    "par_bn": "parallel",
+    "prefix_tuning": "prefix",
+    "prompt_tuning": "prompt",
+    "noreft": "direft",
+}
 # AdapterHub's config names that are a robustkit method with options: the answer to use instead.
 ADAPTERHUB_WITH_OPTIONS = {"prefix_tuning_flat": ("prefix", {"reparametrise": False})}
 # AdapterHub's config names with no robustkit method: ``adapterhub:<name>`` trains them.
-ADAPTERHUB_ONLY = ("scaled_par_bn", "scaled_parallel", "seq_bn_inv", "double_seq_bn_inv", "pfeiffer+inv",
-                   "houlsby+inv", "compacter++", "dvora", "mtl_lora")
+ADAPTERHUB_ONLY = (
+    "scaled_par_bn",
+    "scaled_parallel",
+    "seq_bn_inv",
+    "double_seq_bn_inv",
+    "pfeiffer+inv",
+    "houlsby+inv",
+    "compacter++",
+    "dvora",
+    "mtl_lora",
+)
 
 
 def get_method(name: str) -> Method:
@@ -64,9 +79,11 @@ def get_method(name: str) -> Method:
             method, options = ADAPTERHUB_WITH_OPTIONS[base]
             flags = " ".join(f"--method-option {k}={str(v).lower()}" for k, v in options.items())
             hint = f"AdapterHub's {base!r} is robustkit's --method {method} {flags}; "
-        raise MethodError(f"unknown method {name!r}; {hint}known methods: {', '.join(METHODS)} "
-                          f"(AdapterHub's names {', '.join(ADAPTERHUB_ALIASES)} are accepted for "
-                          f"{', '.join(ADAPTERHUB_ALIASES.values())})") from None
+        raise MethodError(
+            f"unknown method {name!r}; {hint}known methods: {', '.join(METHODS)} "
+            f"(AdapterHub's names {', '.join(ADAPTERHUB_ALIASES)} are accepted for "
+            f"{', '.join(ADAPTERHUB_ALIASES.values())})"
+        ) from None
 
 
 def method_of_config(config: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
@@ -197,7 +214,11 @@ def options_help() -> str:
     """Every method's options (those that are not run-spec fields) with their defaults, for ``--help``."""
     lines = []
     for method in METHODS.values():
-        options = [f"{o.name}={'none' if o.default is None else o.default} ({o.help})" for o in method.options if not o.spec_field]
+        options = [
+            f"{o.name}={'none' if o.default is None else o.default} ({o.help})"
+            for o in method.options
+            if not o.spec_field
+        ]
         if options:
             lines.append(f"{method.name}: " + "; ".join(options))
     return ". ".join(lines)

@@ -16,12 +16,19 @@ from robustkit.plots import canvas, style
 from robustkit.plots.style import method_label
 
 MAX_ANNOTATED_LAYERS = 24  # beyond this a cell is too small for a number at a readable size
-SHARING_TITLES = {"layer": "layer-shared adapters (one module per layer)",
-                  "3-layer": "layer-shared adapters (one module per 3 layers)"}
+SHARING_TITLES = {
+    "layer": "layer-shared adapters (one module per layer)",
+    "3-layer": "layer-shared adapters (one module per 3 layers)",
+}
 
 
-def ablation_heatmap(frame: pd.DataFrame, cells: pd.DataFrame, metric: str, panels: Sequence[str] = (),
-                     paper_figure: str = "Houlsby et al. 2019, figure 6") -> Figure:
+def ablation_heatmap(
+    frame: pd.DataFrame,
+    cells: pd.DataFrame,
+    metric: str,
+    panels: Sequence[str] = (),
+    paper_figure: str = "Houlsby et al. 2019, figure 6",
+) -> Figure:
     """Mean relative change of ``metric`` (in %) per ablated span, over the runs given.
 
     Rows are the first ablated layer, columns the last (0-based, as Houlsby et al.); cell
@@ -63,8 +70,9 @@ def ablation_heatmap(frame: pd.DataFrame, cells: pd.DataFrame, metric: str, pane
     n_layers = max(g.shape[0] for g in grids)
     bound = max(max(float(np.abs(g).max()) for g in grids), 1e-9)  # one scale: panels compare
     side = 1.2 + 0.36 * n_layers
-    fig, axes = canvas.subplots(1, len(groups), figsize=(side * len(groups) + 1.2, side + 0.4), squeeze=False,
-                             constrained_layout=True)
+    fig, axes = canvas.subplots(
+        1, len(groups), figsize=(side * len(groups) + 1.2, side + 0.4), squeeze=False, constrained_layout=True
+    )
     norm = TwoSlopeNorm(0.0, -bound, bound)
     image = None
     for ax, (key, rows), grid in zip(axes[0], groups, grids):
@@ -73,8 +81,11 @@ def ablation_heatmap(frame: pd.DataFrame, cells: pd.DataFrame, metric: str, pane
     bar = fig.colorbar(image, ax=list(axes[0]), shrink=0.9)
     bar.set_label(f"relative change in dev {metric} vs all adapters (%)")
     style.set_title(fig, style.paper_title(paper_figure, frame, extra=_sharing(frame)))
-    style.add_note(fig, "Cell (i, j): adapters of layers i..j removed (nothing re-trained), mean over the runs; "
-                        "outlined: a single layer; grey: no span.")
+    style.add_note(
+        fig,
+        "Cell (i, j): adapters of layers i..j removed (nothing re-trained), mean over the runs; "
+        "outlined: a single layer; grey: no span.",
+    )
     return fig
 
 
@@ -138,4 +149,6 @@ def _panel_title(data: pd.DataFrame, metric: str, keys: list[str], key) -> str:
     where = ", ".join([str(key[0]), *(f"{k.replace('_', ' ')} {v}" for k, v in zip(keys[1:], key[1:]))]) if keys else ""
     methods = ", ".join(method_label(m) for m in sorted(data["method"].unique())) if "method" in data else ""
     sharing = _sharing(data)
-    return f"{where}: {methods}{' (' + sharing.split(' (')[0] + ')' if sharing else ''}\ndev {metric}, mean of n={n} runs"
+    return (
+        f"{where}: {methods}{' (' + sharing.split(' (')[0] + ')' if sharing else ''}\ndev {metric}, mean of n={n} runs"
+    )

@@ -24,8 +24,13 @@ def attacker_label(attacker: str) -> str:
     return ATTACKER_LABELS.get(attacker, attacker)
 
 
-def attack_vs_tsp(summary: pd.DataFrame, lines: pd.DataFrame, failures: pd.DataFrame, convention: str = "openattack",
-                  include_failed: bool = False) -> Figure:
+def attack_vs_tsp(
+    summary: pd.DataFrame,
+    lines: pd.DataFrame,
+    failures: pd.DataFrame,
+    convention: str = "openattack",
+    include_failed: bool = False,
+) -> Figure:
     """Success rate (%) against TSP steps, one line per method: mean over seeds, ±1 std band.
 
     ``summary``, ``lines``, ``failures``, ``convention`` and ``include_failed`` are the keyword
@@ -57,14 +62,23 @@ def attack_vs_tsp(summary: pd.DataFrame, lines: pd.DataFrame, failures: pd.DataF
     _panel(ax, summary, lines, include_failed)
     name = attacker_label(attackers[0]) if attackers else "Attack"
     ax.set_ylabel(Y_LABEL)
-    ax.set_title(f"{name} attack success ({convention} convention, up to {int(summary['attacked'].max())} examples/run)", fontsize=9)
+    ax.set_title(
+        f"{name} attack success ({convention} convention, up to {int(summary['attacked'].max())} examples/run)",
+        fontsize=9,
+    )
     style.set_title(fig, style.paper_title("Han et al. 2021, figure 5", summary))
     _legend_and_note(fig, ax, summary, lines, failures, include_failed, BANDS)
     return fig
 
 
-def attack_boxes(frame: pd.DataFrame, summary: pd.DataFrame, panels: Sequence[str] = (), caption_text: str = "",
-                 attacker: str = "pwws", include_failed: bool = False) -> Figure:
+def attack_boxes(
+    frame: pd.DataFrame,
+    summary: pd.DataFrame,
+    panels: Sequence[str] = (),
+    caption_text: str = "",
+    attacker: str = "pwws",
+    include_failed: bool = False,
+) -> Figure:
     """Attack success rate per method, one box over each method's victims (seeds): for runs that
     differ in method and seed only (one TSP step), where :func:`attack_vs_tsp` has one x.
 
@@ -74,12 +88,23 @@ def attack_boxes(frame: pd.DataFrame, summary: pd.DataFrame, panels: Sequence[st
     """
     from robustkit.plots.stability import method_boxes
 
-    return method_boxes(frame, summary, f"{attacker_label(attacker)} attack success per method", panels=panels,
-                        caption_text=caption_text, include_failed=include_failed)
+    return method_boxes(
+        frame,
+        summary,
+        f"{attacker_label(attacker)} attack success per method",
+        panels=panels,
+        caption_text=caption_text,
+        include_failed=include_failed,
+    )
 
 
-def attack_by_attacker(summary: pd.DataFrame, lines: pd.DataFrame, failures: pd.DataFrame,
-                       convention: str = "openattack", include_failed: bool = False) -> Figure:
+def attack_by_attacker(
+    summary: pd.DataFrame,
+    lines: pd.DataFrame,
+    failures: pd.DataFrame,
+    convention: str = "openattack",
+    include_failed: bool = False,
+) -> Figure:
     """Han et al. 2021 figure 5 with every attacker side by side: one panel per attacker (shared
     y axis), success rate (%) against TSP steps, one line per method, mean over seeds, ±1 std band.
 
@@ -108,19 +133,31 @@ def attack_by_attacker(summary: pd.DataFrame, lines: pd.DataFrame, failures: pd.
     attackers = _attackers(summary)
     if not attackers:
         raise ValueError("the summary has no attacker column")
-    fig, axes = canvas.subplots(1, len(attackers), figsize=(0.6 + 4.2 * len(attackers), 3.6), sharey=True, squeeze=False,
-                             constrained_layout=True)
+    fig, axes = canvas.subplots(
+        1,
+        len(attackers),
+        figsize=(0.6 + 4.2 * len(attackers), 3.6),
+        sharey=True,
+        squeeze=False,
+        constrained_layout=True,
+    )
     for ax, attacker in zip(axes[0], attackers):
         panel = summary[summary["attacker"] == attacker]
         _panel(ax, panel, lines[lines["attacker"] == attacker], include_failed)
         ax.set_title(f"{attacker_label(attacker)} (up to {int(panel['attacked'].max())} examples/run)", fontsize=9)
     axes[0][0].set_ylabel(Y_LABEL)
     labels = " vs ".join(attacker_label(a) for a in attackers)
-    style.set_title(fig, style.paper_title("Han et al. 2021, figure 5", summary, extra=f"{labels} ({convention} convention)"))
-    note = (f"{BANDS} Every attacker attacks the same examples of each run; the y axis is shared. "
-            "Han et al. 2021 report PWWS only.")
+    style.set_title(
+        fig, style.paper_title("Han et al. 2021, figure 5", summary, extra=f"{labels} ({convention} convention)")
+    )
+    note = (
+        f"{BANDS} Every attacker attacks the same examples of each run; the y axis is shared. "
+        "Han et al. 2021 report PWWS only."
+    )
     # Collapse is a property of the victim: marked once, from the first attacker's rows.
-    _legend_and_note(fig, axes[0][0], summary[summary["attacker"] == attackers[0]], lines, failures, include_failed, note)
+    _legend_and_note(
+        fig, axes[0][0], summary[summary["attacker"] == attackers[0]], lines, failures, include_failed, note
+    )
     return fig
 
 
@@ -143,21 +180,38 @@ def _panel(ax: Axes, data: pd.DataFrame, lines: pd.DataFrame, include_failed: bo
     ax.grid(alpha=0.3)
 
 
-def _legend_and_note(fig: Figure, ax: Axes, data: pd.DataFrame, lines: pd.DataFrame, failures: pd.DataFrame,
-                     include_failed: bool, note: str) -> None:
+def _legend_and_note(
+    fig: Figure,
+    ax: Axes,
+    data: pd.DataFrame,
+    lines: pd.DataFrame,
+    failures: pd.DataFrame,
+    include_failed: bool,
+    note: str,
+) -> None:
     """One legend entry per method with its runs per point, the collapsed marker if any victim
     collapsed, and the note saying what lines and bands are and which victims were left out."""
-    handles = [Line2D([], [], marker="o", color=method_color(method),
-                      label=f"{method_label(method)} (n={_span(points['n'])} runs per point)")
-               for method, points in lines.groupby("method", sort=True)]
+    handles = [
+        Line2D(
+            [],
+            [],
+            marker="o",
+            color=method_color(method),
+            label=f"{method_label(method)} (n={_span(points['n'])} runs per point)",
+        )
+        for method, points in lines.groupby("method", sort=True)
+    ]
     failed = (data["outcome"] != collapse.OK).any()
     if failed and not include_failed:
         handles.append(style.collapsed_handle())
     style.legend_below(fig, ax, handles, ncols=1)
     if (lines["n"].max() if len(lines) else 0) <= 1:
         note = note.replace(BANDS, "Lines: one run per TSP step (no spread to show).")
-    left_out = "; ".join(f"{method_label(r.method)}: {collapse.label(r.n_collapsed, r.n_runs, r.n_diverged, r.n_not_learned)}"
-                         for r in failures.itertuples() if r.n_collapsed or r.n_diverged or r.n_not_learned)
+    left_out = "; ".join(
+        f"{method_label(r.method)}: {collapse.label(r.n_collapsed, r.n_runs, r.n_diverged, r.n_not_learned)}"
+        for r in failures.itertuples()
+        if r.n_collapsed or r.n_diverged or r.n_not_learned
+    )
     if left_out and not include_failed:
         note += f" Victims stuck at the majority class cannot be flipped: left out of lines and bands ({left_out})."
     style.add_note(fig, note)

@@ -60,8 +60,16 @@ def current() -> Axes | FigureBase | None:
     return _TARGET.get()
 
 
-def subplots(nrows: int = 1, ncols: int = 1, *, squeeze: bool = True, figsize=None, constrained_layout=None,
-             layout=None, **kwargs):
+def subplots(
+    nrows: int = 1,
+    ncols: int = 1,
+    *,
+    squeeze: bool = True,
+    figsize=None,
+    constrained_layout=None,
+    layout=None,
+    **kwargs,
+):
     """``plt.subplots(nrows, ncols, ...)``, or the same grid in the caller's canvas (:func:`into`).
 
     Parameters
@@ -92,7 +100,9 @@ def subplots(nrows: int = 1, ncols: int = 1, *, squeeze: bool = True, figsize=No
         return plt.subplots(nrows, ncols, squeeze=squeeze, **{k: v for k, v in own.items() if v is not None}, **kwargs)
     if isinstance(target, Axes):
         if nrows * ncols != 1:
-            raise CanvasError(f"draws {nrows} x {ncols} panels, which one Axes cannot hold: pass fig= "
-                              "(a matplotlib Figure or SubFigure, e.g. fig.subfigures()) instead of ax=")
+            raise CanvasError(
+                f"draws {nrows} x {ncols} panels, which one Axes cannot hold: pass fig= "
+                "(a matplotlib Figure or SubFigure, e.g. fig.subfigures()) instead of ax="
+            )
         return target.figure, (target if squeeze else np.array([[target]], dtype=object))
     return target, target.subplots(nrows, ncols, squeeze=squeeze, **kwargs)

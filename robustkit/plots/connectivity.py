@@ -47,7 +47,9 @@ def connectivity_figure(lines: pd.DataFrame, barriers: pd.DataFrame, metric: str
                 y = line["value"] if metric == "loss" else 1 - line["value"]
                 left.plot(line["alpha"], y, color=method_color(method), linewidth=0.9, alpha=0.7)
         left.set_xlabel(r"$\alpha$: (1 - $\alpha$) $\theta_A$ + $\alpha$ $\theta_B$ (seed A at 0, seed B at 1)")
-        left.set_ylabel(f"{SPLIT_LABELS.get(data['split'].iloc[0], '')} {shown}" + (" (nats)" if metric == "loss" else ""))
+        left.set_ylabel(
+            f"{SPLIT_LABELS.get(data['split'].iloc[0], '')} {shown}" + (" (nats)" if metric == "loss" else "")
+        )
         left.set_title(f"{task}: {shown} along the line between two seeds", fontsize=9)
         left.grid(alpha=0.3)
         cell = table[table["task"] == task]
@@ -55,15 +57,47 @@ def connectivity_figure(lines: pd.DataFrame, barriers: pd.DataFrame, metric: str
         palette = {m: method_color(m) for m in order}
         with warnings.catch_warnings():  # seaborn 0.13 passes matplotlib 3.11's deprecated vert=
             warnings.simplefilter("ignore", MatplotlibDeprecationWarning)
-            sns.boxplot(data=cell, x="method", y="barrier", hue="method", order=order, palette=palette, ax=box,
-                        legend=False, showfliers=False, boxprops={"alpha": 0.45}, width=0.5)
-        sns.stripplot(data=cell, x="method", y="barrier", hue="method", order=order, palette=palette, ax=box, legend=False,
-                      size=4, jitter=0.1, edgecolor="black", linewidth=0.5)
+            sns.boxplot(
+                data=cell,
+                x="method",
+                y="barrier",
+                hue="method",
+                order=order,
+                palette=palette,
+                ax=box,
+                legend=False,
+                showfliers=False,
+                boxprops={"alpha": 0.45},
+                width=0.5,
+            )
+        sns.stripplot(
+            data=cell,
+            x="method",
+            y="barrier",
+            hue="method",
+            order=order,
+            palette=palette,
+            ax=box,
+            legend=False,
+            size=4,
+            jitter=0.1,
+            edgecolor="black",
+            linewidth=0.5,
+        )
         for i, method in enumerate(order):
             n_pairs = int((cell["method"] == method).sum())
-            seeds = len(set(cell.loc[cell["method"] == method, "seed"]) | set(cell.loc[cell["method"] == method, "seed_b"]))
-            box.text(i, 0.98, f"n={n_pairs} pairs\n({seeds} seeds)", transform=box.get_xaxis_transform(), ha="center",
-                     va="top", fontsize=6.5)
+            seeds = len(
+                set(cell.loc[cell["method"] == method, "seed"]) | set(cell.loc[cell["method"] == method, "seed_b"])
+            )
+            box.text(
+                i,
+                0.98,
+                f"n={n_pairs} pairs\n({seeds} seeds)",
+                transform=box.get_xaxis_transform(),
+                ha="center",
+                va="top",
+                fontsize=6.5,
+            )
         box.axhline(0, color="#444444", linewidth=0.8, linestyle=":")
         box.set_xticks(range(len(order)), [method_tick(m) for m in order], fontsize=7)
         box.set_xlabel("tuning method")
@@ -72,17 +106,22 @@ def connectivity_figure(lines: pd.DataFrame, barriers: pd.DataFrame, metric: str
         box.grid(alpha=0.3, axis="y")
         low, high = box.get_ylim()
         box.set_ylim(low, high + 0.2 * (high - low))
-    handles = [plt.Line2D([], [], color=method_color(m), label=f"{method_label(m)}: a line per seed pair") for m in methods]
+    handles = [
+        plt.Line2D([], [], color=method_color(m), label=f"{method_label(m)}: a line per seed pair") for m in methods
+    ]
     style.set_title(fig, style.paper_title("Linear mode connectivity between seeds (Frankle et al. 2020)", data))
     style.legend_below(fig, axes[0][0], handles)
     checkpoint = "/".join(sorted(data["checkpoint"].unique()))
     examples = "/".join(str(e) for e in sorted(data["examples"].unique()))
     grid = np.sort(data["alpha"].unique())
-    style.add_note(fig, f"Each pair: two runs of one configuration that differ only in their seed, both at their "
-                        f"'{checkpoint}' checkpoint, interpolated over the tensors they train ({len(grid)} points, alpha "
-                        f"{grid[0]:g} to {grid[-1]:g}); adapter runs share the frozen base, full fine-tuning "
-                        "and adapter runs are never interpolated with each other (different parameterisations). "
-                        f"{shown.capitalize()} on {examples} {SPLIT_LABELS.get(data['split'].iloc[0], '')} examples. "
-                        "Boxes: quartiles and median over the pairs, whiskers 1.5 x IQR, dots: pairs; k seeds give "
-                        "k(k-1)/2 pairs that share runs, so the pairs are not independent observations.")
+    style.add_note(
+        fig,
+        f"Each pair: two runs of one configuration that differ only in their seed, both at their "
+        f"'{checkpoint}' checkpoint, interpolated over the tensors they train ({len(grid)} points, alpha "
+        f"{grid[0]:g} to {grid[-1]:g}); adapter runs share the frozen base, full fine-tuning "
+        "and adapter runs are never interpolated with each other (different parameterisations). "
+        f"{shown.capitalize()} on {examples} {SPLIT_LABELS.get(data['split'].iloc[0], '')} examples. "
+        "Boxes: quartiles and median over the pairs, whiskers 1.5 x IQR, dots: pairs; k seeds give "
+        "k(k-1)/2 pairs that share runs, so the pairs are not independent observations.",
+    )
     return fig

@@ -34,17 +34,32 @@ def curvature_figure(frame: pd.DataFrame, layer_checkpoint: str = "best") -> Fig
     methods = sorted(frame["method"].unique())
     checkpoints = [c for c in CHECKPOINT_ORDER if c in set(frame["checkpoint"])]
     layers = frame[(frame["scope"] == "layer") & (frame["checkpoint"] == layer_checkpoint)]
-    fig, axes = canvas.subplots(2, 2 if not layers.empty else 1, figsize=(10.5 if not layers.empty else 5.2, 6.6),
-                             squeeze=False, constrained_layout=True)
+    fig, axes = canvas.subplots(
+        2,
+        2 if not layers.empty else 1,
+        figsize=(10.5 if not layers.empty else 5.2, 6.6),
+        squeeze=False,
+        constrained_layout=True,
+    )
     for row, estimator in zip(axes, ("top_eigenvalue", "trace")):
-        _by_checkpoint(row[0], frame[(frame["scope"] == "all") & (frame["estimator"] == estimator)], methods, checkpoints)
+        _by_checkpoint(
+            row[0], frame[(frame["scope"] == "all") & (frame["estimator"] == estimator)], methods, checkpoints
+        )
         row[0].set_ylabel(f"{ESTIMATOR_LABELS[estimator]}\n(nats per squared parameter unit)")
         row[0].set_title(f"{ESTIMATOR_LABELS[estimator]}, whole trained set", fontsize=9)
         if not layers.empty:
             block = layers[layers["estimator"] == estimator]
             if block.empty:  # block_eigenvalues=False: traces per block only
-                row[1].text(0.5, 0.5, "not computed\n(block_eigenvalues = false)", ha="center", va="center",
-                            transform=row[1].transAxes, fontsize=8, color="#555555")
+                row[1].text(
+                    0.5,
+                    0.5,
+                    "not computed\n(block_eigenvalues = false)",
+                    ha="center",
+                    va="center",
+                    transform=row[1].transAxes,
+                    fontsize=8,
+                    color="#555555",
+                )
                 row[1].set_xticks([])
                 row[1].set_yticks([])
             else:
@@ -53,11 +68,21 @@ def curvature_figure(frame: pd.DataFrame, layer_checkpoint: str = "best") -> Fig
     axes[-1][0].set_xlabel("checkpoint (tsp: the masked-LM loss at the TSP checkpoint; step-0 = before tuning)")
     if not layers.empty:
         axes[-1][1].set_xlabel("layer block (only that block's parameters move)")
-    style.set_title(fig, style.paper_title("Curvature of the training loss (PyHessian's estimators, Yao et al. 2020)", frame))
+    style.set_title(
+        fig, style.paper_title("Curvature of the training loss (PyHessian's estimators, Yao et al. 2020)", frame)
+    )
     runs = frame.drop_duplicates("run_id").groupby("method")["run_id"].size()
     params = frame[frame["scope"] == "all"].groupby("method")["n_params"].max()
-    handles = [plt.Line2D([], [], color=method_color(m), marker="o", label=f"{method_label(m)} (n={runs[m]} runs, "
-                          f"{_count(params[m])} trained parameters)") for m in methods]
+    handles = [
+        plt.Line2D(
+            [],
+            [],
+            color=method_color(m),
+            marker="o",
+            label=f"{method_label(m)} (n={runs[m]} runs, {_count(params[m])} trained parameters)",
+        )
+        for m in methods
+    ]
     style.legend_below(fig, axes[0][0], handles, ncols=1)
     style.add_note(fig, _note(frame, layer_checkpoint))
     return fig
@@ -68,8 +93,17 @@ def _by_checkpoint(ax, data: pd.DataFrame, methods: list[str], checkpoints: list
     for offset, method in zip(offsets, methods):
         rows = data[data["method"] == method]
         x = rows["checkpoint"].map({c: i for i, c in enumerate(checkpoints)}).to_numpy(float) + offset
-        ax.errorbar(x, rows["value"], yerr=_spread(rows), fmt="o", color=method_color(method), markersize=3.5,
-                    capsize=2, alpha=0.8, linewidth=0.8)
+        ax.errorbar(
+            x,
+            rows["value"],
+            yerr=_spread(rows),
+            fmt="o",
+            color=method_color(method),
+            markersize=3.5,
+            capsize=2,
+            alpha=0.8,
+            linewidth=0.8,
+        )
         means = rows.groupby("checkpoint")["value"].mean().reindex(checkpoints)
         ax.plot(np.arange(len(checkpoints)) + offset, means.to_numpy(), color=method_color(method), linewidth=1.2)
     ax.set_xticks(range(len(checkpoints)), checkpoints)
@@ -84,8 +118,14 @@ def _by_layer(ax, data: pd.DataFrame, methods: list[str]) -> None:
     for offset, method in zip(offsets, methods):
         rows = data[data["method"] == method]
         # a dot per run (an error bar of the spread over runs would cross zero on a log axis)
-        ax.plot(rows["group"].map(position).to_numpy(float) + offset, rows["value"], "o", color=method_color(method),
-                markersize=3, alpha=0.8)
+        ax.plot(
+            rows["group"].map(position).to_numpy(float) + offset,
+            rows["value"],
+            "o",
+            color=method_color(method),
+            markersize=3,
+            alpha=0.8,
+        )
         means = rows.groupby("group")["value"].mean().reindex(groups)
         ax.plot(np.arange(len(groups)) + offset, means.to_numpy(), "-", color=method_color(method), linewidth=1.0)
     ax.set_xticks(range(len(groups)), [g.replace("layer.", "L") for g in groups], rotation=30, fontsize=7)
@@ -96,7 +136,7 @@ def _by_layer(ax, data: pd.DataFrame, methods: list[str]) -> None:
 def _spread(rows: pd.DataFrame) -> np.ndarray:
     """Error bar half-widths: the eigenvalue's residual bound, or 2 standard errors of the trace."""
     factor = np.where(rows["estimator"] == "trace", 2.0, 1.0)
-    return (rows["spread"].fillna(0).to_numpy() * factor)
+    return rows["spread"].fillna(0).to_numpy() * factor
 
 
 def _scale(ax, values: pd.Series) -> None:
@@ -142,7 +182,7 @@ def _symlog_ticks(values: np.ndarray, linthresh: float, step: int = 1) -> list[f
             continue
         top = np.floor(np.log10(side.max()))
         lowest = np.log10(linthresh) - 1 + step  # a decade d sits d - log10(linthresh) + 1 from 0
-        ticks += [sign * 10.0 ** d for d in np.arange(top, lowest - 0.5, -float(step))]
+        ticks += [sign * 10.0**d for d in np.arange(top, lowest - 0.5, -float(step))]
     return sorted(ticks)
 
 
@@ -165,13 +205,15 @@ def _note(frame: pd.DataFrame, layer_checkpoint: str) -> str:
     iterations = frame[frame["estimator"] == "top_eigenvalue"]
     capped = int((~iterations["converged"].astype(bool)).sum())
     samples = "/".join(str(int(s)) for s in sorted(frame.loc[frame["estimator"] == "trace", "iterations"].unique()))
-    return (f"Hessian of the mean training cross-entropy (eval mode) on one fixed batch of {examples} training "
-            "examples, the same for every run, over the parameters each run trains: full fine-tuning's and the "
-            "adapters' Hessians are over different parameter sets. Top eigenvalue: the largest, by power iteration "
-            "(a second, shifted one where the largest-magnitude eigenvalue is negative), "
-            f"{int(iterations['iterations'].min())}-{int(iterations['iterations'].max())} Hessian-vector products"
-            f"{f', {capped} estimate(s) stopped at the cap before converging' if capped else ''}; error bar: the residual "
-            "||Hv - λv|| (an eigenvalue lies within it). Trace: Hutchinson with "
-            f"{samples} Rademacher samples; error bar: ±2 standard errors. Left: a dot per run, lines join the means over "
-            f"runs; right ('{layer_checkpoint}'): a dot per run for the diagonal Hessian block of each layer "
-            "(robustkit.layer_names.layer_group; only that block moves), lines join the means over runs.")
+    return (
+        f"Hessian of the mean training cross-entropy (eval mode) on one fixed batch of {examples} training "
+        "examples, the same for every run, over the parameters each run trains: full fine-tuning's and the "
+        "adapters' Hessians are over different parameter sets. Top eigenvalue: the largest, by power iteration "
+        "(a second, shifted one where the largest-magnitude eigenvalue is negative), "
+        f"{int(iterations['iterations'].min())}-{int(iterations['iterations'].max())} Hessian-vector products"
+        f"{f', {capped} estimate(s) stopped at the cap before converging' if capped else ''}; error bar: the residual "
+        "||Hv - λv|| (an eigenvalue lies within it). Trace: Hutchinson with "
+        f"{samples} Rademacher samples; error bar: ±2 standard errors. Left: a dot per run, lines join the means over "
+        f"runs; right ('{layer_checkpoint}'): a dot per run for the diagonal Hessian block of each layer "
+        "(robustkit.layer_names.layer_group; only that block moves), lines join the means over runs."
+    )

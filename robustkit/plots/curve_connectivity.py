@@ -47,10 +47,16 @@ def curve_figure(paths: pd.DataFrame, barriers: pd.DataFrame, metric: str = "los
         cell = table[table["method"] == method]
         for _, pair in cell.groupby(["run_id", "run_id_b"]):
             pair = pair.set_index("path").reindex(["line", "curve"])
-            right.plot([i - 0.15, i + 0.15], pair["barrier"], color=method_color(method), marker="o", markersize=4, linewidth=0.9)
+            right.plot(
+                [i - 0.15, i + 0.15],
+                pair["barrier"],
+                color=method_color(method),
+                marker="o",
+                markersize=4,
+                linewidth=0.9,
+            )
     right.axhline(0, color="#444444", linestyle=":", linewidth=0.8)
-    right.set_xticks(range(len(order)), [method_tick(m) + "\n(line → curve)" for m in order],
-                     fontsize=7)
+    right.set_xticks(range(len(order)), [method_tick(m) + "\n(line → curve)" for m in order], fontsize=7)
     right.set_xlim(-0.6, len(order) - 0.4)
     right.set_ylabel(f"barrier: max {shown} − mean of the two ends")
     right.set_title("Barrier per seed pair: line (left dot) and curve (right dot)", fontsize=9)
@@ -62,8 +68,11 @@ def curve_figure(paths: pd.DataFrame, barriers: pd.DataFrame, metric: str = "los
     steps = "/".join(str(s) for s in sorted(data["steps"].unique()))
     examples = "/".join(str(e) for e in sorted(data["examples"].unique()))
     checkpoint = "/".join(sorted(data["checkpoint"].unique()))
-    style.add_note(fig, f"Disjoint pairs of runs that differ only in their seed (each run in one pair), both at '{checkpoint}'. "
-                        "Curve: (1-t)^2 A + 2t(1-t) C + t^2 B over the tensors the runs train, the control point C trained for "
-                        f"{steps} steps on the training loss (t uniform per step, the runs' batches, rate and schedule); "
-                        f"line: C at the midpoint. {shown.capitalize()} on {examples} examples.")
+    style.add_note(
+        fig,
+        f"Disjoint pairs of runs that differ only in their seed (each run in one pair), both at '{checkpoint}'. "
+        "Curve: (1-t)^2 A + 2t(1-t) C + t^2 B over the tensors the runs train, the control point C trained for "
+        f"{steps} steps on the training loss (t uniform per step, the runs' batches, rate and schedule); "
+        f"line: C at the midpoint. {shown.capitalize()} on {examples} examples.",
+    )
     return fig

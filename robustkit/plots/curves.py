@@ -59,7 +59,9 @@ def dev_curves(frame: pd.DataFrame, lines: pd.DataFrame, tsp_step: int = 0, incl
     facets = list(mixed_settings(data, ["task", "method"]))
     rows_keys = _combos(data, ["task", *facets])
     line_keys = ["task", *facets, "metric", "method"]
-    fig, axes = canvas.subplots(len(rows_keys), 2, figsize=(9, 3.2 * len(rows_keys)), squeeze=False, constrained_layout=True)
+    fig, axes = canvas.subplots(
+        len(rows_keys), 2, figsize=(9, 3.2 * len(rows_keys)), squeeze=False, constrained_layout=True
+    )
     for row, key in zip(axes, rows_keys):
         rows = data[_matches(data, ["task", *facets], key)]
         for ax, metric in zip(row, ["loss", _main_metric(rows)]):
@@ -77,14 +79,18 @@ def dev_curves(frame: pd.DataFrame, lines: pd.DataFrame, tsp_step: int = 0, incl
     title = style.paper_title("He et al. 2021, figures 5 and 9", data)
     style.set_title(fig, title + (f" (TSP {tsp_step} steps)" if tsp_step else ""))
     methods = sorted(data["method"].unique())
-    handles = [Line2D([], [], color=method_color(m), label=_runs_label(method_label(m), data[data["method"] == m])) for m in methods]
+    handles = [
+        Line2D([], [], color=method_color(m), label=_runs_label(method_label(m), data[data["method"] == m]))
+        for m in methods
+    ]
     style.legend_below(fig, axes[0][0], handles + _extra_handles(data), ncols=2)
     style.add_note(fig, _note(data, include_failed))
     return fig
 
 
-def curves_by_tsp(frame: pd.DataFrame, lines: pd.DataFrame, metric: str | None = None,
-                  include_failed: bool = False) -> Figure:
+def curves_by_tsp(
+    frame: pd.DataFrame, lines: pd.DataFrame, metric: str | None = None, include_failed: bool = False
+) -> Figure:
     """Dev metric against fine-tuning step, one line per TSP step; a panel per task x method.
 
     ``frame``, ``lines``, ``metric`` and ``include_failed`` are the keyword arguments
@@ -111,15 +117,23 @@ def curves_by_tsp(frame: pd.DataFrame, lines: pd.DataFrame, metric: str | None =
     steps = sorted(data["tsp_step"].unique())
     colours = dict(zip(steps, plt.get_cmap("viridis")(np.linspace(0, 0.9, len(steps)))))
     shown_metrics = {metric or _main_metric(data[data["task"] == t]) for t in data["task"].unique()}
-    fig, axes = canvas.subplots(len(rows_keys), len(methods), figsize=(4.6 * len(methods), 3.2 * len(rows_keys)),
-                             squeeze=False, constrained_layout=True, sharey=True if len(shown_metrics) == 1 else "row")
+    fig, axes = canvas.subplots(
+        len(rows_keys),
+        len(methods),
+        figsize=(4.6 * len(methods), 3.2 * len(rows_keys)),
+        squeeze=False,
+        constrained_layout=True,
+        sharey=True if len(shown_metrics) == 1 else "row",
+    )
     for row, key in zip(axes, rows_keys):
         rows = data[_matches(data, ["task", *facets], key)]
         shown_metric = metric or _main_metric(rows)
         for ax, method in zip(row, methods):
             shown = rows[(rows["method"] == method) & (rows["metric"] == shown_metric)]
             for tsp, group in shown.groupby("tsp_step", sort=True):
-                _mean_line(ax, group, lines[_matches(lines, line_keys, (*key, method, shown_metric, tsp))], colours[tsp])
+                _mean_line(
+                    ax, group, lines[_matches(lines, line_keys, (*key, method, shown_metric, tsp))], colours[tsp]
+                )
             _baseline(ax, shown)
             ax.set_xlabel("fine-tuning " + STEP_LABEL)
             ax.set_title(_title(key, facets, method_label(method)), fontsize=9)
@@ -129,8 +143,10 @@ def curves_by_tsp(frame: pd.DataFrame, lines: pd.DataFrame, metric: str | None =
     for ax in axes.flat:
         style.include_baseline(ax, data.loc[data["metric"].isin(shown_metrics), "shown_baseline"])
     style.set_title(fig, style.paper_title("Han et al. 2021, figures 1 and 13", data))
-    handles = [Line2D([], [], color=colours[t], label=_runs_label(f"TSP {t} steps", data[data["tsp_step"] == t], "method"))
-               for t in steps]
+    handles = [
+        Line2D([], [], color=colours[t], label=_runs_label(f"TSP {t} steps", data[data["tsp_step"] == t], "method"))
+        for t in steps
+    ]
     style.legend_below(fig, axes[0][0], handles + _extra_handles(data), title="task-specific pretraining", ncols=3)
     style.add_note(fig, _note(data, include_failed))
     return fig
@@ -159,8 +175,14 @@ def mean_best_table(summary: pd.DataFrame) -> Figure:
     metric = "/".join(sorted(summary["metric"].unique()))
     factor = style.scale(str(summary["metric"].iloc[0])) if summary["metric"].nunique() == 1 else 100.0
     shown_unit = style.unit(str(summary["metric"].iloc[0])) if summary["metric"].nunique() == 1 else ""
-    header = [*(_column_label(k) for k in keys), "method", f"mean over eval steps{shown_unit}",
-              f"best over eval steps{shown_unit}", "n", "collapsed"]
+    header = [
+        *(_column_label(k) for k in keys),
+        "method",
+        f"mean over eval steps{shown_unit}",
+        f"best over eval steps{shown_unit}",
+        "n",
+        "collapsed",
+    ]
     has_baseline = "baseline" in summary and summary["baseline"].notna().any()
     header += ["majority baseline"] if has_baseline else []
     rows = []
@@ -171,14 +193,24 @@ def mean_best_table(summary: pd.DataFrame) -> Figure:
         n_runs = int(first.get("n_runs", n))
         cells = [_cell(v, k) for k, v in zip(keys, key[:-1])] + [method_label(key[-1])]
         cells += [_mean_std(stats.loc[s], factor) if s in stats.index else "n/a" for s in ("mean", "best")]
-        cells += [str(n), collapse.label(int(first.get("n_collapsed", 0)), n_runs, int(first.get("n_diverged", 0)),
-                                    int(first.get("n_not_learned", 0))) or f"0/{n_runs}"]
+        cells += [
+            str(n),
+            collapse.label(
+                int(first.get("n_collapsed", 0)),
+                n_runs,
+                int(first.get("n_diverged", 0)),
+                int(first.get("n_not_learned", 0)),
+            )
+            or f"0/{n_runs}",
+        ]
         if has_baseline:
             cells.append(f"{factor * first['baseline']:.1f}" if pd.notna(first["baseline"]) else "n/a")
         rows.append(cells)
-    notes = [f"Dev {metric}{shown_unit}: per run, the mean and the maximum over all its evaluation steps; then "
-             f"mean ± std (ddof 1) over the runs (seeds). n: runs kept; collapsed runs (robustkit.collapse, "
-             f"judged at the end of training) are left out and counted."]
+    notes = [
+        f"Dev {metric}{shown_unit}: per run, the mean and the maximum over all its evaluation steps; then "
+        f"mean ± std (ddof 1) over the runs (seeds). n: runs kept; collapsed runs (robustkit.collapse, "
+        f"judged at the end of training) are left out and counted."
+    ]
     title = style.paper_title("He et al. 2021, table 6", summary)
     return render_table(header, rows, title, notes, numeric_from=len(keys) + 1)
 
@@ -220,8 +252,16 @@ def _mean_line(ax, group: pd.DataFrame, stats: pd.DataFrame, colour) -> None:
             ax.fill_between(stats["step"], mean - std, mean + std, color=colour, alpha=0.2, linewidth=0)
     for _, run in group[group["outcome"] != collapse.OK].groupby("run_id"):
         run = run.sort_values("step")
-        ax.plot(run["step"], run["shown"], color=style.COLLAPSED_STYLE["color"], linewidth=0.8, linestyle=":",
-                marker="x", markersize=3, gid="collapsed")
+        ax.plot(
+            run["step"],
+            run["shown"],
+            color=style.COLLAPSED_STYLE["color"],
+            linewidth=0.8,
+            linestyle=":",
+            marker="x",
+            markersize=3,
+            gid="collapsed",
+        )
 
 
 def _baseline(ax, rows: pd.DataFrame) -> None:
@@ -248,8 +288,17 @@ def _extra_handles(data: pd.DataFrame) -> list:
     if data["shown_baseline"].notna().any():
         handles.append(style.baseline_handle())
     if (data["outcome"] != collapse.OK).any():
-        handles.append(Line2D([], [], color=style.COLLAPSED_STYLE["color"], linestyle=":", marker="x", markersize=3,
-                              label=f"failed run ({collapse.FAILED_WORDS})"))
+        handles.append(
+            Line2D(
+                [],
+                [],
+                color=style.COLLAPSED_STYLE["color"],
+                linestyle=":",
+                marker="x",
+                markersize=3,
+                label=f"failed run ({collapse.FAILED_WORDS})",
+            )
+        )
     return handles
 
 
@@ -259,17 +308,22 @@ def _runs_label(name: str, rows: pd.DataFrame, per: str | None = None) -> str:
     runs = rows.drop_duplicates("run_id")
     counts = runs.groupby(per).size() if per else pd.Series([len(runs)])
     n = f"{counts.min()}" if counts.min() == counts.max() else f"{counts.min()}-{counts.max()}"
-    failed = collapse.label(int((runs["outcome"] == collapse.COLLAPSED).sum()), len(runs),
-                            int((runs["outcome"] == collapse.DIVERGED).sum()),
-                            int((runs["outcome"] == collapse.NOT_LEARNED).sum()))
+    failed = collapse.label(
+        int((runs["outcome"] == collapse.COLLAPSED).sum()),
+        len(runs),
+        int((runs["outcome"] == collapse.DIVERGED).sum()),
+        int((runs["outcome"] == collapse.NOT_LEARNED).sum()),
+    )
     return f"{name} (n={n} runs{' per line' if per else ''}{'; ' + failed if failed else ''})"
 
 
 def _note(data: pd.DataFrame, include_failed: bool) -> str:
     note = BAND_NOTE
     if (data["outcome"] != collapse.OK).any():
-        note += (" Runs that ended collapsed / diverged on the dev set (grey, dotted) are "
-                 f"{'kept in' if include_failed else 'left out of'} the means.")
+        note += (
+            " Runs that ended collapsed / diverged on the dev set (grey, dotted) are "
+            f"{'kept in' if include_failed else 'left out of'} the means."
+        )
     return note
 
 
@@ -300,7 +354,9 @@ def _mean_std(row: pd.Series, factor: float) -> str:
     if pd.isna(row["value"]):
         return "n/a (no run kept)"
     std = row.get("std")
-    return f"{factor * row['value']:.1f} ± {factor * std:.1f}" if pd.notna(std) else f"{factor * row['value']:.1f} (1 run)"
+    return (
+        f"{factor * row['value']:.1f} ± {factor * std:.1f}" if pd.notna(std) else f"{factor * row['value']:.1f} (1 run)"
+    )
 
 
 def _cell(value, column: str) -> str:
@@ -312,5 +368,9 @@ def _cell(value, column: str) -> str:
 
 
 def _column_label(column: str) -> str:
-    return {"tsp_step": "TSP steps", "train_size": "training examples", "adapter_size": "adapter size m",
-            "lr": "learning rate"}.get(column, column.replace("_", " "))
+    return {
+        "tsp_step": "TSP steps",
+        "train_size": "training examples",
+        "adapter_size": "adapter size m",
+        "lr": "learning rate",
+    }.get(column, column.replace("_", " "))

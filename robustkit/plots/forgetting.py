@@ -10,7 +10,10 @@ from matplotlib.figure import Figure
 from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label, method_tick, plt
 
-RANK_LABELS = {"energy_rank": "rank holding 90% of the update's squared norm", "effective_rank": "effective rank (Roy & Vetterli 2007)"}
+RANK_LABELS = {
+    "energy_rank": "rank holding 90% of the update's squared norm",
+    "effective_rank": "effective rank (Roy & Vetterli 2007)",
+}
 
 
 def forgetting_figure(points: pd.DataFrame, ranks: pd.DataFrame, matrices: str, rank_measure: str) -> Figure:
@@ -34,10 +37,18 @@ def forgetting_figure(points: pd.DataFrame, ranks: pd.DataFrame, matrices: str, 
     for method in methods:
         part = points[points["method"] == method]
         ok = part["outcome"] == "ok"
-        left.scatter(part.loc[ok, "score"], part.loc[ok, "forgetting"], color=method_color(method), s=28,
-                     edgecolor="black", linewidth=0.4)
+        left.scatter(
+            part.loc[ok, "score"],
+            part.loc[ok, "forgetting"],
+            color=method_color(method),
+            s=28,
+            edgecolor="black",
+            linewidth=0.4,
+        )
         if (~ok).any():
-            left.scatter(part.loc[~ok, "score"], part.loc[~ok, "forgetting"], color=method_color(method), marker="x", s=30)
+            left.scatter(
+                part.loc[~ok, "score"], part.loc[~ok, "forgetting"], color=method_color(method), marker="x", s=30
+            )
     left.axhline(0, color="#444444", linestyle=":", linewidth=0.8)
     metric = "/".join(sorted(points["metric"].unique()))
     left.set_xlabel(f"learning: validation {metric}")
@@ -48,7 +59,9 @@ def forgetting_figure(points: pd.DataFrame, ranks: pd.DataFrame, matrices: str, 
     for i, method in enumerate(shown):
         values = ranks.loc[ranks["method"] == method, "value"].to_numpy(float)
         jitter = np.random.default_rng(i).uniform(-0.15, 0.15, len(values))  # placement only
-        right.scatter(np.full(len(values), i) + jitter, values, s=8, alpha=0.6, color=method_color(method), linewidths=0)
+        right.scatter(
+            np.full(len(values), i) + jitter, values, s=8, alpha=0.6, color=method_color(method), linewidths=0
+        )
         right.hlines(np.median(values), i - 0.3, i + 0.3, color="black", linewidth=1.2)
     if "lora.r" in ranks:
         for r in sorted(ranks["lora.r"].dropna().unique()):
@@ -59,15 +72,20 @@ def forgetting_figure(points: pd.DataFrame, ranks: pd.DataFrame, matrices: str, 
     right.set_ylabel(RANK_LABELS.get(rank_measure, rank_measure))
     right.set_title(f"Rank of each weight update W_tuned − W_0 ({matrices} matrices; bar: median)", fontsize=9)
     right.grid(alpha=0.3, axis="y")
-    handles = [plt.Line2D([], [], color=method_color(m), marker="o", linestyle="none", label=method_label(m)) for m in methods]
+    handles = [
+        plt.Line2D([], [], color=method_color(m), marker="o", linestyle="none", label=method_label(m)) for m in methods
+    ]
     if (points["outcome"] != "ok").any():
         handles.append(plt.Line2D([], [], color="#444444", marker="x", linestyle="none", label="failed run (not ok)"))
     style.set_title(fig, style.paper_title("Learning vs forgetting (Biderman et al. 2024)", points))
     style.legend_below(fig, left, handles)
     head = "/".join(sorted(points["head"].unique()))
-    style.add_note(fig, "Forgetting: masked-LM cross-entropy on held-out WordNet glosses (no task's text) through the "
-                        f"pre-trained model's masked-LM head ({head}: 'own' = the model's, 'fitted' = robustkit's TSP head "
-                        "fitted on the frozen pre-trained encoder), the tuned encoder minus the pre-trained one. Right: one "
-                        "dot per changed weight matrix of every run (LoRA updates merged); methods that change no matrix "
-                        "have none.")
+    style.add_note(
+        fig,
+        "Forgetting: masked-LM cross-entropy on held-out WordNet glosses (no task's text) through the "
+        f"pre-trained model's masked-LM head ({head}: 'own' = the model's, 'fitted' = robustkit's TSP head "
+        "fitted on the frozen pre-trained encoder), the tuned encoder minus the pre-trained one. Right: one "
+        "dot per changed weight matrix of every run (LoRA updates merged); methods that change no matrix "
+        "have none.",
+    )
     return fig

@@ -33,8 +33,10 @@ def gradnorm_curves(frame: pd.DataFrame, intermediate: int | None = None) -> Fig
     if frame.empty:
         raise ValueError("no gradient norms to plot")
     if "layer_kind" not in frame or "layer_index" not in frame:
-        raise ValueError("no layer_kind / layer_index columns: pass robustkit.analysis.gradnorm.run or summary "
-                         "output (or add them with robustkit.analysis.gradnorm.with_layer_kind)")
+        raise ValueError(
+            "no layer_kind / layer_index columns: pass robustkit.analysis.gradnorm.run or summary "
+            "output (or add them with robustkit.analysis.gradnorm.with_layer_kind)"
+        )
     frame = frame[frame["value"] > 0]  # a log axis cannot show 0; norms are > 0 wherever logged
     methods = sorted(frame["method"].unique())
     fig, axes = canvas.subplots(1, len(PANELS), figsize=(3.2 * len(PANELS), 3.4), constrained_layout=True)
@@ -44,7 +46,9 @@ def gradnorm_curves(frame: pd.DataFrame, intermediate: int | None = None) -> Fig
         if missing:
             note = "\n".join(f"{method_label(m)}:" for m in missing) + "\nno gradient logged (layer not trained)"
             box = {"boxstyle": "round", "facecolor": "white", "edgecolor": "#bbbbbb", "alpha": 0.9}
-            ax.text(0.5, 0.04, note, transform=ax.transAxes, ha="center", va="bottom", fontsize=7, color="#444444", bbox=box)
+            ax.text(
+                0.5, 0.04, note, transform=ax.transAxes, ha="center", va="bottom", fontsize=7, color="#444444", bbox=box
+            )
         ax.set_yscale("log")
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("training step (optimiser updates)")
@@ -56,8 +60,11 @@ def gradnorm_curves(frame: pd.DataFrame, intermediate: int | None = None) -> Fig
     # below the panels, never over data; the note says what the bands are
     style.legend_below(fig, None, handles, ncols=max(1, len(methods)), fontsize=8)
     style.set_title(fig, style.paper_title("Han et al. 2021, figure 3", frame))
-    style.add_note(fig, "Lines: mean over the runs (seeds) of each method; bands: min-max over the runs. Norms of each "
-                        "layer group's gradient before clipping, every optimiser step.")
+    style.add_note(
+        fig,
+        "Lines: mean over the runs (seeds) of each method; bands: min-max over the runs. Norms of each "
+        "layer group's gradient before clipping, every optimiser step.",
+    )
     return fig
 
 
@@ -66,7 +73,9 @@ def _panel_rows(frame: pd.DataFrame, panel: str, intermediate: int | None) -> tu
     if panel != "intermediate":
         rows = frame[frame["layer_kind"] == panel]
         layers = sorted(rows["layer"].unique()) if panel == "top" else []
-        return rows, {"top": "top encoder layer", "pooler": "pooler", "classifier": "classifier"}[panel] + _names(layers)
+        return rows, {"top": "top encoder layer", "pooler": "pooler", "classifier": "classifier"}[panel] + _names(
+            layers
+        )
     top = frame.groupby("run_id")["layer_index"].transform("max")
     wanted = top // 2 if intermediate is None else intermediate
     rows = frame[(frame["layer_index"] == wanted).fillna(False).astype(bool)]

@@ -18,8 +18,14 @@ from robustkit.plots.style import method_color
 _COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02")
 
 
-def init_std_figure(shown: pd.DataFrame, stats: pd.DataFrame, n_configs: int = 1, split: str = "validation",
-                    include_failed: bool = False, select_on: str = "validation") -> Figure:
+def init_std_figure(
+    shown: pd.DataFrame,
+    stats: pd.DataFrame,
+    n_configs: int = 1,
+    split: str = "validation",
+    include_failed: bool = False,
+    select_on: str = "validation",
+) -> Figure:
     """Mean metric (error bars: ±1 s.e.m. over seeds) vs adapter init std (log x), per task.
 
     ``shown``, ``stats`` and ``n_configs`` are the items of
@@ -54,8 +60,14 @@ def init_std_figure(shown: pd.DataFrame, stats: pd.DataFrame, n_configs: int = 1
         crosses left out of the means. Legend entries give the runs (seeds) per point.
     """
     tasks = sorted(shown["task"].unique())
-    fig, axes = canvas.subplots(1, len(tasks), figsize=(5.2 * len(tasks), 4.0), constrained_layout=True, squeeze=False,
-                             sharey=shown["metric"].nunique() == 1)
+    fig, axes = canvas.subplots(
+        1,
+        len(tasks),
+        figsize=(5.2 * len(tasks), 4.0),
+        constrained_layout=True,
+        squeeze=False,
+        sharey=shown["metric"].nunique() == 1,
+    )
     handles = {}
     for ax, task in zip(axes[0], tasks):
         handles.update(_panel(ax, shown[shown["task"] == task], stats[stats["task"] == task]))
@@ -72,8 +84,10 @@ def init_std_figure(shown: pd.DataFrame, stats: pd.DataFrame, n_configs: int = 1
         note += f" Each point: the best of up to {n_configs} learning rates by mean {select_on} score."
     failed = int((shown["outcome"] != collapse.OK).sum())
     if failed:
-        note += (f" Collapsed / diverged runs (grey crosses) are {'kept in' if include_failed else 'left out of'} "
-                 f"the means: {failed} of {len(shown)} runs.")
+        note += (
+            f" Collapsed / diverged runs (grey crosses) are {'kept in' if include_failed else 'left out of'} "
+            f"the means: {failed} of {len(shown)} runs."
+        )
     style.add_note(fig, note)
     return fig
 
@@ -89,15 +103,34 @@ def _panel(ax: plt.Axes, data: pd.DataFrame, summary: pd.DataFrame) -> dict:
         label = f"adapter size m={int(size)}{shared} ({runs} runs per point)"
         colour = _COLORS[index % len(_COLORS)]
         drawn = points[points["n"] > 0]
-        ax.errorbar(drawn["init_std"], drawn["value"] * factor, yerr=drawn["sem"].fillna(0) * factor, marker="o",
-                    markersize=4, capsize=2, linewidth=1.2, color=colour, label=label)
+        ax.errorbar(
+            drawn["init_std"],
+            drawn["value"] * factor,
+            yerr=drawn["sem"].fillna(0) * factor,
+            marker="o",
+            markersize=4,
+            capsize=2,
+            linewidth=1.2,
+            color=colour,
+            label=label,
+        )
         handles[label] = Line2D([], [], color=colour, marker="o", markersize=4, label=label)
         for _, row in points.iterrows():
-            text = collapse.label(int(row["n_collapsed"]), int(row["n_runs"]), int(row["n_diverged"]), int(row.get("n_not_learned", 0)))
+            text = collapse.label(
+                int(row["n_collapsed"]), int(row["n_runs"]), int(row["n_diverged"]), int(row.get("n_not_learned", 0))
+            )
             y = row["value"] if row["n"] > 0 else row["baseline"]
             if text and np.isfinite(y):
-                ax.annotate(text, (row["init_std"], y * factor), textcoords="offset points", xytext=(0, -9),
-                            ha="center", fontsize=5.5, color="#555555", gid="collapsed-label")
+                ax.annotate(
+                    text,
+                    (row["init_std"], y * factor),
+                    textcoords="offset points",
+                    xytext=(0, -9),
+                    ha="center",
+                    fontsize=5.5,
+                    color="#555555",
+                    gid="collapsed-label",
+                )
     failed = data[(data["outcome"] != collapse.OK) & np.isfinite(data["value"])]
     if len(failed):
         ax.plot(failed["init_std"], failed["value"] * factor, **style.COLLAPSED_STYLE, zorder=4, gid="collapsed")

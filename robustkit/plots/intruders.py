@@ -33,8 +33,9 @@ def intruders_figure(counts: pd.DataFrame, cosines: pd.DataFrame, matrices: str,
     for (method, config), style_, run_ids in groups:
         for _, line in counts[counts["run_id"].isin(run_ids)].groupby("run_id"):
             line = line.sort_values("epsilon")
-            left.plot(line["epsilon"], line["value"], color=method_color(method), linestyle=style_, linewidth=0.9,
-                      alpha=0.75)
+            left.plot(
+                line["epsilon"], line["value"], color=method_color(method), linestyle=style_, linewidth=0.9, alpha=0.75
+            )
     left.axvline(epsilon, color="#444444", linestyle=":", linewidth=0.9)
     left.set_xlabel(r"threshold $\epsilon$ (intruder: max |cos| < $\epsilon$)")
     left.set_ylabel(f"intruder dimensions (sum over {matrices} matrices)")
@@ -47,8 +48,15 @@ def intruders_figure(counts: pd.DataFrame, cosines: pd.DataFrame, matrices: str,
         ranks = part["rank"].to_numpy(float) + (i - (len(groups) - 1) / 2) * width
         right.scatter(ranks, part["max_cosine"], s=6, alpha=0.35, color=method_color(method), linewidths=0)
         mean = part.groupby("rank")["max_cosine"].mean()
-        right.plot(mean.index, mean.to_numpy(), color=method_color(method), linestyle=style_, linewidth=1.4, marker="o",
-                   markersize=3)
+        right.plot(
+            mean.index,
+            mean.to_numpy(),
+            color=method_color(method),
+            linestyle=style_,
+            linewidth=1.4,
+            marker="o",
+            markersize=3,
+        )
     right.axhline(epsilon, color="#444444", linestyle=":", linewidth=0.9)
     right.set_xticks(np.arange(1, k + 1))
     right.set_ylim(-0.02, 1.04)
@@ -56,16 +64,26 @@ def intruders_figure(counts: pd.DataFrame, cosines: pd.DataFrame, matrices: str,
     right.set_ylabel("max |cos| with the start's singular vectors")
     right.set_title(f"Each top-{k} singular vector ({matrices} matrices; line: mean)", fontsize=9)
     right.grid(alpha=0.3)
-    handles = [plt.Line2D([], [], color=method_color(method), linestyle=style_,
-                          label=f"{method_label(method)}{f' [{config}]' if config else ''} (n={len(run_ids)} runs)")
-               for (method, config), style_, run_ids in groups]
+    handles = [
+        plt.Line2D(
+            [],
+            [],
+            color=method_color(method),
+            linestyle=style_,
+            label=f"{method_label(method)}{f' [{config}]' if config else ''} (n={len(run_ids)} runs)",
+        )
+        for (method, config), style_, run_ids in groups
+    ]
     style.set_title(fig, style.paper_title("Intruder dimensions (Shuttleworth et al. 2024)", counts))
     style.legend_below(fig, left, handles)
     checkpoint = "/".join(sorted(map(str, cosines["checkpoint"].unique()))) if "checkpoint" in cosines else ""
-    style.add_note(fig, f"Per layer matrix of each run ({matrices}; low-rank updates merged into the matrix), the top-{k} "
-                        f"left singular vectors of the tuned matrix at '{checkpoint}' against every left singular vector of "
-                        "the matrix at step-0. Dotted: the threshold of the claims. Runs whose method changes no weight "
-                        "matrix (adapters, prefix tuning) have nothing to measure and are not drawn.")
+    style.add_note(
+        fig,
+        f"Per layer matrix of each run ({matrices}; low-rank updates merged into the matrix), the top-{k} "
+        f"left singular vectors of the tuned matrix at '{checkpoint}' against every left singular vector of "
+        "the matrix at step-0. Dotted: the threshold of the claims. Runs whose method changes no weight "
+        "matrix (adapters, prefix tuning) have nothing to measure and are not drawn.",
+    )
     return fig
 
 
@@ -73,5 +91,7 @@ def _groups(counts: pd.DataFrame) -> list[tuple[tuple[str, str], str, list[str]]
     """The runs' groups: per method, one per value of every setting that varies inside it (LoRA's
     rank...), never pooled; each as ((method, settings text), line style, run ids)."""
     runs = counts.drop_duplicates("run_id")
-    return [((method, style.settings_text(settings)), line_style, sorted(rows["run_id"]))
-            for method, settings, line_style, rows in style.method_configs(runs, mixed_settings(runs, ["method"]))]
+    return [
+        ((method, style.settings_text(settings)), line_style, sorted(rows["run_id"]))
+        for method, settings, line_style, rows in style.method_configs(runs, mixed_settings(runs, ["method"]))
+    ]

@@ -33,7 +33,9 @@ def lora_space_figure(values: pd.DataFrame, ratios: pd.DataFrame) -> Figure:
         part = values[values["estimator"] == estimator]
         for (run_id, method), run in part.groupby(["run_id", "method"]):
             run = run.set_index("space").reindex(list(SPACES))
-            ax.plot(range(len(SPACES)), run["value"], color=method_color(method), marker="o", markersize=4, linewidth=0.9)
+            ax.plot(
+                range(len(SPACES)), run["value"], color=method_color(method), marker="o", markersize=4, linewidth=0.9
+            )
         ax.set_xticks(range(len(SPACES)), [SPACE_LABELS[s] for s in SPACES], fontsize=8)
         ax.set_xlim(-0.4, len(SPACES) - 0.6)
         if (part["value"] > 0).all():
@@ -46,7 +48,9 @@ def lora_space_figure(values: pd.DataFrame, ratios: pd.DataFrame) -> Figure:
         part = ratios[ratios["estimator"] == estimator]
         for method in methods:
             chosen = part[part["method"] == method]
-            last.scatter([i] * len(chosen), chosen["value"], color=method_color(method), s=22, edgecolor="black", linewidth=0.4)
+            last.scatter(
+                [i] * len(chosen), chosen["value"], color=method_color(method), s=22, edgecolor="black", linewidth=0.4
+            )
     last.axhline(0, color="#444444", linestyle=":", linewidth=0.9)
     last.set_xticks(range(len(ESTIMATORS)), list(ESTIMATORS.values()), fontsize=8)
     last.set_xlim(-0.5, len(ESTIMATORS) - 0.5)
@@ -54,12 +58,17 @@ def lora_space_figure(values: pd.DataFrame, ratios: pd.DataFrame) -> Figure:
     last.set_title("Above 0: sharper in the full weights", fontsize=9)
     last.grid(alpha=0.3, axis="y")
     handles = [plt.Line2D([], [], color=method_color(m), marker="o", label=method_label(m)) for m in methods]
-    style.set_title(fig, style.paper_title("Flat in LoRA space, sharp in full space? (Li et al. 2024, Flat-LoRA)", values))
+    style.set_title(
+        fig, style.paper_title("Flat in LoRA space, sharp in full space? (Li et al. 2024, Flat-LoRA)", values)
+    )
     style.legend_below(fig, axes[0], handles)
     checkpoint = "/".join(sorted(map(str, values["checkpoint"].unique())))
     examples = "/".join(str(e) for e in sorted(values["examples"].unique()))
-    style.add_note(fig, f"At each run's '{checkpoint}' checkpoint, on one fixed batch of {examples} training examples: the "
-                        "Hessian of the training loss over the LoRA factors (A, B of every adapted matrix) and over the same "
-                        "matrices with the update merged (W = W_0 + (alpha/r) B A); head and everything else fixed. Units "
-                        "differ (per squared factor vs weight unit): the trace per parameter divides out the dimensions.")
+    style.add_note(
+        fig,
+        f"At each run's '{checkpoint}' checkpoint, on one fixed batch of {examples} training examples: the "
+        "Hessian of the training loss over the LoRA factors (A, B of every adapted matrix) and over the same "
+        "matrices with the update merged (W = W_0 + (alpha/r) B A); head and everything else fixed. Units "
+        "differ (per squared factor vs weight unit): the trace per parameter divides out the dimensions.",
+    )
     return fig

@@ -43,8 +43,9 @@ def rsa_by_layer(frame: pd.DataFrame, measure: str = "rsa") -> Figure:
         raise ValueError(f"no rows with measure {measure!r} (have: {', '.join(map(str, frame['measure'].unique()))})")
     tasks = sorted(data["task"].unique())
     # one measure on every panel: one y scale, so tasks compare by eye
-    fig, axes = canvas.subplots(1, len(tasks), figsize=(5.0 * len(tasks), 3.6), constrained_layout=True, squeeze=False,
-                             sharey=True)
+    fig, axes = canvas.subplots(
+        1, len(tasks), figsize=(5.0 * len(tasks), 3.6), constrained_layout=True, squeeze=False, sharey=True
+    )
     for ax, task in zip(axes[0], tasks):
         _panel(ax, data[data["task"] == task], task, measure)
     axes[0][0].set_ylabel(f"{MEASURE_LABELS.get(measure, measure)} with the base model")
@@ -54,16 +55,24 @@ def rsa_by_layer(frame: pd.DataFrame, measure: str = "rsa") -> Figure:
             handles.setdefault(label, handle)
     style.set_title(fig, style.paper_title("He et al. 2021, figures 2 and 7", data))
     style.legend_below(fig, axes[0][0], list(handles.values()), ncols=2)
-    failed = "Failed runs (not-learned, collapsed or diverged) are left out of the lines (counted in the legend). " \
-        if "outcome" in data and (data["outcome"] != collapse.OK).any() else ""
-    style.add_note(fig, "Points: mean over the runs (seeds) of a configuration; error bars: ±1 std over them (ddof 1). "
-                        f"{failed}Dotted line: the base model itself (similarity 1).")
+    failed = (
+        "Failed runs (not-learned, collapsed or diverged) are left out of the lines (counted in the legend). "
+        if "outcome" in data and (data["outcome"] != collapse.OK).any()
+        else ""
+    )
+    style.add_note(
+        fig,
+        "Points: mean over the runs (seeds) of a configuration; error bars: ±1 std over them (ddof 1). "
+        f"{failed}Dotted line: the base model itself (similarity 1).",
+    )
     return fig
 
 
 def _panel(ax, data: pd.DataFrame, task: str, measure: str) -> None:
-    split_by = [*mixed_settings(data, ["method"]),
-                *(c for c in _CONFIG if c in data.columns and data.groupby("method")[c].nunique(dropna=False).max() > 1)]
+    split_by = [
+        *mixed_settings(data, ["method"]),
+        *(c for c in _CONFIG if c in data.columns and data.groupby("method")[c].nunique(dropna=False).max() > 1),
+    ]
     for method, config, line_style, group in style.method_configs(data, split_by):
         _line(ax, group, method, config, line_style)
     layers = sorted(data["layer"].unique())
@@ -81,14 +90,24 @@ def _line(ax, group: pd.DataFrame, method: str, config: dict, linestyle: str) ->
     stats = group.groupby("layer")["value"].agg(["mean", "std", "count"]).sort_index()
     runs = group["run_id"].nunique() if "run_id" in group.columns else int(stats["count"].max() if len(stats) else 0)
     extra = style.settings_text(config)
-    label = (f"{method_label(method)}{f' [{extra}]' if extra else ''} (n={runs} run{'s' if runs != 1 else ''}"
-             f"{f'; {left_out}' if left_out else ''})")
+    label = (
+        f"{method_label(method)}{f' [{extra}]' if extra else ''} (n={runs} run{'s' if runs != 1 else ''}"
+        f"{f'; {left_out}' if left_out else ''})"
+    )
     if stats.empty:  # every run failed: in the legend only
         ax.plot([], [], color=method_color(method), linestyle=linestyle, marker="o", markersize=3, label=label)
         return
     ax.errorbar(
-        stats.index, stats["mean"], yerr=stats["std"].fillna(0.0), color=method_color(method), linestyle=linestyle,
-        marker="o", markersize=3, capsize=3, linewidth=1.2, label=label,
+        stats.index,
+        stats["mean"],
+        yerr=stats["std"].fillna(0.0),
+        color=method_color(method),
+        linestyle=linestyle,
+        marker="o",
+        markersize=3,
+        capsize=3,
+        linewidth=1.2,
+        label=label,
     )
 
 

@@ -32,8 +32,13 @@ def similarity_panels(frame: pd.DataFrame) -> Figure:
     measures = [m for m in MEASURE_LABELS if m in set(frame["measure"])]
     tasks = sorted(frame["task"].unique())
     methods = sorted(frame["method"].unique())
-    fig, axes = canvas.subplots(len(tasks), len(measures), figsize=(3.3 * len(measures), 3.3 * len(tasks)), squeeze=False,
-                             constrained_layout=True)
+    fig, axes = canvas.subplots(
+        len(tasks),
+        len(measures),
+        figsize=(3.3 * len(measures), 3.3 * len(tasks)),
+        squeeze=False,
+        constrained_layout=True,
+    )
     for row, task in zip(axes, tasks):
         for ax, measure in zip(row, measures):
             data = frame[(frame["task"] == task) & (frame["measure"] == measure)]
@@ -42,9 +47,18 @@ def similarity_panels(frame: pd.DataFrame) -> Figure:
             ax.set_xlabel("layer (emb = embedding output)")
         row[0].set_ylabel("tuned vs base model")
     runs = frame.drop_duplicates("run_id").groupby("method")["run_id"].size()
-    handles = [plt.Line2D([], [], color=method_color(m), marker="o", markersize=3, label=f"{method_label(m)} (n={runs[m]} runs)")
-               for m in methods]
-    style.set_title(fig, style.paper_title("Similarity of each layer to the base model: four measures (He et al. 2021 §2.2 and beyond)", frame))
+    handles = [
+        plt.Line2D(
+            [], [], color=method_color(m), marker="o", markersize=3, label=f"{method_label(m)} (n={runs[m]} runs)"
+        )
+        for m in methods
+    ]
+    style.set_title(
+        fig,
+        style.paper_title(
+            "Similarity of each layer to the base model: four measures (He et al. 2021 §2.2 and beyond)", frame
+        ),
+    )
     style.legend_below(fig, axes[0][0], handles)
     style.add_note(fig, _note(frame))
     return fig
@@ -61,9 +75,20 @@ def _panel(ax, data: pd.DataFrame, methods: list[str]) -> None:
         for run_id in runs_per_method[method]:
             rows = data[data["run_id"] == run_id].sort_values("layer")
             x = rows["layer"].to_numpy(float) + offsets[(method, run_id)]
-            errors = np.vstack([(rows["value"] - rows["ci_low"]).clip(lower=0), (rows["ci_high"] - rows["value"]).clip(lower=0)])
-            ax.errorbar(x, rows["value"], yerr=np.nan_to_num(errors), fmt="o", color=color, markersize=2.5, capsize=1.5,
-                        linewidth=0.8, alpha=0.85)
+            errors = np.vstack(
+                [(rows["value"] - rows["ci_low"]).clip(lower=0), (rows["ci_high"] - rows["value"]).clip(lower=0)]
+            )
+            ax.errorbar(
+                x,
+                rows["value"],
+                yerr=np.nan_to_num(errors),
+                fmt="o",
+                color=color,
+                markersize=2.5,
+                capsize=1.5,
+                linewidth=0.8,
+                alpha=0.85,
+            )
             # the interval itself, where it lies beside the value (a biased estimator's bootstrap shifts)
             ax.vlines(x, rows["ci_low"], rows["ci_high"], color=color, linewidth=2.2, alpha=0.35)
         means = data[data["method"] == method].groupby("layer")["value"].mean().reindex(layers)
@@ -79,10 +104,12 @@ def _note(frame: pd.DataFrame) -> str:
     confidence = "/".join(f"{c:.0%}" for c in sorted(frame["confidence"].unique()))
     resamples = int(frame["resamples"].max())
     checkpoint = "/".join(sorted(frame["checkpoint"].unique()))
-    return (f"Each run's '{checkpoint}' checkpoint vs the pretrained model on the same {tokens} sampled dev tokens. Dots: "
-            f"a run's value on the whole sample; thick bars: its {confidence} basic bootstrap interval over the tokens "
-            f"(random halves of {groups} random token groups, {resamples} halves, no token paired with its own copy), "
-            "thin bars join it to the dot where it lies beside it: the reflected interval corrects a half-sample's larger "
-            "small-sample bias, which for linear CKA (biased upwards) and the Procrustes distance shifts the interval away "
-            "from the whole-sample value. Intervals say how much the token sample moves a run's value, not how runs "
-            "(seeds) vary; lines join the means over the runs of a method.")
+    return (
+        f"Each run's '{checkpoint}' checkpoint vs the pretrained model on the same {tokens} sampled dev tokens. Dots: "
+        f"a run's value on the whole sample; thick bars: its {confidence} basic bootstrap interval over the tokens "
+        f"(random halves of {groups} random token groups, {resamples} halves, no token paired with its own copy), "
+        "thin bars join it to the dot where it lies beside it: the reflected interval corrects a half-sample's larger "
+        "small-sample bias, which for linear CKA (biased upwards) and the Procrustes distance shifts the interval away "
+        "from the whole-sample value. Intervals say how much the token sample moves a run's value, not how runs "
+        "(seeds) vary; lines join the means over the runs of a method."
+    )

@@ -46,15 +46,29 @@ from robustkit import collapse
 from robustkit.plots import canvas, style
 from robustkit.plots.style import PERCENT, SCALED, method_color, method_label, plt
 
-__all__ = ["PERCENT", "SCALED", "box_lr", "box_seeds", "box_tsp", "box_tsp_epochs", "method_boxes", "train_size",
-           "value_label"]
+__all__ = [
+    "PERCENT",
+    "SCALED",
+    "box_lr",
+    "box_seeds",
+    "box_tsp",
+    "box_tsp_epochs",
+    "method_boxes",
+    "train_size",
+    "value_label",
+]
 
 BOX_WIDTH = 0.8  # seaborn's default: dodged boxes share it equally
 BOX_NOTE = "Boxes: quartiles and median of the runs kept; whiskers: 1.5 x IQR; dots: runs."
 
 
-def box_seeds(frame: pd.DataFrame, summary: pd.DataFrame, panels: Sequence[str] = (), caption_text: str = "",
-              include_failed: bool = False) -> Figure:
+def box_seeds(
+    frame: pd.DataFrame,
+    summary: pd.DataFrame,
+    panels: Sequence[str] = (),
+    caption_text: str = "",
+    include_failed: bool = False,
+) -> Figure:
     """Han et al. 2021 figure 2: one box per method over its runs (seeds); a panel per task.
 
     The arguments but ``include_failed`` are :func:`robustkit.analysis.boxes.box_seeds`'s.
@@ -75,12 +89,27 @@ def box_seeds(frame: pd.DataFrame, summary: pd.DataFrame, panels: Sequence[str] 
     include_failed : bool
         The boxes hold collapsed / diverged runs too (they are still marked); as the view's.
     """
-    return _box_figure(frame, summary, panels, caption_text, x="method", hue="method", xlabel="tuning method",
-                       figure="Han et al. 2021, figure 2", include_failed=include_failed)
+    return _box_figure(
+        frame,
+        summary,
+        panels,
+        caption_text,
+        x="method",
+        hue="method",
+        xlabel="tuning method",
+        figure="Han et al. 2021, figure 2",
+        include_failed=include_failed,
+    )
 
 
-def box_tsp(frame: pd.DataFrame, summary: pd.DataFrame, panels: Sequence[str] = (), caption_text: str = "",
-            pooled: bool = False, include_failed: bool = False) -> Figure:
+def box_tsp(
+    frame: pd.DataFrame,
+    summary: pd.DataFrame,
+    panels: Sequence[str] = (),
+    caption_text: str = "",
+    pooled: bool = False,
+    include_failed: bool = False,
+) -> Figure:
     """Han et al. 2021 figure 4: scores over task-specific pretraining steps.
 
     The arguments but ``pooled`` and ``include_failed`` are :func:`robustkit.analysis.boxes.box_tsp`'s.
@@ -108,14 +137,38 @@ def box_tsp(frame: pd.DataFrame, summary: pd.DataFrame, panels: Sequence[str] = 
     figure = "Han et al. 2021, figure 4"
     if pooled:
         steps = ", ".join(map(str, sorted(frame["tsp_step"].unique())))
-        return _box_figure(frame, summary, panels, caption_text, x="method", hue="method", figure=figure,
-                           xlabel=f"tuning method (pooled over TSP steps {steps})", include_failed=include_failed)
-    return _box_figure(frame, summary, panels, caption_text, x="tsp_step", hue="method", figure=figure,
-                       xlabel="task-specific pretraining steps (masked-LM updates)", include_failed=include_failed)
+        return _box_figure(
+            frame,
+            summary,
+            panels,
+            caption_text,
+            x="method",
+            hue="method",
+            figure=figure,
+            xlabel=f"tuning method (pooled over TSP steps {steps})",
+            include_failed=include_failed,
+        )
+    return _box_figure(
+        frame,
+        summary,
+        panels,
+        caption_text,
+        x="tsp_step",
+        hue="method",
+        figure=figure,
+        xlabel="task-specific pretraining steps (masked-LM updates)",
+        include_failed=include_failed,
+    )
 
 
-def box_tsp_epochs(frame: pd.DataFrame, summary: pd.DataFrame, panels: Sequence[str] = (), caption_text: str = "",
-                   pool_epochs: bool = False, include_failed: bool = False) -> Figure:
+def box_tsp_epochs(
+    frame: pd.DataFrame,
+    summary: pd.DataFrame,
+    panels: Sequence[str] = (),
+    caption_text: str = "",
+    pool_epochs: bool = False,
+    include_failed: bool = False,
+) -> Figure:
     """Han et al. 2021 figures 9 and 10: the dev score at fine-tuning epoch ends per TSP step.
 
     The arguments but ``pool_epochs`` and ``include_failed`` are
@@ -145,15 +198,38 @@ def box_tsp_epochs(frame: pd.DataFrame, summary: pd.DataFrame, panels: Sequence[
     if pool_epochs:
         epochs = sorted(frame["epoch"].unique())
         span = f"{epochs[0]}-{epochs[-1]}" if len(epochs) > 1 else f"{epochs[0]}"
-        return _box_figure(frame, summary, panels, caption_text, x="tsp_step", hue="method", figure=figure,
-                           xlabel=f"task-specific pretraining steps (each box: fine-tuning epoch ends {span} of every run)",
-                           include_failed=include_failed, unit="evaluations")
-    return _box_figure(frame, summary, panels, caption_text, x="epoch", hue="tsp_step", xlabel="fine-tuning epochs",
-                       figure=figure, include_failed=include_failed)
+        return _box_figure(
+            frame,
+            summary,
+            panels,
+            caption_text,
+            x="tsp_step",
+            hue="method",
+            figure=figure,
+            xlabel=f"task-specific pretraining steps (each box: fine-tuning epoch ends {span} of every run)",
+            include_failed=include_failed,
+            unit="evaluations",
+        )
+    return _box_figure(
+        frame,
+        summary,
+        panels,
+        caption_text,
+        x="epoch",
+        hue="tsp_step",
+        xlabel="fine-tuning epochs",
+        figure=figure,
+        include_failed=include_failed,
+    )
 
 
-def box_lr(frame: pd.DataFrame, summary: pd.DataFrame, panels: Sequence[str] = (), caption_text: str = "",
-           include_failed: bool = False) -> Figure:
+def box_lr(
+    frame: pd.DataFrame,
+    summary: pd.DataFrame,
+    panels: Sequence[str] = (),
+    caption_text: str = "",
+    include_failed: bool = False,
+) -> Figure:
     """He et al. 2021 figure 4: one box per learning rate and method, over the seeds.
 
     Runs that differ in another setting (He's 1k and 5k training examples) get a panel each.
@@ -174,12 +250,27 @@ def box_lr(frame: pd.DataFrame, summary: pd.DataFrame, panels: Sequence[str] = (
     include_failed : bool
         The boxes hold collapsed / diverged runs too; as the view's.
     """
-    return _box_figure(frame, summary, panels, caption_text, x="lr", hue="method", xlabel="learning rate (AdamW peak)",
-                       figure="He et al. 2021, figure 4", include_failed=include_failed)
+    return _box_figure(
+        frame,
+        summary,
+        panels,
+        caption_text,
+        x="lr",
+        hue="method",
+        xlabel="learning rate (AdamW peak)",
+        figure="He et al. 2021, figure 4",
+        include_failed=include_failed,
+    )
 
 
-def train_size(frame: pd.DataFrame, summary: pd.DataFrame, panels: Sequence[str] = (), caption_text: str = "",
-               kind: str = "box", include_failed: bool = False) -> Figure:
+def train_size(
+    frame: pd.DataFrame,
+    summary: pd.DataFrame,
+    panels: Sequence[str] = (),
+    caption_text: str = "",
+    kind: str = "box",
+    include_failed: bool = False,
+) -> Figure:
     """He et al. 2021 figure 3: score against the number of training examples, per method.
 
     The arguments but ``kind`` and ``include_failed`` are :func:`robustkit.analysis.boxes.train_size`'s.
@@ -204,21 +295,46 @@ def train_size(frame: pd.DataFrame, summary: pd.DataFrame, panels: Sequence[str]
     """
     if kind not in ("box", "mean"):
         raise ValueError(f"kind must be 'box' or 'mean', got {kind!r}")
-    return _box_figure(frame, summary, panels, caption_text, x="train_size", hue="method", mean_std=kind == "mean",
-                       xlabel="training examples", figure="He et al. 2021, figure 3", include_failed=include_failed)
+    return _box_figure(
+        frame,
+        summary,
+        panels,
+        caption_text,
+        x="train_size",
+        hue="method",
+        mean_std=kind == "mean",
+        xlabel="training examples",
+        figure="He et al. 2021, figure 3",
+        include_failed=include_failed,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # outcomes and facets
 
 
-def method_boxes(frame: pd.DataFrame, summary: pd.DataFrame, figure: str, panels: Sequence[str] = (),
-                 caption_text: str = "", include_failed: bool = False) -> Figure:
+def method_boxes(
+    frame: pd.DataFrame,
+    summary: pd.DataFrame,
+    figure: str,
+    panels: Sequence[str] = (),
+    caption_text: str = "",
+    include_failed: bool = False,
+) -> Figure:
     """One box per method over its runs, a panel per task, titled ``figure``: any per-run score
     (``value``, ``metric``, ``split``, ``outcome``); ``summary``, ``panels`` and ``caption_text``
     (the tests between methods) from :func:`robustkit.analysis.boxes.method_boxes`."""
-    return _box_figure(frame, summary, panels, caption_text, x="method", hue="method", xlabel="tuning method",
-                       figure=figure, include_failed=include_failed)
+    return _box_figure(
+        frame,
+        summary,
+        panels,
+        caption_text,
+        x="method",
+        hue="method",
+        xlabel="tuning method",
+        figure=figure,
+        include_failed=include_failed,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -226,15 +342,26 @@ def method_boxes(frame: pd.DataFrame, summary: pd.DataFrame, figure: str, panels
 
 
 def _box_figure(
-    frame: pd.DataFrame, summary: pd.DataFrame, panels: Sequence[str], caption_text: str, x: str, hue: str,
-    xlabel: str, figure: str, mean_std: bool = False, include_failed: bool = False, unit: str = "runs",
+    frame: pd.DataFrame,
+    summary: pd.DataFrame,
+    panels: Sequence[str],
+    caption_text: str,
+    x: str,
+    hue: str,
+    xlabel: str,
+    figure: str,
+    mean_std: bool = False,
+    include_failed: bool = False,
+    unit: str = "runs",
 ) -> Figure:
     """Rows = tasks, columns = values of the ``panels`` columns; boxes at x, by hue."""
     if frame.empty:
         raise ValueError("nothing to plot: the frame is empty")
     if "outcome" not in frame or not {x, hue} <= set(summary.columns):
-        raise ValueError(f"the frame needs an outcome column and the summary one row per {x} x {hue}: "
-                         "pass the view's dict (robustkit.analysis.boxes)")
+        raise ValueError(
+            f"the frame needs an outcome column and the summary one row per {x} x {hue}: "
+            "pass the view's dict (robustkit.analysis.boxes)"
+        )
     data = _prepared(frame, x)
     panel_keys = list(panels)
     tasks = sorted(data["task"].unique())
@@ -244,8 +371,14 @@ def _box_figure(
     width = min(7.5, max(4.6, 0.9 * data["_x"].nunique() * (len(hues) if hue != x else 1) + 2.2))
     # one metric: every panel on one y scale, so boxes compare by eye across the whole figure
     share = True if data["metric"].nunique() == 1 else "row"
-    fig, axes = canvas.subplots(len(tasks), len(combos), squeeze=False, constrained_layout=True, sharey=share,
-                             figsize=(width * len(combos), 3.6 * len(tasks)))
+    fig, axes = canvas.subplots(
+        len(tasks),
+        len(combos),
+        squeeze=False,
+        constrained_layout=True,
+        sharey=share,
+        figsize=(width * len(combos), 3.6 * len(tasks)),
+    )
     # runs per box, from the summary (its statistics' groups are the boxes)
     counts = summary.assign(_x=summary[x].map(_x_label), n_ok=summary["n_runs"] - summary["n_failed"])
     for row, task in zip(axes, tasks):
@@ -254,10 +387,26 @@ def _box_figure(
             if panel.empty:
                 ax.set_visible(False)
                 continue
-            _panel(ax, panel, x, hue, [h for h in hues if h in set(panel[hue])], palette, mean_std, include_failed,
-                   _panel_rows(summary, task, panel_keys, combo) if mean_std else None)
-            _annotate(ax, panel, hue, [h for h in hues if h in set(panel[hue])], x != hue,
-                      _panel_rows(counts, task, panel_keys, combo), include_failed)
+            _panel(
+                ax,
+                panel,
+                x,
+                hue,
+                [h for h in hues if h in set(panel[hue])],
+                palette,
+                mean_std,
+                include_failed,
+                _panel_rows(summary, task, panel_keys, combo) if mean_std else None,
+            )
+            _annotate(
+                ax,
+                panel,
+                hue,
+                [h for h in hues if h in set(panel[hue])],
+                x != hue,
+                _panel_rows(counts, task, panel_keys, combo),
+                include_failed,
+            )
             ax.set_xlabel(xlabel)
             ax.set_title(_panel_title(task, panel_keys, combo), fontsize=9)
         row[0].set_ylabel(value_label(data[data["task"] == task]))
@@ -277,18 +426,36 @@ def _prepared(frame: pd.DataFrame, x: str) -> pd.DataFrame:
     baseline = frame["baseline"] if "baseline" in frame else pd.Series(np.nan, index=frame.index)
     return frame.assign(
         _x=pd.Categorical(frame[x].map(labels), categories=list(dict.fromkeys(labels.values()))),
-        shown=frame["value"] * factor, shown_baseline=baseline * factor,
+        shown=frame["value"] * factor,
+        shown_baseline=baseline * factor,
     )
 
 
-def _panel(ax, panel: pd.DataFrame, x: str, hue: str, levels: list, palette: dict, mean_std: bool,
-           include_failed: bool, summary: pd.DataFrame | None) -> None:
+def _panel(
+    ax,
+    panel: pd.DataFrame,
+    x: str,
+    hue: str,
+    levels: list,
+    palette: dict,
+    mean_std: bool,
+    include_failed: bool,
+    summary: pd.DataFrame | None,
+) -> None:
     order = [c for c in panel["_x"].cat.categories if c in set(panel["_x"])]
     dodge = hue != x  # x = hue = method: one centred box per method
     kept = collapse.kept(panel, include_failed)
     ok = kept[kept["outcome"] == collapse.OK] if "outcome" in kept else kept
-    common = {"x": "_x", "y": "shown", "hue": hue, "order": order, "hue_order": levels,
-              "palette": palette, "ax": ax, "legend": False}
+    common = {
+        "x": "_x",
+        "y": "shown",
+        "hue": hue,
+        "order": order,
+        "hue_order": levels,
+        "palette": palette,
+        "ax": ax,
+        "legend": False,
+    }
     if mean_std:
         _mean_std(ax, summary, x, order, hue, levels, palette, dodge, style.scale(str(panel["metric"].iloc[0])))
     elif not kept.empty:
@@ -311,12 +478,27 @@ def _failed_markers(ax, panel: pd.DataFrame, order: list[str], hue: str, levels:
         centre = _position(order.index(x), levels.index(level), len(levels), dodge)
         # spread side by side (deterministic): crosses at one value would hide each other
         offsets = np.linspace(-0.08, 0.08, len(rows)) if len(rows) > 1 else np.zeros(1)
-        ax.plot(centre + offsets, rows["shown"].to_numpy(), **style.COLLAPSED_STYLE, zorder=4, gid="collapsed",
-                label="_collapsed")
+        ax.plot(
+            centre + offsets,
+            rows["shown"].to_numpy(),
+            **style.COLLAPSED_STYLE,
+            zorder=4,
+            gid="collapsed",
+            label="_collapsed",
+        )
 
 
-def _mean_std(ax, summary: pd.DataFrame, x: str, order: list[str], hue: str, levels: list, palette: dict,
-              dodge: bool, factor: float) -> None:
+def _mean_std(
+    ax,
+    summary: pd.DataFrame,
+    x: str,
+    order: list[str],
+    hue: str,
+    levels: list,
+    palette: dict,
+    dodge: bool,
+    factor: float,
+) -> None:
     """Mean +- std (ddof 1, the summary's: :func:`robustkit.analysis.stability.summarize`) per x
     and hue, joined per hue."""
     if summary is None or summary.empty:
@@ -325,8 +507,17 @@ def _mean_std(ax, summary: pd.DataFrame, x: str, order: list[str], hue: str, lev
         rows = summary[summary[hue] == level]
         stats = rows.assign(_x=rows[x].map(_x_label)).set_index("_x").reindex(order)
         positions = [_position(i, j, len(levels), dodge) for i in range(len(order))]
-        ax.errorbar(positions, stats["mean"] * factor, yerr=stats["std"].fillna(0) * factor, color=palette[level],
-                    marker="o", markersize=5, capsize=3, linewidth=1.2, zorder=3)
+        ax.errorbar(
+            positions,
+            stats["mean"] * factor,
+            yerr=stats["std"].fillna(0) * factor,
+            color=palette[level],
+            marker="o",
+            markersize=5,
+            capsize=3,
+            linewidth=1.2,
+            zorder=3,
+        )
 
 
 def _fit_limits(axes: np.ndarray, data: pd.DataFrame) -> None:
@@ -340,8 +531,9 @@ def _fit_limits(axes: np.ndarray, data: pd.DataFrame) -> None:
         row[0].set_ylim(low, high + 0.16 * (high - low))
 
 
-def _annotate(ax, panel: pd.DataFrame, hue: str, levels: list, dodge: bool, counts: pd.DataFrame,
-              include_failed: bool) -> None:
+def _annotate(
+    ax, panel: pd.DataFrame, hue: str, levels: list, dodge: bool, counts: pd.DataFrame, include_failed: bool
+) -> None:
     """``n=`` (runs in the box's statistics) and ``collapsed k/n`` over each box, in the top margin of the axes."""
     where = blended_transform_factory(ax.transData, ax.transAxes)
     order = [c for c in panel["_x"].cat.categories if c in set(panel["_x"])]
@@ -354,8 +546,17 @@ def _annotate(ax, panel: pd.DataFrame, hue: str, levels: list, dodge: bool, coun
         ax.text(position, 0.985, f"n={used}", transform=where, ha="center", va="top", fontsize=6)
         failed = collapse.label(row["n_collapsed"], row["n_runs"], row["n_diverged"], row.get("n_not_learned", 0))
         if failed:
-            ax.text(position, 0.935, failed.replace(", ", "\n"), transform=where, ha="center", va="top",
-                    fontsize=5.5, color="#555555", gid="collapsed-label")
+            ax.text(
+                position,
+                0.935,
+                failed.replace(", ", "\n"),
+                transform=where,
+                ha="center",
+                va="top",
+                fontsize=5.5,
+                color="#555555",
+                gid="collapsed-label",
+            )
 
 
 def _baseline(ax, panel: pd.DataFrame, order: list[str], dodge: bool) -> None:
@@ -374,7 +575,9 @@ def _baseline(ax, panel: pd.DataFrame, order: list[str], dodge: bool) -> None:
 def _legend_handles(data: pd.DataFrame, hue: str, hues: list, palette: dict, mean_std: bool) -> list:
     handles = [Patch(facecolor=palette[h], alpha=0.7, label=_hue_label(hue, h)) for h in hues]
     if mean_std:
-        handles.append(Line2D([], [], color="#333333", marker="o", markersize=4, label="mean ± 1 std over seeds (ddof 1)"))
+        handles.append(
+            Line2D([], [], color="#333333", marker="o", markersize=4, label="mean ± 1 std over seeds (ddof 1)")
+        )
     if data["shown_baseline"].notna().any():
         handles.append(style.baseline_handle())
     if (data["outcome"] != collapse.OK).any():
@@ -387,11 +590,17 @@ def _method_note(data: pd.DataFrame, mean_std: bool, include_failed: bool, unit:
     parts = ["Points: mean ± 1 std (ddof 1) over seeds; dots: runs." if mean_std else BOX_NOTE]
     if "checkpoint" in data and data["checkpoint"].nunique() == 1:
         which = {"last": "the last checkpoint (end of training)", "best": "the checkpoint of the best validation score"}
-        parts.insert(0, f"Scores: {value_label(data).split(' (')[0]} at {which.get(data['checkpoint'].iloc[0], data['checkpoint'].iloc[0])}.")
+        parts.insert(
+            0,
+            f"Scores: {value_label(data).split(' (')[0]} at "
+            f"{which.get(data['checkpoint'].iloc[0], data['checkpoint'].iloc[0])}.",
+        )
     if (data["outcome"] != collapse.OK).any():
         kept = "kept in" if include_failed else "left out of"
-        parts.append(f"Grey crosses: collapsed / diverged {unit} (robustkit.collapse: stuck at the majority class), "
-                     f"{kept} the {'means' if mean_std else 'boxes'}, n= and tests.")
+        parts.append(
+            f"Grey crosses: collapsed / diverged {unit} (robustkit.collapse: stuck at the majority class), "
+            f"{kept} the {'means' if mean_std else 'boxes'}, n= and tests."
+        )
     return " ".join(parts)
 
 
@@ -428,9 +637,15 @@ def _panel_title(task: str, keys: list[str], combo: tuple, most: int = 3) -> str
     imported = settings.get("import_id")
     if not _missing(imported):
         settings = {"import_id": imported}
-    shown = [f"import {v}" if k == "import_id" else _data_label(v) if k == "data_fingerprint"
-             else f"{_column_label(k)} {_x_label(v)}"
-             for k, v in settings.items() if not _missing(v) or k == "train_size"]
+    shown = [
+        f"import {v}"
+        if k == "import_id"
+        else _data_label(v)
+        if k == "data_fingerprint"
+        else f"{_column_label(k)} {_x_label(v)}"
+        for k, v in settings.items()
+        if not _missing(v) or k == "train_size"
+    ]
     parts += shown[:most] + (["..."] if len(shown) > most else [])
     return ": ".join(parts[:2]) + "".join(f", {p}" for p in parts[2:])
 
@@ -446,8 +661,12 @@ def _data_label(fingerprint) -> str:
 
 
 def _column_label(column: str) -> str:
-    return {"tsp_step": "TSP steps", "train_size": "training examples", "adapter_size": "adapter size m",
-            "lr": "lr"}.get(column, column.replace("_", " "))
+    return {
+        "tsp_step": "TSP steps",
+        "train_size": "training examples",
+        "adapter_size": "adapter size m",
+        "lr": "lr",
+    }.get(column, column.replace("_", " "))
 
 
 def _position(i: int, j: int, k: int, dodge: bool) -> float:

@@ -30,8 +30,14 @@ def stability_length_figure(spread: pd.DataFrame, deviations: pd.DataFrame) -> F
         line = spread[spread["method"] == method].sort_values("epoch")
         left.plot(line["epoch"], line["std"], color=method_color(method), marker="o", markersize=4)
         runs = sorted(line["runs"].unique())
-        left.annotate(f"n={'/'.join(str(r) for r in runs)}", (line["epoch"].iloc[-1], line["std"].iloc[-1]),
-                      fontsize=6.5, xytext=(3, 0), textcoords="offset points", va="center")
+        left.annotate(
+            f"n={'/'.join(str(r) for r in runs)}",
+            (line["epoch"].iloc[-1], line["std"].iloc[-1]),
+            fontsize=6.5,
+            xytext=(3, 0),
+            textcoords="offset points",
+            va="center",
+        )
     metric = "/".join(sorted(deviations["metric"].unique()))
     left.set_xlabel("fine-tuning epoch end")
     left.set_ylabel(f"std of validation {metric} over seeds")
@@ -49,10 +55,15 @@ def stability_length_figure(spread: pd.DataFrame, deviations: pd.DataFrame) -> F
     right.set_xticks(sorted(spread["epoch"].unique()))
     right.grid(alpha=0.3)
     handles = [plt.Line2D([], [], color=method_color(m), marker="o", label=method_label(m)) for m in methods]
-    handles.append(plt.Line2D([], [], color="#444444", marker="x", linestyle="none", label="evaluation not ok (counted)"))
+    handles.append(
+        plt.Line2D([], [], color="#444444", marker="x", linestyle="none", label="evaluation not ok (counted)")
+    )
     style.set_title(fig, style.paper_title("Seed stability vs training length (Chen et al. 2022)", deviations))
     style.legend_below(fig, left, handles)
-    style.add_note(fig, "Validation score at each fine-tuning epoch end of each run: every evaluation counts, one at the "
-                        "majority class too (a seed that has not learned is the instability). An epoch end is a point of "
-                        "one run under its whole run's learning-rate schedule, not a run trained for that many epochs.")
+    style.add_note(
+        fig,
+        "Validation score at each fine-tuning epoch end of each run: every evaluation counts, one at the "
+        "majority class too (a seed that has not learned is the instability). An epoch end is a point of "
+        "one run under its whole run's learning-rate schedule, not a run trained for that many epochs.",
+    )
     return fig

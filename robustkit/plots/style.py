@@ -186,7 +186,9 @@ def without_failed(runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     if "outcome" not in runs:
         return runs, ""
     failed = runs[runs["outcome"] != "ok"]
-    left_out = ", ".join(f"{n} {outcome} left out" for outcome, n in failed.groupby("outcome")["run_id"].nunique().items())
+    left_out = ", ".join(
+        f"{n} {outcome} left out" for outcome, n in failed.groupby("outcome")["run_id"].nunique().items()
+    )
     return runs.drop(failed.index), left_out
 
 
@@ -247,8 +249,18 @@ def add_subtitle(fig: Figure, text: str | None) -> list[Text]:
     the caller's canvas (:mod:`robustkit.plots.canvas`)."""
     if not text or canvas.current() is not None:
         return []
-    artists = [fig.text(0.5, 1.0, "\n".join(wrap(fig, part, SUBTITLE_SIZE)), ha="center", va="bottom",
-                        fontsize=SUBTITLE_SIZE, color="#333333") for part in _paragraphs(text)]
+    artists = [
+        fig.text(
+            0.5,
+            1.0,
+            "\n".join(wrap(fig, part, SUBTITLE_SIZE)),
+            ha="center",
+            va="bottom",
+            fontsize=SUBTITLE_SIZE,
+            color="#333333",
+        )
+        for part in _paragraphs(text)
+    ]
     _stack(fig, "_rk_subtitles").extend(artists)
     _said_once(fig)
     _restack(fig)
@@ -265,12 +277,18 @@ def _said_once(fig: Figure) -> None:
         # the whole rest, or it less paper_title's extra (", layer-shared adapters", which stays)
         for used in (rest, rest.rsplit(", ", 1)[0]):
             if dash and " on " in used and used in said:
-                title.set_text(head + rest[len(used):])
+                title.set_text(head + rest[len(used) :])
                 break
 
 
-def legend_below(fig: Figure, ax: plt.Axes | None, handles: Sequence, title: str | None = None,
-                 ncols: int | None = None, fontsize: float = 7.0) -> Legend:
+def legend_below(
+    fig: Figure,
+    ax: plt.Axes | None,
+    handles: Sequence,
+    title: str | None = None,
+    ncols: int | None = None,
+    fontsize: float = 7.0,
+) -> Legend:
     """One legend for the figure, attached to ``ax`` (``None``: a figure legend), hung under all
     panels (never over data), on the canvas (the canvas grows to hold it).
 
@@ -284,15 +302,31 @@ def legend_below(fig: Figure, ax: plt.Axes | None, handles: Sequence, title: str
     if isinstance(target, plt.Axes):
         return target.legend(handles=handles, title=title, title_fontsize=fontsize, fontsize=fontsize, frameon=False)
     if target is not None:
-        return target.legend(handles=handles, loc="outside lower center", ncols=ncols or 2, title=title,
-                             title_fontsize=fontsize, fontsize=fontsize, frameon=False)
+        return target.legend(
+            handles=handles,
+            loc="outside lower center",
+            ncols=ncols or 2,
+            title=title,
+            title_fontsize=fontsize,
+            fontsize=fontsize,
+            frameon=False,
+        )
     if ncols is None:
         width = max((len(getattr(h, "get_label", lambda: "")()) for h in handles), default=10)
         ncols = max(1, min(len(handles), int(_panel_size(fig)[0] * 72 / (fontsize * 0.6 * width + 40))))
     owner = fig if ax is None else ax
     while True:  # no wider than the panels: fewer columns until it fits (_fit_legend wraps one)
-        legend = owner.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=fig.transFigure,
-                              ncols=ncols, fontsize=fontsize, title=title, title_fontsize=fontsize, frameon=False)
+        legend = owner.legend(
+            handles=handles,
+            loc="upper center",
+            bbox_to_anchor=(0.5, 0.0),
+            bbox_transform=fig.transFigure,
+            ncols=ncols,
+            fontsize=fontsize,
+            title=title,
+            title_fontsize=fontsize,
+            frameon=False,
+        )
         if ncols <= 1 or _width_in(fig, legend) <= _panel_size(fig)[0]:
             break
         legend.remove()
@@ -323,16 +357,28 @@ def _width_in(fig: Figure, artist) -> float:
     return artist.get_window_extent(_renderer(fig)).width / fig.dpi
 
 
-def add_note(fig: Figure, text: str | None, fontsize: float = NOTE_SIZE, color: str = "#222222",
-             width_in: float | None = None) -> list[Text]:
+def add_note(
+    fig: Figure, text: str | None, fontsize: float = NOTE_SIZE, color: str = "#222222", width_in: float | None = None
+) -> list[Text]:
     """Text under the figure (and its legend): each ``\\n``-separated paragraph wrapped to
     ``width_in`` inches (default the figure's width), never leaving a one-word last line. None
     on the caller's canvas (:mod:`robustkit.plots.canvas`): it keeps its size."""
     if not text or canvas.current() is not None:
         return []
     footer = _stack(fig, "_rk_footer")
-    artists = [fig.text(0.0, 0.0, "\n".join(wrap(fig, part, fontsize, width_in)), ha="left", va="top", fontsize=fontsize,
-                        color=color, linespacing=1.25) for part in _paragraphs(text)]
+    artists = [
+        fig.text(
+            0.0,
+            0.0,
+            "\n".join(wrap(fig, part, fontsize, width_in)),
+            ha="left",
+            va="top",
+            fontsize=fontsize,
+            color=color,
+            linespacing=1.25,
+        )
+        for part in _paragraphs(text)
+    ]
     footer.extend(artists)
     _restack(fig)
     return artists
@@ -444,7 +490,9 @@ def _restack(fig: Figure) -> None:
     up = sum(sizes[id(a)][1] + _GAP_IN for a in header) + (_GAP_IN if header else 0)
     down = sum(sizes[id(a)][1] + _GAP_IN for a in footer) + (_GAP_IN if footer else 0)
     notes_x = 0.05  # inches: notes start a little in from the left edge
-    width = max([panel_w, *(sizes[id(a)][0] + (2 * notes_x if not isinstance(a, Legend) else 0.1) for a in (*header, *footer))])
+    width = max(
+        [panel_w, *(sizes[id(a)][0] + (2 * notes_x if not isinstance(a, Legend) else 0.1) for a in (*header, *footer))]
+    )
     height = panel_h + up + down
     fig.set_size_inches(width, height, forward=False)
     # the panels centred on a canvas that text made wider
@@ -453,7 +501,9 @@ def _restack(fig: Figure) -> None:
     if isinstance(engine, ConstrainedLayoutEngine):
         engine.set(rect=(left, bottom, panel_w / width, panel_h / height))
     for ax, (x, y, w, h) in getattr(fig, "_rk_positions", {}).items():  # panels placed by their plot function
-        ax.set_position((left + x * panel_w / width, bottom + y * panel_h / height, w * panel_w / width, h * panel_h / height))
+        ax.set_position(
+            (left + x * panel_w / width, bottom + y * panel_h / height, w * panel_w / width, h * panel_h / height)
+        )
     offset = _GAP_IN
     for artist in header:
         artist.set_position((0.5, top))

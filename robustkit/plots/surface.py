@@ -34,8 +34,15 @@ def surface_contours(frame: pd.DataFrame, metric: str = "loss", max_seeds: int =
     methods = sorted(data["method"].unique())
     runs = {m: data[data["method"] == m].drop_duplicates("run_id").sort_values("seed").head(max_seeds) for m in methods}
     columns = max(len(r) for r in runs.values())
-    fig, axes = canvas.subplots(len(methods), columns, figsize=(3.1 * columns + 0.8, 2.9 * len(methods)), squeeze=False,
-                             constrained_layout=True, sharex=True, sharey=True)
+    fig, axes = canvas.subplots(
+        len(methods),
+        columns,
+        figsize=(3.1 * columns + 0.8, 2.9 * len(methods)),
+        squeeze=False,
+        constrained_layout=True,
+        sharex=True,
+        sharey=True,
+    )
     values = data["value"].to_numpy(float)
     finite = values[np.isfinite(values)]
     levels = np.linspace(finite.min(), np.quantile(finite, 0.95), 15)
@@ -44,28 +51,39 @@ def surface_contours(frame: pd.DataFrame, metric: str = "loss", max_seeds: int =
         for ax, (_, run) in zip(row, runs[method].iterrows()):
             grid = data[data["run_id"] == run["run_id"]].pivot_table(index="b", columns="a", values="value")
             a, b = np.meshgrid(grid.columns.to_numpy(float), grid.index.to_numpy(float))
-            mappable = ax.contourf(a, b, np.clip(grid.to_numpy(float), None, levels[-1]), levels=levels, cmap="viridis",
-                                   extend="max")
+            mappable = ax.contourf(
+                a, b, np.clip(grid.to_numpy(float), None, levels[-1]), levels=levels, cmap="viridis", extend="max"
+            )
             lines = ax.contour(a, b, grid.to_numpy(float), levels=levels[::3], colors="white", linewidths=0.5)
             ax.clabel(lines, fontsize=5, fmt="%.2f")
             ax.plot(0, 0, marker="*", color="red", markersize=8)
             ax.set_title(f"{method_label(method)}\nseed {run['seed']}", fontsize=8)
             ax.set_aspect("equal")
-        for ax in row[len(runs[method]):]:
+        for ax in row[len(runs[method]) :]:
             ax.set_visible(False)
         row[0].set_ylabel("b (direction 2)")
     for ax in axes[-1]:
         ax.set_xlabel("a (direction 1)")
     unit = "mean cross-entropy, nats" if metric == "loss" else metric
-    fig.colorbar(mappable, ax=axes, shrink=0.8, label=f"{SPLIT_LABELS.get(data['split'].iloc[0], data['split'].iloc[0])} {metric} ({unit})")
+    fig.colorbar(
+        mappable,
+        ax=axes,
+        shrink=0.8,
+        label=f"{SPLIT_LABELS.get(data['split'].iloc[0], data['split'].iloc[0])} {metric} ({unit})",
+    )
     style.set_title(fig, style.paper_title("2-D loss surface around each checkpoint (Li et al. 2018)", data))
-    counts = ", ".join(f"{method_label(m)}: {len(runs[m])} of {data[data['method'] == m]['run_id'].nunique()} runs" for m in methods)
+    counts = ", ".join(
+        f"{method_label(m)}: {len(runs[m])} of {data[data['method'] == m]['run_id'].nunique()} runs" for m in methods
+    )
     checkpoint = "/".join(sorted(data["checkpoint"].unique()))
     examples = "/".join(str(e) for e in sorted(data["examples"].unique()))
-    style.add_note(fig, f"Loss at theta* + a d1 + b d2, theta* the '{checkpoint}' checkpoint (red star), d1 and d2 seeded "
-                        "Gaussian directions filter-normalised as Li et al. 2018 define it (each row of a weight matrix "
-                        "rescaled to that row's norm; biases and LayerNorms do not move), over the tensors each run trains "
-                        f"(adapter runs: adapters, LayerNorms and head; the frozen base stays put). {examples} "
-                        f"{SPLIT_LABELS.get(data['split'].iloc[0], '')} examples, the same for every run. Panels shown: {counts}. "
-                        "One colour scale for all panels, capped at the 95th percentile of all values.")
+    style.add_note(
+        fig,
+        f"Loss at theta* + a d1 + b d2, theta* the '{checkpoint}' checkpoint (red star), d1 and d2 seeded "
+        "Gaussian directions filter-normalised as Li et al. 2018 define it (each row of a weight matrix "
+        "rescaled to that row's norm; biases and LayerNorms do not move), over the tensors each run trains "
+        f"(adapter runs: adapters, LayerNorms and head; the frozen base stays put). {examples} "
+        f"{SPLIT_LABELS.get(data['split'].iloc[0], '')} examples, the same for every run. Panels shown: {counts}. "
+        "One colour scale for all panels, capped at the 95th percentile of all values.",
+    )
     return fig

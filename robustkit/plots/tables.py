@@ -26,8 +26,15 @@ ROW_HEIGHT_IN = 0.22
 NOTE_WIDTH_IN = 6.0  # notes under narrow tables wrap at this width, not the table's
 
 
-def summary_table(summary: pd.DataFrame, by: list[str], title: str, value_label: str, caption: str = "",
-                  scale: float | None = None, include_failed: bool = False) -> Figure:
+def summary_table(
+    summary: pd.DataFrame,
+    by: list[str],
+    title: str,
+    value_label: str,
+    caption: str = "",
+    scale: float | None = None,
+    include_failed: bool = False,
+) -> Figure:
     """One row per group: mean ± std, 95% CI, range, runs kept, collapsed runs, baseline.
 
     Parameters
@@ -71,19 +78,33 @@ def summary_table(summary: pd.DataFrame, by: list[str], title: str, value_label:
     return render_table(header, rows, title, notes, numeric_from=len(by))
 
 
-def results_table_figure(summary: pd.DataFrame, by: list[str], caption: str, source: pd.DataFrame,
-                         title: str = "Results over runs", include_failed: bool = False) -> Figure:
+def results_table_figure(
+    summary: pd.DataFrame,
+    by: list[str],
+    caption: str,
+    source: pd.DataFrame,
+    title: str = "Results over runs",
+    include_failed: bool = False,
+) -> Figure:
     """:func:`summary_table` of :func:`robustkit.analysis.results.results_table`'s output:
     the title names the model and task of ``source`` (the runs), values in its metric's units."""
     from robustkit.plots.stability import value_label
 
     metric = str(source["metric"].iloc[0]) if source["metric"].nunique() == 1 else ""
-    return summary_table(summary, by, style.paper_title(title, source), value_label(source), caption,
-                         scale=style.scale(metric) if metric else None, include_failed=include_failed)
+    return summary_table(
+        summary,
+        by,
+        style.paper_title(title, source),
+        value_label(source),
+        caption,
+        scale=style.scale(metric) if metric else None,
+        include_failed=include_failed,
+    )
 
 
-def render_table(header: Sequence[str], rows: Sequence[Sequence[str]], title: str, notes: Sequence[str] = (),
-                 numeric_from: int = 1) -> Figure:
+def render_table(
+    header: Sequence[str], rows: Sequence[Sequence[str]], title: str, notes: Sequence[str] = (), numeric_from: int = 1
+) -> Figure:
     """A table figure sized to its content: bold shaded header, left-aligned label columns,
     the rest centred; the title above and the notes under it.
 
@@ -104,16 +125,28 @@ def render_table(header: Sequence[str], rows: Sequence[Sequence[str]], title: st
     # of it; on its own canvas, the canvas is sized to the table
     fig, ax = canvas.subplots() if canvas.current() is not None else (plt.figure(), None)
     # every column as wide as its widest text (measured) plus padding: nothing cramped, no gap
-    widths = [max([style.text_width_in(fig, str(header[i]), FONT_SIZE, bold=True),
-                   *(style.text_width_in(fig, str(r[i]), FONT_SIZE) for r in rows)]) + CELL_PAD_IN
-              for i in range(len(header))]
+    widths = [
+        max(
+            [
+                style.text_width_in(fig, str(header[i]), FONT_SIZE, bold=True),
+                *(style.text_width_in(fig, str(r[i]), FONT_SIZE) for r in rows),
+            ]
+        )
+        + CELL_PAD_IN
+        for i in range(len(header))
+    ]
     total = sum(widths)
     if ax is None:
         fig.set_size_inches(total, ROW_HEIGHT_IN * (len(rows) + 1))
         ax = fig.add_axes((0, 0, 1, 1))
     ax.axis("off")
-    table = ax.table(cellText=[list(r) for r in rows], colLabels=list(header), colWidths=[w / total for w in widths],
-                     bbox=(0, 0, 1, 1), cellLoc="center")
+    table = ax.table(
+        cellText=[list(r) for r in rows],
+        colLabels=list(header),
+        colWidths=[w / total for w in widths],
+        bbox=(0, 0, 1, 1),
+        cellLoc="center",
+    )
     table.auto_set_font_size(False)
     table.set_fontsize(FONT_SIZE)
     for (row, column), cell in table.get_celld().items():
@@ -144,26 +177,41 @@ def _stats(row: pd.Series, scale: float) -> list[str]:
     if n == 0:
         return ["n/a (no run kept)", "n/a", "n/a", "0"]
     std = row.get("std")
-    mean = f"{_number(row['mean'], scale)} ± {_number(std, scale)}" if pd.notna(std) else f"{_number(row['mean'], scale)} (1 run)"
-    ci = f"[{_number(row['ci_low'], scale)}, {_number(row['ci_high'], scale)}]" if pd.notna(row.get("ci_low")) else "n/a"
+    mean = (
+        f"{_number(row['mean'], scale)} ± {_number(std, scale)}"
+        if pd.notna(std)
+        else f"{_number(row['mean'], scale)} (1 run)"
+    )
+    ci = (
+        f"[{_number(row['ci_low'], scale)}, {_number(row['ci_high'], scale)}]" if pd.notna(row.get("ci_low")) else "n/a"
+    )
     return [mean, ci, f"{_number(row['min'], scale)} – {_number(row['max'], scale)}", str(n)]
 
 
 def _failures(row: pd.Series) -> str:
     """``collapsed k/n`` (+ diverged); ``0/n`` when every run is kept."""
     n_runs = int(row["n_runs"]) if pd.notna(row.get("n_runs")) else int(row.get("n", 0) or 0)
-    text = collapse.label(int(row.get("n_collapsed", 0) or 0), n_runs, int(row.get("n_diverged", 0) or 0),
-                          int(row.get("n_not_learned", 0) or 0))
+    text = collapse.label(
+        int(row.get("n_collapsed", 0) or 0),
+        n_runs,
+        int(row.get("n_diverged", 0) or 0),
+        int(row.get("n_not_learned", 0) or 0),
+    )
     return text or f"0/{n_runs}"
 
 
 def _legend_note(include_failed: bool, has_failures: bool) -> str:
-    what = "mean ± std: over the runs (seeds) of the row, std with ddof 1; 95% CI: bootstrap (BCa) of the mean; n: runs used."
+    what = (
+        "mean ± std: over the runs (seeds) of the row, std with ddof 1; 95% CI: bootstrap (BCa) of the mean; n: "
+        "runs used."
+    )
     if not has_failures:
         return what
     kept = "included in" if include_failed else "left out of"
-    return (f"{what} Collapsed / diverged runs (robustkit.collapse: stuck at the majority class) are {kept} "
-            f"the statistics and counted in 'collapsed'.")
+    return (
+        f"{what} Collapsed / diverged runs (robustkit.collapse: stuck at the majority class) are {kept} "
+        f"the statistics and counted in 'collapsed'."
+    )
 
 
 def _cell(value, column: str) -> str:
@@ -177,5 +225,9 @@ def _cell(value, column: str) -> str:
 
 
 def _column_label(column: str) -> str:
-    return {"tsp_step": "TSP steps", "train_size": "training examples", "adapter_size": "adapter size m",
-            "lr": "learning rate"}.get(column, column)
+    return {
+        "tsp_step": "TSP steps",
+        "train_size": "training examples",
+        "adapter_size": "adapter size m",
+        "lr": "learning rate",
+    }.get(column, column)

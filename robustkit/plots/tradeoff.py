@@ -28,8 +28,15 @@ from robustkit.plots.style import method_color, method_label
 _MARKERS = {"none": "o", "layer": "s", "3-layer": "^"}
 
 
-def tradeoff_figure(shown: pd.DataFrame, stats: pd.DataFrame, n_configs: int = 1, n_left_out: int = 0,
-                    split: str = "validation", include_failed: bool = False, select_on: str = "validation") -> Figure:
+def tradeoff_figure(
+    shown: pd.DataFrame,
+    stats: pd.DataFrame,
+    n_configs: int = 1,
+    n_left_out: int = 0,
+    split: str = "validation",
+    include_failed: bool = False,
+    select_on: str = "validation",
+) -> Figure:
     """Mean metric (error bars: ±1 s.e.m. over seeds) vs trained parameters (log x), per task.
 
     ``shown``, ``stats``, ``n_configs`` and ``n_left_out`` are the items of
@@ -75,8 +82,9 @@ def tradeoff_figure(shown: pd.DataFrame, stats: pd.DataFrame, n_configs: int = 1
     """
     tasks = sorted(shown["task"].unique())
     share = shown["metric"].nunique() == 1  # panels on one metric share one y scale
-    fig, axes = canvas.subplots(1, len(tasks), figsize=(5.6 * len(tasks), 4.4), constrained_layout=True, squeeze=False,
-                             sharey=share)
+    fig, axes = canvas.subplots(
+        1, len(tasks), figsize=(5.6 * len(tasks), 4.4), constrained_layout=True, squeeze=False, sharey=share
+    )
     handles: dict[str, object] = {}
     for ax, task in zip(axes[0], tasks):
         rows = shown[shown["task"] == task]
@@ -108,15 +116,26 @@ def _panel(ax: plt.Axes, stats: pd.DataFrame, rows: pd.DataFrame, split: str) ->
         else:
             marker = _MARKERS.get(str(points["adapter_sharing"].iloc[0]), "o")
             drawn = points[points["n"] > 0]
-            ax.errorbar(drawn["trainable_params"], drawn["value"] * factor, yerr=drawn["sem"].fillna(0) * factor,
-                        marker=marker, markersize=4, capsize=2, linewidth=1.2, color=method_color(method),
-                        linestyle="-" if len(drawn) > 1 else "none", label=label)
+            ax.errorbar(
+                drawn["trainable_params"],
+                drawn["value"] * factor,
+                yerr=drawn["sem"].fillna(0) * factor,
+                marker=marker,
+                markersize=4,
+                capsize=2,
+                linewidth=1.2,
+                color=method_color(method),
+                linestyle="-" if len(drawn) > 1 else "none",
+                label=label,
+            )
             handles[series] = Line2D([], [], color=method_color(method), marker=marker, markersize=4, label=label)
             _annotate_points(ax, drawn, method, factor)
         _collapsed_labels(ax, points, factor)
     failed = rows[(rows["outcome"] != collapse.OK) & np.isfinite(rows["value"])]
     if len(failed):
-        ax.plot(failed["trainable_params"], failed["value"] * factor, **style.COLLAPSED_STYLE, zorder=4, gid="collapsed")
+        ax.plot(
+            failed["trainable_params"], failed["value"] * factor, **style.COLLAPSED_STYLE, zorder=4, gid="collapsed"
+        )
     baselines = stats["baseline"].dropna().unique()
     if len(baselines):
         style.draw_baseline(ax, float(np.mean(baselines)) * factor)
@@ -132,14 +151,25 @@ def _reference(ax: plt.Axes, points: pd.DataFrame, factor: float, label: str) ->
     """Full fine-tuning: a star with its error bar and a dashed line across the panel."""
     row = points.iloc[0]
     if row["n"] > 0:
-        ax.errorbar([row["trainable_params"]], [row["value"] * factor], yerr=[row["sem"] * factor], marker="*",
-                    markersize=9, capsize=2, color=method_color("full"), linestyle="none", label=label)
+        ax.errorbar(
+            [row["trainable_params"]],
+            [row["value"] * factor],
+            yerr=[row["sem"] * factor],
+            marker="*",
+            markersize=9,
+            capsize=2,
+            color=method_color("full"),
+            linestyle="none",
+            label=label,
+        )
         ax.axhline(row["value"] * factor, color=method_color("full"), linestyle="-.", linewidth=0.8)
-    return Line2D([], [], color=method_color("full"), marker="*", markersize=8, linestyle="-.", linewidth=0.8, label=label)
+    return Line2D(
+        [], [], color=method_color("full"), marker="*", markersize=8, linestyle="-.", linewidth=0.8, label=label
+    )
 
 
 def _label(series: str, method: str, points: pd.DataFrame) -> str:
-    name = method_label(method) + series[len(method):]
+    name = method_label(method) + series[len(method) :]
     # n counts the runs in a point's mean; collapsed or diverged ones are left out and counted apart
     low, high = int(points["n"].min()), int(points["n"].max())
     runs = f"n={low}" if low == high else f"n={low}-{high}"
@@ -154,21 +184,37 @@ def _annotate_points(ax: plt.Axes, points: pd.DataFrame, method: str, factor: fl
         return
     for _, row in points.iterrows():
         if pd.notna(row["point"]):
-            ax.annotate(f"{POINT_SYMBOL[column]}={row['point']:g}", (row["trainable_params"], row["value"] * factor),
-                        textcoords="offset points", xytext=(3, 4), fontsize=6, color=method_color(method))
+            ax.annotate(
+                f"{POINT_SYMBOL[column]}={row['point']:g}",
+                (row["trainable_params"], row["value"] * factor),
+                textcoords="offset points",
+                xytext=(3, 4),
+                fontsize=6,
+                color=method_color(method),
+            )
 
 
 def _collapsed_labels(ax: plt.Axes, points: pd.DataFrame, factor: float) -> None:
     """``collapsed k/n`` under each point that has failed runs (at the baseline if none is kept)."""
     for _, row in points.iterrows():
-        text = collapse.label(int(row["n_collapsed"]), int(row["n_runs"]), int(row["n_diverged"]), int(row.get("n_not_learned", 0)))
+        text = collapse.label(
+            int(row["n_collapsed"]), int(row["n_runs"]), int(row["n_diverged"]), int(row.get("n_not_learned", 0))
+        )
         if not text:
             continue
         y = row["value"] if row["n"] > 0 else row["baseline"]
         if not np.isfinite(y):
             continue
-        ax.annotate(text, (row["trainable_params"], y * factor), textcoords="offset points", xytext=(0, -9),
-                    ha="center", fontsize=5.5, color="#555555", gid="collapsed-label")
+        ax.annotate(
+            text,
+            (row["trainable_params"], y * factor),
+            textcoords="offset points",
+            xytext=(0, -9),
+            ha="center",
+            fontsize=5.5,
+            color="#555555",
+            gid="collapsed-label",
+        )
 
 
 def _legend(handles: dict, shown: pd.DataFrame, stats: pd.DataFrame) -> list:
@@ -180,18 +226,21 @@ def _legend(handles: dict, shown: pd.DataFrame, stats: pd.DataFrame) -> list:
     return out
 
 
-def _note(configs: int, shown: pd.DataFrame, split: str, select_on: str, include_failed: bool,
-          excluded: int) -> str:
+def _note(configs: int, shown: pd.DataFrame, split: str, select_on: str, include_failed: bool, excluded: int) -> str:
     parts = ["Error bars: ±1 s.e.m. over seeds (as in Houlsby et al. 2019)."]
     if configs > 1:
-        parts.append(f"Each point: the best of up to {configs} learning rates / epoch budgets by the mean {select_on} "
-                     f"score of its runs; shown: {split} {_one(shown, 'metric')}.")
+        parts.append(
+            f"Each point: the best of up to {configs} learning rates / epoch budgets by the mean {select_on} "
+            f"score of its runs; shown: {split} {_one(shown, 'metric')}."
+        )
     else:
         parts.append(f"One learning rate per point (no sweep to select from); shown: {split} {_one(shown, 'metric')}.")
     failed = int((shown["outcome"] != collapse.OK).sum())
     if failed:
-        parts.append(f"Collapsed / diverged runs (grey crosses) are {'kept in' if include_failed else 'left out of'} "
-                     f"the means: {failed} of {len(shown)} runs.")
+        parts.append(
+            f"Collapsed / diverged runs (grey crosses) are {'kept in' if include_failed else 'left out of'} "
+            f"the means: {failed} of {len(shown)} runs."
+        )
     if excluded:
         parts.append(f"{excluded} runs with another adapter init std are left out (init-std figure).")
     return " ".join(parts)
@@ -215,8 +264,9 @@ def _one(data: pd.DataFrame, column: str) -> str:
 # figure 3: the aggregate across tasks
 
 
-def tradeoff_aggregate_figure(aggregate: pd.DataFrame, source: pd.DataFrame | None = None,
-                              split: str = "validation", metric: str | None = None) -> Figure:
+def tradeoff_aggregate_figure(
+    aggregate: pd.DataFrame, source: pd.DataFrame | None = None, split: str = "validation", metric: str | None = None
+) -> Figure:
     """Houlsby et al. 2019 figure 3: score minus full fine-tuning vs trained parameters.
 
     Parameters
@@ -247,7 +297,7 @@ def tradeoff_aggregate_figure(aggregate: pd.DataFrame, source: pd.DataFrame | No
     for series, rows in aggregate.groupby("series", sort=True):
         method = rows["method"].iloc[0]
         if not np.isfinite(rows["value"]).any():  # every run of every point failed: nothing to draw
-            empty.append(f"{method_label(method)}{series[len(method):]}")
+            empty.append(f"{method_label(method)}{series[len(method) :]}")
             continue
         wide = rows.pivot_table(index="trainable_params", columns="percentile", values="value").sort_index()
         qs = sorted(wide.columns)
@@ -259,12 +309,25 @@ def tradeoff_aggregate_figure(aggregate: pd.DataFrame, source: pd.DataFrame | No
         _aggregate_labels(ax, rows, mid, factor, method)
         tasks = rows.groupby("point", dropna=False)["n_tasks"].first()
         n = f"{int(tasks.min())}" if tasks.min() == tasks.max() else f"{int(tasks.min())}-{int(tasks.max())}"
-        handles.append(Line2D([], [], color=colour, marker=marker, markersize=4,
-                              label=f"{method_label(method)}{series[len(method):]} ({n} tasks per point)"))
+        handles.append(
+            Line2D(
+                [],
+                [],
+                color=colour,
+                marker=marker,
+                markersize=4,
+                label=f"{method_label(method)}{series[len(method) :]} ({n} tasks per point)",
+            )
+        )
     percentiles = sorted(aggregate["percentile"].unique())
-    handles.append(Patch(facecolor="#999999", alpha=0.3,
-                         label=f"band: {percentiles[0]:g}th-{percentiles[-1]:g}th percentile across tasks; line: "
-                               f"{percentiles[len(percentiles) // 2]:g}th"))
+    handles.append(
+        Patch(
+            facecolor="#999999",
+            alpha=0.3,
+            label=f"band: {percentiles[0]:g}th-{percentiles[-1]:g}th percentile across tasks; line: "
+            f"{percentiles[len(percentiles) // 2]:g}th",
+        )
+    )
     ax.axhline(0.0, color=method_color("full"), linewidth=1.0)
     handles.append(Line2D([], [], color=method_color("full"), label="full fine-tuning (0 by construction)"))
     baseline = aggregate["baseline"].dropna()
@@ -278,22 +341,30 @@ def tradeoff_aggregate_figure(aggregate: pd.DataFrame, source: pd.DataFrame | No
     ax.set_ylabel(f"{split} {metric} − full fine-tuning ({points})")
     ax.grid(True, which="major", linewidth=0.3, alpha=0.6)
     # tasks behind the figure: those of the source table (a task whose points all failed counts)
-    n_tasks = int(source["task"].nunique()) if source is not None and "task" in source else int(aggregate["n_tasks"].max())
+    n_tasks = (
+        int(source["task"].nunique()) if source is not None and "task" in source else int(aggregate["n_tasks"].max())
+    )
     ax.set_title(f"aggregate over {n_tasks} task{'s' if n_tasks != 1 else ''}", fontsize=9)
     style.set_title(fig, style.paper_title("Houlsby et al. 2019, figure 3", source))
     style.legend_below(fig, ax, handles, ncols=2)
-    notes = [f"Per task and point, the best learning rate (by mean validation score) is taken and its mean {split} "
-             f"score minus full fine-tuning's on that task; then percentiles across tasks."]
+    notes = [
+        f"Per task and point, the best learning rate (by mean validation score) is taken and its mean {split} "
+        f"score minus full fine-tuning's on that task; then percentiles across tasks."
+    ]
     if n_tasks == 1:
         notes.insert(0, "1 task: percentiles are that task's value.")
     if empty:
         notes.append(f"Not drawn, no run kept at any point: {', '.join(empty)}.")
-    failed = int(aggregate.drop_duplicates(["series", "point"])["n_collapsed"].sum()
-                 + aggregate.drop_duplicates(["series", "point"])["n_diverged"].sum())
+    failed = int(
+        aggregate.drop_duplicates(["series", "point"])["n_collapsed"].sum()
+        + aggregate.drop_duplicates(["series", "point"])["n_diverged"].sum()
+    )
     if failed:
         total = int(aggregate.drop_duplicates(["series", "point"])["n_runs"].sum())
-        notes.append(f"Collapsed / diverged runs are left out of each task's mean: {failed} of {total} runs "
-                     f"(collapsed k/n at the points).")
+        notes.append(
+            f"Collapsed / diverged runs are left out of each task's mean: {failed} of {total} runs "
+            f"(collapsed k/n at the points)."
+        )
     style.add_note(fig, " ".join(notes))
     return fig
 
@@ -306,12 +377,28 @@ def _aggregate_labels(ax: plt.Axes, rows: pd.DataFrame, mid: pd.Series, factor: 
         if x not in mid.index or not np.isfinite(mid[x]):
             continue
         if column and pd.notna(row["point"]):
-            ax.annotate(f"{POINT_SYMBOL[column]}={row['point']:g}", (x, mid[x] * factor), textcoords="offset points",
-                        xytext=(3, 4), fontsize=6, color=method_color(method))
-        text = collapse.label(int(row["n_collapsed"]), int(row["n_runs"]), int(row["n_diverged"]), int(row.get("n_not_learned", 0)))
+            ax.annotate(
+                f"{POINT_SYMBOL[column]}={row['point']:g}",
+                (x, mid[x] * factor),
+                textcoords="offset points",
+                xytext=(3, 4),
+                fontsize=6,
+                color=method_color(method),
+            )
+        text = collapse.label(
+            int(row["n_collapsed"]), int(row["n_runs"]), int(row["n_diverged"]), int(row.get("n_not_learned", 0))
+        )
         if text:
-            ax.annotate(text, (x, mid[x] * factor), textcoords="offset points", xytext=(0, -9), ha="center",
-                        fontsize=5.5, color="#555555", gid="collapsed-label")
+            ax.annotate(
+                text,
+                (x, mid[x] * factor),
+                textcoords="offset points",
+                xytext=(0, -9),
+                ha="center",
+                fontsize=5.5,
+                color="#555555",
+                gid="collapsed-label",
+            )
 
 
 def _checkpoint(rows: pd.DataFrame) -> str:

@@ -155,8 +155,10 @@ def read_checkpoint_file(run_dir: Path, name: str, file_name: str) -> bytes:
     if data is None:
         problem = f"checkpoint file {str(path)!r} is missing"
     else:
-        problem = (f"checkpoint file {str(path)!r} is corrupt or truncated: sha256 {sha256_bytes(data)[:16]}... "
-                   f"does not match the manifest's {entry['files'][file_name][:16]}...")
+        problem = (
+            f"checkpoint file {str(path)!r} is corrupt or truncated: sha256 {sha256_bytes(data)[:16]}... "
+            f"does not match the manifest's {entry['files'][file_name][:16]}..."
+        )
     raise DamagedRunError(Path(run_dir).name, problem, repair_hint(Path(run_dir)))
 
 

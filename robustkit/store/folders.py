@@ -128,7 +128,8 @@ def repair_hint(run_dir: Path) -> str:
     """What to do about a damaged run (the advice of :class:`DamagedRunError`)."""
     root = Path(run_dir).parent
     if unreadable(run_dir):  # nothing is wrong with it that moving it aside would mend
-        return (f"give this user read access to it (e.g. `chmod -R u+rwX {run_dir}` as its owner) or run as its "
-                "owner; `robustkit verify --repair` leaves it where it is")
-    return (f"`robustkit verify {root} --repair` moves it to {root / DAMAGED_DIR}/ and the next sweep "
-            "trains it again")
+        return (
+            f"give this user read access to it (e.g. `chmod -R u+rwX {run_dir}` as its owner) or run as its "
+            "owner; `robustkit verify --repair` leaves it where it is"
+        )
+    return f"`robustkit verify {root} --repair` moves it to {root / DAMAGED_DIR}/ and the next sweep trains it again"

@@ -119,8 +119,12 @@ def _mark(stat: os.stat_result) -> list[int]:
 
 
 def _is_entry(entry) -> bool:
-    return (isinstance(entry, list) and len(entry) == 4 and all(type(v) is int for v in entry[:3])
-            and isinstance(entry[3], str))
+    return (
+        isinstance(entry, list)
+        and len(entry) == 4
+        and all(type(v) is int for v in entry[:3])
+        and isinstance(entry[3], str)
+    )
 
 
 def _digest(entries) -> str:
@@ -142,13 +146,16 @@ def file_problems(folder: Path, files: dict[str, str], sha256: Hasher = sha256_f
             problems.append(f"{file_name} cannot be read ({error.strerror or error})")
             continue
         if actual != expected:
-            problems.append(f"{file_name} is corrupt or truncated (sha256 {actual[:12]}... is not the manifest's "
-                            f"{expected[:12]}...)")
+            problems.append(
+                f"{file_name} is corrupt or truncated (sha256 {actual[:12]}... is not the manifest's "
+                f"{expected[:12]}...)"
+            )
     return problems
 
 
-def checkpoint_problems(run_dir: Path, manifest: dict, names: list[str] | None = None,
-                        sha256: Hasher = sha256_file) -> list[str]:
+def checkpoint_problems(
+    run_dir: Path, manifest: dict, names: list[str] | None = None, sha256: Hasher = sha256_file
+) -> list[str]:
     """Checkpoint files against the manifest's sha256 (nothing is loaded).
 
     A checkpoint whose save is under way or was killed is read from its backup ``.<name>.old``
@@ -198,8 +205,9 @@ def log_problems(run_dir: str | Path, manifest: dict, sha256: Hasher = sha256_fi
     return problems
 
 
-def resume_log_problems(run_dir: str | Path, manifest: dict, last_logs: dict | None = None,
-                        sha256: Hasher = sha256_file) -> list[str]:
+def resume_log_problems(
+    run_dir: str | Path, manifest: dict, last_logs: dict | None = None, sha256: Hasher = sha256_file
+) -> list[str]:
     """Why the logs of an interrupted run cannot be resumed from (empty: they can, or are unchecked).
 
     Training records the logs' new sha256 in the manifest *before* it writes them, and keeps the
@@ -235,8 +243,10 @@ def resume_log_problems(run_dir: str | Path, manifest: dict, last_logs: dict | N
             continue
         try:
             if sha256(path) not in accepted:
-                problems.append(f"{name} does not match the sha256 recorded at its last write "
-                                "(edited, swapped in from another run, or damaged)")
+                problems.append(
+                    f"{name} does not match the sha256 recorded at its last write "
+                    "(edited, swapped in from another run, or damaged)"
+                )
         except OSError as error:
             problems.append(f"{name} cannot be read ({error.strerror or error})")
     return problems
@@ -279,8 +289,11 @@ def run_problems(run_dir: str | Path, manifest: dict, sha256: Hasher = sha256_fi
     names = list(listed)
     if complete and manifest.get("kind") == "finetune" and manifest.get("status") in FINISHED:
         names += [name for name in ("best", "last") if name not in listed]
-    logs = (log_problems(run_dir, manifest, sha256) if manifest.get("status") in FINISHED
-            else resume_log_problems(run_dir, manifest, sha256=sha256))  # what a resume would read
+    logs = (
+        log_problems(run_dir, manifest, sha256)
+        if manifest.get("status") in FINISHED
+        else resume_log_problems(run_dir, manifest, sha256=sha256)
+    )  # what a resume would read
     return checkpoint_problems(Path(run_dir), manifest, names, sha256) + logs
 
 

@@ -18,7 +18,6 @@ import os
 from pathlib import Path
 from typing import Iterator
 
-
 from robustkit.errors import RunLockedError
 
 LOCK_FILE = ".lock"

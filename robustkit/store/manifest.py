@@ -43,8 +43,11 @@ def read_manifest(run_dir: Path) -> dict:
     except FileNotFoundError:
         raise StoreError(f"no run at {str(run_dir)!r}: {MANIFEST} is missing") from None
     except (OSError, ValueError) as error:  # a folder, unreadable; not JSON or not UTF-8
-        problem = (f"corrupt manifest: {MANIFEST} is not JSON ({error})" if isinstance(error, ValueError)
-                   else f"cannot read {MANIFEST}: {error.strerror or error}")
+        problem = (
+            f"corrupt manifest: {MANIFEST} is not JSON ({error})"
+            if isinstance(error, ValueError)
+            else f"cannot read {MANIFEST}: {error.strerror or error}"
+        )
         raise DamagedRunError(name, problem, repair_hint(run_dir)) from None
     problem = manifest_problem(manifest, name)
     if problem:
@@ -64,7 +67,8 @@ def inspect_run(run_dir: Path, check_files: bool = True) -> tuple[dict | None, s
     """A run folder's manifest, or why the folder is damaged.
 
     Damaged: a folder or file in it that this process may not read
-    (:func:`robustkit.store.folders.unreadable`), a manifest that cannot be read, has the wrong shape or does not match its own
+    (:func:`robustkit.store.folders.unreadable`), a manifest that cannot be read, has the wrong shape or does not
+    match its own
     sha256, or none while checkpoints or logs are left (training writes the manifest first: only a
     deleted one gives that); with ``check_files``, also a finished run whose checkpoint files or
     logs are missing or differ from the manifest's sha256, as every reader sees it (presence and
@@ -94,8 +98,9 @@ def inspect_run(run_dir: Path, check_files: bool = True) -> tuple[dict | None, s
         return None, error.problem
     except StoreError:  # no manifest
         left = [f"{n}/" if n == CHECKPOINTS else n for n in RUN_FILES if (run_dir / n).exists()]
-        return None, (f"{MANIFEST} is missing but {', '.join(left)} {'is' if len(left) == 1 else 'are'} left"
-                      if left else None)
+        return None, (
+            f"{MANIFEST} is missing but {', '.join(left)} {'is' if len(left) == 1 else 'are'} left" if left else None
+        )
     problems = cached_run_problems(run_dir, manifest) if check_files else []
     return (None, "; ".join(problems)) if problems else (manifest, None)
 

@@ -30,8 +30,11 @@ def _field_types(spec_class) -> dict[str, tuple[type, ...] | None]:
     types = {}
     for f in dataclasses.fields(spec_class):
         names = [part.strip() for part in str(f.type).split("|")]
-        types[f.name] = (tuple(t for name in names for t in _JSON_TYPES[name])
-                         if all(name in _JSON_TYPES for name in names) else None)
+        types[f.name] = (
+            tuple(t for name in names for t in _JSON_TYPES[name])
+            if all(name in _JSON_TYPES for name in names)
+            else None
+        )
     return types
 
 
@@ -53,10 +56,14 @@ def _nested(value, depth: int) -> bool:
 _OPTIONAL = {
     "status": (lambda v: v in STATUSES, f"one of {', '.join(STATUSES)}"),
     "main_metric": (lambda v: v is None or isinstance(v, str), "a metric name"),
-    "trainable": (lambda v: isinstance(v, dict) and (v.get("count") is None or _is(v["count"], (int,))),
-                  "an object whose count is an integer"),
-    "splits": (lambda v: v is None or (isinstance(v, dict) and all(_is(n, (int,)) for n in v.values())),
-               "split -> number of examples"),
+    "trainable": (
+        lambda v: isinstance(v, dict) and (v.get("count") is None or _is(v["count"], (int,))),
+        "an object whose count is an integer",
+    ),
+    "splits": (
+        lambda v: v is None or (isinstance(v, dict) and all(_is(n, (int,)) for n in v.values())),
+        "split -> number of examples",
+    ),
     "final": (lambda v: _nested(v, 3), "checkpoint -> split -> metric -> value"),
     "outcome": (lambda v: v is None or _nested(v, 2), "checkpoint -> split -> outcome"),
     "data": (lambda v: isinstance(v, dict) and isinstance(v.get("fingerprint"), str), "an object with a fingerprint"),
@@ -107,10 +114,18 @@ def manifest_problem(manifest, folder: str | None = None) -> str | None:
     if not isinstance(checkpoints, dict):
         return f"checkpoints is {checkpoints!r}, not an object"
     for name, entry in checkpoints.items():
-        if not (isinstance(entry, dict) and _is(entry.get("step"), (int,)) and isinstance(entry.get("files"), dict)
-                and entry["files"]):
+        if not (
+            isinstance(entry, dict)
+            and _is(entry.get("step"), (int,))
+            and isinstance(entry.get("files"), dict)
+            and entry["files"]
+        ):
             return f"checkpoint {name!r} is {json.dumps(entry, default=str)[:60]}, expected {{step, files}}"
         for file_name, digest in entry["files"].items():
-            if "/" in file_name or file_name in ("", ".", "..") or not (isinstance(digest, str) and _SHA256.fullmatch(digest)):
+            if (
+                "/" in file_name
+                or file_name in ("", ".", "..")
+                or not (isinstance(digest, str) and _SHA256.fullmatch(digest))
+            ):
                 return f"checkpoint {name!r} lists file {file_name!r} with {digest!r}, not a sha256"
     return None

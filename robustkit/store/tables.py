@@ -26,8 +26,13 @@ OPTION_COLUMNS = option_columns()
 # trained here): settings nobody recorded are unknown, and two imports whose known settings agree
 # are still two different runs, so no analysis ever pools an import with another run.
 IMPORT_ID = "import_id"
-IDENTITY = ["run_id", *_NAMING, *(f for f in SPEC_FIELDS if f not in _NAMING and f not in ("data_dir", "method_options")),
-            *OPTION_COLUMNS, IMPORT_ID]
+IDENTITY = [
+    "run_id",
+    *_NAMING,
+    *(f for f in SPEC_FIELDS if f not in _NAMING and f not in ("data_dir", "method_options")),
+    *OPTION_COLUMNS,
+    IMPORT_ID,
+]
 # What an identity column holds for a run stored before it existed (None: missing).
 _COLUMN_DEFAULTS = {**SPEC_DEFAULTS, **dict.fromkeys(OPTION_COLUMNS), IMPORT_ID: None}
 
@@ -78,7 +83,9 @@ def load_runs(store: str | Path, include_tsp: bool = False, include_damaged: boo
     for run_dir in run_folders(store):
         manifest, problem = inspect_run(run_dir)
         if problem:
-            damaged.append({"run_id": run_dir.name, "kind": None, "status": DAMAGED, "problem": problem, "path": str(run_dir)})
+            damaged.append(
+                {"run_id": run_dir.name, "kind": None, "status": DAMAGED, "problem": problem, "path": str(run_dir)}
+            )
             continue
         if manifest.get("kind") == "tsp" and not include_tsp:
             continue
@@ -94,21 +101,36 @@ def load_runs(store: str | Path, include_tsp: bool = False, include_damaged: boo
         row["trainable_params"] = manifest.get("trainable", {}).get("count")
         row.update({f"n_{split}": size for split, size in (manifest.get("splits") or {}).items()})
         row.update(_flatten_final(manifest.get("final", {})))
-        row.update({f"outcome/{checkpoint}/{split}": value for checkpoint, splits in (manifest.get("outcome") or {}).items()
-                    for split, value in splits.items()})
+        row.update(
+            {
+                f"outcome/{checkpoint}/{split}": value
+                for checkpoint, splits in (manifest.get("outcome") or {}).items()
+                for split, value in splits.items()
+            }
+        )
         row["path"] = str(run_dir)
         rows.append(row)
     frame = pd.DataFrame(rows)
     if damaged and not include_damaged:
         listed = "; ".join(f"{row['run_id']}: {row['problem']}" for row in damaged)
-        warnings.warn(f"{len(damaged)} damaged run(s) of {store} left out ({listed}); `robustkit verify {store}` "
-                      "lists them and what to do", DamagedRunWarning, stacklevel=2)
+        warnings.warn(
+            f"{len(damaged)} damaged run(s) of {store} left out ({listed}); `robustkit verify {store}` "
+            "lists them and what to do",
+            DamagedRunWarning,
+            stacklevel=2,
+        )
     if frame.empty:
         frame = pd.DataFrame(columns=["run_id", "kind", *IDENTITY[1:], "status", "trainable_params", "path"])
     else:
         # runs stored before a spec field existed hold its default (a None default stays missing)
-        frame = frame.assign(**{f: frame[f].fillna(_COLUMN_DEFAULTS[f]) if f in frame and _COLUMN_DEFAULTS[f] is not None
-                                else frame.get(f, _COLUMN_DEFAULTS[f]) for f in IDENTITY[1:]})
+        frame = frame.assign(
+            **{
+                f: frame[f].fillna(_COLUMN_DEFAULTS[f])
+                if f in frame and _COLUMN_DEFAULTS[f] is not None
+                else frame.get(f, _COLUMN_DEFAULTS[f])
+                for f in IDENTITY[1:]
+            }
+        )
         for name in {name for unknown in frame["unknown"] for name in unknown}:  # not guessed: missing
             frame[name] = frame[name].mask(frame["unknown"].map(lambda u, n=name: n in u))
             if name == "seed":  # a replicate label: an integer where known, <NA> where not (not 1.0)
@@ -174,8 +196,12 @@ def _load_table(store: str | Path, file_name: str, include_tsp: bool) -> pd.Data
             frame.insert(0, column, run.get(column))
         frames.append(frame)
     if damaged:
-        warnings.warn(f"{len(damaged)} run(s) of {store} left out of the {file_name} read ({'; '.join(damaged)}); "
-                      f"`robustkit verify {store} --repair` moves them aside", DamagedRunWarning, stacklevel=3)
+        warnings.warn(
+            f"{len(damaged)} run(s) of {store} left out of the {file_name} read ({'; '.join(damaged)}); "
+            f"`robustkit verify {store} --repair` moves them aside",
+            DamagedRunWarning,
+            stacklevel=3,
+        )
     if not frames:
         return pd.DataFrame(columns=IDENTITY)
     return pd.concat(frames, ignore_index=True)

@@ -48,8 +48,17 @@ class Projection:
         Appended to the warning (what to change).
     """
 
-    def __init__(self, label: str, device_type: str, first_step: int, total_steps: int, eval_steps: int,
-                 eval_examples: int, batch_size: int, hint: str = ""):
+    def __init__(
+        self,
+        label: str,
+        device_type: str,
+        first_step: int,
+        total_steps: int,
+        eval_steps: int,
+        eval_examples: int,
+        batch_size: int,
+        hint: str = "",
+    ):
         self.label, self.active = label, device_type == "cpu"
         self.first, self.total = first_step, total_steps
         self.eval_steps, self.eval_examples, self.batch_size, self.hint = eval_steps, eval_examples, batch_size, hint
@@ -76,6 +85,8 @@ class Projection:
         return per_step * (self.total - self.first) + evaluation * self.eval_steps
 
     def message(self, per_step: float) -> str:
-        return (f"{self.label}: about {duration(self.seconds)} on this CPU ({self.total - self.first:,} steps at "
-                f"{per_step:.2f} s each, measured, and {self.eval_steps} evaluations of {self.eval_examples:,} "
-                f"examples){self.hint}")
+        return (
+            f"{self.label}: about {duration(self.seconds)} on this CPU ({self.total - self.first:,} steps at "
+            f"{per_step:.2f} s each, measured, and {self.eval_steps} evaluations of {self.eval_examples:,} "
+            f"examples){self.hint}"
+        )

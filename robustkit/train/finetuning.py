@@ -29,8 +29,16 @@ from robustkit.train.records import check_data, trainable_summary
 class _Finetune(_Loop):
     stage = "finetune"
 
-    def __init__(self, spec: ResolvedRunSpec, task, run_dir: Path, tsp_dir: Path | None, progress: bool, device,
-                 splits: dict | None = None):
+    def __init__(
+        self,
+        spec: ResolvedRunSpec,
+        task,
+        run_dir: Path,
+        tsp_dir: Path | None,
+        progress: bool,
+        device,
+        splits: dict | None = None,
+    ):
         super().__init__(run_dir, spec.seed, progress, device)
         self.spec, self.task, self.tsp_dir = spec, task, tsp_dir
         self.splits = splits  # the task's splits if loaded already (robustkit.train.runs), else None
@@ -39,7 +47,9 @@ class _Finetune(_Loop):
         spec, task = self.spec, self.task
         splits = self.splits
         if splits is None:
-            splits = tasks.load_splits(spec.task, data_dir=spec.data_dir, train_size=spec.train_size, split_seed=spec.split_seed)
+            splits = tasks.load_splits(
+                spec.task, data_dir=spec.data_dir, train_size=spec.train_size, split_seed=spec.split_seed
+            )
         self.data_record = check_data(self.run_dir, spec, spec.data_dir, splits)
         tokenizer = models.load_tokenizer(spec.model)
         encoded = {name: encode_split(split, task, tokenizer, spec.max_length) for name, split in splits.items()}
@@ -52,7 +62,9 @@ class _Finetune(_Loop):
         try:
             self._train(model, names, fingerprint, meta, encoded, collator)
         except Exception as error:  # a crash is recorded; KeyboardInterrupt/kill leaves it resumable
-            update_manifest(self.run_dir, status="failed", error=f"{type(error).__name__}: {error}", updated=timestamp())
+            update_manifest(
+                self.run_dir, status="failed", error=f"{type(error).__name__}: {error}", updated=timestamp()
+            )
             raise
 
     def _manifest(self, model, names, fingerprint, splits) -> dict:
@@ -87,8 +99,16 @@ class _Finetune(_Loop):
         evals = self._eval_points(per_epoch, total)
         batches = {s: eval_batches(encoded[s], EVAL_BATCH_SIZE, collator) for s in ("validation", "test")}
         label = f"{spec.task}/{spec.method}/s{spec.seed}/tsp{spec.tsp_step}"
-        projection = Projection(label, self.device.type, state["step"], total, sum(1 for e in evals if e > state["step"]),
-                                len(encoded["validation"]), spec.batch_size, self._settings_hint())
+        projection = Projection(
+            label,
+            self.device.type,
+            state["step"],
+            total,
+            sum(1 for e in evals if e > state["step"]),
+            len(encoded["validation"]),
+            spec.batch_size,
+            self._settings_hint(),
+        )
         self.started = (time.monotonic(), time.process_time())
         resumed = f", resuming at step {state['step']}" if state["step"] else ""
         event(f"{spec.run_id}: started, {total} steps ({spec.epochs} epochs of {per_epoch}){resumed}")
@@ -98,7 +118,9 @@ class _Finetune(_Loop):
                     seed_step(spec.seed, step, self.stage)
                     index = data.batch_indices(n_train, spec.batch_size, spec.seed, step - 1)
                     batch = collator([encoded["train"][i] for i in index])
-                    loss = self.step(model, batch, optimiser, linear_lr_factor(step, warmup, total), step, spec.max_grad_norm)
+                    loss = self.step(
+                        model, batch, optimiser, linear_lr_factor(step, warmup, total), step, spec.max_grad_norm
+                    )
                     self.log(step, step / per_epoch, "train", "loss", loss)
                     bar.update(1)
                     projection.step_done(step)
@@ -109,12 +131,20 @@ class _Finetune(_Loop):
                         state["last_share"] = metrics.pop("top_class_share", None)
                         for metric, value in metrics.items():
                             self.log(step, step / per_epoch, "validation", metric, value)
-                        bar.set_postfix(loss=f"{loss:.3f}", **{self.task.main_metric: f"{metrics[self.task.main_metric]:.3f}"})
-                        event(f"{spec.run_id}: step {step}/{total} (epoch {step / per_epoch:.2f}): validation "
-                              f"{self.task.main_metric} {metrics[self.task.main_metric]:.4f}, train loss {loss:.4f}, "
-                              f"{elapsed(time.monotonic() - self.started[0])} in")
+                        bar.set_postfix(
+                            loss=f"{loss:.3f}", **{self.task.main_metric: f"{metrics[self.task.main_metric]:.3f}"}
+                        )
+                        event(
+                            f"{spec.run_id}: step {step}/{total} (epoch {step / per_epoch:.2f}): validation "
+                            f"{self.task.main_metric} {metrics[self.task.main_metric]:.4f}, train loss {loss:.4f}, "
+                            f"{elapsed(time.monotonic() - self.started[0])} in"
+                        )
                         if state["best_value"] is None or metrics[self.task.main_metric] > state["best_value"]:
-                            state.update(best_value=metrics[self.task.main_metric], best_step=step, best_share=state["last_share"])
+                            state.update(
+                                best_value=metrics[self.task.main_metric],
+                                best_step=step,
+                                best_share=state["last_share"],
+                            )
                             save_checkpoint(self.run_dir, "best", trainable_state(model, names), meta, step)
                         self.save_last(model, names, optimiser, step, meta, {k: state.get(k) for k in LOOP_STATE})
         except Diverged as stop:
@@ -124,8 +154,10 @@ class _Finetune(_Loop):
         self._finish(model, fingerprint, batches, state)
         wall, cpu = time.monotonic() - self.started[0], time.process_time() - self.started[1]
         test = read_manifest(self.run_dir)["final"]["best"]["test"].get(self.task.main_metric)
-        event(f"{spec.run_id}: finished in {elapsed(wall)} (CPU {elapsed(cpu)}), best step {state['best_step']}"
-              + (f", test {self.task.main_metric} {test:.4f}" if test is not None else ""))
+        event(
+            f"{spec.run_id}: finished in {elapsed(wall)} (CPU {elapsed(cpu)}), best step {state['best_step']}"
+            + (f", test {self.task.main_metric} {test:.4f}" if test is not None else "")
+        )
 
     def _settings_hint(self) -> str:
         """What a CPU-time warning adds: the demo preset, where the run has the papers' epochs
@@ -135,9 +167,11 @@ class _Finetune(_Loop):
         method = get_method(self.spec.method)
         if (self.spec.epochs, self.spec.max_length) != (method.default_epochs, method.default_max_length):
             return ""
-        return (f". These are the papers' settings ({self.spec.epochs} epochs, length {self.spec.max_length}): "
-                "`--preset demo` (robustkit.recipes.preset_spec('demo', ...) in a notebook) trains the calibrated demo "
-                "settings in minutes per run")
+        return (
+            f". These are the papers' settings ({self.spec.epochs} epochs, length {self.spec.max_length}): "
+            "`--preset demo` (robustkit.recipes.preset_spec('demo', ...) in a notebook) trains the calibrated demo "
+            "settings in minutes per run"
+        )
 
     def _diverged(self, stop: Diverged, model, names, fingerprint, meta, optimiser, batches, state, per_epoch) -> None:
         """Keep the run's last finite state as ``last`` (and ``best`` if it has none), score
@@ -173,8 +207,15 @@ class _Finetune(_Loop):
             load_tensors(model, tensors, metadata, fingerprint, f"{self.run_dir.name}/best")
             final["best"] = self._scores(model, batches)
         outcome = {name: {split: collapse.DIVERGED for split in scores} for name, scores in final.items()}
-        update_manifest(self.run_dir, status=DIVERGED, updated=timestamp(), final=final, best_step=state["best_step"],
-                              outcome=outcome, diverged={"step": stop.step, "reason": stop.reason})
+        update_manifest(
+            self.run_dir,
+            status=DIVERGED,
+            updated=timestamp(),
+            final=final,
+            best_step=state["best_step"],
+            outcome=outcome,
+            diverged={"step": stop.step, "reason": stop.reason},
+        )
 
     def _scores(self, model, batches) -> dict:
         """Validation and test metrics of the model as it is (with the top class share)."""
@@ -185,7 +226,9 @@ class _Finetune(_Loop):
             return
         name = f"tsp-{self.spec.tsp_step}"
         tensors, meta = load_checkpoint(self.tsp_dir, name)
-        load_tensors(model, tensors, meta, fingerprint, f"{self.tsp_dir.name}/{name}", ignore_prefixes=("cls.", "lm_head."))
+        load_tensors(
+            model, tensors, meta, fingerprint, f"{self.tsp_dir.name}/{name}", ignore_prefixes=("cls.", "lm_head.")
+        )
 
     def _eval_points(self, per_epoch: int, total: int) -> set[int]:
         points = set(range(per_epoch, total + 1, per_epoch)) | {total}
@@ -211,12 +254,21 @@ class _Finetune(_Loop):
             validation = dict(zip(rows.metric, rows.value))
             if not self.task.is_regression:  # from the evaluation at that step; a pass if resumed from an older run
                 share = state.get(f"{name}_share")
-                validation["top_class_share"] = (share if share is not None else
-                                                 evaluate(model, batches["validation"], self.task, shares=True)["top_class_share"])
+                validation["top_class_share"] = (
+                    share
+                    if share is not None
+                    else evaluate(model, batches["validation"], self.task, shares=True)["top_class_share"]
+                )
             final[name] = {"validation": validation, "test": evaluate(model, batches["test"], self.task, shares=True)}
         outcomes = self._outcomes(final)
-        update_manifest(self.run_dir, status=COMPLETE, updated=timestamp(), final=final, best_step=state["best_step"],
-                              outcome=outcomes)
+        update_manifest(
+            self.run_dir,
+            status=COMPLETE,
+            updated=timestamp(),
+            final=final,
+            best_step=state["best_step"],
+            outcome=outcomes,
+        )
 
     def _outcomes(self, final: dict) -> dict:
         """``{checkpoint: {split: outcome}}`` of the main metric against the majority baseline."""

@@ -7,7 +7,9 @@ import torch
 from robustkit.layer_names import layer_group
 
 
-def gradient_norms(named: list[tuple[str, torch.nn.Parameter]], groups: dict[str, str] | None = None) -> dict[str, float]:
+def gradient_norms(
+    named: list[tuple[str, torch.nn.Parameter]], groups: dict[str, str] | None = None
+) -> dict[str, float]:
     """L2 norm of the gradient per layer group (before clipping).
 
     ``groups`` maps parameter names to groups (:func:`robustkit.methods.model_parts.layer_groups`,

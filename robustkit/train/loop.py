@@ -18,10 +18,10 @@ import pandas as pd
 import torch
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
-from robustkit.progress import bar as progress_bar
 
 from robustkit.errors import DamagedRunError, RobustkitError, StoreError
 from robustkit.evaluate import resolve_device, to_device
+from robustkit.progress import bar as progress_bar
 from robustkit.provenance import cpu_capability, kernel_identity, package_versions, refuse_other_kernels
 from robustkit.run_model import load_tensors, trainable_state
 from robustkit.store.atomic import atomic_write_bytes, sha256_bytes
@@ -42,7 +42,6 @@ def seed_step(seed: int, step: int, stage: str) -> None:
     """Seed the global RNGs for one step (dropout, masking) from (seed, step, stage) alone."""
     value = int.from_bytes(hashlib.sha256(f"{stage}:{seed}:{step}".encode()).digest()[:8], "little")
     torch.manual_seed(value % (2**63))
-
 
 
 @contextlib.contextmanager
@@ -66,7 +65,6 @@ class ResumeMismatch(RobustkitError):
 def timestamp() -> str:
     """The local time in ISO 8601 with its UTC offset (a manifest's ``created`` and ``updated``)."""
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
-
 
 
 class _Loop:
@@ -142,8 +140,10 @@ class _Loop:
         point each log hashes to the manifest's or to ``last``'s, so that resuming can refuse any
         other (:func:`robustkit.store.integrity.resume_log_problems`).
         """
-        data = {HISTORY: _parquet(self.history, ["step", "epoch", "split", "metric", "value"]),
-                GRADNORMS: _parquet(self.gradnorms, ["step", "layer", "value"])}
+        data = {
+            HISTORY: _parquet(self.history, ["step", "epoch", "split", "metric", "value"]),
+            GRADNORMS: _parquet(self.gradnorms, ["step", "layer", "value"]),
+        }
         hashes = {name: sha256_bytes(content) for name, content in data.items()}
         record_logs(self.run_dir, hashes)
         for name, content in data.items():
@@ -173,14 +173,16 @@ class _Loop:
             state = json.loads(read_checkpoint_file(self.run_dir, "last", "state.json"))
         except StoreError as error:  # a corrupt `last` fails every resume the same way: say what to do
             reason = error.problem if isinstance(error, DamagedRunError) else error
-            raise DamagedRunError(self.run_dir.name, f"its checkpoint 'last' cannot be resumed from: {reason}",
-                                  repair_hint(self.run_dir)) from None
+            raise DamagedRunError(
+                self.run_dir.name, f"its checkpoint 'last' cannot be resumed from: {reason}", repair_hint(self.run_dir)
+            ) from None
         # the logs as the run wrote them, or nothing: a history edited or swapped in from another
         # run would finish it with scores it never had (its best step, outcome, gradient norms)
         problems = resume_log_problems(self.run_dir, read_manifest(self.run_dir), state.pop("logs", None) or {})
         if problems:
-            raise DamagedRunError(self.run_dir.name, f"its logs cannot be resumed from: {'; '.join(problems)}",
-                                  repair_hint(self.run_dir))
+            raise DamagedRunError(
+                self.run_dir.name, f"its logs cannot be resumed from: {'; '.join(problems)}", repair_hint(self.run_dir)
+            )
         load_tensors(model, tensors, meta, fingerprint, f"{self.run_dir.name}/last")
         optimiser.load_state_tensors(load_safetensors(optimizer_bytes))
         self.history = _rows_until(self.run_dir, HISTORY, state["step"])
@@ -197,21 +199,33 @@ class _Loop:
             kernels = {}
             if lacking:  # a run from before kernels were recorded: from now on it is held to these
                 identity = kernel_identity()
-                kernels = {"cpu_capability": identity["cpu_capability"],
-                           "versions": {**recorded.get("versions", {}), "torch": identity["torch"]}}
-                warnings.warn(f"run {self.run_dir.name}: its manifest did not record {' or '.join(lacking)}; recorded "
-                              f"now ({identity['cpu_capability']}, torch {identity['torch']}): later resumes are held "
-                              "to them", stacklevel=2)
+                kernels = {
+                    "cpu_capability": identity["cpu_capability"],
+                    "versions": {**recorded.get("versions", {}), "torch": identity["torch"]},
+                }
+                warnings.warn(
+                    f"run {self.run_dir.name}: its manifest did not record {' or '.join(lacking)}; recorded "
+                    f"now ({identity['cpu_capability']}, torch {identity['torch']}): later resumes are held "
+                    "to them",
+                    stacklevel=2,
+                )
             update_manifest(self.run_dir, status="running", updated=timestamp(), error=None, **kernels)
             return
         manifest.update(
-            status="running", created=timestamp(), updated=timestamp(), versions=package_versions(), checkpoints={},
-            device=str(self.device), cpu_capability=cpu_capability(),
+            status="running",
+            created=timestamp(),
+            updated=timestamp(),
+            versions=package_versions(),
+            checkpoints={},
+            device=str(self.device),
+            cpu_capability=cpu_capability(),
         )
         write_manifest(self.run_dir, manifest)
 
     def bar(self, total: int, initial: int, description: str):
-        return progress_bar(total=total, initial=initial, desc=description, show=self.progress, leave=False, unit="step")
+        return progress_bar(
+            total=total, initial=initial, desc=description, show=self.progress, leave=False, unit="step"
+        )
 
 
 def _refuse_other_settings(run_dir: Path, recorded: dict, new: dict, device: torch.device) -> None:
@@ -222,14 +236,18 @@ def _refuse_other_settings(run_dir: Path, recorded: dict, new: dict, device: tor
     before it was recorded can differ.)"""
     started = recorded.get("device")
     if started is not None and torch.device(started).type != device.type:
-        raise ResumeMismatch(f"run {run_dir.name} was started on {started}; resuming it on {device} would train "
-                             f"the rest otherwise: resume it with --device {torch.device(started).type}, or move "
-                             "the folder aside to train it again")
+        raise ResumeMismatch(
+            f"run {run_dir.name} was started on {started}; resuming it on {device} would train "
+            f"the rest otherwise: resume it with --device {torch.device(started).type}, or move "
+            "the folder aside to train it again"
+        )
     threads = new["spec"].get("threads")
     if device.type == "cpu" and recorded.get("spec", {}).get("threads") != threads:
         was = recorded.get("spec", {}).get("threads", "an unrecorded number of")
-        raise ResumeMismatch(f"run {run_dir.name} was started with {was} CPU threads; resuming it with {threads} "
-                             "would train the rest otherwise: move the folder aside to train it again")
+        raise ResumeMismatch(
+            f"run {run_dir.name} was started with {was} CPU threads; resuming it with {threads} "
+            "would train the rest otherwise: move the folder aside to train it again"
+        )
 
 
 def _parquet(rows: list[dict], columns: list[str]) -> bytes:
@@ -247,6 +265,7 @@ def _rows_until(run_dir: Path, name: str, step: int) -> list[dict]:
     try:
         frame = pd.read_parquet(path)
     except Exception as error:  # pyarrow's errors name no file ("Dictionary page must be before data page")
-        raise DamagedRunError(run_dir.name, f"its {name} cannot be read ({type(error).__name__}: {error})",
-                              repair_hint(run_dir)) from None
+        raise DamagedRunError(
+            run_dir.name, f"its {name} cannot be read ({type(error).__name__}: {error})", repair_hint(run_dir)
+        ) from None
     return frame[frame["step"] <= step].to_dict("records")

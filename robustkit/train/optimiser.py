@@ -25,7 +25,6 @@ def constant_lr_factor(step: int, warmup: int) -> float:
     return min(1.0, step / max(1, warmup))
 
 
-
 class _Optimiser:
     """AdamW over the model's trainable parameters (``requires_grad``), with its state as named
     tensors for checkpoints."""

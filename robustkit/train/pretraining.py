@@ -32,8 +32,16 @@ class _Pretrain(_Loop):
     def loss(self, model, batch) -> torch.Tensor:
         return masked_lm_loss(model, batch)
 
-    def __init__(self, spec: TspSpec, steps: list[int], run_dir: Path, data_dir: str | None, progress: bool, device,
-                 splits: dict | None = None):
+    def __init__(
+        self,
+        spec: TspSpec,
+        steps: list[int],
+        run_dir: Path,
+        data_dir: str | None,
+        progress: bool,
+        device,
+        splits: dict | None = None,
+    ):
         super().__init__(run_dir, spec.seed, progress, device)
         self.spec, self.steps, self.data_dir = spec, steps, data_dir
         self.splits = splits  # the task's splits if loaded already (robustkit.train.runs), else None
@@ -42,7 +50,9 @@ class _Pretrain(_Loop):
         spec = self.spec
         splits = self.splits
         if splits is None:
-            splits = tasks.load_splits(spec.task, data_dir=self.data_dir, train_size=spec.train_size, split_seed=spec.split_seed)
+            splits = tasks.load_splits(
+                spec.task, data_dir=self.data_dir, train_size=spec.train_size, split_seed=spec.split_seed
+            )
         data_record = check_data(self.run_dir, spec, self.data_dir, splits)
         tokenizer = models.load_tokenizer(spec.model)
         # Sentence pairs stay pairs ([CLS] a [SEP] b [SEP]), as in BERT's own pretraining input.
@@ -99,8 +109,13 @@ class _Pretrain(_Loop):
             if stop.loss is not None:
                 self.log(stop.step, stop.step / per_epoch, "train", "mlm_loss", stop.loss)
             self.flush_logs()
-            update_manifest(self.run_dir, status=DIVERGED, updated=timestamp(), tsp_steps=self._all_saved(),
-                                  diverged={"step": stop.step, "reason": stop.reason})
+            update_manifest(
+                self.run_dir,
+                status=DIVERGED,
+                updated=timestamp(),
+                tsp_steps=self._all_saved(),
+                diverged={"step": stop.step, "reason": stop.reason},
+            )
             raise stop.named(self.run_dir.name) from None
         # a run that diverged past the steps trained now stays diverged
         status = DIVERGED if "diverged" in read_manifest(self.run_dir) else COMPLETE

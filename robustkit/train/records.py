@@ -31,16 +31,18 @@ def check_data(run_dir: Path, spec: RunSpec | TspSpec, data_dir: str | None, spl
     record = tasks.data_record(spec.task, data_dir, splits)
     where = f"data_dir {data_dir}" if record["source"] == "tsv" else f"the {record['source']} data of {spec.task!r}"
     recorded = read_manifest(run_dir).get("data", {}) if (run_dir / MANIFEST).exists() else {}
-    claims = [("its run id", full_data_fingerprint(spec), record["fingerprint"]),
-              ("its manifest's datasets fingerprints", recorded.get("datasets"), record.get("datasets"))]
+    claims = [
+        ("its run id", full_data_fingerprint(spec), record["fingerprint"]),
+        ("its manifest's datasets fingerprints", recorded.get("datasets"), record.get("datasets")),
+    ]
     for source, expected, actual in claims:
         if expected and actual and expected != actual:
             raise DataChangedError(
                 f"run {run_dir.name!r} is for data {expected} ({source}), but {where} now gives {actual}: "
                 "refusing to train or resume it on different data. Restore the data it was trained on, "
-                "or train the new data as a run of its own (a spec resolved now has a new run id)")
+                "or train the new data as a run of its own (a spec resolved now has a new run id)"
+            )
     return record
-
 
 
 def trainable_summary(model, names: list[str]) -> dict:

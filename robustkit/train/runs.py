@@ -35,8 +35,9 @@ def train(spec: RunSpec, store_path: str | Path, progress: bool = True, device: 
     return train_counted(spec, store_path, progress, device)[0]
 
 
-def train_counted(spec: RunSpec, store_path: str | Path, progress: bool = True,
-                  device: str | None = None) -> tuple[Path, bool]:
+def train_counted(
+    spec: RunSpec, store_path: str | Path, progress: bool = True, device: str | None = None
+) -> tuple[Path, bool]:
     """:func:`train`, telling whether this call trained the run.
 
     Returns
@@ -99,8 +100,15 @@ def pretrain(
         return _pretrain(spec, steps, root, data_dir, progress, device)
 
 
-def _pretrain(spec: TspSpec, steps: list[int], root: Path, data_dir: str | None, progress: bool, device: str | None,
-              splits: dict | None = None) -> Path:
+def _pretrain(
+    spec: TspSpec,
+    steps: list[int],
+    root: Path,
+    data_dir: str | None,
+    progress: bool,
+    device: str | None,
+    splits: dict | None = None,
+) -> Path:
     """:func:`pretrain` of a spec whose ``data_fingerprint`` is resolved (that of a resolved
     :class:`RunSpec`'s :meth:`~robustkit.spec.RunSpec.tsp_spec`, or set by :func:`pretrain`), into
     the store folder ``root``.
@@ -150,12 +158,10 @@ def _refuse_diverged_steps(run_dir: Path, wanted: list[int]) -> None:
         raise stop.named(run_dir.name)
 
 
-
 def _is_complete(run_dir: Path) -> bool:
     """Whether the run is finished (:data:`robustkit.FINISHED`: complete, or diverged),
     so that a train() or sweep never trains it again."""
     return (run_dir / MANIFEST).exists() and read_manifest(run_dir).get("status") in FINISHED
-
 
 
 def _has_checkpoints(run_dir: Path, steps: list[int]) -> bool:

@@ -3,8 +3,12 @@ result was computed on is recorded with the cached frame, never in its key."""
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import inspect
 import shutil
+import warnings
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -14,20 +18,32 @@ from robustkit.analysis import registry
 from robustkit.analysis.registry import ANALYSES, load
 from robustkit.cli import build_parser
 
-# The analyses that load a model (the others read manifests and logs only).
-MODEL_ANALYSES = {
-    "rsa",
-    "similarity-ci",
-    "ablation",
-    "landscape",
-    "curvature",
-    "surface",
-    "connectivity",
-    "attack",
-    "forgetting",
-    "lora-sharpness",
-    "curve-connectivity",
-}  # the last three: issue #30
+# The functions that load a model's weights: an analysis whose module (or a robustkit.analysis
+# module it imports) names one of them loads a model, and must take --device.
+LOADERS = {"load_run", "load_base", "load_run_model", "start_and_end"}
+
+
+def _names(module: str, seen: set[str]) -> set[str]:
+    """Every name and attribute ``module``'s source uses, and those of the ``robustkit.analysis``
+    modules it imports, transitively (read with ast: nothing is imported)."""
+    if module in seen:
+        return set()
+    seen.add(module)
+    tree = ast.parse(Path(importlib.util.find_spec(module).origin).read_text())
+    found = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    found |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("robustkit.analysis"):
+            found |= _names(node.module, seen) | {alias.name for alias in node.names}
+    return found
+
+
+def _loads_a_model(analysis) -> bool:
+    return bool(LOADERS & _names(analysis.compute.partition(":")[0], set()))
+
+
+# Derived from the registry, so a new analysis that loads a model is checked without listing it.
+MODEL_ANALYSES = {name for name, analysis in ANALYSES.items() if _loads_a_model(analysis)}
 BAD = "nonsense"  # torch.device refuses it: a device that reaches the analysis fails loudly
 
 
@@ -39,6 +55,12 @@ def _flags(argv: list[str]) -> set[str]:
     for token in argv:
         parser = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[token]
     return {flag for action in parser._actions for flag in action.option_strings}
+
+
+def test_the_model_analyses_are_found():
+    """The derivation finds the analyses that load weights, and not those that read manifests."""
+    assert {"rsa", "landscape", "intruders", "forgetting"} <= MODEL_ANALYSES
+    assert not {"scores", "curves", "gradnorm", "tradeoff"} & MODEL_ANALYSES
 
 
 def test_every_analysis_that_runs_a_model_takes_a_device():
@@ -99,9 +121,12 @@ def test_every_model_analysis_records_its_device(store):
         "landscape": LANDSCAPE,
         "curvature": {"checkpoints": ["last"], "examples": 4, "max_iterations": 2, "samples": 2, "grouping": "none"},
         "surface": {"grid": "0,1", "examples": 4},
+        "intruders": {"top_k": 2},  # the full run's matrices; the adapter run changed none (warned)
     }
     for name, params in cheap.items():
-        frame = registry.get(name).run(store, device="cpu", progress=False, **params)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            frame = registry.get(name).run(store, device="cpu", progress=False, **params)
         assert frame.attrs["provenance"] and {r["device"] for r in frame.attrs["provenance"].values()} == {"cpu"}, name
 
 

@@ -40,6 +40,7 @@ from robustkit.analysis.batches import sampled_batches
 from robustkit.analysis.each_run import each_pair
 from robustkit.analysis.landscape import interpolate, parse_alphas
 from robustkit.analysis.pooling import setting_columns
+from robustkit.analysis.registry import get as registered
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import EVAL_BATCH_SIZE, resolve_device
@@ -51,7 +52,7 @@ from robustkit.store.tables import IDENTITY
 
 ANALYSIS = "connectivity"
 VERSION = 1
-DEFAULT_ALPHAS = "0:1:11"
+DECLARED = registered("connectivity")  # the defaults below are the registry's, declared once
 POINT_COLUMNS = ["alpha", "split", "metric", "value"]
 COLUMNS = [*IDENTITY, "run_id_b", "seed_b", "checkpoint", "examples", *POINT_COLUMNS]
 BARRIER_COLUMNS = [
@@ -101,11 +102,11 @@ def seed_groups(runs: pd.DataFrame) -> list[list[pd.Series]]:
 def pair_line(
     run_a: str | Path,
     run_b: str | Path,
-    checkpoint: str = "best",
-    alphas: str | Sequence[float] = DEFAULT_ALPHAS,
-    split: str = "train",
-    examples: int | None = 512,
-    seed: int = 0,
+    checkpoint: str = DECLARED.default("checkpoint"),
+    alphas: str | Sequence[float] = DECLARED.default("alphas"),
+    split: str = DECLARED.default("split"),
+    examples: int | None = DECLARED.default("examples"),
+    seed: int = DECLARED.default("seed"),
     device: str | None = None,
     progress: bool = False,
 ) -> pd.DataFrame:

@@ -48,13 +48,13 @@ from robustkit import data, models, tasks
 from robustkit.analysis.batches import sampled_batches
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.pooling import split_columns
+from robustkit.analysis.registry import get as registered
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import model_inputs, resolve_device
 from robustkit.layer_names import layer_group
 from robustkit.masked_lm import masked_lm_loss
 from robustkit.measures.hessian import (
-    DEFAULT_TOL,
     HessianVectorProduct,
     hutchinson_trace,
     top_eigenvalue,
@@ -89,13 +89,12 @@ RESULT_COLUMNS = [
     "examples",
 ]
 COLUMNS = [*IDENTITY, "checkpoint", *RESULT_COLUMNS]
-DEFAULT_EXAMPLES = 32
-DEFAULT_ITERATIONS = 30
-DEFAULT_SAMPLES = 30
+# the defaults of the functions below are the registry's, declared once (what --help prints)
+DECLARED = registered("curvature")
 
 
 def blocks(
-    names: Sequence[str], grouping: str = "layer", layer_of: Mapping[str, str] | None = None
+    names: Sequence[str], grouping: str = DECLARED.default("grouping"), layer_of: Mapping[str, str] | None = None
 ) -> dict[str, list[int]]:
     """Parameter indices of each block.
 
@@ -172,12 +171,12 @@ def model_curvature(
     model: torch.nn.Module,
     names: Sequence[str],
     batch: dict[str, torch.Tensor],
-    grouping: str = "layer",
-    max_iterations: int = DEFAULT_ITERATIONS,
-    tol: float = DEFAULT_TOL,
-    samples: int = DEFAULT_SAMPLES,
-    seed: int = 0,
-    block_eigenvalues: bool = True,
+    grouping: str = DECLARED.default("grouping"),
+    max_iterations: int = DECLARED.default("max_iterations"),
+    tol: float = DECLARED.default("tol"),
+    samples: int = DECLARED.default("samples"),
+    seed: int = DECLARED.default("seed"),
+    block_eigenvalues: bool = DECLARED.default("block_eigenvalues"),
     progress: bool = False,
     loss: Callable[[torch.nn.Module, dict], torch.Tensor] | None = None,
     micro_batch: int | None = None,
@@ -314,13 +313,13 @@ def _count(parameters: list[torch.Tensor], block: Sequence[int] | None) -> int:
 def curvature_run(
     run_dir: str | Path,
     checkpoint: str = "best",
-    examples: int = DEFAULT_EXAMPLES,
-    grouping: str = "layer",
-    max_iterations: int = DEFAULT_ITERATIONS,
-    tol: float = DEFAULT_TOL,
-    samples: int = DEFAULT_SAMPLES,
-    seed: int = 0,
-    block_eigenvalues: bool = True,
+    examples: int = DECLARED.default("examples"),
+    grouping: str = DECLARED.default("grouping"),
+    max_iterations: int = DECLARED.default("max_iterations"),
+    tol: float = DECLARED.default("tol"),
+    samples: int = DECLARED.default("samples"),
+    seed: int = DECLARED.default("seed"),
+    block_eigenvalues: bool = DECLARED.default("block_eigenvalues"),
     device: str | None = None,
     progress: bool = False,
     micro_batch: int | None = None,
@@ -349,13 +348,13 @@ def curvature_run(
 
 def tsp_curvature_run(
     run_dir: str | Path,
-    examples: int = DEFAULT_EXAMPLES,
-    grouping: str = "layer",
-    max_iterations: int = DEFAULT_ITERATIONS,
-    tol: float = DEFAULT_TOL,
-    samples: int = DEFAULT_SAMPLES,
-    seed: int = 0,
-    block_eigenvalues: bool = True,
+    examples: int = DECLARED.default("examples"),
+    grouping: str = DECLARED.default("grouping"),
+    max_iterations: int = DECLARED.default("max_iterations"),
+    tol: float = DECLARED.default("tol"),
+    samples: int = DECLARED.default("samples"),
+    seed: int = DECLARED.default("seed"),
+    block_eigenvalues: bool = DECLARED.default("block_eigenvalues"),
     device: str | None = None,
     progress: bool = False,
     micro_batch: int | None = None,

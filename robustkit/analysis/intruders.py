@@ -27,6 +27,7 @@ from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.measures.intruders import intruder_count, max_cosines
 from robustkit.progress import bar as progress_bar
+from robustkit.provenance import computed_on
 from robustkit.store.tables import IDENTITY
 
 ANALYSIS = "intruders"
@@ -37,8 +38,11 @@ COLUMNS = [*IDENTITY, "checkpoint", *RESULT_COLUMNS]
 EPSILON_GRID = tuple(np.round(np.arange(0.05, 1.0, 0.05), 2))
 
 
-def run_intruders(run_dir: str | Path, checkpoint: str, top_k: int) -> pd.DataFrame:
+def run_intruders(run_dir: str | Path, checkpoint: str, top_k: int, device: str | None = None) -> pd.DataFrame:
     """The top-k singular vectors' largest |cosine| with the start, per layer matrix of one run, uncached.
+
+    The matrices are loaded on the CPU; their decompositions run on ``device`` (default: the GPU
+    if there is one), in float64 either way.
 
     Returns
     -------
@@ -47,14 +51,16 @@ def run_intruders(run_dir: str | Path, checkpoint: str, top_k: int) -> pd.DataFr
         empty when no matrix changed.
     """
     from robustkit.analysis.weights import start_and_end
+    from robustkit.evaluate import resolve_device
 
+    where_to = resolve_device(device)
     matrices, start, end = start_and_end(run_dir, checkpoint)
     rows = []
     changed = {name: not bool((end[name] == start[name]).all()) for name in matrices}
     if not any(changed.values()):
         return pd.DataFrame(columns=RESULT_COLUMNS)
     for name, where in matrices.items():
-        values, cosines = max_cosines(end[name], start[name], min(top_k, *end[name].shape))
+        values, cosines = max_cosines(end[name].to(where_to), start[name].to(where_to), min(top_k, *end[name].shape))
         rows += [
             {
                 "layer": where.layer,
@@ -71,7 +77,13 @@ def run_intruders(run_dir: str | Path, checkpoint: str, top_k: int) -> pd.DataFr
 
 
 def run(
-    store: str | Path, select: dict | list[str] | None = None, *, checkpoint: str, top_k: int, progress: bool = True
+    store: str | Path,
+    select: dict | list[str] | None = None,
+    *,
+    checkpoint: str,
+    top_k: int,
+    device: str | None = None,
+    progress: bool = True,
 ) -> pd.DataFrame:
     """Intruder cosines of every selected run, cached per run (:func:`run_intruders`).
 
@@ -81,6 +93,9 @@ def run(
         The tuned checkpoint (``best`` or ``last``); the start is the run's ``step-0``.
     top_k : int
         Top singular vectors compared per matrix (Shuttleworth et al.: 10).
+    device : str, optional
+        Where the decompositions run (``cpu``, ``cuda``; default: the GPU if there is one); how a
+        result is computed, recorded with it, never in its cache key.
 
     Returns
     -------
@@ -101,8 +116,9 @@ def run(
             ANALYSIS,
             {"version": VERSION, "top_k": top_k},
             ["step-0", checkpoint],
-            lambda row: run_intruders(row["path"], checkpoint, top_k),
+            lambda row: run_intruders(row["path"], checkpoint, top_k, device),
             on_done=bar.update,
+            provenance=computed_on(device),
         )
     unchanged = sorted(set(runs["run_id"]) - set(frame.get("run_id", [])))
     if unchanged:

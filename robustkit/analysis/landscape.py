@@ -28,6 +28,7 @@ import torch
 from robustkit import tasks
 from robustkit.analysis import scores
 from robustkit.analysis.each_run import each_run
+from robustkit.analysis.registry import get as registered
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError, StoreError
 from robustkit.evaluate import EVAL_BATCH_SIZE, evaluate, split_batches
@@ -38,9 +39,9 @@ from robustkit.run_model import load_run
 from robustkit.store.tables import IDENTITY
 
 ANALYSIS = "landscape"
-DEFAULT_ALPHAS = "-2:2:20"
 POINT_COLUMNS = ["alpha", "split", "metric", "value"]
 COLUMNS = [*IDENTITY, "checkpoint", *POINT_COLUMNS]
+DECLARED = registered("landscape")  # the defaults below are the registry's, declared once
 _DECIMALS = 12  # grid values are rounded so that e.g. -2:2:21 holds exactly 0.0 and 1.0
 
 
@@ -220,9 +221,9 @@ def restore_parameters(parameters: dict, original: dict) -> None:
 
 def landscape_run(
     run_dir: str | Path,
-    alphas: str | Sequence[float] | np.ndarray = DEFAULT_ALPHAS,
-    splits: Sequence[str] = ("validation",),
-    checkpoint: str = "best",
+    alphas: str | Sequence[float] | np.ndarray = DECLARED.default("alphas"),
+    splits: Sequence[str] = tuple(DECLARED.default("splits")),
+    checkpoint: str = DECLARED.default("checkpoint"),
     progress: bool = True,
     device: str | None = None,
 ) -> pd.DataFrame:

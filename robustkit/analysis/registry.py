@@ -160,6 +160,14 @@ class Analysis:
         """Every parameter's value, ``given`` over the defaults (unknown names are errors)."""
         return resolve(self.params, given, f"analysis {self.name!r}", AnalysisError)
 
+    def default(self, name: str) -> Any:
+        """The declared default of parameter or option ``name`` (what a function below the registry
+        takes as its own default, so that it is written once)."""
+        for param in (*self.params, *self.options):
+            if param.name == name:
+                return param.default
+        raise AnalysisError(f"analysis {self.name!r} has no parameter {name!r}")
+
     def run(self, store: str | Path, select: dict | list[str] | None = None, **given: Any) -> pd.DataFrame:
         """The analysis on the selected runs of ``store``: ``given`` are its parameters and
         options (e.g. ``device="cuda"``, ``progress=False``); unknown names are errors.
@@ -864,6 +872,7 @@ register(
                 "top singular vectors of each tuned matrix compared; default: 10 (Shuttleworth et al. 2024)",
             ),
         ),
+        (DEVICE,),
         summary="robustkit.analysis.intruders:summarize",
         statistics=(
             Statistic(
@@ -1036,7 +1045,7 @@ def per_run(
     DataFrame
         One row per observation: identity columns, any cell columns, ``value`` and ``outcome``.
     """
-    from robustkit.analysis.statistics import with_outcome
+    from robustkit.analysis.scores import with_outcome
 
     analysis, statistic = statistic_of(reference)
     names = {p.name for p in (*analysis.params, *analysis.options)}

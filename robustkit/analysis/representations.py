@@ -28,6 +28,7 @@ from torch import Tensor, nn
 from transformers import PreTrainedTokenizerBase
 
 from robustkit import data, models, tasks
+from robustkit.analysis.registry import TOKENS
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import eval_batches
 from robustkit.run_data import check_run_data
@@ -95,7 +96,7 @@ class TokenSample:
 
 def sample_tokens(
     source: str | Path | RunSpec,
-    n_tokens: int = 5000,
+    n_tokens: int = TOKENS.default,
     seed: int = 0,
     max_length: int = MAX_LENGTH,
     split: str = "validation",

@@ -280,3 +280,22 @@ def majority_baseline(
     return float(
         metrics.majority_baseline(scored, np.asarray(splits["train"]["label"]), np.asarray(splits[split]["label"]))
     )
+
+
+OUTCOME_ON = ("test", "best")  # split and checkpoint whose score decides a run's outcome in a claim
+
+
+def with_outcome(frame: pd.DataFrame, store: str | Path) -> pd.DataFrame:
+    """``frame`` + ``outcome``: each run's outcome on its score (collapsed runs are not results).
+
+    A statistic of the score analyses keeps the outcome of its own split and checkpoint; every
+    other statistic gets each run's outcome on its test score at the best checkpoint
+    (:data:`OUTCOME_ON`).
+    """
+    if "outcome" in frame:
+        return frame
+    split, checkpoint = OUTCOME_ON
+    scored = outcomes(
+        store, {"run_id": list(frame["run_id"].unique())}, checkpoint=checkpoint, split=split, metric=None
+    )
+    return frame.merge(scored[["run_id", "outcome"]], on="run_id", how="left").fillna({"outcome": "ok"})

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from robustkit.analysis import scores
+from robustkit.analysis.scores import OUTCOME_ON, with_outcome  # noqa: F401  (kept importable from here)
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.store.tables import IDENTITY
@@ -326,25 +327,6 @@ def ablation_low_minus_high(frame: pd.DataFrame, store: str | Path, metric: str 
         high = -group.loc[group["first"] >= half, "relative_change"].mean()
         rows.append({"run_id": run_id, "value": low - high})
     return frame.drop_duplicates("run_id")[IDENTITY].merge(pd.DataFrame(rows), on="run_id")
-
-
-OUTCOME_ON = ("test", "best")  # split and checkpoint whose score decides a run's outcome in a claim
-
-
-def with_outcome(frame: pd.DataFrame, store: str | Path) -> pd.DataFrame:
-    """``frame`` + ``outcome``: each run's outcome on its score (collapsed runs are not results).
-
-    A statistic of the score analyses keeps the outcome of its own split and checkpoint; every
-    other statistic gets each run's outcome on its test score at the best checkpoint
-    (:data:`OUTCOME_ON`).
-    """
-    if "outcome" in frame:
-        return frame
-    split, checkpoint = OUTCOME_ON
-    outcomes = scores.outcomes(
-        store, {"run_id": list(frame["run_id"].unique())}, checkpoint=checkpoint, split=split, metric=None
-    )
-    return frame.merge(outcomes[["run_id", "outcome"]], on="run_id", how="left").fillna({"outcome": "ok"})
 
 
 def _layer_third(frame: pd.DataFrame, column: str, which: str, first: int) -> pd.DataFrame:

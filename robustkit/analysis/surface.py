@@ -36,6 +36,7 @@ from robustkit import tasks
 from robustkit.analysis.batches import sampled_batches
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.landscape import moving_parameters, parse_alphas, restore_parameters
+from robustkit.analysis.registry import get as registered
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import EVAL_BATCH_SIZE, evaluate
@@ -46,7 +47,7 @@ from robustkit.store.tables import IDENTITY
 
 ANALYSIS = "surface"
 VERSION = 1
-DEFAULT_GRID = "-1:1:11"
+DECLARED = registered("surface")  # the defaults below are the registry's, declared once
 IGNORE = ("biasbn", "none")
 POINT_COLUMNS = ["a", "b", "split", "metric", "value"]
 COLUMNS = [*IDENTITY, "checkpoint", "examples", *POINT_COLUMNS]
@@ -158,11 +159,11 @@ def surface(
 
 def surface_run(
     run_dir: str | Path,
-    checkpoint: str = "best",
-    grid: str = DEFAULT_GRID,
-    split: str = "train",
-    examples: int | None = 256,
-    seed: int = 0,
+    checkpoint: str = DECLARED.default("checkpoint"),
+    grid: str = DECLARED.default("grid"),
+    split: str = DECLARED.default("split"),
+    examples: int | None = DECLARED.default("examples"),
+    seed: int = DECLARED.default("seed"),
     ignore: str = "biasbn",
     device: str | None = None,
     progress: bool = False,

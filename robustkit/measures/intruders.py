@@ -38,7 +38,7 @@ def max_cosines(tuned: ArrayLike, base: ArrayLike, k: int) -> tuple[np.ndarray, 
     Parameters
     ----------
     tuned, base : array or Tensor, shape (d_out, d_in)
-        The tuned and the pre-trained matrix (computed in float64).
+        The tuned and the pre-trained matrix (computed in float64, on the tensors' device).
     k : int
         Top singular vectors of ``tuned`` compared (at most min(d_out, d_in)).
 
@@ -63,7 +63,7 @@ def max_cosines(tuned: ArrayLike, base: ArrayLike, k: int) -> tuple[np.ndarray, 
     u_tuned, s_tuned, _ = torch.linalg.svd(tuned, full_matrices=False)
     u_base, _, _ = torch.linalg.svd(base, full_matrices=False)
     overlaps = (u_tuned[:, :k].T @ u_base).abs()  # (k, rank of base): |cosines|
-    return s_tuned[:k].numpy(), np.minimum(overlaps.max(dim=1).values.numpy(), 1.0)
+    return s_tuned[:k].cpu().numpy(), np.minimum(overlaps.max(dim=1).values.cpu().numpy(), 1.0)
 
 
 def intruder_count(cosines: ArrayLike, epsilon: float) -> int:

@@ -140,15 +140,44 @@ def add_plot_commands(commands) -> None:
         parser.set_defaults(func=_plot)
 
 
-NEGATIVE_VALUE_OPTIONS = ("--alpha", "--alphas", "--grid")
+def may_be_negative(param) -> bool:
+    """Whether a value of ``param`` (:class:`robustkit.params.Param`) may start with '-': a number
+    without a non-negative minimum, or free text (a grid such as ``-2:2:20``); never a switch or a
+    choice."""
+    if param.type is bool or param.choices:
+        return False
+    if param.type in (int, float):
+        return param.minimum is None or param.minimum < 0
+    return True
+
+
+def negative_value_options() -> frozenset[str]:
+    """The flags of every registered analysis and figure parameter that :func:`may_be_negative`
+    (derived from the registries, so a new parameter is covered without being listed)."""
+    from robustkit.analysis.registry import ANALYSES
+    from robustkit.figures import FIGURES
+
+    params = [p for a in ANALYSES.values() for p in (*a.params, *a.options)]
+    params += [p for f in FIGURES.values() for p in (*f.parameters, *f.options)]
+    return frozenset(p.flag for p in params if may_be_negative(p))
+
+
+def _negative(token: str) -> bool:
+    """``-2``, ``-.5``, ``-2:2:20``: a value, not a flag (flags start with a letter or a dash)."""
+    return len(token) > 1 and token[0] == "-" and (token[1].isdigit() or token[1] == ".")
 
 
 def join_negative_values(argv: list[str]) -> list[str]:
     """``--alphas -2:2:20`` -> ``--alphas=-2:2:20``: argparse takes a value that starts with '-'
-    for an option unless it looks like a plain number."""
+    for an option unless it looks like a plain number. Only the flags of parameters that may be
+    negative (:func:`negative_value_options`) are joined; the registries are read only when a
+    command line holds such a value."""
+    if not any(_negative(token) for token in argv):
+        return list(argv)
+    flags = negative_value_options()
     joined: list[str] = []
     for token in argv:
-        if joined and joined[-1] in NEGATIVE_VALUE_OPTIONS and token.startswith("-"):
+        if joined and joined[-1] in flags and _negative(token):
             joined[-1] = f"{joined[-1]}={token}"
         else:
             joined.append(token)

@@ -149,6 +149,27 @@ def test_every_default_of_an_analysis_parameter_appears_once():
     assert duplicated_defaults(paths, declared) == []
 
 
+# Another helper is turning the attacks into modules of their own (issue #40); its module's
+# helpers still repeat n, seed and checkpoint.
+NOT_YET_SCANNED = {"attack"}
+
+
+@pytest.mark.parametrize("name", sorted(set(ANALYSES) - NOT_YET_SCANNED))
+def test_no_function_of_an_analysis_module_repeats_its_defaults(name):
+    """Below the entry point too: no function of the analysis's module (its helpers, the uncached
+    per-run functions) gives one of the analysis's parameters the registry's default again; they
+    take it from the declaration (the issue found alphas, examples and tokens repeated there)."""
+    import importlib.util
+
+    analysis = ANALYSES[name]
+    declared: dict[str, set] = {}
+    for param in (*analysis.params, *analysis.options):
+        if isinstance(param.default, (int, float, str)):
+            declared.setdefault(param.name, set()).add(param.default)
+    module = Path(importlib.util.find_spec(analysis.compute.partition(":")[0]).origin)
+    assert duplicated_defaults([module], declared) == []
+
+
 def test_the_scan_finds_a_repeated_default(tmp_path):
     """The scan can fail: a signature, a flag and a Param that repeat a registered default."""
     (tmp_path / "bad.py").write_text(
@@ -267,3 +288,24 @@ def test_param_types_and_choices():
     assert param.coerce("pwws, deepwordbug") == ["pwws", "deepwordbug"]
     with pytest.raises(Exception, match="must be one of"):
         param.coerce("pwws,textfooler")
+
+
+def test_negative_values_are_joined_for_the_registered_parameters_that_take_them():
+    """The flags whose value may start with '-' come from the registries' parameters (a grid, a
+    number with no minimum), not from a list: a counted parameter never is one."""
+    from robustkit.cli_analyze import join_negative_values, negative_value_options
+
+    flags = negative_value_options()
+    assert {"--alphas", "--grid", "--ts"} <= flags
+    assert not {"--seed", "--tokens", "--split", "--block-eigenvalues"} & flags
+    argv = ["analyze", "surface", "runs", "--grid", "-1:1:3", "--seed", "-1", "--select", "task=rt"]
+    assert join_negative_values(argv) == [
+        "analyze",
+        "surface",
+        "runs",
+        "--grid=-1:1:3",
+        "--seed",
+        "-1",
+        "--select",
+        "task=rt",
+    ]

@@ -395,7 +395,7 @@ def relative_change(frame: pd.DataFrame, full: dict[str, float]) -> pd.Series:
 
 
 def ablation_run(
-    run_dir: str | Path, checkpoint: str = "best", progress: bool = True, device: str | None = None
+    run_dir: str | Path, checkpoint: str, progress: bool = True, device: str | None = None
 ) -> pd.DataFrame:
     """:func:`fast_spans` of one adapter run's ``checkpoint`` on its dev set, uncached.
 

@@ -122,9 +122,10 @@ def outcomes(
     )
 
 
-def with_outcomes(
-    frame: pd.DataFrame, store: str | Path, checkpoint: str = "best", split: str = "test"
-) -> pd.DataFrame:
+OUTCOME_ON = ("test", "best")  # split and checkpoint whose score decides a run's outcome in a claim
+
+
+def with_outcomes(frame: pd.DataFrame, store: str | Path, checkpoint: str, split: str = OUTCOME_ON[0]) -> pd.DataFrame:
     """``frame`` (rows with a ``run_id``) + each run's ``outcome`` on ``split`` at ``checkpoint``
     (:mod:`robustkit.collapse`; ``ok`` for a checkpoint with no score, such as ``step-0``).
 
@@ -280,9 +281,6 @@ def majority_baseline(
     return float(
         metrics.majority_baseline(scored, np.asarray(splits["train"]["label"]), np.asarray(splits[split]["label"]))
     )
-
-
-OUTCOME_ON = ("test", "best")  # split and checkpoint whose score decides a run's outcome in a claim
 
 
 def with_outcome(frame: pd.DataFrame, store: str | Path) -> pd.DataFrame:

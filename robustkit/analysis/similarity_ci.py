@@ -30,12 +30,13 @@ import pandas as pd
 from torch import Tensor
 
 from robustkit.analysis.each_run import each_run
+from robustkit.analysis.registry import get as registered
 from robustkit.analysis.representations import MAX_LENGTH, TokenSample, sample_tokens
 from robustkit.analysis.select import select_runs
 from robustkit.analysis.similarity import base_representations, run_representations
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import resolve_device
-from robustkit.measures.half_sampling import DEFAULT_CONFIDENCE, DEFAULT_GROUPS, DEFAULT_RESAMPLES, MEASURES, intervals
+from robustkit.measures.half_sampling import MEASURES, intervals
 from robustkit.progress import bar as progress_bar
 from robustkit.provenance import computed_on
 from robustkit.store.tables import IDENTITY
@@ -46,14 +47,16 @@ MEASURE_NAMES = tuple(MEASURES)
 RESULT_COLUMNS = ["layer", "measure", "value", "ci_low", "ci_high", "resamples"]
 COLUMNS = [*IDENTITY, "checkpoint", "tokens", "groups", "confidence", *RESULT_COLUMNS]
 
+DECLARED = registered("similarity-ci")  # the defaults below are the registry's, declared once
+
 
 def compare(
     base: Tensor,
     tuned: Tensor,
-    groups: int = DEFAULT_GROUPS,
-    resamples: int = DEFAULT_RESAMPLES,
-    confidence: float = DEFAULT_CONFIDENCE,
-    seed: int = 0,
+    groups: int = DECLARED.default("groups"),
+    resamples: int = DECLARED.default("resamples"),
+    confidence: float = DECLARED.default("confidence"),
+    seed: int = DECLARED.default("seed"),
 ) -> pd.DataFrame:
     """Every measure per layer between two (n_layers + 1, n, d) stacks, with its interval.
 

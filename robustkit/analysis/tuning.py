@@ -36,6 +36,7 @@ import pandas as pd
 from robustkit import collapse
 from robustkit.analysis import scores
 from robustkit.analysis.pooling import check_pooling, mixed_settings
+from robustkit.analysis.registry import get as registered
 from robustkit.errors import RobustkitError
 
 CURVE_COLUMNS = [
@@ -61,7 +62,8 @@ BOUNDS = {
 }
 MINIMIZE = {"loss"}
 POOLED = ("lr",)  # what a search ranges over besides the seed
-DEFAULT_CONFIDENCE = 0.80  # opda's examples use 80% bands: at 10 runs 95% bands span nearly the whole range
+# opda's examples use 80% bands: at 10 runs 95% bands span nearly the whole range (the registry's default)
+DEFAULT_CONFIDENCE = registered("tuning").default("confidence")
 
 
 def tuning_curve(

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import random
+import re
+import subprocess
+import sys
 
 import nltk
 import numpy as np
@@ -10,6 +14,7 @@ import pytest
 from OpenAttack.attack_assist.goal import ClassifierGoal
 
 from robustkit import attacks
+from robustkit.attacks import nltk_data, offline, registry
 from robustkit.attacks.base import Example, example_seed, seeded
 from robustkit.attacks.deepwordbug import DeepWordBug, deepwordbug_attacker
 from robustkit.attacks.offline import configure_openattack, data_identity
@@ -17,6 +22,7 @@ from robustkit.attacks.pwws import PWWS, attack_openattack
 from robustkit.attacks.victim import Victim, as_openattack
 from robustkit.errors import RobustkitError
 from robustkit.models import load_tokenizer
+from robustkit.plots import style
 from robustkit.run_model import build_classifier
 from robustkit.spec import RunSpec
 from robustkit.tasks import load_splits
@@ -66,13 +72,26 @@ def test_registry_builds_each_attack_with_the_options_it_takes():
         "engine": "openattack",
         "power": 3,
     }
-    with pytest.raises(RobustkitError, match="unknown attacker 'nope'; known: pwws, deepwordbug"):
+    with pytest.raises(
+        RobustkitError, match=re.escape(f"unknown attacker 'nope'; known: {', '.join(attacks.ATTACKS)}")
+    ):
         attacks.create("nope")
     with pytest.raises(RobustkitError, match="unknown attack engine 'slow'"):
         attacks.create("pwws", engine="slow")
 
 
-def test_an_attack_is_one_registry_line(monkeypatch):
+@pytest.fixture
+def registered():
+    """Attacks a test registers leave the registry with it."""
+    before = dict(attacks.ATTACKS)
+    yield
+    attacks.ATTACKS.clear()
+    attacks.ATTACKS.update(before)
+
+
+def _echo(**attributes):
+    """An attack class that changes nothing, with the given class attributes."""
+
     class Echo:
         name = "echo"
 
@@ -89,10 +108,93 @@ def test_an_attack_is_one_registry_line(monkeypatch):
         def attack(self, victim, example, budget=None):
             return attacks.AttackResult(example.sentence, None, False, example.target, 0, 0, 0, 0.0)
 
-    monkeypatch.setitem(attacks.ATTACKS, "echo", Echo)
+    for key, value in attributes.items():
+        setattr(Echo, key, value)
+    return Echo
+
+
+def test_an_attack_registers_itself_with_what_it_declares(registered):
+    echo_class = attacks.register_attack(_echo(label="Echo!", success_unit="fraction"))
     echo = attacks.create("echo", seed=7)
-    assert echo.params == {"seed": 7}
+    assert echo.params == {"seed": 7} and isinstance(echo, echo_class)
     assert echo.attack(None, Example("a film .", 1)).target == 1
+    info = attacks.info("echo")
+    assert (info.label, info.success_unit, info.needs_openattack, info.nltk_data) == ("Echo!", "fraction", False, ())
+    # its success is shown as it declares, wherever figures look units up
+    assert "echo success" not in style.PERCENT and style.scale("echo success") == 1.0
+    with pytest.raises(RobustkitError, match="attacker 'echo' is registered already"):
+        attacks.register_attack(type("Impostor", (), {"name": "echo"}))  # another class, the same name
+    for bad in ({"success_unit": "percent"}, {"needs_openattack": "yes"}, {"nltk_data": ["corpora/wordnet"]}):
+        with pytest.raises(RobustkitError, match=f"attribute {next(iter(bad))} = .* is not valid"):
+            attacks.register_attack(_echo(name="bad", **bad))
+    with pytest.raises(RobustkitError, match="attribute name = None"):
+        attacks.register_attack(type("Nameless", (), {}))
+
+
+@pytest.mark.parametrize("name", sorted(attacks.ATTACKS))
+def test_each_attack_declares_in_its_source_what_its_class_has(name):
+    """The registry reads an attack's attributes from its module's source (the command line's
+    choices import no attack); built, the class has the same attributes, and figures read them."""
+    info = attacks.info(name)
+    cls = registry.load_class(name)
+    assert cls.name == name and attacks.info(name) == info
+    assert (cls.label, cls.success_unit, cls.needs_openattack, cls.nltk_data) == (
+        info.label,
+        info.success_unit,
+        info.needs_openattack,
+        info.nltk_data,
+    )
+    assert (attacks.success_metric(name) in style.PERCENT) == (info.success_unit == "%")
+    if info.needs_openattack:  # OpenAttack's configuration provides what they read
+        assert set(info.nltk_data) <= {r.nltk_path.rstrip("/") for r in offline.RESOURCES}
+
+
+def test_listing_the_attacks_imports_none_of_them():
+    code = (
+        "import sys, json; from robustkit import attacks; "
+        "print(json.dumps([sorted(attacks.ATTACKS), "
+        "sorted(m for m in sys.modules if m.startswith('robustkit.attacks.')), "
+        "[m for m in ('torch', 'OpenAttack', 'nltk') if m in sys.modules]]))"
+    )
+    names, modules, heavy = json.loads(
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    )
+    assert names == sorted(attacks.ATTACKS) and len(names) >= 2
+    assert not {f"robustkit.attacks.{n}" for n in names} & set(modules) and heavy == []
+
+
+def test_a_declared_attribute_must_be_a_literal(tmp_path, registered):
+    module = tmp_path / "dynamic.py"
+    module.write_text(
+        "from robustkit.attacks import register_attack\nLABEL = 'x'\n\n@register_attack\nclass Dynamic:\n"
+        "    name = 'dynamic'\n    label = LABEL\n"
+    )
+    with pytest.raises(RobustkitError, match=r"dynamic.py:7: Dynamic.label must be a literal"):
+        registry.read_source(module)
+
+
+def test_prepare_sets_up_only_what_an_attack_declares(registered, monkeypatch):
+    """OpenAttack is configured for the attacks that run it; an attack that reads NLTK data
+    without OpenAttack gets that data on NLTK's path; errors name the attacker."""
+
+    def refuse(*args, **kwargs):
+        raise offline.AttackDataError("OpenAttack's attacks need NLTK data that is missing")
+
+    monkeypatch.setattr(offline, "configure_openattack", refuse)
+    monkeypatch.setattr(nltk.data, "path", [])
+    attacks.register_attack(_echo())
+    attacks.prepare("echo")  # declares nothing: nothing looked up
+    assert nltk.data.path == []
+    attacks.register_attack(_echo(name="wordy", label="Wordy", nltk_data=("corpora/wordnet",)))
+    attacks.prepare("wordy")
+    assert nltk.data.find("corpora/wordnet")  # found on the path prepare set
+    for name, info in attacks.ATTACKS.items():
+        if info.needs_openattack:
+            with pytest.raises(offline.AttackDataError, match=rf"^attacker '{name}' \({re.escape(info.label)}\): "):
+                attacks.prepare(name)
+    attacks.register_attack(_echo(name="odd", label="Odd", nltk_data=("corpora/nothing-here",)))
+    with pytest.raises(nltk_data.AttackDataError, match=r"^attacker 'odd' \(Odd\): NLTK resource corpora/nothing-here"):
+        attacks.prepare("odd")
 
 
 @pytest.mark.slow

@@ -3,49 +3,55 @@
 - :mod:`robustkit.attacks.base`: the interface (:class:`Attack`: ``predict(victim, sentence)
   -> int``, the target, and ``attack(victim, example, budget) -> AttackResult``),
   :class:`Example`, :class:`AttackResult`, per-example seeding;
+- :mod:`robustkit.attacks.registry`: the registry (:data:`ATTACKS`), :func:`register_attack`
+  and what each attack declares (its figure label, the unit of its success rate, whether it
+  needs OpenAttack and which NLTK data);
 - :mod:`robustkit.attacks.victim`: the shared victim (:class:`~robustkit.attacks.victim.Victim`,
   a run's model queried without gradients, memoized);
 - :mod:`robustkit.attacks.offline`: OpenAttack offline, from an NLTK data tree;
 - :mod:`robustkit.attacks.compat`: OpenAttack 2.1.1's import on Python 3.12+ (applied here, before
   any module of this package imports OpenAttack);
-- the attacks, one module each: :mod:`~robustkit.attacks.pwws` (PWWS, Ren et al. 2019; OpenAttack's
-  engine and a fast one with its results: certified float32 decisions, lazy scoring) and
-  :mod:`~robustkit.attacks.deepwordbug` (DeepWordBug, Gao et al. 2018, by OpenAttack).
+- the attacks, one module each, found by the registry: :mod:`~robustkit.attacks.pwws` (PWWS, Ren
+  et al. 2019; OpenAttack's engine and a fast one with its results: certified float32 decisions,
+  lazy scoring) and :mod:`~robustkit.attacks.deepwordbug` (DeepWordBug, Gao et al. 2018, by
+  OpenAttack).
 
-Adding an attack is one module with a class that has the interface, and one line in
-:data:`ATTACKS`. The registry names classes by import path, imported only when an attack is
-built: importing it (for command-line choices or the figure registry) loads neither torch's
+Adding an attack is one module with a ``@register_attack`` class that has the interface: in
+``robustkit/attacks/`` it is found on import, elsewhere ``load_attacks(path)`` (or
+``$ROBUSTKIT_ATTACKS`` for the command line) registers it (see :mod:`robustkit.attacks.registry`).
+The registry reads the attacks' sources, and imports an attack's module only when it is built:
+importing this package (for command-line choices or the figure registry) loads neither torch's
 models nor OpenAttack.
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Callable
 from typing import Any
 
+from robustkit.attacks import registry
 from robustkit.attacks.base import Attack, AttackResult, Example
 from robustkit.attacks.compat import restore_find_loader
+from robustkit.attacks.registry import (
+    ATTACKS,
+    AttackInfo,
+    label_of,
+    load_attacks,
+    register_attack,
+    success_metric,
+)
+from robustkit.attacks.registry import get as info
 from robustkit.errors import RobustkitError
 
 restore_find_loader()  # a no-op on Python 3.11; see robustkit.attacks.compat
 
-# name -> the attack's class ("module:Class"), or any callable that builds it from keyword options.
-ATTACKS: dict[str, str | Callable[..., Attack]] = {
-    "pwws": "robustkit.attacks.pwws:PWWS",
-    "deepwordbug": "robustkit.attacks.deepwordbug:DeepWordBug",
-}
+registry.discover()  # this package's attack modules, read from their source
+registry.read_environment()  # the researcher's own, named in $ROBUSTKIT_ATTACKS
 
 
 def _factory(name: str) -> Callable[..., Attack]:
-    if name not in ATTACKS:
-        raise RobustkitError(f"unknown attacker {name!r}; known: {', '.join(ATTACKS)}")
-    factory = ATTACKS[name]
-    if isinstance(factory, str):
-        module, _, attribute = factory.partition(":")
-        factory = getattr(importlib.import_module(module), attribute)
-    return factory
+    return registry.load_class(name)
 
 
 def options_of(name: str) -> set[str]:
@@ -80,6 +86,34 @@ def parse_options(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
     return options
 
 
+def prepare(name: str) -> None:
+    """Make the data attacker ``name`` declares it reads available: OpenAttack configured offline
+    where it ``needs_openattack`` (:func:`robustkit.attacks.offline.configure_openattack`), folders
+    holding its ``nltk_data`` on NLTK's path (:func:`robustkit.attacks.nltk_data.use`); nothing
+    for an attack that declares neither (no NLTK data is looked up, no asset fetched).
+
+    Raises
+    ------
+    RobustkitError
+        ``name`` is unknown.
+    AttackDataError
+        Data it needs is missing; the message names the attacker, then what is missing and how
+        to install it.
+    """
+    declared = info(name)
+    if not declared.needs_openattack and not declared.nltk_data:
+        return
+    from robustkit.attacks import nltk_data, offline
+
+    try:
+        if declared.nltk_data:
+            nltk_data.use(declared.nltk_data)
+        if declared.needs_openattack:
+            offline.configure_openattack()
+    except nltk_data.AttackDataError as error:
+        raise nltk_data.AttackDataError(f"attacker {name!r} ({declared.label}): {error}") from None
+
+
 def create(name: str, seed: int | None = None, **options: Any) -> Attack:
     """The attack ``name``, built with ``options`` (and ``seed`` where the attacker is randomized).
 
@@ -101,4 +135,20 @@ def create(name: str, seed: int | None = None, **options: Any) -> Attack:
     return factory(**options)
 
 
-__all__ = ["ATTACKS", "Attack", "AttackResult", "Example", "accepted_options", "create", "options_of", "parse_options"]
+__all__ = [
+    "ATTACKS",
+    "Attack",
+    "AttackInfo",
+    "AttackResult",
+    "Example",
+    "accepted_options",
+    "create",
+    "info",
+    "label_of",
+    "load_attacks",
+    "options_of",
+    "parse_options",
+    "prepare",
+    "register_attack",
+    "success_metric",
+]

@@ -48,11 +48,13 @@ from OpenAttack.exceptions import InvokeLimitExceeded
 
 from robustkit.attacks import offline
 from robustkit.attacks.base import AttackResult, Example, seeded
+from robustkit.attacks.registry import register_attack
 from robustkit.attacks.victim import Victim, as_openattack
 
 _attackers: dict[tuple[tuple[str, ...], int], DeepWordBugAttacker] = {}
 
 
+@register_attack
 class DeepWordBug:
     """Untargeted DeepWordBug behind :class:`robustkit.attacks.Attack`'s interface.
 
@@ -68,6 +70,10 @@ class DeepWordBug:
     """
 
     name: ClassVar[str] = "deepwordbug"
+    label: ClassVar[str] = "DeepWordBug"
+    success_unit: ClassVar[str] = "%"
+    needs_openattack: ClassVar[bool] = True
+    nltk_data: ClassVar[tuple[str, ...]] = ("tokenizers/punkt_tab/english", "taggers/averaged_perceptron_tagger_eng")
 
     def __init__(self, seed: int = 0, power: int = 5, prefetch: bool = True) -> None:
         self.seed = seed

@@ -1,8 +1,10 @@
 """Where the attacks' NLTK data comes from when no folder is named: ``$NLTK_DATA``, then assets.
 
-OpenAttack's PWWS needs WordNet, Punkt and an averaged-perceptron POS tagger (see
-:mod:`robustkit.attacks.offline`). :func:`default_roots` returns the NLTK data roots that hold
-them, and for each resource the first source that has it wins:
+OpenAttack's attacks need WordNet, Punkt and an averaged-perceptron POS tagger (see
+:mod:`robustkit.attacks.offline`), and an attack may read NLTK data of its own (its
+``nltk_data``, :mod:`robustkit.attacks.registry`). :func:`default_roots` returns the NLTK data
+roots that hold the embedded resources (:func:`use`: those an attack names), and for each
+resource the first source that has it wins:
 
 1. ``$NLTK_DATA`` (``os.pathsep``-separated folders): the user's own choice (NLTK's own
    ``averaged_perceptron_tagger_eng`` included, where a user installed it there).
@@ -60,7 +62,7 @@ def has_resource(root: str | Path, resource: str) -> bool:
 
 
 def default_roots(download: bool = True) -> tuple[str, ...]:
-    """NLTK data roots that together hold everything PWWS needs, first source first.
+    """NLTK data roots that together hold everything OpenAttack's attacks need, first source first.
 
     Parameters
     ----------
@@ -85,6 +87,50 @@ def default_roots(download: bool = True) -> tuple[str, ...]:
         if not any(has_resource(root, resource) for root in roots):
             roots.append(_asset_root(resource, asset, download))
     return tuple(dict.fromkeys(roots))
+
+
+def use(resources: tuple[str, ...] | list[str], download: bool = True) -> tuple[str, ...]:
+    """Put NLTK data roots holding ``resources`` first on NLTK's search path: for an attack that
+    reads NLTK data without OpenAttack (which :func:`robustkit.attacks.offline.configure_openattack`
+    sets up for the attacks that run it).
+
+    Parameters
+    ----------
+    resources : sequence of str
+        NLTK resource paths (``"corpora/wordnet"``), each from the first ``$NLTK_DATA`` folder
+        that has it, else from its embedded asset (:data:`EMBEDDED`); nothing else is fetched.
+    download : bool
+        Fetch an embedded asset that is not cached yet.
+
+    Returns
+    -------
+    tuple of str
+        The roots used, in the order given (no duplicates).
+
+    Raises
+    ------
+    AttackDataError
+        A resource in no ``$NLTK_DATA`` folder and not embedded (or not fetched).
+    """
+    import nltk  # here: the registry imports this package, which must stay light
+
+    roots = []
+    for resource in resources:
+        path = resource.rstrip("/")
+        root = next((r for r in env_roots() if has_resource(r, path)), None)
+        if root is None and path not in EMBEDDED:
+            searched = ", ".join(env_roots()) or "none: NLTK_DATA is unset"
+            raise AttackDataError(
+                f"NLTK resource {path} is in no $NLTK_DATA folder ({searched}) and robustkit embeds no asset "
+                f"holding it (it embeds {', '.join(EMBEDDED)}): put a folder holding it in NLTK_DATA"
+            )
+        roots.append(root or _asset_root(path, EMBEDDED[path], download))
+    roots = list(dict.fromkeys(roots))
+    for root in reversed(roots):
+        # NLTK 3.10 reads only below the folders on nltk.data.path (its path sandbox).
+        if root not in nltk.data.path:
+            nltk.data.path.insert(0, root)
+    return tuple(roots)
 
 
 def tagger_root(download: bool = True) -> str:

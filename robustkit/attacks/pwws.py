@@ -132,6 +132,7 @@ from OpenAttack.exceptions import InvokeLimitExceeded, WordNotInDictionaryExcept
 
 from robustkit.attacks import offline
 from robustkit.attacks.base import AttackResult, Example
+from robustkit.attacks.registry import register_attack
 from robustkit.attacks.victim import Victim, as_openattack
 from robustkit.errors import RobustkitError
 
@@ -156,6 +157,7 @@ _attackers: dict[tuple[str, ...], PWWSAttacker] = {}
 ENGINES = ("fast", "openattack")
 
 
+@register_attack
 class PWWS:
     """Untargeted PWWS behind :class:`robustkit.attacks.Attack`'s interface.
 
@@ -174,6 +176,15 @@ class PWWS:
     """
 
     name: ClassVar[str] = "pwws"
+    label: ClassVar[str] = "PWWS"
+    success_unit: ClassVar[str] = "%"
+    needs_openattack: ClassVar[bool] = True
+    # its tokenizer (Punkt, the tagger) and its substitutes (WordNet): offline.RESOURCES
+    nltk_data: ClassVar[tuple[str, ...]] = (
+        "tokenizers/punkt_tab/english",
+        "taggers/averaged_perceptron_tagger_eng",
+        "corpora/wordnet",
+    )
 
     def __init__(self, engine: str = "fast", lazy: bool = True, certify: bool = True, onednn: bool = True) -> None:
         if engine not in ENGINES:

@@ -70,10 +70,11 @@ class Fake:
 
 @pytest.fixture
 def fake(monkeypatch):
-    monkeypatch.setitem(attacks.ATTACKS, "fake", Fake)
+    attacks.register_attack(Fake)
     monkeypatch.setattr(Fake, "calls", [])
     monkeypatch.setattr(Fake, "fail_at", None)
-    return Fake
+    yield Fake
+    del attacks.ATTACKS["fake"]
 
 
 def _cache_files(store, attacker: str) -> list:
@@ -253,8 +254,10 @@ def test_figure_renders(tmp_path):
     assert path.read_bytes()[:4] == b"%PDF"
     with pytest.raises(ValueError, match="gold"):
         _vs_tsp(_summary(), convention="gold")
-    bug = _vs_tsp(_summary("deepwordbug"))
-    assert bug.axes[0].get_title().startswith("DeepWordBug attack success")
+    for name, info in attacks.ATTACKS.items():  # each attacker's figure is titled by its own label
+        ax = _vs_tsp(_summary(name)).axes[0]
+        assert ax.get_title().startswith(f"{info.label} attack success (openattack convention")
+        assert ax.get_ylabel() == "attack success rate" + (" (%)" if info.success_unit == "%" else "")
     with pytest.raises(ValueError, match="several attackers"):
         _vs_tsp(pd.concat([_summary(), _summary("deepwordbug")]))
 
@@ -292,15 +295,16 @@ def test_attackers_side_by_side(tmp_path):
     )
     fig = _by_attacker(summary)
     pwws_ax, bug_ax = fig.axes[:2]
-    assert pwws_ax.get_title().startswith("PWWS") and bug_ax.get_title().startswith("DeepWordBug")
+    pwws_label, bug_label = attacks.label_of("pwws"), attacks.label_of("deepwordbug")
+    assert pwws_ax.get_title().startswith(pwws_label) and bug_ax.get_title().startswith(bug_label)
     assert pwws_ax.get_shared_y_axes().joined(pwws_ax, bug_ax)
     means = {
-        ax.get_title().split()[0]: [list(l.get_ydata()) for l in ax.get_lines() if l.get_marker() == "o"]
-        for ax in (pwws_ax, bug_ax)
+        label: [list(l.get_ydata()) for l in ax.get_lines() if l.get_marker() == "o"]
+        for label, ax in ((pwws_label, pwws_ax), (bug_label, bug_ax))
     }
     # Lines per panel, methods in order (full, houlsby); the collapsed houlsby run left out.
-    assert means["PWWS"] == [pytest.approx([55.0, 67.5]), pytest.approx([32.5, 32.0])]
-    assert means["DeepWordBug"] == [pytest.approx([85.0, 95.0]), pytest.approx([55.0, 55.0])]
+    assert means[pwws_label] == [pytest.approx([55.0, 67.5]), pytest.approx([32.5, 32.0])]
+    assert means[bug_label] == [pytest.approx([85.0, 95.0]), pytest.approx([55.0, 55.0])]
     assert all(len([l for l in ax.get_lines() if l.get_marker() == "x"]) == 1 for ax in (pwws_ax, bug_ax))
     legend = (
         [t.get_text() for t in fig.legends[0].get_texts()]
@@ -421,7 +425,17 @@ def test_attack_boxes_draw_each_methods_success_rates_as_scores(monkeypatch):
             attack_boxes(**analysis.attack_boxes(pd.DataFrame(), "unused", checkpoint="best", convention="openattack"))
         )
     )
-    assert "PWWS attack success per method" in texts and "collapsed 1/3" in texts
+    assert f"{attacks.label_of('pwws')} attack success per method" in texts and "collapsed 1/3" in texts
+    # titled by the attacker in the data, not by a default of the plot
+    monkeypatch.setattr(
+        analysis, "success_view", lambda *args, **kwargs: pd.DataFrame(rows).assign(attacker="deepwordbug")
+    )
+    texts = " ".join(
+        figure_texts(
+            attack_boxes(**analysis.attack_boxes(pd.DataFrame(), "unused", checkpoint="best", convention="openattack"))
+        )
+    )
+    assert f"{attacks.label_of('deepwordbug')} attack success per method" in texts
 
 
 def test_figure_5_draws_through_its_view(monkeypatch):
@@ -437,6 +451,8 @@ def test_figure_5_draws_through_its_view(monkeypatch):
     assert shown["lines"].query("attacker == 'pwws' and method == 'houlsby'")["n"].tolist() == [2, 1]
     assert shown["failures"].set_index("method")["n_collapsed"].to_dict() == {"full": 0, "houlsby": 1}
     fig = call(load(figure.plot), (), {**figure.resolve(), **shown})
-    assert [ax.get_title().split()[0] for ax in fig.axes[:2]] == ["PWWS", "DeepWordBug"]
+    assert [ax.get_title().split(" (")[0] for ax in fig.axes[:2]] == [
+        attacks.label_of(a) for a in ("pwws", "deepwordbug")
+    ]
     with pytest.raises(ValueError, match="several attackers"):
         call(load(figures.get("attack-vs-tsp").plot), (), figures.get("attack-vs-tsp").shown(pd.DataFrame(), "unused"))

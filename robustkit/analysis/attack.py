@@ -1,13 +1,19 @@
 """Adversarial attacks on saved runs (Han et al. 2021, section 4 and figure 5).
 
 For each selected run, a reproducible sample of ``n`` test examples is attacked by one attacker
-of :data:`robustkit.attacks.ATTACKS`, a parameter of the analysis:
+of the attack registry (:data:`robustkit.attacks.ATTACKS`: every ``@register_attack`` module of
+:mod:`robustkit.attacks`, and those a researcher loads, see :mod:`robustkit.attacks.registry`), a
+parameter of the analysis, e.g.:
 
 - ``pwws``: PWWS (Ren et al. 2019) as OpenAttack 2.1.1 implements it, the paper's attack,
   through robustkit's fast engine (``engine="fast"``: certified float32 decisions, identical
   outputs) or OpenAttack's own (``engine="openattack"``);
 - ``deepwordbug``: DeepWordBug (Gao et al. 2018), character-level, by OpenAttack, its random
   choices seeded by (``seed``, example) (:mod:`robustkit.attacks.deepwordbug`).
+
+Before attacking, the data an attacker declares is made available (:func:`robustkit.attacks.prepare`):
+OpenAttack is configured offline only for attackers that run it, NLTK data is looked up only for
+attackers that read some, and a missing resource's error names the attacker.
 
 One attack per example serves both success conventions, because the attacks are untargeted and
 move away from the model's own prediction:
@@ -147,6 +153,7 @@ def attack_run(
     """
     # The attack seed is the sample's: a seed names one reproducible experiment.
     attack = attacks.create(attacker, seed=seed, **options)
+    attacks.prepare(attacker)  # before its params: they may digest the NLTK data it reads
     run_dir = Path(run_dir)
     params = _cache_params(attack, attacker, n, seed, query_budget, checkpoint)
     if path is None:
@@ -234,12 +241,10 @@ def _attack_examples(
     progress: bool,
     device: str | None = None,
 ) -> None:
-    from robustkit.attacks.offline import configure_openattack
     from robustkit.attacks.victim import Victim
     from robustkit.models import load_tokenizer
     from robustkit.run_model import load_run
 
-    configure_openattack()
     run = load_run(run_dir, checkpoint, device)
     where = computed_on(device)["device"]
     victim = Victim(run.model, load_tokenizer(run.spec.model), max_length=run.spec.max_length)
@@ -307,7 +312,7 @@ def run(
         Sample size and seed of the test examples attacked (the same examples for every run);
         ``seed`` also seeds randomized attackers (per example, see :mod:`robustkit.attacks.base`).
     attacker : str
-        A name in :data:`robustkit.attacks.ATTACKS`: ``pwws`` (Han et al. 2021's) or ``deepwordbug``.
+        A name in :data:`robustkit.attacks.ATTACKS`, e.g. ``pwws`` (Han et al. 2021's) or ``deepwordbug``.
     **options
         The attacker's own options (:func:`robustkit.attacks.options_of`), e.g. PWWS's
         ``engine``: ``fast`` (certified float32 decisions, identical outputs) or ``openattack``;
@@ -325,6 +330,7 @@ def run(
         Identity columns + :data:`EXAMPLE_COLUMNS`; summarise with :func:`summarize`.
     """
     attack = attacks.create(attacker, seed=seed, **options)  # an unknown attacker or option fails before any run
+    attacks.prepare(attacker)  # missing data fails before any run too, naming the attacker
     params = _cache_params(attack, attacker, n, seed, query_budget, checkpoint)
 
     def compute(row: pd.Series, path: Path) -> pd.DataFrame:
@@ -480,13 +486,15 @@ def success_scores_view(examples: pd.DataFrame, store: str | Path, checkpoint: s
     -------
     DataFrame
         One row per victim and attacker: :func:`success_view`'s columns for ``convention`` plus
-        ``value`` (the success rate, a fraction), ``metric`` (``"<attacker> success"``),
+        ``value`` (the success rate, a fraction), ``metric``
+        (:func:`robustkit.attacks.success_metric`: ``"<attacker> success"``, shown in the unit
+        the attacker declares),
         ``split`` (``test``) and ``baseline`` (none).
     """
     frame = success_view(examples, store, checkpoint)
     frame = frame[frame["convention"] == convention].copy()
     return frame.assign(
-        value=frame["success_rate"], metric=frame["attacker"] + " success", split="test", baseline=np.nan
+        value=frame["success_rate"], metric=frame["attacker"].map(attacks.success_metric), split="test", baseline=np.nan
     )
 
 

@@ -10,18 +10,34 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from robustkit import collapse
+from robustkit import attacks, collapse
 from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label, new_figure
 
-ATTACKER_LABELS = {"pwws": "PWWS", "deepwordbug": "DeepWordBug"}
-Y_LABEL = "attack success rate (%)"
+Y_LABEL = "attack success rate"
 BANDS = "Lines: mean over the runs (seeds) at each TSP step; bands: ±1 std over them (ddof 1)."
 
 
 def attacker_label(attacker: str) -> str:
-    """How an attacker is named in figures (its registry name when it has no label here)."""
-    return ATTACKER_LABELS.get(attacker, attacker)
+    """How an attacker is named in figures: its registered ``label`` (its name when it is not
+    registered in this process)."""
+    return attacks.label_of(attacker)
+
+
+def y_label(attacker: str | None) -> str:
+    """The y axis of ``attacker``'s success rate, with its unit (``"attack success rate (%)"``)."""
+    return Y_LABEL + (" (%)" if _in_percent(attacker) else "")
+
+
+def _scale(attacker: str | None) -> float:
+    """Factor from the stored success rate (a fraction) to the shown one."""
+    return 100.0 if _in_percent(attacker) else 1.0
+
+
+def _in_percent(attacker: str | None) -> bool:
+    """Whether ``attacker`` declares its success in % (the registry's default, also for data
+    without an ``attacker`` column or of an attacker not registered in this process)."""
+    return attacker is None or attacker not in attacks.ATTACKS or attacks.info(attacker).success_unit == "%"
 
 
 def attack_vs_tsp(
@@ -59,9 +75,10 @@ def attack_vs_tsp(
     if len(attackers) > 1:
         raise ValueError(f"rows of several attackers {attackers}: draw them with attack_by_attacker")
     fig, ax = new_figure()
-    _panel(ax, summary, lines, include_failed)
-    name = attacker_label(attackers[0]) if attackers else "Attack"
-    ax.set_ylabel(Y_LABEL)
+    attacker = attackers[0] if attackers else None
+    _panel(ax, summary, lines, include_failed, _scale(attacker))
+    name = attacker_label(attacker) if attacker is not None else "Attack"
+    ax.set_ylabel(y_label(attacker))
     ax.set_title(
         f"{name} attack success ({convention} convention, up to {int(summary['attacked'].max())} examples/run)",
         fontsize=9,
@@ -76,7 +93,7 @@ def attack_boxes(
     summary: pd.DataFrame,
     panels: Sequence[str] = (),
     caption_text: str = "",
-    attacker: str = "pwws",
+    attacker: str | None = None,
     include_failed: bool = False,
 ) -> Figure:
     """Attack success rate per method, one box over each method's victims (seeds): for runs that
@@ -84,14 +101,18 @@ def attack_boxes(
 
     ``frame``, ``summary``, ``panels`` and ``caption_text`` (the tests between methods) are the
     keyword arguments :func:`robustkit.analysis.boxes.method_boxes` returns for
-    :func:`robustkit.analysis.attack.success_scores` output.
+    :func:`robustkit.analysis.attack.success_scores_view` output. The title names the attackers
+    of ``frame``'s ``attacker`` column (``attacker``, where given, names it instead: a frame
+    without that column), each shown in its unit (its ``metric``).
     """
     from robustkit.plots.stability import method_boxes
 
+    named = [attacker] if attacker is not None else _attackers(frame)
+    title = " vs ".join(attacker_label(a) for a in named) if named else "Attack"
     return method_boxes(
         frame,
         summary,
-        f"{attacker_label(attacker)} attack success per method",
+        f"{title} attack success per method",
         panels=panels,
         caption_text=caption_text,
         include_failed=include_failed,
@@ -133,27 +154,27 @@ def attack_by_attacker(
     attackers = _attackers(summary)
     if not attackers:
         raise ValueError("the summary has no attacker column")
+    units = {y_label(a) for a in attackers}
     fig, axes = canvas.subplots(
         1,
         len(attackers),
         figsize=(0.6 + 4.2 * len(attackers), 3.6),
-        sharey=True,
+        sharey=len(units) == 1,  # rates in different units on one axis would read as comparable
         squeeze=False,
         constrained_layout=True,
     )
     for ax, attacker in zip(axes[0], attackers):
         panel = summary[summary["attacker"] == attacker]
-        _panel(ax, panel, lines[lines["attacker"] == attacker], include_failed)
+        _panel(ax, panel, lines[lines["attacker"] == attacker], include_failed, _scale(attacker))
         ax.set_title(f"{attacker_label(attacker)} (up to {int(panel['attacked'].max())} examples/run)", fontsize=9)
-    axes[0][0].set_ylabel(Y_LABEL)
+        if len(units) > 1 or ax is axes[0][0]:
+            ax.set_ylabel(y_label(attacker))
     labels = " vs ".join(attacker_label(a) for a in attackers)
     style.set_title(
         fig, style.paper_title("Han et al. 2021, figure 5", summary, extra=f"{labels} ({convention} convention)")
     )
-    note = (
-        f"{BANDS} Every attacker attacks the same examples of each run; the y axis is shared. "
-        "Han et al. 2021 report PWWS only."
-    )
+    shared = "the y axis is shared" if len(units) == 1 else "each panel's y axis is in its attacker's unit"
+    note = f"{BANDS} Every attacker attacks the same examples of each run; {shared}. Han et al. 2021 report PWWS only."
     # Collapse is a property of the victim: marked once, from the first attacker's rows.
     _legend_and_note(
         fig, axes[0][0], summary[summary["attacker"] == attackers[0]], lines, failures, include_failed, note
@@ -165,17 +186,17 @@ def _attackers(data: pd.DataFrame) -> list[str]:
     return list(pd.unique(data["attacker"])) if "attacker" in data else []
 
 
-def _panel(ax: Axes, data: pd.DataFrame, lines: pd.DataFrame, include_failed: bool) -> None:
+def _panel(ax: Axes, data: pd.DataFrame, lines: pd.DataFrame, include_failed: bool, scale: float = 100.0) -> None:
     """One line and ±1 std band per method, then collapsed victims as crosses (left out of both
-    unless ``include_failed``)."""
+    unless ``include_failed``); success rates (fractions) times ``scale``."""
     for method, points in lines.groupby("method", sort=True):
-        x, mean, std = points["tsp_step"].to_numpy(), 100 * points["mean"], 100 * points["std"].fillna(0)
+        x, mean, std = points["tsp_step"].to_numpy(), scale * points["mean"], scale * points["std"].fillna(0)
         color = method_color(method)
         ax.plot(x, mean, marker="o", color=color, label=method_label(method))
         ax.fill_between(x, mean - std, mean + std, color=color, alpha=0.2, linewidth=0)
     failed = data[data["outcome"] != collapse.OK]
     if len(failed) and not include_failed:
-        ax.plot(failed["tsp_step"], 100 * failed["success_rate"], **style.COLLAPSED_STYLE)
+        ax.plot(failed["tsp_step"], scale * failed["success_rate"], **style.COLLAPSED_STYLE)
     ax.set_xlabel("task-specific pretraining steps")
     ax.grid(alpha=0.3)
 

@@ -23,7 +23,7 @@ gets matplotlib's own headless default.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence, Set
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -37,6 +37,7 @@ from matplotlib.lines import Line2D
 from matplotlib.text import Text
 from matplotlib.transforms import ScaledTranslation
 
+from robustkit.attacks.registry import success_metrics
 from robustkit.collapse import FAILED_WORDS
 from robustkit.methods.registry import method_colours, method_labels, short_config
 from robustkit.plots import canvas
@@ -45,8 +46,34 @@ from robustkit.plots import canvas
 METHOD_LABELS = method_labels()
 METHOD_COLORS = method_colours()
 
-# Scores shown x 100: accuracy and F1 in %, correlations x 100 (as in the papers' tables).
-PERCENT = {"accuracy", "f1", "pwws success", "deepwordbug success"}
+
+class _GrowingSet(Set):
+    """Fixed names plus those a registry holds when asked: a set that grows with the registry
+    (an attack registered after this module was imported is in it at once)."""
+
+    def __init__(self, fixed: Iterable[str], more: Callable[[], Iterable[str]]) -> None:
+        self._fixed, self._more = frozenset(fixed), more
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._fixed or name in set(self._more())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._fixed | set(self._more())))
+
+    def __len__(self) -> int:
+        return len(self._fixed | set(self._more()))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({sorted(self)})"
+
+    @classmethod
+    def _from_iterable(cls, names: Iterable[str]) -> frozenset[str]:  # what |, & and - return: a plain set
+        return frozenset(names)
+
+
+# Scores shown x 100: accuracy and F1 in %, correlations x 100 (as in the papers' tables). An
+# attack's success rate is shown in the unit its module declares (robustkit.attacks.registry).
+PERCENT = _GrowingSet({"accuracy", "f1"}, lambda: success_metrics("%"))
 SCALED = {"mcc", "pearson", "spearman"}
 
 # The grey x marks every run that is no result, in the outcome words of robustkit.collapse.

@@ -87,7 +87,12 @@ class AttackResult:
 
 
 class Attack(Protocol):
-    """What :mod:`robustkit.analysis.attack` needs from an attack."""
+    """What :mod:`robustkit.analysis.attack` needs from an attack.
+
+    Its class also declares, as literals, what the registry, the analysis and the figures read
+    (:mod:`robustkit.attacks.registry`): ``name``, and optionally ``label``, ``success_unit``,
+    ``needs_openattack`` and ``nltk_data``.
+    """
 
     name: ClassVar[str]
 

@@ -1,0 +1,200 @@
+"""An attack is one module (issue #40): a throwaway attack (random character swaps), written to a
+temporary folder, is registered and runs through the attack analysis, its figures and the command
+line, with its own label and unit, and no file of the repository changed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pytest
+
+from robustkit import attacks
+from robustkit.analysis import attack
+from robustkit.attacks import nltk_data, offline
+from robustkit.plots import attack as attack_plots
+from robustkit.plots import style
+
+ROOT = Path(__file__).resolve().parents[1]
+N = 8
+LABEL = "Random char swaps"
+
+# The whole attack: a researcher's module, outside robustkit.
+CHARSWAP = textwrap.dedent(
+    '''
+    """Random character swaps: swap two adjacent letters in a few random words until the
+    prediction moves (deterministic per seed and example)."""
+
+    import random
+    import time
+
+    from robustkit.attacks import AttackResult, register_attack
+    from robustkit.attacks.base import example_seed
+
+
+    @register_attack
+    class CharSwap:
+        name = "charswap"
+        label = "Random char swaps"
+        success_unit = "fraction"
+        needs_openattack = False
+        nltk_data = ()
+
+        def __init__(self, seed: int = 0, swaps: int = 2, tries: int = 30) -> None:
+            self.seed, self.swaps, self.tries = seed, swaps, tries
+
+        @property
+        def params(self) -> dict:
+            return {"seed": self.seed, "swaps": self.swaps, "tries": self.tries}
+
+        def predict(self, victim, sentence: str) -> int:
+            return int(victim.get_pred([sentence])[0])
+
+        def attack(self, victim, example, budget=None) -> AttackResult:
+            started = time.perf_counter()
+            rng = random.Random(example_seed(self.seed, example.index))
+            words = example.sentence.split(" ")
+            swappable = [i for i, word in enumerate(words) if len(word) > 1]
+            queries = 0
+            while swappable and queries < self.tries and (budget is None or queries < budget):
+                text = list(words)
+                for i in rng.sample(swappable, min(self.swaps, len(swappable))):
+                    k = rng.randrange(len(text[i]) - 1)
+                    text[i] = text[i][:k] + text[i][k + 1] + text[i][k] + text[i][k + 2 :]
+                queries += 1
+                if int(victim.get_pred([" ".join(text)])[0]) != example.target:
+                    modified = sum(a != b for a, b in zip(words, text))
+                    return AttackResult(
+                        example.sentence, " ".join(text), True, example.target, queries, modified, len(words),
+                        time.perf_counter() - started,
+                    )
+            return AttackResult(
+                example.sentence, None, False, example.target, queries, 0, len(words), time.perf_counter() - started
+            )
+    '''
+)
+
+
+def _git_status() -> str:
+    return subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+
+
+@pytest.fixture
+def charswap(tmp_path):
+    """The throwaway attack's module, registered for this test only."""
+    module = tmp_path / "attack-module" / "charswap.py"
+    module.parent.mkdir()
+    module.write_text(CHARSWAP)
+    assert attacks.load_attacks(module) == ["charswap"]
+    yield module
+    del attacks.ATTACKS["charswap"]
+
+
+@pytest.fixture(scope="module")
+def sentence_store(tmp_path_factory) -> Path:
+    """One bert-tiny run on rt (the attacks take single-sentence tasks), trained in seconds."""
+    from robustkit.spec import RunSpec
+    from robustkit.train import train
+
+    root = tmp_path_factory.mktemp("extend-attack-store")
+    train(
+        RunSpec(model="bert-tiny", task="rt", method="full", train_size=64, epochs=1, batch_size=16, max_length=32),
+        root,
+        progress=False,
+    )
+    return root
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def test_an_attack_from_a_folder_of_its_own_runs_end_to_end(charswap, sentence_store, monkeypatch):
+    before = _git_status()
+
+    def no_nltk(*args, **kwargs):
+        raise AssertionError("an attack that declares no NLTK data or OpenAttack looked them up")
+
+    # it declares neither: no POS tagger, no OpenAttack configuration, no NLTK data looked up
+    for module, function in ((offline, "configure_openattack"), (nltk_data, "default_roots"), (nltk_data, "use")):
+        monkeypatch.setattr(module, function, no_nltk)
+    info = attacks.info("charswap")
+    assert (info.label, info.success_unit, info.needs_openattack) == (LABEL, "fraction", False)
+
+    examples = attack.run_attackers(
+        sentence_store,
+        None,
+        attackers=["charswap"],
+        n=N,
+        seed=0,
+        query_budget=None,
+        checkpoint="best",
+        attack_options=["tries=30"],
+        progress=False,
+    )
+    assert len(examples) == N and set(examples.attacker) == {"charswap"} and examples.queries.ge(1).all()
+    fooled = examples[examples.success]
+    assert len(fooled), "no example flipped: the units below would not show"
+    assert (fooled.adversarial != fooled.original).all() and fooled.modified_words.between(1, 2).all()
+    # deterministic per (seed, example): attacked again into another file, the same texts
+    (run_dir,) = attack.select_runs(sentence_store).path
+    again = attack.attack_run(
+        run_dir, n=N, seed=0, attacker="charswap", progress=False, path=charswap.parent / "again.jsonl"
+    )
+    assert list(again.adversarial) == list(examples.adversarial)
+
+    rate = attack.summarize(examples).set_index("convention").loc["openattack", "success_rate"]
+    assert 0 < rate <= 1
+    lines = attack.success_by_tsp(examples, sentence_store, "best", "openattack", include_failed=True)
+    ax = attack_plots.attack_vs_tsp(**lines).axes[0]
+    assert ax.get_title().startswith(f"{LABEL} attack success (openattack convention")
+    # its unit: a fraction, as it declares (the default, %, would show 100 x the rate)
+    assert ax.get_ylabel() == "attack success rate" and "charswap success" not in style.PERCENT
+    (line,) = [l for l in ax.get_lines() if l.get_marker() == "o"]
+    assert list(line.get_ydata()) == pytest.approx([rate])
+    side = attack_plots.attack_by_attacker(**lines)
+    assert side.axes[0].get_title().startswith(LABEL)
+    boxes = attack_plots.attack_boxes(**attack.attack_boxes(examples, sentence_store, "best", "openattack", True))
+    assert f"{LABEL} attack success per method" in " ".join(style.figure_texts(boxes))
+    assert _git_status() == before  # no file of the repository was edited or added
+
+
+@pytest.mark.slow
+def test_the_command_line_takes_an_attack_named_in_its_environment(charswap, sentence_store, tmp_path):
+    before = _git_status()
+    env = {**os.environ, "ROBUSTKIT_ATTACKS": str(charswap)}
+    help_text = subprocess.run(
+        [sys.executable, "-m", "robustkit", "analyze", "attack", "--help"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "charswap" in help_text
+    figure = tmp_path / "charswap.pdf"
+    drawn = subprocess.run(
+        [sys.executable, "-m", "robustkit", "plot", "attack-vs-tsp", str(sentence_store), "-o", str(figure)]
+        + ["--attackers", "charswap", "--n", str(N), "--include-failed"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert drawn.returncode == 0, drawn.stderr
+    assert figure.read_bytes()[:4] == b"%PDF"
+    unknown = subprocess.run(
+        [sys.executable, "-m", "robustkit", "plot", "attack-vs-tsp", str(sentence_store), "-o", str(figure)]
+        + ["--attackers", "charswap"],
+        env={k: v for k, v in os.environ.items() if k != "ROBUSTKIT_ATTACKS"},
+        capture_output=True,
+        text=True,
+    )
+    assert unknown.returncode != 0 and "charswap" in unknown.stderr  # without it, an unknown attacker
+    assert _git_status() == before

@@ -15,7 +15,8 @@ import pytest
 
 from robustkit import attacks
 from robustkit.analysis import attack
-from robustkit.attacks import nltk_data, offline
+from robustkit.attacks import nltk_data, offline, registry
+from robustkit.errors import RobustkitError
 from robustkit.plots import attack as attack_plots
 from robustkit.plots import style
 
@@ -165,6 +166,28 @@ def test_an_attack_from_a_folder_of_its_own_runs_end_to_end(charswap, sentence_s
     boxes = attack_plots.attack_boxes(**attack.attack_boxes(examples, sentence_store, "best", "openattack", True))
     assert f"{LABEL} attack success per method" in " ".join(style.figure_texts(boxes))
     assert _git_status() == before  # no file of the repository was edited or added
+
+
+def test_the_environment_names_attacks_that_are_read_not_imported(tmp_path, monkeypatch):
+    """``$ROBUSTKIT_ATTACKS`` (files or module names) registers attacks from their source, so the
+    command line's choices hold them; the module is imported when the attack is built."""
+    (tmp_path / "my_swaps.py").write_text(CHARSWAP)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(registry.ENV, "my_swaps")
+    try:
+        assert registry.read_environment() == ["charswap"]
+        info = attacks.info("charswap")
+        assert (info.source, info.label, info.success_unit) == ("my_swaps:CharSwap", LABEL, "fraction")
+        assert "my_swaps" not in sys.modules and info.cls is None
+        built = attacks.create("charswap", seed=3, swaps=1)
+        assert type(built).__module__ == "my_swaps" and built.params == {"seed": 3, "swaps": 1, "tries": 30}
+        assert attacks.info("charswap").cls is type(built)
+    finally:
+        attacks.ATTACKS.pop("charswap", None)
+        sys.modules.pop("my_swaps", None)
+    monkeypatch.setenv(registry.ENV, str(tmp_path / "missing.py"))
+    with pytest.raises(RobustkitError, match=r"ROBUSTKIT_ATTACKS names .*missing.py', which is not a file"):
+        registry.read_environment()
 
 
 @pytest.mark.slow

@@ -155,6 +155,8 @@ def load_class(name: str) -> type:
         cls = getattr(loaded, attribute)
         if ATTACKS[name].cls is None:  # a class that does not decorate itself: register it now
             register_attack(cls)
+    if ATTACKS[name].cls is None:
+        raise RobustkitError(f"{info.source}: its class registered under another name than {name!r}")
     return ATTACKS[name].cls
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from robustkit import terminal
 from robustkit.cli_types import output_file
@@ -80,6 +81,7 @@ def _plot(args) -> int:
 def add_param(parser: argparse.ArgumentParser, param) -> None:
     """``param`` (:class:`robustkit.params.Param`) as a flag: a switch for booleans (``--no-<name>``
     for one that is on by default), a comma-separated value for lists."""
+    param = dataclasses.replace(param, help=param.help.replace("%", "%%"))  # argparse %-formats help ("90%")
     if param.type is bool:
         if param.default:  # on unless switched off: the flag is --no-<name>
             parser.add_argument("--no-" + param.flag[2:], dest=param.name, action="store_false", help=param.help)

@@ -63,10 +63,10 @@ def _module_constants(tree: ast.Module) -> dict[str, object]:
     return constants
 
 
-def duplicated_defaults(files: list[Path], declared: dict[str, set]) -> list[str]:
+def duplicated_defaults(files: list[Path], declared: dict[str, set], declarations: bool = True) -> list[str]:
     """Places in ``files`` (``file:line name=value``) that give a registered parameter its
     registered default a second time: a signature default, an argparse ``default=`` or a
-    ``Param(...)``."""
+    ``Param(...)`` (unless ``declarations`` is False: an analysis's own module declares them)."""
     places = []
     for path in files:
         tree = ast.parse(path.read_text())
@@ -92,7 +92,12 @@ def duplicated_defaults(files: list[Path], declared: dict[str, set]) -> list[str
                 default = next((k.value for k in node.keywords if k.arg == "default"), None)
                 if isinstance(flag, str) and default is not None:
                     pairs.append((flag.lstrip("-").replace("-", "_"), default))
-            elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Param" and len(node.args) >= 2:
+            elif (
+                declarations
+                and isinstance(node, ast.Call)
+                and getattr(node.func, "id", None) == "Param"
+                and len(node.args) >= 2
+            ):
                 pairs.append((value(node.args[0]), node.args[1]))
             for name, default in pairs:
                 found = value(default)
@@ -167,7 +172,7 @@ def test_no_function_of_an_analysis_module_repeats_its_defaults(name):
         if isinstance(param.default, (int, float, str)):
             declared.setdefault(param.name, set()).add(param.default)
     module = Path(importlib.util.find_spec(analysis.compute.partition(":")[0]).origin)
-    assert duplicated_defaults([module], declared) == []
+    assert duplicated_defaults([module], declared, declarations=False) == []
 
 
 def test_the_scan_finds_a_repeated_default(tmp_path):
@@ -309,3 +314,54 @@ def test_negative_values_are_joined_for_the_registered_parameters_that_take_them
         "--select",
         "task=rt",
     ]
+
+
+DECLARING = sorted(
+    name
+    for name, analysis in ANALYSES.items()
+    if analysis.module is not None and analysis.module.startswith("robustkit.analysis.")
+)
+
+
+def test_analyses_are_discovered_in_their_modules():
+    """The migrated analyses are declared in their own modules (none in the registry's file)."""
+    assert {"intruders", "forgetting", "lora-sharpness", "curve-connectivity"} <= set(DECLARING)
+    text = (LIBRARY / "analysis" / "registry.py").read_text()
+    assert all(f'"{name}",\n' not in text for name in DECLARING)
+
+
+@pytest.mark.parametrize("name", DECLARING)
+def test_a_discovered_declaration_is_its_module_s(name):
+    """What the registry read from the source, without importing the module, is the object the
+    module itself declares (so the module's defaults are the registry's)."""
+    import importlib
+
+    analysis = ANALYSES[name]
+    assert importlib.import_module(analysis.module).DECLARED == analysis
+    assert load(analysis.compute).__module__ == analysis.module
+
+
+def test_a_declaration_may_use_only_declare_s_names():
+    """A declaration that reads a name of its own module cannot be read without importing it: an
+    error that says so, not a silent skip."""
+    text = 'X = 3\nDECLARED = Analysis(\n    "x",\n    "h",\n    "d",\n    ":run",\n    (Param("k", X, "k"),),\n)\n'
+    with pytest.raises(AnalysisError, match="literals and robustkit.analysis.declare's names only"):
+        registry.declaration(text, "m", "m.py")
+    one_line = 'import os\nDECLARED = Analysis("x", "h", "d", ":run", module=__name__)\n\ndef run(): ...\n'
+    assert registry.declaration(one_line, "m", "m.py").compute == "m:run"
+    assert registry.declaration("DECLARED = registered('x')\n", "m", "m.py") is None  # not a declaration
+
+
+def test_every_analyze_and_plot_verb_formats_its_help():
+    """A '%' in a declared help (``90%``) is text, not an argparse placeholder: every generated
+    verb's --help formats (``plot forgetting --help`` crashed)."""
+    import argparse
+
+    from robustkit.cli import build_parser
+
+    def verbs(parser):
+        return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+    for verb in ("analyze", "plot"):
+        for name, parser in verbs(verbs(build_parser())[verb]).items():
+            assert name in parser.format_help()

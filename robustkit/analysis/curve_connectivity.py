@@ -33,6 +33,16 @@ from robustkit import data, models
 from robustkit.analysis.batches import sampled_batches
 from robustkit.analysis.bezier import barrier, place, place_line, train_control_point
 from robustkit.analysis.connectivity import seed_groups
+from robustkit.analysis.declare import (
+    DEVICE,
+    EXAMPLES,
+    LOSS_SPLIT,
+    METRIC_NAME,
+    Analysis,
+    Param,
+    Statistic,
+    checkpoint_param,
+)
 from robustkit.analysis.each_run import each_pair
 from robustkit.analysis.landscape import moving_parameters, parse_alphas, restore_parameters
 from robustkit.analysis.select import select_runs
@@ -43,7 +53,50 @@ from robustkit.provenance import computed_on
 from robustkit.run_data import run_splits
 from robustkit.store.tables import IDENTITY
 
-ANALYSIS = "curve-connectivity"
+# Everything robustkit reads about this analysis (robustkit.analysis.declare); its functions below
+# take their defaults from it.
+DECLARED = Analysis(
+    "curve-connectivity",
+    "curved mode connectivity: a quadratic Bezier curve trained between two seeds' optima, its barrier against "
+    "the line's (Garipov et al. 2018)",
+    "For disjoint pairs of runs that differ only in their seed (seeds sorted, paired 1st-2nd, 3rd-4th, ...): the "
+    "control point of the quadratic Bezier curve (1-t)^2 A + 2t(1-t) C + t^2 B trained on the training loss (t "
+    "drawn uniformly at every step, the runs' own batches, learning rate, schedule and clipping; seeded, "
+    "resumable), over the tensors the runs train; loss and metrics along the curve and along the line (the "
+    "untrained curve, C the midpoint) on a grid of t.",
+    ":run",
+    (
+        checkpoint_param("checkpoint of both ends"),
+        Param("steps", None, "optimiser steps of the control point; default: as many as the runs trained", kind=int),
+        Param(
+            "ts",
+            "0:1:11",
+            "points t of the curve and the line evaluated (must hold 0 and 1): start:stop:count or a comma list; "
+            "default: 0:1:11",
+        ),
+        Param("split", "train", LOSS_SPLIT, choices=("train", "validation", "test")),
+        Param("examples", 512, f"{EXAMPLES}; default: 512"),
+        Param("seed", 0, "seed of the control point's training (t, dropout) and of the examples; default: 0"),
+    ),
+    (DEVICE,),
+    summary=":barrier_summary",
+    statistics=(
+        Statistic(
+            "barrier-drop",
+            ":barrier_drop",
+            "barrier of the line minus barrier of the trained curve, one value per disjoint seed pair (loss "
+            "units, or error; positive = the curve is lower)",
+            (Param("metric", "loss", "loss, or a metric whose error is taken", check=METRIC_NAME),),
+            unit="disjoint pair",
+        ),
+    ),
+    output="the paths (per pair x path x t x metric)",
+    order=180,
+    module=__name__,
+)
+
+
+ANALYSIS = DECLARED.name  # its cache folder
 VERSION = 1
 PATHS = ("line", "curve")
 POINT_COLUMNS = ["path", "t", "split", "metric", "value"]
@@ -300,3 +353,20 @@ def barrier_summary(frame: pd.DataFrame) -> pd.DataFrame:
     ).reset_index()
     wide["line - curve"] = wide["line"] - wide["curve"]
     return wide
+
+
+def barrier_drop(frame: pd.DataFrame, store: str | Path, metric: str) -> pd.DataFrame:
+    """Barrier of the line minus that of the trained Bezier curve, per disjoint seed pair under
+    the identity of its lower-seed run (Garipov et al. 2018; ``curve-connectivity`` analysis).
+
+    A pair is an observation of its own: its ``outcome`` is ``ok`` only when both runs' are (else
+    the first failed one's), so a claim leaves out a pair with a failed end.
+    """
+    from robustkit.analysis.scores import with_outcome
+
+    table = barrier_drops(frame, metric)
+    ends = pd.DataFrame({"run_id": pd.unique(pd.concat([table["run_id"], table["run_id_b"]]))})
+    outcome = with_outcome(ends, store).set_index("run_id")["outcome"]
+    first, second = table["run_id"].map(outcome), table["run_id_b"].map(outcome)
+    table = table.assign(outcome=first.where(first != "ok", second))
+    return table.drop(columns="run_id_b")  # one observation per pair, under run A's identity

@@ -37,6 +37,7 @@ from safetensors.torch import load_file, save_file
 from robustkit import heldout
 from robustkit.analysis import mlm_head
 from robustkit.analysis.cache import CACHE_DIR
+from robustkit.analysis.declare import DEVICE, MATRICES, RANK_MEASURE, Analysis, Param, Statistic, checkpoint_param
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.intruders import kinds
 from robustkit.analysis.select import select_runs
@@ -46,7 +47,76 @@ from robustkit.measures.spectrum import effective_rank, energy_rank, singular_va
 from robustkit.progress import bar as progress_bar
 from robustkit.store.tables import IDENTITY
 
-ANALYSIS = "forgetting"
+# Everything robustkit reads about this analysis (robustkit.analysis.declare); its functions below
+# take their defaults from it.
+DECLARED = Analysis(
+    "forgetting",
+    "learning vs forgetting: masked-LM loss on held-out text of the base head over each run's encoder, and the "
+    "rank of each weight update (Biderman et al. 2024)",
+    "Forgetting: the masked-LM loss (nats per masked token) on held-out English text that is no task's (WordNet "
+    "3.0 glosses, masked once with --seed) of the base model's masked-LM head over the run's tuned encoder, minus "
+    "the same over the pre-trained encoder; the head is the model's own where its checkpoint has one, else "
+    "robustkit's TSP head fitted on the frozen pre-trained encoder (on other glosses). Update spectrum: per layer "
+    "weight matrix, the rank holding 90% of the squared norm of W_tuned - W_0 and the effective rank (LoRA-family "
+    "updates merged).",
+    ":run",
+    (
+        checkpoint_param("the tuned checkpoint (the start is step-0)", default="last"),
+        Param("texts", 1000, "held-out glosses the loss is taken on (the same for every run); default: 1000"),
+        Param(
+            "head",
+            "auto",
+            "masked-LM head: own (the model's pre-trained one), fitted (robustkit's TSP head fitted on the frozen "
+            "pre-trained encoder), auto (own where the model has one, else fitted); default: auto",
+            choices=("auto", "own", "fitted"),
+        ),
+        Param("head_texts", 10000, "glosses a fitted head is trained on (none of them evaluated); default: 10000"),
+        Param("head_steps", 300, "optimiser steps of a fitted head; default: 300"),
+        Param("seed", 0, "seed of the glosses drawn, their masks and a fitted head; default: 0"),
+    ),
+    (DEVICE,),
+    summary=":summarize",
+    statistics=(
+        Statistic(
+            "forgetting",
+            ":forgetting_statistic",
+            "masked-LM loss of the tuned encoder minus the pre-trained one's on held-out text (nats per masked "
+            "token; larger = more forgotten)",
+        ),
+        Statistic(
+            "update-rank",
+            ":update_ranks",
+            "rank of each weight update W_tuned - W_0, averaged over the chosen matrices that changed "
+            "(directions; one value per run)",
+            (RANK_MEASURE, MATRICES),
+        ),
+        Statistic(
+            "update-rank-ratio",
+            ":update_rank_ratio",
+            "update-rank over the rank r of a typical LoRA configuration (dimensionless: 10 = ten times as many "
+            "directions as a rank-r LoRA update can have; larger = higher rank; Biderman et al. 2024's '10-100X')",
+            (
+                RANK_MEASURE,
+                MATRICES,
+                Param(
+                    "reference_rank",
+                    8,
+                    "rank r of the typical LoRA configuration the update's rank is divided by; default: 8 "
+                    "(the zoo's and Hu et al. 2021's LoRA rank on GLUE, robustkit's lora default)",
+                ),
+            ),
+            ends=True,
+            better=None,
+            undefined_on_failed="",
+        ),
+    ),
+    output="the tidy result (per run x measure x matrix)",
+    order=160,
+    module=__name__,
+)
+
+
+ANALYSIS = DECLARED.name  # its cache folder
 VERSION = 1
 ENERGY_FRACTION = 0.9
 HEADS = ("auto", "own", "fitted")
@@ -293,3 +363,25 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     return (
         identity.join(losses[[m for m in LOSS_MEASURES if m in losses]]).join(ranks.add_prefix("mean ")).reset_index()
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# its statistics (DECLARED.statistics)
+
+
+def forgetting_statistic(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each run's masked-LM loss on held-out text minus the pre-trained encoder's (nats per
+    masked token; Biderman et al. 2024's forgetting, ``forgetting`` analysis)."""
+    rows = frame[frame["measure"] == "forgetting"]
+    return rows[[*IDENTITY, "value"]]
+
+
+def update_rank_ratio(frame: pd.DataFrame, rank_measure: str, matrices: str, reference_rank: int) -> pd.DataFrame:
+    """Each run's mean update rank (:func:`update_ranks`) over ``reference_rank``, the rank r of a
+    typical LoRA configuration (Biderman et al. 2024: full fine-tuning's rank "10-100X greater
+    than typical LoRA configurations"): dimensionless, 1 = as many directions as a rank-r LoRA
+    update has, 10 = ten times as many; a rank-r LoRA update itself is at most 1."""
+    if reference_rank < 1:
+        raise RobustkitError(f"reference_rank must be a positive rank, got {reference_rank!r}")
+    ranks = update_ranks(frame, rank_measure, matrices)
+    return ranks.assign(value=ranks["value"] / reference_rank)

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from robustkit.analysis.declare import DEVICE, INTRUDER_EPSILON, MATRICES, Analysis, Param, Statistic, checkpoint_param
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
@@ -30,7 +31,42 @@ from robustkit.progress import bar as progress_bar
 from robustkit.provenance import computed_on
 from robustkit.store.tables import IDENTITY
 
-ANALYSIS = "intruders"
+# Everything robustkit reads about this analysis (robustkit.analysis.declare); its functions below
+# take their defaults from it.
+DECLARED = Analysis(
+    "intruders",
+    "intruder dimensions: top singular vectors of each tuned weight matrix vs the start's (Shuttleworth et al. 2024)",
+    "Per layer weight matrix of each run (LoRA-family updates merged into the matrix), the top-k left singular "
+    "vectors of the matrix at the checkpoint, each with its largest |cosine| with the singular vectors of the "
+    "matrix at step-0; prints each run's intruder count at a few thresholds. Runs whose method changes no weight "
+    "matrix (adapters, prefix tuning) have nothing to measure.",
+    ":run",
+    (
+        checkpoint_param("the tuned checkpoint (the start is step-0)", default="last"),
+        Param(
+            "top_k",
+            10,
+            "top singular vectors of each tuned matrix compared; default: 10 (Shuttleworth et al. 2024)",
+        ),
+    ),
+    (DEVICE,),
+    summary=":summarize",
+    statistics=(
+        Statistic(
+            "count",
+            ":count",
+            "number of intruder dimensions of a run: top singular vectors whose largest |cosine| with the start's "
+            "is below epsilon, summed over the chosen matrices of every layer",
+            (INTRUDER_EPSILON, MATRICES),
+        ),
+    ),
+    output="the tidy result (per run x matrix x rank)",
+    order=150,
+    module=__name__,
+)
+
+
+ANALYSIS = DECLARED.name  # its cache folder
 VERSION = 1
 RESULT_COLUMNS = ["layer", "matrix", "kind", "changed", "rank", "singular_value", "max_cosine"]
 COLUMNS = [*IDENTITY, "checkpoint", *RESULT_COLUMNS]

@@ -36,13 +36,56 @@ import numpy as np
 import pandas as pd
 
 from robustkit.analysis.batches import sampled_batches
+from robustkit.analysis.declare import DEVICE, Analysis, Param, Statistic, checkpoint_param
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.progress import bar as progress_bar
 from robustkit.store.tables import IDENTITY
 
-ANALYSIS = "lora-sharpness"
+# Everything robustkit reads about this analysis (robustkit.analysis.declare); its functions below
+# take their defaults from it.
+DECLARED = Analysis(
+    "lora-sharpness",
+    "sharpness of a LoRA run's training loss in its LoRA parameters and in the merged weight matrices (Li et al. "
+    "2024, Flat-LoRA)",
+    "For each LoRA-family run, on one fixed batch of training examples: the top Hessian eigenvalue (power "
+    "iteration) and trace (Hutchinson) of the loss over its low-rank factors (A and B of every adapted matrix), "
+    "and over the same matrices with the update merged (W = W_0 + (alpha / r) B A), the head fixed in both; runs "
+    "of other methods are left out.",
+    ":run",
+    (
+        checkpoint_param("the checkpoint measured", default="last"),
+        Param("examples", 32, "training examples in the one fixed batch (the same for every run); default: 32"),
+        Param("max_iterations", 20, "power iteration cap (Hessian-vector products per eigenvalue); default: 20"),
+        Param("samples", 20, "Hutchinson samples per trace; default: 20"),
+        Param("seed", 0, "seed of the batch, the start vectors and the Rademacher samples; default: 0"),
+    ),
+    (DEVICE,),
+    summary=":summarize",
+    statistics=(
+        Statistic(
+            "full-over-lora",
+            ":log_ratio",
+            "log10 of the merged weights' sharpness over the LoRA parameters' (positive = sharper in the full "
+            "weights; NaN where either is not positive)",
+            (
+                Param(
+                    "estimator",
+                    "top_eigenvalue",
+                    "top_eigenvalue, or trace_per_parameter (the trace over the number of parameters: a mean over "
+                    "directions, shown, which cannot test a claim about sharp directions)",
+                    choices=("top_eigenvalue", "trace_per_parameter"),
+                ),
+            ),
+        ),
+    ),
+    output="the tidy result (per run x space x estimator)",
+    order=170,
+    module=__name__,
+)
+
+ANALYSIS = DECLARED.name  # its cache folder
 VERSION = 1
 SPACES = ("lora", "full")
 RESULT_COLUMNS = ["space", "estimator", "value", "spread", "iterations", "converged", "n_params", "examples"]

@@ -1,6 +1,13 @@
-"""The analysis registry: one entry per analysis, the single home of its parameters and statistics.
+"""The analysis registry: every analysis robustkit knows, found where it is declared.
 
-An :class:`Analysis` is what every other part of robustkit reads:
+An analysis is one module of ``robustkit/analysis/`` whose ``DECLARED = Analysis(...)`` states,
+next to its computation, its parameters, options, summary and statistics
+(:mod:`robustkit.analysis.declare`). The registry discovers those declarations by reading the
+modules' source (:func:`discover`), without importing them: reading the registry (``--help``)
+imports nothing heavy, and a module's functions are imported only when called. An analysis in a
+module outside the package (a project's own) is added by :func:`register_module`.
+
+What every other part of robustkit reads is an :class:`Analysis`:
 
 - its **computation**: ``compute`` (``"module:function"``), called as
   ``function(store, select, **params, **options)``; one tidy DataFrame of the selected runs,
@@ -15,209 +22,70 @@ An :class:`Analysis` is what every other part of robustkit reads:
 The ``robustkit analyze`` verbs are generated from these entries (:mod:`robustkit.cli_analyze`),
 figures name an analysis plus plot-only parameters (:mod:`robustkit.figures`), and a claim is
 judged on the very frame its figure drew (:mod:`robustkit.claim`): the same parameters, so the
-same cache entry. Functions are named by import path and imported only when called, so reading
-the registry (``--help``) imports nothing heavy::
+same cache entry::
 
     from robustkit.analysis.registry import get
     frame = get("rsa").run("runs/demo", ["task=rt"], tokens=2000)
     slopes = get("gradnorm").statistic("slope", get("gradnorm").run("runs/demo"), layer="top")
 
-Adding an analysis is one module in ``robustkit/analysis/`` and one :func:`register` call here.
+Adding an analysis is one module in ``robustkit/analysis/`` (CONTRIBUTING.md). Some analyses
+are still declared below by :func:`register` calls, until they move into their modules.
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
-from collections.abc import Callable
-from dataclasses import dataclass
+import ast
+import importlib.util
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from robustkit.analysis import declare
+from robustkit.analysis.declare import (  # noqa: F401  (the names users import from the registry)
+    DECLARED,
+    DEVICE,
+    EXAMPLES,
+    FLAT,
+    INTRUDER_EPSILON,
+    LAYER,
+    LOSS_SPLIT,
+    MATRICES,
+    METRIC,
+    METRIC_NAME,
+    NEVER_LEARNED,
+    PROGRESS,
+    RANK_MEASURE,
+    SEED,
+    SIMILARITY_CHECKPOINT,
+    TOKENS,
+    Analysis,
+    AnalysisError,
+    Statistic,
+    call,
+    checkpoint_param,
+    load,
+)
 from robustkit.attacks import ATTACKS  # names only: the attacks' modules load when one is built
-from robustkit.errors import RobustkitError
-from robustkit.params import Param, resolve
+from robustkit.params import Param
 
 if TYPE_CHECKING:  # annotations only: the registry is read by --help
     import pandas as pd
 
+_checkpoint = checkpoint_param  # the name the declarations below use
+STATISTICS = "robustkit.analysis.statistics"
 
-class AnalysisError(RobustkitError):
-    """An unknown analysis, statistic or parameter (the message lists the valid ones)."""
-
-
-def load(path: str) -> Callable:
-    """The function ``"module:function"`` (imported now)."""
-    module, _, attribute = path.partition(":")
-    return getattr(importlib.import_module(module), attribute)
-
-
-def call(function: Callable, positional: tuple, values: dict[str, Any]) -> Any:
-    """``function(*positional, **the values its signature names)``.
-
-    Routing, not checking: every value was checked against a declaration before it gets here
-    (:func:`robustkit.params.resolve`), and a declared parameter that a function does not use is
-    simply not its business (a plot does not take an analysis's ``tokens``).
-    """
-    accepted = inspect.signature(function).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
-        return function(*positional, **values)
-    return function(*positional, **{k: v for k, v in values.items() if k in accepted})
-
-
-@dataclass(frozen=True)
-class Statistic:
-    """One number per run (or per run x cell) derived from an analysis's frame: what a claim tests.
-
-    Attributes
-    ----------
-    name : str
-        Short name; recipes write ``<analysis>.<name>``.
-    function : str
-        ``"module:function"``, called as ``function(frame, store=..., **params)`` on the
-        analysis's frame; returns one row per observation with the run identity columns, any
-        cell columns (e.g. ``layer``) and ``value``.
-    help : str
-        What the number is, with its unit and sign (e.g. "negative = vanishing").
-    params : tuple of Param
-        Its own parameters (never the analysis's: those are the figure's).
-    independent : bool
-        Its observations are independent runs; False for a statistic of run pairs that share
-        runs (shown, never tested: :mod:`robustkit.claim`).
-    unit : str
-        What one observation is: ``run``, or ``disjoint pair`` (two runs of one configuration,
-        each run in at most one pair: independent, and half as many as the runs, which
-        :mod:`robustkit.decidability` counts so).
-    ends : bool
-        It depends on how training ended: a value at a checkpoint at or near the end (the final
-        or best score, representations, curvature or landscape at ``last`` or ``best``, attack
-        success) or over every evaluation up to it (a dev-loss rise, a mean over evaluations).
-        A claim on such a statistic is judged only where its runs have stopped improving
-        (:mod:`robustkit.analysis.convergence`). A statistic read at ``checkpoint = "step-0"``
-        never does. False for statistics of the path of training itself (gradient-norm slopes).
-    better : {"higher", "lower"} or None
-        Which values are the better outcome of training (accuracy: higher). A failed run
-        (:mod:`robustkit.collapse`) then ranks as the worst outcome, below every learned run,
-        in the claim's test with its failures (:mod:`robustkit.claim`); None: no value is better
-        (a similarity, a slope), and failed runs enter with their values.
-    undefined_on_failed : str
-        Why the statistic says nothing about a failed run (a constant classifier cannot be
-        attacked), or "" where it does: failed runs are then left out and the reason says why.
-    """
-
-    name: str
-    function: str
-    help: str
-    params: tuple[Param, ...] = ()
-    independent: bool = True
-    unit: str = "run"
-    ends: bool = True
-    better: str | None = None
-    undefined_on_failed: str = ""
-
-    def ends_with_training(self, params: dict) -> bool:
-        """Whether the statistic at these parameters depends on how training ended (``ends``,
-        unless it is read at the starting checkpoint)."""
-        return self.ends and params.get("checkpoint") != "step-0"
-
-
-@dataclass(frozen=True)
-class Analysis:
-    """A registered analysis (module docstring).
-
-    Attributes
-    ----------
-    name : str
-        Registry key and ``robustkit analyze`` verb.
-    help, description : str
-        One line for the verb list; the verb's ``--help`` text.
-    compute : str
-        ``"module:function"``: ``function(store, select, **params, **options)`` -> DataFrame.
-    params : tuple of Param
-        What changes the result (defaults declared here only).
-    options : tuple of Param
-        What changes only how it runs (device, threads); never cached on.
-    summary : str, optional
-        ``"module:function"``: ``function(frame) -> DataFrame``, the table the verb prints
-        (default: the frame itself).
-    statistics : tuple of Statistic
-        The per-run statistics claims name.
-    output : str
-        What ``-o`` writes (for the verb's help).
-    """
-
-    name: str
-    help: str
-    description: str
-    compute: str
-    params: tuple[Param, ...] = ()
-    options: tuple[Param, ...] = ()
-    summary: str | None = None
-    statistics: tuple[Statistic, ...] = ()
-    output: str = "the tidy result"
-
-    def resolve(self, **given: Any) -> dict[str, Any]:
-        """Every parameter's value, ``given`` over the defaults (unknown names are errors)."""
-        return resolve(self.params, given, f"analysis {self.name!r}", AnalysisError)
-
-    def default(self, name: str) -> Any:
-        """The declared default of parameter or option ``name`` (what a function below the registry
-        takes as its own default, so that it is written once)."""
-        for param in (*self.params, *self.options):
-            if param.name == name:
-                return param.default
-        raise AnalysisError(f"analysis {self.name!r} has no parameter {name!r}")
-
-    def run(self, store: str | Path, select: dict | list[str] | None = None, **given: Any) -> pd.DataFrame:
-        """The analysis on the selected runs of ``store``: ``given`` are its parameters and
-        options (e.g. ``device="cuda"``, ``progress=False``); unknown names are errors.
-
-        The frame's ``attrs["provenance"]`` maps each run (or run pair) whose result came from a
-        run's cache to how it was computed (``device``, ``device_name``, ``torch``, ``computed``;
-        :mod:`robustkit.analysis.each_run`), whether computed now or read back.
-        """
-        from robustkit.analysis.each_run import collect_provenance
-
-        options = {p.name: p for p in (*self.options, PROGRESS)}
-        chosen = resolve(
-            options.values(), {k: v for k, v in given.items() if k in options}, f"analysis {self.name!r}", AnalysisError
-        )
-        values = self.resolve(**{k: v for k, v in given.items() if k not in options})
-        compute = load(self.compute)
-        accepted = inspect.signature(compute).parameters  # not every analysis shows progress
-        with collect_provenance() as provenance:
-            frame = compute(store, select, **values, **{k: v for k, v in chosen.items() if k in accepted})
-        frame.attrs["provenance"] = provenance
-        return frame
-
-    def summarize(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """The table the ``analyze`` verb prints."""
-        return frame if self.summary is None else load(self.summary)(frame)
-
-    def get_statistic(self, name: str) -> Statistic:
-        for statistic in self.statistics:
-            if statistic.name == name:
-                return statistic
-        known = ", ".join(s.name for s in self.statistics) or "none"
-        raise AnalysisError(f"analysis {self.name!r} has no statistic {name!r}; it has: {known}")
-
-    def statistic(self, name: str, frame: pd.DataFrame, store: str | Path | None = None, **given: Any) -> pd.DataFrame:
-        """Statistic ``name`` of this analysis's ``frame`` (``given``: its own parameters)."""
-        statistic = self.get_statistic(name)
-        values = resolve(statistic.params, given, f"statistic {self.name}.{name}", AnalysisError)
-        return call(load(statistic.function), (frame,), {**values, "store": store})
-
-
-PROGRESS = Param("progress", True, "show a progress bar")
 
 ANALYSES: dict[str, Analysis] = {}
 
 
 def register(analysis: Analysis) -> Analysis:
-    """Add ``analysis`` to the registry (its name must be new)."""
+    """Add ``analysis`` to the registry (its name must be new), listed by its ``order``."""
     if analysis.name in ANALYSES:
         raise AnalysisError(f"analysis {analysis.name!r} is registered twice")
     ANALYSES[analysis.name] = analysis
+    listed = sorted(ANALYSES.values(), key=lambda a: (a.order, a.name))
+    ANALYSES.clear()  # in place: modules hold this very dict
+    ANALYSES.update((a.name, a) for a in listed)
     return analysis
 
 
@@ -239,67 +107,94 @@ def statistic_of(reference: str) -> tuple[Analysis, Statistic]:
 
 
 # ---------------------------------------------------------------------------------------------
-# parameters several analyses share (declared once)
+# discovery: the declarations of the modules, read from their source
 
 
-def _checkpoint(help_: str, choices: tuple = ("best", "last"), default: str = "best") -> Param:
-    return Param("checkpoint", default, f"{help_}: {', '.join(choices)}; default: {default}", choices=choices)
+def declaration(text: str, module: str, filename: str, kind: str = "Analysis") -> Any:
+    """The object a module's source ``text`` declares in ``DECLARED = <kind>(...)`` (or a tuple of
+    them), evaluated with :mod:`robustkit.analysis.declare`'s names and ``__name__ = module``;
+    None where the module declares no such thing.
+
+    Only that statement is parsed (a formatted call closes at column 0), so reading every
+    module's declaration costs milliseconds and imports nothing.
+
+    Raises
+    ------
+    AnalysisError
+        The declaration uses a name that is neither a literal nor one of
+        :mod:`robustkit.analysis.declare`'s (it must be readable without importing its module).
+    """
+    mark = f"\n{DECLARED} = "
+    start = text.find(mark)
+    if start < 0:
+        return None
+    start += 1
+    ends = [text.find("\n", start)] + [i + 2 for i in _closings(text, start)]
+    for end in (e for e in ends if e > start):
+        try:
+            (statement,) = ast.parse(text[start:end], filename).body
+            break
+        except SyntaxError:
+            continue
+    else:
+        raise AnalysisError(f"{filename}: cannot read its {DECLARED} = ... statement")
+    value = statement.value
+    calls = value.elts if isinstance(value, ast.Tuple) else [value]
+    if not all(isinstance(c, ast.Call) and getattr(c.func, "id", None) == kind for c in calls):
+        return None
+    namespace = {**vars(declare), **_namespaces.get(kind, {}), "__name__": module}
+    try:
+        return eval(compile(ast.Expression(value), filename, "eval"), namespace)  # noqa: S307 (the package's own source)
+    except NameError as error:
+        raise AnalysisError(
+            f"{filename}: a declaration may use literals and robustkit.analysis.declare's names only ({error})"
+        ) from None
 
 
-METRIC_NAME = "robustkit.metrics:check_name"  # a Param's check: the metric is one robustkit records
-METRIC = Param("metric", None, "metric (accuracy, f1, mcc, ...); default: each task's main metric", check=METRIC_NAME)
-# checked when given, as `train --device` is: a device this machine lacks is refused before any work
-DEVICE = Param(
-    "device",
-    None,
-    "where the model runs: cpu, cuda; default: the GPU if there is one",
-    check="robustkit.preflight:check_device",
-)
-SEED = Param("seed", 0, "seed of every random draw of the analysis (sample, directions, resamples); default: 0")
-TOKENS = Param(
-    "tokens",
-    5000,
-    "tokens sampled once from the task's dev set ([CLS]/[SEP]/[PAD] skipped); default: 5000 (He et al. 2021)",
-)
-SIMILARITY_CHECKPOINT = _checkpoint("tuned checkpoint compared with the base model", ("best", "last", "step-0"))
-LAYER = Param(
-    "layer",
-    "each",
-    "each: one observation per layer; top / bottom: the mean over the top / bottom third of the encoder layers",
-    choices=("each", "top", "bottom"),
-)
-LOSS_SPLIT = "split the loss is taken on; default: train"
-EXAMPLES = "examples of the split, drawn with --seed (the same for every run)"
-STATISTICS = "robustkit.analysis.statistics"
-NEVER_LEARNED = (
-    "a run that never left the majority class (not-learned) was under-trained by its budget: it did not learn and "
-    "fall back, "
-    "and whether it would have collapsed is unknown, so it is neither a collapse nor a run that stayed up"
-)
-FLAT = (
-    "a run that never left the majority class did not move its weights: its landscape is flat by construction, "
-    "which says nothing of the minimum fine-tuning reaches"
-)
-# shared by statistics and the figures that draw them (declared once)
-MATRICES = Param(
-    "matrices",
-    "q,v",
-    "weight matrices counted: comma-separated kinds (q, k, v, attention-output, intermediate, output) or all; "
-    "default: q,v (the matrices LoRA adapts in Hu et al. 2021 and the zoo)",
-)
-INTRUDER_EPSILON = Param(
-    "epsilon",
-    0.5,
-    "a top singular vector is an intruder when its largest |cosine| with the start's singular vectors is below this; "
-    "default: 0.5 (huggingface/peft's implementation of Shuttleworth et al. 2024)",
-)
-RANK_MEASURE = Param(
-    "rank_measure",
-    "energy_rank",
-    "energy_rank: the rank holding 90% of the update's squared norm (Biderman et al. 2024); effective_rank: Roy and "
-    "Vetterli 2007's exp(entropy)",
-    choices=("energy_rank", "effective_rank"),
-)
+def _closings(text: str, start: int):
+    """Offsets of the ``)`` lines at column 0 after ``start``."""
+    at = text.find("\n)", start)
+    while at >= 0:
+        yield at + 1
+        at = text.find("\n)", at + 1)
+
+
+# More names a kind of declaration may use besides declare's (figures add theirs).
+_namespaces: dict[str, dict[str, Any]] = {}
+
+
+def discover(folder: Path, package: str, kind: str = "Analysis") -> list[Any]:
+    """Every ``kind`` declared by the modules of ``folder`` (the package ``package``), by file name."""
+    found = []
+    for path in sorted(folder.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        declared = declaration(text, f"{package}.{path.stem}", str(path), kind)
+        if declared is not None:
+            found.extend(declared if isinstance(declared, tuple) else [declared])
+    return found
+
+
+def import_module(path: str | Path, name: str | None = None):
+    """Import the module file ``path`` (outside robustkit, e.g. a project's own analysis) as
+    ``name`` (default: its file name), so that its functions load as robustkit's do."""
+    path = Path(path)
+    name = name or path.stem
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise AnalysisError(f"{path} is not a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def register_module(path: str | Path, name: str | None = None) -> Analysis:
+    """Import the analysis module ``path`` (outside the package) and register its ``DECLARED``."""
+    declared = getattr(import_module(path, name), DECLARED, None)
+    if not isinstance(declared, Analysis):
+        raise AnalysisError(f"{path} declares no analysis ({DECLARED} = Analysis(...))")
+    return register(declared)
+
 
 # ---------------------------------------------------------------------------------------------
 # the analyses
@@ -337,6 +232,7 @@ register(
             ),
         ),
         output="the per-run scores",
+        order=10,
     )
 )
 register(
@@ -388,6 +284,7 @@ register(
             ),
         ),
         output="the per-run x epoch scores",
+        order=20,
     )
 )
 register(
@@ -428,6 +325,7 @@ register(
             ),
         ),
         output="the learning curves",
+        order=30,
     )
 )
 register(
@@ -457,6 +355,7 @@ register(
             ),
         ),
         output="every step's norms",
+        order=40,
     )
 )
 register(
@@ -479,6 +378,7 @@ register(
             ),
         ),
         output="the tidy result (per run x layer x measure)",
+        order=50,
     )
 )
 register(
@@ -517,6 +417,7 @@ register(
             ),
         ),
         output="the tidy result (per run x layer x measure)",
+        order=60,
     )
 )
 register(
@@ -552,6 +453,7 @@ register(
             ),
         ),
         output="the tidy result (per run x span x metric)",
+        order=70,
     )
 )
 register(
@@ -587,6 +489,7 @@ register(
                 undefined_on_failed=FLAT,
             ),
         ),
+        order=80,
     )
 )
 register(
@@ -608,6 +511,7 @@ register(
         ),
         summary="robustkit.analysis.tradeoff:settings_summary",
         output="the tidy per-run table",
+        order=90,
     )
 )
 register(
@@ -680,6 +584,7 @@ register(
             ),
         ),
         output="the tidy result (per run x checkpoint x block x estimator)",
+        order=100,
     )
 )
 register(
@@ -704,6 +609,7 @@ register(
         (DEVICE,),
         summary="robustkit.analysis.surface:loss_range",
         output="the tidy grid (per run x a x b x metric)",
+        order=110,
     )
 )
 register(
@@ -738,6 +644,7 @@ register(
             ),
         ),
         output="the lines (per pair x alpha x metric)",
+        order=120,
     )
 )
 register(
@@ -772,6 +679,7 @@ register(
             ),
         ),
         output="the curves",
+        order=130,
     )
 )
 register(
@@ -848,189 +756,12 @@ register(
             ),
         ),
         output="the per-example results (original and adversarial text)",
+        order=140,
     )
 )
 
 # ---------------------------------------------------------------------------------------------
 # beyond the papers: the findings on LoRA and full fine-tuning that followed them (issue #30)
-
-register(
-    Analysis(
-        "intruders",
-        "intruder dimensions: top singular vectors of each tuned weight matrix vs the start's (Shuttleworth et al. "
-        "2024)",
-        "Per layer weight matrix of each run (LoRA-family updates merged into the matrix), the top-k left singular "
-        "vectors of the matrix at the checkpoint, each with its largest |cosine| with the singular vectors of the "
-        "matrix at step-0; prints each run's intruder count at a few thresholds. Runs whose method changes no weight "
-        "matrix (adapters, prefix tuning) have nothing to measure.",
-        "robustkit.analysis.intruders:run",
-        (
-            _checkpoint("the tuned checkpoint (the start is step-0)", default="last"),
-            Param(
-                "top_k",
-                10,
-                "top singular vectors of each tuned matrix compared; default: 10 (Shuttleworth et al. 2024)",
-            ),
-        ),
-        (DEVICE,),
-        summary="robustkit.analysis.intruders:summarize",
-        statistics=(
-            Statistic(
-                "count",
-                f"{STATISTICS}:intruder_count",
-                "number of intruder dimensions of a run: top singular vectors whose largest |cosine| with the start's "
-                "is below epsilon, summed over the chosen matrices of every layer",
-                (INTRUDER_EPSILON, MATRICES),
-            ),
-        ),
-        output="the tidy result (per run x matrix x rank)",
-    )
-)
-register(
-    Analysis(
-        "forgetting",
-        "learning vs forgetting: masked-LM loss on held-out text of the base head over each run's encoder, and the "
-        "rank of each weight update (Biderman et al. 2024)",
-        "Forgetting: the masked-LM loss (nats per masked token) on held-out English text that is no task's (WordNet "
-        "3.0 glosses, masked once with --seed) of the base model's masked-LM head over the run's tuned encoder, minus "
-        "the same over the pre-trained encoder; the head is the model's own where its checkpoint has one, else "
-        "robustkit's TSP head fitted on the frozen pre-trained encoder (on other glosses). Update spectrum: per layer "
-        "weight matrix, the rank holding 90% of the squared norm of W_tuned - W_0 and the effective rank (LoRA-family "
-        "updates merged).",
-        "robustkit.analysis.forgetting:run",
-        (
-            _checkpoint("the tuned checkpoint (the start is step-0)", default="last"),
-            Param("texts", 1000, "held-out glosses the loss is taken on (the same for every run); default: 1000"),
-            Param(
-                "head",
-                "auto",
-                "masked-LM head: own (the model's pre-trained one), fitted (robustkit's TSP head fitted on the frozen "
-                "pre-trained encoder), auto (own where the model has one, else fitted); default: auto",
-                choices=("auto", "own", "fitted"),
-            ),
-            Param("head_texts", 10000, "glosses a fitted head is trained on (none of them evaluated); default: 10000"),
-            Param("head_steps", 300, "optimiser steps of a fitted head; default: 300"),
-            Param("seed", 0, "seed of the glosses drawn, their masks and a fitted head; default: 0"),
-        ),
-        (DEVICE,),
-        summary="robustkit.analysis.forgetting:summarize",
-        statistics=(
-            Statistic(
-                "forgetting",
-                f"{STATISTICS}:forgetting",
-                "masked-LM loss of the tuned encoder minus the pre-trained one's on held-out text (nats per masked "
-                "token; larger = more forgotten)",
-            ),
-            Statistic(
-                "update-rank",
-                f"{STATISTICS}:update_rank",
-                "rank of each weight update W_tuned - W_0, averaged over the chosen matrices that changed "
-                "(directions; one value per run)",
-                (RANK_MEASURE, MATRICES),
-            ),
-            Statistic(
-                "update-rank-ratio",
-                f"{STATISTICS}:update_rank_ratio",
-                "update-rank over the rank r of a typical LoRA configuration (dimensionless: 10 = ten times as many "
-                "directions as a rank-r LoRA update can have; larger = higher rank; Biderman et al. 2024's '10-100X')",
-                (
-                    RANK_MEASURE,
-                    MATRICES,
-                    Param(
-                        "reference_rank",
-                        8,
-                        "rank r of the typical LoRA configuration the update's rank is divided by; default: 8 "
-                        "(the zoo's and Hu et al. 2021's LoRA rank on GLUE, robustkit's lora default)",
-                    ),
-                ),
-                ends=True,
-                better=None,
-                undefined_on_failed="",
-            ),
-        ),
-        output="the tidy result (per run x measure x matrix)",
-    )
-)
-register(
-    Analysis(
-        "lora-sharpness",
-        "sharpness of a LoRA run's training loss in its LoRA parameters and in the merged weight matrices (Li et al. "
-        "2024, Flat-LoRA)",
-        "For each LoRA-family run, on one fixed batch of training examples: the top Hessian eigenvalue (power "
-        "iteration) and trace (Hutchinson) of the loss over its low-rank factors (A and B of every adapted matrix), "
-        "and over the same matrices with the update merged (W = W_0 + (alpha / r) B A), the head fixed in both; runs "
-        "of other methods are left out.",
-        "robustkit.analysis.lora_space:run",
-        (
-            _checkpoint("the checkpoint measured", default="last"),
-            Param("examples", 32, "training examples in the one fixed batch (the same for every run); default: 32"),
-            Param("max_iterations", 20, "power iteration cap (Hessian-vector products per eigenvalue); default: 20"),
-            Param("samples", 20, "Hutchinson samples per trace; default: 20"),
-            Param("seed", 0, "seed of the batch, the start vectors and the Rademacher samples; default: 0"),
-        ),
-        (DEVICE,),
-        summary="robustkit.analysis.lora_space:summarize",
-        statistics=(
-            Statistic(
-                "full-over-lora",
-                f"{STATISTICS}:full_over_lora",
-                "log10 of the merged weights' sharpness over the LoRA parameters' (positive = sharper in the full "
-                "weights; NaN where either is not positive)",
-                (
-                    Param(
-                        "estimator",
-                        "top_eigenvalue",
-                        "top_eigenvalue, or trace_per_parameter (the trace over the number of parameters: a mean over "
-                        "directions, shown, which cannot test a claim about sharp directions)",
-                        choices=("top_eigenvalue", "trace_per_parameter"),
-                    ),
-                ),
-            ),
-        ),
-        output="the tidy result (per run x space x estimator)",
-    )
-)
-register(
-    Analysis(
-        "curve-connectivity",
-        "curved mode connectivity: a quadratic Bezier curve trained between two seeds' optima, its barrier against "
-        "the line's (Garipov et al. 2018)",
-        "For disjoint pairs of runs that differ only in their seed (seeds sorted, paired 1st-2nd, 3rd-4th, ...): the "
-        "control point of the quadratic Bezier curve (1-t)^2 A + 2t(1-t) C + t^2 B trained on the training loss (t "
-        "drawn uniformly at every step, the runs' own batches, learning rate, schedule and clipping; seeded, "
-        "resumable), over the tensors the runs train; loss and metrics along the curve and along the line (the "
-        "untrained curve, C the midpoint) on a grid of t.",
-        "robustkit.analysis.curve_connectivity:run",
-        (
-            _checkpoint("checkpoint of both ends"),
-            Param(
-                "steps", None, "optimiser steps of the control point; default: as many as the runs trained", kind=int
-            ),
-            Param(
-                "ts",
-                "0:1:11",
-                "points t of the curve and the line evaluated (must hold 0 and 1): start:stop:count or a comma list; "
-                "default: 0:1:11",
-            ),
-            Param("split", "train", LOSS_SPLIT, choices=("train", "validation", "test")),
-            Param("examples", 512, f"{EXAMPLES}; default: 512"),
-            Param("seed", 0, "seed of the control point's training (t, dropout) and of the examples; default: 0"),
-        ),
-        (DEVICE,),
-        summary="robustkit.analysis.curve_connectivity:barrier_summary",
-        statistics=(
-            Statistic(
-                "barrier-drop",
-                f"{STATISTICS}:barrier_drop",
-                "barrier of the line minus barrier of the trained curve, one value per disjoint seed pair (loss "
-                "units, or error; positive = the curve is lower)",
-                (Param("metric", "loss", "loss, or a metric whose error is taken", check=METRIC_NAME),),
-                unit="disjoint pair",
-            ),
-        ),
-        output="the paths (per pair x path x t x metric)",
-    )
-)
 
 
 def per_run(
@@ -1054,3 +785,7 @@ def per_run(
     frame = analysis.run(store, select, progress=False, **{k: v for k, v in params.items() if k in names})
     own = {k: v for k, v in params.items() if k not in names}
     return with_outcome(analysis.statistic(statistic.name, frame, store, **own), store)
+
+
+for _declared in discover(Path(__file__).parent, __package__):
+    register(_declared)

@@ -164,66 +164,6 @@ def barrier(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     return table[[*IDENTITY, "barrier"]].rename(columns={"barrier": "value"})
 
 
-def intruder_count(frame: pd.DataFrame, epsilon: float, matrices: str) -> pd.DataFrame:
-    """Each run's number of intruder dimensions (Shuttleworth et al. 2024): top singular vectors
-    of its tuned matrices whose largest |cosine| with the start's is below ``epsilon``, summed
-    over the chosen matrices of every layer (``intruders`` analysis)."""
-    from robustkit.analysis import intruders
-
-    return intruders.count(frame, epsilon, matrices)
-
-
-def forgetting(frame: pd.DataFrame) -> pd.DataFrame:
-    """Each run's masked-LM loss on held-out text minus the pre-trained encoder's (nats per
-    masked token; Biderman et al. 2024's forgetting, ``forgetting`` analysis)."""
-    rows = frame[frame["measure"] == "forgetting"]
-    return rows[[*IDENTITY, "value"]]
-
-
-def update_rank(frame: pd.DataFrame, rank_measure: str, matrices: str) -> pd.DataFrame:
-    """Each run's mean rank of its weight updates over the chosen matrices that changed
-    (``forgetting`` analysis; a run that changed none of them gives no row)."""
-    from robustkit.analysis import forgetting as analysis
-
-    return analysis.update_ranks(frame, rank_measure, matrices)
-
-
-def update_rank_ratio(frame: pd.DataFrame, rank_measure: str, matrices: str, reference_rank: int) -> pd.DataFrame:
-    """Each run's mean update rank (:func:`update_rank`) over ``reference_rank``, the rank r of a
-    typical LoRA configuration (Biderman et al. 2024: full fine-tuning's rank "10-100X greater
-    than typical LoRA configurations"): dimensionless, 1 = as many directions as a rank-r LoRA
-    update has, 10 = ten times as many; a rank-r LoRA update itself is at most 1."""
-    if reference_rank < 1:
-        raise RobustkitError(f"reference_rank must be a positive rank, got {reference_rank!r}")
-    ranks = update_rank(frame, rank_measure, matrices)
-    return ranks.assign(value=ranks["value"] / reference_rank)
-
-
-def full_over_lora(frame: pd.DataFrame, estimator: str) -> pd.DataFrame:
-    """log10 of a LoRA run's sharpness in its merged weight matrices over that in its LoRA
-    parameters (Li et al. 2024; ``lora-sharpness`` analysis)."""
-    from robustkit.analysis import lora_space
-
-    return lora_space.log_ratio(frame, estimator)
-
-
-def barrier_drop(frame: pd.DataFrame, store: str | Path, metric: str) -> pd.DataFrame:
-    """Barrier of the line minus that of the trained Bezier curve, per disjoint seed pair under
-    the identity of its lower-seed run (Garipov et al. 2018; ``curve-connectivity`` analysis).
-
-    A pair is an observation of its own: its ``outcome`` is ``ok`` only when both runs' are (else
-    the first failed one's), so a claim leaves out a pair with a failed end.
-    """
-    from robustkit.analysis import curve_connectivity
-
-    table = curve_connectivity.barrier_drops(frame, metric)
-    ends = pd.DataFrame({"run_id": pd.unique(pd.concat([table["run_id"], table["run_id_b"]]))})
-    outcome = with_outcome(ends, store).set_index("run_id")["outcome"]
-    first, second = table["run_id"].map(outcome), table["run_id_b"].map(outcome)
-    table = table.assign(outcome=first.where(first != "ok", second))
-    return table.drop(columns="run_id_b")  # one observation per pair, under run A's identity
-
-
 def similarity_ci(frame: pd.DataFrame, measure: str, layer: str) -> pd.DataFrame:
     """A measure of the ``similarity-ci`` analysis (``rsa``, ``cka``, ``cka-debiased``,
     ``procrustes``) of each run's layers with the base model's; ``layer`` as in :func:`rsa`."""

@@ -16,12 +16,18 @@ A figure's parameters are its analysis's (declared there, once) followed by its 
 only the view or the plot reads; a figure may change an analysis parameter's default
 (``defaults``), never redeclare it. Functions are named by import path and imported only when
 a figure is drawn, so reading the registry (``robustkit plot --help``) imports nothing heavy.
-Adding a figure is one :func:`register` call here and its plot function in ``robustkit/plots``
-(CONTRIBUTING.md walks through one).
+
+Adding a figure is one plot module in ``robustkit/plots`` that declares it next to its plot
+function, ``DECLARED = figures.Figure("name", "help", "analysis", ":plot_function", ...,
+module=__name__)``; the registry reads the declaration from the module's source
+(:func:`robustkit.analysis.registry.discover`) without importing it, and
+:func:`register_module` adds one from a module outside the package. The figures still declared
+below by :func:`register` calls move to their plot modules in turn.
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -61,6 +67,10 @@ class Figure:
     score_axis : bool
         The figure shows scores: collapsed and diverged runs are marked and left out of
         statistics unless ``include_failed`` (a parameter every such figure has).
+    module : str, optional
+        The declaring plot module (``__name__``): ``":name"`` references are its own.
+    order : int
+        Where the verb is listed among the others (ascending; ties by name).
     """
 
     name: str
@@ -71,6 +81,17 @@ class Figure:
     view: str | None = None
     defaults: dict = field(default_factory=dict)
     score_axis: bool = False
+    module: str | None = None
+    order: int = 1000
+
+    def __post_init__(self) -> None:
+        # ":name" -> "<module>:name", as an analysis's declaration reads (robustkit.analysis.declare)
+        for attribute in ("plot", "view"):
+            path = getattr(self, attribute)
+            if path is not None and path.startswith(":"):
+                if self.module is None:
+                    raise FigureError(f"figure {self.name!r} names {path!r} but declares no module=__name__")
+                object.__setattr__(self, attribute, f"{self.module}{path}")
 
     def source(self) -> Analysis:
         """The registered analysis the figure draws."""
@@ -227,7 +248,20 @@ def register(figure: Figure) -> Figure:
             "analysis; defaults may only change those)"
         )
     FIGURES[figure.name] = figure
+    listed = sorted(FIGURES.values(), key=lambda f: (f.order, f.name))
+    FIGURES.clear()  # in place: modules hold this very dict
+    FIGURES.update((f.name, f) for f in listed)
     return figure
+
+
+def register_module(path: str | Path, name: str | None = None) -> tuple[Figure, ...]:
+    """Import the plot module ``path`` (outside the package) and register the figure(s) of its
+    ``DECLARED``."""
+    declared = getattr(registry.import_module(path, name), registry.DECLARED, None)
+    figures = declared if isinstance(declared, tuple) else (declared,)
+    if not all(isinstance(f, Figure) for f in figures):
+        raise FigureError(f"{path} declares no figure ({registry.DECLARED} = figures.Figure(...))")
+    return tuple(register(f) for f in figures)
 
 
 def get(name: str) -> Figure:
@@ -304,6 +338,7 @@ register(
                 choices=("rsa", "cka"),
             ),
         ),
+        order=10,
     )
 )
 register(
@@ -316,6 +351,7 @@ register(
         (CONVENTION,),
         view=ATTACKED,
         score_axis=True,
+        order=20,
     )
 )
 register(
@@ -329,6 +365,7 @@ register(
         view=ATTACKED,
         defaults={"attackers": ["pwws", "deepwordbug"]},
         score_axis=True,
+        order=30,
     )
 )
 register(
@@ -341,6 +378,7 @@ register(
         (CONVENTION,),
         view="robustkit.analysis.attack:attack_boxes",
         score_axis=True,
+        order=40,
     )
 )
 register(
@@ -365,6 +403,7 @@ register(
             ),
         ),
         view="robustkit.analysis.ablation:ablation_heatmap",
+        order=50,
     )
 )
 register(
@@ -374,6 +413,7 @@ register(
         "gradnorm",
         "robustkit.plots.gradnorm:gradnorm_curves",
         view="robustkit.analysis.gradnorm:summary",
+        order=60,
     )
 )
 register(
@@ -383,6 +423,7 @@ register(
         "landscape",
         "robustkit.plots.landscape:landscape_curves",
         view="robustkit.analysis.landscape:landscape_lines",
+        order=70,
     )
 )
 register(
@@ -393,6 +434,7 @@ register(
         "robustkit.plots.curves:dev_curves",
         view="robustkit.analysis.curves:dev_curves",
         score_axis=True,
+        order=80,
     )
 )
 register(
@@ -403,6 +445,7 @@ register(
         "robustkit.plots.curves:curves_by_tsp",
         view="robustkit.analysis.curves:curves_by_tsp",
         score_axis=True,
+        order=90,
     )
 )
 register(
@@ -413,6 +456,7 @@ register(
         "robustkit.plots.curves:mean_best_table",
         view="robustkit.analysis.curves:mean_best",
         score_axis=True,
+        order=100,
     )
 )
 register(
@@ -424,6 +468,7 @@ register(
         (ASO,),
         view=f"{BOX_VIEWS}:box_seeds",
         score_axis=True,
+        order=110,
     )
 )
 register(
@@ -444,6 +489,7 @@ register(
         ),
         view=f"{BOX_VIEWS}:box_tsp",
         score_axis=True,
+        order=120,
     )
 )
 register(
@@ -464,6 +510,7 @@ register(
         ),
         view=f"{BOX_VIEWS}:box_tsp_epochs",
         score_axis=True,
+        order=130,
     )
 )
 register(
@@ -475,6 +522,7 @@ register(
         (ASO,),
         view=f"{BOX_VIEWS}:box_lr",
         score_axis=True,
+        order=140,
     )
 )
 register(
@@ -494,6 +542,7 @@ register(
         ),
         view=f"{BOX_VIEWS}:train_size",
         score_axis=True,
+        order=150,
     )
 )
 register(
@@ -515,6 +564,7 @@ register(
         ),
         view="robustkit.analysis.results:results_table",
         score_axis=True,
+        order=160,
     )
 )
 register(
@@ -528,6 +578,7 @@ register(
         (SHOWN_SPLIT,),
         view="robustkit.analysis.tradeoff:tradeoff_points",
         score_axis=True,
+        order=170,
     )
 )
 register(
@@ -540,6 +591,7 @@ register(
         (SHOWN_SPLIT,),
         view="robustkit.analysis.tradeoff:aggregated",
         score_axis=True,
+        order=180,
     )
 )
 register(
@@ -551,6 +603,7 @@ register(
         (SHOWN_SPLIT,),
         view="robustkit.analysis.tradeoff:init_std_points",
         score_axis=True,
+        order=190,
     )
 )
 
@@ -572,6 +625,7 @@ register(
                 choices=("step-0", "best", "last"),
             ),
         ),
+        order=200,
     )
 )
 register(
@@ -582,6 +636,7 @@ register(
         "surface",
         "robustkit.plots.surface:surface_contours",
         (Param("max_seeds", 3, "runs drawn per method (the lowest seeds); default: 3"),),
+        order=210,
     )
 )
 register(
@@ -592,6 +647,7 @@ register(
         "connectivity",
         "robustkit.plots.connectivity:connectivity_figure",
         view="robustkit.analysis.connectivity:lines_and_barriers",
+        order=220,
     )
 )
 register(
@@ -601,6 +657,7 @@ register(
         "side by side, each run with a bootstrap interval over the token sample",
         "similarity-ci",
         "robustkit.plots.similarity_ci:similarity_panels",
+        order=230,
     )
 )
 register(
@@ -610,6 +667,7 @@ register(
         "expected best score of a budget of k runs over seeds or learning rates",
         "tuning",
         "robustkit.plots.tuning:tuning_curves",
+        order=240,
     )
 )
 
@@ -618,54 +676,22 @@ register(
 
 register(
     Figure(
-        "intruders",
-        "Shuttleworth et al. 2024: intruder dimensions, each run's count against the threshold and each top singular "
-        "vector's largest |cosine| with the start's",
-        "intruders",
-        "robustkit.plots.intruders:intruders_figure",
-        (registry.MATRICES, registry.INTRUDER_EPSILON),
-        view="robustkit.analysis.intruders:intruder_view",
-    )
-)
-register(
-    Figure(
-        "forgetting",
-        "Biderman et al. 2024: learning (the task score) against forgetting (masked-LM loss on held-out text), and "
-        "the rank of each weight update",
-        "forgetting",
-        "robustkit.plots.forgetting:forgetting_figure",
-        (registry.MATRICES, registry.RANK_MEASURE),
-        view="robustkit.analysis.forgetting:forgetting_view",
-        score_axis=True,
-    )
-)
-register(
-    Figure(
-        "lora-sharpness",
-        "Li et al. 2024 (Flat-LoRA): each LoRA run's sharpness in its LoRA parameters and in the merged weight "
-        "matrices, side by side",
-        "lora-sharpness",
-        "robustkit.plots.lora_space:lora_space_figure",
-        view="robustkit.analysis.lora_space:lora_space_view",
-    )
-)
-register(
-    Figure(
-        "curve-connectivity",
-        "Garipov et al. 2018: the loss along a trained quadratic Bezier curve and along the line between two seeds, "
-        "and both barriers per seed pair",
-        "curve-connectivity",
-        "robustkit.plots.curve_connectivity:curve_figure",
-        view="robustkit.analysis.curve_connectivity:paths_and_barriers",
-    )
-)
-register(
-    Figure(
         "stability-length",
         "Chen et al. 2022: standard deviation of the dev score over seeds per method at each fine-tuning epoch end, "
         "and each run's distance from the median of its method's other seeds",
         "epoch-scores",
         "robustkit.plots.stability_length:stability_length_figure",
         view="robustkit.analysis.stability_length:seed_spread_by_epoch",
+        order=290,
     )
 )
+
+
+# The figures declared in their plot modules (DECLARED = figures.Figure(...) or a tuple of them),
+# read from the source as the analyses are: a declaration may use robustkit.analysis.declare's
+# names and this module's (figures.ASO, figures.CONVENTION, ...).
+# A plot module names matplotlib's Figure too, so its declaration says figures.Figure.
+for _declared in registry.discover(
+    Path(__file__).parent / "plots", "robustkit.plots", "figures.Figure", {"figures": sys.modules[__name__]}
+):
+    register(_declared)

@@ -365,3 +365,22 @@ def test_every_analyze_and_plot_verb_formats_its_help():
     for verb in ("analyze", "plot"):
         for name, parser in verbs(verbs(build_parser())[verb]).items():
             assert name in parser.format_help()
+
+
+FIGURES_DECLARING = sorted(n for n, f in figures.FIGURES.items() if f.module is not None)
+
+
+def test_figures_are_discovered_in_their_plot_modules():
+    assert {"intruders", "forgetting", "lora-sharpness", "curve-connectivity"} <= set(FIGURES_DECLARING)
+    text = (LIBRARY / "figures.py").read_text()
+    assert all(f'"{name}",\n' not in text for name in FIGURES_DECLARING)
+
+
+@pytest.mark.parametrize("name", FIGURES_DECLARING)
+def test_a_discovered_figure_is_its_plot_module_s(name):
+    import importlib
+
+    figure = figures.FIGURES[name]
+    declared = importlib.import_module(figure.module).DECLARED
+    assert figure in (declared if isinstance(declared, tuple) else (declared,))
+    assert load(figure.plot).__module__ == figure.module

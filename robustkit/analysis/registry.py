@@ -110,10 +110,13 @@ def statistic_of(reference: str) -> tuple[Analysis, Statistic]:
 # discovery: the declarations of the modules, read from their source
 
 
-def declaration(text: str, module: str, filename: str, kind: str = "Analysis") -> Any:
+def declaration(
+    text: str, module: str, filename: str, kind: str = "Analysis", names: dict[str, Any] | None = None
+) -> Any:
     """The object a module's source ``text`` declares in ``DECLARED = <kind>(...)`` (or a tuple of
-    them), evaluated with :mod:`robustkit.analysis.declare`'s names and ``__name__ = module``;
-    None where the module declares no such thing.
+    them), evaluated with :mod:`robustkit.analysis.declare`'s names (and ``names``: a figure's
+    declaration has :mod:`robustkit.figures`'s too) and ``__name__ = module``; None where the
+    module declares no such thing.
 
     Only that statement is parsed (a formatted call closes at column 0), so reading every
     module's declaration costs milliseconds and imports nothing.
@@ -140,15 +143,25 @@ def declaration(text: str, module: str, filename: str, kind: str = "Analysis") -
         raise AnalysisError(f"{filename}: cannot read its {DECLARED} = ... statement")
     value = statement.value
     calls = value.elts if isinstance(value, ast.Tuple) else [value]
-    if not all(isinstance(c, ast.Call) and getattr(c.func, "id", None) == kind for c in calls):
+    if not all(isinstance(c, ast.Call) and _dotted(c.func) == kind for c in calls):
         return None
-    namespace = {**vars(declare), **_namespaces.get(kind, {}), "__name__": module}
+    namespace = {**vars(declare), **(names or {}), "__name__": module}
     try:
         return eval(compile(ast.Expression(value), filename, "eval"), namespace)  # noqa: S307 (the package's own source)
     except NameError as error:
         raise AnalysisError(
             f"{filename}: a declaration may use literals and robustkit.analysis.declare's names only ({error})"
         ) from None
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """``Analysis`` or ``figures.Figure``: the name a call is made by."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        head = _dotted(node.value)
+        return None if head is None else f"{head}.{node.attr}"
+    return None
 
 
 def _closings(text: str, start: int):
@@ -159,16 +172,13 @@ def _closings(text: str, start: int):
         at = text.find("\n)", at + 1)
 
 
-# More names a kind of declaration may use besides declare's (figures add theirs).
-_namespaces: dict[str, dict[str, Any]] = {}
-
-
-def discover(folder: Path, package: str, kind: str = "Analysis") -> list[Any]:
-    """Every ``kind`` declared by the modules of ``folder`` (the package ``package``), by file name."""
+def discover(folder: Path, package: str, kind: str = "Analysis", names: dict[str, Any] | None = None) -> list[Any]:
+    """Every ``kind`` declared by the modules of ``folder`` (the package ``package``), by file
+    name (:func:`declaration`)."""
     found = []
     for path in sorted(folder.glob("*.py")):
         text = path.read_text(encoding="utf-8")
-        declared = declaration(text, f"{package}.{path.stem}", str(path), kind)
+        declared = declaration(text, f"{package}.{path.stem}", str(path), kind, names)
         if declared is not None:
             found.extend(declared if isinstance(declared, tuple) else [declared])
     return found

@@ -6,8 +6,22 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
+from robustkit import figures
 from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label, method_tick, plt
+
+# The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
+DECLARED = figures.Figure(
+    "curve-connectivity",
+    "Garipov et al. 2018: the loss along a trained quadratic Bezier curve and along the line between two seeds, "
+    "and both barriers per seed pair",
+    "curve-connectivity",
+    ":curve_figure",
+    view="robustkit.analysis.curve_connectivity:paths_and_barriers",
+    order=280,
+    module=__name__,
+)
+
 
 PATH_STYLES = {"line": {"linestyle": "--", "alpha": 0.8}, "curve": {"linestyle": "-", "alpha": 1.0}}
 SPLIT_LABELS = {"train": "training", "validation": "dev", "test": "test"}

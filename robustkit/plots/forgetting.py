@@ -7,8 +7,25 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from robustkit import figures
+from robustkit.analysis.declare import MATRICES, RANK_MEASURE
 from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label, method_tick, plt
+
+# The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
+DECLARED = figures.Figure(
+    "forgetting",
+    "Biderman et al. 2024: learning (the task score) against forgetting (masked-LM loss on held-out text), and "
+    "the rank of each weight update",
+    "forgetting",
+    ":forgetting_figure",
+    (MATRICES, RANK_MEASURE),
+    view="robustkit.analysis.forgetting:forgetting_view",
+    score_axis=True,
+    order=260,
+    module=__name__,
+)
+
 
 RANK_LABELS = {
     "energy_rank": "rank holding 90% of the update's squared norm",

@@ -7,9 +7,24 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from robustkit import figures
+from robustkit.analysis.declare import INTRUDER_EPSILON, MATRICES
 from robustkit.analysis.pooling import mixed_settings
 from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label, plt
+
+# The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
+DECLARED = figures.Figure(
+    "intruders",
+    "Shuttleworth et al. 2024: intruder dimensions, each run's count against the threshold and each top singular "
+    "vector's largest |cosine| with the start's",
+    "intruders",
+    ":intruders_figure",
+    (MATRICES, INTRUDER_EPSILON),
+    view="robustkit.analysis.intruders:intruder_view",
+    order=250,
+    module=__name__,
+)
 
 
 def intruders_figure(counts: pd.DataFrame, cosines: pd.DataFrame, matrices: str, epsilon: float) -> Figure:

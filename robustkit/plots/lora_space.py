@@ -6,8 +6,22 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
+from robustkit import figures
 from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label, plt
+
+# The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
+DECLARED = figures.Figure(
+    "lora-sharpness",
+    "Li et al. 2024 (Flat-LoRA): each LoRA run's sharpness in its LoRA parameters and in the merged weight "
+    "matrices, side by side",
+    "lora-sharpness",
+    ":lora_space_figure",
+    view="robustkit.analysis.lora_space:lora_space_view",
+    order=270,
+    module=__name__,
+)
+
 
 ESTIMATORS = {"top_eigenvalue": "top Hessian eigenvalue", "trace_per_parameter": "Hessian trace / parameters"}
 SPACES = ("lora", "full")

@@ -329,13 +329,14 @@ README_END = "<!-- end of generated table -->"
 def test_the_readme_table_is_the_plan(recipes_and_plan):
     """analyses/README.md's table of detectable effects and power at the paper's effect is
     ``robustkit claims --plan --markdown``: a recipe, test or paper effect that changes it makes
-    the doc stale, and this fails until it is regenerated."""
+    the doc stale, and this fails until it is regenerated (``python tools/plan_table.py``, which
+    writes it: no one edits it by hand)."""
     from robustkit.decidability import markdown
 
     recipes, table = recipes_and_plan
     text = (RECIPE_DIR / "README.md").read_text()
     shown = text[text.index(README_BEGIN) + len(README_BEGIN) : text.index(README_END)]
-    assert shown == markdown(table, recipes), "regenerate it: robustkit claims --plan --markdown"
+    assert shown == markdown(table, recipes), "regenerate it: python tools/plan_table.py"
 
 
 def test_the_pooled_corpus_is_said():
@@ -366,3 +367,15 @@ def test_a_plan_counts_disjoint_seed_pairs_and_method_options(tmp_path):
     odd = load_recipe("p/r", tmp_path)
     assert claim_sizes(odd, odd.claims[0], "demo", {}) == [("all", 4, 0)]  # 5 seeds of each rank: 2 pairs each
     assert claim_sizes(odd, odd.claims[1], "demo", {}) == [("all", 5, 5)]
+
+
+def test_the_plan_table_tool_writes_between_the_markers():
+    """tools/plan_table.py replaces exactly the generated table, the rest of the README as it was."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("plan_table", RECIPE_DIR.parent / "tools" / "plan_table.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert (tool.BEGIN, tool.END) == (README_BEGIN, README_END)
+    readme = f"intro\n{README_BEGIN}old rows\n{README_END}\noutro\n"
+    assert tool.with_table(readme, "new rows\n") == f"intro\n{README_BEGIN}new rows\n{README_END}\noutro\n"

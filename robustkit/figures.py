@@ -418,16 +418,6 @@ register(
 )
 register(
     Figure(
-        "landscape",
-        "He et al. 2021 figure 6: loss along the line from theta_0 to theta_1",
-        "landscape",
-        "robustkit.plots.landscape:landscape_curves",
-        view="robustkit.analysis.landscape:landscape_lines",
-        order=70,
-    )
-)
-register(
-    Figure(
         "curves",
         "He et al. 2021 figures 5 and 9: dev loss and metric vs step",
         "curves",
@@ -612,62 +602,12 @@ register(
 
 register(
     Figure(
-        "curvature",
-        "Curvature of the training loss: top Hessian eigenvalue (power iteration) and trace (Hutchinson) over the "
-        "trained parameters, per checkpoint and per layer block",
-        "curvature",
-        "robustkit.plots.curvature:curvature_figure",
-        (
-            Param(
-                "layer_checkpoint",
-                "best",
-                "checkpoint of the per-layer panels; default: best",
-                choices=("step-0", "best", "last"),
-            ),
-        ),
-        order=200,
-    )
-)
-register(
-    Figure(
-        "surface",
-        "Li et al. 2018: 2-D loss surface around each run's checkpoint along two filter-normalised random directions "
-        "(contours; only the trained tensors move)",
-        "surface",
-        "robustkit.plots.surface:surface_contours",
-        (Param("max_seeds", 3, "runs drawn per method (the lowest seeds); default: 3"),),
-        order=210,
-    )
-)
-register(
-    Figure(
-        "connectivity",
-        "Frankle et al. 2020: linear mode connectivity between runs that differ only in their seed; the loss along "
-        "the line and the barrier per method as a box over seed pairs",
-        "connectivity",
-        "robustkit.plots.connectivity:connectivity_figure",
-        view="robustkit.analysis.connectivity:lines_and_barriers",
-        order=220,
-    )
-)
-register(
-    Figure(
         "similarity-ci",
         "RSA, linear CKA, debiased linear CKA and orthogonal Procrustes distance of each layer to the base model, "
         "side by side, each run with a bootstrap interval over the token sample",
         "similarity-ci",
         "robustkit.plots.similarity_ci:similarity_panels",
         order=230,
-    )
-)
-register(
-    Figure(
-        "tuning-curves",
-        "Dodge et al. 2019 / Lourie et al. 2024: tuning curves per method, the median (with confidence band) and "
-        "expected best score of a budget of k runs over seeds or learning rates",
-        "tuning",
-        "robustkit.plots.tuning:tuning_curves",
-        order=240,
     )
 )
 

@@ -37,10 +37,19 @@ import pandas as pd
 import torch
 
 from robustkit.analysis.batches import sampled_batches
+from robustkit.analysis.declare import (
+    DEVICE,
+    EXAMPLES,
+    LOSS_SPLIT,
+    METRIC_NAME,
+    Analysis,
+    Param,
+    Statistic,
+    checkpoint_param,
+)
 from robustkit.analysis.each_run import each_pair
 from robustkit.analysis.landscape import interpolate, parse_alphas
 from robustkit.analysis.pooling import setting_columns
-from robustkit.analysis.registry import get as registered
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import EVAL_BATCH_SIZE, resolve_device
@@ -50,9 +59,44 @@ from robustkit.run_model import LoadedRun, load_run
 from robustkit.store.manifest import read_spec
 from robustkit.store.tables import IDENTITY
 
-ANALYSIS = "connectivity"
 VERSION = 1
-DECLARED = registered("connectivity")  # the defaults below are the registry's, declared once
+
+# Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
+# take their defaults from it.
+DECLARED = Analysis(
+    "connectivity",
+    "linear mode connectivity: loss between two seeds of a configuration and its barrier (Frankle et al. 2020)",
+    "For every pair of selected runs that differ only in their seed: loss and metrics along (1 - alpha) theta_A + "
+    "alpha theta_B over the tensors they train (adapter runs share the frozen base), and the barrier max - mean "
+    "of the ends; prints the barriers.",
+    ":run",
+    (
+        checkpoint_param("checkpoint of both ends"),
+        Param(
+            "alphas",
+            "0:1:11",
+            "interpolation coefficients (must hold 0 and 1): start:stop:count or a comma list; default: 0:1:11",
+        ),
+        Param("split", "train", LOSS_SPLIT, choices=("train", "validation", "test")),
+        Param("examples", 512, f"{EXAMPLES}; default: 512"),
+        Param("seed", 0, "seed of the examples; default: 0"),
+    ),
+    (DEVICE,),
+    summary=":barrier_summary",
+    statistics=(
+        Statistic(
+            "barrier",
+            ":barrier",
+            "max over alpha of the loss (or '<metric> error') minus the mean of the two ends, one row per seed pair",
+            (Param("metric", "loss", "loss, or a metric whose error is taken", check=METRIC_NAME),),
+            independent=False,
+        ),
+    ),
+    output="the lines (per pair x alpha x metric)",
+    order=120,
+    module=__name__,
+)
+ANALYSIS = DECLARED.name  # its cache folder
 POINT_COLUMNS = ["alpha", "split", "metric", "value"]
 COLUMNS = [*IDENTITY, "run_id_b", "seed_b", "checkpoint", "examples", *POINT_COLUMNS]
 BARRIER_COLUMNS = [
@@ -329,3 +373,16 @@ def barrier_summary(lines: pd.DataFrame) -> pd.DataFrame:
             if c in table
         ]
     ]
+
+
+# ---------------------------------------------------------------------------------------------
+# its statistics (DECLARED.statistics)
+
+
+def barrier(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Linear mode connectivity barrier of every seed pair among the runs (Frankle et al. 2020):
+    max over alpha of the loss (or ``<metric> error``) minus the mean of the two ends, one row per
+    pair under the identity of its lower-seed run (the ``connectivity`` analysis's lines)."""
+    table = barriers(frame)
+    table = table[table["metric"] == (metric if metric == "loss" else f"{metric} error")]
+    return table[[*IDENTITY, "barrier"]].rename(columns={"barrier": "value"})

@@ -46,9 +46,9 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from robustkit import data, models, tasks
 from robustkit.analysis.batches import sampled_batches
+from robustkit.analysis.declare import DEVICE, FLAT, Analysis, Param, Statistic, checkpoint_param
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.pooling import split_columns
-from robustkit.analysis.registry import get as registered
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import model_inputs, resolve_device
@@ -68,7 +68,6 @@ from robustkit.store.checkpoints import load_checkpoint
 from robustkit.store.manifest import read_manifest, read_spec
 from robustkit.store.tables import IDENTITY
 
-ANALYSIS = "curvature"
 # part of the cache key: bump when the computation changes. 2: the largest eigenvalue (a shifted
 # second power iteration where the largest-magnitude one is negative), not the largest magnitude
 VERSION = 2
@@ -89,8 +88,80 @@ RESULT_COLUMNS = [
     "examples",
 ]
 COLUMNS = [*IDENTITY, "checkpoint", *RESULT_COLUMNS]
-# the defaults of the functions below are the registry's, declared once (what --help prints)
-DECLARED = registered("curvature")
+
+# Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
+# take their defaults from it.
+DECLARED = Analysis(
+    "curvature",
+    "top Hessian eigenvalue and trace of the training loss, whole trained set and per layer/module",
+    "Hessian-vector products over the parameters each run trains (adapters, LayerNorms and head for adapter runs; "
+    "everything for full fine-tuning) on one fixed batch of training examples: the top eigenvalue by power "
+    "iteration (with its residual bound and iteration count) and the trace by Hutchinson (with its standard "
+    "error), for the whole set and each block; prints mean +- std over seeds.",
+    ":run",
+    (
+        Param(
+            "checkpoints",
+            ["step-0", "best", "last"],
+            "comma-separated checkpoints: step-0 (theta_0; a TSP run's start for tsp_step > 0), best, last, tsp "
+            "(the masked-LM loss at the TSP checkpoint, runs with tsp_step > 0); default: step-0,best,last",
+            kind=list,
+        ),
+        Param(
+            "examples",
+            32,
+            "training examples in the one fixed batch the loss is taken on (the same for every run); default: 32",
+        ),
+        Param(
+            "grouping",
+            "layer",
+            "blocks besides the whole set: layer (as the gradient norms group them), module (each module's own "
+            "tensors), none; default: layer",
+            choices=("layer", "module", "none"),
+        ),
+        Param("max_iterations", 30, "power iteration cap (Hessian-vector products per eigenvalue); default: 30"),
+        Param("tol", 1e-3, "power iteration stops at this relative change; default: 1e-3"),
+        Param("samples", 30, "Hutchinson samples for the traces (every block's from the same ones); default: 30"),
+        Param("seed", 0, "seed of the batch, the start vectors and the Rademacher samples; default: 0"),
+        Param(
+            "block_eigenvalues",
+            True,
+            "a power iteration per layer block besides the whole set's (the costly part: one per block); off "
+            "(--no-block-eigenvalues): per-layer traces only",
+            kind=bool,
+        ),
+    ),
+    (
+        DEVICE,
+        Param(
+            "micro_batch",
+            None,
+            "run each Hessian-vector product in parts of this many examples, one part's graph in memory at a time "
+            "(the same numbers up to rounding; slower); default: the whole batch",
+            kind=int,
+            minimum=1,
+        ),
+    ),
+    summary=":summarize",
+    statistics=(
+        Statistic(
+            "sharpness",
+            ":sharpness",
+            "top Hessian eigenvalue or Hessian trace at one checkpoint, over the trained set or one block (nats "
+            "per squared parameter unit; smaller = flatter)",
+            (
+                checkpoint_param("checkpoint", ("step-0", "best", "last", "tsp"), default="last"),
+                Param("estimator", "top_eigenvalue", "top_eigenvalue or trace", choices=("top_eigenvalue", "trace")),
+                Param("group", "all", "all (the whole trained set) or a block (layer.3)"),
+            ),
+            undefined_on_failed=FLAT,
+        ),
+    ),
+    output="the tidy result (per run x checkpoint x block x estimator)",
+    order=100,
+    module=__name__,
+)
+ANALYSIS = DECLARED.name  # its cache folder
 
 
 def blocks(
@@ -557,3 +628,17 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     return grouped.agg(
         mean=("value", "mean"), std=("value", "std"), runs=("value", "count"), not_converged=("_nc", "sum")
     ).reset_index()
+
+
+# ---------------------------------------------------------------------------------------------
+# its statistics (DECLARED.statistics)
+
+
+def sharpness(frame: pd.DataFrame, checkpoint: str, estimator: str, group: str) -> pd.DataFrame:
+    """Sharpness of each run's training loss at ``checkpoint``: the top Hessian eigenvalue or the
+    Hessian trace over the trained parameters (``group="all"``) or one block (``layer.3``), from
+    the ``curvature`` analysis (nats per squared parameter unit; smaller = flatter)."""
+    frame = frame[(frame["checkpoint"] == checkpoint) & (frame["estimator"] == estimator) & (frame["group"] == group)]
+    if frame.empty:
+        raise RobustkitError(f"no {estimator} of block {group!r} at {checkpoint} for these runs")
+    return frame[[*IDENTITY, "value"]]

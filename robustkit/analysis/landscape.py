@@ -27,8 +27,8 @@ import torch
 
 from robustkit import tasks
 from robustkit.analysis import scores
+from robustkit.analysis.declare import DEVICE, FLAT, Analysis, Param, Statistic, checkpoint_param
 from robustkit.analysis.each_run import each_run
-from robustkit.analysis.registry import get as registered
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError, StoreError
 from robustkit.evaluate import EVAL_BATCH_SIZE, evaluate, split_batches
@@ -38,10 +38,47 @@ from robustkit.provenance import computed_on
 from robustkit.run_model import load_run
 from robustkit.store.tables import IDENTITY
 
-ANALYSIS = "landscape"
 POINT_COLUMNS = ["alpha", "split", "metric", "value"]
 COLUMNS = [*IDENTITY, "checkpoint", *POINT_COLUMNS]
-DECLARED = registered("landscape")  # the defaults below are the registry's, declared once
+
+# Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
+# take their defaults from it.
+DECLARED = Analysis(
+    "landscape",
+    "loss along theta_0 + alpha (theta_1 - theta_0) (He et al. 2021, section 5)",
+    "Linear interpolation between each run's step-0 and best (or last) checkpoints, over the parameters the run "
+    "trains; evaluated fresh at every alpha, the model restored exactly afterwards.",
+    ":run",
+    (
+        Param(
+            "alphas",
+            "-2:2:20",
+            "interpolation coefficients: start:stop:count (both ends included) or a comma list; default: -2:2:20 "
+            "(He et al. 2021)",
+        ),
+        Param(
+            "splits",
+            ["validation"],
+            "comma-separated splits to evaluate on (validation, train); default: validation",
+            kind=list,
+        ),
+        checkpoint_param("theta_1 (theta_0 is step-0)"),
+    ),
+    (DEVICE,),
+    statistics=(
+        Statistic(
+            "curvature",
+            ":landscape_curvature",
+            "second derivative of a quadratic fitted to the 5 grid points nearest alpha = 1 (loss per alpha^2; "
+            "smaller = flatter)",
+            (Param("split", "validation", "split of the loss", choices=("validation", "train")),),
+            undefined_on_failed=FLAT,
+        ),
+    ),
+    order=80,
+    module=__name__,
+)
+ANALYSIS = DECLARED.name  # its cache folder
 _DECIMALS = 12  # grid values are rounded so that e.g. -2:2:21 holds exactly 0.0 and 1.0
 
 
@@ -337,3 +374,26 @@ def landscape_lines(frame: pd.DataFrame, metric: str = "loss", split: str = "val
     lines = collapse.kept(data).groupby([*keys, "alpha"], sort=True)["value"].agg(["mean", "std"]).reset_index()
     runs = collapse.failure_rates(data.drop_duplicates([*keys, "run_id"]), keys).drop(columns="failed_rate")
     return {"frame": data, "lines": lines, "runs": runs, "metric": metric, "split": split}
+
+
+# ---------------------------------------------------------------------------------------------
+# its statistics (DECLARED.statistics)
+
+
+def landscape_curvature(frame: pd.DataFrame, split: str) -> pd.DataFrame:
+    """Curvature of the loss at the tuned point alpha = 1 of theta_0 -> theta_1 (He et al. 2021 §5).
+
+    The second derivative of a quadratic fitted to the 5 grid points nearest alpha = 1 (the
+    grid of -2:2:20 does not hold 1 exactly); smaller = flatter minimum. Loss units per alpha^2.
+    """
+    frame = frame[(frame["metric"] == "loss") & (frame["split"] == split)]
+    rows = []
+    for run_id, group in frame.groupby("run_id", sort=True):
+        near = group.iloc[np.argsort(np.abs(group["alpha"].to_numpy(float) - 1.0))[:5]]
+        rows.append(
+            {
+                "run_id": run_id,
+                "value": 2 * np.polyfit(near["alpha"].to_numpy(float), near["value"].to_numpy(float), 2)[0],
+            }
+        )
+    return frame.drop_duplicates("run_id")[IDENTITY].merge(pd.DataFrame(rows, columns=["run_id", "value"]), on="run_id")

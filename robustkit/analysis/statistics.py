@@ -124,46 +124,6 @@ def gradnorm_slope(frame: pd.DataFrame, layer: str) -> pd.DataFrame:
     return frame.drop_duplicates("run_id")[IDENTITY].merge(slopes, on="run_id")
 
 
-def landscape_curvature(frame: pd.DataFrame, split: str) -> pd.DataFrame:
-    """Curvature of the loss at the tuned point alpha = 1 of theta_0 -> theta_1 (He et al. 2021 §5).
-
-    The second derivative of a quadratic fitted to the 5 grid points nearest alpha = 1 (the
-    grid of -2:2:20 does not hold 1 exactly); smaller = flatter minimum. Loss units per alpha^2.
-    """
-    frame = frame[(frame["metric"] == "loss") & (frame["split"] == split)]
-    rows = []
-    for run_id, group in frame.groupby("run_id", sort=True):
-        near = group.iloc[np.argsort(np.abs(group["alpha"].to_numpy(float) - 1.0))[:5]]
-        rows.append(
-            {
-                "run_id": run_id,
-                "value": 2 * np.polyfit(near["alpha"].to_numpy(float), near["value"].to_numpy(float), 2)[0],
-            }
-        )
-    return frame.drop_duplicates("run_id")[IDENTITY].merge(pd.DataFrame(rows, columns=["run_id", "value"]), on="run_id")
-
-
-def curvature(frame: pd.DataFrame, checkpoint: str, estimator: str, group: str) -> pd.DataFrame:
-    """Sharpness of each run's training loss at ``checkpoint``: the top Hessian eigenvalue or the
-    Hessian trace over the trained parameters (``group="all"``) or one block (``layer.3``), from
-    the ``curvature`` analysis (nats per squared parameter unit; smaller = flatter)."""
-    frame = frame[(frame["checkpoint"] == checkpoint) & (frame["estimator"] == estimator) & (frame["group"] == group)]
-    if frame.empty:
-        raise RobustkitError(f"no {estimator} of block {group!r} at {checkpoint} for these runs")
-    return frame[[*IDENTITY, "value"]]
-
-
-def barrier(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Linear mode connectivity barrier of every seed pair among the runs (Frankle et al. 2020):
-    max over alpha of the loss (or ``<metric> error``) minus the mean of the two ends, one row per
-    pair under the identity of its lower-seed run (the ``connectivity`` analysis's lines)."""
-    from robustkit.analysis import connectivity
-
-    table = connectivity.barriers(frame)
-    table = table[table["metric"] == (metric if metric == "loss" else f"{metric} error")]
-    return table[[*IDENTITY, "barrier"]].rename(columns={"barrier": "value"})
-
-
 def similarity_ci(frame: pd.DataFrame, measure: str, layer: str) -> pd.DataFrame:
     """A measure of the ``similarity-ci`` analysis (``rsa``, ``cka``, ``cka-debiased``,
     ``procrustes``) of each run's layers with the base model's; ``layer`` as in :func:`rsa`."""

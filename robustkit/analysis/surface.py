@@ -34,9 +34,9 @@ import torch
 
 from robustkit import tasks
 from robustkit.analysis.batches import sampled_batches
+from robustkit.analysis.declare import DEVICE, EXAMPLES, LOSS_SPLIT, Analysis, Param, checkpoint_param
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.landscape import moving_parameters, parse_alphas, restore_parameters
-from robustkit.analysis.registry import get as registered
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.evaluate import EVAL_BATCH_SIZE, evaluate
@@ -45,9 +45,35 @@ from robustkit.provenance import computed_on
 from robustkit.run_model import load_run
 from robustkit.store.tables import IDENTITY
 
-ANALYSIS = "surface"
 VERSION = 1
-DECLARED = registered("surface")  # the defaults below are the registry's, declared once
+
+# Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
+# take their defaults from it.
+DECLARED = Analysis(
+    "surface",
+    "2-D loss surface around a checkpoint along two filter-normalised random directions (Li et al. 2018)",
+    "Loss and metrics at theta* + a d1 + b d2 on a grid, d1 and d2 Gaussian directions with every row of every "
+    "weight matrix rescaled to that row's norm in theta* (biases and LayerNorms fixed), over the tensors each run "
+    "trains; prints min/median/max loss per run.",
+    ":run",
+    (
+        checkpoint_param("the centre theta*", ("best", "last", "step-0")),
+        Param(
+            "grid",
+            "-1:1:11",
+            "coefficients of each direction: start:stop:count or a comma list; default: -1:1:11 (121 points)",
+        ),
+        Param("split", "train", f"{LOSS_SPLIT} (Li et al.'s)", choices=("train", "validation", "test")),
+        Param("examples", 256, f"{EXAMPLES}; default: 256"),
+        Param("seed", 0, "seed of the two directions and of the examples; default: 0"),
+    ),
+    (DEVICE,),
+    summary=":loss_range",
+    output="the tidy grid (per run x a x b x metric)",
+    order=110,
+    module=__name__,
+)
+ANALYSIS = DECLARED.name  # its cache folder
 IGNORE = ("biasbn", "none")
 POINT_COLUMNS = ["a", "b", "split", "metric", "value"]
 COLUMNS = [*IDENTITY, "checkpoint", "examples", *POINT_COLUMNS]

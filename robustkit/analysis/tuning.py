@@ -35,9 +35,47 @@ import pandas as pd
 
 from robustkit import collapse
 from robustkit.analysis import scores
+from robustkit.analysis.declare import METRIC, Analysis, Param, checkpoint_param
 from robustkit.analysis.pooling import check_pooling, mixed_settings
-from robustkit.analysis.registry import get as registered
 from robustkit.errors import RobustkitError
+
+# Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
+# take their defaults from it.
+DECLARED = Analysis(
+    "tuning",
+    "tuning curves: median and expected best score of k runs, with confidence bands (Dodge et al. 2019; opda)",
+    "Each group's runs (over seeds, and learning rates where a group has several) as draws of a search: the "
+    "median best-of-k score with opda's simultaneous band and the expected best of k (expected validation "
+    "performance), k = 1..n.",
+    ":run",
+    (
+        Param(
+            "split",
+            "validation",
+            "split scored; default: validation (what a search selects on)",
+            choices=("validation", "test"),
+        ),
+        checkpoint_param("checkpoint scored"),
+        METRIC,
+        Param(
+            "by",
+            ["method"],
+            "comma-separated grouping columns; default: method (settings that vary inside a group split it too)",
+            kind=list,
+        ),
+        Param("confidence", 0.8, "level of the simultaneous bands; default: 0.8 (opda's examples)"),
+        Param(
+            "exclude_failed",
+            False,
+            "leave collapsed and diverged runs out (default: they count as draws of the search, which a budget of "
+            "k runs can draw)",
+        ),
+    ),
+    output="the curves",
+    order=130,
+    module=__name__,
+)
+
 
 CURVE_COLUMNS = [
     "k",
@@ -63,7 +101,7 @@ BOUNDS = {
 MINIMIZE = {"loss"}
 POOLED = ("lr",)  # what a search ranges over besides the seed
 # opda's examples use 80% bands: at 10 runs 95% bands span nearly the whole range (the registry's default)
-DEFAULT_CONFIDENCE = registered("tuning").default("confidence")
+DEFAULT_CONFIDENCE = DECLARED.default("confidence")
 
 
 def tuning_curve(

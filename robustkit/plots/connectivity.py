@@ -11,8 +11,22 @@ import seaborn as sns
 from matplotlib import MatplotlibDeprecationWarning
 from matplotlib.figure import Figure
 
+from robustkit import figures
 from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label, method_tick, plt
+
+# The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
+DECLARED = figures.Figure(
+    "connectivity",
+    "Frankle et al. 2020: linear mode connectivity between runs that differ only in their seed; the loss along "
+    "the line and the barrier per method as a box over seed pairs",
+    "connectivity",
+    ":connectivity_figure",
+    view="robustkit.analysis.connectivity:lines_and_barriers",
+    order=220,
+    module=__name__,
+)
+
 
 SPLIT_LABELS = {"train": "training", "validation": "dev", "test": "test"}
 

@@ -10,8 +10,30 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 
+from robustkit import figures
+from robustkit.params import Param
 from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label, plt
+
+# The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
+DECLARED = figures.Figure(
+    "curvature",
+    "Curvature of the training loss: top Hessian eigenvalue (power iteration) and trace (Hutchinson) over the "
+    "trained parameters, per checkpoint and per layer block",
+    "curvature",
+    ":curvature_figure",
+    (
+        Param(
+            "layer_checkpoint",
+            "best",
+            "checkpoint of the per-layer panels; default: best",
+            choices=("step-0", "best", "last"),
+        ),
+    ),
+    order=200,
+    module=__name__,
+)
+
 
 ESTIMATOR_LABELS = {"top_eigenvalue": "top Hessian eigenvalue", "trace": "Hessian trace"}
 CHECKPOINT_ORDER = ("tsp", "step-0", "best", "last")

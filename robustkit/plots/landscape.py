@@ -5,8 +5,21 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
+from robustkit import figures
 from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label
+
+# The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
+DECLARED = figures.Figure(
+    "landscape",
+    "He et al. 2021 figure 6: loss along the line from theta_0 to theta_1",
+    "landscape",
+    ":landscape_curves",
+    view="robustkit.analysis.landscape:landscape_lines",
+    order=70,
+    module=__name__,
+)
+
 
 SPLIT_LABELS = {"validation": "dev", "train": "train", "test": "test"}
 

@@ -6,8 +6,23 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from robustkit import figures
+from robustkit.params import Param
 from robustkit.plots import canvas, style
 from robustkit.plots.style import method_label
+
+# The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
+DECLARED = figures.Figure(
+    "surface",
+    "Li et al. 2018: 2-D loss surface around each run's checkpoint along two filter-normalised random directions "
+    "(contours; only the trained tensors move)",
+    "surface",
+    ":surface_contours",
+    (Param("max_seeds", 3, "runs drawn per method (the lowest seeds); default: 3"),),
+    order=210,
+    module=__name__,
+)
+
 
 SPLIT_LABELS = {"train": "training", "validation": "dev", "test": "test"}
 

@@ -6,8 +6,20 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
+from robustkit import figures
 from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label, plt
+
+# The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
+DECLARED = figures.Figure(
+    "tuning-curves",
+    "Dodge et al. 2019 / Lourie et al. 2024: tuning curves per method, the median (with confidence band) and "
+    "expected best score of a budget of k runs over seeds or learning rates",
+    "tuning",
+    ":tuning_curves",
+    order=240,
+    module=__name__,
+)
 
 
 def tuning_curves(frame: pd.DataFrame) -> Figure:

@@ -231,8 +231,9 @@ def _running(store_dir: Path) -> list[str]:
 @contextlib.contextmanager
 def _sweep_with_two_runs_training(tmp_path: Path, rte_folder):
     """``sweep --jobs 2`` of :data:`_SWEEP_GRID` in a subprocess, yielded once both workers hold
-    a run's lock and train it, as ``(parent, runs, mark, grid)``; whatever happens in the block,
-    no process of it outlives the block."""
+    a run's lock and train it, as ``(parent, runs, mark, grid)``. The workers are yielded
+    stopped (SIGSTOP), so that their runs are surely unfinished: a block that wants one to go on
+    sends it SIGCONT. Whatever happens in the block, no process of it outlives the block."""
     glue = rte_folder(tmp_path / "glue", train=400)  # 100 steps a run: still training when killed
     grid = tmp_path / "grid.toml"
     grid.write_text(_SWEEP_GRID.format(glue=glue))
@@ -419,15 +420,10 @@ def test_one_dead_worker_fails_its_run_and_the_sweep_goes_on(tmp_path, rte_folde
     re-run resumes the killed run."""
     with _sweep_with_two_runs_training(tmp_path, rte_folder) as (parent, runs, mark, grid):
         # a worker: a spawned child that is not multiprocessing's resource tracker
-        workers = [
-            pid
-            for pid in _marked(mark)
-            if pid != parent.pid
-            and b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
-            and b"resource_tracker" not in Path(f"/proc/{pid}/cmdline").read_bytes()
-        ]
+        workers = _workers(mark)
         assert len(workers) == 2, workers
         os.kill(workers[0], signal.SIGKILL)
+        _signal(workers[1:], signal.SIGCONT)  # the other worker, stopped while its run was looked at, goes on
         assert parent.wait(timeout=600) == 1  # a failed run: exit 1, after every other run ended
     log = (tmp_path / "sweep.log").read_text()
     assert "Traceback" not in log and "unexpected" not in log and "BrokenProcessPool" not in log, log[-3000:]

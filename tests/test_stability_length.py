@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from robustkit.analysis import stability_length, statistics
+from robustkit.analysis import scores, stability_length
 from robustkit.analysis.registry import get
 from robustkit.claim import Claim, judge
 from robustkit.plots.stability_length import stability_length_figure
@@ -67,9 +67,9 @@ def test_deviations_in_closed_form():
         np.testing.assert_allclose(
             [rows.loc[(f"lora-s{s}", e), "deviation"] for e in (1, 2, 3)], np.abs(lora[s] - others)
         )
-    last = statistics.epoch_score(frame, "last")
+    last = scores.epoch_score(frame, "last")
     assert (last["epoch"] == 3).all() and len(last) == 10
-    assert statistics.epoch_score(frame, "2")["value"].tolist() == [v[1] for m in SCORES.values() for v in m.values()]
+    assert scores.epoch_score(frame, "2")["value"].tolist() == [v[1] for m in SCORES.values() for v in m.values()]
 
 
 def test_the_view_gives_the_seed_spread_per_method_and_epoch(tmp_path):

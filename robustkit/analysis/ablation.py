@@ -49,6 +49,8 @@ from adapters.context import ForwardContext
 from torch import nn
 
 from robustkit import tasks
+from robustkit.analysis import scores
+from robustkit.analysis.declare import DEVICE, METRIC, Analysis, Statistic, checkpoint_param
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
@@ -59,6 +61,45 @@ from robustkit.progress import bar as progress_bar
 from robustkit.provenance import computed_on
 from robustkit.run_model import load_run
 from robustkit.store.tables import IDENTITY
+
+# Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
+# take their defaults from it.
+DECLARED = Analysis(
+    "ablation",
+    "remove the adapters of every layer span i..j and re-evaluate (Houlsby et al. 2019, figure 6)",
+    "For each adapter run and every span of layers i..j, skip those layers' adapters (nothing re-trained) and "
+    "evaluate on the dev set; reports each metric and its relative change vs the fully adapted model. Full "
+    "fine-tuning runs are skipped with a warning.",
+    ":run",
+    (checkpoint_param("checkpoint ablated"),),
+    (DEVICE,),
+    statistics=(
+        Statistic(
+            "max-single-drop",
+            ":max_single_drop",
+            "largest relative drop of the dev metric when one layer's adapters are removed (fraction, positive = "
+            "worse)",
+            (METRIC,),
+        ),
+        Statistic(
+            "all-removed-gap",
+            ":all_removed_gap",
+            "dev metric with every adapter removed minus the majority baseline (0 = down to the majority class)",
+            (METRIC,),
+        ),
+        Statistic(
+            "low-minus-high",
+            ":low_minus_high",
+            "mean relative drop of the spans in the lower half of the layers minus the upper half's (negative = "
+            "lower layers matter less)",
+            (METRIC,),
+        ),
+    ),
+    output="the tidy result (per run x span x metric)",
+    order=70,
+    module=__name__,
+)
+
 
 ANALYSIS = "ablation"
 SPAN_COLUMNS = ["first", "last", "metric", "value"]
@@ -534,3 +575,49 @@ def ablation_heatmap(frame: pd.DataFrame, metric: str | None = None) -> dict:
         data.groupby([*panels, "first", "last"], dropna=False, sort=True)["relative_change"].mean() * 100.0
     ).reset_index()
     return {"frame": data, "metric": metric, "panels": panels, "cells": cells}
+
+
+# ---------------------------------------------------------------------------------------------
+# its statistics (DECLARED.statistics)
+
+
+def _ablation(frame: pd.DataFrame, store: str | Path, metric: str | None) -> pd.DataFrame:
+    """The ablation rows of ``metric`` (default: each run's main metric)."""
+    main = select_runs(store, {"run_id": list(frame["run_id"].unique())}).set_index("run_id")["main_metric"]
+    return frame[frame["metric"] == (frame["run_id"].map(main) if metric is None else metric)]
+
+
+def max_single_drop(frame: pd.DataFrame, store: str | Path, metric: str | None) -> pd.DataFrame:
+    """Largest relative drop of the dev metric when one layer's adapters are removed (fraction,
+    positive = worse; Houlsby et al. 2019 fig 6: "largest 2%"). ``metric``: default the main one."""
+    frame = _ablation(frame, store, metric)
+    single = frame[frame["first"] == frame["last"]]
+    drop = single.groupby("run_id")["relative_change"].min().mul(-1).rename("value").reset_index()
+    return single.drop_duplicates("run_id")[IDENTITY].merge(drop, on="run_id")
+
+
+def all_removed_gap(frame: pd.DataFrame, store: str | Path, metric: str | None) -> pd.DataFrame:
+    """Dev metric with every adapter removed minus the majority baseline (0 = "down to the
+    majority class", Houlsby et al. 2019 fig 6). ``metric``: default the main one."""
+    frame = _ablation(frame, store, metric)
+    runs = select_runs(store, {"run_id": list(frame["run_id"].unique())}).set_index("run_id")
+    rows = []
+    for run_id, group in frame.groupby("run_id"):
+        everything = group[(group["first"] == 0) & (group["last"] == group["last"].max())]
+        run = runs.loc[run_id]
+        base = scores.run_baseline(run, metric or run["main_metric"], "validation")
+        rows.append({"run_id": run_id, "value": float(everything["value"].iloc[0]) - base})
+    return frame.drop_duplicates("run_id")[IDENTITY].merge(pd.DataFrame(rows), on="run_id")
+
+
+def low_minus_high(frame: pd.DataFrame, store: str | Path, metric: str | None) -> pd.DataFrame:
+    """Mean relative drop of the spans inside the lower half of the layers minus that of the spans
+    inside the upper half (negative = lower layers matter less, Houlsby et al. 2019 §3.6)."""
+    frame = _ablation(frame, store, metric)
+    rows = []
+    for run_id, group in frame.groupby("run_id"):
+        half = (group["last"].max() + 1) / 2
+        low = -group.loc[group["last"] < half, "relative_change"].mean()
+        high = -group.loc[group["first"] >= half, "relative_change"].mean()
+        rows.append({"run_id": run_id, "value": low - high})
+    return frame.drop_duplicates("run_id")[IDENTITY].merge(pd.DataFrame(rows), on="run_id")

@@ -19,8 +19,53 @@ import numpy as np
 import pandas as pd
 
 from robustkit import collapse
+from robustkit.analysis.declare import Analysis, Statistic
 from robustkit.analysis.select import select_runs
 from robustkit.store.tables import IDENTITY, load_history
+
+# Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
+# take their defaults from it.
+DECLARED = Analysis(
+    "curves",
+    "dev loss and metric vs step; mean and best dev metric (He et al. 2021, table 6)",
+    "Validation history of each run with its outcome at the end of training; prints the mean and best dev main "
+    "metric over all evaluation steps, mean +- std over seeds.",
+    ":with_run_outcomes",
+    summary=":mean_best",
+    statistics=(
+        Statistic(
+            "overfit",
+            ":overfit",
+            "rise of the dev loss from its minimum to the end of training (loss units; He et al. 2021 §5)",
+        ),
+        Statistic(
+            "metric-fall",
+            ":metric_fall",
+            "best of the main dev metric over all evaluations minus its value at the last one (metric units, "
+            "fraction for accuracy; "
+            ">= 0, positive = fell from its best by the end of training: overfitting in the metric; He et al. "
+            "2021 §5, figure 9)",
+            ends=True,
+            better=None,
+            undefined_on_failed="",
+        ),
+        Statistic(
+            "best-minus-mean",
+            ":best_minus_mean",
+            "best minus mean of the main dev metric over all evaluations (He et al. 2021 table 6)",
+        ),
+        Statistic(
+            "mean-dev",
+            ":mean_dev",
+            "mean of the main dev metric over all evaluations (He et al. 2021 table 6)",
+            better="higher",
+        ),
+    ),
+    output="the learning curves",
+    order=30,
+    module=__name__,
+)
+
 
 COLUMNS = [*IDENTITY, "main_metric", "step", "epoch", "split", "metric", "value"]
 # What identifies a configuration: every run setting but the seed (and the run id, which hashes it).
@@ -302,3 +347,48 @@ def curves_by_tsp(frame: pd.DataFrame, metric: str | None = None, include_failed
     facets = list(mixed_settings(data, ["task", "method", "tsp_step"]))
     lines = mean_curves(data, ["task", *facets, "method", "tsp_step", "metric"], include_failed)
     return {"frame": data, "lines": lines, "metric": metric, "include_failed": include_failed}
+
+
+# ---------------------------------------------------------------------------------------------
+# its statistics (DECLARED.statistics)
+
+
+def overfit(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rise of the dev loss from its minimum to the end of training (loss units; He et al. §5)."""
+    dev = frame[(frame["split"] == "validation") & (frame["metric"] == "loss")].sort_values("step")
+    rise = dev.groupby("run_id")["value"].agg(lambda v: v.iloc[-1] - v.min()).rename("value").reset_index()
+    return dev.drop_duplicates("run_id")[IDENTITY].merge(rise, on="run_id")
+
+
+def metric_fall(frame: pd.DataFrame) -> pd.DataFrame:
+    """Fall of the main dev metric from its best evaluation to the end of training (He et al. 2021
+    §5, figure 9: "Accuracy on the dev set w.r.t training steps").
+
+    Per run: the maximum of its main validation metric over all evaluation steps minus its value
+    at the last evaluation, in the metric's units (fraction units for accuracy and F1; every
+    main metric is higher-is-better). >= 0; 0 = the run ends at its best (still improving or on
+    a plateau), positive = it fell from its best by the end: overfitting in the metric. A noisier
+    curve also falls further from its best by chance, so between methods the value carries the
+    curve's noise too (He et al.'s table 6 best - mean, ``curves.best-minus-mean``, is that).
+    """
+    dev = frame[(frame["split"] == "validation") & (frame["metric"] == frame["main_metric"])].sort_values(
+        "step", kind="stable"
+    )
+    fall = dev.groupby("run_id")["value"].agg(lambda v: v.max() - v.iloc[-1]).rename("value").reset_index()
+    return dev.drop_duplicates("run_id")[IDENTITY].merge(fall, on="run_id")
+
+
+def _mean_best(frame: pd.DataFrame) -> pd.DataFrame:
+    return mean_best_runs(frame.drop(columns=["outcome", "baseline"], errors="ignore"))
+
+
+def best_minus_mean(frame: pd.DataFrame) -> pd.DataFrame:
+    """Best minus mean of the main dev metric over all evaluations (He et al. 2021 table 6)."""
+    frame = _mean_best(frame)
+    return frame[IDENTITY].assign(value=frame["best"] - frame["mean"])
+
+
+def mean_dev(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean of the main dev metric over all evaluations (He et al. 2021 table 6)."""
+    frame = _mean_best(frame)
+    return frame[IDENTITY].assign(value=frame["mean"])

@@ -18,9 +18,45 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from robustkit.analysis.declare import Analysis, Param, Statistic
 from robustkit.analysis.each_run import leave_out
+from robustkit.analysis.layers import GRADIENT_NORMS, encoder_third
 from robustkit.analysis.select import select_runs
+from robustkit.errors import RobustkitError
 from robustkit.store.tables import IDENTITY, load_gradnorms
+
+# Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
+# take their defaults from it.
+DECLARED = Analysis(
+    "gradnorm",
+    "per-layer L2 gradient norms logged during training (Han et al. 2021, figure 3)",
+    "Every step's gradient norm per layer group (before clipping), from the runs' gradnorms.parquet; prints a "
+    "per-run summary: per run and layer kind, the mean norm over the first and last tenth of the steps, their "
+    "ratio and the slope of log10 norm per 1,000 steps. Runs without gradient norms (imports) are left out and "
+    "named.",
+    ":run",
+    summary=":per_run_summary",
+    statistics=(
+        Statistic(
+            "slope",
+            ":slope",
+            "slope of log10 gradient norm over training steps, per 1,000 steps (negative = vanishing)",
+            (
+                Param(
+                    "layer",
+                    "classifier",
+                    "a logged layer group (pooler, classifier, embeddings, layer.<i>) or top / bottom (mean slope "
+                    "over the top / bottom third of the encoder layers)",
+                ),
+            ),
+            ends=False,
+        ),
+    ),
+    output="every step's norms",
+    order=40,
+    module=__name__,
+)
+
 
 # Kinds in the order figures show them; ``mlm_head`` only occurs in TSP runs; ``shared``: base-model
 # parameters outside the embeddings and any one layer (prefix tuning's pool, DeBERTa's relative
@@ -173,3 +209,28 @@ def per_run_summary(frame: pd.DataFrame) -> pd.DataFrame:
     return table.sort_values(
         ["run_id", "layer_kind"], key=lambda c: c.map(order) if c.name == "layer_kind" else c, ignore_index=True
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# its statistics (DECLARED.statistics)
+
+
+def slope(frame: pd.DataFrame, layer: str) -> pd.DataFrame:
+    """Slope of log10 gradient norm over training steps (per 1,000 steps; Han et al. 2021 fig 3).
+
+    ``layer``: a logged layer group (``pooler``, ``classifier``, ``embeddings``, ``layer.<i>``)
+    or ``top`` / ``bottom`` (mean slope over the top / bottom third of the encoder layers).
+    Negative = vanishing gradients.
+    """
+    if frame.empty:
+        raise RobustkitError("no gradient norms were logged for these runs")
+    if layer in ("top", "bottom"):
+        frame = encoder_third(frame, GRADIENT_NORMS, layer)
+    else:
+        frame = frame[frame["layer"] == layer]
+    rows = []
+    for (run_id, name), group in frame.groupby(["run_id", "layer"], sort=True):
+        slope = np.polyfit(group["step"].to_numpy(float) / 1000, np.log10(group["value"].clip(lower=1e-30)), 1)[0]
+        rows.append({"run_id": run_id, "layer": name, "value": slope})
+    slopes = pd.DataFrame(rows).groupby("run_id", as_index=False)["value"].mean()
+    return frame.drop_duplicates("run_id")[IDENTITY].merge(slopes, on="run_id")

@@ -20,9 +20,100 @@ import numpy as np
 import pandas as pd
 
 from robustkit import collapse, metrics, tasks
+from robustkit.analysis.declare import METRIC, NEVER_LEARNED, Analysis, Param, Statistic, checkpoint_param
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.store.tables import IDENTITY, load_history
+
+# Everything robustkit reads about this module's two analyses (robustkit.analysis.declare): the
+# final scores and the scores at every epoch end, both read from the manifests and logs.
+DECLARED = (
+    Analysis(
+        "scores",
+        "each run's final score and outcome (ok / collapsed / diverged) on a split",
+        "From the manifests (no model is loaded): each selected run's metric at the chosen checkpoint and split, and "
+        "its outcome (robustkit.collapse).",
+        ":outcomes",
+        (
+            Param("split", "test", "split scored; default: test", choices=("test", "validation")),
+            checkpoint_param("best: best validation main metric; last: end of training"),
+            METRIC,
+        ),
+        statistics=(
+            Statistic("score", ":score", "the run's score (fraction units for accuracy / F1)", better="higher"),
+            Statistic(
+                "failed",
+                ":failed",
+                "1 for a collapsed or diverged run, 0 otherwise (failure rates: every run counts)",
+            ),
+            Statistic(
+                "collapsed",
+                ":collapsed",
+                "1 for a run that learned and fell back to the majority class (collapsed) or diverged, 0 for an ok run "
+                "(a rate's ones, unitless; He et al. 2021 §5's collapse); a run that never left the majority class is "
+                "left out",
+                ends=True,
+                better=None,
+                undefined_on_failed=NEVER_LEARNED,
+            ),
+        ),
+        output="the per-run scores",
+        order=10,
+        module=__name__,
+    ),
+    Analysis(
+        "epoch-scores",
+        "each run's validation score at every fine-tuning epoch end (Han et al. 2021 figures 9-10)",
+        "The validation main metric (or --metric) at the end of each fine-tuning epoch of each selected run, with the "
+        "run's outcome.",
+        ":epoch_outcomes",
+        (METRIC,),
+        statistics=(
+            Statistic(
+                "score",
+                ":epoch_score",
+                "the validation score at the end of one epoch (one observation per run), or at every epoch end "
+                "('all': one per run x epoch)",
+                (
+                    Param(
+                        "epoch",
+                        "all",
+                        "an epoch number, last (each run's last epoch end), or all (one observation per run x epoch)",
+                    ),
+                ),
+                better="higher",
+            ),
+            Statistic(
+                "spread",
+                ":epoch_spread",
+                "standard deviation of a run's validation scores over its epoch ends (ddof 1; one value per run: "
+                "training-time instability)",
+            ),
+            Statistic(
+                "mean",
+                ":epoch_mean",
+                "mean of a run's validation scores over its epoch ends (one value per run)",
+                better="higher",
+            ),
+            Statistic(
+                "pair-gap-drop",
+                ":pair_gap_drop",
+                "|score A - score B| of a disjoint seed pair of one configuration at its first epoch end minus at its "
+                "last "
+                "(score units, fraction for accuracy; positive = the two seeds came closer after training longer); "
+                "one value per pair, from its two runs alone",
+                unit="disjoint pair",
+                ends=False,
+                better=None,
+                undefined_on_failed="",
+            ),
+        ),
+        output="the per-run x epoch scores",
+        order=20,
+        module=__name__,
+    ),
+)
+
 
 _SCORED = ["value", "baseline", "n_eval", "top_class_share", "outcome", "failed"]
 OUTCOME_COLUMNS = [
@@ -297,3 +388,72 @@ def with_outcome(frame: pd.DataFrame, store: str | Path) -> pd.DataFrame:
         store, {"run_id": list(frame["run_id"].unique())}, checkpoint=checkpoint, split=split, metric=None
     )
     return frame.merge(scored[["run_id", "outcome"]], on="run_id", how="left").fillna({"outcome": "ok"})
+
+
+# ---------------------------------------------------------------------------------------------
+# their statistics (DECLARED's)
+
+
+def score(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each run's score (``scores`` analysis; its own outcome column is kept)."""
+    return frame
+
+
+def failed(frame: pd.DataFrame) -> pd.DataFrame:
+    """1.0 for a collapsed or diverged run, 0.0 otherwise (for failed-run rates)."""
+    return frame.assign(value=frame["failed"].astype(float), outcome="ok")  # every run counts in a rate
+
+
+def collapsed(frame: pd.DataFrame) -> pd.DataFrame:
+    """Whether a run collapsed, in He et al. 2021's sense (§5, figure 4): 1.0 or 0.0 (a rate's ones).
+
+    1.0 for a run that learned and fell back to the majority class (outcome ``collapsed``,
+    :mod:`robustkit.collapse`) or diverged, 0.0 for an ``ok`` run; their ``outcome`` is ``ok``:
+    every one of them counts in the rate. A run that never left the majority class
+    (``not-learned``: too short a budget for its learning rate) says nothing of collapse, either
+    way: its ``value`` is NaN and its outcome stays ``not-learned``, so a claim leaves it out and
+    counts it apart (the registry's ``undefined_on_failed`` says why).
+    """
+    from robustkit import collapse as rule
+
+    learned = frame["outcome"] != rule.NOT_LEARNED
+    ones = frame["outcome"].isin([rule.COLLAPSED, rule.DIVERGED]).astype(float)
+    return frame.assign(value=ones.where(learned), outcome=frame["outcome"].where(~learned, rule.OK))
+
+
+def epoch_score(frame: pd.DataFrame, epoch: str) -> pd.DataFrame:
+    """The validation score at the end of fine-tuning epoch ``epoch`` (``last``: each run's last
+    epoch end; ``all``: every epoch end)."""
+    if epoch == "all":
+        return frame
+    if epoch == "last":
+        return frame[frame["epoch"] == frame.groupby("run_id")["epoch"].transform("max")]
+    return frame[frame["epoch"] == int(epoch)]
+
+
+def pair_gap_drop(frame: pd.DataFrame) -> pd.DataFrame:
+    """How much closer two seeds of a configuration end after training longer (Chen et al. 2022).
+
+    Per disjoint seed pair of a configuration (seeds sorted, paired first with second, third with
+    fourth; each run in at most one pair): |score A - score B| at the pair's first epoch end
+    minus at its last, in score units (fraction units for accuracy); positive = the pair's
+    seeds came together, negative = they drifted apart. One value per pair, a function of its
+    two runs' histories alone, so the pairs are independent
+    (:func:`robustkit.analysis.stability_length.pair_gap_drops`).
+    """
+    from robustkit.analysis.stability_length import pair_gap_drops
+
+    return pair_gap_drops(frame)
+
+
+def epoch_spread(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each run's standard deviation of its validation scores over its epoch ends (ddof 1; the
+    metric's units). Every evaluation counts, failed ones too: falling back is the instability."""
+    spread = frame.groupby("run_id")["value"].std(ddof=1).rename("value").reset_index()
+    return frame.drop_duplicates("run_id")[IDENTITY].merge(spread, on="run_id")
+
+
+def epoch_mean(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each run's mean validation score over its epoch ends (the metric's units)."""
+    mean = frame.groupby("run_id")["value"].mean().rename("value").reset_index()
+    return frame.drop_duplicates("run_id")[IDENTITY].merge(mean, on="run_id")

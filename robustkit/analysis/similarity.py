@@ -23,7 +23,9 @@ import pandas as pd
 from torch import Tensor
 
 from robustkit.analysis import scores
+from robustkit.analysis.declare import DEVICE, LAYER, SIMILARITY_CHECKPOINT, TOKENS, Analysis, Param, Statistic
 from robustkit.analysis.each_run import each_run
+from robustkit.analysis.layers import REPRESENTATIONS, encoder_third
 from robustkit.analysis.representations import (
     MAX_LENGTH,
     TokenSample,
@@ -38,6 +40,32 @@ from robustkit.measures.rsa import DEFAULT_CHUNK, rsa_layers
 from robustkit.progress import bar as progress_bar
 from robustkit.provenance import computed_on
 from robustkit.store.tables import IDENTITY
+
+# Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
+# take their defaults from it.
+DECLARED = Analysis(
+    "rsa",
+    "RSA and linear CKA per layer, base model vs each tuned run (He et al. 2021, section 2.2)",
+    "Representations of the same sampled dev tokens at every layer (embeddings + each encoder layer) of the base "
+    "model and each selected run; RSA (Pearson r of the cosine-similarity matrices' upper triangles) and linear "
+    "CKA per layer.",
+    ":run",
+    (TOKENS, Param("seed", 0, "seed of the token sample; default: 0"), SIMILARITY_CHECKPOINT),
+    (DEVICE,),
+    summary=":summarize",
+    statistics=(
+        Statistic(
+            "similarity",
+            ":rsa",
+            "similarity of each layer's representations to the base model's (1 = the same)",
+            (Param("measure", "rsa", "rsa or cka", choices=("rsa", "cka")), LAYER),
+        ),
+    ),
+    output="the tidy result (per run x layer x measure)",
+    order=50,
+    module=__name__,
+)
+
 
 ANALYSIS = "similarity"
 # bump when the computation changes: it is part of the cache key. 2: non-finite representations
@@ -228,3 +256,21 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     grouped = frame.assign(nan=frame["value"].isna()).groupby(keys, dropna=False)
     stats = grouped.agg(mean=("value", "mean"), std=("value", "std"), runs=("value", "count"), n_nan=("nan", "sum"))
     return stats.reset_index().astype({"n_nan": int})
+
+
+# ---------------------------------------------------------------------------------------------
+# its statistics (DECLARED.statistics)
+
+
+def rsa(frame: pd.DataFrame, measure: str, layer: str) -> pd.DataFrame:
+    """Similarity of each run's representations to its base model's (He et al. 2021 §2.2).
+
+    ``layer``: ``each`` (one row per run x layer), ``top`` / ``bottom`` (the mean over the top /
+    bottom third of the encoder layers).
+    """
+    frame = frame[frame["measure"] == measure].drop(columns=["outcome"], errors="ignore")
+    if layer != "each":
+        frame = (
+            encoder_third(frame, REPRESENTATIONS, layer).groupby(IDENTITY, dropna=False, as_index=False)["value"].mean()
+        )
+    return frame

@@ -29,8 +29,9 @@ from pathlib import Path
 import pandas as pd
 from torch import Tensor
 
+from robustkit.analysis.declare import DEVICE, LAYER, SIMILARITY_CHECKPOINT, TOKENS, Analysis, Param, Statistic
 from robustkit.analysis.each_run import each_run
-from robustkit.analysis.registry import get as registered
+from robustkit.analysis.layers import REPRESENTATIONS, encoder_third
 from robustkit.analysis.representations import MAX_LENGTH, TokenSample, sample_tokens
 from robustkit.analysis.select import select_runs
 from robustkit.analysis.similarity import base_representations, run_representations
@@ -47,7 +48,46 @@ MEASURE_NAMES = tuple(MEASURES)
 RESULT_COLUMNS = ["layer", "measure", "value", "ci_low", "ci_high", "resamples"]
 COLUMNS = [*IDENTITY, "checkpoint", "tokens", "groups", "confidence", *RESULT_COLUMNS]
 
-DECLARED = registered("similarity-ci")  # the defaults below are the registry's, declared once
+# Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
+# take their defaults from it.
+DECLARED = Analysis(
+    "similarity-ci",
+    "RSA, linear CKA, debiased CKA and Procrustes distance per layer vs the base model, each with a "
+    "token-bootstrap interval",
+    "The representations of 'analyze rsa' (the same sampled dev tokens, base model vs each run), four measures "
+    "per layer, and for each a basic bootstrap interval from random halves of random token groups (no token "
+    "paired with its own copy).",
+    ":run",
+    (
+        TOKENS,
+        Param("seed", 0, "seed of the token sample, its groups and the resampled halves; default: 0"),
+        SIMILARITY_CHECKPOINT,
+        Param("groups", 20, "random token groups of the half-sampling bootstrap (even, >= 4); default: 20"),
+        Param("resamples", 200, "random halves per layer; default: 200"),
+        Param("confidence", 0.95, "level of the intervals; default: 0.95"),
+    ),
+    (DEVICE,),
+    summary=":summarize",
+    statistics=(
+        Statistic(
+            "similarity",
+            ":similarity",
+            "a measure of each layer's representations vs the base model's",
+            (
+                Param(
+                    "measure",
+                    "cka-debiased",
+                    "rsa, cka, cka-debiased or procrustes",
+                    choices=("rsa", "cka", "cka-debiased", "procrustes"),
+                ),
+                LAYER,
+            ),
+        ),
+    ),
+    output="the tidy result (per run x layer x measure)",
+    order=60,
+    module=__name__,
+)
 
 
 def compare(
@@ -197,3 +237,18 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[
         [c for c in ("run_id", "method", "seed", "layer", "measure", "value", "ci_low", "ci_high") if c in frame]
     ]
+
+
+# ---------------------------------------------------------------------------------------------
+# its statistics (DECLARED.statistics)
+
+
+def similarity(frame: pd.DataFrame, measure: str, layer: str) -> pd.DataFrame:
+    """A measure of the ``similarity-ci`` analysis (``rsa``, ``cka``, ``cka-debiased``,
+    ``procrustes``) of each run's layers with the base model's; ``layer`` as in :func:`rsa`."""
+    frame = frame[frame["measure"] == measure]
+    if layer != "each":
+        frame = (
+            encoder_third(frame, REPRESENTATIONS, layer).groupby(IDENTITY, dropna=False, as_index=False)["value"].mean()
+        )
+    return frame[[*IDENTITY, *(["layer"] if layer == "each" else []), "value"]]

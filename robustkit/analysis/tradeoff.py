@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from robustkit import collapse, tasks
+from robustkit.analysis.declare import METRIC_NAME, Analysis, Param, checkpoint_param
 from robustkit.analysis.pooling import check_pooling, split_columns
 from robustkit.analysis.scores import ever_learned, majority_baseline
 from robustkit.analysis.select import select_runs
@@ -36,6 +37,31 @@ from robustkit.methods.registry import METHODS, spec_fields
 from robustkit.spec import SPEC_DEFAULTS, RunSpec
 from robustkit.store.manifest import read_manifest
 from robustkit.store.tables import IDENTITY
+
+# Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
+# take their defaults from it.
+DECLARED = Analysis(
+    "tradeoff",
+    "trained parameters vs main metric per run (Houlsby et al. 2019 section 3.4)",
+    "From the manifests (no model is loaded): each selected run's trainable parameters, its share of the model's "
+    "parameters and its main metric at the chosen checkpoint on validation and test; prints the mean +- std over "
+    "seeds per method setting.",
+    ":table",
+    (
+        checkpoint_param("checkpoint whose metrics are used: best (selected on validation) or last"),
+        Param(
+            "metric",
+            None,
+            "metric shown (Houlsby et al. plot accuracy for CoLA too); default: each task's main metric",
+            check=METRIC_NAME,
+        ),
+    ),
+    summary=":settings_summary",
+    output="the tidy per-run table",
+    order=90,
+    module=__name__,
+)
+
 
 # The methods' options that are run-spec fields (the other options are IDENTITY columns).
 METHOD_COLUMNS = list(spec_fields())

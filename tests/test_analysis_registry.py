@@ -325,7 +325,16 @@ DECLARING = sorted(
 
 def test_analyses_are_discovered_in_their_modules():
     """The migrated analyses are declared in their own modules (none in the registry's file)."""
-    assert {"intruders", "forgetting", "lora-sharpness", "curve-connectivity", "landscape", "tuning", "scores", "rsa"} <= set(DECLARING)
+    assert {
+        "intruders",
+        "forgetting",
+        "lora-sharpness",
+        "curve-connectivity",
+        "landscape",
+        "tuning",
+        "scores",
+        "rsa",
+    } <= set(DECLARING)
     text = (LIBRARY / "analysis" / "registry.py").read_text()
     assert all(f'"{name}",\n' not in text for name in DECLARING)
 

@@ -21,8 +21,8 @@ Adding a figure is one plot module in ``robustkit/plots`` that declares it next 
 function, ``DECLARED = figures.Figure("name", "help", "analysis", ":plot_function", ...,
 module=__name__)``; the registry reads the declaration from the module's source
 (:func:`robustkit.analysis.registry.discover`) without importing it, and
-:func:`register_module` adds one from a module outside the package. The figures still declared
-below by :func:`register` calls move to their plot modules in turn.
+:func:`register_module` adds one from a module outside the package. The attack's figures are
+still declared below by :func:`register` calls, until plots/attack.py declares them.
 """
 
 from __future__ import annotations
@@ -303,8 +303,6 @@ ASO = Param(
     "add ASO's epsilon_min of each method over the other (deepsig, Dror et al. 2019) to the caption, where the figure "
     "compares two methods",
 )
-BOXES = "robustkit.plots.stability"
-BOX_VIEWS = "robustkit.analysis.boxes"
 CONVENTION = Param(
     "convention",
     "openattack",
@@ -322,25 +320,8 @@ SHOWN_SPLIT = Param(
 ATTACKED = "robustkit.analysis.attack:success_by_tsp"
 
 # ---------------------------------------------------------------------------------------------
-# the figures
+# the attack's figures (plots/attack.py is another change's: they move there with it)
 
-register(
-    Figure(
-        "rsa",
-        "He et al. 2021 figure 2: similarity of each layer's representations to the base model's",
-        "rsa",
-        "robustkit.plots.similarity:rsa_by_layer",
-        (
-            Param(
-                "measure",
-                "rsa",
-                "rsa (He et al. 2021) or linear CKA (Kornblith et al. 2019); default: rsa",
-                choices=("rsa", "cka"),
-            ),
-        ),
-        order=10,
-    )
-)
 register(
     Figure(
         "attack-vs-tsp",
@@ -381,251 +362,6 @@ register(
         order=40,
     )
 )
-register(
-    Figure(
-        "ablation",
-        "Houlsby et al. 2019 figure 6: relative change of the dev metric when the adapters of layers i..j are removed",
-        "ablation",
-        "robustkit.plots.ablation:ablation_heatmap",
-        (
-            Param(
-                "metric",
-                None,
-                "metric whose relative change is shown (Houlsby et al. plot validation accuracy); default: the task's "
-                "main metric",
-                check=registry.METRIC_NAME,
-            ),
-            Param(
-                "paper_figure",
-                "Houlsby et al. 2019, figure 6",
-                "the figure named in the title; default: Houlsby et al. 2019, figure 6 (the course report's figure 8 "
-                "is the same ablation of layer-shared adapters)",
-            ),
-        ),
-        view="robustkit.analysis.ablation:ablation_heatmap",
-        order=50,
-    )
-)
-register(
-    Figure(
-        "gradnorm",
-        "Han et al. 2021 figure 3: per-layer gradient norms during training (log scale)",
-        "gradnorm",
-        "robustkit.plots.gradnorm:gradnorm_curves",
-        view="robustkit.analysis.gradnorm:summary",
-        order=60,
-    )
-)
-register(
-    Figure(
-        "curves",
-        "He et al. 2021 figures 5 and 9: dev loss and metric vs step",
-        "curves",
-        "robustkit.plots.curves:dev_curves",
-        view="robustkit.analysis.curves:dev_curves",
-        score_axis=True,
-        order=80,
-    )
-)
-register(
-    Figure(
-        "curves-by-tsp",
-        "Han et al. 2021 figures 1 and 13: dev metric vs step, one line per TSP step",
-        "curves",
-        "robustkit.plots.curves:curves_by_tsp",
-        view="robustkit.analysis.curves:curves_by_tsp",
-        score_axis=True,
-        order=90,
-    )
-)
-register(
-    Figure(
-        "mean-best",
-        "He et al. 2021 table 6: mean and best dev metric over all evaluation steps, as a table",
-        "curves",
-        "robustkit.plots.curves:mean_best_table",
-        view="robustkit.analysis.curves:mean_best",
-        score_axis=True,
-        order=100,
-    )
-)
-register(
-    Figure(
-        "box-seeds",
-        "Han et al. 2021 figure 2: box plot of each method's score over random seeds, one panel per task",
-        "scores",
-        f"{BOXES}:box_seeds",
-        (ASO,),
-        view=f"{BOX_VIEWS}:box_seeds",
-        score_axis=True,
-        order=110,
-    )
-)
-register(
-    Figure(
-        "box-tsp",
-        "Han et al. 2021 figure 4: box plots of the score per TSP step and method (pooled: one box per method over "
-        "TSP steps)",
-        "scores",
-        f"{BOXES}:box_tsp",
-        (
-            Param(
-                "pooled",
-                False,
-                "one box per method over all TSP steps (each run differs by its TSP step, as in the paper) instead of "
-                "a box per TSP step",
-            ),
-            ASO,
-        ),
-        view=f"{BOX_VIEWS}:box_tsp",
-        score_axis=True,
-        order=120,
-    )
-)
-register(
-    Figure(
-        "box-tsp-epochs",
-        "Han et al. 2021 figures 9-10: box plots of the dev score at each fine-tuning epoch end, per TSP step, one "
-        "panel per method (pool_epochs: one box per TSP step and method over every epoch end, the paper's)",
-        "epoch-scores",
-        f"{BOXES}:box_tsp_epochs",
-        (
-            Param(
-                "pool_epochs",
-                False,
-                "one box per TSP step and method over every fine-tuning epoch end of every run (Han et al. 2021 "
-                "figures 9-10: 'development scores from 100 runs ... epochs ranging from 1 to 100') instead of a box "
-                "per epoch",
-            ),
-        ),
-        view=f"{BOX_VIEWS}:box_tsp_epochs",
-        score_axis=True,
-        order=130,
-    )
-)
-register(
-    Figure(
-        "box-lr",
-        "He et al. 2021 figure 4: box plots of the score over seeds per learning rate and method",
-        "scores",
-        f"{BOXES}:box_lr",
-        (ASO,),
-        view=f"{BOX_VIEWS}:box_lr",
-        score_axis=True,
-        order=140,
-    )
-)
-register(
-    Figure(
-        "train-size",
-        "He et al. 2021 figure 3: score vs number of training examples, per method (boxes or mean +- std)",
-        "scores",
-        f"{BOXES}:train_size",
-        (
-            Param(
-                "kind",
-                "box",
-                "box: boxes over seeds; mean: mean +- std (ddof 1) as in the paper; default: box",
-                choices=("box", "mean"),
-            ),
-            ASO,
-        ),
-        view=f"{BOX_VIEWS}:train_size",
-        score_axis=True,
-        order=150,
-    )
-)
-register(
-    Figure(
-        "table",
-        "Han et al. 2021 table 1, He et al. 2021 tables 2 and 5: mean +- std, bootstrap CI, range and failed runs per "
-        "group, as a PDF table",
-        "scores",
-        "robustkit.plots.tables:results_table_figure",
-        (
-            Param(
-                "by",
-                ["task", "method"],
-                "comma-separated columns that define a row (task, method, tsp_step, train_size, adapter_size, lr, "
-                "...); default: task,method",
-                kind=list,
-            ),
-            Param("title", "Results over runs", "table title (the model and task used are appended)"),
-        ),
-        view="robustkit.analysis.results:results_table",
-        score_axis=True,
-        order=160,
-    )
-)
-register(
-    Figure(
-        "tradeoff",
-        "Houlsby et al. 2019 figure 4 (per task; figure 3's curves): metric vs trained parameters (log) for adapter "
-        "sizes, top-k fine-tuning, LayerNorm-only and full fine-tuning; each point the best learning rate of its "
-        "sweep, error bars s.e.m.",
-        "tradeoff",
-        "robustkit.plots.tradeoff:tradeoff_figure",
-        (SHOWN_SPLIT,),
-        view="robustkit.analysis.tradeoff:tradeoff_points",
-        score_axis=True,
-        order=170,
-    )
-)
-register(
-    Figure(
-        "tradeoff-aggregate",
-        "Houlsby et al. 2019 figure 3: score minus full fine-tuning vs trained parameters, 20th/50th/80th percentiles "
-        "across tasks, adapters vs top-k",
-        "tradeoff",
-        "robustkit.plots.tradeoff:tradeoff_aggregate_figure",
-        (SHOWN_SPLIT,),
-        view="robustkit.analysis.tradeoff:aggregated",
-        score_axis=True,
-        order=180,
-    )
-)
-register(
-    Figure(
-        "init-std",
-        "Houlsby et al. 2019 figure 6 right: metric vs the std of the adapters' weight init (log)",
-        "tradeoff",
-        "robustkit.plots.init_std:init_std_figure",
-        (SHOWN_SPLIT,),
-        view="robustkit.analysis.tradeoff:init_std_points",
-        score_axis=True,
-        order=190,
-    )
-)
-
-# ---------------------------------------------------------------------------------------------
-# beyond the papers: the field's own measures of sharpness, connectivity, similarity
-
-register(
-    Figure(
-        "similarity-ci",
-        "RSA, linear CKA, debiased linear CKA and orthogonal Procrustes distance of each layer to the base model, "
-        "side by side, each run with a bootstrap interval over the token sample",
-        "similarity-ci",
-        "robustkit.plots.similarity_ci:similarity_panels",
-        order=230,
-    )
-)
-
-# ---------------------------------------------------------------------------------------------
-# beyond the papers: the findings on LoRA and full fine-tuning that followed them (issue #30)
-
-register(
-    Figure(
-        "stability-length",
-        "Chen et al. 2022: standard deviation of the dev score over seeds per method at each fine-tuning epoch end, "
-        "and each run's distance from the median of its method's other seeds",
-        "epoch-scores",
-        "robustkit.plots.stability_length:stability_length_figure",
-        view="robustkit.analysis.stability_length:seed_spread_by_epoch",
-        order=290,
-    )
-)
-
 
 # The figures declared in their plot modules (DECLARED = figures.Figure(...) or a tuple of them),
 # read from the source as the analyses are: a declaration may use robustkit.analysis.declare's

@@ -28,8 +28,8 @@ same cache entry::
     frame = get("rsa").run("runs/demo", ["task=rt"], tokens=2000)
     slopes = get("gradnorm").statistic("slope", get("gradnorm").run("runs/demo"), layer="top")
 
-Adding an analysis is one module in ``robustkit/analysis/`` (CONTRIBUTING.md). Some analyses
-are still declared below by :func:`register` calls, until they move into their modules.
+Adding an analysis is one module in ``robustkit/analysis/`` (CONTRIBUTING.md). The attack is
+still declared below by a :func:`register` call, until analysis/attack.py declares it.
 """
 
 from __future__ import annotations
@@ -207,7 +207,7 @@ def register_module(path: str | Path, name: str | None = None) -> Analysis:
 
 
 # ---------------------------------------------------------------------------------------------
-# the analyses
+# the attack (analysis/attack.py is another change's: its declaration moves there with it)
 
 register(
     Analysis(
@@ -286,9 +286,6 @@ register(
         order=140,
     )
 )
-
-# ---------------------------------------------------------------------------------------------
-# beyond the papers: the findings on LoRA and full fine-tuning that followed them (issue #30)
 
 
 def per_run(

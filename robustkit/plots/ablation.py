@@ -12,8 +12,38 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from robustkit import figures
+from robustkit.analysis.declare import METRIC_NAME
+from robustkit.params import Param
 from robustkit.plots import canvas, style
 from robustkit.plots.style import method_label
+
+# The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
+DECLARED = figures.Figure(
+    "ablation",
+    "Houlsby et al. 2019 figure 6: relative change of the dev metric when the adapters of layers i..j are removed",
+    "ablation",
+    ":ablation_heatmap",
+    (
+        Param(
+            "metric",
+            None,
+            "metric whose relative change is shown (Houlsby et al. plot validation accuracy); default: the task's "
+            "main metric",
+            check=METRIC_NAME,
+        ),
+        Param(
+            "paper_figure",
+            "Houlsby et al. 2019, figure 6",
+            "the figure named in the title; default: Houlsby et al. 2019, figure 6 (the course report's figure 8 "
+            "is the same ablation of layer-shared adapters)",
+        ),
+    ),
+    view="robustkit.analysis.ablation:ablation_heatmap",
+    order=50,
+    module=__name__,
+)
+
 
 MAX_ANNOTATED_LAYERS = 24  # beyond this a cell is too small for a number at a readable size
 SHARING_TITLES = {

@@ -23,11 +23,47 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from robustkit import collapse
+from robustkit import collapse, figures
 from robustkit.analysis.pooling import mixed_settings
 from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label, plt
 from robustkit.plots.tables import render_table
+
+# The figures of this module, as robustkit.figures reads them from this source (their analyses
+# declare their data).
+DECLARED = (
+    figures.Figure(
+        "curves",
+        "He et al. 2021 figures 5 and 9: dev loss and metric vs step",
+        "curves",
+        ":dev_curves",
+        view="robustkit.analysis.curves:dev_curves",
+        score_axis=True,
+        order=80,
+        module=__name__,
+    ),
+    figures.Figure(
+        "curves-by-tsp",
+        "Han et al. 2021 figures 1 and 13: dev metric vs step, one line per TSP step",
+        "curves",
+        ":curves_by_tsp",
+        view="robustkit.analysis.curves:curves_by_tsp",
+        score_axis=True,
+        order=90,
+        module=__name__,
+    ),
+    figures.Figure(
+        "mean-best",
+        "He et al. 2021 table 6: mean and best dev metric over all evaluation steps, as a table",
+        "curves",
+        ":mean_best_table",
+        view="robustkit.analysis.curves:mean_best",
+        score_axis=True,
+        order=100,
+        module=__name__,
+    ),
+)
+
 
 STEP_LABEL = "training step (optimiser updates)"
 BAND_NOTE = "Lines: mean over the runs (seeds) of a configuration; bands: ±1 std over them (ddof 1)."

@@ -7,8 +7,21 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
+from robustkit import figures
 from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label
+
+# The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
+DECLARED = figures.Figure(
+    "gradnorm",
+    "Han et al. 2021 figure 3: per-layer gradient norms during training (log scale)",
+    "gradnorm",
+    ":gradnorm_curves",
+    view="robustkit.analysis.gradnorm:summary",
+    order=60,
+    module=__name__,
+)
+
 
 PANELS = ("intermediate", "top", "pooler", "classifier")
 

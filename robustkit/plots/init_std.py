@@ -10,10 +10,24 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from robustkit import collapse
+from robustkit import collapse, figures
 from robustkit.methods import HOULSBY_INIT_STD
 from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color
+
+# The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
+DECLARED = figures.Figure(
+    "init-std",
+    "Houlsby et al. 2019 figure 6 right: metric vs the std of the adapters' weight init (log)",
+    "tradeoff",
+    ":init_std_figure",
+    (figures.SHOWN_SPLIT,),
+    view="robustkit.analysis.tradeoff:init_std_points",
+    score_axis=True,
+    order=190,
+    module=__name__,
+)
+
 
 _COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02")
 

@@ -6,10 +6,30 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
-from robustkit import collapse
+from robustkit import collapse, figures
 from robustkit.analysis.pooling import mixed_settings
+from robustkit.params import Param
 from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label
+
+# The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
+DECLARED = figures.Figure(
+    "rsa",
+    "He et al. 2021 figure 2: similarity of each layer's representations to the base model's",
+    "rsa",
+    ":rsa_by_layer",
+    (
+        Param(
+            "measure",
+            "rsa",
+            "rsa (He et al. 2021) or linear CKA (Kornblith et al. 2019); default: rsa",
+            choices=("rsa", "cka"),
+        ),
+    ),
+    order=10,
+    module=__name__,
+)
+
 
 MEASURE_LABELS = {"rsa": "RSA", "cka": "linear CKA"}
 # Besides every run setting that varies within a method (robustkit.analysis.pooling), what

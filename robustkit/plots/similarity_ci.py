@@ -7,8 +7,21 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from robustkit import figures
 from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label, plt
+
+# The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
+DECLARED = figures.Figure(
+    "similarity-ci",
+    "RSA, linear CKA, debiased linear CKA and orthogonal Procrustes distance of each layer to the base model, "
+    "side by side, each run with a bootstrap interval over the token sample",
+    "similarity-ci",
+    ":similarity_panels",
+    order=230,
+    module=__name__,
+)
+
 
 MEASURE_LABELS = {
     "rsa": "RSA (cosine RDMs, Pearson r)",

@@ -42,9 +42,97 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.transforms import blended_transform_factory
 
-from robustkit import collapse
+from robustkit import collapse, figures
+from robustkit.params import Param
 from robustkit.plots import canvas, style
 from robustkit.plots.style import PERCENT, SCALED, method_color, method_label, plt
+
+# The figures of this module, as robustkit.figures reads them from this source (their analyses
+# declare their data).
+DECLARED = (
+    figures.Figure(
+        "box-seeds",
+        "Han et al. 2021 figure 2: box plot of each method's score over random seeds, one panel per task",
+        "scores",
+        ":box_seeds",
+        (figures.ASO,),
+        view="robustkit.analysis.boxes:box_seeds",
+        score_axis=True,
+        order=110,
+        module=__name__,
+    ),
+    figures.Figure(
+        "box-tsp",
+        "Han et al. 2021 figure 4: box plots of the score per TSP step and method (pooled: one box per method over "
+        "TSP steps)",
+        "scores",
+        ":box_tsp",
+        (
+            Param(
+                "pooled",
+                False,
+                "one box per method over all TSP steps (each run differs by its TSP step, as in the paper) instead of "
+                "a box per TSP step",
+            ),
+            figures.ASO,
+        ),
+        view="robustkit.analysis.boxes:box_tsp",
+        score_axis=True,
+        order=120,
+        module=__name__,
+    ),
+    figures.Figure(
+        "box-tsp-epochs",
+        "Han et al. 2021 figures 9-10: box plots of the dev score at each fine-tuning epoch end, per TSP step, one "
+        "panel per method (pool_epochs: one box per TSP step and method over every epoch end, the paper's)",
+        "epoch-scores",
+        ":box_tsp_epochs",
+        (
+            Param(
+                "pool_epochs",
+                False,
+                "one box per TSP step and method over every fine-tuning epoch end of every run (Han et al. 2021 "
+                "figures 9-10: 'development scores from 100 runs ... epochs ranging from 1 to 100') instead of a box "
+                "per epoch",
+            ),
+        ),
+        view="robustkit.analysis.boxes:box_tsp_epochs",
+        score_axis=True,
+        order=130,
+        module=__name__,
+    ),
+    figures.Figure(
+        "box-lr",
+        "He et al. 2021 figure 4: box plots of the score over seeds per learning rate and method",
+        "scores",
+        ":box_lr",
+        (figures.ASO,),
+        view="robustkit.analysis.boxes:box_lr",
+        score_axis=True,
+        order=140,
+        module=__name__,
+    ),
+    figures.Figure(
+        "train-size",
+        "He et al. 2021 figure 3: score vs number of training examples, per method (boxes or mean +- std)",
+        "scores",
+        ":train_size",
+        (
+            Param(
+                "kind",
+                "box",
+                "box: boxes over seeds; mean: mean +- std (ddof 1) as in the paper; default: box",
+                choices=("box", "mean"),
+            ),
+            figures.ASO,
+        ),
+        view="robustkit.analysis.boxes:train_size",
+        score_axis=True,
+        order=150,
+        module=__name__,
+    ),
+)
+
 
 __all__ = [
     "PERCENT",

@@ -7,8 +7,21 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
+from robustkit import figures
 from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label, plt
+
+# The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
+DECLARED = figures.Figure(
+    "stability-length",
+    "Chen et al. 2022: standard deviation of the dev score over seeds per method at each fine-tuning epoch end, "
+    "and each run's distance from the median of its method's other seeds",
+    "epoch-scores",
+    ":stability_length_figure",
+    view="robustkit.analysis.stability_length:seed_spread_by_epoch",
+    order=290,
+    module=__name__,
+)
 
 
 def stability_length_figure(spread: pd.DataFrame, deviations: pd.DataFrame) -> Figure:

@@ -14,9 +14,34 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from robustkit import collapse
+from robustkit import collapse, figures
+from robustkit.params import Param
 from robustkit.plots import canvas, style
 from robustkit.plots.style import method_label, plt
+
+# The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
+DECLARED = figures.Figure(
+    "table",
+    "Han et al. 2021 table 1, He et al. 2021 tables 2 and 5: mean +- std, bootstrap CI, range and failed runs per "
+    "group, as a PDF table",
+    "scores",
+    ":results_table_figure",
+    (
+        Param(
+            "by",
+            ["task", "method"],
+            "comma-separated columns that define a row (task, method, tsp_step, train_size, adapter_size, lr, "
+            "...); default: task,method",
+            kind=list,
+        ),
+        Param("title", "Results over runs", "table title (the model and task used are appended)"),
+    ),
+    view="robustkit.analysis.results:results_table",
+    score_axis=True,
+    order=160,
+    module=__name__,
+)
+
 
 SHOWN_STATS = ("n", "mean", "std", "min", "max", "n_runs", "n_collapsed", "n_diverged", "baseline")
 HEADER_COLOUR = "#e8e8e8"

@@ -20,10 +20,41 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from robustkit import collapse
+from robustkit import collapse, figures
 from robustkit.analysis.tradeoff import POINT_COLUMN, POINT_SYMBOL
 from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label
+
+# The figures of this module, as robustkit.figures reads them from this source (their analyses
+# declare their data).
+DECLARED = (
+    figures.Figure(
+        "tradeoff",
+        "Houlsby et al. 2019 figure 4 (per task; figure 3's curves): metric vs trained parameters (log) for adapter "
+        "sizes, top-k fine-tuning, LayerNorm-only and full fine-tuning; each point the best learning rate of its "
+        "sweep, error bars s.e.m.",
+        "tradeoff",
+        ":tradeoff_figure",
+        (figures.SHOWN_SPLIT,),
+        view="robustkit.analysis.tradeoff:tradeoff_points",
+        score_axis=True,
+        order=170,
+        module=__name__,
+    ),
+    figures.Figure(
+        "tradeoff-aggregate",
+        "Houlsby et al. 2019 figure 3: score minus full fine-tuning vs trained parameters, 20th/50th/80th percentiles "
+        "across tasks, adapters vs top-k",
+        "tradeoff",
+        ":tradeoff_aggregate_figure",
+        (figures.SHOWN_SPLIT,),
+        view="robustkit.analysis.tradeoff:aggregated",
+        score_axis=True,
+        order=180,
+        module=__name__,
+    ),
+)
+
 
 _MARKERS = {"none": "o", "layer": "s", "3-layer": "^"}
 

@@ -70,6 +70,23 @@ def test_every_analysis_that_runs_a_model_takes_a_device():
 
 
 @pytest.mark.parametrize("name", sorted(MODEL_ANALYSES))
+def test_every_model_analysis_runs_through_the_per_run_loop(name):
+    """What no model analysis may forget: the per-run loop (each_run / each_pair: caching, damaged
+    and left-out runs named), robustkit's progress bar (``-q``, no bar in a log file), a
+    ``progress`` switch, and its device recorded as provenance (forgetting and lora-sharpness had
+    forgotten the last)."""
+    analysis = ANALYSES[name]
+    module = Path(importlib.util.find_spec(analysis.compute.partition(":")[0]).origin)
+    tree = ast.parse(module.read_text())  # its own module: another one's use does not count
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    names |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    assert {"each_run", "each_pair"} & names, name
+    assert "progress_bar" in names and "tqdm" not in names, name
+    assert "computed_on" in names, name
+    assert "progress" in inspect.signature(load(analysis.compute)).parameters, name
+
+
+@pytest.mark.parametrize("name", sorted(MODEL_ANALYSES))
 def test_the_analyze_verb_has_the_flag(name):
     assert "--device" in _flags(["analyze", name])
 

@@ -45,6 +45,7 @@ from robustkit.errors import RobustkitError
 from robustkit.evaluate import resolve_device
 from robustkit.measures.spectrum import effective_rank, energy_rank, singular_values
 from robustkit.progress import bar as progress_bar
+from robustkit.provenance import computed_on
 from robustkit.store.tables import IDENTITY
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); its functions below
@@ -291,7 +292,9 @@ def run(
         "heads": {m: (c, None if t is None else _digest(t)) for m, (c, t) in heads.items()},
     }
     with progress_bar(total=len(runs), desc="forgetting", unit="run", show=progress) as bar:
-        frame = each_run(runs, ANALYSIS, params, ["step-0", checkpoint], compute, on_done=bar.update)
+        frame = each_run(
+            runs, ANALYSIS, params, ["step-0", checkpoint], compute, on_done=bar.update, provenance=computed_on(device)
+        )
     return frame.assign(checkpoint=checkpoint, texts=texts)[COLUMNS]
 
 

@@ -41,6 +41,7 @@ from robustkit.analysis.each_run import each_run
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.progress import bar as progress_bar
+from robustkit.provenance import computed_on
 from robustkit.store.tables import IDENTITY
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); its functions below
@@ -217,6 +218,7 @@ def run(
             [checkpoint],
             lambda row: run_sharpness(row["path"], checkpoint, examples, max_iterations, samples, seed, device),
             on_done=bar.update,
+            provenance=computed_on(device),
         )
     others = sorted(set(runs["run_id"]) - set(frame.get("run_id", [])))
     if others:

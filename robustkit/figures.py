@@ -60,8 +60,8 @@ class Figure:
     params : tuple of Param
         The figure's own parameters (the view's and the plot's), with defaults.
     view : str, optional
-        ``"module:function"`` in ``robustkit/analysis/``: ``function(frame, **params it names)``
-        (``store`` and ``select`` too, where it names them) -> the data the plot draws.
+        ``"module:function"``, one of its analysis's declared ``views``: ``function(frame, **params
+        it names)`` (``store`` and ``select`` too, where it names them) -> the data the plot draws.
     defaults : dict
         The figure's defaults for some of its analysis's parameters.
     score_axis : bool
@@ -246,6 +246,11 @@ def register(figure: Figure) -> Figure:
         raise FigureError(
             f"figure {figure.name!r}: {twice} are not its own parameters (declare an analysis's parameters in the "
             "analysis; defaults may only change those)"
+        )
+    if figure.view is not None and figure.view not in figure.source().views:
+        raise FigureError(
+            f"figure {figure.name!r}: its view {figure.view!r} is not one its analysis {figure.analysis!r} declares "
+            "(declare it in the analysis's views, next to its computation)"
         )
     FIGURES[figure.name] = figure
     listed = sorted(FIGURES.values(), key=lambda f: (f.order, f.name))

@@ -394,3 +394,14 @@ def test_a_discovered_figure_is_its_plot_module_s(name):
     declared = importlib.import_module(figure.module).DECLARED
     assert figure in (declared if isinstance(declared, tuple) else (declared,))
     assert load(figure.plot).__module__ == figure.module
+
+
+def test_a_figure_draws_a_view_its_analysis_declares():
+    """Views are declared next to their analysis's computation: every figure's view is one of its
+    analysis's, and a figure naming another is refused when it is registered."""
+    for figure in figures.FIGURES.values():
+        assert figure.view is None or figure.view in figure.source().views, figure.name
+    stray = figures.Figure("stray", "h", "landscape", "robustkit.plots.landscape:x", view="robustkit.analysis.curves:x")
+    with pytest.raises(figures.FigureError, match="is not one its analysis 'landscape' declares"):
+        figures.register(stray)
+    assert "stray" not in figures.FIGURES

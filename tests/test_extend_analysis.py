@@ -1,5 +1,5 @@
-"""Issue #40's "done when": a new analysis with a statistic and a figure is one analysis module, one
-plot module and one recipe TOML, and nothing else of the checkout changes.
+"""Issue #40's "done when": a new analysis with a statistic, a view and a figure is one analysis
+module, one plot module and one recipe TOML, and nothing else of the checkout changes.
 
 The test writes a throwaway "weight-change" analysis (each layer matrix's relative change from
 step-0, cached per run through each_run), its plot and a recipe with one claim into tmp_path,
@@ -48,6 +48,7 @@ DECLARED = Analysis(
         Statistic("mean", ":mean_change", "mean relative change over a run's matrices (fraction)"),
     ),
     output="the tidy result (per run x matrix)",
+    views=(":per_layer",),
     module=__name__,
 )
 
@@ -81,6 +82,11 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.groupby(["run_id", "method"], as_index=False)["value"].mean()
 
 
+def per_layer(frame: pd.DataFrame) -> pd.DataFrame:
+    """The view the figure draws: each run's mean relative change per layer."""
+    return frame.groupby(["run_id", "layer"], as_index=False)["value"].mean()
+
+
 def mean_change(frame: pd.DataFrame) -> pd.DataFrame:
     """Each run's mean relative change over its matrices (fraction)."""
     return frame.groupby(IDENTITY, dropna=False, as_index=False)["value"].mean()
@@ -100,15 +106,15 @@ DECLARED = figures.Figure(
     "relative change of each layer's weights, one line per run",
     "weight-change",
     ":weight_change_figure",
+    view="robustkit_test_weight_change:per_layer",
     module=__name__,
 )
 
 
-def weight_change_figure(frame: pd.DataFrame):
+def weight_change_figure(means: pd.DataFrame):
     fig, ax = plt.subplots(figsize=(4, 3))
-    for run_id, group in frame.groupby("run_id"):
-        means = group.groupby("layer")["value"].mean()
-        ax.plot(means.index, means.to_numpy(), marker="o", label=run_id)
+    for run_id, group in means.groupby("run_id"):
+        ax.plot(group["layer"], group["value"], marker="o", label=run_id)
     ax.set_title("Relative weight change")
     ax.set_xlabel("layer")
     ax.set_ylabel("||W - W_0|| / ||W_0||")
@@ -223,6 +229,7 @@ def test_an_external_declaration_is_the_modules_own(extension):
     assert analysis.compute == "robustkit_test_weight_change:run"
     assert analysis.get_statistic("mean").function == "robustkit_test_weight_change:mean_change"
     assert figure.plot == "robustkit_test_weight_change_plot:weight_change_figure"
+    assert figure.view in analysis.views == ("robustkit_test_weight_change:per_layer",)
     assert list(registry.ANALYSES)[-1] == "weight-change"  # listed after the shipped analyses
     from robustkit.cli_analyze import negative_value_options
 

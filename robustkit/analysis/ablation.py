@@ -97,6 +97,7 @@ DECLARED = Analysis(
     ),
     output="the tidy result (per run x span x metric)",
     order=70,
+    views=(":ablation_heatmap",),
     module=__name__,
 )
 

@@ -94,6 +94,7 @@ DECLARED = Analysis(
     ),
     output="the lines (per pair x alpha x metric)",
     order=120,
+    views=(":lines_and_barriers",),
     module=__name__,
 )
 ANALYSIS = DECLARED.name  # its cache folder

@@ -92,6 +92,7 @@ DECLARED = Analysis(
     ),
     output="the paths (per pair x path x t x metric)",
     order=180,
+    views=(":paths_and_barriers",),
     module=__name__,
 )
 

@@ -63,6 +63,11 @@ DECLARED = Analysis(
     ),
     output="the learning curves",
     order=30,
+    views=(
+        ":dev_curves",
+        ":curves_by_tsp",
+        ":mean_best",
+    ),
     module=__name__,
 )
 

@@ -150,6 +150,10 @@ class Analysis:
         The per-run statistics claims name.
     output : str
         What ``-o`` writes (for the verb's help).
+    views : tuple of str
+        ``"module:function"`` (``":name"``: its own) of each view of its frame a figure may draw:
+        ``function(frame, **params it names)`` (``store`` and ``select`` too, where it names them)
+        -> the finished tables a plot draws (:mod:`robustkit.figures`).
     module : str, optional
         The declaring module (``__name__``): function references ``":name"`` are its own.
     order : int
@@ -165,6 +169,7 @@ class Analysis:
     summary: str | None = None
     statistics: tuple[Statistic, ...] = ()
     output: str = "the tidy result"
+    views: tuple[str, ...] = ()
     module: str | None = None
     order: int = 1000
 
@@ -179,6 +184,7 @@ class Analysis:
 
         object.__setattr__(self, "compute", full(self.compute))
         object.__setattr__(self, "summary", full(self.summary))
+        object.__setattr__(self, "views", tuple(full(view) for view in self.views))
         object.__setattr__(
             self,
             "statistics",

@@ -113,6 +113,7 @@ DECLARED = Analysis(
     ),
     output="the tidy result (per run x measure x matrix)",
     order=160,
+    views=(":forgetting_view",),
     module=__name__,
 )
 

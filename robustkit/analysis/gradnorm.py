@@ -54,6 +54,7 @@ DECLARED = Analysis(
     ),
     output="every step's norms",
     order=40,
+    views=(":summary",),
     module=__name__,
 )
 

@@ -62,6 +62,7 @@ DECLARED = Analysis(
     ),
     output="the tidy result (per run x matrix x rank)",
     order=150,
+    views=(":intruder_view",),
     module=__name__,
 )
 

@@ -76,6 +76,7 @@ DECLARED = Analysis(
         ),
     ),
     order=80,
+    views=(":landscape_lines",),
     module=__name__,
 )
 ANALYSIS = DECLARED.name  # its cache folder

@@ -83,6 +83,7 @@ DECLARED = Analysis(
     ),
     output="the tidy result (per run x space x estimator)",
     order=170,
+    views=(":lora_space_view",),
     module=__name__,
 )
 

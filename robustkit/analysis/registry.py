@@ -283,6 +283,10 @@ register(
             ),
         ),
         output="the per-example results (original and adversarial text)",
+        views=(
+            "robustkit.analysis.attack:success_by_tsp",
+            "robustkit.analysis.attack:attack_boxes",
+        ),
         order=140,
     )
 )

@@ -59,6 +59,13 @@ DECLARED = (
         ),
         output="the per-run scores",
         order=10,
+        views=(
+            "robustkit.analysis.boxes:box_seeds",
+            "robustkit.analysis.boxes:box_tsp",
+            "robustkit.analysis.boxes:box_lr",
+            "robustkit.analysis.boxes:train_size",
+            "robustkit.analysis.results:results_table",
+        ),
         module=__name__,
     ),
     Analysis(
@@ -110,6 +117,10 @@ DECLARED = (
         ),
         output="the per-run x epoch scores",
         order=20,
+        views=(
+            "robustkit.analysis.boxes:box_tsp_epochs",
+            "robustkit.analysis.stability_length:seed_spread_by_epoch",
+        ),
         module=__name__,
     ),
 )

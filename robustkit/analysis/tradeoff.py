@@ -59,6 +59,11 @@ DECLARED = Analysis(
     summary=":settings_summary",
     output="the tidy per-run table",
     order=90,
+    views=(
+        ":tradeoff_points",
+        ":aggregated",
+        ":init_std_points",
+    ),
     module=__name__,
 )
 

@@ -16,11 +16,17 @@ from analysis to figure. So a plot module may import
 - from :mod:`robustkit.errors` its exceptions;
 - from any ``robustkit.analysis`` module its constants only (UPPER_CASE names: column names,
   symbols), and the layout helpers of :data:`LAYOUT_HELPERS`;
+- the names a figure is declared with (:data:`DECLARING`): a plot module declares its figures
+  next to its plot functions (issue #40, one place to extend), ``DECLARED =
+  figures.Figure(...)`` with its own ``Param`` declarations and the figures' shared parameters;
+- from :mod:`robustkit.attacks.registry` what an attack declares about itself (its label, the
+  unit of its success rate: :data:`ATTACK_NAMES`), read without importing the attack;
 
 and nothing else: no scipy, deepsig, opda, statsmodels, sklearn or torch, no computing
 function of ``robustkit.analysis`` (stability, dominance, tradeoff's selection, tuning,
-scores, ...), whether imported by name or reached as ``module.function``, at module level or
-inside a function.
+scores, ...), nothing of :mod:`robustkit.figures` that runs an analysis (``draw``, ``data``),
+no attack built or run, whether imported by name or reached as ``module.function``, at module
+level or inside a function.
 """
 
 from __future__ import annotations
@@ -37,6 +43,20 @@ COLLAPSE_NAMES = {"OK", "NOT_LEARNED", "COLLAPSED", "DIVERGED", "OUTCOMES", "FAI
 METHOD_NAMES = {"method_colours", "method_labels", "short_config"}
 # Which run settings vary inside a group: it decides panels and rows, computes no statistic.
 LAYOUT_HELPERS = {"robustkit.analysis.pooling": {"mixed_settings"}}
+# A figure's declaration (issue #40: a plot module declares its figures, DECLARED =
+# figures.Figure(...)): the declaration types and the shared parameters (the modules' constants,
+# figures.ASO, declare's MATRICES) are names, not computation. figures.draw and figures.data run
+# an analysis: still refused, as is every other function of these modules.
+DECLARING = {
+    "robustkit.figures": {"Figure"},
+    "robustkit.params": {"Param"},
+    "robustkit.analysis.declare": {"Param", "checkpoint_param"},
+}
+# What an attack declares about itself, read from the attack registry without importing the
+# attack (its label, the unit of its success rate); building, preparing or running one
+# (robustkit.attacks.create, prepare, registry.load_class) stays refused.
+ATTACK_REGISTRY = "robustkit.attacks.registry"
+ATTACK_NAMES = {"ATTACKS", "get", "label_of", "success_metric", "success_metrics"}
 
 
 def _constant(name: str) -> bool:
@@ -56,7 +76,15 @@ def allowed(module: str, name: str | None) -> bool:
             "robustkit.methods",
             "robustkit.methods.registry",
             "robustkit.errors",
+            *DECLARING,
+            ATTACK_REGISTRY,
         ) or module.startswith("robustkit.analysis.")
+    if module in DECLARING and name in DECLARING[module]:
+        return True
+    if module == ATTACK_REGISTRY:
+        return name in ATTACK_NAMES or _constant(name)
+    if module in ("robustkit.figures", "robustkit.params"):
+        return _constant(name)
     if module == "robustkit.collapse":
         return name in COLLAPSE_NAMES or _constant(name)
     if module in ("robustkit.methods", "robustkit.methods.registry"):
@@ -170,6 +198,20 @@ def test_every_plot_module_is_checked():
         ("from robustkit.measures import significance", "from robustkit.measures import significance"),
         ("import robustkit.analysis.scores\nrobustkit.analysis.scores.outcomes(None)", "robustkit.analysis"),
         ("from ..analysis.tradeoff import select_best", "from robustkit.analysis.tradeoff import select_best"),
+        # declaring a figure is allowed, running one or an analysis's statistic is not
+        ("from robustkit import figures\nfigures.draw('box-seeds', 'runs')", "figures.draw (robustkit.figures)"),
+        ("from robustkit.figures import data", "from robustkit.figures import data"),
+        ("from robustkit.params import resolve", "from robustkit.params import resolve"),
+        ("from robustkit.analysis.declare import load", "from robustkit.analysis.declare import load"),
+        (
+            "from robustkit.analysis.statistics import attack_success",
+            "from robustkit.analysis.statistics import attack_success",
+        ),
+        ("from robustkit.analysis import attack\nattack.summarize(None)", "attack.summarize"),
+        # an attack's label and unit are allowed, building or running an attack is not
+        ("from robustkit import attacks", "from robustkit import attacks"),
+        ("from robustkit.attacks import create", "from robustkit.attacks import create"),
+        ("from robustkit.attacks import registry\nregistry.load_class('pwws')", "registry.load_class"),
     ],
 )
 def test_the_rule_flags_computing_imports(source, flagged):
@@ -195,6 +237,24 @@ def test_the_rule_lets_drawing_imports_through():
             "from robustkit.analysis.pooling import mixed_settings",
             "from robustkit.methods import HOULSBY_INIT_STD",
             "x = collapse.kept(pd.DataFrame()); y = collapse.OK; z = collapse.label(1, 2)",
+        ]
+    )
+    assert violations(source) == []
+
+
+def test_the_rule_lets_a_figure_s_declaration_through():
+    """A plot module declares its figures (issue #40) and names attackers by their registered
+    label and unit: names, not computation."""
+    source = "\n".join(
+        [
+            "from robustkit import figures",
+            "from robustkit.params import Param",
+            "from robustkit.analysis.declare import MATRICES, checkpoint_param",
+            "from robustkit.attacks import registry as attack_registry",
+            "from robustkit.attacks.registry import success_metrics",
+            "DECLARED = figures.Figure('x', 'h', 'a', ':p', (figures.ASO, Param('k', 1, 'k')), module=__name__)",
+            "label = attack_registry.label_of('pwws'); unit = attack_registry.get('pwws').success_unit",
+            "known = 'pwws' in attack_registry.ATTACKS; percent = success_metrics('%')",
         ]
     )
     assert violations(source) == []

@@ -10,7 +10,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from robustkit import attacks, collapse
+from robustkit import collapse
+from robustkit.attacks import registry as attack_registry
 from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label, new_figure
 
@@ -21,7 +22,7 @@ BANDS = "Lines: mean over the runs (seeds) at each TSP step; bands: ±1 std over
 def attacker_label(attacker: str) -> str:
     """How an attacker is named in figures: its registered ``label`` (its name when it is not
     registered in this process)."""
-    return attacks.label_of(attacker)
+    return attack_registry.label_of(attacker)
 
 
 def y_label(attacker: str | None) -> str:
@@ -37,7 +38,9 @@ def _scale(attacker: str | None) -> float:
 def _in_percent(attacker: str | None) -> bool:
     """Whether ``attacker`` declares its success in % (the registry's default, also for data
     without an ``attacker`` column or of an attacker not registered in this process)."""
-    return attacker is None or attacker not in attacks.ATTACKS or attacks.info(attacker).success_unit == "%"
+    return (
+        attacker is None or attacker not in attack_registry.ATTACKS or attack_registry.get(attacker).success_unit == "%"
+    )
 
 
 def attack_vs_tsp(

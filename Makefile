@@ -27,14 +27,20 @@ $(STAMP): pyproject.toml constraints-cpu.txt
 demo: $(STAMP)
 	$(PY) -m robustkit demo
 
+# The suite on one process per CPU, at most 4 (pytest-xdist): most of its time is subprocesses
+# and single-threaded Python, so two processes on two cores take about half the time of one.
+# worksteal: an idle process takes queued tests from a busy one, so the long end-to-end tests
+# do not all end up behind one process. `pytest` alone runs it on one process.
+XDIST := -n auto --maxprocesses 4 --dist worksteal
+
 test: $(STAMP)
 	$(PY) -m robustkit assets fetch
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(XDIST)
 
 # The inner loop: everything but the end-to-end tests marked `slow` (pyproject.toml).
 test-fast: $(STAMP)
 	$(PY) -m robustkit assets fetch
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q $(XDIST) -m "not slow"
 
 # The linter CI runs: the line limit and import order (pyproject.toml, [tool.ruff]). `ruff format`
 # and `ruff check --fix` (in .venv/bin) rewrite a file to pass it.

@@ -1262,7 +1262,7 @@ def observations(
     if key not in frames:
         options = {"device": device} if any(p.name == "device" for p in analysis.options) else {}
         frames[key] = analysis.run(store, {"run_id": run_ids}, **values, **options, progress=False)
-    from robustkit.analysis.statistics import with_outcome
+    from robustkit.analysis.scores import with_outcome
 
     name = claim.statistic.rpartition(".")[2]
     return with_outcome(analysis.statistic(name, frames[key], store, **own), store)

@@ -147,19 +147,11 @@ def test_every_default_of_an_analysis_parameter_appears_once():
     declared = _declared_defaults()
     assert declared["tokens"] == {5000} and "-2:2:20" in declared["alphas"]
     assert repeated_in_signatures() == []
-    paths = [
-        LIBRARY / name
-        for name in ("cli.py", "cli_analyze.py", "claim.py", "reproduce.py", "recipes.py", "analysis/statistics.py")
-    ]
+    paths = [LIBRARY / name for name in ("cli.py", "cli_analyze.py", "claim.py", "reproduce.py", "recipes.py")]
     assert duplicated_defaults(paths, declared) == []
 
 
-# Another helper is turning the attacks into modules of their own (issue #40); its module's
-# helpers still repeat n, seed and checkpoint.
-NOT_YET_SCANNED = {"attack"}
-
-
-@pytest.mark.parametrize("name", sorted(set(ANALYSES) - NOT_YET_SCANNED))
+@pytest.mark.parametrize("name", sorted(ANALYSES))
 def test_no_function_of_an_analysis_module_repeats_its_defaults(name):
     """Below the entry point too: no function of the analysis's module (its helpers, the uncached
     per-run functions) gives one of the analysis's parameters the registry's default again; they
@@ -334,6 +326,7 @@ def test_analyses_are_discovered_in_their_modules():
         "tuning",
         "scores",
         "rsa",
+        "attack",
     } <= set(DECLARING)
     text = (LIBRARY / "analysis" / "registry.py").read_text()
     assert all(f'"{name}",\n' not in text for name in DECLARING)

@@ -131,6 +131,41 @@ def test_an_attack_registers_itself_with_what_it_declares(registered):
         attacks.register_attack(type("Nameless", (), {}))
 
 
+def test_an_attack_registered_later_is_a_choice_of_the_analysis_and_its_figures(registered, monkeypatch, tmp_path):
+    """The attack analysis's declaration was read before this attack registered: its attackers
+    are the registry's as it is now (the analysis, its figures and its statistic take it), and its
+    help names the attacks registered when it was read, with their labels."""
+    import pandas as pd
+
+    from robustkit import figures
+    from robustkit.analysis import attack
+    from robustkit.analysis.registry import AnalysisError, get
+
+    analysis = get("attack")
+    listed = ", ".join(f"{name} ({info.label})" for name, info in attacks.ATTACKS.items())
+    (attackers,) = [p for p in analysis.params if p.name == "attackers"]
+    assert listed in attackers.help and "echo" not in attackers.help
+    with pytest.raises(AnalysisError, match="must be one of"):
+        analysis.resolve(attackers="pwws,echo")
+
+    attacks.register_attack(_echo(label="Echo!"))
+    assert analysis.resolve(attackers="pwws,echo")["attackers"] == ["pwws", "echo"]
+    assert figures.get("attack-vs-tsp").resolve(attackers="echo")["attackers"] == ["echo"]
+    (statistic,) = analysis.statistics
+    assert [p for p in statistic.params if p.name == "attacker"][0].coerce("echo") == "echo"
+    ran = []
+
+    def run(store, select=None, attacker=None, **kwargs):  # what run_attackers calls per attacker
+        ran.append(attacker)
+        return pd.DataFrame({"attacker": [attacker]})
+
+    monkeypatch.setattr(attack, "run", run)
+    frame = analysis.run(tmp_path, attackers="echo,pwws", progress=False)
+    assert ran == ["echo", "pwws"] and list(frame.attacker) == ["echo", "pwws"]
+    with pytest.raises(AnalysisError, match="must be one of"):
+        analysis.run(tmp_path, attackers="nope")
+
+
 @pytest.mark.parametrize("name", sorted(attacks.ATTACKS))
 def test_each_attack_declares_in_its_source_what_its_class_has(name):
     """The registry reads an attack's attributes from its module's source (the command line's

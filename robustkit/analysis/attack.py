@@ -55,6 +55,15 @@ import pandas as pd
 
 from robustkit import attacks
 from robustkit.analysis.cache import bound_sha256, cannot_cache
+from robustkit.analysis.declare import (
+    ATTACKERS,
+    DEVICE,
+    Analysis,
+    Param,
+    Statistic,
+    checkpoint_param,
+    registered_attackers,
+)
 from robustkit.analysis.each_run import cache_path, each_run, record_provenance
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
@@ -63,6 +72,85 @@ from robustkit.provenance import computed_on
 from robustkit.run_data import run_splits
 from robustkit.store.atomic import atomic_write_bytes
 from robustkit.store.tables import IDENTITY
+
+# Everything robustkit reads about this analysis (robustkit.analysis.declare); its attackers are
+# the attack registry's (robustkit.attacks.registry), read when they are chosen.
+DECLARED = Analysis(
+    "attack",
+    "adversarial attacks (PWWS, DeepWordBug) on each selected run (Han et al. 2021, section 4)",
+    "Attack each selected run's checkpoint with each chosen attacker (PWWS and DeepWordBug as OpenAttack 2.1.1 "
+    "defines them) on a reproducible sample of its test split; results are saved per example and an interrupted "
+    "attack resumes. Its summary has two rows per run and attacker, one per success convention (column "
+    "convention): openattack attacks every sampled example and counts a success when the prediction changes, "
+    "misclassified examples included (OpenAttack's AttackEval); gold counts only the examples the run classified "
+    "correctly (attacked: their number) and a success when one becomes misclassified, so its success_rate = 1 - "
+    "accuracy_under_attack / accuracy_before (both over all n examples, in either row). The attackers that declare "
+    f"NLTK data ({registered_attackers(labels=False, nltk_data=True)}) need what each declares (of WordNet, Punkt "
+    "and an averaged-perceptron POS tagger), from robustkit's embedded assets (fetched from pinned registry "
+    "packages) or the folders of $NLTK_DATA first; the others need none.",
+    ":run_attackers",
+    (
+        Param(
+            "attackers",
+            ["pwws"],
+            f"comma-separated attackers, of those registered: {registered_attackers()}; default: pwws",
+            kind=list,
+            choices=ATTACKERS,
+        ),
+        Param("n", 200, "test examples attacked per run (the same sample for every run); default: 200"),
+        Param("seed", 0, "seed of the example sample and of randomized attacks (per example); default: 0"),
+        Param(
+            "query_budget",
+            None,
+            "victim queries allowed per example (the attack fails past it); default: no limit",
+            kind=int,
+        ),
+        checkpoint_param("checkpoint attacked", ("best", "last", "step-0")),
+        Param(
+            "attack_options",
+            [],
+            "an attacker's own options as NAME=VALUE, comma-separated (e.g. PWWS's engine=openattack: "
+            "OpenAttack's own PWWSAttacker instead of robustkit's batched one with certified float32 screening, "
+            "identical outputs); an option no chosen attacker takes is an error",
+            kind=list,
+        ),
+    ),
+    (
+        DEVICE,
+        Param(
+            "threads",
+            None,
+            "torch CPU threads; default: torch's (OMP_NUM_THREADS, else all cores)",
+            kind=int,
+            minimum=1,
+        ),
+    ),
+    summary=":summarize",
+    statistics=(
+        Statistic(
+            "success",
+            ":attack_success",
+            "attack success rate of each run (fraction)",
+            (
+                Param(
+                    "convention",
+                    "openattack",
+                    "openattack: prediction flips, misclassified inputs included; gold: only correctly classified "
+                    "inputs",
+                    choices=("openattack", "gold"),
+                ),
+                Param("attacker", "pwws", "the attacker whose success is tested", choices=ATTACKERS),
+            ),
+            undefined_on_failed="a run stuck at the majority class cannot be attacked: it misclassifies the "
+            "minority class already and no word swap flips a constant prediction, so its success rate says nothing "
+            "of its robustness",
+        ),
+    ),
+    output="the per-example results (original and adversarial text)",
+    views=(":success_by_tsp", ":attack_boxes"),
+    order=140,
+    module=__name__,
+)
 
 ANALYSIS = "attack"  # the cache folder
 CONVENTIONS = ("openattack", "gold")
@@ -114,11 +202,11 @@ def sample_examples(run_dir: Path, n: int, seed: int, split: str = "test") -> pd
 
 def attack_run(
     run_dir: str | Path,
-    n: int = 200,
-    seed: int = 0,
-    attacker: str = "pwws",
+    n: int = DECLARED.default("n"),
+    seed: int = DECLARED.default("seed"),
+    attacker: str = DECLARED.default("attackers")[0],
     query_budget: int | None = None,
-    checkpoint: str = "best",
+    checkpoint: str = DECLARED.default("checkpoint"),
     progress: bool = True,
     path: str | Path | None = None,
     device: str | None = None,
@@ -291,11 +379,11 @@ def _keep_intact_lines(path: Path) -> None:
 def run(
     store: str | Path,
     select: dict | list[str] | None = None,
-    n: int = 200,
-    seed: int = 0,
-    attacker: str = "pwws",
+    n: int = DECLARED.default("n"),
+    seed: int = DECLARED.default("seed"),
+    attacker: str = DECLARED.default("attackers")[0],
     query_budget: int | None = None,
-    checkpoint: str = "best",
+    checkpoint: str = DECLARED.default("checkpoint"),
     progress: bool = True,
     device: str | None = None,
     **options: Any,
@@ -473,6 +561,20 @@ def run_attackers(
     return pd.concat(frames, ignore_index=True)
 
 
+def attack_success(frame: pd.DataFrame, convention: str, attacker: str) -> pd.DataFrame:
+    """The ``attack.success`` statistic: each run's success rate under ``attacker`` and
+    ``convention`` (fraction; Han et al. 2021 §4), from the analysis's frame.
+
+    Returns
+    -------
+    DataFrame
+        One row per run: identity columns and ``value``.
+    """
+    summary = summarize(frame[frame["attacker"] == attacker])
+    summary = summary[summary["convention"] == convention].rename(columns={"success_rate": "value"})
+    return summary[[*IDENTITY, "value"]]
+
+
 def success_view(examples: pd.DataFrame, store: str | Path, checkpoint: str) -> pd.DataFrame:
     """Han et al. 2021 figure 5's data: :func:`summarize` per victim and attacker, with each
     victim's outcome (:func:`with_outcomes`)."""
@@ -581,7 +683,9 @@ def success_by_tsp(
     return success_lines(success_view(examples, store, checkpoint), convention, include_failed)
 
 
-def with_outcomes(summary: pd.DataFrame, store: str | Path, checkpoint: str = "best") -> pd.DataFrame:
+def with_outcomes(
+    summary: pd.DataFrame, store: str | Path, checkpoint: str = DECLARED.default("checkpoint")
+) -> pd.DataFrame:
     """``summary`` + each victim's ``outcome`` on its test split (:mod:`robustkit.collapse`).
 
     A victim stuck at the majority class predicts one label whatever the input, so no

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from robustkit.attacks import ATTACKS  # names, labels and declared needs: no attack's module is imported
 from robustkit.errors import RobustkitError
 from robustkit.params import Param, resolve
 
@@ -308,3 +309,23 @@ RANK_MEASURE = Param(
     "Vetterli 2007's exp(entropy)",
     choices=("energy_rank", "effective_rank"),
 )
+
+
+# ---------------------------------------------------------------------------------------------
+# the attack registry (robustkit.attacks.registry), as the attack analysis declares its attackers
+
+# The registered attackers' names as a Param's choices: a live view of the registry, so an attack
+# registered after a declaration was read (a decorated class imported later in the session,
+# robustkit.attacks.load_attacks) is a valid choice too.
+ATTACKERS = ATTACKS.keys()
+
+
+def registered_attackers(labels: bool = True, nltk_data: bool = False) -> str:
+    """The attackers registered when a declaration is read, for its help text:
+    ``"deepwordbug (DeepWordBug), pwws (PWWS)"`` (``labels``: with the label figures show, where
+    it is not the name; ``nltk_data``: only those that declare NLTK data they read)."""
+    return ", ".join(
+        f"{name} ({info.label})" if labels and info.label != name else name
+        for name, info in ATTACKS.items()
+        if info.nltk_data or not nltk_data
+    )

@@ -28,8 +28,7 @@ same cache entry::
     frame = get("rsa").run("runs/demo", ["task=rt"], tokens=2000)
     slopes = get("gradnorm").statistic("slope", get("gradnorm").run("runs/demo"), layer="top")
 
-Adding an analysis is one module in ``robustkit/analysis/`` (CONTRIBUTING.md). The attack is
-still declared below by a :func:`register` call, until analysis/attack.py declares it.
+Adding an analysis is one module in ``robustkit/analysis/`` (CONTRIBUTING.md).
 """
 
 from __future__ import annotations
@@ -65,15 +64,9 @@ from robustkit.analysis.declare import (  # noqa: F401  (the names users import 
     checkpoint_param,
     load,
 )
-from robustkit.attacks import ATTACKS  # names only: the attacks' modules load when one is built
-from robustkit.params import Param
 
 if TYPE_CHECKING:  # annotations only: the registry is read by --help
     import pandas as pd
-
-_checkpoint = checkpoint_param  # the name the declarations below use
-STATISTICS = "robustkit.analysis.statistics"
-
 
 ANALYSES: dict[str, Analysis] = {}
 
@@ -204,92 +197,6 @@ def register_module(path: str | Path, name: str | None = None) -> Analysis:
     if not isinstance(declared, Analysis):
         raise AnalysisError(f"{path} declares no analysis ({DECLARED} = Analysis(...))")
     return register(declared)
-
-
-# ---------------------------------------------------------------------------------------------
-# the attack (analysis/attack.py is another change's: its declaration moves there with it)
-
-register(
-    Analysis(
-        "attack",
-        "adversarial attacks (PWWS, DeepWordBug) on each selected run (Han et al. 2021, section 4)",
-        "Attack each selected run's checkpoint with each chosen attacker (PWWS and DeepWordBug as OpenAttack 2.1.1 "
-        "defines them) on a reproducible sample of its test split; results are saved per example and an interrupted "
-        "attack resumes. Its summary has two rows per run and attacker, one per success convention (column "
-        "convention): openattack attacks every sampled example and counts a success when the prediction changes, "
-        "misclassified examples included (OpenAttack's AttackEval); gold counts only the examples the run classified "
-        "correctly (attacked: their number) and a success when one becomes misclassified, so its success_rate = 1 - "
-        "accuracy_under_attack / accuracy_before (both over all n examples, in either row). Needs WordNet, Punkt and "
-        "an averaged-perceptron POS tagger: robustkit's embedded assets (fetched from pinned registry packages), or "
-        "the folders of $NLTK_DATA first.",
-        "robustkit.analysis.attack:run_attackers",
-        (
-            Param(
-                "attackers",
-                ["pwws"],
-                f"comma-separated attackers ({', '.join(ATTACKS)}): pwws (Ren et al. 2019, Han et al.'s), deepwordbug "
-                "(Gao et al. 2018, character-level); default: pwws",
-                kind=list,
-                choices=tuple(ATTACKS),
-            ),
-            Param("n", 200, "test examples attacked per run (the same sample for every run); default: 200"),
-            Param("seed", 0, "seed of the example sample and of randomized attacks (per example); default: 0"),
-            Param(
-                "query_budget",
-                None,
-                "victim queries allowed per example (the attack fails past it); default: no limit",
-                kind=int,
-            ),
-            _checkpoint("checkpoint attacked", ("best", "last", "step-0")),
-            Param(
-                "attack_options",
-                [],
-                "an attacker's own options as NAME=VALUE, comma-separated (e.g. PWWS's engine=openattack: "
-                "OpenAttack's own PWWSAttacker instead of robustkit's batched one with certified float32 screening, "
-                "identical outputs); an option no chosen attacker takes is an error",
-                kind=list,
-            ),
-        ),
-        (
-            DEVICE,
-            Param(
-                "threads",
-                None,
-                "torch CPU threads; default: torch's (OMP_NUM_THREADS, else all cores)",
-                kind=int,
-                minimum=1,
-            ),
-        ),
-        summary="robustkit.analysis.attack:summarize",
-        statistics=(
-            Statistic(
-                "success",
-                f"{STATISTICS}:attack_success",
-                "attack success rate of each run (fraction)",
-                (
-                    Param(
-                        "convention",
-                        "openattack",
-                        "openattack: prediction flips, misclassified inputs included; gold: only correctly classified "
-                        "inputs",
-                        choices=("openattack", "gold"),
-                    ),
-                    Param("attacker", "pwws", "the attacker whose success is tested", choices=tuple(ATTACKS)),
-                ),
-                undefined_on_failed="a run stuck at the majority class cannot be attacked: it misclassifies the "
-                "minority class "
-                "already and no word swap flips a constant prediction, so its success rate says nothing of its "
-                "robustness",
-            ),
-        ),
-        output="the per-example results (original and adversarial text)",
-        views=(
-            "robustkit.analysis.attack:success_by_tsp",
-            "robustkit.analysis.attack:attack_boxes",
-        ),
-        order=140,
-    )
-)
 
 
 def per_run(

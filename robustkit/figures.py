@@ -21,8 +21,7 @@ Adding a figure is one plot module in ``robustkit/plots`` that declares it next 
 function, ``DECLARED = figures.Figure("name", "help", "analysis", ":plot_function", ...,
 module=__name__)``; the registry reads the declaration from the module's source
 (:func:`robustkit.analysis.registry.discover`) without importing it, and
-:func:`register_module` adds one from a module outside the package. The attack's figures are
-still declared below by :func:`register` calls, until plots/attack.py declares them.
+:func:`register_module` adds one from a module outside the package.
 """
 
 from __future__ import annotations
@@ -321,51 +320,6 @@ SHOWN_SPLIT = Param(
     "split whose metric is shown (Houlsby et al. report validation); the best learning rate per point is always "
     "selected on validation; default: validation",
     choices=("validation", "test"),
-)
-ATTACKED = "robustkit.analysis.attack:success_by_tsp"
-
-# ---------------------------------------------------------------------------------------------
-# the attack's figures (plots/attack.py is another change's: they move there with it)
-
-register(
-    Figure(
-        "attack-vs-tsp",
-        "Han et al. 2021 figure 5: PWWS (or another attacker's) attack success rate vs TSP steps, with vs without "
-        "adapters",
-        "attack",
-        "robustkit.plots.attack:attack_vs_tsp",
-        (CONVENTION,),
-        view=ATTACKED,
-        score_axis=True,
-        order=20,
-    )
-)
-register(
-    Figure(
-        "attack-by-attacker",
-        "Han et al. 2021 figure 5 with a second attack: PWWS and DeepWordBug success rate vs TSP steps side by side "
-        "(one panel each, shared y axis), with vs without adapters",
-        "attack",
-        "robustkit.plots.attack:attack_by_attacker",
-        (CONVENTION,),
-        view=ATTACKED,
-        defaults={"attackers": ["pwws", "deepwordbug"]},
-        score_axis=True,
-        order=30,
-    )
-)
-register(
-    Figure(
-        "attack-boxes",
-        "Attack success rate per method, one box over each method's victims (seeds), with the tests between methods "
-        "(runs at one TSP step)",
-        "attack",
-        "robustkit.plots.attack:attack_boxes",
-        (CONVENTION,),
-        view="robustkit.analysis.attack:attack_boxes",
-        score_axis=True,
-        order=40,
-    )
 )
 
 # The figures declared in their plot modules (DECLARED = figures.Figure(...) or a tuple of them),

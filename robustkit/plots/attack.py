@@ -10,10 +10,53 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from robustkit import collapse
+from robustkit import collapse, figures
 from robustkit.attacks import registry as attack_registry
 from robustkit.plots import canvas, style
 from robustkit.plots.style import method_color, method_label, new_figure
+
+# The figures of this module, as robustkit.figures reads them from this source (the attack
+# analysis declares their data and views).
+DECLARED = (
+    figures.Figure(
+        "attack-vs-tsp",
+        "Han et al. 2021 figure 5: PWWS (or another attacker's) attack success rate vs TSP steps, with vs without "
+        "adapters",
+        "attack",
+        ":attack_vs_tsp",
+        (figures.CONVENTION,),
+        view="robustkit.analysis.attack:success_by_tsp",
+        score_axis=True,
+        order=20,
+        module=__name__,
+    ),
+    figures.Figure(
+        "attack-by-attacker",
+        "Han et al. 2021 figure 5 with a second attack: PWWS and DeepWordBug success rate vs TSP steps side by side "
+        "(one panel each, shared y axis), with vs without adapters",
+        "attack",
+        ":attack_by_attacker",
+        (figures.CONVENTION,),
+        view="robustkit.analysis.attack:success_by_tsp",
+        defaults={"attackers": ["pwws", "deepwordbug"]},
+        score_axis=True,
+        order=30,
+        module=__name__,
+    ),
+    figures.Figure(
+        "attack-boxes",
+        "Attack success rate per method, one box over each method's victims (seeds), with the tests between methods "
+        "(runs at one TSP step)",
+        "attack",
+        ":attack_boxes",
+        (figures.CONVENTION,),
+        view="robustkit.analysis.attack:attack_boxes",
+        score_axis=True,
+        order=40,
+        module=__name__,
+    ),
+)
+
 
 Y_LABEL = "attack success rate"
 BANDS = "Lines: mean over the runs (seeds) at each TSP step; bands: ±1 std over them (ddof 1)."

@@ -374,9 +374,14 @@ FIGURES_DECLARING = sorted(n for n, f in figures.FIGURES.items() if f.module is 
 
 
 def test_figures_are_discovered_in_their_plot_modules():
-    assert {"intruders", "forgetting", "lora-sharpness", "curve-connectivity"} <= set(FIGURES_DECLARING)
+    assert {"intruders", "forgetting", "lora-sharpness", "curve-connectivity", "attack-vs-tsp", "attack-boxes"} <= set(
+        FIGURES_DECLARING
+    )
     text = (LIBRARY / "figures.py").read_text()
     assert all(f'"{name}",\n' not in text for name in FIGURES_DECLARING)
+    # every figure and analysis of robustkit is declared in its module: none by a register() call
+    assert all(f.module is not None for f in figures.FIGURES.values() if f.plot.startswith("robustkit."))
+    assert all(a.module is not None for a in ANALYSES.values() if a.compute.startswith("robustkit."))
 
 
 @pytest.mark.parametrize("name", FIGURES_DECLARING)

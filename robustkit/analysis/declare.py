@@ -26,6 +26,10 @@ discovers the declarations by reading the modules' source, without importing the
 only: a declaration uses literals and what is declared here, nothing else of its module. When
 the module is imported, its ``DECLARED`` is the same object, so its functions take their
 defaults from it (``DECLARED.default("top_k")``), never a second literal.
+
+The attack registry (:mod:`robustkit.attacks.registry`) is read here too: :data:`ATTACKERS`, the
+registered attackers' names as a parameter's choices (read live: an attack registered later in
+the session is a valid choice), and :func:`registered_attackers` for a help text.
 """
 
 from __future__ import annotations

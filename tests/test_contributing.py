@@ -185,7 +185,7 @@ def test_every_example_names_its_files_and_writes_only_those():
     [
         pytest.param("method", marks=pytest.mark.slow),
         pytest.param("analysis", marks=pytest.mark.slow),  # tools/plan_table.py: ~20 CPU-seconds
-        pytest.param("attack", marks=pytest.mark.slow),
+        "attack",  # ~6 s: no model, no table
     ],
 )
 def test_a_worked_example_touches_the_files_it_names(which, tmp_path):

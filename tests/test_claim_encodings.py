@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 
 from robustkit import decidability
-from robustkit.analysis import statistics
 from robustkit.analysis.registry import get, load, statistic_of
 from robustkit.claim import Claim, judge
 from robustkit.errors import RobustkitError

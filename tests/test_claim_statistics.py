@@ -1,5 +1,5 @@
-"""Per-run statistics that claims are tested on (robustkit.analysis.statistics, named by the
-analysis registry), on a real store:
+"""Per-run statistics that claims are tested on (each declared in its analysis's module, named by
+the analysis registry), on a real store:
 each reduces its analysis to the number its docstring names."""
 
 import numpy as np

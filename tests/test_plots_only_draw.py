@@ -204,8 +204,8 @@ def test_every_plot_module_is_checked():
         ("from robustkit.params import resolve", "from robustkit.params import resolve"),
         ("from robustkit.analysis.declare import load", "from robustkit.analysis.declare import load"),
         (
-            "from robustkit.analysis.statistics import attack_success",
-            "from robustkit.analysis.statistics import attack_success",
+            "from robustkit.analysis.attack import attack_success",
+            "from robustkit.analysis.attack import attack_success",
         ),
         ("from robustkit.analysis import attack\nattack.summarize(None)", "attack.summarize"),
         # an attack's label and unit are allowed, building or running an attack is not

@@ -204,3 +204,25 @@ def test_importing_robustkit_plots_keeps_the_backend():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out[-1] == "svg"
+
+
+def test_strip_points_jitter_the_same_whatever_the_global_random_state():
+    """seaborn draws stripplot jitter from NumPy's global state: the same frame gave a different
+    figure each time it was drawn. strip_points fixes the jitter and leaves the state as it was."""
+    import numpy as np
+    import pandas as pd
+
+    from robustkit.plots import style
+
+    frame = pd.DataFrame({"method": ["full"] * 5 + ["houlsby"] * 5, "value": np.arange(10.0)})
+    offsets = []
+    for seed in (1, 2):
+        np.random.seed(seed)
+        fig, ax = style.new_figure()
+        style.strip_points(data=frame, x="method", y="value", ax=ax, jitter=0.1)
+        after = np.random.random()
+        np.random.seed(seed)
+        assert after == np.random.random()  # the caller's global state is put back
+        offsets.append(np.concatenate([c.get_offsets() for c in ax.collections]))
+    np.testing.assert_array_equal(offsets[0], offsets[1])
+    assert len(set(offsets[0][:, 0])) > 2  # jittered: the points are not all on their category

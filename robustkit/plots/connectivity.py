@@ -84,7 +84,7 @@ def connectivity_figure(lines: pd.DataFrame, barriers: pd.DataFrame, metric: str
                 boxprops={"alpha": 0.45},
                 width=0.5,
             )
-        sns.stripplot(
+        style.strip_points(
             data=cell,
             x="method",
             y="barrier",

@@ -551,7 +551,7 @@ def _panel(
             warnings.simplefilter("ignore", MatplotlibDeprecationWarning)
             sns.boxplot(data=kept, **common, dodge=dodge, width=BOX_WIDTH, showfliers=False, boxprops={"alpha": 0.45})
     if not ok.empty:
-        sns.stripplot(data=ok, **common, dodge=dodge, jitter=0.12, size=3.5, linewidth=0.5, edgecolor="black")
+        style.strip_points(data=ok, **common, dodge=dodge, jitter=0.12, size=3.5, linewidth=0.5, edgecolor="black")
     _failed_markers(ax, panel, order, hue, levels, dodge)
     _baseline(ax, panel, order, dodge)
     ax.grid(alpha=0.3, axis="y")

@@ -151,6 +151,24 @@ def method_configs(frame: pd.DataFrame, split_by: Sequence[str]) -> list[tuple[s
     return groups
 
 
+def strip_points(**kwargs) -> None:
+    """``seaborn.stripplot(**kwargs)`` with the same jitter every time the figure is drawn.
+
+    seaborn 0.13 draws its jitter from NumPy's global random state, which is seeded from the
+    operating system: the same frame gave a figure that differed from one drawing to the next
+    (6,100 pixels of a connectivity figure). Here the jitter is drawn from a fixed seed, and the
+    caller's global state is put back afterwards.
+    """
+    import seaborn as sns
+
+    state = np.random.get_state()
+    np.random.seed(0)
+    try:
+        sns.stripplot(**kwargs)
+    finally:
+        np.random.set_state(state)
+
+
 def new_figure(width: float = 5.0, height: float = 3.6) -> tuple[Figure, plt.Axes]:
     fig, ax = canvas.subplots(figsize=(width, height), constrained_layout=True)
     return fig, ax

@@ -384,3 +384,15 @@ def test_analyze_tradeoff_never_pools_what_its_figure_refuses_to(fake_store, cap
     }
     assert main(["analyze", "tradeoff", str(fake_store)]) == 0
     assert "max_grad_norm" in capsys.readouterr().out
+
+
+def test_aggregate_with_every_full_run_failed_says_so_in_one_line():
+    """All full fine-tuning runs failed (no score): the normalisation has no reference. pandas 3
+    made the empty task column a string column and the subtraction raised a TypeError."""
+    from robustkit.errors import RobustkitError
+
+    frame, _ = _three_tasks()
+    frame = frame.assign(outcome=np.where(frame["method"] == "full", "not-learned", "ok"))
+    with pytest.raises(RobustkitError, match="no task has both full fine-tuning"):
+        tradeoff.aggregate(frame)
+    assert not tradeoff.aggregate(frame, include_failed=True).empty  # counted as data, they have one

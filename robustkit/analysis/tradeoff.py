@@ -427,8 +427,8 @@ def aggregate(
 
     Raises
     ------
-    ValueError
-        No task has both a full fine-tuning score and a point of ``methods``.
+    RobustkitError
+        No task has both a full fine-tuning score (failed runs have none unless included) and a point of ``methods``.
     """
     data = with_points(frame[frame["method"].isin([*methods, "full"])])
     if "adapter_init_std" in data:  # the init-std sweep is another figure
@@ -438,12 +438,13 @@ def aggregate(
     stats = summarize(selected[selected["split"] == split], keys, include_failed)
     full = stats[stats["method"] == "full"].groupby("task")["value"].max()  # one config per task after selection
     curves = stats[(stats["method"] != "full") & stats["task"].isin(full.dropna().index)]
-    curves = curves.assign(
-        normalised=curves["value"] - curves["task"].map(full),
-        normalised_baseline=curves["baseline"] - curves["task"].map(full),
-    )
-    if curves.empty:
-        raise ValueError(f"no task has both full fine-tuning and a {'/'.join(methods)} point on {split}")
+    if curves.empty:  # before the arithmetic: an empty task column is a string column (pandas 3)
+        raise RobustkitError(
+            f"no task has both full fine-tuning and a {'/'.join(methods)} point on {split} "
+            "(failed runs have no score unless failed runs are included)"
+        )
+    reference = curves["task"].map(full).astype(float)
+    curves = curves.assign(normalised=curves["value"] - reference, normalised_baseline=curves["baseline"] - reference)
     rows = []
     for (series, method, sharing, point), group in curves.groupby(keys[1:], dropna=False, sort=True):
         values = group["normalised"].dropna().to_numpy(float)

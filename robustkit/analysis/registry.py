@@ -34,8 +34,6 @@ Adding an analysis is one module in ``robustkit/analysis/`` (CONTRIBUTING.md).
 from __future__ import annotations
 
 import ast
-import importlib.util
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +62,7 @@ from robustkit.analysis.declare import (  # noqa: F401  (the names users import 
     checkpoint_param,
     load,
 )
+from robustkit.user_modules import import_file
 
 if TYPE_CHECKING:  # annotations only: the registry is read by --help
     import pandas as pd
@@ -181,14 +180,7 @@ def import_module(path: str | Path, name: str | None = None):
     """Import the module file ``path`` (outside robustkit, e.g. a project's own analysis) as
     ``name`` (default: its file name), so that its functions load as robustkit's do."""
     path = Path(path)
-    name = name or path.stem
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise AnalysisError(f"{path} is not a Python module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return import_file(path, name or path.stem)
 
 
 def register_module(path: str | Path, name: str | None = None) -> Analysis:

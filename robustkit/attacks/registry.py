@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from robustkit.errors import RobustkitError
+from robustkit.user_modules import import_file
 
 ENV = "ROBUSTKIT_ATTACKS"
 DECORATOR = "register_attack"
@@ -321,14 +322,4 @@ def _import_file(path: Path):
     name = f"robustkit_user_attacks.{path.stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise RobustkitError(f"cannot import attacks from {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # before running it: dataclasses and pickling look their module up
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
+    return import_file(path, name)

@@ -39,9 +39,9 @@ import torch
 from robustkit.analysis.batches import sampled_batches
 from robustkit.analysis.declare import (
     DEVICE,
-    EXAMPLES,
-    LOSS_SPLIT,
     METRIC_NAME,
+    PAIR_EXAMPLES,
+    PAIR_SPLIT,
     Analysis,
     Param,
     Statistic,
@@ -77,8 +77,8 @@ DECLARED = Analysis(
             "0:1:11",
             "interpolation coefficients (must hold 0 and 1): start:stop:count or a comma list; default: 0:1:11",
         ),
-        Param("split", "train", LOSS_SPLIT, choices=("train", "validation", "test")),
-        Param("examples", 512, f"{EXAMPLES}; default: 512"),
+        PAIR_SPLIT,
+        PAIR_EXAMPLES,
         Param("seed", 0, "seed of the examples; default: 0"),
     ),
     (DEVICE,),

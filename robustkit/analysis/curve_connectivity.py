@@ -35,9 +35,9 @@ from robustkit.analysis.bezier import barrier, place, place_line, train_control_
 from robustkit.analysis.connectivity import seed_groups
 from robustkit.analysis.declare import (
     DEVICE,
-    EXAMPLES,
-    LOSS_SPLIT,
     METRIC_NAME,
+    PAIR_EXAMPLES,
+    PAIR_SPLIT,
     Analysis,
     Param,
     Statistic,
@@ -74,8 +74,8 @@ DECLARED = Analysis(
             "points t of the curve and the line evaluated (must hold 0 and 1): start:stop:count or a comma list; "
             "default: 0:1:11",
         ),
-        Param("split", "train", LOSS_SPLIT, choices=("train", "validation", "test")),
-        Param("examples", 512, f"{EXAMPLES}; default: 512"),
+        PAIR_SPLIT,
+        PAIR_EXAMPLES,
         Param("seed", 0, "seed of the control point's training (t, dropout) and of the examples; default: 0"),
     ),
     (DEVICE,),

@@ -284,6 +284,9 @@ LAYER = Param(
 )
 LOSS_SPLIT = "split the loss is taken on; default: train"
 EXAMPLES = "examples of the split, drawn with --seed (the same for every run)"
+# the loss split and examples of the two seed-pair analyses (connectivity, curve-connectivity)
+PAIR_SPLIT = Param("split", "train", LOSS_SPLIT, choices=("train", "validation", "test"))
+PAIR_EXAMPLES = Param("examples", 512, f"{EXAMPLES}; default: 512")
 NEVER_LEARNED = (
     "a run that never left the majority class (not-learned) was under-trained by its budget: it did not learn and "
     "fall back, "

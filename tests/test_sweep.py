@@ -234,7 +234,10 @@ def _sweep_with_two_runs_training(tmp_path: Path, rte_folder):
     a run's lock and train it, as ``(parent, runs, mark, grid)``. The workers are yielded
     stopped (SIGSTOP), so that their runs are surely unfinished: a block that wants one to go on
     sends it SIGCONT. Whatever happens in the block, no process of it outlives the block."""
-    glue = rte_folder(tmp_path / "glue", train=400)  # 100 steps a run: still training when killed
+    # 300 steps a run (about 8 s here): long enough that both workers train at once even when one
+    # starts late (spawn and imports under a loaded parallel suite: 100-step runs of 2 s all ended
+    # in one worker before the other began)
+    glue = rte_folder(tmp_path / "glue", train=1200)
     grid = tmp_path / "grid.toml"
     grid.write_text(_SWEEP_GRID.format(glue=glue))
     runs = tmp_path / "runs"

@@ -22,14 +22,23 @@ PACKAGES = ("torch", "transformers", "adapters", "datasets", "numpy", "pandas", 
 
 
 def package_versions() -> dict[str, str]:
-    """``{package: version}`` of Python and of :data:`PACKAGES` (``not installed`` if absent)."""
+    """``{package: version}`` of Python and of :data:`PACKAGES` (``not installed`` if absent).
+
+    torch's is ``torch.__version__``, build tag included: PyPI's CUDA wheel says ``2.13.0`` in
+    its metadata but ``2.13.0+cu130`` at run time, and :func:`kernel_identity` compares the
+    recorded value with the run-time one when a run resumes."""
     versions = {"python": platform.python_version()}
     for name in PACKAGES:
-        try:
-            versions[name] = importlib_metadata.version(name)
-        except importlib_metadata.PackageNotFoundError:
-            versions[name] = "not installed"
+        versions[name] = _installed_version(name) or "not installed"
+    versions["torch"] = kernel_identity()["torch"]
     return versions
+
+
+def _installed_version(name: str) -> str | None:
+    try:
+        return importlib_metadata.version(name)
+    except importlib_metadata.PackageNotFoundError:
+        return None
 
 
 def asset_hashes(*names: str) -> dict[str, dict[str, str]]:
@@ -105,7 +114,9 @@ def refuse_other_kernels(run: str, recorded: dict, device_type: str, error: type
             f"with {started['cpu_capability']} (or with ATEN_CPU_CAPABILITY={started['cpu_capability'].lower()} "
             "where this CPU supports it), or move its folder aside to train it from the start"
         )
-    if started["torch"] not in (None, now["torch"]):
+    # Manifests written before package_versions took torch.__version__ hold the metadata
+    # version, which PyPI's CUDA wheel gives without its build tag: the same install, not another.
+    if started["torch"] not in (None, now["torch"], _installed_version("torch")):
         raise error(
             f"run {run} was started under torch {started['torch']}; resuming it under torch {now['torch']} "
             f"would finish it as a hybrid: resume it where torch {started['torch']} is installed, or move "

@@ -1745,3 +1745,34 @@ def test_attack_cache_lines_from_another_run_or_without_a_sha256_are_never_read(
     assert attack._read_done(seed0) == {0}
     seed0.write_text(_attack_line(seed0, 0) + _attack_line(seed0, 1, success=True, hashed=False))  # unhashed
     assert attack._read_done(seed0) == {0} and [r["success"] for r in attack._records(seed0)] == [False]
+
+
+def _as_a_pypi_cuda_wheel(monkeypatch) -> str:
+    """torch as PyPI's CUDA wheel reports itself: metadata without the build tag, the module with it."""
+    from importlib import metadata as importlib_metadata
+
+    public = torch.__version__.split("+")[0]
+    real = importlib_metadata.version
+    monkeypatch.setattr(importlib_metadata, "version", lambda name: public if name == "torch" else real(name))
+    monkeypatch.setattr(torch, "__version__", f"{public}+cu130")
+    return public
+
+
+def test_a_pypi_cuda_wheel_records_the_version_it_compares_on_resume(monkeypatch):
+    """CI's Python 3.12 has PyPI's CUDA torch: metadata ``2.13.0``, ``torch.__version__``
+    ``2.13.0+cu130``. A run recorded one and resumed comparing the other, and every killed run was
+    refused as started under another torch."""
+    from robustkit.provenance import kernel_identity, package_versions
+
+    _as_a_pypi_cuda_wheel(monkeypatch)
+    assert package_versions()["torch"] == kernel_identity()["torch"] == torch.__version__
+
+
+def test_a_run_that_recorded_the_metadata_version_resumes_under_the_same_install(
+    monkeypatch, spec, reference, killed, tmp_path
+):
+    """A manifest from before the fix holds the metadata version: the same install, so it resumes."""
+    public = _as_a_pypi_cuda_wheel(monkeypatch)
+    _edited_copy(killed[0], tmp_path, lambda manifest: manifest["versions"].update(torch=public))
+    train(spec, tmp_path, progress=False)
+    _check_like_reference(tmp_path, reference)

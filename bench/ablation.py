@@ -21,8 +21,8 @@ import torch
 from robustkit.analysis import ablation
 from robustkit.analysis.landscape import split_batches
 from robustkit.methods import ADAPTER_NAME
-from robustkit.run_model import build_classifier
-from robustkit.spec import RunSpec
+from robustkit.specs.spec import RunSpec
+from robustkit.train.run_model import build_classifier
 
 
 def perturbed_model(spec: RunSpec, std: float = 0.05, seed: int = 0) -> torch.nn.Module:

@@ -59,11 +59,11 @@ from robustkit.attacks.base import AttackResult, Example
 from robustkit.attacks.offline import configure_openattack
 from robustkit.attacks.pwws import PWWS, pwws_attacker
 from robustkit.attacks.victim import Victim
-from robustkit.models import load_tokenizer
-from robustkit.run_model import build_classifier, load_run_model
-from robustkit.spec import RunSpec
+from robustkit.data.tasks import load_splits
+from robustkit.models.pretrained import load_tokenizer
+from robustkit.specs.spec import RunSpec
 from robustkit.store.manifest import read_manifest
-from robustkit.tasks import load_splits
+from robustkit.train.run_model import build_classifier, load_run_model
 
 DEMO_RUNS = (
     "runs/demo/polarity-full-minilm-l6-s0-tsp0-09731d8b",

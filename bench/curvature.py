@@ -54,13 +54,13 @@ def measure(method: str, store: str | None, examples: int, iterations: int, micr
 
     from robustkit.analysis.batches import sampled_batches
     from robustkit.analysis.curvature import micro_batches
-    from robustkit.evaluate import model_inputs
     from robustkit.measures.hessian import HessianVectorProduct, top_eigenvalue
-    from robustkit.run_model import build_classifier, load_tensors
-    from robustkit.spec import RunSpec
+    from robustkit.specs.spec import RunSpec
     from robustkit.store.checkpoints import load_checkpoint
     from robustkit.store.manifest import read_spec
     from robustkit.store.tables import load_runs
+    from robustkit.train.evaluate import model_inputs
+    from robustkit.train.run_model import build_classifier, load_tensors
 
     torch.set_num_threads(1)  # comparable timings on a shared machine
     if store:

@@ -4,7 +4,7 @@
    same examples, batches padded to ``--max-length``, warm-up steps untimed, device synchronised)
    in fp32 and in bf16, for full fine-tuning and Houlsby adapters, alternately, the fastest of
    ``--repeats``; examples/s and bf16's speed-up.
-2. Evaluation throughput (what the analyses run): ``robustkit.evaluate.evaluate`` over the rt
+2. Evaluation throughput (what the analyses run): ``robustkit.train.evaluate.evaluate`` over the rt
    validation split (1,066 examples, batches of 64), fp32 vs bf16, on a freshly built model.
 3. The metrics: whole runs (``robustkit.train.train``) of full fine-tuning and Houlsby adapters
    on ``--train-size`` rt examples for ``--epochs`` epochs, seeds ``--seeds``, in fp32 and bf16
@@ -26,11 +26,12 @@ from pathlib import Path
 import torch
 from trainers import examples, robustkit_loop, synchronise
 
-from robustkit import data, tasks
-from robustkit.evaluate import eval_batches, evaluate
-from robustkit.models import load_tokenizer
-from robustkit.run_model import build_classifier
-from robustkit.spec import RunSpec
+from robustkit.data import batches as data
+from robustkit.data import tasks
+from robustkit.models.pretrained import load_tokenizer
+from robustkit.specs.spec import RunSpec
+from robustkit.train.evaluate import eval_batches, evaluate
+from robustkit.train.run_model import build_classifier
 
 METHODS = ("full", "houlsby")
 

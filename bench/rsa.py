@@ -52,8 +52,8 @@ def minilm_representations(n: int) -> tuple[np.ndarray, np.ndarray]:
         representations,
         sample_tokens,
     )
-    from robustkit.run_model import build_classifier
-    from robustkit.spec import RunSpec
+    from robustkit.specs.spec import RunSpec
+    from robustkit.train.run_model import build_classifier
 
     spec = RunSpec(model="minilm-l6", task="rt", method="houlsby")
     sample = sample_tokens(spec, n_tokens=n, seed=0)

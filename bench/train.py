@@ -18,13 +18,14 @@ import time
 import torch
 from safetensors.torch import save
 
-from robustkit import data, tasks
+from robustkit.data import batches as data
+from robustkit.data import tasks
 from robustkit.methods.registry import METHOD_NAMES
-from robustkit.models import load_tokenizer
-from robustkit.run_model import build_classifier, trainable_state
-from robustkit.spec import RunSpec
+from robustkit.models.pretrained import load_tokenizer
+from robustkit.specs.spec import RunSpec
 from robustkit.train.loop import _Loop
 from robustkit.train.optimiser import _Optimiser
+from robustkit.train.run_model import build_classifier, trainable_state
 
 # Options a method needs (top-k has no default k) and the generic method's example config.
 OPTIONS = {"topk": {"top_k": 2}}

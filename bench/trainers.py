@@ -38,12 +38,13 @@ import time
 
 import torch
 
-from robustkit import data, tasks
-from robustkit.models import load_tokenizer
-from robustkit.run_model import build_classifier
-from robustkit.spec import RunSpec
+from robustkit.data import batches as data
+from robustkit.data import tasks
+from robustkit.models.pretrained import load_tokenizer
+from robustkit.specs.spec import RunSpec
 from robustkit.train.loop import _Loop, seed_step
 from robustkit.train.optimiser import _Optimiser, linear_lr_factor
+from robustkit.train.run_model import build_classifier
 
 # method -> the class that trains it the way its users would without robustkit
 BASELINES = {"full": "Trainer", "houlsby": "AdapterTrainer", "lora": "AdapterTrainer"}

@@ -1,6 +1,6 @@
 """robustkit: robustness and stability of adapter-based tuning vs full fine-tuning.
 
-Train into a run store (``robustkit.train``, ``robustkit.sweep``), then read it as tidy
+Train into a run store (``robustkit.train``, ``robustkit.sweeps.grid``), then read it as tidy
 DataFrames::
 
     import robustkit
@@ -75,11 +75,11 @@ def claims(
     Returns
     -------
     DataFrame
-        One row per recipe x claim x cell (:data:`robustkit.claim.VERDICT_COLUMNS`), each
-        claim's overall verdict last (cell ``all``); see :func:`robustkit.reproduce.claims`.
+        One row per recipe x claim x cell (:data:`robustkit.claims.claim.VERDICT_COLUMNS`), each
+        claim's overall verdict last (cell ``all``); see :func:`robustkit.claims.reproduce.claims`.
     """
-    from robustkit.recipes import RECIPE_DIR
-    from robustkit.reproduce import claims as judge
+    from robustkit.claims.recipes import RECIPE_DIR
+    from robustkit.claims.reproduce import claims as judge
 
     return judge(
         store, recipes, scale=scale, include_failed=include_failed, recipe_dir=recipe_dir or RECIPE_DIR, device=device
@@ -114,8 +114,8 @@ def draw(
         notebook it shows as the cell's result. Any registered figure on any runs:
         :func:`robustkit.figures.draw`.
     """
-    from robustkit.recipes import RECIPE_DIR
-    from robustkit.reproduce import draw as draw_recipe
+    from robustkit.claims.recipes import RECIPE_DIR
+    from robustkit.claims.reproduce import draw as draw_recipe
 
     return draw_recipe(
         recipe, store, scale=scale, recipe_dir=recipe_dir or RECIPE_DIR, verdicts=verdicts, device=device

@@ -7,7 +7,7 @@ files go one level down, to ``<cache>/assets/<name>/<nltk_path>/``, so that the 
 an NLTK data root (a folder for ``$NLTK_DATA``). Nothing is installed and nothing is committed.
 The cache is ``$ROBUSTKIT_CACHE`` or ``~/.cache/robustkit``.
 
-The printing ``robustkit assets`` verbs live in :mod:`robustkit.cli_assets`.
+The printing ``robustkit assets`` verbs live in :mod:`robustkit.cli.assets`.
 """
 
 from __future__ import annotations

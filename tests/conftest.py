@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import robustkit.attacks  # noqa: F401  (before any test module imports OpenAttack: its 3.12+ shim)
-from robustkit.spec import RunSpec
+from robustkit.specs.spec import RunSpec
 
 
 def pytest_collection_modifyitems(config, items):

@@ -14,9 +14,9 @@ from robustkit.analysis.registry import get as analysis
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.methods import ADAPTER_NAME
-from robustkit.run_model import load_run_model
-from robustkit.spec import RunSpec
+from robustkit.specs.spec import RunSpec
 from robustkit.store.manifest import read_manifest
+from robustkit.train.run_model import load_run_model
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +70,8 @@ def test_ablating_every_layer_is_the_adapter_free_model(houlsby_run, tiny_store)
     assert torch.equal(skipped, free)
     assert not torch.equal(adapted, free)
     # and the fast span 0..L-1 equals evaluating the adapter-free model
-    from robustkit.evaluate import evaluate
-    from robustkit.tasks import get_task
+    from robustkit.data.tasks import get_task
+    from robustkit.train.evaluate import evaluate
 
     fast = ablation.fast_spans(model, batches, task)
     everything = fast[(fast["first"] == 0) & (fast["last"] == n_layers - 1)].set_index("metric")["value"]
@@ -96,8 +96,8 @@ def test_run_caches_and_skips_full_runs(tiny_store, monkeypatch):
 
 
 def test_heatmap_renders_pdf(tiny_store, tmp_path):
-    from robustkit.plots.ablation import ablation_heatmap
-    from robustkit.plots.style import save_pdf
+    from robustkit.figures.ablation import ablation_heatmap
+    from robustkit.figures.style import save_pdf
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -76,7 +76,7 @@ def test_removing_every_layer_is_the_base_model(method):
     torch.testing.assert_close(skipped, base, rtol=0, atol=1e-6)
     assert not torch.allclose(with_method, base, atol=1e-4), f"{method}: its modules change nothing"
     # the spans' all-removed corner is the base model's evaluation; fast == naive
-    from robustkit.evaluate import evaluate
+    from robustkit.train.evaluate import evaluate
 
     fast = ablation.fast_spans(model, data, "rte")
     naive = ablation.naive_spans(model, data, "rte")

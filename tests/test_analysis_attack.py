@@ -11,9 +11,9 @@ from robustkit import attacks, figures
 from robustkit.analysis import attack
 from robustkit.analysis.cache import CACHE_DIR
 from robustkit.attacks import pwws
-from robustkit.plots import attack as attack_plots
-from robustkit.plots.attack import attack_by_attacker
-from robustkit.plots.style import save_pdf
+from robustkit.figures import attack as attack_plots
+from robustkit.figures.attack import attack_by_attacker
+from robustkit.figures.style import save_pdf
 from robustkit.train import train
 
 N = 6
@@ -32,7 +32,7 @@ def _close_figures():
 
 @pytest.fixture(scope="module")
 def attack_store(tmp_path_factory):
-    from robustkit.spec import RunSpec
+    from robustkit.specs.spec import RunSpec
 
     root = tmp_path_factory.mktemp("attack-store")
     base = RunSpec(model="bert-tiny", task="rt", train_size=64, epochs=1, batch_size=16, max_length=32, adapter_size=16)
@@ -340,7 +340,7 @@ def test_attack_figures_are_registered():
 
 def test_the_attacks_recipe_reuses_figure_5s_runs():
     """Han fig 5 with DeepWordBug beside PWWS trains nothing new: the same runs at both scales."""
-    from robustkit.recipes import load_recipe
+    from robustkit.claims.recipes import load_recipe
 
     both, pwws_only = load_recipe("han2021/fig5-attacks"), load_recipe("han2021/fig5")
     for scale in ("demo", "paper"):
@@ -356,7 +356,8 @@ def test_threads_option_of_the_attack_and_train_commands(monkeypatch):
     for training it is each run's ``threads`` setting (part of its id), whatever --jobs is."""
     import torch
 
-    from robustkit import cli, sweep
+    from robustkit import cli
+    from robustkit.sweeps import grid as sweep
 
     class Started(BaseException):  # not an Exception: main() turns those into a one-line error
         pass
@@ -399,8 +400,8 @@ def test_attack_boxes_draw_each_methods_success_rates_as_scores(monkeypatch):
     import pandas as pd
 
     from robustkit.analysis import attack as analysis
-    from robustkit.plots.attack import attack_boxes
-    from robustkit.plots.style import figure_texts
+    from robustkit.figures.attack import attack_boxes
+    from robustkit.figures.style import figure_texts
 
     rows = [
         dict(

@@ -216,9 +216,9 @@ def test_a_claim_and_its_figure_share_one_cache_entry(tiny_store, monkeypatch):
     computation and no second cache file."""
     import matplotlib.pyplot as plt
 
-    from robustkit import claim as claims
     from robustkit.analysis import landscape
-    from robustkit.recipes import Recipe
+    from robustkit.claims import claim as claims
+    from robustkit.claims.recipes import Recipe
 
     params = {"alphas": "-1:1:3", "checkpoint": "last"}
     calls = []
@@ -290,7 +290,7 @@ def test_param_types_and_choices():
 def test_negative_values_are_joined_for_the_registered_parameters_that_take_them():
     """The flags whose value may start with '-' come from the registries' parameters (a grid, a
     number with no minimum), not from a list: a counted parameter never is one."""
-    from robustkit.cli_analyze import join_negative_values, negative_value_options
+    from robustkit.cli.analyze import join_negative_values, negative_value_options
 
     flags = negative_value_options()
     assert {"--alphas", "--grid", "--ts"} <= flags
@@ -399,7 +399,9 @@ def test_a_figure_draws_a_view_its_analysis_declares():
     analysis's, and a figure naming another is refused when it is registered."""
     for figure in figures.FIGURES.values():
         assert figure.view is None or figure.view in figure.source().views, figure.name
-    stray = figures.Figure("stray", "h", "landscape", "robustkit.plots.landscape:x", view="robustkit.analysis.curves:x")
+    stray = figures.Figure(
+        "stray", "h", "landscape", "robustkit.figures.landscape:x", view="robustkit.analysis.curves:x"
+    )
     with pytest.raises(figures.FigureError, match="is not one its analysis 'landscape' declares"):
         figures.register(stray)
     assert "stray" not in figures.FIGURES

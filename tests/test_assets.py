@@ -23,8 +23,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from robustkit import assets, cli_assets
+from robustkit import assets
 from robustkit.assets import Asset
+from robustkit.cli import assets as cli_assets
 from robustkit.errors import AssetError
 
 WHEEL_FILES = {

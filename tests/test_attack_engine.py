@@ -17,10 +17,10 @@ from robustkit.attacks.base import Example
 from robustkit.attacks.offline import DOWNLOAD_COMMAND, AttackDataError, configure_openattack, data_identity
 from robustkit.attacks.pwws import PWWS, Screen, attack_fast, attack_openattack, pwws_attacker
 from robustkit.attacks.victim import Victim, as_openattack
-from robustkit.models import load_tokenizer
-from robustkit.run_model import build_classifier
-from robustkit.spec import RunSpec
-from robustkit.tasks import load_splits
+from robustkit.data.tasks import load_splits
+from robustkit.models.pretrained import load_tokenizer
+from robustkit.specs.spec import RunSpec
+from robustkit.train.run_model import build_classifier
 
 N_EXAMPLES = 30
 

@@ -20,12 +20,12 @@ from robustkit.attacks.deepwordbug import DeepWordBug, deepwordbug_attacker
 from robustkit.attacks.offline import configure_openattack, data_identity
 from robustkit.attacks.pwws import PWWS, attack_openattack
 from robustkit.attacks.victim import Victim, as_openattack
+from robustkit.data.tasks import load_splits
 from robustkit.errors import RobustkitError
-from robustkit.models import load_tokenizer
-from robustkit.plots import style
-from robustkit.run_model import build_classifier
-from robustkit.spec import RunSpec
-from robustkit.tasks import load_splits
+from robustkit.figures import style
+from robustkit.models.pretrained import load_tokenizer
+from robustkit.specs.spec import RunSpec
+from robustkit.train.run_model import build_classifier
 
 N_EXAMPLES = 12
 

@@ -1,6 +1,6 @@
 """Bad input stops the CLI before any run folder exists (issue #13, item 5): exit status 2, one
 line naming the value, no traceback, nothing trained. Nothing here trains: each case is refused
-by the spec, the grid reader or the preflight checks (robustkit.preflight)."""
+by the spec, the grid reader or the preflight checks (robustkit.specs.preflight)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from robustkit.cli import main
 from robustkit.errors import RobustkitError
-from robustkit.spec import SPEC_FIELDS, RunSpec
+from robustkit.specs.spec import SPEC_FIELDS, RunSpec
 
 GOOD_GRID = '[base]\nmodel = "bert-tiny"\ntask = "rt"\ntrain_size = 32\nepochs = 1\n[grid]\nseed = [0, 1]\n'
 TINY = ["--model", "bert-tiny", "--train-size", "32", "--epochs", "1"]

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from robustkit.claim import NO_DATA, verdicts
-from robustkit.plots.style import figure_texts
-from robustkit.recipes import RECIPE_DIR, load_defaults, load_recipe
+from robustkit.claims.claim import NO_DATA, verdicts
+from robustkit.claims.recipes import RECIPE_DIR, load_defaults, load_recipe
+from robustkit.figures.style import figure_texts
 from robustkit.store.folders import run_dirs
 from robustkit.store.manifest import read_spec
 

@@ -134,7 +134,7 @@ def test_slurm_without_a_cluster_says_so_and_leaves_nothing(tmp_path, monkeypatc
 
 def test_an_unknown_base_model_is_one_line(tmp_path):
     """transformers' own message spans lines; the error keeps it on one (offline: at once)."""
-    from robustkit.models import load_classifier
+    from robustkit.models.pretrained import load_classifier
 
     load_classifier("bert-tiny", 2, seed=0).save_pretrained(tmp_path / "tuned")
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}

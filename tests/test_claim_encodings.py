@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from robustkit import decidability
 from robustkit.analysis.registry import get, load, statistic_of
-from robustkit.claim import Claim, judge
+from robustkit.claims import decidability
+from robustkit.claims.claim import Claim, judge
+from robustkit.claims.recipes import load_recipe
 from robustkit.errors import RobustkitError
-from robustkit.recipes import load_recipe
 from robustkit.store.tables import IDENTITY
 
 

@@ -1,7 +1,7 @@
 """The verdict path as a whole, by simulation (issue #37): synthetic runs that look like real
 ones (scores on a 1/872 grid, skewed, collapsed runs at the majority score, runs still
-improving, layers of one run correlated) judged by the real path, robustkit.claim.judge, at
-the least favourable configuration of each error (robustkit.verdict_simulation).
+improving, layers of one run correlated) judged by the real path, robustkit.claims.claim.judge, at
+the least favourable configuration of each error (robustkit.claims.simulation).
 
 The shapes below are the recipes' riskiest ones: a claim on each of 6 layers that is true in 5,
 cells under Holm, failed runs that truncate the scores, a spread with point masses, a sign claim,
@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from robustkit import claim as claims
-from robustkit import verdict_simulation as simulation
+from robustkit.claims import claim as claims
+from robustkit.claims import simulation
 
 DRAWS = 150
 BOUND = simulation.bound(0.05, DRAWS)  # alpha + 2 Monte-Carlo standard errors: 0.086
@@ -118,8 +118,8 @@ def test_the_readme_table_covers_every_judged_claim_within_alpha():
     each rate is within alpha plus two Monte-Carlo standard errors at its draws."""
     from pathlib import Path
 
-    from robustkit.decidability import plan
-    from robustkit.recipes import list_recipes, load_recipe
+    from robustkit.claims.decidability import plan
+    from robustkit.claims.recipes import list_recipes, load_recipe
 
     readme = (Path(__file__).resolve().parents[1] / "analyses" / "README.md").read_text()
     begin, end = "<!-- simulated: python tools/simulate_verdicts.py -->", "<!-- end of simulated table -->"

@@ -14,16 +14,16 @@ import pandas as pd
 import pytest
 
 from robustkit.cli import main
-from robustkit.report import runs_table
+from robustkit.cli.report import runs_table
+from robustkit.cli.terminal import render
 from robustkit.store.tables import load_runs
-from robustkit.terminal import render
 
 
 @pytest.fixture(scope="module")
 def store_with_import(tiny_store, tmp_path_factory):
     """The shared tiny store (houlsby and full, trained here) plus an imported full model."""
-    from robustkit.importing import import_run
-    from robustkit.models import load_classifier
+    from robustkit.models.pretrained import load_classifier
+    from robustkit.train.importing import import_run
 
     root = tmp_path_factory.mktemp("cli-output")
     store = root / "runs"
@@ -54,7 +54,7 @@ def test_runs_shows_the_columns_people_ask_for_within_the_terminal(store_with_im
     out = capsys.readouterr().out
     assert " best_test" in out and "more column" not in out
     table = runs_table(store_with_import)
-    # the words of robustkit.collapse (a run never above the majority class is not-learned)
+    # the words of robustkit.train.collapse (a run never above the majority class is not-learned)
     assert set("/".join(table["outcome"]).split("/")) <= {"ok", "not-learned", "collapsed"}, table["outcome"]
     assert table["outcome"].notna().all()
     # the whole table on request: every column, parseable
@@ -146,7 +146,7 @@ def test_a_missing_store_is_an_error(tmp_path, capsys, argv):
 
 
 def _verdicts(recipes: list[str]) -> pd.DataFrame:
-    """A claims table as robustkit.reproduce.claims returns it: a row per cell, the last per claim
+    """A claims table as robustkit.claims.reproduce.claims returns it: a row per cell, the last per claim
     its overall verdict, with reasons as long as real ones."""
     rows = []
     for recipe in recipes:
@@ -176,11 +176,11 @@ def _verdicts(recipes: list[str]) -> pd.DataFrame:
 
 
 def test_claims_prints_a_table_for_people_and_every_row_on_request(tmp_path, capsys, monkeypatch):
-    import robustkit.reproduce
+    import robustkit.claims.reproduce
 
     recipes = ["han2021/fig1", "han2021/fig2"]
     table = _verdicts(recipes)
-    monkeypatch.setattr(robustkit.reproduce, "claims", lambda *args, **kwargs: table)
+    monkeypatch.setattr(robustkit.claims.reproduce, "claims", lambda *args, **kwargs: table)
     monkeypatch.setenv("COLUMNS", "100")
     argv = ["claims", *recipes, "--store", str(tmp_path)]
     assert main(argv) == 0
@@ -192,7 +192,7 @@ def test_claims_prints_a_table_for_people_and_every_row_on_request(tmp_path, cap
     # the reason is a key: shown (shortened to fit), the effect's columns cut for it
     assert "effect_name=std ratio a/b" in said_once and "reason" in header and "more column" in out
     assert "spread of han2021/fig1: p = 0.0712" in out and "reason shortened" in out
-    assert "n=5 vs 5" in said_once  # n as runs (robustkit.evidence.n_text)
+    assert "n=5 vs 5" in said_once  # n as runs (robustkit.claims.evidence.n_text)
     assert "4 claims (" in out and "evidence unit" in out  # the tally under the table, by evidence unit
     # csv / json print the table's rows, parseable; the tally goes to stderr
     assert main([*argv, "--format", "json"]) == 0
@@ -208,8 +208,8 @@ def test_claims_prints_a_table_for_people_and_every_row_on_request(tmp_path, cap
 
 
 def test_sweep_status_prints_a_table_for_people(tmp_path, capsys, monkeypatch):
-    from robustkit import slurm
-    from robustkit.sweep import expand_grid
+    from robustkit.sweeps import slurm
+    from robustkit.sweeps.grid import expand_grid
 
     grid = tmp_path / "grid.toml"
     grid.write_text(

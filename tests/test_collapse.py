@@ -1,4 +1,4 @@
-"""The collapse rule (robustkit.collapse): each way a run fails, each way it does not, the
+"""The collapse rule (robustkit.train.collapse): each way a run fails, each way it does not, the
 failed-run rates, and that training records and the CLI reports a run that ends collapsed."""
 
 import dataclasses
@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from conftest import TINY_RTE
 
-from robustkit import collapse
 from robustkit.cli import main
 from robustkit.store.manifest import read_manifest
 from robustkit.store.tables import load_runs
+from robustkit.train import collapse
 
 
 def test_noise_band_per_metric():
@@ -114,7 +114,7 @@ def test_training_records_the_outcome_and_the_cli_reports_a_collapsed_run(tmp_pa
     assert manifest["outcome"]["last"]["test"] == "collapsed" and runs["outcome/last/test"].iloc[0] == "collapsed"
     assert 0 < manifest["final"]["last"]["test"]["top_class_share"] <= 1
     # in the words runs and stats use: collapsed, or not-learned when it never left the majority class
-    from robustkit.report import runs_table
+    from robustkit.cli.report import runs_table
 
     word = runs_table(tmp_path / "runs")["outcome"].iloc[0]
     assert (
@@ -134,7 +134,7 @@ def test_a_learned_run_is_not_reported(tmp_path, rte_folder, capsys):
     run_dir = train(spec, tmp_path / "runs", progress=False)
     outcome = read_manifest(run_dir)["outcome"]
     assert set(outcome) == {"best", "last"} and set(outcome["last"]) == {"validation", "test"}
-    from robustkit.report import failed_outcomes
+    from robustkit.cli.report import failed_outcomes
 
     lines = failed_outcomes(tmp_path / "runs", [run_dir.name])
     assert (lines == []) == all(v == "ok" for splits in outcome.values() for v in splits.values())

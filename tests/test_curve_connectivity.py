@@ -15,13 +15,13 @@ from robustkit import figures
 from robustkit.analysis import bezier, curve_connectivity
 from robustkit.analysis.batches import sampled_batches
 from robustkit.analysis.registry import get, per_run
+from robustkit.data.tasks import get_task
 from robustkit.errors import RobustkitError
-from robustkit.evaluate import evaluate
-from robustkit.plots.style import save_pdf
-from robustkit.run_model import load_run_model
+from robustkit.figures.style import save_pdf
 from robustkit.store.folders import run_dirs
 from robustkit.store.manifest import read_spec
-from robustkit.tasks import get_task
+from robustkit.train.evaluate import evaluate
+from robustkit.train.run_model import load_run_model
 
 
 class Point(torch.nn.Module):

@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 
 from robustkit.analysis import curves
-from robustkit.plots import curves as curves_plots
-from robustkit.plots.curves import mean_best_table
-from robustkit.plots.style import figure_texts, save_pdf
+from robustkit.figures import curves as curves_plots
+from robustkit.figures.curves import mean_best_table
+from robustkit.figures.style import figure_texts, save_pdf
 from robustkit.store.tables import IDENTITY, load_history
 
 # accuracy at eval steps 10, 20, 30 per (method, seed); loss rows (5.0) and a train row must not count

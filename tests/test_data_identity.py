@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from robustkit.spec import RunSpec
+from robustkit.specs.spec import RunSpec
 
 # Computed with the code before run ids included the data: the runs of the measured demo store
 # (embedded minilm-l6 on rt / polarity) and the paper-scale hub runs keep their ids and folders.
@@ -51,7 +51,7 @@ DEMO = Path(__file__).resolve().parents[1] / "runs" / "demo"
 
 @pytest.mark.skipif(not DEMO.is_dir(), reason="no measured demo store in this checkout")
 def test_every_run_of_the_demo_store_keeps_its_id():
-    from robustkit.spec import TspSpec
+    from robustkit.specs.spec import TspSpec
 
     for path in sorted(DEMO.glob("*/manifest.json")):
         manifest = json.loads(path.read_text())
@@ -60,8 +60,8 @@ def test_every_run_of_the_demo_store_keeps_its_id():
 
 
 def test_every_task_at_its_default_data_keeps_the_data_out_of_its_id():
-    from robustkit.spec import data_identity
-    from robustkit.tasks import TASKS
+    from robustkit.data.tasks import TASKS
+    from robustkit.specs.spec import data_identity
 
     for name in TASKS:  # embedded files at today's pins, GLUE from the hub at no pinned revision
         assert data_identity(name, None) is None, name
@@ -76,7 +76,7 @@ def _flip_first_label(glue: Path, file_name: str = "train.tsv") -> None:
 
 
 def test_tsv_fingerprint_is_what_the_files_hold_not_where_they_are(tmp_path, rte_folder):
-    from robustkit.tasks import data_fingerprint
+    from robustkit.data.tasks import data_fingerprint
 
     a, b = rte_folder(tmp_path / "a"), rte_folder(tmp_path / "b")
     assert data_fingerprint("rte", a) == data_fingerprint("rte", b) == data_fingerprint("rte", b / "RTE")
@@ -105,7 +105,7 @@ def test_a_missing_tsv_file_is_named_when_the_run_id_is_made(tmp_path, rte_folde
 
 
 def test_a_files_hash_is_remembered_only_while_it_cannot_change_unseen(tmp_path, monkeypatch):
-    from robustkit import stat_keys, tasks
+    from robustkit.data import stat_keys, tasks
 
     path = tmp_path / "train.tsv"
     path.write_text("a\n")
@@ -127,7 +127,7 @@ def store_sha(path):
 def test_hub_runs_are_identified_by_name_and_revision_and_record_the_datasets_fingerprints(
     tmp_path, rte_folder, monkeypatch
 ):
-    from robustkit import tasks
+    from robustkit.data import tasks
 
     glue = rte_folder(tmp_path / "glue")
     local = tasks.load_splits("rte", data_dir=glue)
@@ -177,7 +177,7 @@ def _tiny(glue: Path) -> RunSpec:
 def test_flipping_a_label_gives_a_new_run_that_the_sweep_trains(tmp_path, rte_folder):
     from robustkit.store.manifest import read_manifest
     from robustkit.store.tables import load_runs
-    from robustkit.sweep import run_sweep
+    from robustkit.sweeps.grid import run_sweep
 
     glue = rte_folder(tmp_path / "glue")
     before = _tiny(glue).resolved()
@@ -221,7 +221,7 @@ def test_resuming_a_hub_run_on_changed_hub_data_is_refused(tmp_path, rte_folder,
     ``datasets`` fingerprints, and a resume on other ones is refused."""
     from conftest import TINY_RTE
 
-    from robustkit import tasks
+    from robustkit.data import tasks
     from robustkit.errors import DataChangedError
     from robustkit.store.manifest import read_manifest, update_manifest
     from robustkit.train import train
@@ -245,7 +245,7 @@ def test_resuming_a_hub_run_on_changed_hub_data_is_refused(tmp_path, rte_folder,
 def test_a_sweeps_data_dir_replaces_the_grids_folder_and_its_fingerprint(tmp_path, rte_folder):
     """``sweep --data-dir B`` over a grid whose [base] names folder A: the runs are B's, with B's
     fingerprint (not A's, which training on B would refuse as changed data)."""
-    from robustkit.sweep import with_data_dir
+    from robustkit.sweeps.grid import with_data_dir
 
     first, second = rte_folder(tmp_path / "a"), rte_folder(tmp_path / "b")
     _flip_first_label(second)

@@ -8,8 +8,8 @@ import pytest
 from scipy import stats as scipy_stats
 
 from robustkit.analysis import boxes, dominance, stability, tuning
-from robustkit.plots.stability import box_seeds
-from robustkit.plots.style import figure_texts
+from robustkit.figures.stability import box_seeds
+from robustkit.figures.style import figure_texts
 
 
 def _runs(

@@ -115,10 +115,10 @@ def test_pwws_attacks_every_encoder(arch_store, shared_nltk_data, monkeypatch):
     PWWS on one sentence of each run, float64 as the attack analysis runs it."""
     from robustkit.attacks.pwws import attack_fast
     from robustkit.attacks.victim import Victim
-    from robustkit.models import load_tokenizer
-    from robustkit.run_model import load_run_model
+    from robustkit.models.pretrained import load_tokenizer
     from robustkit.store.manifest import read_spec
     from robustkit.store.tables import load_runs
+    from robustkit.train.run_model import load_run_model
 
     monkeypatch.setenv("NLTK_DATA", shared_nltk_data)
     architecture, store = arch_store

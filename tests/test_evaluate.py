@@ -1,17 +1,17 @@
-"""The one evaluation (robustkit.evaluate): batches as training makes them, one reduction of
+"""The one evaluation (robustkit.train.evaluate): batches as training makes them, one reduction of
 losses and metrics, and an analysis' evaluation equal to the run's own history."""
 
 import numpy as np
 import pytest
 import torch
 
-from robustkit.evaluate import MetricAccumulator, eval_batches, evaluate, split_batches
-from robustkit.metrics import compute_metrics
-from robustkit.run_model import load_run_model
-from robustkit.spec import RunSpec
+from robustkit.data.metrics import compute_metrics
+from robustkit.data.tasks import get_task
+from robustkit.specs.spec import RunSpec
 from robustkit.store.folders import run_dirs
 from robustkit.store.manifest import read_manifest
-from robustkit.tasks import get_task
+from robustkit.train.evaluate import MetricAccumulator, eval_batches, evaluate, split_batches
+from robustkit.train.run_model import load_run_model
 
 
 def test_batches_cover_every_example_once_sorted_by_length():

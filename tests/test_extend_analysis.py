@@ -99,7 +99,7 @@ from __future__ import annotations
 import pandas as pd
 
 from robustkit import figures
-from robustkit.plots.style import plt
+from robustkit.figures.style import plt
 
 DECLARED = figures.Figure(
     "weight-change",
@@ -173,10 +173,10 @@ def extension(tmp_path):
 
 @pytest.mark.slow  # loads 5 bert-tiny runs' checkpoints twice and judges a claim (~a minute on 2 cores)
 def test_an_analysis_its_figure_and_its_recipe_work_from_three_files(extension, lora_store, tmp_path, capsys):
-    from robustkit.claim import NO_DATA, verdicts
+    from robustkit.claims.claim import NO_DATA, verdicts
+    from robustkit.claims.recipes import load_defaults, load_recipe
     from robustkit.cli import main
-    from robustkit.plots.style import figure_texts
-    from robustkit.recipes import load_defaults, load_recipe
+    from robustkit.figures.style import figure_texts
     from robustkit.store.folders import run_dirs
     from robustkit.store.manifest import read_spec
 
@@ -231,6 +231,6 @@ def test_an_external_declaration_is_the_modules_own(extension):
     assert figure.plot == "robustkit_test_weight_change_plot:weight_change_figure"
     assert figure.view in analysis.views == ("robustkit_test_weight_change:per_layer",)
     assert list(registry.ANALYSES)[-1] == "weight-change"  # listed after the shipped analyses
-    from robustkit.cli_analyze import negative_value_options
+    from robustkit.cli.analyze import negative_value_options
 
     assert "--kinds" in negative_value_options()  # free text: derived, not listed

@@ -17,8 +17,8 @@ from robustkit import attacks
 from robustkit.analysis import attack
 from robustkit.attacks import nltk_data, offline, registry
 from robustkit.errors import RobustkitError
-from robustkit.plots import attack as attack_plots
-from robustkit.plots import style
+from robustkit.figures import attack as attack_plots
+from robustkit.figures import style
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 8
@@ -100,7 +100,7 @@ def charswap(tmp_path):
 @pytest.fixture(scope="module")
 def sentence_store(tmp_path_factory) -> Path:
     """One bert-tiny run on rt (the attacks take single-sentence tasks), trained in seconds."""
-    from robustkit.spec import RunSpec
+    from robustkit.specs.spec import RunSpec
     from robustkit.train import train
 
     root = tmp_path_factory.mktemp("extend-attack-store")

@@ -45,7 +45,7 @@ import pytest
 import torch
 from conftest import TINY_RTE, write_rte
 
-from robustkit.spec import RunSpec
+from robustkit.specs.spec import RunSpec
 from robustkit.store import atomic, checkpoints
 from robustkit.store.checkpoints import read_checkpoint_file
 from robustkit.store.folders import GRADNORMS, HISTORY, MANIFEST
@@ -370,7 +370,7 @@ _KILLED_RUN = textwrap.dedent(
     torch.set_num_threads({threads})  # the reference's thread count: reductions stay bit-identical
     sys.path.insert(0, {tests!r})
     from test_faults import Injector, _sigkill_self
-    from robustkit.spec import RunSpec
+    from robustkit.specs.spec import RunSpec
     from robustkit.train import train
     Injector(sys.argv[1], fire_at={index}, how={how!r}, kill=_sigkill_self).install(setattr)
     train(RunSpec(**{spec}), sys.argv[1], progress=False)
@@ -415,7 +415,7 @@ def test_a_run_trains_the_same_bytes_whatever_the_jobs_and_the_process_threads(s
     """A run trains with its own ``threads`` (1 by default), so ``--jobs 1`` in a process with
     torch at 2 threads and ``--jobs 2`` (a worker per run) give the reference's bytes; a run set to
     2 threads is another run (another id), whose bytes differ."""
-    from robustkit.sweep import run_sweep
+    from robustkit.sweeps.grid import run_sweep
 
     before = torch.get_num_threads()
     torch.set_num_threads(2)
@@ -476,7 +476,7 @@ def _bad_sources(root: Path) -> dict[str, Path]:
     """Model folders that cannot be imported onto bert-tiny / rte, one per way an import fails."""
     import json
 
-    from robustkit.models import load_classifier
+    from robustkit.models.pretrained import load_classifier
 
     good = load_classifier("bert-tiny", 2, seed=0)
     sources = {}
@@ -509,7 +509,7 @@ def _bad_sources(root: Path) -> dict[str, Path]:
 
 def test_a_failed_import_leaves_no_folder_and_runs_no_pickle(tmp_path):
     from robustkit.errors import RobustkitError
-    from robustkit.importing import import_run
+    from robustkit.train.importing import import_run
 
     sources = _bad_sources(tmp_path / "sources")
     store = tmp_path / "runs"
@@ -545,11 +545,11 @@ import warnings as _warnings  # noqa: E402
 from robustkit.analysis import cache as _frame_cache  # noqa: E402
 from robustkit.analysis import landscape as _landscape  # noqa: E402
 from robustkit.analysis.registry import get as _analysis  # noqa: E402
+from robustkit.analysis.verify import verify_cache as _verify_cache  # noqa: E402
+from robustkit.analysis.verify import verify_store as _verify_store  # noqa: E402
 from robustkit.cli import main as _cli  # noqa: E402
 from robustkit.store import integrity as _integrity  # noqa: E402
 from robustkit.store.tables import DamagedRunWarning as _DamagedRunWarning  # noqa: E402
-from robustkit.verify import verify_cache as _verify_cache  # noqa: E402
-from robustkit.verify import verify_store as _verify_store  # noqa: E402
 
 _ALPHAS = "0,1"  # the landscape at theta_0 and theta_1 only: it loads both checkpoints, in a second
 # file kind -> its path in a run folder
@@ -1227,9 +1227,9 @@ def test_a_run_another_process_finished_meanwhile_is_not_counted_as_trained(
     """Two sweeps of one grid: the second looked at the store before the first finished the run,
     then took its lock after. It reports the run as skipped (trained elsewhere), not as its own."""
     import robustkit.cli as cli
-    from robustkit.jobs import TRAINED_ELSEWHERE
     from robustkit.store import checkpoints as store_checkpoints
-    from robustkit.sweep import run_sweep
+    from robustkit.sweeps.grid import run_sweep
+    from robustkit.sweeps.jobs import TRAINED_ELSEWHERE
 
     shutil.copytree(reference.run_dir, tmp_path / "runs" / reference.run_dir.name)
     # what the second sweep saw when it looked: the run not finished yet
@@ -1358,7 +1358,7 @@ BAD_COMMAND_LINES = [
 def test_bad_command_lines_exit_2_in_one_line_and_leave_no_folder(tmp_path, capsys, monkeypatch):
     """Each bad command line: exit status 2, one line on stderr naming what is wrong, no traceback,
     and nothing made in the test's folder (no store, no run folder, no `.lock`)."""
-    from robustkit import executors
+    from robustkit.sweeps import executors
 
     def no_training(self, jobs):
         raise AssertionError(f"a bad command line reached training ({len(jobs)} jobs)")
@@ -1427,8 +1427,8 @@ def test_a_million_run_grid_is_refused_at_once_with_its_size(tmp_path):
 
 def test_the_grid_limit_is_inclusive_and_confirmed_with_yes():
     from robustkit.errors import SweepError
-    from robustkit.limits import MAX_GRID_RUNS
-    from robustkit.sweep import check_size, grid_size
+    from robustkit.specs.limits import MAX_GRID_RUNS
+    from robustkit.sweeps.grid import check_size, grid_size
 
     check_size(MAX_GRID_RUNS, "grid")
     check_size(10**9, "grid", max_runs=None)  # --yes
@@ -1438,7 +1438,7 @@ def test_the_grid_limit_is_inclusive_and_confirmed_with_yes():
 
 
 def test_every_integer_run_setting_has_stated_bounds():
-    from robustkit.spec import INT_BOUNDS, SpecError
+    from robustkit.specs.spec import INT_BOUNDS, SpecError
 
     integers = {f.name for f in dataclasses.fields(RunSpec) if "int" in str(f.type).split(" | ")}
     assert integers == set(INT_BOUNDS)
@@ -1603,7 +1603,7 @@ def test_a_run_records_the_cpu_capability_and_torch_version_it_started_under(ref
     manifest = reference.manifest
     assert manifest["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     assert manifest["versions"]["torch"] == torch.__version__
-    assert "avx" not in reference.run_dir.name.lower()  # not in the run id: see robustkit.provenance
+    assert "avx" not in reference.run_dir.name.lower()  # not in the run id: see robustkit.train.provenance
 
 
 @pytest.mark.parametrize(
@@ -1644,7 +1644,7 @@ def test_a_run_killed_under_one_capability_is_refused_under_another_for_real(spe
         import sys
         sys.path.insert(0, {str(TESTS)!r})
         from robustkit.cli import main
-        from robustkit.spec import RunSpec
+        from robustkit.specs.spec import RunSpec
         sys.exit(main(["train", "--data-dir", {spec.data_dir!r}, "--model", "bert-tiny", "--task", "rte",
                        "--method", "houlsby", "--seed", "0", "--lr", "3e-3", "--epochs", "2", "--batch-size", "8",
                        "--max-length", "32", "--adapter-size", "16", "--eval-every", "2",
@@ -1762,7 +1762,7 @@ def test_a_pypi_cuda_wheel_records_the_version_it_compares_on_resume(monkeypatch
     """CI's Python 3.12 has PyPI's CUDA torch: metadata ``2.13.0``, ``torch.__version__``
     ``2.13.0+cu130``. A run recorded one and resumed comparing the other, and every killed run was
     refused as started under another torch."""
-    from robustkit.provenance import kernel_identity, package_versions
+    from robustkit.train.provenance import kernel_identity, package_versions
 
     _as_a_pypi_cuda_wheel(monkeypatch)
     assert package_versions()["torch"] == kernel_identity()["torch"] == torch.__version__

@@ -12,8 +12,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.legend import Legend  # noqa: E402
 
-from robustkit.plots import style  # noqa: E402
-from robustkit.plots.similarity import rsa_by_layer  # noqa: E402
+from robustkit.figures import style  # noqa: E402
+from robustkit.figures.similarity import rsa_by_layer  # noqa: E402
 
 
 def _rsa_frame() -> pd.DataFrame:

@@ -93,7 +93,7 @@ def test_every_figure_draws_into_the_callers_axes_or_names_fig(name, tiny_store)
 def test_own_canvas_unchanged_and_arguments_checked(tiny_store):
     """Without ``ax``/``fig`` the figure composes its own canvas (title, subtitle, footer over
     and under the panels, as reproduce saves it); contradictory arguments are one-line errors."""
-    from robustkit.plots.style import figure_texts
+    from robustkit.figures.style import figure_texts
 
     plt.close("all")
     own = figures.draw(OTHER, tiny_store, subtitle="on bert-tiny", footer="claim: holds")

@@ -87,9 +87,9 @@ def test_a_shortcut_that_changes_the_logits_is_undone(monkeypatch):
 
 def test_the_screening_twin_takes_it_and_the_victim_does_not():
     from robustkit.attacks.victim import Victim
-    from robustkit.models import load_tokenizer
-    from robustkit.run_model import build_classifier
-    from robustkit.spec import RunSpec
+    from robustkit.models.pretrained import load_tokenizer
+    from robustkit.specs.spec import RunSpec
+    from robustkit.train.run_model import build_classifier
 
     model, _, _ = build_classifier(RunSpec(model="bert-tiny", task="rt", method="houlsby"), num_labels=2)
     victim = Victim(model, load_tokenizer("bert-tiny"), max_length=64)

@@ -10,15 +10,16 @@ import numpy as np
 import pytest
 import torch
 
-from robustkit import figures, heldout
+from robustkit import figures
 from robustkit.analysis import forgetting, mlm_head
 from robustkit.analysis.registry import get, per_run
+from robustkit.data import heldout
 from robustkit.errors import RobustkitError
+from robustkit.figures.style import save_pdf
 from robustkit.measures.spectrum import effective_rank, energy_rank, singular_values
-from robustkit.plots.style import save_pdf
-from robustkit.run_model import load_run
 from robustkit.store.folders import run_dirs
 from robustkit.store.manifest import read_spec
+from robustkit.train.run_model import load_run
 
 
 def _low_rank(values, d_out=40, d_in=30, seed=0):

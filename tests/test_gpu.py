@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from robustkit.spec import RunSpec
+from robustkit.specs.spec import RunSpec
 
 pytestmark = pytest.mark.gpu
 

@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 
 from robustkit.analysis import gradnorm
-from robustkit.plots.gradnorm import gradnorm_curves
-from robustkit.plots.style import method_label, save_pdf
+from robustkit.figures.gradnorm import gradnorm_curves
+from robustkit.figures.style import method_label, save_pdf
 from robustkit.store.tables import load_gradnorms
 
 

@@ -25,14 +25,14 @@ def glue(tmp_path_factory):
 
 
 def _inputs():
-    from robustkit.models import load_tokenizer
+    from robustkit.models.pretrained import load_tokenizer
 
     return load_tokenizer(BASE)(["A man plays a guitar.", "The sky is green today."], return_tensors="pt", padding=True)
 
 
 def _tuned_full(seed: int):
     """bert-tiny with a 2-class head, every weight moved a little: a stand-in fine-tuned model."""
-    from robustkit.models import load_classifier
+    from robustkit.models.pretrained import load_classifier
 
     model = load_classifier(BASE, 2, seed=seed)
     torch.manual_seed(seed)
@@ -48,13 +48,13 @@ def _logits(model, inputs):
 
 
 def test_full_model_folder(tmp_path, glue):
-    from robustkit.importing import import_run
-    from robustkit.models import load_classifier
-    from robustkit.run_model import load_run_model
+    from robustkit.models.pretrained import load_classifier
     from robustkit.store.atomic import sha256_file
     from robustkit.store.checkpoints import checkpoint_problems
     from robustkit.store.manifest import read_manifest
     from robustkit.store.tables import load_runs
+    from robustkit.train.importing import import_run
+    from robustkit.train.run_model import load_run_model
 
     tuned = _tuned_full(3)
     tuned.save_pretrained(tmp_path / "tuned")
@@ -89,11 +89,11 @@ def test_adapter_folder(tmp_path, glue):
     """A LoRA adapter saved by AdapterHub's save_adapter (with its head) on the base."""
     import adapters
 
-    from robustkit.importing import import_run
-    from robustkit.models import load_classifier
-    from robustkit.run_model import load_run_model
+    from robustkit.models.pretrained import load_classifier
     from robustkit.store.manifest import read_manifest
     from robustkit.store.tables import load_runs
+    from robustkit.train.importing import import_run
+    from robustkit.train.run_model import load_run_model
 
     model = load_classifier(BASE, 2, seed=1)
     adapters.init(model)
@@ -137,9 +137,9 @@ def test_checkpoint_series_and_every_analysis(tmp_path, glue):
     """A Trainer-style series (checkpoint-2/, checkpoint-4/): one checkpoint per step, ``last`` the
     final one, ``best`` chosen on validation; then the analyses on imported runs."""
     from robustkit.analysis import scores, stability
-    from robustkit.importing import import_run
     from robustkit.store.manifest import read_manifest
     from robustkit.store.tables import load_history, load_runs
+    from robustkit.train.importing import import_run
 
     for step, seed in ((2, 5), (4, 6)):
         _tuned_full(seed).save_pretrained(tmp_path / "trainer" / f"checkpoint-{step}")
@@ -170,8 +170,8 @@ def test_checkpoint_series_and_every_analysis(tmp_path, glue):
 def test_refused_sources(tmp_path, glue):
     import adapters
 
-    from robustkit.importing import ImportError_, import_run
-    from robustkit.models import load_classifier
+    from robustkit.models.pretrained import load_classifier
+    from robustkit.train.importing import ImportError_, import_run
 
     (tmp_path / "empty").mkdir()
     with pytest.raises(ImportError_, match="no model to import"):
@@ -233,7 +233,7 @@ def _adapter(folder, config: str, seed: int) -> None:
     saved with its head by save_adapter."""
     import adapters
 
-    from robustkit.models import load_classifier
+    from robustkit.models.pretrained import load_classifier
 
     model = load_classifier(BASE, 2, seed=0)
     adapters.init(model)
@@ -252,9 +252,9 @@ def test_imports_are_never_pooled(tmp_path, glue):
     unknown seed, are three runs under robustkit's method names, and three groups everywhere."""
     from robustkit.analysis.pooling import split_columns
     from robustkit.figures import draw
-    from robustkit.importing import import_run
-    from robustkit.plots.style import figure_texts
+    from robustkit.figures.style import figure_texts
     from robustkit.store.tables import load_runs
+    from robustkit.train.importing import import_run
 
     for name, config, seed in (
         ("lora-a", "lora[r=4,alpha=8]", 1),
@@ -293,7 +293,7 @@ def test_adapterhub_method_names(tmp_path):
         get_method,
         method_of_config,
     )
-    from robustkit.spec import RunSpec
+    from robustkit.specs.spec import RunSpec
 
     for alias, name in ADAPTERHUB_ALIASES.items():
         method = METHODS[name]

@@ -14,7 +14,7 @@ BASE = "bert-tiny"
 
 def _tuned(folder):
     """bert-tiny with a 2-class head, every weight moved a little, saved as transformers does."""
-    from robustkit.models import load_classifier
+    from robustkit.models.pretrained import load_classifier
 
     model = load_classifier(BASE, 2, seed=1)
     torch.manual_seed(1)
@@ -34,7 +34,7 @@ def _neighbours(store, *train_sizes):
 
 
 def test_store_convention_is_the_neighbours_one(tmp_path):
-    from robustkit.importing import ImportError_, store_convention
+    from robustkit.train.importing import ImportError_, store_convention
 
     assert store_convention(tmp_path / "none", "rt") is None
     _neighbours(tmp_path / "low", 1000, 1000)

@@ -13,11 +13,11 @@ from scipy.linalg import hadamard
 from robustkit import figures
 from robustkit.analysis import intruders, weights
 from robustkit.analysis.registry import get, per_run
+from robustkit.figures.style import save_pdf
 from robustkit.measures.intruders import intruder_count, max_cosines
-from robustkit.plots.style import save_pdf
-from robustkit.run_model import load_run
 from robustkit.store.folders import run_dirs
 from robustkit.store.manifest import read_spec
+from robustkit.train.run_model import load_run
 
 
 def _planted(d: int = 32, block=(0, 3, 20, 21, 22, 23, 24, 25), seed: int = 0):
@@ -123,8 +123,8 @@ def test_no_run_with_an_updated_matrix_is_an_error(lora_store):
 
 def test_the_figure_never_pools_two_ranks_of_lora():
     """beyond/intruders draws LoRA at r = 8 and r = 64: one legend entry (and line style) each, with n."""
-    from robustkit.plots.intruders import intruders_figure
-    from robustkit.plots.style import figure_texts
+    from robustkit.figures.intruders import intruders_figure
+    from robustkit.figures.style import figure_texts
 
     rows, cosines = [], []
     for method, rank, runs in (("full", None, 2), ("lora", 8.0, 3), ("lora", 64.0, 2)):

@@ -11,16 +11,16 @@ import torch
 
 from robustkit.analysis import landscape
 from robustkit.analysis.registry import get as analysis
+from robustkit.data.tasks import get_task
 from robustkit.errors import RobustkitError
-from robustkit.evaluate import evaluate
-from robustkit.plots import landscape as landscape_plots
-from robustkit.plots.style import save_pdf
-from robustkit.run_model import load_run_model
-from robustkit.spec import RunSpec
+from robustkit.figures import landscape as landscape_plots
+from robustkit.figures.style import save_pdf
+from robustkit.specs.spec import RunSpec
 from robustkit.store.checkpoints import load_checkpoint, save_checkpoint
 from robustkit.store.folders import HISTORY, run_dirs
 from robustkit.store.manifest import read_manifest
-from robustkit.tasks import get_task
+from robustkit.train.evaluate import evaluate
+from robustkit.train.run_model import load_run_model
 
 
 def _run_dir(runs: Path, method: str) -> Path:

@@ -21,8 +21,8 @@ from robustkit.store.tables import load_runs
 def store_with_series(tiny_store, tmp_path_factory):
     """The tiny store (houlsby and full, checkpoints step-0, best, last) plus an imported
     checkpoint series, which alone has ``step-2`` and ``step-4``."""
-    from robustkit.importing import import_run
-    from robustkit.models import load_classifier
+    from robustkit.models.pretrained import load_classifier
+    from robustkit.train.importing import import_run
 
     root = tmp_path_factory.mktemp("left-out")
     store = root / "runs"

@@ -14,10 +14,10 @@ import torch
 from robustkit import figures
 from robustkit.analysis import lora_space
 from robustkit.analysis.registry import get, per_run
+from robustkit.figures.style import save_pdf
 from robustkit.methods.base import ADAPTER_NAME
-from robustkit.plots.style import save_pdf
-from robustkit.run_model import build_classifier
-from robustkit.spec import RunSpec
+from robustkit.specs.spec import RunSpec
+from robustkit.train.run_model import build_classifier
 
 
 def _lora_model(seed: int = 0):

@@ -1,14 +1,14 @@
-"""Tests of :mod:`robustkit.masked_lm`: the masked-LM loss over the masked tokens only."""
+"""Tests of :mod:`robustkit.models.masked_lm`: the masked-LM loss over the masked tokens only."""
 
 import torch
 
-from robustkit.models import load_tokenizer
+from robustkit.models.pretrained import load_tokenizer
 
 
 def test_sparse_masked_lm_loss_equals_the_models_own(tiny_model):
-    from robustkit.data import encode, masked_lm_collator
-    from robustkit.masked_lm import masked_lm_loss
-    from robustkit.models import load_masked_lm
+    from robustkit.data.batches import encode, masked_lm_collator
+    from robustkit.models.masked_lm import masked_lm_loss
+    from robustkit.models.pretrained import load_masked_lm
 
     model, _ = load_masked_lm(tiny_model, seed=0)
     tokenizer = load_tokenizer(tiny_model)

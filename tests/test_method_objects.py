@@ -19,8 +19,8 @@ from robustkit.analysis.registry import get as analysis
 from robustkit.errors import MethodError, RobustkitError
 from robustkit.methods import METHOD_NAMES, adaptation_of, apply_method, get_method
 from robustkit.methods.model_parts import count_parameters
-from robustkit.models import load_classifier
-from robustkit.spec import RunSpec
+from robustkit.models.pretrained import load_classifier
+from robustkit.specs.spec import RunSpec
 from robustkit.store.checkpoints import load_checkpoint
 from robustkit.store.folders import MODEL_FILE
 from robustkit.store.manifest import read_manifest
@@ -36,7 +36,7 @@ NEEDS = {"topk": {"top_k": 1}, "adapterhub": {"config": "seq_bn[reduction_factor
 
 def test_the_registry_and_the_spec_import_neither_torch_nor_adapters():
     code = (
-        "import sys, robustkit.spec, robustkit.methods; print([m for m in ('torch', 'adapters', 'transformers') "
+        "import sys, robustkit.specs.spec, robustkit.methods; print([m for m in ('torch', 'adapters', 'transformers') "
         "if m in sys.modules])"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -44,7 +44,7 @@ def test_the_registry_and_the_spec_import_neither_torch_nor_adapters():
 
 
 def test_every_method_has_its_own_label_colour_and_option_names():
-    from robustkit.plots.style import METHOD_COLORS, METHOD_LABELS
+    from robustkit.figures.style import METHOD_COLORS, METHOD_LABELS
     from robustkit.store.tables import IDENTITY
 
     assert {
@@ -156,7 +156,7 @@ def test_resolved_options_round_trip_through_a_manifest():
 
 def test_method_options_from_the_command_line_and_a_grid():
     from robustkit.cli import _specs_from_args, build_parser
-    from robustkit.sweep import expand_grid
+    from robustkit.sweeps.grid import expand_grid
 
     args = build_parser().parse_args(
         ["train", "--store", "s", "--method", "lora", "--method-option", "r=4", "--method-option", "matrices=q,k,v"]
@@ -272,9 +272,9 @@ def test_a_count_that_differs_from_the_formula_is_refused(tiny_model, monkeypatc
 def test_a_prompt_leaves_one_token_state_per_input_token(tiny_model, method, options):
     """Prompt tuning lengthens the encoder's output; the masked-LM loss of TSP needs one state per
     input token, and the states of the input's tokens are those AdapterHub computed."""
-    from robustkit.data import encode, masked_lm_collator
-    from robustkit.masked_lm import masked_lm_loss
-    from robustkit.models import load_masked_lm, load_tokenizer
+    from robustkit.data.batches import encode, masked_lm_collator
+    from robustkit.models.masked_lm import masked_lm_loss
+    from robustkit.models.pretrained import load_masked_lm, load_tokenizer
 
     model, _ = load_masked_lm(tiny_model, seed=0)
     apply_method(model, method, **options)
@@ -331,10 +331,10 @@ def full_checkpoint_bytes(tmp_path_factory, glue):
 def test_each_method_trains_resumes_keeps_its_base_and_switches_off(
     method, tmp_path, glue, monkeypatch, full_checkpoint_bytes
 ):
-    from robustkit.run_model import load_run_model
     from robustkit.train import train
     from robustkit.train.finetuning import _Finetune
     from robustkit.train.loop import _Loop
+    from robustkit.train.run_model import load_run_model
 
     spec = dataclasses.replace(TINY_RTE, method=method, method_options=NEEDS.get(method, {}), data_dir=glue)
     trained_model = {}

@@ -10,7 +10,7 @@ from robustkit.methods import (
     get_method,
     houlsby_adapter_size,
 )
-from robustkit.models import load_classifier, load_masked_lm
+from robustkit.models.pretrained import load_classifier, load_masked_lm
 
 
 def test_unknown_method_is_named():
@@ -230,10 +230,10 @@ def glue_dir(tmp_path_factory, rte_folder):
     ids=["topk", "layernorm", "houlsby-layer", "houlsby-3-layer-std"],
 )
 def test_new_methods_train_and_round_trip(tiny_spec, tmp_path, glue_dir, changes):
-    from robustkit.run_model import load_run_model
     from robustkit.store.checkpoints import load_checkpoint
     from robustkit.store.manifest import read_manifest
     from robustkit.train import train
+    from robustkit.train.run_model import load_run_model
 
     spec = dataclasses.replace(
         tiny_spec, task="rte", train_size=None, epochs=1, batch_size=8, data_dir=glue_dir, **changes

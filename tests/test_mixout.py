@@ -8,16 +8,18 @@ import pytest
 import torch
 from torch import nn
 
-from robustkit import data, models, tasks
+from robustkit.data import batches as data
+from robustkit.data import tasks
 from robustkit.errors import MethodError
-from robustkit.evaluate import EVAL_BATCH_SIZE, eval_batches, evaluate
-from robustkit.mixout import MixLinear, apply_mixout, disable_dropout, draw_mask, mix_linears, mix_weight
-from robustkit.run_model import build_classifier, load_run_model
-from robustkit.spec import RunSpec
+from robustkit.models import pretrained as models
+from robustkit.models.mixout import MixLinear, apply_mixout, disable_dropout, draw_mask, mix_linears, mix_weight
+from robustkit.specs.spec import RunSpec
 from robustkit.store.checkpoints import load_checkpoint
 from robustkit.store.manifest import read_manifest
 from robustkit.train import train
+from robustkit.train.evaluate import EVAL_BATCH_SIZE, eval_batches, evaluate
 from robustkit.train.loop import _Loop
+from robustkit.train.run_model import build_classifier, load_run_model
 
 # conftest's TINY_RTE: bert-tiny on a 24-example local RTE (rte_folder), 6 steps
 TINY_RTE = RunSpec(model="bert-tiny", task="rte", epochs=2, batch_size=8, max_length=32, adapter_size=16, eval_every=2)
@@ -302,7 +304,7 @@ def test_an_interrupted_mixout_run_resumes_to_the_same_result(tmp_path, monkeypa
 
 def test_mixout_from_the_command_line_and_a_grid():
     from robustkit.cli import _specs_from_args, build_parser
-    from robustkit.sweep import expand_grid
+    from robustkit.sweeps.grid import expand_grid
 
     args = build_parser().parse_args(["train", "--store", "s", "--method", "full", "--mixout", "0.9"])
     assert [s.mixout for s in _specs_from_args(args)] == [0.9]

@@ -3,8 +3,8 @@
 import numpy as np
 import pandas as pd
 
-from robustkit.plots import curvature
-from robustkit.plots.style import plt
+from robustkit.figures import curvature
+from robustkit.figures.style import plt
 
 
 def _overlapping_labels(values: np.ndarray, height_in: float) -> list[tuple[str, str]]:

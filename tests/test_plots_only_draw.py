@@ -1,4 +1,4 @@
-"""Plots only draw (issue "One home per analysis", item 2): every module of robustkit/plots is
+"""Plots only draw (issue "One home per analysis", item 2): every module of robustkit/figures is
 checked, from its source (``ast``), against one rule on what it may import.
 
 A plot receives finished DataFrames (statistics, tests, selected points, caption text) from an
@@ -7,8 +7,8 @@ from analysis to figure. So a plot module may import
 
 - the standard library, ``matplotlib``, ``seaborn``, ``numpy``, ``pandas`` (drawing and
   layout: positions, labels, scales);
-- ``robustkit.plots`` and its modules;
-- from :mod:`robustkit.collapse` only what reads the ``outcome`` column or names it
+- ``robustkit.figures`` and its modules;
+- from :mod:`robustkit.train.collapse` only what reads the ``outcome`` column or names it
   (:data:`COLLAPSE_NAMES`: the outcome names, ``kept``, ``label``), never what computes an
   outcome or a count (``mark``, ``marked``, ``outcome``, ``failure_rates``, ...);
 - from :mod:`robustkit.methods` the methods' names, labels and colours, and an AdapterHub
@@ -68,11 +68,11 @@ def allowed(module: str, name: str | None) -> bool:
     top = module.split(".")[0]
     if module == "__future__" or (top != "robustkit" and (top in DRAWING or top in sys.stdlib_module_names)):
         return True
-    if module == "robustkit.plots" or module.startswith("robustkit.plots."):
+    if module == "robustkit.figures" or module.startswith("robustkit.figures."):
         return True
     if name is None:  # a robustkit module bound as a whole: its attributes are checked where used
         return module in (
-            "robustkit.collapse",
+            "robustkit.train.collapse",
             "robustkit.methods",
             "robustkit.methods.registry",
             "robustkit.errors",
@@ -85,7 +85,7 @@ def allowed(module: str, name: str | None) -> bool:
         return name in ATTACK_NAMES or _constant(name)
     if module in ("robustkit.figures", "robustkit.params"):
         return _constant(name)
-    if module == "robustkit.collapse":
+    if module == "robustkit.train.collapse":
         return name in COLLAPSE_NAMES or _constant(name)
     if module in ("robustkit.methods", "robustkit.methods.registry"):
         return name in METHOD_NAMES or _constant(name)
@@ -96,8 +96,8 @@ def allowed(module: str, name: str | None) -> bool:
     return False
 
 
-def violations(source: str, module: str = "robustkit.plots.example") -> list[str]:
-    """What ``source`` (a module of robustkit/plots named ``module``) imports against the rule,
+def violations(source: str, module: str = "robustkit.figures.example") -> list[str]:
+    """What ``source`` (a module of robustkit/figures named ``module``) imports against the rule,
     as ``"line N: text"``; empty when it only draws."""
     tree = ast.parse(source)
     found, bound = [], {}  # bound: local name -> robustkit module bound to it
@@ -165,7 +165,7 @@ def _checked(path: Path):
 
 @pytest.mark.parametrize("path", [_checked(p) for p in _plot_modules()])
 def test_plot_modules_only_draw(path):
-    module = "robustkit.plots." + path.stem
+    module = "robustkit.figures." + path.stem
     assert violations(path.read_text(), module) == [], f"{path.name} computes: move it to robustkit/analysis (a view)"
 
 
@@ -193,8 +193,8 @@ def test_every_plot_module_is_checked():
             "d.aso_table (robustkit.analysis.dominance)",
         ),
         ("import robustkit.analysis.tuning as t\nt.run(None)", "t.run (robustkit.analysis.tuning)"),
-        ("from robustkit import collapse\ncollapse.marked(None)", "collapse.marked (robustkit.collapse)"),
-        ("from robustkit.collapse import failure_rates", "from robustkit.collapse import failure_rates"),
+        ("from robustkit import collapse\ncollapse.marked(None)", "collapse.marked (robustkit.train.collapse)"),
+        ("from robustkit.train.collapse import failure_rates", "from robustkit.train.collapse import failure_rates"),
         ("from robustkit.measures import significance", "from robustkit.measures import significance"),
         ("import robustkit.analysis.scores\nrobustkit.analysis.scores.outcomes(None)", "robustkit.analysis"),
         ("from ..analysis.tradeoff import select_best", "from robustkit.analysis.tradeoff import select_best"),
@@ -231,8 +231,8 @@ def test_the_rule_lets_drawing_imports_through():
             "import matplotlib.pyplot as plt",
             "from matplotlib.figure import Figure",
             "from robustkit import collapse",
-            "from robustkit.plots import style",
-            "from robustkit.plots.style import method_color",
+            "from robustkit.figures import style",
+            "from robustkit.figures.style import method_color",
             "from robustkit.analysis.tradeoff import POINT_COLUMN, POINT_SYMBOL",
             "from robustkit.analysis.pooling import mixed_settings",
             "from robustkit.methods import HOULSBY_INIT_STD",

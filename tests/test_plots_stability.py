@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from robustkit.analysis import boxes
-from robustkit.plots import stability as plots
-from robustkit.plots.style import COLLAPSED_LABEL, decorate, figure_texts, save_pdf
+from robustkit.figures import stability as plots
+from robustkit.figures.style import COLLAPSED_LABEL, decorate, figure_texts, save_pdf
 
 BASELINE = 0.53
 

@@ -7,9 +7,8 @@ import pytest
 
 from robustkit.analysis import ablation
 from robustkit.cli import parse_args
-from robustkit.figures import FIGURES
-from robustkit.plots import style
-from robustkit.plots.ablation import ablation_heatmap, cell_font_size
+from robustkit.figures import FIGURES, style
+from robustkit.figures.ablation import ablation_heatmap, cell_font_size
 
 TEXT = (
     "Claim: the standard deviation over seeds is smaller with adapters than with full fine-tuning "
@@ -123,7 +122,7 @@ def test_a_legend_wider_than_the_panels_is_not_cropped(tmp_path):
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    from robustkit.plots import style
+    from robustkit.figures import style
 
     fig, ax = plt.subplots(figsize=(3, 2), constrained_layout=True)
     ax.plot([0, 1], [0, 1])
@@ -176,7 +175,7 @@ def test_plain_savefig_keeps_title_legend_and_footer(tmp_path):
     fig.savefig(buffer, format="png", dpi=50)
     assert Image.open(buffer).size == tuple(round(v * 50) for v in fig.get_size_inches())
     # a table (no layout engine) and a figure legend
-    from robustkit.plots.tables import render_table
+    from robustkit.figures.tables import render_table
 
     table = render_table(["method", "score"], [["houlsby", "81.2"], ["full", "82.0"]], "A title", [TEXT])
     assert _outside(table) == []
@@ -198,8 +197,8 @@ def test_importing_robustkit_plots_keeps_the_backend():
     import sys
 
     code = (
-        "import matplotlib; matplotlib.use('svg'); import robustkit.plots.style, robustkit.figures, "
-        "robustkit.reproduce; "
+        "import matplotlib; matplotlib.use('svg'); import robustkit.figures.style, robustkit.figures, "
+        "robustkit.claims.reproduce; "
         "print(matplotlib.get_backend())"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
@@ -212,7 +211,7 @@ def test_strip_points_jitter_the_same_whatever_the_global_random_state():
     import numpy as np
     import pandas as pd
 
-    from robustkit.plots import style
+    from robustkit.figures import style
 
     frame = pd.DataFrame({"method": ["full"] * 5 + ["houlsby"] * 5, "value": np.arange(10.0)})
     offsets = []

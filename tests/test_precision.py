@@ -1,4 +1,4 @@
-"""bf16 autocast (robustkit.precision): part of a run's identity, applied to every forward pass of
+"""bf16 autocast (robustkit.models.precision): part of a run's identity, applied to every forward pass of
 the run's model, weights and outputs float32. Here on the CPU; on CUDA in tests/test_gpu.py."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 import torch
 from conftest import TINY_RTE
 
-from robustkit.precision import autocast_forward
-from robustkit.run_model import build_classifier, load_run
-from robustkit.spec import RunSpec, SpecError
+from robustkit.models.precision import autocast_forward
+from robustkit.specs.spec import RunSpec, SpecError
+from robustkit.train.run_model import build_classifier, load_run
 
 
 def test_precision_is_part_of_the_id_and_fp32_keeps_the_old_ones():

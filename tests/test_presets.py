@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from robustkit.claims.recipes import load_defaults, preset
 from robustkit.cli import _specs_from_args, main, parse_args
-from robustkit.demo import demo_specs
+from robustkit.cli.demo import demo_specs
 from robustkit.errors import RobustkitError, SweepError
-from robustkit.recipes import load_defaults, preset
-from robustkit.sweep import expand_grid
+from robustkit.sweeps.grid import expand_grid
 
 
 def test_grid_lr_table_gives_each_method_its_rate(tmp_path):

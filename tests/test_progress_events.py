@@ -56,7 +56,7 @@ def test_a_run_reports_its_start_each_evaluation_and_its_end(tmp_path, capsys, m
 
 @pytest.mark.slow
 def test_jobs_2_relays_every_workers_lines(tmp_path, capsys, monkeypatch):
-    from robustkit.sweep import run_sweep
+    from robustkit.sweeps.grid import run_sweep
 
     monkeypatch.delenv("TQDM_DISABLE", raising=False)
     glue = str(write_rte(tmp_path / "glue", train=16, dev=4))

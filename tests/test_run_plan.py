@@ -7,11 +7,11 @@ import math
 import pandas as pd
 import pytest
 
-from robustkit import run_plan
+from robustkit.claims.recipes import load_defaults, load_recipe
 from robustkit.cli import main
-from robustkit.recipes import load_defaults, load_recipe
-from robustkit.run_plan import NOT_MEASURED, Throughput
-from robustkit.spec import RunSpec
+from robustkit.specs.spec import RunSpec
+from robustkit.sweeps import plan as run_plan
+from robustkit.sweeps.plan import NOT_MEASURED, Throughput
 
 TOY = """title = "{title}"
 figure = "box-seeds"
@@ -47,7 +47,7 @@ def test_examples_by_hand():
 
 
 def test_embedded_sizes_are_the_tasks_own():
-    from robustkit.tasks import TASKS, load_splits
+    from robustkit.data.tasks import TASKS, load_splits
 
     assert set(run_plan.SPLIT_SIZES) == set(TASKS)
     for name in ("rt", "polarity"):
@@ -118,7 +118,7 @@ def test_the_cli_plans_and_trains_nothing(recipe_dir, tmp_path, capsys):
 
 def test_the_paper_plan_of_every_recipe():
     """Every recipe plans at paper scale without a model or data (the hub tasks' sizes are known)."""
-    from robustkit.recipes import RECIPE_DIR, list_recipes
+    from robustkit.claims.recipes import RECIPE_DIR, list_recipes
 
     recipes = [load_recipe(name, RECIPE_DIR) for name in list_recipes(RECIPE_DIR)]
     per_recipe, runs = run_plan.plan(recipes, "paper", RECIPE_DIR.parent / "no-store", load_defaults(RECIPE_DIR))

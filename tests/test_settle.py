@@ -1,4 +1,4 @@
-"""What would settle an inconclusive claim (robustkit.settle, issue #37 item 8): the runs per
+"""What would settle an inconclusive claim (robustkit.claims.settle, issue #37 item 8): the runs per
 group at which the observed effect is decided with 80% power (a bootstrap of the observed runs,
 judged by the claim's own path), and the training budget at which still-improving runs would
 pass the convergence guard; `robustkit claims` prints it."""
@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 from observation_frames import runs_frame
 
-from robustkit import settle
 from robustkit.analysis.convergence import improving
-from robustkit.claim import AGREES, NOT_CONVERGED, Claim, judge
+from robustkit.claims import settle
+from robustkit.claims.claim import AGREES, NOT_CONVERGED, Claim, judge
 
 
 def _claim(**changes) -> Claim:
@@ -150,11 +150,11 @@ def test_would_settle_says_train_longer_where_the_runs_still_improve():
 
 def test_claims_prints_what_would_settle_each_inconclusive_claim(tmp_path, capsys, monkeypatch):
     import robustkit.analysis.convergence
-    import robustkit.claim
-    import robustkit.reproduce
-    from robustkit.claim import VERDICT_COLUMNS
+    import robustkit.claims.claim
+    import robustkit.claims.reproduce
+    from robustkit.claims.claim import VERDICT_COLUMNS
+    from robustkit.claims.recipes import load_recipe
     from robustkit.cli import main
-    from robustkit.recipes import load_recipe
 
     recipe = load_recipe("han2021/fig2")
     claim = recipe.claims[0]
@@ -163,8 +163,8 @@ def test_claims_prints_what_would_settle_each_inconclusive_claim(tmp_path, capsy
     )
     table = judge(claim, observations).assign(recipe=recipe.name)[VERDICT_COLUMNS]
     assert table.iloc[-1]["verdict"] == "inconclusive"
-    monkeypatch.setattr(robustkit.reproduce, "claims", lambda *args, **kwargs: table)
-    monkeypatch.setattr(robustkit.claim, "observations", lambda *args, **kwargs: observations)
+    monkeypatch.setattr(robustkit.claims.reproduce, "claims", lambda *args, **kwargs: table)
+    monkeypatch.setattr(robustkit.claims.claim, "observations", lambda *args, **kwargs: observations)
     monkeypatch.setattr(
         robustkit.analysis.convergence, "still_improving", lambda store, run_ids: pd.Series(False, index=list(run_ids))
     )

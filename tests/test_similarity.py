@@ -18,15 +18,15 @@ from robustkit.analysis.representations import (
     sample_tokens,
 )
 from robustkit.errors import RobustkitError
-from robustkit.models import load_tokenizer
-from robustkit.plots.similarity import rsa_by_layer
-from robustkit.plots.style import save_pdf
-from robustkit.run_model import load_run_model
-from robustkit.spec import RunSpec
+from robustkit.figures.similarity import rsa_by_layer
+from robustkit.figures.style import save_pdf
+from robustkit.models.pretrained import load_tokenizer
+from robustkit.specs.spec import RunSpec
 from robustkit.store.checkpoints import load_checkpoint, save_checkpoint
 from robustkit.store.folders import run_dirs
 from robustkit.store.manifest import read_manifest
 from robustkit.train import train
+from robustkit.train.run_model import load_run_model
 
 TOKENS = 300
 N_LAYERS = 2  # bert-tiny

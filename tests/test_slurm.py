@@ -12,12 +12,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from robustkit import slurm
-from robustkit.slurm import SlurmOptions
-from robustkit.spec import RunSpec
+from robustkit.specs.spec import RunSpec
 from robustkit.store.manifest import read_manifest
 from robustkit.store.tables import load_runs
-from robustkit.sweep import expand_grid, run_sweep
+from robustkit.sweeps import slurm
+from robustkit.sweeps.grid import expand_grid, run_sweep
+from robustkit.sweeps.slurm import SlurmOptions
 from robustkit.train import train
 
 SCRIPT = Path(__file__).resolve().parents[1] / ".ci" / "slurm.sh"

@@ -1,7 +1,7 @@
 import pytest
 
 from robustkit.errors import RobustkitError
-from robustkit.spec import RunSpec
+from robustkit.specs.spec import RunSpec
 
 
 def test_paper_defaults_per_method():
@@ -132,7 +132,7 @@ def test_bad_mixout_is_named(mixout):
 def test_light_method_names_are_the_registrys():
     # the CLI takes --method choices from spec.METHOD_NAMES so that --help never imports methods
     from robustkit.methods import METHODS
-    from robustkit.spec import METHOD_NAMES
+    from robustkit.specs.spec import METHOD_NAMES
 
     assert METHOD_NAMES == tuple(METHODS)
 
@@ -141,7 +141,7 @@ def test_a_spec_is_resolved_once_into_a_resolved_type():
     import dataclasses
     import pickle
 
-    from robustkit.spec import ResolvedRunSpec
+    from robustkit.specs.spec import ResolvedRunSpec
 
     spec = RunSpec(task="rt", method="lora", seed=3)
     resolved = spec.resolved()

@@ -8,14 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from robustkit import collapse
 from robustkit.analysis import boxes, scores, stability
 from robustkit.analysis.pooling import PoolingError
 from robustkit.cli import main
 from robustkit.errors import RobustkitError
-from robustkit.plots import stability as plots
-from robustkit.plots.style import save_pdf
+from robustkit.figures import stability as plots
+from robustkit.figures.style import save_pdf
 from robustkit.store.tables import IDENTITY, load_runs
+from robustkit.train import collapse
 
 
 def _runs(spread: dict[str, float], n: int = 20, seed: int = 0, baseline: float = 0.53, **cells) -> pd.DataFrame:
@@ -335,7 +335,7 @@ def test_a_store_of_mixed_settings_is_never_pooled(tmp_path, rte_folder):
 
     from conftest import TINY_RTE
 
-    from robustkit.plots import stability as stability_plots
+    from robustkit.figures import stability as stability_plots
     from robustkit.train import train
 
     glue = rte_folder(tmp_path / "glue")

@@ -10,9 +10,9 @@ import pytest
 
 from robustkit.analysis import scores, stability_length
 from robustkit.analysis.registry import get
-from robustkit.claim import Claim, judge
-from robustkit.plots.stability_length import stability_length_figure
-from robustkit.plots.style import save_pdf
+from robustkit.claims.claim import Claim, judge
+from robustkit.figures.stability_length import stability_length_figure
+from robustkit.figures.style import save_pdf
 from robustkit.store.tables import IDENTITY
 
 # method -> seed -> validation score after epochs 1, 2, 3

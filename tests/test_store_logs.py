@@ -8,12 +8,12 @@ import shutil
 
 import pytest
 
+from robustkit.analysis.verify import verify_store
 from robustkit.store import DamagedRunWarning, load_gradnorms, load_history
 from robustkit.store.atomic import sha256_file
 from robustkit.store.folders import GRADNORMS, HISTORY
 from robustkit.store.logs import log_problems
 from robustkit.store.manifest import read_manifest
-from robustkit.verify import verify_store
 
 
 @pytest.fixture

@@ -12,18 +12,18 @@ import torch
 from robustkit.analysis import connectivity, surface
 from robustkit.analysis.batches import sampled_batches
 from robustkit.analysis.registry import get as analysis
+from robustkit.data.tasks import get_task
 from robustkit.errors import RobustkitError
-from robustkit.evaluate import evaluate
-from robustkit.plots.connectivity import connectivity_figure
-from robustkit.plots.style import save_pdf
-from robustkit.plots.surface import surface_contours
-from robustkit.run_model import load_run_model
+from robustkit.figures.connectivity import connectivity_figure
+from robustkit.figures.style import save_pdf
+from robustkit.figures.surface import surface_contours
 from robustkit.store.checkpoints import load_checkpoint
 from robustkit.store.folders import run_dirs
 from robustkit.store.manifest import read_manifest, read_spec
 from robustkit.store.tables import IDENTITY
-from robustkit.tasks import get_task
 from robustkit.train import train
+from robustkit.train.evaluate import evaluate
+from robustkit.train.run_model import load_run_model
 
 
 def _run_dir(runs, method, seed=0):

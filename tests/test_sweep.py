@@ -16,7 +16,7 @@ from robustkit.store.folders import GRADNORMS, HISTORY
 from robustkit.store.locks import run_lock
 from robustkit.store.manifest import read_manifest
 from robustkit.store.tables import load_runs
-from robustkit.sweep import expand_grid, run_sweep, tsp_jobs
+from robustkit.sweeps.grid import expand_grid, run_sweep, tsp_jobs
 
 GRID = """
 [base]
@@ -134,8 +134,8 @@ def test_unknown_executor_is_named(tmp_path):
 
 
 def test_local_executor_does_not_try_runs_whose_tsp_run_failed(tmp_path, monkeypatch):
-    from robustkit import executors
-    from robustkit.jobs import Job
+    from robustkit.sweeps import executors
+    from robustkit.sweeps.jobs import Job
 
     specs = expand_grid(_write(tmp_path, GRID))
     with_tsp = [s for s in specs if s.tsp_step][:1]
@@ -157,7 +157,7 @@ def test_local_executor_does_not_try_runs_whose_tsp_run_failed(tmp_path, monkeyp
 
 
 def test_a_needed_job_may_not_need_another(tmp_path):
-    from robustkit.jobs import Job, waves
+    from robustkit.sweeps.jobs import Job, waves
 
     spec = expand_grid(_write(tmp_path, GRID))[0]
     first, then = waves([Job(spec, "s", needs="x")])
@@ -330,7 +330,7 @@ _WATCHED = textwrap.dedent(
     """
     import os, sys, time
     sys.platform = "darwin"  # no PR_SET_PDEATHSIG: only the watchdog thread
-    from robustkit.executors import _die_with_parent
+    from robustkit.sweeps.executors import _die_with_parent
     _die_with_parent(os.getppid())
     print("watching", flush=True)
     time.sleep(60)
@@ -372,7 +372,7 @@ _REAPER = textwrap.dedent(
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="adopts the orphan with PR_SET_CHILD_SUBREAPER")
 def test_a_worker_whose_parent_dies_ends_without_pdeathsig():
     """The watchdog alone (where PR_SET_PDEATHSIG does not exist) ends an orphaned worker."""
-    from robustkit.executors import WATCHDOG_SECONDS
+    from robustkit.sweeps.executors import WATCHDOG_SECONDS
 
     script = _REAPER.format(parent=_PARENT.format(watched=_WATCHED), timeout=4 * WATCHDOG_SECONDS + 2)
     reaper = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
@@ -384,7 +384,7 @@ def test_a_worker_whose_parent_died_before_it_started_ends_at_once():
         [
             sys.executable,
             "-c",
-            "from robustkit.executors import _die_with_parent; _die_with_parent(-5); print('alive')",
+            "from robustkit.sweeps.executors import _die_with_parent; _die_with_parent(-5); print('alive')",
         ],
         capture_output=True,
         text=True,

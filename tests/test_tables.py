@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from robustkit import collapse
 from robustkit.analysis import stability
-from robustkit.plots.style import figure_texts, save_pdf
-from robustkit.plots.tables import summary_table
+from robustkit.figures.style import figure_texts, save_pdf
+from robustkit.figures.tables import summary_table
+from robustkit.train import collapse
 
 
 def _scores() -> pd.DataFrame:
@@ -79,8 +79,7 @@ def test_empty_summary_is_an_error():
 
 def test_plot_table_command_on_a_store(tiny_store, tmp_path, monkeypatch):
     from robustkit.cli import main
-    from robustkit.figures import FIGURES
-    from robustkit.plots import tables
+    from robustkit.figures import FIGURES, tables
 
     shown = {}
     original = tables.summary_table

@@ -6,7 +6,7 @@ import datasets
 import numpy as np
 import pytest
 
-from robustkit import metrics, tasks
+from robustkit.data import metrics, tasks
 from robustkit.errors import TaskError
 
 # --- registry ---------------------------------------------------------------------------------

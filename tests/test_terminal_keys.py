@@ -7,8 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from robustkit import terminal
-from robustkit.cli import main
+from robustkit.cli import main, terminal
 
 
 def _header(text: str, first: str) -> str:
@@ -61,7 +60,7 @@ def test_an_empty_table_says_why():
 
 
 def _claims(recipe: str) -> pd.DataFrame:
-    """Claims rows as robustkit.reproduce.claims returns them, each claim's last row its verdict."""
+    """Claims rows as robustkit.claims.reproduce.claims returns them, each claim's last row its verdict."""
     return pd.DataFrame(
         [
             {
@@ -90,9 +89,9 @@ def _claims(recipe: str) -> pd.DataFrame:
 
 
 def test_claims_keeps_verdict_and_reason_at_80_columns(tmp_path, capsys, monkeypatch):
-    import robustkit.reproduce
+    import robustkit.claims.reproduce
 
-    monkeypatch.setattr(robustkit.reproduce, "claims", lambda *args, **kwargs: _claims("han2021/fig2"))
+    monkeypatch.setattr(robustkit.claims.reproduce, "claims", lambda *args, **kwargs: _claims("han2021/fig2"))
     monkeypatch.setenv("COLUMNS", "80")
     assert main(["claims", "han2021/fig2", "--store", str(tmp_path), "--no-settle"]) == 0
     out = capsys.readouterr().out
@@ -104,7 +103,7 @@ def test_claims_keeps_verdict_and_reason_at_80_columns(tmp_path, capsys, monkeyp
 
 def test_runs_and_train_keep_scores_and_outcome_past_long_options(tmp_path, capsys, monkeypatch):
     # a LoRA run's options cell is wide: at 80 columns it used to push best_val and best_test off
-    import robustkit.report
+    import robustkit.cli.report
     import robustkit.store.folders
 
     table = pd.DataFrame(
@@ -127,8 +126,8 @@ def test_runs_and_train_keep_scores_and_outcome_past_long_options(tmp_path, caps
             "last_test": [0.75, 0.578],
         }
     )
-    monkeypatch.setattr(robustkit.report, "runs_table", lambda *args, **kwargs: table)
-    monkeypatch.setattr(robustkit.report, "damaged_notes", lambda store: [])
+    monkeypatch.setattr(robustkit.cli.report, "runs_table", lambda *args, **kwargs: table)
+    monkeypatch.setattr(robustkit.cli.report, "damaged_notes", lambda store: [])
     monkeypatch.setattr(robustkit.store.folders, "open_store", lambda *args, **kwargs: None)
     monkeypatch.setenv("COLUMNS", "80")
     assert main(["runs", str(tmp_path)]) == 0

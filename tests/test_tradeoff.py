@@ -7,14 +7,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from robustkit import collapse
 from robustkit.analysis import tradeoff
 from robustkit.analysis.registry import get as analysis
-from robustkit.plots.init_std import init_std_figure
-from robustkit.plots.style import COLLAPSED_LABEL, figure_texts, save_pdf
-from robustkit.plots.tradeoff import tradeoff_aggregate_figure, tradeoff_figure
-from robustkit.spec import RunSpec
+from robustkit.figures.init_std import init_std_figure
+from robustkit.figures.style import COLLAPSED_LABEL, figure_texts, save_pdf
+from robustkit.figures.tradeoff import tradeoff_aggregate_figure, tradeoff_figure
+from robustkit.specs.spec import RunSpec
 from robustkit.store.manifest import write_manifest
+from robustkit.train import collapse
 
 BASE = 4_000_000  # parameters of the fake model without adapters
 

@@ -10,17 +10,17 @@ import pandas as pd
 import pytest
 import torch
 
-from robustkit.data import classification_collator, encode_labelled
+from robustkit.data.batches import classification_collator, encode_labelled
 from robustkit.errors import StoreError
 from robustkit.methods import ADAPTER_NAME, houlsby_adapter_size
-from robustkit.models import load_tokenizer
-from robustkit.run_model import build_classifier, load_run_model
-from robustkit.spec import RunSpec
+from robustkit.models.pretrained import load_tokenizer
+from robustkit.specs.spec import RunSpec
 from robustkit.store.checkpoints import load_checkpoint, save_checkpoint
 from robustkit.store.manifest import read_manifest
 from robustkit.train import pretrain, train
 from robustkit.train.loop import _Loop
 from robustkit.train.optimiser import _Optimiser
+from robustkit.train.run_model import build_classifier, load_run_model
 
 
 def _history(run_dir):
@@ -57,8 +57,8 @@ def test_run_folder_manifest_and_checkpoints(tiny_spec, tmp_path):
     assert all("adapters" in n or "LayerNorm" in n or n.startswith("classifier") for n in saved)
     # the share of the most predicted validation class, kept from the evaluations during training,
     # is what a fresh pass over each saved checkpoint gives, and is not logged as a metric
-    from robustkit.evaluate import evaluate, split_batches
-    from robustkit.tasks import get_task
+    from robustkit.data.tasks import get_task
+    from robustkit.train.evaluate import evaluate, split_batches
 
     batches = split_batches(tiny_spec.resolved(), ["validation"])["validation"]
     for name in ("best", "last"):
@@ -80,7 +80,7 @@ _KILLER = textwrap.dedent(
     import os, signal, sys
     import torch
     torch.set_num_threads({threads})  # the reference's thread count: reductions stay bit-identical
-    from robustkit.spec import RunSpec
+    from robustkit.specs.spec import RunSpec
     from robustkit.train import train
     from robustkit.train.loop import _Loop
     original = _Loop.step
@@ -97,7 +97,7 @@ _KILLER = textwrap.dedent(
 def test_a_training_call_resolves_its_spec_once_and_loads_its_data_once(tmp_path, rte_folder, monkeypatch):
     from conftest import TINY_RTE
 
-    from robustkit import tasks
+    from robustkit.data import tasks
 
     calls = {"resolved": 0, "load_splits": 0}
     resolve, load = RunSpec.resolved, tasks.load_splits

@@ -14,10 +14,10 @@ import datasets
 import pandas as pd
 import pytest
 
-from robustkit import user_data
+from robustkit.data import user_data
+from robustkit.data.tasks import data_record, get_task, load_splits
 from robustkit.errors import TaskError
-from robustkit.spec import RunSpec
-from robustkit.tasks import data_record, get_task, load_splits
+from robustkit.specs.spec import RunSpec
 
 FAST = dict(model="bert-tiny", epochs=1, batch_size=16, max_length=32, adapter_size=16)
 
@@ -242,7 +242,7 @@ def test_train_cli_takes_a_csv_a_preset_and_train_size_all(tmp_path, capsys):
 
 
 def test_a_preset_on_built_in_small_data_says_what_to_pass(tmp_path, rte_folder):
-    from robustkit.recipes import preset_spec
+    from robustkit.claims.recipes import preset_spec
 
     glue = rte_folder(tmp_path / "glue")
     with pytest.raises(TaskError, match="--train-size all"):
@@ -258,7 +258,7 @@ def test_a_recipe_names_the_task_and_a_claim_is_judged_on_it(tmp_path):
     matplotlib.use("Agg")
     import robustkit
     from robustkit import figures
-    from robustkit.recipes import load_recipe
+    from robustkit.claims.recipes import load_recipe
     from robustkit.train import train
 
     folder = tmp_path / "recipes" / "mine"
@@ -308,7 +308,7 @@ seed = [0, 1]
 
 def test_box_seeds_panels_name_data_by_a_short_fingerprint():
     """Runs of one task on two versions of its data get a panel each, titled by 8 hex digits."""
-    from robustkit.plots.stability import _panel_title
+    from robustkit.figures.stability import _panel_title
 
     title = _panel_title("reviews", ["data_fingerprint"], ("user:sha256:" + "ab" * 32,))
     assert title == "reviews: data user:abababab"

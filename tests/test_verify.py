@@ -10,15 +10,15 @@ import shutil
 import pytest
 from conftest import TINY_RTE, write_rte
 
+from robustkit.analysis.verify import verify_store
 from robustkit.cli import main
 from robustkit.errors import DamagedRunError
-from robustkit.spec import RunSpec
+from robustkit.specs.spec import RunSpec
 from robustkit.store.checkpoints import checkpoint_problems, finished_state, save_checkpoint
 from robustkit.store.folders import run_folders
 from robustkit.store.manifest import read_manifest, write_manifest
 from robustkit.store.tables import DamagedRunWarning, load_history, load_runs
-from robustkit.sweep import run_sweep
-from robustkit.verify import verify_store
+from robustkit.sweeps.grid import run_sweep
 
 
 class _RecordingExecutor:

@@ -1,14 +1,14 @@
 """One vocabulary for outcomes (issue #38 item 9): a run is called the same by ``train``'s
-summary, ``runs``, ``stats`` and the figures (the words of :data:`robustkit.collapse.OUTCOMES`);
+summary, ``runs``, ``stats`` and the figures (the words of :data:`robustkit.train.collapse.OUTCOMES`);
 counts take the right plural; an empty table says why."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from robustkit import collapse
 from robustkit.analysis import stability
 from robustkit.cli import main
+from robustkit.train import collapse
 
 
 def test_labels_use_the_outcome_words():
@@ -23,7 +23,7 @@ def _store_with_a_run_that_never_learned(monkeypatch, tmp_path):
     """A store of one run whose manifest records it collapsed (training judges the scored split
     alone) and whose history never left the majority class: stats calls it not-learned."""
     import robustkit.analysis.scores
-    import robustkit.report
+    import robustkit.cli.report
 
     run_id = "rt-full-minilm-l6-s0-tsp0-f7473ba4"
     manifest = {
@@ -39,8 +39,8 @@ def _store_with_a_run_that_never_learned(monkeypatch, tmp_path):
             "outcome/last/test": ["collapsed"],
         }
     )
-    monkeypatch.setattr(robustkit.report, "read_manifest", lambda path: manifest)
-    monkeypatch.setattr(robustkit.report, "load_runs", lambda *args, **kwargs: runs)
+    monkeypatch.setattr(robustkit.cli.report, "read_manifest", lambda path: manifest)
+    monkeypatch.setattr(robustkit.cli.report, "load_runs", lambda *args, **kwargs: runs)
     monkeypatch.setattr(
         robustkit.analysis.scores,
         "ever_learned",
@@ -50,18 +50,18 @@ def _store_with_a_run_that_never_learned(monkeypatch, tmp_path):
 
 
 def test_train_and_runs_call_a_run_what_stats_calls_it(monkeypatch, tmp_path):
-    from robustkit.report import failed_outcomes
+    from robustkit.cli.report import failed_outcomes
 
     run_id, runs = _store_with_a_run_that_never_learned(monkeypatch, tmp_path)
-    # what stats says of it (robustkit.collapse.mark, from the same history)
+    # what stats says of it (robustkit.train.collapse.mark, from the same history)
     said = collapse.mark(pd.DataFrame({"value": [0.578], "baseline": [0.578], "ever_learned": [False]}))[
         "outcome"
     ].item()
     [line] = failed_outcomes(tmp_path, [run_id])
     assert line.startswith(f"{said} {run_id}:") and "COLLAPSED" not in line and "collapsed" not in line, line
-    import robustkit.report
+    import robustkit.cli.report
 
-    assert robustkit.report._with_history(tmp_path, runs, {run_id: "collapsed"}) == {run_id: said}
+    assert robustkit.cli.report._with_history(tmp_path, runs, {run_id: "collapsed"}) == {run_id: said}
 
 
 def test_stats_caption_counts_in_the_outcome_words_and_the_right_plural():
@@ -94,21 +94,21 @@ def test_stats_says_why_a_table_is_empty(tiny_store, capsys, monkeypatch):
 
 def test_figures_mark_failed_runs_in_the_outcome_words():
     # the grey x marks every run that is no result: not-learned ones too, not as "collapsed"
-    from robustkit.plots import style
+    from robustkit.figures import style
 
     label = style.collapsed_handle().get_label()
     assert all(word in label for word in (collapse.NOT_LEARNED, collapse.COLLAPSED, collapse.DIVERGED)), label
 
 
 def test_train_summary_counts_one_run_as_a_run(tmp_path, capsys, monkeypatch):
-    import robustkit.report
+    import robustkit.cli.report
     from robustkit.cli import _report
 
     results = pd.DataFrame({"run_id": ["rt-full-minilm-l6-s0-tsp0-f7473ba4"], "status": ["complete"], "error": [None]})
     monkeypatch.setattr(
-        robustkit.report, "runs_table", lambda *args, **kwargs: results[["run_id"]].assign(outcome="ok")
+        robustkit.cli.report, "runs_table", lambda *args, **kwargs: results[["run_id"]].assign(outcome="ok")
     )
-    monkeypatch.setattr(robustkit.report, "failed_outcomes", lambda *args, **kwargs: [])
+    monkeypatch.setattr(robustkit.cli.report, "failed_outcomes", lambda *args, **kwargs: [])
     assert _report(results, tmp_path) == 0
     out = capsys.readouterr().out
     assert "\n1 run: 1 trained, 0 already complete" in out, out

@@ -12,7 +12,7 @@ every layer's adapters gives exactly the pretrained base with the trained LayerN
 Two implementations with identical results:
 
 :func:`naive_spans`
-    One full :func:`robustkit.evaluate.evaluate` per span: L(L+1)/2 x L layer evaluations per
+    One full :func:`robustkit.train.evaluate.evaluate` per span: L(L+1)/2 x L layer evaluations per
     batch (plus L for the unablated reference). The reference.
 :func:`fast_spans`
     Per batch, one ordinary forward of the adapted model gives the embedding output and the
@@ -48,19 +48,19 @@ import torch
 from adapters.context import ForwardContext
 from torch import nn
 
-from robustkit import tasks
 from robustkit.analysis import scores
 from robustkit.analysis.declare import DEVICE, METRIC, Analysis, Statistic, checkpoint_param
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.select import select_runs
+from robustkit.data import tasks
 from robustkit.errors import RobustkitError
-from robustkit.evaluate import EVAL_BATCH_SIZE, MetricAccumulator, evaluate, model_inputs, split_batches
 from robustkit.methods import ADAPTER_NAME, get_method
 from robustkit.methods.model_parts import describe
 from robustkit.progress import bar as progress_bar
-from robustkit.provenance import computed_on
-from robustkit.run_model import load_run
 from robustkit.store.tables import IDENTITY
+from robustkit.train.evaluate import EVAL_BATCH_SIZE, MetricAccumulator, evaluate, model_inputs, split_batches
+from robustkit.train.provenance import computed_on
+from robustkit.train.run_model import load_run
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
 # take their defaults from it.
@@ -224,7 +224,7 @@ def naive_spans(model: nn.Module, batches: list[dict], task: str | tasks.Task) -
     model : nn.Module
         An AdapterHub-adapted classification model holding adapter :data:`ADAPTER_NAME`.
     batches : list of dict
-        Dev batches from :func:`robustkit.evaluate.split_batches`.
+        Dev batches from :func:`robustkit.train.evaluate.split_batches`.
     task : str or Task
         Decides the loss and the metrics.
 
@@ -398,7 +398,7 @@ def fast_spans(model: nn.Module, batches: list[dict], task: str | tasks.Task, pr
     model : nn.Module
         An AdapterHub-adapted BERT-style classification model holding :data:`ADAPTER_NAME`.
     batches : list of dict
-        Dev batches from :func:`robustkit.evaluate.split_batches`.
+        Dev batches from :func:`robustkit.train.evaluate.split_batches`.
     task : str or Task
         Decides the metrics (the loss is the model's own).
 
@@ -542,7 +542,7 @@ def main_metric(frame: pd.DataFrame) -> str:
 def ablation_heatmap(frame: pd.DataFrame, metric: str | None = None) -> dict:
     """The ablation figure's data (Houlsby et al. 2019 figure 6 left/centre): the mean relative
     change per ablated span over the runs of each panel, for
-    :func:`robustkit.plots.ablation.ablation_heatmap`.
+    :func:`robustkit.figures.ablation.ablation_heatmap`.
 
     Parameters
     ----------

@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from robustkit import collapse
 from robustkit.analysis.pooling import require_columns
+from robustkit.train import collapse
 
 N_RESAMPLES = 2000  # rliable's default number of bootstrap resamples
 CONFIDENCE = 0.95

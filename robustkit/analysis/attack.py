@@ -68,10 +68,10 @@ from robustkit.analysis.each_run import cache_path, each_run, record_provenance
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.progress import bar as progress_bar
-from robustkit.provenance import computed_on
-from robustkit.run_data import run_splits
 from robustkit.store.atomic import atomic_write_bytes
+from robustkit.store.run_data import run_splits
 from robustkit.store.tables import IDENTITY
+from robustkit.train.provenance import computed_on
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); its attackers are
 # the attack registry's (robustkit.attacks.registry), read when they are chosen.
@@ -183,7 +183,7 @@ def sample_examples(run_dir: Path, n: int, seed: int, split: str = "test") -> pd
         ``example`` (position in the split), ``idx``, ``sentence``, ``label``; sorted by
         ``example``. Every run of one task and split seed gets the same examples.
     """
-    from robustkit import tasks
+    from robustkit.data import tasks
     from robustkit.store.manifest import read_spec
 
     spec = read_spec(run_dir)
@@ -330,8 +330,8 @@ def _attack_examples(
     device: str | None = None,
 ) -> None:
     from robustkit.attacks.victim import Victim
-    from robustkit.models import load_tokenizer
-    from robustkit.run_model import load_run
+    from robustkit.models.pretrained import load_tokenizer
+    from robustkit.train.run_model import load_run
 
     run = load_run(run_dir, checkpoint, device)
     where = computed_on(device)["device"]
@@ -633,12 +633,12 @@ def success_lines(summary: pd.DataFrame, convention: str = "openattack", include
     Returns
     -------
     dict
-        The keyword arguments of :func:`robustkit.plots.attack.attack_vs_tsp` and
-        :func:`~robustkit.plots.attack.attack_by_attacker`: ``summary`` (the rows of
+        The keyword arguments of :func:`robustkit.figures.attack.attack_vs_tsp` and
+        :func:`~robustkit.figures.attack.attack_by_attacker`: ``summary`` (the rows of
         ``convention``, with ``outcome``), ``lines`` (``attacker`` where ``summary`` has it +
         :data:`LINE_COLUMNS`: ``mean`` and ``std`` (ddof 1; NaN for one victim) of the success
         rate, a fraction, over the ``n`` victims kept at that point), ``failures``
-        (:func:`robustkit.collapse.failure_rates` per method of the victims, counted once: from
+        (:func:`robustkit.train.collapse.failure_rates` per method of the victims, counted once: from
         the first attacker's rows), ``convention`` and ``include_failed``.
 
     Raises
@@ -646,7 +646,7 @@ def success_lines(summary: pd.DataFrame, convention: str = "openattack", include
     ValueError
         No row of ``convention``.
     """
-    from robustkit import collapse
+    from robustkit.train import collapse
 
     data = summary[summary["convention"] == convention]
     if data.empty:
@@ -686,7 +686,7 @@ def success_by_tsp(
 def with_outcomes(
     summary: pd.DataFrame, store: str | Path, checkpoint: str = DECLARED.default("checkpoint")
 ) -> pd.DataFrame:
-    """``summary`` + each victim's ``outcome`` on its test split (:mod:`robustkit.collapse`).
+    """``summary`` + each victim's ``outcome`` on its test split (:mod:`robustkit.train.collapse`).
 
     A victim stuck at the majority class predicts one label whatever the input, so no
     perturbation flips it: its low success rate is no robustness, and figures and claims leave

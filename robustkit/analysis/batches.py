@@ -4,7 +4,7 @@ surfaces and mode connectivity evaluate a model on.
 The examples are drawn by ``seed`` alone, not by the run's seed, so every run trained on the same
 data (same task, ``train_size``, ``split_seed``, ``data_dir``) is measured on the same examples:
 adapter and full runs are compared on one batch. They are tokenised and padded as the training
-loop does it (:func:`robustkit.evaluate.encode_split`, the run's ``max_length``).
+loop does it (:func:`robustkit.train.evaluate.encode_split`, the run's ``max_length``).
 """
 
 from __future__ import annotations
@@ -12,11 +12,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from robustkit import data, models, tasks
+from robustkit.data import batches as data
+from robustkit.data import tasks
 from robustkit.errors import RobustkitError
-from robustkit.evaluate import EVAL_BATCH_SIZE, encode_split, eval_batches
-from robustkit.run_data import run_splits
-from robustkit.spec import RunSpec
+from robustkit.models import pretrained as models
+from robustkit.specs.spec import RunSpec
+from robustkit.store.run_data import run_splits
+from robustkit.train.evaluate import EVAL_BATCH_SIZE, encode_split, eval_batches
 
 
 def sampled_batches(
@@ -44,7 +46,7 @@ def sampled_batches(
     Returns
     -------
     list of dict of str to Tensor
-        Batches of :func:`robustkit.evaluate.eval_batches` (with ``labels`` and ``order``, the
+        Batches of :func:`robustkit.train.evaluate.eval_batches` (with ``labels`` and ``order``, the
         row of each example in the sample).
 
     Raises

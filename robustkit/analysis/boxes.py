@@ -1,5 +1,5 @@
 """What the stability box plots show besides the runs: the boxes' statistics, the tests between
-methods and the caption, computed before drawing (:mod:`robustkit.plots.stability` only draws).
+methods and the caption, computed before drawing (:mod:`robustkit.figures.stability` only draws).
 
 Each function here is the *view* of one figure of :mod:`robustkit.figures`: it takes the
 figure's per-run frame (:func:`robustkit.analysis.scores.outcomes` or
@@ -27,9 +27,9 @@ from typing import Any
 
 import pandas as pd
 
-from robustkit import collapse
 from robustkit.analysis import dominance, stability
 from robustkit.analysis.pooling import mixed_settings
+from robustkit.train import collapse
 
 __all__ = [
     "box_lr",
@@ -131,7 +131,7 @@ def box_statistics(
     frame : DataFrame
         One row per observation (run, or run x epoch end): ``task, method, value, metric``,
         ``baseline`` and run settings; ``outcome`` where known (else marked by
-        :func:`robustkit.collapse.marked`).
+        :func:`robustkit.train.collapse.marked`).
     x, hue : str
         Columns of the boxes' positions and colours (both ``method``: one box per method).
     columns : str, optional

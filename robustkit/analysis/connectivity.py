@@ -52,12 +52,12 @@ from robustkit.analysis.landscape import interpolate, parse_alphas
 from robustkit.analysis.pooling import setting_columns
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
-from robustkit.evaluate import EVAL_BATCH_SIZE, resolve_device
 from robustkit.progress import bar as progress_bar
-from robustkit.provenance import computed_on
-from robustkit.run_model import LoadedRun, load_run
 from robustkit.store.manifest import read_spec
 from robustkit.store.tables import IDENTITY
+from robustkit.train.evaluate import EVAL_BATCH_SIZE, resolve_device
+from robustkit.train.provenance import computed_on
+from robustkit.train.run_model import LoadedRun, load_run
 
 VERSION = 1
 

@@ -44,29 +44,31 @@ import pandas as pd
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from robustkit import data, models, tasks
 from robustkit.analysis.batches import sampled_batches
 from robustkit.analysis.declare import DEVICE, FLAT, Analysis, Param, Statistic, checkpoint_param
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.pooling import split_columns
 from robustkit.analysis.select import select_runs
+from robustkit.data import batches as data
+from robustkit.data import tasks
 from robustkit.errors import RobustkitError
-from robustkit.evaluate import model_inputs, resolve_device
-from robustkit.layer_names import layer_group
-from robustkit.masked_lm import masked_lm_loss
 from robustkit.measures.hessian import (
     HessianVectorProduct,
     hutchinson_trace,
     top_eigenvalue,
 )
 from robustkit.methods.model_parts import layer_groups
+from robustkit.models import pretrained as models
+from robustkit.models.layer_names import layer_group
+from robustkit.models.masked_lm import masked_lm_loss
 from robustkit.progress import bar as progress_bar
-from robustkit.provenance import computed_on
-from robustkit.run_data import run_splits
-from robustkit.run_model import build_masked_lm, load_run, load_tensors
 from robustkit.store.checkpoints import load_checkpoint
 from robustkit.store.manifest import read_manifest, read_spec
+from robustkit.store.run_data import run_splits
 from robustkit.store.tables import IDENTITY
+from robustkit.train.evaluate import model_inputs, resolve_device
+from robustkit.train.provenance import computed_on
+from robustkit.train.run_model import build_masked_lm, load_run, load_tensors
 
 # part of the cache key: bump when the computation changes. 2: the largest eigenvalue (a shifted
 # second power iteration where the largest-magnitude one is negative), not the largest magnitude
@@ -174,7 +176,7 @@ def blocks(
     names : sequence of str
         Parameter names, in the order of the parameters handed to the Hessian.
     grouping : {"layer", "module", "none"}
-        ``layer``: the parameter's layer group (``layer_of``, else :func:`robustkit.layer_names.layer_group`
+        ``layer``: the parameter's layer group (``layer_of``, else :func:`robustkit.models.layer_names.layer_group`
         from the name alone); ``module``: the name without its last part (the owning module);
         ``none``: no blocks.
     layer_of : mapping of str to str, optional
@@ -435,7 +437,7 @@ def tsp_curvature_run(
     The model is the TSP run's masked-LM model at ``tsp-<tsp_step>``, the parameters those the TSP
     run trains, the batch ``examples`` of the run's training texts (drawn with ``seed``) masked
     as TSP masks them (BERT's 15 %, from ``torch.manual_seed(seed)``), the loss
-    :func:`robustkit.masked_lm.masked_lm_loss`.
+    :func:`robustkit.models.masked_lm.masked_lm_loss`.
     """
     run_dir = Path(run_dir)
     spec = read_spec(run_dir).resolved()

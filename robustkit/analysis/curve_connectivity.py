@@ -29,7 +29,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from robustkit import data, models
 from robustkit.analysis.batches import sampled_batches
 from robustkit.analysis.bezier import barrier, place, place_line, train_control_point
 from robustkit.analysis.connectivity import seed_groups
@@ -46,12 +45,14 @@ from robustkit.analysis.declare import (
 from robustkit.analysis.each_run import each_pair
 from robustkit.analysis.landscape import moving_parameters, parse_alphas, restore_parameters
 from robustkit.analysis.select import select_runs
+from robustkit.data import batches as data
 from robustkit.errors import RobustkitError
-from robustkit.evaluate import EVAL_BATCH_SIZE, encode_split, evaluate, resolve_device, to_device
+from robustkit.models import pretrained as models
 from robustkit.progress import bar as progress_bar
-from robustkit.provenance import computed_on
-from robustkit.run_data import run_splits
+from robustkit.store.run_data import run_splits
 from robustkit.store.tables import IDENTITY
+from robustkit.train.evaluate import EVAL_BATCH_SIZE, encode_split, evaluate, resolve_device, to_device
+from robustkit.train.provenance import computed_on
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); its functions below
 # take their defaults from it.

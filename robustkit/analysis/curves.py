@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from robustkit import collapse
 from robustkit.analysis.declare import Analysis, Statistic
 from robustkit.analysis.select import select_runs
 from robustkit.store.tables import IDENTITY, load_history
+from robustkit.train import collapse
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
 # take their defaults from it.
@@ -262,7 +262,7 @@ def mean_best(frame: pd.DataFrame, include_failed: bool = False) -> pd.DataFrame
 
 
 # ---------------------------------------------------------------------------------------------
-# the curves figures' views: the lines the plots draw (robustkit.plots.curves)
+# the curves figures' views: the lines the plots draw (robustkit.figures.curves)
 
 
 def validation_rows(frame: pd.DataFrame) -> pd.DataFrame:
@@ -287,7 +287,7 @@ def validation_rows(frame: pd.DataFrame) -> pd.DataFrame:
 def dev_curves(frame: pd.DataFrame, tsp_step: int | None = None, include_failed: bool = False) -> dict:
     """He et al. 2021 figures 5 and 9's lines: per task (and setting that varies within a
     method), method and metric, the mean over the runs (seeds) at each evaluation step
-    (:func:`mean_curves`), for :func:`robustkit.plots.curves.dev_curves`.
+    (:func:`mean_curves`), for :func:`robustkit.figures.curves.dev_curves`.
 
     Parameters
     ----------
@@ -327,7 +327,7 @@ def dev_curves(frame: pd.DataFrame, tsp_step: int | None = None, include_failed:
 def curves_by_tsp(frame: pd.DataFrame, metric: str | None = None, include_failed: bool = False) -> dict:
     """Han et al. 2021 figures 1 and 13's lines: per task (and setting that varies within a
     method and TSP step), method, TSP step and metric, the mean over the runs (seeds) at each
-    evaluation step (:func:`mean_curves`), for :func:`robustkit.plots.curves.curves_by_tsp`.
+    evaluation step (:func:`mean_curves`), for :func:`robustkit.figures.curves.curves_by_tsp`.
 
     Parameters
     ----------

@@ -94,11 +94,11 @@ class Statistic:
         Its own parameters (never the analysis's: those are the figure's).
     independent : bool
         Its observations are independent runs; False for a statistic of run pairs that share
-        runs (shown, never tested: :mod:`robustkit.claim`).
+        runs (shown, never tested: :mod:`robustkit.claims.claim`).
     unit : str
         What one observation is: ``run``, or ``disjoint pair`` (two runs of one configuration,
         each run in at most one pair: independent, and half as many as the runs, which
-        :mod:`robustkit.decidability` counts so).
+        :mod:`robustkit.claims.decidability` counts so).
     ends : bool
         It depends on how training ended: a value at a checkpoint at or near the end (the final
         or best score, representations, curvature or landscape at ``last`` or ``best``, attack
@@ -108,8 +108,8 @@ class Statistic:
         never does. False for statistics of the path of training itself (gradient-norm slopes).
     better : {"higher", "lower"} or None
         Which values are the better outcome of training (accuracy: higher). A failed run
-        (:mod:`robustkit.collapse`) then ranks as the worst outcome, below every learned run,
-        in the claim's test with its failures (:mod:`robustkit.claim`); None: no value is better
+        (:mod:`robustkit.train.collapse`) then ranks as the worst outcome, below every learned run,
+        in the claim's test with its failures (:mod:`robustkit.claims.claim`); None: no value is better
         (a similarity, a slope), and failed runs enter with their values.
     undefined_on_failed : str
         Why the statistic says nothing about a failed run (a constant classifier cannot be
@@ -260,14 +260,14 @@ def checkpoint_param(help_: str, choices: tuple = ("best", "last"), default: str
     return Param("checkpoint", default, f"{help_}: {', '.join(choices)}; default: {default}", choices=choices)
 
 
-METRIC_NAME = "robustkit.metrics:check_name"  # a Param's check: the metric is one robustkit records
+METRIC_NAME = "robustkit.data.metrics:check_name"  # a Param's check: the metric is one robustkit records
 METRIC = Param("metric", None, "metric (accuracy, f1, mcc, ...); default: each task's main metric", check=METRIC_NAME)
 # checked when given, as `train --device` is: a device this machine lacks is refused before any work
 DEVICE = Param(
     "device",
     None,
     "where the model runs: cpu, cuda; default: the GPU if there is one",
-    check="robustkit.preflight:check_device",
+    check="robustkit.specs.preflight:check_device",
 )
 SEED = Param("seed", 0, "seed of every random draw of the analysis (sample, directions, resamples); default: 0")
 TOKENS = Param(

@@ -146,7 +146,7 @@ def each_run(
     label : str, optional
         A readable part of the cache file names (:func:`cache_path`).
     provenance : dict, optional
-        How a result computed now is computed (:func:`robustkit.provenance.computed_on`: the
+        How a result computed now is computed (:func:`robustkit.train.provenance.computed_on`: the
         device...), stored with it; a resumable analysis records its own.
 
     Returns

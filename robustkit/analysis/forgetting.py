@@ -6,7 +6,7 @@ Per run, two kinds of rows:
 **Forgetting** (``measure``: ``mlm_loss_base``, ``mlm_loss_tuned``, ``forgetting``). Biderman
 et al. measure forgetting as the loss of the base model's abilities outside the tuning task.
 Here: the masked-LM loss (nats per masked token) on held-out English text that no task holds
-(WordNet 3.0 glosses, :mod:`robustkit.heldout`; ``texts`` of them, masked once with ``seed``),
+(WordNet 3.0 glosses, :mod:`robustkit.data.heldout`; ``texts`` of them, masked once with ``seed``),
 read from the run's tuned encoder (at ``checkpoint``, with its adapters, prefixes or merged
 LoRA) by the pre-trained model's masked-LM head (:mod:`robustkit.analysis.mlm_head`: the
 model's own head where it has one, robustkit's TSP head fitted on the frozen pre-trained
@@ -34,19 +34,19 @@ import numpy as np
 import pandas as pd
 from safetensors.torch import load_file, save_file
 
-from robustkit import heldout
 from robustkit.analysis import mlm_head
 from robustkit.analysis.cache import CACHE_DIR
 from robustkit.analysis.declare import DEVICE, MATRICES, RANK_MEASURE, Analysis, Param, Statistic, checkpoint_param
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.intruders import kinds
 from robustkit.analysis.select import select_runs
+from robustkit.data import heldout
 from robustkit.errors import RobustkitError
-from robustkit.evaluate import resolve_device
 from robustkit.measures.spectrum import effective_rank, energy_rank, singular_values
 from robustkit.progress import bar as progress_bar
-from robustkit.provenance import computed_on
 from robustkit.store.tables import IDENTITY
+from robustkit.train.evaluate import resolve_device
+from robustkit.train.provenance import computed_on
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); its functions below
 # take their defaults from it.
@@ -173,7 +173,7 @@ def masked_lm_losses(
     dict
         ``mlm_loss_base``, ``mlm_loss_tuned``, ``forgetting`` (their difference), nats per masked token.
     """
-    from robustkit.run_model import load_run
+    from robustkit.train.run_model import load_run
 
     where = resolve_device(device)
     run = load_run(run_dir, checkpoint, where)
@@ -195,7 +195,7 @@ def fitted_head(
 ) -> dict:
     """robustkit's TSP head for ``model_name`` fitted on glosses ``texts .. texts + head_texts``
     of the seed's permutation (never the evaluated ones), cached in the store."""
-    from robustkit import models
+    from robustkit.models import pretrained as models
 
     key = {
         "version": VERSION,

@@ -28,8 +28,8 @@ from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.measures.intruders import intruder_count, max_cosines
 from robustkit.progress import bar as progress_bar
-from robustkit.provenance import computed_on
 from robustkit.store.tables import IDENTITY
+from robustkit.train.provenance import computed_on
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); its functions below
 # take their defaults from it.
@@ -88,7 +88,7 @@ def run_intruders(run_dir: str | Path, checkpoint: str, top_k: int, device: str 
         empty when no matrix changed.
     """
     from robustkit.analysis.weights import start_and_end
-    from robustkit.evaluate import resolve_device
+    from robustkit.train.evaluate import resolve_device
 
     where_to = resolve_device(device)
     matrices, start, end = start_and_end(run_dir, checkpoint)

@@ -25,18 +25,18 @@ import numpy as np
 import pandas as pd
 import torch
 
-from robustkit import tasks
 from robustkit.analysis import scores
 from robustkit.analysis.declare import DEVICE, FLAT, Analysis, Param, Statistic, checkpoint_param
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.select import select_runs
+from robustkit.data import tasks
 from robustkit.errors import RobustkitError, StoreError
-from robustkit.evaluate import EVAL_BATCH_SIZE, evaluate, split_batches
-from robustkit.limits import MAX_GRID_POINTS
 from robustkit.progress import bar as progress_bar
-from robustkit.provenance import computed_on
-from robustkit.run_model import load_run
+from robustkit.specs.limits import MAX_GRID_POINTS
 from robustkit.store.tables import IDENTITY
+from robustkit.train.evaluate import EVAL_BATCH_SIZE, evaluate, split_batches
+from robustkit.train.provenance import computed_on
+from robustkit.train.run_model import load_run
 
 POINT_COLUMNS = ["alpha", "split", "metric", "value"]
 COLUMNS = [*IDENTITY, "checkpoint", *POINT_COLUMNS]
@@ -179,7 +179,7 @@ def interpolate(
     alphas : sequence of float, shape (n_alpha,)
         Interpolation coefficients (0 = theta0, 1 = theta1).
     batches : dict of str to list of dict, or list of dict
-        Split name -> batches from :func:`robustkit.evaluate.split_batches`; a bare list is the
+        Split name -> batches from :func:`robustkit.train.evaluate.split_batches`; a bare list is the
         ``validation`` split.
     task : str or Task
         Decides the loss (cross-entropy or MSE) and the metrics.
@@ -342,7 +342,7 @@ def _checked_splits(splits: Sequence[str]) -> tuple[str, ...]:
 def landscape_lines(frame: pd.DataFrame, metric: str = "loss", split: str = "validation") -> dict:
     """He et al. 2021 figure 6's lines: per task, method and TSP step, the mean and std of
     ``metric`` over the runs (seeds) at each alpha, collapsed and diverged runs left out and
-    counted, for :func:`robustkit.plots.landscape.landscape_curves`.
+    counted, for :func:`robustkit.figures.landscape.landscape_curves`.
 
     Parameters
     ----------
@@ -365,7 +365,7 @@ def landscape_lines(frame: pd.DataFrame, metric: str = "loss", split: str = "val
     ValueError
         No row of ``split`` and ``metric``.
     """
-    from robustkit import collapse
+    from robustkit.train import collapse
 
     data = frame[(frame["metric"] == metric) & (frame["split"] == split)]
     if data.empty:

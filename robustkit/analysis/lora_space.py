@@ -41,8 +41,8 @@ from robustkit.analysis.each_run import each_run
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.progress import bar as progress_bar
-from robustkit.provenance import computed_on
 from robustkit.store.tables import IDENTITY
+from robustkit.train.provenance import computed_on
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); its functions below
 # take their defaults from it.
@@ -167,7 +167,7 @@ def run_sharpness(
     device: str | None = None,
 ) -> pd.DataFrame:
     """:func:`two_spaces` of one run's checkpoint on ``examples`` training examples drawn with ``seed``, uncached."""
-    from robustkit.run_model import load_run
+    from robustkit.train.run_model import load_run
 
     loaded = load_run(run_dir, checkpoint, device)
     if not factor_names(loaded.model):

@@ -8,10 +8,10 @@ through the readout it was pre-trained with. Where that head comes from:
     The model's checkpoint holds its masked-LM head (BERT-base, the embedded bert-tiny).
 ``fitted``
     robustkit's TSP head (the masked-LM head task-specific pretraining puts on a model,
-    :func:`robustkit.models.load_masked_lm`: BERT's transform, LayerNorm and output bias, the
+    :func:`robustkit.models.pretrained.load_masked_lm`: BERT's transform, LayerNorm and output bias, the
     decoder tied to the word embeddings), re-initialised from ``seed`` and fitted alone on the
     frozen pre-trained encoder's hidden states at the masked positions of held-out glosses
-    (:mod:`robustkit.heldout`, none of them the evaluated ones): Adam at :data:`FIT_LR`, batches
+    (:mod:`robustkit.data.heldout`, none of them the evaluated ones): Adam at :data:`FIT_LR`, batches
     of :data:`FIT_BATCH` masked positions drawn with ``seed``. The embedded minilm-l6 has no
     masked-LM head, and a TSP run's head would carry that run's encoder (or adapters) with it;
     a head fitted on the frozen pre-trained encoder reads the pre-trained representation, which
@@ -23,7 +23,7 @@ through the readout it was pre-trained with. Where that head comes from:
     is the change of this loss, not its level.
 
 The loss is the masked-LM cross-entropy over the masked tokens only, as
-:func:`robustkit.masked_lm.masked_lm_loss` computes it, summed over every text and divided by the
+:func:`robustkit.models.masked_lm.masked_lm_loss` computes it, summed over every text and divided by the
 number of masked tokens (nats per masked token). Masks are BERT's (15%; 80% [MASK], 10% random,
 10% kept), drawn once from ``seed`` (:func:`masked_batches`), so every encoder is scored on the
 same masked texts.
@@ -37,9 +37,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from robustkit import data, models
+from robustkit.data import batches as data
 from robustkit.errors import RobustkitError
 from robustkit.methods.model_parts import head_names
+from robustkit.models import pretrained as models
 
 MAX_LENGTH = 64  # tokens per gloss (glosses are ~10 words; the longest are cut)
 BATCH = 64  # glosses per evaluation batch

@@ -19,9 +19,9 @@ What every other part of robustkit reads is an :class:`Analysis`:
 - its **statistics** (:class:`Statistic`): the per-run numbers claims are tested on, each a
   function of the analysis's own frame, named ``<analysis>.<statistic>`` in recipes.
 
-The ``robustkit analyze`` verbs are generated from these entries (:mod:`robustkit.cli_analyze`),
+The ``robustkit analyze`` verbs are generated from these entries (:mod:`robustkit.cli.analyze`),
 figures name an analysis plus plot-only parameters (:mod:`robustkit.figures`), and a claim is
-judged on the very frame its figure drew (:mod:`robustkit.claim`): the same parameters, so the
+judged on the very frame its figure drew (:mod:`robustkit.claims.claim`): the same parameters, so the
 same cache entry::
 
     from robustkit.analysis.registry import get

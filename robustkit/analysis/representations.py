@@ -27,13 +27,15 @@ import torch
 from torch import Tensor, nn
 from transformers import PreTrainedTokenizerBase
 
-from robustkit import data, models, tasks
 from robustkit.analysis.registry import TOKENS
+from robustkit.data import batches as data
+from robustkit.data import tasks
 from robustkit.errors import RobustkitError
-from robustkit.evaluate import eval_batches
-from robustkit.run_data import check_run_data
-from robustkit.spec import RunSpec
+from robustkit.models import pretrained as models
+from robustkit.specs.spec import RunSpec
 from robustkit.store.manifest import read_spec
+from robustkit.store.run_data import check_run_data
+from robustkit.train.evaluate import eval_batches
 
 MAX_LENGTH = 128
 NON_MODEL_KEYS = ("order", "labels")
@@ -50,7 +52,7 @@ class TokenSample:
     max_length, seed : int
     features : list of dict
         Encoded dev examples holding at least one sampled token, in dev order
-        (``input_ids``, ``attention_mask``, ...), ready for :func:`robustkit.evaluate.eval_batches`.
+        (``input_ids``, ``attention_mask``, ...), ready for :func:`robustkit.train.evaluate.eval_batches`.
     example : numpy.ndarray of int, shape (n,)
         Row of each token's example in the dev split.
     position : numpy.ndarray of int, shape (n,)
@@ -208,7 +210,7 @@ def layer_representations(
         A BERT-style model (adapters, if any, active as trained); put in eval mode for the call.
     batches : list of dict
         Padded model inputs, each with ``order``: the rows (into the features the positions
-        refer to) of its examples, as :func:`robustkit.evaluate.eval_batches` makes them.
+        refer to) of its examples, as :func:`robustkit.train.evaluate.eval_batches` makes them.
     positions : LongTensor, shape (n, 2)
         (example row, token position) of each wanted token.
     device : str or torch.device, optional

@@ -3,7 +3,7 @@
 :func:`outcomes` gives one score per run (a checkpoint's metric on a split, from the manifest's
 final metrics or an epoch's evaluation in ``history.parquet``), :func:`epoch_outcomes` one per
 run x fine-tuning epoch; both add the majority-class baseline and the run's outcome
-(:mod:`robustkit.collapse`). Nothing is recomputed and no cache is needed, except the majority
+(:mod:`robustkit.train.collapse`). Nothing is recomputed and no cache is needed, except the majority
 baseline, which reads each task's labels once per process. Statistics over these scores are in
 :mod:`robustkit.analysis.stability`.
 """
@@ -19,11 +19,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from robustkit import collapse, metrics, tasks
 from robustkit.analysis.declare import METRIC, NEVER_LEARNED, Analysis, Param, Statistic, checkpoint_param
 from robustkit.analysis.select import select_runs
+from robustkit.data import metrics, tasks
 from robustkit.errors import RobustkitError
 from robustkit.store.tables import IDENTITY, load_history
+from robustkit.train import collapse
 
 # Everything robustkit reads about this module's two analyses (robustkit.analysis.declare): the
 # final scores and the scores at every epoch end, both read from the manifests and logs.
@@ -32,7 +33,7 @@ DECLARED = (
         "scores",
         "each run's final score and outcome (ok / collapsed / diverged) on a split",
         "From the manifests (no model is loaded): each selected run's metric at the chosen checkpoint and split, and "
-        "its outcome (robustkit.collapse).",
+        "its outcome (robustkit.train.collapse).",
         ":outcomes",
         (
             Param("split", "test", "split scored; default: test", choices=("test", "validation")),
@@ -105,10 +106,9 @@ DECLARED = (
             Statistic(
                 "pair-gap-drop",
                 ":pair_gap_drop",
-                "|score A - score B| of a disjoint seed pair of one configuration at its first epoch end minus at its "
-                "last "
-                "(score units, fraction for accuracy; positive = the two seeds came closer after training longer); "
-                "one value per pair, from its two runs alone",
+                "|score A - score B| of a disjoint seed pair of one configuration at its first epoch end minus at "
+                "its last (score units, fraction for accuracy; positive = the two seeds came closer after training "
+                "longer); one value per pair, from its two runs alone",
                 unit="disjoint pair",
                 ends=False,
                 better=None,
@@ -229,7 +229,7 @@ OUTCOME_ON = ("test", "best")  # split and checkpoint whose score decides a run'
 
 def with_outcomes(frame: pd.DataFrame, store: str | Path, checkpoint: str, split: str = OUTCOME_ON[0]) -> pd.DataFrame:
     """``frame`` (rows with a ``run_id``) + each run's ``outcome`` on ``split`` at ``checkpoint``
-    (:mod:`robustkit.collapse`; ``ok`` for a checkpoint with no score, such as ``step-0``).
+    (:mod:`robustkit.train.collapse`; ``ok`` for a checkpoint with no score, such as ``step-0``).
 
     A run stuck at the majority class (or diverged) is no result: what a figure computes from
     it (its robustness, its representations' drift) is left out of means and claims, and
@@ -303,9 +303,9 @@ def epoch_outcomes(
 
 def ever_learned(store: str | Path, runs: pd.DataFrame) -> pd.Series:
     """run_id -> whether the run left the majority class at any validation evaluation of its
-    training (its main metric above the baseline's noise band, :func:`robustkit.collapse.noise_band`);
+    training (its main metric above the baseline's noise band, :func:`robustkit.train.collapse.noise_band`);
     NA where the history or the baseline is unknown. A collapsed run that never did is
-    ``not-learned`` (:mod:`robustkit.collapse`)."""
+    ``not-learned`` (:mod:`robustkit.train.collapse`)."""
     found = pd.Series(pd.NA, index=runs["run_id"], dtype="boolean")
     history = load_history(store) if len(runs) else pd.DataFrame()
     if history.empty:
@@ -338,7 +338,7 @@ def run_baseline(run: pd.Series, metric: str, split: str) -> float:
 def _with_baseline(
     frame: pd.DataFrame, runs: pd.DataFrame, baseline: float | Mapping[str, float] | None
 ) -> pd.DataFrame:
-    """``frame`` + ``baseline``, ``outcome`` and ``failed`` (:func:`robustkit.collapse.mark`);
+    """``frame`` + ``baseline``, ``outcome`` and ``failed`` (:func:`robustkit.train.collapse.mark`);
     data settings come from each run's row of ``runs``."""
     keys = frame[["run_id", "task", "metric", "split"]].drop_duplicates()
     settings = runs.set_index("run_id")
@@ -368,7 +368,7 @@ def majority_baseline(
     float
         NaN for ``loss`` (no meaningful constant baseline) or when the data cannot be loaded
         (a warning says why): the run's outcome then rests on the class-share and finiteness
-        rules of :mod:`robustkit.collapse` alone.
+        rules of :mod:`robustkit.train.collapse` alone.
     """
     spec = tasks.get_task(task, data_dir)  # data_dir: a task of the user's own data is read from it
     if metric not in spec.metrics:
@@ -419,13 +419,13 @@ def collapsed(frame: pd.DataFrame) -> pd.DataFrame:
     """Whether a run collapsed, in He et al. 2021's sense (§5, figure 4): 1.0 or 0.0 (a rate's ones).
 
     1.0 for a run that learned and fell back to the majority class (outcome ``collapsed``,
-    :mod:`robustkit.collapse`) or diverged, 0.0 for an ``ok`` run; their ``outcome`` is ``ok``:
+    :mod:`robustkit.train.collapse`) or diverged, 0.0 for an ``ok`` run; their ``outcome`` is ``ok``:
     every one of them counts in the rate. A run that never left the majority class
     (``not-learned``: too short a budget for its learning rate) says nothing of collapse, either
     way: its ``value`` is NaN and its outcome stays ``not-learned``, so a claim leaves it out and
     counts it apart (the registry's ``undefined_on_failed`` says why).
     """
-    from robustkit import collapse as rule
+    from robustkit.train import collapse as rule
 
     learned = frame["outcome"] != rule.NOT_LEARNED
     ones = frame["outcome"].isin([rule.COLLAPSED, rule.DIVERGED]).astype(float)

@@ -34,12 +34,12 @@ from robustkit.analysis.representations import (
     sample_tokens,
 )
 from robustkit.analysis.select import select_runs
-from robustkit.evaluate import resolve_device
 from robustkit.measures.cka import cka_layers
 from robustkit.measures.rsa import DEFAULT_CHUNK, rsa_layers
 from robustkit.progress import bar as progress_bar
-from robustkit.provenance import computed_on
 from robustkit.store.tables import IDENTITY
+from robustkit.train.evaluate import resolve_device
+from robustkit.train.provenance import computed_on
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
 # take their defaults from it.
@@ -209,7 +209,7 @@ def run_representations(
     run_dir: str | Path, checkpoint: str, sample: TokenSample, batch_size: int = 64, device: str | None = None
 ) -> Tensor:
     """(n_layers + 1, n, d) representations of a run's checkpoint at the sampled tokens."""
-    from robustkit.run_model import load_run
+    from robustkit.train.run_model import load_run
 
     return representations(load_run(run_dir, checkpoint, "cpu").model, sample, batch_size, device)
 

@@ -36,11 +36,11 @@ from robustkit.analysis.representations import MAX_LENGTH, TokenSample, sample_t
 from robustkit.analysis.select import select_runs
 from robustkit.analysis.similarity import base_representations, run_representations
 from robustkit.errors import RobustkitError
-from robustkit.evaluate import resolve_device
 from robustkit.measures.half_sampling import MEASURES, intervals
 from robustkit.progress import bar as progress_bar
-from robustkit.provenance import computed_on
 from robustkit.store.tables import IDENTITY
+from robustkit.train.evaluate import resolve_device
+from robustkit.train.provenance import computed_on
 
 ANALYSIS = "similarity-ci"
 VERSION = 1

@@ -32,18 +32,18 @@ import numpy as np
 import pandas as pd
 import torch
 
-from robustkit import tasks
 from robustkit.analysis.batches import sampled_batches
 from robustkit.analysis.declare import DEVICE, EXAMPLES, LOSS_SPLIT, Analysis, Param, checkpoint_param
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.landscape import moving_parameters, parse_alphas, restore_parameters
 from robustkit.analysis.select import select_runs
+from robustkit.data import tasks
 from robustkit.errors import RobustkitError
-from robustkit.evaluate import EVAL_BATCH_SIZE, evaluate
 from robustkit.progress import bar as progress_bar
-from robustkit.provenance import computed_on
-from robustkit.run_model import load_run
 from robustkit.store.tables import IDENTITY
+from robustkit.train.evaluate import EVAL_BATCH_SIZE, evaluate
+from robustkit.train.provenance import computed_on
+from robustkit.train.run_model import load_run
 
 VERSION = 1
 

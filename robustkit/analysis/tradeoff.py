@@ -5,7 +5,7 @@ Everything comes from the runs' manifests: how many parameters each run trained 
 it was built; a shared adapter once), how many the model has without adapters, and a task
 metric at the best checkpoint (selected on validation) on the validation and test splits. Each
 row also carries the majority-class baseline of that metric on that split and the run's
-outcome (:mod:`robustkit.collapse`): collapsed and diverged runs are counted, never averaged in.
+outcome (:mod:`robustkit.train.collapse`): collapsed and diverged runs are counted, never averaged in.
 
 - :func:`table`: one row per run x split.
 - :func:`select_best`: per point of a curve (method x size), the runs of the learning rate (and
@@ -26,17 +26,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from robustkit import collapse, tasks
 from robustkit.analysis.declare import METRIC_NAME, Analysis, Param, checkpoint_param
 from robustkit.analysis.pooling import check_pooling, split_columns
 from robustkit.analysis.scores import ever_learned, majority_baseline
 from robustkit.analysis.select import select_runs
+from robustkit.data import tasks
 from robustkit.errors import RobustkitError
 from robustkit.methods import HOULSBY_INIT_STD
 from robustkit.methods.registry import METHODS, spec_fields
-from robustkit.spec import SPEC_DEFAULTS, RunSpec
+from robustkit.specs.spec import SPEC_DEFAULTS, RunSpec
 from robustkit.store.manifest import read_manifest
 from robustkit.store.tables import IDENTITY
+from robustkit.train import collapse
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
 # take their defaults from it.
@@ -510,7 +511,7 @@ def settings_summary(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------------------------------------
-# the figures' views: what robustkit.plots.tradeoff and robustkit.plots.init_std draw
+# the figures' views: what robustkit.figures.tradeoff and robustkit.figures.init_std draw
 
 POINT_KEYS = ["task", "series", "method", "adapter_sharing", "point"]
 INIT_STD_KEYS = ["task", "adapter_size", "adapter_sharing", "init_std"]
@@ -539,7 +540,7 @@ def tradeoff_points(
     Returns
     -------
     dict
-        The keyword arguments of :func:`robustkit.plots.tradeoff.tradeoff_figure`: ``shown``
+        The keyword arguments of :func:`robustkit.figures.tradeoff.tradeoff_figure`: ``shown``
         (the selected runs' rows of ``split``, one per run, with ``series``, ``point`` and
         ``outcome``), ``stats`` (:func:`summarize` of them per :data:`POINT_KEYS`: ``value``
         mean, ``sem`` = std / sqrt(n), counts; metric units), ``n_configs`` (most
@@ -585,7 +586,7 @@ def init_std_points(
     Returns
     -------
     dict
-        The keyword arguments of :func:`robustkit.plots.init_std.init_std_figure`: ``shown``
+        The keyword arguments of :func:`robustkit.figures.init_std.init_std_figure`: ``shown``
         (the selected runs' rows of ``split``, with ``outcome``), ``stats`` (:func:`summarize`
         per :data:`INIT_STD_KEYS`) and ``n_configs`` (most learning rates compared at a point).
 

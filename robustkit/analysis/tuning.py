@@ -33,11 +33,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from robustkit import collapse
 from robustkit.analysis import scores
 from robustkit.analysis.declare import METRIC, Analysis, Param, checkpoint_param
 from robustkit.analysis.pooling import check_pooling, mixed_settings
 from robustkit.errors import RobustkitError
+from robustkit.train import collapse
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
 # take their defaults from it.

@@ -33,7 +33,7 @@ from torch import nn
 
 from robustkit.methods.base import ADAPTER_NAME
 from robustkit.methods.model_parts import encoder_layers
-from robustkit.run_model import LoadedRun, load_run
+from robustkit.train.run_model import LoadedRun, load_run
 
 # Module path inside a layer -> the matrix's kind (BERT and RoBERTa, DistilBERT, DeBERTa).
 MATRIX_KINDS = {

@@ -10,7 +10,7 @@ An attack is a class with :class:`robustkit.attacks.base.Attack`'s interface, de
 ``success_unit``
     How figures show its success rate (stored as a fraction): ``"%"`` (x 100, the default) or
     ``"fraction"`` (as stored). The score ``"<name> success"`` (:func:`success_metric`) has
-    this unit in every figure (:data:`robustkit.plots.style.PERCENT` reads it here).
+    this unit in every figure (:data:`robustkit.figures.style.PERCENT` reads it here).
 ``needs_openattack``
     It runs OpenAttack's code: the analysis configures OpenAttack offline
     (:func:`robustkit.attacks.offline.configure_openattack`) before attacking. Default: False.

@@ -55,7 +55,7 @@ class Victim:
     Parameters
     ----------
     model : nn.Module
-        A sequence-classification model (e.g. from :func:`robustkit.run_model.load_run_model`);
+        A sequence-classification model (e.g. from :func:`robustkit.train.run_model.load_run_model`);
         put in eval mode. With a ``dtype`` other than its own, a converted copy is used and
         ``model`` is left as it is.
     tokenizer : PreTrainedTokenizerBase

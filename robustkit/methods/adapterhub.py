@@ -98,7 +98,7 @@ def add_adapter(model: nn.Module, method: str, config: AdapterConfig) -> None:
     import adapters
 
     from robustkit.methods.model_parts import describe
-    from robustkit.models import quiet_loading
+    from robustkit.models.pretrained import quiet_loading
 
     with quiet_loading():
         adapters.init(model)

@@ -153,7 +153,7 @@ def reinit_adapters(model: nn.Module, std: float) -> None:
     1.3's ``init_weights="houlsby"`` hard-codes std 1e-2 (``adapters/methods/modeling.py``,
     ``Adapter.__init__``) and its config has no std option, so the re-init is written here,
     with the same truncation and zero biases. Draws come from torch's global RNG (seeded by
-    the caller, see :func:`robustkit.run_model.build_classifier`); each shared module is
+    the caller, see :func:`robustkit.train.run_model.build_classifier`); each shared module is
     drawn once.
     """
     import torch

@@ -165,7 +165,7 @@ def spec_fields() -> dict[str, tuple[Option, list[str]]]:
 
 
 def options_of(spec) -> tuple[Method, dict[str, Any]]:
-    """The method of a resolved run spec (:class:`robustkit.spec.RunSpec` or ``TspSpec``) and every
+    """The method of a resolved run spec (:class:`robustkit.specs.spec.RunSpec` or ``TspSpec``) and every
     option's value."""
     method = get_method(spec.method)
     given = dict(spec.method_options)

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 from robustkit.errors import DamagedRunError, StoreError
-from robustkit.spec import SPEC_DEFAULTS, RunSpec
+from robustkit.specs.spec import SPEC_DEFAULTS, RunSpec
 from robustkit.store.atomic import atomic_write_json
 from robustkit.store.folders import CHECKPOINTS, MANIFEST, RUN_FILES, repair_hint, unreadable
 from robustkit.store.integrity import cached_run_problems
@@ -119,7 +119,7 @@ def refuse_damaged(run_dir: Path) -> None:
 
 
 def read_spec(run_dir: str | Path) -> RunSpec:
-    """The :class:`robustkit.spec.RunSpec` of the fine-tuning run in ``run_dir`` (the one place
+    """The :class:`robustkit.specs.spec.RunSpec` of the fine-tuning run in ``run_dir`` (the one place
     a run's settings are read back from its manifest).
 
     Raises

@@ -6,18 +6,18 @@ import dataclasses
 import json
 import re
 
-from robustkit.spec import RunSpec, TspSpec
+from robustkit.specs.spec import RunSpec, TspSpec
 
 # A run's ``status`` in its manifest. ``running`` (or interrupted: resumable), ``failed`` (an
 # exception; resumable), ``complete`` (trained to the end), ``diverged`` (stopped at a non-finite
 # loss, gradient norm or weights: its last finite state kept, its outcome ``diverged``,
-# :mod:`robustkit.collapse`). Complete and diverged runs are finished: never trained again, and
+# :mod:`robustkit.train.collapse`). Complete and diverged runs are finished: never trained again, and
 # analysed (a diverged run is counted as such, never averaged in as a result).
 COMPLETE, DIVERGED = "complete", "diverged"
 FINISHED = (COMPLETE, DIVERGED)
 RUNNING = "running"
 STATUSES = (RUNNING, "failed", COMPLETE, DIVERGED)
-# A run folder that cannot be trusted (robustkit.verify): shown with this status, never analysed.
+# A run folder that cannot be trusted (robustkit.analysis.verify): shown with this status, never analysed.
 DAMAGED = "damaged"
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -80,7 +80,7 @@ def manifest_problem(manifest, folder: str | None = None) -> str | None:
     where present, ``status`` is a known status, ``checkpoints`` maps names to ``{"step": int,
     "files": {file: sha256}}``, and the keys of :data:`_OPTIONAL` have their shapes. Other keys
     are free (newer robustkit versions may add some). ``unknown`` lists the spec fields of an
-    imported run that nobody recorded (:mod:`robustkit.importing`): those hold null.
+    imported run that nobody recorded (:mod:`robustkit.train.importing`): those hold null.
     """
     if not isinstance(manifest, dict):
         return f"a JSON {type(manifest).__name__} ({json.dumps(manifest)[:40]}), not an object"

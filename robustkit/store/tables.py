@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from robustkit.methods.registry import identity_columns, option_columns
-from robustkit.spec import SPEC_DEFAULTS, SPEC_FIELDS
+from robustkit.specs.spec import SPEC_DEFAULTS, SPEC_FIELDS
 from robustkit.store.folders import GRADNORMS, HISTORY, run_folders
 from robustkit.store.manifest import inspect_run
 from robustkit.store.schema import DAMAGED
@@ -71,7 +71,7 @@ def load_runs(store: str | Path, include_tsp: bool = False, include_damaged: boo
         one column per final metric, named ``<checkpoint>/<split>/<metric>`` (e.g.
         ``best/test/accuracy``; ``top_class_share`` is the share of the most predicted class),
         and ``outcome/<checkpoint>/<split>`` (``ok``, ``collapsed`` or ``diverged``, see
-        :mod:`robustkit.collapse`; absent for runs trained before outcomes were recorded). A
+        :mod:`robustkit.train.collapse`; absent for runs trained before outcomes were recorded). A
         diverged run's final metrics are those of the finite checkpoints it kept, and its
         outcome is ``diverged`` on every checkpoint and split. Runs put in the store by
         ``robustkit import`` have ``imported_from`` (the folder they came from; None for runs

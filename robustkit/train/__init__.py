@@ -14,7 +14,7 @@ Both stop a run that diverges (:class:`Diverged`): a non-finite training loss or
 (checked every step, before the update), or non-finite weights (checked before every evaluation
 and checkpoint). Nothing non-finite is ever saved: the run keeps its last finite state as
 ``last`` (and ``best``), is marked ``diverged`` in its manifest (status and outcome,
-:mod:`robustkit.collapse`), and is finished: never trained again.
+:mod:`robustkit.train.collapse`), and is finished: never trained again.
 
 One concern per module:
 
@@ -29,7 +29,7 @@ One concern per module:
 - :mod:`robustkit.train.records`: what the manifest records of a run's data and trainable
   parameters.
 
-Layer naming (:mod:`robustkit.layer_names`) and the masked-LM loss (:mod:`robustkit.masked_lm`)
+Layer naming (:mod:`robustkit.models.layer_names`) and the masked-LM loss (:mod:`robustkit.models.masked_lm`)
 live outside this package: analyses use them too, and nothing in ``robustkit.analysis`` imports
 from training.
 """

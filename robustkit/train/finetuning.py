@@ -9,21 +9,24 @@ from pathlib import Path
 
 import pandas as pd
 
-from robustkit import collapse, data, models, tasks
-from robustkit.evaluate import EVAL_BATCH_SIZE, encode_split, eval_batches, evaluate, final_outcomes
-from robustkit.mixout import apply_mixout
+from robustkit.data import batches as data
+from robustkit.data import tasks
+from robustkit.models import pretrained as models
+from robustkit.models.mixout import apply_mixout
 from robustkit.progress import elapsed, event
-from robustkit.provenance import asset_hashes
-from robustkit.run_model import build_classifier, checkpoint_metadata, load_tensors, trainable_state
-from robustkit.spec import ResolvedRunSpec
+from robustkit.specs.spec import ResolvedRunSpec
 from robustkit.store.checkpoints import load_checkpoint, save_checkpoint
 from robustkit.store.manifest import read_manifest, update_manifest
 from robustkit.store.schema import COMPLETE, DIVERGED
+from robustkit.train import collapse
 from robustkit.train.divergence import Diverged, weights_finite
 from robustkit.train.eta import Projection
+from robustkit.train.evaluate import EVAL_BATCH_SIZE, encode_split, eval_batches, evaluate, final_outcomes
 from robustkit.train.loop import LOOP_STATE, _Loop, seed_step, timestamp
 from robustkit.train.optimiser import _Optimiser, linear_lr_factor
+from robustkit.train.provenance import asset_hashes
 from robustkit.train.records import check_data, trainable_summary
+from robustkit.train.run_model import build_classifier, checkpoint_metadata, load_tensors, trainable_state
 
 
 class _Finetune(_Loop):
@@ -169,8 +172,8 @@ class _Finetune(_Loop):
             return ""
         return (
             f". These are the papers' settings ({self.spec.epochs} epochs, length {self.spec.max_length}): "
-            "`--preset demo` (robustkit.recipes.preset_spec('demo', ...) in a notebook) trains the calibrated demo "
-            "settings in minutes per run"
+            "`--preset demo` (robustkit.claims.recipes.preset_spec('demo', ...) in a notebook) trains the "
+            "calibrated demo settings in minutes per run"
         )
 
     def _diverged(self, stop: Diverged, model, names, fingerprint, meta, optimiser, batches, state, per_epoch) -> None:
@@ -238,7 +241,7 @@ class _Finetune(_Loop):
 
     def _finish(self, model, fingerprint, batches, state) -> None:
         """Test metrics of ``last`` (the model as it ends) and ``best``, the share of the most
-        predicted class on both splits, the run's outcome (:mod:`robustkit.collapse`); mark the
+        predicted class on both splits, the run's outcome (:mod:`robustkit.train.collapse`); mark the
         run complete."""
         history = pd.DataFrame(self.history)
         steps = {name: entry["step"] for name, entry in read_manifest(self.run_dir)["checkpoints"].items()}

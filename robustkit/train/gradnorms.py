@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from robustkit.layer_names import layer_group
+from robustkit.models.layer_names import layer_group
 
 
 def gradient_norms(
@@ -14,7 +14,7 @@ def gradient_norms(
 
     ``groups`` maps parameter names to groups (:func:`robustkit.methods.model_parts.layer_groups`,
     from the model's structure: any encoder architecture, a method's own parameters under their
-    layer); names it lacks are grouped by :func:`robustkit.layer_names.layer_group`.
+    layer); names it lacks are grouped by :func:`robustkit.models.layer_names.layer_group`.
 
     Returns ``{group: norm}`` in the order the groups first appear in ``named``; each norm is
     ``sqrt(sum over the group's parameters of ||grad||_2^2)``, in float32.

@@ -20,18 +20,18 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 from robustkit.errors import DamagedRunError, RobustkitError, StoreError
-from robustkit.evaluate import resolve_device, to_device
 from robustkit.progress import bar as progress_bar
-from robustkit.provenance import cpu_capability, kernel_identity, package_versions, refuse_other_kernels
-from robustkit.run_model import load_tensors, trainable_state
 from robustkit.store.atomic import atomic_write_bytes, sha256_bytes
 from robustkit.store.checkpoints import load_checkpoint, read_checkpoint_file, recover_checkpoints, save_checkpoint
 from robustkit.store.folders import GRADNORMS, HISTORY, MANIFEST, repair_hint
 from robustkit.store.logs import record_logs, resume_log_problems
 from robustkit.store.manifest import read_manifest, update_manifest, write_manifest
 from robustkit.train.divergence import Diverged, non_finite_reason, weights_finite
+from robustkit.train.evaluate import resolve_device, to_device
 from robustkit.train.gradnorms import gradient_norms
 from robustkit.train.optimiser import _Optimiser
+from robustkit.train.provenance import cpu_capability, kernel_identity, package_versions, refuse_other_kernels
+from robustkit.train.run_model import load_tensors, trainable_state
 
 # The loop state saved with ``last`` (state.json) besides the step: the best validation score so
 # far, its step, and the share of the most predicted validation class at ``best`` and ``last``.

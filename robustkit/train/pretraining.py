@@ -9,19 +9,21 @@ from pathlib import Path
 
 import torch
 
-from robustkit import data, models, tasks
-from robustkit.masked_lm import masked_lm_loss
+from robustkit.data import batches as data
+from robustkit.data import tasks
+from robustkit.models import pretrained as models
+from robustkit.models.masked_lm import masked_lm_loss
 from robustkit.progress import elapsed, event
-from robustkit.provenance import asset_hashes
-from robustkit.run_model import build_masked_lm, checkpoint_metadata, trainable_state
-from robustkit.spec import TspSpec
+from robustkit.specs.spec import TspSpec
 from robustkit.store.checkpoints import save_checkpoint
 from robustkit.store.manifest import read_manifest, update_manifest
 from robustkit.store.schema import COMPLETE, DIVERGED
 from robustkit.train.divergence import Diverged
 from robustkit.train.loop import _Loop, seed_step, timestamp
 from robustkit.train.optimiser import _Optimiser, constant_lr_factor
+from robustkit.train.provenance import asset_hashes
 from robustkit.train.records import check_data, trainable_summary
+from robustkit.train.run_model import build_masked_lm, checkpoint_metadata, trainable_state
 
 TSP_SAVE_EVERY = 500
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from robustkit import tasks
+from robustkit.data import tasks
 from robustkit.errors import DataChangedError
 from robustkit.methods import adaptation_of, adapter_parameter_counts
 from robustkit.methods.model_parts import count_parameters
-from robustkit.spec import RunSpec, TspSpec, full_data_fingerprint
+from robustkit.specs.spec import RunSpec, TspSpec, full_data_fingerprint
 from robustkit.store.folders import MANIFEST
 from robustkit.store.manifest import read_manifest
 
 
 def check_data(run_dir: Path, spec: RunSpec | TspSpec, data_dir: str | None, splits: dict) -> dict:
-    """The manifest's record of the data the run reads now (:func:`robustkit.tasks.data_record`),
+    """The manifest's record of the data the run reads now (:func:`robustkit.data.tasks.data_record`),
     after checking it is the data the run is for.
 
     The run id holds the data's fingerprint, and the manifest of a started run records it (with

@@ -6,9 +6,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from robustkit import preflight, tasks
+from robustkit.data import tasks
 from robustkit.errors import RobustkitError
-from robustkit.spec import RunSpec, TspSpec, data_identity
+from robustkit.specs import preflight
+from robustkit.specs.spec import RunSpec, TspSpec, data_identity
 from robustkit.store.folders import MANIFEST, new_store, open_store
 from robustkit.store.locks import remove_unstarted, run_lock
 from robustkit.store.manifest import read_manifest, refuse_damaged
@@ -110,10 +111,10 @@ def _pretrain(
     splits: dict | None = None,
 ) -> Path:
     """:func:`pretrain` of a spec whose ``data_fingerprint`` is resolved (that of a resolved
-    :class:`RunSpec`'s :meth:`~robustkit.spec.RunSpec.tsp_spec`, or set by :func:`pretrain`), into
+    :class:`RunSpec`'s :meth:`~robustkit.specs.spec.RunSpec.tsp_spec`, or set by :func:`pretrain`), into
     the store folder ``root``.
 
-    ``splits`` are the task's splits (:func:`robustkit.tasks.load_splits` of the spec's task,
+    ``splits`` are the task's splits (:func:`robustkit.data.tasks.load_splits` of the spec's task,
     ``data_dir``, ``train_size`` and ``split_seed``) where the caller has loaded them already;
     None: loaded here if the run trains.
     """

@@ -1,0 +1,1 @@
+"""Claims and verdicts: recipes, the claim spec and its decision rules, evidence, what would settle one."""

@@ -1,0 +1,603 @@
+"""One command per paper figure: train what a recipe needs, judge its claims, draw it.
+
+``reproduce(["han2021/fig2"], scale="demo")`` collects the runs of every named recipe (see
+:mod:`robustkit.claims.recipes`), trains the distinct ones that are not complete yet into the scale's
+store in one sweep (a run two recipes need is trained once), judges each recipe's claims on
+exactly its runs (:mod:`robustkit.claims.claim`), then draws each recipe's registered figure
+(:mod:`robustkit.figures`) on those runs, with the model and task used as subtitle and the claims' verdicts under the
+figure. Analyses are cached per run, so re-running only computes what is missing.
+The figures folder (default beside the store, ``<store>-figures``; the project's own
+``figures/`` only when named) then holds the PDFs, ``claims.csv`` and a ``README.md`` that lists
+per figure the model/task used, runs per group, collapsed runs, the verdicts and what differs
+from the paper's settings.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from robustkit import figures as registry
+from robustkit.claims import claim
+from robustkit.claims.recipes import (
+    RECIPE_DIR,
+    Recipe,
+    RecipeError,
+    list_recipes,
+    load_defaults,
+    load_recipe,
+    recipe_names,
+)
+from robustkit.progress import bar as progress_bar
+from robustkit.store.folders import open_store
+from robustkit.store.tables import load_runs
+from robustkit.sweeps.grid import run_sweep
+
+# The project's own rendered figures (tracked in git): written only when asked for by name
+# (``reproduce --figures figures``); every other run of reproduce writes beside its store.
+FIGURES_DIR = Path("figures")
+log = logging.getLogger(__name__)
+
+
+def default_store(scale: str) -> Path:
+    """Where a scale's runs live unless told otherwise: ``runs/<scale>``."""
+    return Path("runs") / scale
+
+
+def default_figures(store: str | Path) -> Path:
+    """Where reproduce writes a store's figures and verdicts unless told otherwise: beside the
+    store, ``<store>-figures`` (``runs/demo`` -> ``runs/demo-figures``), so that a checkout's
+    tracked ``figures/`` changes only when a command names it."""
+    store = Path(store)
+    name = store.name or store.resolve().name  # "runs/" and "." have a name too
+    return store.parent / f"{name}-figures"
+
+
+def reproduce(
+    recipes: list[str] | None = None,
+    scale: str = "demo",
+    store: str | Path | None = None,
+    figures: str | Path | None = None,
+    recipe_dir: str | Path = RECIPE_DIR,
+    jobs: int = 2,
+    device: str | None = None,
+    executor: str = "local",
+    slurm_options=None,
+    train_only: bool = False,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Train, analyse and draw the named recipes (all when ``recipes`` is None).
+
+    Parameters
+    ----------
+    recipes : list of str, optional
+        Recipe names (``["han2021/fig2"]``); None = every recipe in ``recipe_dir``.
+    scale : str
+        ``demo`` (minilm-l6 on the embedded tasks, CPU minutes) or ``paper`` (the papers' models,
+        tasks and hyperparameters).
+    store : path, optional
+        Run store; default ``runs/<scale>``.
+    figures : path, optional
+        Folder the PDFs, ``claims.csv`` and their ``README.md`` index are written to; default
+        :func:`default_figures`, beside the store (said once in the log). The project's own
+        ``figures/`` is :data:`FIGURES_DIR`.
+    recipe_dir : path
+        Folder of recipe files (default: the ``analyses/`` folder of this checkout).
+    jobs, device, executor, slurm_options
+        As in :func:`robustkit.sweeps.grid.run_sweep`; ``device`` is also where the analyses that run a
+        model run it.
+    train_only : bool
+        Stop after training (e.g. to plot later, once cluster jobs are done).
+
+    Returns
+    -------
+    DataFrame
+        One row per recipe: ``recipe, figure`` (the registered figure), ``runs, failed_runs, pdf`` (the PDF path, or
+        None),
+        ``seconds`` (its claims, analysis and plotting), ``error`` and ``verdicts`` (one line
+        per claim, see :func:`robustkit.claims.claim.summary_line`). Every claim's rows are written to
+        ``<figures>/claims.csv`` (:data:`robustkit.claims.claim.VERDICT_COLUMNS`).
+    """
+    chosen = [load_recipe(name, recipe_dir) for name in recipe_names(recipes, recipe_dir)]
+    store = Path(store) if store is not None else default_store(scale)
+    if figures is None:
+        figures = default_figures(store)
+        if not train_only:
+            log.info(
+                f"figures and verdicts go to {figures} (--figures to choose; `--figures {FIGURES_DIR}` "
+                "updates the project's own)"
+            )
+    defaults = load_defaults(recipe_dir)  # read once: every recipe's specs, claims and subtitle use it
+    needed = {recipe.name: recipe.specs(scale, defaults) for recipe in chosen}
+    distinct = {spec.run_id: spec for specs in needed.values() for spec in specs}
+    results = run_sweep(
+        list(distinct.values()),
+        store,
+        jobs=jobs,
+        progress=progress,
+        device=device,
+        executor=executor,
+        slurm_options=slurm_options,
+    )
+    failed = set(results.loc[results.status.isin(["failed", "damaged"]), "run_id"])  # damaged: not trained over
+    rows, judged = [], []
+    for recipe in progress_bar(chosen, desc="figures", unit="figure", show=progress and not train_only):
+        run_ids = [spec.run_id for spec in needed[recipe.name]]
+        row = {
+            "recipe": recipe.name,
+            "figure": recipe.figure,
+            "runs": len(run_ids),
+            "failed_runs": len(failed.intersection(run_ids)),
+            "pdf": None,
+            "seconds": 0.0,
+            "error": None,
+            "verdicts": "",
+        }
+        if not train_only:
+            started = time.perf_counter()
+            verdicts = claim.verdicts(store, [recipe], scale, defaults=defaults, device=device)
+            judged.append(verdicts)
+            row.update(
+                _draw(
+                    recipe,
+                    scale,
+                    store,
+                    run_ids,
+                    Path(figures) / recipe.output,
+                    subtitle(recipe, scale, defaults),
+                    footer(recipe, verdicts),
+                    device,
+                ),
+                verdicts=claim.summary_line(verdicts),
+            )
+            row["seconds"] = time.perf_counter() - started  # claims and figure together
+            log.info(
+                f"{recipe.name}: "
+                + (f"figure failed: {row['error']}" if row["error"] else "drawn")
+                + "".join(f"\n  {line}" for line in row["verdicts"].splitlines())
+            )
+        rows.append(row)
+    if not train_only:
+        verdicts = pd.concat(judged, ignore_index=True) if judged else pd.DataFrame(columns=claim.VERDICT_COLUMNS)
+        path = Path(figures) / "claims.csv"
+        if path.is_file():  # keep the verdicts of the recipes not drawn this time
+            earlier = pd.read_csv(path)
+            verdicts = pd.concat(
+                [earlier[~earlier["recipe"].isin([r.name for r in chosen])], verdicts], ignore_index=True
+            )
+        Path(figures).mkdir(parents=True, exist_ok=True)
+        verdicts.to_csv(path, index=False)
+        write_index(figures, scale, recipe_dir, store=store, verdicts=verdicts)
+    return pd.DataFrame(rows)
+
+
+def claims(
+    store: str | Path | None = None,
+    recipes: list[str] | None = None,
+    scale: str = "demo",
+    recipe_dir: str | Path = RECIPE_DIR,
+    include_failed: bool = False,
+    device: str | None = None,
+) -> pd.DataFrame:
+    """The verdict of every claim of the named recipes on their runs (nothing is trained).
+
+    Parameters
+    ----------
+    store : path, optional
+        Run store; default ``runs/<scale>``.
+    recipes : list of str, optional
+        Recipe names (``["han2021/fig2"]``); None = every recipe in ``recipe_dir``.
+    scale : str
+        Whose runs: ``demo`` or ``paper``.
+    recipe_dir : path
+        Folder of recipe files (default: the ``analyses/`` folder of this checkout).
+    include_failed : bool
+        Keep collapsed and diverged runs in the tests.
+    device : str, optional
+        Where the analyses that run a model run it (default: the GPU if there is one).
+
+    Returns
+    -------
+    DataFrame
+        :data:`robustkit.claims.claim.VERDICT_COLUMNS`: one row per recipe x claim x cell, the claim's
+        overall verdict last (cell ``all``).
+
+    Raises
+    ------
+    StoreError
+        The store does not exist (a mistyped path would judge every claim inconclusive).
+    """
+    chosen = [load_recipe(name, recipe_dir) for name in recipe_names(recipes, recipe_dir)]
+    store = open_store(store if store is not None else default_store(scale), create=False)  # no verdicts on nothing
+    return claim.verdicts(store, chosen, scale, include_failed, defaults=load_defaults(recipe_dir), device=device)
+
+
+def subtitle(recipe: Recipe, scale: str, defaults: dict | None = None) -> str:
+    """The model and task(s) the figure's runs use, and what they stand in for at paper scale:
+    ``"minilm-l6 on rt (stand-in for bert-base-uncased on rte)"``."""
+    specs = recipe.specs(scale, defaults)
+    used = _model_task(specs)
+    if scale != "paper" and "paper" in recipe.scales:
+        paper = _model_task(recipe.specs("paper", defaults))
+        if paper != used:
+            used = f"{used} (stand-in for {paper})"
+    return used + one_corpus(sorted({spec.task for spec in specs}))
+
+
+def one_corpus(names: list[str]) -> str:
+    """``"; rt and polarity are one corpus (...)"`` where tasks of a figure share their texts."""
+    from robustkit.data.tasks import get_task
+
+    shared: dict[str, list[str]] = {}
+    for name in names:
+        try:
+            corpus = get_task(name).corpus
+        except Exception:  # noqa: BLE001 - a task unknown here names no corpus
+            corpus = None
+        if corpus:
+            shared.setdefault(corpus, []).append(name)
+    return "".join(
+        f"; {' and '.join(tasks)} are one corpus ({corpus})" for corpus, tasks in shared.items() if len(tasks) > 1
+    )
+
+
+def footer(recipe: Recipe, verdicts: pd.DataFrame) -> str:
+    """Each claim of the recipe, how it is tested and its verdict, one paragraph per claim."""
+    lines = claim.summary_line(verdicts).splitlines()
+    texts = []
+    for item, line in zip(recipe.claims, lines):
+        texts.append(f"Claim: {item.says} Tested as {item.hypothesis}. Verdict {line.split(': ', 1)[1]}")
+    return "\n".join(texts) or "No claim stated for this figure."
+
+
+def _model_task(specs) -> str:
+    models = sorted({spec.model for spec in specs})
+    tasks = sorted({spec.task for spec in specs})
+    return f"{', '.join(models)} on {', '.join(tasks)}"
+
+
+def write_index(
+    figures: str | Path,
+    scale: str,
+    recipe_dir: str | Path = RECIPE_DIR,
+    store: str | Path | None = None,
+    verdicts: pd.DataFrame | None = None,
+) -> Path:
+    """``<figures>/README.md``: every recipe whose PDF is in ``figures``, with its paper figure,
+    what it shows, the model/task used, the runs per group, the collapsed runs, the verdict of
+    each claim, what differs from the paper's settings and the command that made it.
+
+    Parameters
+    ----------
+    store : path, optional
+        The scale's run store, for the collapsed runs (default ``runs/<scale>``).
+    verdicts : DataFrame, optional
+        :func:`robustkit.claims.claim.verdicts` rows of the recipes (default: ``<figures>/claims.csv``).
+
+    Returns
+    -------
+    Path
+        The index file.
+    """
+    figures = Path(figures)
+    store = Path(store) if store is not None else default_store(scale)
+    if verdicts is None:
+        path = figures / "claims.csv"
+        verdicts = pd.read_csv(path) if path.is_file() else pd.DataFrame(columns=claim.VERDICT_COLUMNS)
+    runs = load_runs(store) if store.is_dir() else pd.DataFrame(columns=["run_id"])
+    units = _units(recipe_dir, scale)
+    repeats = {(r, c): same for r, c, same in zip(units["recipe"], units["claim"], units["same_as"]) if same}
+    lines = [
+        "# Figures",
+        "",
+        f"Made by `robustkit reproduce --all --scale {scale} --figures {figures}` from the recipes in `analyses/` "
+        "(each file cites the paper's table its settings come from). Re-running the command only "
+        "trains and analyses what is missing. Failed runs (not-learned, collapsed or diverged, see "
+        "`robustkit/train/collapse.py`) are marked in every figure and never plotted as results; each "
+        "claim says whether its test leaves them out or, for claims about failing, counts them as "
+        "data (the `failures` column of claims.csv). Each "
+        "claim's verdict (agrees / contradicts / inconclusive) is computed from the figure's runs "
+        "by `robustkit claims`; every row is in [claims.csv](claims.csv). Each verdict gives its "
+        "reason class when inconclusive, the runs per group (n; a claim tested in several cells, "
+        "such as layers of the same runs, gives its runs and its cells), and the effect its test detects "
+        'with 80% power at those runs ("detects", in the unit `robustkit claims --plan` prints: '
+        "a shift or margin in SDs over seeds, an SD ratio, or a failure rate). Evidence is counted "
+        "once (`robustkit/claims/evidence.py`): claims that share a run are one evidence unit, and a claim "
+        "that re-tests an earlier claim's observations (same runs, statistic, groups and cells) says so.",
+        "",
+        *_tally(verdicts, recipe_dir, scale, units),
+        "| file | paper | what it shows | model / task used | runs per group | collapsed | verdicts | differs from "
+        "the paper | command |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    defaults = load_defaults(recipe_dir)
+    path = figures / "README.md"
+    before = _index_rows(path)
+    for name in list_recipes(recipe_dir):
+        recipe = load_recipe(name, recipe_dir)
+        if scale in recipe.scales and (figures / recipe.output).is_file():
+            specs = recipe.specs(scale, defaults)
+            judged = verdicts[verdicts["recipe"] == name] if len(verdicts) else verdicts
+            collapsed = _collapsed(recipe, scale, specs, runs)
+            stored = len({spec.run_id for spec in specs} & set(runs["run_id"]))
+            if stored < len({spec.run_id for spec in specs}):
+                if recipe.output in before:  # drawn from a store that held its runs: keep its count
+                    collapsed = before[recipe.output][COLLAPSED_CELL]
+                elif stored:
+                    collapsed += f"; only {stored} of its {len(specs)} runs are in {store}"
+            cells = [
+                f"[{recipe.output}]({recipe.output})",
+                _paper_label(name),
+                recipe.title,
+                subtitle(recipe, scale, defaults),
+                _per_group(specs),
+                collapsed,
+                _verdict_cell(
+                    judged,
+                    {c.id: c.alpha for c in recipe.claims},
+                    {c: s for (r, c), s in repeats.items() if r == name},
+                    {c.id: c.quantifier for c in recipe.claims},
+                ),
+                _differences(recipe, scale, defaults),
+                f"`robustkit reproduce {name} --scale {scale}`",
+            ]
+            lines.append("| " + " | ".join(c.replace("|", "/").replace("\n", "<br>") for c in cells) + " |")
+    figures.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+COLLAPSED_CELL = 5  # the index's "collapsed" column
+
+
+def _units(recipe_dir: str | Path, scale: str) -> pd.DataFrame:
+    """:func:`robustkit.claims.evidence.units` of every recipe of ``recipe_dir`` that has ``scale``."""
+    from robustkit.claims import evidence
+
+    chosen = [load_recipe(name, recipe_dir) for name in list_recipes(recipe_dir)]
+    return evidence.units([r for r in chosen if scale in r.scales], scale, load_defaults(recipe_dir))
+
+
+def _tally(verdicts: pd.DataFrame, recipe_dir: str | Path, scale: str, frame: pd.DataFrame | None = None) -> list[str]:
+    """The tally paragraph of the index: how many claims, in how many evidence units
+    (:mod:`robustkit.claims.evidence`), and which claims re-test another's observations.
+
+    ``frame``: :func:`_units` of the recipes, when already computed.
+    """
+    from robustkit.claims import evidence
+
+    if not len(verdicts) or "recipe" not in verdicts:
+        return []
+    frame = _units(recipe_dir, scale) if frame is None else frame
+    known = verdicts[verdicts["recipe"].isin(set(frame["recipe"]))]
+    if not len(known):
+        return []
+    lines = [evidence.tally_line(known, frame) + "."]
+    judged = set(zip(known["recipe"], known["claim"]))
+    repeats = [
+        f"{recipe}/{name} re-tests {same}"
+        for recipe, name, same in zip(frame["recipe"], frame["claim"], frame["same_as"])
+        if same and (recipe, name) in judged
+    ]
+    if repeats:
+        lines.append("Same observations (same runs, statistic, groups and cells): " + "; ".join(repeats) + ".")
+    return [" ".join(lines), ""]
+
+
+def _index_rows(path: Path) -> dict[str, list[str]]:
+    """The cells of an existing index's figure rows, by figure file (empty when there is none)."""
+    rows = {}
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            if line.startswith("| [") and "](" in line:
+                cells = [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+                rows[cells[0][1 : cells[0].index("]")]] = cells
+    return rows
+
+
+def _per_group(specs) -> str:
+    """``"houlsby 5, full 5"``: runs per method."""
+    counts = pd.Series([spec.method for spec in specs]).value_counts(sort=False)
+    return ", ".join(f"{method} {n}" for method, n in counts.items())
+
+
+def _scored(recipe: Recipe, scale: str) -> tuple[str, str]:
+    """The checkpoint and split a recipe's figure scores (its parameters; default best, test)."""
+    values = registry.get(recipe.figure).resolve(**recipe.figure_params(scale))
+    return values.get("checkpoint", "best"), values.get("split", "test")
+
+
+def _collapsed(recipe: Recipe, scale: str, specs, runs: pd.DataFrame) -> str:
+    """``"houlsby 0/5, full 2/5 (last/validation)"`` from the runs' recorded outcomes."""
+    checkpoint, split = _scored(recipe, scale)
+    column = f"outcome/{checkpoint}/{split}"
+    mine = runs[runs["run_id"].isin([spec.run_id for spec in specs])]
+    if mine.empty or column not in mine:
+        return "not recorded"
+    failed = (mine[column].notna() & (mine[column] != "ok")).groupby(mine["method"]).agg(["sum", "size"])
+    order = [m for m in dict.fromkeys(spec.method for spec in specs) if m in failed.index]  # as in _per_group
+    return (
+        ", ".join(f"{m} {int(failed.loc[m, 'sum'])}/{int(failed.loc[m, 'size'])}" for m in order)
+        + f" ({checkpoint}/{split})"
+    )
+
+
+def _verdict_cell(
+    judged: pd.DataFrame,
+    alpha: dict[str, float] | None = None,
+    same_as: dict[str, str] | None = None,
+    quantifiers: dict[str, str | None] | None = None,
+) -> str:
+    """Per claim: the verdict, its reason class, the runs per group (and cells:
+    :func:`robustkit.claims.evidence.n_text`), the effect the test detects with 80% power at the
+    claim's level after Holm's correction over its cells
+    (:func:`robustkit.claims.decidability.cells_detectable_effect`) and the reason.
+
+    ``alpha``: each claim's alpha by claim id (default: :class:`robustkit.claims.claim.Claim`'s);
+    ``quantifiers``: each claim's quantifier by id (default ``any``: the level after Holm).
+    ``same_as``: claim id -> the earlier ``recipe/claim`` whose observations it re-tests
+    (:func:`robustkit.claims.evidence.units`); said after the reason.
+    """
+    from robustkit.claims.decidability import UNITS, cells_detectable_effect
+    from robustkit.claims.evidence import n_text
+
+    alpha, same_as, quantifiers = alpha or {}, same_as or {}, quantifiers or {}
+
+    if judged.empty:
+        return "no claim"
+    texts = []
+    for name, rows in judged.groupby("claim", sort=False):
+        row = rows.iloc[-1]
+        kind = row["compare"]  # not row.compare: that is pandas' Series.compare method
+        cells = rows if len(rows) == 1 else rows.iloc[:-1]
+        sizes = [(int(a), int(b)) for a, b in zip(cells["n_a"], cells["n_b"])]
+        detectable = (
+            cells_detectable_effect(kind, sizes, alpha.get(name, claim.Claim.alpha), quantifiers.get(name, "any"))
+            if kind in UNITS
+            else float("nan")
+        )
+        effect = f"; detects {detectable:g} {UNITS[kind]}" if pd.notna(detectable) else ""
+        reason_class = row.get("reason_class", "") if isinstance(row.get("reason_class", ""), str) else ""
+        n = n_text(rows)  # runs, and the cells where there are several
+        again = f"; same observations as {same_as[name]}" if same_as.get(name) else ""
+        texts.append(
+            f"**{row['verdict']}** ({name}: {f'{reason_class}; ' if reason_class else ''}{n}{effect}; "
+            f"{row['reason']}{again})"
+        )
+    return "<br>".join(texts)
+
+
+_COMPARED = ("model", "task", "train_size", "epochs", "batch_size", "max_length", "lr")
+
+
+def _differences(recipe: Recipe, scale: str, defaults: dict) -> str:
+    """Run settings that differ between ``scale`` and the recipe's paper scale (derived from the
+    specs, so it cannot drift from them), and the number of seeds per group."""
+    if scale == "paper" or "paper" not in recipe.scales:
+        return ""
+    ours, paper = recipe.specs(scale, defaults), recipe.specs("paper", defaults)
+    texts = []
+
+    def shown(value) -> str:
+        return (
+            "all" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+        )  # None: the whole set
+
+    def ordered(values: set) -> list[str]:  # numbers by value, then text
+        return [
+            shown(v)
+            for v in sorted(
+                values, key=lambda v: (not isinstance(v, (int, float)), v if isinstance(v, (int, float)) else 0, str(v))
+            )
+        ]
+
+    for field in _COMPARED:
+        mine = ordered({getattr(s, field) for s in ours})
+        theirs = ordered({getattr(s, field) for s in paper})
+        if mine != theirs:
+            texts.append(f"{field} {', '.join(mine)} (paper {', '.join(theirs)})")
+    seeds = (len({s.seed for s in ours}), len({s.seed for s in paper}))
+    if seeds[0] != seeds[1]:
+        texts.append(f"{seeds[0]} seed{'s' * (seeds[0] > 1)} (paper {seeds[1]})")
+    return "; ".join(texts)
+
+
+PAPERS = {
+    "han2021": "Han et al. 2021",
+    "he2021": "He et al. 2021",
+    "houlsby2019": "Houlsby et al. 2019",
+    "mohebbi": "Mohebbi (course report)",
+}
+
+
+def _paper_label(name: str) -> str:
+    """``han2021/fig9-10`` -> ``Han et al. 2021, fig 9-10``."""
+    paper, item = name.split("/", 1)
+    authors = PAPERS.get(paper, paper)
+    return f"{authors}, {item.replace('fig', 'figure ').replace('table', 'table ')}"
+
+
+def draw(
+    name: str,
+    store: str | Path | None = None,
+    scale: str = "demo",
+    recipe_dir: str | Path = RECIPE_DIR,
+    verdicts: bool = False,
+    device: str | None = None,
+):
+    """Recipe ``name``'s figure (a matplotlib Figure) on exactly its runs of ``store``, as
+    ``robustkit reproduce`` draws it, without training anything: for notebooks,
+    ``robustkit.draw("han2021/fig2", "runs/demo")``.
+
+    Parameters
+    ----------
+    store : path, optional
+        Run store; default ``runs/<scale>``.
+    verdicts : bool
+        Also judge the recipe's claims and print their verdicts under the figure.
+    device : str, optional
+        Where an analysis that runs a model runs it (default: the GPU if there is one).
+    """
+    if not isinstance(name, str):
+        raise RecipeError(f"draw takes one recipe name such as 'han2021/fig2', got {name!r}")
+    recipe = load_recipe(name, recipe_dir)
+    store = open_store(store if store is not None else default_store(scale), create=False)
+    defaults = load_defaults(recipe_dir)
+    run_ids = [spec.run_id for spec in recipe.specs(scale, defaults)]
+    text = (
+        footer(recipe, claim.verdicts(store, [recipe], scale, defaults=defaults, device=device)) if verdicts else None
+    )
+    fig = registry.draw(
+        recipe.figure,
+        store,
+        [f"run_id={','.join(run_ids)}"],
+        subtitle=subtitle(recipe, scale, defaults),
+        footer=text,
+        device=device,
+        **recipe.figure_params(scale),
+    )
+    return _titled(fig, recipe)
+
+
+def _titled(fig, recipe: Recipe):
+    """A recipe of no paper (``peft/``, ``beyond/``) reuses a paper figure's plot; its title is the
+    recipe's own, so that the figure is never taken for the paper's."""
+    if recipe.name.split("/", 1)[0] not in PAPERS:
+        from robustkit.figures.style import set_title
+
+        set_title(fig, recipe.title)
+    return fig
+
+
+def _draw(
+    recipe: Recipe,
+    scale: str,
+    store: Path,
+    run_ids: list[str],
+    output: Path,
+    subtitle_text: str,
+    footer_text: str,
+    device: str | None = None,
+) -> dict:
+    """Render one recipe's figure on exactly its runs to ``output``; a failure is reported, not
+    raised, so one broken figure does not cost the others."""
+    from robustkit.figures.style import save_pdf
+
+    started = time.perf_counter()
+    try:
+        fig = registry.draw(
+            recipe.figure,
+            store,
+            [f"run_id={','.join(run_ids)}"],
+            subtitle=subtitle_text,
+            footer=footer_text,
+            device=device,
+            **recipe.figure_params(scale),
+        )
+        save_pdf(_titled(fig, recipe), output)
+    except Exception as error:  # noqa: BLE001 - reported per recipe
+        return {"error": f"{type(error).__name__}: {error}", "seconds": time.perf_counter() - started}
+    return {"pdf": str(output), "seconds": time.perf_counter() - started}

@@ -1,0 +1,738 @@
+"""What would settle an inconclusive claim: more runs, or longer training, estimated from its runs.
+
+A verdict of *inconclusive* says the runs did not decide; this module says what would. Two
+estimates, each from the claim's own observed runs, stated before they were applied to any:
+
+**Runs per group** (:func:`runs_to_decide`, for *too few runs*, *not significant* and *depends
+on failed runs*): the smallest number of runs per group and cell, n, at which the claim's own
+verdict path decides the observed effect with probability ``power`` (80%). The power at n is
+simulated: each simulated store draws n runs per group and cell from the claim's observed runs,
+with replacement (a bootstrap of the observed data: their skew, their ties, their failed runs and
+their still-improving flags come along), and is judged by :func:`robustkit.claims.claim.judge`, the real
+path: the failure policy, the sign part, the quantifier over the cells, Tarone and Holm, the
+convergence guard. The decision counted is the one the observed effect points to: *agrees* or
+*contradicts*, whichever reaches ``power`` first as n grows: n doubles from the observed runs per
+group, capped at ``max_runs``, until it does; then at most three more n narrow the bracket to
+about 10%, each where a logistic curve of the decision rate in log n, fitted to every simulated
+store so far, reaches ``power``; the answer is the smallest n that reached it. A run is drawn with all its rows, so
+the cells a
+statistic gives every run (layers) keep their correlation; the runs of one group that share a
+cell set (a *stratum*) are exchangeable, and each stratum gets n runs. A spread claim ranks
+seed pairs, so its draws are pairs of two distinct runs (a run paired with its own copy would
+give a difference of 0, which no real pair gives).
+
+It is an estimate at the observed effect, which is itself noisy: with 4 runs per group the
+effect that the bootstrap scales up may be far from the true one, and the n is "about". The
+power at each n is a Monte-Carlo estimate with at most ``simulations`` stores, drawn in batches
+and stopped early once a 95% Wilson interval lies on one side of ``power``; the rng is seeded.
+
+**Training budget** (:func:`budget_to_converge`, for *not converged*): the guard of
+:mod:`robustkit.analysis.convergence` calls a run still improving when the lowest dev loss of
+the last quarter of its evaluations is more than 1% below the lowest before, and a cell is
+*not converged* when more than half of a compared group is. For each still-improving run its
+dev-loss evaluations are fitted by a power law toward an asymptote, ``L(s) = c + a s^-b``
+(a, b > 0, c >= 0; ``scipy.optimize.curve_fit``), the usual form of a learning curve; the run
+is then extended at its own evaluation interval, its observed losses followed by the fitted
+ones, until the guard's rule no longer calls it still improving. That step count over the run's
+current last step is its multiple of the budget; a group passes the guard when at most half of
+its runs still improve, so its multiple is the ``n - n // 2``-th smallest of its runs'. This is
+an extrapolation of a fitted curve, not a measurement: a run whose fit fails or whose fitted
+curve keeps falling past ``max_multiple`` times its budget gets no estimate, and the reason
+says so.
+
+Written by hand: no library answers "how many more runs would decide this claim" for a verdict
+path of this shape; scipy fits the curves.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from robustkit.analysis import registry
+from robustkit.analysis.convergence import TOLERANCE
+from robustkit.analysis.convergence import improving as still_improving_rule
+from robustkit.claims import claim as claims
+from robustkit.claims.selection import matches as _is
+from robustkit.claims.selection import text as _text
+from robustkit.measures import exact
+from robustkit.train import collapse
+
+POWER = 0.8
+MAX_RUNS = 200
+SIMULATIONS = 200  # simulated stores per candidate n, at most
+BATCH = 25  # simulated stores between two looks at the estimate
+Z_STOP = 1.96  # a 95% Wilson interval on one side of the target stops a candidate early
+SEED = 0
+REFINE = 3  # evaluations that narrow the bracket, at most
+MAX_MULTIPLE = 100.0  # the longest budget the extrapolation looks at, in multiples of the current one
+SETTLE_COLUMNS = ["recipe", "claim", "would_settle"]
+BY_RUNS = (claims.TOO_FEW, claims.NOT_SIGNIFICANT, claims.DEPENDS_ON_FAILED)
+
+
+# ---------------------------------------------------------------------------------------------
+# the claim's runs, as judge selects them
+
+
+def selected(claim: claims.Claim, observations: pd.DataFrame) -> pd.DataFrame:
+    """The observations :func:`robustkit.claims.claim.judge` tests (:func:`robustkit.claims.claim.tested_rows`)."""
+    return claims.tested_rows(claim, observations)
+
+
+def cell_names(claim: claims.Claim, frame: pd.DataFrame) -> pd.Series:
+    """Each row's cell, named as a verdict names it (``task=rte, layer=3``; ``all`` without cells)."""
+    within = [c for c in claim.within if c in frame]
+    if not within or frame.empty:
+        return pd.Series("all", index=frame.index)
+    return frame[within].apply(lambda row: ", ".join(f"{c}={_text(v)}" for c, v in row.items()), axis=1)
+
+
+def groups_of(claim: claims.Claim, frame: pd.DataFrame) -> pd.Series:
+    """Each row's group: ``"a"`` or ``"b"`` (a threshold claim without ``a``: every row is a)."""
+    if not claim.a or claim.by not in frame:
+        return pd.Series("a", index=frame.index)
+    return pd.Series(np.where(_is(frame[claim.by], claim.a), "a", "b"), index=frame.index)
+
+
+def strata(claim: claims.Claim, frame: pd.DataFrame) -> dict[tuple[str, tuple[str, ...]], list]:
+    """The exchangeable runs: (group, the cells a run is in) -> its run ids, in first-seen order.
+
+    Runs of one group in the same cells (a run-setting cell; every layer of a layer statistic)
+    are exchangeable draws of one experiment; a bootstrap draws within each stratum.
+    """
+    if frame.empty:
+        return {}
+    keyed = pd.DataFrame(
+        {
+            "run_id": frame["run_id"].to_numpy(),
+            "group": groups_of(claim, frame).to_numpy(),
+            "cell": cell_names(claim, frame).to_numpy(),
+        }
+    )
+    cells = keyed.groupby("run_id", sort=False).agg(
+        group=("group", "first"), cells=("cell", lambda c: tuple(sorted(set(c))))
+    )
+    found: dict[tuple[str, tuple[str, ...]], list] = {}
+    for run_id, row in cells.iterrows():
+        found.setdefault((row["group"], row["cells"]), []).append(run_id)
+    return found
+
+
+def observed_effects(claim: claims.Claim, frame: pd.DataFrame) -> list[float]:
+    """Each cell's observed effect against the claim's null, on the runs its test uses
+    (failed runs left out unless the claim keeps them as data), each run's mean per cell.
+
+    location: Hodges-Lehmann shift a - b; spread: log of the seed-pair spread ratio; rate:
+    difference of the rates; threshold: centre minus ``value``. NaN where a cell cannot give one
+    (empty group, no seed pair); an empty list for kinds whose null is not "no effect"
+    (equivalence, trend).
+    """
+    if claim.compare in ("equivalence", "trend") or frame.empty:
+        return []
+    if claim.failures == "exclude" and "outcome" in frame:
+        frame = frame[frame["outcome"] == collapse.OK]
+    frame = frame.assign(_cell=cell_names(claim, frame), _group=groups_of(claim, frame))
+    effects = []
+    for _, cell in frame.groupby("_cell", sort=True):
+        runs = cell.groupby("run_id", sort=False).agg(
+            value=("value", "mean"),
+            group=("_group", "first"),
+            **({"seed": ("seed", "first")} if "seed" in cell else {}),
+        )
+        runs = runs.sort_values("seed", kind="stable") if "seed" in runs else runs
+        runs = runs[runs["value"].notna()]
+        a, b = (
+            runs.loc[runs["group"] == "a", "value"].to_numpy(float),
+            runs.loc[runs["group"] == "b", "value"].to_numpy(float),
+        )
+        effects.append(_effect(claim, a, b))
+    return effects
+
+
+def _effect(claim: claims.Claim, a: np.ndarray, b: np.ndarray) -> float:
+    if len(a) == 0 or (claim.compare != "threshold" and len(b) == 0):
+        return np.nan
+    if claim.compare == "location":
+        return float(exact.shift_interval(a, b, 0.5)[0])
+    if claim.compare == "spread":
+        if len(a) < 2 or len(b) < 2:
+            return np.nan
+        ratio = exact.spread_interval(a, b, 0.5)[0]
+        return float(math.log(ratio)) if np.isfinite(ratio) and ratio > 0 else (np.inf if ratio > 0 else -np.inf)
+    if claim.compare == "rate":
+        return float(a.mean() - b.mean())
+    return float(exact.centre_interval(a, 0.5)[0] - claim.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# runs per group
+
+
+class Bootstrap:
+    """Simulated stores of a claim: n runs per group and cell, drawn from its observed runs.
+
+    Parameters
+    ----------
+    claim : Claim
+    observations : DataFrame
+        The claim's observations (:func:`selected` is applied here).
+    improving : Series, optional
+        run_id -> still improving at its end; a drawn run carries its run's flag.
+    """
+
+    def __init__(self, claim: claims.Claim, observations: pd.DataFrame, improving: pd.Series | None = None):
+        self.claim = claim
+        frame = selected(claim, observations).reset_index(drop=True)
+        self.strata = strata(claim, frame)
+        self.frame = frame.drop(columns=[c for c in ("run_id_b",) if c in frame])
+        codes = {run_id: i for i, run_id in enumerate(frame["run_id"].unique())} if not frame.empty else {}
+        self.codes = frame["run_id"].map(codes).to_numpy() if codes else np.zeros(0, int)
+        order = np.argsort(self.codes, kind="stable")
+        bounds = np.searchsorted(self.codes[order], np.arange(len(codes) + 1))
+        self.rows = [order[bounds[i] : bounds[i + 1]] for i in range(len(codes))]  # rows of run i
+        self.stratum_codes = [np.array([codes[r] for r in runs]) for runs in self.strata.values()]
+        flags = improving.reindex(list(codes)).fillna(False).astype(bool).to_numpy() if improving is not None else None
+        self.flags = flags
+
+    @property
+    def observed_n(self) -> int:
+        """Runs per group in the largest stratum (the n the claim was judged at)."""
+        return max((len(runs) for runs in self.strata.values()), default=0)
+
+    def draw(self, n: int, rng: np.random.Generator) -> tuple[pd.DataFrame, pd.Series | None]:
+        """One simulated store: observations with n runs per stratum (fresh run ids and seeds
+        ``0 .. n - 1``, in draw order) and their still-improving flags."""
+        rows, ids, seeds, drawn_runs = [], [], [], []
+        for index, runs in enumerate(self.stratum_codes):
+            if self.claim.compare == "spread" and len(runs) > 1:  # pairs of two distinct runs
+                pairs = -(-n // 2)
+                picks = np.argsort(rng.random((pairs, len(runs))), axis=1)[:, :2].ravel()[:n]
+            else:
+                picks = rng.integers(0, len(runs), n)
+            for k, run in enumerate(runs[picks]):
+                part = self.rows[run]
+                rows.append(part)
+                ids.append(np.full(len(part), index * (n + 1) + k))
+                seeds.append(np.full(len(part), k))
+                drawn_runs.append(run)
+        if not rows:
+            return self.frame.iloc[:0], None
+        frame = self.frame.iloc[np.concatenate(rows)].assign(run_id=np.concatenate(ids), seed=np.concatenate(seeds))
+        frame.index = pd.RangeIndex(len(frame))
+        improving = None
+        if self.flags is not None:
+            new_ids = [index * (n + 1) + k for index, runs in enumerate(self.stratum_codes) for k in range(n)]
+            improving = pd.Series(self.flags[np.array(drawn_runs)], index=new_ids)
+        return frame, improving
+
+
+def verdict_rates(
+    claim: claims.Claim,
+    boot: Bootstrap,
+    n: int,
+    simulations: int = SIMULATIONS,
+    power: float = POWER,
+    seed: int = SEED,
+    side: str | None = None,
+) -> dict:
+    """How often the claim's verdict path agrees and contradicts on simulated stores of n runs.
+
+    Draws stores in batches of :data:`BATCH` and stops once a 95% Wilson interval of the rate
+    of ``side`` (None: the more frequent of the two) lies on one side of ``power``.
+
+    Returns
+    -------
+    dict
+        ``agrees``, ``contradicts`` (rates in [0, 1]), ``simulations`` (stores judged), ``side``
+        (the decision counted) and ``passes`` (its rate >= ``power``).
+    """
+    rng = np.random.default_rng([seed, n])
+    counts = {claims.AGREES: 0, claims.CONTRADICTS: 0}
+    done = 0
+    while done < simulations:
+        for _ in range(min(BATCH, simulations - done)):
+            frame, improving = boot.draw(n, rng)
+            verdict = claims.judge(claim, frame, improving=improving).iloc[-1]["verdict"]
+            if verdict in counts:
+                counts[verdict] += 1
+            done += 1
+        counted = side or max(counts, key=counts.get)
+        low, high = _wilson(counts[counted], done, Z_STOP)
+        if low >= power or high < power:
+            break
+    counted = side or max(counts, key=counts.get)
+    return {
+        "agrees": counts[claims.AGREES] / done,
+        "contradicts": counts[claims.CONTRADICTS] / done,
+        "simulations": done,
+        "side": counted,
+        "passes": counts[counted] / done >= power,
+    }
+
+
+def _wilson(hits: int, draws: int, z: float) -> tuple[float, float]:
+    """Wilson score interval of a rate ``hits / draws``."""
+    if draws == 0:
+        return 0.0, 1.0
+    p = hits / draws
+    centre = (p + z * z / (2 * draws)) / (1 + z * z / draws)
+    half = z * math.sqrt(p * (1 - p) / draws + z * z / (4 * draws * draws)) / (1 + z * z / draws)
+    return centre - half, centre + half
+
+
+def runs_to_decide(
+    claim: claims.Claim,
+    observations: pd.DataFrame,
+    improving: pd.Series | None = None,
+    power: float = POWER,
+    max_runs: int = MAX_RUNS,
+    simulations: int = SIMULATIONS,
+    seed: int = SEED,
+) -> dict:
+    """The runs per group and cell at which the claim's verdict path decides the observed effect
+    with probability ``power`` (module docstring: a bootstrap of the observed runs, judged by
+    :func:`robustkit.claims.claim.judge`).
+
+    Parameters
+    ----------
+    claim : Claim
+    observations : DataFrame
+        The claim's per-run observations (as :func:`robustkit.claims.claim.judge` takes them).
+    improving : Series, optional
+        run_id -> still improving (the convergence guard's input; used where ``claim.final``).
+    power : float
+        The probability of a decision asked for.
+    max_runs : int
+        The largest n per group looked at.
+    simulations : int
+        Simulated stores per candidate n, at most.
+
+    Returns
+    -------
+    dict
+        ``n`` (runs per group and cell, or None), ``side`` (``agrees`` / ``contradicts``: the
+        decision the observed effect points to), ``power`` (its simulated rate at ``n``),
+        ``observed_n``, ``tried`` (n -> that rate), ``simulations`` (stores judged in all) and
+        ``reason`` (why ``n`` is None, else "").
+    """
+    result = {"n": None, "side": None, "power": np.nan, "observed_n": 0, "tried": {}, "simulations": 0, "reason": ""}
+    if not registry.statistic_of(claim.statistic)[1].independent or "run_id_b" in observations:
+        return {**result, "reason": "observations are pairs of runs that share runs: not tested at any n"}
+    missing = [c for c in ("run_id", claim.by, "value", *claim.within) if c not in observations]
+    if missing:
+        return {**result, "reason": f"the observations have no column {', '.join(missing)}"}
+    boot = Bootstrap(claim, observations, improving if claim.final else None)
+    result["observed_n"] = boot.observed_n
+    needed = {"a"} if claim.compare == "threshold" else {"a", "b"}
+    if boot.observed_n == 0 or not needed <= {group for group, _ in boot.strata}:
+        return {**result, "reason": "no observed run in a compared group to draw from"}
+    usable = selected(claim, observations)
+    if claim.failures == "exclude" and "outcome" in usable and (usable["outcome"] == collapse.OK).sum() == 0:
+        return {**result, "reason": "every observed run failed: nothing to draw a score from"}
+    effects = observed_effects(claim, usable)
+    if effects and all(e == 0 for e in effects if not np.isnan(e)) and not all(np.isnan(e) for e in effects):
+        return {**result, "reason": "the observed effect is 0: no n decides it"}
+
+    counts: dict[int, tuple[int, int, int]] = {}  # n -> (agrees, contradicts, stores)
+
+    def evaluate(n: int, side: str | None) -> dict:
+        rates = verdict_rates(claim, boot, n, simulations, power, seed, side)
+        done = rates["simulations"]
+        counts[n] = (round(rates["agrees"] * done), round(rates["contradicts"] * done), done)
+        result["simulations"] += done
+        return rates
+
+    # bracket: from the observed n, doubling until the decision comes with the power asked for
+    low, high = 1, max(2, boot.observed_n)
+    found = evaluate(high, None)
+    while not found["passes"]:
+        if high >= max_runs:
+            rate = max(found["agrees"], found["contradicts"])
+            return {
+                **result,
+                "tried": _tried(counts, found["side"]),
+                "reason": f"more than {max_runs} runs per group ({rate:.0%} decided at {high})",
+            }
+        low, high = high, min(2 * high, max_runs)
+        found = evaluate(high, None)
+    side, best = found["side"], found
+    # narrow the bracket to 10% of n: the next n where a logistic curve of the decision rate in
+    # log n, fitted to every store judged so far, reaches the power (bisection where it cannot)
+    for _ in range(REFINE):
+        if high - low <= max(1, high // 10):
+            break
+        middle = _fitted_n(counts, side, power)
+        if middle is None or not low < middle < high:
+            middle = int(round(math.sqrt(low * high)))
+        middle = min(max(middle, low + 1), high - 1)
+        rates = evaluate(middle, side)
+        if rates["passes"]:
+            high, best = middle, rates
+        else:
+            low = middle
+    rate = best["agrees"] if side == claims.AGREES else best["contradicts"]
+    return {**result, "n": high, "side": side, "power": rate, "tried": _tried(counts, side)}
+
+
+def _tried(counts: dict[int, tuple[int, int, int]], side: str) -> dict[int, float]:
+    """n -> the simulated rate of ``side`` there, in increasing n."""
+    column = 0 if side == claims.AGREES else 1
+    return {n: counts[n][column] / counts[n][2] for n in sorted(counts)}
+
+
+def _fitted_n(counts: dict[int, tuple[int, int, int]], side: str, power: float) -> int | None:
+    """The smallest n at which a logistic curve of the rate of ``side`` in log n reaches ``power``:
+    weighted least squares on the empirical logits (Haldane's +1/2), weights their inverse
+    variances. None where fewer than two n were tried or the curve does not rise."""
+    if len(counts) < 2:
+        return None
+    column = 0 if side == claims.AGREES else 1
+    n = np.array(sorted(counts), float)
+    hits = np.array([counts[int(k)][column] for k in n], float) + 0.5
+    misses = np.array([counts[int(k)][2] for k in n], float) + 1.0 - hits
+    logit, weight = np.log(hits / misses), hits * misses / (hits + misses)
+    x = np.log(n)
+    mean_x, mean_y = np.average(x, weights=weight), np.average(logit, weights=weight)
+    spread = np.sum(weight * (x - mean_x) ** 2)
+    if spread <= 0:
+        return None
+    slope = np.sum(weight * (x - mean_x) * (logit - mean_y)) / spread
+    if slope <= 0:
+        return None
+    target = math.log(power / (1 - power))
+    return int(math.ceil(math.exp(mean_x + (target - mean_y) / slope)))
+
+
+def runs_text(found: dict, power: float = POWER) -> str:
+    """``"about 9 runs per group (80% power to agree at the observed effect; 4 now)"``, or why none."""
+    if found["n"] is None:
+        return found["reason"]
+    way = "agree" if found["side"] == claims.AGREES else "contradict"
+    short = ": these runs fell just short, new seeds may decide it" if found["n"] <= found["observed_n"] else ""
+    return (
+        f"about {found['n']} runs per group ({power:.0%} power to {way} at the observed effect; "
+        f"{found['observed_n']} now{short})"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# training budget
+
+
+def _power_law(steps: np.ndarray, a: float, b: float, c: float) -> np.ndarray:
+    return c + a * np.power(steps, -b)
+
+
+def fitted_budget(
+    steps: Sequence[float], losses: Sequence[float], tolerance: float = TOLERANCE, max_multiple: float = MAX_MULTIPLE
+) -> tuple[float | None, str]:
+    """The multiple of its current steps at which one run would pass the guard's rule.
+
+    Parameters
+    ----------
+    steps : sequence of float, shape (K,)
+        Optimizer steps of the run's validation evaluations, increasing.
+    losses : sequence of float, shape (K,)
+        Its dev loss at each (nats).
+
+    Returns
+    -------
+    (float or None, str)
+        The multiple (1.0: the run already passes), or None and the reason: the fit failed or
+        its curve still improves by the rule at ``max_multiple`` times the budget.
+    """
+    steps, losses = np.asarray(steps, float), np.asarray(losses, float)
+    keep = np.isfinite(steps) & np.isfinite(losses) & (steps > 0)
+    steps, losses = steps[keep], losses[keep]
+    if not still_improving_rule(losses, tolerance):
+        return 1.0, ""
+    if len(steps) < 4:
+        return None, "fewer than 4 evaluations to fit"
+    from scipy.optimize import curve_fit
+
+    floor = float(losses.min())
+    start = (max(losses[0] - 0.5 * floor, 1e-6) * steps[0] ** 0.5, 0.5, 0.5 * floor)
+    try:
+        with np.errstate(all="ignore"):
+            (a, b, c), _ = curve_fit(
+                _power_law, steps, losses, p0=start, bounds=([0, 1e-3, 0], [np.inf, 5, floor]), maxfev=20000
+            )
+    except (RuntimeError, ValueError) as error:
+        return None, f"the power-law fit failed ({error})"
+    spacing = float(np.median(np.diff(steps))) if len(steps) > 1 else float(steps[0])
+    last = float(steps[-1])
+    extra = int(math.ceil((max_multiple - 1) * last / spacing))
+    future = last + spacing * np.arange(1, extra + 1)
+    extended = np.concatenate([losses, _power_law(future, a, b, c)])
+    for more in range(1, extra + 1):  # train one evaluation longer at a time
+        if not still_improving_rule(extended[: len(losses) + more], tolerance):
+            return float(future[more - 1] / last), ""
+    return None, (
+        f"the fitted curve (floor {c:.3g}, exponent {b:.2g}) still improves by the rule at {max_multiple:g}x the budget"
+    )
+
+
+def budget_to_converge(
+    store: str | Path | None,
+    run_ids: Sequence[str],
+    history: pd.DataFrame | None = None,
+    tolerance: float = TOLERANCE,
+    max_multiple: float = MAX_MULTIPLE,
+) -> dict:
+    """The training budget at which the runs ``run_ids`` would pass the convergence guard.
+
+    Parameters
+    ----------
+    store : path or None
+        The run store whose histories are read (:func:`robustkit.store.tables.load_history`).
+    run_ids : sequence of str
+        One compared group of one cell (the guard counts per group).
+    history : DataFrame, optional
+        The store's history, already loaded (columns ``run_id, step, epoch, split, metric,
+        value``); read from ``store`` when None.
+
+    Returns
+    -------
+    dict
+        ``multiple`` (of the runs' current steps, at which at most half of them still improve by
+        the rule; None with ``reason`` where too many runs have no estimate), ``runs`` (a frame:
+        ``run_id, steps, epochs, improving, multiple, reason``), ``steps`` and ``epochs`` (the
+        budget at the multiple, from the longest run; NaN where unknown), ``reason``.
+    """
+    if history is None:
+        from robustkit.store.tables import load_history
+
+        history = load_history(store)
+    history = history[
+        history["run_id"].isin(list(run_ids)) & (history["split"] == "validation") & (history["metric"] == "loss")
+    ].sort_values("step")
+    rows = []
+    for run_id in run_ids:
+        own = history[history["run_id"] == run_id]
+        if own.empty:
+            rows.append(
+                {
+                    "run_id": run_id,
+                    "steps": np.nan,
+                    "epochs": np.nan,
+                    "improving": False,
+                    "multiple": 1.0,
+                    "reason": "no dev-loss history: the guard does not judge it",
+                }
+            )
+            continue
+        losses = own["value"].to_numpy(float)
+        multiple, why = fitted_budget(own["step"].to_numpy(float), losses, tolerance, max_multiple)
+        rows.append(
+            {
+                "run_id": run_id,
+                "steps": float(own["step"].max()),
+                "epochs": float(own["epoch"].max()) if "epoch" in own else np.nan,
+                "improving": still_improving_rule(losses, tolerance),
+                "multiple": multiple,
+                "reason": why,
+            }
+        )
+    runs = pd.DataFrame(rows, columns=["run_id", "steps", "epochs", "improving", "multiple", "reason"])
+    found = {"runs": runs, "multiple": None, "steps": np.nan, "epochs": np.nan, "reason": ""}
+    if runs.empty:
+        return {**found, "reason": "no run"}
+    # the guard passes when at most half still improve: the (n - n // 2)-th smallest multiple
+    n = len(runs)
+    multiples = np.sort(runs["multiple"].astype(float).fillna(np.inf).to_numpy())
+    multiple = float(multiples[n - n // 2 - 1])
+    if not np.isfinite(multiple):
+        reasons = "; ".join(sorted({r for r in runs["reason"] if r}))
+        return {**found, "reason": f"no budget estimate for enough runs ({reasons})"}
+    return {
+        **found,
+        "multiple": multiple,
+        "steps": float(runs["steps"].max() * multiple),
+        "epochs": float(runs["epochs"].max() * multiple),
+    }
+
+
+def claim_budget(
+    claim: claims.Claim,
+    observations: pd.DataFrame,
+    improving: pd.Series,
+    store: str | Path | None,
+    history: pd.DataFrame | None = None,
+) -> dict:
+    """:func:`budget_to_converge` of every group the guard stops in the claim's cells (the
+    runs each cell tests after the failure policy); the claim's multiple is the largest."""
+    frame = selected(claim, observations)
+    if claim.failures == "exclude" and "outcome" in frame and (frame["outcome"] == collapse.OK).any():
+        frame = frame[frame["outcome"] == collapse.OK]
+    frame = frame[frame["value"].notna()].assign(_cell=cell_names(claim, frame), _group=groups_of(claim, frame))
+    if history is None and store is not None:
+        from robustkit.store.tables import load_history
+
+        history = load_history(store)
+    worst: dict = {"multiple": None, "reason": "no cell has more than half of a group still improving", "group": ""}
+    for (_, group), part in frame.groupby(["_cell", "_group"], sort=True):
+        ids = list(dict.fromkeys(part["run_id"]))
+        late = int(improving.reindex(ids).fillna(False).astype(bool).sum())
+        if late <= len(ids) / 2:
+            continue
+        found = budget_to_converge(store, ids, history)
+        label = "/".join(_text(v) for v in (claim.a if group == "a" else claim.b)) or "the runs"
+        found["group"], found["late"], found["n"] = label, late, len(ids)
+        if found["multiple"] is None:
+            return found
+        if worst["multiple"] is None or found["multiple"] > worst["multiple"]:
+            worst = found
+    return worst
+
+
+def budget_text(found: dict) -> str:
+    """``"train about 2.5x longer, 7.5 epochs (4 of 5 full runs still improve; power-law fit of
+    the dev loss, extrapolated)"``, or why none."""
+    if found.get("multiple") is None:
+        return f"no training budget found: {found['reason']}"
+    epochs = f", {found['epochs']:.3g} epochs" if np.isfinite(found.get("epochs", np.nan)) else ""
+    return (
+        f"train about {found['multiple']:.2g}x longer{epochs} ({found['late']} of {found['n']} {found['group']} runs "
+        "still improve; power-law fit of the dev loss, extrapolated)"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# the claims table
+
+
+def would_settle(
+    claim: claims.Claim,
+    row: pd.Series | dict,
+    observations: pd.DataFrame,
+    improving: pd.Series | None = None,
+    store: str | Path | None = None,
+    history: pd.DataFrame | None = None,
+    **options,
+) -> str:
+    """The ``would_settle`` text of one claim's overall verdict row ("" unless inconclusive).
+
+    *not converged*: the training budget (:func:`claim_budget`); *too few runs*, *not
+    significant*, *depends on failed runs* (or a row without a reason class): the runs per
+    group (:func:`runs_to_decide`, ``options`` passed on); *untestable*, *no data*: "".
+    """
+    if row.get("verdict") != claims.INCONCLUSIVE:
+        return ""
+    reason_class = row.get("reason_class", "")
+    reason_class = reason_class if isinstance(reason_class, str) else ""
+    if reason_class == claims.NOT_CONVERGED and improving is not None:
+        return budget_text(claim_budget(claim, observations, improving, store, history))
+    if reason_class and reason_class not in BY_RUNS:
+        return ""
+    return runs_text(runs_to_decide(claim, observations, improving, **options), options.get("power", POWER))
+
+
+def settle(
+    store: str | Path,
+    recipes: Sequence,
+    verdicts: pd.DataFrame,
+    scale: str = "demo",
+    defaults: dict | None = None,
+    device: str | None = None,
+    every: bool = False,
+    **options,
+) -> pd.DataFrame:
+    """The ``would_settle`` column of a claims table (:data:`SETTLE_COLUMNS`, one row per claim).
+
+    Parameters
+    ----------
+    store : path
+        The run store the verdicts were judged on.
+    recipes : sequence of Recipe
+        The recipes judged (their claims and figures).
+    verdicts : DataFrame
+        :func:`robustkit.claims.claim.verdicts` output (the last row of a claim is its verdict).
+    defaults : dict, optional
+        The recipes' ``defaults.toml``.
+    every : bool
+        Estimate the runs per group for every claim with runs, not only inconclusive ones
+        (``claims --plan --store``).
+
+    A claim whose observations cannot be computed says so in its text; none raises.
+    """
+    from robustkit.analysis.convergence import still_improving
+
+    overall = verdicts.groupby(["recipe", "claim"], sort=False).tail(1)
+    wanted = {
+        (r, c): row
+        for (r, c), row in zip(zip(overall["recipe"], overall["claim"]), overall.to_dict("records"))
+        if every or row.get("verdict") == claims.INCONCLUSIVE
+    }
+    rows, history = [], None
+    for recipe in recipes:
+        memo: dict = {}
+        run_ids, late = None, None
+        for one in recipe.claims:
+            row = wanted.get((recipe.name, one.id))
+            if row is None:
+                continue
+            try:
+                run_ids = run_ids or [spec.run_id for spec in recipe.specs(scale, defaults)]
+                found = claims.observations(
+                    one, recipe.figure, recipe.figure_params(scale), store, run_ids, memo, device
+                )
+                if one.final and late is None:
+                    late = still_improving(store, run_ids)
+                improving = late if one.final else None
+                if row.get("reason_class") == claims.NOT_CONVERGED and history is None:
+                    from robustkit.store.tables import load_history
+
+                    history = load_history(store)
+                if every:
+                    row = {**row, "verdict": claims.INCONCLUSIVE, "reason_class": claims.NOT_SIGNIFICANT}
+                text = would_settle(one, row, found, improving, store, history, **options)
+            except Exception as error:  # noqa: BLE001 - one claim's estimate must not cost the table
+                text = f"not estimated: {error}"
+            rows.append({"recipe": recipe.name, "claim": one.id, "would_settle": text})
+    return pd.DataFrame(rows, columns=SETTLE_COLUMNS)
+
+
+def plan_observed(
+    store: str | Path,
+    recipes: Sequence,
+    scales: Sequence[str] = ("demo", "paper"),
+    defaults: dict | None = None,
+    device: str | None = None,
+    **options,
+) -> pd.DataFrame:
+    """Per recipe, scale and claim whose runs ``store`` holds: the runs per group at which its
+    observed effect is decided with 80% power (:func:`runs_to_decide`), for ``claims --plan``.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``recipe, scale, claim, observed`` (the :func:`runs_text`); scales whose runs
+        the store lacks give no row.
+    """
+    from robustkit.store.tables import load_runs
+
+    stored = set(load_runs(store)["run_id"])
+    rows = []
+    for scale in scales:
+        present = [r for r in recipes if scale in r.scales and stored & {s.run_id for s in r.specs(scale, defaults)}]
+        if not present:
+            continue
+        verdicts = pd.DataFrame(
+            [
+                {"recipe": r.name, "claim": c.id, "verdict": claims.INCONCLUSIVE}
+                for r in present
+                for c in r.claims
+                if scale in c.scales
+            ]
+        )
+        if verdicts.empty:
+            continue
+        found = settle(store, present, verdicts, scale, defaults, device, every=True, **options)
+        rows.append(found.rename(columns={"would_settle": "observed"}).assign(scale=scale))
+    if not rows:
+        return pd.DataFrame(columns=["recipe", "scale", "claim", "observed"])
+    return pd.concat(rows, ignore_index=True)[["recipe", "scale", "claim", "observed"]]

@@ -1,0 +1,336 @@
+"""The figure registry: name -> (analysis, plot, plot-only parameters).
+
+The package's other modules are the plots: each function takes a tidy DataFrame and returns a
+matplotlib Figure; nothing there trains, loads models or reads the store.
+:func:`robustkit.figures.style.save_pdf` writes them.
+
+A figure is a registered analysis (:mod:`robustkit.analysis.registry`: selected runs of a store
+-> tidy data, cached next to the runs), optionally a view of that data (``view``: a function in
+``robustkit/analysis/`` that derives the finished tables a plot draws, its statistics included),
+and a plot (that data -> a matplotlib Figure); the plot only draws. The ``robustkit plot`` verbs,
+:func:`robustkit.claims.reproduce.reproduce` and a notebook all read this registry::
+
+    from robustkit import figures
+    fig = figures.draw("box-seeds", "runs/demo", select=["task=rt"], split="validation")
+    fig, (a1, a2) = plt.subplots(1, 2)                  # or into the caller's Axes (one panel)
+    figures.draw("box-seeds", "runs/demo", ax=a1); figures.draw("box-lr", "runs/demo", ax=a2)
+    data = figures.data("box-seeds", "runs/demo")      # the analysis's DataFrame behind it
+
+A figure's parameters are its analysis's (declared there, once) followed by its own, the ones
+only the view or the plot reads; a figure may change an analysis parameter's default
+(``defaults``), never redeclare it. Functions are named by import path and imported only when
+a figure is drawn, so reading the registry (``robustkit plot --help``) imports nothing heavy.
+
+Adding a figure is one plot module in ``robustkit/figures`` that declares it next to its plot
+function, ``DECLARED = figures.Figure("name", "help", "analysis", ":plot_function", ...,
+module=__name__)``; the registry reads the declaration from the module's source
+(:func:`robustkit.analysis.registry.discover`) without importing it, and
+:func:`register_module` adds one from a module outside the package.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from robustkit.analysis import registry
+from robustkit.analysis.registry import Analysis, call, load
+from robustkit.errors import RobustkitError
+from robustkit.params import Param, resolve
+
+
+class FigureError(RobustkitError):
+    """An unknown figure or parameter, or a parameter value of the wrong type."""
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A registered figure.
+
+    Attributes
+    ----------
+    name : str
+        Registry key and ``robustkit plot`` verb, e.g. ``box-seeds``.
+    help : str
+        The paper figure(s) it draws and what it shows.
+    analysis : str
+        The registered analysis whose frame it draws (:func:`robustkit.analysis.registry.get`).
+    plot : str
+        ``"module:function"``, called as ``function(data, **params it names)`` (or ``**data``
+        for a dict); returns a matplotlib Figure.
+    params : tuple of Param
+        The figure's own parameters (the view's and the plot's), with defaults.
+    view : str, optional
+        ``"module:function"``, one of its analysis's declared ``views``: ``function(frame, **params
+        it names)`` (``store`` and ``select`` too, where it names them) -> the data the plot draws.
+    defaults : dict
+        The figure's defaults for some of its analysis's parameters.
+    score_axis : bool
+        The figure shows scores: collapsed and diverged runs are marked and left out of
+        statistics unless ``include_failed`` (a parameter every such figure has).
+    module : str, optional
+        The declaring plot module (``__name__``): ``":name"`` references are its own.
+    order : int
+        Where the verb is listed among the others (ascending; ties by name).
+    """
+
+    name: str
+    help: str
+    analysis: str
+    plot: str
+    params: tuple[Param, ...] = ()
+    view: str | None = None
+    defaults: dict = field(default_factory=dict)
+    score_axis: bool = False
+    module: str | None = None
+    order: int = 1000
+
+    def __post_init__(self) -> None:
+        # ":name" -> "<module>:name", as an analysis's declaration reads (robustkit.analysis.declare)
+        for attribute in ("plot", "view"):
+            path = getattr(self, attribute)
+            if path is not None and path.startswith(":"):
+                if self.module is None:
+                    raise FigureError(f"figure {self.name!r} names {path!r} but declares no module=__name__")
+                object.__setattr__(self, attribute, f"{self.module}{path}")
+
+    def source(self) -> Analysis:
+        """The registered analysis the figure draws."""
+        return registry.get(self.analysis)
+
+    @property
+    def analysis_parameters(self) -> tuple[Param, ...]:
+        """The analysis's parameters, with this figure's defaults."""
+        return tuple(
+            replace(p, default=self.defaults[p.name]) if p.name in self.defaults else p for p in self.source().params
+        )
+
+    @property
+    def parameters(self) -> tuple[Param, ...]:
+        """Every parameter: the analysis's, the figure's own, ``include_failed`` last for score figures."""
+        extra = (INCLUDE_FAILED,) if self.score_axis else ()
+        return (*self.analysis_parameters, *self.params, *extra)
+
+    def resolve(self, **given: Any) -> dict[str, Any]:
+        """Every parameter's value: ``given`` (checked and typed) over the defaults.
+
+        Raises
+        ------
+        FigureError
+            An unknown parameter (the known ones are listed) or a value of the wrong type.
+        """
+        return resolve(self.parameters, given, f"figure {self.name!r}", FigureError)
+
+    def analysis_values(self, values: dict[str, Any]) -> dict[str, Any]:
+        """The analysis's parameters out of resolved figure ``values``: what its cache entry is keyed by."""
+        return {p.name: values[p.name] for p in self.source().params}
+
+    @property
+    def options(self) -> tuple[Param, ...]:
+        """Its analysis's run-time options (device, threads, ...): how the data is computed, not
+        what it is; never part of a cache key, and not figure parameters."""
+        return self.source().options
+
+    def _frame(
+        self, store: str | Path, select, params: dict[str, Any], device: str | None, progress: bool = True
+    ) -> tuple[dict[str, Any], Any]:
+        """The resolved figure parameters of ``params`` and the analysis's frame, computed with
+        the analysis options among ``params`` and ``device`` (where the analysis runs a model)."""
+        names = {p.name for p in self.options}
+        options = {k: v for k, v in params.items() if k in names}
+        if device is not None and "device" in names:
+            options["device"] = device
+        values = self.resolve(**{k: v for k, v in params.items() if k not in names})
+        return values, self.source().run(store, select, **self.analysis_values(values), **options, progress=progress)
+
+    def data(
+        self,
+        store: str | Path,
+        select: dict | list[str] | None = None,
+        progress: bool = True,
+        device: str | None = None,
+        **params: Any,
+    ) -> Any:
+        """The figure's data: its analysis's frame of the selected runs of ``store``.
+
+        ``device`` (``cpu``, ``cuda``; default: the GPU if there is one) is where an analysis that
+        runs a model runs it; the others load none and ignore it. ``params`` may hold the
+        analysis's other options (:attr:`options`).
+        """
+        return self._frame(store, select, params, device, progress)[1]
+
+    def draw(
+        self,
+        store: str | Path,
+        select: dict | list[str] | None = None,
+        subtitle: str | None = None,
+        footer: str | None = None,
+        device: str | None = None,
+        ax=None,
+        fig=None,
+        **params: Any,
+    ):
+        """The figure (a matplotlib Figure) of the selected runs of ``store``.
+
+        ``subtitle`` is a second title line (e.g. the model and task used), ``footer`` text
+        under the figure (e.g. the paper's claim and its verdict); ``device`` and the analysis's
+        options as in :meth:`data`.
+
+        ``ax`` (a matplotlib Axes) draws a one-panel figure into it, seaborn's convention, and
+        returns the Axes' figure; ``fig`` (a matplotlib Figure or SubFigure, e.g. one of
+        ``plt.figure().subfigures(1, 2)``) lays any figure's panels out in it and returns it. The
+        caller's canvas keeps its size: the title goes on the Axes (unless the panel has its
+        own) or the SubFigure, the legend inside the panel, and the notes (tests, what bars and
+        bands are), ``subtitle`` and ``footer`` only on the figure's own canvas
+        (:mod:`robustkit.figures.canvas`).
+
+        Raises
+        ------
+        FigureError
+            ``ax`` for a figure of several panels (use ``fig``), both ``ax`` and ``fig``, or
+            ``subtitle``/``footer`` with either.
+        """
+        from robustkit.figures import canvas
+        from robustkit.figures.style import decorate
+
+        target = ax if ax is not None else fig
+        if ax is not None and fig is not None:
+            raise FigureError(f"figure {self.name!r}: pass ax= (one panel) or fig= (any panels), not both")
+        if target is not None and (subtitle or footer):
+            raise FigureError(
+                f"figure {self.name!r}: subtitle and footer go on the figure's own canvas, not with ax= or fig="
+            )
+        try:
+            canvas.check(target)  # before the analysis runs, which may take minutes
+        except canvas.CanvasError as error:
+            raise FigureError(f"figure {self.name!r}: {error}") from None
+        values, frame = self._frame(store, select, params, device)
+        result = self.shown(frame, store, select, **values)
+        plot = load(self.plot)
+        try:
+            with canvas.into(target):
+                drawn = (
+                    call(plot, (), {**values, **result}) if isinstance(result, dict) else call(plot, (result,), values)
+                )
+        except canvas.CanvasError as error:
+            raise FigureError(f"figure {self.name!r} {error}") from None
+        return drawn if target is not None else decorate(drawn, subtitle=subtitle, footer=footer)
+
+    def shown(
+        self, data: Any, store: str | Path | None = None, select: dict | list[str] | None = None, **params: Any
+    ) -> Any:
+        """What the plot draws from ``data`` (the analysis's frame, :meth:`data`): the view's
+        dict of the plot's keyword arguments, or ``data`` itself for a figure without a view.
+        ``params`` are the figure's (unknown ones raise, missing ones default)."""
+        if self.view is None:
+            return data
+        return call(load(self.view), (data,), {**self.resolve(**params), "store": store, "select": select})
+
+
+INCLUDE_FAILED = Param(
+    "include_failed",
+    False,
+    "keep collapsed and diverged runs (robustkit.train.collapse) in boxes, means, error bars and tests; they are "
+    "marked either way; default: left out",
+)
+
+FIGURES: dict[str, Figure] = {}
+
+
+def register(figure: Figure) -> Figure:
+    """Add ``figure`` to the registry (its name must be new, its own parameters not its analysis's)."""
+    if figure.name in FIGURES:
+        raise FigureError(f"figure {figure.name!r} is registered twice")
+    analysis = {p.name for p in figure.source().params}
+    twice = sorted(analysis.intersection(p.name for p in figure.params)) + sorted(set(figure.defaults) - analysis)
+    if twice:
+        raise FigureError(
+            f"figure {figure.name!r}: {twice} are not its own parameters (declare an analysis's parameters in the "
+            "analysis; defaults may only change those)"
+        )
+    if figure.view is not None and figure.view not in figure.source().views:
+        raise FigureError(
+            f"figure {figure.name!r}: its view {figure.view!r} is not one its analysis {figure.analysis!r} declares "
+            "(declare it in the analysis's views, next to its computation)"
+        )
+    FIGURES[figure.name] = figure
+    listed = sorted(FIGURES.values(), key=lambda f: (f.order, f.name))
+    FIGURES.clear()  # in place: modules hold this very dict
+    FIGURES.update((f.name, f) for f in listed)
+    return figure
+
+
+def register_module(path: str | Path, name: str | None = None) -> tuple[Figure, ...]:
+    """Import the plot module ``path`` (outside the package) and register the figure(s) of its
+    ``DECLARED``."""
+    declared = getattr(registry.import_module(path, name), registry.DECLARED, None)
+    figures = declared if isinstance(declared, tuple) else (declared,)
+    if not all(isinstance(f, Figure) for f in figures):
+        raise FigureError(f"{path} declares no figure ({registry.DECLARED} = figures.Figure(...))")
+    return tuple(register(f) for f in figures)
+
+
+def get(name: str) -> Figure:
+    """The registered figure ``name``."""
+    if name not in FIGURES:
+        raise FigureError(f"unknown figure {name!r}; known figures: {', '.join(FIGURES)}")
+    return FIGURES[name]
+
+
+def data(
+    name: str, store: str | Path, select: dict | list[str] | None = None, device: str | None = None, **params: Any
+) -> Any:
+    """The data behind figure ``name`` (see :meth:`Figure.data`)."""
+    return get(name).data(store, select, device=device, **params)
+
+
+def draw(
+    name: str,
+    store: str | Path,
+    select: dict | list[str] | None = None,
+    subtitle: str | None = None,
+    footer: str | None = None,
+    device: str | None = None,
+    ax=None,
+    fig=None,
+    **params: Any,
+):
+    """Figure ``name`` of the selected runs of ``store``, on its own canvas or into the caller's
+    ``ax`` (one panel) or ``fig`` (see :meth:`Figure.draw`)."""
+    return get(name).draw(store, select, subtitle=subtitle, footer=footer, device=device, ax=ax, fig=fig, **params)
+
+
+# ---------------------------------------------------------------------------------------------
+# parameters several figures share
+
+ASO = Param(
+    "aso",
+    False,
+    "add ASO's epsilon_min of each method over the other (deepsig, Dror et al. 2019) to the caption, where the figure "
+    "compares two methods",
+)
+CONVENTION = Param(
+    "convention",
+    "openattack",
+    "openattack: prediction flips, misclassified inputs included; gold: only correctly classified inputs; default: "
+    "openattack",
+    choices=("openattack", "gold"),
+)
+SHOWN_SPLIT = Param(
+    "split",
+    "validation",
+    "split whose metric is shown (Houlsby et al. report validation); the best learning rate per point is always "
+    "selected on validation; default: validation",
+    choices=("validation", "test"),
+)
+
+# The figures declared in their plot modules (DECLARED = figures.Figure(...) or a tuple of them),
+# read from the source as the analyses are: a declaration may use robustkit.analysis.declare's
+# names and this module's (figures.ASO, figures.CONVENTION, ...).
+# A plot module names matplotlib's Figure too, so its declaration says figures.Figure.
+for _declared in registry.discover(
+    Path(__file__).parent, "robustkit.figures", "figures.Figure", {"figures": sys.modules[__name__]}
+):
+    register(_declared)

@@ -1,0 +1,108 @@
+"""Learning vs forgetting (Biderman et al. 2024): each run's task score against its forgetting,
+and the rank of each weight update per method."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from robustkit import figures
+from robustkit.analysis.declare import MATRICES, RANK_MEASURE
+from robustkit.figures import canvas, style
+from robustkit.figures.style import method_color, method_label, method_tick, plt
+
+# The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
+DECLARED = figures.Figure(
+    "forgetting",
+    "Biderman et al. 2024: learning (the task score) against forgetting (masked-LM loss on held-out text), and "
+    "the rank of each weight update",
+    "forgetting",
+    ":forgetting_figure",
+    (MATRICES, RANK_MEASURE),
+    view="robustkit.analysis.forgetting:forgetting_view",
+    score_axis=True,
+    order=260,
+    module=__name__,
+)
+
+
+RANK_LABELS = {
+    "energy_rank": "rank holding 90% of the update's squared norm",
+    "effective_rank": "effective rank (Roy & Vetterli 2007)",
+}
+
+
+def forgetting_figure(points: pd.DataFrame, ranks: pd.DataFrame, matrices: str, rank_measure: str) -> Figure:
+    """Left: validation score (learning) against forgetting, a dot per run; right: the update
+    rank of every changed matrix, per method, with each LoRA run's rank r dashed.
+
+    Parameters
+    ----------
+    points : DataFrame
+        Per run: ``method``, ``score``, ``metric``, ``forgetting``, ``outcome``, ``head``
+        (:func:`robustkit.analysis.forgetting.forgetting_view`).
+    ranks : DataFrame
+        Per run x matrix: ``method``, ``kind``, ``value``; ``lora.r`` where present.
+    matrices, rank_measure : str
+        What the right panel shows (for its labels).
+    """
+    if points.empty:
+        raise ValueError("no runs to draw")
+    fig, (left, right) = canvas.subplots(1, 2, figsize=(10, 3.9), constrained_layout=True)
+    methods = sorted(points["method"].unique())
+    for method in methods:
+        part = points[points["method"] == method]
+        ok = part["outcome"] == "ok"
+        left.scatter(
+            part.loc[ok, "score"],
+            part.loc[ok, "forgetting"],
+            color=method_color(method),
+            s=28,
+            edgecolor="black",
+            linewidth=0.4,
+        )
+        if (~ok).any():
+            left.scatter(
+                part.loc[~ok, "score"], part.loc[~ok, "forgetting"], color=method_color(method), marker="x", s=30
+            )
+    left.axhline(0, color="#444444", linestyle=":", linewidth=0.8)
+    metric = "/".join(sorted(points["metric"].unique()))
+    left.set_xlabel(f"learning: validation {metric}")
+    left.set_ylabel("forgetting: held-out masked-LM loss\ntuned − pre-trained encoder (nats / masked token)")
+    left.set_title("Learning vs forgetting, a dot per run", fontsize=9)
+    left.grid(alpha=0.3)
+    shown = [m for m in methods if m in set(ranks["method"])]
+    for i, method in enumerate(shown):
+        values = ranks.loc[ranks["method"] == method, "value"].to_numpy(float)
+        jitter = np.random.default_rng(i).uniform(-0.15, 0.15, len(values))  # placement only
+        right.scatter(
+            np.full(len(values), i) + jitter, values, s=8, alpha=0.6, color=method_color(method), linewidths=0
+        )
+        right.hlines(np.median(values), i - 0.3, i + 0.3, color="black", linewidth=1.2)
+    if "lora.r" in ranks:
+        for r in sorted(ranks["lora.r"].dropna().unique()):
+            right.axhline(float(r), color=method_color("lora"), linestyle="--", linewidth=0.9)
+            right.text(len(shown) - 0.5, float(r), f" LoRA r = {float(r):g}", va="bottom", ha="right", fontsize=7)
+    right.set_xticks(range(len(shown)), [method_tick(m) for m in shown], fontsize=7)
+    right.set_xlim(-0.6, max(len(shown) - 0.4, 0.6))
+    right.set_ylabel(RANK_LABELS.get(rank_measure, rank_measure))
+    right.set_title(f"Rank of each weight update W_tuned − W_0 ({matrices} matrices; bar: median)", fontsize=9)
+    right.grid(alpha=0.3, axis="y")
+    handles = [
+        plt.Line2D([], [], color=method_color(m), marker="o", linestyle="none", label=method_label(m)) for m in methods
+    ]
+    if (points["outcome"] != "ok").any():
+        handles.append(plt.Line2D([], [], color="#444444", marker="x", linestyle="none", label="failed run (not ok)"))
+    style.set_title(fig, style.paper_title("Learning vs forgetting (Biderman et al. 2024)", points))
+    style.legend_below(fig, left, handles)
+    head = "/".join(sorted(points["head"].unique()))
+    style.add_note(
+        fig,
+        "Forgetting: masked-LM cross-entropy on held-out WordNet glosses (no task's text) through the "
+        f"pre-trained model's masked-LM head ({head}: 'own' = the model's, 'fitted' = robustkit's TSP head "
+        "fitted on the frozen pre-trained encoder), the tuned encoder minus the pre-trained one. Right: one "
+        "dot per changed weight matrix of every run (LoRA updates merged); methods that change no matrix "
+        "have none.",
+    )
+    return fig

@@ -1,0 +1,1 @@
+"""Pretrained models and what is built on them: loading, precision, mixout, the MLM head, layer names."""

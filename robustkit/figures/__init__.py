@@ -45,6 +45,12 @@ class FigureError(RobustkitError):
     """An unknown figure or parameter, or a parameter value of the wrong type."""
 
 
+class NothingToDraw(FigureError, ValueError):
+    """The data a plot was given holds nothing it can draw (no runs, an empty frame, no rows of
+    the metric asked for): a fact about the store or the selection, said in one line by the CLI.
+    A ValueError too, as a plot function's bad input."""
+
+
 @dataclass(frozen=True)
 class Figure:
     """A registered figure.

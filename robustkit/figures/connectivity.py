@@ -46,7 +46,7 @@ def connectivity_figure(lines: pd.DataFrame, barriers: pd.DataFrame, metric: str
     """
     data = lines[lines["metric"] == metric]
     if data.empty:
-        raise ValueError(f"no rows with metric {metric!r}; the frame has {sorted(lines['metric'].unique())}")
+        raise figures.NothingToDraw(f"no rows with metric {metric!r}; the frame has {sorted(lines['metric'].unique())}")
     table = barriers[barriers["metric"] == (metric if metric == "loss" else f"{metric} error")]
     methods = sorted(data["method"].unique())
     tasks = sorted(data["task"].unique())

@@ -52,7 +52,7 @@ def curvature_figure(frame: pd.DataFrame, layer_checkpoint: str = "best") -> Fig
         Checkpoint of the per-layer panels (``best`` by default).
     """
     if frame.empty:
-        raise ValueError("nothing to plot: the frame is empty")
+        raise figures.NothingToDraw("nothing to plot: the frame is empty")
     methods = sorted(frame["method"].unique())
     checkpoints = [c for c in CHECKPOINT_ORDER if c in set(frame["checkpoint"])]
     layers = frame[(frame["scope"] == "layer") & (frame["checkpoint"] == layer_checkpoint)]

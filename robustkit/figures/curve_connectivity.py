@@ -42,7 +42,7 @@ def curve_figure(paths: pd.DataFrame, barriers: pd.DataFrame, metric: str = "los
     """
     data = paths[paths["metric"] == metric]
     if data.empty:
-        raise ValueError(f"no rows with metric {metric!r}; the frame has {sorted(paths['metric'].unique())}")
+        raise figures.NothingToDraw(f"no rows with metric {metric!r}; the frame has {sorted(paths['metric'].unique())}")
     shown = metric if metric == "loss" else f"{metric} error"
     table = barriers[barriers["metric"] == shown]
     methods = sorted(data["method"].unique())

@@ -207,7 +207,7 @@ def mean_best_table(summary: pd.DataFrame) -> Figure:
         steps, n (runs kept), collapsed k/n, majority baseline (x 100 for fractions).
     """
     if summary.empty:
-        raise ValueError("nothing to tabulate: the mean/best summary is empty")
+        raise figures.NothingToDraw("nothing to tabulate: the mean/best summary is empty")
     keys = _group_keys(summary)
     metric = "/".join(sorted(summary["metric"].unique()))
     factor = style.scale(str(summary["metric"].iloc[0])) if summary["metric"].nunique() == 1 else 100.0

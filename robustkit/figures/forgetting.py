@@ -48,7 +48,7 @@ def forgetting_figure(points: pd.DataFrame, ranks: pd.DataFrame, matrices: str, 
         What the right panel shows (for its labels).
     """
     if points.empty:
-        raise ValueError("no runs to draw")
+        raise figures.NothingToDraw("no runs to draw")
     fig, (left, right) = canvas.subplots(1, 2, figsize=(10, 3.9), constrained_layout=True)
     methods = sorted(points["method"].unique())
     for method in methods:

@@ -44,7 +44,7 @@ def gradnorm_curves(frame: pd.DataFrame, intermediate: int | None = None) -> Fig
         ``top // 2`` (layer 5 of BERT-base's 0..11).
     """
     if frame.empty:
-        raise ValueError("no gradient norms to plot")
+        raise figures.NothingToDraw("no gradient norms to plot")
     if "layer_kind" not in frame or "layer_index" not in frame:
         raise ValueError(
             "no layer_kind / layer_index columns: pass robustkit.analysis.gradnorm.run or summary "

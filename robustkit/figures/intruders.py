@@ -42,7 +42,7 @@ def intruders_figure(counts: pd.DataFrame, cosines: pd.DataFrame, matrices: str,
         The threshold the claims use, marked on both panels.
     """
     if counts.empty:
-        raise ValueError("no intruder counts to draw")
+        raise figures.NothingToDraw("no intruder counts to draw")
     fig, (left, right) = canvas.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
     groups = _groups(counts)
     for (method, config), style_, run_ids in groups:

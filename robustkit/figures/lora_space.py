@@ -40,7 +40,7 @@ def lora_space_figure(values: pd.DataFrame, ratios: pd.DataFrame) -> Figure:
         Identity columns, ``estimator``, ``value`` (log10 full / LoRA).
     """
     if values.empty:
-        raise ValueError("no LoRA runs to draw")
+        raise figures.NothingToDraw("no LoRA runs to draw")
     fig, axes = canvas.subplots(1, 3, figsize=(11, 3.7), constrained_layout=True)
     methods = sorted(values["method"].unique())
     for ax, estimator in zip(axes, ESTIMATORS):

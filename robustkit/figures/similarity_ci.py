@@ -41,7 +41,7 @@ def similarity_panels(frame: pd.DataFrame) -> Figure:
         :func:`robustkit.analysis.similarity_ci.run` output.
     """
     if frame.empty:
-        raise ValueError("nothing to plot: the frame is empty")
+        raise figures.NothingToDraw("nothing to plot: the frame is empty")
     measures = [m for m in MEASURE_LABELS if m in set(frame["measure"])]
     tasks = sorted(frame["task"].unique())
     methods = sorted(frame["method"].unique())

@@ -445,7 +445,7 @@ def _box_figure(
 ) -> Figure:
     """Rows = tasks, columns = values of the ``panels`` columns; boxes at x, by hue."""
     if frame.empty:
-        raise ValueError("nothing to plot: the frame is empty")
+        raise figures.NothingToDraw("nothing to plot: the frame is empty")
     if "outcome" not in frame or not {x, hue} <= set(summary.columns):
         raise ValueError(
             f"the frame needs an outcome column and the summary one row per {x} x {hue}: "

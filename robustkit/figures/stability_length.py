@@ -36,7 +36,7 @@ def stability_length_figure(spread: pd.DataFrame, deviations: pd.DataFrame) -> F
         Per run x epoch: ``method, run_id, epoch, deviation, outcome, metric``.
     """
     if spread.empty:
-        raise ValueError("no epoch evaluations to draw")
+        raise figures.NothingToDraw("no epoch evaluations to draw")
     fig, (left, right) = canvas.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
     methods = sorted(spread["method"].unique())
     for method in methods:

@@ -45,7 +45,7 @@ def surface_contours(frame: pd.DataFrame, metric: str = "loss", max_seeds: int =
     """
     data = frame[frame["metric"] == metric]
     if data.empty:
-        raise ValueError(f"no rows with metric {metric!r}; the frame has {sorted(frame['metric'].unique())}")
+        raise figures.NothingToDraw(f"no rows with metric {metric!r}; the frame has {sorted(frame['metric'].unique())}")
     methods = sorted(data["method"].unique())
     runs = {m: data[data["method"] == m].drop_duplicates("run_id").sort_values("seed").head(max_seeds) for m in methods}
     columns = max(len(r) for r in runs.values())

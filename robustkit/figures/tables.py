@@ -83,7 +83,7 @@ def summary_table(
         Whether the statistics include collapsed / diverged runs (said under the table).
     """
     if summary.empty:
-        raise ValueError("nothing to tabulate: the summary is empty")
+        raise figures.NothingToDraw("nothing to tabulate: the summary is empty")
     if scale is None:
         scale = 100.0 if summary[["mean", "min", "max"]].abs().max().max() <= 1.0 else 1.0
     has_failures = "n_collapsed" in summary

@@ -321,7 +321,7 @@ def tradeoff_aggregate_figure(
         the band collapses onto the line and the figure says so.
     """
     if aggregate.empty:
-        raise ValueError("nothing to plot: the aggregate is empty")
+        raise figures.NothingToDraw("nothing to plot: the aggregate is empty")
     metric = metric or (_one(source, "metric") if source is not None else "") or "accuracy"
     factor = style.scale(metric)
     fig, ax = canvas.subplots(figsize=(6.4, 4.4), constrained_layout=True)

@@ -32,7 +32,7 @@ def tuning_curves(frame: pd.DataFrame) -> Figure:
         :func:`robustkit.analysis.tuning.run` output.
     """
     if frame.empty:
-        raise ValueError("nothing to plot: the frame is empty")
+        raise figures.NothingToDraw("nothing to plot: the frame is empty")
     extra = [c for c in frame.columns if c not in (*_CURVE, "task", "method", "metric")]
     panels = frame[["task", *extra]].drop_duplicates().sort_values(["task", *extra]).itertuples(index=False, name=None)
     panels = list(panels)

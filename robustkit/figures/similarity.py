@@ -61,7 +61,8 @@ def rsa_by_layer(frame: pd.DataFrame, measure: str = "rsa") -> Figure:
     """
     data = frame[frame["measure"] == measure]
     if data.empty:
-        raise figures.NothingToDraw(f"no rows with measure {measure!r} (have: {', '.join(map(str, frame['measure'].unique()))})")
+        have = ", ".join(map(str, frame["measure"].unique()))
+        raise figures.NothingToDraw(f"no rows with measure {measure!r} (have: {have})")
     tasks = sorted(data["task"].unique())
     # one measure on every panel: one y scale, so tasks compare by eye
     fig, axes = canvas.subplots(

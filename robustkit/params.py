@@ -45,6 +45,10 @@ class Param:
         ``"module:function"`` that raises a :class:`robustkit.errors.RobustkitError` naming a
         value it refuses (a device this machine lacks, an unknown metric): checks that need
         more than the choices, imported only when a value is given.
+    default_note : str, optional
+        Words on the default, printed after it: where it comes from (``He et al. 2021``), or
+        what None means (``each task's main metric``). The default itself is never restated in
+        ``help``: :attr:`described` prints it from ``default``.
     """
 
     name: str
@@ -54,6 +58,19 @@ class Param:
     kind: type | None = None
     minimum: float | None = 0
     check: str | None = None
+    default_note: str = ""
+
+    @property
+    def described(self) -> str:
+        """``help`` and the default, as ``--help`` and the docs print it (``...; default: 32``).
+
+        A flag (bool) is described by its help alone: its words say what off means."""
+        if self.type is bool or isinstance(self.default, bool):
+            return self.help
+        if self.default is None:
+            return f"{self.help}; default: {self.default_note}" if self.default_note else self.help
+        shown = shown_value(self.default)
+        return f"{self.help}; default: {shown}" + (f" ({self.default_note})" if self.default_note else "")
 
     @property
     def type(self) -> type:
@@ -103,6 +120,15 @@ class Param:
             except RobustkitError as refused:
                 raise ParamError(f"parameter {self.name!r}: {refused}") from None
         return value
+
+
+def shown_value(value: Any) -> str:
+    """A default as the command line takes it: a list comma-separated, a float in ``%g``."""
+    if isinstance(value, (list, tuple)):
+        return ",".join(shown_value(v) for v in value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
 
 
 def resolve(

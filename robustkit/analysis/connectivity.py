@@ -75,11 +75,11 @@ DECLARED = Analysis(
         Param(
             "alphas",
             "0:1:11",
-            "interpolation coefficients (must hold 0 and 1): start:stop:count or a comma list; default: 0:1:11",
+            "interpolation coefficients (must hold 0 and 1): start:stop:count or a comma list",
         ),
         PAIR_SPLIT,
         PAIR_EXAMPLES,
-        Param("seed", 0, "seed of the examples; default: 0"),
+        Param("seed", 0, "seed of the examples"),
     ),
     (DEVICE,),
     summary=":barrier_summary",

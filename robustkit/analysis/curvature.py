@@ -106,25 +106,25 @@ DECLARED = Analysis(
             "checkpoints",
             ["step-0", "best", "last"],
             "comma-separated checkpoints: step-0 (theta_0; a TSP run's start for tsp_step > 0), best, last, tsp "
-            "(the masked-LM loss at the TSP checkpoint, runs with tsp_step > 0); default: step-0,best,last",
+            "(the masked-LM loss at the TSP checkpoint, runs with tsp_step > 0)",
             kind=list,
         ),
         Param(
             "examples",
             32,
-            "training examples in the one fixed batch the loss is taken on (the same for every run); default: 32",
+            "training examples in the one fixed batch the loss is taken on (the same for every run)",
         ),
         Param(
             "grouping",
             "layer",
             "blocks besides the whole set: layer (as the gradient norms group them), module (each module's own "
-            "tensors), none; default: layer",
+            "tensors), none",
             choices=("layer", "module", "none"),
         ),
-        Param("max_iterations", 30, "power iteration cap (Hessian-vector products per eigenvalue); default: 30"),
-        Param("tol", 1e-3, "power iteration stops at this relative change; default: 1e-3"),
-        Param("samples", 30, "Hutchinson samples for the traces (every block's from the same ones); default: 30"),
-        Param("seed", 0, "seed of the batch, the start vectors and the Rademacher samples; default: 0"),
+        Param("max_iterations", 30, "power iteration cap (Hessian-vector products per eigenvalue)"),
+        Param("tol", 1e-3, "power iteration stops at this relative change"),
+        Param("samples", 30, "Hutchinson samples for the traces (every block's from the same ones)"),
+        Param("seed", 0, "seed of the batch, the start vectors and the Rademacher samples"),
         Param(
             "block_eigenvalues",
             True,
@@ -139,7 +139,8 @@ DECLARED = Analysis(
             "micro_batch",
             None,
             "run each Hessian-vector product in parts of this many examples, one part's graph in memory at a time "
-            "(the same numbers up to rounding; slower); default: the whole batch",
+            "(the same numbers up to rounding; slower)",
+            default_note="the whole batch",
             kind=int,
             minimum=1,
         ),

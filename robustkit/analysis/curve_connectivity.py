@@ -68,16 +68,17 @@ DECLARED = Analysis(
     ":run",
     (
         checkpoint_param("checkpoint of both ends"),
-        Param("steps", None, "optimiser steps of the control point; default: as many as the runs trained", kind=int),
+        Param(
+            "steps", None, "optimiser steps of the control point", default_note="as many as the runs trained", kind=int
+        ),
         Param(
             "ts",
             "0:1:11",
-            "points t of the curve and the line evaluated (must hold 0 and 1): start:stop:count or a comma list; "
-            "default: 0:1:11",
+            "points t of the curve and the line evaluated (must hold 0 and 1): start:stop:count or a comma list",
         ),
         PAIR_SPLIT,
         PAIR_EXAMPLES,
-        Param("seed", 0, "seed of the control point's training (t, dropout) and of the examples; default: 0"),
+        Param("seed", 0, "seed of the control point's training (t, dropout) and of the examples"),
     ),
     (DEVICE,),
     summary=":barrier_summary",

@@ -257,23 +257,27 @@ PROGRESS = Param("progress", True, "show a progress bar")
 
 def checkpoint_param(help_: str, choices: tuple = ("best", "last"), default: str = "best") -> Param:
     """The ``checkpoint`` parameter: which of a run's checkpoints is read (``help_``: what it is for)."""
-    return Param("checkpoint", default, f"{help_}: {', '.join(choices)}; default: {default}", choices=choices)
+    return Param("checkpoint", default, f"{help_}: {', '.join(choices)}", choices=choices)
 
 
 METRIC_NAME = "robustkit.data.metrics:check_name"  # a Param's check: the metric is one robustkit records
-METRIC = Param("metric", None, "metric (accuracy, f1, mcc, ...); default: each task's main metric", check=METRIC_NAME)
+METRIC = Param(
+    "metric", None, "metric (accuracy, f1, mcc, ...)", default_note="each task's main metric", check=METRIC_NAME
+)
 # checked when given, as `train --device` is: a device this machine lacks is refused before any work
 DEVICE = Param(
     "device",
     None,
-    "where the model runs: cpu, cuda; default: the GPU if there is one",
+    "where the model runs: cpu, cuda",
+    default_note="the GPU if there is one",
     check="robustkit.specs.preflight:check_device",
 )
-SEED = Param("seed", 0, "seed of every random draw of the analysis (sample, directions, resamples); default: 0")
+SEED = Param("seed", 0, "seed of every random draw of the analysis (sample, directions, resamples)")
 TOKENS = Param(
     "tokens",
     5000,
-    "tokens sampled once from the task's dev set ([CLS]/[SEP]/[PAD] skipped); default: 5000 (He et al. 2021)",
+    "tokens sampled once from the task's dev set ([CLS]/[SEP]/[PAD] skipped)",
+    default_note="He et al. 2021",
 )
 SIMILARITY_CHECKPOINT = checkpoint_param("tuned checkpoint compared with the base model", ("best", "last", "step-0"))
 LAYER = Param(
@@ -282,11 +286,11 @@ LAYER = Param(
     "each: one observation per layer; top / bottom: the mean over the top / bottom third of the encoder layers",
     choices=("each", "top", "bottom"),
 )
-LOSS_SPLIT = "split the loss is taken on; default: train"
+LOSS_SPLIT = "split the loss is taken on"
 EXAMPLES = "examples of the split, drawn with --seed (the same for every run)"
 # the loss split and examples of the two seed-pair analyses (connectivity, curve-connectivity)
 PAIR_SPLIT = Param("split", "train", LOSS_SPLIT, choices=("train", "validation", "test"))
-PAIR_EXAMPLES = Param("examples", 512, f"{EXAMPLES}; default: 512")
+PAIR_EXAMPLES = Param("examples", 512, EXAMPLES)
 NEVER_LEARNED = (
     "a run that never left the majority class (not-learned) was under-trained by its budget: it did not learn and "
     "fall back, "
@@ -300,14 +304,14 @@ FLAT = (
 MATRICES = Param(
     "matrices",
     "q,v",
-    "weight matrices counted: comma-separated kinds (q, k, v, attention-output, intermediate, output) or all; "
-    "default: q,v (the matrices LoRA adapts in Hu et al. 2021 and the zoo)",
+    "weight matrices counted: comma-separated kinds (q, k, v, attention-output, intermediate, output) or all",
+    default_note="the matrices LoRA adapts in Hu et al. 2021 and the zoo",
 )
 INTRUDER_EPSILON = Param(
     "epsilon",
     0.5,
-    "a top singular vector is an intruder when its largest |cosine| with the start's singular vectors is below this; "
-    "default: 0.5 (huggingface/peft's implementation of Shuttleworth et al. 2024)",
+    "a top singular vector is an intruder when its largest |cosine| with the start's singular vectors is below this",
+    default_note="huggingface/peft's implementation of Shuttleworth et al. 2024",
 )
 RANK_MEASURE = Param(
     "rank_measure",

@@ -63,17 +63,17 @@ DECLARED = Analysis(
     ":run",
     (
         checkpoint_param("the tuned checkpoint (the start is step-0)", default="last"),
-        Param("texts", 1000, "held-out glosses the loss is taken on (the same for every run); default: 1000"),
+        Param("texts", 1000, "held-out glosses the loss is taken on (the same for every run)"),
         Param(
             "head",
             "auto",
             "masked-LM head: own (the model's pre-trained one), fitted (robustkit's TSP head fitted on the frozen "
-            "pre-trained encoder), auto (own where the model has one, else fitted); default: auto",
+            "pre-trained encoder), auto (own where the model has one, else fitted)",
             choices=("auto", "own", "fitted"),
         ),
-        Param("head_texts", 10000, "glosses a fitted head is trained on (none of them evaluated); default: 10000"),
-        Param("head_steps", 300, "optimiser steps of a fitted head; default: 300"),
-        Param("seed", 0, "seed of the glosses drawn, their masks and a fitted head; default: 0"),
+        Param("head_texts", 10000, "glosses a fitted head is trained on (none of them evaluated)"),
+        Param("head_steps", 300, "optimiser steps of a fitted head"),
+        Param("seed", 0, "seed of the glosses drawn, their masks and a fitted head"),
     ),
     (DEVICE,),
     summary=":summarize",
@@ -102,8 +102,8 @@ DECLARED = Analysis(
                 Param(
                     "reference_rank",
                     8,
-                    "rank r of the typical LoRA configuration the update's rank is divided by; default: 8 "
-                    "(the zoo's and Hu et al. 2021's LoRA rank on GLUE, robustkit's lora default)",
+                    "rank r of the typical LoRA configuration the update's rank is divided by",
+                    default_note="the zoo's and Hu et al. 2021's LoRA rank on GLUE, robustkit's lora default",
                 ),
             ),
             ends=True,

@@ -46,7 +46,8 @@ DECLARED = Analysis(
         Param(
             "top_k",
             10,
-            "top singular vectors of each tuned matrix compared; default: 10 (Shuttleworth et al. 2024)",
+            "top singular vectors of each tuned matrix compared",
+            default_note="Shuttleworth et al. 2024",
         ),
     ),
     (DEVICE,),

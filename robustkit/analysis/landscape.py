@@ -53,13 +53,13 @@ DECLARED = Analysis(
         Param(
             "alphas",
             "-2:2:20",
-            "interpolation coefficients: start:stop:count (both ends included) or a comma list; default: -2:2:20 "
-            "(He et al. 2021)",
+            "interpolation coefficients: start:stop:count (both ends included) or a comma list",
+            default_note="He et al. 2021",
         ),
         Param(
             "splits",
             ["validation"],
-            "comma-separated splits to evaluate on (validation, train); default: validation",
+            "comma-separated splits to evaluate on (validation, train)",
             kind=list,
         ),
         checkpoint_param("theta_1 (theta_0 is step-0)"),

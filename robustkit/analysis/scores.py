@@ -36,7 +36,7 @@ DECLARED = (
         "its outcome (robustkit.train.collapse).",
         ":outcomes",
         (
-            Param("split", "test", "split scored; default: test", choices=("test", "validation")),
+            Param("split", "test", "split scored", choices=("test", "validation")),
             checkpoint_param("best: best validation main metric; last: end of training"),
             METRIC,
         ),

@@ -50,7 +50,7 @@ DECLARED = Analysis(
     "model and each selected run; RSA (Pearson r of the cosine-similarity matrices' upper triangles) and linear "
     "CKA per layer.",
     ":run",
-    (TOKENS, Param("seed", 0, "seed of the token sample; default: 0"), SIMILARITY_CHECKPOINT),
+    (TOKENS, Param("seed", 0, "seed of the token sample"), SIMILARITY_CHECKPOINT),
     (DEVICE,),
     summary=":summarize",
     statistics=(

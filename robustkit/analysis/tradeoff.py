@@ -53,7 +53,8 @@ DECLARED = Analysis(
         Param(
             "metric",
             None,
-            "metric shown (Houlsby et al. plot accuracy for CoLA too); default: each task's main metric",
+            "metric shown (Houlsby et al. plot accuracy for CoLA too)",
+            default_note="each task's main metric",
             check=METRIC_NAME,
         ),
     ),

@@ -52,7 +52,8 @@ DECLARED = Analysis(
         Param(
             "split",
             "validation",
-            "split scored; default: validation (what a search selects on)",
+            "split scored",
+            default_note="what a search selects on",
             choices=("validation", "test"),
         ),
         checkpoint_param("checkpoint scored"),
@@ -60,10 +61,11 @@ DECLARED = Analysis(
         Param(
             "by",
             ["method"],
-            "comma-separated grouping columns; default: method (settings that vary inside a group split it too)",
+            "comma-separated grouping columns",
+            default_note="settings that vary inside a group split it too",
             kind=list,
         ),
-        Param("confidence", 0.8, "level of the simultaneous bands; default: 0.8 (opda's examples)"),
+        Param("confidence", 0.8, "level of the simultaneous bands", default_note="opda's examples"),
         Param(
             "exclude_failed",
             False,

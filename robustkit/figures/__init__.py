@@ -320,15 +320,14 @@ ASO = Param(
 CONVENTION = Param(
     "convention",
     "openattack",
-    "openattack: prediction flips, misclassified inputs included; gold: only correctly classified inputs; default: "
-    "openattack",
+    "openattack: prediction flips, misclassified inputs included; gold: only correctly classified inputs",
     choices=("openattack", "gold"),
 )
 SHOWN_SPLIT = Param(
     "split",
     "validation",
     "split whose metric is shown (Houlsby et al. report validation); the best learning rate per point is always "
-    "selected on validation; default: validation",
+    "selected on validation",
     choices=("validation", "test"),
 )
 

@@ -28,15 +28,15 @@ DECLARED = figures.Figure(
         Param(
             "metric",
             None,
-            "metric whose relative change is shown (Houlsby et al. plot validation accuracy); default: the task's "
-            "main metric",
+            "metric whose relative change is shown (Houlsby et al. plot validation accuracy)",
+            default_note="the task's main metric",
             check=METRIC_NAME,
         ),
         Param(
             "paper_figure",
             "Houlsby et al. 2019, figure 6",
-            "the figure named in the title; default: Houlsby et al. 2019, figure 6 (the course report's figure 8 "
-            "is the same ablation of layer-shared adapters)",
+            "the figure named in the title",
+            default_note="the course report's figure 8 is the same ablation of layer-shared adapters",
         ),
     ),
     view="robustkit.analysis.ablation:ablation_heatmap",

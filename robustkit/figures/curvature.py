@@ -26,7 +26,7 @@ DECLARED = figures.Figure(
         Param(
             "layer_checkpoint",
             "best",
-            "checkpoint of the per-layer panels; default: best",
+            "checkpoint of the per-layer panels",
             choices=("step-0", "best", "last"),
         ),
     ),

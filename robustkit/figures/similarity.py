@@ -23,7 +23,7 @@ DECLARED = figures.Figure(
         Param(
             "measure",
             "rsa",
-            "rsa (He et al. 2021) or linear CKA (Kornblith et al. 2019); default: rsa",
+            "rsa (He et al. 2021) or linear CKA (Kornblith et al. 2019)",
             choices=("rsa", "cka"),
         ),
     ),

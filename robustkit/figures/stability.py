@@ -122,7 +122,7 @@ DECLARED = (
             Param(
                 "kind",
                 "box",
-                "box: boxes over seeds; mean: mean +- std (ddof 1) as in the paper; default: box",
+                "box: boxes over seeds; mean: mean +- std (ddof 1) as in the paper",
                 choices=("box", "mean"),
             ),
             figures.ASO,

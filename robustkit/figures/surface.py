@@ -18,7 +18,7 @@ DECLARED = figures.Figure(
     "(contours; only the trained tensors move)",
     "surface",
     ":surface_contours",
-    (Param("max_seeds", 3, "runs drawn per method (the lowest seeds); default: 3"),),
+    (Param("max_seeds", 3, "runs drawn per method (the lowest seeds)"),),
     order=210,
     module=__name__,
 )

@@ -31,8 +31,7 @@ DECLARED = figures.Figure(
         Param(
             "by",
             ["task", "method"],
-            "comma-separated columns that define a row (task, method, tsp_step, train_size, adapter_size, lr, "
-            "...); default: task,method",
+            "comma-separated columns that define a row (task, method, tsp_step, train_size, adapter_size, lr, ...)",
             kind=list,
         ),
         Param("title", "Results over runs", "table title (the model and task used are appended)"),

@@ -1,0 +1,58 @@
+"""Each default is said once: in the Param's ``default``, which ``--help`` prints (issue #40).
+
+A help string that restated its default in prose went stale when the default changed; the
+words a default needs (where it comes from, what None means) are the Param's ``default_note``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from robustkit import figures
+from robustkit.analysis import registry
+from robustkit.params import Param
+
+
+def declared_params() -> dict[str, Param]:
+    found = {}
+    for analysis in registry.ANALYSES.values():
+        for param in analysis.params:
+            found[f"{analysis.name} --{param.name}"] = param
+        for statistic in analysis.statistics or ():
+            for param in statistic.params or ():
+                found[f"{analysis.name}.{statistic.name} --{param.name}"] = param
+    for figure in figures.FIGURES.values():
+        for param in figure.params or ():
+            found[f"figure {figure.name} --{param.name}"] = param
+    return found
+
+
+def test_no_help_restates_its_default():
+    restated = [
+        f"{where}: {param.help[-60:]!r}"
+        for where, param in declared_params().items()
+        if "default" in param.help.lower() and not isinstance(param.default, bool)  # flags say what off means
+    ]
+    assert not restated, "\n".join(restated)
+
+
+def test_described_prints_the_default_and_its_note():
+    assert Param("tokens", 5000, "tokens sampled").described == "tokens sampled; default: 5000"
+    assert (
+        Param("tokens", 5000, "tokens sampled", default_note="He et al. 2021").described
+        == "tokens sampled; default: 5000 (He et al. 2021)"
+    )
+    assert Param("alphas", [0.5, 1.0], "points", kind=list).described == "points; default: 0.5,1"
+    assert Param("metric", None, "metric", default_note="each task's main metric").described.endswith(
+        "default: each task's main metric"
+    )
+    assert Param("limit", None, "cap").described == "cap"
+    assert Param("aso", False, "add ASO (default: off)").described == "add ASO (default: off)"
+
+
+@pytest.mark.parametrize("where", ["rsa --tokens", "tuning --confidence", "attack --attackers"])
+def test_a_declared_default_is_printed_from_the_param(where):
+    param = declared_params()[where]
+    from robustkit.params import shown_value
+
+    assert f"default: {shown_value(param.default)}" in param.described

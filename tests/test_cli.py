@@ -92,7 +92,7 @@ def test_assets_list(capsys):
 
 
 def test_method_setting_flags_reach_the_run_specs():
-    from robustkit.cli import _specs_from_args
+    from robustkit.cli.train import specs_from_args
 
     args = build_parser().parse_args(
         [
@@ -109,15 +109,15 @@ def test_method_setting_flags_reach_the_run_specs():
             "0,1",
         ]
     )
-    specs = _specs_from_args(args)
+    specs = specs_from_args(args)
     assert [(s.seed, s.adapter_sharing, s.adapter_init_std) for s in specs] == [
         (0, "3-layer", 1e-5),
         (1, "3-layer", 1e-5),
     ]
-    topk = _specs_from_args(build_parser().parse_args(["train", "--store", "s", "--method", "topk", "--top-k", "3"]))
+    topk = specs_from_args(build_parser().parse_args(["train", "--store", "s", "--method", "topk", "--top-k", "3"]))
     assert topk[0].top_k == 3 and topk[0].adapter_sharing == "none"
     # --adapter-size was passed twice to the spec (a named field and a method field): TypeError
-    sized = _specs_from_args(build_parser().parse_args(["train", "--store", "s", "--adapter-size", "16"]))
+    sized = specs_from_args(build_parser().parse_args(["train", "--store", "s", "--adapter-size", "16"]))
     assert sized[0].adapter_size == 16
     with pytest.raises(SystemExit):
         build_parser().parse_args(["train", "--store", "s", "--adapter-sharing", "2-layer"])

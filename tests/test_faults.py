@@ -1035,7 +1035,7 @@ def test_a_closed_stdout_ends_quietly(reference):
 
 
 def test_an_unexpected_error_is_one_line_naming_how_to_see_the_traceback(tmp_path, capsys, monkeypatch):
-    import robustkit.cli as cli
+    from robustkit.cli import runs as runs_verb
 
     def crash(args):
         raise ValueError("something\nunexpected")
@@ -1051,7 +1051,7 @@ def test_an_unexpected_error_is_one_line_naming_how_to_see_the_traceback(tmp_pat
         ),
         (denied, f"robustkit: error: Permission denied: '{tmp_path / 'store' / 'run'}'"),
     ):
-        monkeypatch.setattr(cli, "_cmd_runs", command)
+        monkeypatch.setattr(runs_verb, "run", command)
         monkeypatch.delenv("ROBUSTKIT_TRACEBACK", raising=False)
         assert main(["runs", str(tmp_path)]) == 1
         assert capsys.readouterr().err.splitlines() == [expected]
@@ -1226,7 +1226,7 @@ def test_a_run_another_process_finished_meanwhile_is_not_counted_as_trained(
 ):
     """Two sweeps of one grid: the second looked at the store before the first finished the run,
     then took its lock after. It reports the run as skipped (trained elsewhere), not as its own."""
-    import robustkit.cli as cli
+    from robustkit.cli.common import report
     from robustkit.store import checkpoints as store_checkpoints
     from robustkit.sweeps.grid import run_sweep
     from robustkit.sweeps.jobs import TRAINED_ELSEWHERE
@@ -1238,7 +1238,7 @@ def test_a_run_another_process_finished_meanwhile_is_not_counted_as_trained(
     assert results.to_dict("records") == [
         {"run_id": reference.run_dir.name, "status": "skipped", "error": TRAINED_ELSEWHERE}
     ]
-    assert cli._report(results, tmp_path / "runs") == 0
+    assert report(results, tmp_path / "runs") == 0
     assert (
         "1 run: 0 trained, 1 already complete (1 of them finished by another process meanwhile)"
         in capsys.readouterr().out

@@ -155,15 +155,16 @@ def test_resolved_options_round_trip_through_a_manifest():
 
 
 def test_method_options_from_the_command_line_and_a_grid():
-    from robustkit.cli import _specs_from_args, build_parser
+    from robustkit.cli import build_parser
+    from robustkit.cli.train import specs_from_args
     from robustkit.sweeps.grid import expand_grid
 
     args = build_parser().parse_args(
         ["train", "--store", "s", "--method", "lora", "--method-option", "r=4", "--method-option", "matrices=q,k,v"]
     )
-    (spec,) = _specs_from_args(args)
+    (spec,) = specs_from_args(args)
     assert dict(spec.method_options) == {"r": 4, "alpha": 8, "dropout": 0.0, "matrices": "q,k,v"}
-    generic = _specs_from_args(build_parser().parse_args(["train", "--store", "s", "--method", "adapterhub:seq_bn"]))
+    generic = specs_from_args(build_parser().parse_args(["train", "--store", "s", "--method", "adapterhub:seq_bn"]))
     assert generic[0].method == "adapterhub" and dict(generic[0].method_options) == {"config": "seq_bn"}
     with pytest.raises(SystemExit):
         build_parser().parse_args(["train", "--store", "s", "--method", "lorra"])

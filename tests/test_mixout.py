@@ -303,12 +303,13 @@ def test_an_interrupted_mixout_run_resumes_to_the_same_result(tmp_path, monkeypa
 
 
 def test_mixout_from_the_command_line_and_a_grid():
-    from robustkit.cli import _specs_from_args, build_parser
+    from robustkit.cli import build_parser
+    from robustkit.cli.train import specs_from_args
     from robustkit.sweeps.grid import expand_grid
 
     args = build_parser().parse_args(["train", "--store", "s", "--method", "full", "--mixout", "0.9"])
-    assert [s.mixout for s in _specs_from_args(args)] == [0.9]
-    default = _specs_from_args(build_parser().parse_args(["train", "--store", "s"]))
+    assert [s.mixout for s in specs_from_args(args)] == [0.9]
+    default = specs_from_args(build_parser().parse_args(["train", "--store", "s"]))
     assert [s.mixout for s in default] == [0.0]
     specs = expand_grid({"base": {"model": "bert-tiny", "method": "full"}, "grid": {"mixout": [0.0, 0.9]}})
     assert [s.mixout for s in specs] == [0.0, 0.9]

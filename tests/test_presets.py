@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from robustkit.claims.recipes import load_defaults, preset
-from robustkit.cli import _specs_from_args, main, parse_args
+from robustkit.cli import main, parse_args
 from robustkit.cli.demo import demo_specs
+from robustkit.cli.train import specs_from_args
 from robustkit.errors import RobustkitError, SweepError
 from robustkit.sweeps.grid import expand_grid
 
@@ -57,9 +58,9 @@ def test_train_preset_demo_is_the_demo_runs():
     for method in ("houlsby", "full"):
         args = parse_args(["train", "--preset", "demo", "--method", method, "--seed", "0,1", "--store", "x"])
         wanted = [s.run_id for s in demo_specs() if s.method == method]
-        assert [s.run_id for s in _specs_from_args(args)] == wanted
+        assert [s.run_id for s in specs_from_args(args)] == wanted
     demo = load_defaults()["demo"]
-    spec = _specs_from_args(parse_args(["train", "--preset", "demo", "--store", "x"]))[0]
+    spec = specs_from_args(parse_args(["train", "--preset", "demo", "--store", "x"]))[0]
     assert (spec.epochs, spec.max_length, spec.train_size, spec.batch_size, spec.lr) == (
         demo["base"]["epochs"],
         demo["base"]["max_length"],
@@ -68,14 +69,14 @@ def test_train_preset_demo_is_the_demo_runs():
         demo["lr"]["houlsby"],
     )
     # flags given win over the preset
-    spec = _specs_from_args(
+    spec = specs_from_args(
         parse_args(
             ["train", "--preset", "demo", "--method", "full", "--lr", "3e-5", "--batch-size", "32", "--store", "x"]
         )
     )[0]
     assert (spec.lr, spec.batch_size, spec.epochs) == (3e-5, 32, demo["base"]["epochs"])
     # without a preset: the papers' defaults, as before
-    spec = _specs_from_args(parse_args(["train", "--method", "full", "--store", "x"]))[0]
+    spec = specs_from_args(parse_args(["train", "--method", "full", "--store", "x"]))[0]
     assert (spec.model, spec.epochs, spec.max_length, spec.batch_size, spec.lr) == ("minilm-l6", 10, 128, 32, 2e-5)
 
 

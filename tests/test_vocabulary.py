@@ -102,14 +102,14 @@ def test_figures_mark_failed_runs_in_the_outcome_words():
 
 def test_train_summary_counts_one_run_as_a_run(tmp_path, capsys, monkeypatch):
     import robustkit.cli.report
-    from robustkit.cli import _report
+    from robustkit.cli.common import report
 
     results = pd.DataFrame({"run_id": ["rt-full-minilm-l6-s0-tsp0-f7473ba4"], "status": ["complete"], "error": [None]})
     monkeypatch.setattr(
         robustkit.cli.report, "runs_table", lambda *args, **kwargs: results[["run_id"]].assign(outcome="ok")
     )
     monkeypatch.setattr(robustkit.cli.report, "failed_outcomes", lambda *args, **kwargs: [])
-    assert _report(results, tmp_path) == 0
+    assert report(results, tmp_path) == 0
     out = capsys.readouterr().out
     assert "\n1 run: 1 trained, 0 already complete" in out, out
 

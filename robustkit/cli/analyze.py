@@ -1,4 +1,5 @@
-"""`robustkit analyze ...` and `robustkit plot ...`: parse, call the analysis, print or plot."""
+"""`robustkit analyze ...`: parse, call the analysis, print its summary; and the flags of the
+registries' parameters that `analyze`, `plot` and `stats` share."""
 
 from __future__ import annotations
 
@@ -6,10 +7,9 @@ import argparse
 import dataclasses
 
 from robustkit.cli import terminal
-from robustkit.cli.arguments import output_file
 
 
-def _store_arguments(parser: argparse.ArgumentParser) -> None:
+def store_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("store", help="run store folder")
     parser.add_argument(
         "--select",
@@ -25,7 +25,31 @@ def _store_arguments(parser: argparse.ArgumentParser) -> None:
 # analysis's parameters and options
 
 
-def _analyze(args) -> int:
+def add_parser(commands) -> None:
+    from robustkit.analysis.registry import ANALYSES
+
+    analyze = commands.add_parser(
+        "analyze",
+        help="run an analysis on the runs of a store",
+        description="Each analysis returns a tidy DataFrame (cached next to the runs, keyed by the checkpoints' "
+        "sha256); its summary is printed, or the whole frame written with -o. The same analyses in a "
+        "notebook: robustkit.analysis.registry.get(name).run(store, ...).",
+    )
+    verbs = analyze.add_subparsers(dest="analysis", required=True, help="the analysis to run")
+    for name, analysis in ANALYSES.items():
+        parser = verbs.add_parser(name, help=analysis.help, description=analysis.description)
+        store_arguments(parser)
+        for param in (*analysis.params, *analysis.options):
+            add_param(parser, param)
+        terminal.add_format_arguments(
+            parser,
+            f"write {analysis.output}, every column, to this file (.csv, .json, else parquet) "
+            "instead of printing the summary",
+        )
+        parser.set_defaults(func=run)
+
+
+def run(args) -> int:
     from robustkit.analysis.registry import get
 
     analysis = get(args.analysis)
@@ -39,43 +63,8 @@ def _analyze(args) -> int:
     return 0
 
 
-def add_analyze_commands(commands) -> None:
-    from robustkit.analysis.registry import ANALYSES
-
-    analyze = commands.add_parser(
-        "analyze",
-        help="run an analysis on the runs of a store",
-        description="Each analysis returns a tidy DataFrame (cached next to the runs, keyed by the checkpoints' "
-        "sha256); its summary is printed, or the whole frame written with -o. The same analyses in a "
-        "notebook: robustkit.analysis.registry.get(name).run(store, ...).",
-    )
-    verbs = analyze.add_subparsers(dest="analysis", required=True, help="the analysis to run")
-    for name, analysis in ANALYSES.items():
-        parser = verbs.add_parser(name, help=analysis.help, description=analysis.description)
-        _store_arguments(parser)
-        for param in (*analysis.params, *analysis.options):
-            add_param(parser, param)
-        terminal.add_format_arguments(
-            parser,
-            f"write {analysis.output}, every column, to this file (.csv, .json, else parquet) "
-            "instead of printing the summary",
-        )
-        parser.set_defaults(func=_analyze)
-
-
 # ---------------------------------------------------------------------------------------------
-# plot: one verb per registered figure (robustkit.figures), its flags from the figure's parameters
-
-
-def _plot(args) -> int:
-    from robustkit import figures
-    from robustkit.figures.style import save_pdf
-
-    figure = figures.get(args.figure)
-    params = {p.name: getattr(args, p.name) for p in (*figure.parameters, *figure.options)}
-    fig = figure.draw(args.store, args.select, subtitle=args.subtitle, footer=args.footer, **params)
-    print(f"wrote {save_pdf(fig, args.output)}")
-    return 0
+# the registries' parameters as flags (analyze, plot, stats) and their negative values
 
 
 def add_param(parser: argparse.ArgumentParser, param) -> None:
@@ -111,35 +100,6 @@ def _parsed_by(param):
 
     parse.__name__ = param.type.__name__  # argparse names the type in its messages
     return parse
-
-
-def add_plot_commands(commands) -> None:
-    from robustkit.figures import FIGURES
-
-    plot = commands.add_parser(
-        "plot",
-        help="render a paper figure from a store as PDF",
-        description="Runs the figure's analysis (cached) and writes the figure as PDF. The same figures are drawn in "
-        "a notebook by robustkit.figures.draw(name, store, ...).",
-    )
-    verbs = plot.add_subparsers(dest="figure", required=True, help="the figure to render")
-    for name, figure in FIGURES.items():
-        parser = verbs.add_parser(name, help=figure.help, description=figure.help)
-        _store_arguments(parser)
-        parser.add_argument("-o", "--output", required=True, type=output_file, help="PDF file to write")
-        # --subtitle / --footer: robustkit reproduce passes the recipe's stand-in note and the
-        # paper's claim with its verdict
-        parser.add_argument(
-            "--subtitle", help="a second title line, e.g. 'minilm-l6 on rt, stand-in for BERT-base on SST-2'"
-        )
-        parser.add_argument(
-            "--footer",
-            help="text under the figure, wrapped to its width; '\\n' separates paragraphs (e.g. the claim and its "
-            "verdict)",
-        )
-        for param in (*figure.parameters, *figure.options):  # options: the analysis's (--device, ...)
-            add_param(parser, param)
-        parser.set_defaults(func=_plot)
 
 
 def may_be_negative(param) -> bool:

@@ -1,0 +1,47 @@
+"""`robustkit plot ...`: one verb per registered figure (robustkit.figures), its flags from the
+figure's parameters; draws it and writes the PDF."""
+
+from __future__ import annotations
+
+from robustkit.cli.analyze import add_param, store_arguments
+from robustkit.cli.arguments import output_file
+
+
+def add_parser(commands) -> None:
+    from robustkit.figures import FIGURES
+
+    plot = commands.add_parser(
+        "plot",
+        help="render a paper figure from a store as PDF",
+        description="Runs the figure's analysis (cached) and writes the figure as PDF. The same figures are drawn in "
+        "a notebook by robustkit.figures.draw(name, store, ...).",
+    )
+    verbs = plot.add_subparsers(dest="figure", required=True, help="the figure to render")
+    for name, figure in FIGURES.items():
+        parser = verbs.add_parser(name, help=figure.help, description=figure.help)
+        store_arguments(parser)
+        parser.add_argument("-o", "--output", required=True, type=output_file, help="PDF file to write")
+        # --subtitle / --footer: robustkit reproduce passes the recipe's stand-in note and the
+        # paper's claim with its verdict
+        parser.add_argument(
+            "--subtitle", help="a second title line, e.g. 'minilm-l6 on rt, stand-in for BERT-base on SST-2'"
+        )
+        parser.add_argument(
+            "--footer",
+            help="text under the figure, wrapped to its width; '\\n' separates paragraphs (e.g. the claim and its "
+            "verdict)",
+        )
+        for param in (*figure.parameters, *figure.options):  # options: the analysis's (--device, ...)
+            add_param(parser, param)
+        parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from robustkit import figures
+    from robustkit.figures.style import save_pdf
+
+    figure = figures.get(args.figure)
+    params = {p.name: getattr(args, p.name) for p in (*figure.parameters, *figure.options)}
+    fig = figure.draw(args.store, args.select, subtitle=args.subtitle, footer=args.footer, **params)
+    print(f"wrote {save_pdf(fig, args.output)}")
+    return 0

@@ -1,0 +1,91 @@
+"""`robustkit reproduce`: train, analyse and draw paper figures from their recipes."""
+
+from __future__ import annotations
+
+from robustkit.cli.arguments import output_folder
+from robustkit.cli.common import add_cluster_arguments, add_device, slurm_options
+from robustkit.errors import RobustkitError
+
+
+def add_parser(commands) -> None:
+    from robustkit.claims.recipes import list_recipes
+
+    known = ", ".join(list_recipes())
+    reproduce = commands.add_parser(
+        "reproduce",
+        help="train, analyse and draw paper figures from their recipes (analyses/*/*.toml)",
+        description="For each recipe: train the runs it needs that are not complete yet (runs shared between recipes "
+        "are trained once), run its analysis (cached) and write its figure as PDF. Known recipes: " + known,
+    )
+    reproduce.add_argument(
+        "recipes", nargs="*", metavar="RECIPE", help="recipe names, e.g. han2021/fig2 (see the list above)"
+    )
+    reproduce.add_argument("--all", action="store_true", help="every recipe")
+    reproduce.add_argument(
+        "--scale",
+        choices=["demo", "paper"],
+        default="demo",
+        help="demo: minilm-l6 on the embedded tasks (CPU); paper: the papers' models, tasks and hyperparameters (GPU "
+        "cluster); default: demo",
+    )
+    reproduce.add_argument("--store", type=output_folder, help="run store folder; default: runs/<scale>")
+    reproduce.add_argument(
+        "--figures",
+        type=output_folder,
+        help="folder the PDFs, claims.csv and their README.md index are "
+        "written to; default: beside the store, <store>-figures (runs/demo-figures); `--figures figures` "
+        "updates this checkout's own figures/",
+    )
+    reproduce.add_argument(
+        "--recipe-dir", help="folder of recipe files; default: the analyses/ folder of this checkout"
+    )
+    reproduce.add_argument("--jobs", type=int, default=2, help="runs trained at once (local executor); default: 2")
+    reproduce.add_argument(
+        "--train-only",
+        action="store_true",
+        help="train the runs, draw nothing (plot later, e.g. once cluster jobs are done)",
+    )
+    reproduce.add_argument(
+        "--plan",
+        action="store_true",
+        help="train nothing: print the distinct runs per recipe and in total (shared runs counted once), those the "
+        "store holds, the models and tasks to fetch and an estimate of the GPU-hours (robustkit/sweeps/plan.py, "
+        "from bench/gpu_throughput.toml)",
+    )
+    add_cluster_arguments(reproduce, submission_control=False)
+    add_device(reproduce)
+    reproduce.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from robustkit.claims.recipes import RECIPE_DIR
+    from robustkit.claims.reproduce import reproduce
+
+    if bool(args.recipes) == args.all:
+        raise RobustkitError("name recipes to reproduce, or pass --all (not both)")
+    if args.plan:
+        from robustkit.claims.recipes import list_recipes, load_defaults, load_recipe
+        from robustkit.claims.reproduce import default_store
+        from robustkit.sweeps import plan as run_plan
+
+        folder = args.recipe_dir or RECIPE_DIR
+        chosen = [load_recipe(name, folder) for name in (list_recipes(folder) if args.all else args.recipes)]
+        per_recipe, runs = run_plan.plan(
+            chosen, args.scale, args.store or default_store(args.scale), load_defaults(folder)
+        )
+        print(run_plan.describe(per_recipe, runs, args.scale))
+        return 0
+    results = reproduce(
+        None if args.all else args.recipes,
+        scale=args.scale,
+        store=args.store,
+        figures=args.figures,
+        recipe_dir=args.recipe_dir or RECIPE_DIR,
+        jobs=args.jobs,
+        device=args.device,
+        executor=args.executor,
+        slurm_options=slurm_options(args),
+        train_only=args.train_only,
+    )
+    print(results.to_string(index=False))
+    return 1 if results["error"].notna().any() or results["failed_runs"].any() else 0

@@ -14,13 +14,18 @@ import logging
 import os
 import sys
 
+from robustkit.cli.arguments import DefaultsHelpFormatter
 from robustkit.errors import RobustkitError
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse's parser, with its errors on one line (argparse prints the usage line first):
     every error of the command is one line on stderr. Subcommands' parsers are of this class
-    too (``add_subparsers`` makes them of their parent's class)."""
+    too (``add_subparsers`` makes them of their parent's class), and print each default once
+    (:class:`robustkit.cli.arguments.DefaultsHelpFormatter`)."""
+
+    def __init__(self, *args, formatter_class: type[argparse.HelpFormatter] = DefaultsHelpFormatter, **kwargs):
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see `{self.prog} --help`)\n")

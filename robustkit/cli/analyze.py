@@ -70,7 +70,7 @@ def run(args) -> int:
 def add_param(parser: argparse.ArgumentParser, param) -> None:
     """``param`` (:class:`robustkit.params.Param`) as a flag: a switch for booleans (``--no-<name>``
     for one that is on by default), a comma-separated value for lists."""
-    param = dataclasses.replace(param, help=param.help.replace("%", "%%"))  # argparse %-formats help ("90%")
+    param = dataclasses.replace(param, help=param.described.replace("%", "%%"))  # argparse %-formats help ("90%")
     if param.type is bool:
         if param.default:  # on unless switched off: the flag is --no-<name>
             parser.add_argument("--no-" + param.flag[2:], dest=param.name, action="store_false", help=param.help)

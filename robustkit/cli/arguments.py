@@ -5,6 +5,9 @@ Each is an argparse ``type``: it returns the parsed value or raises
 :class:`argparse.ArgumentTypeError`, which argparse turns into ``robustkit <verb>: error:
 argument <flag>: <message>``. Nothing heavy is imported here: ``robustkit --help`` builds every
 parser.
+
+The help formatters say an argument's default once: :class:`DefaultsHelpFormatter` prints a
+literal ``default=`` after the help, so that a help string never restates it.
 """
 
 from __future__ import annotations
@@ -66,3 +69,24 @@ def _creatable(folder: Path, text: str) -> None:
         raise argparse.ArgumentTypeError(f"cannot write {text!r}: {str(here)!r} is a file, not a folder")
     if not os.access(here, os.W_OK | os.X_OK):
         raise argparse.ArgumentTypeError(f"cannot write {text!r}: no permission to write in {str(here)!r}")
+
+
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """argparse's help, with ``; default: <value>`` after the help of each argument that takes a
+    value and has a default (not None, not an empty list: an ``append`` flag starts empty). Help
+    that speaks of its default already keeps its own words: a default said in words (``default:
+    the GPU if there is one``), or one whose value is not printed as the command line takes it
+    (``--seed``'s ``[0]`` is ``0``)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help
+        if not text or text == argparse.SUPPRESS or action.nargs == 0 or "default" in text.lower():
+            return text
+        empty = isinstance(action.default, (list, tuple)) and not action.default
+        if action.default is None or action.default is argparse.SUPPRESS or empty:
+            return text
+        return text + "; default: %(default)s"
+
+
+class RawDescriptionDefaultsHelpFormatter(DefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """:class:`DefaultsHelpFormatter` for a verb whose description is laid out by hand (``stats``)."""

@@ -50,7 +50,7 @@ def add_cluster_arguments(parser: argparse.ArgumentParser, submission_control: b
         "--executor",
         choices=["local", "slurm"],
         default="local",
-        help="local: worker processes here; slurm: submit to a Slurm cluster; default: local",
+        help="local: worker processes here; slurm: submit to a Slurm cluster",
     )
     if submission_control:
         cluster.add_argument(
@@ -67,14 +67,12 @@ def add_cluster_arguments(parser: argparse.ArgumentParser, submission_control: b
         "--time-min",
         type=count(1),
         default=240,
-        help="time limit per job in minutes; a job reaching it is requeued and resumes; default: 240",
+        help="time limit per job in minutes; a job reaching it is requeued and resumes",
     )
-    cluster.add_argument("--gpus-per-run", type=count(0), default=0, help="GPUs per job; default: 0")
-    cluster.add_argument("--cpus-per-run", type=count(1), default=2, help="CPU cores per job; default: 2")
+    cluster.add_argument("--gpus-per-run", type=count(0), default=0, help="GPUs per job")
+    cluster.add_argument("--cpus-per-run", type=count(1), default=2, help="CPU cores per job")
     cluster.add_argument("--mem-gb", type=count(1), help="memory per job in GB; default: the partition's default")
-    cluster.add_argument(
-        "--max-parallel", type=count(1), default=16, help="jobs of an array running at once; default: 16"
-    )
+    cluster.add_argument("--max-parallel", type=count(1), default=16, help="jobs of an array running at once")
     cluster.add_argument(
         "--slurm-arg",
         action="append",

@@ -18,13 +18,13 @@ def add_parser(commands) -> None:
         "demo learning rates (4 runs of the han2021/fig2 demo recipe, about 9 minutes on 2 idle CPU "
         "cores, 17 minutes of CPU time, as bench/README.md measures; see analyses/README.md).",
     )
-    demo.add_argument("--store", default="runs/demo", type=output_folder, help="run store folder; default: runs/demo")
+    demo.add_argument("--store", default="runs/demo", type=output_folder, help="run store folder")
     demo.add_argument(
         "--jobs",
         type=int,
         default=2,
         help="runs trained at once (one torch thread each on 2 cores is ~1.5x the throughput of one run with 2 "
-        "threads); default: 2",
+        "threads)",
     )
     add_device(demo)
     demo.set_defaults(func=run)

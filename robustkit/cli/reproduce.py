@@ -26,7 +26,7 @@ def add_parser(commands) -> None:
         choices=["demo", "paper"],
         default="demo",
         help="demo: minilm-l6 on the embedded tasks (CPU); paper: the papers' models, tasks and hyperparameters (GPU "
-        "cluster); default: demo",
+        "cluster)",
     )
     reproduce.add_argument("--store", type=output_folder, help="run store folder; default: runs/<scale>")
     reproduce.add_argument(
@@ -39,7 +39,7 @@ def add_parser(commands) -> None:
     reproduce.add_argument(
         "--recipe-dir", help="folder of recipe files; default: the analyses/ folder of this checkout"
     )
-    reproduce.add_argument("--jobs", type=int, default=2, help="runs trained at once (local executor); default: 2")
+    reproduce.add_argument("--jobs", type=int, default=2, help="runs trained at once (local executor)")
     reproduce.add_argument(
         "--train-only",
         action="store_true",

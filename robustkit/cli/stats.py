@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
+
+from robustkit.cli.arguments import RawDescriptionDefaultsHelpFormatter
 
 
 def add_parser(commands) -> None:
@@ -11,7 +12,7 @@ def add_parser(commands) -> None:
         "stats",
         help="stability statistics over runs: spread per method, tests (Levene, Brown-Forsythe, Mann-Whitney U), ASO "
         "and failed-run rates",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=RawDescriptionDefaultsHelpFormatter,
         description="One score per selected run (a checkpoint's final metric, or the validation score at an epoch\n"
         "end), then per cell (--within) and group (--by): n, mean, std (ddof 1), median, IQR, min, max,\n"
         "n_failed (runs at or below the majority-class baseline) and a 95% bootstrap CI of the mean\n"
@@ -39,7 +40,7 @@ def add_parser(commands) -> None:
     stats.add_argument(
         "--by",
         default="method",
-        help="column whose groups are compared pairwise (method, tsp_step, lr, ...); default: method",
+        help="column whose groups are compared pairwise (method, tsp_step, lr, ...)",
     )
     stats.add_argument(
         "--within",

@@ -18,7 +18,7 @@ def add_parser(commands) -> None:
     sweep.add_argument("grid", help="grid file (TOML): [base] holds fixed run fields, [grid] lists axes")
     add_preset(sweep)
     sweep.add_argument("--store", required=True, type=output_folder, help="run store folder (created if missing)")
-    sweep.add_argument("--jobs", type=int, default=1, help="runs trained at once (worker processes); default: 1")
+    sweep.add_argument("--jobs", type=int, default=1, help="runs trained at once (worker processes)")
     sweep.add_argument(
         "--data-dir", help="local folder of GLUE-format TSV files for every run of a GLUE task in the grid"
     )

@@ -54,7 +54,7 @@ def add_format_arguments(
         "--format",
         choices=FORMATS,
         default="table",
-        help=f"table: what varies between rows, cut to the terminal's width; {format_help}; default: table",
+        help=f"table: what varies between rows, cut to the terminal's width; {format_help}",
     )
     from robustkit.cli.arguments import output_file
 

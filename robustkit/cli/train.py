@@ -21,21 +21,21 @@ def add_parser(commands) -> None:
     add_run_arguments(train)
     add_preset(train)
     train.add_argument("--store", required=True, type=output_folder, help="run store folder (created if missing)")
-    train.add_argument("--jobs", type=int, default=1, help="runs trained at once (worker processes); default: 1")
+    train.add_argument("--jobs", type=int, default=1, help="runs trained at once (worker processes)")
     add_yes(train)
     train.add_argument(
         "--precision",
         choices=PRECISIONS,
         default=DEFAULT_PRECISION,
         help="bf16: every forward pass under bfloat16 autocast (weights and checkpoints stay float32); part of the "
-        "run id; default: fp32",
+        "run id",
     )
     train.add_argument(
         "--threads",
         type=int,
         default=1,
         help="torch CPU threads each run trains with, whatever --jobs is; part of the run id, since a CPU run's bytes "
-        "depend on it; default: 1",
+        "depend on it",
     )
     add_device(train)
     train.set_defaults(func=run)
@@ -64,7 +64,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         type=_method_name,
         metavar="METHOD",
         help=f"tuning method: {', '.join(METHOD_NAMES)}, or adapterhub:<config string> for any AdapterHub config "
-        "(e.g. adapterhub:lora[r=4,alpha=16]); default: houlsby",
+        "(e.g. adapterhub:lora[r=4,alpha=16])",
     )
     run_group.add_argument(
         "--model",
@@ -123,21 +123,15 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "dropout is switched off and each trained linear layer's input-neuron weights are replaced by their "
         "values at the start of tuning with probability P; not used by TSP; default: 0 = off (plain dropout)",
     )
-    hyper.add_argument(
-        "--warmup-ratio", type=float, default=0.1, help="fraction of steps with linear warmup; default: 0.1"
-    )
+    hyper.add_argument("--warmup-ratio", type=float, default=0.1, help="fraction of steps with linear warmup")
     hyper.add_argument("--weight-decay", type=float, default=0.0, help="AdamW weight decay; default: 0")
-    hyper.add_argument(
-        "--max-grad-norm", type=float, default=1.0, help="gradient clipping norm (0 = none); default: 1.0"
-    )
+    hyper.add_argument("--max-grad-norm", type=float, default=1.0, help="gradient clipping norm (0 = none)")
     hyper.add_argument(
         "--eval-every", type=int, help="evaluate every N steps besides every epoch end; default: epoch ends only"
     )
     hyper.add_argument("--tsp-lr", type=float, help="TSP learning rate; default: the run's lr")
     hyper.add_argument("--tsp-batch-size", type=int, help="TSP batch size; default: 32")
-    hyper.add_argument(
-        "--tsp-seed", type=int, default=0, help="seed of the TSP run (shared by runs of all seeds); default: 0"
-    )
+    hyper.add_argument("--tsp-seed", type=int, default=0, help="seed of the TSP run (shared by runs of all seeds)")
     data = parser.add_argument_group("data")
     data.add_argument(
         "--train-size",
@@ -146,7 +140,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "data, the original validation split becomes test (your own data: N of its training examples, validation "
         "and test as they are); all: the full training data; default: all (a preset's where one is given)",
     )
-    data.add_argument("--split-seed", type=int, default=0, help="seed of the low-resource draw; default: 0")
+    data.add_argument("--split-seed", type=int, default=0, help="seed of the low-resource draw")
     data.add_argument("--data-dir", help="local folder of GLUE-format TSV files instead of the hub (GLUE tasks only)")
     own = parser.add_argument_group("your own data (a task of its own; see robustkit.data.user_data)")
     own.add_argument(

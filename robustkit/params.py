@@ -70,6 +70,8 @@ class Param:
         if self.default is None:
             return f"{self.help}; default: {self.default_note}" if self.default_note else self.help
         shown = shown_value(self.default)
+        if not shown:  # an empty list or string: nothing to print but the note
+            return f"{self.help}; default: {self.default_note}" if self.default_note else self.help
         return f"{self.help}; default: {shown}" + (f" ({self.default_note})" if self.default_note else "")
 
     @property

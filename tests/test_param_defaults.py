@@ -47,6 +47,7 @@ def test_described_prints_the_default_and_its_note():
         "default: each task's main metric"
     )
     assert Param("limit", None, "cap").described == "cap"
+    assert Param("options", [], "key=value options", kind=list).described == "key=value options"
     assert Param("aso", False, "add ASO (default: off)").described == "add ASO (default: off)"
 
 
@@ -56,3 +57,12 @@ def test_a_declared_default_is_printed_from_the_param(where):
     from robustkit.params import shown_value
 
     assert f"default: {shown_value(param.default)}" in param.described
+
+
+def test_the_cli_prints_the_default_from_the_param(capsys):
+    from robustkit.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["analyze", "rsa", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "default: 5000 (He et al. 2021)" in text and "default: best" in text

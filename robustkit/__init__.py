@@ -75,7 +75,7 @@ def claims(
     Returns
     -------
     DataFrame
-        One row per recipe x claim x cell (:data:`robustkit.claims.claim.VERDICT_COLUMNS`), each
+        One row per recipe x claim x cell (:data:`robustkit.claims.rules.VERDICT_COLUMNS`), each
         claim's overall verdict last (cell ``all``); see :func:`robustkit.claims.reproduce.claims`.
     """
     from robustkit.claims.recipes import RECIPE_DIR

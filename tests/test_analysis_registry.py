@@ -220,8 +220,9 @@ def test_a_claim_and_its_figure_share_one_cache_entry(tiny_store, monkeypatch):
     import matplotlib.pyplot as plt
 
     from robustkit.analysis import landscape
-    from robustkit.claims import claim as claims
+    from robustkit.claims import tally
     from robustkit.claims.recipes import Recipe
+    from robustkit.claims.spec import Claim, ClaimError
 
     params = {"alphas": "-1:1:3", "checkpoint": "last"}
     calls = []
@@ -232,7 +233,7 @@ def test_a_claim_and_its_figure_share_one_cache_entry(tiny_store, monkeypatch):
     computed = len(calls)
     assert computed == 2 and len(cache) >= 2  # houlsby and full
 
-    claim = claims.Claim.from_table(
+    claim = Claim.from_table(
         {
             "id": "flat",
             "says": "flatter",
@@ -254,17 +255,17 @@ def test_a_claim_and_its_figure_share_one_cache_entry(tiny_store, monkeypatch):
         params=params,
         claims=(claim,),
     )
-    analysis, values, own = claims.parameters(claim, recipe.figure, recipe.figure_params("demo"))
+    analysis, values, own = tally.parameters(claim, recipe.figure, recipe.figure_params("demo"))
     assert values == figures.get("landscape").analysis_values(figures.get("landscape").resolve(**params)) and own == {
         "split": "validation"
     }
     run_ids = sorted(p.name for p in tiny_store.iterdir() if not p.name.startswith("."))
-    observations = claims.observations(claim, recipe.figure, recipe.figure_params("demo"), tiny_store, run_ids)
+    observations = tally.observations(claim, recipe.figure, recipe.figure_params("demo"), tiny_store, run_ids)
     assert len(observations) == 2 and len(calls) == computed  # nothing computed again
     assert sorted((tiny_store / ".cache" / "landscape").iterdir()) == cache  # no second cache entry
 
     # a claim that sets its figure's analysis parameters is refused: it would judge another frame
-    other = claims.Claim.from_table(
+    other = Claim.from_table(
         {
             **{
                 "id": "flat",
@@ -279,8 +280,8 @@ def test_a_claim_and_its_figure_share_one_cache_entry(tiny_store, monkeypatch):
         },
         "test",
     )
-    with pytest.raises(claims.ClaimError, match=r"sets \['alphas'\], parameters of its figure's analysis 'landscape'"):
-        claims.parameters(other, "landscape", params)
+    with pytest.raises(ClaimError, match=r"sets \['alphas'\], parameters of its figure's analysis 'landscape'"):
+        tally.parameters(other, "landscape", params)
 
 
 def test_param_types_and_choices():

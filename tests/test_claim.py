@@ -1,4 +1,4 @@
-"""Claims as checkable hypotheses (robustkit.claims.claim): each verdict rule on synthetic runs gives
+"""Claims as checkable hypotheses (robustkit.claims.spec, rules, tally): each verdict rule on synthetic runs gives
 agrees, contradicts and inconclusive where it should; collapsed runs are left out; cells are
 aggregated; bad claim tables are refused with the key named."""
 
@@ -8,7 +8,9 @@ import pytest
 from observation_frames import runs_frame
 
 from robustkit.analysis.pooling import PoolingError
-from robustkit.claims.claim import Claim, ClaimError, judge, summary_line
+from robustkit.claims.rules import judge
+from robustkit.claims.spec import Claim, ClaimError
+from robustkit.claims.tally import summary_line
 
 
 def _claim(**changes) -> Claim:

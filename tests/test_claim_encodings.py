@@ -12,8 +12,9 @@ import pytest
 
 from robustkit.analysis.registry import get, load, statistic_of
 from robustkit.claims import decidability
-from robustkit.claims.claim import Claim, judge
 from robustkit.claims.recipes import load_recipe
+from robustkit.claims.rules import judge
+from robustkit.claims.spec import Claim
 from robustkit.errors import RobustkitError
 from robustkit.store.tables import IDENTITY
 

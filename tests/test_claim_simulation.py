@@ -1,6 +1,6 @@
 """The verdict path as a whole, by simulation (issue #37): synthetic runs that look like real
 ones (scores on a 1/872 grid, skewed, collapsed runs at the majority score, runs still
-improving, layers of one run correlated) judged by the real path, robustkit.claims.claim.judge, at
+improving, layers of one run correlated) judged by the real path, robustkit.claims.rules.judge, at
 the least favourable configuration of each error (robustkit.claims.simulation).
 
 The shapes below are the recipes' riskiest ones: a claim on each of 6 layers that is true in 5,
@@ -14,14 +14,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from robustkit.claims import claim as claims
 from robustkit.claims import simulation
+from robustkit.claims.rules import judge
+from robustkit.claims.spec import AGREES, CONTRADICTS, Claim
 
 DRAWS = 150
 BOUND = simulation.bound(0.05, DRAWS)  # alpha + 2 Monte-Carlo standard errors: 0.086
 
 
-def _claim(**changes) -> claims.Claim:
+def _claim(**changes) -> Claim:
     table = {
         "id": "sim",
         "says": "simulated",
@@ -32,7 +33,7 @@ def _claim(**changes) -> claims.Claim:
         "direction": "greater",
         **changes,
     }
-    return claims.Claim.from_table({k: v for k, v in table.items() if v is not None}, "simulation")
+    return Claim.from_table({k: v for k, v in table.items() if v is not None}, "simulation")
 
 
 SHAPES = {
@@ -105,10 +106,10 @@ def test_the_simulation_can_fail():
         # 4 layers clearly true, 3 a little false: the half rule counts cells
         frame.loc[(frame["layer"] <= 4) & (frame["method"] == "houlsby"), "value"] += 0.5
         frame.loc[(frame["layer"] > 4) & (frame["method"] == "houlsby"), "value"] -= 0.02
-        rows = claims.judge(claim, frame.assign(outcome="ok")).iloc[:-1]
-        agree = (rows["verdict"] == claims.AGREES).sum()
-        half += agree >= len(rows) / 2 and not (rows["verdict"] == claims.CONTRADICTS).any()
-        assert claims.judge(claim, frame.assign(outcome="ok")).iloc[-1]["verdict"] != claims.AGREES
+        rows = judge(claim, frame.assign(outcome="ok")).iloc[:-1]
+        agree = (rows["verdict"] == AGREES).sum()
+        half += agree >= len(rows) / 2 and not (rows["verdict"] == CONTRADICTS).any()
+        assert judge(claim, frame.assign(outcome="ok")).iloc[-1]["verdict"] != AGREES
     assert half / draws > BOUND
 
 

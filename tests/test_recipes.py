@@ -308,8 +308,8 @@ def test_every_claim_says_the_papers_effect_or_why_there_is_none():
     """Issue #26: the power at the effect the paper reports needs that effect; every shipped claim
     quotes the numbers it comes from, or says "not reported" and why, and an effect given per
     cell names cells its recipe has."""
-    from robustkit.claims.claim import NOT_REPORTED
     from robustkit.claims.decidability import claim_sizes
+    from robustkit.claims.spec import NOT_REPORTED
 
     reported = 0
     for recipe in (load_recipe(name) for name in list_recipes()):

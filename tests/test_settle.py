@@ -10,7 +10,8 @@ from observation_frames import runs_frame
 
 from robustkit.analysis.convergence import improving
 from robustkit.claims import settle
-from robustkit.claims.claim import AGREES, NOT_CONVERGED, Claim, judge
+from robustkit.claims.rules import NOT_CONVERGED, judge
+from robustkit.claims.spec import AGREES, Claim
 
 
 def _claim(**changes) -> Claim:
@@ -150,10 +151,10 @@ def test_would_settle_says_train_longer_where_the_runs_still_improve():
 
 def test_claims_prints_what_would_settle_each_inconclusive_claim(tmp_path, capsys, monkeypatch):
     import robustkit.analysis.convergence
-    import robustkit.claims.claim
     import robustkit.claims.reproduce
-    from robustkit.claims.claim import VERDICT_COLUMNS
+    import robustkit.claims.tally
     from robustkit.claims.recipes import load_recipe
+    from robustkit.claims.rules import VERDICT_COLUMNS
     from robustkit.cli import main
 
     recipe = load_recipe("han2021/fig2")
@@ -164,7 +165,7 @@ def test_claims_prints_what_would_settle_each_inconclusive_claim(tmp_path, capsy
     table = judge(claim, observations).assign(recipe=recipe.name)[VERDICT_COLUMNS]
     assert table.iloc[-1]["verdict"] == "inconclusive"
     monkeypatch.setattr(robustkit.claims.reproduce, "claims", lambda *args, **kwargs: table)
-    monkeypatch.setattr(robustkit.claims.claim, "observations", lambda *args, **kwargs: observations)
+    monkeypatch.setattr(robustkit.claims.tally, "observations", lambda *args, **kwargs: observations)
     monkeypatch.setattr(
         robustkit.analysis.convergence, "still_improving", lambda store, run_ids: pd.Series(False, index=list(run_ids))
     )

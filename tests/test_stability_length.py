@@ -10,7 +10,8 @@ import pytest
 
 from robustkit.analysis import scores, stability_length
 from robustkit.analysis.registry import get
-from robustkit.claims.claim import Claim, judge
+from robustkit.claims.rules import judge
+from robustkit.claims.spec import Claim
 from robustkit.figures.stability_length import stability_length_figure
 from robustkit.figures.style import save_pdf
 from robustkit.store.tables import IDENTITY

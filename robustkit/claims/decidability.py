@@ -83,7 +83,7 @@ def power(
     Parameters
     ----------
     kind : str
-        The claim kind (:mod:`robustkit.claims.claim`).
+        The claim kind (:mod:`robustkit.claims.rules`).
     n_a, n_b : int
         Runs per group (``n_b`` unused for ``threshold``).
     effect : float
@@ -142,7 +142,7 @@ def _spread_power(n_a: int, n_b: int, ratio: float, alpha: float, simulations: i
 
 
 def _trend_power(n_a: int, n_b: int, effect: float, alpha: float, simulations: int) -> float:
-    """Power of the trend test (:func:`robustkit.claims.claim._trend`): ``n_a`` vs ``n_b`` runs at each
+    """Power of the trend test (:func:`robustkit.claims.rules._trend`): ``n_a`` vs ``n_b`` runs at each
     end, the shift at the start ``effect`` SD above the shift at the end; decided when the two
     exact shift intervals, each at alpha / 2, separate."""
     k = int(np.searchsorted(np.cumsum(exact.rank_sum_null(n_a, n_b)), alpha / 2, side="left"))

@@ -3,7 +3,7 @@
 ``reproduce(["han2021/fig2"], scale="demo")`` collects the runs of every named recipe (see
 :mod:`robustkit.claims.recipes`), trains the distinct ones that are not complete yet into the scale's
 store in one sweep (a run two recipes need is trained once), judges each recipe's claims on
-exactly its runs (:mod:`robustkit.claims.claim`), then draws each recipe's registered figure
+exactly its runs (:mod:`robustkit.claims.tally`), then draws each recipe's registered figure
 (:mod:`robustkit.figures`) on those runs, with the model and task used as subtitle and the claims' verdicts under the
 figure. Analyses are cached per run, so re-running only computes what is missing.
 The figures folder (default beside the store, ``<store>-figures``; the project's own
@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from robustkit import figures as registry
-from robustkit.claims import claim
+from robustkit.claims import tally
 from robustkit.claims.recipes import (
     RECIPE_DIR,
     Recipe,
@@ -31,6 +31,7 @@ from robustkit.claims.recipes import (
     load_recipe,
     recipe_names,
 )
+from robustkit.claims.spec import Claim
 from robustkit.progress import bar as progress_bar
 from robustkit.store.folders import open_store
 from robustkit.store.tables import load_runs
@@ -98,8 +99,8 @@ def reproduce(
         One row per recipe: ``recipe, figure`` (the registered figure), ``runs, failed_runs, pdf`` (the PDF path, or
         None),
         ``seconds`` (its claims, analysis and plotting), ``error`` and ``verdicts`` (one line
-        per claim, see :func:`robustkit.claims.claim.summary_line`). Every claim's rows are written to
-        ``<figures>/claims.csv`` (:data:`robustkit.claims.claim.VERDICT_COLUMNS`).
+        per claim, see :func:`robustkit.claims.tally.summary_line`). Every claim's rows are written to
+        ``<figures>/claims.csv`` (:data:`robustkit.claims.rules.VERDICT_COLUMNS`).
     """
     chosen = [load_recipe(name, recipe_dir) for name in recipe_names(recipes, recipe_dir)]
     store = Path(store) if store is not None else default_store(scale)
@@ -138,7 +139,7 @@ def reproduce(
         }
         if not train_only:
             started = time.perf_counter()
-            verdicts = claim.verdicts(store, [recipe], scale, defaults=defaults, device=device)
+            verdicts = tally.verdicts(store, [recipe], scale, defaults=defaults, device=device)
             judged.append(verdicts)
             row.update(
                 _draw(
@@ -151,7 +152,7 @@ def reproduce(
                     footer(recipe, verdicts),
                     device,
                 ),
-                verdicts=claim.summary_line(verdicts),
+                verdicts=tally.summary_line(verdicts),
             )
             row["seconds"] = time.perf_counter() - started  # claims and figure together
             log.info(
@@ -202,7 +203,7 @@ def claims(
     Returns
     -------
     DataFrame
-        :data:`robustkit.claims.claim.VERDICT_COLUMNS`: one row per recipe x claim x cell, the claim's
+        :data:`robustkit.claims.rules.VERDICT_COLUMNS`: one row per recipe x claim x cell, the claim's
         overall verdict last (cell ``all``).
 
     Raises
@@ -212,7 +213,7 @@ def claims(
     """
     chosen = [load_recipe(name, recipe_dir) for name in recipe_names(recipes, recipe_dir)]
     store = open_store(store if store is not None else default_store(scale), create=False)  # no verdicts on nothing
-    return claim.verdicts(store, chosen, scale, include_failed, defaults=load_defaults(recipe_dir), device=device)
+    return tally.verdicts(store, chosen, scale, include_failed, defaults=load_defaults(recipe_dir), device=device)
 
 
 def subtitle(recipe: Recipe, scale: str, defaults: dict | None = None) -> str:
@@ -246,7 +247,7 @@ def one_corpus(names: list[str]) -> str:
 
 def footer(recipe: Recipe, verdicts: pd.DataFrame) -> str:
     """Each claim of the recipe, how it is tested and its verdict, one paragraph per claim."""
-    lines = claim.summary_line(verdicts).splitlines()
+    lines = tally.summary_line(verdicts).splitlines()
     texts = []
     for item, line in zip(recipe.claims, lines):
         texts.append(f"Claim: {item.says} Tested as {item.hypothesis}. Verdict {line.split(': ', 1)[1]}")
@@ -275,7 +276,7 @@ def write_index(
     store : path, optional
         The scale's run store, for the collapsed runs (default ``runs/<scale>``).
     verdicts : DataFrame, optional
-        :func:`robustkit.claims.claim.verdicts` rows of the recipes (default: ``<figures>/claims.csv``).
+        :func:`robustkit.claims.tally.verdicts` rows of the recipes (default: ``<figures>/claims.csv``).
 
     Returns
     -------
@@ -436,7 +437,7 @@ def _verdict_cell(
     claim's level after Holm's correction over its cells
     (:func:`robustkit.claims.decidability.cells_detectable_effect`) and the reason.
 
-    ``alpha``: each claim's alpha by claim id (default: :class:`robustkit.claims.claim.Claim`'s);
+    ``alpha``: each claim's alpha by claim id (default: :class:`robustkit.claims.spec.Claim`'s);
     ``quantifiers``: each claim's quantifier by id (default ``any``: the level after Holm).
     ``same_as``: claim id -> the earlier ``recipe/claim`` whose observations it re-tests
     (:func:`robustkit.claims.evidence.units`); said after the reason.
@@ -455,7 +456,7 @@ def _verdict_cell(
         cells = rows if len(rows) == 1 else rows.iloc[:-1]
         sizes = [(int(a), int(b)) for a, b in zip(cells["n_a"], cells["n_b"])]
         detectable = (
-            cells_detectable_effect(kind, sizes, alpha.get(name, claim.Claim.alpha), quantifiers.get(name, "any"))
+            cells_detectable_effect(kind, sizes, alpha.get(name, Claim.alpha), quantifiers.get(name, "any"))
             if kind in UNITS
             else float("nan")
         )
@@ -548,7 +549,7 @@ def draw(
     defaults = load_defaults(recipe_dir)
     run_ids = [spec.run_id for spec in recipe.specs(scale, defaults)]
     text = (
-        footer(recipe, claim.verdicts(store, [recipe], scale, defaults=defaults, device=device)) if verdicts else None
+        footer(recipe, tally.verdicts(store, [recipe], scale, defaults=defaults, device=device)) if verdicts else None
     )
     fig = registry.draw(
         recipe.figure,

@@ -8,7 +8,7 @@ on failed runs*): the smallest number of runs per group and cell, n, at which th
 verdict path decides the observed effect with probability ``power`` (80%). The power at n is
 simulated: each simulated store draws n runs per group and cell from the claim's observed runs,
 with replacement (a bootstrap of the observed data: their skew, their ties, their failed runs and
-their still-improving flags come along), and is judged by :func:`robustkit.claims.claim.judge`, the real
+their still-improving flags come along), and is judged by :func:`robustkit.claims.rules.judge`, the real
 path: the failure policy, the sign part, the quantifier over the cells, Tarone and Holm, the
 convergence guard. The decision counted is the one the observed effect points to: *agrees* or
 *contradicts*, whichever reaches ``power`` first as n grows: n doubles from the observed runs per
@@ -56,9 +56,11 @@ import pandas as pd
 from robustkit.analysis import registry
 from robustkit.analysis.convergence import TOLERANCE
 from robustkit.analysis.convergence import improving as still_improving_rule
-from robustkit.claims import claim as claims
+from robustkit.claims import tally
+from robustkit.claims.rules import DEPENDS_ON_FAILED, NOT_CONVERGED, NOT_SIGNIFICANT, TOO_FEW, judge, tested_rows
 from robustkit.claims.selection import matches as _is
 from robustkit.claims.selection import text as _text
+from robustkit.claims.spec import AGREES, CONTRADICTS, INCONCLUSIVE, Claim
 from robustkit.measures import exact
 from robustkit.train import collapse
 
@@ -71,19 +73,19 @@ SEED = 0
 REFINE = 3  # evaluations that narrow the bracket, at most
 MAX_MULTIPLE = 100.0  # the longest budget the extrapolation looks at, in multiples of the current one
 SETTLE_COLUMNS = ["recipe", "claim", "would_settle"]
-BY_RUNS = (claims.TOO_FEW, claims.NOT_SIGNIFICANT, claims.DEPENDS_ON_FAILED)
+BY_RUNS = (TOO_FEW, NOT_SIGNIFICANT, DEPENDS_ON_FAILED)
 
 
 # ---------------------------------------------------------------------------------------------
 # the claim's runs, as judge selects them
 
 
-def selected(claim: claims.Claim, observations: pd.DataFrame) -> pd.DataFrame:
-    """The observations :func:`robustkit.claims.claim.judge` tests (:func:`robustkit.claims.claim.tested_rows`)."""
-    return claims.tested_rows(claim, observations)
+def selected(claim: Claim, observations: pd.DataFrame) -> pd.DataFrame:
+    """The observations :func:`robustkit.claims.rules.judge` tests (:func:`robustkit.claims.rules.tested_rows`)."""
+    return tested_rows(claim, observations)
 
 
-def cell_names(claim: claims.Claim, frame: pd.DataFrame) -> pd.Series:
+def cell_names(claim: Claim, frame: pd.DataFrame) -> pd.Series:
     """Each row's cell, named as a verdict names it (``task=rte, layer=3``; ``all`` without cells)."""
     within = [c for c in claim.within if c in frame]
     if not within or frame.empty:
@@ -91,14 +93,14 @@ def cell_names(claim: claims.Claim, frame: pd.DataFrame) -> pd.Series:
     return frame[within].apply(lambda row: ", ".join(f"{c}={_text(v)}" for c, v in row.items()), axis=1)
 
 
-def groups_of(claim: claims.Claim, frame: pd.DataFrame) -> pd.Series:
+def groups_of(claim: Claim, frame: pd.DataFrame) -> pd.Series:
     """Each row's group: ``"a"`` or ``"b"`` (a threshold claim without ``a``: every row is a)."""
     if not claim.a or claim.by not in frame:
         return pd.Series("a", index=frame.index)
     return pd.Series(np.where(_is(frame[claim.by], claim.a), "a", "b"), index=frame.index)
 
 
-def strata(claim: claims.Claim, frame: pd.DataFrame) -> dict[tuple[str, tuple[str, ...]], list]:
+def strata(claim: Claim, frame: pd.DataFrame) -> dict[tuple[str, tuple[str, ...]], list]:
     """The exchangeable runs: (group, the cells a run is in) -> its run ids, in first-seen order.
 
     Runs of one group in the same cells (a run-setting cell; every layer of a layer statistic)
@@ -122,7 +124,7 @@ def strata(claim: claims.Claim, frame: pd.DataFrame) -> dict[tuple[str, tuple[st
     return found
 
 
-def observed_effects(claim: claims.Claim, frame: pd.DataFrame) -> list[float]:
+def observed_effects(claim: Claim, frame: pd.DataFrame) -> list[float]:
     """Each cell's observed effect against the claim's null, on the runs its test uses
     (failed runs left out unless the claim keeps them as data), each run's mean per cell.
 
@@ -153,7 +155,7 @@ def observed_effects(claim: claims.Claim, frame: pd.DataFrame) -> list[float]:
     return effects
 
 
-def _effect(claim: claims.Claim, a: np.ndarray, b: np.ndarray) -> float:
+def _effect(claim: Claim, a: np.ndarray, b: np.ndarray) -> float:
     if len(a) == 0 or (claim.compare != "threshold" and len(b) == 0):
         return np.nan
     if claim.compare == "location":
@@ -184,7 +186,7 @@ class Bootstrap:
         run_id -> still improving at its end; a drawn run carries its run's flag.
     """
 
-    def __init__(self, claim: claims.Claim, observations: pd.DataFrame, improving: pd.Series | None = None):
+    def __init__(self, claim: Claim, observations: pd.DataFrame, improving: pd.Series | None = None):
         self.claim = claim
         frame = selected(claim, observations).reset_index(drop=True)
         self.strata = strata(claim, frame)
@@ -231,7 +233,7 @@ class Bootstrap:
 
 
 def verdict_rates(
-    claim: claims.Claim,
+    claim: Claim,
     boot: Bootstrap,
     n: int,
     simulations: int = SIMULATIONS,
@@ -251,12 +253,12 @@ def verdict_rates(
         (the decision counted) and ``passes`` (its rate >= ``power``).
     """
     rng = np.random.default_rng([seed, n])
-    counts = {claims.AGREES: 0, claims.CONTRADICTS: 0}
+    counts = {AGREES: 0, CONTRADICTS: 0}
     done = 0
     while done < simulations:
         for _ in range(min(BATCH, simulations - done)):
             frame, improving = boot.draw(n, rng)
-            verdict = claims.judge(claim, frame, improving=improving).iloc[-1]["verdict"]
+            verdict = judge(claim, frame, improving=improving).iloc[-1]["verdict"]
             if verdict in counts:
                 counts[verdict] += 1
             done += 1
@@ -266,8 +268,8 @@ def verdict_rates(
             break
     counted = side or max(counts, key=counts.get)
     return {
-        "agrees": counts[claims.AGREES] / done,
-        "contradicts": counts[claims.CONTRADICTS] / done,
+        "agrees": counts[AGREES] / done,
+        "contradicts": counts[CONTRADICTS] / done,
         "simulations": done,
         "side": counted,
         "passes": counts[counted] / done >= power,
@@ -285,7 +287,7 @@ def _wilson(hits: int, draws: int, z: float) -> tuple[float, float]:
 
 
 def runs_to_decide(
-    claim: claims.Claim,
+    claim: Claim,
     observations: pd.DataFrame,
     improving: pd.Series | None = None,
     power: float = POWER,
@@ -295,13 +297,13 @@ def runs_to_decide(
 ) -> dict:
     """The runs per group and cell at which the claim's verdict path decides the observed effect
     with probability ``power`` (module docstring: a bootstrap of the observed runs, judged by
-    :func:`robustkit.claims.claim.judge`).
+    :func:`robustkit.claims.rules.judge`).
 
     Parameters
     ----------
     claim : Claim
     observations : DataFrame
-        The claim's per-run observations (as :func:`robustkit.claims.claim.judge` takes them).
+        The claim's per-run observations (as :func:`robustkit.claims.rules.judge` takes them).
     improving : Series, optional
         run_id -> still improving (the convergence guard's input; used where ``claim.final``).
     power : float
@@ -374,13 +376,13 @@ def runs_to_decide(
             high, best = middle, rates
         else:
             low = middle
-    rate = best["agrees"] if side == claims.AGREES else best["contradicts"]
+    rate = best["agrees"] if side == AGREES else best["contradicts"]
     return {**result, "n": high, "side": side, "power": rate, "tried": _tried(counts, side)}
 
 
 def _tried(counts: dict[int, tuple[int, int, int]], side: str) -> dict[int, float]:
     """n -> the simulated rate of ``side`` there, in increasing n."""
-    column = 0 if side == claims.AGREES else 1
+    column = 0 if side == AGREES else 1
     return {n: counts[n][column] / counts[n][2] for n in sorted(counts)}
 
 
@@ -390,7 +392,7 @@ def _fitted_n(counts: dict[int, tuple[int, int, int]], side: str, power: float) 
     variances. None where fewer than two n were tried or the curve does not rise."""
     if len(counts) < 2:
         return None
-    column = 0 if side == claims.AGREES else 1
+    column = 0 if side == AGREES else 1
     n = np.array(sorted(counts), float)
     hits = np.array([counts[int(k)][column] for k in n], float) + 0.5
     misses = np.array([counts[int(k)][2] for k in n], float) + 1.0 - hits
@@ -411,7 +413,7 @@ def runs_text(found: dict, power: float = POWER) -> str:
     """``"about 9 runs per group (80% power to agree at the observed effect; 4 now)"``, or why none."""
     if found["n"] is None:
         return found["reason"]
-    way = "agree" if found["side"] == claims.AGREES else "contradict"
+    way = "agree" if found["side"] == AGREES else "contradict"
     short = ": these runs fell just short, new seeds may decide it" if found["n"] <= found["observed_n"] else ""
     return (
         f"about {found['n']} runs per group ({power:.0%} power to {way} at the observed effect; "
@@ -557,7 +559,7 @@ def budget_to_converge(
 
 
 def claim_budget(
-    claim: claims.Claim,
+    claim: Claim,
     observations: pd.DataFrame,
     improving: pd.Series,
     store: str | Path | None,
@@ -606,7 +608,7 @@ def budget_text(found: dict) -> str:
 
 
 def would_settle(
-    claim: claims.Claim,
+    claim: Claim,
     row: pd.Series | dict,
     observations: pd.DataFrame,
     improving: pd.Series | None = None,
@@ -620,11 +622,11 @@ def would_settle(
     significant*, *depends on failed runs* (or a row without a reason class): the runs per
     group (:func:`runs_to_decide`, ``options`` passed on); *untestable*, *no data*: "".
     """
-    if row.get("verdict") != claims.INCONCLUSIVE:
+    if row.get("verdict") != INCONCLUSIVE:
         return ""
     reason_class = row.get("reason_class", "")
     reason_class = reason_class if isinstance(reason_class, str) else ""
-    if reason_class == claims.NOT_CONVERGED and improving is not None:
+    if reason_class == NOT_CONVERGED and improving is not None:
         return budget_text(claim_budget(claim, observations, improving, store, history))
     if reason_class and reason_class not in BY_RUNS:
         return ""
@@ -650,7 +652,7 @@ def settle(
     recipes : sequence of Recipe
         The recipes judged (their claims and figures).
     verdicts : DataFrame
-        :func:`robustkit.claims.claim.verdicts` output (the last row of a claim is its verdict).
+        :func:`robustkit.claims.tally.verdicts` output (the last row of a claim is its verdict).
     defaults : dict, optional
         The recipes' ``defaults.toml``.
     every : bool
@@ -665,7 +667,7 @@ def settle(
     wanted = {
         (r, c): row
         for (r, c), row in zip(zip(overall["recipe"], overall["claim"]), overall.to_dict("records"))
-        if every or row.get("verdict") == claims.INCONCLUSIVE
+        if every or row.get("verdict") == INCONCLUSIVE
     }
     rows, history = [], None
     for recipe in recipes:
@@ -677,18 +679,18 @@ def settle(
                 continue
             try:
                 run_ids = run_ids or [spec.run_id for spec in recipe.specs(scale, defaults)]
-                found = claims.observations(
+                found = tally.observations(
                     one, recipe.figure, recipe.figure_params(scale), store, run_ids, memo, device
                 )
                 if one.final and late is None:
                     late = still_improving(store, run_ids)
                 improving = late if one.final else None
-                if row.get("reason_class") == claims.NOT_CONVERGED and history is None:
+                if row.get("reason_class") == NOT_CONVERGED and history is None:
                     from robustkit.store.tables import load_history
 
                     history = load_history(store)
                 if every:
-                    row = {**row, "verdict": claims.INCONCLUSIVE, "reason_class": claims.NOT_SIGNIFICANT}
+                    row = {**row, "verdict": INCONCLUSIVE, "reason_class": NOT_SIGNIFICANT}
                 text = would_settle(one, row, found, improving, store, history, **options)
             except Exception as error:  # noqa: BLE001 - one claim's estimate must not cost the table
                 text = f"not estimated: {error}"
@@ -723,7 +725,7 @@ def plan_observed(
             continue
         verdicts = pd.DataFrame(
             [
-                {"recipe": r.name, "claim": c.id, "verdict": claims.INCONCLUSIVE}
+                {"recipe": r.name, "claim": c.id, "verdict": INCONCLUSIVE}
                 for r in present
                 for c in r.claims
                 if scale in c.scales

@@ -4,7 +4,7 @@ encodes it, give a false verdict on runs that look like real ones?
 For each claim of a recipe at a scale, synthetic observations are drawn with the claim's own
 structure (its cells and runs per group from :func:`robustkit.claims.decidability.claim_sizes`, a
 statistic's own cells such as layers holding the same runs) and judged by the real path,
-:func:`robustkit.claims.claim.judge`: Tarone, Holm or the intersection-union test, the quantifier, the
+:func:`robustkit.claims.rules.judge`: Tarone, Holm or the intersection-union test, the quantifier, the
 sign check, the per-cell convergence guard, both failure policies and exact tests with ties.
 The runs look like real ones: scores on the dev set's 1/872 grid (SST-2's), skewed (a long tail
 of weak seeds), a point mass at the majority-class score for failed runs (15% of runs, outcome
@@ -38,9 +38,10 @@ import numpy as np
 import pandas as pd
 
 from robustkit.analysis import registry
-from robustkit.claims import claim as claims
 from robustkit.claims.decidability import claim_sizes, statistic_cells
+from robustkit.claims.rules import judge
 from robustkit.claims.selection import UNSET
+from robustkit.claims.spec import AGREES, CONTRADICTS, Claim
 
 GRID = 872  # SST-2's dev set: scores are k / 872
 MAJORITY = 0.509  # its majority-class accuracy: where a collapsed run sits
@@ -72,7 +73,7 @@ class Shape:
     per_cell: int  # the statistic's own cells (layers) of each
 
 
-def shape(recipe, claim: claims.Claim, scale: str, defaults: dict | None = None) -> Shape:
+def shape(recipe, claim: Claim, scale: str, defaults: dict | None = None) -> Shape:
     """The claim's cells and runs per group at ``scale`` (from the recipe's run specs)."""
     sizes = claim_sizes(recipe, claim, scale, defaults)
     return Shape(tuple((name, int(a), int(b)) for name, a, b in sizes), statistic_cells(recipe, claim, scale, defaults))
@@ -83,9 +84,7 @@ def _score(rng: np.random.Generator, n: int) -> np.ndarray:
     return (rng.gamma(2.0, 1 / math.sqrt(2), n) - math.sqrt(2)) * -1.0
 
 
-def _draw_cell(
-    claim: claims.Claim, state: str, n_a: int, n_b: int, rng: np.random.Generator, sign_state: str, end: str = ""
-):
+def _draw_cell(claim: Claim, state: str, n_a: int, n_b: int, rng: np.random.Generator, sign_state: str, end: str = ""):
     """Values (score units) and failed flags of group a and b in one cell, in ``state``:
     ``boundary``, ``true`` or ``false`` (the claim clearly true / false). ``end``: a trend's
     cell at the ``start`` or ``end`` of its ``along`` column (else in between)."""
@@ -137,7 +136,7 @@ def _draw_cell(
 
 
 def observations(
-    claim: claims.Claim, form: Shape, states: list[str], rng: np.random.Generator, sign_state: str = "true"
+    claim: Claim, form: Shape, states: list[str], rng: np.random.Generator, sign_state: str = "true"
 ) -> tuple[pd.DataFrame, pd.Series]:
     """One synthetic store's observations of ``claim`` and its runs' still-improving flags.
 
@@ -184,7 +183,7 @@ def observations(
     return frame, improving
 
 
-def _trend_ends(claim: claims.Claim, form: Shape) -> dict[str, tuple[int, str]]:
+def _trend_ends(claim: Claim, form: Shape) -> dict[str, tuple[int, str]]:
     """A trend's run-setting cells: name -> (its trend cell's index, "start" / "end" / "")."""
     if claim.compare != "trend":
         return {}
@@ -201,14 +200,14 @@ def _trend_ends(claim: claims.Claim, form: Shape) -> dict[str, tuple[int, str]]:
     return found
 
 
-def trend_cells(claim: claims.Claim, form: Shape) -> int:
+def trend_cells(claim: Claim, form: Shape) -> int:
     """How many cells the claim is judged in (a trend: one per value of its other columns)."""
     return (
         len({index for index, _ in _trend_ends(claim, form).values()}) if claim.compare == "trend" else len(form.cells)
     )
 
 
-def _configurations(claim: claims.Claim, cells: int) -> dict[str, list[list[str]]]:
+def _configurations(claim: Claim, cells: int) -> dict[str, list[list[str]]]:
     """The least favourable states per cell for each error (module docstring)."""
     boundary = ["boundary"] * cells
     if cells == 1 or claim.quantifier == "overall":
@@ -218,7 +217,7 @@ def _configurations(claim: claims.Claim, cells: int) -> dict[str, list[list[str]
     return {"agrees": [["boundary"] + ["true"] * (cells - 1)], "contradicts": [boundary]}
 
 
-def rates(claim: claims.Claim, form: Shape, draws: int, seed: int = 0, first: int | None = None) -> tuple[float, float]:
+def rates(claim: Claim, form: Shape, draws: int, seed: int = 0, first: int | None = None) -> tuple[float, float]:
     """False-agree and false-contradict rates of ``claim`` with ``form``'s runs, ``draws`` each.
 
     ``first``: draw this many first, and go on to ``draws`` only where a rate exceeds
@@ -237,7 +236,7 @@ def rates(claim: claims.Claim, form: Shape, draws: int, seed: int = 0, first: in
     rng = np.random.default_rng(seed)
     found = {}
     for error, configurations in _configurations(claim, trend_cells(claim, form)).items():
-        wrong = {"agrees": claims.AGREES, "contradicts": claims.CONTRADICTS}[error]
+        wrong = {"agrees": AGREES, "contradicts": CONTRADICTS}[error]
         variants = []
         for states in configurations:
             if not claim.sign:
@@ -251,7 +250,7 @@ def rates(claim: claims.Claim, form: Shape, draws: int, seed: int = 0, first: in
             hits = 0
             for _ in range(draws):
                 frame, improving = observations(claim, form, states, rng, sign_state)
-                hits += claims.judge(claim, frame, improving=improving).iloc[-1]["verdict"] == wrong
+                hits += judge(claim, frame, improving=improving).iloc[-1]["verdict"] == wrong
             worst = max(worst, hits / draws)
         found[error] = worst
     return found["agrees"], found["contradicts"]

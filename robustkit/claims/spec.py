@@ -1,0 +1,346 @@
+"""What a paper's claim says: a recipe's ``[[claim]]`` table, parsed and checked into a :class:`Claim`.
+
+Each recipe (``analyses/<paper>/<figure>.toml``) states its paper's claim before any run exists::
+
+    [[claim]]
+    id = "spread"
+    says = "full FT 'leads to a large standard deviation'; adapters 'a much smaller variance' (§2)"
+    statistic = "scores.score"       # <analysis>.<statistic> (robustkit.analysis.registry)
+    compare = "spread"               # spread | location | rate | equivalence | threshold
+    a = "houlsby"
+    b = "full"
+    direction = "less"               # the claim: a less than b
+    paper_effect_source = "not reported: figure 2 shows the scores as box plots, no numbers"
+
+:class:`Claim` documents every key. How a claim is decided from its observations is
+:mod:`robustkit.claims.rules` (the decision framework); its observations computed from a store,
+every claim of the recipes judged and the verdict table, :mod:`robustkit.claims.tally`.
+
+The paper's effect (``paper_effect``, with ``paper_effect_source`` quoting the numbers and how
+they were standardised) is the effect the paper reports, in the kind's unit of
+:data:`robustkit.claims.decidability.UNITS` and in the claimed direction. ``robustkit claims --plan``
+prints the test's power at it beside the smallest effect it detects. Only from numbers the paper
+prints, never read off a plot; otherwise ``paper_effect_source`` says ``"not reported: ..."`` and
+why.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from robustkit.analysis import registry
+from robustkit.claims.selection import text as _text
+from robustkit.errors import RobustkitError
+
+AGREES, CONTRADICTS, INCONCLUSIVE = "agrees", "contradicts", "inconclusive"
+VERDICTS = (AGREES, CONTRADICTS, INCONCLUSIVE)
+COMPARES = {
+    "spread": "seed-pair-rank-sum",
+    "location": "mann-whitney",
+    "rate": "fisher",
+    "equivalence": "tost-rank",
+    "threshold": "signed-rank",
+    "trend": "shift-intervals",
+}
+FAILURE_POLICIES = ("exclude", "data")
+QUANTIFIERS = ("each", "any", "overall")
+_KEYS = {
+    "id",
+    "says",
+    "statistic",
+    "params",
+    "compare",
+    "by",
+    "a",
+    "b",
+    "direction",
+    "test",
+    "within",
+    "pooled",
+    "value",
+    "alpha",
+    "where",
+    "sign",
+    "floor",
+    "failures",
+    "final",
+    "scales",
+    "paper_effect",
+    "paper_effect_source",
+    "quantifier",
+    "exclude",
+    "exclude_why",
+    "along",
+}
+NOT_REPORTED = "not reported"  # how a paper_effect_source without a paper_effect begins
+
+
+class ClaimError(RobustkitError):
+    """A claim table that does not parse (the message names the recipe and the key)."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One paper claim as a directional hypothesis about a per-run statistic.
+
+    Attributes
+    ----------
+    id, says : str
+        Short name; the paper's words with the section.
+    statistic : str
+        ``<analysis>.<statistic>`` of :mod:`robustkit.analysis.registry`; ``params`` the
+        statistic's parameters (and, for an analysis other than the figure's, the analysis's).
+    compare : str
+        ``spread``, ``location``, ``rate``, ``equivalence`` or ``threshold`` (:mod:`robustkit.claims.rules`).
+    by : str
+        Column whose groups ``a`` and ``b`` are compared.
+    a, b : tuple
+        The values of ``by`` that make group a and group b (several values: one group, e.g.
+        ``("houlsby", "adapterhub-houlsby")`` so that one claim serves both scales; numbers
+        compare as numbers). ``b`` is empty for ``threshold``.
+    direction : {"less", "greater"} or None
+        The claim: a less / greater than b (threshold: than ``value``); None for equivalence.
+    test : str
+        The kind's test (:data:`COMPARES`; one per kind).
+    within, pooled : tuple of str
+        Cells judged separately; run settings pooled on purpose inside a group.
+    quantifier : {"each", "any", "overall"} or None
+        How the claim's words aggregate its cells (required with ``within``): ``each`` (the
+        claim holds in every cell: an intersection-union test, every cell at alpha), ``any``
+        (in some cell: Holm over the cells) or ``overall`` (one test of each run's mean over
+        the cells).
+    exclude, exclude_why : dict, str
+        Column -> values whose observations are left out, and the stated rule why (cells a
+        method cannot change, e.g. ``{layer = [0]}``: the embedding output of methods that
+        freeze the embeddings).
+    along : str or None
+        ``trend`` only: the numeric ``within`` column the trend runs along (``train_size``); the
+        claim compares the shift a - b at its largest value with that at its smallest.
+    where : dict
+        Column -> accepted values: only these observations are judged (e.g. the late TSP stage).
+        ``"unset"`` accepts the runs that have no value there: ``{"lora.r": [8, "unset"]}`` keeps
+        rank-8 LoRA runs and the runs of methods without a rank (full fine-tuning).
+    value : float or None
+        Equivalence margin or threshold (statistic units, e.g. 0.02 = 2 accuracy points).
+    alpha : float
+        One-sided level of the tests; intervals are 1 - 2 alpha.
+    sign : {"less", "greater"} or None
+        The direction of change the claim names for group a's own values (against 0).
+    floor : float
+        Smallest effect that counts for a cell (statistic units).
+    failures : {"exclude", "data"}
+        ``exclude``: failed runs left out, and the verdict must hold with them too (ranked
+        worst where the statistic has a better side, else as data) or it is *inconclusive:
+        depends on failed runs*; ``data``: claims about failing, failed runs kept as data
+        (always for ``rate``).
+    final : bool
+        The statistic depends on how training ended (default: the statistic's declaration,
+        :attr:`robustkit.analysis.registry.Statistic.ends`): a cell whose runs are still
+        improving is *inconclusive: not converged*.
+    scales : tuple of str
+        The scales whose runs can decide the claim (the recipe says why where one is left out);
+        at the others it is *inconclusive: untestable at this scale*.
+    paper_effect : float, tuple or dict, optional
+        The effect the paper reports, in the kind's unit (:data:`robustkit.claims.decidability.UNITS`)
+        and in the claimed direction: location and threshold a standardised difference (SD),
+        spread the SD ratio of the group claimed less spread to the other, rate the failure rate
+        of the group claimed to fail more (the other's taken as 0), equivalence the pair
+        ``(margin, difference)`` in SD. One value for every cell, or a dict cell -> value (cells
+        named as :func:`robustkit.claims.decidability.claim_sizes` names them); None: not reported.
+    paper_effect_source : str or None
+        Where ``paper_effect`` comes from (table, the numbers, how they were standardised), or
+        ``"not reported: ..."`` and why.
+    """
+
+    id: str
+    says: str
+    statistic: str
+    compare: str
+    a: tuple
+    direction: str | None = None
+    b: tuple = ()
+    by: str = "method"
+    test: str | None = None
+    params: dict = field(default_factory=dict)
+    within: tuple[str, ...] = ()
+    pooled: tuple[str, ...] = ()
+    quantifier: str | None = None
+    exclude: dict = field(default_factory=dict)
+    exclude_why: str = ""
+    along: str | None = None
+    value: float | None = None
+    alpha: float = 0.05
+    where: dict = field(default_factory=dict)
+    sign: str | None = None
+    floor: float = 0.0
+    failures: str = "exclude"
+    final: bool = False
+    scales: tuple[str, ...] = ("demo", "paper")
+    paper_effect: float | tuple | dict | None = None
+    paper_effect_source: str | None = None
+
+    @classmethod
+    def from_table(cls, raw: dict, where: str) -> "Claim":
+        """Parse and check one ``[[claim]]`` table of a recipe (``where`` names it in errors)."""
+        name = raw.get("id", "?")
+        unknown = sorted(set(raw) - _KEYS)
+        missing = sorted({"id", "says", "statistic", "compare"} - set(raw))
+        if unknown or missing:
+            raise ClaimError(f"{where}: claim {name!r} has unknown key(s) {unknown}, missing key(s) {missing}")
+        compare = raw["compare"]
+        if compare not in COMPARES:
+            raise ClaimError(f"{where}: claim {name!r}: compare must be one of {', '.join(COMPARES)}, got {compare!r}")
+        test = raw.get("test", COMPARES[compare])
+        if test != COMPARES[compare]:
+            raise ClaimError(
+                f"{where}: claim {name!r}: {compare} is tested by {COMPARES[compare]} (one rule per kind), got {test!r}"
+            )
+        direction = raw.get("direction")
+        if compare == "equivalence":
+            if direction is not None:
+                raise ClaimError(f"{where}: claim {name!r}: equivalence has no direction (both sides of the margin)")
+        elif direction not in ("less", "greater"):
+            raise ClaimError(f"{where}: claim {name!r}: direction must be less or greater, got {direction!r}")
+        for key, allowed in (("sign", (None, "less", "greater")), ("failures", FAILURE_POLICIES)):
+            if raw.get(key, allowed[0]) not in allowed:
+                raise ClaimError(
+                    f"{where}: claim {name!r}: {key} must be one of {[a for a in allowed if a]}, got {raw[key]!r}"
+                )
+        try:
+            statistic = registry.statistic_of(raw["statistic"])[1]
+        except RobustkitError as error:
+            raise ClaimError(f"{where}: claim {name!r}: {error}") from None
+        quantifier = raw.get("quantifier")
+        if raw.get("within") and quantifier not in QUANTIFIERS:
+            raise ClaimError(
+                f"{where}: claim {name!r} has cells (within): its quantifier must say how its words aggregate "
+                f"them, one of {', '.join(QUANTIFIERS)}; got {quantifier!r}"
+            )
+        if not raw.get("within") and quantifier is not None:
+            raise ClaimError(f"{where}: claim {name!r}: a quantifier needs cells (within)")
+        along = raw.get("along")
+        if (compare == "trend") != (along is not None) or (along is not None and along not in raw.get("within", ())):
+            raise ClaimError(
+                f"{where}: claim {name!r}: a trend names the within column it runs along (along), and only a trend does"
+            )
+        if bool(raw.get("exclude")) != bool(raw.get("exclude_why")):
+            raise ClaimError(
+                f"{where}: claim {name!r}: exclude needs exclude_why, the stated rule (and the other way round)"
+            )
+        if compare in ("equivalence", "threshold") and not isinstance(raw.get("value"), (int, float)):
+            raise ClaimError(f"{where}: claim {name!r}: {compare} needs a numeric value")
+        if compare != "threshold" and (raw.get("a") is None or raw.get("b") is None):
+            raise ClaimError(f"{where}: claim {name!r}: {compare} compares two groups: give a and b")
+        final = raw.get("final", statistic.ends_with_training(raw.get("params", {})))
+        paper_effect = _paper_effect(raw, compare, f"{where}: claim {name!r}")
+        return cls(
+            id=raw["id"],
+            says=raw["says"],
+            statistic=raw["statistic"],
+            compare=compare,
+            a=_values(raw.get("a")),
+            b=_values(raw.get("b")),
+            by=raw.get("by", "method"),
+            direction=direction,
+            test=test,
+            where={k: _values(v) for k, v in raw.get("where", {}).items()},
+            params=dict(raw.get("params", {})),
+            within=tuple(raw.get("within", ())),
+            pooled=tuple(raw.get("pooled", ())),
+            quantifier=quantifier,
+            exclude={k: _values(v) for k, v in raw.get("exclude", {}).items()},
+            exclude_why=raw.get("exclude_why", ""),
+            along=along,
+            value=None if raw.get("value") is None else float(raw["value"]),
+            alpha=float(raw.get("alpha", 0.05)),
+            sign=raw.get("sign"),
+            floor=float(raw.get("floor", 0.0)),
+            failures="data" if compare == "rate" else raw.get("failures", "exclude"),
+            final=bool(final),
+            scales=tuple(raw.get("scales", ("demo", "paper"))),
+            paper_effect=paper_effect,
+            paper_effect_source=raw.get("paper_effect_source"),
+        )
+
+    def paper_effect_in(self, cell: str) -> float | tuple | None:
+        """The paper's effect in the cell named ``cell`` (None: the paper reports none there)."""
+        if isinstance(self.paper_effect, dict):
+            return self.paper_effect.get(cell)
+        return self.paper_effect
+
+    @property
+    def hypothesis(self) -> str:
+        """The claim in one line, e.g. ``"spread of scores.score: houlsby < full (brown-forsythe, one-sided)"``."""
+        left = label(self.a) or "all runs"
+        if self.compare == "equivalence":
+            return f"{self.statistic}: {left} within {self.value:g} of {label(self.b)} ({self.test}, both sides)"
+        sign = "<" if self.direction == "less" else ">"
+        other = label(self.b) if self.compare != "threshold" else f"{self.value:g}"
+        text = f"{self.compare} of {self.statistic}: {left} {sign} {other} ({self.test}, one-sided)"
+        return text + (f"; {left} itself {sign} 0" if self.sign else "")
+
+    @property
+    def groups(self) -> int:
+        """Groups compared: 1 for a threshold, else 2."""
+        return 1 if self.compare == "threshold" else 2
+
+
+def _paper_effect(raw: dict, compare: str, where: str) -> float | tuple | dict | None:
+    """A claim's ``paper_effect`` checked against its kind and cells, and its source required."""
+    value, source = raw.get("paper_effect"), raw.get("paper_effect_source")
+    if source is not None and (not isinstance(source, str) or not source.strip()):
+        raise ClaimError(f"{where}: paper_effect_source must be a non-empty text, got {source!r}")
+    if value is None:
+        if source is not None and not source.startswith(NOT_REPORTED):
+            raise ClaimError(f"{where}: paper_effect_source without a paper_effect must begin {NOT_REPORTED!r}")
+        return None
+    if source is None or source.startswith(NOT_REPORTED):
+        raise ClaimError(f"{where}: paper_effect needs a paper_effect_source that quotes the paper's numbers")
+
+    def one(effect, label: str):
+        if compare == "equivalence":
+            ok = isinstance(effect, list) and len(effect) == 2 and all(_number(e) for e in effect) and effect[0] > 0
+            if not ok:
+                raise ClaimError(
+                    f"{where}: {label} of an equivalence is [margin, difference] in SD, margin > 0; got {effect!r}"
+                )
+            return float(effect[0]), float(effect[1])
+        limits = {"spread": (0.0, math.inf), "rate": (0.0, 1.0)}.get(compare, (-math.inf, math.inf))
+        if not _number(effect) or not limits[0] <= effect <= limits[1] or (compare == "spread" and effect == 0):
+            raise ClaimError(
+                f"{where}: {label} of a {compare} claim must be a number in its unit "
+                f"({_UNITS.get(compare, 'SD')}), got {effect!r}"
+            )
+        return float(effect)
+
+    if not isinstance(value, dict):
+        return one(value, "paper_effect")
+    within = list(raw.get("within", ()))
+    for cell in value:
+        columns = [part.split("=", 1)[0] for part in cell.split(", ")]
+        if not within or columns != within:
+            raise ClaimError(
+                f"{where}: paper_effect cell {cell!r} must name the claim's cells "
+                f"({', '.join(f'{c}=...' for c in within) or 'the claim has none: give one value'})"
+            )
+    return {cell: one(effect, f"paper_effect[{cell!r}]") for cell, effect in value.items()}
+
+
+# the unit of an effect size, by the kind of comparison (a difference of means is in SDs)
+_UNITS = {"spread": "a positive SD ratio", "rate": "a rate in [0, 1]"}
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _values(value) -> tuple:
+    """A claim's group or filter value(s) as a tuple (``None``: empty)."""
+    if value is None:
+        return ()
+    return tuple(value) if isinstance(value, (list, tuple)) else (value,)
+
+
+def label(values: tuple) -> str:
+    return "/".join(_text(v) for v in values)

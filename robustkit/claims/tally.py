@@ -1,0 +1,198 @@
+"""The claims of recipes on a store: their observations, their verdicts and the verdict table.
+
+A claim's observations are its statistic of its analysis's frame, computed from the store by the
+analysis registry (:func:`observations`); :func:`verdicts` judges every claim of the recipes by
+:func:`robustkit.claims.rules.judge` into one table (:data:`robustkit.claims.rules.VERDICT_COLUMNS`)
+and :func:`summary_line` says each claim's verdict in one line.
+
+A claim is judged on the frame its figure drew: when ``statistic`` names the figure's analysis,
+the analysis's parameters are the figure's (the recipe's ``params`` at the scale), so claim and
+figure read one cache entry; a claim's ``params`` are then the statistic's own. A claim on
+another analysis gives that analysis's parameters in ``params`` too (unknown names are errors).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from robustkit.analysis import registry
+from robustkit.claims.rules import NO_DATA, TOO_FEW, UNTESTABLE, VERDICT_COLUMNS, judge, result_row, rows, runs
+from robustkit.claims.spec import Claim, ClaimError
+from robustkit.errors import RobustkitError
+from robustkit.measures import exact
+from robustkit.params import resolve
+
+
+def parameters(claim: Claim, figure: str, figure_params: dict) -> tuple[registry.Analysis, dict, dict]:
+    """The analysis a claim reads, the analysis's parameters and the statistic's own.
+
+    Parameters
+    ----------
+    figure : str
+        The recipe's registered figure (:mod:`robustkit.figures`).
+    figure_params : dict
+        The recipe's figure parameters at the scale judged.
+
+    Returns
+    -------
+    tuple
+        The analysis, its parameter values (the figure's when it is the figure's analysis: one
+        cache entry for both), the statistic's parameter values.
+
+    Raises
+    ------
+    ClaimError
+        A claim that sets its figure's analysis parameters (they would judge another frame than
+        the one drawn), or an unknown parameter.
+    """
+    from robustkit import figures
+
+    analysis, statistic = registry.statistic_of(claim.statistic)
+    shared = {p.name for p in analysis.params}
+    drawn = figures.get(figure)
+    try:
+        if drawn.analysis == analysis.name:
+            clash = sorted(shared.intersection(claim.params))
+            if clash:
+                raise ClaimError(
+                    f"claim {claim.id!r} sets {clash}, parameters of its figure's analysis {analysis.name!r}: "
+                    "set them once in the recipe's params, so the claim is judged on the frame the figure draws"
+                )
+            values = drawn.analysis_values(drawn.resolve(**figure_params))
+        else:
+            values = analysis.resolve(**{k: v for k, v in claim.params.items() if k in shared})
+        own = {k: v for k, v in claim.params.items() if k not in shared}
+        resolve(statistic.params, own, f"statistic {claim.statistic}", ClaimError)
+    except RobustkitError as error:
+        raise ClaimError(f"claim {claim.id!r}: {error}") from None
+    return analysis, values, own
+
+
+def observations(
+    claim: Claim,
+    figure: str,
+    figure_params: dict,
+    store: str | Path,
+    run_ids: list[str],
+    frames: dict | None = None,
+    device: str | None = None,
+) -> pd.DataFrame:
+    """The claim's per-run observations: its statistic of its analysis's frame, each run's outcome added.
+
+    ``frames`` memoizes the analyses' frames within one call of :func:`verdicts` (keyed by
+    analysis and parameters), so the claims of a figure compute its frame once. ``device`` is
+    where an analysis that runs a model runs it (default: the GPU if there is one).
+    """
+    analysis, values, own = parameters(claim, figure, figure_params)
+    key = (analysis.name, repr(sorted(values.items())), tuple(run_ids))
+    frames = {} if frames is None else frames
+    if key not in frames:
+        options = {"device": device} if any(p.name == "device" for p in analysis.options) else {}
+        frames[key] = analysis.run(store, {"run_id": run_ids}, **values, **options, progress=False)
+    from robustkit.analysis.scores import with_outcome
+
+    name = claim.statistic.rpartition(".")[2]
+    return with_outcome(analysis.statistic(name, frames[key], store, **own), store)
+
+
+def verdicts(
+    store: str | Path,
+    recipes: Sequence,
+    scale: str = "demo",
+    include_failed: bool = False,
+    defaults: dict | None = None,
+    device: str | None = None,
+) -> pd.DataFrame:
+    """Every claim of ``recipes`` judged on the recipe's runs at ``scale`` in ``store``.
+
+    Parameters
+    ----------
+    recipes : sequence of :class:`robustkit.claims.recipes.Recipe`
+        Recipes with their ``claims`` (e.g. ``[load_recipe("han2021/fig2")]``).
+    defaults : dict, optional
+        The recipes' ``defaults.toml`` (default: the one next to the project's recipes).
+    device : str, optional
+        Where the analyses that run a model run it (default: the GPU if there is one).
+
+    Returns
+    -------
+    DataFrame
+        :data:`VERDICT_COLUMNS`, one row per recipe x claim x cell (plus an ``all`` row per
+        claim with cells). A claim whose statistic cannot be computed on the runs present
+        (missing runs, an analysis error) is ``inconclusive`` with the reason.
+    """
+    frames = []
+    for recipe in recipes:
+        run_ids = [spec.run_id for spec in recipe.specs(scale, defaults)]
+        memo: dict = {}
+        improving = None
+        for claim in recipe.claims:
+            if scale not in claim.scales:
+                frames.append(rows(claim, [_not_judged_at(recipe, claim, scale, defaults)]).assign(recipe=recipe.name))
+                continue
+            try:
+                found = observations(claim, recipe.figure, recipe.figure_params(scale), store, run_ids, memo, device)
+                if claim.final and improving is None:
+                    from robustkit.analysis.convergence import still_improving
+
+                    improving = still_improving(store, run_ids)
+                frame = judge(claim, found, include_failed, improving)
+            except Exception as error:  # noqa: BLE001 - one claim's failure must not cost the figure
+                kind = "" if isinstance(error, RobustkitError) else f"{type(error).__name__}: "
+                frame = rows(
+                    claim, [result_row(reason=f"not computable on these runs: {kind}{error}", reason_class=NO_DATA)]
+                )
+            frames.append(frame.assign(recipe=recipe.name))
+    if not frames:
+        return pd.DataFrame(columns=VERDICT_COLUMNS)
+    return pd.concat(frames, ignore_index=True)[VERDICT_COLUMNS]
+
+
+def _not_judged_at(recipe, claim: Claim, scale: str, defaults: dict | None) -> dict:
+    """The row of a claim its recipe does not judge at ``scale``: *too few runs* where no cell's
+    test can reach alpha with the scale's runs, else *untestable at this scale*."""
+    from robustkit.claims.decidability import claim_sizes
+
+    sizes = claim_sizes(recipe, claim, scale, defaults)
+    smallest = [exact.smallest_p(claim.compare, n_a, n_b) for _, n_a, n_b in sizes]
+    where = f"the recipe judges it at {', '.join(claim.scales)} scale"
+    if sizes and min(smallest) >= claim.alpha and registry.statistic_of(claim.statistic)[1].independent:
+        n_a, n_b = sizes[0][1], sizes[0][2]
+        return result_row(
+            n_a=n_a,
+            n_b=n_b,
+            smallest_p=min(smallest),
+            reason_class=TOO_FEW,
+            reason=f"too few runs at {scale} scale: {n_a}"
+            + (f" vs {n_b}" if claim.groups == 2 else "")
+            + f" can give p >= {min(smallest):.3g} at best; {where}",
+        )
+    return result_row(reason_class=UNTESTABLE, reason=f"untestable at {scale} scale: {where}")
+
+
+def summary_line(rows: pd.DataFrame) -> str:
+    """One line per claim (its overall row): ``"spread: agrees (n = 5 vs 5; std ratio a/b 0.41,
+    90% CI [0.2, 0.8]; std ... one-sided p = 0.01)"``, for under a figure or in an index."""
+    lines = []
+    for claim, group in rows.groupby("claim", sort=False):
+        row = group.iloc[-1]
+        effect = (
+            f"; {row['effect_name']} {row['effect']:.3g}" if row["effect_name"] and np.isfinite(row["effect"]) else ""
+        )
+        if effect and row["cell"] == "all" or (effect and len(group) == 1):
+            effect += (
+                f", 90% CI [{row['ci_low']:.3g}, {row['ci_high']:.3g}]"
+                if np.isfinite(row["ci_low"])
+                else ", no interval at this n"
+            )
+        kept = "kept as data" if row["failures"] == "data" else "left out"
+        failed = f"; {runs(int(row['n_failed']), 'failed')} {kept}" if row["n_failed"] else ""
+        n = f"n = {int(row['n_a'])}" + (f" vs {int(row['n_b'])}" if row["compare"] != "threshold" else "")
+        cells = int(row["cells"]) if "cells" in row and pd.notna(row["cells"]) else 1
+        n += f" runs, {cells} cells" if cells > 1 else ""
+        lines.append(f"{claim}: {row['verdict']} ({n}{effect}{failed}; {row['reason']})")
+    return "\n".join(lines)

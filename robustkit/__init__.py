@@ -75,11 +75,11 @@ def claims(
     Returns
     -------
     DataFrame
-        One row per recipe x claim x cell (:data:`robustkit.claims.rules.VERDICT_COLUMNS`), each
-        claim's overall verdict last (cell ``all``); see :func:`robustkit.claims.reproduce.claims`.
+        One row per recipe x claim x cell (:data:`robustkit.verdicts.rules.VERDICT_COLUMNS`), each
+        claim's overall verdict last (cell ``all``); see :func:`robustkit.verdicts.reproduce.claims`.
     """
-    from robustkit.claims.recipes import RECIPE_DIR
-    from robustkit.claims.reproduce import claims as judge
+    from robustkit.verdicts.recipes import RECIPE_DIR
+    from robustkit.verdicts.reproduce import claims as judge
 
     return judge(
         store, recipes, scale=scale, include_failed=include_failed, recipe_dir=recipe_dir or RECIPE_DIR, device=device
@@ -114,8 +114,8 @@ def draw(
         notebook it shows as the cell's result. Any registered figure on any runs:
         :func:`robustkit.figures.draw`.
     """
-    from robustkit.claims.recipes import RECIPE_DIR
-    from robustkit.claims.reproduce import draw as draw_recipe
+    from robustkit.verdicts.recipes import RECIPE_DIR
+    from robustkit.verdicts.reproduce import draw as draw_recipe
 
     return draw_recipe(
         recipe, store, scale=scale, recipe_dir=recipe_dir or RECIPE_DIR, verdicts=verdicts, device=device

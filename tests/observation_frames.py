@@ -1,4 +1,4 @@
-"""Per-run observation frames for claim tests: what :func:`robustkit.claims.rules.judge` reads."""
+"""Per-run observation frames for claim tests: what :func:`robustkit.verdicts.rules.judge` reads."""
 
 from __future__ import annotations
 

@@ -340,7 +340,7 @@ def test_attack_figures_are_registered():
 
 def test_the_attacks_recipe_reuses_figure_5s_runs():
     """Han fig 5 with DeepWordBug beside PWWS trains nothing new: the same runs at both scales."""
-    from robustkit.claims.recipes import load_recipe
+    from robustkit.verdicts.recipes import load_recipe
 
     both, pwws_only = load_recipe("han2021/fig5-attacks"), load_recipe("han2021/fig5")
     for scale in ("demo", "paper"):

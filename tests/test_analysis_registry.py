@@ -220,9 +220,9 @@ def test_a_claim_and_its_figure_share_one_cache_entry(tiny_store, monkeypatch):
     import matplotlib.pyplot as plt
 
     from robustkit.analysis import landscape
-    from robustkit.claims import tally
-    from robustkit.claims.recipes import Recipe
-    from robustkit.claims.spec import Claim, ClaimError
+    from robustkit.verdicts import tally
+    from robustkit.verdicts.recipes import Recipe
+    from robustkit.verdicts.spec import Claim, ClaimError
 
     params = {"alphas": "-1:1:3", "checkpoint": "last"}
     calls = []

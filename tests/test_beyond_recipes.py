@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from robustkit.claims.recipes import RECIPE_DIR, load_defaults, load_recipe
-from robustkit.claims.rules import NO_DATA
-from robustkit.claims.tally import verdicts
 from robustkit.figures.style import figure_texts
 from robustkit.store.folders import run_dirs
 from robustkit.store.manifest import read_spec
+from robustkit.verdicts.recipes import RECIPE_DIR, load_defaults, load_recipe
+from robustkit.verdicts.rules import NO_DATA
+from robustkit.verdicts.tally import verdicts
 
 RECIPES = [
     "beyond/intruders",

@@ -1,4 +1,4 @@
-"""Claims as checkable hypotheses (robustkit.claims.spec, rules, tally): each verdict rule on synthetic runs gives
+"""Claims as checkable hypotheses (robustkit.verdicts.spec, rules, tally): each verdict rule on synthetic runs gives
 agrees, contradicts and inconclusive where it should; collapsed runs are left out; cells are
 aggregated; bad claim tables are refused with the key named."""
 
@@ -8,9 +8,9 @@ import pytest
 from observation_frames import runs_frame
 
 from robustkit.analysis.pooling import PoolingError
-from robustkit.claims.rules import judge
-from robustkit.claims.spec import Claim, ClaimError
-from robustkit.claims.tally import summary_line
+from robustkit.verdicts.rules import judge
+from robustkit.verdicts.spec import Claim, ClaimError
+from robustkit.verdicts.tally import summary_line
 
 
 def _claim(**changes) -> Claim:
@@ -366,7 +366,7 @@ def test_bad_claims_are_refused(change, message):
 
 
 def test_the_papers_effect_per_cell_or_for_every_cell():
-    """A claim's paper_effect (robustkit.claims.decidability prints the power at it): one value for every
+    """A claim's paper_effect (robustkit.verdicts.decidability prints the power at it): one value for every
     cell, or one per named cell (None where the paper reports none); equivalence as a pair."""
     every = _claim(paper_effect=0.4, paper_effect_source="table 2: 1.0 +- 0.1 vs 2.0 +- 0.2")
     assert every.paper_effect_in("task=rt") == every.paper_effect_in("all") == 0.4

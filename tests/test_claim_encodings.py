@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 
 from robustkit.analysis.registry import get, load, statistic_of
-from robustkit.claims import decidability
-from robustkit.claims.recipes import load_recipe
-from robustkit.claims.rules import judge
-from robustkit.claims.spec import Claim
 from robustkit.errors import RobustkitError
 from robustkit.store.tables import IDENTITY
+from robustkit.verdicts import decidability
+from robustkit.verdicts.recipes import load_recipe
+from robustkit.verdicts.rules import judge
+from robustkit.verdicts.spec import Claim
 
 
 def _epoch_frame(scores: dict, outcomes: dict | None = None) -> pd.DataFrame:

@@ -1,7 +1,7 @@
 """The verdict path as a whole, by simulation (issue #37): synthetic runs that look like real
 ones (scores on a 1/872 grid, skewed, collapsed runs at the majority score, runs still
-improving, layers of one run correlated) judged by the real path, robustkit.claims.rules.judge, at
-the least favourable configuration of each error (robustkit.claims.simulation).
+improving, layers of one run correlated) judged by the real path, robustkit.verdicts.rules.judge, at
+the least favourable configuration of each error (robustkit.verdicts.simulation).
 
 The shapes below are the recipes' riskiest ones: a claim on each of 6 layers that is true in 5,
 cells under Holm, failed runs that truncate the scores, a spread with point masses, a sign claim,
@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from robustkit.claims import simulation
-from robustkit.claims.rules import judge
-from robustkit.claims.spec import AGREES, CONTRADICTS, Claim
+from robustkit.verdicts import simulation
+from robustkit.verdicts.rules import judge
+from robustkit.verdicts.spec import AGREES, CONTRADICTS, Claim
 
 DRAWS = 150
 BOUND = simulation.bound(0.05, DRAWS)  # alpha + 2 Monte-Carlo standard errors: 0.086
@@ -119,8 +119,8 @@ def test_the_readme_table_covers_every_judged_claim_within_alpha():
     each rate is within alpha plus two Monte-Carlo standard errors at its draws."""
     from pathlib import Path
 
-    from robustkit.claims.decidability import plan
-    from robustkit.claims.recipes import list_recipes, load_recipe
+    from robustkit.verdicts.decidability import plan
+    from robustkit.verdicts.recipes import list_recipes, load_recipe
 
     readme = (Path(__file__).resolve().parents[1] / "analyses" / "README.md").read_text()
     begin, end = "<!-- simulated: python tools/simulate_verdicts.py -->", "<!-- end of simulated table -->"

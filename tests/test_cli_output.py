@@ -146,7 +146,7 @@ def test_a_missing_store_is_an_error(tmp_path, capsys, argv):
 
 
 def _verdicts(recipes: list[str]) -> pd.DataFrame:
-    """A claims table as robustkit.claims.reproduce.claims returns it: a row per cell, the last per claim
+    """A claims table as robustkit.verdicts.reproduce.claims returns it: a row per cell, the last per claim
     its overall verdict, with reasons as long as real ones."""
     rows = []
     for recipe in recipes:
@@ -176,11 +176,11 @@ def _verdicts(recipes: list[str]) -> pd.DataFrame:
 
 
 def test_claims_prints_a_table_for_people_and_every_row_on_request(tmp_path, capsys, monkeypatch):
-    import robustkit.claims.reproduce
+    import robustkit.verdicts.reproduce
 
     recipes = ["han2021/fig1", "han2021/fig2"]
     table = _verdicts(recipes)
-    monkeypatch.setattr(robustkit.claims.reproduce, "claims", lambda *args, **kwargs: table)
+    monkeypatch.setattr(robustkit.verdicts.reproduce, "claims", lambda *args, **kwargs: table)
     monkeypatch.setenv("COLUMNS", "100")
     argv = ["claims", *recipes, "--store", str(tmp_path)]
     assert main(argv) == 0
@@ -192,7 +192,7 @@ def test_claims_prints_a_table_for_people_and_every_row_on_request(tmp_path, cap
     # the reason is a key: shown (shortened to fit), the effect's columns cut for it
     assert "effect_name=std ratio a/b" in said_once and "reason" in header and "more column" in out
     assert "spread of han2021/fig1: p = 0.0712" in out and "reason shortened" in out
-    assert "n=5 vs 5" in said_once  # n as runs (robustkit.claims.evidence.n_text)
+    assert "n=5 vs 5" in said_once  # n as runs (robustkit.verdicts.evidence.n_text)
     assert "4 claims (" in out and "evidence unit" in out  # the tally under the table, by evidence unit
     # csv / json print the table's rows, parseable; the tally goes to stderr
     assert main([*argv, "--format", "json"]) == 0

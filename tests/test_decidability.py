@@ -1,4 +1,4 @@
-"""The plan of a claim before any run exists (robustkit.claims.decidability): the power it prints is the
+"""The plan of a claim before any run exists (robustkit.verdicts.decidability): the power it prints is the
 power of the test that is run, and the power at the paper's effect comes from the claim's
 ``paper_effect`` cell by cell."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from robustkit.claims import decidability
-from robustkit.claims.recipes import load_recipe
 from robustkit.measures import exact
+from robustkit.verdicts import decidability
+from robustkit.verdicts.recipes import load_recipe
 
 
 @pytest.mark.parametrize("n_a, n_b", [(8, 8), (10, 11)])

@@ -1,13 +1,13 @@
 """Evidence counted once (issue #37 item 7): which claims rest on which runs, evidence units,
-claims that re-test another's observations, and the tally by unit (robustkit.claims.evidence)."""
+claims that re-test another's observations, and the tally by unit (robustkit.verdicts.evidence)."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from robustkit.claims.evidence import claim_runs, n_text, tally_line, unit_table, units
-from robustkit.claims.recipes import list_recipes, load_recipe
+from robustkit.verdicts.evidence import claim_runs, n_text, tally_line, unit_table, units
+from robustkit.verdicts.recipes import list_recipes, load_recipe
 
 
 @pytest.fixture(scope="module")

@@ -173,13 +173,13 @@ def extension(tmp_path):
 
 @pytest.mark.slow  # loads 5 bert-tiny runs' checkpoints twice and judges a claim (~a minute on 2 cores)
 def test_an_analysis_its_figure_and_its_recipe_work_from_three_files(extension, lora_store, tmp_path, capsys):
-    from robustkit.claims.recipes import load_defaults, load_recipe
-    from robustkit.claims.rules import NO_DATA
-    from robustkit.claims.tally import verdicts
     from robustkit.cli import main
     from robustkit.figures.style import figure_texts
     from robustkit.store.folders import run_dirs
     from robustkit.store.manifest import read_spec
+    from robustkit.verdicts.recipes import load_defaults, load_recipe
+    from robustkit.verdicts.rules import NO_DATA
+    from robustkit.verdicts.tally import verdicts
 
     before = _status()
     analysis, figure, recipes = extension

@@ -2,7 +2,7 @@
 
 Stages, lowest first (README, "How it is built"): the foundation every stage uses (errors,
 parameters, progress, a user's module files, the embedded assets), then data, models, methods,
-specs, store, train, sweeps, measures and attacks, analysis, figures, claims, cli. An import of
+specs, store, train, sweeps, measures and attacks, analysis, figures, verdicts (recipes and claims), cli. An import of
 a later stage from an earlier one (at module level or inside a function) would hide the flow
 and invite cycles.
 """
@@ -29,7 +29,7 @@ STAGES = [
     {"measures", "attacks"},
     {"analysis"},
     {"figures"},
-    {"claims"},
+    {"verdicts"},
     {"cli", "__main__"},
 ]
 
@@ -93,6 +93,20 @@ def test_a_module_imports_no_later_stage(name, path):
 def test_the_check_finds_an_upward_import(tmp_path):
     """The check can fail: a store module importing the claims is caught."""
     module = tmp_path / "bad.py"
-    module.write_text("def f():\n    from robustkit.claims import recipes\n")
+    module.write_text("def f():\n    from robustkit.verdicts import recipes\n")
     targets = imported(module, "robustkit.store.bad")
-    assert [t for t in targets if stage(t) > stage("robustkit.store.bad")] == ["robustkit.claims"]
+    assert [t for t in targets if stage(t) > stage("robustkit.store.bad")] == ["robustkit.verdicts"]
+
+
+def test_no_stage_package_shadows_a_notebook_function():
+    """``robustkit.claims(...)`` is a function: a package of that name would replace it on the
+    ``robustkit`` module as soon as one of its modules is imported (why the stage is verdicts/)."""
+    import importlib
+    import types
+
+    import robustkit
+
+    for path in sorted(PACKAGE.glob("*/__init__.py")):
+        importlib.import_module(f"robustkit.{path.parent.name}")
+    shadowed = [name for name in robustkit.__all__ if isinstance(getattr(robustkit, name), types.ModuleType)]
+    assert not shadowed, shadowed

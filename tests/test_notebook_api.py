@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import robustkit
-from robustkit.claims.recipes import RECIPE_DIR, RecipeError, recipe_names
+from robustkit.verdicts.recipes import RECIPE_DIR, RecipeError, recipe_names
 
 
 def test_recipes_are_names_and_recipe_dir_is_a_folder(tmp_path):

@@ -198,7 +198,7 @@ def test_importing_robustkit_plots_keeps_the_backend():
 
     code = (
         "import matplotlib; matplotlib.use('svg'); import robustkit.figures.style, robustkit.figures, "
-        "robustkit.claims.reproduce; "
+        "robustkit.verdicts.reproduce; "
         "print(matplotlib.get_backend())"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()

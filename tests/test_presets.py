@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from robustkit.claims.recipes import load_defaults, preset
 from robustkit.cli import main, parse_args
 from robustkit.cli.demo import demo_specs
 from robustkit.cli.train import specs_from_args
 from robustkit.errors import RobustkitError, SweepError
 from robustkit.sweeps.grid import expand_grid
+from robustkit.verdicts.recipes import load_defaults, preset
 
 
 def test_grid_lr_table_gives_each_method_its_rate(tmp_path):

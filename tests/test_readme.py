@@ -62,8 +62,8 @@ def test_readme_python_is_checked_python():
 def demo_at_bert_tiny(tmp_path_factory):
     """A recipe folder whose demo scale is bert-tiny on rt (64 examples, 1 epoch) holding the real
     han2021/fig2 recipe, and a store with its seeds 0 and 1 trained at that scale."""
-    from robustkit.claims.recipes import load_defaults, load_recipe
     from robustkit.sweeps.grid import run_sweep
+    from robustkit.verdicts.recipes import load_defaults, load_recipe
 
     root = tmp_path_factory.mktemp("readme")
     recipes = root / "analyses"
@@ -81,14 +81,14 @@ def demo_at_bert_tiny(tmp_path_factory):
 
 @pytest.mark.slow
 def test_readme_notebook_block_runs(demo_at_bert_tiny, monkeypatch):
-    import robustkit.claims.recipes
+    import robustkit.verdicts.recipes
 
     root, recipes = demo_at_bert_tiny
     monkeypatch.chdir(root)
-    monkeypatch.setattr(robustkit.claims.recipes, "RECIPE_DIR", recipes)  # the demo scale, at bert-tiny
+    monkeypatch.setattr(robustkit.verdicts.recipes, "RECIPE_DIR", recipes)  # the demo scale, at bert-tiny
     # never minilm-l6 here: every default recipe folder must now be the bert-tiny one
-    assert robustkit.claims.recipes.preset_spec("demo", method="houlsby").model == "bert-tiny"
-    assert robustkit.claims.recipes.preset("demo")["base"]["model"] == "bert-tiny"
+    assert robustkit.verdicts.recipes.preset_spec("demo", method="houlsby").model == "bert-tiny"
+    assert robustkit.verdicts.recipes.preset("demo")["base"]["model"] == "bert-tiny"
     (notebook,) = blocks(ROOT / "README.md", "python")
     names: dict = {}
     exec(compile(notebook, "README.md", "exec"), names)
@@ -104,7 +104,7 @@ def test_readme_notebook_block_runs(demo_at_bert_tiny, monkeypatch):
 
 
 def test_contributing_examples_are_valid(tmp_path):
-    from robustkit.claims.recipes import load_recipe
+    from robustkit.verdicts.recipes import load_recipe
 
     path = ROOT / "CONTRIBUTING.md"
     for block in blocks(path, "python"):

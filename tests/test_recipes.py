@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from robustkit.claims.recipes import RECIPE_DIR, RecipeError, list_recipes, load_defaults, load_recipe
 from robustkit.cli.demo import demo_specs
+from robustkit.verdicts.recipes import RECIPE_DIR, RecipeError, list_recipes, load_defaults, load_recipe
 
 # The figures and tables issues #6 and #11 ask for, by recipe name.
 REQUIRED = {
@@ -280,7 +280,7 @@ def test_bad_recipe_names_the_file_and_key(tmp_path):
 def recipes_and_plan():
     """Every shipped recipe and its decidability plan at both scales (~20 CPU-seconds: the exact
     null distributions of the largest pooled cells and the spread test's power)."""
-    from robustkit.claims.decidability import plan
+    from robustkit.verdicts.decidability import plan
 
     recipes = [load_recipe(name) for name in list_recipes()]
     return recipes, plan(recipes)
@@ -308,8 +308,8 @@ def test_every_claim_says_the_papers_effect_or_why_there_is_none():
     """Issue #26: the power at the effect the paper reports needs that effect; every shipped claim
     quotes the numbers it comes from, or says "not reported" and why, and an effect given per
     cell names cells its recipe has."""
-    from robustkit.claims.decidability import claim_sizes
-    from robustkit.claims.spec import NOT_REPORTED
+    from robustkit.verdicts.decidability import claim_sizes
+    from robustkit.verdicts.spec import NOT_REPORTED
 
     reported = 0
     for recipe in (load_recipe(name) for name in list_recipes()):
@@ -337,7 +337,7 @@ def test_the_readme_table_is_the_plan(recipes_and_plan):
     ``robustkit claims --plan --markdown``: a recipe, test or paper effect that changes it makes
     the doc stale, and this fails until it is regenerated (``python tools/plan_table.py``, which
     writes it: no one edits it by hand)."""
-    from robustkit.claims.decidability import markdown
+    from robustkit.verdicts.decidability import markdown
 
     recipes, table = recipes_and_plan
     text = (RECIPE_DIR / "README.md").read_text()
@@ -347,8 +347,8 @@ def test_the_readme_table_is_the_plan(recipes_and_plan):
 
 def test_the_pooled_corpus_is_said():
     """Issue #26: rt and polarity are one corpus; a figure that pools them says so (the tally of
-    runs shared between claims is robustkit.claims.evidence's, tests/test_evidence.py)."""
-    from robustkit.claims.reproduce import one_corpus
+    runs shared between claims is robustkit.verdicts.evidence's, tests/test_evidence.py)."""
+    from robustkit.verdicts.reproduce import one_corpus
 
     assert one_corpus(["polarity", "rt"]).startswith("; polarity and rt are one corpus")
     assert one_corpus(["rt", "rte"]) == ""
@@ -357,7 +357,7 @@ def test_the_pooled_corpus_is_said():
 def test_a_plan_counts_disjoint_seed_pairs_and_method_options(tmp_path):
     """A statistic of disjoint seed pairs has half as many observations as runs (per
     configuration, rounded down); a claim may group on a method option's column (``lora.r``)."""
-    from robustkit.claims.decidability import claim_sizes
+    from robustkit.verdicts.decidability import claim_sizes
 
     recipe = load_recipe("beyond/curve-connectivity")
     assert claim_sizes(recipe, recipe.claims[0], "demo") == [("all", 6, 0)]  # 3 methods x 4 seeds: 2 pairs each

@@ -7,9 +7,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from robustkit.claims.reproduce import reproduce
 from robustkit.cli import main
 from robustkit.store.tables import load_runs
+from robustkit.verdicts.reproduce import reproduce
 
 RECIPE = """title = "{title}"
 figure = "{plot}"
@@ -158,7 +158,7 @@ def test_cli_train_only_and_errors(tmp_path, recipe_dir, capsys):
 def test_figures_go_beside_the_store_unless_named(tmp_path, recipe_dir, capsys, monkeypatch):
     """Without --figures, reproduce writes its PDFs, claims.csv and index into <store>-figures and
     says so once: the checkout's own figures/ (the cwd's) is left as it is (issue #38, item 4)."""
-    from robustkit.claims.reproduce import default_figures
+    from robustkit.verdicts.reproduce import default_figures
 
     assert default_figures("runs/demo") == Path("runs/demo-figures") == default_figures("runs/demo/")
     monkeypatch.chdir(tmp_path)
@@ -170,7 +170,7 @@ def test_figures_go_beside_the_store_unless_named(tmp_path, recipe_dir, capsys, 
 
 
 def test_bad_figure_parameters_fail_before_any_training(tmp_path, recipe_dir):
-    from robustkit.claims.recipes import RecipeError
+    from robustkit.verdicts.recipes import RecipeError
 
     (recipe_dir / "toy" / "bad.toml").write_text(
         RECIPE.format(title="t", plot="box-seeds", args='{ split = "nowhere" }', output="bad.pdf", seeds="[0]")
@@ -235,7 +235,7 @@ def test_claims_are_judged_printed_under_the_figure_and_indexed(tmp_path, recipe
     )  # runs per group, collapsed
     # re-indexed from a store that lacks the recipe's runs (another scale's, a fresh one): the
     # count stays the one of the store that drew the figure; once it said "0/0" or "0/1"
-    from robustkit.claims.reproduce import write_index
+    from robustkit.verdicts.reproduce import write_index
 
     write_index(figures, "demo", recipe_dir, store=tmp_path / "elsewhere")
     assert "houlsby 2/2, full 2/2 (last/validation)" in (figures / "README.md").read_text()
@@ -268,9 +268,9 @@ def test_a_recipe_of_no_paper_takes_its_own_title_not_the_papers():
     """The zoo reuses Han et al.'s box plot; its PDF must not be titled as Han et al.'s figure."""
     import matplotlib.pyplot as plt
 
-    from robustkit.claims.recipes import load_recipe
-    from robustkit.claims.reproduce import _titled
     from robustkit.figures import style
+    from robustkit.verdicts.recipes import load_recipe
+    from robustkit.verdicts.reproduce import _titled
 
     for name, kept in (("peft/zoo", False), ("han2021/fig2", True)):
         fig = plt.figure()
@@ -286,8 +286,8 @@ def test_the_index_gives_each_claims_detectable_effect_at_its_holm_level():
     """Issue #26 item 7: per claim the verdict, reason class, n and the detectable effect; a
     claim over 7 cells detects at alpha / 7 (as `claims --plan` says), and a threshold claim
     (one group against a value) has one n."""
-    from robustkit.claims.decidability import detectable_effect
-    from robustkit.claims.reproduce import _verdict_cell
+    from robustkit.verdicts.decidability import detectable_effect
+    from robustkit.verdicts.reproduce import _verdict_cell
 
     def row(claim, compare, n_a, n_b, verdict="agrees", reason_class=""):
         return {

@@ -7,11 +7,11 @@ import math
 import pandas as pd
 import pytest
 
-from robustkit.claims.recipes import load_defaults, load_recipe
 from robustkit.cli import main
 from robustkit.specs.spec import RunSpec
 from robustkit.sweeps import plan as run_plan
 from robustkit.sweeps.plan import NOT_MEASURED, Throughput
+from robustkit.verdicts.recipes import load_defaults, load_recipe
 
 TOY = """title = "{title}"
 figure = "box-seeds"
@@ -118,7 +118,7 @@ def test_the_cli_plans_and_trains_nothing(recipe_dir, tmp_path, capsys):
 
 def test_the_paper_plan_of_every_recipe():
     """Every recipe plans at paper scale without a model or data (the hub tasks' sizes are known)."""
-    from robustkit.claims.recipes import RECIPE_DIR, list_recipes
+    from robustkit.verdicts.recipes import RECIPE_DIR, list_recipes
 
     recipes = [load_recipe(name, RECIPE_DIR) for name in list_recipes(RECIPE_DIR)]
     per_recipe, runs = run_plan.plan(recipes, "paper", RECIPE_DIR.parent / "no-store", load_defaults(RECIPE_DIR))

@@ -1,4 +1,4 @@
-"""What would settle an inconclusive claim (robustkit.claims.settle, issue #37 item 8): the runs per
+"""What would settle an inconclusive claim (robustkit.verdicts.settle, issue #37 item 8): the runs per
 group at which the observed effect is decided with 80% power (a bootstrap of the observed runs,
 judged by the claim's own path), and the training budget at which still-improving runs would
 pass the convergence guard; `robustkit claims` prints it."""
@@ -9,9 +9,9 @@ import pytest
 from observation_frames import runs_frame
 
 from robustkit.analysis.convergence import improving
-from robustkit.claims import settle
-from robustkit.claims.rules import NOT_CONVERGED, judge
-from robustkit.claims.spec import AGREES, Claim
+from robustkit.verdicts import settle
+from robustkit.verdicts.rules import NOT_CONVERGED, judge
+from robustkit.verdicts.spec import AGREES, Claim
 
 
 def _claim(**changes) -> Claim:
@@ -151,11 +151,11 @@ def test_would_settle_says_train_longer_where_the_runs_still_improve():
 
 def test_claims_prints_what_would_settle_each_inconclusive_claim(tmp_path, capsys, monkeypatch):
     import robustkit.analysis.convergence
-    import robustkit.claims.reproduce
-    import robustkit.claims.tally
-    from robustkit.claims.recipes import load_recipe
-    from robustkit.claims.rules import VERDICT_COLUMNS
+    import robustkit.verdicts.reproduce
+    import robustkit.verdicts.tally
     from robustkit.cli import main
+    from robustkit.verdicts.recipes import load_recipe
+    from robustkit.verdicts.rules import VERDICT_COLUMNS
 
     recipe = load_recipe("han2021/fig2")
     claim = recipe.claims[0]
@@ -164,8 +164,8 @@ def test_claims_prints_what_would_settle_each_inconclusive_claim(tmp_path, capsy
     )
     table = judge(claim, observations).assign(recipe=recipe.name)[VERDICT_COLUMNS]
     assert table.iloc[-1]["verdict"] == "inconclusive"
-    monkeypatch.setattr(robustkit.claims.reproduce, "claims", lambda *args, **kwargs: table)
-    monkeypatch.setattr(robustkit.claims.tally, "observations", lambda *args, **kwargs: observations)
+    monkeypatch.setattr(robustkit.verdicts.reproduce, "claims", lambda *args, **kwargs: table)
+    monkeypatch.setattr(robustkit.verdicts.tally, "observations", lambda *args, **kwargs: observations)
     monkeypatch.setattr(
         robustkit.analysis.convergence, "still_improving", lambda store, run_ids: pd.Series(False, index=list(run_ids))
     )

@@ -10,11 +10,11 @@ import pytest
 
 from robustkit.analysis import scores, stability_length
 from robustkit.analysis.registry import get
-from robustkit.claims.rules import judge
-from robustkit.claims.spec import Claim
 from robustkit.figures.stability_length import stability_length_figure
 from robustkit.figures.style import save_pdf
 from robustkit.store.tables import IDENTITY
+from robustkit.verdicts.rules import judge
+from robustkit.verdicts.spec import Claim
 
 # method -> seed -> validation score after epochs 1, 2, 3
 SCORES = {

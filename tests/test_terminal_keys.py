@@ -60,7 +60,7 @@ def test_an_empty_table_says_why():
 
 
 def _claims(recipe: str) -> pd.DataFrame:
-    """Claims rows as robustkit.claims.reproduce.claims returns them, each claim's last row its verdict."""
+    """Claims rows as robustkit.verdicts.reproduce.claims returns them, each claim's last row its verdict."""
     return pd.DataFrame(
         [
             {
@@ -89,9 +89,9 @@ def _claims(recipe: str) -> pd.DataFrame:
 
 
 def test_claims_keeps_verdict_and_reason_at_80_columns(tmp_path, capsys, monkeypatch):
-    import robustkit.claims.reproduce
+    import robustkit.verdicts.reproduce
 
-    monkeypatch.setattr(robustkit.claims.reproduce, "claims", lambda *args, **kwargs: _claims("han2021/fig2"))
+    monkeypatch.setattr(robustkit.verdicts.reproduce, "claims", lambda *args, **kwargs: _claims("han2021/fig2"))
     monkeypatch.setenv("COLUMNS", "80")
     assert main(["claims", "han2021/fig2", "--store", str(tmp_path), "--no-settle"]) == 0
     out = capsys.readouterr().out

@@ -242,7 +242,7 @@ def test_train_cli_takes_a_csv_a_preset_and_train_size_all(tmp_path, capsys):
 
 
 def test_a_preset_on_built_in_small_data_says_what_to_pass(tmp_path, rte_folder):
-    from robustkit.claims.recipes import preset_spec
+    from robustkit.verdicts.recipes import preset_spec
 
     glue = rte_folder(tmp_path / "glue")
     with pytest.raises(TaskError, match="--train-size all"):
@@ -258,8 +258,8 @@ def test_a_recipe_names_the_task_and_a_claim_is_judged_on_it(tmp_path):
     matplotlib.use("Agg")
     import robustkit
     from robustkit import figures
-    from robustkit.claims.recipes import load_recipe
     from robustkit.train import train
+    from robustkit.verdicts.recipes import load_recipe
 
     folder = tmp_path / "recipes" / "mine"
     write(reviews(), folder / "reviews.csv")

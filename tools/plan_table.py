@@ -21,8 +21,8 @@ END = "<!-- end of generated table -->"
 
 def table() -> str:
     """The markdown plan of every shipped recipe at both scales (what the README shows)."""
-    from robustkit.claims.decidability import markdown, plan
-    from robustkit.claims.recipes import list_recipes, load_recipe
+    from robustkit.verdicts.decidability import markdown, plan
+    from robustkit.verdicts.recipes import list_recipes, load_recipe
 
     recipes = [load_recipe(name) for name in list_recipes()]
     return markdown(plan(recipes), recipes)

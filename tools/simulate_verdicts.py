@@ -1,4 +1,4 @@
-"""Write the whole-path simulation table (robustkit.claims.simulation) into analyses/README.md.
+"""Write the whole-path simulation table (robustkit.verdicts.simulation) into analyses/README.md.
 
     python tools/simulate_verdicts.py [--draws 2000] [--out FILE]
 
@@ -15,8 +15,8 @@ import argparse
 import json
 from pathlib import Path
 
-from robustkit.claims import simulation as verdict_simulation
-from robustkit.claims.recipes import list_recipes, load_recipe
+from robustkit.verdicts import simulation as verdict_simulation
+from robustkit.verdicts.recipes import list_recipes, load_recipe
 
 README = Path(__file__).resolve().parents[1] / "analyses" / "README.md"
 BEGIN, END = "<!-- simulated: python tools/simulate_verdicts.py -->", "<!-- end of simulated table -->"

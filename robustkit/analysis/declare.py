@@ -94,11 +94,11 @@ class Statistic:
         Its own parameters (never the analysis's: those are the figure's).
     independent : bool
         Its observations are independent runs; False for a statistic of run pairs that share
-        runs (shown, never tested: :mod:`robustkit.claims.rules`).
+        runs (shown, never tested: :mod:`robustkit.verdicts.rules`).
     unit : str
         What one observation is: ``run``, or ``disjoint pair`` (two runs of one configuration,
         each run in at most one pair: independent, and half as many as the runs, which
-        :mod:`robustkit.claims.decidability` counts so).
+        :mod:`robustkit.verdicts.decidability` counts so).
     ends : bool
         It depends on how training ended: a value at a checkpoint at or near the end (the final
         or best score, representations, curvature or landscape at ``last`` or ``best``, attack
@@ -109,7 +109,7 @@ class Statistic:
     better : {"higher", "lower"} or None
         Which values are the better outcome of training (accuracy: higher). A failed run
         (:mod:`robustkit.train.collapse`) then ranks as the worst outcome, below every learned run,
-        in the claim's test with its failures (:mod:`robustkit.claims.rules`); None: no value is better
+        in the claim's test with its failures (:mod:`robustkit.verdicts.rules`); None: no value is better
         (a similarity, a slope), and failed runs enter with their values.
     undefined_on_failed : str
         Why the statistic says nothing about a failed run (a constant classifier cannot be

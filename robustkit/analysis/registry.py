@@ -21,7 +21,7 @@ What every other part of robustkit reads is an :class:`Analysis`:
 
 The ``robustkit analyze`` verbs are generated from these entries (:mod:`robustkit.cli.analyze`),
 figures name an analysis plus plot-only parameters (:mod:`robustkit.figures`), and a claim is
-judged on the very frame its figure drew (:mod:`robustkit.claims.tally`): the same parameters, so the
+judged on the very frame its figure drew (:mod:`robustkit.verdicts.tally`): the same parameters, so the
 same cache entry::
 
     from robustkit.analysis.registry import get

@@ -17,7 +17,7 @@ spread of each method after 1, 2, ... epochs of training. Two numbers:
   twice as often as alpha in the reviewer's simulation). Disjoint pairs share no run: within a
   configuration the runs are sorted by seed and paired first with second, third with fourth (an
   odd one out is left out), the rule of :mod:`robustkit.analysis.curve_connectivity` and of
-  :func:`robustkit.claims.decidability.claim_sizes` for ``unit = "disjoint pair"``; so each pair's value
+  :func:`robustkit.verdicts.decidability.claim_sizes` for ``unit = "disjoint pair"``; so each pair's value
   is a function of its two runs' histories alone, and the pairs are independent. For two seeds
   with scores of standard deviation sigma, E|A - B| = 2 sigma / sqrt(pi) (normal scores): the gap
   is a one-pair estimate of the seed spread, and its drop an estimate of the spread's drop.

@@ -14,13 +14,13 @@ def add_parser(commands) -> None:
         "on the recipe's runs in the store, test the claim and print agrees / contradicts / "
         "inconclusive with n, effect size, CI and p. Collapsed runs are left out (see "
         "robustkit/train/collapse.py). Trains nothing: run `robustkit reproduce` first. Evidence is "
-        "counted once (robustkit.claims.evidence): n counts runs (a claim tested in several cells, e.g. "
+        "counted once (robustkit.verdicts.evidence): n counts runs (a claim tested in several cells, e.g. "
         "7 layers of the same 5 runs per group, says 'n = 5 vs 5 runs, 7 cells'); claims that share at "
         "least one run form one evidence unit (column unit; run_set: claims on the identical runs), "
         "since one unlucky seed moves all their verdicts; same_as names an earlier claim that reads the "
         "same observations (same runs, statistic, groups and cells), a second look at one piece of "
         "evidence. The tally under the table counts claims and evidence units. For each inconclusive "
-        "claim, would_settle says what would decide it (robustkit.claims.settle): where the runs still "
+        "claim, would_settle says what would decide it (robustkit.verdicts.settle): where the runs still "
         "improve (not converged), how much longer to train, from a power-law fit of their dev loss "
         "extrapolated to where the convergence guard's rule passes; otherwise the runs per group at "
         "which the observed effect is decided with 80%% power, simulated by drawing runs from the "
@@ -53,9 +53,9 @@ def add_parser(commands) -> None:
         action="store_true",
         help="needs no runs: per claim and cell, the runs per group its recipe trains at each scale, the smallest p "
         "its test can reach, the smallest effect it detects with 80%% power and its power at the effect the "
-        "paper reports (robustkit.claims.decidability); with --store, also (column observed) the runs per "
+        "paper reports (robustkit.verdicts.decidability); with --store, also (column observed) the runs per "
         "group at which the effect observed in the store's runs is decided with 80%% power "
-        "(robustkit.claims.settle: a bootstrap of those runs, judged by the claim's own path)",
+        "(robustkit.verdicts.settle: a bootstrap of those runs, judged by the claim's own path)",
     )
     claims.add_argument(
         "--no-settle",
@@ -73,9 +73,9 @@ def add_parser(commands) -> None:
 def run(args) -> int:
     import pandas as pd
 
-    from robustkit.claims.recipes import RECIPE_DIR
-    from robustkit.claims.reproduce import claims
     from robustkit.cli import terminal
+    from robustkit.verdicts.recipes import RECIPE_DIR
+    from robustkit.verdicts.reproduce import claims
 
     if args.plan:
         return _plan(args)
@@ -89,8 +89,8 @@ def run(args) -> int:
         include_failed=args.include_failed,
         device=args.device,
     )
-    from robustkit.claims.evidence import n_text, tally_line, units
-    from robustkit.claims.recipes import list_recipes, load_defaults, load_recipe
+    from robustkit.verdicts.evidence import n_text, tally_line, units
+    from robustkit.verdicts.recipes import list_recipes, load_defaults, load_recipe
 
     folder = args.recipe_dir or RECIPE_DIR
     judged = [load_recipe(name, folder) for name in (args.recipes or list_recipes(folder))]
@@ -139,9 +139,9 @@ def run(args) -> int:
 def _plan(args) -> int:
     import pandas as pd
 
-    from robustkit.claims.decidability import plan
-    from robustkit.claims.recipes import RECIPE_DIR, list_recipes, load_defaults, load_recipe
     from robustkit.cli import terminal
+    from robustkit.verdicts.decidability import plan
+    from robustkit.verdicts.recipes import RECIPE_DIR, list_recipes, load_defaults, load_recipe
 
     folder = args.recipe_dir or RECIPE_DIR
     recipes = [load_recipe(name, folder) for name in (args.recipes or list_recipes(folder))]
@@ -149,7 +149,7 @@ def _plan(args) -> int:
     if args.output:
         terminal.write(table, args.output)
     if args.markdown:
-        from robustkit.claims.decidability import markdown
+        from robustkit.verdicts.decidability import markdown
 
         print(markdown(table, recipes), end="")
         return 1 if (table["judged"] & ~table["decidable"]).any() else 0
@@ -180,7 +180,7 @@ def _plan(args) -> int:
         "paper_power",
     ]
     if args.store:  # beside the normal-theory detectable effect: the runs the observed effect needs
-        from robustkit.claims.settle import plan_observed
+        from robustkit.verdicts.settle import plan_observed
 
         observed = plan_observed(
             args.store,
@@ -207,11 +207,11 @@ SETTLE_SIMULATIONS = 100  # simulated stores per candidate n behind the claims t
 
 
 def _would_settle(args, table, recipes, defaults, overall) -> list[str]:
-    """The would_settle text of each row of ``overall`` (robustkit.claims.settle; "" unless inconclusive)."""
+    """The would_settle text of each row of ``overall`` (robustkit.verdicts.settle; "" unless inconclusive)."""
     if args.no_settle or table.empty:
         return [""] * len(overall)
-    from robustkit.claims.reproduce import default_store
-    from robustkit.claims.settle import settle
+    from robustkit.verdicts.reproduce import default_store
+    from robustkit.verdicts.settle import settle
 
     scale = args.scale or "demo"
     try:

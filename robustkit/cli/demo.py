@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from robustkit.claims.recipes import load_recipe
 from robustkit.specs.spec import RunSpec
 from robustkit.sweeps.grid import run_sweep
+from robustkit.verdicts.recipes import load_recipe
 
 DEMO_STORE = "runs/demo"
 DEMO_RECIPE = "han2021/fig2"

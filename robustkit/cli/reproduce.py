@@ -8,7 +8,7 @@ from robustkit.errors import RobustkitError
 
 
 def add_parser(commands) -> None:
-    from robustkit.claims.recipes import list_recipes
+    from robustkit.verdicts.recipes import list_recipes
 
     known = ", ".join(list_recipes())
     reproduce = commands.add_parser(
@@ -58,15 +58,15 @@ def add_parser(commands) -> None:
 
 
 def run(args) -> int:
-    from robustkit.claims.recipes import RECIPE_DIR
-    from robustkit.claims.reproduce import reproduce
+    from robustkit.verdicts.recipes import RECIPE_DIR
+    from robustkit.verdicts.reproduce import reproduce
 
     if bool(args.recipes) == args.all:
         raise RobustkitError("name recipes to reproduce, or pass --all (not both)")
     if args.plan:
-        from robustkit.claims.recipes import list_recipes, load_defaults, load_recipe
-        from robustkit.claims.reproduce import default_store
         from robustkit.sweeps import plan as run_plan
+        from robustkit.verdicts.recipes import list_recipes, load_defaults, load_recipe
+        from robustkit.verdicts.reproduce import default_store
 
         folder = args.recipe_dir or RECIPE_DIR
         chosen = [load_recipe(name, folder) for name in (list_recipes(folder) if args.all else args.recipes)]

@@ -36,8 +36,8 @@ def add_parser(commands) -> None:
 
 
 def run(args) -> int:
-    from robustkit.claims.recipes import preset
     from robustkit.sweeps.grid import expand_grid, grid_size, run_sweep, with_data_dir
+    from robustkit.verdicts.recipes import preset
 
     if (args.output or args.format != "table") and not args.status:  # refused before a long expansion
         raise SweepError("--format and -o/--output print the table of --status: use them with --status")

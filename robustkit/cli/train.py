@@ -215,9 +215,9 @@ def _method_options(items: list[str]) -> dict[str, str]:
 
 
 def specs_from_args(args) -> list:
-    from robustkit.claims.recipes import preset_spec
     from robustkit.methods.registry import spec_fields
     from robustkit.specs.spec import RunSpec
+    from robustkit.verdicts.recipes import preset_spec
 
     fields = dict(
         model=args.model,

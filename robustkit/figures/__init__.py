@@ -8,7 +8,7 @@ A figure is a registered analysis (:mod:`robustkit.analysis.registry`: selected 
 -> tidy data, cached next to the runs), optionally a view of that data (``view``: a function in
 ``robustkit/analysis/`` that derives the finished tables a plot draws, its statistics included),
 and a plot (that data -> a matplotlib Figure); the plot only draws. The ``robustkit plot`` verbs,
-:func:`robustkit.claims.reproduce.reproduce` and a notebook all read this registry::
+:func:`robustkit.verdicts.reproduce.reproduce` and a notebook all read this registry::
 
     from robustkit import figures
     fig = figures.draw("box-seeds", "runs/demo", select=["task=rt"], split="validation")

@@ -315,7 +315,7 @@ def smallest_p(kind: str, n_a: int, n_b: int = 0) -> float:
     Parameters
     ----------
     kind : {"location", "spread", "rate", "equivalence", "threshold"}
-        The claim kind (:mod:`robustkit.claims.rules`): two-group kinds are rank or permutation tests
+        The claim kind (:mod:`robustkit.verdicts.rules`): two-group kinds are rank or permutation tests
         over the ``C(n_a + n_b, n_a)`` relabellings (Fisher's test too, at its most extreme
         table; ``spread`` over the groups' ``n // 2`` seed pairs); ``threshold`` is the
         signed-rank test, ``2 ** -n_a`` (without zero differences).

@@ -2,7 +2,7 @@
 
 Every test robustkit reports runs here: the captions under the stability figures and the tables
 (:mod:`robustkit.analysis.stability`) and the verdicts of the papers' claims
-(:mod:`robustkit.claims.rules`) call these kernels, so that one claim read off a figure and tested in a
+(:mod:`robustkit.verdicts.rules`) call these kernels, so that one claim read off a figure and tested in a
 verdict is one computation. What to test, how many runs a test needs, how a p-value becomes a
 verdict and which note explains a NaN stay with the callers; these functions only compute.
 

@@ -124,7 +124,7 @@ def expand_grid(
         run spec rejects, or a grid of more than ``max_runs`` runs.
     defaults : dict, optional
         ``{"base": {...}, "lr": {...}}`` under the grid's own ``[base]`` and ``[lr]`` (a preset:
-        :func:`robustkit.claims.recipes.preset`).
+        :func:`robustkit.verdicts.recipes.preset`).
     """
     source, base, axes, rates = _parsed(grid, defaults)
     check_size(math.prod(len(values) for values in axes.values()), source, max_runs)

@@ -172,7 +172,7 @@ class _Finetune(_Loop):
             return ""
         return (
             f". These are the papers' settings ({self.spec.epochs} epochs, length {self.spec.max_length}): "
-            "`--preset demo` (robustkit.claims.recipes.preset_spec('demo', ...) in a notebook) trains the "
+            "`--preset demo` (robustkit.verdicts.recipes.preset_spec('demo', ...) in a notebook) trains the "
             "calibrated demo settings in minutes per run"
         )
 

@@ -8,7 +8,7 @@ on failed runs*): the smallest number of runs per group and cell, n, at which th
 verdict path decides the observed effect with probability ``power`` (80%). The power at n is
 simulated: each simulated store draws n runs per group and cell from the claim's observed runs,
 with replacement (a bootstrap of the observed data: their skew, their ties, their failed runs and
-their still-improving flags come along), and is judged by :func:`robustkit.claims.rules.judge`, the real
+their still-improving flags come along), and is judged by :func:`robustkit.verdicts.rules.judge`, the real
 path: the failure policy, the sign part, the quantifier over the cells, Tarone and Holm, the
 convergence guard. The decision counted is the one the observed effect points to: *agrees* or
 *contradicts*, whichever reaches ``power`` first as n grows: n doubles from the observed runs per
@@ -56,13 +56,13 @@ import pandas as pd
 from robustkit.analysis import registry
 from robustkit.analysis.convergence import TOLERANCE
 from robustkit.analysis.convergence import improving as still_improving_rule
-from robustkit.claims import tally
-from robustkit.claims.rules import DEPENDS_ON_FAILED, NOT_CONVERGED, NOT_SIGNIFICANT, TOO_FEW, judge, tested_rows
-from robustkit.claims.selection import matches as _is
-from robustkit.claims.selection import text as _text
-from robustkit.claims.spec import AGREES, CONTRADICTS, INCONCLUSIVE, Claim
 from robustkit.measures import exact
 from robustkit.train import collapse
+from robustkit.verdicts import tally
+from robustkit.verdicts.rules import DEPENDS_ON_FAILED, NOT_CONVERGED, NOT_SIGNIFICANT, TOO_FEW, judge, tested_rows
+from robustkit.verdicts.selection import matches as _is
+from robustkit.verdicts.selection import text as _text
+from robustkit.verdicts.spec import AGREES, CONTRADICTS, INCONCLUSIVE, Claim
 
 POWER = 0.8
 MAX_RUNS = 200
@@ -81,7 +81,7 @@ BY_RUNS = (TOO_FEW, NOT_SIGNIFICANT, DEPENDS_ON_FAILED)
 
 
 def selected(claim: Claim, observations: pd.DataFrame) -> pd.DataFrame:
-    """The observations :func:`robustkit.claims.rules.judge` tests (:func:`robustkit.claims.rules.tested_rows`)."""
+    """The observations :func:`robustkit.verdicts.rules.judge` tests (:func:`robustkit.verdicts.rules.tested_rows`)."""
     return tested_rows(claim, observations)
 
 
@@ -297,13 +297,13 @@ def runs_to_decide(
 ) -> dict:
     """The runs per group and cell at which the claim's verdict path decides the observed effect
     with probability ``power`` (module docstring: a bootstrap of the observed runs, judged by
-    :func:`robustkit.claims.rules.judge`).
+    :func:`robustkit.verdicts.rules.judge`).
 
     Parameters
     ----------
     claim : Claim
     observations : DataFrame
-        The claim's per-run observations (as :func:`robustkit.claims.rules.judge` takes them).
+        The claim's per-run observations (as :func:`robustkit.verdicts.rules.judge` takes them).
     improving : Series, optional
         run_id -> still improving (the convergence guard's input; used where ``claim.final``).
     power : float
@@ -652,7 +652,7 @@ def settle(
     recipes : sequence of Recipe
         The recipes judged (their claims and figures).
     verdicts : DataFrame
-        :func:`robustkit.claims.tally.verdicts` output (the last row of a claim is its verdict).
+        :func:`robustkit.verdicts.tally.verdicts` output (the last row of a claim is its verdict).
     defaults : dict, optional
         The recipes' ``defaults.toml``.
     every : bool

@@ -3,7 +3,7 @@
 A claim's groups and ``where`` filters name run settings by value (``a = [64, 256]``,
 ``where = {"lora.r": [8, "unset"]}``); :func:`matches` says which rows a list of such values
 selects and :func:`text` how a value is written in a cell's name (``train_size=1000``). Apart from
-:mod:`robustkit.claims.rules` so that the plan (:mod:`robustkit.claims.decidability`), which the claims read,
+:mod:`robustkit.verdicts.rules` so that the plan (:mod:`robustkit.verdicts.decidability`), which the claims read,
 needs no import of the claims.
 """
 

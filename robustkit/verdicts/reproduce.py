@@ -1,9 +1,9 @@
 """One command per paper figure: train what a recipe needs, judge its claims, draw it.
 
 ``reproduce(["han2021/fig2"], scale="demo")`` collects the runs of every named recipe (see
-:mod:`robustkit.claims.recipes`), trains the distinct ones that are not complete yet into the scale's
+:mod:`robustkit.verdicts.recipes`), trains the distinct ones that are not complete yet into the scale's
 store in one sweep (a run two recipes need is trained once), judges each recipe's claims on
-exactly its runs (:mod:`robustkit.claims.tally`), then draws each recipe's registered figure
+exactly its runs (:mod:`robustkit.verdicts.tally`), then draws each recipe's registered figure
 (:mod:`robustkit.figures`) on those runs, with the model and task used as subtitle and the claims' verdicts under the
 figure. Analyses are cached per run, so re-running only computes what is missing.
 The figures folder (default beside the store, ``<store>-figures``; the project's own
@@ -21,8 +21,12 @@ from pathlib import Path
 import pandas as pd
 
 from robustkit import figures as registry
-from robustkit.claims import tally
-from robustkit.claims.recipes import (
+from robustkit.progress import bar as progress_bar
+from robustkit.store.folders import open_store
+from robustkit.store.tables import load_runs
+from robustkit.sweeps.grid import run_sweep
+from robustkit.verdicts import tally
+from robustkit.verdicts.recipes import (
     RECIPE_DIR,
     Recipe,
     RecipeError,
@@ -31,11 +35,7 @@ from robustkit.claims.recipes import (
     load_recipe,
     recipe_names,
 )
-from robustkit.claims.spec import Claim
-from robustkit.progress import bar as progress_bar
-from robustkit.store.folders import open_store
-from robustkit.store.tables import load_runs
-from robustkit.sweeps.grid import run_sweep
+from robustkit.verdicts.spec import Claim
 
 # The project's own rendered figures (tracked in git): written only when asked for by name
 # (``reproduce --figures figures``); every other run of reproduce writes beside its store.
@@ -99,8 +99,8 @@ def reproduce(
         One row per recipe: ``recipe, figure`` (the registered figure), ``runs, failed_runs, pdf`` (the PDF path, or
         None),
         ``seconds`` (its claims, analysis and plotting), ``error`` and ``verdicts`` (one line
-        per claim, see :func:`robustkit.claims.tally.summary_line`). Every claim's rows are written to
-        ``<figures>/claims.csv`` (:data:`robustkit.claims.rules.VERDICT_COLUMNS`).
+        per claim, see :func:`robustkit.verdicts.tally.summary_line`). Every claim's rows are written to
+        ``<figures>/claims.csv`` (:data:`robustkit.verdicts.rules.VERDICT_COLUMNS`).
     """
     chosen = [load_recipe(name, recipe_dir) for name in recipe_names(recipes, recipe_dir)]
     store = Path(store) if store is not None else default_store(scale)
@@ -203,7 +203,7 @@ def claims(
     Returns
     -------
     DataFrame
-        :data:`robustkit.claims.rules.VERDICT_COLUMNS`: one row per recipe x claim x cell, the claim's
+        :data:`robustkit.verdicts.rules.VERDICT_COLUMNS`: one row per recipe x claim x cell, the claim's
         overall verdict last (cell ``all``).
 
     Raises
@@ -276,7 +276,7 @@ def write_index(
     store : path, optional
         The scale's run store, for the collapsed runs (default ``runs/<scale>``).
     verdicts : DataFrame, optional
-        :func:`robustkit.claims.tally.verdicts` rows of the recipes (default: ``<figures>/claims.csv``).
+        :func:`robustkit.verdicts.tally.verdicts` rows of the recipes (default: ``<figures>/claims.csv``).
 
     Returns
     -------
@@ -306,7 +306,7 @@ def write_index(
         "such as layers of the same runs, gives its runs and its cells), and the effect its test detects "
         'with 80% power at those runs ("detects", in the unit `robustkit claims --plan` prints: '
         "a shift or margin in SDs over seeds, an SD ratio, or a failure rate). Evidence is counted "
-        "once (`robustkit/claims/evidence.py`): claims that share a run are one evidence unit, and a claim "
+        "once (`robustkit/verdicts/evidence.py`): claims that share a run are one evidence unit, and a claim "
         "that re-tests an earlier claim's observations (same runs, statistic, groups and cells) says so.",
         "",
         *_tally(verdicts, recipe_dir, scale, units),
@@ -355,8 +355,8 @@ COLLAPSED_CELL = 5  # the index's "collapsed" column
 
 
 def _units(recipe_dir: str | Path, scale: str) -> pd.DataFrame:
-    """:func:`robustkit.claims.evidence.units` of every recipe of ``recipe_dir`` that has ``scale``."""
-    from robustkit.claims import evidence
+    """:func:`robustkit.verdicts.evidence.units` of every recipe of ``recipe_dir`` that has ``scale``."""
+    from robustkit.verdicts import evidence
 
     chosen = [load_recipe(name, recipe_dir) for name in list_recipes(recipe_dir)]
     return evidence.units([r for r in chosen if scale in r.scales], scale, load_defaults(recipe_dir))
@@ -364,11 +364,11 @@ def _units(recipe_dir: str | Path, scale: str) -> pd.DataFrame:
 
 def _tally(verdicts: pd.DataFrame, recipe_dir: str | Path, scale: str, frame: pd.DataFrame | None = None) -> list[str]:
     """The tally paragraph of the index: how many claims, in how many evidence units
-    (:mod:`robustkit.claims.evidence`), and which claims re-test another's observations.
+    (:mod:`robustkit.verdicts.evidence`), and which claims re-test another's observations.
 
     ``frame``: :func:`_units` of the recipes, when already computed.
     """
-    from robustkit.claims import evidence
+    from robustkit.verdicts import evidence
 
     if not len(verdicts) or "recipe" not in verdicts:
         return []
@@ -433,17 +433,17 @@ def _verdict_cell(
     quantifiers: dict[str, str | None] | None = None,
 ) -> str:
     """Per claim: the verdict, its reason class, the runs per group (and cells:
-    :func:`robustkit.claims.evidence.n_text`), the effect the test detects with 80% power at the
+    :func:`robustkit.verdicts.evidence.n_text`), the effect the test detects with 80% power at the
     claim's level after Holm's correction over its cells
-    (:func:`robustkit.claims.decidability.cells_detectable_effect`) and the reason.
+    (:func:`robustkit.verdicts.decidability.cells_detectable_effect`) and the reason.
 
-    ``alpha``: each claim's alpha by claim id (default: :class:`robustkit.claims.spec.Claim`'s);
+    ``alpha``: each claim's alpha by claim id (default: :class:`robustkit.verdicts.spec.Claim`'s);
     ``quantifiers``: each claim's quantifier by id (default ``any``: the level after Holm).
     ``same_as``: claim id -> the earlier ``recipe/claim`` whose observations it re-tests
-    (:func:`robustkit.claims.evidence.units`); said after the reason.
+    (:func:`robustkit.verdicts.evidence.units`); said after the reason.
     """
-    from robustkit.claims.decidability import UNITS, cells_detectable_effect
-    from robustkit.claims.evidence import n_text
+    from robustkit.verdicts.decidability import UNITS, cells_detectable_effect
+    from robustkit.verdicts.evidence import n_text
 
     alpha, same_as, quantifiers = alpha or {}, same_as or {}, quantifiers or {}
 

@@ -2,9 +2,9 @@
 encodes it, give a false verdict on runs that look like real ones?
 
 For each claim of a recipe at a scale, synthetic observations are drawn with the claim's own
-structure (its cells and runs per group from :func:`robustkit.claims.decidability.claim_sizes`, a
+structure (its cells and runs per group from :func:`robustkit.verdicts.decidability.claim_sizes`, a
 statistic's own cells such as layers holding the same runs) and judged by the real path,
-:func:`robustkit.claims.rules.judge`: Tarone, Holm or the intersection-union test, the quantifier, the
+:func:`robustkit.verdicts.rules.judge`: Tarone, Holm or the intersection-union test, the quantifier, the
 sign check, the per-cell convergence guard, both failure policies and exact tests with ties.
 The runs look like real ones: scores on the dev set's 1/872 grid (SST-2's), skewed (a long tail
 of weak seeds), a point mass at the majority-class score for failed runs (15% of runs, outcome
@@ -38,10 +38,10 @@ import numpy as np
 import pandas as pd
 
 from robustkit.analysis import registry
-from robustkit.claims.decidability import claim_sizes, statistic_cells
-from robustkit.claims.rules import judge
-from robustkit.claims.selection import UNSET
-from robustkit.claims.spec import AGREES, CONTRADICTS, Claim
+from robustkit.verdicts.decidability import claim_sizes, statistic_cells
+from robustkit.verdicts.rules import judge
+from robustkit.verdicts.selection import UNSET
+from robustkit.verdicts.spec import AGREES, CONTRADICTS, Claim
 
 GRID = 872  # SST-2's dev set: scores are k / 872
 MAJORITY = 0.509  # its majority-class accuracy: where a collapsed run sits
@@ -276,7 +276,7 @@ def simulate(
     simulated once and share their rates. ``memo``: shape -> (rates, draws) already simulated
     (a caller keeps it between runs); ``progress``: called with each new shape's result.
     """
-    from robustkit.claims.decidability import plan
+    from robustkit.verdicts.decidability import plan
 
     table = plan(recipes, scales, defaults)
     decidable = {

@@ -1,14 +1,14 @@
 """How one claim is decided from its per-run observations: the verdict rules.
 
-Pure functions of a :class:`robustkit.claims.spec.Claim` and a frame of observations: nothing here
-reads a store or runs an analysis (:mod:`robustkit.claims.tally` does), it reads only the
+Pure functions of a :class:`robustkit.verdicts.spec.Claim` and a frame of observations: nothing here
+reads a store or runs an analysis (:mod:`robustkit.verdicts.tally` does), it reads only the
 statistic's declaration (:func:`robustkit.analysis.registry.statistic_of`: independent, better,
 undefined on failed runs).
 
 The decision framework
 ======================
 One rule per claim kind, written here once and tested on the whole path by simulation
-(:mod:`robustkit.claims.simulation`, ``tests/test_claim_simulation.py``): on runs that look like
+(:mod:`robustkit.verdicts.simulation`, ``tests/test_claim_simulation.py``): on runs that look like
 real ones (scores on a grid, skew, collapsed runs at the majority score, runs still improving),
 a verdict of *agrees* comes at most at rate alpha when the claim is false at its boundary, and so
 does *contradicts* when it holds. alpha = 0.05, one-sided, in the claimed direction. All tests
@@ -90,11 +90,11 @@ import pandas as pd
 
 from robustkit.analysis import registry
 from robustkit.analysis.pooling import check_pooling
-from robustkit.claims.selection import matches as _is
-from robustkit.claims.selection import text as _text
-from robustkit.claims.spec import AGREES, CONTRADICTS, INCONCLUSIVE, VERDICTS, Claim, label
 from robustkit.measures import exact, multiplicity
 from robustkit.train import collapse
+from robustkit.verdicts.selection import matches as _is
+from robustkit.verdicts.selection import text as _text
+from robustkit.verdicts.spec import AGREES, CONTRADICTS, INCONCLUSIVE, VERDICTS, Claim, label
 
 TOO_FEW, NOT_SIGNIFICANT, NOT_CONVERGED, UNTESTABLE, NO_DATA, DEPENDS_ON_FAILED = (
     "too few runs",
@@ -135,7 +135,7 @@ VERDICT_COLUMNS = [
 def tested_rows(claim: Claim, frame: pd.DataFrame, missing_where: str = "none") -> pd.DataFrame:
     """The rows of ``frame`` that ``claim`` reads: its ``where``, its ``exclude`` and its
     compared groups, failed runs kept (the failure policy is :func:`judge`'s). The one selection
-    that :func:`judge`, :mod:`robustkit.claims.settle` and :mod:`robustkit.claims.evidence` share.
+    that :func:`judge`, :mod:`robustkit.verdicts.settle` and :mod:`robustkit.verdicts.evidence` share.
 
     Parameters
     ----------

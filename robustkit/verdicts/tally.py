@@ -2,7 +2,7 @@
 
 A claim's observations are its statistic of its analysis's frame, computed from the store by the
 analysis registry (:func:`observations`); :func:`verdicts` judges every claim of the recipes by
-:func:`robustkit.claims.rules.judge` into one table (:data:`robustkit.claims.rules.VERDICT_COLUMNS`)
+:func:`robustkit.verdicts.rules.judge` into one table (:data:`robustkit.verdicts.rules.VERDICT_COLUMNS`)
 and :func:`summary_line` says each claim's verdict in one line.
 
 A claim is judged on the frame its figure drew: when ``statistic`` names the figure's analysis,
@@ -20,11 +20,11 @@ import numpy as np
 import pandas as pd
 
 from robustkit.analysis import registry
-from robustkit.claims.rules import NO_DATA, TOO_FEW, UNTESTABLE, VERDICT_COLUMNS, judge, result_row, rows, runs
-from robustkit.claims.spec import Claim, ClaimError
 from robustkit.errors import RobustkitError
 from robustkit.measures import exact
 from robustkit.params import resolve
+from robustkit.verdicts.rules import NO_DATA, TOO_FEW, UNTESTABLE, VERDICT_COLUMNS, judge, result_row, rows, runs
+from robustkit.verdicts.spec import Claim, ClaimError
 
 
 def parameters(claim: Claim, figure: str, figure_params: dict) -> tuple[registry.Analysis, dict, dict]:
@@ -111,7 +111,7 @@ def verdicts(
 
     Parameters
     ----------
-    recipes : sequence of :class:`robustkit.claims.recipes.Recipe`
+    recipes : sequence of :class:`robustkit.verdicts.recipes.Recipe`
         Recipes with their ``claims`` (e.g. ``[load_recipe("han2021/fig2")]``).
     defaults : dict, optional
         The recipes' ``defaults.toml`` (default: the one next to the project's recipes).
@@ -155,7 +155,7 @@ def verdicts(
 def _not_judged_at(recipe, claim: Claim, scale: str, defaults: dict | None) -> dict:
     """The row of a claim its recipe does not judge at ``scale``: *too few runs* where no cell's
     test can reach alpha with the scale's runs, else *untestable at this scale*."""
-    from robustkit.claims.decidability import claim_sizes
+    from robustkit.verdicts.decidability import claim_sizes
 
     sizes = claim_sizes(recipe, claim, scale, defaults)
     smallest = [exact.smallest_p(claim.compare, n_a, n_b) for _, n_a, n_b in sizes]

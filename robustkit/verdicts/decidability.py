@@ -83,7 +83,7 @@ def power(
     Parameters
     ----------
     kind : str
-        The claim kind (:mod:`robustkit.claims.rules`).
+        The claim kind (:mod:`robustkit.verdicts.rules`).
     n_a, n_b : int
         Runs per group (``n_b`` unused for ``threshold``).
     effect : float
@@ -142,7 +142,7 @@ def _spread_power(n_a: int, n_b: int, ratio: float, alpha: float, simulations: i
 
 
 def _trend_power(n_a: int, n_b: int, effect: float, alpha: float, simulations: int) -> float:
-    """Power of the trend test (:func:`robustkit.claims.rules._trend`): ``n_a`` vs ``n_b`` runs at each
+    """Power of the trend test (:func:`robustkit.verdicts.rules._trend`): ``n_a`` vs ``n_b`` runs at each
     end, the shift at the start ``effect`` SD above the shift at the end; decided when the two
     exact shift intervals, each at alpha / 2, separate."""
     k = int(np.searchsorted(np.cumsum(exact.rank_sum_null(n_a, n_b)), alpha / 2, side="left"))
@@ -202,9 +202,9 @@ def claim_sizes(recipe, claim, scale: str, defaults: dict | None = None) -> list
     from dataclasses import asdict
 
     from robustkit.analysis.registry import statistic_of
-    from robustkit.claims.selection import matches as _is
-    from robustkit.claims.selection import text as _text
     from robustkit.methods.registry import identity_columns
+    from robustkit.verdicts.selection import matches as _is
+    from robustkit.verdicts.selection import text as _text
 
     specs = recipe.specs(scale, defaults)
     # the method options are columns too (``lora.r``): a claim may group or select on them

@@ -26,11 +26,11 @@ from dataclasses import asdict
 
 import pandas as pd
 
-from robustkit.claims.recipes import Recipe
-from robustkit.claims.rules import tested_rows
-from robustkit.claims.selection import matches as _is
-from robustkit.claims.spec import AGREES, CONTRADICTS, INCONCLUSIVE, Claim
-from robustkit.claims.tally import parameters
+from robustkit.verdicts.recipes import Recipe
+from robustkit.verdicts.rules import tested_rows
+from robustkit.verdicts.selection import matches as _is
+from robustkit.verdicts.spec import AGREES, CONTRADICTS, INCONCLUSIVE, Claim
+from robustkit.verdicts.tally import parameters
 
 UNIT_COLUMNS = ["recipe", "claim", "unit", "runs", "unit_runs", "run_set", "same_as"]
 UNIT_TABLE_COLUMNS = ["unit", "claims", "recipes", "runs", AGREES, CONTRADICTS, INCONCLUSIVE, "repeats", "evidence"]
@@ -76,7 +76,7 @@ def claim_runs(
         The runs kept by the claim's ``where`` (on run settings; a ``where`` on a column of the
         statistic, such as ``layer``, keeps every run) and in its groups: runs whose ``claim.by``
         value is in ``claim.a + claim.b`` (a threshold claim: group a, or every run when a is
-        empty). Values compare as :func:`robustkit.claims.rules.judge` compares them (numbers as
+        empty). Values compare as :func:`robustkit.verdicts.rules.judge` compares them (numbers as
         numbers, ``"unset"`` matches a run without the setting). Empty at a scale not in
         ``claim.scales``: there the claim is judged on no run.
     """
@@ -216,7 +216,7 @@ def unit_table(verdicts: pd.DataFrame, units_frame: pd.DataFrame) -> pd.DataFram
     Parameters
     ----------
     verdicts : DataFrame
-        :func:`robustkit.claims.tally.verdicts` rows (one per recipe x claim x cell, the claim's overall
+        :func:`robustkit.verdicts.tally.verdicts` rows (one per recipe x claim x cell, the claim's overall
         row last).
     units_frame : DataFrame
         :func:`units` of the recipes judged.
@@ -280,7 +280,7 @@ def tally_line(verdicts: pd.DataFrame, units_frame: pd.DataFrame) -> str:
     Parameters
     ----------
     verdicts : DataFrame
-        :func:`robustkit.claims.tally.verdicts` rows (:data:`robustkit.claims.rules.VERDICT_COLUMNS`).
+        :func:`robustkit.verdicts.tally.verdicts` rows (:data:`robustkit.verdicts.rules.VERDICT_COLUMNS`).
     units_frame : DataFrame
         :func:`units` of the recipes judged.
     """

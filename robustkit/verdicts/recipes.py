@@ -40,7 +40,7 @@ from robustkit.specs.spec import RunSpec
 from robustkit.sweeps.grid import expand_grid
 
 if TYPE_CHECKING:  # claims import the analyses (torch); recipes are read by `--help`
-    from robustkit.claims.spec import Claim
+    from robustkit.verdicts.spec import Claim
 
 RECIPE_DIR = Path(__file__).resolve().parents[2] / "analyses"
 SCALES = ("demo", "paper")
@@ -72,7 +72,7 @@ class Recipe:
         The figure's parameters at every scale.
     claims : tuple of Claim
         The paper's claims the figure illustrates, as checkable hypotheses
-        (:class:`robustkit.claims.spec.Claim`, from the recipe's ``[[claim]]`` tables).
+        (:class:`robustkit.verdicts.spec.Claim`, from the recipe's ``[[claim]]`` tables).
     """
 
     name: str
@@ -174,8 +174,8 @@ def load_recipe(name: str, folder: str | Path = RECIPE_DIR) -> Recipe:
         raise RecipeError(f"recipe {path} defines no scale; expected a [demo] and/or [paper] section")
     claims = raw.get("claim", [])
     claims = [claims] if isinstance(claims, dict) else claims
-    from robustkit.claims.spec import Claim
-    from robustkit.claims.tally import parameters as claim_parameters
+    from robustkit.verdicts.spec import Claim
+    from robustkit.verdicts.tally import parameters as claim_parameters
 
     parsed = tuple(Claim.from_table(table, f"recipe {path}") for table in claims)
     if len({c.id for c in parsed}) != len(parsed):

@@ -13,12 +13,12 @@ Each recipe (``analyses/<paper>/<figure>.toml``) states its paper's claim before
     paper_effect_source = "not reported: figure 2 shows the scores as box plots, no numbers"
 
 :class:`Claim` documents every key. How a claim is decided from its observations is
-:mod:`robustkit.claims.rules` (the decision framework); its observations computed from a store,
-every claim of the recipes judged and the verdict table, :mod:`robustkit.claims.tally`.
+:mod:`robustkit.verdicts.rules` (the decision framework); its observations computed from a store,
+every claim of the recipes judged and the verdict table, :mod:`robustkit.verdicts.tally`.
 
 The paper's effect (``paper_effect``, with ``paper_effect_source`` quoting the numbers and how
 they were standardised) is the effect the paper reports, in the kind's unit of
-:data:`robustkit.claims.decidability.UNITS` and in the claimed direction. ``robustkit claims --plan``
+:data:`robustkit.verdicts.decidability.UNITS` and in the claimed direction. ``robustkit claims --plan``
 prints the test's power at it beside the smallest effect it detects. Only from numbers the paper
 prints, never read off a plot; otherwise ``paper_effect_source`` says ``"not reported: ..."`` and
 why.
@@ -30,8 +30,8 @@ import math
 from dataclasses import dataclass, field
 
 from robustkit.analysis import registry
-from robustkit.claims.selection import text as _text
 from robustkit.errors import RobustkitError
+from robustkit.verdicts.selection import text as _text
 
 AGREES, CONTRADICTS, INCONCLUSIVE = "agrees", "contradicts", "inconclusive"
 VERDICTS = (AGREES, CONTRADICTS, INCONCLUSIVE)
@@ -92,7 +92,7 @@ class Claim:
         ``<analysis>.<statistic>`` of :mod:`robustkit.analysis.registry`; ``params`` the
         statistic's parameters (and, for an analysis other than the figure's, the analysis's).
     compare : str
-        ``spread``, ``location``, ``rate``, ``equivalence`` or ``threshold`` (:mod:`robustkit.claims.rules`).
+        ``spread``, ``location``, ``rate``, ``equivalence`` or ``threshold`` (:mod:`robustkit.verdicts.rules`).
     by : str
         Column whose groups ``a`` and ``b`` are compared.
     a, b : tuple
@@ -142,12 +142,12 @@ class Claim:
         The scales whose runs can decide the claim (the recipe says why where one is left out);
         at the others it is *inconclusive: untestable at this scale*.
     paper_effect : float, tuple or dict, optional
-        The effect the paper reports, in the kind's unit (:data:`robustkit.claims.decidability.UNITS`)
+        The effect the paper reports, in the kind's unit (:data:`robustkit.verdicts.decidability.UNITS`)
         and in the claimed direction: location and threshold a standardised difference (SD),
         spread the SD ratio of the group claimed less spread to the other, rate the failure rate
         of the group claimed to fail more (the other's taken as 0), equivalence the pair
         ``(margin, difference)`` in SD. One value for every cell, or a dict cell -> value (cells
-        named as :func:`robustkit.claims.decidability.claim_sizes` names them); None: not reported.
+        named as :func:`robustkit.verdicts.decidability.claim_sizes` names them); None: not reported.
     paper_effect_source : str or None
         Where ``paper_effect`` comes from (table, the numbers, how they were standardised), or
         ``"not reported: ..."`` and why.

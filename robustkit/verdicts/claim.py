@@ -1,15 +1,15 @@
 """A paper's claim and its verdict: the notebook's one import path to the three modules.
 
-The claim spec is :mod:`robustkit.claims.spec` (what a claim says: the ``[[claim]]`` table of a
-recipe), the decision rules :mod:`robustkit.claims.rules` (how one claim is decided from its
-per-run observations) and the tally :mod:`robustkit.claims.tally` (the observations computed from
+The claim spec is :mod:`robustkit.verdicts.spec` (what a claim says: the ``[[claim]]`` table of a
+recipe), the decision rules :mod:`robustkit.verdicts.rules` (how one claim is decided from its
+per-run observations) and the tally :mod:`robustkit.verdicts.tally` (the observations computed from
 a store, every claim of the recipes judged, the verdict table and its summary line). This module
 only re-exports their public names; the library imports them from where they live.
 """
 
 from __future__ import annotations
 
-from robustkit.claims.rules import (
+from robustkit.verdicts.rules import (
     DEPENDS_ON_FAILED,
     EFFECT_NAMES,
     NO_DATA,
@@ -21,7 +21,7 @@ from robustkit.claims.rules import (
     judge,
     tested_rows,
 )
-from robustkit.claims.spec import (
+from robustkit.verdicts.spec import (
     AGREES,
     COMPARES,
     CONTRADICTS,
@@ -33,7 +33,7 @@ from robustkit.claims.spec import (
     Claim,
     ClaimError,
 )
-from robustkit.claims.tally import observations, parameters, summary_line, verdicts
+from robustkit.verdicts.tally import observations, parameters, summary_line, verdicts
 
 __all__ = [
     "AGREES",

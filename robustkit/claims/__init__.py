@@ -1,1 +1,0 @@
-"""Claims and verdicts: recipes, the claim spec and its decision rules, evidence, what would settle one."""

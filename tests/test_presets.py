@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from robustkit.cli import main, parse_args
-from robustkit.cli.demo import demo_specs
 from robustkit.cli.train import specs_from_args
 from robustkit.errors import RobustkitError, SweepError
 from robustkit.sweeps.grid import expand_grid
+from robustkit.verdicts.demo import demo_specs
 from robustkit.verdicts.recipes import load_defaults, preset
 
 

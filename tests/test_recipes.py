@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from robustkit.cli.demo import demo_specs
+from robustkit.verdicts.demo import demo_specs
 from robustkit.verdicts.recipes import RECIPE_DIR, RecipeError, list_recipes, load_defaults, load_recipe
 
 # The figures and tables issues #6 and #11 ask for, by recipe name.

@@ -2,7 +2,7 @@
 
 Each verb is a module of this package that declares its arguments (``add_parser(commands)``) and
 does its work (``run(args)``): train, sweep, runs, verify, import_runs (``import``), stats, assets,
-demo_command (``demo``), reproduce, claims, analyze and plot; what several verbs declare alike is in
+demo, reproduce, claims, analyze and plot; what several verbs declare alike is in
 :mod:`robustkit.cli.common`. Here: the parser that gathers them, logging, and :func:`main`, where
 every error meets the user.
 """
@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
         analyze,
         assets,
         claims,
-        demo_command,
+        demo,
         import_runs,
         plot,
         reproduce,
@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         import_runs,
         stats,
         assets,
-        demo_command,
+        demo,
         reproduce,
         claims,
         analyze,

@@ -1,37 +1,40 @@
-"""The embedded-default demo: the first seeds of Han et al. 2021 figure 2's demo-scale runs.
-
-minilm-l6 on ``rt`` with 1k training examples (He et al. 2021 low-resource setting: 1k train,
-1k validation drawn from the rest, rt's validation split as test), ``houlsby`` adapters and
-``full`` fine-tuning, seeds 0-1, each method at its demo learning rate. The settings are the
-demo scale of ``analyses/defaults.toml`` (chosen by the calibration recorded in
-``analyses/README.md``) and the grid is the recipe ``analyses/han2021/fig2.toml``'s, so the
-demo's runs are runs of ``robustkit reproduce --scale demo`` and are never trained twice.
-"""
+"""`robustkit demo`: train the embedded-default grid and print its runs (the grid itself is
+:mod:`robustkit.verdicts.demo`'s)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
-from robustkit.specs.spec import RunSpec
-from robustkit.sweeps.grid import run_sweep
-from robustkit.verdicts.recipes import load_recipe
-
-DEMO_STORE = "runs/demo"
-DEMO_RECIPE = "han2021/fig2"
-DEMO_SEEDS = (0, 1)
+from robustkit.cli.arguments import output_folder
+from robustkit.cli.common import add_device, report
 
 
-def demo_specs() -> list[RunSpec]:
-    """The demo's runs: both methods x :data:`DEMO_SEEDS`, from :data:`DEMO_RECIPE` at demo scale."""
-    return [spec for spec in load_recipe(DEMO_RECIPE).specs("demo") if spec.seed in DEMO_SEEDS]
+def add_parser(commands) -> None:
+    demo = commands.add_parser(
+        "demo",
+        help="train the embedded-default grid and print its runs",
+        description="minilm-l6 on rt with 1k training examples: houlsby and full, 2 seeds, 3 epochs at the calibrated "
+        "demo learning rates (4 runs of the han2021/fig2 demo recipe, about 9 minutes on 2 idle CPU "
+        "cores, 17 minutes of CPU time, as bench/README.md measures; see analyses/README.md).",
+    )
+    demo.add_argument("--store", default="runs/demo", type=output_folder, help="run store folder")
+    demo.add_argument(
+        "--jobs",
+        type=int,
+        default=2,
+        help="runs trained at once (one torch thread each on 2 cores is ~1.5x the throughput of one run with 2 "
+        "threads)",
+    )
+    add_device(demo)
+    demo.set_defaults(func=run)
 
 
-def run_demo(store: str | Path = DEMO_STORE, jobs: int = 2, device: str | None = None):
-    """Train the demo grid into ``store``, skipping complete runs.
+def run(args) -> int:
+    from robustkit.verdicts.demo import run_demo
 
-    Returns
-    -------
-    DataFrame
-        One row per run: ``run_id, status, error`` (see :func:`robustkit.sweeps.grid.run_sweep`).
-    """
-    return run_sweep(demo_specs(), store, jobs=jobs, device=device)
+    started = time.time()
+    code = report(run_demo(args.store, jobs=args.jobs, device=args.device), args.store)
+    print(f"Demo took {time.time() - started:.0f} s. Store: {Path(args.store).resolve()}")
+    print("In a notebook: robustkit.load_runs(store), robustkit.load_history(store), robustkit.load_gradnorms(store)")
+    return code

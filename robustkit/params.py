@@ -67,10 +67,8 @@ class Param:
         A flag (bool) is described by its help alone: its words say what off means."""
         if self.type is bool or isinstance(self.default, bool):
             return self.help
-        if self.default is None:
-            return f"{self.help}; default: {self.default_note}" if self.default_note else self.help
-        shown = shown_value(self.default)
-        if not shown:  # an empty list or string: nothing to print but the note
+        shown = "" if self.default is None else shown_value(self.default)
+        if not shown:  # None, an empty list or string: nothing to print but the note
             return f"{self.help}; default: {self.default_note}" if self.default_note else self.help
         return f"{self.help}; default: {shown}" + (f" ({self.default_note})" if self.default_note else "")
 

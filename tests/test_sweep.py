@@ -436,3 +436,20 @@ def test_one_dead_worker_fails_its_run_and_the_sweep_goes_on(tmp_path, rte_folde
     specs = expand_grid(grid)
     again = run_sweep(specs, runs, jobs=1, progress=False)  # the killed run resumes
     assert set(again.status) <= {"complete", "skipped"} and (again.status == "complete").sum() == 1
+
+
+def test_killing_a_pool_s_workers_waits_for_its_manager_thread():
+    """After the kill, the pool's manager thread has ended (its wake-up pipe closed), so the exit
+    hook of Python 3.11 finds nothing to write to: a Ctrl-C prints its one line and no
+    'Exception ignored ... Bad file descriptor' under it."""
+    import concurrent.futures as futures
+    import time
+
+    from robustkit.sweeps.executors import _kill_workers
+
+    pool = futures.ProcessPoolExecutor(max_workers=1)
+    pool.submit(time.sleep, 60)
+    manager = pool._executor_manager_thread
+    assert manager is not None and manager.is_alive()
+    _kill_workers(pool)
+    assert not manager.is_alive()

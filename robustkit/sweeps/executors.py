@@ -270,7 +270,13 @@ def _kill_workers(pool: futures.ProcessPoolExecutor, reap: bool = True) -> None:
             process.kill()
     if not reap:
         return
+    manager = getattr(pool, "_executor_manager_thread", None)  # shutdown() forgets it
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         with contextlib.suppress(OSError, ValueError, AssertionError):
             process.join(timeout=5)
+    # The pool's manager thread closes its wake-up pipe when it sees the workers gone. Python
+    # 3.11's exit hook writes to that pipe unlocked: were the thread still closing it then, the
+    # exit printed "Exception ignored ... Bad file descriptor" under the one-line Ctrl-C message.
+    if manager is not None and manager is not threading.current_thread():
+        manager.join(timeout=5)

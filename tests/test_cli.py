@@ -18,6 +18,13 @@ def test_every_flag_has_help():
                 assert action.help, f"{name}: {action.dest} has no help"
 
 
+def test_help_shows_no_escaped_percent():
+    """argparse %-formats flag help but prints a description as written: "80%%" there would
+    show as typed."""
+    for name, sub in _subparsers(build_parser()).items():
+        assert "%%" not in sub.format_help(), name
+
+
 def test_unknown_task_is_named_and_the_store_untouched(tmp_path, capsys):
     runs = tmp_path / "runs"
     runs.mkdir()

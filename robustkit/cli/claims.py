@@ -23,7 +23,7 @@ def add_parser(commands) -> None:
         "claim, would_settle says what would decide it (robustkit.verdicts.settle): where the runs still "
         "improve (not converged), how much longer to train, from a power-law fit of their dev loss "
         "extrapolated to where the convergence guard's rule passes; otherwise the runs per group at "
-        "which the observed effect is decided with 80%% power, simulated by drawing runs from the "
+        "which the observed effect is decided with 80% power, simulated by drawing runs from the "
         "observed ones (a bootstrap) and judging each simulated store by the claim's own verdict path. "
         "Both are estimates from the observed runs, not promises.",
     )

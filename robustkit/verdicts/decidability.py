@@ -195,10 +195,40 @@ def claim_sizes(recipe, claim, scale: str, defaults: dict | None = None) -> list
     such as ``layer``, hold the same runs each); ``where`` filters apply where they name a run
     setting.
 
+    A ``tuned`` claim tests configuration against configuration: its n_a and n_b are the runs
+    of one configuration (the smallest of its group; :func:`configurations` counts them).
+
     Returns
     -------
     list of (cell, n_a, n_b)
     """
+    sizes = []
+    for name, group_a, group_b, pairs in _cell_groups(recipe, claim, scale, defaults):
+        if pairs:
+            sizes.append((name, _disjoint_pairs(group_a), _disjoint_pairs(group_b)))
+        elif claim.tuned and claim.tuned in group_a:
+            smallest = lambda group: int(group.groupby(claim.tuned, dropna=False).size().min()) if len(group) else 0
+            sizes.append((name, smallest(group_a), smallest(group_b)))
+        else:
+            sizes.append((name, len(group_a), len(group_b)))
+    return sizes or [("all", 0, 0)]
+
+
+def configurations(recipe, claim, scale: str, defaults: dict | None = None) -> tuple[int, int]:
+    """Configurations of group a and b (values of a ``tuned`` claim's column) that ``recipe``
+    trains at ``scale``, the most of any cell; (1, 1) for a claim not tuned."""
+    if not claim.tuned:
+        return (1, 1)
+    found = [
+        tuple(max(1, group[claim.tuned].nunique(dropna=False)) if claim.tuned in group else 1 for group in (a, b))
+        for _, a, b, _ in _cell_groups(recipe, claim, scale, defaults)
+    ]
+    return tuple(max(counts) for counts in zip(*found)) if found else (1, 1)
+
+
+def _cell_groups(recipe, claim, scale: str, defaults: dict | None):
+    """Per cell of ``claim`` at ``scale``: its name, the run specs of group a and b (a frame
+    each) and whether the statistic's unit is a disjoint pair of runs."""
     from dataclasses import asdict
 
     from robustkit.analysis.registry import statistic_of
@@ -217,15 +247,12 @@ def claim_sizes(recipe, claim, scale: str, defaults: dict | None = None) -> list
     within = [c for c in claim.within if c in specs]
     cells = specs.groupby(within, dropna=False, sort=True) if within else [((), specs)]
     pairs = statistic_of(claim.statistic)[1].unit == "disjoint pair"
-    sizes = []
     for key, cell in cells:
         key = key if isinstance(key, tuple) else (key,)
         name = ", ".join(f"{c}={_text(k)}" for c, k in zip(within, key)) or "all"
         group_a = cell[_is(cell[claim.by], claim.a)] if claim.a else cell
         group_b = cell[_is(cell[claim.by], claim.b)] if claim.b else cell.iloc[:0]
-        n_a, n_b = (_disjoint_pairs(group_a), _disjoint_pairs(group_b)) if pairs else (len(group_a), len(group_b))
-        sizes.append((name, n_a, n_b))
-    return sizes or [("all", 0, 0)]
+        yield name, group_a, group_b, pairs
 
 
 # Encoder layers of the papers' hub models (``num_hidden_layers`` of their published configs),
@@ -322,6 +349,8 @@ def plan(recipes, scales=("demo", "paper"), defaults: dict | None = None) -> pd.
                 continue
             for claim in recipe.claims:
                 sizes = claim_sizes(recipe, claim, scale, defaults)
+                configs = configurations(recipe, claim, scale, defaults)
+                factor = claim.configuration_factor(*configs)  # a tuned claim's pair level: level / factor
                 per_cell = statistic_cells(recipe, claim, scale, defaults)
                 if claim.compare == "trend":  # one test per cell of the other columns: its two ends
                     sizes = _trend_sizes(sizes, claim.along)
@@ -330,12 +359,7 @@ def plan(recipes, scales=("demo", "paper"), defaults: dict | None = None) -> pd.
                         ("all (runs pooled over the cells)", sum(a for _, a, _ in sizes), sum(b for _, _, b in sizes))
                     ]
                     per_cell = 1
-                smallest_ps = [
-                    exact.smallest_p(claim.compare, n_a, n_b)
-                    if claim.compare != "trend"
-                    else min(1.0, 2 * exact.smallest_p("location", n_a, n_b))
-                    for _, n_a, n_b in sizes
-                ]
+                smallest_ps = [claim.smallest_p(n_a, n_b, configs) for _, n_a, n_b in sizes]
                 # every cell the claim is tested in: run-setting cells times the statistic's own
                 # (e.g. layers); the level a cell must pass depends on the claim's quantifier
                 cells = len(sizes) * per_cell
@@ -348,7 +372,12 @@ def plan(recipes, scales=("demo", "paper"), defaults: dict | None = None) -> pd.
                             "scale": scale,
                             "claim": claim.id,
                             "compare": claim.compare,
-                            "cell": cell if per_cell == 1 else f"{cell}, layer=each ({per_cell})",
+                            "cell": (cell if per_cell == 1 else f"{cell}, layer=each ({per_cell})")
+                            + (
+                                f"; per {claim.tuned}, {configs[0]} vs {configs[1]} values (each at its best)"
+                                if max(configs) > 1
+                                else ""
+                            ),
                             "n_a": n_a,
                             "n_b": n_b,
                             "judged": scale in claim.scales and statistic_of(claim.statistic)[1].independent,
@@ -356,7 +385,7 @@ def plan(recipes, scales=("demo", "paper"), defaults: dict | None = None) -> pd.
                             "cells": cells,
                             "level": level,
                             "decidable": smallest < level,
-                            "detectable_effect": detectable_effect(claim.compare, n_a, n_b, level),
+                            "detectable_effect": detectable_effect(claim.compare, n_a, n_b, level / factor),
                             "effect_unit": UNITS[claim.compare],
                             "paper_effect": effect,
                             "paper_difference": difference,
@@ -365,7 +394,12 @@ def plan(recipes, scales=("demo", "paper"), defaults: dict | None = None) -> pd.
                             else 0.0
                             if smallest >= level
                             else _power_at(
-                                claim.compare, n_a, n_b, effect, level, 0.0 if np.isnan(difference) else difference
+                                claim.compare,
+                                n_a,
+                                n_b,
+                                effect,
+                                level / factor,
+                                0.0 if np.isnan(difference) else difference,
                             ),
                         }
                     )
@@ -460,6 +494,8 @@ def _scale_cells(rows: pd.DataFrame, kind: str) -> list[str]:
         return ["not judged", "", ""]
     sizes = sorted({(int(a), int(b)) for a, b in zip(rows["n_a"], rows["n_b"])})
     runs = ", ".join(str(a) if kind == "threshold" else f"{a} vs {b}" for a, b in sizes)
+    tuned = {cell.split("; ", 1)[1] for cell in rows["cell"] if "; per " in cell}  # a tuned claim's configurations
+    runs += "".join(f" {text}" for text in sorted(tuned))
     finite = rows["detectable_effect"].dropna()
     detectable = f"{finite.max():g} ({UNITS[kind]})" if len(finite) == len(rows) else "never"
     powers = rows["paper_power"].dropna()

@@ -56,6 +56,12 @@ trend         the shift a - b at the end  the two ends' exact shift       shift 
   (:mod:`robustkit.measures.multiplicity`). ``exclude`` leaves out, by a rule the recipe states
   in ``exclude_why``, cells the method cannot change (the embedding output of methods that freeze
   the embeddings). A cell whose effect is below the claim's ``floor`` is undecided.
+- **Each group at its best setting** (``tuned``, location and equivalence): "a's best below b's
+  best" (higher values better) holds exactly when every configuration of a lies below some
+  configuration of b: an intersection over a's configurations, each at alpha, of unions over
+  b's, Bonferroni (:func:`_tuned_p`). Nothing is picked on the tested runs, so no winner's curse;
+  with one configuration each it is the plain test. The effect shown is the best configurations'
+  shift by median, without an interval.
 - **Unit of replication**: the run. A statistic that gives a run several observations in a cell
   is averaged to the run's mean first; ``n_a`` and ``n_b`` of a claim's overall row count runs
   (a run in several cells once) and ``cells`` the cells. A statistic of run pairs that share
@@ -226,7 +232,8 @@ def judge(
                 )
             ],
         )
-    check_pooling(observations, [claim.by, *claim.within], claim.pooled, f"test claim {claim.id!r}")
+    tuned = (claim.tuned,) if claim.tuned else ()  # split inside each group, by the claim's rule
+    check_pooling(observations, [claim.by, *claim.within], (*claim.pooled, *tuned), f"test claim {claim.id!r}")
     guard = improving if claim.final else None
     failed = (
         (observations["outcome"] != collapse.OK)
@@ -308,10 +315,14 @@ def _judge_cells(
     # the cells whose Holm-corrected side can reach alpha at all (Tarone's rule: from the group
     # sizes alone, before any p-value is looked at)
     family = multiplicity.tarone_family(smallest, claim.alpha)
-    tests = [
-        (_trend(claim, g) if claim.compare == "trend" else _cell(claim, g["a"], g["b"])) if s < claim.alpha else None
-        for g, s in zip(groups, smallest)
-    ]
+    test_of = lambda g: (
+        _trend(claim, g)
+        if claim.compare == "trend"
+        else _tuned(claim, g)
+        if _tuned_in(claim, g)
+        else _cell(claim, g["a"], g["b"])
+    )  # noqa: E731
+    tests = [test_of(g) if s < claim.alpha else None for g, s in zip(groups, smallest)]
     several = len(groups) > 1
     union_side = "p_claimed" if claim.quantifier == "any" else "p_opposite"  # the side Holm corrects
     holm = (
@@ -432,6 +443,7 @@ def _groups(claim: Claim, observations: pd.DataFrame, failed: pd.Series) -> list
                     "_in_a": "first",
                     "_in_b": "first",
                     **{c: "first" for c in order if c != "run_id"},
+                    **({claim.tuned: "first"} if claim.tuned else {}),
                 }
             )
         cell = cell.sort_values(order, kind="stable") if order else cell
@@ -446,9 +458,21 @@ def _groups(claim: Claim, observations: pd.DataFrame, failed: pd.Series) -> list
                 "ids_b": ids(b),
                 "n_failed": int(cell.loc[cell["_in_a"] | cell["_in_b"], "_failed"].sum()),
                 "averaged": averaged,
+                **(_configurations(claim.tuned, a, b) if claim.tuned else {}),
             }
         )
     return groups
+
+
+def _configurations(column: str, a: pd.DataFrame, b: pd.DataFrame) -> dict:
+    """A tuned claim's groups split by the ``column`` they are tuned over: per group the values
+    of each configuration (a value of ``column`` with runs left to test), in value order."""
+    found = {}
+    for side, part in (("a", a), ("b", b)):
+        keys = sorted(part[column].dropna().unique(), key=lambda v: (isinstance(v, str), v))
+        found[f"configs_{side}"] = [part.loc[part[column] == k, "value"].to_numpy(float) for k in keys]
+        found[f"config_names_{side}"] = [_text(k) for k in keys]
+    return found
 
 
 def _trend_groups(claim: Claim, frame: pd.DataFrame, order: list[str]) -> list[dict]:
@@ -509,6 +533,8 @@ def _smallest_p(claim: Claim, group: dict) -> float:
                 exact.smallest_p("location", len(group["a_end"]), len(group["b_end"])),
             ),
         )
+    if _tuned_in(claim, group):
+        return _tuned_p(claim, group, lambda a, b, shift, side: exact.smallest_p("location", len(a), len(b)))[0]
     return exact.smallest_p(claim.compare, len(group["a"]), len(group["b"]))
 
 
@@ -524,6 +550,8 @@ def _too_few(claim: Claim, group: dict, smallest: float) -> str:
         if claim.compare == "trend"
         else "C(n_a // 2 + n_b // 2, n_a // 2) > 20: the test ranks seed pairs"
         if claim.compare == "spread"
+        else f"C(n_a + n_b, n_a) > 20 times the configurations of one group, per pair of {claim.tuned} values"
+        if claim.tuned
         else "C(n_a + n_b, n_a) > 20"
     )
     return f"too few runs to test: {sizes} can give p >= {smallest:.3g} at best (needs {need})"
@@ -590,6 +618,10 @@ def _interval(claim: Claim, group: dict, agree_level: float, against_level: floa
     judged at: the end that decides *agrees* at the agreeing side's level, the other at the
     contradicting side's (equivalence: both at the agreeing level, the two one-sided tests)."""
     a, b = group["a"], group["b"]
+    if _tuned_in(claim, group):  # the best configurations' shift: a description, the test is over all pairs
+        best_a, best_b = _best_configuration(claim, group, "a"), _best_configuration(claim, group, "b")
+        effect = exact.shift_interval(group["configs_a"][best_a], group["configs_b"][best_b], 0.5)[0]
+        return {"effect": effect, "effect_name": f"shift a - b, each at its best {claim.tuned} (descriptive)"}
     if claim.compare == "trend":
         return {
             "effect": _trend_shift(group, agree_level, against_level, claim.direction)[0],
@@ -674,6 +706,78 @@ def _threshold(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
         "p_opposite": exact.signed_rank(a, opposite, claim.value),
         "magnitude": abs(exact.centre_interval(a, 0.5)[0] - claim.value),
         "shown": f"median {np.median(a):.3g} vs {claim.value:g}{dropped}",
+    }
+
+
+def _tuned_p(claim: Claim, group: dict, p) -> tuple[float, float]:
+    """The claimed and opposite p of a ``tuned`` claim from ``p(a, b, shift, side)``, the p of one
+    configuration pair (a + shift against b, one-sided ``side``).
+
+    Each group at its best configuration: with higher values better, "a's best below b's best"
+    holds exactly when every configuration of a lies below some configuration of b. So the
+    claim is an intersection over one group's configurations (each at alpha, no correction) of
+    unions over the other's (Bonferroni: the smallest p times their number). Under its null some
+    configuration of a is at least every one of b, and its union errs at most at alpha; no
+    configuration is picked on the runs it is tested on, so there is no winner's curse.
+    Equivalence within the margin d is "a's best above b's best - d" and "below b's best + d"
+    (both must hold); its opposite either of the two ways out, Bonferroni over them. With lower
+    values better the values are negated. Hand-written: no library tests a maximum over
+    configurations exactly.
+    """
+    flip = registry.statistic_of(claim.statistic)[1].better == "lower"
+    configs_a = [-c if flip else c for c in group["configs_a"] if len(c)]
+    configs_b = [-c if flip else c for c in group["configs_b"] if len(c)]
+    if not configs_a or not configs_b:
+        return 1.0, 1.0
+
+    def every_a(shift: float, side: str) -> float:  # every a configuration vs some b one
+        return max(min(1.0, len(configs_b) * min(p(a, b, shift, side) for b in configs_b)) for a in configs_a)
+
+    def every_b(shift: float, side: str) -> float:  # every b configuration vs some a one
+        return max(min(1.0, len(configs_a) * min(p(a, b, shift, side) for a in configs_a)) for b in configs_b)
+
+    if claim.compare == "equivalence":
+        d = claim.value
+        inside = max(every_b(d, "greater"), every_a(-d, "less"))
+        outside = min(1.0, 2 * min(every_a(d, "less"), every_b(-d, "greater")))
+        return inside, outside
+    below, above = every_a(0.0, "less"), every_b(0.0, "greater")
+    claimed_less = (claim.direction == "less") != flip
+    return (below, above) if claimed_less else (above, below)
+
+
+def _tuned_in(claim: Claim, group: dict) -> bool:
+    """Whether a cell has configurations to tune over (with one value each, a tuned claim is
+    the plain test: the rule reduces to it)."""
+    return bool(claim.tuned) and max(len(group["configs_a"]), len(group["configs_b"])) > 1
+
+
+def _best_configuration(claim: Claim, group: dict, side: str) -> int:
+    """The index of a group's best configuration by its median (for the description only)."""
+    medians = [np.median(c) if len(c) else np.nan for c in group[f"configs_{side}"]]
+    if not np.isfinite(medians).any():
+        return 0
+    lower = registry.statistic_of(claim.statistic)[1].better == "lower"
+    return int(np.nanargmin(medians) if lower else np.nanargmax(medians))
+
+
+def _tuned(claim: Claim, group: dict) -> dict:
+    """The tests of one cell of a ``tuned`` claim (:func:`_tuned_p`), in :func:`_cell`'s form."""
+    p_claimed, p_opposite = _tuned_p(claim, group, lambda a, b, shift, side: exact.rank_sum(a + shift, b, side))
+    best_a, best_b = _best_configuration(claim, group, "a"), _best_configuration(claim, group, "b")
+    a, b = group["configs_a"][best_a], group["configs_b"][best_b]
+    configs = f"{len(group['configs_a'])} x {len(group['configs_b'])} configurations"
+    margin = f"margin +-{claim.value:g}, " if claim.compare == "equivalence" else ""
+    return {
+        "p_claimed": p_claimed,
+        "p_opposite": p_opposite,
+        "magnitude": np.inf if claim.compare == "equivalence" else abs(exact.shift_interval(a, b, 0.5)[0]),
+        "shown": f"{margin}each at its best {claim.tuned}: {label(claim.a)} {claim.tuned}="
+        f"{group['config_names_a'][best_a]} (median {np.median(a):.3g}) vs {label(claim.b)} {claim.tuned}="
+        f"{group['config_names_b'][best_b]} (median {np.median(b):.3g}); every configuration of one group "
+        f"against some of the other ({configs})",
+        "claimed_part": "",
+        "against_part": f"opposite direction, one-sided p = {p_opposite:.3g}",
     }
 
 

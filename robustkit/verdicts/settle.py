@@ -104,14 +104,18 @@ def strata(claim: Claim, frame: pd.DataFrame) -> dict[tuple[str, tuple[str, ...]
     """The exchangeable runs: (group, the cells a run is in) -> its run ids, in first-seen order.
 
     Runs of one group in the same cells (a run-setting cell; every layer of a layer statistic)
-    are exchangeable draws of one experiment; a bootstrap draws within each stratum.
+    are exchangeable draws of one experiment; a bootstrap draws within each stratum. A
+    ``tuned`` claim's configurations are strata of their own (``a lr=0.0003``): each gets n runs.
     """
     if frame.empty:
         return {}
+    group = groups_of(claim, frame)
+    if claim.tuned and claim.tuned in frame:
+        group = group + " " + claim.tuned + "=" + frame[claim.tuned].map(_text)
     keyed = pd.DataFrame(
         {
             "run_id": frame["run_id"].to_numpy(),
-            "group": groups_of(claim, frame).to_numpy(),
+            "group": group.to_numpy(),
             "cell": cell_names(claim, frame).to_numpy(),
         }
     )
@@ -330,7 +334,7 @@ def runs_to_decide(
     boot = Bootstrap(claim, observations, improving if claim.final else None)
     result["observed_n"] = boot.observed_n
     needed = {"a"} if claim.compare == "threshold" else {"a", "b"}
-    if boot.observed_n == 0 or not needed <= {group for group, _ in boot.strata}:
+    if boot.observed_n == 0 or not needed <= {group.split(" ", 1)[0] for group, _ in boot.strata}:
         return {**result, "reason": "no observed run in a compared group to draw from"}
     usable = selected(claim, observations)
     if claim.failures == "exclude" and "outcome" in usable and (usable["outcome"] == collapse.OK).sum() == 0:

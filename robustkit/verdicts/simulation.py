@@ -20,6 +20,10 @@ Two configurations per claim, each the least favourable for its error:
 - **false contradicts**: the claim holds at its boundary in every cell for ``each``; for ``any``
   it is at the boundary in one cell and clearly false in the others.
 
+A ``tuned`` claim (each group at its best learning rate) draws several configurations per group;
+at the boundary the group its test takes a union over has every configuration there and the other
+one there and the rest clearly worse (:func:`_draw_tuned`).
+
 A claim with a ``sign`` gets both of its parts' boundaries (the comparison at its boundary with the
 sign clearly true, and the other way round) and the larger rate is reported. Threshold claims'
 values are symmetric about their centre: the signed-rank test's null is symmetry, and skew there
@@ -32,13 +36,13 @@ Written by hand: the path under test is robustkit's own. The rates are Monte-Car
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from robustkit.analysis import registry
-from robustkit.verdicts.decidability import claim_sizes, statistic_cells
+from robustkit.verdicts.decidability import claim_sizes, configurations, statistic_cells
 from robustkit.verdicts.rules import judge
 from robustkit.verdicts.selection import UNSET
 from robustkit.verdicts.spec import AGREES, CONTRADICTS, Claim
@@ -71,12 +75,19 @@ class Shape:
 
     cells: tuple[tuple[str, int, int], ...]  # run-setting cell name, n_a, n_b
     per_cell: int  # the statistic's own cells (layers) of each
+    # a tuned claim's configurations of group a and b (out of the repr, which keys the memo of
+    # shapes simulated before tuned claims existed; a tuned claim's key adds them)
+    configs: tuple[int, int] = field(default=(1, 1), repr=False)
 
 
 def shape(recipe, claim: Claim, scale: str, defaults: dict | None = None) -> Shape:
     """The claim's cells and runs per group at ``scale`` (from the recipe's run specs)."""
     sizes = claim_sizes(recipe, claim, scale, defaults)
-    return Shape(tuple((name, int(a), int(b)) for name, a, b in sizes), statistic_cells(recipe, claim, scale, defaults))
+    return Shape(
+        tuple((name, int(a), int(b)) for name, a, b in sizes),
+        statistic_cells(recipe, claim, scale, defaults),
+        configurations(recipe, claim, scale, defaults),
+    )
 
 
 def _score(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -135,12 +146,66 @@ def _draw_cell(claim: Claim, state: str, n_a: int, n_b: int, rng: np.random.Gene
     return values_a, values_b, failed_a, failed_b
 
 
+def _draw_tuned(
+    claim: Claim, state: str, error: str, configs: tuple[int, int], n_a: int, n_b: int, rng: np.random.Generator
+) -> tuple[list, list]:
+    """A ``tuned`` claim's cell: per configuration of group a and of group b, (values, failed).
+
+    Least favourable at the boundary: the group the test takes a union over (each of the
+    other's configurations needs only *some* of its own) has every configuration at the
+    boundary, so each gives the union a chance; the other group has one configuration at the
+    boundary and the rest clearly worse. ``error`` says which test's union: the claimed side's
+    (false agrees) or the opposite's (false contradicts). Equivalence draws one of its two ways
+    out of the margin (or its two boundaries) at random, as :func:`_draw_cell` does.
+    """
+    lower = registry.statistic_of(claim.statistic)[1].better == "lower"
+    towards = {"boundary": 0.0, "true": 1.0, "false": -1.0}[state]
+    best_dir = claim.direction if not lower else ("greater" if claim.direction == "less" else "less")
+    count_a, count_b = configs
+    one_and_worse = lambda count, at: [at] + [-STRONG] * (count - 1)  # noqa: E731 - a layout
+    scale = 1.0
+    if claim.compare == "equivalence":
+        margin = claim.value / SPREAD
+        side = 1 if rng.random() < 0.5 else -1
+        if state == "true":
+            offsets_a, offsets_b, scale = [0.0] * count_a, [0.0] * count_b, 0.05
+        elif state == "false":
+            offsets_a, offsets_b = [side * 5 * margin] * count_a, [0.0] * count_b
+        elif (side > 0) == (error == "agrees"):  # a's best at + margin: every a vs some b
+            offsets_a, offsets_b = one_and_worse(count_a, side * margin), [0.0] * count_b
+        else:  # a's best at - margin: every b vs some a
+            offsets_a, offsets_b = [side * margin] * count_a, one_and_worse(count_b, 0.0)
+    elif state != "boundary":
+        offsets_a, offsets_b = [(1 if best_dir == "greater" else -1) * towards * STRONG] * count_a, [0.0] * count_b
+    else:
+        tested = best_dir if error == "agrees" else ("greater" if best_dir == "less" else "less")
+        if tested == "less":  # every a configuration below some b one: the union is over b
+            offsets_a, offsets_b = one_and_worse(count_a, 0.0), [0.0] * count_b
+        else:
+            offsets_a, offsets_b = [0.0] * count_a, one_and_worse(count_b, 0.0)
+    drawn = []
+    for offsets, n in ((offsets_a, n_a), (offsets_b, n_b)):
+        group = []
+        for offset in offsets:
+            values = CENTRE + (_score(rng, n) * scale + offset) * SPREAD * (-1 if lower else 1)
+            failed = rng.random(n) < FAILED_SHARE
+            group.append((np.where(failed, MAJORITY, np.round(values * GRID) / GRID), failed))
+        drawn.append(group)
+    return drawn[0], drawn[1]
+
+
 def observations(
-    claim: Claim, form: Shape, states: list[str], rng: np.random.Generator, sign_state: str = "true"
+    claim: Claim,
+    form: Shape,
+    states: list[str],
+    rng: np.random.Generator,
+    sign_state: str = "true",
+    error: str = "agrees",
 ) -> tuple[pd.DataFrame, pd.Series]:
     """One synthetic store's observations of ``claim`` and its runs' still-improving flags.
 
-    ``states``: per run-setting cell, the claim's state there (layers of a cell share it).
+    ``states``: per run-setting cell, the claim's state there (layers of a cell share it);
+    ``error``: the false verdict the store is drawn for (a tuned claim's boundary depends on it).
     """
     rows = []
     ends = _trend_ends(claim, form)
@@ -152,6 +217,23 @@ def observations(
     for (name, n_a, n_b), state in zip(form.cells, states):
         settings = dict(part.split("=", 1) for part in name.split(", ")) if "=" in name else {}
         settings = {c: settings.get(c, "x") for c in claim.within if c != "layer"}
+        if claim.tuned:
+            drawn = _draw_tuned(claim, state, error, form.configs, n_a, n_b, rng)
+            for group, configs in ((group_a, drawn[0]), (group_b, drawn[1])):
+                for k, (values, failed) in enumerate(configs):
+                    rows += [
+                        {
+                            "run_id": f"{name}|{group}|{k}|{seed}",
+                            claim.by: group,
+                            claim.tuned: k,
+                            "seed": seed,
+                            "value": float(value),
+                            "outcome": "collapsed" if fail else "ok",
+                            **settings,
+                        }
+                        for seed, (value, fail) in enumerate(zip(values, failed))
+                    ]
+            continue
         layers = range(1, form.per_cell + 1) if layered else [None]
         run_effects = None
         for layer in layers:
@@ -249,7 +331,7 @@ def rates(claim: Claim, form: Shape, draws: int, seed: int = 0, first: int | Non
         for states, sign_state in variants:
             hits = 0
             for _ in range(draws):
-                frame, improving = observations(claim, form, states, rng, sign_state)
+                frame, improving = observations(claim, form, states, rng, sign_state, error)
                 hits += judge(claim, frame, improving=improving).iloc[-1]["verdict"] == wrong
             worst = max(worst, hits / draws)
         found[error] = worst
@@ -304,6 +386,7 @@ def simulate(
                     statistic.better,
                     bool(statistic.undefined_on_failed),
                     claim.floor,
+                    *([(claim.tuned, claim.direction, form.configs)] if max(form.configs) > 1 else []),
                 )
                 key = repr(key)
                 if key not in memo:

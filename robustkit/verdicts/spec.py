@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from robustkit.analysis import registry
 from robustkit.errors import RobustkitError
+from robustkit.measures import exact
 from robustkit.verdicts.selection import text as _text
 
 AGREES, CONTRADICTS, INCONCLUSIVE = "agrees", "contradicts", "inconclusive"
@@ -72,6 +73,7 @@ _KEYS = {
     "exclude",
     "exclude_why",
     "along",
+    "tuned",
 }
 NOT_REPORTED = "not reported"  # how a paper_effect_source without a paper_effect begins
 
@@ -129,6 +131,13 @@ class Claim:
         The direction of change the claim names for group a's own values (against 0).
     floor : float
         Smallest effect that counts for a cell (statistic units).
+    tuned : str or None
+        ``location`` and ``equivalence`` only: a run setting each compared group is tuned over
+        (``lr``), as a paper that "selects the best learning rate" for every method: the claim
+        compares each group at its best value of it. Decided without selecting on the tested
+        runs (:func:`robustkit.verdicts.rules.judge`): every configuration of one group against
+        some configuration of the other, so the winner's curse of picking the best on the same
+        runs cannot make a verdict.
     failures : {"exclude", "data"}
         ``exclude``: failed runs left out, and the verdict must hold with them too (ranked
         worst where the statistic has a better side, else as data) or it is *inconclusive:
@@ -174,6 +183,7 @@ class Claim:
     where: dict = field(default_factory=dict)
     sign: str | None = None
     floor: float = 0.0
+    tuned: str | None = None
     failures: str = "exclude"
     final: bool = False
     scales: tuple[str, ...] = ("demo", "paper")
@@ -232,6 +242,17 @@ class Claim:
             raise ClaimError(f"{where}: claim {name!r}: {compare} needs a numeric value")
         if compare != "threshold" and (raw.get("a") is None or raw.get("b") is None):
             raise ClaimError(f"{where}: claim {name!r}: {compare} compares two groups: give a and b")
+        tuned = raw.get("tuned")
+        if tuned is not None and (
+            compare not in ("location", "equivalence")
+            or raw.get("sign")
+            or not statistic.better
+            or tuned in (raw.get("by", "method"), *raw.get("within", ()), *raw.get("pooled", ()))
+        ):
+            raise ClaimError(
+                f"{where}: claim {name!r}: tuned (each group at its best {tuned}) needs a location or equivalence "
+                "claim without sign, on a statistic with a better side, and a column that is not by, within or pooled"
+            )
         final = raw.get("final", statistic.ends_with_training(raw.get("params", {})))
         paper_effect = _paper_effect(raw, compare, f"{where}: claim {name!r}")
         return cls(
@@ -256,6 +277,7 @@ class Claim:
             alpha=float(raw.get("alpha", 0.05)),
             sign=raw.get("sign"),
             floor=float(raw.get("floor", 0.0)),
+            tuned=tuned,
             failures="data" if compare == "rate" else raw.get("failures", "exclude"),
             final=bool(final),
             scales=tuple(raw.get("scales", ("demo", "paper"))),
@@ -279,6 +301,26 @@ class Claim:
         other = label(self.b) if self.compare != "threshold" else f"{self.value:g}"
         text = f"{self.compare} of {self.statistic}: {left} {sign} {other} ({self.test}, one-sided)"
         return text + (f"; {left} itself {sign} 0" if self.sign else "")
+
+    def configuration_factor(self, configs_a: int, configs_b: int) -> int:
+        """What a ``tuned`` claim's claimed side multiplies a configuration pair's p by: the
+        number of configurations of the group its test takes a union over (:func:`judge`'s rule;
+        equivalence: the larger, one of its two parts each); 1 for a claim not tuned."""
+        if not self.tuned:
+            return 1
+        if self.compare == "equivalence":
+            return max(configs_a, configs_b)
+        return configs_b if self.direction == "less" else configs_a
+
+    def smallest_p(self, n_a: int, n_b: int, configs: tuple[int, int] = (1, 1)) -> float:
+        """The smallest p the claim's test can give a cell of ``n_a`` vs ``n_b`` runs (a
+        ``tuned`` claim: per configuration, ``configs`` configurations of group a and b; a trend:
+        the runs at each end, two intervals at alpha / 2)."""
+        if self.compare == "trend":
+            return min(1.0, 2 * exact.smallest_p("location", n_a, n_b))
+        if self.tuned:
+            return min(1.0, self.configuration_factor(*configs) * exact.smallest_p("location", n_a, n_b))
+        return exact.smallest_p(self.compare, n_a, n_b)
 
     @property
     def groups(self) -> int:

@@ -1,0 +1,172 @@
+"""Claims on each method at its best learning rate (``tuned``, robustkit.verdicts.rules): the rule
+"every configuration of one group against some of the other" decides without picking the best
+rate on the runs it tests, reduces to the plain test with one rate each, keeps its size where
+picking the best rate first does not, and the recipes that sweep a rate at paper scale use it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from robustkit.analysis.pooling import PoolingError, mixed_settings
+from robustkit.measures import exact
+from robustkit.methods.registry import identity_columns
+from robustkit.verdicts import decidability, rules, simulation
+from robustkit.verdicts.recipes import list_recipes, load_recipe
+from robustkit.verdicts.rules import judge
+from robustkit.verdicts.spec import AGREES, CONTRADICTS, Claim, ClaimError
+
+
+def _claim(**changes) -> Claim:
+    table = {
+        "id": "tuned",
+        "says": "LayerNorm-only performs poorly (Houlsby et al. 2019, §3.4)",
+        "statistic": "scores.score",
+        "compare": "location",
+        "a": "layernorm",
+        "b": "full",
+        "direction": "less",
+        "tuned": "lr",
+        **changes,
+    }
+    return Claim.from_table({k: v for k, v in table.items() if v is not None}, "test")
+
+
+def _frame(means: dict, n: int = 5, sd: float = 0.01, seed: int = 0) -> pd.DataFrame:
+    """Runs of method -> {lr: mean score}, ``n`` seeds each, on a 1/1000 grid."""
+    rng = np.random.default_rng(seed)
+    rows = [
+        {
+            "run_id": f"{method}-{lr}-{s}",
+            "method": method,
+            "lr": lr,
+            "seed": s,
+            "value": round(mean + sd * rng.standard_normal(), 3),
+            "outcome": "ok",
+        }
+        for method, rates in means.items()
+        for lr, mean in rates.items()
+        for s in range(n)
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_each_method_at_its_best_rate():
+    """LayerNorm-only's best rate (0.75) is below full fine-tuning's (0.85): agrees, though
+    full fine-tuning's worst rate (0.5) is below every LayerNorm-only rate; the reason names
+    the best rates."""
+    frame = _frame({"layernorm": {1e-3: 0.70, 1e-4: 0.75, 1e-5: 0.60}, "full": {1e-3: 0.50, 1e-4: 0.85, 1e-5: 0.80}})
+    row = judge(_claim(), frame).iloc[-1]
+    assert row["verdict"] == AGREES
+    assert "layernorm lr=0.0001" in row["reason"] and "full lr=0.0001" in row["reason"]
+    assert row["effect"] == pytest.approx(-0.1, abs=0.01) and np.isnan(row["ci_low"])
+    # the other way round the best rates decide against the claim
+    swapped = frame.assign(method=frame["method"].map({"layernorm": "full", "full": "layernorm"}))
+    assert judge(_claim(), swapped).iloc[-1]["verdict"] == CONTRADICTS
+
+
+def test_pooling_over_rates_would_mislead():
+    """The same runs pooled over rates (the mixture, not the best): full fine-tuning's diverged
+    rate drags it below LayerNorm-only; without ``tuned`` the claim refuses to pool the rates."""
+    frame = _frame({"layernorm": {1e-3: 0.70, 1e-4: 0.75, 1e-5: 0.74}, "full": {1e-3: 0.30, 1e-4: 0.85, 1e-5: 0.50}})
+    assert judge(_claim(), frame).iloc[-1]["verdict"] == AGREES
+    assert judge(_claim(tuned=None, pooled=["lr"]), frame).iloc[-1]["verdict"] != AGREES
+    with pytest.raises(PoolingError):
+        judge(_claim(tuned=None), frame)
+
+
+@pytest.mark.parametrize("compare", ["location", "equivalence"])
+def test_one_rate_each_is_the_plain_test(compare):
+    extra = {"compare": compare, "direction": None, "value": 0.02} if compare == "equivalence" else {}
+    for seed in range(20):
+        frame = _frame({"layernorm": {1e-4: 0.75}, "full": {1e-4: 0.76}}, n=6, sd=0.02, seed=seed)
+        tuned, plain = judge(_claim(**extra), frame), judge(_claim(tuned=None, **extra), frame)
+        assert tuned[["verdict", "p_value", "effect", "ci_low", "ci_high"]].equals(
+            plain[["verdict", "p_value", "effect", "ci_low", "ci_high"]]
+        )
+
+
+def test_the_p_value_is_the_rule_by_hand():
+    """less: the largest over LayerNorm-only's rates of (3 x the smallest p against full's)."""
+    frame = _frame({"layernorm": {1e-3: 0.70, 1e-4: 0.75, 1e-5: 0.60}, "full": {1e-3: 0.50, 1e-4: 0.85, 1e-5: 0.80}})
+    groups = {k: g["value"].to_numpy(float) for k, g in frame.groupby(["method", "lr"])}
+    rates = [1e-5, 1e-4, 1e-3]
+    by_hand = max(
+        min(1.0, 3 * min(exact.rank_sum(groups["layernorm", a], groups["full", b], "less") for b in rates))
+        for a in rates
+    )
+    assert judge(_claim(), frame).iloc[-1]["p_value"] == pytest.approx(by_hand)
+
+
+def test_a_tuned_claim_is_checked():
+    for bad in ({"compare": "spread"}, {"sign": "less"}, {"pooled": ["lr"]}, {"statistic": "curves.overfit"}):
+        with pytest.raises(ClaimError, match="tuned"):
+            _claim(**bad)
+
+
+def test_picking_the_best_rate_on_the_tested_runs_errs_where_the_rule_does_not():
+    """At the boundary (LayerNorm-only's best rate as good as full fine-tuning's, whose three
+    rates are alike), testing the best-by-mean rates' runs against each other agrees falsely
+    far above alpha (the winner's curse); the rule stays within it on the same stores."""
+    claim = _claim()
+    form = simulation.Shape((("all", 5, 5),), 1, (3, 3))
+    rng = np.random.default_rng(3)
+    picked = rule = 0
+    draws = 300
+    for _ in range(draws):
+        frame, _ = simulation.observations(claim, form, ["boundary"], rng, error="agrees")
+        frame = frame.assign(outcome="ok")
+        best = frame.groupby(["method", "lr"])["value"].mean().groupby(level="method").idxmax()
+        chosen = pd.concat([frame[(frame["method"] == m) & (frame["lr"] == key[1])] for m, key in best.items()])
+        picked += judge(_claim(tuned=None), chosen).iloc[-1]["verdict"] == AGREES
+        rule += judge(claim, frame).iloc[-1]["verdict"] == AGREES
+    bound = simulation.bound(0.05, draws)
+    assert picked / draws > bound and rule / draws <= bound, (picked / draws, rule / draws)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "changes, form",
+    [
+        ({}, simulation.Shape((("task=a", 5, 5), ("task=b", 5, 5)), 1, (3, 3))),
+        ({"direction": "greater"}, simulation.Shape((("all", 5, 5),), 1, (3, 2))),
+        ({"compare": "equivalence", "direction": None, "value": 0.02}, simulation.Shape((("all", 8, 5),), 1, (3, 3))),
+    ],
+)
+def test_the_whole_path_of_a_tuned_claim_errs_at_most_at_alpha(changes, form):
+    if len(form.cells) > 1:
+        changes = {**changes, "within": ["task"], "quantifier": "each"}
+    agrees, contradicts = simulation.rates(_claim(**changes), form, 150, seed=1)
+    assert max(agrees, contradicts) <= simulation.bound(0.05, 150), (agrees, contradicts)
+
+
+def test_the_plan_counts_runs_per_rate():
+    recipe = load_recipe("houlsby2019/fig3-4")
+    claim = {c.id: c for c in recipe.claims}["layernorm-only-poor"]
+    assert decidability.claim_sizes(recipe, claim, "paper") == [("task=cola", 5, 5), ("task=mnli", 5, 5)]
+    assert decidability.configurations(recipe, claim, "paper") == (3, 3)
+    assert claim.smallest_p(5, 5, (3, 3)) == pytest.approx(3 / 252)
+    assert claim.smallest_p(3, 3, (3, 3)) >= 0.05  # the paper's 3 seeds could not decide it
+
+
+@pytest.mark.parametrize("scale", ["demo", "paper"])
+def test_every_claim_compares_runs_of_one_setting_or_says_what_it_pools(scale):
+    """At every scale a claim's compared groups differ, inside a cell, only in settings it
+    pools or tunes over: a recipe whose grid sweeps a setting the claim ignores would be
+    refused when judged (houlsby2019/fig3-4's paper-scale learning-rate sweep was)."""
+    for name in list_recipes():
+        recipe = load_recipe(name)
+        specs = recipe.specs(scale)
+        if not specs:
+            continue
+        frame = pd.DataFrame([{**asdict(s), **identity_columns(s.method, s.resolved().method_options)} for s in specs])
+        for claim in recipe.claims:
+            rows = rules.tested_rows(claim, frame, missing_where="ignore")
+            if scale not in claim.scales or claim.by not in rows:
+                continue
+            within = [c for c in claim.within if c in rows]
+            tuned = (claim.tuned,) if claim.tuned else ()
+            assert not mixed_settings(rows, [claim.by, *within], (*claim.pooled, *tuned)), (name, claim.id)

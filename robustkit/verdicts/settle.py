@@ -135,9 +135,10 @@ def observed_effects(claim: Claim, frame: pd.DataFrame) -> list[float]:
     location: Hodges-Lehmann shift a - b; spread: log of the seed-pair spread ratio; rate:
     difference of the rates; threshold: centre minus ``value``. NaN where a cell cannot give one
     (empty group, no seed pair); an empty list for kinds whose null is not "no effect"
-    (equivalence, trend).
+    (equivalence, trend) and for a ``tuned`` claim (its effect is between the best configurations,
+    which a pooled shift does not show).
     """
-    if claim.compare in ("equivalence", "trend") or frame.empty:
+    if claim.compare in ("equivalence", "trend") or claim.tuned or frame.empty:
         return []
     if claim.failures == "exclude" and "outcome" in frame:
         frame = frame[frame["outcome"] == collapse.OK]

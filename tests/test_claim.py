@@ -479,3 +479,24 @@ def test_a_cell_that_can_never_pass_leaves_the_family():
         "Holm over 2 of 3 cells" in rows.loc["task=a", "reason"]
         and rows.loc["task=c", "reason_class"] == "too few runs"
     )
+
+
+def test_a_cell_below_the_floor_is_undecided():
+    """Runs that separate perfectly by 0.002 agree without a floor; with a floor of 0.01 the
+    cell is inconclusive and says why, and a claim on each cell with it does not agree."""
+    base = 0.75 + 0.0001 * np.arange(5)
+    tiny = _runs({"houlsby": base + 0.002, "full": base})
+    claim = _claim(compare="location", direction="greater")
+    assert _verdict(claim, tiny) == "agrees"
+    row = judge(_claim(compare="location", direction="greater", floor=0.01), tiny).iloc[-1]
+    assert row["verdict"] == "inconclusive" and "below the claim's floor 0.01" in row["reason"]
+    big = _runs({"houlsby": base + 0.05, "full": base}, layer=2)
+    cells = pd.concat([tiny.assign(layer=1), big])
+    each = _claim(compare="location", direction="greater", within=["layer"], quantifier="each")
+    assert _verdict(each, cells) == "agrees"
+    assert (
+        _verdict(
+            _claim(compare="location", direction="greater", within=["layer"], quantifier="each", floor=0.01), cells
+        )
+        == "inconclusive"
+    )

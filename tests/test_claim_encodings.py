@@ -252,6 +252,19 @@ def test_the_recipes_use_the_new_encodings():
     assert all(c.params.get("estimator") != "trace_per_parameter" for c in _claims("beyond/flat-lora").values())
     assert _claims("he2021/fig4")["ft-collapses"].statistic == "scores.collapsed"
     assert _claims("houlsby2019/fig3-4")["layernorm-only-poor"].scales == ("paper",)
+    assert _claims("houlsby2019/fig3-4")["layernorm-only-poor"].tuned == "lr"
+
+
+def test_similarity_claims_have_a_floor_of_one_percent_of_their_range():
+    """He et al.'s "clearly observed ... less deviation at each layer": every per-layer
+    similarity claim ignores a cell whose effect is under 1% of its measure's range."""
+    found = 0
+    for name in ("he2021/fig2", "he2021/fig7", "peft/zoo-rsa", "beyond/similarity"):
+        for claim in _claims(name).values():
+            expected = 0.02 if claim.params.get("measure") == "procrustes" else 0.01
+            assert claim.floor == expected, (name, claim.id)
+            found += 1
+    assert found == 8
     overfit = _claims("he2021/fig5-9")
     assert (
         overfit["ft-overfits"].statistic == "curves.metric-fall"

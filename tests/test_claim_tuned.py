@@ -170,3 +170,10 @@ def test_every_claim_compares_runs_of_one_setting_or_says_what_it_pools(scale):
             within = [c for c in claim.within if c in rows]
             tuned = (claim.tuned,) if claim.tuned else ()
             assert not mixed_settings(rows, [claim.by, *within], (*claim.pooled, *tuned)), (name, claim.id)
+
+
+def test_runs_without_the_setting_are_a_configuration_of_their_own():
+    frame = _frame({"layernorm": {1e-3: 0.70, 1e-4: 0.72}, "full": {1e-4: 0.85}})
+    frame.loc[frame["method"] == "full", "lr"] = np.nan  # full fine-tuning at its default rate
+    row = judge(_claim(), frame).iloc[-1]
+    assert row["verdict"] == AGREES and row["n_b"] == 5 and "2 x 1 configurations" in row["reason"]

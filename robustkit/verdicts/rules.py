@@ -469,9 +469,10 @@ def _configurations(column: str, a: pd.DataFrame, b: pd.DataFrame) -> dict:
     of each configuration (a value of ``column`` with runs left to test), in value order."""
     found = {}
     for side, part in (("a", a), ("b", b)):
-        keys = sorted(part[column].dropna().unique(), key=lambda v: (isinstance(v, str), v))
-        found[f"configs_{side}"] = [part.loc[part[column] == k, "value"].to_numpy(float) for k in keys]
-        found[f"config_names_{side}"] = [_text(k) for k in keys]
+        # a run without a value (the setting left at its default) is a configuration of its own
+        configs = list(part.groupby(part[column].map(_text), sort=True, dropna=False)["value"])
+        found[f"configs_{side}"] = [values.to_numpy(float) for _, values in configs]
+        found[f"config_names_{side}"] = [name for name, _ in configs]
     return found
 
 

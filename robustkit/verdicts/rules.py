@@ -315,13 +315,12 @@ def _judge_cells(
     # the cells whose Holm-corrected side can reach alpha at all (Tarone's rule: from the group
     # sizes alone, before any p-value is looked at)
     family = multiplicity.tarone_family(smallest, claim.alpha)
-    test_of = lambda g: (
-        _trend(claim, g)
-        if claim.compare == "trend"
-        else _tuned(claim, g)
-        if _tuned_in(claim, g)
-        else _cell(claim, g["a"], g["b"])
-    )  # noqa: E731
+
+    def test_of(group: dict) -> dict:
+        if claim.compare == "trend":
+            return _trend(claim, group)
+        return _tuned(claim, group) if _tuned_in(claim, group) else _cell(claim, group["a"], group["b"])
+
     tests = [test_of(g) if s < claim.alpha else None for g, s in zip(groups, smallest)]
     several = len(groups) > 1
     union_side = "p_claimed" if claim.quantifier == "any" else "p_opposite"  # the side Holm corrects

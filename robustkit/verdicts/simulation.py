@@ -406,7 +406,13 @@ def simulate(
                         "compare": claim.compare,
                         "quantifier": claim.quantifier or "one cell",
                         "cells": len(form.cells) * form.per_cell,
-                        "n": n + (" ..." if len(form.cells) > 3 else ""),
+                        "n": n
+                        + (" ..." if len(form.cells) > 3 else "")
+                        + (
+                            f" per {claim.tuned} ({form.configs[0]} vs {form.configs[1]} values)"
+                            if max(form.configs) > 1
+                            else ""
+                        ),
                         "draws": used,
                         "false_agrees": agrees,
                         "false_contradicts": contradicts,

@@ -177,3 +177,26 @@ def test_runs_without_the_setting_are_a_configuration_of_their_own():
     frame.loc[frame["method"] == "full", "lr"] = np.nan  # full fine-tuning at its default rate
     row = judge(_claim(), frame).iloc[-1]
     assert row["verdict"] == AGREES and row["n_b"] == 5 and "2 x 1 configurations" in row["reason"]
+
+
+def test_lower_is_better_flips_which_group_is_united_in_the_plan_as_in_the_rule(monkeypatch):
+    """Where lower values are better, "a's best below b's best" is "some a configuration below
+    every b one": the union is over a's configurations, and the plan's smallest p (3 of a's
+    against 2 of b's) multiplies by a's count as judge does."""
+    from dataclasses import replace
+
+    from robustkit.analysis import registry
+
+    real = registry.statistic_of
+
+    def lower_better(name):
+        analysis, statistic = real(name)
+        return analysis, replace(statistic, better="lower")
+
+    monkeypatch.setattr(registry, "statistic_of", lower_better)
+    claim = _claim()
+    assert claim.best_direction == "greater" and claim.configuration_factor(3, 2) == 3
+    frame = _frame({"layernorm": {1e-3: 0.20, 1e-4: 0.50, 1e-5: 0.60}, "full": {1e-3: 0.40, 1e-4: 0.45}})
+    row = judge(claim, frame).iloc[-1]
+    assert row["verdict"] == AGREES and "layernorm lr=0.001" in row["reason"]
+    assert row["smallest_p"] == pytest.approx(claim.smallest_p(5, 5, (3, 2)))

@@ -100,7 +100,7 @@ from robustkit.measures import exact, multiplicity
 from robustkit.train import collapse
 from robustkit.verdicts.selection import matches as _is
 from robustkit.verdicts.selection import text as _text
-from robustkit.verdicts.spec import AGREES, CONTRADICTS, INCONCLUSIVE, VERDICTS, Claim, label
+from robustkit.verdicts.spec import AGREES, CONTRADICTS, INCONCLUSIVE, VERDICTS, Claim, label, opposite
 
 TOO_FEW, NOT_SIGNIFICANT, NOT_CONVERGED, UNTESTABLE, NO_DATA, DEPENDS_ON_FAILED = (
     "too few runs",
@@ -585,8 +585,7 @@ def _cell(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
     }[claim.compare](claim, a, b)
     result.update(claimed_part="", against_part=f"opposite direction, one-sided p = {result['p_opposite']:.3g}")
     if claim.sign:
-        opposite = "greater" if claim.sign == "less" else "less"
-        s, t = exact.signed_rank(a, claim.sign), exact.signed_rank(a, opposite)
+        s, t = exact.signed_rank(a, claim.sign), exact.signed_rank(a, opposite(claim.sign))
         p, q = result["p_claimed"], result["p_opposite"]
         way = "falls" if claim.sign == "less" else "rises"
         other = "rises" if claim.sign == "less" else "falls"
@@ -653,33 +652,33 @@ EFFECT_NAMES = {
 
 
 def _spread(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
-    opposite = "greater" if claim.direction == "less" else "less"
+    against = opposite(claim.direction)
     sd_a, sd_b = np.std(a, ddof=1), np.std(b, ddof=1)
     ratio = exact.spread_interval(a, b, 0.5)[0]
     dropped = " (an odd last run left out of the pairs)" if len(a) % 2 or len(b) % 2 else ""
     return {
         "p_claimed": exact.spread_pairs(a, b, claim.direction),
-        "p_opposite": exact.spread_pairs(a, b, opposite),
+        "p_opposite": exact.spread_pairs(a, b, against),
         "magnitude": abs(math.log(ratio)) if np.isfinite(ratio) and ratio > 0 else np.inf,
         "shown": f"std {sd_a:.3g} vs {sd_b:.3g}, {len(a) // 2} vs {len(b) // 2} seed pairs{dropped}",
     }
 
 
 def _location(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
-    opposite = "greater" if claim.direction == "less" else "less"
+    against = opposite(claim.direction)
     return {
         "p_claimed": exact.rank_sum(a, b, claim.direction),
-        "p_opposite": exact.rank_sum(a, b, opposite),
+        "p_opposite": exact.rank_sum(a, b, against),
         "magnitude": abs(exact.shift_interval(a, b, 0.5)[0]),
         "shown": f"medians {np.median(a):.3g} vs {np.median(b):.3g}",
     }
 
 
 def _rate(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
-    opposite = "greater" if claim.direction == "less" else "less"
+    against = opposite(claim.direction)
     return {
         "p_claimed": exact.rate_test(a, b, claim.direction),
-        "p_opposite": exact.rate_test(a, b, opposite),
+        "p_opposite": exact.rate_test(a, b, against),
         "magnitude": abs(a.mean() - b.mean()),
         "shown": f"rates {a.mean():.2f} vs {b.mean():.2f}",
     }
@@ -698,12 +697,12 @@ def _equivalence(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
 
 
 def _threshold(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
-    opposite = "greater" if claim.direction == "less" else "less"
+    against = opposite(claim.direction)
     zeros = int(np.sum(exact.on_grid(a - claim.value) == 0))
     dropped = f" ({zeros} at the threshold dropped, Wilcoxon's rule)" if zeros else ""
     return {
         "p_claimed": exact.signed_rank(a, claim.direction, claim.value),
-        "p_opposite": exact.signed_rank(a, opposite, claim.value),
+        "p_opposite": exact.signed_rank(a, against, claim.value),
         "magnitude": abs(exact.centre_interval(a, 0.5)[0] - claim.value),
         "shown": f"median {np.median(a):.3g} vs {claim.value:g}{dropped}",
     }
@@ -724,7 +723,7 @@ def _tuned_p(claim: Claim, group: dict, p) -> tuple[float, float]:
     values better the values are negated. Hand-written: no library tests a maximum over
     configurations exactly.
     """
-    flip = registry.statistic_of(claim.statistic)[1].better == "lower"
+    flip = claim.lower_is_better
     configs_a = [-c if flip else c for c in group["configs_a"] if len(c)]
     configs_b = [-c if flip else c for c in group["configs_b"] if len(c)]
     if not configs_a or not configs_b:
@@ -742,8 +741,7 @@ def _tuned_p(claim: Claim, group: dict, p) -> tuple[float, float]:
         outside = min(1.0, 2 * min(every_a(d, "less"), every_b(-d, "greater")))
         return inside, outside
     below, above = every_a(0.0, "less"), every_b(0.0, "greater")
-    claimed_less = (claim.direction == "less") != flip
-    return (below, above) if claimed_less else (above, below)
+    return (below, above) if claim.best_direction == "less" else (above, below)
 
 
 def _tuned_in(claim: Claim, group: dict) -> bool:
@@ -757,8 +755,7 @@ def _best_configuration(claim: Claim, group: dict, side: str) -> int:
     medians = [np.median(c) if len(c) else np.nan for c in group[f"configs_{side}"]]
     if not np.isfinite(medians).any():
         return 0
-    lower = registry.statistic_of(claim.statistic)[1].better == "lower"
-    return int(np.nanargmin(medians) if lower else np.nanargmax(medians))
+    return int(np.nanargmin(medians) if claim.lower_is_better else np.nanargmax(medians))
 
 
 def _tuned(claim: Claim, group: dict) -> dict:
@@ -795,7 +792,7 @@ def _trend(claim: Claim, group: dict) -> dict:
     """
 
     def p(direction: str) -> float:
-        start, end = ("greater", "less") if direction == "less" else ("less", "greater")
+        start, end = opposite(direction), direction
         points = np.unique(
             np.concatenate(
                 [
@@ -815,15 +812,15 @@ def _trend(claim: Claim, group: dict) -> dict:
         )
         return min(1.0, 2 * best)
 
-    opposite = "greater" if claim.direction == "less" else "less"
+    against = opposite(claim.direction)
     first = exact.shift_interval(group["a"], group["b"], 0.5)[0]
     last = exact.shift_interval(group["a_end"], group["b_end"], 0.5)[0]
     return {
         "p_claimed": p(claim.direction),
-        "p_opposite": p(opposite),
+        "p_opposite": p(against),
         "magnitude": abs(last - first),
         "claimed_part": "",
-        "against_part": f"opposite direction, one-sided p = {p(opposite):.3g}",
+        "against_part": f"opposite direction, one-sided p = {p(against):.3g}",
         "shown": f"shift a - b {first:.3g} at the start, {last:.3g} at the end",
     }
 

@@ -45,7 +45,7 @@ from robustkit.analysis import registry
 from robustkit.verdicts.decidability import claim_sizes, configurations, statistic_cells
 from robustkit.verdicts.rules import judge
 from robustkit.verdicts.selection import UNSET
-from robustkit.verdicts.spec import AGREES, CONTRADICTS, Claim
+from robustkit.verdicts.spec import AGREES, CONTRADICTS, Claim, opposite
 
 GRID = 872  # SST-2's dev set: scores are k / 872
 MAJORITY = 0.509  # its majority-class accuracy: where a collapsed run sits
@@ -158,9 +158,9 @@ def _draw_tuned(
     (false agrees) or the opposite's (false contradicts). Equivalence draws one of its two ways
     out of the margin (or its two boundaries) at random, as :func:`_draw_cell` does.
     """
-    lower = registry.statistic_of(claim.statistic)[1].better == "lower"
+    lower = claim.lower_is_better
     towards = {"boundary": 0.0, "true": 1.0, "false": -1.0}[state]
-    best_dir = claim.direction if not lower else ("greater" if claim.direction == "less" else "less")
+    best_dir = claim.best_direction
     count_a, count_b = configs
     one_and_worse = lambda count, at: [at] + [-STRONG] * (count - 1)  # noqa: E731 - a layout
     scale = 1.0
@@ -178,7 +178,7 @@ def _draw_tuned(
     elif state != "boundary":
         offsets_a, offsets_b = [(1 if best_dir == "greater" else -1) * towards * STRONG] * count_a, [0.0] * count_b
     else:
-        tested = best_dir if error == "agrees" else ("greater" if best_dir == "less" else "less")
+        tested = best_dir if error == "agrees" else opposite(best_dir)
         if tested == "less":  # every a configuration below some b one: the union is over b
             offsets_a, offsets_b = one_and_worse(count_a, 0.0), [0.0] * count_b
         else:

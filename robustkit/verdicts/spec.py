@@ -302,6 +302,17 @@ class Claim:
         text = f"{self.compare} of {self.statistic}: {left} {sign} {other} ({self.test}, one-sided)"
         return text + (f"; {left} itself {sign} 0" if self.sign else "")
 
+    @property
+    def lower_is_better(self) -> bool:
+        """The statistic's lower values are the better outcome (its declared ``better``)."""
+        return registry.statistic_of(self.statistic)[1].better == "lower"
+
+    @property
+    def best_direction(self) -> str | None:
+        """The claimed direction on the scale where higher is better: what a ``tuned`` claim
+        compares the groups' best configurations in (its values negated where lower is better)."""
+        return opposite(self.direction) if self.direction and self.lower_is_better else self.direction
+
     def configuration_factor(self, configs_a: int, configs_b: int) -> int:
         """What a ``tuned`` claim's claimed side multiplies a configuration pair's p by: the
         number of configurations of the group its test takes a union over (:func:`judge`'s rule;
@@ -310,7 +321,7 @@ class Claim:
             return 1
         if self.compare == "equivalence":
             return max(configs_a, configs_b)
-        return configs_b if self.direction == "less" else configs_a
+        return configs_b if self.best_direction == "less" else configs_a
 
     def smallest_p(self, n_a: int, n_b: int, configs: tuple[int, int] = (1, 1)) -> float:
         """The smallest p the claim's test can give a cell of ``n_a`` vs ``n_b`` runs (a
@@ -382,6 +393,11 @@ def _values(value) -> tuple:
     if value is None:
         return ()
     return tuple(value) if isinstance(value, (list, tuple)) else (value,)
+
+
+def opposite(direction: str) -> str:
+    """The other one-sided direction: ``less`` <-> ``greater``."""
+    return "greater" if direction == "less" else "less"
 
 
 def label(values: tuple) -> str:

@@ -10,6 +10,7 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 import pytest
+from observation_frames import runs_frame
 
 from robustkit.analysis.pooling import PoolingError, mixed_settings
 from robustkit.measures import exact
@@ -38,20 +39,12 @@ def _claim(**changes) -> Claim:
 def _frame(means: dict, n: int = 5, sd: float = 0.01, seed: int = 0) -> pd.DataFrame:
     """Runs of method -> {lr: mean score}, ``n`` seeds each, on a 1/1000 grid."""
     rng = np.random.default_rng(seed)
-    rows = [
-        {
-            "run_id": f"{method}-{lr}-{s}",
-            "method": method,
-            "lr": lr,
-            "seed": s,
-            "value": round(mean + sd * rng.standard_normal(), 3),
-            "outcome": "ok",
-        }
+    parts = [
+        runs_frame({method: np.round(mean + sd * rng.standard_normal(n), 3)}, lr=lr)
         for method, rates in means.items()
         for lr, mean in rates.items()
-        for s in range(n)
     ]
-    return pd.DataFrame(rows)
+    return pd.concat(parts, ignore_index=True)
 
 
 def test_each_method_at_its_best_rate():

@@ -140,7 +140,7 @@ def test_the_plan_counts_runs_per_rate():
     recipe = load_recipe("houlsby2019/fig3-4")
     claim = {c.id: c for c in recipe.claims}["layernorm-only-poor"]
     assert decidability.claim_sizes(recipe, claim, "paper") == [("task=cola", 5, 5), ("task=mnli", 5, 5)]
-    assert decidability.configurations(recipe, claim, "paper") == (3, 3)
+    assert decidability.sizes_and_configurations(recipe, claim, "paper")[1] == (3, 3)
     assert claim.smallest_p(5, 5, (3, 3)) == pytest.approx(3 / 252)
     assert claim.smallest_p(3, 3, (3, 3)) >= 0.05  # the paper's 3 seeds could not decide it
 

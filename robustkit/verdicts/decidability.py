@@ -196,34 +196,36 @@ def claim_sizes(recipe, claim, scale: str, defaults: dict | None = None) -> list
     setting.
 
     A ``tuned`` claim tests configuration against configuration: its n_a and n_b are the runs
-    of one configuration (the smallest of its group; :func:`configurations` counts them).
+    of one configuration (the smallest of its group; :func:`sizes_and_configurations` also
+    counts the configurations).
 
     Returns
     -------
     list of (cell, n_a, n_b)
     """
-    sizes = []
+    return sizes_and_configurations(recipe, claim, scale, defaults)[0]
+
+
+def sizes_and_configurations(
+    recipe, claim, scale: str, defaults: dict | None = None
+) -> tuple[list[tuple[str, int, int]], tuple[int, int]]:
+    """:func:`claim_sizes`, and the configurations of group a and b (values of a ``tuned``
+    claim's column) that ``recipe`` trains at ``scale``, the most of any cell; (1, 1) for a
+    claim not tuned. One pass over the recipe's run specs, which dominate the plan's time."""
+    sizes, configs = [], (1, 1)
     for name, group_a, group_b, pairs in _cell_groups(recipe, claim, scale, defaults):
+        tuned = claim.tuned and claim.tuned in group_a
         if pairs:
             sizes.append((name, _disjoint_pairs(group_a), _disjoint_pairs(group_b)))
-        elif claim.tuned and claim.tuned in group_a:
+        elif tuned:
             smallest = lambda group: int(group.groupby(claim.tuned, dropna=False).size().min()) if len(group) else 0
             sizes.append((name, smallest(group_a), smallest(group_b)))
         else:
             sizes.append((name, len(group_a), len(group_b)))
-    return sizes or [("all", 0, 0)]
-
-
-def configurations(recipe, claim, scale: str, defaults: dict | None = None) -> tuple[int, int]:
-    """Configurations of group a and b (values of a ``tuned`` claim's column) that ``recipe``
-    trains at ``scale``, the most of any cell; (1, 1) for a claim not tuned."""
-    if not claim.tuned:
-        return (1, 1)
-    found = [
-        tuple(max(1, group[claim.tuned].nunique(dropna=False)) if claim.tuned in group else 1 for group in (a, b))
-        for _, a, b, _ in _cell_groups(recipe, claim, scale, defaults)
-    ]
-    return tuple(max(counts) for counts in zip(*found)) if found else (1, 1)
+        if tuned:
+            counts = [max(1, group[claim.tuned].nunique(dropna=False)) for group in (group_a, group_b)]
+            configs = (max(configs[0], counts[0]), max(configs[1], counts[1]))
+    return sizes or [("all", 0, 0)], configs
 
 
 def _cell_groups(recipe, claim, scale: str, defaults: dict | None):
@@ -348,8 +350,7 @@ def plan(recipes, scales=("demo", "paper"), defaults: dict | None = None) -> pd.
             if scale not in recipe.scales:
                 continue
             for claim in recipe.claims:
-                sizes = claim_sizes(recipe, claim, scale, defaults)
-                configs = configurations(recipe, claim, scale, defaults)
+                sizes, configs = sizes_and_configurations(recipe, claim, scale, defaults)
                 factor = claim.configuration_factor(*configs)  # a tuned claim's pair level: level / factor
                 per_cell = statistic_cells(recipe, claim, scale, defaults)
                 if claim.compare == "trend":  # one test per cell of the other columns: its two ends

@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from robustkit.analysis import registry
-from robustkit.verdicts.decidability import claim_sizes, configurations, statistic_cells
+from robustkit.verdicts.decidability import sizes_and_configurations, statistic_cells
 from robustkit.verdicts.rules import judge
 from robustkit.verdicts.selection import UNSET
 from robustkit.verdicts.spec import AGREES, CONTRADICTS, Claim, opposite
@@ -82,11 +82,9 @@ class Shape:
 
 def shape(recipe, claim: Claim, scale: str, defaults: dict | None = None) -> Shape:
     """The claim's cells and runs per group at ``scale`` (from the recipe's run specs)."""
-    sizes = claim_sizes(recipe, claim, scale, defaults)
+    sizes, configs = sizes_and_configurations(recipe, claim, scale, defaults)
     return Shape(
-        tuple((name, int(a), int(b)) for name, a, b in sizes),
-        statistic_cells(recipe, claim, scale, defaults),
-        configurations(recipe, claim, scale, defaults),
+        tuple((name, int(a), int(b)) for name, a, b in sizes), statistic_cells(recipe, claim, scale, defaults), configs
     )
 
 

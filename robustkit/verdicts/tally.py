@@ -155,10 +155,9 @@ def verdicts(
 def _not_judged_at(recipe, claim: Claim, scale: str, defaults: dict | None) -> dict:
     """The row of a claim its recipe does not judge at ``scale``: *too few runs* where no cell's
     test can reach alpha with the scale's runs, else *untestable at this scale*."""
-    from robustkit.verdicts.decidability import claim_sizes, configurations
+    from robustkit.verdicts.decidability import sizes_and_configurations
 
-    sizes = claim_sizes(recipe, claim, scale, defaults)
-    configs = configurations(recipe, claim, scale, defaults)
+    sizes, configs = sizes_and_configurations(recipe, claim, scale, defaults)
     smallest = [claim.smallest_p(n_a, n_b, configs) for _, n_a, n_b in sizes]
     where = f"the recipe judges it at {', '.join(claim.scales)} scale"
     if sizes and min(smallest) >= claim.alpha and registry.statistic_of(claim.statistic)[1].independent:

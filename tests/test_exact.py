@@ -38,9 +38,11 @@ def test_p_values_match_scipy_and_the_smallest_p():
         stats.mannwhitneyu(a, b, alternative="less", method="exact").pvalue
     )
     assert exact.rank_sum(np.array([0.0, 0.1, 0.2]), np.array([1.0, 1.1, 1.2]), "less") == pytest.approx(1 / 20)
-    assert exact.smallest_p("location", 3, 3) == pytest.approx(1 / 20) and exact.smallest_p(
-        "location", 4, 4
-    ) == pytest.approx(1 / 70)
+    # Brunner-Munzel: also at least 2^-min(n_a, n_b), a wide group all on one side of a tight one
+    assert exact.smallest_p("location", 3, 3) == pytest.approx(1 / 8)
+    assert exact.smallest_p("location", 4, 4) == pytest.approx(1 / 16)
+    assert exact.smallest_p("location", 8, 8) == pytest.approx(1 / 256)
+    assert exact.smallest_p("location", 1, 3) == pytest.approx(1 / 2)
     assert exact.smallest_p("threshold", 4) == 1 / 16 and exact.smallest_p("threshold", 5) == 1 / 32
     assert exact.signed_rank(np.array([-1.0, -2, -3, -4, -5]), "less") == pytest.approx(1 / 32)
     # ties: the permutation of mid-ranks is exact too

@@ -66,7 +66,8 @@ def test_location():
     row = judge(claim, _runs({"houlsby": HIGH, "full": LOW})).iloc[0]
     shifts = (HIGH[:, None] - LOW[None, :]).ravel()
     assert row["effect"] == pytest.approx(np.median(shifts)) and row["ci_low"] <= row["effect"] <= row["ci_high"]
-    assert row["smallest_p"] == pytest.approx(1 / 12870)
+    # Brunner-Munzel decides from 2^-min(n_a, n_b): a wide group all on one side of a tight one
+    assert row["smallest_p"] == pytest.approx(max(1 / 12870, 2.0**-8))
 
 
 def test_rate_counts_failed_runs_and_its_interval_inverts_fishers_test():
@@ -125,7 +126,7 @@ def test_failed_runs_ranked_worst_keep_the_headline_valid():
     b ~ N(.63, .005): a's low runs fail, the kept ones look better than b. With the failures
     ranked worst the verdict differs, so the claim depends on its failed runs."""
     claim = _claim(compare="location", direction="greater")
-    a = np.array([0.69, 0.68, 0.67, 0.66, 0.52, 0.51, 0.50, 0.53])
+    a = np.array([0.69, 0.68, 0.67, 0.66, 0.65, 0.655, 0.52, 0.51, 0.50, 0.53])
     b = 0.63 + 0.001 * np.arange(8)
     frame = _runs({"houlsby": a, "full": b})
     frame.loc[frame["value"] < 0.6, "outcome"] = "collapsed"
@@ -136,9 +137,24 @@ def test_failed_runs_ranked_worst_keep_the_headline_valid():
     attack = _claim(compare="location", direction="less", statistic="attack.success")
     row = judge(attack, frame).iloc[-1]
     assert "4 failed runs left out: a run stuck at the majority class cannot be attacked" in row["reason"]
+    assert "placed" in row["reason"]  # without a value to rank: at either extreme
     # a claim about failing keeps them as data
     data = judge(_claim(compare="location", direction="greater", failures="data"), frame).iloc[0]
-    assert data["n_a"] == 8
+    assert data["n_a"] == 10
+
+
+def test_undefined_failed_runs_at_either_extreme():
+    """Issue #45: a statistic undefined on a failed run (attack success) dropped its failed runs.
+    With the weakest seeds of one group failing, the kept ones looked better than the group. Now
+    the verdict must hold with the failed runs placed at either extreme, else it depends on them."""
+    claim = _claim(compare="location", direction="less", statistic="attack.success")
+    a = np.array([0.30, 0.31, 0.32, 0.33, 0.34, 0.35, 0.90, 0.91, 0.92, 0.93])  # its weak seeds fail
+    b = 0.50 + 0.001 * np.arange(8)
+    frame = _runs({"houlsby": a, "full": b})
+    frame.loc[frame["value"] > 0.8, ["outcome", "value"]] = ["collapsed", np.nan]
+    row = judge(claim, frame).iloc[-1]
+    assert row["verdict"] == "inconclusive" and row["reason_class"] == "depends on failed runs", row["reason"]
+    assert "with them placed highest: inconclusive" in row["reason"]
 
 
 def test_each_cell_must_agree():
@@ -229,12 +245,30 @@ def test_the_cell_guard_counts_the_runs_each_cell_tests():
     assert rows.loc["train_size=300", "verdict"] == "agrees"
     assert rows.loc["all", "verdict"] == "inconclusive" and rows.loc["all", "reason_class"] == "not converged"
     # failed runs left out are not counted by the guard, and its reason keeps the failures' disclosure
-    one = _runs({"houlsby": HIGH[:5], "full": LOW[:5]})
+    one = _runs({"houlsby": HIGH, "full": LOW})
     one.loc[one.index[:3], "outcome"] = "collapsed"
     late = pd.Series(one["method"].eq("houlsby").to_numpy(), index=one["run_id"])
     row = judge(_claim(compare="location", direction="greater"), one, improving=late).iloc[-1]
-    assert "2 of 2 tested runs" in row["reason"] and "failed runs" in row["reason"]
+    assert "5 of 5 tested runs" in row["reason"] and "failed runs" in row["reason"]
     assert _claim().final and not _claim(statistic="gradnorm.slope", compare="location").final
+
+
+def test_spread_pairs_stay_within_one_pooled_rate():
+    """Issue #45: a spread claim pooled over learning rates paired runs of different rates (by
+    seed, then by run id). Pairs are now formed within each rate, its odd last run left out:
+    runs alike within a rate and far apart across rates make narrow pairs."""
+    claim = _claim(pooled=["lr"])
+    close = lambda centre, n: centre + 0.0001 * np.arange(n)  # noqa: E731 - alike within a rate
+    a = pd.concat(
+        [
+            _runs({"houlsby": close(0.5, 5)}, lr=1e-4),
+            _runs({"houlsby": close(0.9, 5)}, lr=1e-3),  # same seeds 0-4 as the other rate
+        ]
+    )
+    b = pd.concat([_runs({"full": WIDE[:5]}, lr=1e-4), _runs({"full": WIDE[5:]}, lr=1e-3)])
+    row = judge(claim, pd.concat([a, b], ignore_index=True)).iloc[-1]
+    assert row["verdict"] == "agrees", row["reason"]  # 4 pairs of 0.0001 against 4 wide ones
+    assert "4 vs 4 seed pairs" in row["reason"]
 
 
 def test_collapsed_runs_are_left_out_of_a_spread_and_kept_as_data_for_its_check():
@@ -420,9 +454,9 @@ def test_too_few_runs_for_the_exact_test_say_so():
     assert (
         row["verdict"] == "inconclusive"
         and row["reason_class"] == "too few runs"
-        and row["smallest_p"] == pytest.approx(0.05)
+        and row["smallest_p"] == pytest.approx(1 / 8)
     )
-    assert "3 vs 3 can give p >= 0.05 at best" in row["reason"]
+    assert "3 vs 3 can give p >= 0.125 at best" in row["reason"]
 
 
 def test_where_unset_keeps_the_runs_without_the_option():
@@ -449,17 +483,15 @@ def test_where_unset_keeps_the_runs_without_the_option():
 
 
 def test_cells_that_cannot_pass_holm_are_too_few_runs():
-    """beyond/similarity at 4 vs 4 over 7 layers: every cell's best p, 1/70, is 0.1 after Holm.
-    The verdict says so (too few runs) instead of "not significant"; 5 vs 5 can decide."""
+    """Over 7 layers on any cell, Holm needs a cell's p below 0.05 / 7. At 7 vs 7 a cell's best
+    p under unequal spread, 2^-7, cannot get there: the verdict says so (too few runs) instead of
+    "not significant"; 8 vs 8 (2^-8) can decide."""
     claim = _claim(compare="location", direction="greater", within=["layer"], quantifier="any")
     separated = lambda n: pd.concat([_runs({"houlsby": HIGH[:n], "full": LOW[:n]}, layer=layer) for layer in range(7)])
-    rows = judge(claim, separated(4))
+    rows = judge(claim, separated(7))
     assert (rows.iloc[:7]["reason_class"] == "too few runs").all() and rows.iloc[-1]["reason_class"] == "too few runs"
-    assert (
-        "over 7 cells a cell needs p < 0.0125 (Tarone's family of 4), which this one cannot reach"
-        in rows.iloc[0]["reason"]
-    )
-    rows = judge(claim, separated(5))
+    assert "which this one cannot reach" in rows.iloc[0]["reason"]
+    rows = judge(claim, separated(8))
     assert (rows.iloc[:7]["verdict"] == "agrees").all() and "Holm over 7 of 7 cells" in rows.iloc[0]["reason"]
 
 
@@ -481,15 +513,22 @@ def test_a_cell_that_can_never_pass_leaves_the_family():
     )
 
 
-def test_a_cell_below_the_floor_is_undecided():
-    """Runs that separate perfectly by 0.002 agree without a floor; with a floor of 0.01 the
-    cell is inconclusive and says why, and a claim on each cell with it does not agree."""
+def test_a_floor_is_the_tested_difference():
+    """A floor is a minimum-effect test: runs that separate perfectly by 0.002 agree without a
+    floor; with a floor of 0.01 the median difference is tested against 0.01, so they contradict
+    (significantly below the floor), and a claim on each cell with it does not agree."""
     base = 0.75 + 0.0001 * np.arange(5)
     tiny = _runs({"houlsby": base + 0.002, "full": base})
     claim = _claim(compare="location", direction="greater")
     assert _verdict(claim, tiny) == "agrees"
     row = judge(_claim(compare="location", direction="greater", floor=0.01), tiny).iloc[-1]
-    assert row["verdict"] == "inconclusive" and "below the claim's floor 0.01" in row["reason"]
+    assert row["verdict"] == "contradicts" and "below the claim's floor 0.01" in row["reason"]
+    assert (
+        _verdict(
+            _claim(compare="location", direction="greater", floor=0.01), _runs({"houlsby": base + 0.05, "full": base})
+        )
+        == "agrees"
+    )
     big = _runs({"houlsby": base + 0.05, "full": base}, layer=2)
     cells = pd.concat([tiny.assign(layer=1), big])
     each = _claim(compare="location", direction="greater", within=["layer"], quantifier="each")
@@ -500,3 +539,17 @@ def test_a_cell_below_the_floor_is_undecided():
         )
         == "inconclusive"
     )
+
+
+def test_intervals_and_verdicts_agree_under_ties():
+    """Issue #45: under ties a verdict's p (0.049) sat beside an interval ending exactly at 0.
+    The interval now inverts the verdict's own test, its ends among the candidate shifts that
+    test does not reject, so it excludes 0 exactly where the cell agrees or contradicts."""
+    claim = _claim(compare="location", direction="greater")
+    draws = np.random.default_rng(8)
+    for _ in range(60):
+        a = np.round(draws.normal(0.52, 0.04, 6) * 50) / 50  # a 1/50 grid: many ties
+        b = np.round(draws.normal(0.50, 0.02, 6) * 50) / 50
+        row = judge(claim, _runs({"houlsby": a, "full": b})).iloc[-1]
+        assert (row["ci_low"] > 0) == (row["verdict"] == "agrees"), row["reason"]
+        assert (row["ci_high"] < 0) == (row["verdict"] == "contradicts"), row["reason"]

@@ -363,7 +363,8 @@ def barrier_drop(frame: pd.DataFrame, store: str | Path, metric: str) -> pd.Data
     the identity of its lower-seed run (Garipov et al. 2018; ``curve-connectivity`` analysis).
 
     A pair is an observation of its own: its ``outcome`` is ``ok`` only when both runs' are (else
-    the first failed one's), so a claim leaves out a pair with a failed end.
+    the first failed one's), so a claim leaves out a pair with a failed end; ``paired_run_id``
+    names run B, so a claim's convergence guard checks both runs.
     """
     from robustkit.analysis.scores import with_outcome
 
@@ -372,4 +373,5 @@ def barrier_drop(frame: pd.DataFrame, store: str | Path, metric: str) -> pd.Data
     outcome = with_outcome(ends, store).set_index("run_id")["outcome"]
     first, second = table["run_id"].map(outcome), table["run_id_b"].map(outcome)
     table = table.assign(outcome=first.where(first != "ok", second))
-    return table.drop(columns="run_id_b")  # one observation per pair, under run A's identity
+    # one observation per pair, under run A's identity; run B named for the convergence guard
+    return table.rename(columns={"run_id_b": "paired_run_id"})

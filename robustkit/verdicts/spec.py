@@ -38,11 +38,11 @@ AGREES, CONTRADICTS, INCONCLUSIVE = "agrees", "contradicts", "inconclusive"
 VERDICTS = (AGREES, CONTRADICTS, INCONCLUSIVE)
 COMPARES = {
     "spread": "seed-pair-rank-sum",
-    "location": "mann-whitney",
+    "location": "brunner-munzel",
     "rate": "fisher",
-    "equivalence": "tost-rank",
-    "threshold": "signed-rank",
-    "trend": "shift-intervals",
+    "equivalence": "tost-brunner-munzel",
+    "threshold": "sign",
+    "trend": "brunner-munzel-intervals",
 }
 FAILURE_POLICIES = ("exclude", "data")
 QUANTIFIERS = ("each", "any", "overall")

@@ -3,6 +3,7 @@ claims that re-test another's observations, and the tally by unit (robustkit.ver
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -27,7 +28,7 @@ def test_claims_on_shared_runs_are_one_unit(project_units):
     Han et al.'s figures 2-3 and table 1 with He et al.'s figures 5-9 and table 6 (the same ten
     runs); the peft/zoo* claims, which share one group of full fine-tuning runs."""
     demo = project_units["demo"]
-    shared = demo.loc[[("he2021/fig3", "ft-catches-up"), ("he2021/table2", "adapters-ahead-on-average")]]
+    shared = demo.loc[[("he2021/fig3", "adapters-ahead-when-small"), ("he2021/table2", "adapters-ahead-on-average")]]
     ten = _judged(demo, ["han2021/fig2", "han2021/fig3", "han2021/table1", "he2021/fig5-9", "he2021/table6"])
     zoo = _judged(demo, ["peft/zoo", "peft/zoo-attack", "peft/zoo-landscape", "peft/zoo-rsa", "peft/zoo-tradeoff"])
     for case in (shared, ten, zoo):
@@ -46,14 +47,15 @@ def test_claims_on_shared_runs_are_one_unit(project_units):
 
 
 def test_a_claim_that_reads_another_claims_observations_is_marked(project_units):
-    """he2021/table2 and he2021/fig3 read the same 18 runs in the same cells (one task at demo
-    scale: task x train_size is train_size) with the same statistic: table2 re-tests fig3's
-    observations (a location test where fig3 tests a trend). At paper scale fig3 has 50 runs,
-    table2 150: not the same observations."""
+    """he2021/table2 reads fig3's demo runs at both sizes (20 runs); fig3's trend over them, the
+    same observations, is judged at paper scale only since issue #45 (its two ends each at
+    alpha / 2 need 6 runs a group), and fig3's demo claim reads the 300-example cell alone: not the
+    same observations. At paper scale fig3 has 60 runs, table2 150."""
     demo, paper = project_units["demo"], project_units["paper"]
     fig3, table2 = ("he2021/fig3", "ft-catches-up"), ("he2021/table2", "adapters-ahead-on-average")
-    assert demo.loc[table2, "same_as"] == "he2021/fig3/ft-catches-up" and demo.loc[fig3, "same_as"] == ""
-    assert demo.loc[fig3, "runs"] == demo.loc[table2, "runs"] == 18
+    small = ("he2021/fig3", "adapters-ahead-when-small")
+    assert demo.loc[table2, "same_as"] == "" and demo.loc[small, "same_as"] == ""
+    assert demo.loc[table2, "runs"] == 20 and demo.loc[small, "runs"] == 10 and demo.loc[fig3, "runs"] == 0
     assert paper.loc[table2, "same_as"] == "" and paper.loc[fig3, "runs"] < paper.loc[table2, "runs"]
     # an equivalence of a and b is one of b and a: table5's two claims re-test one set of numbers
     assert paper.loc[("he2021/table5", "256-not-below-64"), "same_as"] == "he2021/table5/64-not-below-256"
@@ -195,3 +197,29 @@ def test_n_is_runs_and_cells():
     # verdicts written before the cells column: the overall n is a sum over cells, and says so
     summed = pd.DataFrame({"compare": "location", "n_a": [5] * 7 + [35], "n_b": [5] * 7 + [35]})
     assert n_text(summed) == "n = 35 vs 35 summed over 7 cells"
+
+
+def test_chance_alone_and_benjamini_hochberg_within_a_unit():
+    """Issue #45: the tally says how many decisions chance alone would give, and a decision that
+    does not survive Benjamini-Hochberg over the claims of its evidence unit is marked."""
+    from robustkit.verdicts.evidence import by_chance, chance_line
+
+    def rows(recipe, claim, verdict, p, smallest=0.004):
+        return {"recipe": recipe, "claim": claim, "verdict": verdict, "p_value": p, "smallest_p": smallest}
+
+    verdicts = pd.DataFrame(
+        [
+            rows("r", "a", "agrees", 0.004),
+            rows("r", "b", "agrees", 0.04),  # two more claims share its runs: 0.04 x 3 / 2 > 0.05
+            rows("r", "c", "inconclusive", 0.6),
+            rows("s", "d", "contradicts", 0.03),  # alone in its unit: survives
+            rows("s", "e", "inconclusive", 0.5, smallest=0.1),  # cannot decide at its n
+        ]
+    )
+    frame = pd.DataFrame({"recipe": ["r", "r", "r", "s", "s"], "claim": list("abcde"), "unit": [1, 1, 1, 2, np.nan]})
+    table = by_chance(verdicts, frame).set_index("claim")
+    assert table.loc["a", "bh_unit"] and not table.loc["b", "bh_unit"] and table.loc["d", "bh_unit"]
+    assert pd.isna(table.loc["c", "bh_unit"]) and not table.loc["e", "can_decide"]
+    line = chance_line(verdicts, frame)
+    assert "of 5 claims judged, 4 could decide" in line and "at most 0.4 decisions" in line
+    assert "3 decided, 2 of them survive Benjamini-Hochberg" in line

@@ -300,24 +300,24 @@ def test_the_index_gives_each_claims_detectable_effect_at_its_holm_level():
             "reason": "r",
         }
 
-    layers = [row("rsa", "location", 5, 5) for _ in range(7)] + [row("rsa", "location", 35, 35)]
+    layers = [row("rsa", "location", 8, 8) for _ in range(7)] + [row("rsa", "location", 56, 56)]
     judged = pd.DataFrame(
-        [row("flat", "location", 4, 4, "inconclusive", "not significant"), row("curve", "threshold", 6, 0), *layers]
+        [row("flat", "location", 6, 6, "inconclusive", "not significant"), row("curve", "threshold", 6, 0), *layers]
     )
     cell = _verdict_cell(judged)
-    assert f"(flat: not significant; n = 4 vs 4; detects {detectable_effect('location', 4, 4):g} shift, SD; r)" in cell
+    assert f"(flat: not significant; n = 6 vs 6; detects {detectable_effect('location', 6, 6):g} shift, SD; r)" in cell
     assert f"(curve: n = 6; detects {detectable_effect('threshold', 6, 0):g} shift, SD; r)" in cell
-    at_holm = detectable_effect("location", 5, 5, 0.05 / 7)
-    assert at_holm > detectable_effect("location", 5, 5)
+    at_holm = detectable_effect("location", 8, 8, 0.05 / 7)  # 2^-8 < 0.05 / 7: it can decide
+    assert at_holm > detectable_effect("location", 8, 8)
     # verdicts without a cells column: the overall n is a sum over the 7 cells, and says so
-    assert f"(rsa: n = 35 vs 35 summed over 7 cells; detects {at_holm:g} shift, SD; r)" in cell
+    assert f"(rsa: n = 56 vs 56 summed over 7 cells; detects {at_holm:g} shift, SD; r)" in cell
     # with it (issue #37): n counts runs, and the cells are said apart; a re-test is marked
     runs = judged.assign(cells=[1, 1] + [1] * 7 + [7])
-    runs.loc[runs.index[-1], ["n_a", "n_b"]] = 5
+    runs.loc[runs.index[-1], ["n_a", "n_b"]] = 8
     marked = _verdict_cell(runs, same_as={"rsa": "he2021/fig2/less-deviation-each-layer"})
     assert (
-        f"(rsa: n = 5 vs 5 runs, 7 cells; detects {at_holm:g} shift, SD; r; same observations as "
+        f"(rsa: n = 8 vs 8 runs, 7 cells; detects {at_holm:g} shift, SD; r; same observations as "
         "he2021/fig2/less-deviation-each-layer)" in marked
     )
     # a stricter alpha for the claim detects only larger effects
-    assert f"detects {detectable_effect('location', 4, 4, 0.025):g}" in _verdict_cell(judged.iloc[:1], {"flat": 0.025})
+    assert f"detects {detectable_effect('location', 6, 6, 0.025):g}" in _verdict_cell(judged.iloc[:1], {"flat": 0.025})

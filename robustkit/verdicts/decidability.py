@@ -65,8 +65,15 @@ def _critical_rank_sum(m: int, n: int, alpha: float) -> int:
     return int(np.searchsorted(np.cumsum(exact.rank_sum_null(m, n)), alpha, side="left")) - 1
 
 
-def _critical_signed_rank(n: int, alpha: float) -> int:
-    return int(np.searchsorted(np.cumsum(exact.signed_rank_null(n)), alpha, side="left")) - 1
+def _sign_test_power(n: int, effect: float, alpha: float) -> float:
+    """Exact power of the one-sided sign test (:func:`robustkit.measures.exact.sign_test`) of n
+    normal values shifted ``effect`` SD to the claimed side: P(Binomial(n, Phi(effect)) >= c),
+    c the smallest count whose null tail is below alpha."""
+    counts = np.arange(n + 1)
+    rejecting = counts[stats.binom.sf(counts - 1, n, 0.5) < alpha]
+    if not len(rejecting):
+        return 0.0
+    return float(stats.binom.sf(rejecting[0] - 1, n, stats.norm.cdf(effect)))
 
 
 def power(
@@ -110,13 +117,7 @@ def power(
         top, a = n_a * n_b, a + difference
         return float(np.mean((wins(a + effect) >= top - critical) & (wins(a - effect) <= critical)))
     if kind == "threshold":
-        critical = _critical_signed_rank(n_a, alpha)
-        if critical < 0:
-            return 0.0
-        x = rng.standard_normal((simulations, n_a)) - effect
-        ranks = stats.rankdata(np.abs(x), axis=1)
-        positive = np.where(x > 0, ranks, 0).sum(axis=1)  # W+: small when x lies below 0
-        return float(np.mean(positive <= critical))
+        return _sign_test_power(n_a, effect, alpha)
     if kind == "spread":
         return _spread_power(n_a, n_b, effect, alpha, min(simulations, SPREAD_SIMULATIONS))
     if kind == "trend":

@@ -32,25 +32,31 @@ _runs = runs_frame  # the shared observation frame
 
 
 # a clear shift of about 1.3 SD that 4 runs against 4 do not decide (one-sided p = 0.1)
-LOW, HIGH = [0.700, 0.718, 0.690, 0.731], [0.722, 0.739, 0.712, 0.745]
+LOW, HIGH = [0.700, 0.718, 0.690, 0.731, 0.724], [0.722, 0.739, 0.712, 0.745, 0.716]
 
 
 def _agree_rate(claim: Claim, observations: pd.DataFrame, n: int, draws: int, seed: int) -> float:
-    boot, rng = settle.Bootstrap(claim, observations), np.random.default_rng(seed)
+    """How often n runs per group agree, drawn at the effect settle sizes for (its 50% interval's
+    end nearest no effect)."""
+    shrunk = settle.conservative(claim, settle.selected(claim, observations))[0]
+    boot, rng = settle.Bootstrap(claim, shrunk), np.random.default_rng(seed)
     return float(np.mean([judge(claim, boot.draw(n, rng)[0]).iloc[-1]["verdict"] == AGREES for _ in range(draws)]))
 
 
-def test_more_runs_settle_a_clear_effect_that_four_runs_do_not():
+def test_more_runs_settle_a_clear_effect_that_five_runs_do_not():
     claim, observations = _claim(), _runs({"houlsby": LOW, "full": HIGH})
     assert judge(claim, observations).iloc[-1]["verdict"] == "inconclusive"
     found = settle.runs_to_decide(claim, observations)
-    assert found["n"] is not None and found["n"] > 4 and found["side"] == AGREES and found["observed_n"] == 4, found
-    assert found["power"] >= 0.8 and found["tried"][4] < 0.8
-    # checked apart from the search, on other draws: the n it names decides in about 80% of stores
-    assert _agree_rate(claim, observations, found["n"], 200, seed=12345) >= 0.72
+    assert found["n"] is not None and found["n"] > 5 and found["side"] == AGREES and found["observed_n"] == 5, found
+    assert found["power"] >= 0.8 and found["tried"][5] < 0.8
+    # checked apart from the search, on other draws: the n it names decides in at least 80% of
+    # stores (its 95% bound reached 0.8), up to Monte-Carlo noise
+    assert _agree_rate(claim, observations, found["n"], 200, seed=12345) >= 0.75
     # and it is the smallest such n, up to the 10% bracket and Monte-Carlo noise: half as many do not
-    assert _agree_rate(claim, observations, max(4, found["n"] // 2), 100, seed=54321) < 0.8
-    assert settle.runs_text(found).startswith(f"about {found['n']} runs per group (80% power to agree")
+    assert _agree_rate(claim, observations, max(5, found["n"] // 2), 100, seed=54321) < 0.8
+    assert settle.runs_text(found).startswith(
+        f"about {found['n']} runs per group (most likely verdict: agrees; at least 80% power"
+    )
 
 
 def test_over_cells_each_cell_draws_its_own_runs():
@@ -67,7 +73,7 @@ def test_over_cells_each_cell_draws_its_own_runs():
     assert frame.groupby(["task", "method"])["run_id"].nunique().eq(7).all() and len(boot.strata) == 4
     found = settle.runs_to_decide(claim, observations, simulations=100)
     alone = settle.runs_to_decide(_claim(), _runs({"houlsby": LOW, "full": HIGH}), simulations=100)
-    assert found["n"] is not None and found["n"] >= alone["n"] - 2, (found, alone)
+    assert found["n"] is not None and found["n"] >= 0.85 * alone["n"], (found, alone)  # 10% brackets
 
 
 def test_spread_draws_pairs_of_distinct_runs():
@@ -144,7 +150,7 @@ def test_would_settle_says_train_longer_where_the_runs_still_improve():
     assert verdict["reason_class"] == NOT_CONVERGED
     history = _history({run: DECAYING[:20] if late[run] else np.full(20, 0.5) for run in ids})
     text = settle.would_settle(claim, verdict, observations, late, None, history)
-    assert text.startswith("train about ") and "4 of 4 full runs still improve" in text and "epochs" in text
+    assert text.startswith("train about ") and "5 of 5 full runs still improve" in text and "epochs" in text
     agreed = {**verdict.to_dict(), "verdict": "agrees"}
     assert settle.would_settle(claim, agreed, observations, late, None, history) == ""
 
@@ -173,7 +179,7 @@ def test_claims_prints_what_would_settle_each_inconclusive_claim(tmp_path, capsy
     argv = ["claims", recipe.name, "--scale", "paper", "--store", str(tmp_path)]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "would_settle" in out and "runs per group (80% power to agree at the observed effect; 6 now)" in out, out
+    assert "would_settle" in out and "runs per group (most likely verdict: agrees; at least 80% power" in out, out
     assert main([*argv, "--no-settle"]) == 0
     assert "would_settle" not in capsys.readouterr().out
 
@@ -196,3 +202,36 @@ def test_claims_plan_with_a_store_gives_the_runs_the_observed_effect_needs(tmp_p
     assert "observed" in out and "about 17 runs per group" in out and seen["store"] == str(tmp_path)
     main(["claims", "--plan", "han2021/fig2"])
     assert "about 17" not in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_the_runs_it_recommends_keep_their_promise_on_fresh_stores():
+    """Issue #45: at the recommended n the real chance of deciding averaged 0.70 (true effect
+    1 SD, 5-run pilots), as n was sized at the point estimate with a point estimate of power.
+    Now n is sized at the effect's 50% interval end nearest no effect, by a 95% bound on the
+    simulated rate: on fresh stores of the true model the recommendations keep their 80%. (At
+    1 SD most 5-run pilots' 50% intervals reach 0, and no n is promised; 1.5 SD here.)"""
+    claim = _claim()
+    rng = np.random.default_rng(2024)
+    rates = []
+    for _ in range(10):
+        pilot = _runs({"houlsby": 0.70 + 0.01 * rng.standard_normal(5), "full": 0.715 + 0.01 * rng.standard_normal(5)})
+        if judge(claim, pilot).iloc[-1]["verdict"] != "inconclusive":
+            continue
+        found = settle.runs_to_decide(claim, pilot, simulations=200)
+        if found["n"] is None:
+            continue
+        assert found["side"] == AGREES, found  # the true effect's side
+        n = found["n"]
+        fresh = [
+            judge(
+                claim,
+                _runs({"houlsby": 0.70 + 0.01 * rng.standard_normal(n), "full": 0.715 + 0.01 * rng.standard_normal(n)}),
+            ).iloc[-1]["verdict"]
+            == AGREES
+            for _ in range(150)
+        ]
+        rates.append(float(np.mean(fresh)))
+    print(f"fresh-store decision rates at the recommended n: {rates}")
+    assert len(rates) >= 3, rates
+    assert np.mean(rates) >= 0.8 and min(rates) >= 0.7, rates

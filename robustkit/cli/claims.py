@@ -19,7 +19,9 @@ def add_parser(commands) -> None:
         "least one run form one evidence unit (column unit; run_set: claims on the identical runs), "
         "since one unlucky seed moves all their verdicts; same_as names an earlier claim that reads the "
         "same observations (same runs, statistic, groups and cells), a second look at one piece of "
-        "evidence. The tally under the table counts claims and evidence units. For each inconclusive "
+        "evidence. The tally under the table counts claims and evidence units, and the line after it how "
+        "many decisions chance alone would give; bh_unit says whether a decision survives "
+        "Benjamini-Hochberg at 5% within its evidence unit. For each inconclusive "
         "claim, would_settle says what would decide it (robustkit.verdicts.settle): where the runs still "
         "improve (not converged), how much longer to train, from a power-law fit of their dev loss "
         "extrapolated to where the convergence guard's rule passes; otherwise the runs per group at "
@@ -89,7 +91,7 @@ def run(args) -> int:
         include_failed=args.include_failed,
         device=args.device,
     )
-    from robustkit.verdicts.evidence import n_text, tally_line, units
+    from robustkit.verdicts.evidence import by_chance, chance_line, n_text, tally_line, units
     from robustkit.verdicts.recipes import list_recipes, load_defaults, load_recipe
 
     folder = args.recipe_dir or RECIPE_DIR
@@ -105,6 +107,7 @@ def run(args) -> int:
         groups.tail(1)
         .merge(n, on=["recipe", "claim"], how="left")
         .merge(evidence[["recipe", "claim", "unit", "run_set", "same_as"]], on=["recipe", "claim"], how="left")
+        .merge(by_chance(table, evidence)[["recipe", "claim", "bh_unit"]], on=["recipe", "claim"], how="left")
     )
     overall = overall.assign(would_settle=_would_settle(args, table, judged, load_defaults(folder), overall))
     shown = overall[
@@ -122,6 +125,7 @@ def run(args) -> int:
             "ci_low",
             "ci_high",
             "p_value",
+            "bh_unit",
             "reason",
             "would_settle",
         ]
@@ -131,6 +135,9 @@ def run(args) -> int:
         terminal.render(shown, args.format, keys=("recipe", "claim", "verdict", "reason"), identity=(), cell_width=90)
     )
     terminal.note("\n" + tally_line(table, evidence), args.format)
+    chance = chance_line(table, evidence)
+    if chance:
+        terminal.note(chance, args.format)
     if args.output:
         terminal.note(f"wrote {len(table)} rows to {terminal.write(table, args.output)}", args.format)
     return 0

@@ -16,7 +16,11 @@ module says, from the recipes' run specs alone (no run needs to exist):
 - :func:`unit_table` and :func:`tally_line`: the verdicts counted per unit, so that a tally
   counts units, not claims;
 - :func:`n_text`: a verdict's n as runs (and cells), ``"n = 5 vs 5 runs, 7 cells"``: seven
-  layers of the same five runs are not 35 observations.
+  layers of the same five runs are not 35 observations;
+- :func:`by_chance` and :func:`chance_line`: how many decisions chance alone would give across
+  the claims judged, and which decisions survive Benjamini-Hochberg's correction within their
+  evidence unit (sibling claims that share a control group are one unit, so they are corrected
+  together).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict
 
+import numpy as np
 import pandas as pd
 
 from robustkit.verdicts.recipes import Recipe
@@ -327,3 +332,86 @@ def n_text(rows: pd.DataFrame) -> str:
         return n + (f" runs, {cells} cells" if cells > 1 else "")
     cells = len(rows) - 1 if len(rows) > 1 else 1
     return n + (f" summed over {cells} cells" if cells > 1 else "")
+
+
+CHANCE_COLUMNS = ["recipe", "claim", "unit", "verdict", "decision_p", "can_decide", "bh_unit"]
+
+
+def by_chance(verdicts: pd.DataFrame, units_frame: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
+    """Per judged claim: the p of its decision, whether its test could decide at all, and whether
+    a decision survives Benjamini-Hochberg's correction at ``alpha`` over the claims of its
+    evidence unit.
+
+    A claim's decision p: its overall row's p where it has one; for a claim over cells, the
+    largest of its cells' p where it agrees (an intersection-union test) and the smallest times
+    its cells where it contradicts (Bonferroni, at least Holm's); an inconclusive claim, 1.
+    Claims that share runs are one unit (:func:`units`): their verdicts move together, so they
+    are corrected together (the peft/zoo* claims share one group of full fine-tuning runs).
+
+    Returns
+    -------
+    DataFrame
+        :data:`CHANCE_COLUMNS`, one row per judged claim; ``bh_unit`` is True / False for a
+        decided claim in a unit and NA for an inconclusive one (or one on no run).
+    """
+    rows = []
+    for (recipe, claim), part in verdicts.groupby(["recipe", "claim"], sort=False):
+        overall = part.iloc[-1]
+        cells = part.iloc[:-1] if len(part) > 1 else part
+        verdict = overall["verdict"]
+        if np.isfinite(overall["p_value"]):
+            p = float(overall["p_value"])
+        elif verdict == AGREES:
+            p = float(cells["p_value"].max())
+        elif verdict == CONTRADICTS:
+            p = min(1.0, float(cells["p_value"].min()) * len(cells))
+        else:
+            p = 1.0
+        rows.append(
+            {
+                "recipe": recipe,
+                "claim": claim,
+                "verdict": verdict,
+                "decision_p": p if verdict != INCONCLUSIVE else 1.0,
+                "can_decide": bool(np.isfinite(overall["smallest_p"]) and overall["smallest_p"] < alpha),
+            }
+        )
+    frame = pd.DataFrame(rows, columns=[c for c in CHANCE_COLUMNS if c not in ("unit", "bh_unit")])
+    frame = frame.merge(units_frame[["recipe", "claim", "unit"]], on=["recipe", "claim"], how="left")
+    frame["bh_unit"] = pd.Series(pd.NA, index=frame.index, dtype="object")
+    for _, unit in frame[frame["unit"].notna()].groupby("unit"):
+        kept = _benjamini_hochberg(unit["decision_p"].to_numpy(float), alpha)
+        decided = (unit["verdict"] != INCONCLUSIVE).to_numpy()
+        for index, survives in zip(unit.index[decided], kept[decided]):
+            frame.at[index, "bh_unit"] = bool(survives)
+    return frame[CHANCE_COLUMNS]
+
+
+def _benjamini_hochberg(p: np.ndarray, alpha: float) -> np.ndarray:
+    """Which of ``p`` Benjamini-Hochberg's step-up procedure rejects at false-discovery rate
+    ``alpha`` (scipy's ``false_discovery_control`` gives the adjusted p-values)."""
+    from scipy.stats import false_discovery_control
+
+    if not len(p):
+        return np.zeros(0, bool)
+    return false_discovery_control(np.clip(p, 0.0, 1.0), method="bh") <= alpha
+
+
+def chance_line(verdicts: pd.DataFrame, units_frame: pd.DataFrame, alpha: float = 0.05) -> str:
+    """How many decisions chance alone would give across the claims judged, in one line:
+    ``"Chance alone: of 56 claims judged, 40 could decide at their n; were every claim's null
+    true, they would give at most 4.0 decisions in expectation (2 x 0.05 each: agrees or
+    contradicts); 11 decided, 3 of them survive Benjamini-Hochberg at 5% within their evidence
+    unit"``."""
+    table = by_chance(verdicts, units_frame, alpha)
+    if table.empty:
+        return ""
+    could = int(table["can_decide"].sum())
+    decided = int((table["verdict"] != INCONCLUSIVE).sum())
+    kept = int(table["bh_unit"].fillna(False).astype(bool).sum())
+    return (
+        f"Chance alone: of {_count(len(table), 'claim')} judged, {could} could decide at their n; were every "
+        f"claim's null true they would give at most {2 * alpha * could:.1f} decisions in expectation "
+        f"(2 x {alpha:g} each: agrees or contradicts); {decided} decided, {kept} of them survive "
+        f"Benjamini-Hochberg at {alpha:.0%} within their evidence unit"
+    )

@@ -377,6 +377,9 @@ def _tally(verdicts: pd.DataFrame, recipe_dir: str | Path, scale: str, frame: pd
     if not len(known):
         return []
     lines = [evidence.tally_line(known, frame) + "."]
+    chance = evidence.chance_line(known, frame)
+    if chance:
+        lines.append(chance + ".")
     judged = set(zip(known["recipe"], known["claim"]))
     repeats = [
         f"{recipe}/{name} re-tests {same}"

@@ -13,7 +13,7 @@ import pytest
 from observation_frames import runs_frame
 
 from robustkit.analysis.pooling import PoolingError, mixed_settings
-from robustkit.measures import brunner_munzel
+from robustkit.measures import brunner_munzel, exact
 from robustkit.methods.registry import identity_columns
 from robustkit.verdicts import decidability, rules, simulation
 from robustkit.verdicts.recipes import list_recipes, load_recipe
@@ -104,7 +104,10 @@ def test_a_tuned_claim_is_checked():
 def test_picking_the_best_rate_on_the_tested_runs_errs_where_the_rule_does_not():
     """At the boundary (LayerNorm-only's best rate as good as full fine-tuning's, whose three
     rates are alike), testing the best-by-mean rates' runs against each other agrees falsely
-    far above alpha (the winner's curse); the rule stays within it on the same stores."""
+    far above alpha (the winner's curse); the rule stays within it on the same stores. The picked
+    runs are tested by the rank-sum test, exact here (every configuration is drawn alike), so its
+    excess is the picking alone (the verdicts' Brunner-Munzel test with its point-group bound is
+    conservative enough at 7 vs 7 to hide it)."""
     claim = _claim()
     form = simulation.Shape((("all", 7, 7),), 1, (3, 3))
     rng = np.random.default_rng(3)
@@ -115,7 +118,8 @@ def test_picking_the_best_rate_on_the_tested_runs_errs_where_the_rule_does_not()
         frame = frame.assign(outcome="ok")
         best = frame.groupby(["method", "lr"])["value"].mean().groupby(level="method").idxmax()
         chosen = pd.concat([frame[(frame["method"] == m) & (frame["lr"] == key[1])] for m, key in best.items()])
-        picked += judge(_claim(tuned=None), chosen).iloc[-1]["verdict"] == AGREES
+        a, b = (chosen.loc[chosen["method"] == m, "value"].to_numpy() for m in ("layernorm", "full"))
+        picked += exact.rank_sum(a, b, "less") < 0.05
         rule += judge(claim, frame).iloc[-1]["verdict"] == AGREES
     bound = simulation.bound(0.05, draws)
     assert picked / draws > bound and rule / draws <= bound, (picked / draws, rule / draws)

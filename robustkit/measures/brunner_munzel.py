@@ -103,7 +103,8 @@ def _statistics(pooled: np.ndarray, member: np.ndarray) -> np.ndarray:
 
 def test(a: np.ndarray, b: np.ndarray, alternative: str, shift: float = 0.0) -> float:
     """One-sided p that ``a - shift`` tends to be ``less`` / ``greater`` than ``b`` (the relative
-    effect below / above 1/2), by the studentized permutation Brunner-Munzel test.
+    effect below / above 1/2), by the studentized permutation Brunner-Munzel test, bounded below
+    by the sign test that holds where one group is a point (:func:`_point_group_bound`).
 
     Parameters
     ----------
@@ -123,11 +124,37 @@ def test(a: np.ndarray, b: np.ndarray, alternative: str, shift: float = 0.0) -> 
 
 
 def tails(a: np.ndarray, b: np.ndarray, shift: float = 0.0) -> tuple[float, float]:
-    """Both one-sided p-values of :func:`test` (``greater``, ``less``), from one null distribution."""
+    """Both one-sided p-values of :func:`test` (``greater``, ``less``): each the larger of the
+    studentized permutation test's and the point-group bound's (:func:`_point_group_bound`)."""
     a, b = on_grid(np.asarray(a, float) - shift), on_grid(b)
     m, n = len(a), len(b)
     if not m or not n:
         return 1.0, 1.0
+    greater, less = _permutation_tails(a, b)
+    return max(greater, _point_group_bound(a, b)), max(less, _point_group_bound(-a, -b))
+
+
+def _point_group_bound(a: np.ndarray, b: np.ndarray) -> float:
+    """The p of "a above b" were one group a point at its median: the sign test of the other
+    group's runs against it, the larger of the two ways round.
+
+    Where one group is tight and the other wide at the same median, the wide group's runs fall
+    above the tight one like coin flips, and a permutation test rejects arrangements the coin
+    flips make often: at 6 vs 6 with one group 10 times as wide and skewed, the studentized
+    permutation test alone agreed falsely 8.0% of the time (3,000 draws). Under that null this
+    bound is the exact sign test (ties with the median count against the claim); under
+    exchangeable groups the permutation test is exact; taking the larger p keeps each valid where
+    it is, at the price of power (the bound needs about 7 of 8 runs above the other's median).
+    """
+    above = int(np.sum(a > np.median(b)))  # a's runs above a point b
+    below = int(np.sum(b < np.median(a)))  # b's runs below a point a
+    return float(max(stats.binom.sf(above - 1, len(a), 0.5), stats.binom.sf(below - 1, len(b), 0.5)))
+
+
+def _permutation_tails(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """Both one-sided p of the studentized permutation Brunner-Munzel test (its t approximation
+    above :data:`RESAMPLED_LIMIT` runs)."""
+    m, n = len(a), len(b)
     pooled = np.concatenate([a, b])
     if m + n > RESAMPLED_LIMIT and min(m, n) > 1:
         return _t_approximation(pooled, m, 1.0), _t_approximation(pooled, m, -1.0)

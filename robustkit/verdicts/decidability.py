@@ -10,8 +10,11 @@ recipe at both scales); ``robustkit claims --plan`` prints the table, and ``--ma
 summary of it that ``analyses/README.md`` shows (:func:`markdown`; a test keeps the two equal).
 
 The detectable effects are computed for normal per-run values, by the exact tests' own critical
-values (the rank statistics' null distributions of :mod:`robustkit.measures.exact`) and seeded
-simulation of the statistic under the alternative (the spread test ranks seed pairs,
+values (the rank statistics' null distributions of :mod:`robustkit.measures.exact`; a location
+claim's Brunner-Munzel test as the rank-sum test's critical value, whose power the permutation
+test matches on equally spread normal runs (0.81 vs 0.80 at 5 vs 5 and 1.8 SD, 600 draws), and its
+point-group bound, both rejecting; threshold claims' sign test exactly, by the binomial) and
+seeded simulation of the statistic under the alternative (the spread test ranks seed pairs,
 :func:`robustkit.measures.exact.spread_pairs`); their units are the within-group standard
 deviation (``location``, ``threshold``, ``equivalence``: a shift or margin of d SD), a ratio of
 standard deviations (``spread``), or a rate of failures against none (``rate``).
@@ -65,6 +68,13 @@ def _critical_rank_sum(m: int, n: int, alpha: float) -> int:
     return int(np.searchsorted(np.cumsum(exact.rank_sum_null(m, n)), alpha, side="left")) - 1
 
 
+def _above(x: np.ndarray, b: np.ndarray, n_a: int, n_b: int, alpha: float) -> np.ndarray:
+    """Per simulation: whether the point-group bound of "x above b" rejects at alpha (both ways)."""
+    high = (x > np.median(b, axis=1)[:, None]).sum(axis=1)
+    low = (b < np.median(x, axis=1)[:, None]).sum(axis=1)
+    return (stats.binom.sf(high - 1, n_a, 0.5) < alpha) & (stats.binom.sf(low - 1, n_b, 0.5) < alpha)
+
+
 def _sign_test_power(n: int, effect: float, alpha: float) -> float:
     """Exact power of the one-sided sign test (:func:`robustkit.measures.exact.sign_test`) of n
     normal values shifted ``effect`` SD to the claimed side: P(Binomial(n, Phi(effect)) >= c),
@@ -111,11 +121,26 @@ def power(
         def wins(x):  # U: pairs with a_i > b_j, per simulation
             return (x[:, :, None] > b[:, None, :]).sum(axis=(1, 2))
 
+        def below(x):  # the point-group bound of "x below b" rejects too (both ways round)
+            low = (x < np.median(b, axis=1)[:, None]).sum(axis=1)
+            high = (b > np.median(x, axis=1)[:, None]).sum(axis=1)
+            return (stats.binom.sf(low - 1, n_a, 0.5) < alpha) & (stats.binom.sf(high - 1, n_b, 0.5) < alpha)
+
+        def above(x):
+            return _above(x, b, n_a, n_b, alpha)
+
         if kind == "location":
-            return float(np.mean(wins(a - effect) <= critical))
+            return float(np.mean((wins(a - effect) <= critical) & below(a - effect)))
         # TOST at margin m: a + m above b (U large) and a - m below b (U small), both rejected
         top, a = n_a * n_b, a + difference
-        return float(np.mean((wins(a + effect) >= top - critical) & (wins(a - effect) <= critical)))
+        return float(
+            np.mean(
+                (wins(a + effect) >= top - critical)
+                & above(a + effect)
+                & (wins(a - effect) <= critical)
+                & below(a - effect)
+            )
+        )
     if kind == "threshold":
         return _sign_test_power(n_a, effect, alpha)
     if kind == "spread":

@@ -21,8 +21,8 @@ p-value of each test at the recipe's n is known before any run exists (``robustk
 kind          null hypothesis             test (one-sided)                effect and interval      decides at
 ============  ==========================  ==============================  =======================  ============
 location      P(a > b) = 1/2 (spreads     Brunner-Munzel, studentized     median difference a - b  2^min(na, nb)
-              and shapes free)            permutation                     (Hodges-Lehmann), the    > 1/alpha
-                                                                          inverted test
+              and shapes free)            permutation, p at least the     (Hodges-Lehmann), the    > 1/alpha
+                                          point-group sign bound          inverted test
 spread        a and b equally spread      rank-sum of seed-pair           spread ratio, exact      C(na/2+nb/2,
               (up to a shift)             differences (Moses), exact      (inverted, log pairs)    na/2) > 1/alpha
 rate          equal rates of ones         Fisher's exact                  conditional odds ratio,  C(na+nb, na)

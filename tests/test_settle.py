@@ -46,14 +46,14 @@ def _agree_rate(claim: Claim, observations: pd.DataFrame, n: int, draws: int, se
 def test_more_runs_settle_a_clear_effect_that_five_runs_do_not():
     claim, observations = _claim(), _runs({"houlsby": LOW, "full": HIGH})
     assert judge(claim, observations).iloc[-1]["verdict"] == "inconclusive"
-    found = settle.runs_to_decide(claim, observations)
+    found = settle.runs_to_decide(claim, observations, simulations=150)
     assert found["n"] is not None and found["n"] > 5 and found["side"] == AGREES and found["observed_n"] == 5, found
     assert found["power"] >= 0.8 and found["tried"][5] < 0.8
     # checked apart from the search, on other draws: the n it names decides in at least 80% of
     # stores (its 95% bound reached 0.8), up to Monte-Carlo noise
-    assert _agree_rate(claim, observations, found["n"], 200, seed=12345) >= 0.75
+    assert _agree_rate(claim, observations, found["n"], 150, seed=12345) >= 0.75
     # and it is the smallest such n, up to the 10% bracket and Monte-Carlo noise: half as many do not
-    assert _agree_rate(claim, observations, max(5, found["n"] // 2), 100, seed=54321) < 0.8
+    assert _agree_rate(claim, observations, max(5, found["n"] // 2), 80, seed=54321) < 0.8
     assert settle.runs_text(found).startswith(
         f"about {found['n']} runs per group (most likely verdict: agrees; at least 80% power"
     )
@@ -71,8 +71,8 @@ def test_over_cells_each_cell_draws_its_own_runs():
     boot = settle.Bootstrap(claim, observations)
     frame, _ = boot.draw(7, np.random.default_rng(0))
     assert frame.groupby(["task", "method"])["run_id"].nunique().eq(7).all() and len(boot.strata) == 4
-    found = settle.runs_to_decide(claim, observations, simulations=100)
-    alone = settle.runs_to_decide(_claim(), _runs({"houlsby": LOW, "full": HIGH}), simulations=100)
+    found = settle.runs_to_decide(claim, observations, simulations=60)
+    alone = settle.runs_to_decide(_claim(), _runs({"houlsby": LOW, "full": HIGH}), simulations=60)
     assert found["n"] is not None and found["n"] >= 0.85 * alone["n"], (found, alone)  # 10% brackets
 
 
@@ -218,7 +218,7 @@ def test_the_runs_it_recommends_keep_their_promise_on_fresh_stores():
         pilot = _runs({"houlsby": 0.70 + 0.01 * rng.standard_normal(5), "full": 0.715 + 0.01 * rng.standard_normal(5)})
         if judge(claim, pilot).iloc[-1]["verdict"] != "inconclusive":
             continue
-        found = settle.runs_to_decide(claim, pilot, simulations=200)
+        found = settle.runs_to_decide(claim, pilot, simulations=100)
         if found["n"] is None:
             continue
         assert found["side"] == AGREES, found  # the true effect's side
@@ -229,7 +229,7 @@ def test_the_runs_it_recommends_keep_their_promise_on_fresh_stores():
                 _runs({"houlsby": 0.70 + 0.01 * rng.standard_normal(n), "full": 0.715 + 0.01 * rng.standard_normal(n)}),
             ).iloc[-1]["verdict"]
             == AGREES
-            for _ in range(150)
+            for _ in range(100)
         ]
         rates.append(float(np.mean(fresh)))
     print(f"fresh-store decision rates at the recommended n: {rates}")

@@ -1,12 +1,15 @@
 """Write the whole-path simulation table (robustkit.verdicts.simulation) into analyses/README.md.
 
-    python tools/simulate_verdicts.py [--draws 2000] [--out FILE]
+    python tools/simulate_verdicts.py [--draws 2000] [--first 500] [--out FILE] [--part K/N]
 
 Simulates every judged, decidable claim of every recipe at both scales (claims of one shape
-once; 500 draws first, 2,000 where a rate is above 0.02) and replaces the table between the
-README's ``<!-- simulated -->`` markers, or writes it to ``--out``. Shapes done are kept in
-``--cache``, so an interrupted run resumes. Slow: hours at 2,000 draws on 2 cores; the suite runs a smaller check
-(tests/test_claim_simulation.py).
+once; ``--first`` draws first, ``--draws`` where a rate is above 0.02), each under every nuisance
+its null leaves free (the worst rate kept), and replaces the table between the README's
+``<!-- simulated -->`` markers, or writes it to ``--out``. Shapes done are kept in ``--cache``,
+so an interrupted run resumes. ``--part K/N`` simulates every N-th recipe from the K-th into
+the cache and writes nothing else (one process per core; then a run without it, reading the
+parts' caches with ``--merge``, writes the table). Slow: hours on 2 cores; the suite runs a
+smaller check (tests/test_claim_simulation.py).
 """
 
 from __future__ import annotations
@@ -25,6 +28,11 @@ BEGIN, END = "<!-- simulated: python tools/simulate_verdicts.py -->", "<!-- end 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--draws", type=int, default=2000)
+    parser.add_argument("--first", type=int, default=500, help="draws before deciding whether a shape needs --draws")
+    parser.add_argument(
+        "--part", default=None, help="K/N: simulate every N-th recipe from the K-th into the cache only"
+    )
+    parser.add_argument("--merge", type=Path, nargs="*", default=(), help="other caches to read (the parts')")
     parser.add_argument("--out", type=Path, default=None, help="write the table here instead of the README")
     parser.add_argument(
         "--cache",
@@ -34,17 +42,24 @@ def main() -> None:
     )
     args = parser.parse_args()
     memo = {}
-    if args.cache.exists():
-        memo = {key: tuple(value) for key, value in json.loads(args.cache.read_text()).items()}
+    for cache in (*args.merge, args.cache):
+        if cache.exists():
+            memo.update({key: tuple(value) for key, value in json.loads(cache.read_text()).items()})
 
     def save(key, value):
         args.cache.parent.mkdir(parents=True, exist_ok=True)
         args.cache.write_text(json.dumps({**{k: list(v) for k, v in memo.items()}, key: list(value)}))
         print(f"{len(memo)} shapes: {key[:100]} -> {value}", flush=True)
 
+    names = list_recipes()
+    if args.part:
+        k, n = (int(x) for x in args.part.split("/"))
+        names = names[k::n]
     table = verdict_simulation.simulate(
-        [load_recipe(name) for name in list_recipes()], draws=args.draws, memo=memo, progress=save
+        [load_recipe(name) for name in names], draws=args.draws, first=args.first, memo=memo, progress=save
     )
+    if args.part:
+        return
     text = verdict_simulation.markdown(table)
     if args.out:
         args.out.write_text(text)

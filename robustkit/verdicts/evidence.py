@@ -355,6 +355,9 @@ def by_chance(verdicts: pd.DataFrame, units_frame: pd.DataFrame, alpha: float = 
         decided claim in a unit and NA for an inconclusive one (or one on no run).
     """
     rows = []
+    verdicts = verdicts.assign(  # frames written before these columns existed lack them
+        **{c: verdicts[c] if c in verdicts else np.nan for c in ("p_value", "smallest_p")}
+    )
     for (recipe, claim), part in verdicts.groupby(["recipe", "claim"], sort=False):
         overall = part.iloc[-1]
         cells = part.iloc[:-1] if len(part) > 1 else part

@@ -44,6 +44,7 @@ from functools import lru_cache
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from robustkit.analysis import registry
 from robustkit.verdicts.decidability import sizes_and_configurations, statistic_cells
@@ -142,7 +143,7 @@ def _score(rng: np.random.Generator, n: int) -> np.ndarray:
     return (rng.gamma(2.0, 1 / math.sqrt(2), n) - _GAMMA_MEDIAN) * -1.0
 
 
-_GAMMA_MEDIAN = float(__import__("scipy").stats.gamma.median(2.0, scale=1 / math.sqrt(2)))
+_GAMMA_MEDIAN = float(stats.gamma.median(2.0, scale=1 / math.sqrt(2)))
 
 
 @lru_cache(maxsize=None)

@@ -68,11 +68,12 @@ def _critical_rank_sum(m: int, n: int, alpha: float) -> int:
     return int(np.searchsorted(np.cumsum(exact.rank_sum_null(m, n)), alpha, side="left")) - 1
 
 
-def _above(x: np.ndarray, b: np.ndarray, n_a: int, n_b: int, alpha: float) -> np.ndarray:
-    """Per simulation: whether the point-group bound of "x above b" rejects at alpha (both ways)."""
+def _above(x: np.ndarray, b: np.ndarray, alpha: float) -> np.ndarray:
+    """Per simulation (rows of ``x``, ``b``): whether the point-group bound of "x above b"
+    (:func:`robustkit.measures.brunner_munzel.tails`) rejects at alpha, both ways round."""
     high = (x > np.median(b, axis=1)[:, None]).sum(axis=1)
     low = (b < np.median(x, axis=1)[:, None]).sum(axis=1)
-    return (stats.binom.sf(high - 1, n_a, 0.5) < alpha) & (stats.binom.sf(low - 1, n_b, 0.5) < alpha)
+    return (stats.binom.sf(high - 1, x.shape[1], 0.5) < alpha) & (stats.binom.sf(low - 1, b.shape[1], 0.5) < alpha)
 
 
 def _sign_test_power(n: int, effect: float, alpha: float) -> float:
@@ -122,12 +123,10 @@ def power(
             return (x[:, :, None] > b[:, None, :]).sum(axis=(1, 2))
 
         def below(x):  # the point-group bound of "x below b" rejects too (both ways round)
-            low = (x < np.median(b, axis=1)[:, None]).sum(axis=1)
-            high = (b > np.median(x, axis=1)[:, None]).sum(axis=1)
-            return (stats.binom.sf(low - 1, n_a, 0.5) < alpha) & (stats.binom.sf(high - 1, n_b, 0.5) < alpha)
+            return _above(-x, -b, alpha)
 
         def above(x):
-            return _above(x, b, n_a, n_b, alpha)
+            return _above(x, b, alpha)
 
         if kind == "location":
             return float(np.mean((wins(a - effect) <= critical) & below(a - effect)))

@@ -412,3 +412,47 @@ def test_data_is_read_once_per_process_while_its_files_stay(tmp_path, monkeypatc
         load_splits("reviews", data_dir=source)
         get_task("reviews", source)
     assert len(reads) == 1
+
+
+def test_a_dataframe_run_keeps_its_data_in_the_store_and_moves_with_it(tmp_path, monkeypatch):
+    """Issue #46 item 1: data registered from a notebook's DataFrame is saved once in the store,
+    content-addressed, and read back with the same fingerprint by a process that never saw the
+    frame, also after the whole store moved."""
+    import shutil
+
+    from robustkit.store.manifest import read_manifest, read_spec
+    from robustkit.store.run_data import DATA_FOLDER, run_splits, run_task
+    from robustkit.train import train
+    from robustkit.train.run_model import load_run
+
+    user_data.register(reviews(), name="notebook", label_column="sentiment")
+    loaded = user_data.registered("notebook")
+    first = train(RunSpec(task="notebook", method="full", **FAST), tmp_path / "runs", progress=False)
+    train(RunSpec(task="notebook", method="houlsby", **FAST), tmp_path / "runs", progress=False)
+    copies = list((tmp_path / "runs" / DATA_FOLDER).iterdir())
+    assert [c.name for c in copies] == [loaded.fingerprint.rsplit(":", 1)[-1]]  # one copy for both runs
+    assert read_manifest(first)["spec"]["data_dir"] == str(copies[0])
+    shutil.move(tmp_path / "runs", tmp_path / "moved")
+    _forget_user_tasks(monkeypatch)
+    run_dir = tmp_path / "moved" / first.name
+    spec = read_spec(run_dir)
+    assert run_task(spec, run_dir).label_names == ("neg", "pos")
+    assert user_data.registered("notebook").fingerprint == loaded.fingerprint
+    assert run_splits(spec, run_dir)["test"]["idx"] == loaded.splits["test"]["idx"]
+    assert load_run(run_dir).task.name == "notebook"
+
+
+def test_a_moved_data_file_is_named_in_one_line(tmp_path, monkeypatch):
+    from robustkit.store.manifest import read_spec
+    from robustkit.store.run_data import run_task
+    from robustkit.train import train
+
+    path = write(reviews(), tmp_path / "reviews.csv")
+    source = user_data.source_string(path, label_column="sentiment")
+    run_dir = train(RunSpec(task="reviews", data_dir=source, method="full", **FAST), tmp_path / "runs", progress=False)
+    path.rename(tmp_path / "elsewhere.csv")
+    _forget_user_tasks(monkeypatch)
+    with pytest.raises(TaskError) as refused:
+        run_task(read_spec(run_dir), run_dir)
+    message = str(refused.value)
+    assert str(path) in message and run_dir.name in message and "not there" in message and "\n" not in message

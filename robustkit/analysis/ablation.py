@@ -534,9 +534,13 @@ def main_metric(frame: pd.DataFrame) -> str:
     """The metric the ablation figure shows by default: the task's main metric (one task in
     ``frame``), else ``loss``."""
     names = frame["task"].unique() if "task" in frame else []
-    if len(names) == 1:
-        return tasks.get_task(str(names[0])).main_metric
-    return "loss"
+    if len(names) != 1:
+        return "loss"
+    if str(names[0]) in tasks.TASKS:
+        return tasks.TASKS[str(names[0])].main_metric
+    # the user's own data (whose task this process may not know): its main metric is
+    # accuracy, or Spearman's correlation for regression (robustkit.data.user_data)
+    return "spearman" if "spearman" in set(frame["metric"]) else "accuracy"
 
 
 def ablation_heatmap(frame: pd.DataFrame, metric: str | None = None) -> dict:

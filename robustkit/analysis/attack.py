@@ -69,7 +69,7 @@ from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.progress import bar as progress_bar
 from robustkit.store.atomic import atomic_write_bytes
-from robustkit.store.run_data import run_splits
+from robustkit.store.run_data import run_splits, run_task
 from robustkit.store.tables import IDENTITY
 from robustkit.train.provenance import computed_on
 
@@ -189,7 +189,7 @@ def sample_examples(run_dir: Path, n: int, seed: int, split: str = "test") -> pd
     from robustkit.store.manifest import read_spec
 
     spec = read_spec(run_dir)
-    task = tasks.get_task(spec.task)
+    task = run_task(spec, run_dir)
     if len(task.text_fields) != 1:
         raise RobustkitError(f"the attacks take single-sentence tasks; {spec.task!r} has sentence pairs")
     data = run_splits(spec, run_dir)[split]  # checked against the run's recorded data

@@ -17,7 +17,7 @@ from robustkit.data import tasks
 from robustkit.errors import RobustkitError
 from robustkit.models import pretrained as models
 from robustkit.specs.spec import RunSpec
-from robustkit.store.run_data import run_splits
+from robustkit.store.run_data import run_splits, run_task
 from robustkit.train.evaluate import EVAL_BATCH_SIZE, encode_split, eval_batches
 
 
@@ -57,7 +57,7 @@ def sampled_batches(
     spec = spec.resolved()
     if split not in tasks.SPLITS:
         raise RobustkitError(f"unknown split {split!r}; known: {', '.join(tasks.SPLITS)}")
-    task = tasks.get_task(spec.task)
+    task = run_task(spec)
     loaded = run_splits(spec)[split]  # checked against the run's recorded data
     n = len(loaded)
     if examples is not None and not 1 <= examples <= n:

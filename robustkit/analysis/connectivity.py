@@ -53,7 +53,7 @@ from robustkit.analysis.pooling import setting_columns
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.progress import bar as progress_bar
-from robustkit.store.manifest import read_spec
+from robustkit.store.run_data import run_spec
 from robustkit.store.tables import IDENTITY
 from robustkit.train.evaluate import EVAL_BATCH_SIZE, resolve_device
 from robustkit.train.provenance import computed_on
@@ -191,7 +191,7 @@ def pair_ends(run_a: str | Path, run_b: str | Path, checkpoint: str) -> tuple[Lo
         The runs differ in a setting other than the seed.
     """
     run_a, run_b = Path(run_a), Path(run_b)
-    spec_a, spec_b = read_spec(run_a).resolved(), read_spec(run_b).resolved()
+    spec_a, spec_b = run_spec(run_a), run_spec(run_b)
     differ = sorted(k for k, v in spec_a.to_dict().items() if k != "seed" and spec_b.to_dict().get(k) != v)
     if differ:
         raise RobustkitError(

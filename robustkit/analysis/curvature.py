@@ -63,8 +63,8 @@ from robustkit.models.layer_names import layer_group
 from robustkit.models.masked_lm import masked_lm_loss
 from robustkit.progress import bar as progress_bar
 from robustkit.store.checkpoints import load_checkpoint
-from robustkit.store.manifest import read_manifest, read_spec
-from robustkit.store.run_data import run_splits
+from robustkit.store.manifest import read_manifest
+from robustkit.store.run_data import run_spec, run_splits, run_task
 from robustkit.store.tables import IDENTITY
 from robustkit.train.evaluate import model_inputs, resolve_device
 from robustkit.train.provenance import computed_on
@@ -441,7 +441,7 @@ def tsp_curvature_run(
     :func:`robustkit.models.masked_lm.masked_lm_loss`.
     """
     run_dir = Path(run_dir)
-    spec = read_spec(run_dir).resolved()
+    spec = run_spec(run_dir)  # its data as the run recorded it
     tsp_dir = tsp_run_dir(run_dir)
     tsp_spec = spec.tsp_spec()
     model, names, fingerprint, _ = build_masked_lm(tsp_spec)
@@ -450,7 +450,7 @@ def tsp_curvature_run(
     load_tensors(model, tensors, metadata, fingerprint, f"{tsp_dir.name}/{name}")
     model.to(resolve_device(device))
     splits = run_splits(spec, run_dir)  # checked against the run's recorded data
-    texts = data.split_texts(splits["train"], tasks.get_task(spec.task).text_fields)
+    texts = data.split_texts(splits["train"], run_task(spec, run_dir).text_fields)
     if not 1 <= examples <= len(texts):
         raise RobustkitError(f"cannot sample {examples} examples: the train split of {spec.task!r} has {len(texts)}")
     rows = sorted(np.random.default_rng(seed).choice(len(texts), examples, replace=False).tolist())

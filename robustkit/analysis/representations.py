@@ -33,8 +33,7 @@ from robustkit.data import tasks
 from robustkit.errors import RobustkitError
 from robustkit.models import pretrained as models
 from robustkit.specs.spec import RunSpec
-from robustkit.store.manifest import read_spec
-from robustkit.store.run_data import check_run_data
+from robustkit.store.run_data import check_run_data, run_spec, run_task
 from robustkit.train.evaluate import eval_batches
 
 MAX_LENGTH = 128
@@ -130,7 +129,7 @@ def sample_tokens(
         Unknown split, ``n_tokens`` < 1 or more than the split has.
     """
     spec = _spec(source)
-    task = tasks.get_task(spec.task)
+    task = run_task(spec, None if isinstance(source, RunSpec) else source)
     if split not in tasks.SPLITS:
         raise RobustkitError(f"unknown split {split!r}; known: {', '.join(tasks.SPLITS)}")
     check_run_data(spec)  # the full-data splits of the data the run recorded
@@ -165,7 +164,7 @@ def sample_tokens(
 def _spec(source: str | Path | RunSpec) -> RunSpec:
     if isinstance(source, RunSpec):
         return source
-    return read_spec(source)
+    return run_spec(source)  # its data as the run recorded it
 
 
 def _encode(texts: list[tuple[str, ...]], tokenizer: PreTrainedTokenizerBase, max_length: int):

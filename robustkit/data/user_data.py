@@ -60,7 +60,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,6 +86,8 @@ __all__ = [
     "fingerprint",
     "is_source",
     "source_string",
+    "save_copy",
+    "SAVED_COPY",
     "TEXT_NAMES",
     "PAIR_NAMES",
     "LABEL_NAMES",
@@ -137,6 +141,8 @@ class UserData:
     source: str | None
     rule: str
 
+
+SAVED_COPY = "robustkit-data.json"  # marks a folder written by save_copy (the task and its identity)
 
 # task name -> its data, read in this process (register, or ensure from a run's data_dir)
 _REGISTRY: dict[str, UserData] = {}
@@ -321,6 +327,8 @@ def read(
         text_columns = text_columns or tuple(c for c in (choices.get("text"), choices.get("pair")) if c) or None
         label_column = label_column or choices.get("label")
         source = source_string(location, text_columns, label_column)
+        if (Path(location) / SAVED_COPY).is_file():
+            return _read_copy(Path(location), name, source)
         raw, default_name = _read_location(location)
     elif isinstance(data, pd.DataFrame):
         raw, default_name = {"train": data.reset_index(drop=True)}, None
@@ -358,6 +366,55 @@ def fingerprint(task, splits: dict[str, datasets.Dataset]) -> str:
         "regression": task.is_regression,
     }
     return "user:sha256:" + hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
+
+def save_copy(loaded: UserData, folder: str | Path) -> Path:
+    """Save ``loaded`` (its task and its splits as read, ``idx`` included) under ``folder``
+    so that a later process reads the same task with the same fingerprint from there: how a
+    store keeps the data of runs trained on a DataFrame or ``datasets`` object of a notebook,
+    which live in one process only. Written once; a folder already there is kept.
+
+    Returns
+    -------
+    Path
+        The folder: a source :func:`read` takes (``data_dir`` of such runs).
+    """
+    folder = Path(folder)
+    if (folder / SAVED_COPY).is_file():
+        return folder
+    partial = folder.with_name(f".{folder.name}.partial-{os.getpid()}")
+    shown = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()  # a training log line per run, not a bar per split
+    try:
+        datasets.DatasetDict(loaded.splits).save_to_disk(str(partial))
+    finally:
+        if shown:
+            datasets.enable_progress_bars()
+    about = {
+        "name": loaded.task.name,
+        "text_fields": list(loaded.task.text_fields),
+        "label_names": list(loaded.task.label_names),
+        "fingerprint": loaded.fingerprint,
+        "rule": loaded.rule,
+    }
+    (partial / SAVED_COPY).write_text(json.dumps(about, indent=1))
+    try:
+        partial.rename(folder)  # atomic: a reader sees the whole copy or none
+    except OSError:  # another process saved it first: the same content, by its name
+        shutil.rmtree(partial, ignore_errors=True)
+    return folder
+
+
+def _read_copy(folder: Path, name: str | None, source: str) -> UserData:
+    """The data :func:`save_copy` saved in ``folder``, checked against its recorded fingerprint."""
+    about = json.loads((folder / SAVED_COPY).read_text())
+    loaded = datasets.load_from_disk(str(folder))
+    task = _task(name or about["name"], tuple(about["text_fields"]), tuple(about["label_names"]))
+    splits = {split: loaded[split] for split in ("train", "validation", "test")}
+    digest = fingerprint(task, splits)
+    if digest != about["fingerprint"]:
+        raise TaskError(f"the saved data in {folder} gives {digest}, not the {about['fingerprint']} it was saved as")
+    return UserData(task, splits, digest, source, about["rule"])
 
 
 # --- reading ------------------------------------------------------------------------------------

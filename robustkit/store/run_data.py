@@ -1,5 +1,12 @@
-"""The data a saved run was trained and scored on, as an analysis reads it: its splits, after
-checking that the data is still what the run's id recorded.
+"""The data a saved run was trained and scored on, as an analysis reads it: its task
+(:func:`run_task`) and its splits (:func:`run_splits`), after checking that the data is still
+what the run's id recorded.
+
+A run carries its data: its task is resolved from the run itself (a built-in task by name; the
+user's own data from the spec's ``data_dir``, which for a DataFrame or ``datasets`` object of a
+notebook is the copy :func:`keep_in_store` saved in the store's ``.data/`` folder), never from
+what this process happened to register first, so an analysis gives the same answer in a new
+process and in any order.
 
 A run's id holds its data's fingerprint (:func:`robustkit.specs.spec.data_identity`), and its manifest
 the sha256 of each local file it read; where the data lives (``data_dir``) is not part of the id.
@@ -12,13 +19,114 @@ checks out here.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import datasets
 
 from robustkit.data import tasks
-from robustkit.errors import DataChangedError
+from robustkit.data.catalogue import TASKS, Task
+from robustkit.errors import DataChangedError, TaskError
 from robustkit.specs.spec import RunSpec, TspSpec, full_data_fingerprint
+
+DATA_FOLDER = ".data"  # in a store: copies of in-memory user data, by fingerprint
+
+
+def run_task(spec: RunSpec | TspSpec, run_dir: str | Path | None = None) -> Task:
+    """The task of a run, resolved from the run alone: every analysis calls this.
+
+    Parameters
+    ----------
+    spec : RunSpec or TspSpec
+        The run's spec, as its manifest records it.
+    run_dir : path, optional
+        The run's folder: names the run in messages, and finds the store's copy of in-memory
+        data whose recorded ``data_dir`` is gone (a store moved as a whole).
+
+    Returns
+    -------
+    Task
+
+    Raises
+    ------
+    TaskError
+        The run's data is missing: one line naming the run and the file or folder it read.
+    """
+    if spec.task in TASKS:
+        return TASKS[spec.task]
+    from robustkit.data import user_data
+
+    run = Path(run_dir).name if run_dir is not None else spec.run_id
+    source = run_source(spec, run_dir)
+    if source is None:
+        loaded = user_data.registered(spec.task)
+        if loaded is not None and (spec.data_fingerprint in (None, loaded.fingerprint)):
+            return loaded.task
+        raise TaskError(
+            f"run {run!r} records no data source for task {spec.task!r} (trained from an object in a "
+            "notebook before runs kept their data): register the same data (robustkit.data.user_data.register)"
+        )
+    location = str(source).split("#", 1)[0]
+    if not location.startswith(user_data.HUB_PREFIX) and not Path(location).exists():
+        raise TaskError(
+            f"run {run!r} was trained on {location}, which is not there any more (moved or deleted?): "
+            "put the data back there, or pass the run's data with --data"
+        )
+    return user_data.ensure(spec.task, source).task
+
+
+def run_spec(run_dir: str | Path, spec: RunSpec | None = None):
+    """The resolved spec of the run in ``run_dir`` (read from its manifest unless given), its
+    data resolved as :func:`run_task` does: the store's copy where the recorded ``data_dir`` is
+    gone; a missing data file named in one line (TaskError).
+
+    Returns
+    -------
+    robustkit.specs.spec.ResolvedRunSpec
+    """
+    if spec is None:
+        from robustkit.store.manifest import read_spec
+
+        spec = read_spec(run_dir)
+    task = run_task(spec, run_dir)
+    if task.source == "user" and run_source(spec, run_dir) != spec.data_dir:
+        spec = dataclasses.replace(spec, data_dir=run_source(spec, run_dir))
+    return spec.resolved()
+
+
+def run_source(spec: RunSpec | TspSpec, run_dir: str | Path | None = None) -> str | None:
+    """Where a run's user data is read from: its ``data_dir``, or, where that is gone, the
+    copy its store kept (:func:`keep_in_store`) when ``run_dir`` is given."""
+    from robustkit.data import user_data
+
+    source = spec.data_dir
+    if run_dir is not None and (source is None or not user_data.is_source(source)):
+        source = _store_copy(Path(run_dir).parent, spec.data_fingerprint) or source
+    return None if source is None else str(source)
+
+
+def keep_in_store(store: str | Path, spec: RunSpec) -> RunSpec:
+    """``spec`` reading its data from the store when that data lives in this process only (a
+    DataFrame or ``datasets`` object registered in a notebook): the data is saved once under
+    ``store/.data/<fingerprint>`` and becomes the spec's ``data_dir`` (not part of the run id),
+    so a later process analyses the run. Other specs are returned as they are."""
+    if spec.task in TASKS or spec.data_dir is not None:
+        return spec
+    from robustkit.data import user_data
+
+    loaded = user_data.registered(spec.task)
+    if loaded is None:
+        return spec
+    folder = user_data.save_copy(loaded, Path(store) / DATA_FOLDER / loaded.fingerprint.rsplit(":", 1)[-1])
+    return dataclasses.replace(spec, data_dir=str(folder.resolve())).resolved()
+
+
+def _store_copy(store: Path, fingerprint: str | None) -> str | None:
+    """The store's saved copy of the data of ``fingerprint``, if there is one."""
+    if not fingerprint:
+        return None
+    folder = store / DATA_FOLDER / fingerprint.rsplit(":", 1)[-1]
+    return str(folder) if folder.is_dir() else None
 
 
 def check_run_data(spec: RunSpec | TspSpec, run: str | None = None, recorded_files: dict | None = None) -> None:
@@ -74,5 +182,8 @@ def run_splits(spec: RunSpec | TspSpec, run_dir: str | Path | None = None) -> di
         from robustkit.store.manifest import read_manifest
 
         recorded = read_manifest(Path(run_dir)).get("data", {}).get("files")
+    task = run_task(spec, run_dir)
+    if task.source == "user" and run_source(spec, run_dir) != spec.data_dir:
+        spec = dataclasses.replace(spec, data_dir=run_source(spec, run_dir))  # the store's copy
     check_run_data(spec, Path(run_dir).name if run_dir is not None else None, recorded)
-    return tasks.load_splits(spec.task, data_dir=spec.data_dir, train_size=spec.train_size, split_seed=spec.split_seed)
+    return tasks.load_splits(task, data_dir=spec.data_dir, train_size=spec.train_size, split_seed=spec.split_seed)

@@ -25,7 +25,7 @@ from robustkit.data import tasks
 from robustkit.data.metrics import compute_metrics, majority_baseline
 from robustkit.models import pretrained as models
 from robustkit.specs.spec import RunSpec
-from robustkit.store.run_data import run_splits
+from robustkit.store.run_data import run_splits, run_task
 from robustkit.train import collapse
 
 EVAL_BATCH_SIZE = 64
@@ -104,7 +104,7 @@ def split_batches(spec: RunSpec, splits: Sequence[str], run_dir: str | Path | No
         Split name -> batches (:func:`eval_batches`).
     """
     spec = spec.resolved()
-    task = tasks.get_task(spec.task)
+    task = run_task(spec, run_dir)
     loaded = run_splits(
         spec, run_dir
     )  # the run's data, checked against its recorded fingerprint (run_dir names a changed file)

@@ -236,12 +236,12 @@ def load_run(
         No fine-tuning run there, a missing or corrupt checkpoint, or tensors that do not fit
         the model (another base model, other names or shapes).
     """
-    from robustkit.data.tasks import get_task
+    from robustkit.store.run_data import run_spec, run_task
     from robustkit.train.evaluate import resolve_device
 
     run_dir = Path(run_dir)
-    spec = (read_spec(run_dir) if spec is None else spec).resolved()
-    task = get_task(spec.task)
+    spec = run_spec(run_dir, spec)  # its data as the run recorded it, wherever this process runs
+    task = run_task(spec, run_dir)
     model, trainable, fingerprint = build_classifier(spec, task.num_labels)
     tensors, metadata = load_checkpoint(run_dir, checkpoint)
     load_tensors(model, tensors, metadata, fingerprint, f"{run_dir.name}/{checkpoint}")

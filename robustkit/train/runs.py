@@ -13,6 +13,7 @@ from robustkit.specs.spec import RunSpec, TspSpec, data_identity
 from robustkit.store.folders import MANIFEST, new_store, open_store
 from robustkit.store.locks import remove_unstarted, run_lock
 from robustkit.store.manifest import read_manifest, refuse_damaged
+from robustkit.store.run_data import keep_in_store
 from robustkit.store.schema import DIVERGED, FINISHED
 from robustkit.train.divergence import Diverged
 from robustkit.train.finetuning import _Finetune
@@ -60,6 +61,7 @@ def train_counted(
     # folder is made; data loaded to check it is the data the TSP run and the run train on
     splits = preflight.check_run(spec, device)
     with new_store(root) as root:
+        spec = keep_in_store(root, spec)  # data of this process only (a notebook's DataFrame) kept
         tsp_dir = None
         if spec.tsp_step:
             tsp_dir = _pretrain(spec.tsp_spec(), [spec.tsp_step], root, spec.data_dir, progress, device, splits)

@@ -1,0 +1,80 @@
+"""The user's own data through every analysis and figure (issue #46 item 1): the matrix of every
+registered analysis and figure x a CSV file, a JSONL file and a notebook's DataFrame.
+
+Each store is trained here; each analysis and figure then runs in a process that never read or
+registered the data (``tests/own_data_matrix.py`` forks one per item from a fresh interpreter),
+so it must find the run's task and data from the run itself. The driver iterates the registries:
+a new analysis or figure joins the matrix by itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from robustkit.analysis import registry
+from robustkit.data import user_data
+from robustkit.figures import FIGURES
+from robustkit.specs.spec import RunSpec
+
+FAST = dict(model="bert-tiny", lr=1e-3, epochs=2, batch_size=16, max_length=32, adapter_size=16, eval_every=4)
+# two seeds of each method the analyses and figures compare (pairs of seeds, LoRA's weights)
+RUNS = (("full", 0), ("full", 1), ("houlsby", 0), ("houlsby", 1), ("lora", 0), ("lora", 1))
+WORDS = ("great", "awful", "fine", "bad", "lovely", "poor")
+
+
+def reviews(n: int = 240) -> pd.DataFrame:
+    """n distinct single-sentence reviews, string labels (an attack's kind of task)."""
+    return pd.DataFrame(
+        {
+            "text": [
+                f"a {WORDS[i % 6]} movie about {('cats', 'dogs', 'ships', 'trains')[i % 4]} number {i}"
+                for i in range(n)
+            ],
+            "label": ["pos" if i % 2 == 0 else "neg" for i in range(n)],
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def own_stores(tmp_path_factory) -> dict[str, Path]:
+    from robustkit.train import train
+
+    root = tmp_path_factory.mktemp("own-data-matrix")
+    frame = reviews()
+    frame.to_csv(root / "reviews.csv", index=False)
+    frame.to_json(root / "notes.jsonl", orient="records", lines=True)
+    sources = {
+        "csv": dict(task="reviews", data_dir=str(root / "reviews.csv")),
+        "jsonl": dict(task="notes", data_dir=str(root / "notes.jsonl")),
+        "dataframe": dict(task="frame"),
+    }
+    user_data.register(frame, name="frame")  # lives in this process only: the store keeps a copy
+    try:
+        for source, fields in sources.items():
+            for method, seed in RUNS:
+                train(RunSpec(method=method, seed=seed, **fields, **FAST), root / source, progress=False)
+    finally:
+        user_data._REGISTRY.pop("frame", None)
+    return {source: root / source for source in sources}
+
+
+@pytest.mark.parametrize("source", ["csv", "jsonl", "dataframe"])
+def test_every_analysis_and_figure_on_own_data_in_a_fresh_process(own_stores, source, shared_nltk_data):
+    driver = Path(__file__).with_name("own_data_matrix.py")
+    env = {**os.environ, "NLTK_DATA": shared_nltk_data}
+    done = subprocess.run(
+        [sys.executable, str(driver), str(own_stores[source])], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    ran = {(r["kind"], r["name"]) for r in results}
+    expected = {("analysis", n) for n in registry.ANALYSES} | {("figure", n) for n in FIGURES}
+    assert ran == expected  # the registries, whole
+    failed = {f"{r['kind']} {r['name']}": r.get("trace") or r["error"] for r in results if not r["ok"]}
+    assert not failed, "\n".join(f"{name}: {trace}" for name, trace in failed.items())

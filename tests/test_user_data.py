@@ -456,3 +456,60 @@ def test_a_moved_data_file_is_named_in_one_line(tmp_path, monkeypatch):
         run_task(read_spec(run_dir), run_dir)
     message = str(refused.value)
     assert str(path) in message and run_dir.name in message and "not there" in message and "\n" not in message
+
+
+def _refused(data, **options) -> str:
+    with pytest.raises(TaskError) as refused:
+        user_data.read(data, **options)
+    message = str(refused.value)
+    assert "\n" not in message, message
+    return message
+
+
+def test_a_rare_label_is_refused_naming_its_rows_and_the_likely_label(tmp_path):
+    """Issue #46 item 4: one `postive` among pos/neg rows would train a third class."""
+    frame = reviews().replace({"sentiment": {"pos": "positive", "neg": "negative"}})
+    frame.loc[7, "sentiment"] = "postive"
+    path = write(frame, tmp_path / "typo.csv")
+    message = _refused(user_data.source_string(path, label_column="sentiment"))
+    assert "'postive'" in message and "row 7" in message and "'positive'" in message and str(path) in message
+    assert "--allow-rare-labels" in message
+    kept = user_data.read(user_data.source_string(path, label_column="sentiment", allow_rare_labels=True))
+    assert kept.task.label_names == ("negative", "positive", "postive")
+    assert user_data.read(kept.source).fingerprint == kept.fingerprint  # the choice rides in the source string
+
+
+def test_labels_are_one_type_an_integer_string_is_its_integer(tmp_path):
+    path = tmp_path / "mixed.jsonl"
+    rows = [{"text": f"text number {i}", "label": [0, 1, "1"][i % 3]} for i in range(60)]
+    path.write_text("\n".join(json.dumps(row) for row in rows) + "\n")
+    loaded = user_data.read(str(path))
+    assert loaded.task.label_names == ("0", "1") and loaded.task.num_labels == 2
+
+
+@pytest.mark.parametrize("kind", ["folder", "dataset-dict"])
+def test_a_label_only_validation_or_test_has_is_refused_for_every_source(tmp_path, kind):
+    train, test = reviews(40), reviews(10)
+    test.loc[3, "sentiment"] = "maybe"
+    if kind == "folder":
+        write(train, tmp_path / "data" / "train.csv")
+        write(test, tmp_path / "data" / "test.csv")
+        data = user_data.source_string(tmp_path / "data", label_column="sentiment")
+    else:
+        data = datasets.DatasetDict(
+            {"train": datasets.Dataset.from_pandas(train), "test": datasets.Dataset.from_pandas(test)}
+        )
+    options = {} if kind == "folder" else {"name": "dd", "label_column": "sentiment"}
+    message = _refused(data, **options)
+    assert "test split has labels the train split lacks: 'maybe'" in message and "row 3" in message
+
+
+def test_a_header_only_file_and_list_labels_are_one_line_naming_the_file(tmp_path):
+    empty = tmp_path / "empty.csv"
+    empty.write_text("text,label\n")
+    message = _refused(str(empty))
+    assert str(empty) in message and "no rows" in message
+    listed = tmp_path / "listed.jsonl"
+    listed.write_text("\n".join(json.dumps({"text": f"t {i}", "label": [i % 2]}) for i in range(20)) + "\n")
+    message = _refused(str(listed))
+    assert str(listed) in message and "one label per row" in message and "row 0" in message

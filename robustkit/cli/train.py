@@ -169,6 +169,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--label-column",
         help="the label column (float values: regression); default: found (label, labels, target, ...)",
     )
+    own.add_argument(
+        "--allow-rare-labels",
+        action="store_true",
+        help="keep a label of fewer than 3 rows as a class of its own (refused by default: likely a typo)",
+    )
 
 
 def _ints(text: str) -> list[int]:
@@ -256,6 +261,7 @@ def specs_from_args(args) -> list:
                 args.text_column,
                 args.text_pair_column,
                 args.label_column,
+                args.allow_rare_labels,
             )
         )
     from robustkit.sweeps.grid import check_size

@@ -34,7 +34,9 @@ Columns
     regression (one output; Spearman and Pearson correlations, Spearman the main metric);
     otherwise its distinct values, sorted, are the label names (a ``datasets`` ClassLabel keeps
     its own names and ids) and the metrics are accuracy (main) and, for two labels, F1 of the
-    second label.
+    second label. Labels are one type (``"1"`` and ``1`` one class); a label of fewer than
+    :data:`RARE_LABEL_ROWS` rows is refused as a likely typo unless kept (``rare=keep``,
+    ``--allow-rare-labels``); a label of validation or test that train lacks is refused.
 
 Split rule (the missing splits, seeded by :data:`USER_SPLIT_SEED`)
     The splits a source has are kept as they are: a ``test`` split is always the test split,
@@ -58,6 +60,7 @@ Identity
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import os
@@ -114,7 +117,8 @@ HUB_PREFIX = "hub:"
 _HUB_NAME = re.compile(r"^[\w.-]+(/[\w.-]+)?(:[\w.-]+)?$")
 # column choices ride in the source string (a run's data_dir), so that a spawned sweep worker
 # reading the spec reads the same columns: "reviews.csv#text=review,label=stars"
-_CHOICES = re.compile(r"^(.*)#((?:text|pair|label)=[^#]*)$")
+_CHOICES = re.compile(r"^(.*)#((?:text|pair|label|rare)=[^#]*)$")
+RARE_LABEL_ROWS = 3  # a label with fewer rows than this in all splits is taken for a typo
 
 
 @dataclass(frozen=True)
@@ -161,10 +165,14 @@ def is_source(data_dir: str | Path | None) -> bool:
 
 
 def source_string(
-    location: str | Path, text_columns: tuple[str, ...] | list[str] | None = None, label_column: str | None = None
+    location: str | Path,
+    text_columns: tuple[str, ...] | list[str] | None = None,
+    label_column: str | None = None,
+    allow_rare_labels: bool = False,
 ) -> str:
-    """The source string of a run's ``data_dir``: ``location`` with the column choices, if any
-    (``reviews.csv#text=review,label=stars``; ``pair`` marks the second text column)."""
+    """The source string of a run's ``data_dir``: ``location`` with the reading choices, if any
+    (``reviews.csv#text=review,label=stars``; ``pair`` marks the second text column; ``rare=keep``
+    keeps labels of fewer than :data:`RARE_LABEL_ROWS` rows)."""
     parts = []
     if text_columns:
         parts.append("text=" + text_columns[0])
@@ -172,6 +180,8 @@ def source_string(
             parts.append("pair=" + text_columns[1])
     if label_column:
         parts.append("label=" + label_column)
+    if allow_rare_labels:
+        parts.append("rare=keep")
     return str(location) + ("#" + ",".join(parts) if parts else "")
 
 
@@ -197,7 +207,7 @@ def ensure(name: str, data_dir: str | Path | None) -> UserData | None:
         return loaded
     location, choices = _parse(str(data_dir))
     columns = tuple(c for c in (choices.get("text"), choices.get("pair")) if c) or None
-    source = source_string(location, columns, choices.get("label"))  # one spelling of the choices
+    source = source_string(location, columns, choices.get("label"), choices.get("rare") == "keep")  # one spelling
     signature = _signature(location)
     if loaded is not None and loaded.source == source and signature is not None and _SIGNATURES.get(name) == signature:
         return loaded
@@ -228,6 +238,7 @@ def register(
     name: str | None = None,
     text_columns: tuple[str, ...] | list[str] | None = None,
     label_column: str | None = None,
+    allow_rare_labels: bool = False,
 ) -> Any:
     """Read ``data`` (:func:`read`) and register it as task ``name``: from then on this process's
     :func:`robustkit.data.tasks.get_task` and :func:`~robustkit.data.tasks.load_splits` know the task.
@@ -242,7 +253,7 @@ def register(
         See :func:`read`.
     """
     signature = _signature(_parse(str(data))[0]) if isinstance(data, (str, Path)) else None
-    loaded = read(data, name, text_columns, label_column)  # a name registered again takes the new data
+    loaded = read(data, name, text_columns, label_column, allow_rare_labels)  # a name registered again: new data
     _REGISTRY[loaded.task.name] = loaded
     _SIGNATURES[loaded.task.name] = signature  # stat before the read: a file changed since is read again
     return loaded.task
@@ -255,6 +266,7 @@ def run_fields(
     text_column: str | None = None,
     text_pair_column: str | None = None,
     label_column: str | None = None,
+    allow_rare_labels: bool = False,
 ) -> dict[str, str]:
     """The ``task`` and ``data_dir`` of runs on user data given by a path (``data``) or a hub
     dataset (``dataset``, ``NAME`` or ``NAME:CONFIG``), read and registered now: what
@@ -289,7 +301,7 @@ def run_fields(
         raise TaskError("--text-pair-column needs --text-column (the first text of the pair)")
     columns = tuple(c for c in (text_column, text_pair_column) if c) or None
     location = str(data) if data is not None else HUB_PREFIX + dataset
-    source = source_string(location, columns, label_column)
+    source = source_string(location, columns, label_column, allow_rare_labels)
     task = register(source, name)
     return {"task": task.name, "data_dir": source}
 
@@ -299,6 +311,7 @@ def read(
     name: str | None = None,
     text_columns: tuple[str, ...] | list[str] | None = None,
     label_column: str | None = None,
+    allow_rare_labels: bool = False,
 ) -> UserData:
     """Read user data into a task and its splits (module docstring: sources, columns, split rule).
 
@@ -314,19 +327,25 @@ def read(
         One column (single text) or two (text pair); default: found.
     label_column : str, optional
         Default: found (:data:`LABEL_NAMES`).
+    allow_rare_labels : bool
+        Keep a label of fewer than :data:`RARE_LABEL_ROWS` rows (refused by default: a typo such
+        as ``postive`` would otherwise train a class of its own).
 
     Raises
     ------
     TaskError
         Unreadable data, unknown split names, columns not found, missing labels, an empty split,
-        or a name that is a built-in task's.
+        a header without rows, a label that is not one value (a list), a rare label, a label in
+        validation or test that train lacks, or a name that is a built-in task's. A file's
+        message names the file.
     """
     source = None
     if isinstance(data, (str, Path)):
         location, choices = _parse(str(data))
         text_columns = text_columns or tuple(c for c in (choices.get("text"), choices.get("pair")) if c) or None
         label_column = label_column or choices.get("label")
-        source = source_string(location, text_columns, label_column)
+        allow_rare_labels = allow_rare_labels or choices.get("rare") == "keep"
+        source = source_string(location, text_columns, label_column, allow_rare_labels)
         if (Path(location) / SAVED_COPY).is_file():
             return _read_copy(Path(location), name, source)
         raw, default_name = _read_location(location)
@@ -346,13 +365,21 @@ def read(
         raise TaskError("user data needs a task name (name=... or --task-name)")
     if name in TASKS:
         raise TaskError(f"task name {name!r} is a built-in task's; name your data otherwise (--task-name)")
-    splits = _named_splits(raw, name)
-    frames = {split: _frame(table) for split, table in splits.items()}
-    label_info = _label_info(splits["train"], frames, label_column, name)
-    fields = _text_columns(frames["train"], text_columns, label_info[0], name)
-    task = _task(name, fields, label_info[1])
-    canonical = {split: _canonical(frame, fields, label_info, task, split) for split, frame in frames.items()}
-    canonical, rule = _complete(canonical, task)
+    try:
+        splits = _named_splits(raw, name)
+        frames = {split: _frame(table) for split, table in splits.items()}
+        for split, frame in frames.items():
+            if frame.empty:
+                raise TaskError(f"task {name!r}: the {split} split has no rows (a header only?)")
+        label_info = _label_info(splits["train"], frames, label_column, name, allow_rare_labels)
+        fields = _text_columns(frames["train"], text_columns, label_info[0], name)
+        task = _task(name, fields, label_info[1])
+        canonical = {split: _canonical(frame, fields, label_info, task, split) for split, frame in frames.items()}
+        canonical, rule = _complete(canonical, task)
+    except TaskError as error:
+        if source is None or location in str(error):
+            raise
+        raise TaskError(f"{location}: {error}") from None  # the message names the file
     return UserData(task, canonical, fingerprint(task, canonical), source, rule)
 
 
@@ -511,8 +538,15 @@ def _frame(table) -> pd.DataFrame:
 # --- columns and labels ---------------------------------------------------------------------------
 
 
-def _label_info(train, frames: dict, column: str | None, name: str) -> tuple[str, tuple[str, ...], dict | None]:
-    """(label column, label names (empty: regression), value -> id (None: regression or ids))."""
+def _label_info(
+    train, frames: dict, column: str | None, name: str, allow_rare: bool = False
+) -> tuple[str, tuple[str, ...], dict | None]:
+    """(label column, label names (empty: regression), value -> id (None: regression or ids)).
+
+    Labels are read as one type: integers written as strings (``"1"`` beside ``1``, as JSONL
+    gives) are integers. Every label of validation and test must be one train has; a label of
+    fewer than :data:`RARE_LABEL_ROWS` rows is refused (unless ``allow_rare``), naming its rows
+    and the label it most resembles."""
     columns = list(frames["train"].columns)
     if column is None:
         column = next((c for c in LABEL_NAMES if c in columns), None)
@@ -523,20 +557,83 @@ def _label_info(train, frames: dict, column: str | None, name: str) -> tuple[str
             raise TaskError(
                 f"task {name!r}: the {split} split has no label column {column!r}; it has {list(frame.columns)}"
             )
+    for split, frame in frames.items():
+        nested = frame[column].map(lambda v: isinstance(v, (list, tuple, dict, np.ndarray)))
+        if nested.any():
+            row = int(np.flatnonzero(nested.to_numpy())[0])
+            raise TaskError(
+                f"task {name!r}: the {split} split's label column {column!r} holds "
+                f"{type(frame[column].iloc[row]).__name__}s (first: row {row}); give one label per row"
+            )
     feature = train.features.get(column) if isinstance(train, datasets.Dataset) else None
     if isinstance(feature, datasets.ClassLabel):
-        return column, tuple(feature.names), None
+        names = tuple(feature.names)
+        labels = {
+            split: frame[column].map(lambda i: names[i] if 0 <= i < len(names) else i)
+            for split, frame in frames.items()
+        }
+        _check_label_sets(labels, name, allow_rare)
+        return column, names, None
     values = pd.concat([f[column] for f in frames.values()], ignore_index=True)
     if values.isna().any():
         raise TaskError(f"task {name!r}: {int(values.isna().sum())} rows have no label in column {column!r}")
     if pd.api.types.is_float_dtype(values):
         return column, (), None
-    if pd.api.types.is_bool_dtype(values):
-        values = values.astype(int)
+    labels = {split: _one_type(frame[column]) for split, frame in frames.items()}
+    values = pd.concat(labels.values(), ignore_index=True)
     distinct = sorted(values.unique(), key=lambda v: (str(type(v)), v))
     if len(distinct) < 2:
         raise TaskError(f"task {name!r}: column {column!r} has a single label value {distinct[0]!r}; need two or more")
-    return column, tuple(str(v) for v in distinct), {v: i for i, v in enumerate(distinct)}
+    _check_label_sets(labels, name, allow_rare)
+    ids = {v: i for i, v in enumerate(distinct)}
+    for split, frame in list(frames.items()):  # the canonical splits map the normalised values
+        frames[split] = frame.copy()
+        frames[split][column] = labels[split].to_numpy()
+    return column, tuple(str(v) for v in distinct), ids
+
+
+def _one_type(labels: pd.Series) -> pd.Series:
+    """Labels as one type: booleans as 0/1; integers and integer strings (``"1"``) as int."""
+    if pd.api.types.is_bool_dtype(labels):
+        return labels.astype(int)
+    integer = labels.map(lambda v: isinstance(v, (int, np.integer)) or bool(isinstance(v, str) and _INTEGER.match(v)))
+    if integer.all():
+        return labels.map(int)
+    return labels.map(lambda v: str(int(v)) if isinstance(v, (bool, np.bool_)) else str(v))
+
+
+_INTEGER = re.compile(r"^\s*[-+]?\d+\s*$")
+
+
+def _check_label_sets(labels: dict[str, pd.Series], name: str, allow_rare: bool) -> None:
+    """Refuse labels validation or test have that train lacks, and (unless ``allow_rare``) rare labels."""
+    known = set(labels["train"])
+    for split in ("validation", "test"):
+        if split in labels:
+            extra = sorted(set(labels[split]) - known, key=str)
+            if extra:
+                rows = np.flatnonzero(labels[split].isin(extra).to_numpy())
+                raise TaskError(
+                    f"task {name!r}: the {split} split has labels the train split lacks: "
+                    f"{', '.join(map(repr, extra))} ({len(rows)} rows, first: row {int(rows[0])})"
+                )
+    if allow_rare:
+        return
+    counts = pd.concat(labels.values(), ignore_index=True).value_counts()
+    for label, count in counts.items():
+        if count < RARE_LABEL_ROWS:
+            where = [
+                f"{split} row{'s' if len(rows) > 1 else ''} {', '.join(map(str, rows))}"
+                for split, series in labels.items()
+                if len(rows := np.flatnonzero((series == label).to_numpy()).tolist())
+            ]
+            others = [str(v) for v in counts.index if v != label]
+            guess = difflib.get_close_matches(str(label), others, n=1, cutoff=0.5)
+            raise TaskError(
+                f"task {name!r}: label {label!r} has only {count} row{'s' if count > 1 else ''} ({'; '.join(where)})"
+                f"{f', perhaps a typo of {guess[0]!r}' if guess else ''}; fix the data, or keep it as a class of "
+                "its own with --allow-rare-labels"
+            )
 
 
 def _text_columns(frame: pd.DataFrame, given, label: str, name: str) -> tuple[str, ...]:

@@ -513,3 +513,33 @@ def test_a_header_only_file_and_list_labels_are_one_line_naming_the_file(tmp_pat
     listed.write_text("\n".join(json.dumps({"text": f"t {i}", "label": [i % 2]}) for i in range(20)) + "\n")
     message = _refused(str(listed))
     assert str(listed) in message and "one label per row" in message and "row 0" in message
+
+
+def test_train_says_when_a_size_cuts_the_data_and_when_splits_are_too_small(tmp_path):
+    """Issue #46 item 3: one line each, before training, for the user's own data."""
+    from robustkit.specs.preflight import size_notes
+
+    source = user_data.source_string(write(reviews(), tmp_path / "reviews.csv"), label_column="sentiment")
+    cut, small = size_notes([RunSpec(task="reviews", data_dir=source, train_size=40, **FAST).resolved()])
+    assert cut.startswith("reviews: training on 40 of its 48 training rows") and "--train-size all" in cut
+    assert "validation has 6 rows and test has 6 rows, under the about" in small and "'undecided'" in small
+    assert size_notes([RunSpec(task="rt", train_size=64)]) == []  # built-in sizes are known
+
+
+def test_an_undecided_run_is_said_in_one_line_and_kept(tmp_path):
+    from conftest import new_run
+
+    from robustkit.cli.report import failed_outcomes
+
+    final = {"last": {"test": {"accuracy": 0.67, "top_class_share": 0.6}}}
+    new_run(
+        tmp_path,
+        "small-run",
+        main_metric="accuracy",
+        final=final,
+        outcome={"last": {"test": "ok"}},
+        baselines={"test": {"n": 64, "accuracy": 0.5488}},
+    )
+    (line,) = failed_outcomes(tmp_path, ["small-run"])
+    assert line.startswith("undecided small-run: last test accuracy 0.670 on 64 examples (majority baseline 0.549)")
+    assert "kept as a result" in line and "one class" not in line

@@ -303,10 +303,15 @@ def epoch_outcomes(
 
 def ever_learned(store: str | Path, runs: pd.DataFrame) -> pd.Series:
     """run_id -> whether the run left the majority class at any validation evaluation of its
-    training (its main metric above the baseline's noise band, :func:`robustkit.train.collapse.noise_band`);
+    training (its main metric significantly above the baseline, :func:`robustkit.train.collapse.above_baseline`);
     NA where the history or the baseline is unknown. A collapsed run that never did is
     ``not-learned`` (:mod:`robustkit.train.collapse`)."""
     found = pd.Series(pd.NA, index=runs["run_id"], dtype="boolean")
+    if "ever_learned" in runs:  # recorded by training
+        recorded = runs.set_index("run_id")["ever_learned"]
+        recorded = recorded[recorded.map(lambda v: isinstance(v, (bool, np.bool_)))]
+        found[recorded.index] = recorded.astype(bool)
+        runs = runs[~runs["run_id"].isin(recorded.index)]
     history = load_history(store) if len(runs) else pd.DataFrame()
     if history.empty:
         return found
@@ -316,14 +321,23 @@ def ever_learned(store: str | Path, runs: pd.DataFrame) -> pd.Series:
     for _, run in runs.iterrows():
         base = run_baseline(run, run["main_metric"], "validation")
         if run["run_id"] in values and np.isfinite(base):
-            band = collapse.noise_band(run["main_metric"], base, _none(run.get("n_validation")))
-            found[run["run_id"]] = bool((values[run["run_id"]].to_numpy(float) > base + band).any())
+            n = _none(run.get("n_validation"))
+            found[run["run_id"]] = any(
+                collapse.above_baseline(v, base, run["main_metric"], n) if n else v > base
+                for v in values[run["run_id"]].to_numpy(float)
+            )
     return found
 
 
 def run_baseline(run: pd.Series, metric: str, split: str) -> float:
     """:func:`majority_baseline` of ``metric`` on ``split`` with a run's data settings (its row
-    of :func:`robustkit.analysis.select.select_runs`: task, data_dir, train_size, split_seed)."""
+    of :func:`robustkit.analysis.select.select_runs`: task, data_dir, train_size, split_seed).
+
+    The baseline the run's manifest recorded when it was scored (``baseline/<split>/<metric>``)
+    where there is one: never one recomputed from data edited since."""
+    recorded = _none(run.get(f"baseline/{split}/{metric}"))
+    if recorded is not None:
+        return float(recorded)
     train_size = _none(run.get("train_size"))
     return majority_baseline(
         run["task"],

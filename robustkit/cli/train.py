@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from robustkit.cli.arguments import output_folder
 from robustkit.cli.common import add_device, add_preset, add_yes, report
@@ -42,9 +43,13 @@ def add_parser(commands) -> None:
 
 
 def run(args) -> int:
+    from robustkit.specs.preflight import size_notes
     from robustkit.sweeps.grid import run_sweep
 
-    return report(run_sweep(specs_from_args(args), args.store, jobs=args.jobs, device=args.device), args.store)
+    specs = specs_from_args(args)
+    for line in size_notes(specs):  # before training: sizes the user did not choose, or too small
+        print(f"note: {line}", file=sys.stderr)
+    return report(run_sweep(specs, args.store, jobs=args.jobs, device=args.device), args.store)
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:

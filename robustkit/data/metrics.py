@@ -122,10 +122,17 @@ def majority_baseline(task: str | Task, labels: np.ndarray, eval_labels: np.ndar
         The value of ``task.main_metric``; a run scoring no better has failed.
     """
     task = get_task(task)
+    return majority_scores(task, labels, eval_labels)[task.main_metric]
+
+
+def majority_scores(task: str | Task, labels: np.ndarray, eval_labels: np.ndarray | None = None) -> dict[str, float]:
+    """Every metric of always predicting the most frequent label of ``labels`` (arguments as
+    :func:`majority_baseline`), ``{metric: value}``."""
+    task = get_task(task)
     labels = np.asarray(labels).reshape(-1)
     target = labels if eval_labels is None else np.asarray(eval_labels).reshape(-1)
     if task.is_regression:
         constant = labels.mean()
     else:
         constant = np.bincount(labels.astype(np.int64), minlength=task.num_labels).argmax()
-    return compute_metrics(task, np.full(target.shape, constant), target)[task.main_metric]
+    return compute_metrics(task, np.full(target.shape, constant), target)

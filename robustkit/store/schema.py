@@ -6,6 +6,8 @@ import dataclasses
 import json
 import re
 
+import numpy as np
+
 from robustkit.specs.spec import RunSpec, TspSpec
 
 # A run's ``status`` in its manifest. ``running`` (or interrupted: resumable), ``failed`` (an
@@ -19,6 +21,41 @@ RUNNING = "running"
 STATUSES = (RUNNING, "failed", COMPLETE, DIVERGED)
 # A run folder that cannot be trusted (robustkit.analysis.verify): shown with this status, never analysed.
 DAMAGED = "damaged"
+
+# A run's **outcome** on a scored split (:mod:`robustkit.train.collapse` decides it): the one
+# vocabulary of tables, figures and the CLI. Here, below the training code, so that the store's
+# tables speak it too.
+OK, NOT_LEARNED, COLLAPSED = "ok", "not-learned", "collapsed"
+OUTCOMES = (OK, NOT_LEARNED, COLLAPSED, DIVERGED)
+
+
+def with_history(outcome: str, ever_learned) -> str:
+    """``outcome`` given whether the run ever left the majority class during training:
+    ``not-learned`` for a collapsed run that never did (``ever_learned`` False), else ``outcome``
+    as it is (``ever_learned`` None / NA: history unknown).
+
+    Parameters
+    ----------
+    outcome : str
+        One of :data:`OUTCOMES`, judged on the scored split alone (as training records it).
+    ever_learned : bool or None
+        Whether its validation score was ever significantly above the majority baseline.
+    """
+    if outcome != COLLAPSED or not isinstance(ever_learned, (bool, np.bool_)):
+        return outcome  # None, NaN, pandas.NA: the history is unknown
+    return outcome if bool(ever_learned) else NOT_LEARNED
+
+
+def run_outcome(outcomes: dict, ever_learned=None) -> str | None:
+    """One word for a run from its manifest's ``outcome`` (``{checkpoint: {split: word}}``):
+    ``ok`` when every recorded outcome is, else the failed words joined by ``/``
+    (``collapsed/diverged``), made ``not-learned`` where the run never learned; None when
+    nothing is recorded."""
+    words = {with_history(w, ever_learned) for splits in (outcomes or {}).values() for w in splits.values()}
+    if not words:
+        return None
+    return OK if words == {OK} else "/".join(sorted(words - {OK}))
+
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _SPECS = {"finetune": RunSpec, "tsp": TspSpec}

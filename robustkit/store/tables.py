@@ -13,7 +13,7 @@ from robustkit.methods.registry import identity_columns, option_columns
 from robustkit.specs.spec import SPEC_DEFAULTS, SPEC_FIELDS
 from robustkit.store.folders import GRADNORMS, HISTORY, run_folders
 from robustkit.store.manifest import inspect_run
-from robustkit.store.schema import DAMAGED
+from robustkit.store.schema import DAMAGED, run_outcome, with_history
 
 # Every field of the run spec is an identity column, so that analyses and figures can see every
 # setting in which two runs differ (and refuse to pool them: robustkit.analysis.pooling); the
@@ -70,8 +70,12 @@ def load_runs(store: str | Path, include_tsp: bool = False, include_damaged: boo
         ``main_metric, trainable_params, path``, ``n_<split>`` (examples per split),
         one column per final metric, named ``<checkpoint>/<split>/<metric>`` (e.g.
         ``best/test/accuracy``; ``top_class_share`` is the share of the most predicted class),
-        and ``outcome/<checkpoint>/<split>`` (``ok``, ``collapsed`` or ``diverged``, see
-        :mod:`robustkit.train.collapse`; absent for runs trained before outcomes were recorded). A
+        ``outcome/<checkpoint>/<split>`` (``ok``, ``not-learned``, ``collapsed`` or ``diverged``,
+        see :mod:`robustkit.train.collapse`; absent for runs trained before outcomes were
+        recorded), ``outcome`` (the run's one word, as ``robustkit runs`` prints it:
+        :func:`robustkit.store.schema.run_outcome`), ``ever_learned`` (whether its validation score
+        ever left the majority class; None where not recorded) and ``baseline/<split>/<metric>``
+        (always predicting the majority training label, on the data the run was scored on). A
         diverged run's final metrics are those of the finite checkpoints it kept, and its
         outcome is ``diverged`` on every checkpoint and split. Runs put in the store by
         ``robustkit import`` have ``imported_from`` (the folder they came from; None for runs
@@ -101,11 +105,22 @@ def load_runs(store: str | Path, include_tsp: bool = False, include_damaged: boo
         row["trainable_params"] = manifest.get("trainable", {}).get("count")
         row.update({f"n_{split}": size for split, size in (manifest.get("splits") or {}).items()})
         row.update(_flatten_final(manifest.get("final", {})))
+        learned = manifest.get("ever_learned")
+        row["ever_learned"] = learned
         row.update(
             {
-                f"outcome/{checkpoint}/{split}": value
+                f"outcome/{checkpoint}/{split}": with_history(value, learned)
                 for checkpoint, splits in (manifest.get("outcome") or {}).items()
                 for split, value in splits.items()
+            }
+        )
+        row["outcome"] = run_outcome(manifest.get("outcome"), learned)
+        row.update(
+            {
+                f"baseline/{split}/{metric}": value
+                for split, values in (manifest.get("baselines") or {}).items()
+                for metric, value in values.items()
+                if metric != "n"
             }
         )
         row["path"] = str(run_dir)

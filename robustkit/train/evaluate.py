@@ -18,11 +18,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from robustkit.data import batches as data
 from robustkit.data import tasks
-from robustkit.data.metrics import compute_metrics, majority_baseline
+from robustkit.data.metrics import compute_metrics, majority_baseline, majority_scores
 from robustkit.models import pretrained as models
 from robustkit.specs.spec import RunSpec
 from robustkit.store.run_data import run_splits, run_task
@@ -206,6 +207,27 @@ def evaluate(
         output = model(**model_inputs(batch, device))
         accumulator.add(output.loss, output.logits, batch["labels"])
     return accumulator.result(shares)
+
+
+def split_baselines(task: str | tasks.Task, splits) -> dict:
+    """What a run's manifest records of its scored splits (``baselines``): each split's size and
+    every metric of always predicting the majority training label on it, so that later tables
+    judge the run against the data it was scored on, never against data read again.
+
+    Returns
+    -------
+    dict
+        ``{split: {"n": int, metric: float, ...}}`` for ``validation`` and ``test``.
+    """
+    task = tasks.get_task(task)
+    train_labels = np.asarray(splits["train"]["label"])
+    recorded = {}
+    for split in ("validation", "test"):
+        if split in splits:
+            labels = np.asarray(splits[split]["label"])
+            recorded[split] = {"n": int(len(labels))}
+            recorded[split].update({m: float(v) for m, v in majority_scores(task, train_labels, labels).items()})
+    return recorded
 
 
 def final_outcomes(task: str | tasks.Task, splits, final: dict) -> dict:

@@ -21,7 +21,14 @@ from robustkit.store.schema import COMPLETE, DIVERGED
 from robustkit.train import collapse
 from robustkit.train.divergence import Diverged, weights_finite
 from robustkit.train.eta import Projection
-from robustkit.train.evaluate import EVAL_BATCH_SIZE, encode_split, eval_batches, evaluate, final_outcomes
+from robustkit.train.evaluate import (
+    EVAL_BATCH_SIZE,
+    encode_split,
+    eval_batches,
+    evaluate,
+    final_outcomes,
+    split_baselines,
+)
 from robustkit.train.loop import LOOP_STATE, _Loop, seed_step, timestamp
 from robustkit.train.optimiser import _Optimiser, linear_lr_factor
 from robustkit.train.provenance import asset_hashes
@@ -264,6 +271,9 @@ class _Finetune(_Loop):
                 )
             final[name] = {"validation": validation, "test": evaluate(model, batches["test"], self.task, shares=True)}
         outcomes = self._outcomes(final)
+        baselines = split_baselines(self.task, self.splits)
+        main = self.task.main_metric
+        scores = history[(history.split == "validation") & (history.metric == main)]["value"].to_numpy(float)
         update_manifest(
             self.run_dir,
             status=COMPLETE,
@@ -271,6 +281,11 @@ class _Finetune(_Loop):
             final=final,
             best_step=state["best_step"],
             outcome=outcomes,
+            baselines=baselines,
+            # whether it ever left the majority class: a collapsed run that never did is not-learned
+            ever_learned=collapse.ever_learned(
+                scores, baselines["validation"].get(main), main, baselines["validation"]["n"]
+            ),
         )
 
     def _outcomes(self, final: dict) -> dict:

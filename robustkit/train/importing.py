@@ -85,7 +85,14 @@ from robustkit.store.locks import run_lock
 from robustkit.store.logs import record_logs
 from robustkit.store.manifest import read_manifest, refuse_damaged, update_manifest, write_manifest
 from robustkit.store.schema import COMPLETE
-from robustkit.train.evaluate import EVAL_BATCH_SIZE, encode_split, eval_batches, evaluate, final_outcomes
+from robustkit.train.evaluate import (
+    EVAL_BATCH_SIZE,
+    encode_split,
+    eval_batches,
+    evaluate,
+    final_outcomes,
+    split_baselines,
+)
 from robustkit.train.provenance import asset_hashes, package_versions
 from robustkit.train.run_model import build_classifier, checkpoint_metadata, trainable_state
 
@@ -513,6 +520,7 @@ class _Import:
             final=final,
             best_step=best[1],
             outcome=final_outcomes(task, splits, final),
+            baselines=split_baselines(task, splits),
         )
 
     def _tensors(self, source: Source, names: list[str]) -> dict[str, torch.Tensor]:

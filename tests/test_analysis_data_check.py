@@ -53,3 +53,25 @@ def test_data_edited_after_training_is_refused_by_name(own_data_run):
         registry.get("landscape").run(tmp_path / "runs", progress=False, **LANDSCAPE)
     message = str(refused.value)
     assert "dev.tsv changed since" in message and run_dir.name in message and "\n" not in message, message
+
+
+@pytest.mark.parametrize(
+    "verb",
+    [["runs"], ["stats"], ["analyze", "scores"], ["plot", "box-seeds", "-o", "{tmp}/box.pdf"]],
+    ids=lambda v: " ".join(v[:2]),
+)
+def test_every_verb_that_reads_the_store_flags_changed_data_in_one_line(own_data_run, verb, capsys, monkeypatch):
+    """Issue #46 item 2: runs, stats, scores and plot say so (analyses refuse, above)."""
+    from robustkit.cli import main
+    from robustkit.store import tables
+
+    tmp_path, run_dir = own_data_run
+    dev = tmp_path / "glue" / "RTE" / "dev.tsv"
+    dev.write_text(dev.read_text().replace("not_entailment", "entailment", 1))
+    monkeypatch.setattr(tables, "_WARNED", set())
+    capsys.readouterr()
+    argv = [part.replace("{tmp}", str(tmp_path)) for part in verb]
+    main([*argv[:2], str(tmp_path / "runs"), *argv[2:]] if argv[0] != "runs" else ["runs", str(tmp_path / "runs")])
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert len(lines) == 1 and "glue" in lines[0] and "changed since training" in lines[0], lines
+    assert run_dir.name in lines[0]

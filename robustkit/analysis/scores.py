@@ -338,6 +338,8 @@ def run_baseline(run: pd.Series, metric: str, split: str) -> float:
     recorded = _none(run.get(f"baseline/{split}/{metric}"))
     if recorded is not None:
         return float(recorded)
+    if isinstance(run.get("data_changed"), str):  # nothing recorded, and the data read now is other data
+        return float("nan")
     train_size = _none(run.get("train_size"))
     return majority_baseline(
         run["task"],

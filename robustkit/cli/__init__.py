@@ -159,6 +159,22 @@ TRACEBACK_VARIABLE = "ROBUSTKIT_TRACEBACK"
 EXIT_INTERRUPTED, EXIT_FAILED = 130, 1
 
 
+def _one_line_warnings() -> None:
+    """robustkit's own warnings (a damaged run, changed data) as one ``warning: ...`` line on
+    stderr, as errors are; other libraries' warnings keep Python's format."""
+    import warnings
+
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if category.__module__.startswith("robustkit."):
+            print(f"warning: {message}", file=sys.stderr)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run a robustkit command line; the one place where errors meet the user, each as one line
     on stderr, never a traceback:
@@ -179,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             args = parse_args(argv)
             configure_logging(args.verbose, args.quiet)
+            _one_line_warnings()
             from robustkit.progress import stdout_is_data
 
             stdout_is_data(getattr(args, "format", "table") != "table")  # csv / json: no log lines in it

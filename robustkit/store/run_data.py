@@ -187,3 +187,44 @@ def run_splits(spec: RunSpec | TspSpec, run_dir: str | Path | None = None) -> di
         spec = dataclasses.replace(spec, data_dir=run_source(spec, run_dir))  # the store's copy
     check_run_data(spec, Path(run_dir).name if run_dir is not None else None, recorded)
     return tasks.load_splits(task, data_dir=spec.data_dir, train_size=spec.train_size, split_seed=spec.split_seed)
+
+
+class DataChangedWarning(UserWarning):
+    """Runs of the store whose local data changed (or went missing) since they were trained:
+    their recorded scores stand, analyses that read the data refuse them."""
+
+
+def changed_data(runs) -> dict[str, str]:
+    """Which runs' local data is no longer the data they were trained on, each source checked once.
+
+    Parameters
+    ----------
+    runs : DataFrame
+        Rows of :func:`robustkit.store.tables.load_runs` (``run_id, task, data_dir,
+        data_fingerprint``). Runs without a local ``data_dir`` (embedded, hub) are not checked.
+
+    Returns
+    -------
+    dict of str to str
+        run_id -> one line: the file or folder and what it gives now (another fingerprint, or
+        that it is missing or unreadable).
+    """
+    if "data_dir" not in runs or "data_fingerprint" not in runs:
+        return {}
+    local = runs[runs["data_dir"].map(lambda d: isinstance(d, str) and not d.startswith("hub:"))]
+    local = local[local["data_fingerprint"].map(lambda f: isinstance(f, str) and bool(f))]
+    changed = {}
+    for (task, data_dir, recorded), group in local.groupby(["task", "data_dir", "data_fingerprint"], sort=False):
+        location = data_dir.split("#", 1)[0]
+        try:
+            actual = tasks.data_fingerprint(task, data_dir)
+        except (TaskError, OSError, ValueError) as error:
+            cause = str(error).splitlines()[0] if str(error) else type(error).__name__
+            why = f"{location} is missing or unreadable ({cause})"
+        else:
+            if actual == recorded:
+                continue
+            why = f"{location} changed since training: it gives {actual[:24]}…, the runs had {recorded[:24]}…"
+        for run_id in group["run_id"]:
+            changed[run_id] = why
+    return changed

@@ -150,9 +150,41 @@ def load_runs(store: str | Path, include_tsp: bool = False, include_damaged: boo
             frame[name] = frame[name].mask(frame["unknown"].map(lambda u, n=name: n in u))
             if name == "seed":  # a replicate label: an integer where known, <NA> where not (not 1.0)
                 frame[name] = frame[name].astype("Int64")
+        frame = _flag_changed_data(frame, store)
     if damaged and include_damaged:  # after the defaults: a damaged run's settings are unknown
         frame = pd.concat([frame, pd.DataFrame(damaged)], ignore_index=True).sort_values("run_id", ignore_index=True)
     return frame
+
+
+_WARNED: set[str] = set()
+
+
+def _flag_changed_data(frame: pd.DataFrame, store) -> pd.DataFrame:
+    """``frame`` + ``data_changed`` (None, or why the run's local data is not what it was trained
+    on: :func:`robustkit.store.run_data.changed_data`), with one warning per changed source
+    naming it and its runs. Only runs with a local ``data_dir`` are checked (the data modules are
+    imported only then)."""
+    local = frame.get("data_dir", pd.Series(dtype=object)).map(
+        lambda d: isinstance(d, str) and not d.startswith("hub:")
+    )
+    if not local.any():
+        return frame.assign(data_changed=None)
+    from robustkit.store.run_data import DataChangedWarning, changed_data
+
+    changed = changed_data(frame[local])
+    for why in dict.fromkeys(changed.values()):
+        if why in _WARNED:
+            continue  # once per process: a command reads its store's table more than once
+        _WARNED.add(why)
+        ids = sorted(r for r, w in changed.items() if w == why)
+        named = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+        warnings.warn(
+            f"{why}; run{'s' if len(ids) > 1 else ''} {named} of {store}: scores stand as recorded, analyses "
+            "that read the data refuse them; restore the data to analyse them",
+            DataChangedWarning,
+            stacklevel=3,
+        )
+    return frame.assign(data_changed=frame["run_id"].map(changed).where(lambda c: c.notna(), None))
 
 
 def import_id(run_id: str, source: str | None) -> str | None:

@@ -543,3 +543,34 @@ def test_an_undecided_run_is_said_in_one_line_and_kept(tmp_path):
     (line,) = failed_outcomes(tmp_path, ["small-run"])
     assert line.startswith("undecided small-run: last test accuracy 0.670 on 64 examples (majority baseline 0.549)")
     assert "kept as a result" in line and "one class" not in line
+
+
+def test_printed_run_ids_are_whole_and_every_command_takes_them(tmp_path, capsys, monkeypatch):
+    """Issue #46 item 5: a long own-data task name made ids longer than a cell; tables cut them.
+    Every id a table prints is fed back to `verify` and `runs --select run_id=...`."""
+    import re
+
+    from robustkit.cli import main
+    from robustkit.train import train
+
+    monkeypatch.setenv("COLUMNS", "100")
+    source = user_data.source_string(
+        write(reviews(), tmp_path / "my-customer-reviews-2026.csv"), label_column="sentiment"
+    )
+    for method in ("full", "houlsby"):
+        train(
+            RunSpec(task="my-customer-reviews-2026", data_dir=source, method=method, **FAST),
+            tmp_path / "runs",
+            progress=False,
+        )
+    store = str(tmp_path / "runs")
+    capsys.readouterr()
+    assert main(["runs", store]) == 0 and main(["analyze", "gradnorm", store]) == 0
+    printed = set(re.findall(r"my-customer-reviews-2026-\S+", capsys.readouterr().out))
+    ids = {p.name for p in (tmp_path / "runs").iterdir() if not p.name.startswith(".")}
+    assert printed == ids and all(len(i) > 40 for i in ids)  # whole, though longer than a cell
+    for run_id in printed:
+        assert main(["verify", store, run_id]) == 0
+        assert "1 run" in capsys.readouterr().out
+        assert main(["runs", store, "--select", f"run_id={run_id}", "--format", "csv"]) == 0
+        assert pd.read_csv(io.StringIO(capsys.readouterr().out))["run_id"].tolist() == [run_id]

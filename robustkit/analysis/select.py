@@ -64,12 +64,23 @@ def select_runs(
     runs = load_runs(store)
     if complete and not runs.empty:
         runs = runs[runs["status"].isin(FINISHED)]
+    return selected(runs, filters, str(store), "complete ")
+
+
+def selected(runs: pd.DataFrame, filters: dict[str, list[str]], store: str, kind: str = "") -> pd.DataFrame:
+    """The rows of a store's table ``runs`` matching every filter (see :func:`select_runs`).
+
+    Raises
+    ------
+    RobustkitError
+        A filter on a column the table lacks (named), or no row matches.
+    """
     for column, values in filters.items():
         if column not in runs.columns:
             raise RobustkitError(f"cannot select on {column!r}: runs have columns {', '.join(runs.columns)}")
         runs = runs[_matches(runs[column], values)]
     if runs.empty:
-        raise RobustkitError(f"no complete run in {str(store)!r} matches {filters or 'the selection'}")
+        raise RobustkitError(f"no {kind}run in {store!r} matches {filters or 'the selection'}")
     return runs.reset_index(drop=True)
 
 

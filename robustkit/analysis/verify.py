@@ -46,7 +46,7 @@ CACHE_COLUMNS = ["file", "status", "problem"]
 REMOVED = "removed"
 
 
-def verify_store(store_path: str | Path, repair: bool = False) -> pd.DataFrame:
+def verify_store(store_path: str | Path, repair: bool = False, run_ids: list[str] | None = None) -> pd.DataFrame:
     """Re-hash every checkpoint file of every run of a store against its manifest.
 
     Parameters
@@ -55,6 +55,8 @@ def verify_store(store_path: str | Path, repair: bool = False) -> pd.DataFrame:
         A run store.
     repair : bool
         Move each damaged run to ``<store>/.damaged/<run_id>-<YYYYmmddTHHMMSS>``.
+    run_ids : list of str, optional
+        Only these runs (as any table prints them); default every run folder.
 
     Returns
     -------
@@ -74,7 +76,13 @@ def verify_store(store_path: str | Path, repair: bool = False) -> pd.DataFrame:
     """
     root = open_store(store_path, create=False)
     rows = []
-    for run_dir in run_folders(root):
+    folders = run_folders(root)
+    if run_ids is not None:
+        unknown = sorted(set(run_ids) - {f.name for f in folders})
+        if unknown:
+            raise StoreError(f"no run {', '.join(map(repr, unknown))} in {store_path}")
+        folders = [f for f in folders if f.name in set(run_ids)]
+    for run_dir in folders:
         row = {"run_id": run_dir.name, "kind": None, "files": 0, "problem": None, "advice": None, "moved_to": None}
         denied = unreadable(run_dir)
         if denied:  # before the lock: it lives in the folder

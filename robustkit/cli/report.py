@@ -34,7 +34,9 @@ KEYS = ("run_id", "outcome", "best_val", "best_test")
 SETTINGS = ("options",)
 
 
-def runs_table(store: str | Path, include_tsp: bool = False, run_ids: Iterable[str] | None = None) -> pd.DataFrame:
+def runs_table(
+    store: str | Path, include_tsp: bool = False, run_ids: Iterable[str] | None = None, select: list[str] | None = None
+) -> pd.DataFrame:
     """One row per run: identity, status, trainable parameters and the main metric.
 
     Damaged runs (:func:`robustkit.store.manifest.damage`) are rows of status ``damaged`` with no
@@ -46,6 +48,8 @@ def runs_table(store: str | Path, include_tsp: bool = False, run_ids: Iterable[s
         Only these runs, in this order (e.g. the runs a command just trained); ids without a
         manifest in the store (a run that failed before it started) have no row. Default: every
         run of the store.
+    select : list of str, optional
+        ``KEY=VALUE[,VALUE]`` filters on the store's columns (``run_id=...``), as ``--select``.
 
     Returns
     -------
@@ -58,6 +62,10 @@ def runs_table(store: str | Path, include_tsp: bool = False, run_ids: Iterable[s
         test at the last one (``last_test``).
     """
     runs = load_runs(store, include_tsp=include_tsp, include_damaged=True)
+    if select:
+        from robustkit.analysis.select import parse_filters, selected
+
+        runs = selected(runs, parse_filters(select), str(store))
     if run_ids is not None:
         order = {run_id: i for i, run_id in enumerate(run_ids)}
         runs = (

@@ -14,6 +14,13 @@ def add_parser(commands) -> None:
     )
     runs.add_argument("store", help="run store folder")
     runs.add_argument("--tsp", action="store_true", help="also list task-specific pretraining runs")
+    runs.add_argument(
+        "--select",
+        action="append",
+        metavar="KEY=VALUE[,VALUE]",
+        help="keep runs whose column KEY has one of the values (repeatable), e.g. --select run_id=ID --select "
+        "method=houlsby,full",
+    )
     from robustkit.cli.terminal import add_format_arguments
 
     add_format_arguments(
@@ -34,7 +41,7 @@ def run(args) -> int:
         full = load_runs(args.store, include_tsp=args.tsp, include_damaged=True)
         print(f"wrote {len(full)} rows to {terminal.write(full, args.output)}")
     else:
-        table = runs_table(args.store, include_tsp=args.tsp)
+        table = runs_table(args.store, include_tsp=args.tsp, select=args.select)
         # an empty table says why: nothing trained yet, or only TSP stages, which --tsp lists
         stages = table.empty and not args.tsp and not runs_table(args.store, include_tsp=True).empty
         none = f"no runs in {args.store} but TSP stages: --tsp lists them" if stages else f"no runs in {args.store} yet"

@@ -31,7 +31,8 @@ if TYPE_CHECKING:  # pandas loads on first use: `robustkit --help` builds every 
 
 FORMATS = ("table", "csv", "json")
 FALLBACK_WIDTH = 120  # characters, where the output is no terminal and $COLUMNS is unset
-CELL_WIDTH = 40  # the longest cell a table shows (characters)
+CELL_WIDTH = 40  # the longest cell a table shows (characters); run ids are never cut
+ID_COLUMNS = frozenset({"run_id", "run", "run_a", "run_b", "tsp_run", "import_id"})
 # Identity columns whose empty cells are a value, not an unknown: an import_id tells an import
 # from the runs trained here (empty), so one import among them is a difference, shown.
 ALWAYS_DIFFERENT = ("import_id",)
@@ -235,6 +236,8 @@ def cell(column: str, value, width: int = CELL_WIDTH) -> str:
             return str(int(value))
         return f"{value:.4g}"
     text = str(value).replace("\n", " ")
+    if str(column) in ID_COLUMNS:
+        return text  # never cut: an id is copied into other commands (verify, --select run_id=...)
     if str(column).endswith(".config") or len(text) > width:
         from robustkit.methods.registry import short_config
 

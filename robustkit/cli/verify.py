@@ -16,6 +16,7 @@ def add_parser(commands) -> None:
         "them). The exit status is 1 if a damaged or unreadable run or a damaged frame is left.",
     )
     verify.add_argument("store", help="run store folder")
+    verify.add_argument("runs", nargs="*", metavar="RUN", help="only these runs (ids as any table prints them)")
     verify.add_argument(
         "--repair",
         action="store_true",
@@ -28,7 +29,7 @@ def add_parser(commands) -> None:
 def run(args) -> int:
     from robustkit.analysis.verify import summary, verify_cache, verify_store
 
-    table = verify_store(args.store, repair=args.repair)
+    table = verify_store(args.store, repair=args.repair, run_ids=args.runs or None)
     frames = verify_cache(args.store, repair=args.repair)
     for row in table[table.status != "ok"].itertuples():
         print(f"{row.status.upper()} {row.run_id}" + (f": {row.problem}" if row.problem else ""))

@@ -574,3 +574,21 @@ def test_printed_run_ids_are_whole_and_every_command_takes_them(tmp_path, capsys
         assert "1 run" in capsys.readouterr().out
         assert main(["runs", store, "--select", f"run_id={run_id}", "--format", "csv"]) == 0
         assert pd.read_csv(io.StringIO(capsys.readouterr().out))["run_id"].tolist() == [run_id]
+
+
+def test_the_notebook_table_has_the_clis_outcome_and_only_present_options(tmp_path):
+    """Issue #46 item 6."""
+    import robustkit
+    from robustkit.cli.report import runs_table
+    from robustkit.store.tables import OPTION_COLUMNS
+    from robustkit.train import train
+
+    source = user_data.source_string(write(reviews(), tmp_path / "reviews.csv"), label_column="sentiment")
+    for method in ("full", "lora"):
+        train(RunSpec(task="reviews", data_dir=source, method=method, **FAST), tmp_path / "runs", progress=False)
+    runs = robustkit.load_runs(tmp_path / "runs")
+    options = [c for c in runs.columns if c in OPTION_COLUMNS]
+    assert options and all(c.startswith("lora.") for c in options)
+    words = runs_table(tmp_path / "runs").set_index("run_id")["outcome"]
+    assert runs.set_index("run_id")["outcome"].to_dict() == words.to_dict()
+    assert set(runs["outcome"]) <= {"ok", "not-learned", "collapsed", "diverged"}

@@ -36,6 +36,20 @@ The notebook's loaders are re-exported here (``robustkit.store.load_runs``).
 
 from __future__ import annotations
 
-from robustkit.store.tables import DamagedRunWarning, load_gradnorms, load_history, load_runs
+from pathlib import Path
+
+import pandas as pd
+
+from robustkit.store import tables
+from robustkit.store.tables import DamagedRunWarning, load_gradnorms, load_history
+
+
+def load_runs(store: str | Path, include_tsp: bool = False, include_damaged: bool = False) -> pd.DataFrame:
+    """The store's runs as a notebook wants them: :func:`robustkit.store.tables.load_runs` with the
+    option columns of the methods present only (``lora.r`` where LoRA ran), an ``outcome`` column in
+    the words of the CLI and the figures (``ok``, ``not-learned``, ``collapsed``, ``diverged``) and
+    ``data_changed`` where a run's data file was edited since."""
+    return tables.load_runs(store, include_tsp=include_tsp, include_damaged=include_damaged, all_options=False)
+
 
 __all__ = ["DamagedRunWarning", "load_gradnorms", "load_history", "load_runs"]

@@ -41,7 +41,9 @@ class DamagedRunWarning(UserWarning):
     """Damaged runs were left out of what was read (:func:`load_runs`, the analyses)."""
 
 
-def load_runs(store: str | Path, include_tsp: bool = False, include_damaged: bool = False) -> pd.DataFrame:
+def load_runs(
+    store: str | Path, include_tsp: bool = False, include_damaged: bool = False, all_options: bool = True
+) -> pd.DataFrame:
     """One row per run: identity columns, status, trainable parameters and final metrics.
 
     Damaged runs (:func:`robustkit.store.manifest.inspect_run`: a missing, unreadable, misshapen
@@ -60,6 +62,10 @@ def load_runs(store: str | Path, include_tsp: bool = False, include_damaged: boo
     include_damaged : bool
         List damaged runs too (no warning), as rows of status ``damaged`` with the ``problem``,
         their folder name as ``run_id`` and no settings.
+    all_options : bool
+        Keep the option columns of every registered method (what the analyses' identity
+        columns, :data:`IDENTITY`, index); False keeps those of the methods present only (the
+        notebook's table, :func:`robustkit.load_runs`).
 
     Returns
     -------
@@ -151,6 +157,9 @@ def load_runs(store: str | Path, include_tsp: bool = False, include_damaged: boo
             if name == "seed":  # a replicate label: an integer where known, <NA> where not (not 1.0)
                 frame[name] = frame[name].astype("Int64")
         frame = _flag_changed_data(frame, store)
+    if not all_options and "method" in frame:
+        present = set(frame["method"].dropna())
+        frame = frame.drop(columns=[c for c in OPTION_COLUMNS if c.split(".", 1)[0] not in present])
     if damaged and include_damaged:  # after the defaults: a damaged run's settings are unknown
         frame = pd.concat([frame, pd.DataFrame(damaged)], ignore_index=True).sort_values("run_id", ignore_index=True)
     return frame

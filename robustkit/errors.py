@@ -70,3 +70,12 @@ class RunLacksError(StoreError):
 
 class DataChangedError(RobustkitError):
     """A run asked to train or resume on data other than the data its id and manifest name."""
+
+
+def did_you_mean(name: object, known) -> str:
+    """`` (did you mean 'lora'?)`` for the known name closest to a mistyped ``name``, else ``""``:
+    the hint every "unknown ..." message of robustkit carries."""
+    import difflib
+
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -78,3 +78,6 @@ def test_every_analysis_and_figure_on_own_data_in_a_fresh_process(own_stores, so
     assert ran == expected  # the registries, whole
     failed = {f"{r['kind']} {r['name']}": r.get("trace") or r["error"] for r in results if not r["ok"]}
     assert not failed, "\n".join(f"{name}: {trace}" for name, trace in failed.items())
+    # issue #46 item 7: long analyses are never silent in a redirected log (stderr is a pipe here)
+    said = {line.split()[2] for line in done.stderr.splitlines() if line.endswith(": computing")}
+    assert {"similarity", "attack", "landscape", "curvature", "connectivity"} <= said, said

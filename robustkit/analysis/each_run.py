@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
+import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -155,16 +156,19 @@ def each_run(
         The runs' results, one after the other, identity columns in front.
     """
     frames, damaged, lacking = [], [], []
-    for _, row in runs.iterrows():
+    for i, (_, row) in enumerate(runs.iterrows(), start=1):
+        where = f"{analysis} {i}/{len(runs)} {row['run_id']}"
         try:
             if resumable:
-                frame = compute(row, cache_path(row["path"], analysis, params, checkpoints, ".jsonl", label))
+                with _said(where):
+                    frame = compute(row, cache_path(row["path"], analysis, params, checkpoints, ".jsonl", label))
             else:
                 path = cache_path(row["path"], analysis, params, checkpoints, label=label)
                 frame = read_cached(path, row["run_id"])
                 if frame is None:
                     log.debug("%s %s: computing", analysis, row["run_id"])
-                    frame = compute(row)
+                    with _said(where):
+                        frame = compute(row)
                     write_cached(path, frame, row["run_id"], provenance)
                 else:
                     log.debug("%s %s: cached (%s)", analysis, row["run_id"], path.name)
@@ -217,7 +221,7 @@ def each_pair(
         run, or a run lacking the checkpoint, is left out and named as :func:`each_run` does.
     """
     frames, damaged, lacking = [], [], {}
-    for a, b in pairs:
+    for i, (a, b) in enumerate(pairs, start=1):
         pair = f"{a['run_id']}+{b['run_id']}"
         try:
             other = read_manifest(Path(b["path"]))["checkpoints"].get(checkpoint, {}).get("files")
@@ -232,7 +236,8 @@ def each_pair(
             )
             frame = read_cached(path, pair)
             if frame is None:
-                frame = compute(a, b, path)
+                with _said(f"{analysis} {i}/{len(pairs)} {a['run_id']} and {b['run_id']}"):
+                    frame = compute(a, b, path)
                 write_cached(path, frame, pair, provenance)
         except DamagedRunError as error:  # the pair is left out, the others are measured
             damaged.append(f"{error.run} (pair {a['run_id']} / {b['run_id']}): {error.problem}")
@@ -251,6 +256,19 @@ def each_pair(
         # no pair left to measure is an error, as no run left is for each_run
         leave_out(list(lacking.items()), analysis, len(runs) if frames else len(lacking))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+@contextlib.contextmanager
+def _said(what: str) -> Iterator[None]:
+    """One timestamped line as a run's computation starts and one as it ends, with its time
+    (:func:`robustkit.progress.event`: in a redirected log, not over a terminal's bars), so that
+    a long analysis is never silent."""
+    from robustkit.progress import elapsed, event
+
+    start = time.perf_counter()
+    event(f"{what}: computing")
+    yield
+    event(f"{what}: done in {elapsed(time.perf_counter() - start)}")
 
 
 def leave_out(lacking: Sequence[tuple[str, str]], analysis: str, selected: int) -> None:

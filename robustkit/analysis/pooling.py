@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from robustkit.errors import RobustkitError
+from robustkit.errors import RobustkitError, did_you_mean
 from robustkit.store.tables import IDENTITY
 
 # What may differ between the replicates of one group.
@@ -49,10 +49,7 @@ def require_columns(frame: pd.DataFrame, columns: Sequence[str], what: str = "gr
     """
     missing = [c for c in columns if c not in frame.columns]
     if missing:
-        import difflib
-
-        close = difflib.get_close_matches(missing[0], [str(c) for c in frame.columns], n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        hint = did_you_mean(missing[0], frame.columns)
         raise ColumnError(
             f"cannot {what} {', '.join(map(repr, missing))}: no such column{hint}; "
             f"the columns are {', '.join(map(str, frame.columns))}"

@@ -33,6 +33,7 @@ SUMMARY_STATS = [
     *_STATS[:7],
     "n_failed",
     *_STATS[7:],
+    "note",
     "n_runs",
     "n_not_learned",
     "n_collapsed",
@@ -137,9 +138,10 @@ def summarize(
             }
         )
     summary = pd.DataFrame(rows, columns=[*by, *_STATS]).merge(failures, on=by, how="left")
-    return summary.assign(n_failed=summary["n_not_learned"] + summary["n_collapsed"] + summary["n_diverged"])[
-        [*by, *SUMMARY_STATS]
-    ]
+    summary = summary.assign(n_failed=summary["n_not_learned"] + summary["n_collapsed"] + summary["n_diverged"])
+    # an interval from fewer than 3 runs is a point or two (a bootstrap of 2 values): said, not hidden
+    note = summary["n"].map(lambda n: f"n = {n}: interval degenerate (fewer than 3 runs)" if 0 < n < 3 else "")
+    return summary.assign(note=note)[[*by, *SUMMARY_STATS]]
 
 
 def compare(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 
 from robustkit.cli.arguments import DefaultsHelpFormatter
@@ -28,6 +29,11 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, formatter_class=formatter_class, **kwargs)
 
     def error(self, message: str):
+        choice = re.match(r"argument .*: invalid choice: '([^']*)' \(choose from (.*)\)$", " ".join(message.split()))
+        if choice:  # a mistyped verb or figure: the closest name (Python 3.14's suggest_on_error)
+            from robustkit.errors import did_you_mean
+
+            message += did_you_mean(choice.group(1), re.findall(r"'([^']*)'", choice.group(2)))
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see `{self.prog} --help`)\n")
 
 
@@ -199,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
             from robustkit.progress import stdout_is_data
 
             stdout_is_data(getattr(args, "format", "table") != "table")  # csv / json: no log lines in it
+            _check_store(args)
             _check_device(args)
             return args.func(args)
         finally:
@@ -226,6 +233,18 @@ def main(argv: list[str] | None = None) -> int:
             f"(run again with {TRACEBACK_VARIABLE}=1 for the traceback)",
             EXIT_FAILED,
         )
+
+
+# The verbs that only read a store: a missing one is said at once, before their heavy imports.
+READ_STORE = ("runs", "verify", "stats", "analyze", "plot")
+
+
+def _check_store(args: argparse.Namespace) -> None:
+    store = getattr(args, "store", None)
+    if args.command in READ_STORE and isinstance(store, str) and not os.path.exists(os.path.expanduser(store)):
+        from robustkit.errors import StoreError
+
+        raise StoreError(f"store {store!r} does not exist")
 
 
 def _check_device(args: argparse.Namespace) -> None:

@@ -135,8 +135,14 @@ def run(args) -> int:
             "tests": (*cells, "group_a", "group_b", "test", "p_value"),
             "failures": (*cells, args.by, "n_runs", "n_failed", "failed_rate"),
         }
+        degenerate = summary[summary["note"].astype(bool)] if "note" in summary else summary.iloc[:0]
+        notes = [
+            f"note: {' '.join(str(row[c]) for c in (*cells, args.by) if c in row)}: {row['note']}"
+            for _, row in degenerate.iterrows()
+        ]
         print(
-            terminal.render(summary, keys=keys["summary"]),
+            terminal.render(summary.drop(columns=["note"], errors="ignore"), keys=keys["summary"]),
+            *notes,
             "",
             terminal.render(tests, empty=alone, keys=keys["tests"]),
             sep="\n",

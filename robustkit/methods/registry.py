@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from robustkit.errors import MethodError
+from robustkit.errors import MethodError, did_you_mean
 from robustkit.methods import adapterhub, bottleneck, combined, finetune, houlsby, lora, prefix, reft
 from robustkit.methods.base import Method, Option
 
@@ -80,7 +80,7 @@ def get_method(name: str) -> Method:
             flags = " ".join(f"--method-option {k}={str(v).lower()}" for k, v in options.items())
             hint = f"AdapterHub's {base!r} is robustkit's --method {method} {flags}; "
         raise MethodError(
-            f"unknown method {name!r}; {hint}known methods: {', '.join(METHODS)} "
+            f"unknown method {name!r}{did_you_mean(base, METHODS)}; {hint}known methods: {', '.join(METHODS)} "
             f"(AdapterHub's names {', '.join(ADAPTERHUB_ALIASES)} are accepted for "
             f"{', '.join(ADAPTERHUB_ALIASES.values())})"
         ) from None

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from robustkit import figures
-from robustkit.errors import RobustkitError
+from robustkit.errors import RobustkitError, did_you_mean
 from robustkit.specs.spec import RunSpec
 from robustkit.sweeps.grid import expand_grid
 
@@ -160,8 +160,9 @@ def load_recipe(name: str, folder: str | Path = RECIPE_DIR) -> Recipe:
     """
     path = Path(folder) / f"{name}.toml"
     if not path.is_file():
-        known = ", ".join(list_recipes(folder)) or "none"
-        raise RecipeError(f"unknown recipe {name!r} (no {path}); known recipes: {known}")
+        names = list_recipes(folder)
+        known = ", ".join(names) or "none"
+        raise RecipeError(f"unknown recipe {name!r}{did_you_mean(name, names)} (no {path}); known recipes: {known}")
     raw = _read_toml(path)
     unknown = sorted(set(raw) - _RECIPE_KEYS)
     missing = sorted({"title", "figure", "output"} - set(raw))

@@ -124,11 +124,7 @@ def test_training_records_the_outcome_and_the_cli_reports_a_collapsed_run(tmp_pa
     from robustkit.cli.report import runs_table
 
     word = runs_table(tmp_path / "runs")["outcome"].iloc[0]
-    assert (
-        word == runs["outcome"].iloc[0]
-        and f"{word} {runs['run_id'].iloc[0]}" in err
-        and f"last/test {word}" in err
-    )
+    assert word == runs["outcome"].iloc[0] and f"{word} {runs['run_id'].iloc[0]}" in err and f"last/test {word}" in err
     assert runs["n_test"].iloc[0] == 400
 
 

@@ -84,7 +84,8 @@ def main() -> None:
     print("| " + " | ".join(columns) + " |")
     print("|" + "---|" * len(columns))
     for row in frame.itertuples(index=False):
-        print("| " + " | ".join(f"{v:.4f}" if isinstance(v, float) and k != "q" else str(v) for k, v in zip(columns, row)) + " |")
+        cells = [f"{v:.4f}" if isinstance(v, float) and k != "q" else str(v) for k, v in zip(columns, row)]
+        print("| " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import logging
 import pytest
 from conftest import TINY_RTE, write_rte
 
+from robustkit.store.manifest import read_manifest
 from robustkit.train import eta, train
 
 
@@ -32,6 +33,10 @@ def test_a_long_cpu_run_warns_with_its_estimate(tmp_path, caplog, monkeypatch, e
         train(spec, tmp_path / "runs", progress=False, device="cpu")
     warnings = [r.getMessage() for r in caplog.records if r.name == "robustkit.train.eta"]
     assert len(warnings) == 1
+    # issue #46 item 7: the projection is kept beside the time the run took (bench/eta.py compares them)
+    (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if not p.name.startswith(".")]
+    recorded = read_manifest(run_dir)["eta"]
+    assert recorded["projected_s"] > 0 and recorded["measured_s"] > 0
     steps = 20 if epochs is None else epochs  # houlsby's 20 epochs by default
     assert "rte/houlsby/s0/tsp0: about " in warnings[0] and f"({steps:,} steps at " in warnings[0]
     assert ("--preset demo" in warnings[0]) == hint and ("20 epochs, length 256" in warnings[0]) == hint

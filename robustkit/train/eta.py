@@ -2,8 +2,9 @@
 training (issue #28: the papers' defaults, 20 epochs at length 256, train for hours on a CPU
 where the calibrated demo settings take minutes).
 
-The projection is measured, not modelled: the mean time of a few optimisation steps after the
-first (which pays for allocations), times the steps left, plus the evaluations, each a forward
+The projection is measured, not modelled: the median time of a few optimisation steps after the
+first (which pays for allocations; the median, so that one step slowed by another process does
+not scale the whole run), times the steps left, plus the evaluations, each a forward
 pass over the validation split costed at a third of a training step per batch of the same size
 (forward only, where a step is a forward and a backward pass of about twice its cost).
 """
@@ -15,7 +16,7 @@ import time
 
 log = logging.getLogger(__name__)
 
-MEASURED_STEPS = 5  # steps timed, after one warm-up step
+MEASURED_STEPS = 10  # steps timed, after one warm-up step
 WARN_OVER_S = 600.0  # a projection longer than this, on a CPU, is worth a line before it starts
 FORWARD_SHARE = 1 / 3  # an evaluation batch's cost per example, as a share of a training step's
 
@@ -63,18 +64,20 @@ class Projection:
         self.first, self.total = first_step, total_steps
         self.eval_steps, self.eval_examples, self.batch_size, self.hint = eval_steps, eval_examples, batch_size, hint
         self.started: float | None = None
+        self.times: list[float] = []
         self.seconds: float | None = None  # the projected duration, once measured
 
     def step_done(self, step: int) -> None:
         """Call after each optimisation step (``step``: its number)."""
         if not self.active:
             return
-        done = step - self.first
-        if done == 1:  # the warm-up step is not timed
-            self.started = time.perf_counter()
-        elif done == 1 + MEASURED_STEPS and self.started is not None:
+        done, now = step - self.first, time.perf_counter()
+        if done > 1 and self.started is not None:  # the warm-up step is not timed
+            self.times.append(now - self.started)
+        self.started = now
+        if len(self.times) == MEASURED_STEPS or (step == self.total and self.times):
             self.active = False
-            per_step = (time.perf_counter() - self.started) / MEASURED_STEPS
+            per_step = sorted(self.times)[len(self.times) // 2]
             self.seconds = self.project(per_step)
             if self.seconds > WARN_OVER_S:
                 log.warning(self.message(per_step))

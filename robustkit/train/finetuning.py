@@ -163,6 +163,8 @@ class _Finetune(_Loop):
             return
         self._finish(model, fingerprint, batches, state)
         wall, cpu = time.monotonic() - self.started[0], time.process_time() - self.started[1]
+        if projection.seconds is not None:  # what the projection said, beside what it took (bench/eta.py)
+            update_manifest(self.run_dir, eta={"projected_s": projection.seconds, "measured_s": wall})
         test = read_manifest(self.run_dir)["final"]["best"]["test"].get(self.task.main_metric)
         event(
             f"{spec.run_id}: finished in {elapsed(wall)} (CPU {elapsed(cpu)}), best step {state['best_step']}"

@@ -1,6 +1,6 @@
 """Run every registered analysis and figure on one store, each in a process of its own.
 
-``python tests/own_data_matrix.py STORE`` imports robustkit, torch and matplotlib once, never
+``python tests/own_data_matrix.py STORE [analysis,figure]`` imports robustkit, torch and matplotlib once, never
 reads or registers any data, then forks one child per analysis and per figure: each child starts
 with no user task known, as a new notebook kernel or CLI call does, so an analysis that found its
 task only because an earlier one registered it fails here. One JSON line per child on stdout:
@@ -55,7 +55,7 @@ def _child(kind: str, name: str, store: str) -> None:
         frame = analysis.run(store, progress=False, **_small(analysis.params))
         assert len(frame), f"{name}: an empty frame"
     else:
-        figures.draw(name, store, **_small(figures.FIGURES[name].parameters)).savefig(os.devnull, format="png")
+        figures.draw(name, store, **_small(figures.FIGURES[name].parameters))  # drawn; rendering: test_figures_axes
         plt.close("all")
 
 
@@ -77,7 +77,7 @@ def _import_modules(registry, figures) -> None:
                 importlib.import_module(value.split(":")[0])
 
 
-def main(store: str) -> None:
+def main(store: str, kinds: tuple[str, ...] = ("analysis", "figure")) -> None:
     import torch
 
     from robustkit import figures
@@ -88,6 +88,7 @@ def main(store: str) -> None:
     _import_modules(registry, figures)  # once, here: each child then pays only for its work
     assert not user_data._REGISTRY, "the driver must start with no user data known"
     jobs = [("analysis", n) for n in sorted(registry.ANALYSES)] + [("figure", n) for n in sorted(figures.FIGURES)]
+    jobs = [(kind, name) for kind, name in jobs if kind in kinds]
     for kind, name in jobs:
         read, write = os.pipe()
         pid = os.fork()
@@ -115,4 +116,4 @@ def main(store: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], tuple(sys.argv[2].split(",")) if len(sys.argv) > 2 else ("analysis", "figure"))

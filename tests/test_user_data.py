@@ -517,7 +517,7 @@ def test_a_header_only_file_and_list_labels_are_one_line_naming_the_file(tmp_pat
 
 def test_train_says_when_a_size_cuts_the_data_and_when_splits_are_too_small(tmp_path):
     """Issue #46 item 3: one line each, before training, for the user's own data."""
-    from robustkit.specs.preflight import size_notes
+    from robustkit.train.data_notes import size_notes
 
     source = user_data.source_string(write(reviews(), tmp_path / "reviews.csv"), label_column="sentiment")
     cut, small = size_notes([RunSpec(task="reviews", data_dir=source, train_size=40, **FAST).resolved()])

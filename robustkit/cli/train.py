@@ -43,8 +43,8 @@ def add_parser(commands) -> None:
 
 
 def run(args) -> int:
-    from robustkit.specs.preflight import size_notes
     from robustkit.sweeps.grid import run_sweep
+    from robustkit.train.data_notes import size_notes
 
     specs = specs_from_args(args)
     for line in size_notes(specs):  # before training: sizes the user did not choose, or too small

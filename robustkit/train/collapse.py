@@ -159,8 +159,8 @@ def below_learned(value: float, baseline: float, metric: str, n: float, rule: Co
         return False
     learned = baseline + rule.learned_margin
     if metric == "accuracy":
-        if learned >= 1:
-            return value < 1
+        if learned > 1:  # no run can score the margin above so high a baseline: at or below it failed
+            return value <= baseline
         from scipy.stats import binom
 
         return bool(binom.cdf(round(value * n), int(n), learned) <= _alpha(rule))

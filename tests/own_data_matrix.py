@@ -19,29 +19,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-# The smallest values of the parameters that size an analysis's work, by name (so a new analysis
-# with such a parameter is sized too): what is under test is where the data comes from.
-SMALL = {
-    "tokens": 60,
-    "examples": 8,
-    "max_iterations": 3,
-    "samples": 3,
-    "grid": "-1:1:3",
-    "alphas": "0:1:3",
-    "ts": "0:1:3",
-    "resamples": 20,
-    "groups": 4,
-    "checkpoints": ["best"],
-    "n": 4,
-    "query_budget": 50,
-    "texts": 16,
-    "head_texts": 16,
-    "head_steps": 2,
-}
-
-
-def _small(parameters) -> dict:
-    return {k: v for k, v in SMALL.items() if k in {p.name for p in parameters}}
+from small_params import small  # noqa: E402  (this script's folder is on sys.path)
 
 
 def _child(kind: str, name: str, store: str) -> None:
@@ -52,10 +30,10 @@ def _child(kind: str, name: str, store: str) -> None:
 
     if kind == "analysis":
         analysis = registry.get(name)
-        frame = analysis.run(store, progress=False, **_small(analysis.params))
+        frame = analysis.run(store, progress=False, **small(analysis.params))
         assert len(frame), f"{name}: an empty frame"
     else:
-        figures.draw(name, store, **_small(figures.FIGURES[name].parameters))  # drawn; rendering: test_figures_axes
+        figures.draw(name, store, **small(figures.FIGURES[name].parameters))  # drawn; rendering: test_figures_axes
         plt.close("all")
 
 

@@ -351,7 +351,7 @@ def test_the_attacks_recipe_reuses_figure_5s_runs():
     assert not both.claims  # Han et al. ran PWWS only: nothing of theirs to check about DeepWordBug
 
 
-def test_threads_option_of_the_attack_and_train_commands(monkeypatch):
+def test_threads_option_of_the_attack_and_train_commands(monkeypatch, tmp_path):
     """--threads sets torch's CPU threads before an attack starts (before: OMP_NUM_THREADS only);
     for training it is each run's ``threads`` setting (part of its id), whatever --jobs is."""
     import torch
@@ -373,6 +373,8 @@ def test_threads_option_of_the_attack_and_train_commands(monkeypatch):
         raise Started
 
     threads = torch.get_num_threads()
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "store").mkdir()  # a reading verb refuses a missing store before it starts
     try:
         monkeypatch.setattr(attack, "run", record)
         with pytest.raises(Started):

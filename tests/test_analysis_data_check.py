@@ -60,18 +60,27 @@ def test_data_edited_after_training_is_refused_by_name(own_data_run):
     [["runs"], ["stats"], ["analyze", "scores"], ["plot", "box-seeds", "-o", "{tmp}/box.pdf"]],
     ids=lambda v: " ".join(v[:2]),
 )
-def test_every_verb_that_reads_the_store_flags_changed_data_in_one_line(own_data_run, verb, capsys, monkeypatch):
-    """Issue #46 item 2: runs, stats, scores and plot say so (analyses refuse, above)."""
+def test_every_verb_that_reads_the_store_flags_changed_data_in_one_line(own_data_run, verb, monkeypatch):
+    """Issue #46 item 2: runs, stats, scores and plot say so (analyses refuse, above), once, in
+    one ``warning:`` line naming the file and the run."""
+    import warnings
+
     from robustkit.cli import main
     from robustkit.store import tables
+    from robustkit.store.run_data import DataChangedWarning
 
     tmp_path, run_dir = own_data_run
     dev = tmp_path / "glue" / "RTE" / "dev.tsv"
     dev.write_text(dev.read_text().replace("not_entailment", "entailment", 1))
     monkeypatch.setattr(tables, "_WARNED", set())
-    capsys.readouterr()
+    store = str(tmp_path / "runs")
     argv = [part.replace("{tmp}", str(tmp_path)) for part in verb]
-    main([*argv[:2], str(tmp_path / "runs"), *argv[2:]] if argv[0] != "runs" else ["runs", str(tmp_path / "runs")])
-    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
-    assert len(lines) == 1 and "glue" in lines[0] and "changed since training" in lines[0], lines
-    assert run_dir.name in lines[0]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main([*argv[:2], store, *argv[2:]] if argv[0] != "runs" else ["runs", store]) == 0
+    changed = [w for w in caught if issubclass(w.category, DataChangedWarning)]
+    assert len(changed) == 1
+    shown = warnings.formatwarning(changed[0].message, changed[0].category, changed[0].filename, changed[0].lineno)
+    assert shown.startswith("warning: ") and shown.count("\n") == 1  # as the CLI prints it
+    assert "dev.tsv" in shown or "glue" in shown
+    assert "changed since training" in shown and run_dir.name in shown

@@ -64,6 +64,7 @@ BAD = {
     "grid": lambda p: str(p["missing"]),
     "folder": lambda p: str(p["missing"]),
     "recipes": "nosuch/recipe",
+    "runs": "nosuch-run",  # verify's run ids
     "names": "nosuchasset",
 }
 

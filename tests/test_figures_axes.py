@@ -10,30 +10,17 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import pytest
+from small_params import small
 
 from robustkit import figures
 from robustkit.errors import RobustkitError
 from robustkit.figures import FIGURES, FigureError
 
 OTHER = "box-seeds"  # one-panel on the tiny store (one task): drawn beside each figure
-# The smallest values of the parameters that size an analysis's work, by parameter name (so a new
-# figure with such a parameter is sized too): the plumbing under test, not the numbers.
-SMALL = {
-    "tokens": 100,
-    "examples": 8,
-    "max_iterations": 3,
-    "samples": 3,
-    "grid": "-1:1:3",
-    "alphas": "0:1:3",
-    "ts": "0:1:3",
-    "resamples": 20,
-    "groups": 4,
-    "checkpoints": ["best"],
-}
 
 
 def _small(name: str) -> dict:
-    return {k: v for k, v in SMALL.items() if k in {p.name for p in FIGURES[name].parameters}}
+    return small(FIGURES[name].parameters)
 
 
 def _figures() -> list:

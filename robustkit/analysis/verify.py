@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from robustkit.errors import RunLockedError
+from robustkit.errors import RunLockedError, StoreError
 from robustkit.store.folders import DAMAGED_DIR, MANIFEST, open_store, repair_hint, run_folders, unreadable
 from robustkit.store.integrity import forget_run, verified_run_problems
 from robustkit.store.locks import run_lock

@@ -167,18 +167,21 @@ EXIT_INTERRUPTED, EXIT_FAILED = 130, 1
 
 def _one_line_warnings() -> None:
     """robustkit's own warnings (a damaged run, changed data) as one ``warning: ...`` line on
-    stderr, as errors are; other libraries' warnings keep Python's format."""
+    stderr, as errors are; other libraries' warnings keep Python's format. Only the format is
+    changed, so that ``warnings.catch_warnings(record=True)`` still records them."""
     import warnings
 
-    shown = warnings.showwarning
+    if getattr(warnings.formatwarning, "robustkit", False):
+        return
+    plain = warnings.formatwarning
 
-    def show(message, category, filename, lineno, file=None, line=None):
+    def one_line(message, category, filename, lineno, line=None):
         if category.__module__.startswith("robustkit."):
-            print(f"warning: {message}", file=sys.stderr)
-        else:
-            shown(message, category, filename, lineno, file, line)
+            return f"warning: {message}\n"
+        return plain(message, category, filename, lineno, line)
 
-    warnings.showwarning = show
+    one_line.robustkit = True
+    warnings.formatwarning = one_line
 
 
 def main(argv: list[str] | None = None) -> int:

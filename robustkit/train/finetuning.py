@@ -161,10 +161,8 @@ class _Finetune(_Loop):
             self._diverged(stop, model, names, fingerprint, meta, optimiser, batches, state, per_epoch)
             event(f"{spec.run_id}: diverged at step {stop.step} after {elapsed(time.monotonic() - self.started[0])}")
             return
-        self._finish(model, fingerprint, batches, state)
+        self._finish(model, fingerprint, batches, state, projection.seconds)
         wall, cpu = time.monotonic() - self.started[0], time.process_time() - self.started[1]
-        if projection.seconds is not None:  # what the projection said, beside what it took (bench/eta.py)
-            update_manifest(self.run_dir, eta={"projected_s": projection.seconds, "measured_s": wall})
         test = read_manifest(self.run_dir)["final"]["best"]["test"].get(self.task.main_metric)
         event(
             f"{spec.run_id}: finished in {elapsed(wall)} (CPU {elapsed(cpu)}), best step {state['best_step']}"
@@ -248,7 +246,7 @@ class _Finetune(_Loop):
             points |= set(range(self.spec.eval_every, total + 1, self.spec.eval_every))
         return points
 
-    def _finish(self, model, fingerprint, batches, state) -> None:
+    def _finish(self, model, fingerprint, batches, state, projected: float | None = None) -> None:
         """Test metrics of ``last`` (the model as it ends) and ``best``, the share of the most
         predicted class on both splits, the run's outcome (:mod:`robustkit.train.collapse`); mark the
         run complete."""
@@ -285,6 +283,11 @@ class _Finetune(_Loop):
             outcome=outcomes,
             baselines=baselines,
             # whether it ever left the majority class: a collapsed run that never did is not-learned
+            # what the CPU projection said, beside what the run took (bench/eta.py); in the one
+            # write that completes the run, so a kill leaves it either running or complete
+            eta=None
+            if projected is None
+            else {"projected_s": projected, "measured_s": time.monotonic() - self.started[0]},
             ever_learned=collapse.ever_learned(
                 scores, baselines["validation"].get(main), main, baselines["validation"]["n"]
             ),

@@ -91,6 +91,13 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     hyper.add_argument(
         "--epochs", type=int, help=f"training epochs; default per method: {defaults_help('default_epochs')}"
     )
+    hyper.add_argument(
+        "--until-converged",
+        action="store_true",
+        default=None,
+        help="stop at the first evaluation where the dev loss is no longer improving (the rule the claims' "
+        "convergence guard checks); --epochs is then the budget. Part of the run's identity",
+    )
     hyper.add_argument("--batch-size", type=int, help="training batch size; default: 32")
     hyper.add_argument(
         "--max-length",
@@ -251,6 +258,7 @@ def specs_from_args(args) -> list:
         method_options=_method_options(args.method_option),
         threads=args.threads,
         precision=args.precision,
+        until_converged=args.until_converged,
         # the method options that are run-spec fields (--adapter-size, --top-k, ...), where given
         **{name: getattr(args, name) for name in spec_fields() if getattr(args, name) is not None},
     )

@@ -132,6 +132,11 @@ class RunSpec:
         ``fp32`` or ``bf16``: every forward pass of the run (training, its evaluations, the
         analyses that load it) under bfloat16 autocast, weights and checkpoints float32
         (:mod:`robustkit.models.precision`). Part of the run's identity; its TSP run uses it too.
+    until_converged : bool
+        Stop at the first evaluation where the dev loss is no longer improving
+        (:func:`robustkit.train.convergence_rule.converged`, the convergence guard's own rule);
+        ``epochs`` is then the budget, and the learning-rate schedule runs over it. Part of the
+        run's identity (left out of it when False, as before the field existed).
     data_fingerprint : str or None
         What data the run trains on (:func:`robustkit.data.tasks.data_fingerprint`), filled in by
         :meth:`resolved`: None for the data every run had before ids included it (an embedded
@@ -169,6 +174,7 @@ class RunSpec:
     method_options: tuple = ()
     threads: int = 1
     precision: str = "fp32"
+    until_converged: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "method_options", option_pairs(self.method_options))
@@ -227,6 +233,8 @@ class RunSpec:
         for name, (low, high) in INT_BOUNDS.items():  # None: the method's default (optional fields)
             if getattr(self, name) is not None or name not in _OPTIONAL_INTS:
                 _check(name, getattr(self, name), int, minimum=low, maximum=high)
+        if not isinstance(self.until_converged, bool):
+            raise SpecError(f"until_converged must be true or false, got {self.until_converged!r}")
         if self.precision not in PRECISIONS:
             raise SpecError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         # learning rates and init std: finite and > 0 (0 trains nothing, inf trains NaN from step 2)
@@ -386,6 +394,7 @@ _ADDED_FIELDS = {
     "method_options": (),
     "threads": 1,
     "precision": DEFAULT_PRECISION,
+    "until_converged": False,
 }
 
 

@@ -18,7 +18,7 @@ from robustkit.specs.spec import ResolvedRunSpec
 from robustkit.store.checkpoints import load_checkpoint, save_checkpoint
 from robustkit.store.manifest import read_manifest, update_manifest
 from robustkit.store.schema import COMPLETE, DIVERGED
-from robustkit.train import collapse
+from robustkit.train import collapse, convergence_rule
 from robustkit.train.divergence import Diverged, weights_finite
 from robustkit.train.eta import Projection
 from robustkit.train.evaluate import (
@@ -122,9 +122,11 @@ class _Finetune(_Loop):
         self.started = (time.monotonic(), time.process_time())
         resumed = f", resuming at step {state['step']}" if state["step"] else ""
         event(f"{spec.run_id}: started, {total} steps ({spec.epochs} epochs of {per_epoch}){resumed}")
+        # a run trained until converged that had converged before it was interrupted trains no more
+        first = total + 1 if self._converged() else state["step"] + 1
         try:
             with self.bar(total, state["step"], label) as bar:
-                for step in range(state["step"] + 1, total + 1):
+                for step in range(first, total + 1):
                     seed_step(spec.seed, step, self.stage)
                     index = data.batch_indices(n_train, spec.batch_size, spec.seed, step - 1)
                     batch = collator([encoded["train"][i] for i in index])
@@ -157,6 +159,9 @@ class _Finetune(_Loop):
                             )
                             save_checkpoint(self.run_dir, "best", trainable_state(model, names), meta, step)
                         self.save_last(model, names, optimiser, step, meta, {k: state.get(k) for k in LOOP_STATE})
+                        if self._converged():  # until_converged: the guard's rule says it stops here
+                            event(f"{spec.run_id}: converged at step {step}/{total}: dev loss no longer improving")
+                            break
         except Diverged as stop:
             self._diverged(stop, model, names, fingerprint, meta, optimiser, batches, state, per_epoch)
             event(f"{spec.run_id}: diverged at step {stop.step} after {elapsed(time.monotonic() - self.started[0])}")
@@ -168,6 +173,15 @@ class _Finetune(_Loop):
             f"{spec.run_id}: finished in {elapsed(wall)} (CPU {elapsed(cpu)}), best step {state['best_step']}"
             + (f", test {self.task.main_metric} {test:.4f}" if test is not None else "")
         )
+
+    def _validation_losses(self) -> list[float]:
+        """The dev loss at every evaluation so far, in step order (the history, resumed ones too)."""
+        rows = [r for r in self.history if r["split"] == "validation" and r["metric"] == "loss"]
+        return [r["value"] for r in sorted(rows, key=lambda r: r["step"])]
+
+    def _converged(self) -> bool:
+        """Whether a run trained ``until_converged`` stops now (:func:`convergence_rule.converged`)."""
+        return self.spec.until_converged and convergence_rule.converged(self._validation_losses())
 
     def _settings_hint(self) -> str:
         """What a CPU-time warning adds: the demo preset, where the run has the papers' epochs
@@ -282,12 +296,19 @@ class _Finetune(_Loop):
             best_step=state["best_step"],
             outcome=outcomes,
             baselines=baselines,
-            # whether it ever left the majority class: a collapsed run that never did is not-learned
+            # why it ended: its budget, or (until_converged) the guard's rule; and whether the guard
+            # calls it still improving (the same rule: never for a run stopped as converged)
+            stopped={
+                "step": int(steps["last"]),
+                "reason": "converged" if self._converged() else "budget",
+                "still_improving": convergence_rule.improving(self._validation_losses()),
+            },
             # what the CPU projection said, beside what the run took (bench/eta.py); in the one
             # write that completes the run, so a kill leaves it either running or complete
             eta=None
             if projected is None
             else {"projected_s": projected, "measured_s": time.monotonic() - self.started[0]},
+            # whether it ever left the majority class: a collapsed run that never did is not-learned
             ever_learned=collapse.ever_learned(
                 scores, baselines["validation"].get(main), main, baselines["validation"]["n"]
             ),

@@ -125,3 +125,20 @@ def test_the_paper_plan_of_every_recipe():
     assert per_recipe["runs"].iloc[-1] == len(runs) < per_recipe["runs"].iloc[:-1].sum()
     assert (runs["train_examples"] > 0).all() and not math.isnan(float(runs["eval_examples"].sum()))
     assert isinstance(per_recipe, pd.DataFrame) and "bert-base-uncased" in set(runs["model"])
+
+
+def test_the_plan_says_cpu_hours_from_the_measured_cpu_rates(tmp_path):
+    """Issue #47 item 5: CPU-hours beside GPU-hours, from bench/cpu_throughput.toml; a model
+    without a measured rate says so."""
+    from robustkit.sweeps import plan as planning
+    from robustkit.verdicts.recipes import load_recipe
+
+    recipe = load_recipe("han2021/fig2")
+    rates = {"minilm-l6": planning.Throughput("minilm-l6", "cpu", 30.0, 150.0, 64, "test")}
+    per_recipe, runs = planning.plan([recipe], "demo", tmp_path, cpu_throughput=rates)
+    expected = sum(r.train_examples / 30.0 + r.eval_examples / 150.0 for r in runs.itertuples()) / 3600
+    assert per_recipe["cpu_hours"].iloc[-1] == pytest.approx(expected)
+    none = planning.plan([recipe], "demo", tmp_path, cpu_throughput={})[0]
+    assert none["cpu_hours"].isna().all()
+    text = planning.describe(per_recipe, runs, "demo")
+    assert "CPU-hours (estimate)" in text and "CPU-hours / --jobs" in text

@@ -6,9 +6,11 @@ holds (finished: complete or diverged), the models and tasks to fetch, and the e
 processes: training examples (steps x batch, TSP steps included) and evaluation examples (the
 validation split at every evaluation point, then validation and test once per kept checkpoint).
 
-GPU-hours are an **estimate**: those examples divided by a model's measured examples/s on one
-GPU, from the throughput table ``bench/gpu_throughput.toml`` (``bench/trainers.py`` and
-``bench/precision.py`` on that GPU), scaled by the run's ``max_length`` over the measured one
+GPU-hours and CPU-hours are **estimates**: those examples divided by a model's measured
+examples/s on one GPU, from the throughput table ``bench/gpu_throughput.toml``
+(``bench/trainers.py`` and ``bench/precision.py`` on that GPU), or on one CPU core from
+``bench/cpu_throughput.toml`` (``bench/cpu_throughput.py``; runs train one thread each, so CPU-hours
+over ``--jobs`` is the wall time on an idle machine), scaled by the run's ``max_length`` over the measured one
 (cost per example taken as linear in its length: at BERT's short sequences the feed-forward
 products dominate attention). A model the table has not measured gets no estimate, and the plan
 says "not measured yet". Nothing here loads a model or a hub dataset: the full-data tasks' sizes
@@ -29,6 +31,7 @@ from robustkit.specs.spec import RunSpec
 
 # Throughput table, beside the benchmarks that fill it.
 THROUGHPUT_TABLE = Path(__file__).resolve().parents[2] / "bench" / "gpu_throughput.toml"
+CPU_THROUGHPUT_TABLE = THROUGHPUT_TABLE.with_name("cpu_throughput.toml")
 NOT_MEASURED = "not measured yet"
 # (train, validation, test) examples of the full-data splits: the GLUE hub configs nyu-mll/glue
 # (train; validation = the test split robustkit scores, as the GLUE test labels are hidden) and
@@ -53,7 +56,8 @@ KEPT_CHECKPOINTS = 2  # best and last, each scored on validation and test at the
 
 @dataclass(frozen=True)
 class Throughput:
-    """One model's measured examples/s on one GPU (a row of the throughput table)."""
+    """One model's measured examples/s on one GPU or CPU core (a row of a throughput table; ``gpu``
+    names the device either way)."""
 
     model: str
     gpu: str
@@ -76,7 +80,7 @@ def read_throughput(path: str | Path = THROUGHPUT_TABLE) -> dict[str, Throughput
     return {
         model: Throughput(
             model,
-            row.get("gpu", NOT_MEASURED),
+            row.get("gpu", row.get("device", NOT_MEASURED)),
             row.get("train_examples_per_s"),
             row.get("eval_examples_per_s"),
             int(row.get("max_length", 64)),
@@ -144,6 +148,7 @@ def plan(
     store: str | Path,
     defaults: dict | None = None,
     throughput: dict[str, Throughput] | None = None,
+    cpu_throughput: dict[str, Throughput] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The runs of ``recipes`` at ``scale``, per recipe and distinct, against ``store``.
 
@@ -152,7 +157,8 @@ def plan(
     per_recipe : DataFrame
         One row per recipe: ``recipe, runs, shared`` (runs another chosen recipe needs too),
         ``held`` (already finished in ``store``), ``to_train``, ``train_examples``,
-        ``eval_examples``, ``gpu_hours`` (estimate; NaN where not measured); then a ``total``
+        ``eval_examples``, ``gpu_hours`` and ``cpu_hours`` (estimates, one GPU / one CPU core per
+        run; NaN where not measured); then a ``total``
         row over the distinct runs (each counted once).
     runs : DataFrame
         One row per distinct run, TSP runs included (method ``tsp/<method>``, trained to the
@@ -161,6 +167,7 @@ def plan(
     """
     store = Path(store)
     rates = read_throughput() if throughput is None else throughput
+    cpu_rates = read_throughput(CPU_THROUGHPUT_TABLE) if cpu_throughput is None else cpu_throughput
     needed = {recipe.name: [spec.resolved() for spec in recipe.specs(scale, defaults)] for recipe in recipes}
     distinct: dict[str, dict] = {}
     members: dict[str, set[str]] = {}  # recipe -> its runs' ids, TSP runs included
@@ -224,7 +231,7 @@ def plan(
 
     def row(label: str, chosen: pd.DataFrame, shared: int | None) -> dict:
         todo = chosen[~chosen["held"]]
-        hours = _hours(todo, rates)
+        hours, cpu = _hours(todo, rates), _hours(todo, cpu_rates)
         return {
             "recipe": label,
             "runs": len(chosen),
@@ -234,6 +241,7 @@ def plan(
             "train_examples": int(todo["train_examples"].sum()),
             "eval_examples": int(todo["eval_examples"].sum()),
             "gpu_hours": math.nan if hours is None else hours,
+            "cpu_hours": math.nan if cpu is None else cpu,
         }
 
     rows = []
@@ -281,11 +289,14 @@ def describe(
     shown = per_recipe.assign(
         shared=per_recipe["shared"].map(lambda v: "" if pd.isna(v) else int(v)),
         gpu_hours=per_recipe["gpu_hours"].map(lambda v: NOT_MEASURED if pd.isna(v) else f"{v:.2f}"),
+        cpu_hours=per_recipe["cpu_hours"].map(lambda v: NOT_MEASURED if pd.isna(v) else f"{v:.2f}"),
     )
     lines = [
         f"Plan for --scale {scale}: nothing is trained. A run two recipes need is trained once "
         "(counted once in the total); 'held': finished in the store already.",
-        shown.rename(columns={"gpu_hours": "GPU-hours (estimate)"}).to_string(index=False),
+        shown.rename(columns={"gpu_hours": "GPU-hours (estimate)", "cpu_hours": "CPU-hours (estimate)"}).to_string(
+            index=False
+        ),
         "",
     ]
     lines += ["To fetch before going offline:", *(f"  {line}" for line in fetch_list(runs)), ""]
@@ -306,6 +317,20 @@ def describe(
                 f"  {model}: {NOT_MEASURED} (bench/trainers.py --model {model} --device cuda on the GPU, then "
                 "add it to the table)"
             )
+    cpu_rates = read_throughput(CPU_THROUGHPUT_TABLE)
+    lines.append(
+        "CPU-hours are an estimate the same way, from examples per second on one CPU core "
+        f"({CPU_THROUGHPUT_TABLE.parent.name}/{CPU_THROUGHPUT_TABLE.name}; runs train one thread each): "
+        "wall hours on an idle machine are CPU-hours / --jobs."
+    )
+    for model in sorted(runs["model"].unique()):
+        rate = cpu_rates.get(model)
+        lines.append(
+            f"  {model}: {rate.train_per_s:,.0f} train / {rate.eval_per_s:,.0f} eval examples/s at max length "
+            f"{rate.max_length} on {rate.gpu} ({rate.source})"
+            if rate is not None and rate.measured
+            else f"  {model}: {NOT_MEASURED} on a CPU (bench/cpu_throughput.py --models {model}, then add it)"
+        )
     return "\n".join(lines)
 
 

@@ -185,7 +185,6 @@ def sample_examples(run_dir: Path, n: int, seed: int, split: str = "test") -> pd
         ``example`` (position in the split), ``idx``, ``sentence``, ``label``; sorted by
         ``example``. Every run of one task and split seed gets the same examples.
     """
-    from robustkit.data import tasks
     from robustkit.store.manifest import read_spec
 
     spec = read_spec(run_dir)

@@ -50,7 +50,6 @@ from robustkit.analysis.each_run import each_run
 from robustkit.analysis.pooling import split_columns
 from robustkit.analysis.select import select_runs
 from robustkit.data import batches as data
-from robustkit.data import tasks
 from robustkit.errors import RobustkitError
 from robustkit.measures.hessian import (
     HessianVectorProduct,

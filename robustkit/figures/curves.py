@@ -26,7 +26,15 @@ from matplotlib.ticker import MaxNLocator
 from robustkit import figures
 from robustkit.analysis.pooling import mixed_settings
 from robustkit.figures import canvas, style
-from robustkit.figures.style import method_color, method_label, plt
+from robustkit.figures.style import (
+    cell_text,
+    method_color,
+    method_label,
+    plt,
+    rows_matching,
+    setting_combos,
+    setting_label,
+)
 from robustkit.figures.tables import render_table
 from robustkit.train import collapse
 
@@ -94,17 +102,19 @@ def dev_curves(frame: pd.DataFrame, lines: pd.DataFrame, tsp_step: int = 0, incl
     """
     data = _prepared(frame)
     facets = list(mixed_settings(data, ["task", "method"]))
-    rows_keys = _combos(data, ["task", *facets])
+    rows_keys = setting_combos(data, ["task", *facets])
     line_keys = ["task", *facets, "metric", "method"]
     fig, axes = canvas.subplots(
         len(rows_keys), 2, figsize=(9, 3.2 * len(rows_keys)), squeeze=False, constrained_layout=True
     )
     for row, key in zip(axes, rows_keys):
-        rows = data[_matches(data, ["task", *facets], key)]
+        rows = data[rows_matching(data, ["task", *facets], key)]
         for ax, metric in zip(row, ["loss", _main_metric(rows)]):
             shown = rows[rows["metric"] == metric]
             for method, group in shown.groupby("method", sort=True):
-                _mean_line(ax, group, lines[_matches(lines, line_keys, (*key, metric, method))], method_color(method))
+                _mean_line(
+                    ax, group, lines[rows_matching(lines, line_keys, (*key, metric, method))], method_color(method)
+                )
             if metric != "loss":
                 _baseline(ax, shown)
             ax.set_xlabel(STEP_LABEL)
@@ -148,7 +158,7 @@ def curves_by_tsp(
     """
     data = _prepared(frame)
     facets = list(mixed_settings(data, ["task", "method", "tsp_step"]))
-    rows_keys = _combos(data, ["task", *facets])
+    rows_keys = setting_combos(data, ["task", *facets])
     line_keys = ["task", *facets, "method", "metric", "tsp_step"]
     methods = sorted(data["method"].unique())
     steps = sorted(data["tsp_step"].unique())
@@ -163,13 +173,13 @@ def curves_by_tsp(
         sharey=True if len(shown_metrics) == 1 else "row",
     )
     for row, key in zip(axes, rows_keys):
-        rows = data[_matches(data, ["task", *facets], key)]
+        rows = data[rows_matching(data, ["task", *facets], key)]
         shown_metric = metric or _main_metric(rows)
         for ax, method in zip(row, methods):
             shown = rows[(rows["method"] == method) & (rows["metric"] == shown_metric)]
             for tsp, group in shown.groupby("tsp_step", sort=True):
                 _mean_line(
-                    ax, group, lines[_matches(lines, line_keys, (*key, method, shown_metric, tsp))], colours[tsp]
+                    ax, group, lines[rows_matching(lines, line_keys, (*key, method, shown_metric, tsp))], colours[tsp]
                 )
             _baseline(ax, shown)
             ax.set_xlabel("fine-tuning " + STEP_LABEL)
@@ -213,7 +223,7 @@ def mean_best_table(summary: pd.DataFrame) -> Figure:
     factor = style.scale(str(summary["metric"].iloc[0])) if summary["metric"].nunique() == 1 else 100.0
     shown_unit = style.unit(str(summary["metric"].iloc[0])) if summary["metric"].nunique() == 1 else ""
     header = [
-        *(_column_label(k) for k in keys),
+        *(setting_label(k) for k in keys),
         "method",
         f"mean over eval steps{shown_unit}",
         f"best over eval steps{shown_unit}",
@@ -228,7 +238,7 @@ def mean_best_table(summary: pd.DataFrame) -> Figure:
         first = stats.iloc[0]
         n = int(first.get("n", first.get("n_runs", 0)))
         n_runs = int(first.get("n_runs", n))
-        cells = [_cell(v, k) for k, v in zip(keys, key[:-1])] + [method_label(key[-1])]
+        cells = [cell_text(v, k) for k, v in zip(keys, key[:-1])] + [method_label(key[-1])]
         cells += [_mean_std(stats.loc[s], factor) if s in stats.index else "n/a" for s in ("mean", "best")]
         cells += [
             str(n),
@@ -364,21 +374,9 @@ def _note(data: pd.DataFrame, include_failed: bool) -> str:
     return note
 
 
-def _combos(data: pd.DataFrame, keys: list[str]) -> list[tuple]:
-    combos = data[keys].drop_duplicates().itertuples(index=False, name=None)
-    return sorted(combos, key=lambda c: tuple(str(v) for v in c))
-
-
-def _matches(frame: pd.DataFrame, keys: list[str], combo: tuple) -> pd.Series:
-    mask = pd.Series(True, index=frame.index)
-    for key, value in zip(keys, combo):
-        mask &= frame[key].isna() if pd.isna(value) else frame[key] == value
-    return mask
-
-
 def _title(key: tuple, facets: list[str], what: str) -> str:
     task, *settings = key
-    extra = "".join(f", {_column_label(f)} {_cell(v, f)}" for f, v in zip(facets, settings))
+    extra = "".join(f", {setting_label(f)} {cell_text(v, f)}" for f, v in zip(facets, settings))
     return f"{task}{extra}: {what}"
 
 
@@ -394,20 +392,3 @@ def _mean_std(row: pd.Series, factor: float) -> str:
     return (
         f"{factor * row['value']:.1f} ± {factor * std:.1f}" if pd.notna(std) else f"{factor * row['value']:.1f} (1 run)"
     )
-
-
-def _cell(value, column: str) -> str:
-    if pd.isna(value):
-        return "all" if column == "train_size" else "-"
-    if isinstance(value, (float, np.floating)) and float(value).is_integer() and column != "lr":
-        return str(int(value))
-    return f"{value:g}" if isinstance(value, (float, np.floating)) else str(value)
-
-
-def _column_label(column: str) -> str:
-    return {
-        "tsp_step": "TSP steps",
-        "train_size": "training examples",
-        "adapter_size": "adapter size m",
-        "lr": "learning rate",
-    }.get(column, column.replace("_", " "))

@@ -44,7 +44,18 @@ from matplotlib.transforms import blended_transform_factory
 
 from robustkit import figures
 from robustkit.figures import canvas, style
-from robustkit.figures.style import PERCENT, SCALED, method_color, method_label, plt
+from robustkit.figures.style import (
+    PERCENT,
+    SCALED,
+    is_missing,
+    method_color,
+    method_label,
+    plt,
+    rows_matching,
+    setting_combos,
+    setting_label,
+    sort_key,
+)
 from robustkit.params import Param
 from robustkit.train import collapse
 
@@ -454,8 +465,8 @@ def _box_figure(
     data = _prepared(frame, x)
     panel_keys = list(panels)
     tasks = sorted(data["task"].unique())
-    combos = _combos(data, panel_keys)
-    hues = sorted(data[hue].unique(), key=_sort_key)
+    combos = setting_combos(data, panel_keys)
+    hues = sorted(data[hue].unique(), key=sort_key)
     palette = _palette(hue, hues)
     width = min(7.5, max(4.6, 0.9 * data["_x"].nunique() * (len(hues) if hue != x else 1) + 2.2))
     # one metric: every panel on one y scale, so boxes compare by eye across the whole figure
@@ -472,7 +483,7 @@ def _box_figure(
     counts = summary.assign(_x=summary[x].map(_x_label), n_ok=summary["n_runs"] - summary["n_failed"])
     for row, task in zip(axes, tasks):
         for ax, combo in zip(row, combos):
-            panel = data[(data["task"] == task) & _matches(data, panel_keys, combo)]
+            panel = data[(data["task"] == task) & rows_matching(data, panel_keys, combo)]
             if panel.empty:
                 ax.set_visible(False)
                 continue
@@ -509,7 +520,7 @@ def _box_figure(
 
 def _prepared(frame: pd.DataFrame, x: str) -> pd.DataFrame:
     """``frame`` + ``_x`` (x as ordered text) + ``shown`` / ``shown_baseline`` (plotted units)."""
-    values = sorted(frame[x].unique(), key=_sort_key)
+    values = sorted(frame[x].unique(), key=sort_key)
     labels = {v: _x_label(v) for v in values}
     factor = frame["metric"].map(style.scale)
     baseline = frame["baseline"] if "baseline" in frame else pd.Series(np.nan, index=frame.index)
@@ -697,24 +708,10 @@ def _method_note(data: pd.DataFrame, mean_std: bool, include_failed: bool, unit:
 # helpers
 
 
-def _combos(data: pd.DataFrame, keys: list[str]) -> list[tuple]:
-    if not keys:
-        return [()]
-    combos = data[keys].drop_duplicates().itertuples(index=False, name=None)
-    return sorted(combos, key=lambda c: tuple(_sort_key(v) for v in c))
-
-
-def _matches(frame: pd.DataFrame, keys: list[str], combo: tuple) -> pd.Series:
-    mask = pd.Series(True, index=frame.index)
-    for key, value in zip(keys, combo):
-        mask &= frame[key].isna() if _missing(value) else frame[key] == value
-    return mask
-
-
 def _panel_rows(table: pd.DataFrame, task: str, keys: list[str], combo: tuple) -> pd.DataFrame:
     if table is None or table.empty:
         return table
-    return table[(table["task"] == task) & _matches(table, keys, combo)]
+    return table[(table["task"] == task) & rows_matching(table, keys, combo)]
 
 
 def _panel_title(task: str, keys: list[str], combo: tuple, most: int = 3) -> str:
@@ -724,16 +721,16 @@ def _panel_title(task: str, keys: list[str], combo: tuple, most: int = 3) -> str
     settings = dict(zip(keys, combo))
     parts = [task, *([method_label(settings.pop("method"))] if "method" in settings else [])]
     imported = settings.get("import_id")
-    if not _missing(imported):
+    if not is_missing(imported):
         settings = {"import_id": imported}
     shown = [
         f"import {v}"
         if k == "import_id"
         else _data_label(v)
         if k == "data_fingerprint"
-        else f"{_column_label(k)} {_x_label(v)}"
+        else f"{setting_label(k)} {_x_label(v)}"
         for k, v in settings.items()
-        if not _missing(v) or k == "train_size"
+        if not is_missing(v) or k == "train_size"
     ]
     parts += shown[:most] + (["..."] if len(shown) > most else [])
     return ": ".join(parts[:2]) + "".join(f", {p}" for p in parts[2:])
@@ -743,19 +740,10 @@ def _data_label(fingerprint) -> str:
     """A data fingerprint as a panel title says it: its kind and 8 hex digits (``data
     user:673d5df8``), not 64 (``user:sha256:673d...``); the legacy default (None) is the task's
     own data."""
-    if _missing(fingerprint):
+    if is_missing(fingerprint):
         return "data: the task's own"
     kind, _, digest = str(fingerprint).rpartition("sha256:")
     return f"data {kind}{digest[:8]}" if kind else f"data {fingerprint}"
-
-
-def _column_label(column: str) -> str:
-    return {
-        "tsp_step": "TSP steps",
-        "train_size": "training examples",
-        "adapter_size": "adapter size m",
-        "lr": "lr",
-    }.get(column, column.replace("_", " "))
 
 
 def _position(i: int, j: int, k: int, dodge: bool) -> float:
@@ -779,19 +767,8 @@ def _numeric(value) -> bool:
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
 
 
-def _missing(value) -> bool:
-    return value is None or (_numeric(value) and np.isnan(value))
-
-
-def _sort_key(value) -> tuple:
-    """Numbers by value, then text, then missing (train_size: the whole set, last)."""
-    if _missing(value):
-        return (2, 0.0, "")
-    return (0, float(value), "") if _numeric(value) else (1, 0.0, str(value))
-
-
 def _x_label(value) -> str:
-    if _missing(value):
+    if is_missing(value):
         return "all"  # train_size missing: the whole training set
     if _numeric(value):
         return f"{int(value)}" if float(value).is_integer() else f"{value:g}"

@@ -97,20 +97,70 @@ def setting_text(column: str, value) -> str:
     return f"{value:g}" if isinstance(value, (float, np.floating)) else str(value)
 
 
+def cell_text(value, column: str) -> str:
+    """A setting's value in a title or table cell: :func:`setting_text`, a missing training size
+    as ``all`` (the whole set) and any other missing value as ``-``."""
+    if is_missing(value):
+        return "all" if column == "train_size" else "-"
+    return setting_text(column, value)
+
+
 def settings_text(settings: dict, most: int = 3) -> str:
     """``{column: value}`` of a line or group as ``k=v, ...``: missing values left out (an
     import's unknown settings), at most ``most`` settings (an import shows its ``import_id``
     first, which alone tells it apart)."""
-    shown = sorted(((k, v) for k, v in settings.items() if not _missing(v)), key=lambda kv: kv[0] != "import_id")
+    shown = sorted(((k, v) for k, v in settings.items() if not is_missing(v)), key=lambda kv: kv[0] != "import_id")
     text = ", ".join(f"{k}={setting_text(k, v)}" for k, v in shown[:most])
     return text + (", ..." if len(shown) > most else "")
 
 
-def _missing(value) -> bool:
+def is_missing(value) -> bool:
+    """Whether a setting is unknown or absent (None, NaN, NA); a list or array is a value."""
     try:
         return bool(pd.isna(value))
     except (TypeError, ValueError):  # a list or array is a value
         return False
+
+
+# Setting columns as figures and tables name them; any other column with its underscores spaced.
+SETTING_LABELS = {
+    "tsp_step": "TSP steps",
+    "train_size": "training examples",
+    "adapter_size": "adapter size m",
+    "lr": "learning rate",
+}
+
+
+def setting_label(column: str) -> str:
+    """A run setting's name as a panel title, axis or table header says it (``lr`` ->
+    ``learning rate``)."""
+    return SETTING_LABELS.get(column, column.replace("_", " "))
+
+
+def sort_key(value) -> tuple:
+    """Setting values in panel order: numbers by value, then text, then missing (train_size: the
+    whole set, last)."""
+    if is_missing(value):
+        return (2, 0.0, "")
+    numeric = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    return (0, float(value), "") if numeric else (1, 0.0, str(value))
+
+
+def setting_combos(data: pd.DataFrame, keys: Sequence[str]) -> list[tuple]:
+    """The distinct value tuples of ``keys`` in ``data``, in :func:`sort_key` order (``[()]`` for
+    no keys: one panel of everything)."""
+    if not keys:
+        return [()]
+    combos = data[list(keys)].drop_duplicates().itertuples(index=False, name=None)
+    return sorted(combos, key=lambda c: tuple(sort_key(v) for v in c))
+
+
+def rows_matching(frame: pd.DataFrame, keys: Sequence[str], combo: tuple) -> pd.Series:
+    """The rows of ``frame`` whose ``keys`` hold ``combo`` (a missing value matches missing ones)."""
+    mask = pd.Series(True, index=frame.index)
+    for key, value in zip(keys, combo):
+        mask &= frame[key].isna() if is_missing(value) else frame[key] == value
+    return mask
 
 
 def method_label(method: str) -> str:

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 
 from robustkit import figures
 from robustkit.figures import canvas, style
-from robustkit.figures.style import method_label, plt
+from robustkit.figures.style import cell_text, method_label, plt, setting_label
 from robustkit.params import Param
 from robustkit.train import collapse
 
@@ -87,7 +87,7 @@ def summary_table(
         scale = 100.0 if summary[["mean", "min", "max"]].abs().max().max() <= 1.0 else 1.0
     has_failures = "n_collapsed" in summary
     has_baseline = "baseline" in summary and summary["baseline"].notna().any()
-    header = [_column_label(c) for c in by] + [f"mean ± std, {value_label}", "95% CI of the mean", "min – max", "n"]
+    header = [setting_label(c) for c in by] + [f"mean ± std, {value_label}", "95% CI of the mean", "min – max", "n"]
     header += ["collapsed"] if has_failures else []
     header += ["majority baseline"] if has_baseline else []
     rows = []
@@ -240,19 +240,4 @@ def _legend_note(include_failed: bool, has_failures: bool) -> str:
 
 
 def _cell(value, column: str) -> str:
-    if column == "method":
-        return method_label(value)
-    if pd.isna(value):
-        return "all" if column == "train_size" else "-"
-    if isinstance(value, (float, np.floating)):
-        return f"{int(value)}" if float(value).is_integer() and column != "lr" else f"{value:g}"
-    return str(value)
-
-
-def _column_label(column: str) -> str:
-    return {
-        "tsp_step": "TSP steps",
-        "train_size": "training examples",
-        "adapter_size": "adapter size m",
-        "lr": "learning rate",
-    }.get(column, column)
+    return method_label(value) if column == "method" else cell_text(value, column)

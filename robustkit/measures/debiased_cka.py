@@ -99,12 +99,3 @@ def _hsic(n: int, trace: Tensor, one_k: Tensor, one_l: Tensor, one_kl: Tensor) -
     """HSIC_1 from tr(K~L~), 1^T K~ 1, 1^T L~ 1 and 1^T K~ L~ 1 (Song et al. 2012, eq. 5)."""
     value = trace + one_k * one_l / ((n - 1) * (n - 2)) - 2.0 / (n - 2) * one_kl
     return float(value) / (n * (n - 3))
-
-
-def debiased_cka_layers(a: Tensor, b: Tensor) -> Tensor:
-    """Debiased linear CKA per layer of two (n_layers, n, d) stacks; shape (n_layers,), float64."""
-    if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0]:
-        raise ValueError(
-            f"expected two (n_layers, n, d) stacks with one layer count, got {tuple(a.shape)} and {tuple(b.shape)}"
-        )
-    return torch.tensor([debiased_linear_cka(a[i], b[i]) for i in range(a.shape[0])], dtype=torch.float64)

@@ -65,12 +65,3 @@ def from_moments(m: CrossMoments) -> float:
     if math.isnan(similarity):
         return math.nan
     return max(0.0, 2.0 - 2.0 * min(1.0, similarity))  # rounding can push it a hair past the ends
-
-
-def procrustes_layers(a: Tensor, b: Tensor) -> Tensor:
-    """The distance per layer of two (n_layers, n, d) stacks; shape (n_layers,), float64."""
-    if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0]:
-        raise ValueError(
-            f"expected two (n_layers, n, d) stacks with one layer count, got {tuple(a.shape)} and {tuple(b.shape)}"
-        )
-    return torch.tensor([procrustes_distance(a[i], b[i]) for i in range(a.shape[0])], dtype=torch.float64)

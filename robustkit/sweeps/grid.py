@@ -332,14 +332,6 @@ def make_executor(
     raise SweepError(f"unknown executor {name!r}; known: local, slurm")
 
 
-def with_overrides(specs: list[RunSpec], **changes) -> list[RunSpec]:
-    """The same runs with some fields changed (e.g. ``data_dir``, whose data is then
-    fingerprinted anew: the runs' ids follow what the new folder holds)."""
-    if "data_dir" in changes:
-        changes.setdefault("data_fingerprint", None)
-    return [dataclasses.replace(spec, **changes).resolved() for spec in specs]
-
-
 def with_data_dir(specs: list[RunSpec], data_dir: str) -> list[RunSpec]:
     """The runs of GLUE tasks read their TSV files from ``data_dir`` (a sweep's ``--data-dir``);
     runs of embedded tasks, whose data ships with robustkit, stay as they are.

@@ -62,7 +62,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from robustkit.store.schema import COLLAPSED, DIVERGED, NOT_LEARNED, OK, OUTCOMES, with_history
+from robustkit.store.schema import COLLAPSED, DIVERGED, NOT_LEARNED, OK, with_history
+from robustkit.store.schema import OUTCOMES as OUTCOMES  # the vocabulary, as collapse.OUTCOMES
 
 CORRELATIONS = {"mcc", "pearson", "spearman"}
 FAILURE_COLUMNS = ["n_runs", "n_ok", "n_not_learned", "n_collapsed", "n_diverged", "failed_rate"]

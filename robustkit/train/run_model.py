@@ -21,7 +21,6 @@ from robustkit.models import pretrained as models
 from robustkit.models.precision import autocast_forward
 from robustkit.specs.spec import ResolvedRunSpec, RunSpec, TspSpec
 from robustkit.store.checkpoints import load_checkpoint
-from robustkit.store.manifest import read_spec
 
 if TYPE_CHECKING:
     from robustkit.data.tasks import Task

@@ -35,6 +35,7 @@ from robustkit.verdicts.recipes import (
     load_recipe,
     recipe_names,
 )
+from robustkit.verdicts.rules import VERDICT_COLUMNS
 from robustkit.verdicts.spec import Claim
 
 # The project's own rendered figures (tracked in git): written only when asked for by name
@@ -162,7 +163,7 @@ def reproduce(
             )
         rows.append(row)
     if not train_only:
-        verdicts = pd.concat(judged, ignore_index=True) if judged else pd.DataFrame(columns=claim.VERDICT_COLUMNS)
+        verdicts = pd.concat(judged, ignore_index=True) if judged else pd.DataFrame(columns=VERDICT_COLUMNS)
         path = Path(figures) / "claims.csv"
         if path.is_file():  # keep the verdicts of the recipes not drawn this time
             earlier = pd.read_csv(path)
@@ -287,7 +288,7 @@ def write_index(
     store = Path(store) if store is not None else default_store(scale)
     if verdicts is None:
         path = figures / "claims.csv"
-        verdicts = pd.read_csv(path) if path.is_file() else pd.DataFrame(columns=claim.VERDICT_COLUMNS)
+        verdicts = pd.read_csv(path) if path.is_file() else pd.DataFrame(columns=VERDICT_COLUMNS)
     runs = load_runs(store) if store.is_dir() else pd.DataFrame(columns=["run_id"])
     units = _units(recipe_dir, scale)
     repeats = {(r, c): same for r, c, same in zip(units["recipe"], units["claim"], units["same_as"]) if same}

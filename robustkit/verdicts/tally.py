@@ -21,7 +21,6 @@ import pandas as pd
 
 from robustkit.analysis import registry
 from robustkit.errors import RobustkitError
-from robustkit.measures import exact
 from robustkit.params import resolve
 from robustkit.verdicts.rules import NO_DATA, TOO_FEW, UNTESTABLE, VERDICT_COLUMNS, judge, result_row, rows, runs
 from robustkit.verdicts.spec import Claim, ClaimError

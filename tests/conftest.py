@@ -159,3 +159,14 @@ def lora_store(tiny_store, tmp_path_factory) -> Path:
     for method, seed in (("full", 1), ("lora", 0), ("lora", 1)):
         train(dataclasses.replace(TINY_RTE, method=method, seed=seed, data_dir=data_dir), runs, progress=False)
     return runs
+
+
+@pytest.fixture(scope="session")
+def sentence_runs(tmp_path_factory) -> Path:
+    """Two seeds each of full, Houlsby and LoRA bert-tiny runs on a generated single-sentence CSV
+    (:mod:`sentence_store`): what every figure needs, for the common figure contract."""
+    from sentence_store import reviews, train_runs
+
+    root = tmp_path_factory.mktemp("sentence-runs")
+    reviews().to_csv(root / "reviews.csv", index=False)
+    return train_runs(root / "runs", task="reviews", data_dir=str(root / "reviews.csv"))

@@ -14,37 +14,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
 import pytest
+from sentence_store import reviews, train_runs
 
 from robustkit.analysis import registry
 from robustkit.data import user_data
 from robustkit.figures import FIGURES
-from robustkit.specs.spec import RunSpec
-
-FAST = dict(model="bert-tiny", lr=1e-3, epochs=2, batch_size=16, max_length=32, adapter_size=16, eval_every=4)
-# two seeds of each method the analyses and figures compare (pairs of seeds, LoRA's weights)
-RUNS = (("full", 0), ("full", 1), ("houlsby", 0), ("houlsby", 1), ("lora", 0), ("lora", 1))
-WORDS = ("great", "awful", "fine", "bad", "lovely", "poor")
-
-
-def reviews(n: int = 240) -> pd.DataFrame:
-    """n distinct single-sentence reviews, string labels (an attack's kind of task)."""
-    return pd.DataFrame(
-        {
-            "text": [
-                f"a {WORDS[i % 6]} movie about {('cats', 'dogs', 'ships', 'trains')[i % 4]} number {i}"
-                for i in range(n)
-            ],
-            "label": ["pos" if i % 2 == 0 else "neg" for i in range(n)],
-        }
-    )
 
 
 @pytest.fixture(scope="module")
 def own_stores(tmp_path_factory) -> dict[str, Path]:
-    from robustkit.train import train
-
     root = tmp_path_factory.mktemp("own-data-matrix")
     frame = reviews()
     frame.to_csv(root / "reviews.csv", index=False)
@@ -57,8 +36,7 @@ def own_stores(tmp_path_factory) -> dict[str, Path]:
     user_data.register(frame, name="frame")  # lives in this process only: the store keeps a copy
     try:
         for source, fields in sources.items():
-            for method, seed in RUNS:
-                train(RunSpec(method=method, seed=seed, **fields, **FAST), root / source, progress=False)
+            train_runs(root / source, **fields)
     finally:
         user_data._REGISTRY.pop("frame", None)
     return {source: root / source for source in sources}

@@ -305,33 +305,28 @@ def describe(
         f"examples per second measured on one GPU ({THROUGHPUT_TABLE.parent.name}/{THROUGHPUT_TABLE.name}), "
         "scaled by max_length; no data loading, checkpointing or queueing counted."
     )
-    for model in sorted(runs["model"].unique()):
-        rate = rates.get(model)
-        if rate is not None and rate.measured:
-            lines.append(
-                f"  {model}: {rate.train_per_s:,.0f} train / {rate.eval_per_s:,.0f} eval examples/s at max length "
-                f"{rate.max_length} on {rate.gpu} ({rate.source})"
-            )
-        else:
-            lines.append(
-                f"  {model}: {NOT_MEASURED} (bench/trainers.py --model {model} --device cuda on the GPU, then "
-                "add it to the table)"
-            )
-    cpu_rates = read_throughput(CPU_THROUGHPUT_TABLE)
+    lines += _rate_lines(runs, rates, "bench/trainers.py --model {model} --device cuda on the GPU")
     lines.append(
         "CPU-hours are an estimate the same way, from examples per second on one CPU core "
         f"({CPU_THROUGHPUT_TABLE.parent.name}/{CPU_THROUGHPUT_TABLE.name}; runs train one thread each): "
         "wall hours on an idle machine are CPU-hours / --jobs."
     )
+    lines += _rate_lines(runs, read_throughput(CPU_THROUGHPUT_TABLE), "bench/cpu_throughput.py --models {model}")
+    return "\n".join(lines)
+
+
+def _rate_lines(runs: pd.DataFrame, rates: dict[str, Throughput], how: str) -> list[str]:
+    """One line per model of ``runs``: its measured rates and where, or ``how`` to measure them."""
+    lines = []
     for model in sorted(runs["model"].unique()):
-        rate = cpu_rates.get(model)
+        rate = rates.get(model)
         lines.append(
             f"  {model}: {rate.train_per_s:,.0f} train / {rate.eval_per_s:,.0f} eval examples/s at max length "
             f"{rate.max_length} on {rate.gpu} ({rate.source})"
             if rate is not None and rate.measured
-            else f"  {model}: {NOT_MEASURED} on a CPU (bench/cpu_throughput.py --models {model}, then add it)"
+            else f"  {model}: {NOT_MEASURED} ({how.format(model=model)}, then add it to the table)"
         )
-    return "\n".join(lines)
+    return lines
 
 
 __all__ = ["Throughput", "describe", "examples", "fetch_list", "plan", "read_throughput"]

@@ -52,6 +52,15 @@ def add_parser(commands) -> None:
         "store holds, the models and tasks to fetch and an estimate of the GPU-hours (robustkit/sweeps/plan.py, "
         "from bench/gpu_throughput.toml)",
     )
+    swap = reproduce.add_argument_group(
+        "your setting",
+        "Re-judge the recipes' claims on your model and data: every run of the recipes takes these in place of "
+        "its own (the figures' index says what was swapped). Needs --store: your runs are kept apart from the "
+        "scale's; figures and verdicts go beside it.",
+    )
+    swap.add_argument("--model", help="a model in place of the recipes' (embedded name, folder or hub name)")
+    swap.add_argument("--data", metavar="FILE_OR_DIR", help="your data in place of the recipes' task (as train --data)")
+    swap.add_argument("--task", help="a built-in task in place of the recipes' (rt, polarity, a GLUE task)")
     add_cluster_arguments(reproduce, submission_control=False)
     add_device(reproduce)
     reproduce.set_defaults(func=run)
@@ -63,13 +72,25 @@ def run(args) -> int:
 
     if bool(args.recipes) == args.all:
         raise RobustkitError("name recipes to reproduce, or pass --all (not both)")
+    swap = {"model": args.model, "task": args.task}
+    if args.data is not None:
+        if args.task is not None:
+            raise RobustkitError("give --data (your data) or --task (a built-in task), not both")
+        from robustkit.data.user_data import run_fields
+
+        swap.update(run_fields(args.data))  # its task name and data_dir, read and checked now
+    swap = {k: v for k, v in swap.items() if v is not None}
+    if swap and args.store is None:
+        raise RobustkitError("--model/--data/--task train other runs than the recipes': give them their own --store")
     if args.plan:
         from robustkit.sweeps import plan as run_plan
         from robustkit.verdicts.recipes import list_recipes, load_defaults, load_recipe
         from robustkit.verdicts.reproduce import default_store
 
         folder = args.recipe_dir or RECIPE_DIR
-        chosen = [load_recipe(name, folder) for name in (list_recipes(folder) if args.all else args.recipes)]
+        chosen = [
+            load_recipe(name, folder).swapped(**swap) for name in (list_recipes(folder) if args.all else args.recipes)
+        ]
         per_recipe, runs = run_plan.plan(
             chosen, args.scale, args.store or default_store(args.scale), load_defaults(folder)
         )
@@ -86,6 +107,7 @@ def run(args) -> int:
         executor=args.executor,
         slurm_options=slurm_options(args),
         train_only=args.train_only,
+        swap=swap,
     )
     print(results.to_string(index=False))
     return 1 if results["error"].notna().any() or results["failed_runs"].any() else 0

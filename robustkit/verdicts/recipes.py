@@ -29,6 +29,7 @@ recipes that need the same run share it: it is trained once in the scale's store
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,6 +74,9 @@ class Recipe:
     claims : tuple of Claim
         The paper's claims the figure illustrates, as checkable hypotheses
         (:class:`robustkit.verdicts.spec.Claim`, from the recipe's ``[[claim]]`` tables).
+    swap : tuple of (str, object)
+        Settings put in place of the recipe's in every run (``model``, ``task``, ``data_dir``:
+        :meth:`swapped`); empty for the recipe as written.
     """
 
     name: str
@@ -82,6 +86,14 @@ class Recipe:
     scales: dict
     params: dict = field(default_factory=dict)
     claims: tuple[Claim, ...] = ()
+    swap: tuple = ()
+
+    def swapped(self, **settings) -> Recipe:
+        """This recipe with ``settings`` in place of its own in every run at every scale: the
+        paper's claims re-judged on another model or on the user's data (``reproduce RECIPE
+        --model M --data FILE``). A swapped task's data is fingerprinted anew."""
+        given = {k: v for k, v in settings.items() if v is not None}
+        return dataclasses.replace(self, swap=tuple(sorted({**dict(self.swap), **given}.items())))
 
     def figure_params(self, scale: str) -> dict:
         """The figure's parameters at ``scale``: the recipe's, overridden by the scale's own."""
@@ -105,8 +117,19 @@ class Recipe:
             for method in grid.get("method", [base.get("method", RunSpec.method)]):
                 axes = {**grid, "method": [method]}
                 for spec in expand_grid({"base": base, "grid": axes}, {"lr": defaults.get("lr", {})}):
+                    spec = self._swap(spec)
                     specs.setdefault(spec.run_id, spec)
         return list(specs.values())
+
+    def _swap(self, spec: RunSpec) -> RunSpec:
+        if not self.swap:
+            return spec
+        changes = dict(self.swap)
+        if "task" in changes or "data_dir" in changes:
+            changes.setdefault("data_fingerprint", None)  # the new data's own, found as it resolves
+            # a size larger than the user's data trains on all of it, as a preset's does
+            changes["train_size"] = _scaled_train_size({**dataclasses.asdict(spec), **changes})
+        return dataclasses.replace(spec, **changes).resolved()
 
     def _scale(self, scale: str) -> dict:
         if scale not in self.scales:

@@ -14,6 +14,7 @@ from the paper's settings.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from pathlib import Path
@@ -70,6 +71,7 @@ def reproduce(
     slurm_options=None,
     train_only: bool = False,
     progress: bool = True,
+    swap: dict | None = None,
 ) -> pd.DataFrame:
     """Train, analyse and draw the named recipes (all when ``recipes`` is None).
 
@@ -93,6 +95,10 @@ def reproduce(
         model run it.
     train_only : bool
         Stop after training (e.g. to plot later, once cluster jobs are done).
+    swap : dict, optional
+        Settings put in place of the recipes' in every run (``model``, ``task``, ``data_dir``:
+        :meth:`robustkit.verdicts.recipes.Recipe.swapped`): the claims re-judged on
+        the user's model and data; the index says what was swapped.
 
     Returns
     -------
@@ -103,7 +109,7 @@ def reproduce(
         per claim, see :func:`robustkit.verdicts.tally.summary_line`). Every claim's rows are written to
         ``<figures>/claims.csv`` (:data:`robustkit.verdicts.rules.VERDICT_COLUMNS`).
     """
-    chosen = [load_recipe(name, recipe_dir) for name in recipe_names(recipes, recipe_dir)]
+    chosen = [load_recipe(name, recipe_dir).swapped(**(swap or {})) for name in recipe_names(recipes, recipe_dir)]
     store = Path(store) if store is not None else default_store(scale)
     if figures is None:
         figures = default_figures(store)
@@ -172,7 +178,7 @@ def reproduce(
             )
         Path(figures).mkdir(parents=True, exist_ok=True)
         verdicts.to_csv(path, index=False)
-        write_index(figures, scale, recipe_dir, store=store, verdicts=verdicts)
+        write_index(figures, scale, recipe_dir, store=store, verdicts=verdicts, swap=swap)
     return pd.DataFrame(rows)
 
 
@@ -222,6 +228,9 @@ def subtitle(recipe: Recipe, scale: str, defaults: dict | None = None) -> str:
     ``"minilm-l6 on rt (stand-in for bert-base-uncased on rte)"``."""
     specs = recipe.specs(scale, defaults)
     used = _model_task(specs)
+    if recipe.swap:  # the user's setting, in place of the recipe's
+        original = _model_task(dataclasses.replace(recipe, swap=()).specs(scale, defaults))
+        return used if original == used else f"{used} (in place of {original})"
     if scale != "paper" and "paper" in recipe.scales:
         paper = _model_task(recipe.specs("paper", defaults))
         if paper != used:
@@ -261,12 +270,26 @@ def _model_task(specs) -> str:
     return f"{', '.join(models)} on {', '.join(tasks)}"
 
 
+def _swapped_text(swap: dict | None) -> list[str]:
+    """The index's line saying what was put in place of the recipes' settings, if anything."""
+    given = {k: v for k, v in (swap or {}).items() if v is not None}
+    if not given:
+        return []
+    said = ", ".join(f"{k} = {v}" for k, v in sorted(given.items()))
+    return [
+        f"**Swapped:** every run here has {said} in place of the recipe's settings (`reproduce --model/--data/"
+        "--task`): the papers' claims re-judged on this setting, not on the papers'.",
+        "",
+    ]
+
+
 def write_index(
     figures: str | Path,
     scale: str,
     recipe_dir: str | Path = RECIPE_DIR,
     store: str | Path | None = None,
     verdicts: pd.DataFrame | None = None,
+    swap: dict | None = None,
 ) -> Path:
     """``<figures>/README.md``: every recipe whose PDF is in ``figures``, with its paper figure,
     what it shows, the model/task used, the runs per group, the collapsed runs, the verdict of
@@ -278,6 +301,8 @@ def write_index(
         The scale's run store, for the collapsed runs (default ``runs/<scale>``).
     verdicts : DataFrame, optional
         :func:`robustkit.verdicts.tally.verdicts` rows of the recipes (default: ``<figures>/claims.csv``).
+    swap : dict, optional
+        The settings put in place of the recipes' (:func:`reproduce`'s ``swap``): said at the top.
 
     Returns
     -------
@@ -310,6 +335,7 @@ def write_index(
         "once (`robustkit/verdicts/evidence.py`): claims that share a run are one evidence unit, and a claim "
         "that re-tests an earlier claim's observations (same runs, statistic, groups and cells) says so.",
         "",
+        *_swapped_text(swap),
         *_tally(verdicts, recipe_dir, scale, units),
         "| file | paper | what it shows | model / task used | runs per group | collapsed | verdicts | differs from "
         "the paper | command |",
@@ -319,7 +345,7 @@ def write_index(
     path = figures / "README.md"
     before = _index_rows(path)
     for name in list_recipes(recipe_dir):
-        recipe = load_recipe(name, recipe_dir)
+        recipe = load_recipe(name, recipe_dir).swapped(**(swap or {}))
         if scale in recipe.scales and (figures / recipe.output).is_file():
             specs = recipe.specs(scale, defaults)
             judged = verdicts[verdicts["recipe"] == name] if len(verdicts) else verdicts

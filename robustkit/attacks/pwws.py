@@ -17,103 +17,10 @@ picks :func:`attack_openattack`, which runs OpenAttack's own code on the float64
 (``--engine openattack``), or :func:`attack_fast`, which takes every decision of steps 1-3 that
 OpenAttack takes, on the same float64 numbers, but mostly without computing them:
 
-Certified float32 decisions
-    Every decision PWWS makes only needs the order or the sign of float64 quantities: the
-    per-position argmin (step 2), the order of the ``H_i`` (step 3) and each greedy check's
-    argmax. :func:`attack_fast` runs the sentences on a float32 twin of the victim
-    (:meth:`Victim.screening`, ~2.3x cheaper per sentence on CPU than float64 on the same
-    kernels, more on oneDNN's: see "Other savings") and turns each float32 probability into an
-    interval that certainly holds the float64 one (see "The bound" below). A decision whose
-    intervals do not overlap is the float64 decision; where they overlap, the few sentences
-    involved are run in float64 and the decision is taken on the float64 numbers themselves,
-    with OpenAttack's arithmetic. Decisions:
-
-    - best substitute of a position: the substitutes whose lower bound is at most the smallest
-      upper bound are the only ones that can be the float64 minimum; one left is the argmin, else
-      those are run in float64 (first minimum among them, in substitute order, which is the first
-      minimum over all: the others are strictly larger);
-    - greedy order: ``softmax(S)_i = exp(-p_i) / sum_j exp(-p_j)`` (``p(x)`` cancels), so
-      ``H_i = K_i x C`` with ``K_i = exp(-p_i) (p(x) - m_i)`` (``m_i``: the best substitute's
-      probability) and ``C > 0`` the same for every position. ``K_i`` needs position i's own
-      ``<UNK>`` sentence only: those of filter words and of positions without substitutes
-      (``H_i = 0``) are not run unless a fallback needs OpenAttack's exact softmax (a third of
-      the saliency query on polarity). OpenAttack's computed ``H_i`` is
-      ``K_i x C x (1 + t)`` with ``|t| <= 8`` units of roundoff (the subtraction, exp, division
-      and product round once or twice each; the sum in ``C`` is common to all). Intervals of
-      ``K_i`` widened by :data:`ROUNDING` therefore order the computed ``H_i`` up to ``C``:
-      ``i`` precedes ``j`` when ``lo(K_i) > hi(K_j)``, or ``lo(K_i) >= hi(K_j)`` and ``i < j``
-      (the stable sort's tie rule). When the first remaining position is not certain, the
-      sentences of the positions involved (their ``<UNK>`` sentence, best substitute and the
-      original) run in float64; if that does not settle it, the whole saliency query runs in
-      float64 too, and the positions involved then have OpenAttack's own ``H_i`` (same numpy
-      operations on the same values), compared exactly;
-    - greedy check: success is certain when some class's lower bound exceeds the target's upper
-      bound (or equals it from a lower index: ``argmax`` takes the first maximum), failure when
-      every other class is certainly below; else that text runs in float64.
-
-The bound
-    ``p_c = 1 / (1 + r_c)`` with ``r_c = sum_{k != c} exp(z_k - z_c)`` for logits ``z``. If the
-    float32 twin's log-odds ``log r_c`` are within ``D`` of the float64 victim's, the float64
-    ``p_c`` lies in ``[1 / (1 + r e^D), 1 / (1 + r e^-D)]`` computed from the float32 ``r``
-    (exact, not first order). These and all derived bounds are widened by :data:`ROUNDING`
-    (relative 1e-12, over 1000x the few units of float64 roundoff in OpenAttack's arithmetic, in
-    the victim's softmax, in ours, and the < 3e-15 by which float64 probabilities of one
-    sentence differ between batches, see :mod:`robustkit.attacks.victim`).
-
-    ``D`` itself cannot be derived a priori to any useful size: a worst-case forward error bound
-    for six float32 transformer layers (``~ d u |W| |x|`` per matrix product, amplified by every
-    layer's Lipschitz constant) exceeds the logits themselves. It is bounded a posteriori,
-    conservatively: ``D = max(`` :data:`MARGIN_ERROR` ``, ``:data:`SAFETY` ``x`` the largest
-    log-odds error measured when the twin is made (on the first example's saliency sentences,
-    run in both precisions)``)``; measured errors on trained minilm-l6 and random-head bert-tiny
-    victims are ~1e-6, so ``D`` = 1e-4 is 100x them. And it is audited: every sentence that
-    later runs in float64 (the fallbacks, exactly where a decision is close) has its log-odds
-    error checked against ``D``; a violation widens ``D`` to :data:`SAFETY` x the error seen and
-    redoes that example entirely in float64. A bound too small is then caught wherever it was
-    close to mattering, and the example it was caught on keeps OpenAttack's result.
-
-Lazy evaluation (``lazy=True``)
-    ``m_i >= 0``, so ``H_i <= softmax(S)_i x p(x)`` (in floating point too: rounding is
-    monotone), i.e. ``K_i <= exp(-p_i) p(x)``; and ``m_i <= 1`` gives ``K_i >= exp(-p_i) (p(x) -
-    1)``. An unscored position takes these as its interval. The greedy order is built one
-    position at a time, and a position is placed only when it certainly precedes every remaining
-    one, unscored ones by their bound included; when an unscored position blocks, it is scored
-    (with the others that block, in one batch). The placed prefix is therefore exactly
-    OpenAttack's, and the positions never scored are those whose bound stays below every position
-    placed before the greedy phase succeeds: they cannot be in the prefix it uses. The first
-    scoring round takes the positions with the largest bounds, :data:`SCORE_CHUNK` sentences.
-    ``lazy=False`` scores every position first (one batch with the saliency query).
-
-Other savings
-    The float32 twin's last layer computes the first token only, the one the classification
-    head reads (:mod:`robustkit.attacks.first_token`; ~14% less compute on a six-layer encoder,
-    where a probe batch shows the logits unchanged; the float64 victim keeps its full layer).
-    Its linear layers run oneDNN's float32 kernel instead of PyTorch's BLAS, again where a probe
-    shows the logits unchanged (:mod:`robustkit.attacks.onednn`; on this project's AMD CPU, MKL
-    runs at half oneDNN's rate: the engine takes ~0.7x the time). Sentences are deduplicated
-    (memo by token ids) and run in length-sorted batches padded to their longest member, under
-    ``torch.inference_mode``; batches of fewer than
-    :data:`robustkit.attacks.victim.SMALL_BATCH_TOKENS` tokens (the greedy checks) run on one
-    thread. Greedy checks go in growing chunks of prefixes (1, 2, 4, ...).
-
-``attack_fast(victim, ..., screen=None)`` takes the same decisions on float64 numbers only (every
-interval a point). Its float64 probabilities come from other batches than OpenAttack's engine's,
-so a decision between two float64 numbers closer than ~3e-15 could in principle differ from
-OpenAttack's; the smallest such gap measured is 1.2e-12 (see :mod:`robustkit.attacks.victim`).
-
-Query count (``AttackResult.queries``)
-    The sentences PWWSAttacker.attack sends to the victim: (n + 1) + sum(k + 1 over positions
-    with k > 0) + greedy steps taken. Not counted: the prediction of the original sentence
-    that chooses ``target`` (the caller makes it) and the re-check of the adversarial text
-    that OpenAttack's ``AttackEval`` adds. :func:`attack_fast` computes the count analytically;
-    ``AttackResult.forward_passes`` counts the sentences it really ran (float32 and float64).
-
-Query budget
-    A call (a group of sentences, as above) that would take the count past ``query_budget`` is
-    not made and the attack fails, with ``queries`` = the count before that call. OpenAttack's
-    engine enforces it with OpenAttack's own ``invoke_limit`` (``Victim.set_context``), which
-    raises ``InvokeLimitExceeded`` before such a call; :func:`attack_fast` applies the same rule
-    to the analytic count.
+How: certified float32 decisions (each float32 probability turned into an interval that holds the
+float64 one; overlapping decisions taken on float64), the bound, and the other savings are written
+out in ``docs/analyses.md``, "PWWS's fast engine". ``tests/test_attacks.py`` checks that both
+engines give identical adversarial texts, success, queries and modified words.
 """
 
 from __future__ import annotations

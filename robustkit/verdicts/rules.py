@@ -5,87 +5,11 @@ reads a store or runs an analysis (:mod:`robustkit.verdicts.tally` does), it rea
 statistic's declaration (:func:`robustkit.analysis.registry.statistic_of`: independent, better,
 undefined on failed runs).
 
-The decision framework
-======================
-One rule per claim kind, written here once and tested on the whole path by simulation
-(:mod:`robustkit.verdicts.simulation`, ``tests/test_claim_simulation.py``): on runs that look like
-real ones (scores on a grid, skew, failed runs at the majority score) and under the hardest nulls
-the papers' premise allows (unequal spread and skew, failures in one group, ties), a verdict of
-*agrees* comes at most at rate alpha when the claim is false at its boundary, and so does
-*contradicts* when it holds. alpha = 0.05, one-sided, in the claimed direction. The smallest
-p-value of each test at the recipe's n is known before any run exists (``robustkit claims
---plan``), and a claim that cannot reach alpha at its n is an error of the recipe
-(``tests/test_recipes.py``).
-
-============  ==========================  ==============================  =======================  ============
-kind          null hypothesis             test (one-sided)                effect and interval      decides at
-============  ==========================  ==============================  =======================  ============
-location      P(a > b) = 1/2 (spreads     Brunner-Munzel, studentized     median difference a - b  2^min(na, nb)
-              and shapes free)            permutation, p at least the     (Hodges-Lehmann), the    > 1/alpha
-                                          point-group sign bound          inverted test
-spread        a and b equally spread      rank-sum of seed-pair           spread ratio, exact      C(na/2+nb/2,
-              (up to a shift)             differences (Moses), exact      (inverted, log pairs)    na/2) > 1/alpha
-rate          equal rates of ones         Fisher's exact                  conditional odds ratio,  C(na+nb, na)
-                                                                          exact (inverts Fisher)   > 1/alpha
-equivalence   |median difference| >=      two one-sided Brunner-Munzel    median difference        as location
-              ``value`` (the margin)      tests at +-value
-threshold     the median at ``value``     exact sign test (values at      median, exact order-     2^na > 1/alpha
-                                          the threshold count against)    statistic interval       (na >= 5)
-trend         the median difference at    the two ends' Brunner-Munzel    difference at the end    2^min(n) >
-              the end of ``along`` not    intervals, each at alpha / 2,   minus at the start       2/alpha at
-              below / above its start's   separate (Bonferroni)                                    both ends
-============  ==========================  ==============================  =======================  ============
-
-- **Verdict of a cell**: *agrees* when the test in the claimed direction has p below the level
-  the claim's quantifier gives the cell (for equivalence both one-sided tests inside the margin);
-  *contradicts* when the test in the opposite direction does (equivalence: the median difference
-  outside the margin, Bonferroni over the two sides); else *inconclusive*. A ``floor`` is the
-  tested median difference (a minimum-effect test, both sides). Shifts and thresholds compare on
-  the data's grid (:func:`robustkit.measures.exact.on_grid`).
-- **Intervals**: each end of a cell's interval is the one-sided bound at the level its side was
-  judged at (the claimed side's end at the agreeing level, the other at the contradicting one),
-  so it excludes the null exactly where the verdict does; "none at this n" where it cannot.
-- **Sign** (``sign = "less"`` or ``"greater"``): a claim that names a direction of change
-  ("vanishing" = falling) also tests group a's own values against 0 (sign test). The cell
-  agrees only when both tests do (intersection-union, at alpha); it contradicts when either
-  finds the opposite at alpha / 2 (a union held at alpha), and the reason says which part.
-- **Cells and quantifiers** (``within``, ``quantifier``): a claim over cells says how its words
-  aggregate them. ``each`` (the claim holds in every cell): agrees when every cell agrees at
-  alpha (an intersection-union test needs no correction), contradicts when one cell contradicts
-  after Holm's correction of the opposite side. ``any`` (in some cell): agrees when a cell agrees
-  after Holm's correction, contradicts when every cell contradicts at alpha. ``overall``: one
-  test of each run's mean over the cells. Holm runs over Tarone's family: a cell whose smallest
-  p cannot pass its share of alpha leaves the family before any p is seen
-  (:mod:`robustkit.measures.multiplicity`). ``exclude`` leaves out, by a rule the recipe states
-  in ``exclude_why``, cells the method cannot change (the embedding output of methods that freeze
-  the embeddings).
-- **Each group at its best setting** (``tuned``, location and equivalence): "a's best below b's
-  best" (higher values better) holds exactly when every configuration of a lies below some
-  configuration of b: an intersection over a's configurations, each at alpha, of unions over
-  b's, Bonferroni (:func:`_tuned_p`). Nothing is picked on the tested runs, so no winner's curse;
-  with one configuration each it is the plain test. No effect is shown (the best configurations
-  by median would be biased toward the claim); the reason names them.
-- **Unit of replication**: the run. A statistic that gives a run several observations in a cell
-  is averaged to the run's mean first; ``n_a`` and ``n_b`` of a claim's overall row count runs
-  (a run in several cells once) and ``cells`` the cells. A statistic of run pairs that share
-  runs is shown, never tested (*untestable*).
-- **Failures** (``failures``): ``exclude`` (the default) leaves ``not-learned``, ``collapsed`` and
-  ``diverged`` runs (:mod:`robustkit.train.collapse`) out of the shown test, and the verdict must hold
-  with them too: ranked as the worst outcomes where the statistic has a better side
-  (:attr:`robustkit.analysis.registry.Statistic.better`), else as data. Leaving failures out
-  truncates the scores (a group whose weak seeds fail looks better than it is), so where the two
-  disagree the verdict is *inconclusive: depends on failed runs*. Where a statistic is undefined
-  on a failed run (``undefined_on_failed``: a constant classifier cannot be attacked) the shown
-  test leaves them out, says why, and must hold with them placed at either extreme.
-  ``data``: claims about failing, and every ``rate`` claim.
-- **Convergence** (``final``, default: the statistic's ``ends``: it depends on how training
-  ended): per cell, on the runs that cell tests after the failure policy, more than half of any
-  compared set still improving at its end (:mod:`robustkit.analysis.convergence`; each method of
-  a pooled group, each configuration of a tuned one, each end of a trend; a pair of runs when
-  either is) makes the cell *inconclusive: not converged*; the count names tested runs only, and
-  the reason keeps the failures' disclosure beside it.
-- **Reason classes** of an inconclusive verdict (column ``reason_class``): ``too few runs``,
-  ``not significant``, ``not converged``, ``depends on failed runs``, ``untestable``, ``no data``.
+The decision framework (one rule per claim kind, its null, test, interval and the n at which
+it can decide; cells and quantifiers, each group at its best setting, the unit of replication,
+failures, convergence and the reason classes) is written out in ``docs/verdicts.md``, "The
+decision framework"; every rule is tested on the whole path by simulation
+(:mod:`robustkit.verdicts.simulation`, ``tests/test_claim_simulation.py``).
 
 The verdict logic is hand-written: no maintained package states paper claims as directional
 hypotheses over groups of runs. The tests are scipy's exact ones and the Brunner-Munzel

@@ -78,10 +78,23 @@ def _relabellings(total: int, m: int) -> np.ndarray:
 def _statistics(pooled: np.ndarray, member: np.ndarray) -> np.ndarray:
     """The studentized statistic (p - 1/2) / se of each membership row (a: True).
 
+    A zero variance (the groups separate completely, or every run ties) gives +-inf by the sign
+    of p - 1/2, 0 at p = 1/2.
+    """
+    centred, part_a, part_b = _parts(pooled, member)
+    se = np.sqrt(part_a + part_b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(se > 0, centred / np.where(se > 0, se, 1.0), np.sign(centred) * np.inf)
+    return np.where((se == 0) & (np.abs(centred) < 1e-12), 0.0, t)
+
+
+def _parts(pooled: np.ndarray, member: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """p - 1/2 and the two parts of p's variance, per membership row (a: True).
+
     Placements: a run's count of the other group's runs below it (ties a half); p is a's mean
     placement over n_b, and its variance S_a^2 / (n_a n_b^2) + S_b^2 / (n_b n_a^2) from the
-    placements' sample variances (Brunner & Munzel 2000). A zero variance (the groups separate
-    completely, or every run ties) gives +-inf by the sign of p - 1/2, 0 at p = 1/2.
+    placements' sample variances (Brunner & Munzel 2000): the two terms are returned apart, for
+    Satterthwaite's degrees of freedom.
     """
     greater = (pooled[:, None] > pooled[None, :]) + 0.5 * (pooled[:, None] == pooled[None, :])
     in_a = member.astype(float)
@@ -93,12 +106,7 @@ def _statistics(pooled: np.ndarray, member: np.ndarray) -> np.ndarray:
     mean_b = (among_a * (1.0 - in_a)).sum(axis=1) / n
     var_a = (((among_b - mean_a[:, None]) ** 2) * in_a).sum(axis=1) / max(m - 1, 1)
     var_b = (((among_a - mean_b[:, None]) ** 2) * (1.0 - in_a)).sum(axis=1) / max(n - 1, 1)
-    p = mean_a / n
-    se = np.sqrt(var_a / (m * n * n) + var_b / (n * m * m))
-    centred = p - 0.5
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(se > 0, centred / np.where(se > 0, se, 1.0), np.sign(centred) * np.inf)
-    return np.where((se == 0) & (np.abs(centred) < 1e-12), 0.0, t)
+    return mean_a / n - 0.5, var_a / (m * n * n), var_b / (n * m * m)
 
 
 def test(a: np.ndarray, b: np.ndarray, alternative: str, shift: float = 0.0) -> float:
@@ -176,18 +184,10 @@ def _t_approximation(pooled: np.ndarray, m: int, sign: float) -> float:
     t = sign * _statistics(pooled, member)[0]
     if not np.isfinite(t):
         return 0.0 if t > 0 else 1.0
-    a_part, b_part = _variance_parts(pooled, m)
+    _, (a_part,), (b_part,) = _parts(pooled, member)
     total = a_part + b_part
     df = total**2 / (a_part**2 / (m - 1) + b_part**2 / (n - 1)) if total > 0 else m + n - 2
     return float(stats.t.sf(t, max(df, 1.0)))
-
-
-def _variance_parts(pooled: np.ndarray, m: int) -> tuple[float, float]:
-    a, b = pooled[:m], pooled[m:]
-    among_b = ((a[:, None] > b[None, :]) + 0.5 * (a[:, None] == b[None, :])).sum(axis=1)
-    among_a = ((b[:, None] > a[None, :]) + 0.5 * (b[:, None] == a[None, :])).sum(axis=1)
-    n = len(b)
-    return float(np.var(among_b, ddof=1) / (m * n * n)), float(np.var(among_a, ddof=1) / (n * m * m))
 
 
 def difference_interval(a: np.ndarray, b: np.ndarray, alpha: float) -> tuple[float, float, float]:

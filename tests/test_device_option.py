@@ -189,3 +189,33 @@ def test_device_reaches_the_analysis_from_every_entry_point(store, capsys):
     # an analysis that loads no model takes the notebook's device= and ignores it
     assert len(registry.per_run("scores.score", store, device=BAD)) == 2
     assert not figures.data("tradeoff", store, device=BAD).empty
+
+
+def test_the_device_contract_is_checked_when_an_analysis_runs(tmp_path, monkeypatch):
+    """Issue #48 item 1: the contract is in the declaration, not only in this file's source reading:
+    an analysis declaring DEVICE whose function lacks ``progress``, or one taking ``device`` without
+    the option, is refused in one line naming what is missing (names no real module would use)."""
+    import types
+
+    from robustkit.analysis.declare import DEVICE, Analysis, AnalysisError
+
+    module = types.ModuleType("zz_contract_probe")
+
+    def lacks_progress(store, select, device=None):
+        return pd.DataFrame({"value": [1.0]})
+
+    def undeclared(store, select, device=None, progress=True):
+        return pd.DataFrame({"value": [1.0]})
+
+    module.lacks_progress, module.undeclared = lacks_progress, undeclared
+    monkeypatch.setitem(__import__("sys").modules, "zz_contract_probe", module)
+    first = Analysis("zz-probe-one", "probe", "probe", "zz_contract_probe:lacks_progress", options=(DEVICE,))
+    with pytest.raises(AnalysisError, match="declares DEVICE but its function takes no 'progress'") as refused:
+        first.run(tmp_path)
+    assert "\n" not in str(refused.value)
+    second = Analysis("zz-probe-two", "probe", "probe", "zz_contract_probe:undeclared")
+    with pytest.raises(AnalysisError, match="no DEVICE option"):
+        second.run(tmp_path)
+    third = Analysis("zz-probe-three", "probe", "probe", "zz_contract_probe:undeclared", options=(DEVICE,))
+    with pytest.raises(AnalysisError, match="recorded no provenance"):
+        third.run(tmp_path)

@@ -225,10 +225,37 @@ class Analysis:
         values = self.resolve(**{k: v for k, v in given.items() if k not in options})
         compute = load(self.compute)
         accepted = inspect.signature(compute).parameters  # not every analysis shows progress
+        gaps = self.device_contract_gaps(accepted)
+        if gaps:
+            raise AnalysisError(f"analysis {self.name!r} ({self.compute}): {'; '.join(gaps)}")
         with collect_provenance() as provenance:
             frame = compute(store, select, **values, **{k: v for k, v in chosen.items() if k in accepted})
+        if self._declares_device() and len(frame) and not provenance:
+            raise AnalysisError(
+                f"analysis {self.name!r} ({self.compute}) runs a model but recorded no provenance: pass "
+                "provenance=computed_on(device) to each_run / each_pair (robustkit.analysis.each_run)"
+            )
         frame.attrs["provenance"] = provenance
         return frame
+
+    def _declares_device(self) -> bool:
+        return any(p.name == "device" for p in self.options)
+
+    def device_contract_gaps(self, accepted) -> list[str]:
+        """What the device contract misses (CONTRIBUTING.md, "A new analysis"): an analysis that
+        runs a model declares the ``DEVICE`` option, and its function takes ``device`` and
+        ``progress``; one that takes ``device`` declares the option. ``accepted``: the
+        function's parameter names. Empty when the contract holds."""
+        gaps = []
+        if self._declares_device():
+            gaps += [
+                f"declares DEVICE but its function takes no {name!r}"
+                for name in ("device", "progress")
+                if name not in accepted
+            ]
+        elif "device" in accepted:
+            gaps.append("its function takes device but the declaration has no DEVICE option (options=(DEVICE,))")
+        return gaps
 
     def summarize(self, frame: pd.DataFrame) -> pd.DataFrame:
         """The table the ``analyze`` verb prints."""

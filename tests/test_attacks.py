@@ -156,7 +156,10 @@ def test_an_attack_registered_later_is_a_choice_of_the_analysis_and_its_figures(
     ran = []
 
     def run(store, select=None, attacker=None, **kwargs):  # what run_attackers calls per attacker
+        from robustkit.analysis.each_run import record_provenance
+
         ran.append(attacker)
+        record_provenance(f"run/{attacker}", {"device": "cpu"})  # as each run's attack does (the device contract)
         return pd.DataFrame({"attacker": [attacker]})
 
     monkeypatch.setattr(attack, "run", run)

@@ -42,9 +42,10 @@ def own_stores(tmp_path_factory) -> dict[str, Path]:
     return {source: root / source for source in sources}
 
 
-# What runs on each source: a JSONL file differs from a CSV only in the reader, which the analyses
-# exercise; the figures draw from the analyses' frames, so they run on the CSV and the DataFrame.
-KINDS = {"csv": ("analysis", "figure"), "jsonl": ("analysis",), "dataframe": ("analysis", "figure")}
+# What runs on each source: every analysis on every source (each reads the run's data itself);
+# the figures draw from the analyses' frames, which carry no data source, so they run on the CSV
+# (and every figure is drawn from a single-sentence store by tests/test_figures_axes.py).
+KINDS = {"csv": ("analysis", "figure"), "jsonl": ("analysis",), "dataframe": ("analysis",)}
 
 
 @pytest.mark.parametrize("source", list(KINDS))

@@ -147,9 +147,7 @@ def above_baseline(value: float, baseline: float, metric: str, n: float, rule: C
     if not _judged(metric, baseline, n, value):
         return False
     if metric == "accuracy":
-        from scipy.stats import binom
-
-        return bool(binom.sf(round(value * n) - 1, int(n), min(max(baseline, 0.0), 1.0)) <= _alpha(rule))
+        return bool(_accuracy_sides(np.array([round(value * n)]), int(n), baseline, rule)[0][0])
     return value > baseline + noise_band(metric, baseline, n, rule)
 
 
@@ -161,12 +159,22 @@ def below_learned(value: float, baseline: float, metric: str, n: float, rule: Co
         return False
     learned = baseline + rule.learned_margin
     if metric == "accuracy":
-        if learned > 1:  # no run can score the margin above so high a baseline: at or below it failed
-            return value <= baseline
-        from scipy.stats import binom
-
-        return bool(binom.cdf(round(value * n), int(n), learned) <= _alpha(rule))
+        return bool(_accuracy_sides(np.array([round(value * n)]), int(n), baseline, rule)[1][0])
     return value < learned - rule.noise_z * _standard_error(metric, learned, n)
+
+
+def _accuracy_sides(counts: np.ndarray, n: int, baseline: float, rule: CollapseRule) -> tuple[np.ndarray, np.ndarray]:
+    """The two exact binomial tests of the rule for accuracy, for correct counts ``counts`` of
+    ``n`` (shape (k,)): (significantly above the baseline, significantly below baseline + margin).
+    The one place :func:`above_baseline`, :func:`below_learned` and :func:`evaluation_floor` read."""
+    from scipy.stats import binom
+
+    alpha = _alpha(rule)
+    above = binom.sf(counts - 1, n, min(max(baseline, 0.0), 1.0)) <= alpha
+    learned = baseline + rule.learned_margin
+    if learned > 1:  # no run can score the margin above so high a baseline: at or below it failed
+        return above, counts / n <= baseline
+    return above, binom.cdf(counts, n, learned) <= alpha
 
 
 def undecided(
@@ -219,10 +227,8 @@ def evaluation_floor(baseline: float, metric: str = "accuracy", rule: CollapseRu
         return approximate
     # exact tests: the smallest n from which every count k is decided, searched near the approximation
     for n in range(max(1, approximate // 2), 4 * approximate + 50):
-        if all(
-            above_baseline(k / n, baseline, metric, n, rule) or below_learned(k / n, baseline, metric, n, rule)
-            for k in range(n + 1)
-        ):
+        above, below = _accuracy_sides(np.arange(n + 1), n, baseline, rule)
+        if (above | below).all():
             return n
     return approximate
 

@@ -88,10 +88,15 @@ def run_spec(run_dir: str | Path, spec: RunSpec | None = None):
         from robustkit.store.manifest import read_spec
 
         spec = read_spec(run_dir)
-    task = run_task(spec, run_dir)
-    if task.source == "user" and run_source(spec, run_dir) != spec.data_dir:
-        spec = dataclasses.replace(spec, data_dir=run_source(spec, run_dir))
-    return spec.resolved()
+    return _with_source(spec, run_task(spec, run_dir), run_dir).resolved()
+
+
+def _with_source(spec, task: Task, run_dir):
+    """``spec`` reading a user task's data from :func:`run_source` (looked up once)."""
+    if task.source != "user":
+        return spec
+    source = run_source(spec, run_dir)
+    return spec if source == spec.data_dir else dataclasses.replace(spec, data_dir=source)
 
 
 def run_source(spec: RunSpec | TspSpec, run_dir: str | Path | None = None) -> str | None:
@@ -183,8 +188,7 @@ def run_splits(spec: RunSpec | TspSpec, run_dir: str | Path | None = None) -> di
 
         recorded = read_manifest(Path(run_dir)).get("data", {}).get("files")
     task = run_task(spec, run_dir)
-    if task.source == "user" and run_source(spec, run_dir) != spec.data_dir:
-        spec = dataclasses.replace(spec, data_dir=run_source(spec, run_dir))  # the store's copy
+    spec = _with_source(spec, task, run_dir)  # the store's copy where the recorded data_dir is gone
     check_run_data(spec, Path(run_dir).name if run_dir is not None else None, recorded)
     return tasks.load_splits(task, data_dir=spec.data_dir, train_size=spec.train_size, split_seed=spec.split_seed)
 

@@ -343,7 +343,8 @@ def test_the_attacks_recipe_reuses_figure_5s_runs():
     from robustkit.verdicts.recipes import load_recipe
 
     both, pwws_only = load_recipe("han2021/fig5-attacks"), load_recipe("han2021/fig5")
-    for scale in ("demo", "paper"):
+    assert set(both.scales) == set(pwws_only.scales)
+    for scale in both.scales:
         assert {s.run_id for s in both.specs(scale)} == {s.run_id for s in pwws_only.specs(scale)}
         params = figures.get(both.figure).resolve(**both.figure_params(scale))
         assert params["attackers"] == ["pwws", "deepwordbug"]

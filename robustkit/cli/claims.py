@@ -4,6 +4,7 @@ what each claim's test can decide."""
 from __future__ import annotations
 
 from robustkit.errors import RobustkitError
+from robustkit.verdicts.scales import SCALES
 
 
 def add_parser(commands) -> None:
@@ -33,7 +34,7 @@ def add_parser(commands) -> None:
         "recipes", nargs="*", metavar="RECIPE", help="recipe names, e.g. han2021/fig2; default: every recipe"
     )
     claims.add_argument(
-        "--scale", choices=["demo", "paper"], help="which runs of each recipe; default: demo (with --plan: both scales)"
+        "--scale", choices=SCALES, help="which runs of each recipe; default: demo (with --plan: every scale)"
     )
     claims.add_argument("--store", help="run store folder; default: runs/<scale>")
     claims.add_argument("--recipe-dir", help="folder of recipe files; default: the analyses/ folder of this checkout")
@@ -152,7 +153,7 @@ def _plan(args) -> int:
 
     folder = args.recipe_dir or RECIPE_DIR
     recipes = [load_recipe(name, folder) for name in (args.recipes or list_recipes(folder))]
-    table = plan(recipes, scales=(args.scale,) if args.scale else ("demo", "paper"), defaults=load_defaults(folder))
+    table = plan(recipes, scales=(args.scale,) if args.scale else SCALES, defaults=load_defaults(folder))
     if args.output:
         terminal.write(table, args.output)
     if args.markdown:
@@ -192,7 +193,7 @@ def _plan(args) -> int:
         observed = plan_observed(
             args.store,
             recipes,
-            (args.scale,) if args.scale else ("demo", "paper"),
+            (args.scale,) if args.scale else SCALES,
             load_defaults(folder),
             args.device,
             simulations=SETTLE_SIMULATIONS,

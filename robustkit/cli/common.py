@@ -31,7 +31,7 @@ def add_device(parser: argparse.ArgumentParser) -> None:
 
 
 def add_preset(parser: argparse.ArgumentParser) -> None:
-    from robustkit.verdicts.recipes import SCALES
+    from robustkit.verdicts.scales import SCALES
 
     parser.add_argument(
         "--preset",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from robustkit.cli.arguments import output_folder
 from robustkit.cli.common import add_cluster_arguments, add_device, slurm_options
 from robustkit.errors import RobustkitError
+from robustkit.verdicts.scales import SCALES
 
 
 def add_parser(commands) -> None:
@@ -23,10 +24,11 @@ def add_parser(commands) -> None:
     reproduce.add_argument("--all", action="store_true", help="every recipe")
     reproduce.add_argument(
         "--scale",
-        choices=["demo", "paper"],
+        choices=SCALES,
         default="demo",
-        help="demo: minilm-l6 on the embedded tasks (CPU); paper: the papers' models, tasks and hyperparameters (GPU "
-        "cluster)",
+        help="demo: minilm-l6 on the embedded tasks (CPU, minutes per run); cpu: the headline claims sized to be "
+        "decided on a 2-core machine (runs trained until they converge; hours); paper: the papers' models, tasks and "
+        "hyperparameters (GPU cluster)",
     )
     reproduce.add_argument("--store", type=output_folder, help="run store folder; default: runs/<scale>")
     reproduce.add_argument(

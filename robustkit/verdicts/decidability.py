@@ -29,6 +29,7 @@ import pandas as pd
 from scipy import stats
 
 from robustkit.measures import exact, multiplicity
+from robustkit.verdicts.scales import SCALES
 
 POWER = 0.8
 SIMULATIONS = 2000
@@ -353,7 +354,7 @@ def cells_detectable_effect(
     return max(finite) if finite else np.nan
 
 
-def plan(recipes, scales=("demo", "paper"), defaults: dict | None = None) -> pd.DataFrame:
+def plan(recipes, scales=SCALES, defaults: dict | None = None) -> pd.DataFrame:
     """The decidability table of every claim of ``recipes`` at ``scales`` (:data:`PLAN_COLUMNS`).
 
     ``judged`` is False at a scale the claim leaves out (its ``scales``) and for statistics of
@@ -461,9 +462,6 @@ def _power_at(kind: str, n_a: int, n_b: int, effect: float, alpha: float, differ
     return round(power(kind, n_a, n_b, effect, alpha, difference=difference), 3)
 
 
-MARKDOWN_SCALES = ("demo", "paper")
-
-
 def markdown(table: pd.DataFrame, recipes) -> str:
     """The summary of a :func:`plan` table that ``analyses/README.md`` shows, one row per claim.
 
@@ -484,14 +482,15 @@ def markdown(table: pd.DataFrame, recipes) -> str:
         Markdown: the table, a blank line and the list of sources.
     """
     header = ["recipe", "claim", "kind", "paper's effect"]
-    for scale in MARKDOWN_SCALES:
+    shown = [scale for scale in SCALES if (table["scale"] == scale).any()]  # the scales some recipe has
+    for scale in shown:
         header += [f"{scale}: runs per group", f"{scale}: detectable", f"{scale}: power at paper's effect"]
     claims = {(recipe.name, claim.id): claim for recipe in recipes for claim in recipe.claims}
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for (recipe, name), rows in table.groupby(["recipe", "claim"], sort=False):
         kind = rows["compare"].iloc[0]
         cells = [recipe, name, kind, _effect_text(claims[recipe, name].paper_effect, kind)]
-        for scale in MARKDOWN_SCALES:
+        for scale in shown:
             cells += _scale_cells(rows[rows["scale"] == scale], kind)
         lines.append("| " + " | ".join(cells) + " |")
     sources = [

@@ -39,12 +39,12 @@ from robustkit import figures
 from robustkit.errors import RobustkitError, did_you_mean
 from robustkit.specs.spec import RunSpec
 from robustkit.sweeps.grid import expand_grid
+from robustkit.verdicts.scales import SCALES
 
 if TYPE_CHECKING:  # claims import the analyses (torch); recipes are read by `--help`
     from robustkit.verdicts.spec import Claim
 
 RECIPE_DIR = Path(__file__).resolve().parents[2] / "analyses"
-SCALES = ("demo", "paper")
 _RECIPE_KEYS = {"title", "figure", "params", "output", "claim", *SCALES}
 _SCALE_KEYS = {"base", "grid", "params"}
 

@@ -60,6 +60,7 @@ from robustkit.measures import exact
 from robustkit.train import collapse
 from robustkit.verdicts import tally
 from robustkit.verdicts.rules import DEPENDS_ON_FAILED, NOT_CONVERGED, NOT_SIGNIFICANT, TOO_FEW, judge, tested_rows
+from robustkit.verdicts.scales import SCALES
 from robustkit.verdicts.selection import matches as _is
 from robustkit.verdicts.selection import text as _text
 from robustkit.verdicts.spec import AGREES, CONTRADICTS, INCONCLUSIVE, Claim
@@ -772,7 +773,7 @@ def settle(
 def plan_observed(
     store: str | Path,
     recipes: Sequence,
-    scales: Sequence[str] = ("demo", "paper"),
+    scales: Sequence[str] = SCALES,
     defaults: dict | None = None,
     device: str | None = None,
     **options,

@@ -49,6 +49,7 @@ from scipy import stats
 from robustkit.analysis import registry
 from robustkit.verdicts.decidability import sizes_and_configurations, statistic_cells
 from robustkit.verdicts.rules import judge
+from robustkit.verdicts.scales import SCALES
 from robustkit.verdicts.selection import UNSET
 from robustkit.verdicts.spec import AGREES, CONTRADICTS, Claim, opposite
 
@@ -519,7 +520,7 @@ def bound(alpha: float, draws: int) -> float:
 
 def simulate(
     recipes,
-    scales=("demo", "paper"),
+    scales=SCALES,
     draws: int = 2000,
     defaults: dict | None = None,
     first: int | None = 500,

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from robustkit.analysis import registry
 from robustkit.errors import RobustkitError
 from robustkit.measures import exact
+from robustkit.verdicts.scales import SCALES
 from robustkit.verdicts.selection import text as _text
 
 AGREES, CONTRADICTS, INCONCLUSIVE = "agrees", "contradicts", "inconclusive"
@@ -186,7 +187,7 @@ class Claim:
     tuned: str | None = None
     failures: str = "exclude"
     final: bool = False
-    scales: tuple[str, ...] = ("demo", "paper")
+    scales: tuple[str, ...] = SCALES
     paper_effect: float | tuple | dict | None = None
     paper_effect_source: str | None = None
 
@@ -280,7 +281,7 @@ class Claim:
             tuned=tuned,
             failures="data" if compare == "rate" else raw.get("failures", "exclude"),
             final=bool(final),
-            scales=tuple(raw.get("scales", ("demo", "paper"))),
+            scales=tuple(raw.get("scales", SCALES)),
             paper_effect=paper_effect,
             paper_effect_source=raw.get("paper_effect_source"),
         )

@@ -130,8 +130,8 @@ def _held(store: Path, run_id: str, tsp_step: int | None = None) -> bool:
     return manifest.get("status") in FINISHED
 
 
-def _hours(rows: pd.DataFrame, rates: dict[str, Throughput]) -> float | None:
-    """GPU-hours of ``rows`` (runs), None if a model among them has no measured throughput."""
+def run_hours(rows: pd.DataFrame, rates: dict[str, Throughput]) -> float | None:
+    """Hours of ``rows`` (runs) at ``rates`` (GPU or CPU), None if a model among them has no measured throughput."""
     seconds = 0.0
     for row in rows.itertuples():
         rate = rates.get(row.model)
@@ -231,7 +231,7 @@ def plan(
 
     def row(label: str, chosen: pd.DataFrame, shared: int | None) -> dict:
         todo = chosen[~chosen["held"]]
-        hours, cpu = _hours(todo, rates), _hours(todo, cpu_rates)
+        hours, cpu = run_hours(todo, rates), run_hours(todo, cpu_rates)
         return {
             "recipe": label,
             "runs": len(chosen),

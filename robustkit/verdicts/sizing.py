@@ -1,0 +1,235 @@
+"""A scale sized from a pilot: the runs per group and training budget each claim needs, fitted
+into a CPU budget by a rule stated before any run of the sized scale exists.
+
+The pilot is the recipes' demo runs (a store that holds them). For each claim of each recipe:
+
+1. **Runs per group** (:func:`robustkit.verdicts.settle.runs_to_decide`): the smallest n at which
+   the claim's own verdict path decides the pilot's effect with 80% power, the power's 95% Wilson
+   lower bound at the end of the effect's 50% interval nearest the null (issue #45 item 7). The
+   pilot's still-improving flags are left out: the sized runs train until they converge, so the
+   guard passes them by construction. Where the pilot promises no n (its effect's interval
+   reaches the null, or more than ``max_runs`` would be needed) and the paper reports an effect,
+   the n at which the plan's power at that effect reaches 80% (:func:`robustkit.verdicts.decidability.power`,
+   both groups alike). Otherwise the claim does not fit, and says why.
+2. **Seeds**: a recipe's demo grid gives each group ``observed_n / demo seeds`` runs per seed
+   (He fig 4 pools four learning rates, Han figs 4-5 three TSP lengths), so n runs per group
+   take ``ceil(n / that)`` seeds. A recipe takes the most seeds any of its claims needs, at
+   least its demo count; the sized seeds are new ones (:data:`FIRST_SEED` on), so the pilot's
+   runs are never re-tested.
+3. **Training budget**: runs stop by the convergence rule (``until_converged``) within
+   ``BUDGET_FACTOR`` times the epochs the pilot's still-improving runs are extrapolated to need
+   (:func:`robustkit.verdicts.settle.claim_budget`, the largest over the recipe's claims; the demo
+   epochs where every group passes or the extrapolation finds none), at most :data:`MAX_EPOCHS`.
+4. **Cost**: the distinct runs of every recipe at its seeds (a run two recipes share counted
+   once), in CPU-hours from the measured throughput (:mod:`robustkit.sweeps.plan`), each run at
+   its extrapolated epochs (the expected stop, not the budget's cap). Analyses are not counted:
+   PWWS on 50 sentences is about 30 CPU-seconds a run, RSA and the landscape less.
+5. **Fit**: while the total exceeds the CPU budget, the claim needing the most seeds is dropped
+   ("does not fit") and its recipe falls back to its other claims' seeds.
+
+The rule never looks at verdicts: the pilot gives effects and their spread, and the sized runs
+are other runs. Written by hand: it composes robustkit's settle and plan.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from robustkit.verdicts import settle, tally
+
+HEADLINE = (
+    "han2021/fig2",
+    "han2021/fig4",
+    "han2021/fig5",
+    "he2021/table2",
+    "he2021/fig3",
+    "he2021/fig4",
+    "he2021/fig2",
+    "he2021/fig6",
+    "houlsby2019/fig3-4",
+    "houlsby2019/fig6-ablation",
+)
+"""The seed papers' headline claims' recipes (issue #47): Han figs 2, 4, 5; He table 2, figs 2, 3,
+4, 6; Houlsby figs 3-4 and 6."""
+FIRST_SEED = 1000  # the sized runs' seeds start here: none is a pilot (demo) run
+MAX_EPOCHS = 30
+BUDGET_FACTOR = 2.0
+SIZE_COLUMNS = ["recipe", "claim", "compare", "pilot_n", "n", "basis", "seeds", "side", "multiple", "fits", "reason"]
+CONVERGED = "no cell has more than half of a group still improving"  # settle.claim_budget's reason
+
+
+def pilot_sizes(
+    recipes: Sequence,
+    pilot: str | Path,
+    defaults: dict | None = None,
+    max_runs: int = settle.MAX_RUNS,
+    simulations: int = settle.SIMULATIONS,
+) -> pd.DataFrame:
+    """Per claim of ``recipes``, what its pilot (demo runs in ``pilot``) says it needs.
+
+    Returns
+    -------
+    DataFrame
+        :data:`SIZE_COLUMNS` but ``fits``: ``pilot_n`` (runs per group and cell in the pilot), ``n``
+        (runs per group for 80% power, NaN where none), ``seeds`` (seeds of its recipe's grid for
+        n), ``side`` (the decision the pilot's effect points to), ``multiple`` (its training
+        budget over the demo's, 1 where the pilot's groups pass the guard), ``reason`` (why no n).
+    """
+    from robustkit.analysis.convergence import still_improving
+    from robustkit.store.tables import load_history
+
+    history = load_history(pilot)
+    rows = []
+    for recipe in recipes:
+        specs = recipe.specs("demo", defaults)
+        run_ids = [spec.run_id for spec in specs]
+        demo_seeds = len({spec.seed for spec in specs})
+        frames: dict = {}
+        late = still_improving(pilot, run_ids)
+        for claim in recipe.claims:
+            row = {"recipe": recipe.name, "claim": claim.id, "compare": claim.compare, "multiple": 1.0, "reason": ""}
+            try:
+                found = tally.observations(claim, recipe.figure, recipe.figure_params("demo"), pilot, run_ids, frames)
+            except Exception as error:  # noqa: BLE001 - one claim without pilot runs must not cost the table
+                rows.append({**row, "pilot_n": 0, "n": math.nan, "seeds": math.nan, "reason": f"no pilot: {error}"})
+                continue
+            if claim.final:
+                budget = settle.claim_budget(claim, found, late, pilot, history)
+                passes = budget["multiple"] is None and budget["reason"] == CONVERGED
+                row["multiple"] = 1.0 if passes else budget["multiple"] if budget["multiple"] is not None else math.nan
+            sized = settle.runs_to_decide(claim, found, None, max_runs=max_runs, simulations=simulations)
+            n, basis, reason = sized["n"], "pilot", sized["reason"]
+            if n is None and sized["observed_n"]:
+                n = paper_n(claim, sized["observed_n"], max_runs)
+                basis, reason = ("paper's effect", "") if n else ("", reason)
+            per_seed = sized["observed_n"] / demo_seeds if sized["observed_n"] else math.nan
+            rows.append(
+                {
+                    **row,
+                    "pilot_n": sized["observed_n"],
+                    "n": n or math.nan,
+                    "basis": basis,
+                    "seeds": max(demo_seeds, math.ceil(n / per_seed)) if n else math.nan,
+                    "side": sized["side"] or "",
+                    "reason": reason,
+                }
+            )
+    return pd.DataFrame(rows).reindex(columns=[c for c in SIZE_COLUMNS if c != "fits"])
+
+
+def paper_n(claim, start: int, max_runs: int = settle.MAX_RUNS, power: float = settle.POWER) -> int | None:
+    """The smallest n per group (from ``start``, doubling, then bisected) at which the plan's
+    power at the paper's reported effect reaches ``power``; None where the paper reports no single
+    effect or ``max_runs`` do not reach it."""
+    from robustkit.verdicts.decidability import _effect_and_difference
+    from robustkit.verdicts.decidability import power as power_at
+
+    if claim.paper_effect is None or isinstance(claim.paper_effect, dict) or claim.compare in ("trend", "threshold"):
+        return None
+    effect, difference = _effect_and_difference(claim.paper_effect)
+    reaches = lambda n: power_at(claim.compare, n, n, effect, claim.alpha, difference=difference or 0.0) >= power  # noqa: E731
+    low, high = start, start
+    while not reaches(high):
+        if high >= max_runs:
+            return None
+        low, high = high, min(2 * high, max_runs)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if reaches(middle) else (middle, high)
+    return high
+
+
+def sized_specs(recipe, seeds: int, multiple: float, defaults: dict | None = None) -> list:
+    """The recipe's demo runs at ``seeds`` new seeds (:data:`FIRST_SEED` on), each trained until
+    it converges within ``multiple`` times its demo epochs (rounded up, at most :data:`MAX_EPOCHS`)."""
+    specs = recipe.specs("demo", defaults)
+    first = min(spec.seed for spec in specs)
+    found = {}
+    for spec in specs:
+        if spec.seed != first:
+            continue
+        for k in range(seeds):
+            budget = min(MAX_EPOCHS, math.ceil(spec.epochs * multiple))
+            new = dataclasses.replace(spec, seed=FIRST_SEED + k, epochs=budget, until_converged=True)
+            found[new.run_id] = new
+    return list(found.values())
+
+
+def fit(
+    sizes: pd.DataFrame,
+    recipes: Sequence,
+    cpu_hours: float = 8.0,
+    defaults: dict | None = None,
+    throughput: dict | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The claims that fit ``cpu_hours`` (module docstring, steps 2-5).
+
+    Returns
+    -------
+    sizes : DataFrame
+        ``sizes`` with ``fits`` (bool) and, where it does not, the reason.
+    per_recipe : DataFrame
+        ``recipe, seeds, epochs`` (the budget's cap: the demo's times this), ``runs`` (its
+        distinct runs) and ``cpu_hours`` (its runs, each at its expected stop); then a ``total``
+        row over the distinct runs.
+    """
+    from robustkit.sweeps.plan import CPU_THROUGHPUT_TABLE, examples, read_throughput, run_hours
+
+    rates = read_throughput(CPU_THROUGHPUT_TABLE) if throughput is None else throughput
+    by_name = {recipe.name: recipe for recipe in recipes}
+    sizes = sizes.assign(fits=sizes["seeds"].notna())
+    sizes.loc[~sizes["fits"] & (sizes["reason"] == ""), "reason"] = "no runs per group found"
+    sizes.loc[~sizes["fits"], "reason"] = "does not fit: " + sizes.loc[~sizes["fits"], "reason"]
+
+    def plan_of(sizes: pd.DataFrame) -> pd.DataFrame:
+        rows, distinct = [], {}
+        for name, recipe in by_name.items():
+            mine = sizes[(sizes["recipe"] == name) & sizes["fits"]]
+            if mine.empty:
+                continue
+            multiple = mine["multiple"].max() if mine["multiple"].notna().any() else 1.0
+            specs = sized_specs(recipe, int(mine["seeds"].max()), BUDGET_FACTOR * multiple, defaults)
+            own = []
+            for spec in specs:
+                resolved = spec.resolved()
+                trained, evaluated = examples(
+                    dataclasses.replace(resolved, epochs=math.ceil(resolved.epochs / BUDGET_FACTOR))
+                )
+                row = {
+                    "run_id": spec.run_id,
+                    "model": resolved.model,
+                    "max_length": resolved.max_length,
+                    "train_examples": trained,
+                    "eval_examples": evaluated,
+                }
+                distinct[spec.run_id] = row
+                own.append(row)
+            hours = run_hours(pd.DataFrame(own), rates)
+            rows.append(
+                {
+                    "recipe": name,
+                    "seeds": int(mine["seeds"].max()),
+                    "epochs": BUDGET_FACTOR * multiple,
+                    "runs": len(own),
+                    "cpu_hours": math.nan if hours is None else hours,
+                }
+            )
+        total = run_hours(pd.DataFrame(list(distinct.values())), rates) if distinct else 0.0
+        rows.append({"recipe": "total (distinct runs)", "runs": len(distinct), "cpu_hours": total})
+        return pd.DataFrame(rows, columns=["recipe", "seeds", "epochs", "runs", "cpu_hours"])
+
+    per_recipe = plan_of(sizes)
+    while per_recipe.iloc[-1]["cpu_hours"] > cpu_hours and sizes["fits"].any():
+        worst = sizes[sizes["fits"]]["seeds"].idxmax()
+        sizes.loc[worst, "fits"] = False
+        sizes.loc[worst, "reason"] = (
+            f"does not fit: {int(sizes.loc[worst, 'n'])} runs per group ({int(sizes.loc[worst, 'seeds'])} seeds) "
+            f"would take the total past {cpu_hours:g} CPU-hours"
+        )
+        per_recipe = plan_of(sizes)
+    return sizes, per_recipe

@@ -1,0 +1,111 @@
+"""A scale sized from a pilot (robustkit.verdicts.sizing, issue #47 item 2): new seeds trained
+until they converge, the runs per group each claim needs, and a CPU budget the claims are fitted
+into by dropping the one needing the most seeds."""
+
+import math
+
+import pandas as pd
+
+from robustkit.verdicts import sizing
+from robustkit.verdicts.recipes import load_recipe
+from robustkit.verdicts.spec import Claim
+
+
+def _sizes(rows):
+    base = {"compare": "location", "pilot_n": 5, "n": 10, "basis": "pilot", "side": "agrees", "multiple": 1.0}
+    return pd.DataFrame([{**base, "reason": "", **row} for row in rows]).reindex(
+        columns=[c for c in sizing.SIZE_COLUMNS if c != "fits"]
+    )
+
+
+def test_sized_runs_are_new_seeds_trained_until_they_converge():
+    recipe = load_recipe("han2021/fig2")
+    demo = {spec.run_id for spec in recipe.specs("demo")}
+    specs = sizing.sized_specs(recipe, 7, 2.0)
+    assert len(specs) == 14 and not {spec.run_id for spec in specs} & demo
+    assert {spec.seed for spec in specs} == set(range(sizing.FIRST_SEED, sizing.FIRST_SEED + 7))
+    assert all(spec.until_converged and spec.epochs == 2 * 3 for spec in specs)
+    assert {spec.method for spec in specs} == {"houlsby", "full"}
+    capped = sizing.sized_specs(recipe, 1, 100.0)
+    assert all(spec.epochs == sizing.MAX_EPOCHS for spec in capped)
+
+
+def test_runs_two_recipes_share_are_counted_once():
+    recipes = [load_recipe("han2021/fig2"), load_recipe("he2021/fig6")]
+    sizes = _sizes(
+        [
+            {"recipe": "han2021/fig2", "claim": "spread", "seeds": 10},
+            {"recipe": "he2021/fig6", "claim": "f", "seeds": 6},
+        ]
+    )
+    fitted, per_recipe = sizing.fit(sizes, recipes, cpu_hours=100)
+    assert fitted["fits"].all()
+    total = per_recipe.iloc[-1]
+    assert total["runs"] == 20  # he2021/fig6's 6 seeds are among han2021/fig2's 10: the same runs
+    assert math.isclose(total["cpu_hours"], per_recipe.iloc[0]["cpu_hours"])
+
+
+def test_the_claim_needing_most_seeds_is_dropped_until_the_rest_fits():
+    recipes = [load_recipe("han2021/fig2"), load_recipe("he2021/fig6")]
+    sizes = _sizes(
+        [
+            {"recipe": "han2021/fig2", "claim": "spread", "seeds": 40},
+            {"recipe": "he2021/fig6", "claim": "f", "seeds": 6},
+            {"recipe": "he2021/fig6", "claim": "g", "n": math.nan, "seeds": math.nan, "reason": "no n"},
+        ]
+    )
+    _, everything = sizing.fit(sizes, recipes, cpu_hours=1000)
+    small = everything.iloc[-1]["cpu_hours"] * 6 / 40 * 1.01  # room for six seeds, not forty
+    fitted, per_recipe = sizing.fit(sizes, recipes, cpu_hours=small)
+    fits = fitted.set_index("claim")
+    assert (
+        not fits.loc["spread", "fits"] and "does not fit: 10 runs per group (40 seeds)" in fits.loc["spread", "reason"]
+    )
+    assert fits.loc["f", "fits"] and fits.loc["g", "reason"] == "does not fit: no n"
+    assert per_recipe.iloc[-1]["runs"] == 12 and per_recipe.iloc[-1]["cpu_hours"] <= small
+
+
+def test_the_papers_effect_sizes_a_claim_the_pilot_cannot():
+    claim = Claim.from_table(
+        {
+            "id": "c",
+            "says": "test",
+            "statistic": "scores.score",
+            "compare": "location",
+            "a": "houlsby",
+            "b": "full",
+            "direction": "greater",
+            "paper_effect": 1.5,
+            "paper_effect_source": "test",
+        },
+        "test",
+    )
+    from robustkit.verdicts.decidability import power
+
+    n = sizing.paper_n(claim, 5)
+    assert n is not None and power("location", n, n, 1.5) >= 0.8 > power("location", n - 1, n - 1, 1.5)
+    assert sizing.paper_n(claim, 5, max_runs=6) is None
+
+
+def test_a_pilot_gives_each_claim_its_seeds_and_budget(monkeypatch):
+    """He fig 4 pools four rates: 5 runs per group in the pilot are 2 seeds of 4 runs (its demo
+    grid), so 17 runs per group take ceil(17 / 2.5) = 7 seeds; a claim the pilot cannot size and
+    the paper gives no single effect for does not fit."""
+    import robustkit.analysis.convergence
+    import robustkit.store.tables
+
+    recipe = load_recipe("he2021/fig4")
+    monkeypatch.setattr(sizing.tally, "observations", lambda *args, **kwargs: pd.DataFrame())
+    monkeypatch.setattr(robustkit.analysis.convergence, "still_improving", lambda store, ids: pd.Series(False))
+    monkeypatch.setattr(robustkit.store.tables, "load_history", lambda store: pd.DataFrame())
+    monkeypatch.setattr(sizing.settle, "claim_budget", lambda *args: {"multiple": 2.5, "reason": ""})
+    answers = {
+        "stable-across-lrs": {"n": 17, "observed_n": 5, "side": "agrees", "reason": ""},
+        "ft-collapses": {"n": None, "observed_n": 5, "side": None, "reason": "the observed effect is 0"},
+    }
+    monkeypatch.setattr(sizing.settle, "runs_to_decide", lambda claim, *args, **kwargs: answers[claim.id])
+    sizes = sizing.pilot_sizes([recipe], "pilot").set_index("claim")
+    assert sizes.loc["stable-across-lrs", "seeds"] == 7 and sizes.loc["stable-across-lrs", "basis"] == "pilot"
+    assert math.isnan(sizes.loc["ft-collapses", "seeds"]) and sizes.loc["ft-collapses", "reason"].startswith("the obs")
+    final = {claim.id: claim.final for claim in recipe.claims}
+    assert (sizes["multiple"] == [2.5 if final[c] else 1.0 for c in sizes.index]).all()

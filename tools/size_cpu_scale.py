@@ -1,0 +1,72 @@
+"""Size the cpu scale from the demo store (robustkit.verdicts.sizing) and write its table into
+analyses/README.md.
+
+    python tools/size_cpu_scale.py --pilot runs/demo [--cpu-hours 8] [--out FILE] [RECIPE ...]
+
+For each headline recipe (default: robustkit.verdicts.sizing.HEADLINE) and claim: the runs per
+group the pilot's effect needs for 80% power, the seeds and training budget that gives, and
+whether it fits the CPU budget. The recipes' ``[cpu]`` sections are then written from this table
+by hand (each cites it). Slow: the bootstrap power of every claim, tens of CPU-minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+from robustkit.verdicts import sizing
+from robustkit.verdicts.recipes import load_recipe
+
+README = Path(__file__).resolve().parents[1] / "analyses" / "README.md"
+BEGIN, END = "<!-- cpu scale sizing: python tools/size_cpu_scale.py -->", "<!-- end of cpu scale sizing -->"
+
+
+def markdown(sizes, per_recipe, cpu_hours: float) -> str:
+    number = lambda x: "" if isinstance(x, float) and math.isnan(x) else f"{x:g}"  # noqa: E731 - a cell
+    lines = [
+        "| recipe | claim | kind | pilot runs per group | runs per group for 80% power | from | seeds | "
+        "epochs budget (x demo) | fits | why not |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    budgets = dict(zip(per_recipe["recipe"], per_recipe["epochs"]))
+    for row in sizes.itertuples():
+        lines.append(
+            f"| {row.recipe} | {row.claim} | {row.compare} | {row.pilot_n} | {number(row.n)} | {row.basis} | "
+            f"{number(row.seeds)} | {number(budgets.get(row.recipe, math.nan))} | {'yes' if row.fits else 'no'} | "
+            f"{row.reason if not row.fits else ''} |"
+        )
+    lines += ["", "| recipe | seeds | runs | CPU-hours (estimate) |", "|---|---|---|---|"]
+    for row in per_recipe.itertuples():
+        lines.append(f"| {row.recipe} | {number(row.seeds)} | {row.runs} | {row.cpu_hours:.2f} |")
+    lines.append(f"\nBudget: {cpu_hours:g} CPU-hours.")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("recipes", nargs="*", default=list(sizing.HEADLINE))
+    parser.add_argument("--pilot", type=Path, required=True, help="a store with the recipes' demo runs")
+    parser.add_argument("--cpu-hours", type=float, default=8.0)
+    parser.add_argument("--simulations", type=int, default=200, help="bootstrap stores per candidate n, at most")
+    parser.add_argument("--out", type=Path, default=None, help="write the table here instead of the README")
+    args = parser.parse_args()
+    recipes = [load_recipe(name) for name in args.recipes]
+    sizes = sizing.pilot_sizes(recipes, args.pilot, simulations=args.simulations)
+    sizes, per_recipe = sizing.fit(sizes, recipes, args.cpu_hours)
+    text = markdown(sizes, per_recipe, args.cpu_hours)
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+        sizes.to_csv(args.out.with_suffix(".csv"), index=False)
+        return
+    readme = README.read_text()
+    head, marker, rest = readme.partition(BEGIN)
+    if not marker:
+        raise SystemExit(f"{README} has no {BEGIN} marker")
+    _, _, tail = rest.partition(END)
+    README.write_text(f"{head}{BEGIN}\n{text}{END}{tail}")
+
+
+if __name__ == "__main__":
+    main()

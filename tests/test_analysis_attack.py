@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from robustkit import attacks, figures
-from robustkit.analysis import attack
+from robustkit.analysis import attack, attack_cache, attack_summary, attack_views
 from robustkit.analysis.cache import CACHE_DIR
 from robustkit.attacks import pwws
 from robustkit.figures import attack as attack_plots
@@ -83,25 +83,25 @@ def _cache_files(store, attacker: str) -> list:
 
 @pytest.mark.slow
 def test_examples_are_the_same_sample_for_every_run(attack_store):
-    examples = attack.run(attack_store, n=N, seed=3, progress=False)
+    examples = attack.run_attacker(attack_store, n=N, seed=3, progress=False)
     assert len(examples) == 2 * N and set(examples.method) == {"houlsby", "full"}
     by_run = examples.groupby("run_id")["example"].apply(tuple)
     assert by_run.nunique() == 1
-    assert set(attack.EXAMPLE_COLUMNS) <= set(examples.columns) and set(examples.attacker) == {"pwws"}
+    assert set(attack_cache.EXAMPLE_COLUMNS) <= set(examples.columns) and set(examples.attacker) == {"pwws"}
     flipped = examples[examples.success]
     assert (flipped.adversarial != flipped.original.str.lower()).all()
 
 
 def test_a_registered_attack_runs_through_the_analysis(attack_store, fake):
-    examples = attack.run(attack_store, n=N, seed=3, attacker="fake", select=["method=full"], progress=False)
+    examples = attack.run_attacker(attack_store, n=N, seed=3, attacker="fake", select=["method=full"], progress=False)
     assert set(examples.attacker) == {"fake"} and len(fake.calls) == N
     assert (examples.success == (examples.example % 2 == 0)).all()
-    summary = attack.summarize(examples)
-    assert set(summary.attacker) == {"fake"} and set(summary.convention) == set(attack.CONVENTIONS)
+    summary = attack_summary.summarize(examples)
+    assert set(summary.attacker) == {"fake"} and set(summary.convention) == set(attack_summary.CONVENTIONS)
     assert len(_cache_files(attack_store, "fake")) == 1
-    attack.run(attack_store, n=N, seed=3, attacker="fake", select=["method=full"], progress=False)
+    attack.run_attacker(attack_store, n=N, seed=3, attacker="fake", select=["method=full"], progress=False)
     assert len(fake.calls) == N  # read from its cache
-    attack.run(attack_store, n=N, seed=4, attacker="fake", select=["method=full"], progress=False)
+    attack.run_attacker(attack_store, n=N, seed=4, attacker="fake", select=["method=full"], progress=False)
     assert len(fake.calls) == 2 * N and len(_cache_files(attack_store, "fake")) == 2  # the seed is in the key
 
 
@@ -112,7 +112,7 @@ def test_the_victims_device_is_recorded_not_keyed(attack_store, fake):
 
     def run(device, seed=8):
         with collect_provenance() as provenance:
-            attack.run_attackers(
+            attack.run(
                 attack_store,
                 ["method=full"],
                 attackers=["fake"],
@@ -137,10 +137,10 @@ def test_the_victims_device_is_recorded_not_keyed(attack_store, fake):
 def test_interrupted_attack_resumes_without_repeating(attack_store, fake):
     fake.fail_at = 3
     with pytest.raises(KeyboardInterrupt):
-        attack.run(attack_store, n=N, seed=6, attacker="fake", select=["method=full"], progress=False)
+        attack.run_attacker(attack_store, n=N, seed=6, attacker="fake", select=["method=full"], progress=False)
     first = list(fake.calls[:2])
     fake.fail_at = None
-    resumed = attack.run(attack_store, n=N, seed=6, attacker="fake", select=["method=full"], progress=False)
+    resumed = attack.run_attacker(attack_store, n=N, seed=6, attacker="fake", select=["method=full"], progress=False)
     assert len(resumed) == N and resumed.example.is_unique
     assert len(fake.calls) == N + 1  # the two done before the interrupt were not attacked again
     assert not set(first) & set(fake.calls[3:])
@@ -149,24 +149,24 @@ def test_interrupted_attack_resumes_without_repeating(attack_store, fake):
 @pytest.mark.slow
 def test_attackers_are_cached_apart_and_resume_alike(attack_store):
     select = ["method=full"]
-    pwws_rows = attack.run(attack_store, n=N, seed=5, select=select, progress=False)
-    bug = attack.run(attack_store, n=N, seed=5, attacker="deepwordbug", select=select, progress=False)
+    pwws_rows = attack.run_attacker(attack_store, n=N, seed=5, select=select, progress=False)
+    bug = attack.run_attacker(attack_store, n=N, seed=5, attacker="deepwordbug", select=select, progress=False)
     assert set(bug.attacker) == {"deepwordbug"} and list(bug.example) == list(pwws_rows.example)
     fooled = bug[bug.success]
     assert len(fooled) and not fooled.adversarial.map(str.isascii).any()  # homoglyphs, not WordNet words
     (bug_file,) = _cache_files(attack_store, "deepwordbug")
     # An interrupted DeepWordBug attack (two examples done) resumes with the same results.
     bug_file.write_text("".join(bug_file.read_text().splitlines(keepends=True)[:2]) + '{"example": 1')
-    resumed = attack.run(attack_store, n=N, seed=5, attacker="deepwordbug", select=select, progress=False)
+    resumed = attack.run_attacker(attack_store, n=N, seed=5, attacker="deepwordbug", select=select, progress=False)
     pd.testing.assert_frame_equal(bug.drop(columns="seconds"), resumed.drop(columns="seconds"))
-    both = attack.summarize(pd.concat([pwws_rows, bug]))
-    assert len(both) == 2 * len(attack.CONVENTIONS) and set(both.attacker) == {"pwws", "deepwordbug"}
+    both = attack_summary.summarize(pd.concat([pwws_rows, bug]))
+    assert len(both) == 2 * len(attack_summary.CONVENTIONS) and set(both.attacker) == {"pwws", "deepwordbug"}
 
 
 def test_pwws_caches_named_before_the_attacker_are_kept(attack_store, monkeypatch):
     select = ["method=houlsby"]
     before = set(_cache_files(attack_store, "pwws"))
-    reference = attack.run(attack_store, n=N, seed=8, select=select, progress=False)
+    reference = attack.run_attacker(attack_store, n=N, seed=8, select=select, progress=False)
     (path,) = set(_cache_files(attack_store, "pwws")) - before
     legacy = path.with_name(path.name.replace("-pwws-", "-"))
     path.rename(legacy)
@@ -175,7 +175,7 @@ def test_pwws_caches_named_before_the_attacker_are_kept(attack_store, monkeypatc
         raise AssertionError("attacked again")
 
     monkeypatch.setattr(pwws, "attack_fast", refuse)
-    again = attack.run(attack_store, n=N, seed=8, select=select, progress=False)
+    again = attack.run_attacker(attack_store, n=N, seed=8, select=select, progress=False)
     pd.testing.assert_frame_equal(reference, again)
     assert path.exists() and not legacy.exists()
 
@@ -202,7 +202,7 @@ def test_summary_conventions_by_hand():
             "seconds": 1.0,
         }
     )
-    summary = attack.summarize(rows).set_index("convention")
+    summary = attack_summary.summarize(rows).set_index("convention")
     assert summary.loc["openattack", "success_rate"] == 0.75 and summary.loc["openattack", "attacked"] == 4
     assert summary.loc["gold", "success_rate"] == pytest.approx(2 / 3) and summary.loc["gold", "attacked"] == 3
     assert summary.loc["gold", "accuracy_before"] == 0.75
@@ -217,7 +217,7 @@ def test_bad_attacker_and_engine_are_refused(attack_store):
     with pytest.raises(Exception, match="unknown attack engine 'nope'"):
         attack.attack_run(attack.select_runs(attack_store).path[0], engine="nope")
     with pytest.raises(Exception, match="unknown attacker 'textfooler'"):
-        attack.run(attack_store, attacker="textfooler")
+        attack.run_attacker(attack_store, attacker="textfooler")
     with pytest.raises(Exception, match=r"parameter 'attackers' must be one of .*got 'textfooler'"):
         get("attack").run(attack_store, attackers=["pwws", "textfooler"])
     # an attacker's own option: an error where no chosen attacker takes it, never dropped
@@ -241,12 +241,12 @@ def _summary(attacker: str = "pwws", rates=(0.3, 0.35, 0.32, 0.3, 0.6, 0.5, 0.7,
 
 def _vs_tsp(summary: pd.DataFrame, **params):
     """The attack-vs-tsp figure of ``summary``, through its view (the lines' statistics)."""
-    return attack_plots.attack_vs_tsp(**attack.success_lines(summary, **params))
+    return attack_plots.attack_vs_tsp(**attack_views.success_lines(summary, **params))
 
 
 def _by_attacker(summary: pd.DataFrame, **params):
     """The attack-by-attacker figure of ``summary``, through its view."""
-    return attack_plots.attack_by_attacker(**attack.success_lines(summary, **params))
+    return attack_plots.attack_by_attacker(**attack_views.success_lines(summary, **params))
 
 
 def test_figure_renders(tmp_path):
@@ -328,8 +328,8 @@ def test_attack_figures_are_registered():
     assert by_attacker.analysis == "attack" and by_attacker.resolve()["attackers"] == ["pwws", "deepwordbug"]
     assert by_attacker.resolve(attackers="pwws,deepwordbug")["attackers"] == ["pwws", "deepwordbug"]
     assert load(by_attacker.plot) is attack_by_attacker
-    assert load(by_attacker.view) is load(figures.get("attack-vs-tsp").view) is attack.success_by_tsp
-    assert load(by_attacker.source().compute) is attack.run_attackers
+    assert load(by_attacker.view) is load(figures.get("attack-vs-tsp").view) is attack_views.success_by_tsp
+    assert load(by_attacker.source().compute) is attack.run
     vs_tsp = figures.get("attack-vs-tsp")
     assert vs_tsp.resolve()["attackers"] == ["pwws"]
     assert vs_tsp.resolve(attackers="deepwordbug")["attackers"] == ["deepwordbug"]
@@ -377,7 +377,7 @@ def test_threads_option_of_the_attack_and_train_commands(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "store").mkdir()  # a reading verb refuses a missing store before it starts
     try:
-        monkeypatch.setattr(attack, "run", record)
+        monkeypatch.setattr(attack, "run_attacker", record)
         with pytest.raises(Started):
             cli.main(["analyze", "attack", "store", "--threads", "1"])
         monkeypatch.setattr(sweep, "run_sweep", record_specs)
@@ -402,7 +402,7 @@ def test_attack_boxes_draw_each_methods_success_rates_as_scores(monkeypatch):
     one box per method; a collapsed victim is marked, not boxed."""
     import pandas as pd
 
-    from robustkit.analysis import attack as analysis
+    from robustkit.analysis import attack_views as analysis
     from robustkit.figures.attack import attack_boxes
     from robustkit.figures.style import figure_texts
 
@@ -449,7 +449,7 @@ def test_figure_5_draws_through_its_view(monkeypatch):
 
     outcome = ["ok"] * 3 + ["collapsed"] + ["ok"] * 4
     summary = pd.concat([_summary("pwws", outcome=outcome), _summary("deepwordbug", outcome=outcome)])
-    monkeypatch.setattr(attack, "success_view", lambda *args, **kwargs: summary)
+    monkeypatch.setattr(attack_views, "success_view", lambda *args, **kwargs: summary)
     figure = figures.get("attack-by-attacker")
     shown = figure.shown(pd.DataFrame(), "unused")
     assert shown["lines"].query("attacker == 'pwws' and method == 'houlsby'")["n"].tolist() == [2, 1]

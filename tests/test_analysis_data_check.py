@@ -5,7 +5,6 @@ folder is stored resolved, so the same analysis from another folder reads the sa
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import pytest
 from conftest import TINY_RTE, write_rte

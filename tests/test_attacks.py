@@ -155,14 +155,14 @@ def test_an_attack_registered_later_is_a_choice_of_the_analysis_and_its_figures(
     assert [p for p in statistic.params if p.name == "attacker"][0].coerce("echo") == "echo"
     ran = []
 
-    def run(store, select=None, attacker=None, **kwargs):  # what run_attackers calls per attacker
+    def run(store, select=None, attacker=None, **kwargs):  # what the analysis calls per attacker
         from robustkit.analysis.each_run import record_provenance
 
         ran.append(attacker)
         record_provenance(f"run/{attacker}", {"device": "cpu"})  # as each run's attack does (the device contract)
         return pd.DataFrame({"attacker": [attacker]})
 
-    monkeypatch.setattr(attack, "run", run)
+    monkeypatch.setattr(attack, "run_attacker", run)
     frame = analysis.run(tmp_path, attackers="echo,pwws", progress=False)
     assert ran == ["echo", "pwws"] and list(frame.attacker) == ["echo", "pwws"]
     with pytest.raises(AnalysisError, match="must be one of"):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-from pathlib import Path
 
 import pytest
 from cli_outcome import run_cli

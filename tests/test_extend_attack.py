@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from robustkit import attacks
-from robustkit.analysis import attack
+from robustkit.analysis import attack, attack_summary, attack_views
 from robustkit.attacks import nltk_data, offline, registry
 from robustkit.errors import RobustkitError
 from robustkit.figures import attack as attack_plots
@@ -130,7 +130,7 @@ def test_an_attack_from_a_folder_of_its_own_runs_end_to_end(charswap, sentence_s
     info = attacks.info("charswap")
     assert (info.label, info.success_unit, info.needs_openattack) == (LABEL, "fraction", False)
 
-    examples = attack.run_attackers(
+    examples = attack.run(
         sentence_store,
         None,
         attackers=["charswap"],
@@ -152,9 +152,9 @@ def test_an_attack_from_a_folder_of_its_own_runs_end_to_end(charswap, sentence_s
     )
     assert list(again.adversarial) == list(examples.adversarial)
 
-    rate = attack.summarize(examples).set_index("convention").loc["openattack", "success_rate"]
+    rate = attack_summary.summarize(examples).set_index("convention").loc["openattack", "success_rate"]
     assert 0 < rate <= 1
-    lines = attack.success_by_tsp(examples, sentence_store, "best", "openattack", include_failed=True)
+    lines = attack_views.success_by_tsp(examples, sentence_store, "best", "openattack", include_failed=True)
     ax = attack_plots.attack_vs_tsp(**lines).axes[0]
     assert ax.get_title().startswith(f"{LABEL} attack success (openattack convention")
     # its unit: a fraction, as it declares (the default, %, would show 100 x the rate)
@@ -163,7 +163,7 @@ def test_an_attack_from_a_folder_of_its_own_runs_end_to_end(charswap, sentence_s
     assert list(line.get_ydata()) == pytest.approx([rate])
     side = attack_plots.attack_by_attacker(**lines)
     assert side.axes[0].get_title().startswith(LABEL)
-    boxes = attack_plots.attack_boxes(**attack.attack_boxes(examples, sentence_store, "best", "openattack", True))
+    boxes = attack_plots.attack_boxes(**attack_views.attack_boxes(examples, sentence_store, "best", "openattack", True))
     assert f"{LABEL} attack success per method" in " ".join(style.figure_texts(boxes))
     assert _git_status() == before  # no file of the repository was edited or added
 

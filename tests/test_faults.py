@@ -868,7 +868,7 @@ def test_every_single_bit_flip_of_a_manifest_is_found_or_changes_nothing(flips, 
 def test_a_changed_line_of_an_attack_cache_is_dropped_and_its_example_attacked_again(tmp_path):
     """An attack's cached frame is JSON lines appended as it goes: each line carries its own
     sha256, so a changed byte drops that line (its example is attacked again), never read."""
-    from robustkit.analysis import attack
+    from robustkit.analysis import attack_cache
 
     def line(example: int) -> str:
         record = {
@@ -886,15 +886,18 @@ def test_a_changed_line_of_an_attack_cache_is_dropped_and_its_example_attacked_a
             "words": 3,
             "seconds": 0.25,
         }
-        return _json.dumps({**record, attack.LINE_SHA256: attack._line_sha256(record, path)}) + "\n"
+        return _json.dumps({**record, attack_cache.LINE_SHA256: attack_cache.line_sha256(record, path)}) + "\n"
 
     path = tmp_path / "cache.jsonl"
     legacy = _json.dumps({"example": 3, "success": True}) + "\n"  # without a sha256: never read (#39 item 4)
     path.write_text(line(0) + line(1).replace('"queries": 17', '"queries": 97') + line(2) + legacy + line(4)[:-9])
-    assert attack._read_done(path) == {0, 2}  # the changed line, the unhashed one, the one cut short: attacked again
-    attack._keep_intact_lines(path)
+    assert attack_cache.done_examples(path) == {
+        0,
+        2,
+    }  # the changed line, the unhashed one, the one cut short: attacked again
+    attack_cache.keep_intact_lines(path)
     assert [_json.loads(text)["example"] for text in path.read_text().splitlines()] == [0, 2]
-    assert attack._read_done(path) == {0, 2}
+    assert attack_cache.done_examples(path) == {0, 2}
 
 
 # --- no traceback, bounded and honest (issue #27, items 5-7) -------------------------------------
@@ -907,7 +910,6 @@ def test_a_changed_line_of_an_attack_cache_is_dropped_and_its_example_attacked_a
 import contextlib  # noqa: E402 - this section's own imports, kept with it
 import ctypes  # noqa: E402
 import json  # noqa: E402
-import re  # noqa: E402
 import shutil  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
@@ -1708,7 +1710,7 @@ def test_a_cached_frame_copied_over_another_runs_is_found_and_computed_again(_pr
 
 
 def _attack_line(path: Path, example: int, success: bool = False, hashed: bool = True) -> str:
-    from robustkit.analysis import attack
+    from robustkit.analysis import attack_cache
 
     record = {
         "attacker": "pwws",
@@ -1725,26 +1727,29 @@ def _attack_line(path: Path, example: int, success: bool = False, hashed: bool =
         "words": 3,
         "seconds": 0.25,
     }
-    return _json.dumps({**record, attack.LINE_SHA256: attack._line_sha256(record, path)} if hashed else record) + "\n"
+    return (
+        _json.dumps({**record, attack_cache.LINE_SHA256: attack_cache.line_sha256(record, path)} if hashed else record)
+        + "\n"
+    )
 
 
 def test_attack_cache_lines_from_another_run_or_without_a_sha256_are_never_read(tmp_path):
     """An attack cache (.jsonl) copied whole from the other seed's, one line copied from it, or a
     line without its sha256 (its `success` flipped): each dropped and its example attacked again."""
-    from robustkit.analysis import attack
+    from robustkit.analysis import attack_cache
 
     folder = tmp_path / ".cache" / "attack"
     folder.mkdir(parents=True)
     seed0 = folder / "rte-houlsby-bert-tiny-s0-tsp0-aaaa-pwws-0123456789abcdef.jsonl"
     seed1 = folder / "rte-houlsby-bert-tiny-s1-tsp0-bbbb-pwws-fedcba9876543210.jsonl"
     seed1.write_text("".join(_attack_line(seed1, i, success=True) for i in range(3)))
-    assert attack._read_done(seed1) == {0, 1, 2}
+    assert attack_cache.done_examples(seed1) == {0, 1, 2}
     _shutil.copy2(seed1, seed0)  # the whole file
-    assert attack._read_done(seed0) == set()
+    assert attack_cache.done_examples(seed0) == set()
     seed0.write_text(_attack_line(seed0, 0) + _attack_line(seed1, 1, success=True))  # one line
-    assert attack._read_done(seed0) == {0}
+    assert attack_cache.done_examples(seed0) == {0}
     seed0.write_text(_attack_line(seed0, 0) + _attack_line(seed0, 1, success=True, hashed=False))  # unhashed
-    assert attack._read_done(seed0) == {0} and [r["success"] for r in attack._records(seed0)] == [False]
+    assert attack_cache.done_examples(seed0) == {0} and [r["success"] for r in attack_cache.records(seed0)] == [False]
 
 
 def _as_a_pypi_cuda_wheel(monkeypatch) -> str:

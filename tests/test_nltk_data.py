@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -20,7 +19,6 @@ import nltk
 import pytest
 
 from robustkit.assets import asset_path
-from robustkit.attacks import nltk_data
 from robustkit.attacks.nltk_data import EMBEDDED, TAGGER_ASSET, TAGGER_PATH, default_roots, tagger_root
 from robustkit.attacks.offline import AttackDataError, configure_openattack
 

@@ -209,10 +209,10 @@ def test_every_plot_module_is_checked():
         ("from robustkit.params import resolve", "from robustkit.params import resolve"),
         ("from robustkit.analysis.declare import load", "from robustkit.analysis.declare import load"),
         (
-            "from robustkit.analysis.attack import attack_success",
-            "from robustkit.analysis.attack import attack_success",
+            "from robustkit.analysis.attack_summary import attack_success",
+            "from robustkit.analysis.attack_summary import attack_success",
         ),
-        ("from robustkit.analysis import attack\nattack.summarize(None)", "attack.summarize"),
+        ("from robustkit.analysis import attack_summary\nattack_summary.summarize(None)", "attack_summary.summarize"),
         # an attack's label and unit are allowed, building or running an attack is not
         ("from robustkit import attacks", "from robustkit import attacks"),
         ("from robustkit.attacks import create", "from robustkit.attacks import create"),

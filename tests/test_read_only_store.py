@@ -11,7 +11,6 @@ import logging
 import os
 import shutil
 import stat
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -52,10 +51,10 @@ def test_landscape_of_a_read_only_store_is_computed_not_cached(read_only_store, 
 
 
 def test_an_attack_cache_in_a_read_only_store_is_kept_elsewhere(read_only_store):
-    from robustkit.analysis.attack import _writable
+    from robustkit.analysis.attack_cache import writable
 
     path = read_only_store / ".cache" / "attack" / "run-pwws-0123.jsonl"
-    elsewhere = _writable(path, path)
+    elsewhere = writable(path, path)
     assert elsewhere != path and elsewhere.name == path.name and elsewhere.parent.is_dir()
     with open(elsewhere, "a") as out:  # the attack appends its lines there
         out.write("{}\n")

@@ -4,7 +4,6 @@ with the figure and verdicts beside the user's store and the index saying what w
 
 from __future__ import annotations
 
-import pytest
 from sentence_store import reviews
 
 from robustkit.cli import main

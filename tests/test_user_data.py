@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from robustkit.data import user_data
-from robustkit.data.tasks import data_record, get_task, load_splits
+from robustkit.data.tasks import get_task, load_splits
 from robustkit.errors import TaskError
 from robustkit.specs.spec import RunSpec
 

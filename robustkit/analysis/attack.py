@@ -15,36 +15,17 @@ Before attacking, the data an attacker declares is made available (:func:`robust
 OpenAttack is configured offline only for attackers that run it, NLTK data is looked up only for
 attackers that read some, and a missing resource's error names the attacker.
 
-One attack per example serves both success conventions, because the attacks are untargeted and
-move away from the model's own prediction:
-
-- ``openattack``: every example is attacked; success = the prediction changes (misclassified
-  inputs included), as OpenAttack's ``AttackEval`` counts it.
-- ``gold``: only correctly classified examples count; success = they become misclassified.
-
-So :func:`summarize` (what ``robustkit analyze attack`` prints) has two rows per run and
-attacker, one per ``convention``: ``attacked`` is ``n`` in the ``openattack`` row and the number
-of correctly classified examples in the ``gold`` row; ``accuracy_before`` and
-``accuracy_under_attack`` are over all ``n`` examples in both, so ``gold``'s ``success_rate`` is
-``1 - accuracy_under_attack / accuracy_before``; ``openattack``'s also counts a misclassified
-example whose prediction the attack moves (to the gold label, on a two-class task).
-
-Results are appended per example to ``<store>/.cache/attack/<run_id>-<attacker>-<key>.jsonl``
-as they finish, so an interrupted attack resumes where it stopped; the key hashes the attacker,
-its options (:attr:`robustkit.attacks.Attack.params`), the other parameters and the
-checkpoint's sha256, so two attackers' results never mix. Every output has an ``attacker``
-column. Each line carries the sha256 of its own content with the file's name (the run id and
-the cache key: :func:`robustkit.analysis.cache.bound_sha256`) (:data:`LINE_SHA256`): a line that
-does not match it (a changed byte, a line cut short by a kill, a line or a whole file copied
-from another run's or key's cache, a line without one) is dropped and its example attacked
-again, never read.
+Its parts: the per-example cache (:mod:`robustkit.analysis.attack_cache`, resumable, each line
+bound to its file by its sha256), the summaries per success convention
+(:mod:`robustkit.analysis.attack_summary`: ``openattack`` counts every changed prediction,
+``gold`` only correctly classified examples that become misclassified) and the figures' data
+(:mod:`robustkit.analysis.attack_views`). Every output has an ``attacker`` column.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -54,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from robustkit import attacks
-from robustkit.analysis.cache import bound_sha256, cannot_cache
+from robustkit.analysis import attack_cache
 from robustkit.analysis.declare import (
     ATTACKERS,
     DEVICE,
@@ -68,9 +49,7 @@ from robustkit.analysis.each_run import cache_path, each_run, record_provenance
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.progress import bar as progress_bar
-from robustkit.store.atomic import atomic_write_bytes
 from robustkit.store.run_data import run_splits, run_task
-from robustkit.store.tables import IDENTITY
 from robustkit.train.provenance import computed_on
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); its attackers are
@@ -88,7 +67,7 @@ DECLARED = Analysis(
     f"NLTK data ({registered_attackers(labels=False, nltk_data=True)}) need what each declares (of WordNet, Punkt "
     "and an averaged-perceptron POS tagger), from robustkit's embedded assets (fetched from pinned registry "
     "packages) or the folders of $NLTK_DATA first; the others need none.",
-    ":run_attackers",
+    ":run",
     (
         Param(
             "attackers",
@@ -127,11 +106,11 @@ DECLARED = Analysis(
             minimum=1,
         ),
     ),
-    summary=":summarize",
+    summary="robustkit.analysis.attack_summary:summarize",
     statistics=(
         Statistic(
             "success",
-            ":attack_success",
+            "robustkit.analysis.attack_summary:attack_success",
             "attack success rate of each run (fraction)",
             (
                 Param(
@@ -149,31 +128,12 @@ DECLARED = Analysis(
         ),
     ),
     output="the per-example results (original and adversarial text)",
-    views=(":success_by_tsp", ":attack_boxes"),
+    views=("robustkit.analysis.attack_views:success_by_tsp", "robustkit.analysis.attack_views:attack_boxes"),
     order=140,
     module=__name__,
 )
 
 ANALYSIS = "attack"  # the cache folder
-CONVENTIONS = ("openattack", "gold")
-EXAMPLE_COLUMNS = [
-    "attacker",
-    "example",
-    "idx",
-    "label",
-    "prediction",
-    "original",
-    "adversarial",
-    "success",
-    "queries",
-    "forward_passes",
-    "modified_words",
-    "words",
-    "seconds",
-]
-# A cache line's own sha256 (first 16 hex digits, of the file's name and the rest of its JSON
-# object with sorted keys: :func:`_line_sha256`).
-LINE_SHA256 = "sha256"
 
 
 def sample_examples(run_dir: Path, n: int, seed: int, split: str = "test") -> pd.DataFrame:
@@ -220,7 +180,7 @@ def attack_run(
     run_dir : path
         The run's folder.
     n, seed, attacker, query_budget, checkpoint, options
-        As in :func:`run`.
+        As in :func:`run_attacker`.
     progress : bool
         Show a progress bar.
     path : path, optional
@@ -234,11 +194,11 @@ def attack_run(
     Returns
     -------
     DataFrame
-        One row per example: :data:`EXAMPLE_COLUMNS` (``prediction`` on the original text;
-        ``adversarial`` is None where the attack failed or was not needed; ``queries`` as the
-        attack defines them, e.g. PWWS's as OpenAttack counts them; ``forward_passes`` the
-        sentences the attack really ran through the model, float32 and float64, memo hits not
-        counted, NaN in rows cached before the column existed).
+        One row per example: :data:`~robustkit.analysis.attack_cache.EXAMPLE_COLUMNS`
+        (``prediction`` on the original text; ``adversarial`` is None where the attack failed or
+        was not needed; ``queries`` as the attack defines them, e.g. PWWS's as OpenAttack counts
+        them; ``forward_passes`` the sentences the attack really ran through the model, float32
+        and float64, memo hits not counted, NaN in rows cached before the column existed).
     """
     # The attack seed is the sample's: a seed names one reproducible experiment.
     attack = attacks.create(attacker, seed=seed, **options)
@@ -254,70 +214,20 @@ def attack_run(
         # with this key holds this attacker's results.
         with contextlib.suppress(OSError):  # read-only: read below from a copy
             legacy.rename(path)
-    path = _writable(path, legacy)
-    done = _read_done(path)
+    path = attack_cache.writable(path, legacy)
+    done = attack_cache.done_examples(path)
     examples = sample_examples(run_dir, n, seed)
     todo = examples[~examples["example"].isin(done)]
     if len(todo):
         _attack_examples(run_dir, todo, path, attack, query_budget, checkpoint, progress, device)
-    records = _records(path)
+    records = attack_cache.records(path)
     # where the examples ran (more than one device where an attack resumed elsewhere); none
     # recorded in lines from before the device was
     devices = sorted({r["device"] for r in records if r.get("device")})
     record_provenance(f"{run_dir.name}/{attacker}", {"device": ",".join(devices)} if devices else {})
-    rows = pd.DataFrame(records, columns=EXAMPLE_COLUMNS)
+    rows = pd.DataFrame(records, columns=attack_cache.EXAMPLE_COLUMNS)
     rows["attacker"] = attacker  # rows written before the column existed have none
     return rows.sort_values("example").reset_index(drop=True)
-
-
-def _writable(path: Path, legacy: Path) -> Path:
-    """``path``, or where a store that cannot be written (a read-only store) has its results
-    kept for this process instead: a copy of its cache file (or legacy file) in a temporary
-    folder, said once (:func:`robustkit.analysis.cache.cannot_cache`)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a"):
-            return path
-    except OSError as error:
-        cannot_cache(path, error)
-    elsewhere = Path(tempfile.mkdtemp(prefix="robustkit-attack-")) / path.name
-    source = path if path.exists() else legacy
-    if source.exists():
-        # the lines are bound to their file's name (its run and key): kept, so they still match
-        elsewhere.write_bytes(source.read_bytes())
-    return elsewhere
-
-
-def _read_done(path: Path) -> set[int]:
-    return {record["example"] for record in _records(path)}
-
-
-def _records(path: Path) -> list[dict]:
-    """The intact lines of a cache file, in order: JSON objects of known columns (and the
-    ``device`` the example ran on, provenance, not a column) whose
-    :data:`LINE_SHA256` matches, bound to this file's name. A line cut short by a kill, changed on
-    disk, copied from another run's or key's file or without a sha256 (written before lines were
-    hashed, or with their file's name) is left out: its example is attacked again."""
-    if not path.exists():
-        return []
-    records = []
-    for line in path.read_text(errors="replace").splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(record, dict) or "example" not in record:
-            continue
-        recorded = record.pop(LINE_SHA256, None)
-        if set(record) - set(EXAMPLE_COLUMNS) - {"device"} or recorded != _line_sha256(record, path):
-            continue
-        records.append(record)
-    return records
-
-
-def _line_sha256(record: dict, path: Path) -> str:
-    """A cache line's :data:`LINE_SHA256`: of its record bound to the file's name (run id, key)."""
-    return bound_sha256(Path(path).name, json.dumps(record, sort_keys=True).encode())[:16]
 
 
 def _attack_examples(
@@ -337,7 +247,7 @@ def _attack_examples(
     run = load_run(run_dir, checkpoint, device)
     where = computed_on(device)["device"]
     victim = Victim(run.model, load_tokenizer(run.spec.model), max_length=run.spec.max_length)
-    _keep_intact_lines(path)
+    attack_cache.keep_intact_lines(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as out:
         rows = progress_bar(
@@ -364,20 +274,11 @@ def _attack_examples(
                 "seconds": time.perf_counter() - started,
                 "device": where,
             }
-            out.write(json.dumps({**record, LINE_SHA256: _line_sha256(record, path)}) + "\n")
+            out.write(json.dumps({**record, attack_cache.LINE_SHA256: attack_cache.line_sha256(record, path)}) + "\n")
             out.flush()
 
 
-def _keep_intact_lines(path: Path) -> None:
-    """Rewrite the cache file with its intact lines only (:func:`_records`), so that appends
-    stay one JSON object per line and each example is in it once."""
-    if path.exists():
-        lines = [json.dumps({**record, LINE_SHA256: _line_sha256(record, path)}) + "\n" for record in _records(path)]
-        if "".join(lines) != path.read_text(errors="replace"):
-            atomic_write_bytes(path, "".join(lines).encode())
-
-
-def run(
+def run_attacker(
     store: str | Path,
     select: dict | list[str] | None = None,
     n: int = DECLARED.default("n"),
@@ -389,7 +290,7 @@ def run(
     device: str | None = None,
     **options: Any,
 ) -> pd.DataFrame:
-    """Attack every selected run; per-example results with the runs' identity columns.
+    """Attack every selected run with one attacker; per-example results with the runs' identity columns.
 
     Parameters
     ----------
@@ -416,7 +317,8 @@ def run(
     Returns
     -------
     DataFrame
-        Identity columns + :data:`EXAMPLE_COLUMNS`; summarise with :func:`summarize`.
+        Identity columns + :data:`~robustkit.analysis.attack_cache.EXAMPLE_COLUMNS`; summarise with
+        :func:`robustkit.analysis.attack_summary.summarize`.
     """
     attack = attacks.create(attacker, seed=seed, **options)  # an unknown attacker or option fails before any run
     attacks.prepare(attacker)  # missing data fails before any run too, naming the attacker
@@ -453,52 +355,7 @@ def _cache_params(
     }
 
 
-def summarize(examples: pd.DataFrame) -> pd.DataFrame:
-    """Per attacker, run and success convention: success rate, accuracy before and under attack, costs.
-
-    Parameters
-    ----------
-    examples : DataFrame
-        Output of :func:`run` (of one attacker, or several concatenated).
-
-    Returns
-    -------
-    DataFrame
-        Identity columns + ``attacker``, ``convention`` (``openattack`` or ``gold``),
-        ``attacked`` (examples the convention attacks), ``success_rate``, ``accuracy_before``,
-        ``accuracy_under_attack``, ``mean_queries``, ``mean_forward_passes`` (sentences really
-        run), ``mean_modification_rate`` (modified /
-        total words, over successful attacks), ``mean_seconds`` (per attacked example).
-    """
-    rows = []
-    for (attacker, _), group in examples.groupby(["attacker", "run_id"], sort=True):
-        identity = group.iloc[0][[c for c in IDENTITY if c in group]].to_dict()
-        correct = group["prediction"] == group["label"]
-        fooled = correct & group["success"]
-        for convention in CONVENTIONS:
-            attacked = group if convention == "openattack" else group[correct]
-            successful = attacked[attacked["success"]]
-            rows.append(
-                {
-                    **identity,
-                    "attacker": attacker,
-                    "convention": convention,
-                    "attacked": len(attacked),
-                    "success_rate": attacked["success"].mean() if len(attacked) else np.nan,
-                    "accuracy_before": correct.mean(),
-                    "accuracy_under_attack": (correct & ~fooled).mean(),
-                    "mean_queries": attacked["queries"].mean(),
-                    "mean_forward_passes": attacked["forward_passes"].mean()
-                    if "forward_passes" in attacked
-                    else np.nan,
-                    "mean_modification_rate": (successful["modified_words"] / successful["words"].clip(lower=1)).mean(),
-                    "mean_seconds": attacked["seconds"].mean(),
-                }
-            )
-    return pd.DataFrame(rows)
-
-
-def run_attackers(
+def run(
     store: str | Path,
     select: dict | list[str] | None,
     *,
@@ -512,8 +369,8 @@ def run_attackers(
     device: str | None = None,
     progress: bool = True,
 ) -> pd.DataFrame:
-    """:func:`run` of each attacker on the same runs and examples, as one frame (its ``attacker``
-    column in the order of ``attackers``): the registered ``attack`` analysis.
+    """:func:`run_attacker` of each attacker on the same runs and examples, as one frame (its
+    ``attacker`` column in the order of ``attackers``): the registered ``attack`` analysis.
 
     Parameters
     ----------
@@ -545,7 +402,7 @@ def run_attackers(
 
         torch.set_num_threads(threads)
     frames = [
-        run(
+        run_attacker(
             store,
             select,
             n=n,
@@ -560,139 +417,3 @@ def run_attackers(
         for a in attackers
     ]
     return pd.concat(frames, ignore_index=True)
-
-
-def attack_success(frame: pd.DataFrame, convention: str, attacker: str) -> pd.DataFrame:
-    """The ``attack.success`` statistic: each run's success rate under ``attacker`` and
-    ``convention`` (fraction; Han et al. 2021 §4), from the analysis's frame.
-
-    Returns
-    -------
-    DataFrame
-        One row per run: identity columns and ``value``.
-    """
-    summary = summarize(frame[frame["attacker"] == attacker])
-    summary = summary[summary["convention"] == convention].rename(columns={"success_rate": "value"})
-    return summary[[*IDENTITY, "value"]]
-
-
-def success_view(examples: pd.DataFrame, store: str | Path, checkpoint: str) -> pd.DataFrame:
-    """Han et al. 2021 figure 5's data: :func:`summarize` per victim and attacker, with each
-    victim's outcome (:func:`with_outcomes`)."""
-    return with_outcomes(summarize(examples), store, checkpoint=checkpoint)
-
-
-def success_scores_view(examples: pd.DataFrame, store: str | Path, checkpoint: str, convention: str) -> pd.DataFrame:
-    """Each victim's attack success rate as a per-run score, for box plots over seeds.
-
-    Returns
-    -------
-    DataFrame
-        One row per victim and attacker: :func:`success_view`'s columns for ``convention`` plus
-        ``value`` (the success rate, a fraction), ``metric``
-        (:func:`robustkit.attacks.success_metric`: ``"<attacker> success"``, shown in the unit
-        the attacker declares),
-        ``split`` (``test``) and ``baseline`` (none).
-    """
-    frame = success_view(examples, store, checkpoint)
-    frame = frame[frame["convention"] == convention].copy()
-    return frame.assign(
-        value=frame["success_rate"], metric=frame["attacker"].map(attacks.success_metric), split="test", baseline=np.nan
-    )
-
-
-def attack_boxes(
-    examples: pd.DataFrame, store: str | Path, checkpoint: str, convention: str, include_failed: bool = False
-) -> dict:
-    """The attack-boxes figure's data: :func:`success_scores_view` as per-run scores, one box per
-    method with its statistics (:func:`robustkit.analysis.boxes.method_boxes`)."""
-    from robustkit.analysis import boxes
-
-    return boxes.method_boxes(
-        success_scores_view(examples, store, checkpoint, convention), include_failed=include_failed
-    )
-
-
-LINE_COLUMNS = ["method", "tsp_step", "mean", "std", "n"]
-
-
-def success_lines(summary: pd.DataFrame, convention: str = "openattack", include_failed: bool = False) -> dict:
-    """Han et al. 2021 figure 5's lines: per attacker and method, the mean and the std of the
-    success rate over the victims (seeds) at each TSP step, and the failed victims per method.
-
-    Parameters
-    ----------
-    summary : DataFrame
-        :func:`success_view` output (or :func:`summarize`'s, each victim then counting as
-        ``ok``): one row per victim, attacker and convention, with ``method, tsp_step,
-        convention, success_rate, attacked`` and optionally ``attacker`` and ``outcome``.
-    convention : str
-        ``openattack`` or ``gold``: the rows used.
-    include_failed : bool
-        Average collapsed / diverged victims in too.
-
-    Returns
-    -------
-    dict
-        The keyword arguments of :func:`robustkit.figures.attack.attack_vs_tsp` and
-        :func:`~robustkit.figures.attack.attack_by_attacker`: ``summary`` (the rows of
-        ``convention``, with ``outcome``), ``lines`` (``attacker`` where ``summary`` has it +
-        :data:`LINE_COLUMNS`: ``mean`` and ``std`` (ddof 1; NaN for one victim) of the success
-        rate, a fraction, over the ``n`` victims kept at that point), ``failures``
-        (:func:`robustkit.train.collapse.failure_rates` per method of the victims, counted once: from
-        the first attacker's rows), ``convention`` and ``include_failed``.
-
-    Raises
-    ------
-    ValueError
-        No row of ``convention``.
-    """
-    from robustkit.train import collapse
-
-    data = summary[summary["convention"] == convention]
-    if data.empty:
-        raise ValueError(f"no rows with convention {convention!r}")
-    if "outcome" not in data:
-        data = data.assign(outcome=collapse.OK)
-    panels = ["attacker"] if "attacker" in data else []
-    lines = (
-        collapse.kept(data, include_failed)
-        .groupby([*panels, "method", "tsp_step"], sort=True)["success_rate"]
-        .agg(["mean", "std", "count"])
-        .rename(columns={"count": "n"})
-        .reset_index()
-    )
-    if panels:  # panels in the attackers' order of appearance
-        order = {attacker: i for i, attacker in enumerate(pd.unique(data["attacker"]))}
-        lines = lines.sort_values("attacker", key=lambda a: a.map(order), kind="stable").reset_index(drop=True)
-    # Collapse is a property of the victim: count it once, from the first attacker's rows.
-    victims = data[data["attacker"] == data["attacker"].iloc[0]] if panels else data
-    return {
-        "summary": data,
-        "lines": lines[[*panels, *LINE_COLUMNS]].astype({"n": int}),
-        "failures": collapse.failure_rates(victims, ["method"]),
-        "convention": convention,
-        "include_failed": include_failed,
-    }
-
-
-def success_by_tsp(
-    examples: pd.DataFrame, store: str | Path, checkpoint: str, convention: str, include_failed: bool = False
-) -> dict:
-    """The attack-vs-tsp and attack-by-attacker figures' data: :func:`success_lines` of
-    :func:`success_view` (each victim's success rates and outcome)."""
-    return success_lines(success_view(examples, store, checkpoint), convention, include_failed)
-
-
-def with_outcomes(
-    summary: pd.DataFrame, store: str | Path, checkpoint: str = DECLARED.default("checkpoint")
-) -> pd.DataFrame:
-    """``summary`` + each victim's ``outcome`` on its test split (:mod:`robustkit.train.collapse`).
-
-    A victim stuck at the majority class predicts one label whatever the input, so no
-    perturbation flips it: its low success rate is no robustness, and figures and claims leave
-    it out (Han et al. 2021 figure 5 at demo scale once showed exactly that).
-    """
-    from robustkit.analysis import scores
-
-    return scores.with_outcomes(summary, store, checkpoint=checkpoint)

@@ -26,7 +26,7 @@ DECLARED = (
         "attack",
         ":attack_vs_tsp",
         (figures.CONVENTION,),
-        view="robustkit.analysis.attack:success_by_tsp",
+        view="robustkit.analysis.attack_views:success_by_tsp",
         score_axis=True,
         order=20,
         module=__name__,
@@ -38,7 +38,7 @@ DECLARED = (
         "attack",
         ":attack_by_attacker",
         (figures.CONVENTION,),
-        view="robustkit.analysis.attack:success_by_tsp",
+        view="robustkit.analysis.attack_views:success_by_tsp",
         defaults={"attackers": ["pwws", "deepwordbug"]},
         score_axis=True,
         order=30,
@@ -51,7 +51,7 @@ DECLARED = (
         "attack",
         ":attack_boxes",
         (figures.CONVENTION,),
-        view="robustkit.analysis.attack:attack_boxes",
+        view="robustkit.analysis.attack_views:attack_boxes",
         score_axis=True,
         order=40,
         module=__name__,
@@ -97,7 +97,7 @@ def attack_vs_tsp(
     """Success rate (%) against TSP steps, one line per method: mean over seeds, ±1 std band.
 
     ``summary``, ``lines``, ``failures``, ``convention`` and ``include_failed`` are the keyword
-    arguments :func:`robustkit.analysis.attack.success_lines` returns (the figure's view).
+    arguments :func:`robustkit.analysis.attack_views.success_lines` returns (the figure's view).
 
     Parameters
     ----------
@@ -148,7 +148,7 @@ def attack_boxes(
 
     ``frame``, ``summary``, ``panels`` and ``caption_text`` (the tests between methods) are the
     keyword arguments :func:`robustkit.analysis.boxes.method_boxes` returns for
-    :func:`robustkit.analysis.attack.success_scores_view` output. The title names the attackers
+    :func:`robustkit.analysis.attack_views.success_scores_view` output. The title names the attackers
     of ``frame``'s ``attacker`` column (``attacker``, where given, names it instead: a frame
     without that column), each shown in its unit (its ``metric``).
     """
@@ -177,7 +177,7 @@ def attack_by_attacker(
     y axis), success rate (%) against TSP steps, one line per method, mean over seeds, ±1 std band.
 
     ``summary``, ``lines``, ``failures``, ``convention`` and ``include_failed`` are the keyword
-    arguments :func:`robustkit.analysis.attack.success_lines` returns (the figure's view).
+    arguments :func:`robustkit.analysis.attack_views.success_lines` returns (the figure's view).
 
     Parameters
     ----------

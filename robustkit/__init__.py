@@ -68,7 +68,7 @@ def claims(
     include_failed : bool
         Keep collapsed and diverged runs in the tests.
     recipe_dir : path, optional
-        The *folder* of recipe files; default: the ``analyses/`` folder of this checkout.
+        The *folder* of recipe files; default: the ``recipes/`` folder of this checkout.
     device : str, optional
         Where the analyses that run a model run it (default: the GPU if there is one).
 
@@ -103,7 +103,7 @@ def draw(
     verdicts : bool
         Also judge the recipe's claims and write their verdicts under the figure.
     recipe_dir : path, optional
-        The folder of recipe files; default: the ``analyses/`` folder of this checkout.
+        The folder of recipe files; default: the ``recipes/`` folder of this checkout.
     device : str, optional
         Where an analysis that runs a model runs it (default: the GPU if there is one).
 

@@ -192,7 +192,7 @@ def test_the_simulation_can_fail():
 
 
 def test_the_readme_table_covers_every_judged_claim_within_alpha():
-    """analyses/README.md's whole-path table (tools/simulate_verdicts.py: each nuisance screened,
+    """recipes/README.md's whole-path table (tools/simulate_verdicts.py: each nuisance screened,
     the worst drawn again) lists every judged, decidable claim of every recipe at both scales, each
     rate within alpha plus two Monte-Carlo standard errors at its draws, and names the nuisance
     that gave it."""
@@ -201,7 +201,7 @@ def test_the_readme_table_covers_every_judged_claim_within_alpha():
     from robustkit.verdicts.decidability import plan
     from robustkit.verdicts.recipes import list_recipes, load_recipe
 
-    readme = (Path(__file__).resolve().parents[1] / "analyses" / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[1] / "recipes" / "README.md").read_text()
     begin, end = "<!-- simulated: python tools/simulate_verdicts.py -->", "<!-- end of simulated table -->"
     assert begin in readme and end in readme, "generate it: python tools/simulate_verdicts.py"
     lines = readme.split(begin, 1)[1].split(end, 1)[0].strip().splitlines()[2:]

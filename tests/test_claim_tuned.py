@@ -132,7 +132,7 @@ def test_picking_the_best_rate_on_the_tested_runs_errs_where_the_rule_does_not()
     [
         # as houlsby2019/fig3-4's layernorm-only-poor: failed runs are its data. Left out instead
         # (no recipe's tuned claim does), this shape gave 0.093 false contradicts at 150 draws
-        # under issue #45's nuisances: not yet understood, said in analyses/README.md
+        # under issue #45's nuisances: not yet understood, said in recipes/README.md
         ({"failures": "data"}, simulation.Shape((("task=a", 7, 7), ("task=b", 7, 7)), 1, (3, 3))),
         ({"direction": "greater"}, simulation.Shape((("all", 7, 7),), 1, (3, 2))),
         ({"compare": "equivalence", "direction": None, "value": 0.02}, simulation.Shape((("all", 8, 5),), 1, (3, 3))),

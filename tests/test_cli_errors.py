@@ -121,10 +121,10 @@ def places(tiny_store, tiny_model, tmp_path_factory) -> dict:
     shutil.copytree(tiny_store, store)
     (root / "a-file").write_text("not a folder\n")
     (root / "grid.toml").write_text(GRID)
-    recipes = root / "analyses" / "toy"
+    recipes = root / "recipes" / "toy"
     recipes.mkdir(parents=True)
     data_dir = next(read_spec(p).data_dir for p in run_dirs(store))
-    (root / "analyses" / "defaults.toml").write_text(
+    (root / "recipes" / "defaults.toml").write_text(
         '[demo.base]\nmodel = "bert-tiny"\ntask = "rte"\nepochs = 2\nbatch_size = 8\nmax_length = 32\nadapter_size = '
         "16\n"
         f'eval_every = 2\ndata_dir = "{data_dir}"\n'
@@ -138,7 +138,7 @@ def places(tiny_store, tiny_model, tmp_path_factory) -> dict:
         "root": root,
         "store": store,
         "grid": root / "grid.toml",
-        "recipes": root / "analyses",
+        "recipes": root / "recipes",
         "data_dir": data_dir,
         "model": tiny_model,
         "missing": root / "no" / "such" / "path",

@@ -1,5 +1,5 @@
 """A first run that learns (issue #28 item 5): ``--preset demo`` gives ``train`` and ``sweep`` the
-calibrated demo settings of ``analyses/defaults.toml``, and grid files give each method its own
+calibrated demo settings of ``recipes/defaults.toml``, and grid files give each method its own
 learning rate (``[lr] houlsby = 5e-4``)."""
 
 from __future__ import annotations

@@ -66,9 +66,9 @@ def demo_at_bert_tiny(tmp_path_factory):
     from robustkit.verdicts.recipes import load_defaults, load_recipe
 
     root = tmp_path_factory.mktemp("readme")
-    recipes = root / "analyses"
+    recipes = root / "recipes"
     (recipes / "han2021").mkdir(parents=True)
-    shutil.copy(ROOT / "analyses" / "han2021" / "fig2.toml", recipes / "han2021" / "fig2.toml")
+    shutil.copy(ROOT / "recipes" / "han2021" / "fig2.toml", recipes / "han2021" / "fig2.toml")
     (recipes / "defaults.toml").write_text(
         '[demo.base]\nmodel = "bert-tiny"\ntask = "rt"\ntrain_size = 64\nepochs = 1\nbatch_size = 16\nmax_length = 32\n'
         "adapter_size = 16\n[demo.lr]\nhoulsby = 1e-3\nfull = 1e-4\n"
@@ -122,7 +122,7 @@ def test_contributing_examples_are_valid(tmp_path):
 # The tour leaves the checkout clean (issue #38, item 4)
 
 # The demo scale the tour runs at here: bert-tiny, 64 examples, one epoch (seconds per run),
-# written over analyses/defaults.toml's [demo.base] in the copy, so that every command of the
+# written over recipes/defaults.toml's [demo.base] in the copy, so that every command of the
 # tour, `--preset demo` and `reproduce` included, reads it as it reads the real one.
 TINY_DEMO = {"model": '"bert-tiny"', "train_size": "64", "epochs": "1", "max_length": "32"}
 # Values the tour's commands take here instead of the README's, each changing how long a command
@@ -147,12 +147,12 @@ def tracked_copy(folder: Path) -> Path:
         if (ROOT / name).is_file():  # a file deleted in the working tree is not copied
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, folder / name)
-    defaults = folder / "analyses" / "defaults.toml"
+    defaults = folder / "recipes" / "defaults.toml"
     head, rest = defaults.read_text().split("[demo.base]\n", 1)
     base, tail = rest.split("\n\n", 1)
     for key, value in TINY_DEMO.items():
         base, found = re.subn(rf"^{key} = .*$", f"{key} = {value}", base, flags=re.M)
-        assert found == 1, f"[demo.base] of analyses/defaults.toml has no {key}"
+        assert found == 1, f"[demo.base] of recipes/defaults.toml has no {key}"
     defaults.write_text(f"{head}[demo.base]\n{base}\n\n{tail}")
     git = ["git", "-c", "user.name=tour", "-c", "user.email=tour@example.org"]
     for command in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "the checkout, demo scale at bert-tiny"]):
@@ -180,7 +180,7 @@ def test_the_tour_leaves_the_checkout_clean(tmp_path):
         words = shlex.split(line)
         assert words[0] == "robustkit", line
         words = [FASTER.get(before, word) for before, word in zip(["", *words], words)]
-        # python -m from the copy's root imports the copy's robustkit (its analyses/ included)
+        # python -m from the copy's root imports the copy's robustkit (its recipes/ included)
         done = subprocess.run(
             [sys.executable, "-m", *words], cwd=checkout, env=env, capture_output=True, text=True, timeout=600
         )

@@ -164,7 +164,7 @@ def test_the_zoo_recipes_draw_the_same_runs(scale):
 
 def test_zoo_methods_take_their_calibrated_rate():
     """Each added method's demo rate is a point of the calibration grid or its one extension
-    (analyses/README.md, "PEFT zoo"), and the zoo's full and houlsby runs are figure 2's."""
+    (recipes/README.md, "PEFT zoo"), and the zoo's full and houlsby runs are figure 2's."""
     lr = load_defaults()["demo"]["lr"]
     for method in ("pfeiffer", "lora", "prefix", "ia3"):
         assert lr[method] in [*DEMO_LR_GRID, 1.25e-2], (method, lr.get(method))
@@ -328,7 +328,7 @@ README_END = "<!-- end of generated table -->"
 
 @pytest.mark.slow  # the plan of every recipe: ~20 CPU-seconds, shared with the decidability check
 def test_the_readme_table_is_the_plan(recipes_and_plan):
-    """analyses/README.md's table of detectable effects and power at the paper's effect is
+    """recipes/README.md's table of detectable effects and power at the paper's effect is
     ``robustkit claims --plan --markdown``: a recipe, test or paper effect that changes it makes
     the doc stale, and this fails until it is regenerated (``python tools/plan_table.py``, which
     writes it: no one edits it by hand)."""

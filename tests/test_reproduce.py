@@ -48,7 +48,7 @@ direction = "less"
 def recipe_dir(tmp_path, rte_folder) -> Path:
     """Two tiny recipes on bert-tiny / local RTE: seeds 0-1 and seeds 1-2 (seed 1 shared)."""
     glue = rte_folder(tmp_path / "glue")
-    folder = tmp_path / "analyses"
+    folder = tmp_path / "recipes"
     (folder / "toy").mkdir(parents=True)
     (folder / "defaults.toml").write_text(
         '[demo.base]\nmodel = "bert-tiny"\ntask = "rte"\nepochs = 1\nbatch_size = 8\nmax_length = 32\n'

@@ -28,7 +28,7 @@ seed = {seeds}
 def recipe_dir(tmp_path, rte_folder):
     """Two toy recipes on bert-tiny / a local RTE (24 train, 12 dev): seeds 0-1 and 1-2, seed 1 shared."""
     glue = rte_folder(tmp_path / "glue")
-    folder = tmp_path / "analyses"
+    folder = tmp_path / "recipes"
     (folder / "toy").mkdir(parents=True)
     (folder / "defaults.toml").write_text(
         '[demo.base]\nmodel = "bert-tiny"\ntask = "rte"\nepochs = 2\nbatch_size = 8\nmax_length = 32\n'

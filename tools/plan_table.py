@@ -1,4 +1,4 @@
-"""Write the recipes' plan table (``robustkit claims --plan --markdown``) into analyses/README.md.
+"""Write the recipes' plan table (``robustkit claims --plan --markdown``) into recipes/README.md.
 
     python tools/plan_table.py            # rewrite the table between the README's markers
     python tools/plan_table.py --check    # exit 1 when the README's table is stale
@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[1] / "analyses" / "README.md"
+README = Path(__file__).resolve().parents[1] / "recipes" / "README.md"
 BEGIN = "<!-- generated: robustkit claims --plan --markdown (edit the recipes, not this table) -->\n"
 END = "<!-- end of generated table -->"
 

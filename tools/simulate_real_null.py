@@ -1,4 +1,4 @@
-"""Write the real-runs null table (robustkit.verdicts.real_null) into analyses/README.md.
+"""Write the real-runs null table (robustkit.verdicts.real_null) into recipes/README.md.
 
     python tools/simulate_real_null.py --store runs/demo [RECIPE ...] [--draws 200] [--out FILE]
 
@@ -22,7 +22,7 @@ from robustkit.verdicts import real_null, tally
 from robustkit.verdicts.recipes import list_recipes, load_recipe
 from robustkit.verdicts.simulation import bound, shape
 
-README = Path(__file__).resolve().parents[1] / "analyses" / "README.md"
+README = Path(__file__).resolve().parents[1] / "recipes" / "README.md"
 BEGIN, END = "<!-- real-runs null: python tools/simulate_real_null.py -->", "<!-- end of real-runs null -->"
 
 

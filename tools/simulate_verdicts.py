@@ -1,4 +1,4 @@
-"""Write the whole-path simulation table (robustkit.verdicts.simulation) into analyses/README.md.
+"""Write the whole-path simulation table (robustkit.verdicts.simulation) into recipes/README.md.
 
     python tools/simulate_verdicts.py [--draws 2000] [--first 500] [--out FILE] [--part K/N]
 
@@ -21,7 +21,7 @@ from pathlib import Path
 from robustkit.verdicts import simulation as verdict_simulation
 from robustkit.verdicts.recipes import list_recipes, load_recipe
 
-README = Path(__file__).resolve().parents[1] / "analyses" / "README.md"
+README = Path(__file__).resolve().parents[1] / "recipes" / "README.md"
 BEGIN, END = "<!-- simulated: python tools/simulate_verdicts.py -->", "<!-- end of simulated table -->"
 
 

@@ -1,5 +1,5 @@
 """Size the cpu scale from the demo store (robustkit.verdicts.sizing) and write its table into
-analyses/README.md.
+recipes/README.md.
 
     python tools/size_cpu_scale.py --pilot runs/demo [--cpu-hours 8] [--out FILE] [RECIPE ...]
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from robustkit.verdicts import sizing
 from robustkit.verdicts.recipes import load_recipe
 
-README = Path(__file__).resolve().parents[1] / "analyses" / "README.md"
+README = Path(__file__).resolve().parents[1] / "recipes" / "README.md"
 BEGIN, END = "<!-- cpu scale sizing: python tools/size_cpu_scale.py -->", "<!-- end of cpu scale sizing -->"
 
 

@@ -11,7 +11,7 @@ def add_parser(commands) -> None:
     claims = commands.add_parser(
         "claims",
         help="verdict of each paper claim on the runs behind its figure",
-        description="For each recipe's claims (analyses/*/*.toml, [[claim]] tables): compute the per-run statistic "
+        description="For each recipe's claims (recipes/*/*.toml, [[claim]] tables): compute the per-run statistic "
         "on the recipe's runs in the store, test the claim and print agrees / contradicts / "
         "inconclusive with n, effect size, CI and p. Collapsed runs are left out (see "
         "robustkit/train/collapse.py). Trains nothing: run `robustkit reproduce` first. Evidence is "
@@ -37,7 +37,7 @@ def add_parser(commands) -> None:
         "--scale", choices=SCALES, help="which runs of each recipe; default: demo (with --plan: every scale)"
     )
     claims.add_argument("--store", help="run store folder; default: runs/<scale>")
-    claims.add_argument("--recipe-dir", help="folder of recipe files; default: the analyses/ folder of this checkout")
+    claims.add_argument("--recipe-dir", help="folder of recipe files; default: the recipes/ folder of this checkout")
     claims.add_argument(
         "--include-failed",
         action="store_true",
@@ -68,7 +68,7 @@ def add_parser(commands) -> None:
     claims.add_argument(
         "--markdown",
         action="store_true",
-        help="with --plan: print the summary per claim that analyses/README.md shows, as markdown",
+        help="with --plan: print the summary per claim that recipes/README.md shows, as markdown",
     )
     claims.set_defaults(func=run)
 

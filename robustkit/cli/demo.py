@@ -16,7 +16,7 @@ def add_parser(commands) -> None:
         help="train the embedded-default grid and print its runs",
         description="minilm-l6 on rt with 1k training examples: houlsby and full, 2 seeds, 3 epochs at the calibrated "
         "demo learning rates (4 runs of the han2021/fig2 demo recipe, about 9 minutes on 2 idle CPU "
-        "cores, 17 minutes of CPU time, as bench/README.md measures; see analyses/README.md).",
+        "cores, 17 minutes of CPU time, as bench/README.md measures; see recipes/README.md).",
     )
     demo.add_argument("--store", default="runs/demo", type=output_folder, help="run store folder")
     demo.add_argument(

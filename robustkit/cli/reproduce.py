@@ -14,7 +14,7 @@ def add_parser(commands) -> None:
     known = ", ".join(list_recipes())
     reproduce = commands.add_parser(
         "reproduce",
-        help="train, analyse and draw paper figures from their recipes (analyses/*/*.toml)",
+        help="train, analyse and draw paper figures from their recipes (recipes/*/*.toml)",
         description="For each recipe: train the runs it needs that are not complete yet (runs shared between recipes "
         "are trained once), run its analysis (cached) and write its figure as PDF. Known recipes: " + known,
     )
@@ -39,7 +39,7 @@ def add_parser(commands) -> None:
         "updates this checkout's own figures/",
     )
     reproduce.add_argument(
-        "--recipe-dir", help="folder of recipe files; default: the analyses/ folder of this checkout"
+        "--recipe-dir", help="folder of recipe files; default: the recipes/ folder of this checkout"
     )
     reproduce.add_argument("--jobs", type=int, default=2, help="runs trained at once (local executor)")
     reproduce.add_argument(

@@ -7,7 +7,7 @@ at alpha (:func:`detectable_effect`), and the power at the effect the paper repo
 (:func:`power` at the claim's ``paper_effect``, where the paper prints the numbers). A claim whose
 test can never reach alpha is an error of the recipe (``tests/test_recipes.py`` checks every
 recipe at both scales); ``robustkit claims --plan`` prints the table, and ``--markdown`` the
-summary of it that ``analyses/README.md`` shows (:func:`markdown`; a test keeps the two equal).
+summary of it that ``recipes/README.md`` shows (:func:`markdown`; a test keeps the two equal).
 
 The detectable effects are computed for normal per-run values, by the exact tests' own critical
 values (the rank statistics' null distributions of :mod:`robustkit.measures.exact`; a location
@@ -463,7 +463,7 @@ def _power_at(kind: str, n_a: int, n_b: int, effect: float, alpha: float, differ
 
 
 def markdown(table: pd.DataFrame, recipes) -> str:
-    """The summary of a :func:`plan` table that ``analyses/README.md`` shows, one row per claim.
+    """The summary of a :func:`plan` table that ``recipes/README.md`` shows, one row per claim.
 
     Per scale: the distinct runs per group over the claim's cells, the largest detectable effect
     over them (the weakest cell) and the power at the paper's effect (its range over the cells

@@ -3,8 +3,8 @@
 minilm-l6 on ``rt`` with 1k training examples (He et al. 2021 low-resource setting: 1k train,
 1k validation drawn from the rest, rt's validation split as test), ``houlsby`` adapters and
 ``full`` fine-tuning, seeds 0-1, each method at its demo learning rate. The settings are the
-demo scale of ``analyses/defaults.toml`` (chosen by the calibration recorded in
-``analyses/README.md``) and the grid is the recipe ``analyses/han2021/fig2.toml``'s, so the
+demo scale of ``recipes/defaults.toml`` (chosen by the calibration recorded in
+``recipes/README.md``) and the grid is the recipe ``recipes/han2021/fig2.toml``'s, so the
 demo's runs are runs of ``robustkit reproduce --scale demo`` and are never trained twice.
 """
 

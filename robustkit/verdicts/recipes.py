@@ -1,4 +1,4 @@
-"""Recipes: one TOML file per paper figure or table, in ``analyses/<paper>/<figure>.toml``.
+"""Recipes: one TOML file per paper figure or table, in ``recipes/<paper>/<figure>.toml``.
 
 A recipe names the runs a figure needs at each scale, the registered figure that draws it
 (:mod:`robustkit.figures`) and that figure's parameters::
@@ -8,7 +8,7 @@ A recipe names the runs a figure needs at each scale, the registered figure that
     params = { split = "validation" }    # its parameters (store and run selection are added)
     output = "han2021_fig2.pdf"
 
-    [demo.base]                          # RunSpec fields; on top of analyses/defaults.toml
+    [demo.base]                          # RunSpec fields; on top of recipes/defaults.toml
     tsp_step = 0
     [demo.grid]                          # axes (or [[demo.grid]]: several grids, one list)
     method = ["houlsby", "full"]
@@ -21,7 +21,7 @@ A recipe may name the user's own data (:mod:`robustkit.data.user_data`) as its t
 "reviews"`` and ``data_dir = "reviews.csv"`` in ``[<scale>.base]``, a relative path being
 relative to the recipe file's folder (or the recipe folder).
 
-``analyses/defaults.toml`` holds each scale's shared settings: ``[<scale>.base]`` (fields every
+``recipes/defaults.toml`` holds each scale's shared settings: ``[<scale>.base]`` (fields every
 run of that scale starts from) and ``[<scale>.lr]`` (learning rate per method where a grid sets
 none). Runs are identified by their settings alone (:attr:`robustkit.specs.spec.RunSpec.run_id`), so
 recipes that need the same run share it: it is trained once in the scale's store.
@@ -44,7 +44,7 @@ from robustkit.verdicts.scales import SCALES
 if TYPE_CHECKING:  # claims import the analyses (torch); recipes are read by `--help`
     from robustkit.verdicts.spec import Claim
 
-RECIPE_DIR = Path(__file__).resolve().parents[2] / "analyses"
+RECIPE_DIR = Path(__file__).resolve().parents[2] / "recipes"
 _RECIPE_KEYS = {"title", "figure", "params", "output", "claim", *SCALES}
 _SCALE_KEYS = {"base", "grid", "params"}
 
@@ -60,7 +60,7 @@ class Recipe:
     Attributes
     ----------
     name : str
-        ``<paper>/<figure>``, e.g. ``han2021/fig2``: the file ``analyses/<name>.toml``.
+        ``<paper>/<figure>``, e.g. ``han2021/fig2``: the file ``recipes/<name>.toml``.
     title : str
         What the figure shows.
     figure : str
@@ -235,7 +235,7 @@ def preset(name: str, folder: str | Path | None = None) -> dict:
     start from: ``{"base": {field: value}, "lr": {method: rate}}``.
 
     ``demo`` is the calibrated demo scale (minilm-l6 on rt, 1k examples, 3 epochs, length 64,
-    each method at its calibrated rate: ``analyses/README.md``), minutes per run on a CPU;
+    each method at its calibrated rate: ``recipes/README.md``), minutes per run on a CPU;
     ``paper`` the papers' model, every other setting the papers' defaults.
 
     Raises

@@ -89,7 +89,7 @@ def reproduce(
         :func:`default_figures`, beside the store (said once in the log). The project's own
         ``figures/`` is :data:`FIGURES_DIR`.
     recipe_dir : path
-        Folder of recipe files (default: the ``analyses/`` folder of this checkout).
+        Folder of recipe files (default: the ``recipes/`` folder of this checkout).
     jobs, device, executor, slurm_options
         As in :func:`robustkit.sweeps.grid.run_sweep`; ``device`` is also where the analyses that run a
         model run it.
@@ -201,7 +201,7 @@ def claims(
     scale : str
         Whose runs: ``demo`` or ``paper``.
     recipe_dir : path
-        Folder of recipe files (default: the ``analyses/`` folder of this checkout).
+        Folder of recipe files (default: the ``recipes/`` folder of this checkout).
     include_failed : bool
         Keep collapsed and diverged runs in the tests.
     device : str, optional
@@ -320,7 +320,7 @@ def write_index(
     lines = [
         "# Figures",
         "",
-        f"Made by `robustkit reproduce --all --scale {scale} --figures {figures}` from the recipes in `analyses/` "
+        f"Made by `robustkit reproduce --all --scale {scale} --figures {figures}` from the recipes in `recipes/` "
         "(each file cites the paper's table its settings come from). Re-running the command only "
         "trains and analyses what is missing. Failed runs (not-learned, collapsed or diverged, see "
         "`robustkit/train/collapse.py`) are marked in every figure and never plotted as results; each "

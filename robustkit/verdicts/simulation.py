@@ -602,7 +602,7 @@ def simulate(
 
 
 def markdown(table: pd.DataFrame) -> str:
-    """The simulation table as ``analyses/README.md`` shows it."""
+    """The simulation table as ``recipes/README.md`` shows it."""
     lines = [
         "| recipe | scale | claim | kind | quantifier | cells | runs per group | false agrees | false contradicts | "
         "draws | worst agrees under | worst contradicts under |",

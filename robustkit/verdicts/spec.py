@@ -1,6 +1,6 @@
 """What a paper's claim says: a recipe's ``[[claim]]`` table, parsed and checked into a :class:`Claim`.
 
-Each recipe (``analyses/<paper>/<figure>.toml``) states its paper's claim before any run exists::
+Each recipe (``recipes/<paper>/<figure>.toml``) states its paper's claim before any run exists::
 
     [[claim]]
     id = "spread"

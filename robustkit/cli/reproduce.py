@@ -38,9 +38,7 @@ def add_parser(commands) -> None:
         "written to; default: beside the store, <store>-figures (runs/demo-figures); `--figures figures` "
         "updates this checkout's own figures/",
     )
-    reproduce.add_argument(
-        "--recipe-dir", help="folder of recipe files; default: the recipes/ folder of this checkout"
-    )
+    reproduce.add_argument("--recipe-dir", help="folder of recipe files; default: the recipes/ folder of this checkout")
     reproduce.add_argument("--jobs", type=int, default=2, help="runs trained at once (local executor)")
     reproduce.add_argument(
         "--train-only",

@@ -158,7 +158,7 @@ def test_cli_train_only_and_errors(tmp_path, recipe_dir, capsys):
 
 def test_figures_go_beside_the_store_unless_named(tmp_path, recipe_dir, capsys, monkeypatch):
     """Without --figures, reproduce writes its PDFs, claims.csv and index into <store>-figures and
-    says so once: the checkout's own figures/ (the cwd's) is left as it is (issue #38, item 4)."""
+    says so once: the checkout's own results/ (the cwd's) is left as it is (issue #38, item 4)."""
     from robustkit.verdicts.reproduce import default_figures
 
     assert default_figures("runs/demo") == Path("runs/demo-figures") == default_figures("runs/demo/")

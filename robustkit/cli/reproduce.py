@@ -35,8 +35,8 @@ def add_parser(commands) -> None:
         "--figures",
         type=output_folder,
         help="folder the PDFs, claims.csv and their README.md index are "
-        "written to; default: beside the store, <store>-figures (runs/demo-figures); `--figures figures` "
-        "updates this checkout's own figures/",
+        "written to; default: beside the store, <store>-figures (runs/demo-figures); `--figures results` "
+        "updates this checkout's own results/",
     )
     reproduce.add_argument("--recipe-dir", help="folder of recipe files; default: the recipes/ folder of this checkout")
     reproduce.add_argument("--jobs", type=int, default=2, help="runs trained at once (local executor)")

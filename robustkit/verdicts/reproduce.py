@@ -7,7 +7,7 @@ exactly its runs (:mod:`robustkit.verdicts.tally`), then draws each recipe's reg
 (:mod:`robustkit.figures`) on those runs, with the model and task used as subtitle and the claims' verdicts under the
 figure. Analyses are cached per run, so re-running only computes what is missing.
 The figures folder (default beside the store, ``<store>-figures``; the project's own
-``figures/`` only when named) then holds the PDFs, ``claims.csv`` and a ``README.md`` that lists
+``results/`` only when named) then holds the PDFs, ``claims.csv`` and a ``README.md`` that lists
 per figure the model/task used, runs per group, collapsed runs, the verdicts and what differs
 from the paper's settings.
 """
@@ -40,8 +40,8 @@ from robustkit.verdicts.rules import VERDICT_COLUMNS
 from robustkit.verdicts.spec import Claim
 
 # The project's own rendered figures (tracked in git): written only when asked for by name
-# (``reproduce --figures figures``); every other run of reproduce writes beside its store.
-FIGURES_DIR = Path("figures")
+# (``reproduce --figures results``); every other run of reproduce writes beside its store.
+FIGURES_DIR = Path("results")
 log = logging.getLogger(__name__)
 
 
@@ -53,7 +53,7 @@ def default_store(scale: str) -> Path:
 def default_figures(store: str | Path) -> Path:
     """Where reproduce writes a store's figures and verdicts unless told otherwise: beside the
     store, ``<store>-figures`` (``runs/demo`` -> ``runs/demo-figures``), so that a checkout's
-    tracked ``figures/`` changes only when a command names it."""
+    tracked ``results/`` changes only when a command names it."""
     store = Path(store)
     name = store.name or store.resolve().name  # "runs/" and "." have a name too
     return store.parent / f"{name}-figures"
@@ -87,7 +87,7 @@ def reproduce(
     figures : path, optional
         Folder the PDFs, ``claims.csv`` and their ``README.md`` index are written to; default
         :func:`default_figures`, beside the store (said once in the log). The project's own
-        ``figures/`` is :data:`FIGURES_DIR`.
+        ``results/`` is :data:`FIGURES_DIR`.
     recipe_dir : path
         Folder of recipe files (default: the ``recipes/`` folder of this checkout).
     jobs, device, executor, slurm_options

@@ -8,7 +8,7 @@ DataFrames::
     history = robustkit.load_history("runs/")  # one row per run x eval step x metric
 
     verdicts = robustkit.claims("runs/demo")  # each paper claim: agrees / contradicts / inconclusive
-    fig = robustkit.draw("han2021/fig2", "runs/demo")   # a recipe's figure, as reproduce draws it
+    fig = robustkit.draw_recipe("han2021/fig2", "runs/demo")   # a recipe's figure, as reproduce draws it
     fig = robustkit.figures.draw("box-seeds", "runs/demo", select=["task=rt"], split="validation")
 
 ``import robustkit`` itself imports nothing heavy: every ``robustkit`` command imports this
@@ -86,11 +86,11 @@ def claims(
     )
 
 
-def draw(
+def draw_recipe(
     recipe: str, store=None, scale: str = "demo", verdicts: bool = False, recipe_dir=None, device: str | None = None
 ):
     """A recipe's figure on exactly its runs of ``store``, as ``robustkit reproduce`` draws it,
-    without training anything.
+    without training anything. (A registered figure on any runs: :func:`robustkit.figures.draw`.)
 
     Parameters
     ----------
@@ -114,13 +114,13 @@ def draw(
         notebook it shows as the cell's result. Any registered figure on any runs:
         :func:`robustkit.figures.draw`.
     """
+    from robustkit.verdicts import reproduce
     from robustkit.verdicts.recipes import RECIPE_DIR
-    from robustkit.verdicts.reproduce import draw as draw_recipe
 
-    return draw_recipe(
+    return reproduce.draw_recipe(
         recipe, store, scale=scale, recipe_dir=recipe_dir or RECIPE_DIR, verdicts=verdicts, device=device
     )
 
 
-__all__ = ["load_runs", "load_history", "load_gradnorms", "claims", "draw"]
+__all__ = ["load_runs", "load_history", "load_gradnorms", "claims", "draw_recipe"]
 __version__ = "0.1.0"

@@ -78,6 +78,6 @@ def test_a_recipe_draws_its_figure_with_its_claims_judged(name, lora_store, tiny
     table = verdicts(lora_store, [recipe], "demo", defaults=defaults)
     assert set(table["claim"]) == {c.id for c in recipe.claims}
     assert not (table["reason_class"] == NO_DATA).any(), table[["claim", "reason"]].to_string()
-    fig = robustkit.draw(name, lora_store, recipe_dir=tiny_recipes, verdicts=True)
+    fig = robustkit.draw_recipe(name, lora_store, recipe_dir=tiny_recipes, verdicts=True)
     text = " ".join(figure_texts(fig)).replace("\n", " ")
     assert recipe.title in text and text.count("Verdict") == len(recipe.claims)  # each claim under the figure

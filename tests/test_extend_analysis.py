@@ -216,7 +216,7 @@ def test_an_analysis_its_figure_and_its_recipe_work_from_three_files(extension, 
     table = verdicts(store, [recipe], "demo", defaults=load_defaults(recipes))
     assert list(table["claim"]) == ["full-moves-more"]
     assert not (table["reason_class"] == NO_DATA).any(), table[["claim", "reason"]].to_string()
-    fig = robustkit.draw("extension/weight-change", store, recipe_dir=recipes, verdicts=True)
+    fig = robustkit.draw_recipe("extension/weight-change", store, recipe_dir=recipes, verdicts=True)
     text = " ".join(figure_texts(fig))
     assert recipe.title in text and "Verdict" in text
 

@@ -36,7 +36,7 @@ def test_recipes_are_names_and_recipe_dir_is_a_folder(tmp_path):
 
 def test_draw_takes_one_name_and_the_folder_keyword(tmp_path):
     with pytest.raises(RecipeError, match="one recipe name"):
-        robustkit.draw(["han2021/fig2"], tmp_path / "runs")
+        robustkit.draw_recipe(["han2021/fig2"], tmp_path / "runs")
     (tmp_path / "empty").mkdir()
     with pytest.raises(RecipeError, match="unknown recipe"):
-        robustkit.draw("han2021/fig2", tmp_path / "runs", recipe_dir=tmp_path / "empty")
+        robustkit.draw_recipe("han2021/fig2", tmp_path / "runs", recipe_dir=tmp_path / "empty")

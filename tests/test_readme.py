@@ -55,7 +55,7 @@ def test_every_readme_command_parses():
 def test_readme_python_is_checked_python():
     (notebook,) = blocks(ROOT / "README.md", "python")
     compile(notebook, "README.md", "exec")
-    assert "robustkit.draw(" in notebook and "preset_spec(" in notebook
+    assert "robustkit.draw_recipe(" in notebook and "preset_spec(" in notebook
 
 
 @pytest.fixture(scope="module")

@@ -91,7 +91,7 @@ def test_shared_runs_train_once_and_every_figure_is_drawn(tmp_path, recipe_dir):
     import robustkit
     from robustkit.figures.style import figure_texts
 
-    fig = robustkit.draw("toy/seeds", store, recipe_dir=recipe_dir)
+    fig = robustkit.draw_recipe("toy/seeds", store, recipe_dir=recipe_dir)
     assert "bert-tiny on rte" in " ".join(figure_texts(fig))
 
     claims_before = pd.read_csv(figures / "claims.csv")

@@ -551,7 +551,7 @@ def _paper_label(name: str) -> str:
     return f"{authors}, {item.replace('fig', 'figure ').replace('table', 'table ')}"
 
 
-def draw(
+def draw_recipe(
     name: str,
     store: str | Path | None = None,
     scale: str = "demo",
@@ -561,7 +561,7 @@ def draw(
 ):
     """Recipe ``name``'s figure (a matplotlib Figure) on exactly its runs of ``store``, as
     ``robustkit reproduce`` draws it, without training anything: for notebooks,
-    ``robustkit.draw("han2021/fig2", "runs/demo")``.
+    ``robustkit.draw_recipe("han2021/fig2", "runs/demo")``.
 
     Parameters
     ----------
@@ -573,7 +573,7 @@ def draw(
         Where an analysis that runs a model runs it (default: the GPU if there is one).
     """
     if not isinstance(name, str):
-        raise RecipeError(f"draw takes one recipe name such as 'han2021/fig2', got {name!r}")
+        raise RecipeError(f"draw_recipe takes one recipe name such as 'han2021/fig2', got {name!r}")
     recipe = load_recipe(name, recipe_dir)
     store = open_store(store if store is not None else default_store(scale), create=False)
     defaults = load_defaults(recipe_dir)

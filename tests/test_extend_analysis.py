@@ -1,7 +1,7 @@
 """Issue #40's "done when": a new analysis with a statistic, a view and a figure is one analysis
 module, one plot module and one recipe TOML, and nothing else of the checkout changes.
 
-The test writes a throwaway "weight-change" analysis (each layer matrix's relative change from
+The test writes a throwaway "fixture-change" analysis (each layer matrix's relative change from
 step-0, cached per run through each_run), its plot and a recipe with one claim into tmp_path,
 registers the two modules from there (robustkit.analysis.registry.register_module,
 robustkit.figures.register_module), and runs them end to end on the tiny bert-tiny store: the
@@ -35,7 +35,7 @@ from robustkit.progress import bar
 from robustkit.store.tables import IDENTITY
 
 DECLARED = Analysis(
-    "weight-change",
+    "fixture-change",
     "relative change of each layer matrix from step-0",
     "Per layer weight matrix of each run (LoRA updates merged), ||W - W_0|| / ||W_0|| (Frobenius).",
     ":run",
@@ -102,16 +102,16 @@ from robustkit import figures
 from robustkit.figures.style import plt
 
 DECLARED = figures.Figure(
-    "weight-change",
+    "fixture-change",
     "relative change of each layer's weights, one line per run",
-    "weight-change",
-    ":weight_change_figure",
-    view="robustkit_test_weight_change:per_layer",
+    "fixture-change",
+    ":fixture_change_figure",
+    view="robustkit_test_fixture_change:per_layer",
     module=__name__,
 )
 
 
-def weight_change_figure(means: pd.DataFrame):
+def fixture_change_figure(means: pd.DataFrame):
     fig, ax = plt.subplots(figsize=(4, 3))
     for run_id, group in means.groupby("run_id"):
         ax.plot(group["layer"], group["value"], marker="o", label=run_id)
@@ -122,15 +122,15 @@ def weight_change_figure(means: pd.DataFrame):
 '''
 
 RECIPE = """title = "Weight change: full fine-tuning moves its weights"
-figure = "weight-change"
+figure = "fixture-change"
 params = { checkpoint = "last" }
-output = "extension/weight-change.pdf"
+output = "extension/fixture-change.pdf"
 
 [[claim]]
 id = "full-moves-more"
 paper_effect_source = "not reported: a throwaway claim of the extension test"
 says = "full fine-tuning changes its query and value matrices more than LoRA does"
-statistic = "weight-change.mean"
+statistic = "fixture-change.mean"
 compare = "location"
 by = "method"
 a = "full"
@@ -153,22 +153,22 @@ def _status() -> str:
 @pytest.fixture
 def extension(tmp_path):
     """The three files in tmp_path, registered from there; unregistered afterwards."""
-    (tmp_path / "weight_change.py").write_text(ANALYSIS_MODULE)
-    (tmp_path / "weight_change_plot.py").write_text(PLOT_MODULE)
+    (tmp_path / "fixture_change.py").write_text(ANALYSIS_MODULE)
+    (tmp_path / "fixture_change_plot.py").write_text(PLOT_MODULE)
     recipes = tmp_path / "recipes"
     (recipes / "extension").mkdir(parents=True)
-    (recipes / "extension" / "weight-change.toml").write_text(RECIPE)
+    (recipes / "extension" / "fixture-change.toml").write_text(RECIPE)
     analyses, shown = dict(registry.ANALYSES), dict(figures.FIGURES)
     try:
-        analysis = registry.register_module(tmp_path / "weight_change.py", "robustkit_test_weight_change")
-        (figure,) = figures.register_module(tmp_path / "weight_change_plot.py", "robustkit_test_weight_change_plot")
+        analysis = registry.register_module(tmp_path / "fixture_change.py", "robustkit_test_fixture_change")
+        (figure,) = figures.register_module(tmp_path / "fixture_change_plot.py", "robustkit_test_fixture_change_plot")
         yield analysis, figure, recipes
     finally:
         for table, before in ((registry.ANALYSES, analyses), (figures.FIGURES, shown)):
             table.clear()
             table.update(before)
-        sys.modules.pop("robustkit_test_weight_change", None)
-        sys.modules.pop("robustkit_test_weight_change_plot", None)
+        sys.modules.pop("robustkit_test_fixture_change", None)
+        sys.modules.pop("robustkit_test_fixture_change_plot", None)
 
 
 @pytest.mark.slow  # loads 5 bert-tiny runs' checkpoints twice and judges a claim (~a minute on 2 cores)
@@ -192,31 +192,31 @@ def test_an_analysis_its_figure_and_its_recipe_work_from_three_files(extension, 
     )
 
     # analyze: the verb, its flags and summary come from the declaration alone
-    assert main(["analyze", "weight-change", str(store), "--kinds", "q,v", "--format", "csv"]) == 0
+    assert main(["analyze", "fixture-change", str(store), "--kinds", "q,v", "--format", "csv"]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith("run_id,method,value") and printed.count("\n") == 6  # header + 5 runs
     frame = analysis.run(store, progress=False, kinds="q,v")
     moved = frame.groupby("method")["value"].min()
     assert moved["full"] > 0 and moved["houlsby"] == 0 and set(frame["kind"]) == {"q", "v"}  # adapters add modules
-    assert list((store / ".cache" / "weight-change").glob("*.parquet"))  # cached by each_run
+    assert list((store / ".cache" / "fixture-change").glob("*.parquet"))  # cached by each_run
 
     # the statistic, as a notebook names it
-    means = registry.per_run("weight-change.mean", store, kinds="q,v")
+    means = registry.per_run("fixture-change.mean", store, kinds="q,v")
     assert len(means) == 5 and {"value", "outcome"} <= set(means.columns)
 
     # plot: the verb comes from the plot module's declaration
-    pdf = tmp_path / "weight-change.pdf"
-    assert main(["plot", "weight-change", str(store), "-o", str(pdf)]) == 0
+    pdf = tmp_path / "fixture-change.pdf"
+    assert main(["plot", "fixture-change", str(store), "-o", str(pdf)]) == 0
     assert pdf.stat().st_size > 0
 
     # the recipe: its figure drawn with its claim judged on the tiny store's runs
     import robustkit
 
-    recipe = load_recipe("extension/weight-change", recipes)
+    recipe = load_recipe("extension/fixture-change", recipes)
     table = verdicts(store, [recipe], "demo", defaults=load_defaults(recipes))
     assert list(table["claim"]) == ["full-moves-more"]
     assert not (table["reason_class"] == NO_DATA).any(), table[["claim", "reason"]].to_string()
-    fig = robustkit.draw_recipe("extension/weight-change", store, recipe_dir=recipes, verdicts=True)
+    fig = robustkit.draw_recipe("extension/fixture-change", store, recipe_dir=recipes, verdicts=True)
     text = " ".join(figure_texts(fig))
     assert recipe.title in text and "Verdict" in text
 
@@ -226,12 +226,12 @@ def test_an_analysis_its_figure_and_its_recipe_work_from_three_files(extension, 
 def test_an_external_declaration_is_the_modules_own(extension):
     """What was registered is the module's DECLARED, its functions named in its own module."""
     analysis, figure, _ = extension
-    assert registry.get("weight-change") is analysis and figures.get("weight-change") is figure
-    assert analysis.compute == "robustkit_test_weight_change:run"
-    assert analysis.get_statistic("mean").function == "robustkit_test_weight_change:mean_change"
-    assert figure.plot == "robustkit_test_weight_change_plot:weight_change_figure"
-    assert figure.view in analysis.views == ("robustkit_test_weight_change:per_layer",)
-    assert list(registry.ANALYSES)[-1] == "weight-change"  # listed after the shipped analyses
+    assert registry.get("fixture-change") is analysis and figures.get("fixture-change") is figure
+    assert analysis.compute == "robustkit_test_fixture_change:run"
+    assert analysis.get_statistic("mean").function == "robustkit_test_fixture_change:mean_change"
+    assert figure.plot == "robustkit_test_fixture_change_plot:fixture_change_figure"
+    assert figure.view in analysis.views == ("robustkit_test_fixture_change:per_layer",)
+    assert list(registry.ANALYSES)[-1] == "fixture-change"  # listed after the shipped analyses
     from robustkit.cli.analyze import negative_value_options
 
     assert "--kinds" in negative_value_options()  # free text: derived, not listed

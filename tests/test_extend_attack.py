@@ -38,8 +38,8 @@ CHARSWAP = textwrap.dedent(
 
 
     @register_attack
-    class CharSwap:
-        name = "charswap"
+    class FixtureSwap:
+        name = "fixtureswap"
         label = "Random char swaps"
         success_unit = "fraction"
         needs_openattack = False
@@ -87,14 +87,14 @@ def _git_status() -> str:
 
 
 @pytest.fixture
-def charswap(tmp_path):
+def fixtureswap(tmp_path):
     """The throwaway attack's module, registered for this test only."""
-    module = tmp_path / "attack-module" / "charswap.py"
+    module = tmp_path / "attack-module" / "fixtureswap.py"
     module.parent.mkdir()
     module.write_text(CHARSWAP)
-    assert attacks.load_attacks(module) == ["charswap"]
+    assert attacks.load_attacks(module) == ["fixtureswap"]
     yield module
-    del attacks.ATTACKS["charswap"]
+    del attacks.ATTACKS["fixtureswap"]
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +118,7 @@ def _close_figures():
     plt.close("all")
 
 
-def test_an_attack_from_a_folder_of_its_own_runs_end_to_end(charswap, sentence_store, monkeypatch):
+def test_an_attack_from_a_folder_of_its_own_runs_end_to_end(fixtureswap, sentence_store, monkeypatch):
     before = _git_status()
 
     def no_nltk(*args, **kwargs):
@@ -127,13 +127,13 @@ def test_an_attack_from_a_folder_of_its_own_runs_end_to_end(charswap, sentence_s
     # it declares neither: no POS tagger, no OpenAttack configuration, no NLTK data looked up
     for module, function in ((offline, "configure_openattack"), (nltk_data, "default_roots"), (nltk_data, "use")):
         monkeypatch.setattr(module, function, no_nltk)
-    info = attacks.info("charswap")
+    info = attacks.info("fixtureswap")
     assert (info.label, info.success_unit, info.needs_openattack) == (LABEL, "fraction", False)
 
     examples = attack.run(
         sentence_store,
         None,
-        attackers=["charswap"],
+        attackers=["fixtureswap"],
         n=N,
         seed=0,
         query_budget=None,
@@ -141,14 +141,14 @@ def test_an_attack_from_a_folder_of_its_own_runs_end_to_end(charswap, sentence_s
         attack_options=["tries=30"],
         progress=False,
     )
-    assert len(examples) == N and set(examples.attacker) == {"charswap"} and examples.queries.ge(1).all()
+    assert len(examples) == N and set(examples.attacker) == {"fixtureswap"} and examples.queries.ge(1).all()
     fooled = examples[examples.success]
     assert len(fooled), "no example flipped: the units below would not show"
     assert (fooled.adversarial != fooled.original).all() and fooled.modified_words.between(1, 2).all()
     # deterministic per (seed, example): attacked again into another file, the same texts
     (run_dir,) = attack.select_runs(sentence_store).path
     again = attack.attack_run(
-        run_dir, n=N, seed=0, attacker="charswap", progress=False, path=charswap.parent / "again.jsonl"
+        run_dir, n=N, seed=0, attacker="fixtureswap", progress=False, path=fixtureswap.parent / "again.jsonl"
     )
     assert list(again.adversarial) == list(examples.adversarial)
 
@@ -158,7 +158,7 @@ def test_an_attack_from_a_folder_of_its_own_runs_end_to_end(charswap, sentence_s
     ax = attack_plots.attack_vs_tsp(**lines).axes[0]
     assert ax.get_title().startswith(f"{LABEL} attack success (openattack convention")
     # its unit: a fraction, as it declares (the default, %, would show 100 x the rate)
-    assert ax.get_ylabel() == "attack success rate" and "charswap success" not in style.PERCENT
+    assert ax.get_ylabel() == "attack success rate" and "fixtureswap success" not in style.PERCENT
     (line,) = [l for l in ax.get_lines() if l.get_marker() == "o"]
     assert list(line.get_ydata()) == pytest.approx([rate])
     side = attack_plots.attack_by_attacker(**lines)
@@ -175,15 +175,15 @@ def test_the_environment_names_attacks_that_are_read_not_imported(tmp_path, monk
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv(registry.ENV, "my_swaps")
     try:
-        assert registry.read_environment() == ["charswap"]
-        info = attacks.info("charswap")
-        assert (info.source, info.label, info.success_unit) == ("my_swaps:CharSwap", LABEL, "fraction")
+        assert registry.read_environment() == ["fixtureswap"]
+        info = attacks.info("fixtureswap")
+        assert (info.source, info.label, info.success_unit) == ("my_swaps:FixtureSwap", LABEL, "fraction")
         assert "my_swaps" not in sys.modules and info.cls is None
-        built = attacks.create("charswap", seed=3, swaps=1)
+        built = attacks.create("fixtureswap", seed=3, swaps=1)
         assert type(built).__module__ == "my_swaps" and built.params == {"seed": 3, "swaps": 1, "tries": 30}
-        assert attacks.info("charswap").cls is type(built)
+        assert attacks.info("fixtureswap").cls is type(built)
     finally:
-        attacks.ATTACKS.pop("charswap", None)
+        attacks.ATTACKS.pop("fixtureswap", None)
         sys.modules.pop("my_swaps", None)
     monkeypatch.setenv(registry.ENV, str(tmp_path / "missing.py"))
     with pytest.raises(RobustkitError, match=r"ROBUSTKIT_ATTACKS names .*missing.py', which is not a file"):
@@ -191,9 +191,9 @@ def test_the_environment_names_attacks_that_are_read_not_imported(tmp_path, monk
 
 
 @pytest.mark.slow
-def test_the_command_line_takes_an_attack_named_in_its_environment(charswap, sentence_store, tmp_path):
+def test_the_command_line_takes_an_attack_named_in_its_environment(fixtureswap, sentence_store, tmp_path):
     before = _git_status()
-    env = {**os.environ, "ROBUSTKIT_ATTACKS": str(charswap)}
+    env = {**os.environ, "ROBUSTKIT_ATTACKS": str(fixtureswap)}
     help_text = subprocess.run(
         [sys.executable, "-m", "robustkit", "analyze", "attack", "--help"],
         env=env,
@@ -201,11 +201,11 @@ def test_the_command_line_takes_an_attack_named_in_its_environment(charswap, sen
         text=True,
         check=True,
     ).stdout
-    assert "charswap" in help_text
-    figure = tmp_path / "charswap.pdf"
+    assert "fixtureswap" in help_text
+    figure = tmp_path / "fixtureswap.pdf"
     drawn = subprocess.run(
         [sys.executable, "-m", "robustkit", "plot", "attack-vs-tsp", str(sentence_store), "-o", str(figure)]
-        + ["--attackers", "charswap", "--n", str(N), "--include-failed"],
+        + ["--attackers", "fixtureswap", "--n", str(N), "--include-failed"],
         env=env,
         capture_output=True,
         text=True,
@@ -214,10 +214,10 @@ def test_the_command_line_takes_an_attack_named_in_its_environment(charswap, sen
     assert figure.read_bytes()[:4] == b"%PDF"
     unknown = subprocess.run(
         [sys.executable, "-m", "robustkit", "plot", "attack-vs-tsp", str(sentence_store), "-o", str(figure)]
-        + ["--attackers", "charswap"],
+        + ["--attackers", "fixtureswap"],
         env={k: v for k, v in os.environ.items() if k != "ROBUSTKIT_ATTACKS"},
         capture_output=True,
         text=True,
     )
-    assert unknown.returncode != 0 and "charswap" in unknown.stderr  # without it, an unknown attacker
+    assert unknown.returncode != 0 and "fixtureswap" in unknown.stderr  # without it, an unknown attacker
     assert _git_status() == before

@@ -1,39 +1,24 @@
 """Layer-span adapter ablation (Houlsby et al. 2019, section 3.6, figure 6 left/centre).
 
 For every span of encoder layers ``first..last`` (``first <= last``, 0-based), the trained
-adapters of those layers are removed -- each becomes the identity, through AdapterHub's
-per-layer skipping (``set_active_adapters(name, skip_layers=...)``, which every AdapterHub
-method whose modules live in layers obeys: bottleneck adapters, LoRA / IA3, prefix tuning, ReFT,
-and their unions; prompt tuning, whose prompt precedes the layers, is refused with an error
-naming it); nothing is re-trained and
-the trained LayerNorms and head stay -- and the model is re-evaluated on the dev set. Removing
-every layer's adapters gives exactly the pretrained base with the trained LayerNorms and head.
+adapters of those layers become the identity (AdapterHub's per-layer skipping; prompt tuning is
+refused), nothing is re-trained, the trained LayerNorms and head stay, and the model is
+re-evaluated on the dev set.
 
 Two implementations with identical results:
 
-:func:`naive_spans`
-    One full :func:`robustkit.train.evaluate.evaluate` per span: L(L+1)/2 x L layer evaluations per
-    batch (plus L for the unablated reference). The reference.
-:func:`fast_spans`
-    Per batch, one ordinary forward of the adapted model gives the embedding output and the
-    prefix states h_i (input of layer i, adapters everywhere below). For each ``first`` the
-    ablated states are extended one layer at a time (h_i -> layer i without adapters -> ...),
-    and for each ``last`` only the suffix last+1..L-1 is run with adapters, then pooler +
-    classifier + the model's loss. Layer evaluations per batch::
+- :func:`naive_spans`: one full :func:`robustkit.train.evaluate.evaluate` per span (the
+  reference);
+- :func:`fast_spans`: the prefix states once per batch, then per span only its ablated layers
+  and the suffix: ``L + L(L+1)(L+2)/6`` layer evaluations per batch instead of
+  ``L + L * L(L+1)/2`` (62 vs 132 for L = 6).
 
-        L + sum_{i<=j} (L - j)  =  L + L(L+1)(L+2)/6      (naive: L + L * L(L+1)/2)
+Both return the counts they measured in ``frame.attrs["layer_evaluations"]`` and the unablated
+model's values in ``frame.attrs["full"]``. :func:`run` skips full fine-tuning runs with a
+warning naming them and raises :class:`RobustkitError` when no adapter run is left.
 
-    i.e. 62 vs 132 for L = 6 and 376 vs 948 for L = 12. The layers are the model's own modules,
-    called with the very arguments (extended attention mask, ...) the model's forward gave
-    layer 0 (captured by a forward pre-hook), inside an adapters ``ForwardContext`` like the
-    model's own forward, so the numbers equal the naive ones up to float rounding (in practice
-    bit for bit on CPU: same kernels on the same inputs).
-
-Both return the counts they measured (forward hooks on the encoder layers) in
-``frame.attrs["layer_evaluations"]`` and the unablated model's values in ``frame.attrs["full"]``.
-
-Runs: only adapter runs can be ablated; :func:`run` skips full fine-tuning runs of the selection
-with a warning naming them and raises :class:`RobustkitError` when no adapter run is left.
+Which methods can be ablated and how the fast path equals the naive one:
+``docs/analyses.md``, "robustkit/analysis/ablation.py".
 """
 
 from __future__ import annotations

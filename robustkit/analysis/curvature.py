@@ -1,37 +1,23 @@
 """Curvature of the training loss at a run's checkpoints: the top Hessian eigenvalue and the
 Hessian trace, for the whole trained set and per layer or per module (issue #16, item 1).
 
-"Sharper" and "flatter" minima (Keskar et al. 2017; He et al. 2021 §5 read it off a 1-D line,
-:mod:`robustkit.analysis.landscape`) become two numbers per checkpoint here, as PyHessian (Yao
-et al. 2020) reports them: the largest eigenvalue of the Hessian of the training loss (power
-iteration) and its trace (Hutchinson), both from Hessian-vector products
-(:mod:`robustkit.measures.hessian`).
+"Sharper" and "flatter" minima (Keskar et al. 2017; He et al. 2021 §5) become two numbers per
+checkpoint, as PyHessian (Yao et al. 2020) reports them, both from Hessian-vector products
+(:mod:`robustkit.measures.hessian`):
 
-What is measured, exactly:
-
-- the loss: mean cross-entropy (nats; MSE for regression) of the model in eval mode (no
-  dropout, so the loss is a fixed function) on one fixed batch of ``examples`` training examples
-  (:func:`robustkit.analysis.batches.sampled_batches`: the same examples for every run trained on
-  the same data);
-- the parameters: the ones the run trains (every parameter for full fine-tuning; the adapters,
-  LayerNorms and head for adapter runs, whose frozen base enters the products only through its
-  activations). So a full run's Hessian and an adapter run's are over different parameter
-  sets: the numbers compare how sharply each method's own loss bends along the directions it
-  can move in;
-- the blocks: ``layer`` groups the parameters as the gradient norms of training do, from the
-  model's structure (:func:`robustkit.methods.model_parts.layer_groups`: ``embeddings``,
-  ``layer.<i>`` with the method's modules in it, ``shared``, ``pooler``, ``classifier``; any
-  encoder architecture), ``module`` by the module owning each tensor
-  (``...layer.0.attention.output.adapters.default.adapter_down.0``); a block's numbers are those
-  of the diagonal block H_BB (only that block moving);
-- the checkpoints: ``step-0`` (theta_0; for a run with ``tsp_step`` > 0 that is its TSP
-  checkpoint with a fresh classification head), ``best``, ``last``, and ``tsp``: the TSP
-  checkpoint itself (``tsp-<tsp_step>`` of the run's masked-LM run) under the loss it was trained
-  on, the masked-LM cross-entropy on ``examples`` training texts masked once with ``seed``, over
-  the parameters the TSP run trains (runs with ``tsp_step`` 0 have none and give no rows).
+- the loss: mean cross-entropy (nats; MSE for regression) in eval mode on one fixed batch of
+  ``examples`` training examples (:func:`robustkit.analysis.batches.sampled_batches`);
+- the parameters: the ones the run trains, so a full run's Hessian and an adapter run's are
+  over different parameter sets;
+- the blocks: ``layer`` (:func:`robustkit.methods.model_parts.layer_groups`) or ``module``; a
+  block's numbers are those of the diagonal block H_BB (only that block moving);
+- the checkpoints: ``step-0``, ``best``, ``last`` and ``tsp`` (the TSP checkpoint under its own
+  masked-LM loss; runs with ``tsp_step`` 0 give no rows).
 
 Attention runs through PyTorch's "math" scaled-dot-product kernel here: the fused CPU and flash
 kernels have no second derivative.
+
+What is measured, exactly: ``docs/analyses.md``, "robustkit/analysis/curvature.py".
 """
 
 from __future__ import annotations

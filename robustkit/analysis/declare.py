@@ -19,17 +19,12 @@ everything the rest of robustkit reads about it, as one module-level assignment:
         order=...,                              # where its verb is listed (default: after the others)
     )
 
-A function reference ``":name"`` is ``name`` in the declaring module (``module=__name__``); a
-full ``"module:function"`` names any other. The registry (:mod:`robustkit.analysis.registry`)
-discovers the declarations by reading the modules' source, without importing them (so
-``robustkit --help`` imports nothing heavy), and evaluates them with the names of this module
-only: a declaration uses literals and what is declared here, nothing else of its module. When
-the module is imported, its ``DECLARED`` is the same object, so its functions take their
-defaults from it (``DECLARED.default("top_k")``), never a second literal.
+``":name"`` is ``name`` in the declaring module. The registry reads a declaration from the
+source, without importing it, with this module's names only (literals and what is declared
+here); the imported module's functions take their defaults from its ``DECLARED``.
+:data:`ATTACKERS` and :func:`registered_attackers` read the attack registry live.
 
-The attack registry (:mod:`robustkit.attacks.registry`) is read here too: :data:`ATTACKERS`, the
-registered attackers' names as a parameter's choices (read live: an attack registered later in
-the session is a valid choice), and :func:`registered_attackers` for a help text.
+Why, in full: ``docs/analyses.md``, "robustkit/analysis/declare.py".
 """
 
 from __future__ import annotations

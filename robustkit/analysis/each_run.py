@@ -6,31 +6,18 @@ module does the rest, the same way for every analysis:
 1. the runs come from :func:`robustkit.analysis.select.select_runs` (or a group of them);
 2. each run's result is cached under ``<store>/.cache/<analysis>/<run_id>-<key>.<ext>``, the key
    hashing the analysis, its parameters and the sha256 of every checkpoint it reads
-   (:func:`robustkit.analysis.cache.cache_key`): a changed checkpoint or parameter is a new key,
-   so a stale result is never returned; a cache file that does not match its own sha256 is
-   computed again (:func:`robustkit.analysis.cache.read_frame`);
-3. a run whose checkpoint fails its sha256 check when it is loaded
-   (:class:`robustkit.errors.DamagedRunError`) is left out with a
-   :class:`robustkit.store.DamagedRunWarning` naming it, as ``load_runs`` leaves out the damaged
-   runs it sees: one bad run never stops the analysis of a store;
-4. a run without what the analysis reads (a checkpoint it never saved, a LoRA update it does not
-   have: :class:`robustkit.errors.RunLacksError`, raised by ``compute`` or the cache key) is left
-   out and named with what it lacks (:func:`leave_out`); when no run is left that is an error
-   naming them, never a traceback;
+   (:func:`robustkit.analysis.cache.cache_key`);
+3. a run whose checkpoint fails its sha256 check (:class:`robustkit.errors.DamagedRunError`) is
+   left out with a :class:`robustkit.store.DamagedRunWarning` naming it;
+4. a run without what the analysis reads (:class:`robustkit.errors.RunLacksError`) is left out
+   and named with what it lacks (:func:`leave_out`); none left is an error naming them;
 5. the run's identity columns are put in front (:func:`robustkit.analysis.select.with_identity`).
 
-A *resumable* analysis (an attack, example by example) appends to its own cache file as it goes
-(JSON lines): it receives the file's path and returns the run's whole result, so a killed
-analysis resumes where it stopped.
+A *resumable* analysis (an attack) appends to its own cache file (JSON lines) as it goes. How a
+result was computed (the device, torch's version) stays out of the key and is recorded with the
+cached frame (``frame.attrs["provenance"]``, gathered by :func:`collect_provenance`).
 
-Provenance
-    How a result was computed but not what it is (the device, torch's version) is kept out of the
-    key: a frame computed on the GPU is the one a CPU call gets back. It is recorded instead with
-    the cached frame (``frame.attrs["provenance"]``, which parquet keeps in the file's metadata)
-    and gathered per run by :func:`collect_provenance`, which
-    :meth:`robustkit.analysis.registry.Analysis.run` wraps around every analysis: its frame's
-    ``attrs["provenance"]`` maps each run to where its result was computed (``{}`` for a file
-    cached before provenance was recorded).
+Each step and the provenance in full: ``docs/analyses.md``, "robustkit/analysis/each_run.py".
 """
 
 from __future__ import annotations

@@ -3,32 +3,19 @@
 An analysis is one module of ``robustkit/analysis/`` whose ``DECLARED = Analysis(...)`` states,
 next to its computation, its parameters, options, summary and statistics
 (:mod:`robustkit.analysis.declare`). The registry discovers those declarations by reading the
-modules' source (:func:`discover`), without importing them: reading the registry (``--help``)
-imports nothing heavy, and a module's functions are imported only when called. An analysis in a
-module outside the package (a project's own) is added by :func:`register_module`.
-
-What every other part of robustkit reads is an :class:`Analysis`:
-
-- its **computation**: ``compute`` (``"module:function"``), called as
-  ``function(store, select, **params, **options)``; one tidy DataFrame of the selected runs,
-  cached per run next to them (:mod:`robustkit.analysis.each_run`);
-- its **parameters**, typed and declared once (:class:`robustkit.params.Param`: default, help,
-  choices); ``options`` are the settings that change how it runs, not what it returns (device,
-  threads), so they never enter a cache key;
-- its **summary**: the table ``robustkit analyze <name>`` prints;
-- its **statistics** (:class:`Statistic`): the per-run numbers claims are tested on, each a
-  function of the analysis's own frame, named ``<analysis>.<statistic>`` in recipes.
-
-The ``robustkit analyze`` verbs are generated from these entries (:mod:`robustkit.cli.analyze`),
-figures name an analysis plus plot-only parameters (:mod:`robustkit.figures`), and a claim is
-judged on the very frame its figure drew (:mod:`robustkit.verdicts.tally`): the same parameters, so the
-same cache entry::
+modules' source (:func:`discover`), without importing them; :func:`register_module` adds an
+analysis of a module outside the package. Each :class:`Analysis` has a ``compute``
+(``function(store, select, **params, **options)``, cached per run by
+:mod:`robustkit.analysis.each_run`), typed parameters, ``options`` that never enter a cache
+key, a summary and per-run statistics (:class:`Statistic`)::
 
     from robustkit.analysis.registry import get
     frame = get("rsa").run("runs/demo", ["task=rt"], tokens=2000)
     slopes = get("gradnorm").statistic("slope", get("gradnorm").run("runs/demo"), layer="top")
 
-Adding an analysis is one module in ``robustkit/analysis/`` (CONTRIBUTING.md).
+The ``robustkit analyze`` verbs, the figures and the claims read these entries. What each part
+is and who reads it: ``docs/analyses.md``, "robustkit/analysis/registry.py"; adding an analysis:
+CONTRIBUTING.md.
 """
 
 from __future__ import annotations

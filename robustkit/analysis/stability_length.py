@@ -8,29 +8,17 @@ spread of each method after 1, 2, ... epochs of training. Two numbers:
 - the standard deviation over seeds per configuration and epoch (:func:`seed_spread_by_epoch`,
   what the figure draws, with each run's distance from the median of the other runs of its
   configuration, :func:`deviations`: a picture, never tested), and
-- per **disjoint seed pair** of a configuration, the gap |score A - score B| at the pair's first
-  epoch end minus at its last (:func:`pair_gap_drops`): what a claim tests "training longer
-  brings the seeds together" on. A seed spread is a property of several runs: no number computed
-  from one run's own history carries it (a distance to a fixed reference moves with the mean as
-  much as with the spread), and a run's distance from its configuration's other runs makes each
-  run's value depend on every other run's (issue #37: 14 dependent values; a false *agrees*
-  twice as often as alpha in the reviewer's simulation). Disjoint pairs share no run: within a
-  configuration the runs are sorted by seed and paired first with second, third with fourth (an
-  odd one out is left out), the rule of :mod:`robustkit.analysis.curve_connectivity` and of
-  :func:`robustkit.verdicts.decidability.claim_sizes` for ``unit = "disjoint pair"``; so each pair's value
-  is a function of its two runs' histories alone, and the pairs are independent. For two seeds
-  with scores of standard deviation sigma, E|A - B| = 2 sigma / sqrt(pi) (normal scores): the gap
-  is a one-pair estimate of the seed spread, and its drop an estimate of the spread's drop.
+- per **disjoint seed pair** of a configuration (runs sorted by seed, first with second, third
+  with fourth), the gap |score A - score B| at the pair's first epoch end minus at its last
+  (:func:`pair_gap_drops`): what a claim tests "training longer brings the seeds together" on.
+  A pair's ``outcome`` is ``ok`` only where both runs' outcomes at their last epoch end are.
 
-Every evaluation counts, a run at the majority class too: a seed that has not learned yet (or
-never does) is the instability Chen et al. count over seeds. A pair's ``outcome`` in
-:func:`pair_gap_drops` is ``ok`` only where both runs' outcomes at their last epoch end are (else
-the first failed one's).
+Every evaluation counts, a run at the majority class too. An epoch end is a point of one run
+under the whole run's learning-rate schedule, not a separate run trained for that many epochs
+as in the paper.
 
-Deviation from the paper: an epoch end here is a point of one run under the learning-rate
-schedule of the whole run (linear decay to zero at its last step), not a separate run trained
-for that many epochs, as the paper's lengths are (as Han et al. 2021's figures 9-10 at
-``han2021/fig9-10``).
+Why disjoint pairs (issue #37), the gap as an estimate of the spread, and the deviation from the
+paper: ``docs/analyses.md``, "robustkit/analysis/stability_length.py".
 """
 
 from __future__ import annotations

@@ -5,36 +5,19 @@ transform, ``power`` 5), on the sentence as given (not lowercased) tokenized int
 
 1. scoring: n queries of one sentence each, word i replaced by ``<UNK>``; a word's score is the
    target's probability without it (lower = more important);
-2. the ``power`` most important words (ties in ``np.argsort`` order) each get one character,
-   drawn at random, replaced by a look-alike Unicode character (``homoglyph``; lower-case letters,
-   digits, ``-`` and ``'`` have one, other characters are kept, so a word may stay unchanged);
+2. the ``power`` most important words each get one character, drawn at random, replaced by a
+   look-alike Unicode character (``homoglyph``);
 3. one query of the modified sentence: the attack succeeds when its prediction is not the
    target.
 
-It needs no gradients, word lists or embeddings; only OpenAttack's default tokenizer, whose
-Punkt and tagger resources :mod:`robustkit.attacks.offline` supplies from an NLTK data tree.
+:class:`DeepWordBug` seeds NumPy's global generator per example from (seed, example index), so
+a result depends on the example only; ``AttackResult.queries`` counts n + 1, under OpenAttack's
+``invoke_limit`` as the query budget; step 1's sentences are prefetched as one batch (the
+decisions stay OpenAttack's). It needs only OpenAttack's default tokenizer, whose NLTK resources
+:mod:`robustkit.attacks.offline` supplies.
 
-Randomness
-    Step 2 draws from NumPy's global generator: :class:`DeepWordBug` seeds it for each example
-    from (seed, example index) (:func:`robustkit.attacks.base.seeded`) and restores it after, so
-    a result depends on the example only, not on the examples attacked before it.
-
-Query count (``AttackResult.queries``)
-    The sentences OpenAttack's ``Classifier`` counts: n + 1. Not counted: the prediction of the
-    original that chooses the target (the caller makes it). A sentence without words fails with
-    0 queries (OpenAttack's code would attack an empty text).
-
-Query budget
-    As in PWWS's OpenAttack engine: OpenAttack's ``invoke_limit`` refuses a query that would
-    take the count past the budget, and the attack fails with the count before it.
-
-Batching
-    OpenAttack asks for step 1's sentences one at a time. :class:`DeepWordBug` first sends them
-    to the victim as one batch (``prefetch``), so OpenAttack's own queries are answered from the
-    victim's memo; the decisions stay OpenAttack's. Prefetched probabilities come from a
-    different batch than single queries would, so they may differ in their last bits (float64:
-    < 3e-15, see :mod:`robustkit.attacks.victim`); the prefetch batch of an example is the same
-    on every call, so results are reproducible either way.
+Randomness, query count, query budget and batching in full: ``docs/analyses.md``,
+"robustkit/attacks/deepwordbug.py".
 """
 
 from __future__ import annotations

@@ -1,55 +1,23 @@
 """Curvature of a loss from Hessian-vector products: the top eigenvalue (power iteration) and
 the trace (Hutchinson's estimator), for a whole parameter set or one block of it.
 
-The Hessian H of a loss L(theta) is never formed: it has p^2 entries (5e14 for BERT-base).
-What is computed is the product H v for a vector v shaped like the parameters, by
-differentiating the gradient once more (Pearlmutter 1994)::
+The Hessian H is never formed: ``H v = d/d theta (grad L(theta) . v)`` (Pearlmutter 1994) costs
+about two backward passes, over the tensors named as parameters only (an adapter run's products
+touch nothing of the frozen base but its activations). The loss may be given as *parts*
+(micro-batches, L = sum_k w_k L_k) whose graphs are built, used and freed in turn: memory for
+one part's activations plus three parameter-sized buffers, at about 1.5-2x the time. A *block*
+(one layer, one module) gives H_BB, the curvature of the loss when only that block moves.
 
-    H v = d/d theta (grad L(theta) . v)
+- :func:`top_eigenvalue`: lambda_max by power iteration from a seeded Gaussian start (a second,
+  shifted iteration where the eigenvalue of largest magnitude is negative), with the residual
+  ``||H v - lambda v||`` of its last iterate (a guaranteed bound), the products used and whether
+  the relative change fell below ``tol``;
+- :func:`hutchinson_trace`: tr(H) = E[v^T H v] for Rademacher v, with its standard error over
+  the samples, and every block's trace from the same products.
 
-which costs about two backward passes and memory for one more graph of the gradient. Only the
-tensors named as parameters enter the product: for an adapter run (frozen base) they are the
-adapters, LayerNorms and head, so the product touches nothing of the base but its activations.
-
-Memory: the product holds the gradient's graph, i.e. the activations of the batch twice over
-(the forward's and the first backward's), plus three parameter-sized buffers (gradient, v,
-H v). For an adapter run the buffers are small but the activations are not: the loss still
-flows back through every frozen layer above the lowest adapter. Both shrink with the batch,
-so the loss may be given as *parts* (micro-batches): L = sum_k w_k L_k, hence
-H v = sum_k w_k H_k v, each part's graph built, used and freed in turn. Memory then holds one
-part's activations, and what cannot shrink is the parameter-sized floor, which is where an
-adapter run's Hessian is cheap (full fine-tuning of BERT-base holds three 440 MB buffers).
-The price is time: the parts' graphs are rebuilt at every product (about 1.5-2x).
-
-A *block* is a subset of the parameters (one layer, one module). Restricting v to the block
-and reading H v on the block gives H_BB v_B, the diagonal block of the Hessian: the curvature
-of the loss when only that block moves, which is what "curvature per layer / per module"
-means here (the blocks' traces add up to the whole trace; their top eigenvalues do not add up
-to anything).
-
-Estimators (the numbers PyHessian, Yao et al. 2020, reports):
-
-- :func:`top_eigenvalue`: the largest eigenvalue lambda_max (the sharpness of Keskar et al. 2017
-  and PyHessian) by power iteration from a seeded Gaussian start. Power iteration finds the
-  eigenvalue of largest *magnitude*; where that one is negative (away from a minimum, a
-  direction of strong negative curvature), a second power iteration on the shifted H - lambda I,
-  whose eigenvalues are all >= 0, finds lambda_max (PyHessian stops at the first and reports
-  the negative one). The estimate comes with the residual r = ||H v - lambda v|| of its last
-  iterate: for a symmetric H some eigenvalue lies in [lambda - r, lambda + r] (a guaranteed
-  bound; it is the estimate's spread), the products used, and whether the relative change fell
-  below ``tol``.
-- :func:`hutchinson_trace`: tr(H) = E[v^T H v] for Rademacher v (Hutchinson 1989; the
-  Rademacher distribution has the smallest variance among such v, 2 sum_{i != j} H_ij^2, and
-  is exact for a diagonal H). The spread is the standard error over the samples. One product
-  per sample gives every block's trace as well: E[v_B^T (H v)_B] = tr(H_BB), because the
-  cross terms v_B^T H_BC v_C have mean zero for independent entries (they add sum_{i in B,
-  j not in B} H_ij^2 to a block's variance, which its standard error includes).
-
-Written by hand rather than with PyHessian (``pyhessian`` on PyPI): PyHessian takes a model
-called as ``model(inputs)`` with a separate criterion (Hugging Face models take a dict and
-return their loss), has no per-block estimates, and reports no spread for its eigenvalue; the
-estimators themselves are a few lines each, tested against exact Hessians (a quadratic and a
-small MLP whose Hessian ``torch.autograd.functional.hessian`` forms).
+Written by hand rather than with PyHessian, tested against exact Hessians. The derivations
+(memory, blocks, the estimators' variances) and why not PyHessian: ``docs/analyses.md``,
+"robustkit/measures/hessian.py".
 """
 
 from __future__ import annotations

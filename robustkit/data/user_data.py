@@ -9,53 +9,20 @@ the example's row in its source file or split)::
     task = robustkit.data.user_data.register(frame, name="reviews")    # a pandas DataFrame
     robustkit.train(RunSpec(task="reviews", data_dir="reviews.csv", model="bert-tiny"), "runs")
 
-Sources (the ``data_dir`` of a run, or an object in a notebook)
-    - a file: ``.csv``, ``.tsv``, ``.jsonl`` (``.json`` lines), ``.parquet``;
-    - a folder of such files named ``train``, ``validation`` (or ``valid``, ``val``, ``dev``)
-      and ``test``, one file per split;
-    - a folder written by :meth:`datasets.Dataset.save_to_disk` or
-      :meth:`datasets.DatasetDict.save_to_disk`;
-    - ``hub:NAME`` or ``hub:NAME:CONFIG``: :func:`datasets.load_dataset` of a hub dataset;
-    - in a notebook: a :class:`pandas.DataFrame`, :class:`datasets.Dataset` or
-      :class:`datasets.DatasetDict` (they live in this process only: save them to a file to
-      train in sweep workers).
+- sources: a ``.csv``, ``.tsv``, ``.jsonl`` or ``.parquet`` file, a folder of one such file per
+  split, a ``save_to_disk`` folder, ``hub:NAME[:CONFIG]``, or in a notebook a DataFrame or a
+  ``datasets`` object; column choices ride in the source string
+  (``reviews.csv#text=review,label=stars``, :func:`source_string`);
+- columns: the label is ``label_column`` or the first of :data:`LABEL_NAMES`; the text is
+  ``text_columns``, the first pair of :data:`PAIR_NAMES`, the first of :data:`TEXT_NAMES` or the
+  only string column; a float label means regression; a label of fewer than
+  :data:`RARE_LABEL_ROWS` rows is refused unless kept;
+- splits: a source's own splits are kept; a missing validation and/or test split is 10 % of
+  train each, drawn per label over distinct texts (seeded by :data:`USER_SPLIT_SEED`);
+- identity: :func:`fingerprint` (``user:sha256:<hex>``) hashes the contents, not the path.
 
-    Split names other than the above are refused, naming the ones found; a source with only
-    one split (a file, a frame, a single-split dataset) is that data's ``train`` split.
-
-    Column choices ride in the source string, so that a run's ``data_dir`` alone says how to
-    read its data (in a spawned sweep worker, in a later analysis):
-    ``reviews.csv#text=review,pair=answer,label=stars`` (:func:`source_string`).
-
-Columns
-    The label column is ``label_column`` or the first of :data:`LABEL_NAMES` present. The
-    text column(s) are ``text_columns`` or, found: the first pair of :data:`PAIR_NAMES` present,
-    else the first of :data:`TEXT_NAMES`, else the only string column. A float label column means
-    regression (one output; Spearman and Pearson correlations, Spearman the main metric);
-    otherwise its distinct values, sorted, are the label names (a ``datasets`` ClassLabel keeps
-    its own names and ids) and the metrics are accuracy (main) and, for two labels, F1 of the
-    second label. Labels are one type (``"1"`` and ``1`` one class); a label of fewer than
-    :data:`RARE_LABEL_ROWS` rows is refused as a likely typo unless kept (``rare=keep``,
-    ``--allow-rare-labels``); a label of validation or test that train lacks is refused.
-
-Split rule (the missing splits, seeded by :data:`USER_SPLIT_SEED`)
-    The splits a source has are kept as they are: a ``test`` split is always the test split,
-    never validation. A missing ``validation`` and/or ``test`` split is drawn from ``train``,
-    10 % of it for each: per label (regression: all rows one stratum), the distinct texts (the
-    tuple of text fields) are shuffled by a generator seeded with ``[USER_SPLIT_SEED, label]``
-    and the first 10 % go to validation, the next 10 % to test (where both are missing), as
-    :func:`robustkit.data.catalogue.grouped_stratified_split` does for embedded tasks. Rows with the
-    same text share a split. A single file of 1,000 rows thus gives 800 / 100 / 100.
-
-``train_size=N`` (a run's low-resource setting) takes the first N rows of a permutation of the
-train split seeded by ``split_seed``; validation and test stay as they are (unlike GLUE's
-low-resource rule, which draws 1k validation examples from train and tests on validation).
-
-Identity
-    :func:`fingerprint` is ``user:sha256:<hex>``, a hash of the splits' contents (every row's
-    ``idx``, text and label, :func:`robustkit.data.tasks.split_fingerprint`), the text column names
-    and the label names: a changed label or an added test file is another run id; moving or
-    renaming the file is not.
+The full rules (sources, columns and metrics, the split rule, ``train_size``, identity):
+``docs/reference.md``, "robustkit/data/user_data.py".
 """
 
 from __future__ import annotations

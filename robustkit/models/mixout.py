@@ -1,43 +1,23 @@
 """Mixout (Lee et al. 2020): dropout toward the weights at the start of tuning instead of toward 0.
 
-Lee et al. 2020 ("Mixout: effective regularization to finetune large-scale pretrained language
-models", ICLR) replace dropout by ``mixout(w0, p)``: during training, each input neuron of a
-linear layer has its outgoing weights (one column of the ``(out, in)`` weight) swapped for their
-values ``w0`` at the start of tuning with probability p, and the result is rescaled so that its
-expectation is the current weight W::
+During training, each input neuron of a linear layer has its outgoing weights (one column of the
+``(out, in)`` weight) swapped for their values ``w0`` at the start of tuning with probability p,
+rescaled so that the expectation is the current weight W::
 
-    W_eff = (M * W + (1 - M) * w0 - p * w0) / (1 - p) = w0 + M * (W - w0) / (1 - p)
+    W_eff = w0 + M * (W - w0) / (1 - p),    M ~ Bernoulli(1 - p), one draw per input neuron
 
-with M ~ Bernoulli(1 - p), one draw per input neuron, shared by the whole column. In evaluation
-``W_eff = W``. With ``w0 = 0`` this is dropout of the layer's inputs; with the pretrained weights
-as ``w0`` it regularises toward them, like an L2 penalty p / (1 - p) * ||W - w0||^2 (their
-theorem 2). He et al. 2021 table 7 apply it with p = 0.9 to full fine-tuning and to adapters,
-"replacing all dropout modules in the network with mixout".
+In evaluation ``W_eff = W``. He et al. 2021 table 7 apply it with p = 0.9.
 
-What :func:`apply_mixout` does with p > 0 (p = 0 leaves the model untouched: plain dropout):
+:func:`apply_mixout` with p > 0 (p = 0 leaves the model untouched) switches off every dropout
+of the model and makes every ``nn.Linear`` whose weight trains a :class:`MixLinear` whose ``w0``
+is its weight at that moment (call it at step 0 of tuning); frozen linear layers stay as they
+are. :class:`MixLinear` reuses the layer's own ``weight`` and ``bias`` and keeps ``w0`` in a
+non-persistent buffer, so parameter names, the optimiser, ``state_dict`` and the checkpoints are
+those of a run without mixout; its masks come from torch's global RNG, so resumed runs stay
+bit-identical.
 
-- every dropout of the model is switched off (``nn.Dropout`` modules, and the attention-
-  probability dropout that transformers' SDPA attention reads from a float ``dropout_prob``);
-- every ``nn.Linear`` whose weight trains becomes a :class:`MixLinear` whose target ``w0`` is
-  its weight at that moment (call it at step 0 of tuning). Frozen linear layers stay as they
-  are: mixing a weight that never moves with its own initial value is the identity.
-
-So for ``full`` the encoder's linear layers, the pooler and the classifier are mixed; for
-``houlsby`` the adapters' down- and up-projections (toward their initial values) and the
-classifier; LayerNorms and embeddings are not linear layers and are not mixed.
-
-:class:`MixLinear` reuses the layer's own ``weight`` and ``bias`` parameters and keeps ``w0`` in a
-non-persistent buffer, so parameter names, the optimiser, ``state_dict`` and the checkpoints
-(which hold W, never the mixed weight) are the same as without mixout, and a run is rebuilt for
-analysis as base model + saved tensors without it (at evaluation mixout is the identity anyway).
-The masks come from torch's global RNG, so per-step seeding keeps resumed runs bit-identical.
-
-Written by hand: no maintained library applies mixout to transformers / AdapterHub models (the
-authors' reference code is an unpackaged ``MixLinear`` module). Two deliberate differences from
-that reference code: gradients come from autograd through ``F.linear`` on the mixed weight, so
-dW = M / (1 - p) * dW_eff (the reference backward omits the 1 / (1 - p); AdamW is invariant to
-that scale, gradient clipping and the logged gradient norms are not); the bias is not mixed, as
-in the reference.
+The derivation (the L2 view), which layers each method mixes, and the two deliberate differences
+from the authors' reference code: ``docs/reference.md``, "robustkit/models/mixout.py".
 """
 
 from __future__ import annotations

@@ -13,25 +13,17 @@ Layout::
     <store>/.cache/            what can be computed again: analysis frames, the readers' hashes
     <store>/.damaged/          runs moved aside by ``robustkit verify --repair``
 
-Checkpoint names: ``step-0`` (theta_0, the state before tuning), ``best``, ``last`` and
-``tsp-<N>`` (task-specific pretraining runs). A checkpoint is valid only if the manifest lists
-it with the sha256 of every file: files are written under a temporary name and renamed, and the
-manifest is rewritten (atomically) after the rename, so a crash at any point leaves either the
-old or the new checkpoint, never a mix.
+A checkpoint (``step-0``, ``best``, ``last``, ``tsp-<N>``) is valid only if the manifest lists
+it with the sha256 of every file; a crash at any point leaves the old or the new one, never a mix.
 
-One concern per module:
+One concern per module of ``robustkit.store``: ``atomic`` (atomic writes, sha256), ``folders``
+(the layout), ``schema`` (run statuses, the manifest's schema), ``manifest`` (manifests, damaged
+runs, a run's spec), ``locks``, ``integrity`` (whether a run's files are those its manifest
+lists), ``checkpoints`` (sha256-checked checkpoints, crash recovery) and ``tables`` (the store as
+tidy DataFrames: the notebook's loaders, re-exported here as ``robustkit.store.load_runs``, ...).
 
-- :mod:`robustkit.store.atomic`: atomic file writes and sha256 of bytes and files;
-- :mod:`robustkit.store.folders`: the store's layout: file names, store and run folders;
-- :mod:`robustkit.store.schema`: run statuses and the manifest's schema;
-- :mod:`robustkit.store.manifest`: reading and writing manifests, damaged runs, a run's spec;
-- :mod:`robustkit.store.locks`: the lock held by the process training a run;
-- :mod:`robustkit.store.integrity`: whether a run's files are those its manifest lists (every
-  file hashed by ``verify``; by every reader once per change, through ``.cache/verified/``);
-- :mod:`robustkit.store.checkpoints`: sha256-checked checkpoints, crash recovery;
-- :mod:`robustkit.store.tables`: the store as tidy DataFrames (the notebook's loaders).
-
-The notebook's loaders are re-exported here (``robustkit.store.load_runs``).
+Checkpoint names, the write order that makes crashes safe and each module in full:
+``docs/reference.md``, "robustkit/store/__init__.py".
 """
 
 from __future__ import annotations

@@ -7,14 +7,9 @@
   ``eval_every`` steps and at each epoch end, ``step-0`` / ``best`` / ``last`` checkpoints,
   per-layer gradient norms (before clipping) at every step.
 
-Both resume from their ``last`` checkpoint after a crash and reproduce the uninterrupted run
-exactly: the batch and the dropout/masking randomness of step ``s`` depend only on (seed, s).
-
-Both stop a run that diverges (:class:`Diverged`): a non-finite training loss or gradient norm
-(checked every step, before the update), or non-finite weights (checked before every evaluation
-and checkpoint). Nothing non-finite is ever saved: the run keeps its last finite state as
-``last`` (and ``best``), is marked ``diverged`` in its manifest (status and outcome,
-:mod:`robustkit.train.collapse`), and is finished: never trained again.
+Both resume from ``last`` after a crash exactly as the uninterrupted run (step ``s``'s
+randomness depends only on (seed, s)), and both stop a run that diverges (:class:`Diverged`),
+which keeps its last finite state and is marked ``diverged``.
 
 One concern per module:
 
@@ -29,9 +24,8 @@ One concern per module:
 - :mod:`robustkit.train.records`: what the manifest records of a run's data and trainable
   parameters.
 
-Layer naming (:mod:`robustkit.models.layer_names`) and the masked-LM loss (:mod:`robustkit.models.masked_lm`)
-live outside this package: analyses use them too, and nothing in ``robustkit.analysis`` imports
-from training.
+The divergence guard in full, and why layer naming and the masked-LM loss live outside this
+package: ``docs/reference.md``, "robustkit/train/__init__.py".
 """
 
 from __future__ import annotations

@@ -1,60 +1,26 @@
 """Bring your own checkpoints: put models trained elsewhere into a run store, as runs that every
 analysis accepts.
 
-A source folder is one of
+A source folder is a fine-tuned transformers model (``save_pretrained``: a run of method
+``full``), an AdapterHub adapter folder (``save_adapter``: robustkit's own method where one makes
+exactly its config, :func:`robustkit.methods.registry.method_of_config`, else method
+``adapterhub``), or a checkpoint series of ``checkpoint-<N>/`` subfolders of either. The run is
+rebuilt, as every run is, as the base (``base``) + the method + the saved tensors
+(:mod:`robustkit.train.run_model`); a source of another architecture is refused.
 
-- a fine-tuned transformers model (``config.json`` + weights, as ``save_pretrained`` writes it):
-  a run of method ``full``;
-- an AdapterHub adapter folder (``adapter_config.json`` + weights + the head, as
-  ``model.save_adapter(folder, name)`` writes it for a transformers model with ``adapters.init``):
-  a run of robustkit's own method where one makes exactly the folder's config (a LoRA config is
-  method ``lora`` with its ``r``, ``alpha``, ...; ``seq_bn`` is ``pfeiffer``, ``double_seq_bn``
-  ``adapterhub-houlsby``, ``prefix_tuning`` ``prefix``: :func:`robustkit.methods.registry.method_of_config`),
-  so that it compares with runs trained here; any other config (a union, another
-  non-linearity, ...) is a run of method ``adapterhub`` whose config is the folder's, written out
-  as JSON;
-- a checkpoint series: a folder of ``checkpoint-<N>/`` subfolders, each one of the above (as
-  transformers' ``Trainer`` writes them; an ``AdapterTrainer`` checkpoint's adapter may sit one
-  folder down).
+Checkpoints written: ``step-0`` (the base with the method at its init, the head robustkit's with
+seed 0), ``step-<N>`` per checkpoint of a series, ``last`` and ``best`` (the series' checkpoint
+with the best validation score, as training chooses it); ``last`` and ``best`` are scored and
+get an outcome (:mod:`robustkit.train.collapse`). An import is all or nothing, and pickled
+weights are read with ``torch.load(weights_only=True)``. What nobody told robustkit (the seed,
+the learning rate, ...) is recorded as unknown (the manifest's ``unknown``), never guessed; the
+manifest's ``import`` records the source folder and the sha256 of each of its files.
 
-The base model (``base``: an embedded name, a folder or a hub name) is the model the source was
-tuned from; the run is rebuilt, as every run is, as the base + the method + the saved tensors
-(:mod:`robustkit.train.run_model`), so tensors are copied by name and shape into a model built here,
-and a source of another architecture is refused.
+``train_size`` decides the split convention the import is scored under; without it the store's
+own runs of the task decide (:func:`store_convention`).
 
-Checkpoints written: ``step-0``, the base with the method at its init (theta_0 for the loss
-landscape and the reference of RSA; the source's own initial head is unknown, so the head is
-the one robustkit initialises, with seed 0, and the manifest says so); ``step-<N>`` for each
-checkpoint of a series; ``last`` (the source, or the series' last checkpoint) and ``best`` (the
-series' checkpoint with the best validation score, computed here on the task's validation
-split, as training chooses it; ``last`` otherwise). ``last`` and ``best`` are scored on the
-validation and test splits and get an outcome (:mod:`robustkit.train.collapse`), so collapsed imports
-are counted as such. A series' validation scores are its ``history.parquet``; an import has no
-gradient norms (they were not logged here).
-
-An adapter folder holds the adapter and the head, not the base: where the base's checkpoint
-lacks weights that transformers then initialises at random (a masked-LM checkpoint has no
-pooler), the run is rebuilt faithfully only with the source's ``seed`` given (and the same
-transformers init); a hub base such as ``bert-base-uncased`` holds them all.
-
-An import is all or nothing: on any failure (a source that does not fit the base, unreadable
-weights, an interrupt) the run's folder is removed, so no half-made run is left in the store.
-Weights saved as pickles (``pytorch_model.bin``, AdapterHub's ``pytorch_adapter.bin`` and head)
-are read by transformers and AdapterHub with ``torch.load(weights_only=True)``, which loads
-tensors and refuses any other object, so a pickle in a user's folder never runs code.
-
-What nobody told robustkit (the seed, the learning rate, epochs, batch size, ...) is recorded
-as unknown (the manifest's ``unknown``; None in :func:`robustkit.store.load_runs`), never
-guessed. The manifest's ``import`` records the source folder and the sha256 of each of its files.
-
-Split convention. ``train_size`` decides which examples score the import as well as recording
-the source's training size: with it, the low-resource splits of :mod:`robustkit.data.tasks` (test is
-the task's validation split: 1,281 rows for ``rt``), without it the full-data ones (``rt``'s own
-test split, 1,279 rows). An import scored under another convention than the runs beside it
-would be compared on other examples, so when ``train_size`` is not given the store's own runs
-of the task decide (:func:`store_convention`): all of one convention, the import gets it (the
-manifest's ``import.split_convention`` says so); several, the import is refused with each one
-named, until ``train_size`` (and ``split_seed``) say which.
+The details (adapter configs, a base's missing weights and ``seed``, the split convention):
+``docs/reference.md``, "robustkit/train/importing.py".
 """
 
 from __future__ import annotations

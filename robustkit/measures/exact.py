@@ -1,36 +1,26 @@
 """Exact small-sample tests and the intervals that invert them: what a verdict is decided by.
 
-A claim about runs is decided on a handful of runs per group (3-10 seeds), where large-sample
-approximations and percentile bootstraps do not hold: a percentile bootstrap of 2 vs 2 runs
-returns the extreme differences as its "95% interval". The rank tests here are exact (their null
-distribution counted, ties included, up to 60 runs; above, the normal approximation with tie and
-continuity corrections, accurate at those sizes), so their false-positive rate is at most alpha, and every interval
-is the set of effects the
-test does not reject, so it exists only where the test can decide:
+The rank tests here are exact (their null distribution counted, ties included, up to 60 runs;
+above, the normal approximation with tie and continuity corrections), so their false-positive
+rate is at most alpha, and every interval is the set of effects the test does not reject:
 
-- :func:`rank_sum`: one-sided Wilcoxon-Mann-Whitney test of location (two independent groups
-  that share one distribution under the null; verdicts use :mod:`robustkit.measures.brunner_munzel`,
-  valid when their spreads differ); :func:`shift_interval`: the Hodges-Lehmann shift and its
-  exact interval from inverting it;
-- :func:`sign_test`: one-sided exact sign test of one group's median against a constant (what
-  threshold claims use: no symmetry assumed); :func:`median_interval`: the median and the exact
-  interval that inverts it;
-- :func:`signed_rank`: one-sided Wilcoxon signed-rank test of one group against a constant (for
-  symmetric values only); :func:`centre_interval`: the one-sample Hodges-Lehmann centre and its
-  exact interval;
-- :func:`spread_pairs`: one-sided exact test of dispersion, the rank-sum test of the groups'
-  seed-pair differences (Moses 1963): exchangeable exactly under the null, unlike deviations
-  from an estimated median; :func:`spread_interval`: the spread ratio and its exact interval;
-- :func:`rate_test`: Fisher's exact test of two rates, one-sided; :func:`rate_interval`: the
-  conditional odds ratio and the exact interval that inverts the same test;
-- :func:`smallest_p`: the smallest p-value each test can give at given group sizes, the
-  decidability of a claim before any run exists.
+- :func:`rank_sum` / :func:`shift_interval`: one-sided Wilcoxon-Mann-Whitney test of location,
+  the Hodges-Lehmann shift (verdicts use :mod:`robustkit.measures.brunner_munzel`);
+- :func:`sign_test` / :func:`median_interval`: one group's median against a constant (threshold
+  claims: no symmetry assumed);
+- :func:`signed_rank` / :func:`centre_interval`: Wilcoxon signed-rank test against a constant
+  (symmetric values only), the one-sample Hodges-Lehmann centre;
+- :func:`spread_pairs` / :func:`spread_interval`: dispersion, the rank-sum test of the groups'
+  seed-pair differences (Moses 1963), the spread ratio;
+- :func:`rate_test` / :func:`rate_interval`: Fisher's exact test of two rates, the conditional
+  odds ratio;
+- :func:`smallest_p`: the smallest p-value each test can give at given group sizes.
 
-scipy provides the tests' p-values (``mannwhitneyu``, ``wilcoxon``, ``permutation_test``,
-``fisher_exact``); the null distributions of the rank statistics, needed for the inverted
-intervals and the smallest p, are counted here by the textbook recursions (scipy keeps them
-private). Inputs are 1-D arrays of per-run values (shape ``(n,)``, the values' units); ``alpha``
-is the one-sided level, and intervals are two-sided at ``1 - 2 alpha`` (each tail alpha).
+Inputs are 1-D arrays of per-run values (shape ``(n,)``, the values' units); ``alpha`` is the
+one-sided level, and intervals are two-sided at ``1 - 2 alpha`` (each tail alpha).
+
+Why exact tests at 3-10 seeds, and what scipy provides: ``docs/verdicts.md``,
+"robustkit/measures/exact.py".
 """
 
 from __future__ import annotations

@@ -1,56 +1,27 @@
 """Collapsed and diverged runs: the one definition every table, figure, test and claim uses.
 
-A fine-tuning run can end without having learned the task. The papers count such runs apart:
-He et al. 2021 (section 5) say full fine-tuning "often collapses" at larger learning rates, and
-Mosbach et al. 2021 ("On the stability of fine-tuning BERT") report the *failed-run rate* per
-setting instead of averaging failed runs into the mean. robustkit does the same. A run's
-**outcome** on a scored split is one of
+A fine-tuning run can end without having learned the task; the papers count such runs apart
+(He et al. 2021, section 5; Mosbach et al. 2021's failed-run rate), and so does robustkit. A
+run's **outcome** on a scored split is one of
 
-``diverged``
-    training stopped at a non-finite loss, gradient norm or weights (run status ``diverged``,
-    :mod:`robustkit.train`; the run keeps its last finite checkpoints, whose scores do not
-    make it a result), or its score, or its loss on the scored split where known, is not a
-    finite number (a model with non-finite weights scored as it is);
-``not-learned``
-    it is stuck at the majority class (as ``collapsed`` below) and never left it at any validation
-    evaluation of its training (``ever_learned`` False: the budget was too small for it, e.g. the
-    demo's adapters at 2e-5), so it is under-trained, not unstable;
-``collapsed``
-    it is stuck at the majority class after having left it (or where its history is unknown):
-    either nearly all of its predictions on the scored split fall in one class (share of the
-    most frequent predicted class >= ``max_class_share``, default 0.95), or its score is
-    significantly below what a run that learned would score: ``value < baseline + delta -
-    z * se(baseline + delta)``, with ``delta`` = ``learned_margin`` (default 0.1 in the metric's
-    units: a run that learned the task beats always predicting the majority class by at least
-    that much), ``z`` = ``noise_z`` (default 2, one-sided ~2.3%) and ``se`` the standard error
-    of the metric on the ``n`` scored examples (accuracy: ``sqrt(p (1 - p) / n)`` at that
-    accuracy ``p``; F1: ``0.5 / sqrt(n)``, the largest binomial standard error; correlations (MCC,
-    Pearson, Spearman): ``1 / sqrt(n)``, the null standard error of a correlation);
-``ok``
-    anything else. Where the score is significantly above the baseline (``value > baseline +
-    z * se(baseline)``) the run learned; where it is neither significantly above the baseline nor
-    significantly below ``baseline + delta``, the evaluation set is too small to tell, and the
-    run is **undecided** (:func:`undecided`): it stays a result (``ok``), flagged, because
-    dropping it would drop honest runs of small data sets.
+- ``diverged``: training stopped at a non-finite loss, gradient norm or weights, or its score
+  (or its loss) on the scored split is not a finite number;
+- ``not-learned``: stuck at the majority class and never left it at any validation evaluation
+  of its training (``ever_learned`` False): under-trained, not unstable;
+- ``collapsed``: stuck at the majority class after having left it (or history unknown): the most
+  frequent predicted class has a share >= ``max_class_share`` (0.95), or the score is below
+  ``baseline + delta - z * se(baseline + delta)`` (``delta``: ``learned_margin``, 0.1; ``z``:
+  ``noise_z``, 2; ``se``: the metric's standard error on the ``n`` scored examples);
+- ``ok``: anything else; a run neither significantly above the baseline nor significantly below
+  ``baseline + delta`` is **undecided** (:func:`undecided`): kept as a result, flagged.
 
-Both sides are one-sided tests at ``z``: a run that learned exactly ``delta`` is called
-collapsed at most about 2.3% of the time whatever ``n`` (simulated in ``bench/collapse_rule.py``:
-an honest 70% run on a 64-row test set with a 55% majority class is called collapsed 0.15% of
-the time, where the rule before issue #46 called 26% of such runs collapsed; 35% of them are
-undecided, and kept). With 1,000
-examples and a 57% majority class a run above 60.2% accuracy is ``ok`` and one below 63.9%
-that is not above 60.2% collapsed: every run is decided. Without ``n`` (unknown split size)
-only ``value <= baseline`` counts; without a baseline (a loss, or data that cannot be read)
-only the class-share and finiteness rules do. :func:`evaluation_floor` is the smallest ``n``
-at which every run is decided (train warns below it).
+:func:`evaluation_floor` is the smallest ``n`` at which every run is decided. Figures and tables
+leave failed runs out of means, spreads and tests by default and report ``collapsed k/n``
+(:func:`failure_rates`); :func:`label` and :data:`FAILED_WORDS` are the one vocabulary, and
+:func:`with_history` makes a collapsed run that never learned ``not-learned``.
 
-Figures and tables mark collapsed and diverged runs, leave them out of means, spreads and tests
-by default and report ``collapsed k/n`` per group (:func:`failure_rates`).
-
-These four words are the one vocabulary of outcomes: ``train``'s summary, ``runs``, ``stats``,
-``analyze`` tables and figure labels print them as they are (:func:`label`, :data:`FAILED_WORDS`),
-so a run is called the same everywhere; :func:`with_history` makes a collapsed run that never
-learned ``not-learned`` wherever its training history is known.
+The standard error of each metric, the rule's error rates (``bench/collapse_rule.py``) and the
+cases without ``n`` or a baseline: ``docs/verdicts.md``, "robustkit/train/collapse.py".
 """
 
 from __future__ import annotations

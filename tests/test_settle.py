@@ -40,7 +40,11 @@ def _agree_rate(claim: Claim, observations: pd.DataFrame, n: int, draws: int, se
     end nearest no effect)."""
     shrunk = settle.conservative(claim, settle.selected(claim, observations))[0]
     boot, rng = settle.Bootstrap(claim, shrunk), np.random.default_rng(seed)
-    return float(np.mean([judge(claim, boot.draw(n, rng)[0]).iloc[-1]["verdict"] == AGREES for _ in range(draws)]))
+    return float(
+        np.mean(
+            [judge(claim, boot.draw(n, rng)[0], describe=False).iloc[-1]["verdict"] == AGREES for _ in range(draws)]
+        )
+    )
 
 
 def test_more_runs_settle_a_clear_effect_that_five_runs_do_not():
@@ -217,7 +221,7 @@ def test_the_runs_it_recommends_keep_their_promise_on_fresh_stores():
     rates = []
     for _ in range(14):
         pilot = _runs({"houlsby": 0.70 + 0.01 * rng.standard_normal(5), "full": 0.72 + 0.01 * rng.standard_normal(5)})
-        if judge(claim, pilot).iloc[-1]["verdict"] != "inconclusive":
+        if judge(claim, pilot, describe=False).iloc[-1]["verdict"] != "inconclusive":
             continue
         found = settle.runs_to_decide(claim, pilot, simulations=100)
         if found["n"] is None:
@@ -228,6 +232,7 @@ def test_the_runs_it_recommends_keep_their_promise_on_fresh_stores():
             judge(
                 claim,
                 _runs({"houlsby": 0.70 + 0.01 * rng.standard_normal(n), "full": 0.72 + 0.01 * rng.standard_normal(n)}),
+                describe=False,
             ).iloc[-1]["verdict"]
             == AGREES
             for _ in range(100)

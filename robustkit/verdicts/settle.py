@@ -267,7 +267,7 @@ def verdict_rates(
     while done < simulations:
         for _ in range(min(BATCH, simulations - done)):
             frame, improving = boot.draw(n, rng)
-            verdict = judge(claim, frame, improving=improving).iloc[-1]["verdict"]
+            verdict = judge(claim, frame, improving=improving, describe=False).iloc[-1]["verdict"]
             if verdict in counts:
                 counts[verdict] += 1
             done += 1

@@ -45,8 +45,21 @@ if TYPE_CHECKING:  # claims import the analyses (torch); recipes are read by `--
     from robustkit.verdicts.spec import Claim
 
 RECIPE_DIR = Path(__file__).resolve().parents[2] / "recipes"
-_RECIPE_KEYS = {"title", "figure", "params", "output", "claim", *SCALES}
-_SCALE_KEYS = {"base", "grid", "params"}
+RECIPE_KEYS = {
+    "title": "what the figure shows: its heading",
+    "figure": "the registered figure that draws it (`robustkit plot --help` lists them)",
+    "params": 'the figure\'s parameters at every scale (`{ split = "validation" }`)',
+    "output": "the PDF's file name",
+    "claim": "one `[[claim]]` table per paper claim the figure illustrates (its keys: the next table)",
+    **{scale: f"the runs at the {scale} scale: a `[{scale}]` section (its keys: the table after)" for scale in SCALES},
+}
+"""A recipe file's top-level keys and what each holds (docs/recipes.md is generated from it)."""
+SCALE_KEYS = {
+    "base": "settings every run of the scale starts from, over `defaults.toml`'s `[<scale>.base]`",
+    "grid": "`[<scale>.grid]` (or several `[[<scale>.grid]]`): run setting -> values; the runs are each grid's product",
+    "params": "the figure's parameters at this scale, over the recipe's `params`",
+}
+"""A scale section's keys."""
 
 
 class RecipeError(RobustkitError):
@@ -187,7 +200,7 @@ def load_recipe(name: str, folder: str | Path = RECIPE_DIR) -> Recipe:
         known = ", ".join(names) or "none"
         raise RecipeError(f"unknown recipe {name!r}{did_you_mean(name, names)} (no {path}); known recipes: {known}")
     raw = _read_toml(path)
-    unknown = sorted(set(raw) - _RECIPE_KEYS)
+    unknown = sorted(set(raw) - set(RECIPE_KEYS))
     missing = sorted({"title", "figure", "output"} - set(raw))
     if unknown or missing:
         raise RecipeError(f"recipe {path}: unknown key(s) {unknown}, missing key(s) {missing}")
@@ -316,9 +329,9 @@ def _scaled_train_size(fields: dict):
 
 
 def _scale_section(path: Path, scale: str, section: dict) -> dict:
-    unknown = sorted(set(section) - _SCALE_KEYS)
+    unknown = sorted(set(section) - set(SCALE_KEYS))
     if unknown:
-        raise RecipeError(f"recipe {path}: unknown key(s) {unknown} in [{scale}]; known: {sorted(_SCALE_KEYS)}")
+        raise RecipeError(f"recipe {path}: unknown key(s) {unknown} in [{scale}]; known: {sorted(SCALE_KEYS)}")
     grids = section.get("grid", [{}])
     grids = [grids] if isinstance(grids, dict) else grids
     return {"base": section.get("base", {}), "grids": grids, "params": dict(section.get("params", {}))}

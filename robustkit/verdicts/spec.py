@@ -92,10 +92,12 @@ class Claim:
     id, says : str
         Short name; the paper's words with the section.
     statistic : str
-        ``<analysis>.<statistic>`` of :mod:`robustkit.analysis.registry`; ``params`` the
-        statistic's parameters (and, for an analysis other than the figure's, the analysis's).
+        ``<analysis>.<statistic>`` of :mod:`robustkit.analysis.registry`.
+    params : dict
+        The statistic's parameters (and, for an analysis other than the figure's, the analysis's).
     compare : str
-        ``spread``, ``location``, ``rate``, ``equivalence`` or ``threshold`` (:mod:`robustkit.verdicts.rules`).
+        ``spread``, ``location``, ``rate``, ``equivalence``, ``threshold`` or ``trend``
+        (:mod:`robustkit.verdicts.rules`).
     by : str
         Column whose groups ``a`` and ``b`` are compared.
     a, b : tuple

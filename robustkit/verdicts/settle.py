@@ -1,47 +1,21 @@
 """What would settle an inconclusive claim: more runs, or longer training, estimated from its runs.
 
-A verdict of *inconclusive* says the runs did not decide; this module says what would. Two
-estimates, each from the claim's own observed runs, stated before they were applied to any:
+A verdict of *inconclusive* says the runs did not decide; this module says what would, each
+estimate from the claim's own observed runs:
 
-**Runs per group** (:func:`runs_to_decide`, for *too few runs*, *not significant* and *depends
-on failed runs*): the smallest number of runs per group and cell, n, at which the claim's own
-verdict path decides the observed effect with probability ``power`` (80%). The power at n is
-simulated: each simulated store draws n runs per group and cell from the claim's observed runs,
-with replacement (a bootstrap of the observed data: their skew, their ties, their failed runs and
-their still-improving flags come along), and is judged by :func:`robustkit.verdicts.rules.judge`, the real
-path: the failure policy, the sign part, the quantifier over the cells, Tarone and Holm, the
-convergence guard. The decision counted is the one the observed effect points to: *agrees* or
-*contradicts*, whichever reaches ``power`` first as n grows: n doubles from the observed runs per
-group, capped at ``max_runs``, until it does; then at most three more n narrow the bracket to
-about 10%, each where a logistic curve of the decision rate in log n, fitted to every simulated
-store so far, reaches ``power``; the answer is the smallest n that reached it. A run is drawn with all its rows, so
-the cells a
-statistic gives every run (layers) keep their correlation; the runs of one group that share a
-cell set (a *stratum*) are exchangeable, and each stratum gets n runs. A spread claim ranks
-seed pairs, so its draws are pairs of two distinct runs (a run paired with its own copy would
-give a difference of 0, which no real pair gives).
+- **runs per group** (:func:`runs_to_decide`, for *too few runs*, *not significant* and *depends
+  on failed runs*): the smallest n per group and cell at which the claim's own verdict path
+  (:func:`robustkit.verdicts.rules.judge`) decides the observed effect with 80% power, simulated
+  by a bootstrap of the observed runs (:class:`Bootstrap`), sized at the end of the effect's 50%
+  interval nearest the null and promised by the 95% Wilson bound of the simulated rate;
+- **training budget** (:func:`budget_to_converge`, for *not converged*): each still-improving
+  run's dev loss fitted by a power law toward an asymptote and extended until the convergence
+  guard's rule no longer calls it improving: an extrapolation, as a multiple of the budget.
 
-It is an estimate at the observed effect, which is itself noisy: with 4 runs per group the
-effect that the bootstrap scales up may be far from the true one, and the n is "about". The
-power at each n is a Monte-Carlo estimate with at most ``simulations`` stores, drawn in batches
-and stopped early once a 95% Wilson interval lies on one side of ``power``; the rng is seeded.
-
-**Training budget** (:func:`budget_to_converge`, for *not converged*): the guard of
-:mod:`robustkit.analysis.convergence` calls a run still improving when the lowest dev loss of
-the last quarter of its evaluations is more than 1% below the lowest before, and a cell is
-*not converged* when more than half of a compared group is. For each still-improving run its
-dev-loss evaluations are fitted by a power law toward an asymptote, ``L(s) = c + a s^-b``
-(a, b > 0, c >= 0; ``scipy.optimize.curve_fit``), the usual form of a learning curve; the run
-is then extended at its own evaluation interval, its observed losses followed by the fitted
-ones, until the guard's rule no longer calls it still improving. That step count over the run's
-current last step is its multiple of the budget; a group passes the guard when at most half of
-its runs still improve, so its multiple is the ``n - n // 2``-th smallest of its runs'. This is
-an extrapolation of a fitted curve, not a measurement: a run whose fit fails or whose fitted
-curve keeps falling past ``max_multiple`` times its budget gets no estimate, and the reason
-says so.
-
-Written by hand: no library answers "how many more runs would decide this claim" for a verdict
-path of this shape; scipy fits the curves.
+Both are estimates at the observed effect, itself noisy at 4-5 runs per group: read "about 9
+runs per group" as an order of magnitude. Written by hand: no library answers "how many more
+runs would decide this claim" for a verdict path of this shape; scipy fits the curves. The
+full reasoning: docs/verdicts.md, "robustkit/verdicts/settle.py".
 """
 
 from __future__ import annotations

@@ -2,38 +2,18 @@
 encodes it, give a false verdict on runs that look like real ones?
 
 For each claim of a recipe at a scale, synthetic observations are drawn with the claim's own
-structure (its cells and runs per group from :func:`robustkit.verdicts.decidability.claim_sizes`, a
-statistic's own cells such as layers holding the same runs) and judged by the real path,
-:func:`robustkit.verdicts.rules.judge`: Tarone, Holm or the intersection-union test, the quantifier, the
-sign check, the per-cell convergence guard, both failure policies and the tests with ties. The
-runs look like the demo's: scores on its validation set's 1/1000 grid (attack success on 1/50),
-skewed (a long tail of weak seeds), failed runs at the majority-class score 0.574, and the
-layers of one run correlated. Each claim is drawn under every :data:`NUISANCES` its null leaves
-free (unequal spread and skew at an equal median difference, 60% of one group failed at one end
-of its values, a 1/50 grid), and its rates are the worst over them (:func:`rates`), never their
-average: issue #45 found that failures and still-improving runs drawn at random in both groups
-suppressed errors about threefold.
-
-Two configurations per claim, each the least favourable for its error:
-
-- **false agrees**: the claim is false at its boundary (a median difference of 0 or the floor,
-  equal spread, equal failure rates, a median difference exactly at the equivalence margin, a
-  median exactly at the threshold) in one cell,
-  and, for a claim on ``each`` cell, clearly true in every other cell (the intersection-union test
-  must not let them carry it); for ``any`` every cell is at the boundary;
-- **false contradicts**: the claim holds at its boundary in every cell for ``each``; for ``any``
-  it is at the boundary in one cell and clearly false in the others.
-
-A ``tuned`` claim (each group at its best learning rate) draws several configurations per group;
-at the boundary the group its test takes a union over has every configuration there and the other
-one there and the rest clearly worse (:func:`_draw_tuned`).
-
-A claim with a ``sign`` gets both of its parts' boundaries (the comparison at its boundary with the
-sign clearly true, and the other way round) and the larger rate is reported. Threshold claims'
-values are skewed with their median exactly at the threshold (the sign test's null).
+structure (its cells and runs per group, :func:`shape`; a layer statistic's layers holding the
+same runs) and judged by the real path, :func:`robustkit.verdicts.rules.judge`. The runs look
+like the demo's (a 1/1000 score grid, 1/50 for attack success, skewed, failed runs at the
+majority-class score, a run's layers correlated). Each claim is drawn under every
+:data:`NUISANCES` its null leaves free (unequal spread and skew, 60% of one group failed at one
+end, a coarse grid) in the least favourable configuration for each error (the claim at its
+boundary in one cell and clearly true in the others for ``each``, and so on), and its rates are
+the worst over them (:func:`rates`), never their average.
 
 Written by hand: the path under test is robustkit's own. The rates are Monte-Carlo estimates;
-:func:`simulate` reports each with its draws so a reader can see its standard error.
+:func:`simulate` reports each with its draws. The configurations, nuisances and why:
+docs/verdicts.md, "robustkit/verdicts/simulation.py".
 """
 
 from __future__ import annotations

@@ -1,34 +1,16 @@
 """A scale sized from a pilot: the runs per group and training budget each claim needs, fitted
 into a CPU budget by a rule stated before any run of the sized scale exists.
 
-The pilot is the recipes' demo runs (a store that holds them). For each claim of each recipe:
+The pilot is the recipes' demo runs. Per claim, :func:`pilot_sizes` takes the runs per group at
+which the claim's own path decides the pilot's effect with 80% power (settle's calibrated
+bootstrap, :func:`robustkit.verdicts.settle.runs_to_decide`; the paper's reported effect where
+the pilot promises none, :func:`paper_n`) and the training budget its still-improving runs are
+extrapolated to need. :func:`sized_specs` turns them into new seeds (from :data:`FIRST_SEED`, so
+no pilot run is re-tested) trained until they converge; :func:`fit` costs the distinct runs from
+the measured CPU throughput and drops the claim needing the most seeds until the rest fits.
 
-1. **Runs per group** (:func:`robustkit.verdicts.settle.runs_to_decide`): the smallest n at which
-   the claim's own verdict path decides the pilot's effect with 80% power, the power's 95% Wilson
-   lower bound at the end of the effect's 50% interval nearest the null (issue #45 item 7). The
-   pilot's still-improving flags are left out: the sized runs train until they converge, so the
-   guard passes them by construction. Where the pilot promises no n (its effect's interval
-   reaches the null, or more than ``max_runs`` would be needed) and the paper reports an effect,
-   the n at which the plan's power at that effect reaches 80% (:func:`robustkit.verdicts.decidability.power`,
-   both groups alike). Otherwise the claim does not fit, and says why.
-2. **Seeds**: a recipe's demo grid gives each group ``observed_n / demo seeds`` runs per seed
-   (He fig 4 pools four learning rates, Han figs 4-5 three TSP lengths), so n runs per group
-   take ``ceil(n / that)`` seeds. A recipe takes the most seeds any of its claims needs, at
-   least its demo count; the sized seeds are new ones (:data:`FIRST_SEED` on), so the pilot's
-   runs are never re-tested.
-3. **Training budget**: runs stop by the convergence rule (``until_converged``) within
-   ``BUDGET_FACTOR`` times the epochs the pilot's still-improving runs are extrapolated to need
-   (:func:`robustkit.verdicts.settle.claim_budget`, the largest over the recipe's claims; the demo
-   epochs where every group passes or the extrapolation finds none), at most :data:`MAX_EPOCHS`.
-4. **Cost**: the distinct runs of every recipe at its seeds (a run two recipes share counted
-   once), in CPU-hours from the measured throughput (:mod:`robustkit.sweeps.plan`), each run at
-   its extrapolated epochs (the expected stop, not the budget's cap). Analyses are not counted:
-   PWWS on 50 sentences is about 30 CPU-seconds a run, RSA and the landscape less.
-5. **Fit**: while the total exceeds the CPU budget, the claim needing the most seeds is dropped
-   ("does not fit") and its recipe falls back to its other claims' seeds.
-
-The rule never looks at verdicts: the pilot gives effects and their spread, and the sized runs
-are other runs. Written by hand: it composes robustkit's settle and plan.
+The rule never looks at verdicts. Written by hand: it composes robustkit's settle and plan. The
+rule step by step: docs/verdicts.md, "robustkit/verdicts/sizing.py".
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from robustkit.analysis import registry
 from robustkit.analysis.pooling import check_pooling
 from robustkit.measures import brunner_munzel, exact, multiplicity
 from robustkit.train import collapse
+from robustkit.verdicts.cells import Cell, cells
 from robustkit.verdicts.selection import matches as _is
 from robustkit.verdicts.selection import text as _text
 from robustkit.verdicts.spec import AGREES, CONTRADICTS, INCONCLUSIVE, VERDICTS, Claim, label, opposite
@@ -270,7 +271,7 @@ def _judge_cells(
     claim: Claim, observations: pd.DataFrame, failed: pd.Series, improving: pd.Series | None, describe: bool = True
 ) -> list[dict]:
     """Each cell's test and verdict, and with several cells the claim's by its quantifier (last)."""
-    groups = _groups(claim, observations, failed)
+    groups = cells(claim, observations, failed)
     if not groups:
         return [result_row(reason="no run left to test (every run failed or none was selected)", reason_class=NO_DATA)]
     smallest = [_smallest_p(claim, g) for g in groups]
@@ -278,10 +279,10 @@ def _judge_cells(
     # sizes alone, before any p-value is looked at)
     family = multiplicity.tarone_family(smallest, claim.alpha)
 
-    def test_of(group: dict) -> dict:
+    def test_of(group: Cell) -> dict:
         if claim.compare == "trend":
             return _trend(claim, group)
-        return _tuned(claim, group) if _tuned_in(claim, group) else _cell(claim, group["a"], group["b"])
+        return _tuned(claim, group) if _tuned_in(claim, group) else _cell(claim, group.a, group.b)
 
     tests = [test_of(g) if s < claim.alpha else None for g, s in zip(groups, smallest)]
     several = len(groups) > 1
@@ -294,16 +295,16 @@ def _judge_cells(
     results = []
     for i, (group, test) in enumerate(zip(groups, tests)):
         base = {
-            "n_a": len(group["a"]) + len(group.get("a_end", ())),
-            "n_b": len(group["b"]) + len(group.get("b_end", ())),
+            "n_a": group.n_a,
+            "n_b": group.n_b,
             "cells": 1,
             "smallest_p": smallest[i],
-            "n_failed": group["n_failed"],
+            "n_failed": group.n_failed,
         }
         if test is None:
             results.append(
                 {
-                    **result_row(group["name"], **base),
+                    **result_row(group.name, **base),
                     "reason_class": TOO_FEW,
                     "reason": _too_few(claim, group, smallest[i]),
                 }
@@ -315,7 +316,7 @@ def _judge_cells(
         each_level = (claim.alpha, test["p_opposite" if union_side == "p_claimed" else "p_claimed"] < claim.alpha)
         agree_level, agrees = corrected if union_side == "p_claimed" else each_level
         against_level, against = each_level if union_side == "p_claimed" else corrected
-        result = result_row(group["name"], **base)
+        result = result_row(group.name, **base)
         if describe:
             result.update(_interval(claim, group, agree_level, against_level))
         late = _not_converged(claim, group, improving)
@@ -364,148 +365,12 @@ def _judge_cells(
         results.append(result)
     if several:
         results.append(_overall(claim, results, groups))
-    if any(g["averaged"] for g in groups):
+    if any(g.averaged for g in groups):
         results[-1]["reason"] += "; several observations of a run averaged to one (the run is the unit)"
     return results
 
 
-def _groups(claim: Claim, observations: pd.DataFrame, failed: pd.Series) -> list[dict]:
-    """The cells' groups a and b: per-run values (the run is the unit), runs in seed order."""
-    frame = observations.assign(
-        _failed=failed.reindex(observations.index, fill_value=False),
-        _in_a=_is(observations[claim.by], claim.a) if claim.a else True,
-        _in_b=_is(observations[claim.by], claim.b) if claim.b else False,
-    )
-    if claim.quantifier == "overall" and claim.within and "run_id" in frame:
-        cells = frame.groupby(list(claim.within), dropna=False).ngroups
-        frame = frame.assign(
-            **{c: f"mean over {cells} cells" for c in claim.within if frame[c].nunique(dropna=False) > 1}
-        )
-    order = [c for c in ("seed", "run_id") if c in frame]
-    if claim.compare == "trend":
-        return _trend_groups(claim, frame, order)
-    cells = frame.groupby(list(claim.within), dropna=False, sort=True) if claim.within else [((), frame)]
-    ids = lambda part: list(part["run_id"]) if "run_id" in part else []
-    groups = []
-    for key, cell in cells:
-        key = key if isinstance(key, tuple) else (key,)
-        name = ", ".join(f"{c}={_text(k)}" for c, k in zip(claim.within, key)) or "all"
-        averaged = "run_id" in cell and bool(cell["run_id"].duplicated().any())
-        if averaged:  # the run is the unit of replication
-            cell = cell.groupby("run_id", as_index=False, sort=False).agg(
-                {
-                    "value": "mean",
-                    "_failed": "max",
-                    "_in_a": "first",
-                    "_in_b": "first",
-                    claim.by: "first",
-                    **{c: "first" for c in order if c != "run_id"},
-                    **{c: "first" for c in claim.pooled if c in cell and c != claim.by},
-                    **({claim.tuned: "first"} if claim.tuned else {}),
-                }
-            )
-        cell = cell.sort_values(order, kind="stable") if order else cell
-        known = cell["value"].notna()
-        a, b = cell[cell["_in_a"] & known], cell[cell["_in_b"] & known]
-        if claim.compare == "spread":  # seed pairs within one pooled setting (one rate), never across
-            a, b = _paired(a, claim.pooled), _paired(b, claim.pooled)
-        groups.append(
-            {
-                "name": name,
-                "a": a["value"].to_numpy(float),
-                "b": b["value"].to_numpy(float),
-                "ids_a": ids(a),
-                "ids_b": ids(b),
-                "guarded": _guarded(claim, [("", a), ("", b)]),
-                "n_failed": int(cell.loc[cell["_in_a"] | cell["_in_b"], "_failed"].sum()),
-                "averaged": averaged,
-                **(_configurations(claim.tuned, a, b) if claim.tuned else {}),
-            }
-        )
-    return groups
-
-
-def _paired(part: pd.DataFrame, pooled: Sequence[str]) -> pd.DataFrame:
-    """A spread claim's runs in the order :func:`robustkit.measures.exact.seed_pairs` pairs them
-    (consecutive runs): within each value of the ``pooled`` settings, in seed order, the odd last
-    run of each left out, so no pair joins two learning rates (he2021/fig4 pooled its rates, and
-    its pairs were (2e-5, 2.5e-3) and (5e-4, 1e-4))."""
-    columns = [c for c in pooled if c in part]
-    if not columns or part.empty:
-        return part
-    kept = []
-    for _, runs in part.groupby(columns, dropna=False, sort=True):
-        kept.append(runs.iloc[: len(runs) // 2 * 2])
-    return pd.concat(kept)
-
-
-def _configurations(column: str, a: pd.DataFrame, b: pd.DataFrame) -> dict:
-    """A tuned claim's groups split by the ``column`` they are tuned over: per group the values
-    of each configuration (a value of ``column`` with runs left to test), in value order."""
-    found = {}
-    for side, part in (("a", a), ("b", b)):
-        # a run without a value (the setting left at its default) is a configuration of its own
-        configs = list(part.groupby(part[column].map(_text), sort=True, dropna=False)["value"])
-        found[f"configs_{side}"] = [values.to_numpy(float) for _, values in configs]
-        found[f"config_names_{side}"] = [name for name, _ in configs]
-    return found
-
-
-def _trend_groups(claim: Claim, frame: pd.DataFrame, order: list[str]) -> list[dict]:
-    """A trend's cells (the ``within`` columns but ``along``), each with groups a and b at the
-    smallest (``a``, ``b``) and the largest (``a_end``, ``b_end``) value of ``along``."""
-    rest = [c for c in claim.within if c != claim.along]
-    cells = frame.groupby(rest, dropna=False, sort=True) if rest else [((), frame)]
-    groups = []
-    for key, cell in cells:
-        key = key if isinstance(key, tuple) else (key,)
-        steps = sorted(pd.to_numeric(cell[claim.along]).dropna().unique())
-        if len(steps) < 2:
-            continue
-        ends = []
-        for step in (steps[0], steps[-1]):
-            part = cell[pd.to_numeric(cell[claim.along]) == step]
-            if "run_id" in part:
-                part = part.groupby("run_id", as_index=False, sort=False).agg(
-                    {
-                        claim.by: "first",
-                        "value": "mean",
-                        "_failed": "max",
-                        **{c: "first" for c in order if c != "run_id"},
-                    }
-                )
-            ends.append(part)
-        pick = lambda part, values: part[_is(part[claim.by], values) & part["value"].notna()]
-        first, last = ends
-        name = ", ".join(
-            [f"{c}={_text(k)}" for c, k in zip(rest, key)] + [f"{claim.along}={_text(steps[0])} vs {_text(steps[-1])}"]
-        )
-        ids = lambda part: list(part["run_id"]) if "run_id" in part else []
-        groups.append(
-            {
-                "name": name,
-                "a": pick(first, claim.a)["value"].to_numpy(float),
-                "b": pick(first, claim.b)["value"].to_numpy(float),
-                "a_end": pick(last, claim.a)["value"].to_numpy(float),
-                "b_end": pick(last, claim.b)["value"].to_numpy(float),
-                "ids_a": ids(pick(first, claim.a)) + ids(pick(last, claim.a)),
-                "ids_b": ids(pick(first, claim.b)) + ids(pick(last, claim.b)),
-                "guarded": _guarded(
-                    claim,
-                    [
-                        (f"{claim.along}={_text(step)}", pick(part, values))
-                        for step, part in ((steps[0], first), (steps[-1], last))
-                        for values in (claim.a, claim.b)
-                    ],
-                ),
-                "n_failed": int(first["_failed"].sum() + last["_failed"].sum()),
-                "averaged": False,
-            }
-        )
-    return groups
-
-
-def _smallest_p(claim: Claim, group: dict) -> float:
+def _smallest_p(claim: Claim, group: Cell) -> float:
     """The smallest p the cell's test can give at its sizes (a trend: twice the larger of its
     two ends', the two intervals each at alpha / 2)."""
     if claim.compare == "trend":
@@ -513,20 +378,20 @@ def _smallest_p(claim: Claim, group: dict) -> float:
             1.0,
             2
             * max(
-                exact.smallest_p("location", len(group["a"]), len(group["b"])),
-                exact.smallest_p("location", len(group["a_end"]), len(group["b_end"])),
+                exact.smallest_p("location", len(group.a), len(group.b)),
+                exact.smallest_p("location", len(group.a_end), len(group.b_end)),
             ),
         )
     if _tuned_in(claim, group):
         return _tuned_p(claim, group, lambda a, b, shift, side: exact.smallest_p("location", len(a), len(b)))[0]
-    return exact.smallest_p(claim.compare, len(group["a"]), len(group["b"]))
+    return exact.smallest_p(claim.compare, len(group.a), len(group.b))
 
 
-def _too_few(claim: Claim, group: dict, smallest: float) -> str:
-    n_a, n_b = len(group["a"]), len(group["b"])
+def _too_few(claim: Claim, group: Cell, smallest: float) -> str:
+    n_a, n_b = len(group.a), len(group.b)
     sizes = f"{n_a}" + (f" vs {n_b}" if claim.groups == 2 else "")
     if claim.compare == "trend":
-        sizes += f" at the start and {len(group['a_end'])} vs {len(group['b_end'])} at the end"
+        sizes += f" at the start and {len(group.a_end)} vs {len(group.b_end)} at the end"
     need = (
         "2^n_a > 20"
         if claim.compare == "threshold"
@@ -544,7 +409,7 @@ def _too_few(claim: Claim, group: dict, smallest: float) -> str:
     return f"too few runs to test: {sizes} can give p >= {smallest:.3g} at best (needs {need})"
 
 
-def _not_converged(claim: Claim, group: dict, improving: pd.Series | None) -> str:
+def _not_converged(claim: Claim, group: Cell, improving: pd.Series | None) -> str:
     """Which of the cell's tested sets of runs has more than half of them still improving ("" when
     none): each method of a group that pools methods, each configuration of a tuned group and
     each end of a trend on its own (:func:`_guarded`), so a converged part cannot carry one that
@@ -552,29 +417,11 @@ def _not_converged(claim: Claim, group: dict, improving: pd.Series | None) -> st
     if improving is None:
         return ""
     texts = []
-    for name, ids in group["guarded"]:
+    for name, ids in group.guarded:
         late = int(improving.reindex(ids).fillna(False).astype(bool).sum())
         if ids and late > len(ids) / 2:
             texts.append(f"{name or 'the runs'}: {late} of {len(ids)} tested runs still improving at the end")
     return "; ".join(texts)
-
-
-def _guarded(claim: Claim, parts: list[tuple[str, pd.DataFrame]]) -> list[tuple[str, list]]:
-    """The sets of runs the convergence guard checks one by one: per named part of a cell (a
-    group, or a trend's end), each value of ``claim.by`` in it and each tuned configuration."""
-    found = []
-    for name, part in parts:
-        if "run_id" not in part or part.empty:
-            continue
-        keys = [c for c in (claim.by, claim.tuned) if c and c in part]
-        if not keys:
-            found.append((name, list(part["run_id"])))
-            continue
-        for key, runs_of in part.groupby(keys, dropna=False, sort=True)["run_id"]:
-            key = key if isinstance(key, tuple) else (key,)
-            what = ", ".join(f"{c}={_text(k)}" if c == claim.tuned else _text(k) for c, k in zip(keys, key))
-            found.append((f"{name}: {what}" if name else what, list(runs_of)))
-    return found
 
 
 def _cell(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
@@ -621,11 +468,11 @@ def _cell(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
     return result
 
 
-def _interval(claim: Claim, group: dict, agree_level: float, against_level: float) -> dict:
+def _interval(claim: Claim, group: Cell, agree_level: float, against_level: float) -> dict:
     """The cell's effect and interval, each end the one-sided bound at the level its side was
     judged at: the end that decides *agrees* at the agreeing side's level, the other at the
     contradicting side's (equivalence: both at the agreeing level, the two one-sided tests)."""
-    a, b = group["a"], group["b"]
+    a, b = group.a, group.b
     if _tuned_in(claim, group):
         # no effect shown: the best configurations picked by their medians are biased toward the
         # claim under its null (about 0.27 SD at 3 rates of 5 runs), and the test is over every
@@ -731,7 +578,7 @@ def _threshold(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
     }
 
 
-def _tuned_p(claim: Claim, group: dict, p) -> tuple[float, float]:
+def _tuned_p(claim: Claim, group: Cell, p) -> tuple[float, float]:
     """The claimed and opposite p of a ``tuned`` claim from ``p(a, b, shift, side)``, the p of one
     configuration pair (a + shift against b, one-sided ``side``).
 
@@ -747,8 +594,8 @@ def _tuned_p(claim: Claim, group: dict, p) -> tuple[float, float]:
     configurations exactly.
     """
     flip = claim.lower_is_better
-    configs_a = [-c if flip else c for c in group["configs_a"] if len(c)]
-    configs_b = [-c if flip else c for c in group["configs_b"] if len(c)]
+    configs_a = [-c if flip else c for c in group.configs_a if len(c)]
+    configs_b = [-c if flip else c for c in group.configs_b if len(c)]
     if not configs_a or not configs_b:
         return 1.0, 1.0
 
@@ -767,21 +614,21 @@ def _tuned_p(claim: Claim, group: dict, p) -> tuple[float, float]:
     return (below, above) if claim.best_direction == "less" else (above, below)
 
 
-def _tuned_in(claim: Claim, group: dict) -> bool:
+def _tuned_in(claim: Claim, group: Cell) -> bool:
     """Whether a cell has configurations to tune over (with one value each, a tuned claim is
     the plain test: the rule reduces to it)."""
-    return bool(claim.tuned) and max(len(group["configs_a"]), len(group["configs_b"])) > 1
+    return bool(claim.tuned) and max(len(group.configs_a), len(group.configs_b)) > 1
 
 
-def _best_configuration(claim: Claim, group: dict, side: str) -> int:
+def _best_configuration(claim: Claim, group: Cell, side: str) -> int:
     """The index of a group's best configuration by its median (for the description only)."""
-    medians = [np.median(c) if len(c) else np.nan for c in group[f"configs_{side}"]]
+    medians = [np.median(c) if len(c) else np.nan for c in group.configs(side)]
     if not np.isfinite(medians).any():
         return 0
     return int(np.nanargmin(medians) if claim.lower_is_better else np.nanargmax(medians))
 
 
-def _tuned(claim: Claim, group: dict) -> dict:
+def _tuned(claim: Claim, group: Cell) -> dict:
     """The tests of one cell of a ``tuned`` claim (:func:`_tuned_p`), in :func:`_cell`'s form."""
     both: dict = {}  # each pair of configurations' two tails come from one null distribution
 
@@ -793,22 +640,22 @@ def _tuned(claim: Claim, group: dict) -> dict:
 
     p_claimed, p_opposite = _tuned_p(claim, group, p)
     best_a, best_b = _best_configuration(claim, group, "a"), _best_configuration(claim, group, "b")
-    a, b = group["configs_a"][best_a], group["configs_b"][best_b]
-    configs = f"{len(group['configs_a'])} x {len(group['configs_b'])} configurations"
+    a, b = group.configs_a[best_a], group.configs_b[best_b]
+    configs = f"{len(group.configs_a)} x {len(group.configs_b)} configurations"
     margin = f"margin +-{claim.value:g}, " if claim.compare == "equivalence" else ""
     return {
         "p_claimed": p_claimed,
         "p_opposite": p_opposite,
         "shown": f"{margin}each at its best {claim.tuned}: {label(claim.a)} {claim.tuned}="
-        f"{group['config_names_a'][best_a]} (median {np.median(a):.3g}) vs {label(claim.b)} {claim.tuned}="
-        f"{group['config_names_b'][best_b]} (median {np.median(b):.3g}); every configuration of one group "
+        f"{group.config_names_a[best_a]} (median {np.median(a):.3g}) vs {label(claim.b)} {claim.tuned}="
+        f"{group.config_names_b[best_b]} (median {np.median(b):.3g}); every configuration of one group "
         f"against some of the other ({configs})",
         "claimed_part": "",
         "against_part": f"opposite direction, one-sided p = {p_opposite:.3g}",
     }
 
 
-def _trend(claim: Claim, group: dict) -> dict:
+def _trend(claim: Claim, group: Cell) -> dict:
     """The tests of a trend cell: does the shift a - b at the end of ``along`` lie below
     (``less``) / above the shift at its start?
 
@@ -826,8 +673,8 @@ def _trend(claim: Claim, group: dict) -> dict:
         points = np.unique(
             np.concatenate(
                 [
-                    (group["a"][:, None] - group["b"][None, :]).ravel(),
-                    (group["a_end"][:, None] - group["b_end"][None, :]).ravel(),
+                    (group.a[:, None] - group.b[None, :]).ravel(),
+                    (group.a_end[:, None] - group.b_end[None, :]).ravel(),
                 ]
             )
         )
@@ -835,16 +682,16 @@ def _trend(claim: Claim, group: dict) -> dict:
         candidates = np.r_[points[0] - 1, (points[1:] + points[:-1]) / 2, points[-1] + 1]
         best = min(
             max(
-                brunner_munzel.test(group["a"], group["b"], start, shift=t),
-                brunner_munzel.test(group["a_end"], group["b_end"], end, shift=t),
+                brunner_munzel.test(group.a, group.b, start, shift=t),
+                brunner_munzel.test(group.a_end, group.b_end, end, shift=t),
             )
             for t in candidates
         )
         return min(1.0, 2 * best)
 
     against = opposite(claim.direction)
-    first = brunner_munzel.difference_interval(group["a"], group["b"], 0.5)[0]
-    last = brunner_munzel.difference_interval(group["a_end"], group["b_end"], 0.5)[0]
+    first = brunner_munzel.difference_interval(group.a, group.b, 0.5)[0]
+    last = brunner_munzel.difference_interval(group.a_end, group.b_end, 0.5)[0]
     p_opposite = p(against)  # each p searches every threshold: computed once
     return {
         "p_claimed": p(claim.direction),
@@ -855,18 +702,18 @@ def _trend(claim: Claim, group: dict) -> dict:
     }
 
 
-def _trend_shift(group: dict, agree_level: float, against_level: float, direction: str) -> tuple[float, float, float]:
+def _trend_shift(group: Cell, agree_level: float, against_level: float, direction: str) -> tuple[float, float, float]:
     """The end's shift minus the start's and its interval, each end from the two shifts'
     intervals at half its side's level (Bonferroni, as the test)."""
 
     def ends(level: float) -> tuple[float, float, float, float]:
-        _, start_low, start_high = brunner_munzel.difference_interval(group["a"], group["b"], level / 2)
-        _, end_low, end_high = brunner_munzel.difference_interval(group["a_end"], group["b_end"], level / 2)
+        _, start_low, start_high = brunner_munzel.difference_interval(group.a, group.b, level / 2)
+        _, end_low, end_high = brunner_munzel.difference_interval(group.a_end, group.b_end, level / 2)
         return end_low - start_high, end_high - start_low, start_low, end_low
 
     effect = (
-        brunner_munzel.difference_interval(group["a_end"], group["b_end"], 0.5)[0]
-        - brunner_munzel.difference_interval(group["a"], group["b"], 0.5)[0]
+        brunner_munzel.difference_interval(group.a_end, group.b_end, 0.5)[0]
+        - brunner_munzel.difference_interval(group.a, group.b, 0.5)[0]
     )
     low_agree, high_agree, _, _ = ends(agree_level)
     low_against, high_against, _, _ = ends(against_level)
@@ -889,7 +736,7 @@ def _holm(p_values: dict[int, float], alpha: float) -> dict[int, tuple[float, bo
     return judged
 
 
-def _overall(claim: Claim, results: list[dict], groups: list[dict]) -> dict:
+def _overall(claim: Claim, results: list[dict], groups: list[Cell]) -> dict:
     """The claim over its cells, by its quantifier: ``each`` agrees when every cell agrees and
     contradicts when any cell contradicts (the opposite side Holm-corrected); ``any`` agrees when
     any cell agrees (Holm-corrected) and contradicts when every cell contradicts."""
@@ -913,16 +760,18 @@ def _overall(claim: Claim, results: list[dict], groups: list[dict]) -> dict:
             (c for c in (NOT_CONVERGED, TOO_FEW, NOT_SIGNIFICANT) if c in classes),
             classes[0] if classes else NOT_SIGNIFICANT,
         )
-    runs = lambda key: (
-        len({i for g in groups for i in g[key]})
-        if any(g[key] for g in groups)
-        else max(len(g[key[-1]]) for g in groups)
-    )
+
+    def runs(side: str) -> int:  # distinct runs over the cells; without run ids the largest group
+        ids = [g.ids_a if side == "a" else g.ids_b for g in groups]
+        if any(ids):
+            return len({i for part in ids for i in part})
+        return max(len(g.a if side == "a" else g.b) for g in groups)
+
     smallest = [r["smallest_p"] for r in results]
     return result_row(
         "all",
-        n_a=runs("ids_a"),
-        n_b=runs("ids_b"),
+        n_a=runs("a"),
+        n_b=runs("b"),
         cells=len(results),
         n_failed=sum(r["n_failed"] for r in results),
         smallest_p=min(smallest) if claim.quantifier == "any" else max(smallest),

@@ -40,7 +40,9 @@ import pytest
 PLOTS = Path(__file__).resolve().parents[1] / "robustkit" / "figures"  # the plot modules, beside the registry
 DRAWING = {"matplotlib", "seaborn", "numpy", "pandas"}
 COLLAPSE_NAMES = {"OK", "NOT_LEARNED", "COLLAPSED", "DIVERGED", "OUTCOMES", "FAILED_WORDS", "kept", "label"}
-METHOD_NAMES = {"method_colours", "method_labels", "short_config"}
+METHOD_NAMES = {"method_colours", "method_labels"}
+# An AdapterHub config's short label: text for a legend, from the config's JSON alone.
+CONFIG_LABEL = ("robustkit.methods.adapterhub", "short_config")
 # Which run settings vary inside a group: it decides panels and rows, computes no statistic.
 LAYOUT_HELPERS = {"robustkit.analysis.pooling": {"mixed_settings"}}
 # A figure's declaration (issue #40: a plot module declares its figures, DECLARED =
@@ -94,6 +96,8 @@ def allowed(module: str, name: str | None) -> bool:
         return name in COLLAPSE_NAMES or _constant(name)
     if module in ("robustkit.methods", "robustkit.methods.registry"):
         return name in METHOD_NAMES or _constant(name)
+    if (module, name) == CONFIG_LABEL:
+        return True
     if module == "robustkit.errors":
         return True
     if module == "robustkit.analysis" or module.startswith("robustkit.analysis."):

@@ -239,7 +239,7 @@ def cell(column: str, value, width: int = CELL_WIDTH) -> str:
     if str(column) in ID_COLUMNS:
         return text  # never cut: an id is copied into other commands (verify, --select run_id=...)
     if str(column).endswith(".config") or len(text) > width:
-        from robustkit.methods.registry import short_config
+        from robustkit.methods.adapterhub import short_config
 
         text = short_config(text, width)
     return text

@@ -39,7 +39,8 @@ from matplotlib.transforms import ScaledTranslation
 
 from robustkit.attacks.registry import success_metrics
 from robustkit.figures import canvas
-from robustkit.methods.registry import method_colours, method_labels, short_config
+from robustkit.methods.adapterhub import short_config
+from robustkit.methods.registry import method_colours, method_labels
 from robustkit.train.collapse import FAILED_WORDS
 
 # Each method's label and colour are its own (robustkit.methods).

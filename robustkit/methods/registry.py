@@ -187,12 +187,6 @@ def identity_columns(method: str, method_options: Iterable | Mapping | None) -> 
     return {f"{method}.{name}": value for name, value in pairs}
 
 
-def short_config(text: str, width: int = 32) -> str:
-    """An AdapterHub config's short readable label, for legends and tables
-    (:func:`robustkit.methods.adapterhub.short_config`)."""
-    return adapterhub.short_config(text, width)
-
-
 def method_labels() -> dict[str, str]:
     return {name: m.label for name, m in METHODS.items()}
 

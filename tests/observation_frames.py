@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from robustkit.verdicts.spec import Claim
+
 
 def runs_frame(values: dict[str, np.ndarray], **columns) -> pd.DataFrame:
     """One row per run: group name -> its runs' values (seed = position), every run ``ok``,
@@ -22,3 +24,19 @@ def runs_frame(values: dict[str, np.ndarray], **columns) -> pd.DataFrame:
         for i, v in enumerate(vs)
     ]
     return pd.DataFrame(rows)
+
+
+def location_claim(**changes) -> Claim:
+    """A test claim: adapters (houlsby, group a) score lower than full fine-tuning (group b) on
+    ``scores.score``, a location claim; ``changes`` replace its keys."""
+    table = {
+        "id": "c",
+        "says": "adapters score lower (test)",
+        "statistic": "scores.score",
+        "compare": "location",
+        "a": "houlsby",
+        "b": "full",
+        "direction": "less",
+        **changes,
+    }
+    return Claim.from_table(table, "test")

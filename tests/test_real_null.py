@@ -3,25 +3,12 @@ one group's runs relabelled into two groups; any decision is false."""
 
 import numpy as np
 import pandas as pd
-from observation_frames import runs_frame
+from observation_frames import location_claim, runs_frame
 
 from robustkit.verdicts import real_null
 from robustkit.verdicts.rules import judge
-from robustkit.verdicts.spec import Claim
 
-
-def _claim(**changes) -> Claim:
-    table = {
-        "id": "c",
-        "says": "adapters score lower (test)",
-        "statistic": "scores.score",
-        "compare": "location",
-        "a": "houlsby",
-        "b": "full",
-        "direction": "less",
-        **changes,
-    }
-    return Claim.from_table(table, "test")
+_claim = location_claim  # the shared test claim
 
 
 # two clearly different groups: the real claim agrees, the relabelled null must not

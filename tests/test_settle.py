@@ -6,26 +6,14 @@ pass the convergence guard; `robustkit claims` prints it."""
 import numpy as np
 import pandas as pd
 import pytest
-from observation_frames import runs_frame
+from observation_frames import location_claim, runs_frame
 
 from robustkit.analysis.convergence import improving
 from robustkit.verdicts import settle
 from robustkit.verdicts.rules import NOT_CONVERGED, judge
 from robustkit.verdicts.spec import AGREES, Claim
 
-
-def _claim(**changes) -> Claim:
-    table = {
-        "id": "c",
-        "says": "adapters score lower (test)",
-        "statistic": "scores.score",
-        "compare": "location",
-        "a": "houlsby",
-        "b": "full",
-        "direction": "less",
-        **changes,
-    }
-    return Claim.from_table(table, "test")
+_claim = location_claim  # the shared test claim
 
 
 _runs = runs_frame  # the shared observation frame

@@ -16,6 +16,7 @@ import math
 from pathlib import Path
 
 import pandas as pd
+from markers import write_table  # tools/markers.py: a script's own folder is on its path
 
 from robustkit.analysis.convergence import still_improving
 from robustkit.verdicts import real_null, tally
@@ -85,16 +86,7 @@ def main() -> None:
     args = parser.parse_args()
     found = table(args.store, args.draws, args.recipes)
     text = markdown(found)
-    if args.out:
-        args.out.write_text(text)
-        found.to_csv(args.out.with_suffix(".csv"), index=False)
-        return
-    readme = README.read_text()
-    head, marker, rest = readme.partition(BEGIN)
-    if not marker:
-        raise SystemExit(f"{README} has no {BEGIN} marker")
-    _, _, tail = rest.partition(END)
-    README.write_text(f"{head}{BEGIN}\n{text}{END}{tail}")
+    write_table(text, found, args.out, README, BEGIN, END)
 
 
 if __name__ == "__main__":

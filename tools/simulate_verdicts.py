@@ -18,6 +18,8 @@ import argparse
 import json
 from pathlib import Path
 
+from markers import write_table  # tools/markers.py: a script's own folder is on its path
+
 from robustkit.verdicts import simulation as verdict_simulation
 from robustkit.verdicts.recipes import list_recipes, load_recipe
 
@@ -61,14 +63,7 @@ def main() -> None:
     if args.part:
         return
     text = verdict_simulation.markdown(table)
-    if args.out:
-        args.out.write_text(text)
-        table.to_csv(args.out.with_suffix(".csv"), index=False)
-        return
-    readme = README.read_text()
-    head, _, rest = readme.partition(BEGIN)
-    _, _, tail = rest.partition(END)
-    README.write_text(f"{head}{BEGIN}\n{text}{END}{tail}")
+    write_table(text, table, args.out, README, BEGIN, END)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ import argparse
 import math
 from pathlib import Path
 
+from markers import write_table  # tools/markers.py: a script's own folder is on its path
+
 from robustkit.verdicts import sizing
 from robustkit.verdicts.recipes import load_recipe
 
@@ -56,16 +58,7 @@ def main() -> None:
     sizes, per_recipe = sizing.fit(sizes, recipes, args.cpu_hours)
     text = markdown(sizes, per_recipe, args.cpu_hours)
     print(text)
-    if args.out:
-        args.out.write_text(text)
-        sizes.to_csv(args.out.with_suffix(".csv"), index=False)
-        return
-    readme = README.read_text()
-    head, marker, rest = readme.partition(BEGIN)
-    if not marker:
-        raise SystemExit(f"{README} has no {BEGIN} marker")
-    _, _, tail = rest.partition(END)
-    README.write_text(f"{head}{BEGIN}\n{text}{END}{tail}")
+    write_table(text, sizes, args.out, README, BEGIN, END)
 
 
 if __name__ == "__main__":

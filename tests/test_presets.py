@@ -85,7 +85,7 @@ def test_sweep_preset_demo(tmp_path):
     grid.write_text('[grid]\nmethod = ["houlsby", "full"]\nseed = [0, 1]\n')
     specs = expand_grid(grid, preset("demo"))
     assert {s.run_id for s in specs} == {s.run_id for s in demo_specs()}
-    with pytest.raises(RobustkitError, match="known presets: demo, paper"):
+    with pytest.raises(RobustkitError, match="known presets: demo, cpu, paper"):
         preset("quick")
     with pytest.raises(SystemExit) as stop:  # argparse names the choices
         main(["sweep", str(grid), "--preset", "quick", "--store", str(tmp_path / "runs")])

@@ -15,6 +15,7 @@ import argparse
 import math
 from pathlib import Path
 
+import pandas as pd
 from markers import write_table  # tools/markers.py: a script's own folder is on its path
 
 from robustkit.verdicts import sizing
@@ -52,9 +53,25 @@ def main() -> None:
     parser.add_argument("--cpu-hours", type=float, default=8.0)
     parser.add_argument("--simulations", type=int, default=200, help="bootstrap stores per candidate n, at most")
     parser.add_argument("--out", type=Path, default=None, help="write the table here instead of the README")
+    parser.add_argument(
+        "--sizes",
+        type=Path,
+        nargs="*",
+        default=(),
+        help="the pilot's sizes of some recipes already computed (the CSV an --out run writes): not computed again",
+    )
     args = parser.parse_args()
     recipes = [load_recipe(name) for name in args.recipes]
-    sizes = sizing.pilot_sizes(recipes, args.pilot, simulations=args.simulations)
+    known = (
+        pd.concat([pd.read_csv(path).fillna({"basis": "", "side": "", "reason": ""}) for path in args.sizes])
+        if args.sizes
+        else None
+    )
+    done = set(known["recipe"]) if known is not None else set()
+    todo = [recipe for recipe in recipes if recipe.name not in done]
+    sizes = sizing.pilot_sizes(todo, args.pilot, simulations=args.simulations) if todo else None
+    sizes = pd.concat([s for s in (known, sizes) if s is not None], ignore_index=True)
+    sizes = sizes[sizes["recipe"].isin([recipe.name for recipe in recipes])].drop(columns="fits", errors="ignore")
     sizes, per_recipe = sizing.fit(sizes, recipes, args.cpu_hours)
     text = markdown(sizes, per_recipe, args.cpu_hours)
     print(text)

@@ -4,10 +4,13 @@
 construction and a run that hit its budget still improving is said to.
 
     A run is **still improving** when, over its validation evaluations e_1 .. e_K of the dev
-    loss, the lowest loss of the last ``w = max(2, ceil(K / 4))`` evaluations is more than
-    ``tolerance`` (1%) below the lowest loss of all the evaluations before them: its dev loss
-    reached a new low in the last quarter of training. Runs with fewer than 4 evaluations are
-    not judged (False).
+    loss, the lowest loss of the last ``w = max(2, ceil(K / 4))`` evaluations is below the
+    lowest loss of all the evaluations before them by more than its **tolerance**, in nats: the
+    larger of ``tolerance`` (1%) of that earlier low and the run's own **noise**, the median
+    absolute change between successive evaluations over the second half of its history (what
+    the dev loss moves from one evaluation to the next where a run has settled). A new low
+    within that noise is not improvement. Runs with fewer than 4 evaluations are not judged
+    (False).
 
 As a stopping rule this is a patience that grows with training (a quarter of the evaluations so
 far, at least 2), where Hugging Face's ``EarlyStoppingCallback`` waits a fixed number of
@@ -40,7 +43,22 @@ def improving(losses: Sequence[float], tolerance: float = TOLERANCE) -> bool:
     if len(values) < MIN_EVALUATIONS:
         return False
     window = max(2, math.ceil(len(values) / 4))
-    return bool(values[-window:].min() < values[:-window].min() * (1 - tolerance))
+    earlier = values[:-window].min()
+    return bool(values[-window:].min() < earlier - max(tolerance * earlier, noise(values)))
+
+
+def noise(losses: Sequence[float]) -> float:
+    """A run's evaluation-to-evaluation noise (nats): the median absolute change between
+    successive dev losses over the second half of its history (0 with fewer than 2 there).
+
+    Parameters
+    ----------
+    losses : sequence of float, shape (K,)
+        Finite validation losses in step order.
+    """
+    values = np.asarray(losses, float)
+    late = values[len(values) // 2 :]
+    return float(np.median(np.abs(np.diff(late)))) if len(late) > 1 else 0.0
 
 
 def converged(losses: Sequence[float], tolerance: float = TOLERANCE) -> bool:

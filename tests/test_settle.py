@@ -9,8 +9,9 @@ import pytest
 from observation_frames import location_claim, runs_frame
 
 from robustkit.analysis.convergence import improving
-from robustkit.verdicts import settle
+from robustkit.verdicts import budget, settle
 from robustkit.verdicts.rules import NOT_CONVERGED, judge
+from robustkit.verdicts.rules import tested_rows as selected_rows
 from robustkit.verdicts.spec import AGREES, Claim
 
 _claim = location_claim  # the shared test claim
@@ -26,7 +27,7 @@ LOW, HIGH = [0.690, 0.695, 0.700, 0.705, 0.730], [0.722, 0.739, 0.712, 0.745, 0.
 def _agree_rate(claim: Claim, observations: pd.DataFrame, n: int, draws: int, seed: int) -> float:
     """How often n runs per group agree, drawn at the effect settle sizes for (its 50% interval's
     end nearest no effect)."""
-    shrunk = settle.conservative(claim, settle.selected(claim, observations))[0]
+    shrunk = settle.conservative(claim, selected_rows(claim, observations))[0]
     boot, rng = settle.Bootstrap(claim, shrunk), np.random.default_rng(seed)
     return float(
         np.mean(
@@ -112,7 +113,7 @@ DECAYING = 0.5 + 10.0 * STEPS**-0.7  # a power law still falling at 20 evaluatio
 
 def test_a_still_improving_run_would_pass_the_guard_when_trained_that_long():
     assert improving(DECAYING[:20])
-    found = settle.budget_to_converge(None, ["late"], _history({"late": DECAYING[:20]}))
+    found = budget.budget_to_converge(None, ["late"], _history({"late": DECAYING[:20]}))
     multiple = found["multiple"]
     assert multiple is not None and multiple > 1
     evaluations = int(round(multiple * 20))
@@ -124,12 +125,12 @@ def test_a_still_improving_run_would_pass_the_guard_when_trained_that_long():
 def test_a_group_passes_when_at_most_half_still_improve():
     flat = np.full(20, 0.5)
     curves = {"a": DECAYING[:20], "b": 0.5 + 20.0 * STEPS[:20] ** -0.7, "c": flat}
-    found = settle.budget_to_converge(None, list(curves), _history(curves))
+    found = budget.budget_to_converge(None, list(curves), _history(curves))
     runs = found["runs"].set_index("run_id")
     assert runs.loc["c", "multiple"] == 1.0 and runs.loc["b", "multiple"] > runs.loc["a", "multiple"] > 1
     assert found["multiple"] == runs.loc["a", "multiple"]  # 2 of 3 must pass: the second smallest
     # a curve that keeps falling past the longest budget looked at gets no estimate, and says why
-    multiple, why = settle.fitted_budget(STEPS[:20], DECAYING[:20], max_multiple=3)
+    multiple, why = budget.fitted_budget(STEPS[:20], DECAYING[:20], max_multiple=3)
     assert multiple is None and "still improves by the rule at 3x" in why
 
 

@@ -98,7 +98,7 @@ def test_a_pilot_gives_each_claim_its_seeds_and_budget(monkeypatch):
     monkeypatch.setattr(sizing.tally, "observations", lambda *args, **kwargs: pd.DataFrame())
     monkeypatch.setattr(robustkit.analysis.convergence, "still_improving", lambda store, ids: pd.Series(False))
     monkeypatch.setattr(robustkit.store.tables, "load_history", lambda store: pd.DataFrame())
-    monkeypatch.setattr(sizing.settle, "claim_budget", lambda *args: {"multiple": 2.5, "reason": ""})
+    monkeypatch.setattr(sizing.budget, "claim_budget", lambda *args: {"multiple": 2.5, "reason": ""})
     answers = {
         "stable-across-lrs": {"n": 17, "observed_n": 5, "side": "agrees", "reason": ""},
         "ft-collapses": {"n": None, "observed_n": 5, "side": None, "reason": "the observed effect is 0"},

@@ -5,7 +5,9 @@
 (a run's several observations in a cell are averaged), runs are in seed order, a spread claim's
 runs are ordered into seed pairs within each pooled setting, a tuned claim's groups are split by
 the setting they are tuned over, and each cell names the sets of runs the convergence guard
-checks one by one. :mod:`robustkit.verdicts.rules` tests them.
+checks one by one. :mod:`robustkit.verdicts.rules` tests them. :func:`cell_names` and
+:func:`groups_of` label each observation with its cell and group the same way, for what draws
+runs per cell and group (:mod:`robustkit.verdicts.settle`, :mod:`robustkit.verdicts.budget`).
 """
 
 from __future__ import annotations
@@ -232,3 +234,18 @@ def _guarded(claim: Claim, parts: list[tuple[str, pd.DataFrame]]) -> list[tuple[
             what = ", ".join(f"{c}={_text(k)}" if c == claim.tuned else _text(k) for c, k in zip(keys, key))
             found.append((f"{name}: {what}" if name else what, list(runs_of)))
     return found
+
+
+def cell_names(claim: Claim, frame: pd.DataFrame) -> pd.Series:
+    """Each row's cell, named as a verdict names it (``task=rte, layer=3``; ``all`` without cells)."""
+    within = [c for c in claim.within if c in frame]
+    if not within or frame.empty:
+        return pd.Series("all", index=frame.index)
+    return frame[within].apply(lambda row: ", ".join(f"{c}={_text(v)}" for c, v in row.items()), axis=1)
+
+
+def groups_of(claim: Claim, frame: pd.DataFrame) -> pd.Series:
+    """Each row's group: ``"a"`` or ``"b"`` (a threshold claim without ``a``: every row is a)."""
+    if not claim.a or claim.by not in frame:
+        return pd.Series("a", index=frame.index)
+    return pd.Series(np.where(_is(frame[claim.by], claim.a), "a", "b"), index=frame.index)

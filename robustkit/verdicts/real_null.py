@@ -30,8 +30,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from robustkit.verdicts.rules import judge
-from robustkit.verdicts.settle import Bootstrap, groups_of, selected
+from robustkit.verdicts.cells import groups_of
+from robustkit.verdicts.rules import judge, tested_rows
+from robustkit.verdicts.settle import Bootstrap
 from robustkit.verdicts.spec import AGREES, CONTRADICTS, Claim
 
 KINDS = ("location", "spread", "rate", "equivalence")
@@ -67,7 +68,7 @@ def relabelled(claim: Claim, observations: pd.DataFrame, source: str) -> pd.Data
     DataFrame
         Twice the source group's rows, ``claim.by`` set to a value of each group.
     """
-    frame = selected(claim, observations)
+    frame = tested_rows(claim, observations)
     group = groups_of(claim, frame)
     rows = frame[group == source]
     label_b = claim.b[0] if claim.b else frame.loc[group == "b", claim.by].iloc[0]
@@ -110,7 +111,7 @@ def null_rates(
         ``draws`` 0 where neither group has runs.
     """
     counts_agrees, counts_contradicts = counted(claim)
-    frame = selected(claim, observations)
+    frame = tested_rows(claim, observations)
     groups = groups_of(claim, frame)
     n = n or Bootstrap(claim, frame).observed_n
     worst = {"source": "", "n": n, "draws": 0, "false_agrees": np.nan, "false_contradicts": np.nan}

@@ -18,8 +18,6 @@ permutation test of :mod:`robustkit.measures.brunner_munzel`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import pandas as pd
 
@@ -27,9 +25,8 @@ from robustkit.analysis import registry
 from robustkit.analysis.pooling import check_pooling
 from robustkit.measures import brunner_munzel, exact, multiplicity
 from robustkit.train import collapse
-from robustkit.verdicts.cells import Cell, cells
+from robustkit.verdicts.cells import Cell, cell_names, cells
 from robustkit.verdicts.selection import matches as _is
-from robustkit.verdicts.selection import text as _text
 from robustkit.verdicts.spec import AGREES, CONTRADICTS, INCONCLUSIVE, VERDICTS, Claim, label, opposite
 
 TOO_FEW, NOT_SIGNIFICANT, NOT_CONVERGED, UNTESTABLE, NO_DATA, DEPENDS_ON_FAILED = (
@@ -220,7 +217,7 @@ def judge(
     if notes:
         results[-1]["reason"] += "; " + "; ".join(notes)
     # failed runs per cell, counted on every observation (the policy may have left them out)
-    per_cell = failed.groupby(_cells(observations, claim.within)).sum() if claim.quantifier != "overall" else {}
+    per_cell = failed.groupby(cell_names(claim, observations)).sum() if claim.quantifier != "overall" else {}
     for result in results:
         result["n_failed"] = int(per_cell.get(result["cell"], 0)) if result["cell"] in per_cell else n_failed
     return rows(claim, results)
@@ -828,9 +825,3 @@ def rows(claim: Claim, results: list[dict]) -> pd.DataFrame:
         "failures": claim.failures,
     }
     return pd.DataFrame([{**fixed, **r} for r in results], columns=VERDICT_COLUMNS[1:])
-
-
-def _cells(frame: pd.DataFrame, within: Sequence[str]) -> pd.Series:
-    if not within:
-        return pd.Series("all", index=frame.index)
-    return frame[list(within)].apply(lambda row: ", ".join(f"{c}={_text(v)}" for c, v in row.items()), axis=1)

@@ -28,14 +28,13 @@ import numpy as np
 import pandas as pd
 
 from robustkit.analysis import registry
-from robustkit.analysis.convergence import TOLERANCE
-from robustkit.analysis.convergence import improving as still_improving_rule
 from robustkit.measures import exact
 from robustkit.train import collapse
 from robustkit.verdicts import tally
+from robustkit.verdicts.budget import budget_text, claim_budget
+from robustkit.verdicts.cells import cell_names, groups_of
 from robustkit.verdicts.rules import DEPENDS_ON_FAILED, NOT_CONVERGED, NOT_SIGNIFICANT, TOO_FEW, judge, tested_rows
 from robustkit.verdicts.scales import SCALES
-from robustkit.verdicts.selection import matches as _is
 from robustkit.verdicts.selection import text as _text
 from robustkit.verdicts.spec import AGREES, CONTRADICTS, INCONCLUSIVE, Claim
 
@@ -47,33 +46,12 @@ BATCH = 25  # simulated stores between two looks at the estimate
 Z_STOP = 1.96  # a 95% Wilson interval on one side of the target stops a candidate early
 SEED = 0
 REFINE = 3  # evaluations that narrow the bracket, at most
-MAX_MULTIPLE = 100.0  # the longest budget the extrapolation looks at, in multiples of the current one
 SETTLE_COLUMNS = ["recipe", "claim", "would_settle"]
 BY_RUNS = (TOO_FEW, NOT_SIGNIFICANT, DEPENDS_ON_FAILED)
 
 
 # ---------------------------------------------------------------------------------------------
 # the claim's runs, as judge selects them
-
-
-def selected(claim: Claim, observations: pd.DataFrame) -> pd.DataFrame:
-    """The observations :func:`robustkit.verdicts.rules.judge` tests (:func:`robustkit.verdicts.rules.tested_rows`)."""
-    return tested_rows(claim, observations)
-
-
-def cell_names(claim: Claim, frame: pd.DataFrame) -> pd.Series:
-    """Each row's cell, named as a verdict names it (``task=rte, layer=3``; ``all`` without cells)."""
-    within = [c for c in claim.within if c in frame]
-    if not within or frame.empty:
-        return pd.Series("all", index=frame.index)
-    return frame[within].apply(lambda row: ", ".join(f"{c}={_text(v)}" for c, v in row.items()), axis=1)
-
-
-def groups_of(claim: Claim, frame: pd.DataFrame) -> pd.Series:
-    """Each row's group: ``"a"`` or ``"b"`` (a threshold claim without ``a``: every row is a)."""
-    if not claim.a or claim.by not in frame:
-        return pd.Series("a", index=frame.index)
-    return pd.Series(np.where(_is(frame[claim.by], claim.a), "a", "b"), index=frame.index)
 
 
 def strata(claim: Claim, frame: pd.DataFrame) -> dict[tuple[str, tuple[str, ...]], list]:
@@ -169,7 +147,7 @@ class Bootstrap:
 
     def __init__(self, claim: Claim, observations: pd.DataFrame, improving: pd.Series | None = None):
         self.claim = claim
-        frame = selected(claim, observations).reset_index(drop=True)
+        frame = tested_rows(claim, observations).reset_index(drop=True)
         self.strata = strata(claim, frame)
         self.frame = frame.drop(columns=[c for c in ("run_id_b",) if c in frame])
         codes = {run_id: i for i, run_id in enumerate(frame["run_id"].unique())} if not frame.empty else {}
@@ -315,7 +293,7 @@ def runs_to_decide(
     needed = {"a"} if claim.compare == "threshold" else {"a", "b"}
     if boot.observed_n == 0 or not needed <= {group.split(" ", 1)[0] for group, _ in boot.strata}:
         return {**result, "reason": "no observed run in a compared group to draw from"}
-    usable = selected(claim, observations)
+    usable = tested_rows(claim, observations)
     if claim.failures == "exclude" and "outcome" in usable and (usable["outcome"] == collapse.OK).sum() == 0:
         return {**result, "reason": "every observed run failed: nothing to draw a score from"}
     effects = observed_effects(claim, usable)
@@ -468,188 +446,6 @@ def runs_text(found: dict, power: float = POWER, claim: Claim | None = None) -> 
 
 
 # ---------------------------------------------------------------------------------------------
-# training budget
-
-
-def _power_law(steps: np.ndarray, a: float, b: float, c: float) -> np.ndarray:
-    return c + a * np.power(steps, -b)
-
-
-def fitted_budget(
-    steps: Sequence[float], losses: Sequence[float], tolerance: float = TOLERANCE, max_multiple: float = MAX_MULTIPLE
-) -> tuple[float | None, str]:
-    """The multiple of its current steps at which one run would pass the guard's rule.
-
-    Parameters
-    ----------
-    steps : sequence of float, shape (K,)
-        Optimizer steps of the run's validation evaluations, increasing.
-    losses : sequence of float, shape (K,)
-        Its dev loss at each (nats).
-
-    Returns
-    -------
-    (float or None, str)
-        The multiple (1.0: the run already passes), or None and the reason: the fit failed or
-        its curve still improves by the rule at ``max_multiple`` times the budget.
-    """
-    steps, losses = np.asarray(steps, float), np.asarray(losses, float)
-    keep = np.isfinite(steps) & np.isfinite(losses) & (steps > 0)
-    steps, losses = steps[keep], losses[keep]
-    if not still_improving_rule(losses, tolerance):
-        return 1.0, ""
-    if len(steps) < 4:
-        return None, "fewer than 4 evaluations to fit"
-    from scipy.optimize import curve_fit
-
-    floor = float(losses.min())
-    start = (max(losses[0] - 0.5 * floor, 1e-6) * steps[0] ** 0.5, 0.5, 0.5 * floor)
-    try:
-        with np.errstate(all="ignore"):
-            (a, b, c), _ = curve_fit(
-                _power_law, steps, losses, p0=start, bounds=([0, 1e-3, 0], [np.inf, 5, floor]), maxfev=20000
-            )
-    except (RuntimeError, ValueError) as error:
-        return None, f"the power-law fit failed ({error})"
-    spacing = float(np.median(np.diff(steps))) if len(steps) > 1 else float(steps[0])
-    last = float(steps[-1])
-    extra = int(math.ceil((max_multiple - 1) * last / spacing))
-    future = last + spacing * np.arange(1, extra + 1)
-    extended = np.concatenate([losses, _power_law(future, a, b, c)])
-    for more in range(1, extra + 1):  # train one evaluation longer at a time
-        if not still_improving_rule(extended[: len(losses) + more], tolerance):
-            return float(future[more - 1] / last), ""
-    return None, (
-        f"the fitted curve (floor {c:.3g}, exponent {b:.2g}) still improves by the rule at {max_multiple:g}x the budget"
-    )
-
-
-def budget_to_converge(
-    store: str | Path | None,
-    run_ids: Sequence[str],
-    history: pd.DataFrame | None = None,
-    tolerance: float = TOLERANCE,
-    max_multiple: float = MAX_MULTIPLE,
-) -> dict:
-    """The training budget at which the runs ``run_ids`` would pass the convergence guard.
-
-    Parameters
-    ----------
-    store : path or None
-        The run store whose histories are read (:func:`robustkit.store.tables.load_history`).
-    run_ids : sequence of str
-        One compared group of one cell (the guard counts per group).
-    history : DataFrame, optional
-        The store's history, already loaded (columns ``run_id, step, epoch, split, metric,
-        value``); read from ``store`` when None.
-
-    Returns
-    -------
-    dict
-        ``multiple`` (of the runs' current steps, at which at most half of them still improve by
-        the rule; None with ``reason`` where too many runs have no estimate), ``runs`` (a frame:
-        ``run_id, steps, epochs, improving, multiple, reason``), ``steps`` and ``epochs`` (the
-        budget at the multiple, from the longest run; NaN where unknown), ``reason``.
-    """
-    if history is None:
-        from robustkit.store.tables import load_history
-
-        history = load_history(store)
-    history = history[
-        history["run_id"].isin(list(run_ids)) & (history["split"] == "validation") & (history["metric"] == "loss")
-    ].sort_values("step")
-    rows = []
-    for run_id in run_ids:
-        own = history[history["run_id"] == run_id]
-        if own.empty:
-            rows.append(
-                {
-                    "run_id": run_id,
-                    "steps": np.nan,
-                    "epochs": np.nan,
-                    "improving": False,
-                    "multiple": 1.0,
-                    "reason": "no dev-loss history: the guard does not judge it",
-                }
-            )
-            continue
-        losses = own["value"].to_numpy(float)
-        multiple, why = fitted_budget(own["step"].to_numpy(float), losses, tolerance, max_multiple)
-        rows.append(
-            {
-                "run_id": run_id,
-                "steps": float(own["step"].max()),
-                "epochs": float(own["epoch"].max()) if "epoch" in own else np.nan,
-                "improving": still_improving_rule(losses, tolerance),
-                "multiple": multiple,
-                "reason": why,
-            }
-        )
-    runs = pd.DataFrame(rows, columns=["run_id", "steps", "epochs", "improving", "multiple", "reason"])
-    found = {"runs": runs, "multiple": None, "steps": np.nan, "epochs": np.nan, "reason": ""}
-    if runs.empty:
-        return {**found, "reason": "no run"}
-    # the guard passes when at most half still improve: the (n - n // 2)-th smallest multiple
-    n = len(runs)
-    multiples = np.sort(runs["multiple"].astype(float).fillna(np.inf).to_numpy())
-    multiple = float(multiples[n - n // 2 - 1])
-    if not np.isfinite(multiple):
-        reasons = "; ".join(sorted({r for r in runs["reason"] if r}))
-        return {**found, "reason": f"no budget estimate for enough runs ({reasons})"}
-    return {
-        **found,
-        "multiple": multiple,
-        "steps": float(runs["steps"].max() * multiple),
-        "epochs": float(runs["epochs"].max() * multiple),
-    }
-
-
-def claim_budget(
-    claim: Claim,
-    observations: pd.DataFrame,
-    improving: pd.Series,
-    store: str | Path | None,
-    history: pd.DataFrame | None = None,
-) -> dict:
-    """:func:`budget_to_converge` of every group the guard stops in the claim's cells (the
-    runs each cell tests after the failure policy); the claim's multiple is the largest."""
-    frame = selected(claim, observations)
-    if claim.failures == "exclude" and "outcome" in frame and (frame["outcome"] == collapse.OK).any():
-        frame = frame[frame["outcome"] == collapse.OK]
-    frame = frame[frame["value"].notna()].assign(_cell=cell_names(claim, frame), _group=groups_of(claim, frame))
-    if history is None and store is not None:
-        from robustkit.store.tables import load_history
-
-        history = load_history(store)
-    worst: dict = {"multiple": None, "reason": "no cell has more than half of a group still improving", "group": ""}
-    for (_, group), part in frame.groupby(["_cell", "_group"], sort=True):
-        ids = list(dict.fromkeys(part["run_id"]))
-        late = int(improving.reindex(ids).fillna(False).astype(bool).sum())
-        if late <= len(ids) / 2:
-            continue
-        found = budget_to_converge(store, ids, history)
-        label = "/".join(_text(v) for v in (claim.a if group == "a" else claim.b)) or "the runs"
-        found["group"], found["late"], found["n"] = label, late, len(ids)
-        if found["multiple"] is None:
-            return found
-        if worst["multiple"] is None or found["multiple"] > worst["multiple"]:
-            worst = found
-    return worst
-
-
-def budget_text(found: dict) -> str:
-    """``"train about 2.5x longer, 7.5 epochs (4 of 5 full runs still improve; power-law fit of
-    the dev loss, extrapolated)"``, or why none."""
-    if found.get("multiple") is None:
-        return f"no training budget found: {found['reason']}"
-    epochs = f", {found['epochs']:.3g} epochs" if np.isfinite(found.get("epochs", np.nan)) else ""
-    return (
-        f"train about {found['multiple']:.2g}x longer{epochs} ({found['late']} of {found['n']} {found['group']} runs "
-        "still improve; power-law fit of the dev loss, extrapolated)"
-    )
-
-
-# ---------------------------------------------------------------------------------------------
 # the claims table
 
 
@@ -664,7 +460,7 @@ def would_settle(
 ) -> str:
     """The ``would_settle`` text of one claim's overall verdict row ("" unless inconclusive).
 
-    *not converged*: the training budget (:func:`claim_budget`); *too few runs*, *not
+    *not converged*: the training budget (:func:`robustkit.verdicts.budget.claim_budget`); *too few runs*, *not
     significant*, *depends on failed runs* (or a row without a reason class): the runs per
     group (:func:`runs_to_decide`, ``options`` passed on); *untestable*, *no data*: "".
     """

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from robustkit.verdicts import settle, tally
+from robustkit.verdicts import budget, settle, tally
 
 HEADLINE = (
     "han2021/fig2",
@@ -42,7 +42,7 @@ FIRST_SEED = 1000  # the sized runs' seeds start here: none is a pilot (demo) ru
 MAX_EPOCHS = 30
 BUDGET_FACTOR = 2.0
 SIZE_COLUMNS = ["recipe", "claim", "compare", "pilot_n", "n", "basis", "seeds", "side", "multiple", "fits", "reason"]
-CONVERGED = "no cell has more than half of a group still improving"  # settle.claim_budget's reason
+CONVERGED = "no cell has more than half of a group still improving"  # budget.claim_budget's reason
 
 
 def pilot_sizes(
@@ -81,9 +81,10 @@ def pilot_sizes(
                 rows.append({**row, "pilot_n": 0, "n": math.nan, "seeds": math.nan, "reason": f"no pilot: {error}"})
                 continue
             if claim.final:
-                budget = settle.claim_budget(claim, found, late, pilot, history)
-                passes = budget["multiple"] is None and budget["reason"] == CONVERGED
-                row["multiple"] = 1.0 if passes else budget["multiple"] if budget["multiple"] is not None else math.nan
+                found_budget = budget.claim_budget(claim, found, late, pilot, history)
+                passes = found_budget["multiple"] is None and found_budget["reason"] == CONVERGED
+                multiple = found_budget["multiple"]
+                row["multiple"] = 1.0 if passes else multiple if multiple is not None else math.nan
             sized = settle.runs_to_decide(claim, found, None, max_runs=max_runs, simulations=simulations)
             n, basis, reason = sized["n"], "pilot", sized["reason"]
             if n is None and sized["observed_n"]:

@@ -14,8 +14,15 @@ from robustkit.analysis.attack_summary import summarize
 
 def success_view(examples: pd.DataFrame, store: str | Path, checkpoint: str) -> pd.DataFrame:
     """Han et al. 2021 figure 5's data: :func:`summarize` per victim and attacker, with each
-    victim's outcome (:func:`with_outcomes`)."""
-    return with_outcomes(summarize(examples), store, checkpoint=checkpoint)
+    victim's ``outcome`` on its test split (:func:`robustkit.analysis.scores.with_outcomes`).
+
+    A victim stuck at the majority class predicts one label whatever the input, so no
+    perturbation flips it: its low success rate is no robustness, and figures and claims leave
+    it out (Han et al. 2021 figure 5 at demo scale once showed exactly that).
+    """
+    from robustkit.analysis import scores
+
+    return scores.with_outcomes(summarize(examples), store, checkpoint=checkpoint)
 
 
 def success_scores_view(examples: pd.DataFrame, store: str | Path, checkpoint: str, convention: str) -> pd.DataFrame:
@@ -118,15 +125,3 @@ def success_by_tsp(
     """The attack-vs-tsp and attack-by-attacker figures' data: :func:`success_lines` of
     :func:`success_view` (each victim's success rates and outcome)."""
     return success_lines(success_view(examples, store, checkpoint), convention, include_failed)
-
-
-def with_outcomes(summary: pd.DataFrame, store: str | Path, checkpoint: str = "best") -> pd.DataFrame:
-    """``summary`` + each victim's ``outcome`` on its test split (:mod:`robustkit.train.collapse`).
-
-    A victim stuck at the majority class predicts one label whatever the input, so no
-    perturbation flips it: its low success rate is no robustness, and figures and claims leave
-    it out (Han et al. 2021 figure 5 at demo scale once showed exactly that).
-    """
-    from robustkit.analysis import scores
-
-    return scores.with_outcomes(summary, store, checkpoint=checkpoint)

@@ -143,12 +143,18 @@ def _paired(part: pd.DataFrame, pooled: Sequence[str]) -> pd.DataFrame:
     """A spread claim's runs in the order :func:`robustkit.measures.exact.seed_pairs` pairs them
     (consecutive runs): within each value of the ``pooled`` settings, in seed order, the odd last
     run of each left out, so no pair joins two learning rates (he2021/fig4 pooled its rates, and
-    its pairs were (2e-5, 2.5e-3) and (5e-4, 1e-4))."""
+    its pairs were (2e-5, 2.5e-3) and (5e-4, 1e-4)); where every pooled setting has one run, in
+    the settings' order."""
     columns = [c for c in pooled if c in part]
     if not columns or part.empty:
         return part
+    settings = list(part.groupby(columns, dropna=False, sort=True))
+    if all(len(runs) < 2 for _, runs in settings):
+        # one run per pooled setting: the setting is what the replicates differ in (han2021/fig1
+        # and fig4, one seed per TSP length), so its runs pair in the setting's order
+        return pd.concat([runs for _, runs in settings])
     kept = []
-    for _, runs in part.groupby(columns, dropna=False, sort=True):
+    for _, runs in settings:
         kept.append(runs.iloc[: len(runs) // 2 * 2])
     return pd.concat(kept)
 

@@ -29,6 +29,8 @@ import pandas as pd
 from scipy import stats
 
 from robustkit.measures import exact, multiplicity
+from robustkit.verdicts.cells import Cell
+from robustkit.verdicts.cells import cells as build_cells
 from robustkit.verdicts.scales import SCALES
 
 POWER = 0.8
@@ -237,32 +239,34 @@ def sizes_and_configurations(
 ) -> tuple[list[tuple[str, int, int]], tuple[int, int]]:
     """:func:`claim_sizes`, and the configurations of group a and b (values of a ``tuned``
     claim's column) that ``recipe`` trains at ``scale``, the most of any cell; (1, 1) for a
-    claim not tuned. One pass over the recipe's run specs, which dominate the plan's time."""
+    claim not tuned. Read off :func:`planned_cells`."""
     sizes, configs = [], (1, 1)
-    for name, group_a, group_b, pairs in _cell_groups(recipe, claim, scale, defaults):
-        tuned = claim.tuned and claim.tuned in group_a
-        if pairs:
-            sizes.append((name, _disjoint_pairs(group_a), _disjoint_pairs(group_b)))
-        elif tuned:
-            smallest = lambda group: int(group.groupby(claim.tuned, dropna=False).size().min()) if len(group) else 0
-            sizes.append((name, smallest(group_a), smallest(group_b)))
+    for cell in planned_cells(recipe, claim, scale, defaults):
+        if cell.configs_a or cell.configs_b:  # tuned: configuration against configuration
+            smallest = lambda configs: min((len(values) for values in configs), default=0)
+            sizes.append((cell.name, smallest(cell.configs_a), smallest(cell.configs_b)))
+            configs = (max(configs[0], len(cell.configs_a)), max(configs[1], len(cell.configs_b)))
         else:
-            sizes.append((name, len(group_a), len(group_b)))
-        if tuned:
-            counts = [max(1, group[claim.tuned].nunique(dropna=False)) for group in (group_a, group_b)]
-            configs = (max(configs[0], counts[0]), max(configs[1], counts[1]))
+            sizes.append((cell.name, len(cell.a), len(cell.b)))
     return sizes or [("all", 0, 0)], configs
 
 
-def _cell_groups(recipe, claim, scale: str, defaults: dict | None):
-    """Per cell of ``claim`` at ``scale``: its name, the run specs of group a and b (a frame
-    each) and whether the statistic's unit is a disjoint pair of runs."""
-    from dataclasses import asdict
+def planned_cells(recipe, claim, scale: str, defaults: dict | None = None) -> list[Cell]:
+    """The claim's run-setting cells at ``scale`` before any run exists.
+
+    :func:`robustkit.verdicts.cells.cells`, the function the verdicts judge with, on one planned
+    observation (value 0) per run spec of the recipe at ``scale`` (per disjoint pair of runs
+    for a statistic of pairs), after the claim's ``where`` filters on run settings. Cells are
+    the claim's ``within`` columns that are run settings (a statistic's own cells, such as
+    ``layer``, hold the same runs each: :func:`statistic_cells`). A trend's cells here are per
+    value of ``along`` too, and a claim ``overall`` is not pooled: the plan and the simulation
+    build those from the run-setting cells.
+    """
+    from dataclasses import asdict, replace
 
     from robustkit.analysis.registry import statistic_of
     from robustkit.methods.registry import identity_columns
     from robustkit.verdicts.selection import matches as _is
-    from robustkit.verdicts.selection import text as _text
 
     specs = recipe.specs(scale, defaults)
     # the method options are columns too (``lora.r``): a claim may group or select on them
@@ -272,15 +276,31 @@ def _cell_groups(recipe, claim, scale: str, defaults: dict | None):
     for column, values in claim.where.items():
         if column in specs:
             specs = specs[_is(specs[column], values)]
-    within = [c for c in claim.within if c in specs]
-    cells = specs.groupby(within, dropna=False, sort=True) if within else [((), specs)]
-    pairs = statistic_of(claim.statistic)[1].unit == "disjoint pair"
-    for key, cell in cells:
-        key = key if isinstance(key, tuple) else (key,)
-        name = ", ".join(f"{c}={_text(k)}" for c, k in zip(within, key)) or "all"
-        group_a = cell[_is(cell[claim.by], claim.a)] if claim.a else cell
-        group_b = cell[_is(cell[claim.by], claim.b)] if claim.b else cell.iloc[:0]
-        yield name, group_a, group_b, pairs
+    if statistic_of(claim.statistic)[1].unit == "disjoint pair":
+        specs = _disjoint_pairs(specs)
+    settings = replace(
+        claim,
+        within=tuple(c for c in claim.within if c in specs),
+        compare="location" if claim.compare == "trend" else claim.compare,
+        quantifier=None if claim.quantifier == "overall" else claim.quantifier,
+    )
+    if specs.empty or claim.by not in specs:
+        return []
+    planned = specs.assign(value=0.0)
+    return build_cells(settings, planned, pd.Series(False, index=planned.index))
+
+
+def _disjoint_pairs(specs: pd.DataFrame) -> pd.DataFrame:
+    """One row per disjoint seed pair of run specs: the first run of each pair, half of each
+    configuration's runs (rounded down), as a statistic of pairs observes them."""
+    if specs.empty:
+        return specs
+    settings = [c for c in specs.columns if c not in ("seed", "run_id")]
+    keys = specs[settings].map(str).agg("|".join, axis=1)
+    ordered = specs.assign(_key=keys).sort_values(["_key", "seed"], kind="stable")
+    position = ordered.groupby("_key", sort=False).cumcount()
+    pairs = ordered[(position % 2 == 0) & (position + 1 < ordered["_key"].map(ordered["_key"].value_counts()))]
+    return pairs.drop(columns="_key")
 
 
 # Encoder layers of the papers' hub models (``num_hidden_layers`` of their published configs),
@@ -316,15 +336,6 @@ def _layers(model: str) -> int:
     from robustkit.models.pretrained import load_config
 
     return int(load_config(model).num_hidden_layers)
-
-
-def _disjoint_pairs(specs: pd.DataFrame) -> int:
-    """Disjoint seed pairs among run specs: half of each configuration's runs, rounded down."""
-    if specs.empty:
-        return 0
-    settings = [c for c in specs.columns if c not in ("seed", "run_id")]
-    keys = specs[settings].map(str).agg("|".join, axis=1)
-    return int((keys.value_counts() // 2).sum())
 
 
 def agreeing_level(quantifier: str | None, smallest: list[float], alpha: float) -> float:

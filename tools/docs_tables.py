@@ -20,6 +20,9 @@ import re
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))  # tools/markers.py, also when a test loads this file
+from markers import between  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = {"analyses": ROOT / "docs" / "analyses.md", "recipes": ROOT / "docs" / "recipes.md"}
 BEGIN = "<!-- generated: python tools/docs_tables.py ({name}) -->\n"
@@ -97,12 +100,7 @@ TABLES = {"analyses": analyses_table, "recipes": recipes_tables}
 
 def with_table(page: str, name: str, text: str) -> str:
     """``page`` with ``text`` between its markers for table ``name``."""
-    begin, end = BEGIN.format(name=name), END.format(name=name)
-    head, marker, rest = page.partition(begin)
-    if not marker:
-        raise SystemExit(f"{PAGES[name]} has no {begin.strip()} marker")
-    _, _, tail = rest.partition(end)
-    return f"{head}{begin}{text}{end}{tail}"
+    return between(page, BEGIN.format(name=name), END.format(name=name), text, name=str(PAGES[name]))
 
 
 def main() -> int:

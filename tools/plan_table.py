@@ -14,6 +14,9 @@ import argparse
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))  # tools/markers.py, also when a test loads this file
+from markers import between  # noqa: E402
+
 README = Path(__file__).resolve().parents[1] / "recipes" / "README.md"
 BEGIN = "<!-- generated: robustkit claims --plan --markdown (edit the recipes, not this table) -->\n"
 END = "<!-- end of generated table -->"
@@ -30,11 +33,7 @@ def table() -> str:
 
 def with_table(readme: str, text: str) -> str:
     """``readme`` with ``text`` between its markers."""
-    head, _, rest = readme.partition(BEGIN)
-    _, _, tail = rest.partition(END)
-    if not rest:
-        raise SystemExit(f"{README} has no {BEGIN.strip()} marker")
-    return f"{head}{BEGIN}{text}{END}{tail}"
+    return between(readme, BEGIN, END, text, name=str(README))
 
 
 def main() -> int:

@@ -21,43 +21,24 @@ import platform
 import time
 
 import torch
+from timing import fastest_steps, rt_batches, rt_features  # bench/timing.py: a script's own folder is on its path
 
-from robustkit.data import batches as data
 from robustkit.data import tasks
-from robustkit.models.pretrained import load_tokenizer
 from robustkit.specs.spec import RunSpec
 from robustkit.train.evaluate import EVAL_BATCH_SIZE, eval_batches, evaluate
-from robustkit.train.loop import _Loop
-from robustkit.train.optimiser import _Optimiser
-from robustkit.train.run_model import build_classifier
 
 BATCH, LENGTH, EVAL_EXAMPLES = 16, 64, 256
 
 
 def measure(model_name: str, steps: int, repeats: int) -> tuple[float, float]:
     """(training examples/s, evaluation examples/s) of full fine-tuning of ``model_name``."""
-    splits = tasks.load_splits("rt")
-    tokenizer = load_tokenizer(model_name)
-    task = tasks.get_task("rt")
-    texts = data.split_texts(splits["train"], task.text_fields)[: BATCH * steps]
-    features = data.encode_labelled(texts, splits["train"]["label"][: BATCH * steps], tokenizer, LENGTH)
-    collator = data.classification_collator(tokenizer)
-    batches = [collator(features[i : i + BATCH]) for i in range(0, len(features), BATCH)]
+    batches = rt_batches(model_name, BATCH * steps, BATCH, LENGTH)
     spec = RunSpec(model=model_name, task="rt", method="full", max_length=LENGTH).resolved()
-    model, _, _ = build_classifier(spec, num_labels=2)
-    optimiser = _Optimiser(model, spec.lr, 0.0)
-    loop = _Loop(run_dir=None, seed=0, progress=False)
-    loop.step(model, batches[0], optimiser, 1.0, 0, 1.0)  # warm-up, not timed
-    fastest = float("inf")
-    for block in range(repeats):
-        started = time.perf_counter()
-        for step, batch in enumerate(batches):
-            loop.step(model, batch, optimiser, 1.0, block * len(batches) + step + 1, 1.0)
-        fastest = min(fastest, time.perf_counter() - started)
+    model, _, fastest = fastest_steps(spec, batches, len(batches), repeats)
     train_rate = BATCH * len(batches) / fastest
-    val_texts = data.split_texts(splits["validation"], task.text_fields)[:EVAL_EXAMPLES]
-    val = data.encode_labelled(val_texts, splits["validation"]["label"][:EVAL_EXAMPLES], tokenizer, LENGTH)
-    eval_set = eval_batches(val, EVAL_BATCH_SIZE, collator)
+    features, collator = rt_features(model_name, EVAL_EXAMPLES, LENGTH, split="validation")
+    eval_set = eval_batches(features, EVAL_BATCH_SIZE, collator)
+    task = tasks.get_task("rt")
     evaluate(model, eval_set, task)  # warm-up
     fastest = float("inf")
     for _ in range(repeats):

@@ -13,19 +13,14 @@ whole model). Full fine-tuning is measured first; each ratio is against that mea
 from __future__ import annotations
 
 import argparse
-import time
 
 import torch
 from safetensors.torch import save
+from timing import fastest_steps, rt_batches  # bench/timing.py: a script's own folder is on its path
 
-from robustkit.data import batches as data
-from robustkit.data import tasks
 from robustkit.methods.registry import METHOD_NAMES
-from robustkit.models.pretrained import load_tokenizer
 from robustkit.specs.spec import RunSpec
-from robustkit.train.loop import _Loop
-from robustkit.train.optimiser import _Optimiser
-from robustkit.train.run_model import build_classifier, trainable_state
+from robustkit.train.run_model import trainable_state
 
 # Options a method needs (top-k has no default k) and the generic method's example config.
 OPTIONS = {"topk": {"top_k": 2}}
@@ -35,19 +30,9 @@ EXTRA = ("adapterhub:lora[r=16,alpha=16]",)
 def measure(method: str, model_name: str, steps: int, repeats: int, batches: list) -> tuple[float, int, int]:
     """(steps per second in the fastest block, checkpoint bytes, trainable parameters) of ``method``."""
     spec = RunSpec(model=model_name, task="rt", method=method, max_length=64, **OPTIONS.get(method, {})).resolved()
-    model, names, _ = build_classifier(spec, num_labels=2)
-    optimiser = _Optimiser(model, spec.lr, 0.0)
-    loop = _Loop(run_dir=None, seed=0, progress=False)
-    loop.step(model, batches[0], optimiser, 1.0, 0, 1.0)  # warm-up, not timed
-    fastest = float("inf")
-    for block in range(repeats):
-        started = time.perf_counter()
-        for step in range(block * steps, (block + 1) * steps):
-            loop.step(model, batches[step % len(batches)], optimiser, 1.0, step + 1, 1.0)
-        fastest = min(fastest, time.perf_counter() - started)
-    rate = steps / fastest
+    model, names, fastest = fastest_steps(spec, batches, steps, repeats)
     state = trainable_state(model, names)
-    return rate, len(save(state)), sum(t.numel() for t in state.values())
+    return steps / fastest, len(save(state)), sum(t.numel() for t in state.values())
 
 
 def main() -> None:
@@ -62,12 +47,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     torch.manual_seed(0)
-    splits = tasks.load_splits("rt")
-    tokenizer = load_tokenizer(args.model)
-    texts = data.split_texts(splits["train"], tasks.get_task("rt").text_fields)[:320]
-    features = data.encode_labelled(texts, splits["train"]["label"][:320], tokenizer, 64)
-    collator = data.classification_collator(tokenizer)
-    batches = [collator(features[i : i + 32]) for i in range(0, 320, 32)]
+    batches = rt_batches(args.model, 320, 32, 64)
     methods = args.methods.split(",") if args.methods else [m for m in METHOD_NAMES if m != "adapterhub"] + list(EXTRA)
     full_rate, full_bytes, full_params = measure("full", args.model, args.steps, args.repeats, batches)
     print(

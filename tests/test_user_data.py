@@ -308,9 +308,9 @@ seed = [0, 1]
 
 def test_box_seeds_panels_name_data_by_a_short_fingerprint():
     """Runs of one task on two versions of its data get a panel each, titled by 8 hex digits."""
-    from robustkit.figures.stability import _panel_title
+    from robustkit.figures.box_labels import panel_title
 
-    title = _panel_title("reviews", ["data_fingerprint"], ("user:sha256:" + "ab" * 32,))
+    title = panel_title("reviews", ["data_fingerprint"], ("user:sha256:" + "ab" * 32,))
     assert title == "reviews: data user:abababab"
 
 

@@ -152,7 +152,7 @@ def attack_boxes(
     of ``frame``'s ``attacker`` column (``attacker``, where given, names it instead: a frame
     without that column), each shown in its unit (its ``metric``).
     """
-    from robustkit.figures.stability import method_boxes
+    from robustkit.figures.score_boxes import method_boxes
 
     named = [attacker] if attacker is not None else _attackers(frame)
     title = " vs ".join(attacker_label(a) for a in named) if named else "Attack"

@@ -113,7 +113,7 @@ def results_table_figure(
 ) -> Figure:
     """:func:`summary_table` of :func:`robustkit.analysis.results.results_table`'s output:
     the title names the model and task of ``source`` (the runs), values in its metric's units."""
-    from robustkit.figures.stability import value_label
+    from robustkit.figures.box_labels import value_label
 
     metric = str(source["metric"].iloc[0]) if source["metric"].nunique() == 1 else ""
     return summary_table(

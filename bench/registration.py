@@ -49,7 +49,7 @@ MACHINERY = {  # file -> the functions or classes of the source-reading registra
         "_is_decorator",
         "_class_literals",
     ),
-    "robustkit/figures/style.py": ("_GrowingSet",),
+    "robustkit/figures/units.py": ("_GrowingSet",),
 }
 
 

@@ -22,7 +22,7 @@ from robustkit.attacks.pwws import PWWS, attack_openattack
 from robustkit.attacks.victim import Victim, as_openattack
 from robustkit.data.tasks import load_splits
 from robustkit.errors import RobustkitError
-from robustkit.figures import style
+from robustkit.figures import units
 from robustkit.models.pretrained import load_tokenizer
 from robustkit.specs.spec import RunSpec
 from robustkit.train.run_model import build_classifier
@@ -121,7 +121,7 @@ def test_an_attack_registers_itself_with_what_it_declares(registered):
     info = attacks.info("echo")
     assert (info.label, info.success_unit, info.needs_openattack, info.nltk_data) == ("Echo!", "fraction", False, ())
     # its success is shown as it declares, wherever figures look units up
-    assert "echo success" not in style.PERCENT and style.scale("echo success") == 1.0
+    assert "echo success" not in units.PERCENT and units.scale("echo success") == 1.0
     with pytest.raises(RobustkitError, match="attacker 'echo' is registered already"):
         attacks.register_attack(type("Impostor", (), {"name": "echo"}))  # another class, the same name
     for bad in ({"success_unit": "percent"}, {"needs_openattack": "yes"}, {"nltk_data": ["corpora/wordnet"]}):
@@ -182,7 +182,7 @@ def test_each_attack_declares_in_its_source_what_its_class_has(name):
         info.needs_openattack,
         info.nltk_data,
     )
-    assert (attacks.success_metric(name) in style.PERCENT) == (info.success_unit == "%")
+    assert (attacks.success_metric(name) in units.PERCENT) == (info.success_unit == "%")
     if info.needs_openattack:  # OpenAttack's configuration provides what they read
         assert set(info.nltk_data) <= {r.nltk_path.rstrip("/") for r in offline.RESOURCES}
 

@@ -18,7 +18,7 @@ from robustkit.analysis import attack, attack_summary, attack_views
 from robustkit.attacks import nltk_data, offline, registry
 from robustkit.errors import RobustkitError
 from robustkit.figures import attack as attack_plots
-from robustkit.figures import style
+from robustkit.figures import style, units
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 8
@@ -158,7 +158,7 @@ def test_an_attack_from_a_folder_of_its_own_runs_end_to_end(fixtureswap, sentenc
     ax = attack_plots.attack_vs_tsp(**lines).axes[0]
     assert ax.get_title().startswith(f"{LABEL} attack success (openattack convention")
     # its unit: a fraction, as it declares (the default, %, would show 100 x the rate)
-    assert ax.get_ylabel() == "attack success rate" and "fixtureswap success" not in style.PERCENT
+    assert ax.get_ylabel() == "attack success rate" and "fixtureswap success" not in units.PERCENT
     (line,) = [l for l in ax.get_lines() if l.get_marker() == "o"]
     assert list(line.get_ydata()) == pytest.approx([rate])
     side = attack_plots.attack_by_attacker(**lines)

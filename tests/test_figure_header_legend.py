@@ -13,6 +13,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.legend import Legend  # noqa: E402
 
 from robustkit.figures import style  # noqa: E402
+from robustkit.figures.labels import paper_title  # noqa: E402
 from robustkit.figures.similarity import rsa_by_layer  # noqa: E402
 
 
@@ -66,7 +67,7 @@ def test_a_one_column_legend_wraps_its_long_labels():
 def test_the_title_leaves_what_was_run_to_the_subtitle():
     frame = pd.DataFrame({"model": ["minilm-l6"], "task": ["rt"]})
     fig, _ = plt.subplots()
-    title = style.set_title(fig, style.paper_title("Han et al. 2021, figure 2", frame))
+    title = style.set_title(fig, paper_title("Han et al. 2021, figure 2", frame))
     assert title.get_text() == "Han et al. 2021, figure 2 — minilm-l6 on rt"  # no subtitle: the title says it
     style.add_subtitle(fig, "minilm-l6 on rt (stand-in for bert-base-uncased on rte)")
     texts = [t.get_text() for t in fig.texts]
@@ -78,11 +79,11 @@ def test_the_title_leaves_what_was_run_to_the_subtitle():
 def test_a_title_extra_stays_and_another_subtitle_leaves_the_title_alone():
     frame = pd.DataFrame({"model": ["bert-tiny"], "task": ["rte"]})
     fig, _ = plt.subplots()
-    title = style.set_title(fig, style.paper_title("He et al. 2021, figure 4", frame, "layer-shared adapters"))
+    title = style.set_title(fig, paper_title("He et al. 2021, figure 4", frame, "layer-shared adapters"))
     style.add_subtitle(fig, "bert-tiny on rte (stand-in for bert-base-uncased on rte)")
     assert title.get_text() == "He et al. 2021, figure 4, layer-shared adapters"
     fig2, _ = plt.subplots()
-    other = style.set_title(fig2, style.paper_title("He et al. 2021, figure 4", frame))
+    other = style.set_title(fig2, paper_title("He et al. 2021, figure 4", frame))
     style.add_subtitle(fig2, "5 seeds per method")
     assert other.get_text() == "He et al. 2021, figure 4 — bert-tiny on rte"
     plt.close(fig)

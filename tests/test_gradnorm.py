@@ -6,7 +6,8 @@ import pytest
 
 from robustkit.analysis import gradnorm
 from robustkit.figures.gradnorm import gradnorm_curves
-from robustkit.figures.style import method_label, save_pdf
+from robustkit.figures.method_style import method_label
+from robustkit.figures.style import save_pdf
 from robustkit.store.tables import load_gradnorms
 
 

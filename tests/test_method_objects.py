@@ -44,7 +44,7 @@ def test_the_registry_and_the_spec_import_neither_torch_nor_adapters():
 
 
 def test_every_method_has_its_own_label_colour_and_option_names():
-    from robustkit.figures.style import METHOD_COLORS, METHOD_LABELS
+    from robustkit.figures.method_style import METHOD_COLORS, METHOD_LABELS
     from robustkit.store.tables import IDENTITY
 
     assert {

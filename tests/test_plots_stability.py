@@ -8,7 +8,8 @@ import pytest
 
 from robustkit.analysis import boxes
 from robustkit.figures import stability as plots
-from robustkit.figures.style import COLLAPSED_LABEL, decorate, figure_texts, save_pdf
+from robustkit.figures.marks import COLLAPSED_LABEL
+from robustkit.figures.style import decorate, figure_texts, save_pdf
 
 BASELINE = 0.53
 

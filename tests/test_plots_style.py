@@ -7,8 +7,9 @@ import pytest
 
 from robustkit.analysis import ablation
 from robustkit.cli import parse_args
-from robustkit.figures import FIGURES, style
+from robustkit.figures import FIGURES, canvas, style, units
 from robustkit.figures.ablation import ablation_heatmap, cell_font_size
+from robustkit.figures.labels import paper_title
 
 TEXT = (
     "Claim: the standard deviation over seeds is smaller with adapters than with full fine-tuning "
@@ -27,7 +28,7 @@ def test_every_plot_verb_takes_subtitle_and_footer(name):
 
 @pytest.mark.parametrize("width", [2.5, 3.3, 4.0, 5.2, 6.4, 8.0])
 def test_wrapped_text_never_ends_on_a_lone_word_and_fits(width):
-    fig, _ = style.new_figure(width, 3)
+    fig, _ = canvas.new_figure(width, 3)
     lines = style.wrap(fig, TEXT, style.NOTE_SIZE)
     assert " ".join(lines) == " ".join(TEXT.split())
     assert len(lines) > 1 and len(lines[-1].split()) >= 2
@@ -35,7 +36,7 @@ def test_wrapped_text_never_ends_on_a_lone_word_and_fits(width):
 
 
 def test_subtitle_and_footer_stack_outside_the_panels(tmp_path):
-    fig, ax = style.new_figure(5, 3)
+    fig, ax = canvas.new_figure(5, 3)
     ax.plot([0, 1], [0, 1], label="a line")
     style.set_title(fig, "He et al. 2021, figure 2 — minilm-l6 on rt")
     style.legend_below(fig, ax, ax.get_legend_handles_labels()[0])
@@ -62,10 +63,11 @@ def test_subtitle_and_footer_stack_outside_the_panels(tmp_path):
 
 def test_paper_title_names_model_and_task():
     frame = pd.DataFrame({"model": ["minilm-l6"] * 2, "task": ["rt", "sst2"]})
-    assert style.paper_title("He et al. 2021, figure 2", frame) == "He et al. 2021, figure 2 — minilm-l6 on rt, sst2"
-    assert style.paper_title("X", None) == "X"
-    assert style.score_label(["accuracy"], ["test"]) == "test accuracy (%)"
-    assert style.score_label(["mcc"], ["validation"]) == "validation mcc (x 100)"
+    assert paper_title("He et al. 2021, figure 2", frame) == "He et al. 2021, figure 2 — minilm-l6 on rt, sst2"
+    assert paper_title("X", None) == "X"
+    assert units.score_label(["accuracy"], ["test"]) == "test accuracy (%)"
+    assert units.score_label(["mcc"], ["validation"]) == "validation mcc (x 100)"
+    assert style.PERCENT is units.PERCENT  # documented as robustkit.figures.style.PERCENT (docs/reference.md)
 
 
 def _ablation(n_layers: int, sharing: str = "none") -> pd.DataFrame:
@@ -108,7 +110,7 @@ def test_heatmap_cells_are_readable_and_the_shared_ablation_says_so():
 
 
 def test_saved_figures_are_cropped(tmp_path):
-    fig, ax = style.new_figure(5, 3)
+    fig, ax = canvas.new_figure(5, 3)
     ax.plot(np.arange(3))
     style.add_note(fig, TEXT)
     path = style.save_pdf(fig, tmp_path / "x.pdf")
@@ -159,7 +161,7 @@ def test_plain_savefig_keeps_title_legend_and_footer(tmp_path):
 
     from PIL import Image
 
-    fig, ax = style.new_figure(4, 3)
+    fig, ax = canvas.new_figure(4, 3)
     ax.plot([0, 1], [0, 1], label="a line")
     style.set_title(fig, "He et al. 2021, figure 2 — a title wider than the four-inch panels of this figure")
     style.legend_below(fig, ax, [*ax.get_legend_handles_labels()[0]] * 3, ncols=3)
@@ -179,7 +181,7 @@ def test_plain_savefig_keeps_title_legend_and_footer(tmp_path):
 
     table = render_table(["method", "score"], [["houlsby", "81.2"], ["full", "82.0"]], "A title", [TEXT])
     assert _outside(table) == []
-    wide, axis = style.new_figure(3, 2)
+    wide, axis = canvas.new_figure(3, 2)
     style.legend_below(
         wide, None, [plt_line(f"label {i} of a legend wider than its panels") for i in range(4)], ncols=4
     )
@@ -211,14 +213,14 @@ def test_strip_points_jitter_the_same_whatever_the_global_random_state():
     import numpy as np
     import pandas as pd
 
-    from robustkit.figures import style
+    from robustkit.figures import canvas, marks
 
     frame = pd.DataFrame({"method": ["full"] * 5 + ["houlsby"] * 5, "value": np.arange(10.0)})
     offsets = []
     for seed in (1, 2):
         np.random.seed(seed)
-        fig, ax = style.new_figure()
-        style.strip_points(data=frame, x="method", y="value", ax=ax, jitter=0.1)
+        fig, ax = canvas.new_figure()
+        marks.strip_points(data=frame, x="method", y="value", ax=ax, jitter=0.1)
         after = np.random.random()
         np.random.seed(seed)
         assert after == np.random.random()  # the caller's global state is put back

@@ -10,7 +10,8 @@ import pytest
 from robustkit.analysis import tradeoff
 from robustkit.analysis.registry import get as analysis
 from robustkit.figures.init_std import init_std_figure
-from robustkit.figures.style import COLLAPSED_LABEL, figure_texts, save_pdf
+from robustkit.figures.marks import COLLAPSED_LABEL
+from robustkit.figures.style import figure_texts, save_pdf
 from robustkit.figures.tradeoff import tradeoff_aggregate_figure, tradeoff_figure
 from robustkit.specs.spec import RunSpec
 from robustkit.store.manifest import write_manifest

@@ -94,9 +94,9 @@ def test_stats_says_why_a_table_is_empty(tiny_store, capsys, monkeypatch):
 
 def test_figures_mark_failed_runs_in_the_outcome_words():
     # the grey x marks every run that is no result: not-learned ones too, not as "collapsed"
-    from robustkit.figures import style
+    from robustkit.figures import marks
 
-    label = style.collapsed_handle().get_label()
+    label = marks.collapsed_handle().get_label()
     assert all(word in label for word in (collapse.NOT_LEARNED, collapse.COLLAPSED, collapse.DIVERGED)), label
 
 

@@ -15,7 +15,8 @@ from matplotlib.patches import Rectangle
 from robustkit import figures
 from robustkit.analysis.declare import METRIC_NAME
 from robustkit.figures import canvas, style
-from robustkit.figures.style import method_label
+from robustkit.figures.labels import paper_title
+from robustkit.figures.method_style import method_label
 from robustkit.params import Param
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
@@ -110,7 +111,7 @@ def ablation_heatmap(
         ax.set_title(_panel_title(rows, metric, keys, key), fontsize=8)
     bar = fig.colorbar(image, ax=list(axes[0]), shrink=0.9)
     bar.set_label(f"relative change in dev {metric} vs all adapters (%)")
-    style.set_title(fig, style.paper_title(paper_figure, frame, extra=_sharing(frame)))
+    style.set_title(fig, paper_title(paper_figure, frame, extra=_sharing(frame)))
     style.add_note(
         fig,
         "Cell (i, j): adapters of layers i..j removed (nothing re-trained), mean over the runs; "

@@ -13,7 +13,10 @@ from matplotlib.lines import Line2D
 from robustkit import figures
 from robustkit.attacks import registry as attack_registry
 from robustkit.figures import canvas, style
-from robustkit.figures.style import method_color, method_label, new_figure
+from robustkit.figures.canvas import new_figure
+from robustkit.figures.labels import paper_title
+from robustkit.figures.marks import COLLAPSED_STYLE, collapsed_handle
+from robustkit.figures.method_style import method_color, method_label
 from robustkit.train import collapse
 
 # The figures of this module, as robustkit.figures reads them from this source (the attack
@@ -130,7 +133,7 @@ def attack_vs_tsp(
         f"{name} attack success ({convention} convention, up to {int(summary['attacked'].max())} examples/run)",
         fontsize=9,
     )
-    style.set_title(fig, style.paper_title("Han et al. 2021, figure 5", summary))
+    style.set_title(fig, paper_title("Han et al. 2021, figure 5", summary))
     _legend_and_note(fig, ax, summary, lines, failures, include_failed, BANDS)
     return fig
 
@@ -217,9 +220,7 @@ def attack_by_attacker(
         if len(units) > 1 or ax is axes[0][0]:
             ax.set_ylabel(y_label(attacker))
     labels = " vs ".join(attacker_label(a) for a in attackers)
-    style.set_title(
-        fig, style.paper_title("Han et al. 2021, figure 5", summary, extra=f"{labels} ({convention} convention)")
-    )
+    style.set_title(fig, paper_title("Han et al. 2021, figure 5", summary, extra=f"{labels} ({convention} convention)"))
     shared = "the y axis is shared" if len(units) == 1 else "each panel's y axis is in its attacker's unit"
     note = f"{BANDS} Every attacker attacks the same examples of each run; {shared}. Han et al. 2021 report PWWS only."
     # Collapse is a property of the victim: marked once, from the first attacker's rows.
@@ -243,7 +244,7 @@ def _panel(ax: Axes, data: pd.DataFrame, lines: pd.DataFrame, include_failed: bo
         ax.fill_between(x, mean - std, mean + std, color=color, alpha=0.2, linewidth=0)
     failed = data[data["outcome"] != collapse.OK]
     if len(failed) and not include_failed:
-        ax.plot(failed["tsp_step"], scale * failed["success_rate"], **style.COLLAPSED_STYLE)
+        ax.plot(failed["tsp_step"], scale * failed["success_rate"], **COLLAPSED_STYLE)
     ax.set_xlabel("task-specific pretraining steps")
     ax.grid(alpha=0.3)
 
@@ -271,7 +272,7 @@ def _legend_and_note(
     ]
     failed = (data["outcome"] != collapse.OK).any()
     if failed and not include_failed:
-        handles.append(style.collapsed_handle())
+        handles.append(collapsed_handle())
     style.legend_below(fig, ax, handles, ncols=1)
     if (lines["n"].max() if len(lines) else 0) <= 1:
         note = note.replace(BANDS, "Lines: one run per TSP step (no spread to show).")

@@ -9,8 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from robustkit.figures import style
-from robustkit.figures.style import is_missing, method_label, setting_label
+from robustkit.figures.labels import setting_label
+from robustkit.figures.method_style import method_label
+from robustkit.figures.setting_groups import is_missing
+from robustkit.figures.units import score_label
 
 
 def panel_title(task: str, keys: list[str], combo: tuple, most: int = 3) -> str:
@@ -69,4 +71,4 @@ def x_label(value: object) -> str:
 
 def value_label(panel: pd.DataFrame) -> str:
     """Axis label of the scores: split, metric and unit (e.g. \"test accuracy (%)\")."""
-    return style.score_label(panel["metric"], panel["split"] if "split" in panel else ())
+    return score_label(panel["metric"], panel["split"] if "split" in panel else ())

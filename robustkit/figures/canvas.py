@@ -1,7 +1,7 @@
 """Where a plot draws: a canvas of its own, or the caller's Axes or Figure (seaborn's ``ax=``).
 
 A plot function asks this module for its panels (:func:`subplots`, the signature of
-``plt.subplots``) instead of ``plt.subplots``. Outside :func:`into` it gets exactly what
+``plt.subplots``; :func:`new_figure`, one panel) instead of ``plt.subplots``. Outside :func:`into` it gets exactly what
 ``plt.subplots`` gives: a new figure that :mod:`robustkit.figures.style` grows to hold the title,
 legend and notes. Inside ``into(ax)`` a one-panel plot draws into that Axes and a plot of several
 panels is refused (:class:`CanvasError`, naming ``fig=``); inside ``into(fig)`` (a Figure or a
@@ -106,3 +106,15 @@ def subplots(
             )
         return target.figure, (target if squeeze else np.array([[target]], dtype=object))
     return target, target.subplots(nrows, ncols, squeeze=squeeze, **kwargs)
+
+
+def new_figure(width: float = 5.0, height: float = 3.6) -> tuple[FigureBase, Axes]:
+    """One panel of ``width`` x ``height`` inches, constrained layout (:func:`subplots`).
+
+    Returns
+    -------
+    fig : matplotlib Figure or SubFigure
+    ax : Axes
+    """
+    fig, ax = subplots(figsize=(width, height), constrained_layout=True)
+    return fig, ax

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import warnings
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
@@ -13,7 +14,9 @@ from matplotlib.figure import Figure
 
 from robustkit import figures
 from robustkit.figures import canvas, style
-from robustkit.figures.style import method_color, method_label, method_tick, plt
+from robustkit.figures.labels import paper_title
+from robustkit.figures.marks import strip_points
+from robustkit.figures.method_style import method_color, method_label, method_tick
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
 DECLARED = figures.Figure(
@@ -84,7 +87,7 @@ def connectivity_figure(lines: pd.DataFrame, barriers: pd.DataFrame, metric: str
                 boxprops={"alpha": 0.45},
                 width=0.5,
             )
-        style.strip_points(
+        strip_points(
             data=cell,
             x="method",
             y="barrier",
@@ -123,7 +126,7 @@ def connectivity_figure(lines: pd.DataFrame, barriers: pd.DataFrame, metric: str
     handles = [
         plt.Line2D([], [], color=method_color(m), label=f"{method_label(m)}: a line per seed pair") for m in methods
     ]
-    style.set_title(fig, style.paper_title("Linear mode connectivity between seeds (Frankle et al. 2020)", data))
+    style.set_title(fig, paper_title("Linear mode connectivity between seeds (Frankle et al. 2020)", data))
     style.legend_below(fig, axes[0][0], handles)
     checkpoint = "/".join(sorted(data["checkpoint"].unique()))
     examples = "/".join(str(e) for e in sorted(data["examples"].unique()))

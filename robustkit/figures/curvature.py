@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
@@ -12,7 +13,8 @@ from matplotlib.font_manager import FontProperties
 
 from robustkit import figures
 from robustkit.figures import canvas, style
-from robustkit.figures.style import method_color, method_label, plt
+from robustkit.figures.labels import paper_title
+from robustkit.figures.method_style import method_color, method_label
 from robustkit.params import Param
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
@@ -90,9 +92,7 @@ def curvature_figure(frame: pd.DataFrame, layer_checkpoint: str = "best") -> Fig
     axes[-1][0].set_xlabel("checkpoint (tsp: the masked-LM loss at the TSP checkpoint; step-0 = before tuning)")
     if not layers.empty:
         axes[-1][1].set_xlabel("layer block (only that block's parameters move)")
-    style.set_title(
-        fig, style.paper_title("Curvature of the training loss (PyHessian's estimators, Yao et al. 2020)", frame)
-    )
+    style.set_title(fig, paper_title("Curvature of the training loss (PyHessian's estimators, Yao et al. 2020)", frame))
     runs = frame.drop_duplicates("run_id").groupby("method")["run_id"].size()
     params = frame[frame["scope"] == "all"].groupby("method")["n_params"].max()
     handles = [

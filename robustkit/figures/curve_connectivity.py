@@ -3,12 +3,14 @@ along the line between two seeds, and both barriers per disjoint seed pair."""
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
 from robustkit import figures
 from robustkit.figures import canvas, style
-from robustkit.figures.style import method_color, method_label, method_tick, plt
+from robustkit.figures.labels import paper_title
+from robustkit.figures.method_style import method_color, method_label, method_tick
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
 DECLARED = figures.Figure(
@@ -77,7 +79,7 @@ def curve_figure(paths: pd.DataFrame, barriers: pd.DataFrame, metric: str = "los
     right.grid(alpha=0.3, axis="y")
     handles = [plt.Line2D([], [], color=method_color(m), label=method_label(m)) for m in methods]
     handles += [plt.Line2D([], [], color="#444444", label=f"{p}", **PATH_STYLES[p]) for p in ("line", "curve")]
-    style.set_title(fig, style.paper_title("Curved mode connectivity between seeds (Garipov et al. 2018)", data))
+    style.set_title(fig, paper_title("Curved mode connectivity between seeds (Garipov et al. 2018)", data))
     style.legend_below(fig, left, handles)
     steps = "/".join(str(s) for s in sorted(data["steps"].unique()))
     examples = "/".join(str(e) for e in sorted(data["examples"].unique()))

@@ -16,6 +16,7 @@ are drawn as thin grey lines and left out of the means unless ``include_failed``
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
@@ -26,16 +27,12 @@ from matplotlib.ticker import MaxNLocator
 from robustkit import figures
 from robustkit.analysis.pooling import mixed_settings
 from robustkit.figures import canvas, style
-from robustkit.figures.style import (
-    cell_text,
-    method_color,
-    method_label,
-    plt,
-    rows_matching,
-    setting_combos,
-    setting_label,
-)
+from robustkit.figures.labels import cell_text, paper_title, setting_label
+from robustkit.figures.marks import COLLAPSED_STYLE, baseline_handle, draw_baseline, include_baseline
+from robustkit.figures.method_style import method_color, method_label
+from robustkit.figures.setting_groups import rows_matching, setting_combos
 from robustkit.figures.tables import render_table
+from robustkit.figures.units import scale, unit
 from robustkit.train import collapse
 
 # The figures of this module, as robustkit.figures reads them from this source (their analyses
@@ -123,7 +120,7 @@ def dev_curves(frame: pd.DataFrame, lines: pd.DataFrame, tsp_step: int = 0, incl
             ax.grid(alpha=0.3)
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     _share_columns(axes, data)
-    title = style.paper_title("He et al. 2021, figures 5 and 9", data)
+    title = paper_title("He et al. 2021, figures 5 and 9", data)
     style.set_title(fig, title + (f" (TSP {tsp_step} steps)" if tsp_step else ""))
     methods = sorted(data["method"].unique())
     handles = [
@@ -188,8 +185,8 @@ def curves_by_tsp(
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         row[0].set_ylabel(_metric_label(shown_metric))
     for ax in axes.flat:
-        style.include_baseline(ax, data.loc[data["metric"].isin(shown_metrics), "shown_baseline"])
-    style.set_title(fig, style.paper_title("Han et al. 2021, figures 1 and 13", data))
+        include_baseline(ax, data.loc[data["metric"].isin(shown_metrics), "shown_baseline"])
+    style.set_title(fig, paper_title("Han et al. 2021, figures 1 and 13", data))
     handles = [
         Line2D([], [], color=colours[t], label=_runs_label(f"TSP {t} steps", data[data["tsp_step"] == t], "method"))
         for t in steps
@@ -220,8 +217,8 @@ def mean_best_table(summary: pd.DataFrame) -> Figure:
         raise figures.NothingToDraw("nothing to tabulate: the mean/best summary is empty")
     keys = _group_keys(summary)
     metric = "/".join(sorted(summary["metric"].unique()))
-    factor = style.scale(str(summary["metric"].iloc[0])) if summary["metric"].nunique() == 1 else 100.0
-    shown_unit = style.unit(str(summary["metric"].iloc[0])) if summary["metric"].nunique() == 1 else ""
+    factor = scale(str(summary["metric"].iloc[0])) if summary["metric"].nunique() == 1 else 100.0
+    shown_unit = unit(str(summary["metric"].iloc[0])) if summary["metric"].nunique() == 1 else ""
     header = [
         *(setting_label(k) for k in keys),
         "method",
@@ -258,7 +255,7 @@ def mean_best_table(summary: pd.DataFrame) -> Figure:
         f"mean ± std (ddof 1) over the runs (seeds). n: runs kept; collapsed runs (robustkit.train.collapse, "
         f"judged at the end of training) are left out and counted."
     ]
-    title = style.paper_title("He et al. 2021, table 6", summary)
+    title = paper_title("He et al. 2021, table 6", summary)
     return render_table(header, rows, title, notes, numeric_from=len(keys) + 1)
 
 
@@ -269,7 +266,7 @@ def mean_best_table(summary: pd.DataFrame) -> Figure:
 def _prepared(data: pd.DataFrame) -> pd.DataFrame:
     """``data`` + ``shown`` / ``shown_baseline`` (plotted units: % for accuracy and F1, x 100
     for correlations, losses as they are)."""
-    factor = data["metric"].map(style.scale)
+    factor = data["metric"].map(scale)
     # the baseline is the main metric's: it applies to the rows of that metric only
     main = data["metric"] == data["main_metric"] if "main_metric" in data else data["metric"] != "loss"
     return data.assign(shown=data["value"] * factor, shown_baseline=(data["baseline"] * factor).where(main))
@@ -284,14 +281,14 @@ def _main_metric(rows: pd.DataFrame) -> str:
 def _metric_label(metric: str) -> str:
     if metric == "loss":
         return "dev loss (mean cross-entropy, nats)"
-    return f"dev {metric}{style.unit(metric)}"
+    return f"dev {metric}{unit(metric)}"
 
 
 def _mean_line(ax, group: pd.DataFrame, stats: pd.DataFrame, colour) -> None:
     """The line's mean per step (``stats``, in the units of ``value``) with a ±1 std band where
     it averages several runs; the failed runs of ``group`` as thin grey lines."""
     if len(stats):
-        factor = style.scale(str(group["metric"].iloc[0]))
+        factor = scale(str(group["metric"].iloc[0]))
         mean = stats["mean"] * factor
         ax.plot(stats["step"], mean, marker="o", markersize=2.5, linewidth=1.2, color=colour)
         if stats["n"].max() > 1:
@@ -302,7 +299,7 @@ def _mean_line(ax, group: pd.DataFrame, stats: pd.DataFrame, colour) -> None:
         ax.plot(
             run["step"],
             run["shown"],
-            color=style.COLLAPSED_STYLE["color"],
+            color=COLLAPSED_STYLE["color"],
             linewidth=0.8,
             linestyle=":",
             marker="x",
@@ -314,7 +311,7 @@ def _mean_line(ax, group: pd.DataFrame, stats: pd.DataFrame, colour) -> None:
 def _baseline(ax, rows: pd.DataFrame) -> None:
     values = rows["shown_baseline"].dropna().unique()
     if len(values):
-        style.draw_baseline(ax, float(np.mean(values)))
+        draw_baseline(ax, float(np.mean(values)))
 
 
 def _share_columns(axes: np.ndarray, data: pd.DataFrame) -> None:
@@ -327,19 +324,19 @@ def _share_columns(axes: np.ndarray, data: pd.DataFrame) -> None:
                 ax.sharey(axes[0, column])
         for ax in axes[:, column]:
             if column == 1:
-                style.include_baseline(ax, data["shown_baseline"])
+                include_baseline(ax, data["shown_baseline"])
 
 
 def _extra_handles(data: pd.DataFrame) -> list:
     handles = [Patch(facecolor="#999999", alpha=0.3, label="band: ±1 std over runs")]
     if data["shown_baseline"].notna().any():
-        handles.append(style.baseline_handle())
+        handles.append(baseline_handle())
     if (data["outcome"] != collapse.OK).any():
         handles.append(
             Line2D(
                 [],
                 [],
-                color=style.COLLAPSED_STYLE["color"],
+                color=COLLAPSED_STYLE["color"],
                 linestyle=":",
                 marker="x",
                 markersize=3,

@@ -3,6 +3,7 @@ and the rank of each weight update per method."""
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
@@ -10,7 +11,8 @@ from matplotlib.figure import Figure
 from robustkit import figures
 from robustkit.analysis.declare import MATRICES, RANK_MEASURE
 from robustkit.figures import canvas, style
-from robustkit.figures.style import method_color, method_label, method_tick, plt
+from robustkit.figures.labels import paper_title
+from robustkit.figures.method_style import method_color, method_label, method_tick
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
 DECLARED = figures.Figure(
@@ -94,7 +96,7 @@ def forgetting_figure(points: pd.DataFrame, ranks: pd.DataFrame, matrices: str, 
     ]
     if (points["outcome"] != "ok").any():
         handles.append(plt.Line2D([], [], color="#444444", marker="x", linestyle="none", label="failed run (not ok)"))
-    style.set_title(fig, style.paper_title("Learning vs forgetting (Biderman et al. 2024)", points))
+    style.set_title(fig, paper_title("Learning vs forgetting (Biderman et al. 2024)", points))
     style.legend_below(fig, left, handles)
     head = "/".join(sorted(points["head"].unique()))
     style.add_note(

@@ -9,7 +9,8 @@ from matplotlib.ticker import MaxNLocator
 
 from robustkit import figures
 from robustkit.figures import canvas, style
-from robustkit.figures.style import method_color, method_label
+from robustkit.figures.labels import paper_title
+from robustkit.figures.method_style import method_color, method_label
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
 DECLARED = figures.Figure(
@@ -72,7 +73,7 @@ def gradnorm_curves(frame: pd.DataFrame, intermediate: int | None = None) -> Fig
     handles = [Line2D([], [], color=method_color(m), label=f"{method_label(m)} (n={runs[m]} runs)") for m in methods]
     # below the panels, never over data; the note says what the bands are
     style.legend_below(fig, None, handles, ncols=max(1, len(methods)), fontsize=8)
-    style.set_title(fig, style.paper_title("Han et al. 2021, figure 3", frame))
+    style.set_title(fig, paper_title("Han et al. 2021, figure 3", frame))
     style.add_note(
         fig,
         "Lines: mean over the runs (seeds) of each method; bands: min-max over the runs. Norms of each "

@@ -12,7 +12,10 @@ from matplotlib.lines import Line2D
 
 from robustkit import figures
 from robustkit.figures import canvas, style
-from robustkit.figures.style import method_color
+from robustkit.figures.labels import paper_title
+from robustkit.figures.marks import COLLAPSED_STYLE, baseline_handle, collapsed_handle, draw_baseline, include_baseline
+from robustkit.figures.method_style import method_color
+from robustkit.figures.units import scale, score_label
 from robustkit.methods import HOULSBY_INIT_STD
 from robustkit.train import collapse
 
@@ -86,13 +89,13 @@ def init_std_figure(
     handles = {}
     for ax, task in zip(axes[0], tasks):
         handles.update(_panel(ax, shown[shown["task"] == task], stats[stats["task"] == task]))
-    axes[0][0].set_ylabel(f"{style.score_label(shown['metric'], [split])} at the {_checkpoint(shown)} checkpoint")
+    axes[0][0].set_ylabel(f"{score_label(shown['metric'], [split])} at the {_checkpoint(shown)} checkpoint")
     handles["default"] = Line2D([], [], color=method_color("houlsby"), linestyle=":", label="paper default (std 1e-2)")
     if shown["baseline"].notna().any() if "baseline" in shown else False:
-        handles["baseline"] = style.baseline_handle()
+        handles["baseline"] = baseline_handle()
     if (shown["outcome"] != collapse.OK).any():
-        handles["collapsed"] = style.collapsed_handle()
-    style.set_title(fig, style.paper_title("Houlsby et al. 2019, figure 6 (right)", shown))
+        handles["collapsed"] = collapsed_handle()
+    style.set_title(fig, paper_title("Houlsby et al. 2019, figure 6 (right)", shown))
     style.legend_below(fig, axes[0][0], list(handles.values()), ncols=2)
     note = "Error bars: ±1 s.e.m. over seeds."
     if n_configs > 1:
@@ -108,7 +111,7 @@ def init_std_figure(
 
 
 def _panel(ax: plt.Axes, data: pd.DataFrame, summary: pd.DataFrame) -> dict:
-    factor = style.scale(str(data["metric"].iloc[0]))
+    factor = scale(str(data["metric"].iloc[0]))
     handles = {}
     for index, ((size, sharing), points) in enumerate(summary.groupby(["adapter_size", "adapter_sharing"], sort=True)):
         points = points.sort_values("init_std")
@@ -148,10 +151,10 @@ def _panel(ax: plt.Axes, data: pd.DataFrame, summary: pd.DataFrame) -> dict:
                 )
     failed = data[(data["outcome"] != collapse.OK) & np.isfinite(data["value"])]
     if len(failed):
-        ax.plot(failed["init_std"], failed["value"] * factor, **style.COLLAPSED_STYLE, zorder=4, gid="collapsed")
+        ax.plot(failed["init_std"], failed["value"] * factor, **COLLAPSED_STYLE, zorder=4, gid="collapsed")
     if summary["baseline"].notna().any():
-        style.draw_baseline(ax, float(summary["baseline"].mean()) * factor)
-        style.include_baseline(ax, [float(summary["baseline"].mean()) * factor])
+        draw_baseline(ax, float(summary["baseline"].mean()) * factor)
+        include_baseline(ax, [float(summary["baseline"].mean()) * factor])
     ax.axvline(HOULSBY_INIT_STD, color=method_color("houlsby"), linestyle=":", linewidth=0.9)
     ax.set_xscale("log")
     ax.set_xlabel("adapter init std (truncated normal, log scale)")

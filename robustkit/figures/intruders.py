@@ -3,6 +3,7 @@ line per run, and each top singular vector's largest |cosine| with the start's b
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
@@ -11,7 +12,9 @@ from robustkit import figures
 from robustkit.analysis.declare import INTRUDER_EPSILON, MATRICES
 from robustkit.analysis.pooling import mixed_settings
 from robustkit.figures import canvas, style
-from robustkit.figures.style import method_color, method_label, plt
+from robustkit.figures.labels import paper_title, settings_text
+from robustkit.figures.method_style import method_color, method_label
+from robustkit.figures.setting_groups import method_configs
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
 DECLARED = figures.Figure(
@@ -89,7 +92,7 @@ def intruders_figure(counts: pd.DataFrame, cosines: pd.DataFrame, matrices: str,
         )
         for (method, config), style_, run_ids in groups
     ]
-    style.set_title(fig, style.paper_title("Intruder dimensions (Shuttleworth et al. 2024)", counts))
+    style.set_title(fig, paper_title("Intruder dimensions (Shuttleworth et al. 2024)", counts))
     style.legend_below(fig, left, handles)
     checkpoint = "/".join(sorted(map(str, cosines["checkpoint"].unique()))) if "checkpoint" in cosines else ""
     style.add_note(
@@ -107,6 +110,6 @@ def _groups(counts: pd.DataFrame) -> list[tuple[tuple[str, str], str, list[str]]
     rank...), never pooled; each as ((method, settings text), line style, run ids)."""
     runs = counts.drop_duplicates("run_id")
     return [
-        ((method, style.settings_text(settings)), line_style, sorted(rows["run_id"]))
-        for method, settings, line_style, rows in style.method_configs(runs, mixed_settings(runs, ["method"]))
+        ((method, settings_text(settings)), line_style, sorted(rows["run_id"]))
+        for method, settings, line_style, rows in method_configs(runs, mixed_settings(runs, ["method"]))
     ]

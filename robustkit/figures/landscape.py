@@ -7,7 +7,10 @@ from matplotlib.figure import Figure
 
 from robustkit import figures
 from robustkit.figures import canvas, style
-from robustkit.figures.style import method_color, method_label
+from robustkit.figures.labels import paper_title
+from robustkit.figures.method_style import method_color, method_label
+from robustkit.figures.setting_groups import LINE_STYLES
+from robustkit.figures.units import scale, unit
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
 DECLARED = figures.Figure(
@@ -68,9 +71,7 @@ def landscape_curves(
         sharey=metric != "loss" or len({_y_label(t, metric, split) for t in tasks}) == 1,
     )
     # several TSP steps: one line style per step (their order), the colour stays the method's
-    styles = {
-        t: style.LINE_STYLES[i % len(style.LINE_STYLES)] for i, t in enumerate(sorted(frame["tsp_step"].unique()))
-    }
+    styles = {t: LINE_STYLES[i % len(LINE_STYLES)] for i, t in enumerate(sorted(frame["tsp_step"].unique()))}
     several_tsp = len(styles) > 1
     for ax, task in zip(axes[0], tasks):
         for method, tsp in (
@@ -99,7 +100,7 @@ def landscape_curves(
     for ax in axes[0]:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, handle)
-    style.set_title(fig, style.paper_title("He et al. 2021, figure 6", frame))
+    style.set_title(fig, paper_title("He et al. 2021, figure 6", frame))
     style.legend_below(fig, axes[0][0], list(handles.values()), ncols=2)
     failed = (
         " Failed runs (not-learned, collapsed or diverged) are left out of the lines (counted in the legend)."
@@ -115,7 +116,7 @@ def landscape_curves(
 def _line(
     ax, stats: pd.DataFrame, count: pd.Series, metric: str, method: str, tsp: int, linestyle: str, several_tsp: bool
 ) -> None:
-    factor = style.scale(metric)
+    factor = scale(metric)
     alpha, mean, std = stats["alpha"], stats["mean"] * factor, stats["std"] * factor
     n = int(count["n_ok"])
     left_out = ", ".join(
@@ -137,5 +138,5 @@ def _line(
 def _y_label(task: str, metric: str, split: str) -> str:
     where = SPLIT_LABELS.get(split, split)
     if metric != "loss":
-        return f"{where} {metric}{style.unit(metric)}"
+        return f"{where} {metric}{unit(metric)}"
     return f"{where} loss ({'mean squared error' if task == 'stsb' else 'mean cross-entropy, nats'})"

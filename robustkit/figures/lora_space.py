@@ -3,12 +3,14 @@ weight matrices, paired per run, and the log ratio."""
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
 from robustkit import figures
 from robustkit.figures import canvas, style
-from robustkit.figures.style import method_color, method_label, plt
+from robustkit.figures.labels import paper_title
+from robustkit.figures.method_style import method_color, method_label
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
 DECLARED = figures.Figure(
@@ -72,9 +74,7 @@ def lora_space_figure(values: pd.DataFrame, ratios: pd.DataFrame) -> Figure:
     last.set_title("Above 0: sharper in the full weights", fontsize=9)
     last.grid(alpha=0.3, axis="y")
     handles = [plt.Line2D([], [], color=method_color(m), marker="o", label=method_label(m)) for m in methods]
-    style.set_title(
-        fig, style.paper_title("Flat in LoRA space, sharp in full space? (Li et al. 2024, Flat-LoRA)", values)
-    )
+    style.set_title(fig, paper_title("Flat in LoRA space, sharp in full space? (Li et al. 2024, Flat-LoRA)", values))
     style.legend_below(fig, axes[0], handles)
     checkpoint = "/".join(sorted(map(str, values["checkpoint"].unique())))
     examples = "/".join(str(e) for e in sorted(values["examples"].unique()))

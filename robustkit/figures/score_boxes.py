@@ -13,6 +13,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
@@ -25,7 +26,19 @@ from matplotlib.transforms import blended_transform_factory
 from robustkit import figures
 from robustkit.figures import canvas, style
 from robustkit.figures.box_labels import hue_label, panel_title, value_label, x_label
-from robustkit.figures.style import method_color, plt, rows_matching, setting_combos, sort_key
+from robustkit.figures.labels import paper_title
+from robustkit.figures.marks import (
+    BASELINE_STYLE,
+    COLLAPSED_STYLE,
+    baseline_handle,
+    collapsed_handle,
+    draw_baseline,
+    include_baseline,
+    strip_points,
+)
+from robustkit.figures.method_style import method_color
+from robustkit.figures.setting_groups import rows_matching, setting_combos, sort_key
+from robustkit.figures.units import scale
 from robustkit.train import collapse
 
 BOX_WIDTH = 0.8  # seaborn's default: dodged boxes share it equally
@@ -67,7 +80,7 @@ def box_figure(
     xlabel : str
         The x axis label.
     figure : str
-        The paper's figure, for the title (:func:`robustkit.figures.style.paper_title`).
+        The paper's figure, for the title (:func:`robustkit.figures.labels.paper_title`).
     mean_std : bool
         Mean +- 1 std (the summary's) per x and hue, joined per hue, instead of boxes.
     include_failed : bool
@@ -138,7 +151,7 @@ def box_figure(
             ax.set_title(panel_title(task, panel_keys, combo), fontsize=9)
         row[0].set_ylabel(value_label(data[data["task"] == task]))
     _fit_limits(axes, data)
-    style.set_title(fig, style.paper_title(figure, data))
+    style.set_title(fig, paper_title(figure, data))
     style.legend_below(fig, axes[0][0], _legend_handles(data, hue, hues, palette, mean_std), ncols=None)
     style.add_note(fig, caption_text)
     style.add_note(fig, _method_note(data, mean_std, include_failed, unit))
@@ -173,7 +186,7 @@ def _prepared(frame: pd.DataFrame, x: str) -> pd.DataFrame:
     """``frame`` + ``_x`` (x as ordered text) + ``shown`` / ``shown_baseline`` (plotted units)."""
     values = sorted(frame[x].unique(), key=sort_key)
     labels = {v: x_label(v) for v in values}
-    factor = frame["metric"].map(style.scale)
+    factor = frame["metric"].map(scale)
     baseline = frame["baseline"] if "baseline" in frame else pd.Series(np.nan, index=frame.index)
     return frame.assign(
         _x=pd.Categorical(frame[x].map(labels), categories=list(dict.fromkeys(labels.values()))),
@@ -209,13 +222,13 @@ def _panel(
         "legend": False,
     }
     if mean_std:
-        _mean_std(ax, summary, x, order, hue, levels, palette, dodge, style.scale(str(panel["metric"].iloc[0])))
+        _mean_std(ax, summary, x, order, hue, levels, palette, dodge, scale(str(panel["metric"].iloc[0])))
     elif not kept.empty:
         with warnings.catch_warnings():  # seaborn 0.13 passes matplotlib 3.11's deprecated vert=
             warnings.simplefilter("ignore", MatplotlibDeprecationWarning)
             sns.boxplot(data=kept, **common, dodge=dodge, width=BOX_WIDTH, showfliers=False, boxprops={"alpha": 0.45})
     if not ok.empty:
-        style.strip_points(data=ok, **common, dodge=dodge, jitter=0.12, size=3.5, linewidth=0.5, edgecolor="black")
+        strip_points(data=ok, **common, dodge=dodge, jitter=0.12, size=3.5, linewidth=0.5, edgecolor="black")
     _failed_markers(ax, panel, order, hue, levels, dodge)
     _baseline(ax, panel, order, dodge)
     ax.grid(alpha=0.3, axis="y")
@@ -233,7 +246,7 @@ def _failed_markers(ax, panel: pd.DataFrame, order: list[str], hue: str, levels:
         ax.plot(
             centre + offsets,
             rows["shown"].to_numpy(),
-            **style.COLLAPSED_STYLE,
+            **COLLAPSED_STYLE,
             zorder=4,
             gid="collapsed",
             label="_collapsed",
@@ -276,7 +289,7 @@ def _fit_limits(axes: np.ndarray, data: pd.DataFrame) -> None:
     """Y limits: every baseline in view (even far below the runs), a top margin for the n= and
     collapsed labels. Shared axes get one setting; the others one per row."""
     for row, task in zip(axes, sorted(data["task"].unique())):
-        style.include_baseline(row[0], data.loc[data["task"] == task, "shown_baseline"])
+        include_baseline(row[0], data.loc[data["task"] == task, "shown_baseline"])
     shared = data["metric"].nunique() == 1  # sharey=True: one setting for the whole figure
     for row in axes[:1] if shared else axes:
         low, high = row[0].get_ylim()
@@ -317,11 +330,11 @@ def _baseline(ax, panel: pd.DataFrame, order: list[str], dodge: bool) -> None:
     if base.empty:
         return
     if np.allclose(base, base.iloc[0]):
-        style.draw_baseline(ax, float(base.iloc[0]))
+        draw_baseline(ax, float(base.iloc[0]))
     else:
         for i, x in enumerate(order):
             if x in base.index:
-                ax.hlines(base[x], i - BOX_WIDTH / 2, i + BOX_WIDTH / 2, **style.BASELINE_STYLE, zorder=1)
+                ax.hlines(base[x], i - BOX_WIDTH / 2, i + BOX_WIDTH / 2, **BASELINE_STYLE, zorder=1)
 
 
 def _legend_handles(data: pd.DataFrame, hue: str, hues: list, palette: dict, mean_std: bool) -> list:
@@ -332,9 +345,9 @@ def _legend_handles(data: pd.DataFrame, hue: str, hues: list, palette: dict, mea
             Line2D([], [], color="#333333", marker="o", markersize=4, label="mean ± 1 std over seeds (ddof 1)")
         )
     if data["shown_baseline"].notna().any():
-        handles.append(style.baseline_handle())
+        handles.append(baseline_handle())
     if (data["outcome"] != collapse.OK).any():
-        handles.append(style.collapsed_handle())
+        handles.append(collapsed_handle())
     return handles
 
 

@@ -9,7 +9,10 @@ from matplotlib.figure import Figure
 from robustkit import figures
 from robustkit.analysis.pooling import mixed_settings
 from robustkit.figures import canvas, style
-from robustkit.figures.style import method_color, method_label
+from robustkit.figures.labels import paper_title, settings_text
+from robustkit.figures.marks import without_failed
+from robustkit.figures.method_style import method_color, method_label
+from robustkit.figures.setting_groups import method_configs
 from robustkit.params import Param
 from robustkit.train import collapse
 
@@ -75,7 +78,7 @@ def rsa_by_layer(frame: pd.DataFrame, measure: str = "rsa") -> Figure:
     for ax in axes[0]:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, handle)
-    style.set_title(fig, style.paper_title("He et al. 2021, figures 2 and 7", data))
+    style.set_title(fig, paper_title("He et al. 2021, figures 2 and 7", data))
     style.legend_below(fig, axes[0][0], list(handles.values()), ncols=2)
     failed = (
         "Failed runs (not-learned, collapsed or diverged) are left out of the lines (counted in the legend). "
@@ -95,7 +98,7 @@ def _panel(ax, data: pd.DataFrame, task: str, measure: str) -> None:
         *mixed_settings(data, ["method"]),
         *(c for c in _CONFIG if c in data.columns and data.groupby("method")[c].nunique(dropna=False).max() > 1),
     ]
-    for method, config, line_style, group in style.method_configs(data, split_by):
+    for method, config, line_style, group in method_configs(data, split_by):
         _line(ax, group, method, config, line_style)
     layers = sorted(data["layer"].unique())
     ax.axhline(1.0, color="#999999", linewidth=0.8, linestyle=":")  # the base model itself
@@ -108,10 +111,10 @@ def _panel(ax, data: pd.DataFrame, task: str, measure: str) -> None:
 
 
 def _line(ax, group: pd.DataFrame, method: str, config: dict, linestyle: str) -> None:
-    group, left_out = style.without_failed(group)
+    group, left_out = without_failed(group)
     stats = group.groupby("layer")["value"].agg(["mean", "std", "count"]).sort_index()
     runs = group["run_id"].nunique() if "run_id" in group.columns else int(stats["count"].max() if len(stats) else 0)
-    extra = style.settings_text(config)
+    extra = settings_text(config)
     label = (
         f"{method_label(method)}{f' [{extra}]' if extra else ''} (n={runs} run{'s' if runs != 1 else ''}"
         f"{f'; {left_out}' if left_out else ''})"

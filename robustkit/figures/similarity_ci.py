@@ -3,13 +3,15 @@ its token-bootstrap interval (issue #16, item 3)."""
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
 from robustkit import figures
 from robustkit.figures import canvas, style
-from robustkit.figures.style import method_color, method_label, plt
+from robustkit.figures.labels import paper_title
+from robustkit.figures.method_style import method_color, method_label
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
 DECLARED = figures.Figure(
@@ -68,7 +70,7 @@ def similarity_panels(frame: pd.DataFrame) -> Figure:
     ]
     style.set_title(
         fig,
-        style.paper_title(
+        paper_title(
             "Similarity of each layer to the base model: four measures (He et al. 2021 §2.2 and beyond)", frame
         ),
     )

@@ -4,12 +4,14 @@ other seeds."""
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
 from robustkit import figures
 from robustkit.figures import canvas, style
-from robustkit.figures.style import method_color, method_label, plt
+from robustkit.figures.labels import paper_title
+from robustkit.figures.method_style import method_color, method_label
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
 DECLARED = figures.Figure(
@@ -71,7 +73,7 @@ def stability_length_figure(spread: pd.DataFrame, deviations: pd.DataFrame) -> F
     handles.append(
         plt.Line2D([], [], color="#444444", marker="x", linestyle="none", label="evaluation not ok (counted)")
     )
-    style.set_title(fig, style.paper_title("Seed stability vs training length (Chen et al. 2022)", deviations))
+    style.set_title(fig, paper_title("Seed stability vs training length (Chen et al. 2022)", deviations))
     style.legend_below(fig, left, handles)
     style.add_note(
         fig,

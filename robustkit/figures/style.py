@@ -1,6 +1,5 @@
-"""What every figure shares: method names and colours, units, the collapsed-run marker and the
-majority-baseline line, titles that name the paper's figure and the model/task used, legends
-and notes hung under the figure, PDF output.
+"""The layout every finished figure shares: its title above the panels, its legend and notes
+under them, on a canvas grown to hold them; PDF output.
 
 Layout of a finished figure, top to bottom:
 
@@ -18,306 +17,33 @@ legend or note sits over data, the panels are never squeezed by text, and a note
 (``save_pdf`` is only a shortcut: folders created, cropped, figure closed). Importing this module
 leaves matplotlib's backend alone: figures show in a notebook, and a script without a display
 gets matplotlib's own headless default.
+
+What figures share besides the layout has a module each: a method's label and colour
+(:mod:`robustkit.figures.method_style`), units (:mod:`robustkit.figures.units`), setting words and
+titles (:mod:`robustkit.figures.labels`), panels and lines by setting
+(:mod:`robustkit.figures.setting_groups`), the failed-run cross and the baseline
+(:mod:`robustkit.figures.marks`).
 """
 
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable, Iterable, Iterator, Sequence, Set
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.legend import Legend
-from matplotlib.lines import Line2D
 from matplotlib.text import Text
 from matplotlib.transforms import ScaledTranslation
 
-from robustkit.attacks.registry import success_metrics
 from robustkit.figures import canvas
-from robustkit.methods.adapterhub import short_config
-from robustkit.methods.registry import method_colours, method_labels
-from robustkit.train.collapse import FAILED_WORDS
-
-# Each method's label and colour are its own (robustkit.methods).
-METHOD_LABELS = method_labels()
-METHOD_COLORS = method_colours()
-
-
-class _GrowingSet(Set):
-    """Fixed names plus those a registry holds when asked: a set that grows with the registry
-    (an attack registered after this module was imported is in it at once)."""
-
-    def __init__(self, fixed: Iterable[str], more: Callable[[], Iterable[str]]) -> None:
-        self._fixed, self._more = frozenset(fixed), more
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._fixed or name in set(self._more())
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(sorted(self._fixed | set(self._more())))
-
-    def __len__(self) -> int:
-        return len(self._fixed | set(self._more()))
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({sorted(self)})"
-
-    @classmethod
-    def _from_iterable(cls, names: Iterable[str]) -> frozenset[str]:  # what |, & and - return: a plain set
-        return frozenset(names)
-
-
-# Scores shown x 100: accuracy and F1 in %, correlations x 100 (as in the papers' tables). An
-# attack's success rate is shown in the unit its module declares (robustkit.attacks.registry).
-PERCENT = _GrowingSet({"accuracy", "f1"}, lambda: success_metrics("%"))
-SCALED = {"mcc", "pearson", "spearman"}
-
-# The grey x marks every run that is no result, in the outcome words of robustkit.train.collapse.
-COLLAPSED_LABEL = f"failed run ({FAILED_WORDS})"
-COLLAPSED_STYLE = {"marker": "x", "color": "#7f7f7f", "linestyle": "none", "markersize": 5, "markeredgewidth": 1.2}
-BASELINE_LABEL = "majority-class baseline"
-BASELINE_STYLE = {"color": "#444444", "linestyle": "--", "linewidth": 1.0}
+from robustkit.figures.units import PERCENT  # noqa: F401  (documented as style.PERCENT: docs/reference.md)
 
 TITLE_SIZE, SUBTITLE_SIZE, NOTE_SIZE = 10.0, 8.0, 7.0
 _GAP_IN = 0.06  # vertical gap between stacked header / footer items (inches)
-
-
-def setting_text(column: str, value) -> str:
-    """One run setting as a figure shows it: an AdapterHub config (an import's JSON) as its short
-    readable label (:func:`robustkit.methods.adapterhub.short_config`), whole numbers without
-    their ``.0``, anything else as it is."""
-    if isinstance(value, str) and (column.endswith(".config") or len(value) > 32):
-        return short_config(value)
-    if isinstance(value, (float, np.floating)) and float(value).is_integer() and column != "lr":
-        return str(int(value))
-    return f"{value:g}" if isinstance(value, (float, np.floating)) else str(value)
-
-
-def cell_text(value, column: str) -> str:
-    """A setting's value in a title or table cell: :func:`setting_text`, a missing training size
-    as ``all`` (the whole set) and any other missing value as ``-``."""
-    if is_missing(value):
-        return "all" if column == "train_size" else "-"
-    return setting_text(column, value)
-
-
-def settings_text(settings: dict, most: int = 3) -> str:
-    """``{column: value}`` of a line or group as ``k=v, ...``: missing values left out (an
-    import's unknown settings), at most ``most`` settings (an import shows its ``import_id``
-    first, which alone tells it apart)."""
-    shown = sorted(((k, v) for k, v in settings.items() if not is_missing(v)), key=lambda kv: kv[0] != "import_id")
-    text = ", ".join(f"{k}={setting_text(k, v)}" for k, v in shown[:most])
-    return text + (", ..." if len(shown) > most else "")
-
-
-def is_missing(value) -> bool:
-    """Whether a setting is unknown or absent (None, NaN, NA); a list or array is a value."""
-    try:
-        return bool(pd.isna(value))
-    except (TypeError, ValueError):  # a list or array is a value
-        return False
-
-
-# Setting columns as figures and tables name them; any other column with its underscores spaced.
-SETTING_LABELS = {
-    "tsp_step": "TSP steps",
-    "train_size": "training examples",
-    "adapter_size": "adapter size m",
-    "lr": "learning rate",
-}
-
-
-def setting_label(column: str) -> str:
-    """A run setting's name as a panel title, axis or table header says it (``lr`` ->
-    ``learning rate``)."""
-    return SETTING_LABELS.get(column, column.replace("_", " "))
-
-
-def sort_key(value) -> tuple:
-    """Setting values in panel order: numbers by value, then text, then missing (train_size: the
-    whole set, last)."""
-    if is_missing(value):
-        return (2, 0.0, "")
-    numeric = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-    return (0, float(value), "") if numeric else (1, 0.0, str(value))
-
-
-def setting_combos(data: pd.DataFrame, keys: Sequence[str]) -> list[tuple]:
-    """The distinct value tuples of ``keys`` in ``data``, in :func:`sort_key` order (``[()]`` for
-    no keys: one panel of everything)."""
-    if not keys:
-        return [()]
-    combos = data[list(keys)].drop_duplicates().itertuples(index=False, name=None)
-    return sorted(combos, key=lambda c: tuple(sort_key(v) for v in c))
-
-
-def rows_matching(frame: pd.DataFrame, keys: Sequence[str], combo: tuple) -> pd.Series:
-    """The rows of ``frame`` whose ``keys`` hold ``combo`` (a missing value matches missing ones)."""
-    mask = pd.Series(True, index=frame.index)
-    for key, value in zip(keys, combo):
-        mask &= frame[key].isna() if is_missing(value) else frame[key] == value
-    return mask
-
-
-def method_label(method: str) -> str:
-    return METHOD_LABELS.get(method, method)
-
-
-def method_tick(method: str, width: int = 18) -> str:
-    """The method's label wrapped for an x tick: side by side, long labels ("without adapters
-    (full fine-tuning)") would run into each other."""
-    return textwrap.fill(method_label(method), width)
-
-
-def method_color(method: str) -> str:
-    return METHOD_COLORS.get(method, "#666666")
-
-
-# The line styles that tell apart lines of one colour (one method's configurations, TSP steps).
-LINE_STYLES = ("-", "--", ":", "-.")
-
-
-def method_configs(frame: pd.DataFrame, split_by: Sequence[str]) -> list[tuple[str, dict, str, pd.DataFrame]]:
-    """``frame`` per method (sorted), then per combination of the ``split_by`` values inside it,
-    so that runs of different settings are never drawn as one line.
-
-    Returns
-    -------
-    list of (method, settings, line style, rows)
-        ``settings``: ``{column: value}`` of ``split_by`` (empty without it); the line style
-        numbers a method's configurations (:data:`LINE_STYLES`, cycled).
-    """
-    split_by = list(split_by)
-    groups = []
-    for method, by_method in frame.groupby("method", sort=True):
-        configs = list(by_method.groupby(split_by, dropna=False, sort=True)) if split_by else [((), by_method)]
-        for index, (config, rows) in enumerate(configs):
-            values = config if isinstance(config, tuple) else (config,)
-            groups.append((method, dict(zip(split_by, values)), LINE_STYLES[index % len(LINE_STYLES)], rows))
-    return groups
-
-
-def strip_points(**kwargs) -> None:
-    """``seaborn.stripplot(**kwargs)`` with the same jitter every time the figure is drawn.
-
-    seaborn 0.13 draws its jitter from NumPy's global random state, which is seeded from the
-    operating system: the same frame gave a figure that differed from one drawing to the next
-    (6,100 pixels of a connectivity figure). Here the jitter is drawn from a fixed seed, and the
-    caller's global state is put back afterwards.
-    """
-    import seaborn as sns
-
-    state = np.random.get_state()
-    np.random.seed(0)
-    try:
-        sns.stripplot(**kwargs)
-    finally:
-        np.random.set_state(state)
-
-
-def new_figure(width: float = 5.0, height: float = 3.6) -> tuple[Figure, plt.Axes]:
-    fig, ax = canvas.subplots(figsize=(width, height), constrained_layout=True)
-    return fig, ax
-
-
-# ---------------------------------------------------------------------------------------------
-# units and labels
-
-
-def scale(metric: str) -> float:
-    """Factor from stored values (fractions for accuracy/F1) to shown values (%, x 100)."""
-    return 100.0 if metric in PERCENT | SCALED else 1.0
-
-
-def unit(metric: str) -> str:
-    """Unit suffix of a shown metric: ``" (%)"``, ``" (x 100)"`` or ``""``."""
-    return " (%)" if metric in PERCENT else " (x 100)" if metric in SCALED else ""
-
-
-def score_label(metrics: Iterable[str], splits: Iterable[str] = ()) -> str:
-    """Axis label of scores: split, metric and one unit (e.g. ``"test accuracy (%)"``)."""
-    metrics, splits = sorted(set(map(str, metrics))), sorted(set(map(str, splits)))
-    units = {unit(m) for m in metrics}
-    shown = "/".join(metrics) + (units.pop() if len(units) == 1 else "")
-    return f"{'/'.join(splits)} {shown}".strip()
-
-
-def paper_title(figure: str, frame: pd.DataFrame | None = None, extra: str = "") -> str:
-    """``"He et al. 2021, figure 2 — minilm-l6 on rt"``: the paper's figure and what was run.
-
-    Parameters
-    ----------
-    figure : str
-        The paper and figure, e.g. ``"He et al. 2021, figure 2"``.
-    frame : DataFrame, optional
-        Rows drawn; their ``model`` and ``task`` columns name what was actually used.
-    extra : str
-        Appended after a comma (e.g. ``"layer-shared adapters"``).
-    """
-    used = ""
-    if frame is not None and not frame.empty:
-        models = _values(frame, "model")
-        task_names = _values(frame, "task")
-        used = " on ".join(p for p in (", ".join(models), ", ".join(task_names)) if p)
-    title = f"{figure} — {used}" if used else figure
-    return f"{title}, {extra}" if extra else title
-
-
-def _values(frame: pd.DataFrame, column: str) -> list[str]:
-    return sorted(map(str, frame[column].dropna().unique())) if column in frame else []
-
-
-def without_failed(runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """The rows of runs whose ``outcome`` is ``ok`` (all rows without the column), and what was
-    left out, for a legend (``"2 collapsed left out"``; empty when nothing was).
-
-    A collapsed or diverged run is no result (:mod:`robustkit.train.collapse`): a line's mean is over
-    the other runs, and the legend counts the rest.
-    """
-    if "outcome" not in runs:
-        return runs, ""
-    failed = runs[runs["outcome"] != "ok"]
-    left_out = ", ".join(
-        f"{n} {outcome} left out" for outcome, n in failed.groupby("outcome")["run_id"].nunique().items()
-    )
-    return runs.drop(failed.index), left_out
-
-
-def collapsed_handle() -> Line2D:
-    """Legend entry of the failed-run marker (not-learned, collapsed or diverged)."""
-    return Line2D([], [], **COLLAPSED_STYLE, label=COLLAPSED_LABEL)
-
-
-def baseline_handle() -> Line2D:
-    """Legend entry of the dashed majority-class baseline."""
-    return Line2D([], [], **BASELINE_STYLE, label=BASELINE_LABEL)
-
-
-def draw_baseline(ax: plt.Axes, value: float) -> bool:
-    """A dashed horizontal majority-class baseline at ``value`` (shown units); False if NaN."""
-    if value is None or not np.isfinite(value):
-        return False
-    ax.axhline(value, **BASELINE_STYLE, zorder=1)
-    return True
-
-
-def include_baseline(ax: plt.Axes, values: Iterable[float], margin: float = 0.04) -> None:
-    """Widen the y limits of ``ax`` so that every finite value (baselines) stays in view."""
-    finite = [v for v in values if v is not None and np.isfinite(v)]
-    if not finite:
-        return
-    low, high = ax.get_ylim()
-    span = max(high, max(finite)) - min(low, min(finite))
-    ax.set_ylim(min(low, min(finite) - margin * span), max(high, max(finite) + margin * span))
-
-
-# ---------------------------------------------------------------------------------------------
-# header, legend and notes outside the panels
 
 
 def set_title(fig: Figure, title: str) -> Text:

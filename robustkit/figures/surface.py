@@ -8,7 +8,8 @@ from matplotlib.figure import Figure
 
 from robustkit import figures
 from robustkit.figures import canvas, style
-from robustkit.figures.style import method_label
+from robustkit.figures.labels import paper_title
+from robustkit.figures.method_style import method_label
 from robustkit.params import Param
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
@@ -86,7 +87,7 @@ def surface_contours(frame: pd.DataFrame, metric: str = "loss", max_seeds: int =
         shrink=0.8,
         label=f"{SPLIT_LABELS.get(data['split'].iloc[0], data['split'].iloc[0])} {metric} ({unit})",
     )
-    style.set_title(fig, style.paper_title("2-D loss surface around each checkpoint (Li et al. 2018)", data))
+    style.set_title(fig, paper_title("2-D loss surface around each checkpoint (Li et al. 2018)", data))
     counts = ", ".join(
         f"{method_label(m)}: {len(runs[m])} of {data[data['method'] == m]['run_id'].nunique()} runs" for m in methods
     )

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
 from robustkit import figures
-from robustkit.figures import canvas, style
-from robustkit.figures.style import cell_text, method_label, plt, setting_label
+from robustkit.figures import canvas, style, units
+from robustkit.figures.labels import cell_text, paper_title, setting_label
+from robustkit.figures.method_style import method_label
 from robustkit.params import Param
 from robustkit.train import collapse
 
@@ -119,10 +121,10 @@ def results_table_figure(
     return summary_table(
         summary,
         by,
-        style.paper_title(title, source),
+        paper_title(title, source),
         value_label(source),
         caption,
-        scale=style.scale(metric) if metric else None,
+        scale=units.scale(metric) if metric else None,
         include_failed=include_failed,
     )
 

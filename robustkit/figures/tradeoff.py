@@ -23,7 +23,18 @@ from matplotlib.patches import Patch
 from robustkit import figures
 from robustkit.analysis.tradeoff import POINT_COLUMN, POINT_SYMBOL
 from robustkit.figures import canvas, style
-from robustkit.figures.style import method_color, method_label
+from robustkit.figures.labels import paper_title
+from robustkit.figures.marks import (
+    BASELINE_LABEL,
+    BASELINE_STYLE,
+    COLLAPSED_STYLE,
+    baseline_handle,
+    collapsed_handle,
+    draw_baseline,
+    include_baseline,
+)
+from robustkit.figures.method_style import method_color, method_label
+from robustkit.figures.units import PERCENT, SCALED, scale, score_label
 from robustkit.train import collapse
 
 # The figures of this module, as robustkit.figures reads them from this source (their analyses
@@ -121,10 +132,10 @@ def tradeoff_figure(
     for ax, task in zip(axes[0], tasks):
         rows = shown[shown["task"] == task]
         handles.update(_panel(ax, stats[stats["task"] == task], rows, split))
-    axes[0][0].set_ylabel(f"{style.score_label(shown['metric'], [split])} at the {_checkpoint(shown)} checkpoint")
+    axes[0][0].set_ylabel(f"{score_label(shown['metric'], [split])} at the {_checkpoint(shown)} checkpoint")
     for ax in axes[0]:
-        style.include_baseline(ax, stats.loc[stats["task"].isin(tasks), "baseline"] * _factor(shown))
-    style.set_title(fig, style.paper_title("Houlsby et al. 2019, figure 4", shown))
+        include_baseline(ax, stats.loc[stats["task"].isin(tasks), "baseline"] * _factor(shown))
+    style.set_title(fig, paper_title("Houlsby et al. 2019, figure 4", shown))
     style.legend_below(fig, axes[0][0], _legend(handles, shown, stats), ncols=min(3, len(handles) + 2))
     style.add_note(fig, _note(n_configs, shown, split, select_on, include_failed, n_left_out))
     return fig
@@ -132,7 +143,7 @@ def tradeoff_figure(
 
 def _factor(rows: pd.DataFrame) -> float:
     metrics = rows["metric"].dropna().unique()
-    return style.scale(str(metrics[0])) if len(metrics) else 1.0
+    return scale(str(metrics[0])) if len(metrics) else 1.0
 
 
 def _panel(ax: plt.Axes, stats: pd.DataFrame, rows: pd.DataFrame, split: str) -> dict:
@@ -165,12 +176,10 @@ def _panel(ax: plt.Axes, stats: pd.DataFrame, rows: pd.DataFrame, split: str) ->
         _collapsed_labels(ax, points, factor)
     failed = rows[(rows["outcome"] != collapse.OK) & np.isfinite(rows["value"])]
     if len(failed):
-        ax.plot(
-            failed["trainable_params"], failed["value"] * factor, **style.COLLAPSED_STYLE, zorder=4, gid="collapsed"
-        )
+        ax.plot(failed["trainable_params"], failed["value"] * factor, **COLLAPSED_STYLE, zorder=4, gid="collapsed")
     baselines = stats["baseline"].dropna().unique()
     if len(baselines):
-        style.draw_baseline(ax, float(np.mean(baselines)) * factor)
+        draw_baseline(ax, float(np.mean(baselines)) * factor)
     ax.set_xscale("log")
     ax.set_xlabel("trained parameters (count, log scale)")
     ax.set_title(f"{_one(rows, 'task')} ({_one(rows, 'model')})", fontsize=9)
@@ -252,9 +261,9 @@ def _collapsed_labels(ax: plt.Axes, points: pd.DataFrame, factor: float) -> None
 def _legend(handles: dict, shown: pd.DataFrame, stats: pd.DataFrame) -> list:
     out = list(handles.values())
     if stats["baseline"].notna().any():
-        out.append(style.baseline_handle())
+        out.append(baseline_handle())
     if (shown["outcome"] != collapse.OK).any():
-        out.append(style.collapsed_handle())
+        out.append(collapsed_handle())
     return out
 
 
@@ -323,7 +332,7 @@ def tradeoff_aggregate_figure(
     if aggregate.empty:
         raise figures.NothingToDraw("nothing to plot: the aggregate is empty")
     metric = metric or (_one(source, "metric") if source is not None else "") or "accuracy"
-    factor = style.scale(metric)
+    factor = scale(metric)
     fig, ax = canvas.subplots(figsize=(6.4, 4.4), constrained_layout=True)
     handles, empty = [], []
     for series, rows in aggregate.groupby("series", sort=True):
@@ -364,12 +373,12 @@ def tradeoff_aggregate_figure(
     handles.append(Line2D([], [], color=method_color("full"), label="full fine-tuning (0 by construction)"))
     baseline = aggregate["baseline"].dropna()
     if len(baseline):
-        style.draw_baseline(ax, float(baseline.median()) * factor)
-        handles.append(Line2D([], [], **style.BASELINE_STYLE, label=f"{style.BASELINE_LABEL} (median over tasks)"))
-        style.include_baseline(ax, [float(baseline.median()) * factor])
+        draw_baseline(ax, float(baseline.median()) * factor)
+        handles.append(Line2D([], [], **BASELINE_STYLE, label=f"{BASELINE_LABEL} (median over tasks)"))
+        include_baseline(ax, [float(baseline.median()) * factor])
     ax.set_xscale("log")
     ax.set_xlabel("trained parameters (count, log scale)")
-    points = "percentage points" if metric in style.PERCENT else ("x 100" if metric in style.SCALED else metric)
+    points = "percentage points" if metric in PERCENT else ("x 100" if metric in SCALED else metric)
     ax.set_ylabel(f"{split} {metric} − full fine-tuning ({points})")
     ax.grid(True, which="major", linewidth=0.3, alpha=0.6)
     # tasks behind the figure: those of the source table (a task whose points all failed counts)
@@ -377,7 +386,7 @@ def tradeoff_aggregate_figure(
         int(source["task"].nunique()) if source is not None and "task" in source else int(aggregate["n_tasks"].max())
     )
     ax.set_title(f"aggregate over {n_tasks} task{'s' if n_tasks != 1 else ''}", fontsize=9)
-    style.set_title(fig, style.paper_title("Houlsby et al. 2019, figure 3", source))
+    style.set_title(fig, paper_title("Houlsby et al. 2019, figure 3", source))
     style.legend_below(fig, ax, handles, ncols=2)
     notes = [
         f"Per task and point, the best learning rate (by mean validation score) is taken and its mean {split} "

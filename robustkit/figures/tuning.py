@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
 from robustkit import figures
 from robustkit.figures import canvas, style
-from robustkit.figures.style import method_color, method_label, plt
+from robustkit.figures.labels import paper_title
+from robustkit.figures.method_style import method_color, method_label
+from robustkit.figures.units import scale, unit
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
 DECLARED = figures.Figure(
@@ -44,7 +47,7 @@ def tuning_curves(frame: pd.DataFrame) -> Figure:
         for column, value in zip(["task", *extra], key):
             data = data[data[column] == value]
         metric = str(data["metric"].iloc[0])
-        factor = style.scale(metric)
+        factor = scale(metric)
         for method, curve in data.groupby("method", sort=True):
             color = method_color(method)
             failed = int(curve["n_failed"].iloc[0])
@@ -65,7 +68,7 @@ def tuning_curves(frame: pd.DataFrame) -> Figure:
             )
             ax.plot(curve["k"], curve["mean"] * factor, color=color, linestyle="--", linewidth=1.0)
         ax.set_xlabel("budget: number of runs k (best of k)")
-        ax.set_ylabel(f"best {metric}{style.unit(metric)} of k runs")
+        ax.set_ylabel(f"best {metric}{unit(metric)} of k runs")
         title = ", ".join(f"{c} {v}" for c, v in zip(extra, key[1:]))
         ax.set_title(f"{key[0]}{': ' + title if title else ''}", fontsize=9)
         ax.grid(alpha=0.3)
@@ -77,7 +80,7 @@ def tuning_curves(frame: pd.DataFrame) -> Figure:
     handles["mean"] = plt.Line2D(
         [], [], color="#444444", linestyle="--", label="expected best of k (Dodge et al. 2019)"
     )
-    style.set_title(fig, style.paper_title("Tuning curves, best of k runs (opda)", frame))
+    style.set_title(fig, paper_title("Tuning curves, best of k runs (opda)", frame))
     style.legend_below(fig, axes[0][0], list(handles.values()))
     confidence = "/".join(f"{c:.0%}" for c in sorted(frame["confidence"].unique()))
     style.add_note(

@@ -169,7 +169,7 @@ def grouped_stratified_split(texts: pd.Series, labels: np.ndarray, seed: int, pa
     Rows with equal text share a split; per label (of a text's first row), a shuffle seeded by
     ``(seed, label)`` of the distinct texts sends ``HELD_OUT_FRACTION`` of them to each held-out
     split in turn, the rest to train. The embedded tasks' fixed split (two held-out parts) and
-    the user data's missing splits (:mod:`robustkit.data.user_data`) are both this rule.
+    the user data's missing splits (:mod:`robustkit.data.user_splits`) are both this rule.
 
     Parameters
     ----------

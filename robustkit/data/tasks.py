@@ -86,9 +86,9 @@ def get_task(name: str | Task, data_dir: str | Path | None = None) -> Task:
         return name
     if isinstance(name, str) and name in TASKS:
         return TASKS[name]
-    from robustkit.data import user_data
+    from robustkit.data import user_data, user_sources
 
-    if isinstance(name, str) and (data_dir is None or user_data.is_source(data_dir)):
+    if isinstance(name, str) and (data_dir is None or user_sources.is_source(data_dir)):
         loaded = user_data.ensure(name, data_dir)
         if loaded is not None:
             return loaded.task
@@ -154,8 +154,8 @@ def load_splits(
 
 
 def _user_splits(task: Task, data_dir, train_size: int | None, split_seed: int) -> dict[str, datasets.Dataset]:
-    """A user task's splits (:mod:`robustkit.data.user_data`: its test split is never validation)."""
-    from robustkit.data import user_data
+    """A user task's splits (:mod:`robustkit.data.user_splits`: its test split is never validation)."""
+    from robustkit.data import user_data, user_splits
 
     loaded = user_data.ensure(task.name, data_dir)
     for split, dataset in loaded.splits.items():
@@ -164,7 +164,7 @@ def _user_splits(task: Task, data_dir, train_size: int | None, split_seed: int) 
         return dict(loaded.splits)
     if not isinstance(train_size, (int, np.integer)) or isinstance(train_size, bool) or train_size < 1:
         raise TaskError(f"train_size must be a positive integer, got {train_size!r}")
-    return user_data.low_resource(loaded.splits, int(train_size), split_seed, loaded.task)
+    return user_splits.low_resource(loaded.splits, int(train_size), split_seed, loaded.task)
 
 
 def _low_resource(task: Task, base: dict, n: int, seed: int, val_size: int) -> dict[str, datasets.Dataset]:
@@ -431,7 +431,7 @@ def data_fingerprint(task: str | Task, data_dir: str | Path | None = None) -> st
       pins one. What the hub holds is only known once loaded: :func:`data_record` adds the
       ``datasets`` library's fingerprints of the loaded splits;
     - the user's own data: ``user:sha256:<hex>``, a hash of its splits' contents
-      (:func:`robustkit.data.user_data.fingerprint`; the data is read for it).
+      (:func:`robustkit.data.user_dataset.fingerprint`; the data is read for it).
 
     Raises
     ------

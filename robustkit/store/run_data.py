@@ -54,7 +54,7 @@ def run_task(spec: RunSpec | TspSpec, run_dir: str | Path | None = None) -> Task
     """
     if spec.task in TASKS:
         return TASKS[spec.task]
-    from robustkit.data import user_data
+    from robustkit.data import user_data, user_sources
 
     run = Path(run_dir).name if run_dir is not None else spec.run_id
     source = run_source(spec, run_dir)
@@ -67,7 +67,7 @@ def run_task(spec: RunSpec | TspSpec, run_dir: str | Path | None = None) -> Task
             "notebook before runs kept their data): register the same data (robustkit.data.user_data.register)"
         )
     location = str(source).split("#", 1)[0]
-    if not location.startswith(user_data.HUB_PREFIX) and not Path(location).exists():
+    if not location.startswith(user_sources.HUB_PREFIX) and not Path(location).exists():
         raise TaskError(
             f"run {run!r} was trained on {location}, which is not there any more (moved or deleted?): "
             "put the data back there, or pass the run's data with --data"
@@ -102,10 +102,10 @@ def _with_source(spec, task: Task, run_dir):
 def run_source(spec: RunSpec | TspSpec, run_dir: str | Path | None = None) -> str | None:
     """Where a run's user data is read from: its ``data_dir``, or, where that is gone, the
     copy its store kept (:func:`keep_in_store`) when ``run_dir`` is given."""
-    from robustkit.data import user_data
+    from robustkit.data import user_sources
 
     source = spec.data_dir
-    if run_dir is not None and (source is None or not user_data.is_source(source)):
+    if run_dir is not None and (source is None or not user_sources.is_source(source)):
         source = _store_copy(Path(run_dir).parent, spec.data_fingerprint) or source
     return None if source is None else str(source)
 
@@ -117,12 +117,12 @@ def keep_in_store(store: str | Path, spec: RunSpec) -> RunSpec:
     so a later process analyses the run. Other specs are returned as they are."""
     if spec.task in TASKS or spec.data_dir is not None:
         return spec
-    from robustkit.data import user_data
+    from robustkit.data import user_data, user_dataset
 
     loaded = user_data.registered(spec.task)
     if loaded is None:
         return spec
-    folder = user_data.save_copy(loaded, Path(store) / DATA_FOLDER / loaded.fingerprint.rsplit(":", 1)[-1])
+    folder = user_dataset.save_copy(loaded, Path(store) / DATA_FOLDER / loaded.fingerprint.rsplit(":", 1)[-1])
     return dataclasses.replace(spec, data_dir=str(folder.resolve())).resolved()
 
 

@@ -63,6 +63,9 @@ def test_the_claim_needing_most_seeds_is_dropped_until_the_rest_fits():
     )
     assert fits.loc["f", "fits"] and fits.loc["g", "reason"] == "does not fit: no n"
     assert per_recipe.iloc[-1]["runs"] == 12 and per_recipe.iloc[-1]["cpu_hours"] <= small
+    # a fit's own table read back (tools/size_cpu_scale.py --sizes) says each reason once
+    again = sizing.fit(fitted.drop(columns="fits"), recipes, cpu_hours=small)[0].set_index("claim")
+    assert again.loc["g", "reason"] == "does not fit: no n"
 
 
 def test_the_papers_effect_sizes_a_claim_the_pilot_cannot():

@@ -165,7 +165,8 @@ def fit(
 
     rates = read_throughput(CPU_THROUGHPUT_TABLE) if throughput is None else throughput
     by_name = {recipe.name: recipe for recipe in recipes}
-    sizes = sizes.assign(fits=sizes["seeds"].notna())
+    # sizes read back from an earlier fit's CSV carry its reasons: each is said once
+    sizes = sizes.assign(fits=sizes["seeds"].notna(), reason=sizes["reason"].str.removeprefix("does not fit: "))
     sizes.loc[~sizes["fits"] & (sizes["reason"] == ""), "reason"] = "no runs per group found"
     sizes.loc[~sizes["fits"], "reason"] = "does not fit: " + sizes.loc[~sizes["fits"], "reason"]
 

@@ -98,65 +98,95 @@ def cells(claim: Claim, observations: pd.DataFrame, failed: pd.Series) -> list[C
     order = [c for c in ("seed", "run_id") if c in frame]
     if claim.compare == "trend":
         return _trend_cells(claim, frame, order)
-    cells = frame.groupby(list(claim.within), dropna=False, sort=True) if claim.within else [((), frame)]
-    ids = lambda part: list(part["run_id"]) if "run_id" in part else []
+    within = list(claim.within)
+    codes = _cell_codes(frame, within)
+    repeated = frame.duplicated([*within, "run_id"], keep=False).to_numpy() if "run_id" in frame else codes < 0
+    averaged = set(codes[repeated])  # cells where a run has several observations
+    if averaged:  # the run is the unit of replication: one mean per run and cell
+        frame = _run_means(claim, frame, order)
+        codes = _cell_codes(frame, within)  # the same cells, numbered the same way
+    # positions in cell order, then seed order: one sort of the whole frame (speed: the
+    # whole-path simulation judges thousands of small frames)
+    ranked = [codes] + [_ranks(frame[c]) for c in order]
+    positions = np.lexsort(ranked[::-1])
+    value = frame["value"].to_numpy(float)
+    in_a, in_b = frame["_in_a"].to_numpy(bool), frame["_in_b"].to_numpy(bool)
+    failed = frame["_failed"].to_numpy(bool)
+    run_ids = frame["run_id"].to_numpy(object) if "run_id" in frame else None
+    ids = lambda rows: list(run_ids[rows]) if run_ids is not None else []
+    keys = _guard_keys(claim, frame)
     groups = []
-    for key, cell in cells:
-        key = key if isinstance(key, tuple) else (key,)
-        name = ", ".join(f"{c}={_text(k)}" for c, k in zip(claim.within, key)) or "all"
-        averaged = "run_id" in cell and bool(cell["run_id"].duplicated().any())
-        if averaged:  # the run is the unit of replication
-            cell = cell.groupby("run_id", as_index=False, sort=False).agg(
-                {
-                    "value": "mean",
-                    "_failed": "max",
-                    "_in_a": "first",
-                    "_in_b": "first",
-                    claim.by: "first",
-                    **{c: "first" for c in order if c != "run_id"},
-                    **{c: "first" for c in claim.pooled if c in cell and c != claim.by},
-                    **({claim.tuned: "first"} if claim.tuned else {}),
-                }
-            )
-        cell = cell.sort_values(order, kind="stable") if order else cell
-        known = cell["value"].notna()
-        a, b = cell[cell["_in_a"] & known], cell[cell["_in_b"] & known]
+    for rows in np.split(positions, np.flatnonzero(np.diff(codes[positions])) + 1) if len(frame) else []:
+        first = frame.iloc[rows[0]]
+        name = ", ".join(f"{c}={_text(first[c])}" for c in within) or "all"
+        known = ~np.isnan(value[rows])
+        a, b = rows[in_a[rows] & known], rows[in_b[rows] & known]
         if claim.compare == "spread":  # seed pairs within one pooled setting (one rate), never across
-            a, b = _paired(a, claim.pooled), _paired(b, claim.pooled)
+            a, b = _paired(frame, a, claim.pooled), _paired(frame, b, claim.pooled)
         groups.append(
             Cell(
                 name=name,
-                a=a["value"].to_numpy(float),
-                b=b["value"].to_numpy(float),
+                a=value[a],
+                b=value[b],
                 ids_a=ids(a),
                 ids_b=ids(b),
-                guarded=_guarded(claim, [("", a), ("", b)]),
-                n_failed=int(cell.loc[cell["_in_a"] | cell["_in_b"], "_failed"].sum()),
-                averaged=averaged,
-                **(_configurations(claim.tuned, a, b) if claim.tuned else {}),
+                guarded=_guarded(claim, frame, [("", a), ("", b)], keys),
+                n_failed=int(failed[rows][in_a[rows] | in_b[rows]].sum()),
+                averaged=codes[rows[0]] in averaged,
+                **(_configurations(claim.tuned, frame.iloc[a], frame.iloc[b]) if claim.tuned else {}),
             )
         )
     return groups
 
 
-def _paired(part: pd.DataFrame, pooled: Sequence[str]) -> pd.DataFrame:
-    """A spread claim's runs in the order :func:`robustkit.measures.exact.seed_pairs` pairs them
-    (consecutive runs): within each value of the ``pooled`` settings, in seed order, the odd last
-    run of each left out, so no pair joins two learning rates (he2021/fig4 pooled its rates, and
-    its pairs were (2e-5, 2.5e-3) and (5e-4, 1e-4)); where every pooled setting has one run, in
-    the settings' order."""
-    columns = [c for c in pooled if c in part]
-    if not columns or part.empty:
-        return part
-    settings = list(part.groupby(columns, dropna=False, sort=True))
-    if all(len(runs) < 2 for _, runs in settings):
+def _cell_codes(frame: pd.DataFrame, within: list[str]) -> np.ndarray:
+    """Each row's cell as a number, cells numbered in the sort order of their ``within`` values."""
+    if not within:
+        return np.zeros(len(frame), int)
+    return frame.groupby(within, dropna=False, sort=True).ngroup().to_numpy()
+
+
+def _run_means(claim: Claim, frame: pd.DataFrame, order: list[str]) -> pd.DataFrame:
+    """One row per run and cell: its observations' mean value, failed if any is; the settings
+    the cells are built from kept (a run's are the same in each of its observations)."""
+    keep = {
+        "value": "mean",
+        "_failed": "max",
+        "_in_a": "first",
+        "_in_b": "first",
+        claim.by: "first",
+        **{c: "first" for c in order if c != "run_id"},
+        **{c: "first" for c in claim.pooled if c in frame and c != claim.by},
+        **({claim.tuned: "first"} if claim.tuned else {}),
+    }
+    keys = [*claim.within, "run_id"]
+    return frame.groupby(keys, as_index=False, sort=False, dropna=False).agg(
+        {c: how for c, how in keep.items() if c not in keys}
+    )
+
+
+def _ranks(column: pd.Series) -> np.ndarray:
+    """Each row's rank in ``column``'s sort order, missing values last (as ``sort_values``)."""
+    codes, _ = pd.factorize(column, sort=True)
+    return np.where(codes < 0, codes.max() + 1, codes)
+
+
+def _paired(frame: pd.DataFrame, rows: np.ndarray, pooled: Sequence[str]) -> np.ndarray:
+    """A spread claim's runs (positions in ``frame``, in seed order) in the order
+    :func:`robustkit.measures.exact.seed_pairs` pairs them (consecutive runs): within each value
+    of the ``pooled`` settings, in seed order, the odd last run of each left out, so no pair joins
+    two learning rates (he2021/fig4 pooled its rates, and its pairs were (2e-5, 2.5e-3) and (5e-4,
+    1e-4)); where every pooled setting has one run, in the settings' order."""
+    columns = [c for c in pooled if c in frame]
+    if not columns or not len(rows):
+        return rows
+    setting = frame.iloc[rows].groupby(columns, dropna=False, sort=True).ngroup().to_numpy()
+    settings = [rows[setting == k] for k in range(setting.max() + 1)]
+    if all(len(runs) < 2 for runs in settings):
         # one run per pooled setting: the setting is what the replicates differ in (han2021/fig1
         # and fig4, one seed per TSP length), so its runs pair in the setting's order
-        return pd.concat([runs for _, runs in settings])
-    kept = []
-    for _, runs in settings:
-        kept.append(runs.iloc[: len(runs) // 2 * 2])
-    return pd.concat(kept)
+        return np.concatenate(settings)
+    return np.concatenate([runs[: len(runs) // 2 * 2] for runs in settings])
 
 
 def _configurations(column: str, a: pd.DataFrame, b: pd.DataFrame) -> dict:
@@ -210,35 +240,54 @@ def _trend_cells(claim: Claim, frame: pd.DataFrame, order: list[str]) -> list[Ce
                 b_end=pick(last, claim.b)["value"].to_numpy(float),
                 ids_a=ids(pick(first, claim.a)) + ids(pick(last, claim.a)),
                 ids_b=ids(pick(first, claim.b)) + ids(pick(last, claim.b)),
-                guarded=_guarded(
-                    claim,
-                    [
-                        (f"{claim.along}={_text(step)}", pick(part, values))
-                        for step, part in ((steps[0], first), (steps[-1], last))
-                        for values in (claim.a, claim.b)
-                    ],
-                ),
+                guarded=[
+                    guard
+                    for step, part in ((steps[0], first), (steps[-1], last))
+                    for picked in (pick(part, claim.a), pick(part, claim.b))
+                    for guard in _guarded(claim, picked, [(f"{claim.along}={_text(step)}", np.arange(len(picked)))])
+                ],
                 n_failed=int(first["_failed"].sum() + last["_failed"].sum()),
             )
         )
     return groups
 
 
-def _guarded(claim: Claim, parts: list[tuple[str, pd.DataFrame]]) -> list[tuple[str, list]]:
-    """The sets of runs the convergence guard checks one by one: per named part of a cell (a
-    group, or a trend's end), each value of ``claim.by`` in it and each tuned configuration."""
+def _guard_keys(claim: Claim, frame: pd.DataFrame) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """The columns the guard's sets are split by (``claim.by``, ``claim.tuned``), each as
+    (name, each row's code, the values in sort order), computed once per frame."""
     found = []
-    for name, part in parts:
-        if "run_id" not in part or part.empty:
+    for column in (claim.by, claim.tuned):
+        if column and column in frame:
+            codes, uniques = pd.factorize(frame[column].to_numpy(object), sort=True, use_na_sentinel=False)
+            found.append((column, codes, uniques))
+    return found
+
+
+def _guarded(
+    claim: Claim, frame: pd.DataFrame, parts: list[tuple[str, np.ndarray]], keys: list | None = None
+) -> list[tuple[str, list]]:
+    """The sets of runs the convergence guard checks one by one: per named part of a cell (a
+    group, or a trend's end: positions in ``frame``), each value of ``claim.by`` in it and each
+    tuned configuration, in their sort order (``keys``: :func:`_guard_keys`, computed here if not
+    given)."""
+    if "run_id" not in frame:
+        return []
+    run_ids = frame["run_id"].to_numpy(object)
+    keys = _guard_keys(claim, frame) if keys is None else keys
+    found = []
+    for name, rows in parts:
+        if not len(rows):
             continue
-        keys = [c for c in (claim.by, claim.tuned) if c and c in part]
-        if not keys:
-            found.append((name, list(part["run_id"])))
-            continue
-        for key, runs_of in part.groupby(keys, dropna=False, sort=True)["run_id"]:
-            key = key if isinstance(key, tuple) else (key,)
-            what = ", ".join(f"{c}={_text(k)}" if c == claim.tuned else _text(k) for c, k in zip(keys, key))
-            found.append((f"{name}: {what}" if name else what, list(runs_of)))
+        combined = np.zeros(len(rows), int)
+        for _, codes, uniques in keys:
+            combined = combined * len(uniques) + codes[rows]
+        for code in np.unique(combined):
+            members = rows[combined == code]
+            what = ", ".join(
+                f"{c}={_text(uniques[codes[members[0]]])}" if c == claim.tuned else _text(uniques[codes[members[0]]])
+                for c, codes, uniques in keys
+            )
+            found.append((f"{name}: {what}" if name and what else name or what, list(run_ids[members])))
     return found
 
 
@@ -247,7 +296,12 @@ def cell_names(claim: Claim, frame: pd.DataFrame) -> pd.Series:
     within = [c for c in claim.within if c in frame]
     if not within or frame.empty:
         return pd.Series("all", index=frame.index)
-    return frame[within].apply(lambda row: ", ".join(f"{c}={_text(v)}" for c, v in row.items()), axis=1)
+    names = None
+    for column in within:  # each distinct value named once (speed: the simulation's many frames)
+        codes, uniques = pd.factorize(frame[column], use_na_sentinel=False)
+        texts = np.array([f"{column}={_text(value)}" for value in uniques], dtype=object)[codes]
+        names = texts if names is None else names + ", " + texts
+    return pd.Series(names, index=frame.index)
 
 
 def groups_of(claim: Claim, frame: pd.DataFrame) -> pd.Series:

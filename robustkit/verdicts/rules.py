@@ -413,9 +413,10 @@ def _not_converged(claim: Claim, group: Cell, improving: pd.Series | None) -> st
     is not."""
     if improving is None:
         return ""
+    still = set(improving.index[improving.fillna(False).astype(bool).to_numpy()])
     texts = []
     for name, ids in group.guarded:
-        late = int(improving.reindex(ids).fillna(False).astype(bool).sum())
+        late = sum(1 for run in ids if run in still)
         if ids and late > len(ids) / 2:
             texts.append(f"{name or 'the runs'}: {late} of {len(ids)} tested runs still improving at the end")
     return "; ".join(texts)

@@ -37,7 +37,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from robustkit import figures
-from robustkit.figures.score_boxes import box_figure
+from robustkit.figures.score_boxes import box_figure, method_boxes
 from robustkit.params import Param
 
 # The figures of this module, as robustkit.figures reads them from this source (their analyses
@@ -156,17 +156,7 @@ def box_seeds(
     include_failed : bool
         The boxes hold collapsed / diverged runs too (they are still marked); as the view's.
     """
-    return box_figure(
-        frame,
-        summary,
-        panels,
-        caption_text,
-        x="method",
-        hue="method",
-        xlabel="tuning method",
-        figure="Han et al. 2021, figure 2",
-        include_failed=include_failed,
-    )
+    return method_boxes(frame, summary, "Han et al. 2021, figure 2", panels, caption_text, include_failed)
 
 
 def box_tsp(

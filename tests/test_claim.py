@@ -297,6 +297,7 @@ def test_the_run_is_the_unit_and_pairs_are_not_tested():
     pairs = _runs({"houlsby": HIGH, "full": LOW}).assign(run_id_b="other")
     row = judge(claim, pairs).iloc[-1]
     assert row["verdict"] == "inconclusive" and row["reason_class"] == "untestable"
+    assert (row["n_a"], row["n_b"]) == (len(HIGH), len(LOW))  # both groups' pairs are counted
 
 
 def test_the_claimed_sign_is_checked_and_the_union_holds_alpha():

@@ -161,6 +161,7 @@ def judge(
             [
                 result_row(
                     n_a=int(_is(observations[claim.by], claim.a).sum()),
+                    n_b=int(_is(observations[claim.by], claim.b).sum()) if claim.b else 0,
                     reason_class=UNTESTABLE,
                     reason="observations are pairs of runs that share runs (not independent): shown, not tested",
                 )

@@ -21,7 +21,7 @@ def add_parser(commands) -> None:
     reproduce.add_argument(
         "recipes", nargs="*", metavar="RECIPE", help="recipe names, e.g. han2021/fig2 (see the list above)"
     )
-    reproduce.add_argument("--all", action="store_true", help="every recipe")
+    reproduce.add_argument("--all", action="store_true", help="every recipe with runs at --scale")
     reproduce.add_argument(
         "--scale",
         choices=SCALES,
@@ -84,13 +84,12 @@ def run(args) -> int:
         raise RobustkitError("--model/--data/--task train other runs than the recipes': give them their own --store")
     if args.plan:
         from robustkit.sweeps import plan as run_plan
-        from robustkit.verdicts.recipes import list_recipes, load_defaults, load_recipe
+        from robustkit.verdicts.recipes import load_defaults, load_recipe, recipe_names
         from robustkit.verdicts.reproduce import default_store
 
         folder = args.recipe_dir or RECIPE_DIR
-        chosen = [
-            load_recipe(name, folder).swapped(**swap) for name in (list_recipes(folder) if args.all else args.recipes)
-        ]
+        names = recipe_names(None if args.all else args.recipes, folder, args.scale)
+        chosen = [load_recipe(name, folder).swapped(**swap) for name in names]
         per_recipe, runs = run_plan.plan(
             chosen, args.scale, args.store or default_store(args.scale), load_defaults(folder)
         )

@@ -156,9 +156,10 @@ def list_recipes(folder: str | Path = RECIPE_DIR) -> list[str]:
     return sorted(str(p.relative_to(folder).with_suffix("")) for p in folder.glob("*/*.toml"))
 
 
-def recipe_names(recipes, folder: str | Path = RECIPE_DIR) -> list[str]:
+def recipe_names(recipes, folder: str | Path = RECIPE_DIR, scale: str | None = None) -> list[str]:
     """The recipe names a notebook function was given (``recipes``), or every recipe of
-    ``folder`` when it is None.
+    ``folder`` when it is None (with ``scale``: every recipe that has runs at it, as the cpu
+    scale's six).
 
     ``recipes`` always means names (``["han2021/fig2"]``) and ``recipe_dir`` always the folder
     they are read from, across the notebook API.
@@ -170,7 +171,8 @@ def recipe_names(recipes, folder: str | Path = RECIPE_DIR) -> list[str]:
         something that is not a string.
     """
     if recipes is None:
-        return list_recipes(folder)
+        names = list_recipes(folder)
+        return names if scale is None else [name for name in names if scale in load_recipe(name, folder).scales]
     if isinstance(recipes, (str, Path)):
         hint = (
             "a folder of recipe files is recipe_dir=" if Path(recipes).is_dir() else f"one recipe is [{str(recipes)!r}]"

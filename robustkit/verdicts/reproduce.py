@@ -109,7 +109,8 @@ def reproduce(
         per claim, see :func:`robustkit.verdicts.tally.summary_line`). Every claim's rows are written to
         ``<figures>/claims.csv`` (:data:`robustkit.verdicts.rules.VERDICT_COLUMNS`).
     """
-    chosen = [load_recipe(name, recipe_dir).swapped(**(swap or {})) for name in recipe_names(recipes, recipe_dir)]
+    names = recipe_names(recipes, recipe_dir, scale)
+    chosen = [load_recipe(name, recipe_dir).swapped(**(swap or {})) for name in names]
     store = Path(store) if store is not None else default_store(scale)
     if figures is None:
         figures = default_figures(store)

@@ -5,8 +5,10 @@ recipes/README.md.
 
 For each headline recipe (default: robustkit.verdicts.sizing.HEADLINE) and claim: the runs per
 group the pilot's effect needs for 80% power, the seeds and training budget that gives, and
-whether it fits the CPU budget. The recipes' ``[cpu]`` sections are then written from this table
-by hand (each cites it). Slow: the bootstrap power of every claim, tens of CPU-minutes.
+whether it fits the CPU budget, into the README and, as data, recipes/cpu-sizing.csv. The
+recipes' ``[cpu]`` sections are then written from this table by hand (each cites it;
+tests/test_sizing.py checks that their runs are the table's). Slow: the bootstrap power of every
+claim, tens of CPU-minutes.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from robustkit.verdicts import sizing
 from robustkit.verdicts.recipes import load_recipe
 
 README = Path(__file__).resolve().parents[1] / "recipes" / "README.md"
+SIZES = README.with_name("cpu-sizing.csv")  # the table as data: tests/test_sizing.py checks the [cpu] sections
 BEGIN, END = "<!-- cpu scale sizing: python tools/size_cpu_scale.py -->", "<!-- end of cpu scale sizing -->"
 
 
@@ -76,6 +79,8 @@ def main() -> None:
     text = markdown(sizes, per_recipe, args.cpu_hours)
     print(text)
     write_table(text, sizes, args.out, README, BEGIN, END)
+    if not args.out:
+        sizes.to_csv(SIZES, index=False)
 
 
 if __name__ == "__main__":

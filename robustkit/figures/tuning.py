@@ -8,6 +8,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from robustkit import figures
+from robustkit.analysis.tuning import CURVE_COLUMNS
 from robustkit.figures import canvas, style
 from robustkit.figures.labels import paper_title
 from robustkit.figures.method_style import method_color, method_label
@@ -36,7 +37,7 @@ def tuning_curves(frame: pd.DataFrame) -> Figure:
     """
     if frame.empty:
         raise figures.NothingToDraw("nothing to plot: the frame is empty")
-    extra = [c for c in frame.columns if c not in (*_CURVE, "task", "method", "metric")]
+    extra = [c for c in frame.columns if c not in (*CURVE_COLUMNS, "task", "method", "metric")]
     panels = frame[["task", *extra]].drop_duplicates().sort_values(["task", *extra]).itertuples(index=False, name=None)
     panels = list(panels)
     fig, axes = canvas.subplots(
@@ -92,17 +93,3 @@ def tuning_curves(frame: pd.DataFrame) -> Figure:
         "draw them.",
     )
     return fig
-
-
-_CURVE = (
-    "k",
-    "n_runs",
-    "n_failed",
-    "median",
-    "median_low",
-    "median_high",
-    "mean",
-    "mean_low",
-    "mean_high",
-    "confidence",
-)

@@ -8,6 +8,7 @@ import pytest
 from observation_frames import runs_frame
 
 from robustkit.analysis.pooling import PoolingError
+from robustkit.verdicts.cells import cells
 from robustkit.verdicts.rules import judge
 from robustkit.verdicts.spec import Claim, ClaimError
 from robustkit.verdicts.tally import summary_line
@@ -298,6 +299,12 @@ def test_the_run_is_the_unit_and_pairs_are_not_tested():
     row = judge(claim, pairs).iloc[-1]
     assert row["verdict"] == "inconclusive" and row["reason_class"] == "untestable"
     assert (row["n_a"], row["n_b"]) == (len(HIGH), len(LOW))  # both groups' pairs are counted
+
+
+def test_no_observations_make_no_cells():
+    """An empty frame (every run filtered out) has no cells, as with runs, seeds and ids absent."""
+    empty = runs_frame({"houlsby": [0.5], "full": [0.5]}).iloc[:0]
+    assert cells(_claim(), empty, pd.Series(False, index=empty.index)) == []
 
 
 def test_the_claimed_sign_is_checked_and_the_union_holds_alpha():

@@ -100,8 +100,9 @@ def cells(claim: Claim, observations: pd.DataFrame, failed: pd.Series) -> list[C
         return _trend_cells(claim, frame, order)
     within = list(claim.within)
     codes = _cell_codes(frame, within)
-    repeated = frame.duplicated([*within, "run_id"], keep=False).to_numpy() if "run_id" in frame else codes < 0
-    averaged = set(codes[repeated])  # cells where a run has several observations
+    averaged = set()  # cells where a run has several observations
+    if "run_id" in frame:
+        averaged = set(codes[frame.duplicated([*within, "run_id"], keep=False).to_numpy()])
     if averaged:  # the run is the unit of replication: one mean per run and cell
         frame = _run_means(claim, frame, order)
         codes = _cell_codes(frame, within)  # the same cells, numbered the same way
@@ -168,7 +169,7 @@ def _run_means(claim: Claim, frame: pd.DataFrame, order: list[str]) -> pd.DataFr
 def _ranks(column: pd.Series) -> np.ndarray:
     """Each row's rank in ``column``'s sort order, missing values last (as ``sort_values``)."""
     codes, _ = pd.factorize(column, sort=True)
-    return np.where(codes < 0, codes.max() + 1, codes)
+    return np.where(codes < 0, len(codes), codes)  # len: past every code, and defined when empty
 
 
 def _paired(frame: pd.DataFrame, rows: np.ndarray, pooled: Sequence[str]) -> np.ndarray:

@@ -273,6 +273,7 @@ def _judge_cells(
     if not groups:
         return [result_row(reason="no run left to test (every run failed or none was selected)", reason_class=NO_DATA)]
     smallest = [_smallest_p(claim, g) for g in groups]
+    still = _still_improving(improving)  # once for every cell's guard
     # the cells whose Holm-corrected side can reach alpha at all (Tarone's rule: from the group
     # sizes alone, before any p-value is looked at)
     family = multiplicity.tarone_family(smallest, claim.alpha)
@@ -317,7 +318,7 @@ def _judge_cells(
         result = result_row(group.name, **base)
         if describe:
             result.update(_interval(claim, group, agree_level, against_level))
-        late = _not_converged(claim, group, improving)
+        late = _not_converged(group, still)
         rule = (
             ""
             if not several
@@ -407,14 +408,18 @@ def _too_few(claim: Claim, group: Cell, smallest: float) -> str:
     return f"too few runs to test: {sizes} can give p >= {smallest:.3g} at best (needs {need})"
 
 
-def _not_converged(claim: Claim, group: Cell, improving: pd.Series | None) -> str:
+def _still_improving(improving: pd.Series | None) -> set | None:
+    """The run ids ``improving`` flags (None: no flags, the guard is off)."""
+    return None if improving is None else set(improving.index[improving.fillna(False).astype(bool).to_numpy()])
+
+
+def _not_converged(group: Cell, still: set | None) -> str:
     """Which of the cell's tested sets of runs has more than half of them still improving ("" when
     none): each method of a group that pools methods, each configuration of a tuned group and
     each end of a trend on its own (:func:`_guarded`), so a converged part cannot carry one that
     is not."""
-    if improving is None:
+    if still is None:
         return ""
-    still = set(improving.index[improving.fillna(False).astype(bool).to_numpy()])
     texts = []
     for name, ids in group.guarded:
         late = sum(1 for run in ids if run in still)

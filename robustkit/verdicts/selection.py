@@ -23,7 +23,7 @@ def matches(column: pd.Series, values: tuple) -> pd.Series:
     wanted = {float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)}
     texts = {str(v) for v in values if v != UNSET}
     hits = np.array([_selected(value, wanted, texts, UNSET in values) for value in uniques], dtype=bool)
-    return pd.Series(hits[codes] if len(codes) else np.zeros(0, bool), index=column.index)
+    return pd.Series(hits[codes], index=column.index)
 
 
 def _selected(value, wanted: set, texts: set, unset: bool) -> bool:

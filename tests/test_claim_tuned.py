@@ -5,8 +5,6 @@ picking the best rate first does not, and the recipes that sweep a rate at paper
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,7 +12,6 @@ from observation_frames import runs_frame
 
 from robustkit.analysis.pooling import PoolingError, mixed_settings
 from robustkit.measures import brunner_munzel, exact
-from robustkit.methods.registry import identity_columns
 from robustkit.verdicts import decidability, rules, simulation
 from robustkit.verdicts.recipes import list_recipes, load_recipe
 from robustkit.verdicts.rules import judge
@@ -162,10 +159,9 @@ def test_every_claim_compares_runs_of_one_setting_or_says_what_it_pools(scale):
     refused when judged (houlsby2019/fig3-4's paper-scale learning-rate sweep was)."""
     for name in list_recipes():
         recipe = load_recipe(name)
-        specs = recipe.specs(scale) if scale in recipe.scales else []
-        if not specs:
+        frame = decidability.spec_frame(recipe, scale) if scale in recipe.scales else pd.DataFrame()
+        if frame.empty:
             continue
-        frame = pd.DataFrame([{**asdict(s), **identity_columns(s.method, s.resolved().method_options)} for s in specs])
         for claim in recipe.claims:
             rows = rules.tested_rows(claim, frame, missing_where="ignore")
             if scale not in claim.scales or claim.by not in rows:

@@ -10,26 +10,18 @@ so tested none (``tests/test_recipes.py`` now fails on such a claim: its plan sa
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 import numpy as np
 import pandas as pd
 import pytest
 
 from robustkit.analysis.registry import statistic_of
-from robustkit.methods.registry import identity_columns
 from robustkit.verdicts import decidability
 from robustkit.verdicts.recipes import list_recipes, load_recipe
 from robustkit.verdicts.rules import judge
 
 
 def _observations(recipe, claim, scale: str) -> pd.DataFrame:
-    specs = recipe.specs(scale)
-    rows = [
-        {**asdict(spec), **identity_columns(spec.method, spec.resolved().method_options), "run_id": spec.run_id}
-        for spec in specs
-    ]
-    frame = pd.DataFrame(rows)
+    frame = decidability.spec_frame(recipe, scale).assign(run_id=[spec.run_id for spec in recipe.specs(scale)])
     for column in claim.within:  # the statistic's own cells: every run in each
         if column not in frame:
             frame = pd.concat([frame.assign(**{column: value}) for value in (1, 2)], ignore_index=True)

@@ -262,17 +262,12 @@ def planned_cells(recipe, claim, scale: str, defaults: dict | None = None) -> li
     value of ``along`` too, and a claim ``overall`` is not pooled: the plan and the simulation
     build those from the run-setting cells.
     """
-    from dataclasses import asdict, replace
+    from dataclasses import replace
 
     from robustkit.analysis.registry import statistic_of
-    from robustkit.methods.registry import identity_columns
     from robustkit.verdicts.selection import matches as _is
 
-    specs = recipe.specs(scale, defaults)
-    # the method options are columns too (``lora.r``): a claim may group or select on them
-    specs = pd.DataFrame(
-        [{**asdict(spec), **identity_columns(spec.method, spec.resolved().method_options)} for spec in specs]
-    )
+    specs = spec_frame(recipe, scale, defaults)
     for column, values in claim.where.items():
         if column in specs:
             specs = specs[_is(specs[column], values)]
@@ -288,6 +283,22 @@ def planned_cells(recipe, claim, scale: str, defaults: dict | None = None) -> li
         return []
     planned = specs.assign(value=0.0)
     return build_cells(settings, planned, pd.Series(False, index=planned.index))
+
+
+def spec_frame(recipe, scale: str, defaults: dict | None = None) -> pd.DataFrame:
+    """The recipe's run specs at ``scale`` as a frame, one row per run in grid order: each spec
+    field a column, and each method option (``lora.r``), since a claim may group or select on
+    them."""
+    from dataclasses import asdict
+
+    from robustkit.methods.registry import identity_columns
+
+    return pd.DataFrame(
+        [
+            {**asdict(spec), **identity_columns(spec.method, spec.resolved().method_options)}
+            for spec in recipe.specs(scale, defaults)
+        ]
+    )
 
 
 def _disjoint_pairs(specs: pd.DataFrame) -> pd.DataFrame:

@@ -15,8 +15,14 @@ construction and a run that hit its budget still improving is said to.
 As a stopping rule this is a patience that grows with training (a quarter of the evaluations so
 far, at least 2), where Hugging Face's ``EarlyStoppingCallback`` waits a fixed number of
 evaluations without improvement: a fixed patience stops a slow starter (the demo's adapters sit
-at the majority class for a third of training) as early as a converged run. Written by hand: it
-is a rule on a run's own history, not a statistic any library names.
+at the majority class for a third of training) as early as a converged run. The rule also never
+stops a run that has not yet learned (no validation score significantly above the majority
+baseline, :func:`robustkit.train.collapse.ever_learned`): a flat dev loss at the majority class
+is a run that has not started, not one that has converged. Replayed on the demo store's 78
+histories (``tools/replay_stopping_rule.py``), the rule without that condition stops 21 runs at
+the majority class, 6 of which learned later (0.70-0.73 dev accuracy); such a run trains to its
+budget instead. Written by hand: it is a
+rule on a run's own history, not a statistic any library names.
 """
 
 from __future__ import annotations
@@ -61,8 +67,12 @@ def noise(losses: Sequence[float]) -> float:
     return float(np.median(np.abs(np.diff(late)))) if len(late) > 1 else 0.0
 
 
-def converged(losses: Sequence[float], tolerance: float = TOLERANCE) -> bool:
+def converged(losses: Sequence[float], tolerance: float = TOLERANCE, learned: bool | None = None) -> bool:
     """Whether a run stops here under ``until_converged``: judged (at least
-    :data:`MIN_EVALUATIONS` finite dev losses) and no longer :func:`improving`."""
+    :data:`MIN_EVALUATIONS` finite dev losses), no longer :func:`improving`, and not ``learned``
+    False (a run that has not yet left the majority class trains on; None where the metric has
+    no majority baseline to judge against)."""
     finite = np.asarray(losses, float)
+    if learned is False:
+        return False
     return int(np.isfinite(finite).sum()) >= MIN_EVALUATIONS and not improving(losses, tolerance)

@@ -180,8 +180,15 @@ class _Finetune(_Loop):
         return [r["value"] for r in sorted(rows, key=lambda r: r["step"])]
 
     def _converged(self) -> bool:
-        """Whether a run trained ``until_converged`` stops now (:func:`convergence_rule.converged`)."""
-        return self.spec.until_converged and convergence_rule.converged(self._validation_losses())
+        """Whether a run trained ``until_converged`` stops now (:func:`convergence_rule.converged`):
+        only once it has learned (a validation score significantly above the majority baseline)."""
+        if not self.spec.until_converged:
+            return False
+        main = self.task.main_metric
+        rows = [r for r in self.history if r["split"] == "validation" and r["metric"] == main]
+        baseline = split_baselines(self.task, self.splits).get("validation", {})
+        learned = collapse.ever_learned([r["value"] for r in rows], baseline.get(main), main, baseline.get("n"))
+        return convergence_rule.converged(self._validation_losses(), learned=learned)
 
     def _settings_hint(self) -> str:
         """What a CPU-time warning adds: the demo preset, where the run has the papers' epochs

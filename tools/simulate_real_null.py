@@ -62,6 +62,26 @@ def table(store: Path, draws: int, names: list[str] | None = None, scale: str = 
     return pd.DataFrame(rows)
 
 
+def summary(found: pd.DataFrame) -> str:
+    """The sentence above the table: what it covers, and the rates against their bounds."""
+    worst = found[["false_agrees", "false_contradicts"]].max(axis=1)
+    top = found.loc[worst.idxmax()]
+    failing = found[~found.passes]
+    draws = sorted(set(found.draws))
+    said = (
+        f"{len(found)} claim-and-scale rows of {found.recipe.nunique()} recipes, "
+        f"{' or '.join(map(str, draws))} draws each. "
+    )
+    if failing.empty:
+        said += f"Every rate is within alpha plus two Monte-Carlo standard errors ({found.bound.max():.3f} at most). "
+    else:
+        names = ", ".join(f"{r.recipe} {r.claim} ({r.scale})" for r in failing.itertuples())
+        said += f"{len(failing)} exceed alpha plus two Monte-Carlo standard errors: {names}. "
+    return (
+        said + f"The largest, {worst.max():.3f}, is {top.recipe} {top.claim} at {top.scale} n ({top.n} per group).\n\n"
+    )
+
+
 def markdown(found: pd.DataFrame) -> str:
     lines = [
         "| recipe | claim | judged at | kind | runs relabelled | runs per group drawn | false agrees | "
@@ -74,7 +94,7 @@ def markdown(found: pd.DataFrame) -> str:
             f"| {row.recipe} | {row.claim} | {row.scale} | {row.compare} | {row.source} | {row.n} | "
             f"{text(row.false_agrees)} | {text(row.false_contradicts)} | {row.draws} |"
         )
-    return "\n".join(lines) + "\n"
+    return summary(found) + "\n".join(lines) + "\n"
 
 
 def main() -> None:

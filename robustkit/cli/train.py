@@ -96,7 +96,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         default=None,
         help="stop at the first evaluation where the dev loss is no longer improving (the rule the claims' "
-        "convergence guard checks); --epochs is then the budget. Part of the run's identity",
+        "convergence guard checks), once a dev score is significantly above the majority class; --epochs "
+        "is then the budget. Part of the run's identity",
     )
     hyper.add_argument("--batch-size", type=int, help="training batch size; default: 32")
     hyper.add_argument(

@@ -21,8 +21,8 @@ baseline, :func:`robustkit.train.collapse.ever_learned`): a flat dev loss at the
 is a run that has not started, not one that has converged. Replayed on the demo store's 78
 histories (``tools/replay_stopping_rule.py``), the rule without that condition stops 21 runs at
 the majority class, 6 of which learned later (0.70-0.73 dev accuracy); such a run trains to its
-budget instead. Written by hand: it is a
-rule on a run's own history, not a statistic any library names.
+budget instead. Written by hand: it is a rule on a run's own history, not a statistic any
+library names.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def converged(losses: Sequence[float], tolerance: float = TOLERANCE, learned: bo
     :data:`MIN_EVALUATIONS` finite dev losses), no longer :func:`improving`, and not ``learned``
     False (a run that has not yet left the majority class trains on; None where the metric has
     no majority baseline to judge against)."""
-    finite = np.asarray(losses, float)
     if learned is False:
         return False
+    finite = np.asarray(losses, float)
     return int(np.isfinite(finite).sum()) >= MIN_EVALUATIONS and not improving(losses, tolerance)

@@ -69,6 +69,7 @@ class _Finetune(_Loop):
         meta = checkpoint_metadata(fingerprint, spec.run_id, spec.model, spec.method)
         self.start_manifest(self._manifest(model, names, fingerprint, splits))
         self.splits = splits  # labels for the majority baseline of the run's outcome
+        self.baselines = split_baselines(task, splits)  # once: the stopping rule reads it at every evaluation
         try:
             self._train(model, names, fingerprint, meta, encoded, collator)
         except Exception as error:  # a crash is recorded; KeyboardInterrupt/kill leaves it resumable
@@ -174,21 +175,24 @@ class _Finetune(_Loop):
             + (f", test {self.task.main_metric} {test:.4f}" if test is not None else "")
         )
 
-    def _validation_losses(self) -> list[float]:
-        """The dev loss at every evaluation so far, in step order (the history, resumed ones too)."""
-        rows = [r for r in self.history if r["split"] == "validation" and r["metric"] == "loss"]
+    def _validation_values(self, metric: str) -> list[float]:
+        """``metric`` on the dev split at every evaluation so far, in step order (the history,
+        resumed ones too)."""
+        rows = [r for r in self.history if r["split"] == "validation" and r["metric"] == metric]
         return [r["value"] for r in sorted(rows, key=lambda r: r["step"])]
+
+    def _ever_learned(self) -> bool | None:
+        """Whether any dev score so far is significantly above the majority baseline
+        (:func:`collapse.ever_learned`; None where the metric has no baseline)."""
+        main, baseline = self.task.main_metric, self.baselines.get("validation", {})
+        return collapse.ever_learned(self._validation_values(main), baseline.get(main), main, baseline.get("n"))
 
     def _converged(self) -> bool:
         """Whether a run trained ``until_converged`` stops now (:func:`convergence_rule.converged`):
         only once it has learned (a validation score significantly above the majority baseline)."""
-        if not self.spec.until_converged:
-            return False
-        main = self.task.main_metric
-        rows = [r for r in self.history if r["split"] == "validation" and r["metric"] == main]
-        baseline = split_baselines(self.task, self.splits).get("validation", {})
-        learned = collapse.ever_learned([r["value"] for r in rows], baseline.get(main), main, baseline.get("n"))
-        return convergence_rule.converged(self._validation_losses(), learned=learned)
+        return self.spec.until_converged and convergence_rule.converged(
+            self._validation_values("loss"), learned=self._ever_learned()
+        )
 
     def _settings_hint(self) -> str:
         """What a CPU-time warning adds: the demo preset, where the run has the papers' epochs
@@ -292,9 +296,6 @@ class _Finetune(_Loop):
                 )
             final[name] = {"validation": validation, "test": evaluate(model, batches["test"], self.task, shares=True)}
         outcomes = self._outcomes(final)
-        baselines = split_baselines(self.task, self.splits)
-        main = self.task.main_metric
-        scores = history[(history.split == "validation") & (history.metric == main)]["value"].to_numpy(float)
         update_manifest(
             self.run_dir,
             status=COMPLETE,
@@ -302,13 +303,13 @@ class _Finetune(_Loop):
             final=final,
             best_step=state["best_step"],
             outcome=outcomes,
-            baselines=baselines,
+            baselines=self.baselines,
             # why it ended: its budget, or (until_converged) the guard's rule; and whether the guard
             # calls it still improving (the same rule: never for a run stopped as converged)
             stopped={
                 "step": int(steps["last"]),
                 "reason": "converged" if self._converged() else "budget",
-                "still_improving": convergence_rule.improving(self._validation_losses()),
+                "still_improving": convergence_rule.improving(self._validation_values("loss")),
             },
             # what the CPU projection said, beside what the run took (bench/eta.py); in the one
             # write that completes the run, so a kill leaves it either running or complete
@@ -316,9 +317,7 @@ class _Finetune(_Loop):
             if projected is None
             else {"projected_s": projected, "measured_s": time.monotonic() - self.started[0]},
             # whether it ever left the majority class: a collapsed run that never did is not-learned
-            ever_learned=collapse.ever_learned(
-                scores, baselines["validation"].get(main), main, baselines["validation"]["n"]
-            ),
+            ever_learned=self._ever_learned(),
         )
 
     def _outcomes(self, final: dict) -> dict:

@@ -37,6 +37,7 @@ DECLARED = Analysis(
             "overfit",
             ":overfit",
             "rise of the dev loss from its minimum to the end of training (loss units; He et al. 2021 §5)",
+            schedule=True,
         ),
         Statistic(
             "metric-fall",
@@ -48,16 +49,19 @@ DECLARED = Analysis(
             ends=True,
             better=None,
             undefined_on_failed="",
+            schedule=True,
         ),
         Statistic(
             "best-minus-mean",
             ":best_minus_mean",
             "best minus mean of the main dev metric over all evaluations (He et al. 2021 table 6)",
+            schedule=True,
         ),
         Statistic(
             "mean-dev",
             ":mean_dev",
             "mean of the main dev metric over all evaluations (He et al. 2021 table 6)",
+            schedule=True,
             better="higher",
         ),
     ),

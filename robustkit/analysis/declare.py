@@ -109,6 +109,13 @@ class Statistic:
     undefined_on_failed : str
         Why the statistic says nothing about a failed run (a constant classifier cannot be
         attacked), or "" where it does: failed runs are then left out and the reason says why.
+    schedule : bool
+        It reads the run's whole training schedule, up to its budget (a dev-loss rise after its
+        minimum, the spread over epoch ends, a gradient-norm slope over the steps). A run
+        trained ``until_converged`` stops once it has converged, so the schedule after that
+        point was never trained, and the statistic would measure the stopping rule rather than
+        the run. A claim on it is therefore *untestable* on such runs
+        (:func:`robustkit.verdicts.tally.verdicts`).
     """
 
     name: str
@@ -120,6 +127,7 @@ class Statistic:
     ends: bool = True
     better: str | None = None
     undefined_on_failed: str = ""
+    schedule: bool = False
 
     def ends_with_training(self, params: dict) -> bool:
         """Whether the statistic at these parameters depends on how training ended (``ends``,

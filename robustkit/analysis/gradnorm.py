@@ -50,6 +50,7 @@ DECLARED = Analysis(
                 ),
             ),
             ends=False,
+            schedule=True,
         ),
     ),
     output="every step's norms",

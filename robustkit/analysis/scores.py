@@ -90,18 +90,21 @@ DECLARED = (
                     ),
                 ),
                 better="higher",
+                schedule=True,
             ),
             Statistic(
                 "spread",
                 ":epoch_spread",
                 "standard deviation of a run's validation scores over its epoch ends (ddof 1; one value per run: "
                 "training-time instability)",
+                schedule=True,
             ),
             Statistic(
                 "mean",
                 ":epoch_mean",
                 "mean of a run's validation scores over its epoch ends (one value per run)",
                 better="higher",
+                schedule=True,
             ),
             Statistic(
                 "pair-gap-drop",
@@ -113,6 +116,7 @@ DECLARED = (
                 ends=False,
                 better=None,
                 undefined_on_failed="",
+                schedule=True,
             ),
         ),
         output="the per-run x epoch scores",

@@ -126,12 +126,17 @@ def verdicts(
     """
     frames = []
     for recipe in recipes:
-        run_ids = [spec.run_id for spec in recipe.specs(scale, defaults)]
+        specs = recipe.specs(scale, defaults)
+        run_ids = [spec.run_id for spec in specs]
         memo: dict = {}
         improving = None
         for claim in recipe.claims:
             if scale not in claim.scales:
                 frames.append(rows(claim, [_not_judged_at(recipe, claim, scale, defaults)]).assign(recipe=recipe.name))
+                continue
+            stopped = _stopped_early(claim, specs)
+            if stopped:
+                frames.append(rows(claim, [stopped]).assign(recipe=recipe.name))
                 continue
             try:
                 found = observations(claim, recipe.figure, recipe.figure_params(scale), store, run_ids, memo, device)
@@ -149,6 +154,21 @@ def verdicts(
     if not frames:
         return pd.DataFrame(columns=VERDICT_COLUMNS)
     return pd.concat(frames, ignore_index=True)[VERDICT_COLUMNS]
+
+
+def _stopped_early(claim: Claim, specs: Sequence) -> dict | None:
+    """The row of a claim whose statistic reads the whole training schedule
+    (:attr:`robustkit.analysis.declare.Statistic.schedule`) on runs trained ``until_converged``,
+    which stop once they have converged: *untestable*. None where the claim can be judged."""
+    statistic = registry.statistic_of(claim.statistic)[1]
+    stopped = sum(spec.until_converged for spec in specs)
+    if not statistic.schedule or not stopped:
+        return None
+    return result_row(
+        reason_class=UNTESTABLE,
+        reason=f"untestable on runs trained until converged: {claim.statistic} reads the whole training schedule, "
+        f"and {stopped} of the {len(specs)} runs stop once they converge (train them to a fixed budget)",
+    )
 
 
 def _not_judged_at(recipe, claim: Claim, scale: str, defaults: dict | None) -> dict:

@@ -93,10 +93,10 @@ def run(args) -> int:
         device=args.device,
     )
     from robustkit.verdicts.evidence import by_chance, chance_line, n_text, tally_line, units
-    from robustkit.verdicts.recipes import list_recipes, load_defaults, load_recipe
+    from robustkit.verdicts.recipes import load_defaults, load_recipe, recipe_names
 
     folder = args.recipe_dir or RECIPE_DIR
-    judged = [load_recipe(name, folder) for name in (args.recipes or list_recipes(folder))]
+    judged = [load_recipe(name, folder) for name in recipe_names(args.recipes or None, folder, args.scale or "demo")]
     evidence = units(judged, args.scale or "demo", load_defaults(folder))
     groups = table.groupby(["recipe", "claim"], sort=False)
     # n as runs (and cells): "5 vs 5 runs, 7 cells", not 35 vs 35 observations

@@ -198,9 +198,10 @@ def claims(
     store : path, optional
         Run store; default ``runs/<scale>``.
     recipes : list of str, optional
-        Recipe names (``["han2021/fig2"]``); None = every recipe in ``recipe_dir``.
+        Recipe names (``["han2021/fig2"]``); None = every recipe in ``recipe_dir`` that has
+        runs at ``scale``.
     scale : str
-        Whose runs: ``demo`` or ``paper``.
+        Whose runs: ``demo``, ``cpu`` or ``paper``.
     recipe_dir : path
         Folder of recipe files (default: the ``recipes/`` folder of this checkout).
     include_failed : bool
@@ -219,7 +220,7 @@ def claims(
     StoreError
         The store does not exist (a mistyped path would judge every claim inconclusive).
     """
-    chosen = [load_recipe(name, recipe_dir) for name in recipe_names(recipes, recipe_dir)]
+    chosen = [load_recipe(name, recipe_dir) for name in recipe_names(recipes, recipe_dir, scale)]
     store = open_store(store if store is not None else default_store(scale), create=False)  # no verdicts on nothing
     return tally.verdicts(store, chosen, scale, include_failed, defaults=load_defaults(recipe_dir), device=device)
 

@@ -142,3 +142,16 @@ def test_the_plan_says_cpu_hours_from_the_measured_cpu_rates(tmp_path):
     assert none["cpu_hours"].isna().all()
     text = planning.describe(per_recipe, runs, "demo")
     assert "CPU-hours (estimate)" in text and "CPU-hours / --jobs" in text
+    assert "until converged" not in text  # the demo's runs train to their budget
+
+
+def test_the_plan_says_its_hours_bound_runs_trained_until_converged(tmp_path):
+    """The cpu scale's runs stop once converged, so hours priced at their budget are an upper
+    bound, and the plan says so with how many runs it concerns."""
+    from robustkit.sweeps import plan as planning
+    from robustkit.verdicts.recipes import load_recipe
+
+    per_recipe, runs = planning.plan([load_recipe("houlsby2019/fig6-ablation")], "cpu", tmp_path)
+    assert runs["until_converged"].all()
+    text = planning.describe(per_recipe, runs, "cpu")
+    assert f"{len(runs)} of the {len(runs)} runs train until converged" in text and "upper bound" in text

@@ -185,6 +185,7 @@ def plan(
                     "held": _held(store, spec.run_id),
                     "train_examples": trained,
                     "eval_examples": evaluated,
+                    "until_converged": spec.until_converged,
                     "recipes": set(),
                 }
             distinct[spec.run_id]["recipes"].add(name)
@@ -203,6 +204,7 @@ def plan(
                     "max_length": tsp.max_length,
                     "step": 0,
                     "eval_examples": 0,
+                    "until_converged": False,
                     "recipes": set(),
                 },
             )
@@ -225,6 +227,7 @@ def plan(
             "held",
             "train_examples",
             "eval_examples",
+            "until_converged",
             "recipes",
         ],
     )
@@ -312,6 +315,14 @@ def describe(
         "wall hours on an idle machine are CPU-hours / --jobs."
     )
     lines += _rate_lines(runs, read_throughput(CPU_THROUGHPUT_TABLE), "bench/cpu_throughput.py --models {model}")
+    converging = int(runs["until_converged"].sum()) if "until_converged" in runs else 0
+    if converging:
+        # the hours count every step of the budget: a run that converges stops before it
+        lines.append(
+            f"{converging} of the {len(runs)} runs train until converged: both estimates price them at their "
+            "whole budget, an upper bound, since each stops once it has learned and converged "
+            '(recipes/README.md, "CPU scale", gives what the cpu scale\'s runs took).'
+        )
     return "\n".join(lines)
 
 

@@ -315,7 +315,7 @@ def describe(
         "wall hours on an idle machine are CPU-hours / --jobs."
     )
     lines += _rate_lines(runs, read_throughput(CPU_THROUGHPUT_TABLE), "bench/cpu_throughput.py --models {model}")
-    converging = int(runs["until_converged"].sum()) if "until_converged" in runs else 0
+    converging = int(runs["until_converged"].sum())
     if converging:
         # the hours count every step of the budget: a run that converges stops before it
         lines.append(

@@ -84,20 +84,21 @@ def run(args) -> int:
         return _plan(args)
     if args.markdown:
         raise RobustkitError("--markdown prints the plan's summary: use it with --plan")
+    scale, folder = args.scale or "demo", args.recipe_dir or RECIPE_DIR
     table = claims(
         args.store,
         args.recipes or None,
-        scale=args.scale or "demo",
-        recipe_dir=args.recipe_dir or RECIPE_DIR,
+        scale=scale,
+        recipe_dir=folder,
         include_failed=args.include_failed,
         device=args.device,
     )
     from robustkit.verdicts.evidence import by_chance, chance_line, n_text, tally_line, units
     from robustkit.verdicts.recipes import load_defaults, load_recipe, recipe_names
 
-    folder = args.recipe_dir or RECIPE_DIR
-    judged = [load_recipe(name, folder) for name in recipe_names(args.recipes or None, folder, args.scale or "demo")]
-    evidence = units(judged, args.scale or "demo", load_defaults(folder))
+    judged = [load_recipe(name, folder) for name in recipe_names(args.recipes or None, folder, scale)]
+    defaults = load_defaults(folder)
+    evidence = units(judged, scale, defaults)
     groups = table.groupby(["recipe", "claim"], sort=False)
     # n as runs (and cells): "5 vs 5 runs, 7 cells", not 35 vs 35 observations
     n = pd.DataFrame(
@@ -110,7 +111,7 @@ def run(args) -> int:
         .merge(evidence[["recipe", "claim", "unit", "run_set", "same_as"]], on=["recipe", "claim"], how="left")
         .merge(by_chance(table, evidence)[["recipe", "claim", "bh_unit"]], on=["recipe", "claim"], how="left")
     )
-    overall = overall.assign(would_settle=_would_settle(args, table, judged, load_defaults(folder), overall))
+    overall = overall.assign(would_settle=_would_settle(args, table, judged, defaults, overall))
     shown = overall[
         [
             "recipe",

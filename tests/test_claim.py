@@ -561,3 +561,23 @@ def test_intervals_and_verdicts_agree_under_ties():
         row = judge(claim, _runs({"houlsby": a, "full": b})).iloc[-1]
         assert (row["ci_low"] > 0) == (row["verdict"] == "agrees"), row["reason"]
         assert (row["ci_high"] < 0) == (row["verdict"] == "contradicts"), row["reason"]
+
+
+def test_an_artefact_makes_a_claim_untestable_on_the_small_model_only():
+    """A claim whose statistic the small model fixes by construction (its ``artefact``) is judged
+    on no run at the scales a small model stands in for the paper's, and at the paper scale as
+    any claim; the verdict row says why."""
+    from robustkit.verdicts.recipes import load_recipe
+    from robustkit.verdicts.tally import _not_judged_at
+
+    claim = _claim(artefact="width 384 caps the ratio at 48")
+    assert claim.artefact_scales == ("demo", "cpu")
+    assert not claim.judged_at("demo") and not claim.judged_at("cpu") and claim.judged_at("paper")
+    assert _claim().judged_at("demo") and _claim().artefact_scales == ()
+    row = _not_judged_at(load_recipe("han2021/fig2"), claim, "demo", None)
+    assert row["reason_class"] == "untestable" and "untestable on this model" in row["reason"]
+    assert "width 384" in row["reason"] and row["verdict"] == "inconclusive"
+    with pytest.raises(ClaimError, match="artefact must say why"):
+        _claim(artefact=" ")
+    with pytest.raises(ClaimError, match="artefact_scales needs an artefact"):
+        _claim(artefact_scales=["demo"])

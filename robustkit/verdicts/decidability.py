@@ -429,7 +429,7 @@ def plan(recipes, scales=SCALES, defaults: dict | None = None) -> pd.DataFrame:
                             ),
                             "n_a": n_a,
                             "n_b": n_b,
-                            "judged": scale in claim.scales and statistic_of(claim.statistic)[1].independent,
+                            "judged": claim.judged_at(scale) and statistic_of(claim.statistic)[1].independent,
                             "smallest_p": smallest,
                             "cells": cells,
                             "level": level,

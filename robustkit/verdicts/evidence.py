@@ -85,7 +85,7 @@ def claim_runs(
         numbers, ``"unset"`` matches a run without the setting). Empty at a scale not in
         ``claim.scales``: there the claim is judged on no run.
     """
-    if scale not in claim.scales:
+    if not claim.judged_at(scale):
         return frozenset()
     selected = _selected(claim, settings(recipe, scale, defaults) if runs is None else runs)
     return frozenset(selected["run_id"])

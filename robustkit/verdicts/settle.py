@@ -570,7 +570,7 @@ def plan_observed(
                 {"recipe": r.name, "claim": c.id, "verdict": INCONCLUSIVE}
                 for r in present
                 for c in r.claims
-                if scale in c.scales
+                if c.judged_at(scale)
             ]
         )
         if verdicts.empty:

@@ -75,8 +75,11 @@ _KEYS = {
     "exclude_why",
     "along",
     "tuned",
+    "artefact",
+    "artefact_scales",
 }
 NOT_REPORTED = "not reported"  # how a paper_effect_source without a paper_effect begins
+SMALL_MODEL_SCALES = tuple(s for s in SCALES if s != "paper")  # where a small model stands in
 
 
 class ClaimError(RobustkitError):
@@ -163,6 +166,13 @@ class Claim:
     paper_effect_source : str or None
         Where ``paper_effect`` comes from (table, the numbers, how they were standardised), or
         ``"not reported: ..."`` and why.
+    artefact : str or None
+        Why the claim's statistic is fixed by the setting, not the method, at
+        ``artefact_scales`` (e.g. a ratio bounded by the small model's width): stated before the
+        claim is judged; there it is *inconclusive: untestable on this model*, with this reason.
+    artefact_scales : tuple of str
+        The scales ``artefact`` holds at (default: every scale but ``paper``, the scales that
+        stand a small model in for the paper's).
     """
 
     id: str
@@ -192,6 +202,8 @@ class Claim:
     scales: tuple[str, ...] = SCALES
     paper_effect: float | tuple | dict | None = None
     paper_effect_source: str | None = None
+    artefact: str | None = None
+    artefact_scales: tuple[str, ...] = ()
 
     @classmethod
     def from_table(cls, raw: dict, where: str) -> "Claim":
@@ -258,6 +270,13 @@ class Claim:
             )
         final = raw.get("final", statistic.ends_with_training(raw.get("params", {})))
         paper_effect = _paper_effect(raw, compare, f"{where}: claim {name!r}")
+        artefact = raw.get("artefact")
+        if artefact is not None and (not isinstance(artefact, str) or not artefact.strip()):
+            raise ClaimError(f"{where}: claim {name!r}: artefact must say why the setting fixes the statistic")
+        if "artefact_scales" in raw and (artefact is None or not set(raw["artefact_scales"]) <= set(SCALES)):
+            raise ClaimError(
+                f"{where}: claim {name!r}: artefact_scales needs an artefact and names scales of {', '.join(SCALES)}"
+            )
         return cls(
             id=raw["id"],
             says=raw["says"],
@@ -286,7 +305,14 @@ class Claim:
             scales=tuple(raw.get("scales", SCALES)),
             paper_effect=paper_effect,
             paper_effect_source=raw.get("paper_effect_source"),
+            artefact=artefact,
+            artefact_scales=tuple(raw.get("artefact_scales", SMALL_MODEL_SCALES)) if artefact else (),
         )
+
+    def judged_at(self, scale: str) -> bool:
+        """Whether runs at ``scale`` can decide the claim: a scale of its ``scales`` where no
+        ``artefact`` fixes its statistic."""
+        return scale in self.scales and scale not in self.artefact_scales
 
     def paper_effect_in(self, cell: str) -> float | tuple | None:
         """The paper's effect in the cell named ``cell`` (None: the paper reports none there)."""

@@ -131,7 +131,7 @@ def verdicts(
         memo: dict = {}
         improving = None
         for claim in recipe.claims:
-            if scale not in claim.scales:
+            if not claim.judged_at(scale):
                 frames.append(rows(claim, [_not_judged_at(recipe, claim, scale, defaults)]).assign(recipe=recipe.name))
                 continue
             stopped = _stopped_early(claim, specs)
@@ -172,9 +172,15 @@ def _stopped_early(claim: Claim, specs: Sequence) -> dict | None:
 
 
 def _not_judged_at(recipe, claim: Claim, scale: str, defaults: dict | None) -> dict:
-    """The row of a claim its recipe does not judge at ``scale``: *too few runs* where no cell's
-    test can reach alpha with the scale's runs, else *untestable at this scale*."""
+    """The row of a claim its recipe does not judge at ``scale``: *untestable on this model*
+    where its ``artefact`` holds, *too few runs* where no cell's test can reach alpha with the
+    scale's runs, else *untestable at this scale*."""
     from robustkit.verdicts.decidability import sizes_and_configurations
+
+    if scale in claim.artefact_scales:
+        return result_row(
+            reason_class=UNTESTABLE, reason=f"untestable on this model at {scale} scale: {claim.artefact}"
+        )
 
     sizes, configs = sizes_and_configurations(recipe, claim, scale, defaults)
     smallest = [claim.smallest_p(n_a, n_b, configs) for _, n_a, n_b in sizes]

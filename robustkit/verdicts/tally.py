@@ -22,8 +22,18 @@ import pandas as pd
 from robustkit.analysis import registry
 from robustkit.errors import RobustkitError
 from robustkit.params import resolve
-from robustkit.verdicts.rules import NO_DATA, TOO_FEW, UNTESTABLE, VERDICT_COLUMNS, judge, result_row, rows, runs
-from robustkit.verdicts.spec import Claim, ClaimError
+from robustkit.verdicts.rules import (
+    NO_DATA,
+    NOT_SIZED,
+    TOO_FEW,
+    UNTESTABLE,
+    VERDICT_COLUMNS,
+    judge,
+    result_row,
+    rows,
+    runs,
+)
+from robustkit.verdicts.spec import INCONCLUSIVE, Claim, ClaimError
 
 
 def parameters(claim: Claim, figure: str, figure_params: dict) -> tuple[registry.Analysis, dict, dict]:
@@ -122,7 +132,9 @@ def verdicts(
     DataFrame
         :data:`VERDICT_COLUMNS`, one row per recipe x claim x cell (plus an ``all`` row per
         claim with cells). A claim whose statistic cannot be computed on the runs present
-        (missing runs, an analysis error) is ``inconclusive`` with the reason.
+        (missing runs, an analysis error) is ``inconclusive`` with the reason. A claim the recipe
+        does not judge at ``scale`` is *inconclusive: not sized for this scale* with its observed
+        effect where the store holds its runs there, *untestable* only where it holds none.
     """
     frames = []
     for recipe in recipes:
@@ -132,7 +144,10 @@ def verdicts(
         improving = None
         for claim in recipe.claims:
             if not claim.judged_at(scale):
-                frames.append(rows(claim, [_not_judged_at(recipe, claim, scale, defaults)]).assign(recipe=recipe.name))
+                observed = _observed_not_judged(claim, recipe, scale, store, run_ids, memo, device)
+                if observed is None:
+                    observed = rows(claim, [_not_judged_at(recipe, claim, scale, defaults)])
+                frames.append(observed.assign(recipe=recipe.name))
                 continue
             stopped = _stopped_early(claim, specs)
             if stopped:
@@ -171,10 +186,47 @@ def _stopped_early(claim: Claim, specs: Sequence) -> dict | None:
     )
 
 
+def _observed_not_judged(
+    claim: Claim, recipe, scale: str, store: str | Path, run_ids: list[str], memo: dict, device: str | None
+) -> pd.DataFrame | None:
+    """The rows of a claim its recipe does not judge at ``scale`` whose runs the store holds at
+    that scale (the figure draws them): *inconclusive: not sized for this scale*, with the effect,
+    interval and runs observed, never a p-value (the test was not sized for these runs, so its p
+    is not this verdict's); *no data* where the statistic cannot be computed on them. None where
+    no run is stored, the claim is an ``artefact`` at ``scale``, or the claim reads none of the
+    observations: :func:`_not_judged_at` says why."""
+    from robustkit.store.folders import MANIFEST
+
+    if scale in claim.artefact_scales or not any((Path(store) / r / MANIFEST).is_file() for r in run_ids):
+        return None
+    try:
+        found = observations(claim, recipe.figure, recipe.figure_params(scale), store, run_ids, memo, device)
+        judged = judge(claim, found, describe=True)
+    except Exception as error:  # noqa: BLE001 - as verdicts() says of a judged claim
+        kind = "" if isinstance(error, RobustkitError) else f"{type(error).__name__}: "
+        return rows(claim, [result_row(reason=f"not computable on these runs: {kind}{error}", reason_class=NO_DATA)])
+    last = judged.iloc[-1]
+    if not (last["n_a"] or last["n_b"]):
+        return None
+    where = f"the recipe judges it at {', '.join(claim.scales)} scale"
+    reasons = []
+    for _, row in judged.iterrows():
+        effect = (
+            f"observed {row['effect_name']} {row['effect']:.3g}"
+            + (f", 90% CI [{row['ci_low']:.3g}, {row['ci_high']:.3g}]" if np.isfinite(row["ci_low"]) else "")
+            if row["effect_name"] and np.isfinite(row["effect"])
+            else "no effect at this n"
+        )
+        n = f"{int(row['n_a'])}" + (f" vs {int(row['n_b'])}" if claim.compare != "threshold" else "")
+        reasons.append(f"not sized for {scale} scale: {effect} on {n} runs; {where}")
+    return judged.assign(verdict=INCONCLUSIVE, reason_class=NOT_SIZED, p_value=np.nan, reason=reasons)
+
+
 def _not_judged_at(recipe, claim: Claim, scale: str, defaults: dict | None) -> dict:
-    """The row of a claim its recipe does not judge at ``scale``: *untestable on this model*
-    where its ``artefact`` holds, *too few runs* where no cell's test can reach alpha with the
-    scale's runs, else *untestable at this scale*."""
+    """The row of a claim its recipe does not judge at ``scale`` and whose runs the store lacks:
+    *untestable on this model* where its ``artefact`` holds, *too few runs* where no cell's test
+    can reach alpha with the scale's runs, else *untestable at this scale* (with runs stored:
+    :func:`_observed_not_judged`)."""
     from robustkit.verdicts.decidability import sizes_and_configurations
 
     if scale in claim.artefact_scales:

@@ -181,12 +181,31 @@ def test_caption_reports_n_and_p_values():
     frame = _runs({"houlsby": 0.01, "full": 0.1}, n=20, seed=1, baseline=0.0)
     summary, tests = stability.tables(frame, within=["task"])
     text = stability.caption(summary, tests)
-    assert text.startswith("n = 20 runs per box. full vs houlsby (two-sided): Levene p ")
-    assert "Brown-Forsythe p" in text and "Mann-Whitney U p" in text
+    assert text.startswith(
+        "n = 20 runs per box. Descriptive tests, not the claims' (Holm-adjusted over these 3 p-values): "
+        "full vs houlsby (two-sided): Levene Holm p "
+    )
+    assert "Brown-Forsythe Holm p" in text and "Mann-Whitney U Holm p" in text
     many = stability.tables(
         _runs({"houlsby": 0.01, "full": 0.1}, n=10, tsp_step=[0, 1, 2]), within=["task", "tsp_step"]
     )
-    assert "Levene p < 0.05 in 3/3 cells" in stability.caption(*many)
+    assert "Levene Holm p < 0.05 in 3/3 cells" in stability.caption(*many)
+
+
+def test_caption_p_values_are_holm_adjusted_over_the_figure():
+    """Issue #55: about 15 uncorrected pairwise p-values (e.g. p = 0.008) sat beside
+    'inconclusive' verdicts. Each caption p is Holm's over all of the caption's p-values."""
+    p = pd.Series([0.01, 0.04, np.nan, 0.03, 0.5])
+    adjusted = stability._holm_adjusted(p)
+    # by hand: sorted 0.01, 0.03, 0.04, 0.5 -> 4 x 0.01, 3 x 0.03, max(0.09, 2 x 0.04), max(.., 0.5)
+    assert np.allclose(adjusted.dropna(), [0.04, 0.09, 0.09, 0.5]) and np.isnan(adjusted[2])
+    summary, tests = stability.tables(
+        _runs({"houlsby": 0.01, "full": 0.1}, n=20, seed=1, baseline=0.0), within=["task"]
+    )
+    raw = tests.set_index("test").loc["levene", "p_value"]
+    text = stability.caption(summary, tests)
+    shown = float(text.split("Levene Holm p = ")[1].split(",")[0].replace("< ", ""))
+    assert shown >= min(raw, 0.001) and " p = " not in text.replace("Holm p = ", "")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -146,12 +146,17 @@ def test_the_plan_says_cpu_hours_from_the_measured_cpu_rates(tmp_path):
 
 
 def test_the_plan_says_its_hours_bound_runs_trained_until_converged(tmp_path):
-    """The cpu scale's runs stop once converged, so hours priced at their budget are an upper
-    bound, and the plan says so with how many runs it concerns."""
-    from robustkit.sweeps import plan as planning
-    from robustkit.verdicts.recipes import load_recipe
+    """Runs trained until converged (here the cpu scale with until_converged set; its shipped runs
+    train a fixed budget, issue #55 item 5) stop once converged, so hours priced at their budget
+    are an upper bound, and the plan says so with how many runs it concerns."""
+    import copy
 
-    per_recipe, runs = planning.plan([load_recipe("houlsby2019/fig6-ablation")], "cpu", tmp_path)
+    from robustkit.sweeps import plan as planning
+    from robustkit.verdicts.recipes import load_defaults, load_recipe
+
+    defaults = copy.deepcopy(load_defaults())
+    defaults["cpu"]["base"]["until_converged"] = True
+    per_recipe, runs = planning.plan([load_recipe("houlsby2019/fig6-ablation")], "cpu", tmp_path, defaults)
     assert runs["until_converged"].all()
     text = planning.describe(per_recipe, runs, "cpu")
     assert f"{len(runs)} of the {len(runs)} runs train until converged" in text and "upper bound" in text

@@ -1,10 +1,12 @@
-"""A scale sized from a pilot (robustkit.verdicts.sizing, issue #47 item 2): new seeds trained
-until they converge, the runs per group each claim needs, and a CPU budget the claims are fitted
-into by dropping the one needing the most seeds."""
+"""A scale sized from a pilot (robustkit.verdicts.sizing, issue #47 item 2): new seeds trained to
+a fixed budget with its full schedule (issue #55 item 5), the runs per group each claim needs, and
+a CPU budget the claims are fitted into by dropping the one needing the most seeds."""
 
+import dataclasses
 import math
 
 import pandas as pd
+import pytest
 
 from robustkit.verdicts import sizing
 from robustkit.verdicts.recipes import RECIPE_DIR, load_recipe, recipe_names
@@ -18,16 +20,44 @@ def _sizes(rows):
     )
 
 
-def test_sized_runs_are_new_seeds_trained_until_they_converge():
+def test_sized_runs_are_new_seeds_trained_to_a_fixed_budget():
+    """Each sized run is its demo cell's run at a new seed, trained to the demo's epochs times the
+    multiple, rounded up, with no stopping rule: every method gets its demo schedule's full decay."""
     recipe = load_recipe("han2021/fig2")
     demo = {spec.run_id for spec in recipe.specs("demo")}
-    specs = sizing.sized_specs(recipe, 7, 2.0)
+    specs = sizing.sized_specs(recipe, 7, 1.0)
     assert len(specs) == 14 and not {spec.run_id for spec in specs} & demo
     assert {spec.seed for spec in specs} == set(range(sizing.FIRST_SEED, sizing.FIRST_SEED + 7))
-    assert all(spec.until_converged and spec.epochs == 2 * 3 for spec in specs)
+    assert all(not spec.until_converged and spec.epochs == 3 for spec in specs)
     assert {spec.method for spec in specs} == {"houlsby", "full"}
+    # the demo run with the seed changed: only the seed separates their settings
+    first = next(spec for spec in recipe.specs("demo") if spec.method == "full" and spec.seed == 0)
+    same = next(spec for spec in specs if spec.method == "full" and spec.seed == sizing.FIRST_SEED)
+    assert dataclasses.replace(same, seed=0).run_id == first.run_id
+    longer = sizing.sized_specs(recipe, 1, 1.3174603174603174)  # Houlsby figs 3-4's multiple
+    assert all(spec.epochs == 4 and not spec.until_converged for spec in longer)
     capped = sizing.sized_specs(recipe, 1, 100.0)
     assert all(spec.epochs == sizing.MAX_EPOCHS for spec in capped)
+
+
+def test_a_cell_with_its_own_epochs_keeps_its_multiple():
+    """He fig 3's 300-example cell trains 10 demo epochs (the steps of 3 at 1000): sized, 10 times
+    the multiple, never the base's epochs."""
+    recipe = load_recipe("he2021/fig3")
+    epochs = {spec.train_size: spec.epochs for spec in sizing.sized_specs(recipe, 1, 1.0)}
+    assert epochs == {1000: 3, 300: 10}
+    epochs = {spec.train_size: spec.epochs for spec in sizing.sized_specs(recipe, 1, 1.5)}
+    assert epochs == {1000: 5, 300: 15}
+
+
+def test_the_cost_is_each_run_to_its_budget():
+    """fit's hours price every run at its whole budget: twice the multiple, about twice the hours."""
+    recipes = [load_recipe("he2021/fig6")]
+    sizes = _sizes([{"recipe": "he2021/fig6", "claim": "f", "seeds": 5}])
+    _, once = sizing.fit(sizes, recipes, cpu_hours=100)
+    _, twice = sizing.fit(sizes.assign(multiple=2.0), recipes, cpu_hours=100)
+    assert once.iloc[0]["epochs"] == 1.0 and twice.iloc[0]["epochs"] == 2.0
+    assert twice.iloc[-1]["cpu_hours"] == pytest.approx(2 * once.iloc[-1]["cpu_hours"], rel=0.1)
 
 
 def test_runs_two_recipes_share_are_counted_once():
@@ -114,6 +144,34 @@ def test_a_pilot_gives_each_claim_its_seeds_and_budget(monkeypatch):
     assert (sizes["multiple"] == [2.5 if final[c] else 1.0 for c in sizes.index]).all()
 
 
+@pytest.mark.parametrize(
+    ("found", "expected"),
+    [
+        ({"multiple": None, "reason": "any wording", "group": ""}, 1.0),  # no cell stopped: the demo budget
+        ({"multiple": None, "reason": "the fit failed", "group": "full", "late": 3, "n": 5}, math.nan),
+        ({"multiple": 1.6, "reason": "", "group": "houlsby", "late": 2, "n": 5}, 1.6),
+    ],
+)
+def test_a_claims_multiple_is_its_guards_budget(monkeypatch, found, expected):
+    """A final claim's budget multiple: 1 where claim_budget stops no group (read from its answer,
+    not its wording), its extrapolation where one is stopped, none where that fails."""
+    import robustkit.analysis.convergence
+    import robustkit.store.tables
+
+    recipe = load_recipe("he2021/fig6")
+    monkeypatch.setattr(sizing.tally, "observations", lambda *args, **kwargs: pd.DataFrame())
+    monkeypatch.setattr(robustkit.analysis.convergence, "still_improving", lambda store, ids: pd.Series(False))
+    monkeypatch.setattr(robustkit.store.tables, "load_history", lambda store: pd.DataFrame())
+    monkeypatch.setattr(sizing.budget, "claim_budget", lambda *args: found)
+    answer = {"n": 5, "observed_n": 5, "side": "agrees", "reason": ""}
+    monkeypatch.setattr(sizing.settle, "runs_to_decide", lambda claim, *args, **kwargs: answer)
+    sizes = sizing.pilot_sizes([recipe], "pilot")
+    final = [claim.final for claim in recipe.claims]
+    assert any(final)
+    got = sizes.loc[final, "multiple"].to_numpy(float)
+    assert (math.isnan(expected) and all(math.isnan(g) for g in got)) or (got == expected).all()
+
+
 def test_the_recipes_cpu_sections_are_the_sizing_tables():
     """Each headline recipe's [cpu] runs are the ones the committed sizing table
     (recipes/cpu-sizing.csv, tools/size_cpu_scale.py) gives, and its claims are judged at cpu
@@ -128,8 +186,9 @@ def test_the_recipes_cpu_sections_are_the_sizing_tables():
             assert "cpu" not in recipe.scales, name
             continue
         multiple = fitting["multiple"].max() if fitting["multiple"].notna().any() else 1.0
-        planned = sizing.sized_specs(recipe, int(fitting["seeds"].max()), sizing.BUDGET_FACTOR * multiple)
+        planned = sizing.sized_specs(recipe, int(fitting["seeds"].max()), multiple)
         assert {spec.run_id for spec in recipe.specs("cpu")} == {spec.run_id for spec in planned}, name
+        assert not any(spec.until_converged for spec in recipe.specs("cpu")), name  # the fixed budget
         fits = dict(zip(rows["claim"], rows["fits"]))
         for claim in recipe.claims:
             judged = "cpu" in claim.scales

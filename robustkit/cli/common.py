@@ -39,7 +39,7 @@ def add_preset(parser: argparse.ArgumentParser) -> None:
         help="start from a scale of recipes/defaults.toml, under every flag given: demo = the "
         "calibrated demo settings (minilm-l6 on rt, 1k examples, 3 epochs, length 64, batch 16, each method at its "
         "calibrated learning rate; minutes per run on a CPU, see recipes/README.md); cpu = the demo's settings, "
-        "each run trained until it converges (the claims' convergence rule) within 6 epochs; paper = the papers' model "
+        "each run to a fixed budget (the demo's 3 epochs, or its recipe's [cpu] epochs); paper = the papers' model "
         "(bert-base-uncased) and defaults; default: none (the papers' defaults on minilm-l6: hours per run on a CPU)",
     )
 

@@ -27,7 +27,7 @@ def add_parser(commands) -> None:
         choices=SCALES,
         default="demo",
         help="demo: minilm-l6 on the embedded tasks (CPU, minutes per run); cpu: the headline claims sized to be "
-        "decided on a 2-core machine (runs trained until they converge; hours); paper: the papers' models, tasks and "
+        "decided on a 2-core machine (more seeds, each to a fixed budget; hours); paper: the papers' models, tasks and "
         "hyperparameters (GPU cluster)",
     )
     reproduce.add_argument("--store", type=output_folder, help="run store folder; default: runs/<scale>")

@@ -43,6 +43,16 @@ def test_a_slow_starter_is_stopped_by_the_loss_rule_alone_and_not_by_the_rule(tm
     assert found["saved"] <= 0.5  # not at the 4th evaluation, where it had not learned
     assert found["best_lost"] < 0.01
     assert found["best_lost"] == max(scores) - max(scores[: round(10 * (1 - found["saved"]))])
+    # where it stops, on the linear schedule over the budget's 320 steps (32 of warmup)
+    at = 32 * round(10 * (1 - found["saved"]))
+    assert found["stop_share"] == at / 320 < 1
+    assert found["rate_at_stop"] == (320 - at) / (320 - 32) > 0
+
+
+def test_a_run_the_rule_never_stops_ends_at_its_budget_with_its_rate_decayed(tmp_path):
+    losses = [0.69 - 0.02 * k for k in range(8)]  # still falling at its end
+    found = replay_tool.replay(_run(tmp_path / "falling", losses, [0.6 + 0.02 * k for k in range(8)]))
+    assert not found["stops"] and found["stop_share"] == 1.0 and found["rate_at_stop"] == 0.0
 
 
 def test_a_run_already_trained_until_converged_is_not_replayed(tmp_path):

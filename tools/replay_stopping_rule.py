@@ -8,8 +8,12 @@ A run trained to its budget holds every evaluation the rule would have seen (sam
 schedule up to the stop: the rule only ends training), so its history is the rule's input exactly.
 Per method, prints: runs replayed, runs the rule stops before the budget and the share of
 evaluations it saves, runs the loss rule alone stops before the run has learned (and how many of
-those learned later), and the best dev score lost by stopping (the best up to the stop against
-the best over the budget: mean and largest drop).
+those learned later), the best dev score lost by stopping (the best up to the stop against
+the best over the budget: mean and largest drop), and, as medians, where the rule stops as a
+share of the budget and the learning rate there as a share of its peak (the linear schedule,
+robustkit.train.optimiser.linear_lr_factor, over the whole budget). A run stopped at a quarter of
+its budget never anneals its rate: why the cpu scale trains a fixed budget, not until converged
+(issue #55 item 5; recipes/README.md, "CPU scale").
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from robustkit.train import collapse, convergence_rule
+from robustkit.train.optimiser import linear_lr_factor
 
 
 def replay(run_dir: Path) -> dict | None:
@@ -47,6 +52,10 @@ def replay(run_dir: Path) -> dict | None:
             stop = k
             break
     kept = scores[: stop or len(scores)]
+    # the budget's last step is the last evaluation's: a run trained to its budget evaluates at its end
+    steps = dev.index.to_numpy()
+    total, at = int(steps[-1]), int(steps[(stop or len(steps)) - 1])
+    warmup = round(spec.get("warmup_ratio", 0.1) * total)
     return {
         "method": spec.get("method"),
         "evaluations": len(losses),
@@ -57,6 +66,8 @@ def replay(run_dir: Path) -> dict | None:
         and loss_only[1] is False
         and bool(collapse.ever_learned(scores, share, metric, n)),
         "best_lost": max(scores) - max(kept),
+        "stop_share": at / total,
+        "rate_at_stop": linear_lr_factor(at, warmup, total),
     }
 
 
@@ -76,6 +87,8 @@ def main() -> None:
         of_which_learned_later=("learned_later", "sum"),
         best_lost_mean=("best_lost", "mean"),
         best_lost_max=("best_lost", "max"),
+        stop_share_median=("stop_share", "median"),
+        rate_at_stop_median=("rate_at_stop", "median"),
     )
     table.loc["all"] = [
         len(frame),
@@ -85,6 +98,8 @@ def main() -> None:
         frame.learned_later.sum(),
         frame.best_lost.mean(),
         frame.best_lost.max(),
+        frame.stop_share.median(),
+        frame.rate_at_stop.median(),
     ]
     columns = ["method", *table.columns]
     print("| " + " | ".join(columns) + " |\n" + "|---" * len(columns) + "|")

@@ -106,3 +106,22 @@ def test_heatmap_renders_pdf(tiny_store, tmp_path):
     assert "n=1 runs" in fig.axes[0].get_title()
     path = save_pdf(fig, tmp_path / "fig6.pdf")
     assert path.read_bytes()[:5] == b"%PDF-"
+
+
+def test_single_drop_is_each_layers_own_drop(tiny_store):
+    """``ablation.single-drop``: one row per run and encoder layer (1..L), the diagonal's drop,
+    no run's largest (issue #55: no selection inside a statistic)."""
+    from robustkit.analysis import registry
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        frame = analysis("ablation").run(tiny_store, ["method=houlsby"], progress=False)
+        drops = registry.per_run("ablation.single-drop", tiny_store, {"run_id": list(frame["run_id"].unique())})
+    diagonal = frame[(frame["first"] == frame["last"]) & (frame["metric"] == "accuracy")]
+    n_layers = diagonal["first"].nunique()
+    assert len(drops) == len(diagonal) == n_layers * frame["run_id"].nunique()
+    assert sorted(drops["layer"].unique()) == list(range(1, n_layers + 1))
+    expected = -diagonal.set_index(["run_id", diagonal["first"] + 1])["relative_change"]
+    got = drops.set_index(["run_id", "layer"])["value"]
+    np.testing.assert_allclose(got.loc[expected.index].to_numpy(), expected.to_numpy())
+    assert "outcome" in drops

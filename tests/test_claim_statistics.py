@@ -63,10 +63,11 @@ def test_analysis_statistics_on_a_real_run(tiny_store, ids):
     houlsby = [i for i in ids if "houlsby" in i]
     curvature = registry.per_run("landscape.curvature", tiny_store, {"run_id": houlsby}, **{"alphas": "-2:2:21"})
     assert len(curvature) == 1 and np.isfinite(curvature["value"].item())
-    drop = registry.per_run("ablation.max-single-drop", tiny_store, {"run_id": houlsby})
+    drop = registry.per_run("ablation.single-drop", tiny_store, {"run_id": houlsby})
     gap = registry.per_run("ablation.all-removed-gap", tiny_store, {"run_id": houlsby})
     low_high = registry.per_run("ablation.low-minus-high", tiny_store, {"run_id": houlsby})
-    assert all(len(f) == 1 and np.isfinite(f["value"].item()) for f in (drop, gap, low_high))
+    assert sorted(drop["layer"]) == [1, 2] and np.isfinite(drop["value"]).all()  # per encoder layer
+    assert all(len(f) == 1 and np.isfinite(f["value"].item()) for f in (gap, low_high))
     layers = registry.per_run("rsa.similarity", tiny_store, {"run_id": houlsby}, **{"tokens": 50})
     assert sorted(layers["layer"]) == [0, 1, 2]  # embeddings + 2 encoder layers
     top = registry.per_run("rsa.similarity", tiny_store, {"run_id": houlsby}, **{"tokens": 50, "layer": "top"})
@@ -92,7 +93,7 @@ def test_unknown_parameter_is_refused(tiny_store, ids):
         ("rsa.similarity", {"tokens": 50, "layer": "top"}),
         ("landscape.curvature", {"alphas": "-2:2:21"}),
         ("scores.score", {}),
-        ("ablation.max-single-drop", {}),
+        ("ablation.single-drop", {}),
     ],
 )
 def test_each_statistic_carries_the_claims_outcome(tiny_store, ids, statistic, params):

@@ -14,6 +14,9 @@ def linear_lr_factor(step: int, warmup: int, total: int) -> float:
 
     The same schedule as ``transformers.get_linear_schedule_with_warmup``, written as a pure
     function of the step so a resumed run sets its learning rate without replaying a scheduler.
+    ``total`` is the whole budget: a run stopped before it (``until_converged``) ends with its
+    rate still at ``(total - step) / (total - warmup)`` of the peak, never annealed (issue #55
+    item 5: why the cpu scale trains its budget to the end).
     """
     if step < warmup:
         return step / max(1, warmup)

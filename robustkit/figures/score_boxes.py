@@ -42,6 +42,11 @@ from robustkit.figures.units import scale
 from robustkit.train import collapse
 
 BOX_WIDTH = 0.8  # seaborn's default: dodged boxes share it equally
+MIN_BOX = 2  # a box of one run is a flat line with no quartiles: that run is drawn as its dot only
+# Means on a log x axis (numeric x, e.g. training examples) sit at their x times LOG_DODGE ** k,
+# k in -(levels - 1) / 2 .. (levels - 1) / 2: a multiplicative dodge, so two methods stay within
+# 3.5% of their x (an additive one put He fig 3's adapters at about 420 and 1,200 of 300 and 1,000).
+LOG_DODGE = 10**0.015
 BOX_NOTE = "Boxes: quartiles and median of the runs kept; whiskers: 1.5 x IQR; dots: runs."
 
 
@@ -103,6 +108,7 @@ def box_figure(
             "pass the view's dict (robustkit.analysis.boxes)"
         )
     data = _prepared(frame, x)
+    numeric = mean_std and _positive_numbers(data[x])  # means at their x, on a log axis
     panel_keys = list(panels)
     tasks = sorted(data["task"].unique())
     combos = setting_combos(data, panel_keys)
@@ -137,6 +143,7 @@ def box_figure(
                 mean_std,
                 include_failed,
                 _panel_rows(summary, task, panel_keys, combo) if mean_std else None,
+                numeric,
             )
             _annotate(
                 ax,
@@ -146,6 +153,8 @@ def box_figure(
                 x != hue,
                 _panel_rows(counts, task, panel_keys, combo),
                 include_failed,
+                _places(panel, x, [h for h in hues if h in set(panel[hue])], x != hue, numeric),
+                palette if numeric else None,
             )
             ax.set_xlabel(xlabel)
             ax.set_title(panel_title(task, panel_keys, combo), fontsize=9)
@@ -205,12 +214,21 @@ def _panel(
     mean_std: bool,
     include_failed: bool,
     summary: pd.DataFrame | None,
+    numeric: bool = False,
 ) -> None:
-    """One panel's boxes (or means +- std), dots of the runs kept, failed-run crosses and baseline."""
+    """One panel's boxes (or means +- std), dots of the runs kept, failed-run crosses and baseline.
+    ``numeric``: means, dots and crosses at their x on a log axis (:func:`_log_panel`)."""
     order = [c for c in panel["_x"].cat.categories if c in set(panel["_x"])]
     dodge = hue != x  # x = hue = method: one centred box per method
     kept = collapse.kept(panel, include_failed)
     ok = kept[kept["outcome"] == collapse.OK] if "outcome" in kept else kept
+    places = _places(panel, x, levels, dodge, numeric)
+    if numeric:
+        _log_panel(ax, panel, ok, summary, x, hue, levels, palette, places)
+        _failed_markers(ax, panel, order, hue, levels, places)
+        _baseline(ax, panel, order, dodge, places)
+        ax.grid(alpha=0.3, axis="y")
+        return
     common = {
         "x": "_x",
         "y": "shown",
@@ -221,30 +239,83 @@ def _panel(
         "ax": ax,
         "legend": False,
     }
+    boxed = kept[kept.groupby(["_x", hue], observed=True)["shown"].transform("size") >= MIN_BOX]
     if mean_std:
-        _mean_std(ax, summary, x, order, hue, levels, palette, dodge, scale(str(panel["metric"].iloc[0])))
-    elif not kept.empty:
+        _mean_std(ax, summary, x, order, hue, levels, palette, places, scale(str(panel["metric"].iloc[0])))
+    elif not boxed.empty:
         with warnings.catch_warnings():  # seaborn 0.13 passes matplotlib 3.11's deprecated vert=
             warnings.simplefilter("ignore", MatplotlibDeprecationWarning)
-            sns.boxplot(data=kept, **common, dodge=dodge, width=BOX_WIDTH, showfliers=False, boxprops={"alpha": 0.45})
+            sns.boxplot(data=boxed, **common, dodge=dodge, width=BOX_WIDTH, showfliers=False, boxprops={"alpha": 0.45})
     if not ok.empty:
         strip_points(data=ok, **common, dodge=dodge, jitter=0.12, size=3.5, linewidth=0.5, edgecolor="black")
-    _failed_markers(ax, panel, order, hue, levels, dodge)
-    _baseline(ax, panel, order, dodge)
+    _failed_markers(ax, panel, order, hue, levels, places)
+    _baseline(ax, panel, order, dodge, places)
     ax.grid(alpha=0.3, axis="y")
 
 
-def _failed_markers(ax, panel: pd.DataFrame, order: list[str], hue: str, levels: list, dodge: bool) -> None:
+def _positive_numbers(values: pd.Series) -> bool:
+    """Whether every x is a finite positive number (a log axis can place it; ``all`` cannot)."""
+    numbers = pd.to_numeric(values, errors="coerce")
+    return bool(numbers.notna().all() and np.isfinite(numbers).all() and (numbers > 0).all())
+
+
+def _places(panel: pd.DataFrame, x: str, levels: list, dodge: bool, numeric: bool) -> dict:
+    """(x tick label, hue level) -> the x where that box, mean, cross and ``n=`` are drawn: seaborn's
+    categorical slot, or on a log axis the x value itself times :data:`LOG_DODGE` per level."""
+    order = [c for c in panel["_x"].cat.categories if c in set(panel["_x"])]
+    if not numeric:
+        return {
+            (c, level): _position(i, j, len(levels), dodge)
+            for i, c in enumerate(order)
+            for j, level in enumerate(levels)
+        }
+    values = panel.groupby("_x", observed=True)[x].first().astype(float)
+    middle = (len(levels) - 1) / 2
+    return {(c, level): values[c] * LOG_DODGE ** (j - middle) for c in order for j, level in enumerate(levels)}
+
+
+def _log_panel(
+    ax, panel: pd.DataFrame, ok: pd.DataFrame, summary, x: str, hue: str, levels: list, palette: dict, places: dict
+) -> None:
+    """Means +- std joined per hue, and the runs' dots, at their numeric x on a log axis: ticks at
+    the x values, dots jittered multiplicatively (by at most LOG_DODGE ** 0.5, seeded) around
+    their mean's x."""
+    order = [c for c in panel["_x"].cat.categories if c in set(panel["_x"])]
+    _mean_std(ax, summary, x, order, hue, levels, palette, places, scale(str(panel["metric"].iloc[0])))
+    jitter = np.random.default_rng(0)
+    for (c, level), rows in ok.groupby(["_x", hue], observed=True):
+        if (c, level) not in places:
+            continue
+        spread = LOG_DODGE ** jitter.uniform(-0.45, 0.45, len(rows))
+        ax.scatter(
+            places[(c, level)] * spread,
+            rows["shown"],
+            s=12,
+            color=palette[level],
+            edgecolor="black",
+            linewidth=0.5,
+            zorder=2,
+            gid="run-dots",
+        )
+    ax.set_xscale("log")
+    values = panel.groupby("_x", observed=True)[x].first().astype(float)
+    ax.set_xticks(list(values[order]), order)
+    ax.xaxis.set_minor_locator(plt.NullLocator())
+    ax.set_xlim(values.min() / 1.4, values.max() * 1.4)
+
+
+def _failed_markers(ax, panel: pd.DataFrame, order: list[str], hue: str, levels: list, places: dict) -> None:
     """Collapsed (and plottable diverged) runs: grey crosses at their box's position."""
     failed = panel[(panel["outcome"] != collapse.OK) & np.isfinite(panel["shown"])]
+    log = ax.get_xscale() == "log"
     for (x, level), rows in failed.groupby(["_x", hue], observed=True):
         if x not in order or level not in levels:
             continue
-        centre = _position(order.index(x), levels.index(level), len(levels), dodge)
+        centre = places[(x, level)]
         # spread side by side (deterministic): crosses at one value would hide each other
         offsets = np.linspace(-0.08, 0.08, len(rows)) if len(rows) > 1 else np.zeros(1)
         ax.plot(
-            centre + offsets,
+            centre * LOG_DODGE ** (offsets * 5) if log else centre + offsets,
             rows["shown"].to_numpy(),
             **COLLAPSED_STYLE,
             zorder=4,
@@ -261,17 +332,17 @@ def _mean_std(
     hue: str,
     levels: list,
     palette: dict,
-    dodge: bool,
+    places: dict,
     factor: float,
 ) -> None:
     """Mean +- std (ddof 1, the summary's: :func:`robustkit.analysis.stability.summarize`) per x
-    and hue, joined per hue."""
+    and hue, joined per hue, at ``places`` (:func:`_places`)."""
     if summary is None or summary.empty:
         return
-    for j, level in enumerate(levels):
+    for level in levels:
         rows = summary[summary[hue] == level]
         stats = rows.assign(_x=rows[x].map(x_label)).set_index("_x").reindex(order)
-        positions = [_position(i, j, len(levels), dodge) for i in range(len(order))]
+        positions = [places[(c, level)] for c in order]
         ax.errorbar(
             positions,
             stats["mean"] * factor,
@@ -297,19 +368,49 @@ def _fit_limits(axes: np.ndarray, data: pd.DataFrame) -> None:
 
 
 def _annotate(
-    ax, panel: pd.DataFrame, hue: str, levels: list, dodge: bool, counts: pd.DataFrame, include_failed: bool
+    ax,
+    panel: pd.DataFrame,
+    hue: str,
+    levels: list,
+    dodge: bool,
+    counts: pd.DataFrame,
+    include_failed: bool,
+    places: dict | None = None,
+    colors: dict | None = None,
 ) -> None:
-    """``n=`` (runs in the box's statistics) and ``collapsed k/n`` over each box, in the top margin of the axes."""
+    """``n=`` (runs in the box's statistics) and ``collapsed k/n`` over each box, in the top margin
+    of the axes; a slot with no run kept says so where its box would be. ``colors`` (on a log
+    axis, where a hue's means sit close together): one line per hue level in its colour."""
     where = blended_transform_factory(ax.transData, ax.transAxes)
     order = [c for c in panel["_x"].cat.categories if c in set(panel["_x"])]
+    places = places or _places(panel, "_x", levels, dodge, False)
     for row in counts.to_dict("records"):
         x, level = row["_x"], row[hue]
         if x not in order or level not in levels:
             continue
-        position = _position(order.index(x), levels.index(level), len(levels), dodge)
+        position = places[(x, level)]
         used = row["n_runs"] if include_failed else row["n_ok"]
-        ax.text(position, 0.985, f"n={used}", transform=where, ha="center", va="top", fontsize=6)
         failed = collapse.label(row["n_collapsed"], row["n_runs"], row["n_diverged"], row.get("n_not_learned", 0))
+        if colors is not None:  # stacked per level, centred on the x value
+            line = f"n={used}" + (f" ({failed})" if failed else "")
+            centre = float(np.exp(np.mean([np.log(places[(x, h)]) for h in levels])))
+            height = 0.985 - 0.045 * levels.index(level)
+            ax.text(centre, height, line, transform=where, ha="center", va="top", fontsize=6, color=colors[level])
+            continue
+        ax.text(position, 0.985, f"n={used}", transform=where, ha="center", va="top", fontsize=6)
+        if not used:  # no box here: say why rather than leave an empty slot
+            ax.text(
+                position,
+                0.5,
+                "no box:\nno run kept" if row["n_runs"] else "no run",
+                transform=where,
+                ha="center",
+                va="center",
+                fontsize=6,
+                color="#555555",
+                style="italic",
+                gid="empty-slot",
+            )
         if failed:
             ax.text(
                 position,
@@ -324,7 +425,7 @@ def _annotate(
             )
 
 
-def _baseline(ax, panel: pd.DataFrame, order: list[str], dodge: bool) -> None:
+def _baseline(ax, panel: pd.DataFrame, order: list[str], dodge: bool, places: dict) -> None:
     """Dashed majority-class baseline: one line if it is the same for every x, else one per x."""
     base = panel.dropna(subset=["shown_baseline"]).groupby("_x", observed=True)["shown_baseline"].mean()
     if base.empty:
@@ -334,7 +435,13 @@ def _baseline(ax, panel: pd.DataFrame, order: list[str], dodge: bool) -> None:
     else:
         for i, x in enumerate(order):
             if x in base.index:
-                ax.hlines(base[x], i - BOX_WIDTH / 2, i + BOX_WIDTH / 2, **BASELINE_STYLE, zorder=1)
+                at = [v for (c, _), v in places.items() if c == x]
+                low, high = (
+                    (min(at) / LOG_DODGE, max(at) * LOG_DODGE)
+                    if ax.get_xscale() == "log"
+                    else (i - BOX_WIDTH / 2, i + BOX_WIDTH / 2)
+                )
+                ax.hlines(base[x], low, high, **BASELINE_STYLE, zorder=1)
 
 
 def _legend_handles(data: pd.DataFrame, hue: str, hues: list, palette: dict, mean_std: bool) -> list:

@@ -29,6 +29,12 @@ DECLARED = figures.Figure(
             "rsa (He et al. 2021) or linear CKA (Kornblith et al. 2019)",
             choices=("rsa", "cka"),
         ),
+        Param(
+            "paper_figure",
+            "He et al. 2021, figures 2 and 7",
+            "the figure named in the title",
+            default_note="the he2021 recipes name figure 2 or 7, the one each draws (issue #55)",
+        ),
     ),
     order=10,
     module=__name__,
@@ -41,7 +47,9 @@ MEASURE_LABELS = {"rsa": "RSA", "cka": "linear CKA"}
 _CONFIG = ["checkpoint"]
 
 
-def rsa_by_layer(frame: pd.DataFrame, measure: str = "rsa") -> Figure:
+def rsa_by_layer(
+    frame: pd.DataFrame, measure: str = "rsa", paper_figure: str = "He et al. 2021, figures 2 and 7"
+) -> Figure:
     """Similarity to the base model against layer, one line per method, one panel per task.
 
     Each point is the mean over the runs (seeds) of a configuration, with ±1 standard deviation
@@ -56,6 +64,8 @@ def rsa_by_layer(frame: pd.DataFrame, measure: str = "rsa") -> Figure:
         measure, value``, and optionally ``tokens``, ``outcome`` and the identity columns.
     measure : str
         ``rsa`` or ``cka``.
+    paper_figure : str
+        The paper's figure named in the title.
 
     Raises
     ------
@@ -78,7 +88,7 @@ def rsa_by_layer(frame: pd.DataFrame, measure: str = "rsa") -> Figure:
     for ax in axes[0]:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, handle)
-    style.set_title(fig, paper_title("He et al. 2021, figures 2 and 7", data))
+    style.set_title(fig, paper_title(paper_figure, data))
     style.legend_below(fig, axes[0][0], list(handles.values()), ncols=2)
     failed = (
         "Failed runs (not-learned, collapsed or diverged) are left out of the lines (counted in the legend). "

@@ -35,6 +35,7 @@ from robustkit.figures.marks import (
 )
 from robustkit.figures.method_style import method_color, method_label
 from robustkit.figures.units import PERCENT, SCALED, scale, score_label
+from robustkit.params import Param
 from robustkit.train import collapse
 
 # The figures of this module, as robustkit.figures reads them from this source (their analyses
@@ -47,7 +48,15 @@ DECLARED = (
         "sweep, error bars s.e.m.",
         "tradeoff",
         ":tradeoff_figure",
-        (figures.SHOWN_SPLIT,),
+        (
+            figures.SHOWN_SPLIT,
+            Param(
+                "paper_figure",
+                "Houlsby et al. 2019, figure 4",
+                "the figure named in the title",
+                default_note="a recipe that draws figure 3's per-task view too names both (issue #55)",
+            ),
+        ),
         view="robustkit.analysis.tradeoff:tradeoff_points",
         score_axis=True,
         order=170,
@@ -79,6 +88,7 @@ def tradeoff_figure(
     split: str = "validation",
     include_failed: bool = False,
     select_on: str = "validation",
+    paper_figure: str = "Houlsby et al. 2019, figure 4",
 ) -> Figure:
     """Mean metric (error bars: ±1 s.e.m. over seeds) vs trained parameters (log x), per task.
 
@@ -108,6 +118,8 @@ def tradeoff_figure(
         The means hold collapsed / diverged runs (they are still marked).
     select_on : str
         Split on which the best learning rate of each point was chosen (for the note).
+    paper_figure : str
+        The paper's figure named in the title.
 
     Returns
     -------
@@ -135,7 +147,7 @@ def tradeoff_figure(
     axes[0][0].set_ylabel(f"{score_label(shown['metric'], [split])} at the {_checkpoint(shown)} checkpoint")
     for ax in axes[0]:
         include_baseline(ax, stats.loc[stats["task"].isin(tasks), "baseline"] * _factor(shown))
-    style.set_title(fig, paper_title("Houlsby et al. 2019, figure 4", shown))
+    style.set_title(fig, paper_title(paper_figure, shown))
     style.legend_below(fig, axes[0][0], _legend(handles, shown, stats), ncols=min(3, len(handles) + 2))
     style.add_note(fig, _note(n_configs, shown, split, select_on, include_failed, n_left_out))
     return fig

@@ -1,0 +1,79 @@
+"""Issue #55 item 8: figures that never contradict themselves. Means on a log axis sit at their
+x, no empty box, and each recipe's title names the figure it draws."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from robustkit.analysis import boxes
+from robustkit.figures import stability as plots
+from robustkit.figures.score_boxes import LOG_DODGE
+from robustkit.figures.style import figure_texts
+from robustkit.verdicts.recipes import load_recipe
+from tests.test_plots_stability import _runs
+
+
+def test_means_over_training_sizes_sit_at_their_x_on_a_log_axis():
+    """cpu He fig 3 dodged the adapters' means additively on what reads as a log axis: they sat
+    at about 420 and 1,200 examples of 300 and 1,000."""
+    rng = np.random.default_rng(0)
+    scores = {m: list(0.7 + 0.02 * rng.standard_normal(6)) for m in ("full", "houlsby")}
+    fig = plots.train_size(**boxes.train_size(_runs(scores, train_size=[300, 1000])), kind="mean")
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and [t.get_text() for t in ax.get_xticklabels()] == ["300", "1000"]
+    drawn = [line for line in ax.lines if line.get_transform() == ax.transData and len(line.get_xdata())]
+    assert drawn  # means, error bars and crosses (the baseline spans the axes)
+    xs = np.concatenate([np.asarray(line.get_xdata(), float) for line in drawn])
+    dots = [c.get_offsets()[:, 0] for c in ax.collections if c.get_gid() == "run-dots"]
+    bars = [
+        np.asarray(segment)[:, 0] for c in ax.collections if hasattr(c, "get_segments") for segment in c.get_segments()
+    ]
+    assert len(dots) == 4 and len(bars) == 4  # 2 methods x 2 sizes
+    xs = np.concatenate([xs, *dots, *bars])
+    nearest = np.where(np.abs(np.log(xs / 300)) < np.abs(np.log(xs / 1000)), 300, 1000)
+    assert np.all(np.abs(np.log(xs / nearest)) <= np.log(LOG_DODGE)), xs  # within 3.5% of its x
+
+
+def test_no_box_of_fewer_than_two_runs_and_an_empty_slot_says_why():
+    """He fig 4 drew empty slots (every run failed) and flat boxes of one run."""
+    one = _runs({"full": [0.70, 0.72], "houlsby": [0.53, 0.53]}, lr=[2e-5])
+    two = _runs({"full": [0.70, 0.53], "houlsby": [0.76, 0.74]}, lr=[5e-4])
+    frame = pd.concat([one, two], ignore_index=True).assign(run_id=lambda f: f["run_id"] + f.index.astype(str))
+    ax = plots.box_lr(**boxes.box_lr(frame)).axes[0]
+    assert len(ax.patches) == 2  # full at 2e-5, houlsby at 5e-4: the only groups of two runs kept
+    assert [t.get_text() for t in ax.texts if t.get_gid() == "empty-slot"] == ["no box:\nno run kept"]
+
+
+@pytest.mark.parametrize(
+    ("recipe", "named"),
+    [("he2021/fig2", "figure 2"), ("he2021/fig7", "figure 7"), ("houlsby2019/fig3-4", "figures 3 and 4")],
+)
+def test_each_recipe_title_names_its_own_figure(recipe, named):
+    """houlsby2019/fig3-4 was titled 'figure 4'; He figs 2 and 7 were both 'figures 2 and 7'."""
+    from robustkit import figures
+
+    loaded = load_recipe(recipe)
+    drawn = figures.get(loaded.figure)
+    values = drawn.resolve(**loaded.figure_params("demo"))
+    assert values["paper_figure"].endswith(named)
+    if loaded.figure == "rsa":
+        from robustkit.figures.similarity import rsa_by_layer
+
+        rows = [
+            {"run_id": f"{m}{s}", "task": "rt", "method": m, "model": "m", "layer": layer, "measure": "rsa"}
+            | {"value": 0.5 + 0.1 * s, "outcome": "ok", "seed": s}
+            for m in ("full", "houlsby")
+            for s in (0, 1)
+            for layer in (0, 1)
+        ]
+        fig = rsa_by_layer(pd.DataFrame(rows), "rsa", paper_figure=values["paper_figure"])
+    else:
+        from robustkit.analysis import tradeoff
+        from robustkit.figures.tradeoff import tradeoff_figure
+        from tests.test_tradeoff import _synthetic
+
+        fig = tradeoff_figure(**tradeoff.tradeoff_points(_synthetic(2)), paper_figure=values["paper_figure"])
+    titles = [t for t in figure_texts(fig) if " et al. " in t]
+    assert titles and titles[0].split(" — ")[0] == values["paper_figure"]

@@ -192,3 +192,93 @@ def test_figure_leaves_collapsed_runs_out_and_counts_them():
     line = fig.axes[0].get_lines()[0]
     assert list(line.get_ydata()) == [0.5, 1.5]
     assert "n=1 run; 1 collapsed left out" in line.get_label()
+
+
+# ---------------------------------------------------------------------------------------------
+# factorised updates move along their merged update (issue #55)
+
+
+def test_lora_moves_along_its_merged_update_not_its_factors(lora_store):
+    """A LoRA run's line is W_0 + alpha (s B_1 A_1 - s B_0 A_0) in the matrices it adapts: the
+    factors are replaced by the merged matrices, the ends evaluate as the checkpoints, and the
+    midpoint is the model with the mean of the ends' matrices (and of the rest) and no LoRA
+    branch; interpolating the factors instead is off the line (A_1 = -A_0: zero update at 1/2)."""
+    from robustkit.analysis.lora_space import factor_names
+    from robustkit.train.run_model import load_run
+
+    run_dir = _run_dir(lora_store, "lora")
+    run = load_run(run_dir, "best", "cpu")
+    factors = factor_names(run.model)
+    raw0, raw1 = run.checkpoint_tensors("step-0"), dict(run.tensors)
+    start, end = landscape.merged_update(run.model, raw0, raw1)
+    assert factors and set(factors) <= set(start) and set(start) == set(end)
+    assert not any(n in start for names in factors.values() for n in names)  # no factor moves
+    matrix, (a_name, b_name) = next(iter(factors.items()))
+    layer = run.model.get_submodule(matrix.rsplit(".", 1)[0])
+    scale = layer.loras[a_name.partition(".loras.")[2].split(".")[0]].scaling
+    torch.testing.assert_close(
+        end[matrix] - start[matrix], scale * (raw1[b_name] @ raw1[a_name] - raw0[b_name] @ raw0[a_name])
+    )
+    spec, batches = _dev(run_dir)
+    frame = landscape.interpolate(run.model, start, end, [0.0, 0.5, 1.0], batches, spec.task)
+    loss = frame[frame["metric"] == "loss"].set_index("alpha")["value"]
+    for alpha, checkpoint in ((0.0, "step-0"), (1.0, "best")):
+        direct = evaluate(load_run_model(run_dir, checkpoint), batches, get_task(spec.task))["loss"]
+        assert abs(loss[alpha] - direct) < 1e-5, (alpha, loss[alpha], direct)
+    # the midpoint, built by hand: every moving tensor at its mean, the LoRA branch off (B = 0)
+    reference = load_run(run_dir, "best", "cpu").model
+    parameters = dict(reference.named_parameters())
+    with torch.no_grad():
+        for name in start:
+            parameters[name].copy_((start[name] + end[name]) / 2)
+        for names in factors.values():
+            parameters[next(n for n in names if n.endswith("lora_B"))].zero_()
+    assert abs(loss[0.5] - evaluate(reference, batches, get_task(spec.task))["loss"]) < 1e-5
+    # factors that turn round (A_1 = -A_0) cancel at the factors' midpoint; the merged line does not
+    turned = {**raw1, a_name: -raw0[a_name]}
+    start2, end2 = landscape.merged_update(load_run(run_dir, "best", "cpu").model, raw0, turned)
+    factor_mid = scale * ((raw0[b_name] + turned[b_name]) / 2) @ ((raw0[a_name] + turned[a_name]) / 2)
+    assert torch.count_nonzero(factor_mid) == 0
+    torch.testing.assert_close((end2[matrix] - start2[matrix]) / 2, scale * turned[b_name] @ turned[a_name] / 2)
+    assert landscape.update_norm(start, end) > 0
+
+
+def test_the_landscape_records_the_update_norm(lora_store):
+    frame = analysis("landscape").run(lora_store, select=["method=lora", "seed=0"], alphas="0,1", progress=False)
+    assert frame["update_norm"].nunique() == 1 and frame["update_norm"].iloc[0] > 0
+
+
+def _curve(run_id: str, alphas, losses, norm: float) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            **{c: run_id if c == "run_id" else 0 for c in landscape.IDENTITY},
+            "alpha": alphas,
+            "split": "validation",
+            "metric": "loss",
+            "value": losses,
+            "update_norm": norm,
+        }
+    )
+
+
+def test_curvature_at_the_minimum_per_squared_weight_unit():
+    """f(alpha) = c (alpha - m)^2 + f0 on He et al.'s grid: 2 c at the minimum whatever m (alpha =
+    1 would sit on a slope for m = -1 and read a cubic's term), divided by ||update||^2; two runs
+    on one landscape with updates of different length give the same curvature per weight unit."""
+    grid = landscape.parse_alphas("-2:2:20")
+    frame = pd.concat(
+        [
+            _curve("short", grid, 3.0 * (grid - 0.8) ** 2 + 0.5, norm=2.0),
+            # the same landscape along a 5x longer update: f(alpha) = 3 (5 alpha - 0.8)^2 / 25 ... scaled
+            _curve("long", grid, 3.0 * 25 * (grid - 0.8 / 5) ** 2 + 0.5, norm=10.0),
+            _curve("cubic", grid, (grid + 1.0) ** 2 + 0.4 * (grid + 1.0) ** 3, norm=1.0),
+        ]
+    )
+    value = landscape.landscape_curvature(frame, "validation", "minimum", "distance").set_index("run_id")["value"]
+    assert value["short"] == pytest.approx(6.0 / 4) and value["long"] == pytest.approx(6.0 / 4)
+    per_alpha = landscape.landscape_curvature(frame, "validation", "minimum", "alpha").set_index("run_id")["value"]
+    assert per_alpha["long"] == pytest.approx(25 * per_alpha["short"])
+    at_one = landscape.landscape_curvature(frame, "validation", "theta1", "alpha").set_index("run_id")["value"]
+    assert per_alpha["cubic"] < 3.0 < at_one["cubic"]  # 2 + 2.4 (alpha + 1) near the minimum vs at alpha = 1
+    with pytest.raises(RobustkitError, match="update_norm"):
+        landscape.landscape_curvature(frame.drop(columns="update_norm"), "validation", "minimum", "distance")

@@ -8,7 +8,14 @@ before and after tuning::
 with theta_0 the run's ``step-0`` checkpoint and theta_1 its ``best`` (or ``last``) checkpoint.
 The line is drawn over exactly what the checkpoints hold: every parameter for full fine-tuning,
 the trained ones (adapters, LayerNorms, head) for adapter runs, whose frozen base stays where it
-is. A flat, wide curve around alpha = 1 is what He et al. read as a flatter minimum.
+is. A factorised update is the exception (issue #55): LoRA's W = W_0 + s B A moves along the line
+in the weights it acts as, W_0 + s B_0 A_0 + alpha (s B_1 A_1 - s B_0 A_0) (:func:`merged_update`),
+not in its factors, whose line (A and B each interpolated) would be a quadratic path in weight
+space (alpha^2 B_1 A_1 from B_0 = 0) and makes the curve steep away from alpha = 1 by
+construction. A flat, wide minimum of the curve is what He et al. read as a flatter minimum; the
+curvature statistic takes it at the curve's lowest grid point, in loss per squared weight
+distance (alpha times the update's norm, ``update_norm``), so that methods whose updates differ
+in size are compared on one scale (:func:`landscape_curvature`).
 
 Each point is computed fresh from the two saved tensors (``torch.lerp``, exact at alpha 0 and
 1), never by stepping the weights in place, so rounding does not accumulate along the grid and
@@ -39,7 +46,8 @@ from robustkit.train.provenance import computed_on
 from robustkit.train.run_model import load_run
 
 POINT_COLUMNS = ["alpha", "split", "metric", "value"]
-COLUMNS = [*IDENTITY, "checkpoint", *POINT_COLUMNS]
+COLUMNS = [*IDENTITY, "checkpoint", *POINT_COLUMNS, "update_norm"]
+VERSION = 2  # 2: factorised updates interpolated merged, and the update's norm recorded (issue #55)
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
 # take their defaults from it.
@@ -47,7 +55,8 @@ DECLARED = Analysis(
     "landscape",
     "loss along theta_0 + alpha (theta_1 - theta_0) (He et al. 2021, section 5)",
     "Linear interpolation between each run's step-0 and best (or last) checkpoints, over the parameters the run "
-    "trains; evaluated fresh at every alpha, the model restored exactly afterwards.",
+    "trains (a LoRA update merged into the matrices it adapts, so that the line is straight in weight space); "
+    "evaluated fresh at every alpha, the model restored exactly afterwards.",
     ":run",
     (
         Param(
@@ -69,9 +78,24 @@ DECLARED = Analysis(
         Statistic(
             "curvature",
             ":landscape_curvature",
-            "second derivative of a quadratic fitted to the 5 grid points nearest alpha = 1 (loss per alpha^2; "
-            "smaller = flatter)",
-            (Param("split", "validation", "split of the loss", choices=("validation", "train")),),
+            "second derivative of a quadratic fitted to the 5 grid points nearest the curve's lowest point, along "
+            "the weight distance alpha * ||theta_1 - theta_0|| (loss per squared weight unit; smaller = flatter)",
+            (
+                Param("split", "validation", "split of the loss", choices=("validation", "train")),
+                Param(
+                    "at",
+                    "minimum",
+                    "where on the curve: minimum (its lowest grid point, He et al.'s 'minimas') or theta1 (alpha = 1)",
+                    choices=("minimum", "theta1"),
+                ),
+                Param(
+                    "per",
+                    "distance",
+                    "distance (alpha scaled by the update's norm: loss per squared weight unit) or alpha (loss per "
+                    "alpha^2, the figure's axis)",
+                    choices=("distance", "alpha"),
+                ),
+            ),
             undefined_on_failed=FLAT,
         ),
     ),
@@ -220,6 +244,68 @@ def interpolate(
     return pd.DataFrame(rows, columns=POINT_COLUMNS)
 
 
+@torch.no_grad()
+def merged_update(
+    model: torch.nn.Module, theta0: dict[str, torch.Tensor], theta1: dict[str, torch.Tensor]
+) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """theta0 and theta1 with each LoRA update merged into the matrix it adapts, and ``model`` merged.
+
+    For every adapted matrix whose factors (``lora_A``, ``lora_B``;
+    :func:`robustkit.analysis.lora_space.factor_names`) both ends hold, the factors are replaced
+    by the matrix they act as, W_0 + s B A (AdapterHub's own composition, ``lora.com``) at each
+    end, and the model's LoRA update is merged (its branch then skipped: the model computes with
+    the matrix alone). :func:`interpolate` on the result moves W along a straight line,
+    W_0 + s B_0 A_0 + alpha (s B_1 A_1 - s B_0 A_0), where interpolating the factors gives the
+    quadratic path s (B_0 + alpha dB)(A_0 + alpha dA). Other parameters are returned as they are.
+
+    Parameters
+    ----------
+    model : nn.Module
+        The run's model with theta1's factors loaded (as :func:`robustkit.train.run_model.load_run`
+        gives it); merged in place, the caller's to discard or to keep merged.
+    theta0, theta1 : dict of str to Tensor
+        The two ends (parameter name -> tensor).
+
+    Returns
+    -------
+    theta0, theta1 : dict of str to Tensor
+        New dicts: the factors' names gone, the adapted matrices' names (``...query.weight``)
+        added, shape d_out x d_in, on the model's device; unchanged copies for a model without
+        LoRA factors.
+
+    Raises
+    ------
+    RobustkitError
+        A DoRA or gated LoRA update, whose merged matrix is not W_0 + s B A.
+    """
+    from robustkit.analysis.lora_space import factor_names
+    from robustkit.analysis.weights import merge_low_rank
+
+    start, end = dict(theta0), dict(theta1)
+    factors = {m: names for m, names in factor_names(model).items() if set(names) <= set(theta0) & set(theta1)}
+    if not factors:
+        return start, end
+    for matrix, names in factors.items():
+        layer = model.get_submodule(matrix.rsplit(".", 1)[0])
+        a_name, b_name = (next(n for n in names if n.endswith(f".lora_{x}")) for x in "AB")
+        lora = layer.loras[a_name.partition(".loras.")[2].split(".")[0]]
+        if lora.use_dora or lora.use_gating:
+            raise RobustkitError(f"{matrix}: a DoRA or gated LoRA update is not W_0 + s B A; it cannot be merged here")
+        base = layer.weight.detach()
+        for theta, ends in ((theta0, start), (theta1, end)):
+            a, b = (theta[n].to(device=base.device, dtype=base.dtype) for n in (a_name, b_name))
+            ends[matrix] = lora.com(base, layer.maybe_t(b @ a)).clone()
+            del ends[a_name], ends[b_name]
+    merge_low_rank(model)
+    return start, end
+
+
+def update_norm(theta0: dict[str, torch.Tensor], theta1: dict[str, torch.Tensor]) -> float:
+    """||theta1 - theta0||: the Euclidean norm of the update over every tensor the two ends hold
+    (weight units; float64 sums, so that millions of squares do not lose precision)."""
+    return math.sqrt(sum(float(((theta1[n].double() - theta0[n].double()) ** 2).sum()) for n in theta0))
+
+
 def moving_parameters(model, theta0: dict, theta1: dict) -> dict[str, torch.nn.Parameter]:
     """The model's parameters named by theta0/theta1, after checking names and shapes agree."""
     if set(theta0) != set(theta1):
@@ -265,17 +351,20 @@ def landscape_run(
     progress: bool = True,
     device: str | None = None,
 ) -> pd.DataFrame:
-    """:func:`interpolate` between one run's ``step-0`` and ``checkpoint``, uncached.
+    """:func:`interpolate` between one run's ``step-0`` and ``checkpoint``, uncached; a LoRA
+    update merged into its matrices first (:func:`merged_update`).
 
     Returns
     -------
     DataFrame
-        ``alpha, split, metric, value`` (see :func:`interpolate`).
+        ``alpha, split, metric, value`` (see :func:`interpolate`) and ``update_norm``
+        (:func:`update_norm` of the two ends interpolated, weight units).
     """
     run = load_run(run_dir, checkpoint, device)
-    thetas = [run.checkpoint_tensors("step-0"), run.tensors]
+    thetas = merged_update(run.model, run.checkpoint_tensors("step-0"), run.tensors)
     batches = split_batches(run.spec, splits, run.run_dir)
-    return interpolate(run.model, *thetas, _as_grid(alphas), batches, run.task, progress=progress)
+    frame = interpolate(run.model, *thetas, _as_grid(alphas), batches, run.task, progress=progress)
+    return frame.assign(update_norm=update_norm(*thetas))
 
 
 def run(
@@ -309,13 +398,19 @@ def run(
     -------
     DataFrame
         Identity columns + ``checkpoint`` (theta_1's name), ``alpha``, ``split``, ``metric``
-        (``loss`` or a task metric), ``value``, and the run's ``outcome`` at ``checkpoint``
-        (:func:`robustkit.analysis.scores.with_outcomes`). Cached under
+        (``loss`` or a task metric), ``value``, ``update_norm`` (||theta_1 - theta_0||), and the
+        run's ``outcome`` at ``checkpoint`` (:func:`robustkit.analysis.scores.with_outcomes`). Cached under
         ``<store>/.cache/landscape/`` by the sha256 of both checkpoints and the parameters.
     """
     grid = _as_grid(alphas)
     splits = _checked_splits(splits)
-    params = {"alphas": grid.tolist(), "splits": list(splits), "checkpoint": checkpoint, "batch_size": EVAL_BATCH_SIZE}
+    params = {
+        "version": VERSION,
+        "alphas": grid.tolist(),
+        "splits": list(splits),
+        "checkpoint": checkpoint,
+        "batch_size": EVAL_BATCH_SIZE,
+    }
     frame = each_run(
         select_runs(store, select),
         ANALYSIS,
@@ -381,20 +476,40 @@ def landscape_lines(frame: pd.DataFrame, metric: str = "loss", split: str = "val
 # its statistics (DECLARED.statistics)
 
 
-def landscape_curvature(frame: pd.DataFrame, split: str) -> pd.DataFrame:
-    """Curvature of the loss at the tuned point alpha = 1 of theta_0 -> theta_1 (He et al. 2021 §5).
+def landscape_curvature(frame: pd.DataFrame, split: str, at: str, per: str) -> pd.DataFrame:
+    """Curvature of the loss along theta_0 -> theta_1 at the curve's minimum (He et al. 2021 §5).
 
-    The second derivative of a quadratic fitted to the 5 grid points nearest alpha = 1 (the
-    grid of -2:2:20 does not hold 1 exactly); smaller = flatter minimum. Loss units per alpha^2.
+    He et al. read "the minimas of adapter-based tuning are more wide and flat" off the curves:
+    the width and flatness of the curve around its lowest point, which for full fine-tuning need
+    not be alpha = 1 (the end of training sits on a slope where the dev loss rose after its best).
+    So (``at = "minimum"``, the declared default) the second derivative of a quadratic fitted to
+    the 5 grid points nearest the lowest grid point of the run's curve (``at = "theta1"``: nearest
+    alpha = 1, the -2:2:20 grid holding no 1 exactly); ``numpy.polyfit`` does the fit. In alpha units it measures the
+    curvature per squared fraction of each run's own update, and an update ten times longer
+    shows a curve a hundred times sharper on the same landscape; ``per = "distance"`` (declared
+    default) divides by ||theta_1 - theta_0||^2 (the frame's ``update_norm``): the curvature along the
+    line per squared weight unit, one scale for every method. Smaller = flatter.
+
+    Returns
+    -------
+    DataFrame
+        Identity columns + ``value`` (nats per alpha^2, or per squared weight unit).
+
+    Raises
+    ------
+    RobustkitError
+        ``per = "distance"`` on a frame without ``update_norm`` (computed before version 2).
     """
     frame = frame[(frame["metric"] == "loss") & (frame["split"] == split)]
+    if per == "distance" and "update_norm" not in frame:
+        raise RobustkitError("the landscape frame has no update_norm (an old cache): recompute it, or per = alpha")
     rows = []
     for run_id, group in frame.groupby("run_id", sort=True):
-        near = group.iloc[np.argsort(np.abs(group["alpha"].to_numpy(float) - 1.0))[:5]]
-        rows.append(
-            {
-                "run_id": run_id,
-                "value": 2 * np.polyfit(near["alpha"].to_numpy(float), near["value"].to_numpy(float), 2)[0],
-            }
-        )
+        alphas, losses = group["alpha"].to_numpy(float), group["value"].to_numpy(float)
+        centre = alphas[np.nanargmin(losses)] if at == "minimum" else 1.0
+        near = np.argsort(np.abs(alphas - centre), kind="stable")[:5]
+        value = 2 * np.polyfit(alphas[near], losses[near], 2)[0]
+        if per == "distance":
+            value = value / float(group["update_norm"].iloc[0]) ** 2
+        rows.append({"run_id": run_id, "value": value})
     return frame.drop_duplicates("run_id")[IDENTITY].merge(pd.DataFrame(rows, columns=["run_id", "value"]), on="run_id")

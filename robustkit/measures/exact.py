@@ -31,6 +31,8 @@ from functools import lru_cache
 import numpy as np
 from scipy import stats
 
+from robustkit.measures import welch
+
 __all__ = [
     "centre_interval",
     "on_grid",
@@ -349,7 +351,7 @@ def smallest_p(kind: str, n_a: int, n_b: int = 0) -> float:
 
     Parameters
     ----------
-    kind : {"location", "spread", "rate", "equivalence", "threshold"}
+    kind : {"location", "mean", "spread", "rate", "equivalence", "threshold"}
         The claim kind (:mod:`robustkit.verdicts.rules`): two-group kinds are rank or permutation tests
         over the ``C(n_a + n_b, n_a)`` relabellings (Fisher's test too, at its most extreme
         table; ``spread`` over the groups' ``n // 2`` seed pairs); ``location`` and
@@ -364,6 +366,8 @@ def smallest_p(kind: str, n_a: int, n_b: int = 0) -> float:
     """
     if n_a < 1 or (kind != "threshold" and n_b < 1):
         return 1.0
+    if kind == "mean":  # the calibrated bootstrap-t of Welch's statistic
+        return welch.smallest_p(n_a, n_b)
     if kind == "threshold":
         return 2.0**-n_a
     if kind == "spread":  # a rank test of the seed pairs (spread_pairs)

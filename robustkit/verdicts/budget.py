@@ -6,7 +6,7 @@ evaluations are fitted by a power law toward an asymptote, ``L(s) = c + a s^-b``
 (``scipy.optimize.curve_fit``), and the run extended at its own evaluation interval, its
 observed losses followed by the fitted ones, until the rule no longer calls it improving: that
 step count over its last step is its multiple of the budget (:func:`fitted_budget`,
-:func:`budget_to_converge`). A group passes the guard when at most half its runs still improve,
+:func:`budget_to_converge`). A group passes the guard when none of its runs still improves,
 so a claim's multiple is the largest its cells' groups need (:func:`claim_budget`). An
 extrapolation of a fitted curve, not a measurement: a fit that fails or still falls past
 :data:`MAX_MULTIPLE` times the budget gives no estimate, and says why. The runs per group that
@@ -108,8 +108,8 @@ def budget_to_converge(
     Returns
     -------
     dict
-        ``multiple`` (of the runs' current steps, at which at most half of them still improve by
-        the rule; None with ``reason`` where too many runs have no estimate), ``runs`` (a frame:
+        ``multiple`` (of the runs' current steps, at which none of them still improves by the
+        rule; None with ``reason`` where too many runs have no estimate), ``runs`` (a frame:
         ``run_id, steps, epochs, improving, multiple, reason``), ``steps`` and ``epochs`` (the
         budget at the multiple, from the longest run; NaN where unknown), ``reason``.
     """
@@ -151,10 +151,9 @@ def budget_to_converge(
     found = {"runs": runs, "multiple": None, "steps": np.nan, "epochs": np.nan, "reason": ""}
     if runs.empty:
         return {**found, "reason": "no run"}
-    # the guard passes when at most half still improve: the (n - n // 2)-th smallest multiple
-    n = len(runs)
-    multiples = np.sort(runs["multiple"].astype(float).fillna(np.inf).to_numpy())
-    multiple = float(multiples[n - n // 2 - 1])
+    # the guard passes when no run still improves (robustkit.verdicts.rules._not_converged):
+    # the largest multiple
+    multiple = float(runs["multiple"].astype(float).fillna(np.inf).max())
     if not np.isfinite(multiple):
         reasons = "; ".join(sorted({r for r in runs["reason"] if r}))
         return {**found, "reason": f"no budget estimate for enough runs ({reasons})"}
@@ -183,11 +182,11 @@ def claim_budget(
         from robustkit.store.tables import load_history
 
         history = load_history(store)
-    worst: dict = {"multiple": None, "reason": "no cell has more than half of a group still improving", "group": ""}
+    worst: dict = {"multiple": None, "reason": "no cell has a run of a group still improving", "group": ""}
     for (_, group), part in frame.groupby(["_cell", "_group"], sort=True):
         ids = list(dict.fromkeys(part["run_id"]))
         late = int(improving.reindex(ids).fillna(False).astype(bool).sum())
-        if late <= len(ids) / 2:
+        if not late:
             continue
         found = budget_to_converge(store, ids, history)
         label = "/".join(_text(v) for v in (claim.a if group == "a" else claim.b)) or "the runs"

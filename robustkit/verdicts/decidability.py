@@ -22,13 +22,14 @@ standard deviations (``spread``), or a rate of failures against none (``rate``).
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from robustkit.measures import exact, multiplicity
+from robustkit.measures import exact, multiplicity, welch
 from robustkit.verdicts.cells import Cell
 from robustkit.verdicts.cells import cells as build_cells
 from robustkit.verdicts.scales import SCALES
@@ -58,6 +59,7 @@ PLAN_COLUMNS = [
 ]
 UNITS = {
     "location": "shift, SD",
+    "mean": "mean shift, SD",
     "threshold": "shift, SD",
     "equivalence": "margin, SD",
     "spread": "SD ratio",
@@ -143,6 +145,8 @@ def power(
                 & below(a - effect)
             )
         )
+    if kind == "mean":
+        return _mean_power(n_a, n_b, effect, alpha)
     if kind == "threshold":
         return _sign_test_power(n_a, effect, alpha)
     if kind == "spread":
@@ -152,6 +156,18 @@ def power(
     if kind == "rate":
         return _rate_power(n_a, n_b, effect, alpha)
     raise ValueError(f"unknown claim kind {kind!r}")
+
+
+def _mean_power(n_a: int, n_b: int, effect: float, alpha: float) -> float:
+    """Power of the mean test (:mod:`robustkit.measures.welch`: the bootstrap-t at alpha / 2) on
+    normal runs shifted ``effect`` SD, by Welch's t at that level (the bootstrap-t's limit on
+    normal runs; the noncentral t with ``n_a + n_b - 2`` degrees of freedom); 0 below its
+    :data:`robustkit.measures.welch.MIN_RUNS`."""
+    if min(n_a, n_b) < welch.MIN_RUNS:
+        return 0.0
+    df = n_a + n_b - 2
+    critical = stats.t.ppf(1 - alpha / welch.CALIBRATION, df)
+    return float(stats.nct.sf(critical, df, effect / math.sqrt(1 / n_a + 1 / n_b)))
 
 
 def _spread_power(n_a: int, n_b: int, ratio: float, alpha: float, simulations: int) -> float:

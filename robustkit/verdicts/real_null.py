@@ -35,7 +35,7 @@ from robustkit.verdicts.rules import judge, tested_rows
 from robustkit.verdicts.settle import Bootstrap
 from robustkit.verdicts.spec import AGREES, CONTRADICTS, Claim
 
-KINDS = ("location", "spread", "rate", "equivalence")
+KINDS = ("location", "mean", "spread", "rate", "equivalence")
 NULL_COLUMNS = ["source", "n", "draws", "false_agrees", "false_contradicts"]
 
 

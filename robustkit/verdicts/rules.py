@@ -12,8 +12,9 @@ decision framework"; every rule is tested on the whole path by simulation
 (:mod:`robustkit.verdicts.simulation`, ``tests/test_claim_simulation.py``).
 
 The verdict logic is hand-written: no maintained package states paper claims as directional
-hypotheses over groups of runs. The tests are scipy's exact ones and the Brunner-Munzel
-permutation test of :mod:`robustkit.measures.brunner_munzel`.
+hypotheses over groups of runs. The tests are scipy's exact ones, the Brunner-Munzel
+permutation test of :mod:`robustkit.measures.brunner_munzel` and, for means, the bootstrap-t of
+Welch's statistic of :mod:`robustkit.measures.welch`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import pandas as pd
 
 from robustkit.analysis import registry
 from robustkit.analysis.pooling import check_pooling
-from robustkit.measures import brunner_munzel, exact, multiplicity
+from robustkit.measures import brunner_munzel, exact, multiplicity, welch
 from robustkit.train import collapse
 from robustkit.verdicts.cells import Cell, cell_names, cells
 from robustkit.verdicts.selection import matches as _is
@@ -37,6 +38,7 @@ TOO_FEW, NOT_SIGNIFICANT, NOT_CONVERGED, UNTESTABLE, NO_DATA, DEPENDS_ON_FAILED 
     "no data",
     "depends on failed runs",
 )
+NOT_SIZED = "not sized for this scale"  # runs exist at a scale the recipe does not judge the claim at
 VERDICT_COLUMNS = [
     "recipe",
     "claim",
@@ -403,6 +405,9 @@ def _too_few(claim: Claim, group: Cell, smallest: float) -> str:
         else "2^min(n_a, n_b) > 20: with unequal spreads a group's n runs fall all on one side of a tight "
         "other group 1 time in 2^n"
         if claim.compare in ("location", "equivalence")
+        else f"at least {welch.MIN_RUNS} runs per group: below, no test of a mean holds alpha under skew and "
+        "unequal spread (robustkit/measures/welch.py)"
+        if claim.compare == "mean"
         else "C(n_a + n_b, n_a) > 20"
     )
     return f"too few runs to test: {sizes} can give p >= {smallest:.3g} at best (needs {need})"
@@ -414,16 +419,22 @@ def _still_improving(improving: pd.Series | None) -> set | None:
 
 
 def _not_converged(group: Cell, still: set | None) -> str:
-    """Which of the cell's tested sets of runs has more than half of them still improving ("" when
-    none): each method of a group that pools methods, each configuration of a tuned group and
-    each end of a trend on its own (:func:`_guarded`), so a converged part cannot carry one that
-    is not."""
+    """Which of the cell's tested sets of runs has any run still improving ("" when none): each
+    method of a group that pools methods, each configuration of a tuned group and each end of a
+    trend on its own (:func:`_guarded`), so a converged part cannot carry one that is not.
+
+    Any one run, not a share: a still-improving run's value lies below where it would end, and
+    the runs still improving are not a random part of a set (in the demo they are the adapters'
+    slow starters), so a set judged with some of them is judged on values shifted one way. With
+    half of 12 runs still improving and 2 SD below their end, a guard that waited for more than
+    half agreed falsely 30% of the time (issue #55); the whole-path simulation draws that case
+    (:data:`robustkit.verdicts.simulation.NUISANCES`, "half of a still improving, 2 SD low")."""
     if still is None:
         return ""
     texts = []
     for name, ids in group.guarded:
         late = sum(1 for run in ids if run in still)
-        if ids and late > len(ids) / 2:
+        if ids and late:
             texts.append(f"{name or 'the runs'}: {late} of {len(ids)} tested runs still improving at the end")
     return "; ".join(texts)
 
@@ -438,6 +449,7 @@ def _cell(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
     result = {
         "spread": _spread,
         "location": _location,
+        "mean": _mean,
         "rate": _rate,
         "equivalence": _equivalence,
         "threshold": _threshold,
@@ -491,6 +503,7 @@ def _interval(claim: Claim, group: Cell, agree_level: float, against_level: floa
     estimate = {
         "spread": lambda level: exact.spread_interval(a, b, level),
         "location": lambda level: brunner_munzel.difference_interval(a, b, level),
+        "mean": lambda level: welch.difference_interval(a, b, level),
         "equivalence": lambda level: brunner_munzel.difference_interval(a, b, level),
         "rate": lambda level: exact.rate_interval(a, b, level),
         "threshold": lambda level: exact.median_interval(a, level),
@@ -505,6 +518,7 @@ def _interval(claim: Claim, group: Cell, agree_level: float, against_level: floa
 EFFECT_NAMES = {
     "spread": "spread ratio a/b (seed pairs)",
     "location": "median difference a - b (Hodges-Lehmann; Brunner-Munzel interval)",
+    "mean": "mean difference a - b (Welch bootstrap-t interval)",
     "equivalence": "median difference a - b (Hodges-Lehmann; Brunner-Munzel interval)",
     "rate": "odds ratio a/b (conditional)",
     "threshold": "median (sign-test interval)",
@@ -539,6 +553,28 @@ def _location(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
         "shown": shown,
         "against": (
             f"median difference below the claim's floor {claim.floor:g}, one-sided p = {p_opposite:.3g}"
+            if claim.floor
+            else ""
+        ),
+    }
+
+
+def _mean(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
+    """The bootstrap-t of Welch's statistic (:mod:`robustkit.measures.welch`): valid for the
+    difference of the means when the groups' spreads and skew differ (calibrated for the hardest
+    null the simulation draws); a ``floor`` is the tested mean difference on both sides."""
+    floor = claim.floor * (1.0 if claim.direction == "greater" else -1.0)
+    greater, less = welch.tails(a, b, shift=floor)
+    p_claimed, p_opposite = (greater, less) if claim.direction == "greater" else (less, greater)
+    shown = f"means {np.mean(a):.3g} vs {np.mean(b):.3g}"
+    if claim.floor:
+        shown += f"; tested against the claim's floor {claim.floor:g} (mean difference)"
+    return {
+        "p_claimed": p_claimed,
+        "p_opposite": p_opposite,
+        "shown": shown,
+        "against": (
+            f"mean difference below the claim's floor {claim.floor:g}, one-sided p = {p_opposite:.3g}"
             if claim.floor
             else ""
         ),

@@ -119,6 +119,8 @@ def _effect(claim: Claim, a: np.ndarray, b: np.ndarray) -> float:
         return np.nan
     if claim.compare == "location":
         return float(exact.shift_interval(a, b, 0.5)[0])
+    if claim.compare == "mean":
+        return float(a.mean() - b.mean())
     if claim.compare == "spread":
         if len(a) < 2 or len(b) < 2:
             return np.nan
@@ -357,9 +359,9 @@ def conservative(claim: Claim, frame: pd.DataFrame, alpha: float = CONSERVATIVE)
     the interval's ratio. Kinds without an observed effect (equivalence, trend, tuned) and rates
     are drawn as observed, and their text says "at the observed effect".
     """
-    from robustkit.measures import brunner_munzel
+    from robustkit.measures import brunner_munzel, welch
 
-    if claim.compare not in ("location", "threshold", "spread") or claim.tuned or frame.empty:
+    if claim.compare not in ("location", "mean", "threshold", "spread") or claim.tuned or frame.empty:
         return frame, ""
     usable = frame
     if claim.failures == "exclude" and "outcome" in frame:
@@ -375,8 +377,9 @@ def conservative(claim: Claim, frame: pd.DataFrame, alpha: float = CONSERVATIVE)
         b = runs.loc[runs["group"] == "b", "value"].to_numpy(float)
         if len(a) < 2 or (claim.compare != "threshold" and len(b) < 2):
             continue
-        if claim.compare == "location":
-            estimate, low, high = brunner_munzel.difference_interval(a, b, alpha)
+        if claim.compare in ("location", "mean"):
+            interval = brunner_munzel.difference_interval if claim.compare == "location" else welch.difference_interval
+            estimate, low, high = interval(a, b, alpha)
             null = claim.floor * (1 if claim.direction == "greater" else -1)
         elif claim.compare == "threshold":
             estimate, low, high = exact.median_interval(a, alpha)
@@ -435,7 +438,7 @@ def runs_text(found: dict, power: float = POWER, claim: Claim | None = None) -> 
         return found["reason"]
     drawn = (
         "at the observed effect"
-        if claim is not None and (claim.compare not in ("location", "threshold", "spread") or claim.tuned)
+        if claim is not None and (claim.compare not in ("location", "mean", "threshold", "spread") or claim.tuned)
         else "at the end of the effect's 50% interval nearest no effect"
     )
     short = ": these runs fell just short, new seeds may decide it" if found["n"] <= found["observed_n"] else ""

@@ -40,6 +40,7 @@ VERDICTS = (AGREES, CONTRADICTS, INCONCLUSIVE)
 COMPARES = {
     "spread": "seed-pair-rank-sum",
     "location": "brunner-munzel",
+    "mean": "welch-bootstrap-t",
     "rate": "fisher",
     "equivalence": "tost-brunner-munzel",
     "threshold": "sign",
@@ -99,8 +100,10 @@ class Claim:
     params : dict
         The statistic's parameters (and, for an analysis other than the figure's, the analysis's).
     compare : str
-        ``spread``, ``location``, ``rate``, ``equivalence``, ``threshold`` or ``trend``
-        (:mod:`robustkit.verdicts.rules`).
+        ``spread``, ``location``, ``mean``, ``rate``, ``equivalence``, ``threshold`` or ``trend``
+        (:mod:`robustkit.verdicts.rules`). ``location`` is about where a run of one group tends
+        to fall against one of the other (P(a > b), medians); ``mean`` about the groups' means,
+        for a claim whose paper states it of means (a table's mean over seeds).
     by : str
         Column whose groups ``a`` and ``b`` are compared.
     a, b : tuple

@@ -77,3 +77,23 @@ def test_each_recipe_title_names_its_own_figure(recipe, named):
         fig = tradeoff_figure(**tradeoff.tradeoff_points(_synthetic(2)), paper_figure=values["paper_figure"])
     titles = [t for t in figure_texts(fig) if " et al. " in t]
     assert titles and titles[0].split(" — ")[0] == values["paper_figure"]
+
+
+def test_the_forgetting_bar_is_the_tested_statistic():
+    """The bar was the median over every matrix of every run; the claims test the median over
+    runs of each run's mean rank (robustkit.analysis.forgetting.update_ranks)."""
+    from robustkit.figures.forgetting import forgetting_figure
+
+    points = pd.DataFrame(
+        {"run_id": ["a", "b", "c"], "method": "full", "score": 0.8, "metric": "accuracy"}
+        | {"forgetting": 0.1, "outcome": "ok", "head": "own"}
+    )
+    # run a: 1, 1, 100 (mean 34); b: 2, 2, 2; c: 3, 3, 3: pooled median 2, median of run means 3
+    values = {"a": [1, 1, 100], "b": [2, 2, 2], "c": [3, 3, 3]}
+    ranks = pd.DataFrame(
+        [{"run_id": r, "method": "full", "kind": "q", "value": v} for r, vs in values.items() for v in vs]
+    )
+    run_ranks = ranks.groupby(["run_id", "method"], as_index=False)["value"].mean()
+    fig = forgetting_figure(points, ranks, "q,v", "energy_rank", run_ranks)
+    bars = [c for c in fig.axes[1].collections if c.get_gid() == "median"]
+    assert len(bars) == 1 and np.isclose(bars[0].get_segments()[0][0][1], 3.0)

@@ -336,7 +336,8 @@ def forgetting_view(
         ``points``: per run its validation score at ``checkpoint`` (learning), its forgetting
         and its outcome (failed runs dropped unless ``include_failed``); ``ranks``: the update
         rank of every chosen matrix that changed (per run x matrix), with the run's LoRA rank
-        ``r`` where it has one.
+        ``r`` where it has one; ``run_ranks``: each run's mean of them (:func:`update_ranks`,
+        directions), what the update-rank claims test.
     """
     from robustkit.analysis import scores
 
@@ -354,7 +355,13 @@ def forgetting_view(
     if chosen is not None:
         ranks = ranks[ranks["kind"].isin(chosen)]
     ranks = ranks[ranks["run_id"].isin(points["run_id"])]
-    return {"points": points.reset_index(drop=True), "ranks": ranks.reset_index(drop=True)}
+    run_ranks = update_ranks(frame, rank_measure, matrices)
+    run_ranks = run_ranks[run_ranks["run_id"].isin(points["run_id"])]
+    return {
+        "points": points.reset_index(drop=True),
+        "ranks": ranks.reset_index(drop=True),
+        "run_ranks": run_ranks.reset_index(drop=True),
+    }
 
 
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:

@@ -35,9 +35,17 @@ RANK_LABELS = {
 }
 
 
-def forgetting_figure(points: pd.DataFrame, ranks: pd.DataFrame, matrices: str, rank_measure: str) -> Figure:
+def forgetting_figure(
+    points: pd.DataFrame,
+    ranks: pd.DataFrame,
+    matrices: str,
+    rank_measure: str,
+    run_ranks: pd.DataFrame | None = None,
+) -> Figure:
     """Left: validation score (learning) against forgetting, a dot per run; right: the update
-    rank of every changed matrix, per method, with each LoRA run's rank r dashed.
+    rank of every changed matrix (small dots), each run's mean over them (large dots) and the
+    median over runs of those means (bar: the statistic the update-rank claims test), per
+    method, with each LoRA run's rank r dashed.
 
     Parameters
     ----------
@@ -46,6 +54,9 @@ def forgetting_figure(points: pd.DataFrame, ranks: pd.DataFrame, matrices: str, 
         (:func:`robustkit.analysis.forgetting.forgetting_view`).
     ranks : DataFrame
         Per run x matrix: ``method``, ``kind``, ``value``; ``lora.r`` where present.
+    run_ranks : DataFrame, optional
+        Per run: ``method``, ``value`` (its mean update rank over ``ranks``' matrices,
+        :func:`robustkit.analysis.forgetting.update_ranks`); without it no bar is drawn.
     matrices, rank_measure : str
         What the right panel shows (for its labels).
     """
@@ -79,9 +90,26 @@ def forgetting_figure(points: pd.DataFrame, ranks: pd.DataFrame, matrices: str, 
         values = ranks.loc[ranks["method"] == method, "value"].to_numpy(float)
         jitter = np.random.default_rng(i).uniform(-0.15, 0.15, len(values))  # placement only
         right.scatter(
-            np.full(len(values), i) + jitter, values, s=8, alpha=0.6, color=method_color(method), linewidths=0
+            np.full(len(values), i) + jitter, values, s=6, alpha=0.35, color=method_color(method), linewidths=0
         )
-        right.hlines(np.median(values), i - 0.3, i + 0.3, color="black", linewidth=1.2)
+        if run_ranks is None:
+            continue
+        # the bar is what the claims test: the median over runs of each run's mean rank (issue #55:
+        # it was the median over every matrix of every run, a statistic no claim reads)
+        means = run_ranks.loc[run_ranks["method"] == method, "value"].to_numpy(float)
+        spread = np.random.default_rng(100 + i).uniform(-0.08, 0.08, len(means))
+        right.scatter(
+            np.full(len(means), i) + spread,
+            means,
+            s=30,
+            color=method_color(method),
+            edgecolor="black",
+            linewidth=0.6,
+            zorder=3,
+            gid="run-means",
+        )
+        if len(means):
+            right.hlines(np.median(means), i - 0.3, i + 0.3, color="black", linewidth=1.4, zorder=4, gid="median")
     if "lora.r" in ranks:
         for r in sorted(ranks["lora.r"].dropna().unique()):
             right.axhline(float(r), color=method_color("lora"), linestyle="--", linewidth=0.9)
@@ -89,7 +117,15 @@ def forgetting_figure(points: pd.DataFrame, ranks: pd.DataFrame, matrices: str, 
     right.set_xticks(range(len(shown)), [method_tick(m) for m in shown], fontsize=7)
     right.set_xlim(-0.6, max(len(shown) - 0.4, 0.6))
     right.set_ylabel(RANK_LABELS.get(rank_measure, rank_measure))
-    right.set_title(f"Rank of each weight update W_tuned − W_0 ({matrices} matrices; bar: median)", fontsize=9)
+    right.set_title(
+        f"Rank of each weight update W_tuned − W_0 ({matrices} matrices)\n"
+        + (
+            "small dots: matrices; large: each run's mean; bar: median of the runs' means"
+            if run_ranks is not None
+            else ""
+        ),
+        fontsize=9,
+    )
     right.grid(alpha=0.3, axis="y")
     handles = [
         plt.Line2D([], [], color=method_color(m), marker="o", linestyle="none", label=method_label(m)) for m in methods
@@ -104,7 +140,7 @@ def forgetting_figure(points: pd.DataFrame, ranks: pd.DataFrame, matrices: str, 
         "Forgetting: masked-LM cross-entropy on held-out WordNet glosses (no task's text) through the "
         f"pre-trained model's masked-LM head ({head}: 'own' = the model's, 'fitted' = robustkit's TSP head "
         "fitted on the frozen pre-trained encoder), the tuned encoder minus the pre-trained one. Right: one "
-        "dot per changed weight matrix of every run (LoRA updates merged); methods that change no matrix "
-        "have none.",
+        "small dot per changed weight matrix of every run (LoRA updates merged), a large one per run (its mean "
+        "over them) and the median over runs of those means; methods that change no matrix have none.",
     )
     return fig

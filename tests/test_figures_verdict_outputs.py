@@ -97,3 +97,54 @@ def test_the_forgetting_bar_is_the_tested_statistic():
     fig = forgetting_figure(points, ranks, "q,v", "energy_rank", run_ranks)
     bars = [c for c in fig.axes[1].collections if c.get_gid() == "median"]
     assert len(bars) == 1 and np.isclose(bars[0].get_segments()[0][0][1], 3.0)
+
+
+def test_a_stalled_power_iteration_is_not_converged():
+    """A top eigenvalue near 0 beside a large negative one: the shifted power iteration's quotient
+    barely moves, and was called converged at 1e-4 (bars to 0.1) when the top one is 1e-3."""
+    from robustkit.measures.hessian import HessianVectorProduct, top_eigenvalue
+    from tests.test_hessian import _quadratic
+
+    _, parts, loss = _quadratic([-100.0, 1e-3, 5e-4, 2e-4, -1e-4, 0.0, -50.0, 1e-5])
+    estimate = top_eigenvalue(HessianVectorProduct(loss, parts), max_iterations=20)
+    assert not estimate.converged and estimate.residual > abs(estimate.value)
+    _, parts, loss = _quadratic([5.0, 2.0, 1.0, 0.5, -0.3, 0.1, 0.0, 3.0])
+    assert top_eigenvalue(HessianVectorProduct(loss, parts), max_iterations=20).converged  # a clear top one
+
+
+def _curvature_frame() -> pd.DataFrame:
+    """Two methods x 3 runs at best: one eigenvalue at the cap, one negative trace; traces per
+    layer block only (block_eigenvalues = false)."""
+    rows = []
+    for method, size in (("full", 50.0), ("houlsby", 5.0)):
+        for seed in range(3):
+            for estimator in ("top_eigenvalue", "trace"):
+                capped = estimator == "top_eigenvalue" and seed == 2
+                value = (
+                    1e-3 if capped else -80.0 if estimator == "trace" and seed == 2 and method == "houlsby" else size
+                )
+                rows.append(
+                    {"run_id": f"{method}{seed}", "task": "rte", "model": "minilm-l6", "method": method, "seed": seed}
+                    | {"checkpoint": "best", "scope": "all", "group": "all", "estimator": estimator, "value": value}
+                    | {"spread": 0.1, "spread_kind": "", "iterations": 20, "converged": not capped}
+                    | {"n_params": 1000, "examples": 32}
+                )
+            rows.append({**rows[-1], "scope": "layer", "group": "layer.0", "estimator": "trace", "value": size})
+    return pd.DataFrame(rows)
+
+
+def test_curvature_draws_no_empty_panel_and_no_estimate_that_is_no_sharpness():
+    """beyond/curvature drew a 'not computed' panel as a result, and capped eigenvalues and
+    negative traces as sharpness, inside the means."""
+    from robustkit.figures.curvature import curvature_figure
+
+    fig = curvature_figure(_curvature_frame())
+    visible = [ax for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    assert len(visible) == 3 and not any("not computed" in t.get_text() for ax in fig.axes for t in ax.texts)
+    assert "were not computed (block_eigenvalues = false)" in " ".join(figure_texts(fig))
+    top, trace = visible[0], visible[1]
+    crosses = {ax: [line for line in ax.lines if line.get_gid() == "not-a-result"] for ax in (top, trace)}
+    assert [len(line.get_xdata()) for line in crosses[top]] == [1, 1]  # each method's capped run
+    assert [list(line.get_ydata()) for line in crosses[trace]] == [[-80.0]]
+    means = [line for line in top.lines if line.get_linestyle() == "-" and line.get_gid() != "not-a-result"]
+    assert all(np.allclose(line.get_ydata(), [50.0]) or np.allclose(line.get_ydata(), [5.0]) for line in means)

@@ -56,8 +56,9 @@ from robustkit.train.provenance import computed_on
 from robustkit.train.run_model import build_masked_lm, load_run, load_tensors
 
 # part of the cache key: bump when the computation changes. 2: the largest eigenvalue (a shifted
-# second power iteration where the largest-magnitude one is negative), not the largest magnitude
-VERSION = 2
+# second power iteration where the largest-magnitude one is negative), not the largest magnitude;
+# 3: converged judged on that eigenvalue and its residual (robustkit.measures.hessian._power)
+VERSION = 3
 CHECKPOINTS = ("step-0", "best", "last", "tsp")
 GROUPINGS = ("layer", "module", "none")
 ESTIMATORS = ("top_eigenvalue", "trace")

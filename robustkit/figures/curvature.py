@@ -38,13 +38,20 @@ DECLARED = figures.Figure(
 
 
 ESTIMATOR_LABELS = {"top_eigenvalue": "top Hessian eigenvalue", "trace": "Hessian trace"}
+# An estimate that is no sharpness (issue #55): a top eigenvalue whose power iteration stopped at
+# its cap (the value is wherever the iteration was) or a negative Hessian trace (no minimum's
+# curvature: a saddle or the estimate's noise). Drawn as grey crosses, out of the means.
+NOT_A_RESULT_STYLE = {"marker": "x", "color": "#7f7f7f", "linestyle": "none", "markersize": 4, "markeredgewidth": 1.0}
 CHECKPOINT_ORDER = ("tsp", "step-0", "best", "last")
 
 
 def curvature_figure(frame: pd.DataFrame, layer_checkpoint: str = "best") -> Figure:
     """Rows: top eigenvalue, trace. Left: the whole trained set per checkpoint (a dot per run,
     its estimate's spread as error bar, the mean over runs joined per method); right: per layer
-    at ``layer_checkpoint`` (a dot per run, the means joined).
+    at ``layer_checkpoint`` (a dot per run, the means joined). Estimates that are no sharpness
+    (:func:`results`: eigenvalues at the iteration cap, negative traces) are grey crosses, left
+    out of the means and counted in the note; a panel with nothing computed is not drawn (the
+    note says so).
 
     Parameters
     ----------
@@ -73,21 +80,10 @@ def curvature_figure(frame: pd.DataFrame, layer_checkpoint: str = "best") -> Fig
         row[0].set_title(f"{ESTIMATOR_LABELS[estimator]}, whole trained set", fontsize=9)
         if not layers.empty:
             block = layers[layers["estimator"] == estimator]
-            if block.empty:  # block_eigenvalues=False: traces per block only
-                row[1].text(
-                    0.5,
-                    0.5,
-                    "not computed\n(block_eigenvalues = false)",
-                    ha="center",
-                    va="center",
-                    transform=row[1].transAxes,
-                    fontsize=8,
-                    color="#555555",
-                )
-                row[1].set_xticks([])
-                row[1].set_yticks([])
-            else:
-                _by_layer(row[1], block, methods)
+            if block.empty:  # block_eigenvalues=False: traces per block only; the note says so
+                row[1].set_visible(False)
+                continue
+            _by_layer(row[1], block, methods)
             row[1].set_title(f"{ESTIMATOR_LABELS[estimator]} per layer block at '{layer_checkpoint}'", fontsize=9)
     axes[-1][0].set_xlabel("checkpoint (tsp: the masked-LM loss at the TSP checkpoint; step-0 = before tuning)")
     if not layers.empty:
@@ -105,16 +101,39 @@ def curvature_figure(frame: pd.DataFrame, layer_checkpoint: str = "best") -> Fig
         )
         for m in methods
     ]
+    if not results(frame).all():
+        handles.append(
+            plt.Line2D(
+                [], [], **NOT_A_RESULT_STYLE, label="no sharpness: eigenvalue at the iteration cap, or a negative trace"
+            )
+        )
     style.legend_below(fig, axes[0][0], handles, ncols=1)
     style.add_note(fig, _note(frame, layer_checkpoint))
     return fig
 
 
+def results(frame: pd.DataFrame) -> pd.Series:
+    """Whether each estimate is a sharpness to draw and average: a top eigenvalue whose power
+    iteration converged (``converged``), a Hessian trace that is positive."""
+    converged = frame["converged"].astype(bool)
+    return np.where(frame["estimator"] == "trace", frame["value"] > 0, converged) & np.isfinite(frame["value"])
+
+
+def _not_results(ax, x: np.ndarray, rows: pd.DataFrame) -> None:
+    """Grey crosses at the estimates that are no result (:func:`results`)."""
+    if len(rows):
+        ax.plot(x, rows["value"].to_numpy(float), **NOT_A_RESULT_STYLE, zorder=4, gid="not-a-result")
+
+
 def _by_checkpoint(ax, data: pd.DataFrame, methods: list[str], checkpoints: list[str]) -> None:
     offsets = _offsets(len(methods))
+    where = {c: i for i, c in enumerate(checkpoints)}
     for offset, method in zip(offsets, methods):
         rows = data[data["method"] == method]
-        x = rows["checkpoint"].map({c: i for i, c in enumerate(checkpoints)}).to_numpy(float) + offset
+        kept = results(rows)
+        _not_results(ax, rows.loc[~kept, "checkpoint"].map(where).to_numpy(float) + offset, rows[~kept])
+        rows = rows[kept]
+        x = rows["checkpoint"].map(where).to_numpy(float) + offset
         ax.errorbar(
             x,
             rows["value"],
@@ -139,6 +158,9 @@ def _by_layer(ax, data: pd.DataFrame, methods: list[str]) -> None:
     position = {g: i for i, g in enumerate(groups)}
     for offset, method in zip(offsets, methods):
         rows = data[data["method"] == method]
+        kept = results(rows)
+        _not_results(ax, rows.loc[~kept, "group"].map(position).to_numpy(float) + offset, rows[~kept])
+        rows = rows[kept]
         # a dot per run (an error bar of the spread over runs would cross zero on a log axis)
         ax.plot(
             rows["group"].map(position).to_numpy(float) + offset,
@@ -226,6 +248,20 @@ def _note(frame: pd.DataFrame, layer_checkpoint: str) -> str:
     examples = "/".join(str(int(e)) for e in sorted(frame["examples"].unique()))
     iterations = frame[frame["estimator"] == "top_eigenvalue"]
     capped = int((~iterations["converged"].astype(bool)).sum())
+    traces = frame[frame["estimator"] == "trace"]
+    negative = int((traces["value"] <= 0).sum())
+    layers = frame[(frame["scope"] == "layer") & (frame["checkpoint"] == layer_checkpoint)]
+    blockless = not layers.empty and not (layers["estimator"] == "top_eigenvalue").any()
+    capped_text = (
+        f"; {capped} of {len(iterations)} stopped at the cap before converging: grey crosses, out of the means"
+        if capped
+        else ""
+    )
+    negative_text = (
+        f"; {negative} of {len(traces)} negative (no minimum: a saddle or noise): grey crosses, out of the means"
+        if negative
+        else ""
+    )
     samples = "/".join(str(int(s)) for s in sorted(frame.loc[frame["estimator"] == "trace", "iterations"].unique()))
     return (
         f"Hessian of the mean training cross-entropy (eval mode) on one fixed batch of {examples} training "
@@ -233,9 +269,12 @@ def _note(frame: pd.DataFrame, layer_checkpoint: str) -> str:
         "adapters' Hessians are over different parameter sets. Top eigenvalue: the largest, by power iteration "
         "(a second, shifted one where the largest-magnitude eigenvalue is negative), "
         f"{int(iterations['iterations'].min())}-{int(iterations['iterations'].max())} Hessian-vector products"
-        f"{f', {capped} estimate(s) stopped at the cap before converging' if capped else ''}; error bar: the residual "
+        f"{capped_text}; error bar: the residual "
         "||Hv - λv|| (an eigenvalue lies within it). Trace: Hutchinson with "
-        f"{samples} Rademacher samples; error bar: ±2 standard errors. Left: a dot per run, lines join the means over "
-        f"runs; right ('{layer_checkpoint}'): a dot per run for the diagonal Hessian block of each layer "
-        "(robustkit.models.layer_names.layer_group; only that block moves), lines join the means over runs."
+        f"{samples} Rademacher samples; error bar: ±2 standard errors"
+        f"{negative_text}. "
+        f"Left: a dot per run, lines join the means over runs; right ('{layer_checkpoint}'): a dot per run for the "
+        "diagonal Hessian block of each layer (robustkit.models.layer_names.layer_group; only that block moves), lines "
+        "join the means over runs."
+        + (" Top eigenvalues per layer block were not computed (block_eigenvalues = false)." if blockless else "")
     )

@@ -50,7 +50,9 @@ class EigenEstimate:
     iterations : int
         Hessian-vector products used.
     converged : bool
-        The relative change of the estimate fell below the tolerance before the iteration cap.
+        Before the iteration cap, the change of the estimate relative to its value (of H's
+        eigenvalue, in the shifted second phase too) fell below the tolerance, with a residual
+        no larger than the value; the curvature figure draws the others as no result.
     history : tuple of float
         The Rayleigh quotient after each iteration (of H, shifted back, in the second phase).
     dominant : float
@@ -258,7 +260,11 @@ def top_eigenvalue(
     if not first.value < 0:
         return EigenEstimate(first.value, first.residual, first.iterations, first.converged, first.history, first.value)
     shift = first.value  # ~ the most negative eigenvalue: H - shift I has eigenvalues >= 0
-    second = _power(lambda v: [h - shift * x for h, x in zip(hvp(v, block), v)], like, max_iterations, tol, seed + 1)
+    # converged on the eigenvalue sought, mu + shift: judged on the shifted mu, a top eigenvalue near
+    # 0 beside a large negative one "converged" at any value (issue #55: 1e-4 with bars to 0.1)
+    second = _power(
+        lambda v: [h - shift * x for h, x in zip(hvp(v, block), v)], like, max_iterations, tol, seed + 1, shift
+    )
     # (H - shift I) v - mu v = H v - (mu + shift) v: the residual carries over unchanged
     return EigenEstimate(
         second.value + shift,
@@ -271,9 +277,17 @@ def top_eigenvalue(
 
 
 def _power(
-    product: Callable[[list[Tensor]], list[Tensor]], like: Sequence[Tensor], max_iterations: int, tol: float, seed: int
+    product: Callable[[list[Tensor]], list[Tensor]],
+    like: Sequence[Tensor],
+    max_iterations: int,
+    tol: float,
+    seed: int,
+    shift: float = 0.0,
 ) -> EigenEstimate:
-    """Power iteration of a symmetric operator from a seeded Gaussian start."""
+    """Power iteration of a symmetric operator (H - ``shift`` I) from a seeded Gaussian start;
+    converged when its Rayleigh quotient changes by at most ``tol`` times the magnitude of the
+    eigenvalue of H it estimates (quotient + ``shift``) and its residual is at most that
+    magnitude (a slowly moving quotient far from any eigenvalue is not converged)."""
     generator = torch.Generator().manual_seed(seed)
     v = _random(like, generator, "gaussian")
     v = _scaled(v, 1.0 / _norm(v))
@@ -284,7 +298,11 @@ def _power(
         hv = product(v)
         value = _dot(v, hv)
         residual = _norm([h - value * x for h, x in zip(hv, v)])
-        converged = bool(history) and abs(value - history[-1]) <= tol * abs(value)
+        # a quotient that stalls is not an eigenvalue: converged also needs the residual bound to
+        # resolve it (some eigenvalue within ``residual`` of it, that bound not reaching 0)
+        converged = (
+            bool(history) and abs(value - history[-1]) <= tol * abs(value + shift) and residual <= abs(value + shift)
+        )
         history.append(value)
         size = _norm(hv)
         if converged or size == 0.0 or not math.isfinite(size):

@@ -565,13 +565,22 @@ def simulate(
     first: int | None = 500,
     memo: dict | None = None,
     progress=None,
+    known: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """The whole-path false-verdict rates of every judged, decidable claim (:data:`SIMULATION_COLUMNS`).
 
     Claims of the same shape (kind, quantifier, cells and runs, sign, failure policy, margin) are
     simulated once and share their rates. ``memo``: shape -> (rates, draws) already simulated
     (a caller keeps it between runs); ``progress``: called with each new shape's result.
+    ``known``: rows of an earlier table (:data:`SIMULATION_COLUMNS`) kept as they are where the
+    claim still has the kind, quantifier, cells and runs per group they were drawn for, and
+    only ``redo`` is not set on them (a column of booleans, optional): the rest are simulated.
     """
+    kept = {}
+    if known is not None:
+        for row in known.to_dict("records"):
+            if not row.get("redo", False):
+                kept[(row["recipe"], row["scale"], row["claim"])] = row
     from robustkit.verdicts.decidability import plan
 
     table = plan(recipes, scales, defaults)
@@ -588,6 +597,25 @@ def simulate(
                 if (recipe.name, scale, claim.id) not in decidable:
                     continue
                 form = shape(recipe, claim, scale, defaults)
+                n = ", ".join(f"{a}" + (f" vs {b}" if claim.groups == 2 else "") for _, a, b in form.cells[:3])
+                n += (" ..." if len(form.cells) > 3 else "") + (
+                    f" per {claim.tuned} ({form.configs[0]} vs {form.configs[1]} values)"
+                    if max(form.configs) > 1
+                    else ""
+                )
+                described = {
+                    "recipe": recipe.name,
+                    "scale": scale,
+                    "claim": claim.id,
+                    "compare": claim.compare,
+                    "quantifier": claim.quantifier or "one cell",
+                    "cells": len(form.cells) * form.per_cell,
+                    "n": n,
+                }
+                earlier = kept.get((recipe.name, scale, claim.id))
+                if earlier is not None and all(str(earlier[k]) == str(v) for k, v in described.items()):
+                    rows.append({**earlier, **described})
+                    continue
                 statistic = registry.statistic_of(claim.statistic)[1]
                 key = (
                     "issue-55 nuisances: improving runs low; means",  # rates of earlier rules and nulls not reused
@@ -612,22 +640,9 @@ def simulate(
                         progress(key, memo[key])
                 agrees, contradicts, used, agrees_under, contradicts_under = memo[key]
                 limit = bound(claim.alpha, used)
-                n = ", ".join(f"{a}" + (f" vs {b}" if claim.groups == 2 else "") for _, a, b in form.cells[:3])
                 rows.append(
                     {
-                        "recipe": recipe.name,
-                        "scale": scale,
-                        "claim": claim.id,
-                        "compare": claim.compare,
-                        "quantifier": claim.quantifier or "one cell",
-                        "cells": len(form.cells) * form.per_cell,
-                        "n": n
-                        + (" ..." if len(form.cells) > 3 else "")
-                        + (
-                            f" per {claim.tuned} ({form.configs[0]} vs {form.configs[1]} values)"
-                            if max(form.configs) > 1
-                            else ""
-                        ),
+                        **described,
                         "draws": used,
                         "false_agrees": agrees,
                         "false_contradicts": contradicts,

@@ -18,7 +18,8 @@ from robustkit.train import collapse
 def test_noise_band_per_metric():
     assert collapse.noise_band("accuracy", 0.57, 1000) == pytest.approx(2 * math.sqrt(0.57 * 0.43 / 1000))
     assert collapse.noise_band("f1", 0.0, 400) == pytest.approx(2 * 0.5 / 20)
-    assert collapse.noise_band("mcc", 0.0, 100) == pytest.approx(0.2)
+    assert collapse.noise_band("mcc", 0.0, 100) == pytest.approx(2 * 1.28 / 10)  # conservative (issue #55)
+    assert collapse.noise_band("pearson", 0.0, 100) == pytest.approx(0.2)
     assert collapse.noise_band("loss", 0.5, 100) == 0.0  # no constant baseline for a loss
     assert collapse.noise_band("accuracy", 0.57, None) == collapse.noise_band("accuracy", 0.57, float("nan")) == 0.0
     assert collapse.noise_band("accuracy", 0.57, 1000, collapse.CollapseRule(noise_z=1.0)) == pytest.approx(
@@ -73,6 +74,7 @@ def test_mark_and_failure_rates():
         "n_ok": 1,
         "n_not_learned": 0,
         "n_collapsed": 1,
+        "n_undecided": 0,
         "n_diverged": 1,
         "failed_rate": pytest.approx(2 / 3),
     }
@@ -208,8 +210,10 @@ def test_the_failure_rule_errs_at_most_at_its_level_at_every_evaluation_size(q):
 
 
 def test_a_small_test_set_keeps_honest_runs_and_says_it_cannot_tell():
-    """The issue's case: 64 test rows, a 54.9% majority class. Runs at 67-70% were collapsed."""
-    for value in (0.67, 0.6875, 0.70):
+    """The issue's case: 64 test rows, a 54.9% majority class. Runs at 67-70% were collapsed
+    (issue #46); they are undecided, never ok (issue #55), and a clearly learned run is ok."""
+    assert collapse.outcome(0.67, 0.5488, "accuracy", 64, 0.6) == "undecided"
+    for value in (0.6875, 0.70, 0.75):
         assert collapse.outcome(value, 0.5488, "accuracy", 64, 0.6) == "ok"
     assert collapse.undecided(0.67, 0.5488, "accuracy", 64, 0.6)
     assert not collapse.undecided(0.75, 0.5488, "accuracy", 64, 0.6)
@@ -225,3 +229,128 @@ def test_the_evaluation_floor_is_where_every_run_is_decided():
             for k in range(n + 1)
         )
         assert every == decided, n
+
+
+def test_a_run_at_the_baseline_is_ok_at_most_at_the_level_on_small_test_sets():
+    """Issue #55: a truly collapsed run (true accuracy at the baseline) on a small test set is
+    shown ok only where it is significantly above the baseline (at most alpha, exactly); the rest
+    are collapsed or undecided, never ok."""
+    from scipy.stats import binom
+
+    alpha = 0.5 * math.erfc(collapse.DEFAULT_RULE.noise_z / math.sqrt(2))
+    for n in (16, 30, 32, 64):
+        for q in (0.5, 0.55, 0.7):
+            baseline = round(q * n) / n
+            words = np.array([collapse.outcome(k / n, baseline, "accuracy", n, 0.6) for k in range(n + 1)])
+            assert set(words) <= {"ok", "collapsed", "undecided"}
+            assert binom.pmf(np.arange(n + 1), n, baseline)[words == "ok"].sum() <= alpha, (n, q)
+    # the issue's train line: 0.700 on 30 examples with a 0.633 majority baseline
+    assert collapse.outcome(0.7, 19 / 30, "accuracy", 30, 0.7) == "undecided"
+
+
+def _mcc_error_rates(n, q, r, rule):
+    """The MCC branch's exact error rates on a binary split of n examples with round(q n) of the
+    majority label, for a run predicting that label with share r: (a run of MCC = the learned
+    margin called collapsed, a run of MCC 0 called learned). Every table enumerated (an independent
+    reimplementation of tools/simulate_collapse_rule.py --mcc, with sklearn's MCC per table)."""
+    from scipy.stats import binom
+
+    n_major = round(q * n)
+    n_minor, share = n - n_major, n_major / n
+    rates = []
+    for phi, wrong in ((rule.learned_margin, collapse.below_learned), (0.0, collapse.above_baseline)):
+        joint = share * r + phi * math.sqrt(share * (1 - share) * r * (1 - r))
+        a, b = joint / share, (r - joint) / (1 - share)
+        total = 0.0
+        for tp in range(n_major + 1):
+            for fp in range(n_minor + 1):
+                fn, tn = n_major - tp, n_minor - fp
+                spread = math.sqrt((tp + fp) * (fn + tn) * n_major * n_minor)
+                value = (tp * tn - fp * fn) / spread if spread else 0.0
+                if wrong(value, 0.0, "mcc", n, rule):
+                    total += binom.pmf(tp, n_major, a) * binom.pmf(fp, n_minor, b)
+        rates.append(total)
+    return rates
+
+
+@pytest.mark.parametrize(
+    "n, q, r",
+    [
+        (100, 0.5, 0.5),  # errors even on both classes: the old rule called 2.8% collapsed
+        (90, 0.85, 0.9),  # predictions leaning to the majority class: the sample MCC spreads more
+        (35, 0.8, 0.9),  # the learned side, small n: the old rule called 6.5% of MCC-0 runs learned
+        (64, 0.7, 0.55),
+    ],
+)
+def test_the_mcc_branch_errs_at_most_at_its_level(n, q, r):
+    """Issue #55 item 6: the MCC branch at its stated level, exactly, at settings where the rule
+    before (se = 1 / sqrt(n)) erred above it."""
+    rule = collapse.DEFAULT_RULE
+    alpha = 0.5 * math.erfc(rule.noise_z / math.sqrt(2))
+    false_collapsed, false_learned = _mcc_error_rates(n, q, r, rule)
+    assert false_collapsed <= alpha and false_learned <= alpha, (false_collapsed, false_learned)
+    old = dataclasses.replace(rule, mcc_se_factor=1.0)
+    if (n, q, r) != (64, 0.7, 0.55):
+        assert max(_mcc_error_rates(n, q, r, old)) > alpha  # the old rule fails here
+
+
+def test_mcc_decides_nothing_on_too_few_examples():
+    n = collapse.MCC_MIN_N - 1
+    assert collapse.outcome(0.9, 0.0, "mcc", n, 0.5) == "undecided"
+    assert collapse.outcome(-0.9, 0.0, "mcc", n, 0.5) == "undecided"
+    assert collapse.outcome(-0.9, 0.0, "mcc", n, 0.97) == "collapsed"  # one class: observed
+    assert collapse.outcome(0.9, 0.0, "mcc", collapse.MCC_MIN_N, 0.5) == "ok"
+    assert collapse.evaluation_floor(0.0, "mcc") == math.ceil((2 * 2 * 1.28 / 0.1) ** 2)
+
+
+def test_undecided_runs_are_no_result_in_marks_rates_and_labels():
+    frame = pd.DataFrame(
+        {
+            "method": "a",
+            "value": [0.8, 0.67, 0.45],
+            "baseline": 0.5488,
+            "metric": "accuracy",
+            "n_eval": 64,
+            "top_class_share": 0.6,
+        }
+    )
+    marked = collapse.mark(frame)
+    assert marked["outcome"].tolist() == ["ok", "undecided", "collapsed"]
+    assert marked["failed"].tolist() == [False, True, True] and marked["undecided"].tolist() == [False, True, False]
+    assert collapse.kept(marked)["value"].tolist() == [0.8]
+    rates = collapse.failure_rates(marked, ["method"]).iloc[0]
+    assert (rates["n_ok"], rates["n_undecided"], rates["n_collapsed"]) == (1, 1, 1)
+    assert rates["failed_rate"] == pytest.approx(2 / 3)
+    assert collapse.label(1, 3, n_undecided=1) == "collapsed 1/3, undecided 1/3"
+    assert "undecided" in collapse.FAILED_WORDS and "undecided" in collapse.OUTCOMES
+
+
+def test_a_store_written_before_undecided_reads_undecided_everywhere(tmp_path, capsys):
+    """A manifest recorded before issue #55 says ok for a run its small test set cannot decide:
+    load_runs, runs and train's lines call it undecided; a decided run stays as recorded."""
+    from conftest import new_run
+
+    from robustkit.cli.report import failed_outcomes
+
+    store = tmp_path / "runs"
+    store.mkdir()
+    for name, value in (("rt-full-undecided", 0.7), ("rt-full-learned", 0.9)):
+        new_run(
+            store,
+            name,
+            status="complete",
+            main_metric="accuracy",
+            splits={"test": 30},
+            final={"last": {"test": {"accuracy": value, "top_class_share": 0.7}}},
+            outcome={"last": {"test": "ok"}},
+            baselines={"test": {"n": 30, "accuracy": 19 / 30}},
+        )
+    runs = load_runs(store).set_index("run_id")
+    assert runs.loc["rt-full-undecided", "outcome/last/test"] == runs.loc["rt-full-undecided", "outcome"] == "undecided"
+    assert runs.loc["rt-full-learned", "outcome"] == "ok"
+    [line] = failed_outcomes(store, ["rt-full-undecided", "rt-full-learned"])
+    assert line.startswith("undecided rt-full-undecided: last test accuracy 0.700 on 30 examples"), line
+    assert "not a result" in line
+    assert main(["runs", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert any("rt-full-undecided" in row and "undecided" in row for row in out.splitlines()), out

@@ -89,7 +89,7 @@ def test_stats_says_why_a_table_is_empty(tiny_store, capsys, monkeypatch):
     assert main(["stats", str(tiny_store), "--select", "method=full", "--no-aso"]) == 0
     out = capsys.readouterr().out
     assert "(no rows)" not in out and "(no test: no cell holds two groups of --by method to compare)" in out, out
-    assert "failed (not-learned, collapsed or diverged) runs" in out
+    assert f"failed ({collapse.FAILED_WORDS}) runs" in out
 
 
 def test_figures_mark_failed_runs_in_the_outcome_words():

@@ -37,6 +37,7 @@ SUMMARY_STATS = [
     "n_runs",
     "n_not_learned",
     "n_collapsed",
+    "n_undecided",
     "n_diverged",
     "failed_rate",
 ]
@@ -104,9 +105,9 @@ def summarize(
     DataFrame
         ``by`` columns + ``n`` (observations in the statistics), ``mean``, ``std`` (ddof 1;
         NaN for n < 2), ``median``, ``iqr`` (75th - 25th percentile, linear interpolation),
-        ``min``, ``max``, ``n_failed`` (collapsed + diverged), ``ci_low``, ``ci_high``
+        ``min``, ``max``, ``n_failed`` (runs not ok), ``ci_low``, ``ci_high``
         (bootstrap CI of the mean; NaN for n < 2; the value itself for constant groups),
-        ``n_runs`` (every observation), ``n_collapsed``, ``n_diverged``, ``failed_rate``
+        ``n_runs`` (every observation), ``n_collapsed``, ``n_undecided``, ``n_diverged``, ``failed_rate``
         (fraction). Units are those of ``value``; statistics are NaN for a group with no ok run.
 
     Raises
@@ -138,7 +139,7 @@ def summarize(
             }
         )
     summary = pd.DataFrame(rows, columns=[*by, *_STATS]).merge(failures, on=by, how="left")
-    summary = summary.assign(n_failed=summary["n_not_learned"] + summary["n_collapsed"] + summary["n_diverged"])
+    summary = summary.assign(n_failed=summary["n_runs"] - summary["n_ok"])  # every run that is no result
     # an interval from fewer than 3 runs is a point or two (a bootstrap of 2 values): said, not hidden
     note = summary["n"].map(lambda n: f"n = {n}: interval degenerate (fewer than 3 runs)" if 0 < n < 3 else "")
     return summary.assign(note=note)[[*by, *SUMMARY_STATS]]
@@ -276,6 +277,7 @@ def caption(
         failed = {
             collapse.NOT_LEARNED: int(summary["n_not_learned"].sum()) if "n_not_learned" in summary else 0,
             collapse.COLLAPSED: int(summary["n_collapsed"].sum()),
+            collapse.UNDECIDED: int(summary["n_undecided"].sum()) if "n_undecided" in summary else 0,
             collapse.DIVERGED: int(summary["n_diverged"].sum()),
         }
         counted = " and ".join(f"{k} {v}" for k, v in failed.items() if v)

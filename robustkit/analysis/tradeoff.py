@@ -121,6 +121,7 @@ SUMMARY_COLUMNS = [
     "n_runs",
     "n_not_learned",
     "n_collapsed",
+    "n_undecided",
     "n_diverged",
     "failed_rate",
     "baseline",

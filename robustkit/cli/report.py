@@ -175,7 +175,7 @@ def failed_outcomes(store: str | Path, run_ids: list[str]) -> list[str]:
             manifest = read_manifest(Path(store) / run_id)
         except Exception:  # noqa: BLE001 - a run that failed to start has no manifest
             continue
-        outcome = manifest.get("outcome") or {}
+        outcome = collapse.recorded_outcomes(manifest)  # the current rule's words, undecided included
         bad = {
             f"{checkpoint}/{split}": value
             for checkpoint, splits in outcome.items()
@@ -184,19 +184,20 @@ def failed_outcomes(store: str | Path, run_ids: list[str]) -> list[str]:
         }
         if bad:
             manifests[run_id] = (manifest, bad)
-        elif _undecided(manifest):
-            lines.append(
-                f"undecided {run_id}: {_test_detail(manifest)}: too few test examples to tell a failed run from "
-                f"one that learned (all runs are decided from about {_floor(manifest)}); kept as a result"
-            )
     learned = _ever_learned(store, None, [r for r, (m, _) in manifests.items() if "ever_learned" not in m])
     for run_id, (manifest, bad) in manifests.items():
         history = manifest.get("ever_learned", learned.get(run_id))
         bad = {k: collapse.with_history(v, history) for k, v in bad.items()}
         kinds = sorted(set(bad.values()))
+        why = (
+            f": too few test examples to tell a failed run from one that learned (all runs are decided from "
+            f"about {_floor(manifest)}); not a result"
+            if kinds == [collapse.UNDECIDED]
+            else ""
+        )
         lines.append(
             f"{'/'.join(kinds)} {run_id}: {_test_detail(manifest)} "
-            f"({', '.join(f'{k} {v}' for k, v in sorted(bad.items()))})"
+            f"({', '.join(f'{k} {v}' for k, v in sorted(bad.items()))}){why}"
         )
     return lines
 
@@ -225,11 +226,6 @@ def _test_detail(manifest: dict) -> str:
     if share is not None and share >= collapse.DEFAULT_RULE.max_class_share:
         detail += f", {share:.0%} of test predictions in one class"
     return detail
-
-
-def _undecided(manifest: dict) -> bool:
-    metric, value, baseline, n, share = _last_test(manifest)
-    return n is not None and collapse.undecided(value, baseline, metric, n, share)
 
 
 def _floor(manifest: dict) -> int:

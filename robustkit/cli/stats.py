@@ -165,7 +165,7 @@ def run(args) -> int:
         )
         print(
             "",
-            f"failed ({collapse.FAILED_WORDS}) runs, exact binomial interval",
+            f"failed ({collapse.FAILED_WORDS}) runs,\nexact binomial interval",  # within 80 characters
             terminal.render(failures, keys=keys["failures"]),
             "",
             stability.caption(summary, tests, dominance=aso),

@@ -24,9 +24,10 @@ DAMAGED = "damaged"
 
 # A run's **outcome** on a scored split (:mod:`robustkit.train.collapse` decides it): the one
 # vocabulary of tables, figures and the CLI. Here, below the training code, so that the store's
-# tables speak it too.
-OK, NOT_LEARNED, COLLAPSED = "ok", "not-learned", "collapsed"
-OUTCOMES = (OK, NOT_LEARNED, COLLAPSED, DIVERGED)
+# tables speak it too. ``undecided``: the scored split is too small to tell a failed run from one
+# that learned; never ``ok`` (issue #55).
+OK, NOT_LEARNED, COLLAPSED, UNDECIDED = "ok", "not-learned", "collapsed", "undecided"
+OUTCOMES = (OK, NOT_LEARNED, COLLAPSED, UNDECIDED, DIVERGED)
 
 
 def with_history(outcome: str, ever_learned) -> str:

@@ -14,6 +14,7 @@ from robustkit.specs.spec import SPEC_DEFAULTS, SPEC_FIELDS
 from robustkit.store.folders import GRADNORMS, HISTORY, run_folders
 from robustkit.store.manifest import inspect_run
 from robustkit.store.schema import DAMAGED, run_outcome, with_history
+from robustkit.train.collapse import recorded_outcomes
 
 # Every field of the run spec is an identity column, so that analyses and figures can see every
 # setting in which two runs differ (and refuse to pool them: robustkit.analysis.pooling); the
@@ -76,11 +77,13 @@ def load_runs(
         ``main_metric, trainable_params, path``, ``n_<split>`` (examples per split),
         one column per final metric, named ``<checkpoint>/<split>/<metric>`` (e.g.
         ``best/test/accuracy``; ``top_class_share`` is the share of the most predicted class),
-        ``outcome/<checkpoint>/<split>`` (``ok``, ``not-learned``, ``collapsed`` or ``diverged``,
-        see :mod:`robustkit.train.collapse`; absent for runs trained before outcomes were
-        recorded), ``outcome`` (the run's one word, as ``robustkit runs`` prints it:
-        :func:`robustkit.store.schema.run_outcome`), ``ever_learned`` (whether its validation score
-        ever left the majority class; None where not recorded) and ``baseline/<split>/<metric>``
+        ``outcome/<checkpoint>/<split>`` (``ok``, ``not-learned``, ``collapsed``, ``undecided`` or
+        ``diverged``, see :mod:`robustkit.train.collapse`, judged again by the current rule from
+        the manifest's scores and baselines: :func:`~robustkit.train.collapse.recorded_outcomes`;
+        absent for runs trained before outcomes were recorded), ``outcome`` (the run's one word,
+        as ``robustkit runs`` prints it: :func:`robustkit.store.schema.run_outcome`),
+        ``ever_learned`` (whether its validation score ever left the majority class; None where
+        not recorded) and ``baseline/<split>/<metric>``
         (always predicting the majority training label, on the data the run was scored on). A
         diverged run's final metrics are those of the finite checkpoints it kept, and its
         outcome is ``diverged`` on every checkpoint and split. Runs put in the store by
@@ -113,14 +116,15 @@ def load_runs(
         row.update(_flatten_final(manifest.get("final", {})))
         learned = manifest.get("ever_learned")
         row["ever_learned"] = learned
+        outcomes = recorded_outcomes(manifest)  # in the current rule's words: old stores lack undecided
         row.update(
             {
                 f"outcome/{checkpoint}/{split}": with_history(value, learned)
-                for checkpoint, splits in (manifest.get("outcome") or {}).items()
+                for checkpoint, splits in outcomes.items()
                 for split, value in splits.items()
             }
         )
-        row["outcome"] = run_outcome(manifest.get("outcome"), learned)
+        row["outcome"] = run_outcome(outcomes, learned)
         row.update(
             {
                 f"baseline/{split}/{metric}": value

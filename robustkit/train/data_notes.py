@@ -58,6 +58,6 @@ def size_notes(specs: Iterable[RunSpec]) -> list[str]:
             lines.append(
                 f"{task.name}: {' and '.join(small)}, under the about {max(floors):,} needed to tell every failed "
                 f"run from one that learned ({task.main_metric} {margin:g} above the majority class: runs between "
-                f"are 'undecided' and kept) or to separate methods by less than {margin:g}"
+                f"are 'undecided': no result) or to separate methods by less than {margin:g}"
             )
     return lines

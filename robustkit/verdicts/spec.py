@@ -158,7 +158,8 @@ class Claim:
         improving is *inconclusive: not converged*.
     scales : tuple of str
         The scales whose runs can decide the claim (the recipe says why where one is left out);
-        at the others it is *inconclusive: untestable at this scale*.
+        at the others it is *inconclusive: not sized for this scale* where its runs are stored
+        (with the observed effect), else *untestable at this scale*.
     paper_effect : float, tuple or dict, optional
         The effect the paper reports, in the kind's unit (:data:`robustkit.verdicts.decidability.UNITS`)
         and in the claimed direction: location and threshold a standardised difference (SD),

@@ -347,3 +347,45 @@ def test_flat_lora_ratio_is_set_by_the_factors_scale():
                 lora.lora_A.mul_(10.0)
                 lora.lora_B.div_(10.0)
         assert _ratio(model, modules, curvature) < 0, draw
+
+
+# ---------------------------------------------------------------------------------------------
+# Not decided at the demo but built the same way (issue #55): he2021/fig4's rate counts runs stuck
+# at the majority class, and he2021/fig6's curvature is taken at the minimum per weight unit
+
+
+def _outcomes(outcomes: dict[str, list[str]]) -> pd.DataFrame:
+    rows = [
+        {**_identity(f"{m}-{i}", m, i, train_size=1000), "value": 0.5, "outcome": o, "failed": o != "ok"}
+        for m, runs in outcomes.items()
+        for i, o in enumerate(runs)
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_ft_collapses_counts_runs_stuck_at_the_majority_class():
+    """Fine-tuning runs that never left the majority class count as He et al.'s zeros: 4 of 8
+    against the adapters' 0 agrees, the other way round contradicts; leaving them out (the
+    earlier scores.collapsed) made fine-tuning's rate 0 by construction."""
+    claim = _claim("he2021/fig4", "ft-collapses")
+    stuck = _outcomes({"houlsby": ["ok"] * 8, "full": ["not-learned"] * 4 + ["ok"] * 4})
+    observations = get("scores").statistic(claim.statistic.split(".")[1], stuck)
+    assert judge(claim, observations).iloc[-1]["verdict"] == AGREES
+    swapped = stuck.assign(method=stuck["method"].map({"houlsby": "full", "full": "houlsby"}))
+    assert judge(claim, get("scores").statistic("failed", swapped)).iloc[-1]["verdict"] == CONTRADICTS
+    left_out = get("scores").statistic("collapsed", stuck)
+    assert left_out.loc[left_out["method"] == "full", "value"].dropna().sum() == 0
+
+
+def test_flatter_minimum_can_be_contradicted():
+    claim = _claim("he2021/fig6", "flatter-minimum")
+
+    def observations(houlsby_k: float, full_k: float) -> pd.DataFrame:
+        frame = pd.concat(
+            [_line(f"houlsby-{s}", "houlsby", s, houlsby_k, 0.5) for s in range(5)]
+            + [_line(f"full-{s}", "full", s, full_k, 20.0) for s in range(5)]
+        )
+        return get("landscape").statistic("curvature", frame, **claim.params)
+
+    assert _verdict(claim, observations(1.0, 3.0)) == AGREES
+    assert _verdict(claim, observations(3.0, 1.0)) == CONTRADICTS

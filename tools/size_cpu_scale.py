@@ -4,8 +4,9 @@ recipes/README.md.
     python tools/size_cpu_scale.py --pilot runs/demo [--cpu-hours 8] [--out FILE] [RECIPE ...]
 
 For each headline recipe (default: robustkit.verdicts.sizing.HEADLINE) and claim: the runs per
-group the pilot's effect needs for 80% power, the seeds and training budget that gives, and
-whether it fits the CPU budget, into the README and, as data, recipes/cpu-sizing.csv. The
+group the pilot's effect needs for 80% power, the seeds that gives, the fixed training budget in
+multiples of the demo's epochs (each run trains it to the end, its schedule decaying over it:
+issue #55 item 5), and whether it fits the CPU budget, into the README and, as data, recipes/cpu-sizing.csv. The
 recipes' ``[cpu]`` sections are then written from this table by hand (each cites it;
 tests/test_sizing.py checks that their runs are the table's). Slow: the bootstrap power of every
 claim, tens of CPU-minutes.

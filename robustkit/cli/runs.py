@@ -9,8 +9,9 @@ def add_parser(commands) -> None:
     runs = commands.add_parser(
         "runs",
         help="table of the runs in a store",
-        description="One line per run: model, method, seed, status, outcome (ok / collapsed / diverged), the "
-        "settings that differ between the runs and the final metrics, cut to the terminal's width.",
+        description="One line per run: model, method, seed, status, outcome (ok / not-learned / collapsed / "
+        "undecided / diverged), the settings that differ between the runs and the final metrics, cut to the "
+        "terminal's width.",
     )
     runs.add_argument("store", help="run store folder")
     runs.add_argument("--tsp", action="store_true", help="also list task-specific pretraining runs")

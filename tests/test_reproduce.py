@@ -214,9 +214,9 @@ def test_claims_are_judged_printed_under_the_figure_and_indexed(tmp_path, recipe
         ["toy/seeds"], scale="demo", store=store, figures=figures, recipe_dir=recipe_dir, jobs=1, progress=False
     )
     line = results["verdicts"].iloc[0]
-    # one epoch on 24 examples, tested on 12: too few to call a run failed (issue #46: such runs
-    # are undecided and kept), and two seeds per method are too few to test a spread on
-    assert line.startswith("spread: inconclusive (n = 2 vs 2; too few runs to test")
+    # one epoch on 24 examples, tested on 12: too few to tell a failed run from one that learned,
+    # so every run is undecided, no result (issue #55), and the spread has no run left to test
+    assert line.startswith("spread: inconclusive (n = 0 vs 0; 4 failed runs left out; no run left to test")
     # 2 vs 2 runs: Fisher's test cannot reach 0.05 (1/6 at best), and the reason says so
     assert "\nfailures: inconclusive (n = 2 vs 2; too few runs to test: 2 vs 2 can give p >= 0.167" in line
     assert footers and footers[0]["subtitle"] == "bert-tiny on rte"
@@ -227,10 +227,7 @@ def test_claims_are_judged_printed_under_the_figure_and_indexed(tmp_path, recipe
     rows = pd.read_csv(figures / "claims.csv")
     assert set(rows["claim"]) == {"spread", "failures"} and set(rows["recipe"]) == {"toy/seeds"}
     index = (figures / "README.md").read_text()
-    assert (
-        "**inconclusive** (spread: too few runs; n = 2 vs 2; too few runs to test" in index
-        and "bert-tiny on rte" in index
-    )
+    assert "**inconclusive** (spread: no data; n = 0 vs 0; no run left to test" in index and "bert-tiny on rte" in index
     failed = re.search(r"houlsby \d/2, full \d/2 \(last/validation\)", index)  # runs per group, failed
     assert "houlsby 2, full 2" in index and failed
     # re-indexed from a store that lacks the recipe's runs (another scale's, a fresh one): the

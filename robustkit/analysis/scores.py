@@ -21,7 +21,6 @@ import pandas as pd
 
 from robustkit.analysis.declare import METRIC, NEVER_LEARNED, Analysis, Param, Statistic, checkpoint_param
 from robustkit.analysis.select import select_runs
-from robustkit.data import metrics, tasks
 from robustkit.errors import RobustkitError
 from robustkit.store.tables import IDENTITY, load_history
 from robustkit.train import collapse
@@ -390,6 +389,10 @@ def majority_baseline(
         (a warning says why): the run's outcome then rests on the class-share and finiteness
         rules of :mod:`robustkit.train.collapse` alone.
     """
+    # here, not at the top: loading data imports datasets (half a second), which `robustkit stats`
+    # on a store whose manifests record their baselines never needs (issue #57)
+    from robustkit.data import metrics, tasks
+
     spec = tasks.get_task(task, data_dir)  # data_dir: a task of the user's own data is read from it
     if metric not in spec.metrics:
         return float("nan")

@@ -28,12 +28,36 @@ Checkpoint names, the write order that makes crashes safe and each module in ful
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # for type checkers and IDEs only; at run time __getattr__ imports them
+    import pandas as pd
 
-from robustkit.store import tables
-from robustkit.store.tables import DamagedRunWarning, load_gradnorms, load_history
+    from robustkit.store.tables import DamagedRunWarning, load_gradnorms, load_history
+
+# Name -> module that defines it, imported on first access (PEP 562 module __getattr__): the
+# tables import pandas and the failure rule (robustkit.train.collapse, which itself imports
+# robustkit.store.schema), so importing them here would load pandas for every module of the
+# store (``folders``, ``manifest``, ...) and make collapse -> store -> tables -> collapse a cycle.
+_LAZY = {
+    "DamagedRunWarning": "robustkit.store.tables",
+    "load_gradnorms": "robustkit.store.tables",
+    "load_history": "robustkit.store.tables",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    raise AttributeError(f"module 'robustkit.store' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 
 def load_runs(store: str | Path, include_tsp: bool = False, include_damaged: bool = False) -> pd.DataFrame:
@@ -41,6 +65,9 @@ def load_runs(store: str | Path, include_tsp: bool = False, include_damaged: boo
     option columns of the methods present only (``lora.r`` where LoRA ran), an ``outcome`` column in
     the words of the CLI and the figures (``ok``, ``not-learned``, ``collapsed``, ``diverged``) and
     ``data_changed`` where a run's data file was edited since."""
+    # through importlib, as __getattr__: the tables need the failure rule (robustkit.train.collapse),
+    # which needs only this package's vocabulary (robustkit.store.schema), not these loaders
+    tables = importlib.import_module("robustkit.store.tables")
     return tables.load_runs(store, include_tsp=include_tsp, include_damaged=include_damaged, all_options=False)
 
 

@@ -30,7 +30,34 @@ package: ``docs/reference.md``, "robustkit/train/__init__.py".
 
 from __future__ import annotations
 
-from robustkit.train.divergence import Diverged
-from robustkit.train.runs import pretrain, train, train_counted
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # for type checkers and IDEs only; at run time __getattr__ imports them
+    from robustkit.train.divergence import Diverged
+    from robustkit.train.runs import pretrain, train, train_counted
+
+# Name -> module that defines it, imported on first access (PEP 562 module __getattr__): the
+# entry points import torch and transformers, and the light modules of this package that
+# read-only commands use (``collapse``, ``data_notes``, ...) must not pay for them (issue #57).
+_LAZY = {
+    "Diverged": "robustkit.train.divergence",
+    "pretrain": "robustkit.train.runs",
+    "train": "robustkit.train.runs",
+    "train_counted": "robustkit.train.runs",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    raise AttributeError(f"module 'robustkit.train' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = ["Diverged", "pretrain", "train", "train_counted"]

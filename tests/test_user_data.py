@@ -526,7 +526,7 @@ def test_train_says_when_a_size_cuts_the_data_and_when_splits_are_too_small(tmp_
     assert size_notes([RunSpec(task="rt", train_size=64)]) == []  # built-in sizes are known
 
 
-def test_an_undecided_run_is_said_in_one_line_and_kept(tmp_path):
+def test_an_undecided_run_is_said_in_one_line_and_no_result(tmp_path):
     from conftest import new_run
 
     from robustkit.cli.report import failed_outcomes
@@ -542,7 +542,7 @@ def test_an_undecided_run_is_said_in_one_line_and_kept(tmp_path):
     )
     (line,) = failed_outcomes(tmp_path, ["small-run"])
     assert line.startswith("undecided small-run: last test accuracy 0.670 on 64 examples (majority baseline 0.549)")
-    assert "kept as a result" in line and "one class" not in line
+    assert "not a result" in line and "one class" not in line  # issue #55: undecided is never ok
 
 
 def test_printed_run_ids_are_whole_and_every_command_takes_them(tmp_path, capsys, monkeypatch):

@@ -581,3 +581,19 @@ def test_an_artefact_makes_a_claim_untestable_on_the_small_model_only():
         _claim(artefact=" ")
     with pytest.raises(ClaimError, match="artefact_scales needs an artefact"):
         _claim(artefact_scales=["demo"])
+
+
+def test_the_papers_n_needs_its_source():
+    """paper_n: the runs per group behind the claim in the paper's own study, with its source;
+    "not stated: ..." where the paper does not say (issue #56)."""
+    claim = _claim(paper_n=5, paper_n_source="He et al. 2021 table 2: mean ± SD over 5 seeds")
+    assert claim.paper_n == 5 and claim.paper_n_source.startswith("He")
+    assert _claim(paper_n_source="not stated: figure 2 shows box plots").paper_n is None
+    for change, message in (
+        ({"paper_n": 5}, "needs a paper_n_source"),
+        ({"paper_n": 0, "paper_n_source": "t"}, "whole number"),
+        ({"paper_n": 5, "paper_n_source": "not stated: x"}, "exactly when"),
+        ({"paper_n_source": "table 2"}, "exactly when"),
+    ):
+        with pytest.raises(ClaimError, match=message):
+            _claim(**change)

@@ -78,8 +78,11 @@ _KEYS = {
     "tuned",
     "artefact",
     "artefact_scales",
+    "paper_n",
+    "paper_n_source",
 }
 NOT_REPORTED = "not reported"  # how a paper_effect_source without a paper_effect begins
+NOT_STATED = "not stated"  # how a paper_n_source without a paper_n begins
 SMALL_MODEL_SCALES = tuple(s for s in SCALES if s != "paper")  # where a small model stands in
 
 
@@ -170,6 +173,13 @@ class Claim:
     paper_effect_source : str or None
         Where ``paper_effect`` comes from (table, the numbers, how they were standardised), or
         ``"not reported: ..."`` and why.
+    paper_n : int or None
+        Runs per group behind the claim in the paper's own study (seeds per method; a threshold
+        claim: its runs), as the paper describes them: what its study could see (a replication
+        reading compares our effect with the effect that n could detect). None: not stated.
+    paper_n_source : str or None
+        Where ``paper_n`` comes from (the section or table, and the design and test the paper
+        used where it says), or ``"not stated: ..."`` and why.
     artefact : str or None
         Why the claim's statistic is fixed by the setting, not the method, at
         ``artefact_scales`` (e.g. a ratio bounded by the small model's width): stated before the
@@ -208,6 +218,8 @@ class Claim:
     paper_effect_source: str | None = None
     artefact: str | None = None
     artefact_scales: tuple[str, ...] = ()
+    paper_n: int | None = None
+    paper_n_source: str | None = None
 
     @classmethod
     def from_table(cls, raw: dict, where: str) -> "Claim":
@@ -274,6 +286,18 @@ class Claim:
             )
         final = raw.get("final", statistic.ends_with_training(raw.get("params", {})))
         paper_effect = _paper_effect(raw, compare, f"{where}: claim {name!r}")
+        paper_n = raw.get("paper_n")
+        n_source = raw.get("paper_n_source")
+        if paper_n is not None and (isinstance(paper_n, bool) or not isinstance(paper_n, int) or paper_n < 1):
+            raise ClaimError(f"{where}: claim {name!r}: paper_n is the paper's runs per group, a whole number >= 1")
+        if n_source is not None and (not isinstance(n_source, str) or not n_source.strip()):
+            raise ClaimError(f"{where}: claim {name!r}: paper_n_source must be a non-empty text")
+        if (paper_n is None) != (n_source is None or n_source.startswith(NOT_STATED)) and n_source is not None:
+            raise ClaimError(
+                f"{where}: claim {name!r}: paper_n_source begins {NOT_STATED!r} exactly when there is no paper_n"
+            )
+        if paper_n is not None and n_source is None:
+            raise ClaimError(f"{where}: claim {name!r}: paper_n needs a paper_n_source (section or table)")
         artefact = raw.get("artefact")
         if artefact is not None and (not isinstance(artefact, str) or not artefact.strip()):
             raise ClaimError(f"{where}: claim {name!r}: artefact must say why the setting fixes the statistic")
@@ -310,6 +334,8 @@ class Claim:
             paper_effect=paper_effect,
             paper_effect_source=raw.get("paper_effect_source"),
             artefact=artefact,
+            paper_n=paper_n,
+            paper_n_source=raw.get("paper_n_source"),
             artefact_scales=tuple(raw.get("artefact_scales", SMALL_MODEL_SCALES)) if artefact else (),
         )
 

@@ -244,7 +244,7 @@ def test_curvature_claim_statistic_reads_the_analysis(tiny_store):
         **{"checkpoint": "best", "estimator": "trace", "examples": 8, "max_iterations": 3, "samples": 3},
     )
     assert sorted(frame["run_id"]) == sorted(run_ids) and np.isfinite(frame["value"]).all()
-    assert set(frame["outcome"]) <= {"ok", "not-learned", "collapsed", "diverged"}
+    assert set(frame["outcome"]) <= {"ok", "not-learned", "collapsed", "undecided", "diverged"}
 
 
 def test_curvature_at_the_tsp_checkpoint_uses_the_masked_lm_loss(tmp_path, rte_folder):

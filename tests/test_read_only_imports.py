@@ -1,0 +1,143 @@
+"""Read-only commands answer in about a second (issue #57 item 4): ``runs``, ``stats``, ``claims``
+on a store whose statistics need no model, ``verify`` and ``plot`` of a figure whose frames are
+in the store, each in a fresh interpreter, import neither torch nor transformers (seconds each to
+import on 2 cores: ``runs`` on a 4-run store took 5.7 s of CPU when it did).
+
+The store is written by hand, as training writes it, without training: he2021/fig4's demo runs
+(a claim judged on ``scores.score``), each a manifest with final metrics, baselines and outcomes,
+its dev history and two checkpoints of a few bytes listed with their sha256 (``verify`` hashes them, nothing
+loads them). A claim on a statistic that runs a model (similarity, landscape) imports torch to
+compute it: that path is not this test's.
+
+The wall-clock target (``runs`` on 100 runs under 1.5 s on an idle core) is measured by
+``bench/read_only.py``, not asserted here: a shared machine's load would make it flaky.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("torch", "transformers")
+RECIPE = "he2021/fig4"
+
+# robustkit.cli.main(ARGS...) as `robustkit ARGS...` runs it, then its exit code and the heavy
+# modules it imported, as the last line of stderr.
+_PROBE = f"""
+import json, sys
+from robustkit.cli import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as exit:
+    code = exit.code
+print(json.dumps({{"code": code, "heavy": [m for m in {HEAVY!r} if m in sys.modules]}}), file=sys.stderr)
+"""
+
+
+def write_finished_run(store: Path, spec: dict, accuracy: float) -> Path:
+    """A complete fine-tuning run of ``spec`` (a RunSpec as a dict) as training leaves it, without
+    its weights: the manifest with ``accuracy`` on validation and test (1000 examples each, the
+    majority class at 0.5), checkpoints ``best`` and ``last`` of a few bytes each and the history
+    of a run whose dev loss has stopped falling."""
+    import pandas as pd
+
+    from robustkit.specs.spec import RunSpec
+    from robustkit.store.atomic import sha256_file
+    from robustkit.store.manifest import write_manifest
+
+    run_id = RunSpec(**spec).run_id
+    run_dir = store / run_id
+    checkpoints = {}
+    for step, name in ((10, "best"), (20, "last")):
+        folder = run_dir / "checkpoints" / name
+        folder.mkdir(parents=True)
+        (folder / "model.safetensors").write_bytes(f"{run_id} {name}".encode())
+        checkpoints[name] = {"step": step, "files": {"model.safetensors": sha256_file(folder / "model.safetensors")}}
+    # the dev curve: loss falls, then stays (a converged run), accuracy rises to its final value
+    pd.DataFrame(
+        [
+            {"step": step, "epoch": step / 20, "split": "validation", "metric": metric, "value": value}
+            for step, loss in ((5, 0.69), (10, 0.50), (15, 0.45), (20, 0.45))
+            for metric, value in (("loss", loss), ("accuracy", accuracy * (1.45 - loss)))
+        ]
+    ).to_parquet(run_dir / "history.parquet")
+    final = {split: {"accuracy": accuracy, "top_class_share": 0.55} for split in ("validation", "test")}
+    write_manifest(
+        run_dir,
+        {
+            "run_id": run_id,
+            "kind": "finetune",
+            "spec": spec,
+            "status": "complete",
+            "main_metric": "accuracy",
+            "checkpoints": checkpoints,
+            "splits": {"validation": 1000, "test": 1000},
+            "final": {"best": final, "last": final},
+            "outcome": {c: {"validation": "ok", "test": "ok"} for c in ("best", "last")},
+            "baselines": {split: {"n": 1000, "accuracy": 0.5} for split in ("validation", "test")},
+        },
+    )
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    """he2021/fig4's demo runs, each finished with an accuracy of its own (0.70-0.90)."""
+    from robustkit.verdicts.recipes import load_recipe
+
+    store = tmp_path_factory.mktemp("read-only") / "runs"
+    store.mkdir()
+    for i, spec in enumerate(load_recipe(RECIPE).specs("demo")):
+        write_finished_run(store, spec.to_dict(), 0.70 + 0.20 * ((i * 7) % 16) / 16)
+    return store
+
+
+def _run(args: list[str], prelude: str = "") -> tuple[dict, subprocess.CompletedProcess]:
+    done = subprocess.run(
+        [sys.executable, "-c", prelude + _PROBE, *args], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+    lines = done.stderr.strip().splitlines()
+    return (json.loads(lines[-1]) if lines and lines[-1].startswith("{") else {}), done
+
+
+def _commands(store: Path, pdf: Path) -> dict[str, tuple[list[str], int]]:
+    """Each read-only verb's arguments and the exit code it must give on ``store``."""
+    return {
+        "runs": (["runs", str(store)], 0),
+        "stats": (["stats", str(store), "--select", "lr=1e-4"], 0),
+        "claims": (["claims", RECIPE, "--store", str(store), "--no-settle", "--format", "csv"], 0),
+        "verify": (["verify", str(store)], 0),
+        # twice: the first computes the figure's frames, the second reads them back
+        "plot": (["plot", "box-seeds", str(store), "--select", "lr=1e-4", "-o", str(pdf)], 0),
+        "plot again": (["plot", "box-seeds", str(store), "--select", "lr=1e-4", "-o", str(pdf)], 0),
+    }
+
+
+@pytest.mark.parametrize("verb", ["runs", "stats", "claims", "verify", "plot", "plot again"])
+def test_read_only_verbs_import_no_model_library(store, tmp_path_factory, verb):
+    pdf = tmp_path_factory.getbasetemp() / "read-only-box.pdf"
+    args, code = _commands(store, pdf)[verb]
+    report, done = _run(args)
+    assert report.get("code") == code, done.stdout[-1000:] + done.stderr[-3000:]
+    assert report["heavy"] == [], f"`robustkit {' '.join(args)}` imports {report['heavy']}"
+    if verb == "claims":  # the claim was judged on the runs' scores, not left without any
+        import pandas as pd
+
+        table = pd.read_csv(io.StringIO(done.stdout.split("\n\n")[0])).set_index("claim")
+        assert table.loc["stable-across-lrs", "n"] == "8 vs 8", done.stdout
+        assert "not computable" not in table.loc["stable-across-lrs", "reason"], done.stdout
+    if verb == "runs":  # every run listed
+        run_ids = [p.name for p in store.iterdir() if not p.name.startswith(".")]
+        assert len(run_ids) == 16 and all(run_id in done.stdout for run_id in run_ids), done.stdout
+
+
+def test_probe_sees_a_model_library(store):
+    # the check above passes on an empty list: make sure the probe does see an imported library
+    report, done = _run(["runs", str(store)], prelude="import transformers\n")
+    assert report.get("code") == 0 and "transformers" in report["heavy"], done.stderr[-2000:]

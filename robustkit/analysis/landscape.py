@@ -292,12 +292,26 @@ def merged_update(
         if lora.use_dora or lora.use_gating:
             raise RobustkitError(f"{matrix}: a DoRA or gated LoRA update is not W_0 + s B A; it cannot be merged here")
         base = layer.weight.detach()
+        held = lora.lora_A.detach().clone(), lora.lora_B.detach().clone()
         for theta, ends in ((theta0, start), (theta1, end)):
-            a, b = (theta[n].to(device=base.device, dtype=base.dtype) for n in (a_name, b_name))
-            ends[matrix] = lora.com(base, layer.maybe_t(b @ a)).clone()
+            with torch.no_grad():  # each end's factors in the layer, composed as AdapterHub merges them
+                lora.lora_A.copy_(theta[a_name]), lora.lora_B.copy_(theta[b_name])
+                ends[matrix] = _adapted_weight(layer, lora, base).detach().clone()
             del ends[a_name], ends[b_name]
+        with torch.no_grad():
+            lora.lora_A.copy_(held[0]), lora.lora_B.copy_(held[1])
     merge_low_rank(model)
     return start, end
+
+
+def _adapted_weight(layer, lora, base: torch.Tensor) -> torch.Tensor:
+    """The matrix ``layer`` computes with ``lora``'s current factors merged, d_out x d_in, by
+    AdapterHub's own composition: a fused attention layer (``LoRAMergedLinear``: DeBERTa's,
+    GPT-2's) pads its per-head update into the fused matrix, a plain one adds ``s B A``."""
+    if hasattr(layer, "_compute_adapted_weight"):
+        name = next(key for key, value in layer.loras.items() if value is lora)
+        return layer._compute_adapted_weight(name, lora)
+    return lora.com(base, layer.maybe_t(lora.delta_w))
 
 
 def update_norm(theta0: dict[str, torch.Tensor], theta1: dict[str, torch.Tensor]) -> float:

@@ -354,3 +354,13 @@ def test_a_store_written_before_undecided_reads_undecided_everywhere(tmp_path, c
     assert main(["runs", str(store)]) == 0
     out = capsys.readouterr().out
     assert any("rt-full-undecided" in row and "undecided" in row for row in out.splitlines()), out
+
+
+def test_every_failure_word_reaches_a_figure_label():
+    """Figures read a failure-count row through one function, so an undecided run (issue #57's
+    one outcome word) is counted wherever collapsed ones are."""
+    row = {"n_runs": 5, "n_collapsed": 1, "n_undecided": 2, "n_diverged": np.nan}
+    assert collapse.counts_label(row) == "collapsed 1/5, undecided 2/5"
+    assert collapse.counts_label({"n_runs": 3}) == ""
+    words = pd.Series(["ok", "undecided", "not-learned", "ok"])
+    assert collapse.outcomes_label(words) == "not-learned 1/4, undecided 1/4"

@@ -277,7 +277,7 @@ def _legend_and_note(
     if (lines["n"].max() if len(lines) else 0) <= 1:
         note = note.replace(BANDS, "Lines: one run per TSP step (no spread to show).")
     left_out = "; ".join(
-        f"{method_label(r.method)}: {collapse.label(r.n_collapsed, r.n_runs, r.n_diverged, r.n_not_learned)}"
+        f"{method_label(r.method)}: {collapse.counts_label(r._asdict())}"
         for r in failures.itertuples()
         if r.n_collapsed or r.n_diverged or r.n_not_learned
     )

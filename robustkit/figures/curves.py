@@ -239,13 +239,7 @@ def mean_best_table(summary: pd.DataFrame) -> Figure:
         cells += [_mean_std(stats.loc[s], factor) if s in stats.index else "n/a" for s in ("mean", "best")]
         cells += [
             str(n),
-            collapse.label(
-                int(first.get("n_collapsed", 0)),
-                n_runs,
-                int(first.get("n_diverged", 0)),
-                int(first.get("n_not_learned", 0)),
-            )
-            or f"0/{n_runs}",
+            collapse.counts_label(first, n_runs) or f"0/{n_runs}",
         ]
         if has_baseline:
             cells.append(f"{factor * first['baseline']:.1f}" if pd.notna(first["baseline"]) else "n/a")
@@ -352,12 +346,7 @@ def _runs_label(name: str, rows: pd.DataFrame, per: str | None = None) -> str:
     runs = rows.drop_duplicates("run_id")
     counts = runs.groupby(per).size() if per else pd.Series([len(runs)])
     n = f"{counts.min()}" if counts.min() == counts.max() else f"{counts.min()}-{counts.max()}"
-    failed = collapse.label(
-        int((runs["outcome"] == collapse.COLLAPSED).sum()),
-        len(runs),
-        int((runs["outcome"] == collapse.DIVERGED).sum()),
-        int((runs["outcome"] == collapse.NOT_LEARNED).sum()),
-    )
+    failed = collapse.outcomes_label(runs["outcome"])
     return f"{name} (n={n} runs{' per line' if per else ''}{'; ' + failed if failed else ''})"
 
 

@@ -134,9 +134,7 @@ def _panel(ax: plt.Axes, data: pd.DataFrame, summary: pd.DataFrame) -> dict:
         )
         handles[label] = Line2D([], [], color=colour, marker="o", markersize=4, label=label)
         for _, row in points.iterrows():
-            text = collapse.label(
-                int(row["n_collapsed"]), int(row["n_runs"]), int(row["n_diverged"]), int(row.get("n_not_learned", 0))
-            )
+            text = collapse.counts_label(row)
             y = row["value"] if row["n"] > 0 else row["baseline"]
             if text and np.isfinite(y):
                 ax.annotate(

@@ -11,6 +11,7 @@ from robustkit.figures.labels import paper_title
 from robustkit.figures.method_style import method_color, method_label
 from robustkit.figures.setting_groups import LINE_STYLES
 from robustkit.figures.units import scale, unit
+from robustkit.train import collapse
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
 DECLARED = figures.Figure(
@@ -103,7 +104,7 @@ def landscape_curves(
     style.set_title(fig, paper_title("He et al. 2021, figure 6", frame))
     style.legend_below(fig, axes[0][0], list(handles.values()), ncols=2)
     failed = (
-        " Failed runs (not-learned, collapsed or diverged) are left out of the lines (counted in the legend)."
+        f" Failed runs ({collapse.FAILED_WORDS}) are left out of the lines (counted in the legend)."
         if "outcome" in frame and (frame["outcome"] != "ok").any()
         else ""
     )

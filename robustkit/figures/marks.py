@@ -59,7 +59,7 @@ def without_failed(runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
 
 
 def collapsed_handle() -> Line2D:
-    """Legend entry of the failed-run marker (not-learned, collapsed or diverged)."""
+    """Legend entry of the failed-run marker (not-learned, collapsed, undecided or diverged)."""
     return Line2D([], [], **COLLAPSED_STYLE, label=COLLAPSED_LABEL)
 
 

@@ -390,7 +390,7 @@ def _annotate(
             continue
         position = places[(x, level)]
         used = row["n_runs"] if include_failed else row["n_ok"]
-        failed = collapse.label(row["n_collapsed"], row["n_runs"], row["n_diverged"], row.get("n_not_learned", 0))
+        failed = collapse.counts_label(row)
         if colors is not None:  # stacked per level, centred on the x value
             line = f"n={used}" + (f" ({failed})" if failed else "")
             centre = float(np.exp(np.mean([np.log(places[(x, h)]) for h in levels])))

@@ -91,7 +91,7 @@ def rsa_by_layer(
     style.set_title(fig, paper_title(paper_figure, data))
     style.legend_below(fig, axes[0][0], list(handles.values()), ncols=2)
     failed = (
-        "Failed runs (not-learned, collapsed or diverged) are left out of the lines (counted in the legend). "
+        f"Failed runs ({collapse.FAILED_WORDS}) are left out of the lines (counted in the legend). "
         if "outcome" in data and (data["outcome"] != collapse.OK).any()
         else ""
     )

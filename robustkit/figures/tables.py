@@ -218,12 +218,7 @@ def _stats(row: pd.Series, scale: float) -> list[str]:
 def _failures(row: pd.Series) -> str:
     """``collapsed k/n`` (+ diverged); ``0/n`` when every run is kept."""
     n_runs = int(row["n_runs"]) if pd.notna(row.get("n_runs")) else int(row.get("n", 0) or 0)
-    text = collapse.label(
-        int(row.get("n_collapsed", 0) or 0),
-        n_runs,
-        int(row.get("n_diverged", 0) or 0),
-        int(row.get("n_not_learned", 0) or 0),
-    )
+    text = collapse.counts_label(row, n_runs)
     return text or f"0/{n_runs}"
 
 

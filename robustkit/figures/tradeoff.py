@@ -250,9 +250,7 @@ def _annotate_points(ax: plt.Axes, points: pd.DataFrame, method: str, factor: fl
 def _collapsed_labels(ax: plt.Axes, points: pd.DataFrame, factor: float) -> None:
     """``collapsed k/n`` under each point that has failed runs (at the baseline if none is kept)."""
     for _, row in points.iterrows():
-        text = collapse.label(
-            int(row["n_collapsed"]), int(row["n_runs"]), int(row["n_diverged"]), int(row.get("n_not_learned", 0))
-        )
+        text = collapse.counts_label(row)
         if not text:
             continue
         y = row["value"] if row["n"] > 0 else row["baseline"]
@@ -438,9 +436,7 @@ def _aggregate_labels(ax: plt.Axes, rows: pd.DataFrame, mid: pd.Series, factor: 
                 fontsize=6,
                 color=method_color(method),
             )
-        text = collapse.label(
-            int(row["n_collapsed"]), int(row["n_runs"]), int(row["n_diverged"]), int(row.get("n_not_learned", 0))
-        )
+        text = collapse.counts_label(row)
         if text:
             ax.annotate(
                 text,

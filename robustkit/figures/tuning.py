@@ -13,6 +13,7 @@ from robustkit.figures import canvas, style
 from robustkit.figures.labels import paper_title
 from robustkit.figures.method_style import method_color, method_label
 from robustkit.figures.units import scale, unit
+from robustkit.train import collapse
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
 DECLARED = figures.Figure(
@@ -89,7 +90,7 @@ def tuning_curves(frame: pd.DataFrame) -> Figure:
         f"Solid: median of the best of k runs drawn from a method's runs (over seeds, and learning rates "
         f"where a method has several); shaded: its {confidence} simultaneous confidence band (opda, "
         "ld_highest_density CDF bands; with tied scores their coverage is approximate); dashed: the "
-        "expected best of k. Failed runs (not-learned, collapsed or diverged) count as draws: a budget of k runs can "
+        f"expected best of k. Failed runs ({collapse.FAILED_WORDS}) count as draws: a budget of k runs can "
         "draw them.",
     )
     return fig

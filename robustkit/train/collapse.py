@@ -416,6 +416,36 @@ def label(n_collapsed: int, n_runs: int, n_diverged: int = 0, n_not_learned: int
     return ", ".join(parts)
 
 
+def counts_label(row, n_runs: int | None = None) -> str:
+    """:func:`label` of a failure-count row (a Series or dict with ``n_collapsed``, ``n_diverged``,
+    ``n_not_learned``, ``n_undecided``; missing or NaN counts as 0; ``n_runs`` default: the row's):
+    the one reader of those columns, so no figure leaves a failure word out."""
+
+    def count(name: str) -> int:
+        value = row.get(name, 0)
+        return int(value) if value is not None and pd.notna(value) else 0
+
+    return label(
+        count("n_collapsed"),
+        count("n_runs") if n_runs is None else n_runs,
+        count("n_diverged"),
+        count("n_not_learned"),
+        count("n_undecided"),
+    )
+
+
+def outcomes_label(outcomes: pd.Series) -> str:
+    """:func:`label` of a column of outcome words (one per run)."""
+    found = outcomes.value_counts()
+    return label(
+        int(found.get(COLLAPSED, 0)),
+        len(outcomes),
+        int(found.get(DIVERGED, 0)),
+        int(found.get(NOT_LEARNED, 0)),
+        int(found.get(UNDECIDED, 0)),
+    )
+
+
 def top_class_share(predictions: np.ndarray) -> float:
     """Share of ``predictions`` (class ids, shape (n,)) in the most frequent one; NaN if empty."""
     predictions = np.asarray(predictions).reshape(-1)

@@ -26,6 +26,7 @@ from robustkit.progress import bar as progress_bar
 from robustkit.store.folders import open_store
 from robustkit.store.tables import load_runs
 from robustkit.sweeps.grid import run_sweep
+from robustkit.train import collapse
 from robustkit.verdicts import tally
 from robustkit.verdicts.recipes import (
     RECIPE_DIR,
@@ -107,7 +108,8 @@ def reproduce(
         None),
         ``seconds`` (its claims, analysis and plotting), ``error`` and ``verdicts`` (one line
         per claim, see :func:`robustkit.verdicts.tally.summary_line`). Every claim's rows are written to
-        ``<figures>/claims.csv`` (:data:`robustkit.verdicts.rules.VERDICT_COLUMNS`).
+        ``<figures>/claims.csv`` (:data:`robustkit.verdicts.tally.TABLE_COLUMNS`: the verdict columns, then
+        the replication reading's).
     """
     names = recipe_names(recipes, recipe_dir, scale)
     chosen = [load_recipe(name, recipe_dir).swapped(**(swap or {})) for name in names]
@@ -324,7 +326,7 @@ def write_index(
         "",
         f"Made by `robustkit reproduce --all --scale {scale} --figures {figures}` from the recipes in `recipes/` "
         "(each file cites the paper's table its settings come from). Re-running the command only "
-        "trains and analyses what is missing. Failed runs (not-learned, collapsed or diverged, see "
+        f"trains and analyses what is missing. Failed runs ({collapse.FAILED_WORDS}, see "
         "`robustkit/train/collapse.py`) are marked in every figure and never plotted as results; each "
         "claim says whether its test leaves them out or, for claims about failing, counts them as "
         "data (the `failures` column of claims.csv). Each "
@@ -467,7 +469,8 @@ def _verdict_cell(
     """Per claim: the verdict, its reason class, the runs per group (and cells:
     :func:`robustkit.verdicts.evidence.n_text`), the effect the test detects with 80% power at the
     claim's level after Holm's correction over its cells
-    (:func:`robustkit.verdicts.decidability.cells_detectable_effect`) and the reason.
+    (:func:`robustkit.verdicts.decidability.cells_detectable_effect`), the reason and the
+    replication reading against the paper's effect (:func:`robustkit.verdicts.replication.short`).
 
     ``alpha``: each claim's alpha by claim id (default: :class:`robustkit.verdicts.spec.Claim`'s);
     ``quantifiers``: each claim's quantifier by id (default ``any``: the level after Holm).
@@ -476,6 +479,7 @@ def _verdict_cell(
     """
     from robustkit.verdicts.decidability import UNITS, cells_detectable_effect
     from robustkit.verdicts.evidence import n_text
+    from robustkit.verdicts.replication import short
 
     alpha, same_as, quantifiers = alpha or {}, same_as or {}, quantifiers or {}
 
@@ -496,9 +500,10 @@ def _verdict_cell(
         reason_class = row.get("reason_class", "") if isinstance(row.get("reason_class", ""), str) else ""
         n = n_text(rows)  # runs, and the cells where there are several
         again = f"; same observations as {same_as[name]}" if same_as.get(name) else ""
+        read = short(row)  # against the paper's effect (robustkit.verdicts.replication)
         texts.append(
             f"**{row['verdict']}** ({name}: {f'{reason_class}; ' if reason_class else ''}{n}{effect}; "
-            f"{row['reason']}{again})"
+            f"{row['reason']}{again}){f'; replication: {read}' if read else ''}"
         )
     return "<br>".join(texts)
 

@@ -22,6 +22,7 @@ import pandas as pd
 from robustkit.analysis import registry
 from robustkit.errors import RobustkitError
 from robustkit.params import resolve
+from robustkit.verdicts.replication import REPLICATION_COLUMNS, blank, cells_of, claim_hours, replicate
 from robustkit.verdicts.rules import (
     NO_DATA,
     NOT_SIZED,
@@ -34,6 +35,8 @@ from robustkit.verdicts.rules import (
     runs,
 )
 from robustkit.verdicts.spec import INCONCLUSIVE, Claim, ClaimError
+
+TABLE_COLUMNS = VERDICT_COLUMNS + REPLICATION_COLUMNS  # claims.csv: the verdict, then its replication reading
 
 
 def parameters(claim: Claim, figure: str, figure_params: dict) -> tuple[registry.Analysis, dict, dict]:
@@ -130,8 +133,10 @@ def verdicts(
     Returns
     -------
     DataFrame
-        :data:`VERDICT_COLUMNS`, one row per recipe x claim x cell (plus an ``all`` row per
-        claim with cells). A claim whose statistic cannot be computed on the runs present
+        :data:`TABLE_COLUMNS`: :data:`VERDICT_COLUMNS`, one row per recipe x claim x cell (plus
+        an ``all`` row per claim with cells), then each row's replication reading
+        (:data:`robustkit.verdicts.replication.REPLICATION_COLUMNS`, :func:`with_reading`). A
+        claim whose statistic cannot be computed on the runs present
         (missing runs, an analysis error) is ``inconclusive`` with the reason. A claim the recipe
         does not judge at ``scale`` is *inconclusive: not sized for this scale* with its observed
         effect where the store holds its runs there, *untestable* only where it holds none.
@@ -160,6 +165,9 @@ def verdicts(
 
                     improving = still_improving(store, run_ids)
                 frame = judge(claim, found, include_failed, improving)
+                frame = with_reading(
+                    claim, frame, found, include_failed, lambda c=claim, r=recipe: claim_hours(r, c, scale, defaults)
+                )
             except Exception as error:  # noqa: BLE001 - one claim's failure must not cost the figure
                 kind = "" if isinstance(error, RobustkitError) else f"{type(error).__name__}: "
                 frame = rows(
@@ -167,8 +175,26 @@ def verdicts(
                 )
             frames.append(frame.assign(recipe=recipe.name))
     if not frames:
-        return pd.DataFrame(columns=VERDICT_COLUMNS)
-    return pd.concat(frames, ignore_index=True)[VERDICT_COLUMNS]
+        return pd.DataFrame(columns=TABLE_COLUMNS)
+    frames = [f if "replication" in f else pd.concat([f, blank(f, "no runs judged")], axis=1) for f in frames]
+    return pd.concat(frames, ignore_index=True)[TABLE_COLUMNS]
+
+
+def with_reading(
+    claim: Claim, frame: pd.DataFrame, observations: pd.DataFrame, include_failed: bool = False, hours=None
+) -> pd.DataFrame:
+    """A claim's verdict rows with their replication reading
+    (:func:`robustkit.verdicts.replication.replicate` on the cells the verdict tested); rows
+    without runs read say why there is none. ``hours``: () -> (CPU-hours, GPU-hours) of the
+    claim's runs, for what would settle a reading too imprecise to say."""
+    head = frame.iloc[-1]
+    if not (head["n_a"] or head["n_b"]) or head["reason_class"] in (UNTESTABLE, NO_DATA):
+        return pd.concat([frame, blank(frame, head["reason_class"] or "no runs judged")], axis=1)
+    try:
+        reading = replicate(claim, frame, cells_of(claim, observations, include_failed), hours)
+    except Exception as error:  # noqa: BLE001 - the verdict stands without its reading
+        reading = blank(frame, f"not computable: {type(error).__name__}: {error}")
+    return pd.concat([frame, reading], axis=1)
 
 
 def _stopped_early(claim: Claim, specs: Sequence) -> dict | None:
@@ -202,6 +228,7 @@ def _observed_not_judged(
     try:
         found = observations(claim, recipe.figure, recipe.figure_params(scale), store, run_ids, memo, device)
         judged = judge(claim, found, describe=True)
+        judged = with_reading(claim, judged, found, hours=lambda: claim_hours(recipe, claim, scale))
     except Exception as error:  # noqa: BLE001 - as verdicts() says of a judged claim
         kind = "" if isinstance(error, RobustkitError) else f"{type(error).__name__}: "
         return rows(claim, [result_row(reason=f"not computable on these runs: {kind}{error}", reason_class=NO_DATA)])

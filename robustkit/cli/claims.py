@@ -28,7 +28,10 @@ def add_parser(commands) -> None:
         "extrapolated to where the convergence guard's rule passes; otherwise the runs per group at "
         "which the observed effect is decided with 80% power, simulated by drawing runs from the "
         "observed ones (a bootstrap) and judging each simulated store by the claim's own verdict path. "
-        "Both are estimates from the observed runs, not promises.",
+        "Both are estimates from the observed runs, not promises. replication reads the effect against the "
+        "paper's (robustkit.verdicts.replication): consistent with it, smaller, opposite or too imprecise to say "
+        "(with the runs and hours that would say), in SDs over seeds, against the paper's effect or else the "
+        "effect its n had 33% power to detect (d33, Simonsohn 2015).",
     )
     claims.add_argument(
         "recipes", nargs="*", metavar="RECIPE", help="recipe names, e.g. han2021/fig2; default: every recipe"
@@ -112,6 +115,9 @@ def run(args) -> int:
         .merge(by_chance(table, evidence)[["recipe", "claim", "bh_unit"]], on=["recipe", "claim"], how="left")
     )
     overall = overall.assign(would_settle=_would_settle(args, table, judged, defaults, overall))
+    from robustkit.verdicts.replication import short
+
+    overall = overall.assign(replication=[short(row) for _, row in overall.iterrows()])
     shown = overall[
         [
             "recipe",
@@ -130,6 +136,7 @@ def run(args) -> int:
             "bh_unit",
             "reason",
             "would_settle",
+            "replication",
         ]
     ]
     # a verdict's reason is its explanation: shown up to the 90 characters it always had

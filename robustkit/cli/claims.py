@@ -21,8 +21,8 @@ def add_parser(commands) -> None:
         "since one unlucky seed moves all their verdicts; same_as names an earlier claim that reads the "
         "same observations (same runs, statistic, groups and cells), a second look at one piece of "
         "evidence. The tally under the table counts claims and evidence units, and the line after it how "
-        "many decisions chance alone would give; bh_unit says whether a decision survives "
-        "Benjamini-Hochberg at 5% within its evidence unit. For each inconclusive "
+        "many decisions chance alone would give; survives_family says whether a decision survives "
+        "Benjamini-Yekutieli at 5% within its figure (valid however its claims share runs). For each inconclusive "
         "claim, would_settle says what would decide it (robustkit.verdicts.settle): where the runs still "
         "improve (not converged), how much longer to train, from a power-law fit of their dev loss "
         "extrapolated to where the convergence guard's rule passes; otherwise the runs per group at "
@@ -112,7 +112,7 @@ def run(args) -> int:
         groups.tail(1)
         .merge(n, on=["recipe", "claim"], how="left")
         .merge(evidence[["recipe", "claim", "unit", "run_set", "same_as"]], on=["recipe", "claim"], how="left")
-        .merge(by_chance(table, evidence)[["recipe", "claim", "bh_unit"]], on=["recipe", "claim"], how="left")
+        .merge(by_chance(table, evidence)[["recipe", "claim", "survives_family"]], on=["recipe", "claim"], how="left")
     )
     overall = overall.assign(would_settle=_would_settle(args, table, judged, defaults, overall))
     from robustkit.verdicts.replication import short
@@ -133,7 +133,7 @@ def run(args) -> int:
             "ci_low",
             "ci_high",
             "p_value",
-            "bh_unit",
+            "survives_family",
             "reason",
             "would_settle",
             "replication",

@@ -18,9 +18,8 @@ module says, from the recipes' run specs alone (no run needs to exist):
 - :func:`n_text`: a verdict's n as runs (and cells), ``"n = 5 vs 5 runs, 7 cells"``: seven
   layers of the same five runs are not 35 observations;
 - :func:`by_chance` and :func:`chance_line`: how many decisions chance alone would give across
-  the claims judged, and which decisions survive Benjamini-Hochberg's correction within their
-  evidence unit (sibling claims that share a control group are one unit, so they are corrected
-  together).
+  the claims judged, and which decisions survive Benjamini-Yekutieli within their family (a
+  paper's figure, fixed before any run), a procedure valid however its claims share runs.
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 
+from robustkit.measures.multiplicity import family_test
 from robustkit.verdicts.recipes import Recipe
 from robustkit.verdicts.rules import tested_rows
 from robustkit.verdicts.selection import matches as _is
@@ -334,25 +334,78 @@ def n_text(rows: pd.DataFrame) -> str:
     return n + (f" summed over {cells} cells" if cells > 1 else "")
 
 
-CHANCE_COLUMNS = ["recipe", "claim", "unit", "verdict", "decision_p", "can_decide", "bh_unit"]
+CHANCE_COLUMNS = [
+    "recipe",
+    "claim",
+    "unit",
+    "family",
+    "verdict",
+    "decision_p",
+    "can_decide",
+    "in_family",
+    "family_adjusted_p",
+    "survives_family",
+]
+# inconclusive for a reason other than its evidence: its p, if any, was not a test's decision
+_WITHHELD = ("not converged", "depends on failed runs", "untestable", "no data")
 
 
-def by_chance(verdicts: pd.DataFrame, units_frame: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
+def _sides(part: pd.DataFrame) -> tuple[float, float]:
+    """A claim's p on each side from its verdict rows (its cells', then its overall row):
+    (claimed side, opposite side).
+
+    A verdict row carries one side's p (``p_value``): the opposite side's where it contradicts,
+    the claimed side's otherwise. The side it does not carry is taken as 1, always a valid p, and
+    here never a loss: a row carries the opposite side exactly where that side decided, and a
+    claim that did not decide on a side at alpha has that side's p >= alpha (an agreeing location
+    or rate claim: opposite p >= 1 - claimed p), which Benjamini-Yekutieli at alpha cannot reject
+    whatever its value. A claim over cells combines its cells' p by its quantifier (``each``, the
+    default: the claimed side needs every cell, the largest p, an intersection-union test; the
+    opposite side needs one cell, the smallest times the cells, Bonferroni; ``any`` the reverse,
+    read from its overall reason). A claim withheld by a guard (not converged, on failed runs,
+    untestable, no data) gives 1 on both sides: it was not decided on its evidence.
+    """
+    overall = part.iloc[-1]
+    if overall["verdict"] == INCONCLUSIVE and overall.get("reason_class", "") in _WITHHELD:
+        return 1.0, 1.0
+    cells = part.iloc[:-1] if len(part) > 1 else part
+    p = np.nan_to_num(cells["p_value"].to_numpy(float), nan=1.0)
+    against = (cells["verdict"] == CONTRADICTS).to_numpy()
+    claimed, opposite = np.where(against, 1.0, p), np.where(against, p, 1.0)
+    if len(cells) == 1:
+        return float(claimed[0]), float(opposite[0])
+    every = [float(claimed.max()), float(opposite.max())]  # a side that needs every cell
+    one = [min(1.0, float(claimed.min()) * len(p)), min(1.0, float(opposite.min()) * len(p))]  # needs one
+    if "holds in some cell" in str(overall.get("reason", "")):  # quantifier any (rules._overall's words)
+        return one[0], every[1]
+    return every[0], one[1]
+
+
+def by_chance(
+    verdicts: pd.DataFrame, units_frame: pd.DataFrame, alpha: float = 0.05, families: dict | None = None
+) -> pd.DataFrame:
     """Per judged claim: the p of its decision, whether its test could decide at all, and whether
-    a decision survives Benjamini-Hochberg's correction at ``alpha`` over the claims of its
-    evidence unit.
+    a decision survives Benjamini-Yekutieli at ``alpha`` within its family.
 
-    A claim's decision p: its overall row's p where it has one; for a claim over cells, the
-    largest of its cells' p where it agrees (an intersection-union test) and the smallest times
-    its cells where it contradicts (Bonferroni, at least Holm's); an inconclusive claim, 1.
-    Claims that share runs are one unit (:func:`units`): their verdicts move together, so they
-    are corrected together (the peft/zoo* claims share one group of full fine-tuning runs).
+    A family is fixed before any run: a recipe (one paper figure or table) is one family, unless
+    ``families`` maps recipes to a wider one (``{"he2021/fig3": "he2021", ...}``). Its claims may
+    share runs (one evidence unit, :func:`units`, which says which do); Benjamini-Yekutieli keeps
+    the false-discovery rate under any such dependence
+    (:func:`robustkit.measures.multiplicity.family_test`). Agreements and contradictions are two
+    procedures, each over every judged claim of the family with the p of the side it tests: the
+    claimed side's p of every claim for agreements, the opposite side's for contradictions
+    (:func:`_sides`), so m counts the family's claims and each p is a test of the same kind. m
+    leaves out, by Tarone's rule on the claims' smallest attainable p alone (group sizes, before
+    any p is seen), the claims that cannot reach their share of alpha at their n.
 
     Returns
     -------
     DataFrame
-        :data:`CHANCE_COLUMNS`, one row per judged claim; ``bh_unit`` is True / False for a
-        decided claim in a unit and NA for an inconclusive one (or one on no run).
+        :data:`CHANCE_COLUMNS`, one row per judged claim: ``decision_p`` the p of the side it
+        decided on (1 when inconclusive); ``can_decide`` its smallest p < alpha; ``in_family``
+        Tarone's rule keeps it in its family's m; ``family_adjusted_p`` the Benjamini-Yekutieli
+        adjusted p of its decision's side (NaN when inconclusive or left out); ``survives_family``
+        True / False for a decided claim (adjusted p <= alpha), NA for an inconclusive one.
     """
     rows = []
     verdicts = verdicts.assign(  # frames written before these columns existed lack them
@@ -360,61 +413,66 @@ def by_chance(verdicts: pd.DataFrame, units_frame: pd.DataFrame, alpha: float = 
     )
     for (recipe, claim), part in verdicts.groupby(["recipe", "claim"], sort=False):
         overall = part.iloc[-1]
-        cells = part.iloc[:-1] if len(part) > 1 else part
         verdict = overall["verdict"]
-        if np.isfinite(overall["p_value"]):
-            p = float(overall["p_value"])
-        elif verdict == AGREES:
-            p = float(cells["p_value"].max())
-        elif verdict == CONTRADICTS:
-            p = min(1.0, float(cells["p_value"].min()) * len(cells))
-        else:
-            p = 1.0
+        claimed, opposite = _sides(part)
+        smallest = float(overall["smallest_p"])
         rows.append(
             {
                 "recipe": recipe,
                 "claim": claim,
+                "family": (families or {}).get(recipe, recipe),
                 "verdict": verdict,
-                "decision_p": p if verdict != INCONCLUSIVE else 1.0,
-                "can_decide": bool(np.isfinite(overall["smallest_p"]) and overall["smallest_p"] < alpha),
+                "decision_p": claimed if verdict == AGREES else opposite if verdict == CONTRADICTS else 1.0,
+                "can_decide": bool(np.isfinite(smallest) and smallest < alpha),
+                "smallest": smallest,
+                "claimed": claimed,
+                "opposite": opposite,
             }
         )
-    frame = pd.DataFrame(rows, columns=[c for c in CHANCE_COLUMNS if c not in ("unit", "bh_unit")])
+    columns = ["recipe", "claim", "family", "verdict", "decision_p", "can_decide", "smallest", "claimed", "opposite"]
+    frame = pd.DataFrame(rows, columns=columns)
     frame = frame.merge(units_frame[["recipe", "claim", "unit"]], on=["recipe", "claim"], how="left")
-    frame["bh_unit"] = pd.Series(pd.NA, index=frame.index, dtype="object")
-    for _, unit in frame[frame["unit"].notna()].groupby("unit"):
-        kept = _benjamini_hochberg(unit["decision_p"].to_numpy(float), alpha)
-        decided = (unit["verdict"] != INCONCLUSIVE).to_numpy()
-        for index, survives in zip(unit.index[decided], kept[decided]):
-            frame.at[index, "bh_unit"] = bool(survives)
+    frame["in_family"] = False
+    frame["family_adjusted_p"] = np.nan
+    frame["survives_family"] = pd.Series(pd.NA, index=frame.index, dtype="object")
+    for _, family in frame.groupby("family", sort=False):
+        for kind, side in ((AGREES, "claimed"), (CONTRADICTS, "opposite")):
+            tested, adjusted = family_test(family[side], family["smallest"], alpha)
+            frame.loc[family.index, "in_family"] = tested
+            decided = (family["verdict"] == kind).to_numpy()
+            frame.loc[family.index[decided], "family_adjusted_p"] = adjusted[decided]
+    decided = frame["verdict"] != INCONCLUSIVE
+    frame.loc[decided, "survives_family"] = (frame.loc[decided, "family_adjusted_p"] <= alpha).astype(object)
     return frame[CHANCE_COLUMNS]
 
 
-def _benjamini_hochberg(p: np.ndarray, alpha: float) -> np.ndarray:
-    """Which of ``p`` Benjamini-Hochberg's step-up procedure rejects at false-discovery rate
-    ``alpha`` (scipy's ``false_discovery_control`` gives the adjusted p-values)."""
-    from scipy.stats import false_discovery_control
-
-    if not len(p):
-        return np.zeros(0, bool)
-    return false_discovery_control(np.clip(p, 0.0, 1.0), method="bh") <= alpha
-
-
-def chance_line(verdicts: pd.DataFrame, units_frame: pd.DataFrame, alpha: float = 0.05) -> str:
-    """How many decisions chance alone would give across the claims judged, in one line:
+def chance_line(
+    verdicts: pd.DataFrame, units_frame: pd.DataFrame, alpha: float = 0.05, families: dict | None = None
+) -> str:
+    """How many decisions chance alone would give across the claims judged, and how many survive
+    Benjamini-Yekutieli within their family (:func:`by_chance`), in one line:
     ``"Chance alone: of 56 claims judged, 40 could decide at their n; were every claim's null
     true, they would give at most 4.0 decisions in expectation (2 x 0.05 each: agrees or
-    contradicts); 11 decided, 3 of them survive Benjamini-Hochberg at 5% within their evidence
-    unit"``."""
-    table = by_chance(verdicts, units_frame, alpha)
+    contradicts); 11 decided, 3 of them survive Benjamini-Yekutieli at 5% within their figure
+    (...): he2021/fig3 1 of 2 (m = 3), ..."``, a figure named when one of its claims decided."""
+    table = by_chance(verdicts, units_frame, alpha, families)
     if table.empty:
         return ""
     could = int(table["can_decide"].sum())
-    decided = int((table["verdict"] != INCONCLUSIVE).sum())
-    kept = int(table["bh_unit"].fillna(False).astype(bool).sum())
+    decided = table["verdict"] != INCONCLUSIVE
+    kept = int(table["survives_family"].fillna(False).astype(bool).sum())
+    per = [
+        f"{name} {int(part['survives_family'].fillna(False).astype(bool).sum())} of {int(part_decided.sum())} "
+        f"(m = {int(part['in_family'].sum())})"
+        for name, part in table.groupby("family", sort=False)
+        if (part_decided := part["verdict"] != INCONCLUSIVE).any()
+    ]
     return (
         f"Chance alone: of {_count(len(table), 'claim')} judged, {could} could decide at their n; were every "
         f"claim's null true they would give at most {2 * alpha * could:.1f} decisions in expectation "
-        f"(2 x {alpha:g} each: agrees or contradicts); {decided} decided, {kept} of them survive "
-        f"Benjamini-Hochberg at {alpha:.0%} within their evidence unit"
+        f"(2 x {alpha:g} each: agrees or contradicts); {int(decided.sum())} decided, {kept} of them survive "
+        f"Benjamini-Yekutieli at {alpha:.0%} within their {'family' if families else 'figure'} (its claims one "
+        "family fixed before any run, valid however they share runs; agreements and contradictions tested apart, "
+        "m the claims whose smallest p can reach their share of alpha, Tarone's rule)"
+        + (": " + "; ".join(per) if per else "")
     )

@@ -54,7 +54,7 @@ def test_runs_shows_the_columns_people_ask_for_within_the_terminal(store_with_im
     out = capsys.readouterr().out
     assert " best_test" in out and "more column" not in out
     table = runs_table(store_with_import)
-    # the words of robustkit.train.collapse (a run never above the majority class is not-learned)
+    # the words of robustkit.store.collapse (a run never above the majority class is not-learned)
     assert set("/".join(table["outcome"]).split("/")) <= {"ok", "not-learned", "collapsed", "undecided"}, table[
         "outcome"
     ]

@@ -1,4 +1,4 @@
-"""The collapse rule (robustkit.train.collapse): each way a run fails, each way it does not, the
+"""The collapse rule (robustkit.store.collapse): each way a run fails, each way it does not, the
 failed-run rates, and that training records and the CLI reports a run that ends collapsed."""
 
 import dataclasses
@@ -10,9 +10,9 @@ import pytest
 from conftest import TINY_RTE
 
 from robustkit.cli import main
+from robustkit.store import collapse
 from robustkit.store.manifest import read_manifest
 from robustkit.store.tables import load_runs
-from robustkit.train import collapse
 
 
 def test_noise_band_per_metric():

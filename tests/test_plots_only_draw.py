@@ -8,8 +8,8 @@ from analysis to figure. So a plot module may import
 - the standard library, ``matplotlib``, ``seaborn``, ``numpy``, ``pandas`` (drawing and
   layout: positions, labels, scales);
 - ``robustkit.figures`` and its modules;
-- from :mod:`robustkit.train.collapse` only what reads the ``outcome`` column or names it
-  (:data:`COLLAPSE_NAMES`: the outcome names, ``kept``, ``label``), never what computes an
+- from :mod:`robustkit.store.collapse` only what reads the ``outcome`` column or names it
+  (:data:`COLLAPSE_NAMES`: the outcome names, ``kept``, the labels), never what computes an
   outcome or a count (``mark``, ``marked``, ``outcome``, ``failure_rates``, ...);
 - from :mod:`robustkit.methods` the methods' names, labels and colours, and an AdapterHub
   config's short label (:data:`METHOD_NAMES`);
@@ -39,7 +39,10 @@ import pytest
 
 PLOTS = Path(__file__).resolve().parents[1] / "robustkit" / "figures"  # the plot modules, beside the registry
 DRAWING = {"matplotlib", "seaborn", "numpy", "pandas"}
-COLLAPSE_NAMES = {"OK", "NOT_LEARNED", "COLLAPSED", "DIVERGED", "OUTCOMES", "FAILED_WORDS", "kept", "label"}
+COLLAPSE_NAMES = {
+    *("OK", "NOT_LEARNED", "COLLAPSED", "UNDECIDED", "DIVERGED", "OUTCOMES", "FAILED_WORDS", "kept"),
+    *("label", "counts_label", "outcomes_label"),  # text of counts already made, or of an outcome column
+}
 METHOD_NAMES = {"method_colours", "method_labels"}
 # An AdapterHub config's short label: text for a legend, from the config's JSON alone.
 CONFIG_LABEL = ("robustkit.methods.adapterhub", "short_config")
@@ -77,7 +80,7 @@ def allowed(module: str, name: str | None) -> bool:
     if name is None:  # a robustkit module bound as a whole: its attributes are checked where used
         return module in (
             "robustkit.figures",
-            "robustkit.train.collapse",
+            "robustkit.store.collapse",
             "robustkit.methods",
             "robustkit.methods.registry",
             "robustkit.errors",
@@ -92,7 +95,7 @@ def allowed(module: str, name: str | None) -> bool:
         return True
     if module in ("robustkit.figures", "robustkit.params"):
         return _constant(name)
-    if module == "robustkit.train.collapse":
+    if module == "robustkit.store.collapse":
         return name in COLLAPSE_NAMES or _constant(name)
     if module in ("robustkit.methods", "robustkit.methods.registry"):
         return name in METHOD_NAMES or _constant(name)
@@ -202,8 +205,8 @@ def test_every_plot_module_is_checked():
             "d.aso_table (robustkit.analysis.dominance)",
         ),
         ("import robustkit.analysis.tuning as t\nt.run(None)", "t.run (robustkit.analysis.tuning)"),
-        ("from robustkit.train import collapse\ncollapse.marked(None)", "collapse.marked (robustkit.train.collapse)"),
-        ("from robustkit.train.collapse import failure_rates", "from robustkit.train.collapse import failure_rates"),
+        ("from robustkit.store import collapse\ncollapse.marked(None)", "collapse.marked (robustkit.store.collapse)"),
+        ("from robustkit.store.collapse import failure_rates", "from robustkit.store.collapse import failure_rates"),
         ("from robustkit.measures import significance", "from robustkit.measures import significance"),
         ("import robustkit.analysis.scores\nrobustkit.analysis.scores.outcomes(None)", "robustkit.analysis"),
         ("from ..analysis.tradeoff import select_best", "from robustkit.analysis.tradeoff import select_best"),
@@ -239,7 +242,7 @@ def test_the_rule_lets_drawing_imports_through():
             "import seaborn as sns",
             "import matplotlib.pyplot as plt",
             "from matplotlib.figure import Figure",
-            "from robustkit.train import collapse",
+            "from robustkit.store import collapse",
             "from robustkit.figures import style",
             "from robustkit.figures.style import method_color",
             "from robustkit.analysis.tradeoff import POINT_COLUMN, POINT_SYMBOL",

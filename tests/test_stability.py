@@ -14,8 +14,8 @@ from robustkit.cli import main
 from robustkit.errors import RobustkitError
 from robustkit.figures import stability as plots
 from robustkit.figures.style import save_pdf
+from robustkit.store import collapse
 from robustkit.store.tables import IDENTITY, load_runs
-from robustkit.train import collapse
 
 
 def _runs(spread: dict[str, float], n: int = 20, seed: int = 0, baseline: float = 0.53, **cells) -> pd.DataFrame:

@@ -10,7 +10,7 @@ import pytest
 from robustkit.analysis import stability
 from robustkit.figures.style import figure_texts, save_pdf
 from robustkit.figures.tables import summary_table
-from robustkit.train import collapse
+from robustkit.store import collapse
 
 
 def _scores() -> pd.DataFrame:

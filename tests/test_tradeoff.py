@@ -14,8 +14,8 @@ from robustkit.figures.marks import COLLAPSED_LABEL
 from robustkit.figures.style import figure_texts, save_pdf
 from robustkit.figures.tradeoff import tradeoff_aggregate_figure, tradeoff_figure
 from robustkit.specs.spec import RunSpec
+from robustkit.store import collapse
 from robustkit.store.manifest import write_manifest
-from robustkit.train import collapse
 
 BASE = 4_000_000  # parameters of the fake model without adapters
 

@@ -10,8 +10,9 @@ from conftest import TINY_RTE, write_rte
 
 from robustkit.analysis import convergence
 from robustkit.specs.spec import RunSpec
+from robustkit.store import collapse
 from robustkit.store.manifest import read_manifest
-from robustkit.train import collapse, convergence_rule, train
+from robustkit.train import convergence_rule, train
 
 
 def test_the_guard_and_the_stopping_rule_are_one_definition():

@@ -1,5 +1,5 @@
 """One vocabulary for outcomes (issue #38 item 9): a run is called the same by ``train``'s
-summary, ``runs``, ``stats`` and the figures (the words of :data:`robustkit.train.collapse.OUTCOMES`);
+summary, ``runs``, ``stats`` and the figures (the words of :data:`robustkit.store.collapse.OUTCOMES`);
 counts take the right plural; an empty table says why."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pandas as pd
 
 from robustkit.analysis import stability
 from robustkit.cli import main
-from robustkit.train import collapse
+from robustkit.store import collapse
 
 
 def test_labels_use_the_outcome_words():
@@ -53,7 +53,7 @@ def test_train_and_runs_call_a_run_what_stats_calls_it(monkeypatch, tmp_path):
     from robustkit.cli.report import failed_outcomes
 
     run_id, runs = _store_with_a_run_that_never_learned(monkeypatch, tmp_path)
-    # what stats says of it (robustkit.train.collapse.mark, from the same history)
+    # what stats says of it (robustkit.store.collapse.mark, from the same history)
     said = collapse.mark(pd.DataFrame({"value": [0.578], "baseline": [0.578], "ever_learned": [False]}))[
         "outcome"
     ].item()

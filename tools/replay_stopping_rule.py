@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from robustkit.train import collapse, convergence_rule
+from robustkit.store import collapse
+from robustkit.train import convergence_rule
 from robustkit.train.optimiser import linear_lr_factor
 
 

@@ -7,7 +7,7 @@ A binary task whose majority class holds ``q`` of the ``n`` scored examples. An 
 true accuracy ``p`` gets each example right with probability ``p`` (its errors spread over both
 classes, so its top-class share stays far below 0.95); a failed run predicts the majority class
 for all but a ``leak`` share of examples, chosen at random. Each draw is scored by
-:func:`robustkit.train.collapse.outcome` and :func:`~robustkit.train.collapse.undecided`, and
+:func:`robustkit.store.collapse.outcome` and :func:`~robustkit.store.collapse.undecided`, and
 the rule of before issue #46 (``value <= baseline + 2 se``) beside it. Prints one Markdown row
 per setting: the share called collapsed, undecided and ok.
 
@@ -20,7 +20,7 @@ sklearn computes it, 0 where a margin is empty). Per ``n``, the worst over the n
 0.5-0.85 and ``r`` in 0.1-0.9 (steps of 0.05; a predicted top-class share above 0.9 is left to
 the share rule): ``false collapsed`` (phi = the learned margin, called collapsed by the MCC
 branch) and ``false learned`` (phi = 0, the baseline, called learned). ``--factor`` scores the
-rule with ``se = factor / sqrt(n)`` instead of :data:`robustkit.train.collapse.MCC_SE_FACTOR`
+rule with ``se = factor / sqrt(n)`` instead of :data:`robustkit.store.collapse.MCC_SE_FACTOR`
 (1.0: the rule before issue #55).
 """
 
@@ -33,7 +33,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from robustkit.train import collapse
+from robustkit.store import collapse
 
 SETTINGS = [(n, q) for n in (32, 64, 100, 200, 500, 1000) for q in (0.5, 0.55, 0.7)]
 

@@ -25,7 +25,7 @@ import pandas as pd
 from scipy import stats
 
 from robustkit.analysis.pooling import require_columns
-from robustkit.train import collapse
+from robustkit.store import collapse
 
 N_RESAMPLES = 2000  # rliable's default number of bootstrap resamples
 CONFIDENCE = 0.95

@@ -82,7 +82,7 @@ def success_lines(summary: pd.DataFrame, convention: str = "openattack", include
         ``convention``, with ``outcome``), ``lines`` (``attacker`` where ``summary`` has it +
         :data:`LINE_COLUMNS`: ``mean`` and ``std`` (ddof 1; NaN for one victim) of the success
         rate, a fraction, over the ``n`` victims kept at that point), ``failures``
-        (:func:`robustkit.train.collapse.failure_rates` per method of the victims, counted once: from
+        (:func:`robustkit.store.collapse.failure_rates` per method of the victims, counted once: from
         the first attacker's rows), ``convention`` and ``include_failed``.
 
     Raises
@@ -90,7 +90,7 @@ def success_lines(summary: pd.DataFrame, convention: str = "openattack", include
     ValueError
         No row of ``convention``.
     """
-    from robustkit.train import collapse
+    from robustkit.store import collapse
 
     data = summary[summary["convention"] == convention]
     if data.empty:

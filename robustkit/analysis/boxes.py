@@ -29,7 +29,7 @@ import pandas as pd
 
 from robustkit.analysis import dominance, stability
 from robustkit.analysis.pooling import mixed_settings
-from robustkit.train import collapse
+from robustkit.store import collapse
 
 __all__ = [
     "box_lr",
@@ -131,7 +131,7 @@ def box_statistics(
     frame : DataFrame
         One row per observation (run, or run x epoch end): ``task, method, value, metric``,
         ``baseline`` and run settings; ``outcome`` where known (else marked by
-        :func:`robustkit.train.collapse.marked`).
+        :func:`robustkit.store.collapse.marked`).
     x, hue : str
         Columns of the boxes' positions and colours (both ``method``: one box per method).
     columns : str, optional

@@ -20,8 +20,8 @@ import pandas as pd
 
 from robustkit.analysis.declare import Analysis, Statistic
 from robustkit.analysis.select import select_runs
+from robustkit.store import collapse
 from robustkit.store.tables import IDENTITY, load_history
-from robustkit.train import collapse
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
 # take their defaults from it.

@@ -103,7 +103,7 @@ class Statistic:
         never does. False for statistics of the path of training itself (gradient-norm slopes).
     better : {"higher", "lower"} or None
         Which values are the better outcome of training (accuracy: higher). A failed run
-        (:mod:`robustkit.train.collapse`) then ranks as the worst outcome, below every learned run,
+        (:mod:`robustkit.store.collapse`) then ranks as the worst outcome, below every learned run,
         in the claim's test with its failures (:mod:`robustkit.verdicts.rules`); None: no value is better
         (a similarity, a slope), and failed runs enter with their values.
     undefined_on_failed : str

@@ -9,7 +9,7 @@ stability statistics the field reports beyond variance tests (issue #16, item 4)
   (a stricter threshold, 0.2, is also common). Computed both ways for each pair, because the two
   are not exactly complementary. Scores are oriented so that higher is better (a loss is
   negated).
-- **Failed-run rate**: collapsed or diverged runs (:mod:`robustkit.train.collapse`) over all runs of a
+- **Failed-run rate**: collapsed or diverged runs (:mod:`robustkit.store.collapse`) over all runs of a
   group, with the exact (Clopper-Pearson) binomial interval (``scipy.stats.binomtest``), because
   "2 of 5 failed" says little without one.
 
@@ -29,7 +29,7 @@ from scipy import stats
 
 from robustkit.analysis.pooling import check_pooling
 from robustkit.errors import RobustkitError
-from robustkit.train import collapse
+from robustkit.store import collapse
 
 ASO_COLUMNS = ["by", "group_a", "group_b", "n_a", "n_b", "eps_min", "confidence", "note"]
 FAILURE_COLUMNS = ["n_runs", "n_failed", "failed_rate", "ci_low", "ci_high", "confidence"]

@@ -474,7 +474,7 @@ def landscape_lines(frame: pd.DataFrame, metric: str = "loss", split: str = "val
     ValueError
         No row of ``split`` and ``metric``.
     """
-    from robustkit.train import collapse
+    from robustkit.store import collapse
 
     data = frame[(frame["metric"] == metric) & (frame["split"] == split)]
     if data.empty:

@@ -14,7 +14,7 @@ import pandas as pd
 
 from robustkit.analysis import stability
 from robustkit.analysis.pooling import split_columns
-from robustkit.train.collapse import marked
+from robustkit.store.collapse import marked
 
 
 def results_table(frame: pd.DataFrame, by: Sequence[str], include_failed: bool = False) -> dict:

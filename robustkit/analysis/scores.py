@@ -3,7 +3,7 @@
 :func:`outcomes` gives one score per run (a checkpoint's metric on a split, from the manifest's
 final metrics or an epoch's evaluation in ``history.parquet``), :func:`epoch_outcomes` one per
 run x fine-tuning epoch; both add the majority-class baseline and the run's outcome
-(:mod:`robustkit.train.collapse`). Nothing is recomputed and no cache is needed, except the majority
+(:mod:`robustkit.store.collapse`). Nothing is recomputed and no cache is needed, except the majority
 baseline, which reads each task's labels once per process. Statistics over these scores are in
 :mod:`robustkit.analysis.stability`.
 """
@@ -22,8 +22,8 @@ import pandas as pd
 from robustkit.analysis.declare import METRIC, NEVER_LEARNED, Analysis, Param, Statistic, checkpoint_param
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
+from robustkit.store import collapse
 from robustkit.store.tables import IDENTITY, load_history
-from robustkit.train import collapse
 
 # Everything robustkit reads about this module's two analyses (robustkit.analysis.declare): the
 # final scores and the scores at every epoch end, both read from the manifests and logs.
@@ -32,7 +32,7 @@ DECLARED = (
         "scores",
         "each run's final score and outcome (ok / collapsed / diverged) on a split",
         "From the manifests (no model is loaded): each selected run's metric at the chosen checkpoint and split, and "
-        "its outcome (robustkit.train.collapse).",
+        "its outcome (robustkit.store.collapse).",
         ":outcomes",
         (
             Param("split", "test", "split scored", choices=("test", "validation")),
@@ -232,7 +232,7 @@ OUTCOME_ON = ("test", "best")  # split and checkpoint whose score decides a run'
 
 def with_outcomes(frame: pd.DataFrame, store: str | Path, checkpoint: str, split: str = OUTCOME_ON[0]) -> pd.DataFrame:
     """``frame`` (rows with a ``run_id``) + each run's ``outcome`` on ``split`` at ``checkpoint``
-    (:mod:`robustkit.train.collapse`; ``ok`` for a checkpoint with no score, such as ``step-0``).
+    (:mod:`robustkit.store.collapse`; ``ok`` for a checkpoint with no score, such as ``step-0``).
 
     A run stuck at the majority class (or diverged) is no result: what a figure computes from
     it (its robustness, its representations' drift) is left out of means and claims, and
@@ -306,9 +306,9 @@ def epoch_outcomes(
 
 def ever_learned(store: str | Path, runs: pd.DataFrame) -> pd.Series:
     """run_id -> whether the run left the majority class at any validation evaluation of its
-    training (its main metric significantly above the baseline, :func:`robustkit.train.collapse.above_baseline`);
+    training (its main metric significantly above the baseline, :func:`robustkit.store.collapse.above_baseline`);
     NA where the history or the baseline is unknown. A collapsed run that never did is
-    ``not-learned`` (:mod:`robustkit.train.collapse`)."""
+    ``not-learned`` (:mod:`robustkit.store.collapse`)."""
     found = pd.Series(pd.NA, index=runs["run_id"], dtype="boolean")
     if "ever_learned" in runs:  # recorded by training
         recorded = runs.set_index("run_id")["ever_learned"]
@@ -357,7 +357,7 @@ def run_baseline(run: pd.Series, metric: str, split: str) -> float:
 def _with_baseline(
     frame: pd.DataFrame, runs: pd.DataFrame, baseline: float | Mapping[str, float] | None
 ) -> pd.DataFrame:
-    """``frame`` + ``baseline``, ``outcome`` and ``failed`` (:func:`robustkit.train.collapse.mark`);
+    """``frame`` + ``baseline``, ``outcome`` and ``failed`` (:func:`robustkit.store.collapse.mark`);
     data settings come from each run's row of ``runs``."""
     keys = frame[["run_id", "task", "metric", "split"]].drop_duplicates()
     settings = runs.set_index("run_id")
@@ -387,7 +387,7 @@ def majority_baseline(
     float
         NaN for ``loss`` (no meaningful constant baseline) or when the data cannot be loaded
         (a warning says why): the run's outcome then rests on the class-share and finiteness
-        rules of :mod:`robustkit.train.collapse` alone.
+        rules of :mod:`robustkit.store.collapse` alone.
     """
     # here, not at the top: loading data imports datasets (half a second), which `robustkit stats`
     # on a store whose manifests record their baselines never needs (issue #57)
@@ -442,13 +442,13 @@ def collapsed(frame: pd.DataFrame) -> pd.DataFrame:
     """Whether a run collapsed, in He et al. 2021's sense (§5, figure 4): 1.0 or 0.0 (a rate's ones).
 
     1.0 for a run that learned and fell back to the majority class (outcome ``collapsed``,
-    :mod:`robustkit.train.collapse`) or diverged, 0.0 for an ``ok`` run; their ``outcome`` is ``ok``:
+    :mod:`robustkit.store.collapse`) or diverged, 0.0 for an ``ok`` run; their ``outcome`` is ``ok``:
     every one of them counts in the rate. A run that never left the majority class
     (``not-learned``: too short a budget for its learning rate) says nothing of collapse, either
     way: its ``value`` is NaN and its outcome stays ``not-learned``, so a claim leaves it out and
     counts it apart (the registry's ``undefined_on_failed`` says why).
     """
-    from robustkit.train import collapse as rule
+    from robustkit.store import collapse as rule
 
     learned = frame["outcome"] != rule.NOT_LEARNED
     ones = frame["outcome"].isin([rule.COLLAPSED, rule.DIVERGED]).astype(float)

@@ -52,7 +52,7 @@ def select_runs(
         Column -> accepted values, or ``key=value[,value]`` strings.
     complete : bool
         Keep only finished runs: complete or diverged (:data:`robustkit.store.schema.FINISHED`; a
-        diverged run is counted as such by the analyses, :mod:`robustkit.train.collapse`).
+        diverged run is counted as such by the analyses, :mod:`robustkit.store.collapse`).
 
     Raises
     ------

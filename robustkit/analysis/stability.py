@@ -26,7 +26,7 @@ import pandas as pd
 from robustkit.analysis.pooling import check_pooling, require_columns, setting_columns
 from robustkit.errors import RobustkitError
 from robustkit.measures import significance
-from robustkit.train import collapse
+from robustkit.store import collapse
 
 _STATS = ["n", "mean", "std", "median", "iqr", "min", "max", "ci_low", "ci_high"]
 SUMMARY_STATS = [
@@ -78,7 +78,7 @@ def summarize(
 ) -> pd.DataFrame:
     """Spread of ``value`` in each group: one row per box of a box plot.
 
-    Collapsed and diverged runs (``outcome`` column, :mod:`robustkit.train.collapse`) are counted but
+    Collapsed and diverged runs (``outcome`` column, :mod:`robustkit.store.collapse`) are counted but
     left out of the statistics unless ``include_failed``.
 
     Parameters

@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 
 from robustkit.analysis.pooling import setting_columns
+from robustkit.store.collapse import OK
 from robustkit.store.tables import IDENTITY
-from robustkit.train.collapse import OK
 
 
 def _configurations(frame: pd.DataFrame) -> pd.Series:

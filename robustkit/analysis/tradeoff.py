@@ -5,7 +5,7 @@ Everything comes from the runs' manifests: how many parameters each run trained 
 it was built; a shared adapter once), how many the model has without adapters, and a task
 metric at the best checkpoint (selected on validation) on the validation and test splits. Each
 row also carries the majority-class baseline of that metric on that split and the run's
-outcome (:mod:`robustkit.train.collapse`): collapsed and diverged runs are counted, never averaged in.
+outcome (:mod:`robustkit.store.collapse`): collapsed and diverged runs are counted, never averaged in.
 
 - :func:`table`: one row per run x split.
 - :func:`select_best`: per point of a curve (method x size), the runs of the learning rate (and
@@ -35,9 +35,9 @@ from robustkit.errors import RobustkitError
 from robustkit.methods import HOULSBY_INIT_STD
 from robustkit.methods.registry import METHODS, spec_fields
 from robustkit.specs.spec import SPEC_DEFAULTS, RunSpec
+from robustkit.store import collapse
 from robustkit.store.manifest import read_manifest
 from robustkit.store.tables import IDENTITY
-from robustkit.train import collapse
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
 # take their defaults from it.

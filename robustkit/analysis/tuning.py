@@ -37,7 +37,7 @@ from robustkit.analysis import scores
 from robustkit.analysis.declare import METRIC, Analysis, Param, checkpoint_param
 from robustkit.analysis.pooling import check_pooling, mixed_settings
 from robustkit.errors import RobustkitError
-from robustkit.train import collapse
+from robustkit.store import collapse
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
 # take their defaults from it.

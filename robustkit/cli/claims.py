@@ -14,7 +14,7 @@ def add_parser(commands) -> None:
         description="For each recipe's claims (recipes/*/*.toml, [[claim]] tables): compute the per-run statistic "
         "on the recipe's runs in the store, test the claim and print agrees / contradicts / "
         "inconclusive with n, effect size, CI and p. Collapsed runs are left out (see "
-        "robustkit/train/collapse.py). Trains nothing: run `robustkit reproduce` first. Evidence is "
+        "robustkit/store/collapse.py). Trains nothing: run `robustkit reproduce` first. Evidence is "
         "counted once (robustkit.verdicts.evidence): n counts runs (a claim tested in several cells, e.g. "
         "7 layers of the same 5 runs per group, says 'n = 5 vs 5 runs, 7 cells'); claims that share at "
         "least one run form one evidence unit (column unit; run_set: claims on the identical runs), "

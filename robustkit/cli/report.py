@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from robustkit.store import collapse
 from robustkit.store.manifest import read_manifest
 from robustkit.store.schema import DAMAGED
 from robustkit.store.tables import OPTION_COLUMNS, load_runs
-from robustkit.train import collapse
 
 SHOWN = [
     "run_id",
@@ -56,7 +56,7 @@ def runs_table(
     DataFrame
         :data:`SHOWN` columns (``options``: the method's options, ``r=8 alpha=8 ...``; empty
         for methods whose options are run-spec columns; ``outcome``: ``ok``, or every outcome
-        other than ok among its checkpoints and splits, e.g. ``collapsed``: :mod:`robustkit.train.collapse`;
+        other than ok among its checkpoints and splits, e.g. ``collapsed``: :mod:`robustkit.store.collapse`;
         empty where none was recorded) + ``metric`` (the task's main metric) and its value on the
         validation and test splits at the best checkpoint (``best_val``, ``best_test``) and on
         test at the last one (``last_test``).
@@ -106,7 +106,7 @@ def runs_table(
 def _with_history(store: str | Path, runs: pd.DataFrame, outcomes: dict) -> dict:
     """run_id -> outcome text (a word, or words joined by ``/``: ``collapsed/diverged``) with
     ``collapsed`` made ``not-learned`` for runs that never left the majority class
-    (:func:`robustkit.train.collapse.with_history`), as ``stats`` and the figures call them: training
+    (:func:`robustkit.store.collapse.with_history`), as ``stats`` and the figures call them: training
     records the outcome before it knows."""
     learned = _ever_learned(
         store, runs, [r for r, o in outcomes.items() if isinstance(o, str) and collapse.COLLAPSED in o]
@@ -160,7 +160,7 @@ def _options(run: pd.Series) -> str:
 
 def failed_outcomes(store: str | Path, run_ids: list[str]) -> list[str]:
     """One line per run in ``run_ids`` that ended not-learned, collapsed or diverged
-    (:mod:`robustkit.train.collapse`), in the words ``runs`` and ``stats`` use for it.
+    (:mod:`robustkit.store.collapse`), in the words ``runs`` and ``stats`` use for it.
 
     Returns
     -------

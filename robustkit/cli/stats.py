@@ -71,7 +71,7 @@ def add_parser(commands) -> None:
         "--include-failed",
         action="store_true",
         help="keep failed runs (not-learned, collapsed or diverged) in the statistics and tests (default: counted per "
-        "group, left out; see robustkit.train.collapse)",
+        "group, left out; see robustkit.store.collapse)",
     )
     stats.add_argument(
         "--no-aso",
@@ -106,7 +106,7 @@ def run(args) -> int:
     # rliable's summaries over tasks x seeds: the task is their stratum, the other cells stay cells
     iqm, improvement = aggregates.tables(frame, args.by, within=cells, include_failed=args.include_failed)
     from robustkit.cli import terminal
-    from robustkit.train import collapse
+    from robustkit.store import collapse
 
     if args.format == "json":  # one document: each table under its name
         import json

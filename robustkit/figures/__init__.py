@@ -238,7 +238,7 @@ class Figure:
 INCLUDE_FAILED = Param(
     "include_failed",
     False,
-    "keep collapsed and diverged runs (robustkit.train.collapse) in boxes, means, error bars and tests; they are "
+    "keep collapsed and diverged runs (robustkit.store.collapse) in boxes, means, error bars and tests; they are "
     "marked either way; default: left out",
 )
 

@@ -17,7 +17,7 @@ from robustkit.figures.canvas import new_figure
 from robustkit.figures.labels import paper_title
 from robustkit.figures.marks import COLLAPSED_STYLE, collapsed_handle
 from robustkit.figures.method_style import method_color, method_label
-from robustkit.train import collapse
+from robustkit.store import collapse
 
 # The figures of this module, as robustkit.figures reads them from this source (the attack
 # analysis declares their data and views).

@@ -33,7 +33,7 @@ from robustkit.figures.method_style import method_color, method_label
 from robustkit.figures.setting_groups import rows_matching, setting_combos
 from robustkit.figures.tables import render_table
 from robustkit.figures.units import scale, unit
-from robustkit.train import collapse
+from robustkit.store import collapse
 
 # The figures of this module, as robustkit.figures reads them from this source (their analyses
 # declare their data).
@@ -246,7 +246,7 @@ def mean_best_table(summary: pd.DataFrame) -> Figure:
         rows.append(cells)
     notes = [
         f"Dev {metric}{shown_unit}: per run, the mean and the maximum over all its evaluation steps; then "
-        f"mean ± std (ddof 1) over the runs (seeds). n: runs kept; collapsed runs (robustkit.train.collapse, "
+        f"mean ± std (ddof 1) over the runs (seeds). n: runs kept; collapsed runs (robustkit.store.collapse, "
         f"judged at the end of training) are left out and counted."
     ]
     title = paper_title("He et al. 2021, table 6", summary)

@@ -17,7 +17,7 @@ from robustkit.figures.marks import COLLAPSED_STYLE, baseline_handle, collapsed_
 from robustkit.figures.method_style import method_color
 from robustkit.figures.units import scale, score_label
 from robustkit.methods import HOULSBY_INIT_STD
-from robustkit.train import collapse
+from robustkit.store import collapse
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
 DECLARED = figures.Figure(

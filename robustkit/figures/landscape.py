@@ -11,7 +11,7 @@ from robustkit.figures.labels import paper_title
 from robustkit.figures.method_style import method_color, method_label
 from robustkit.figures.setting_groups import LINE_STYLES
 from robustkit.figures.units import scale, unit
-from robustkit.train import collapse
+from robustkit.store import collapse
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
 DECLARED = figures.Figure(

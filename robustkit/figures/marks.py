@@ -1,7 +1,7 @@
 """The marks score figures share: runs as dots, failed runs as grey crosses, the baseline.
 
 A run's dots are jittered the same way every time (:func:`strip_points`); a collapsed, diverged
-or not-learned run (:mod:`robustkit.train.collapse`) is a grey cross (:data:`COLLAPSED_STYLE`)
+or not-learned run (:mod:`robustkit.store.collapse`) is a grey cross (:data:`COLLAPSED_STYLE`)
 or left out of a line (:func:`without_failed`); the majority-class baseline is a dashed line
 (:func:`draw_baseline`) kept in view (:func:`include_baseline`). Each has its legend entry.
 """
@@ -15,9 +15,9 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
-from robustkit.train.collapse import FAILED_WORDS
+from robustkit.store.collapse import FAILED_WORDS
 
-# The grey x marks every run that is no result, in the outcome words of robustkit.train.collapse.
+# The grey x marks every run that is no result, in the outcome words of robustkit.store.collapse.
 COLLAPSED_LABEL = f"failed run ({FAILED_WORDS})"
 COLLAPSED_STYLE = {"marker": "x", "color": "#7f7f7f", "linestyle": "none", "markersize": 5, "markeredgewidth": 1.2}
 BASELINE_LABEL = "majority-class baseline"
@@ -46,7 +46,7 @@ def without_failed(runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """The rows of runs whose ``outcome`` is ``ok`` (all rows without the column), and what was
     left out, for a legend (``"2 collapsed left out"``; empty when nothing was).
 
-    A collapsed or diverged run is no result (:mod:`robustkit.train.collapse`): a line's mean is over
+    A collapsed or diverged run is no result (:mod:`robustkit.store.collapse`): a line's mean is over
     the other runs, and the legend counts the rest.
     """
     if "outcome" not in runs:

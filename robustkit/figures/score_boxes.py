@@ -2,7 +2,7 @@
 
 :func:`box_figure` draws one box per x value and hue level over the runs (each run a dot), a
 panel per task and combination of the ``panels`` columns, with the number of runs behind each
-box (``n=``), collapsed and diverged runs (:mod:`robustkit.train.collapse`) as grey crosses
+box (``n=``), collapsed and diverged runs (:mod:`robustkit.store.collapse`) as grey crosses
 left out of the boxes unless ``include_failed``, the majority-class baseline (dashed), one
 legend and the caption under the figure. The statistics it shows (the summary per box, the
 panels, the caption's tests) come from a view of :mod:`robustkit.analysis.boxes`.
@@ -39,7 +39,7 @@ from robustkit.figures.marks import (
 from robustkit.figures.method_style import method_color
 from robustkit.figures.setting_groups import rows_matching, setting_combos, sort_key
 from robustkit.figures.units import scale
-from robustkit.train import collapse
+from robustkit.store import collapse
 
 BOX_WIDTH = 0.8  # seaborn's default: dodged boxes share it equally
 MIN_BOX = 2  # a box of one run is a flat line with no quartiles: that run is drawn as its dot only
@@ -471,7 +471,7 @@ def _method_note(data: pd.DataFrame, mean_std: bool, include_failed: bool, unit:
     if (data["outcome"] != collapse.OK).any():
         kept = "kept in" if include_failed else "left out of"
         parts.append(
-            f"Grey crosses: collapsed / diverged {unit} (robustkit.train.collapse: stuck at the majority class), "
+            f"Grey crosses: collapsed / diverged {unit} (robustkit.store.collapse: stuck at the majority class), "
             f"{kept} the {'means' if mean_std else 'boxes'}, n= and tests."
         )
     return " ".join(parts)

@@ -14,7 +14,7 @@ from robustkit.figures.marks import without_failed
 from robustkit.figures.method_style import method_color, method_label
 from robustkit.figures.setting_groups import method_configs
 from robustkit.params import Param
-from robustkit.train import collapse
+from robustkit.store import collapse
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
 DECLARED = figures.Figure(

@@ -13,7 +13,7 @@
   (boxes, or mean +- std).
 
 Every figure shows the number of runs behind each box (``n=``), collapsed and diverged runs
-(:mod:`robustkit.train.collapse`) as grey crosses left out of the boxes, means and tests (unless
+(:mod:`robustkit.store.collapse`) as grey crosses left out of the boxes, means and tests (unless
 ``include_failed``) with ``collapsed k/n`` over their box, the majority-class baseline (dashed)
 and, under the figure, the caption of :func:`robustkit.analysis.stability.caption` (Levene /
 Brown-Forsythe for the spread, Mann-Whitney U for the location). Runs that differ in any run

@@ -2,7 +2,7 @@
 2021 tables 2, 5 and 6) as tables, cropped to their content by :func:`robustkit.figures.style.save_pdf`.
 
 Every value cell reads ``mean ± std`` over the kept runs, with the runs behind it (``n``) and
-``collapsed k/n`` where runs failed (:mod:`robustkit.train.collapse`); a column gives the
+``collapsed k/n`` where runs failed (:mod:`robustkit.store.collapse`); a column gives the
 majority-class baseline of each row.
 """
 
@@ -20,7 +20,7 @@ from robustkit.figures import canvas, style, units
 from robustkit.figures.labels import cell_text, paper_title, setting_label
 from robustkit.figures.method_style import method_label
 from robustkit.params import Param
-from robustkit.train import collapse
+from robustkit.store import collapse
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
 DECLARED = figures.Figure(
@@ -69,7 +69,7 @@ def summary_table(
     summary : DataFrame
         :func:`robustkit.analysis.stability.summarize` output: the ``by`` columns and ``n,
         mean, std, min, max, ci_low, ci_high``; where present ``n_runs, n_collapsed,
-        n_diverged`` (:func:`robustkit.train.collapse.failure_rates`) and ``baseline`` (majority
+        n_diverged`` (:func:`robustkit.store.collapse.failure_rates`) and ``baseline`` (majority
         class, same units as ``mean``). A group whose runs all failed has NaN statistics.
     by : list of str
         Grouping columns, shown first (``method`` shown by its label).
@@ -231,7 +231,7 @@ def _legend_note(include_failed: bool, has_failures: bool) -> str:
         return what
     kept = "included in" if include_failed else "left out of"
     return (
-        f"{what} Collapsed / diverged runs (robustkit.train.collapse: stuck at the majority class) are {kept} "
+        f"{what} Collapsed / diverged runs (robustkit.store.collapse: stuck at the majority class) are {kept} "
         f"the statistics and counted in 'collapsed'."
     )
 

@@ -36,7 +36,7 @@ from robustkit.figures.marks import (
 from robustkit.figures.method_style import method_color, method_label
 from robustkit.figures.units import PERCENT, SCALED, scale, score_label
 from robustkit.params import Param
-from robustkit.train import collapse
+from robustkit.store import collapse
 
 # The figures of this module, as robustkit.figures reads them from this source (their analyses
 # declare their data).

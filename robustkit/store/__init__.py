@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs only; at run time __getattr__ im
     from robustkit.store.tables import DamagedRunWarning, load_gradnorms, load_history
 
 # Name -> module that defines it, imported on first access (PEP 562 module __getattr__): the
-# tables import pandas and the failure rule (robustkit.train.collapse, which itself imports
+# tables import pandas and the failure rule (robustkit.store.collapse, which itself imports
 # robustkit.store.schema), so importing them here would load pandas for every module of the
 # store (``folders``, ``manifest``, ...) and make collapse -> store -> tables -> collapse a cycle.
 _LAZY = {
@@ -65,7 +65,7 @@ def load_runs(store: str | Path, include_tsp: bool = False, include_damaged: boo
     option columns of the methods present only (``lora.r`` where LoRA ran), an ``outcome`` column in
     the words of the CLI and the figures (``ok``, ``not-learned``, ``collapsed``, ``diverged``) and
     ``data_changed`` where a run's data file was edited since."""
-    # through importlib, as __getattr__: the tables need the failure rule (robustkit.train.collapse),
+    # through importlib, as __getattr__: the tables need the failure rule (robustkit.store.collapse),
     # which needs only this package's vocabulary (robustkit.store.schema), not these loaders
     tables = importlib.import_module("robustkit.store.tables")
     return tables.load_runs(store, include_tsp=include_tsp, include_damaged=include_damaged, all_options=False)

@@ -13,7 +13,7 @@ from robustkit.specs.spec import RunSpec, TspSpec
 # A run's ``status`` in its manifest. ``running`` (or interrupted: resumable), ``failed`` (an
 # exception; resumable), ``complete`` (trained to the end), ``diverged`` (stopped at a non-finite
 # loss, gradient norm or weights: its last finite state kept, its outcome ``diverged``,
-# :mod:`robustkit.train.collapse`). Complete and diverged runs are finished: never trained again, and
+# :mod:`robustkit.store.collapse`). Complete and diverged runs are finished: never trained again, and
 # analysed (a diverged run is counted as such, never averaged in as a result).
 COMPLETE, DIVERGED = "complete", "diverged"
 FINISHED = (COMPLETE, DIVERGED)
@@ -22,7 +22,7 @@ STATUSES = (RUNNING, "failed", COMPLETE, DIVERGED)
 # A run folder that cannot be trusted (robustkit.analysis.verify): shown with this status, never analysed.
 DAMAGED = "damaged"
 
-# A run's **outcome** on a scored split (:mod:`robustkit.train.collapse` decides it): the one
+# A run's **outcome** on a scored split (:mod:`robustkit.store.collapse` decides it): the one
 # vocabulary of tables, figures and the CLI. Here, below the training code, so that the store's
 # tables speak it too. ``undecided``: the scored split is too small to tell a failed run from one
 # that learned; never ``ok`` (issue #55).

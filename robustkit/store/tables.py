@@ -11,10 +11,10 @@ import pandas as pd
 
 from robustkit.methods.registry import identity_columns, option_columns
 from robustkit.specs.spec import SPEC_DEFAULTS, SPEC_FIELDS
+from robustkit.store.collapse import recorded_outcomes
 from robustkit.store.folders import GRADNORMS, HISTORY, run_folders
 from robustkit.store.manifest import inspect_run
 from robustkit.store.schema import DAMAGED, run_outcome, with_history
-from robustkit.train.collapse import recorded_outcomes
 
 # Every field of the run spec is an identity column, so that analyses and figures can see every
 # setting in which two runs differ (and refuse to pool them: robustkit.analysis.pooling); the
@@ -78,8 +78,8 @@ def load_runs(
         one column per final metric, named ``<checkpoint>/<split>/<metric>`` (e.g.
         ``best/test/accuracy``; ``top_class_share`` is the share of the most predicted class),
         ``outcome/<checkpoint>/<split>`` (``ok``, ``not-learned``, ``collapsed``, ``undecided`` or
-        ``diverged``, see :mod:`robustkit.train.collapse`, judged again by the current rule from
-        the manifest's scores and baselines: :func:`~robustkit.train.collapse.recorded_outcomes`;
+        ``diverged``, see :mod:`robustkit.store.collapse`, judged again by the current rule from
+        the manifest's scores and baselines: :func:`~robustkit.store.collapse.recorded_outcomes`;
         absent for runs trained before outcomes were recorded), ``outcome`` (the run's one word,
         as ``robustkit runs`` prints it: :func:`robustkit.store.schema.run_outcome`),
         ``ever_learned`` (whether its validation score ever left the majority class; None where

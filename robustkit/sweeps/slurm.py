@@ -264,7 +264,7 @@ def status(specs: list[RunSpec], store: str | Path) -> pd.DataFrame:
 def _state(stored: str | None, queued: str | None, job_id: str | None) -> str:
     if stored == "complete":
         return "done"
-    if stored == "diverged":  # finished (stopped at a non-finite value, robustkit.train.collapse): not to resubmit
+    if stored == "diverged":  # finished (stopped at a non-finite value, robustkit.store.collapse): not to resubmit
         return "diverged"
     if queued in ("RUNNING", "COMPLETING", "CONFIGURING"):
         return "running"

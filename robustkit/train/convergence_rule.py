@@ -17,7 +17,7 @@ far, at least 2), where Hugging Face's ``EarlyStoppingCallback`` waits a fixed n
 evaluations without improvement: a fixed patience stops a slow starter (the demo's adapters sit
 at the majority class for a third of training) as early as a converged run. The rule also never
 stops a run that has not yet learned (no validation score significantly above the majority
-baseline, :func:`robustkit.train.collapse.ever_learned`): a flat dev loss at the majority class
+baseline, :func:`robustkit.store.collapse.ever_learned`): a flat dev loss at the majority class
 is a run that has not started, not one that has converged. Replayed on the demo store's 78
 histories (``tools/replay_stopping_rule.py``), the rule without that condition stops 21 runs at
 the majority class, 6 of which learned later (0.70-0.73 dev accuracy); such a run trains to its

@@ -1,6 +1,6 @@
 """What ``robustkit train`` notes about the data before training: sizes the user did not choose
 (a ``train_size`` cutting their own data) and splits too small for the failure rule
-(:mod:`robustkit.train.collapse`) to decide every run."""
+(:mod:`robustkit.store.collapse`) to decide every run."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def size_notes(specs: Iterable[RunSpec]) -> list[str]:
     """One line per data setting of ``specs`` whose sizes a researcher should know before training:
     a ``train_size`` that trains on part of the user's own data (a preset's N), and validation or
     test splits too small for the failure rule to decide every run
-    (:func:`robustkit.train.collapse.evaluation_floor`) or to tell methods apart by less than its
+    (:func:`robustkit.store.collapse.evaluation_floor`) or to tell methods apart by less than its
     learned margin. Built-in tasks, whose sizes are known, and data that cannot be read (the run
     reports it) give none.
 
@@ -24,7 +24,7 @@ def size_notes(specs: Iterable[RunSpec]) -> list[str]:
     list of str
     """
     from robustkit.data.metrics import majority_scores
-    from robustkit.train import collapse
+    from robustkit.store import collapse
 
     lines, seen = [], set()
     for spec in specs:

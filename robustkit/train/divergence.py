@@ -21,7 +21,7 @@ from robustkit.errors import RobustkitError
 
 
 class Diverged(RobustkitError):
-    """Training met a non-finite number: the run stops (outcome ``diverged``, :mod:`robustkit.train.collapse`).
+    """Training met a non-finite number: the run stops (outcome ``diverged``, :mod:`robustkit.store.collapse`).
 
     Attributes
     ----------

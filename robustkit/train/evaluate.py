@@ -26,8 +26,8 @@ from robustkit.data import tasks
 from robustkit.data.metrics import compute_metrics, majority_baseline, majority_scores
 from robustkit.models import pretrained as models
 from robustkit.specs.spec import RunSpec
+from robustkit.store import collapse
 from robustkit.store.run_data import run_splits, run_task
-from robustkit.train import collapse
 
 EVAL_BATCH_SIZE = 64
 NON_MODEL_KEYS = ("order",)  # batch entries that are bookkeeping, not model inputs
@@ -162,7 +162,7 @@ class MetricAccumulator:
         ----------
         shares : bool
             Also ``top_class_share`` (classification only): the share of the predictions in
-            the most predicted class (:func:`robustkit.train.collapse.top_class_share`).
+            the most predicted class (:func:`robustkit.store.collapse.top_class_share`).
         """
         predicted = torch.cat(self.predictions).numpy()
         labels = torch.cat(self.labels).numpy()
@@ -189,7 +189,7 @@ def evaluate(
     task : str or Task
     shares : bool
         Also return ``top_class_share`` (see :meth:`MetricAccumulator.result`), which tells a
-        run stuck at one class (:mod:`robustkit.train.collapse`).
+        run stuck at one class (:mod:`robustkit.store.collapse`).
 
     Returns
     -------
@@ -197,7 +197,7 @@ def evaluate(
         ``loss`` (mean cross-entropy per example in nats, or MSE for regression) and each
         metric of the task (fractions for accuracy / F1). A model with non-finite outputs gets
         a non-finite loss (its argmax predictions still score), which
-        :func:`robustkit.train.collapse.outcome` reads as diverged.
+        :func:`robustkit.store.collapse.outcome` reads as diverged.
     """
     task = tasks.get_task(task)
     model.eval()
@@ -231,7 +231,7 @@ def split_baselines(task: str | tasks.Task, splits) -> dict:
 
 
 def final_outcomes(task: str | tasks.Task, splits, final: dict) -> dict:
-    """The outcome of each checkpoint on each scored split (:mod:`robustkit.train.collapse`): the main
+    """The outcome of each checkpoint on each scored split (:mod:`robustkit.store.collapse`): the main
     metric against the majority baseline of the training labels.
 
     Parameters

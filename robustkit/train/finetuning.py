@@ -15,10 +15,11 @@ from robustkit.models import pretrained as models
 from robustkit.models.mixout import apply_mixout
 from robustkit.progress import elapsed, event
 from robustkit.specs.spec import ResolvedRunSpec
+from robustkit.store import collapse
 from robustkit.store.checkpoints import load_checkpoint, save_checkpoint
 from robustkit.store.manifest import read_manifest, update_manifest
 from robustkit.store.schema import COMPLETE, DIVERGED
-from robustkit.train import collapse, convergence_rule
+from robustkit.train import convergence_rule
 from robustkit.train.divergence import Diverged, weights_finite
 from robustkit.train.eta import Projection
 from robustkit.train.evaluate import (
@@ -273,7 +274,7 @@ class _Finetune(_Loop):
 
     def _finish(self, model, fingerprint, batches, state, projected: float | None = None) -> None:
         """Test metrics of ``last`` (the model as it ends) and ``best``, the share of the most
-        predicted class on both splits, the run's outcome (:mod:`robustkit.train.collapse`); mark the
+        predicted class on both splits, the run's outcome (:mod:`robustkit.store.collapse`); mark the
         run complete."""
         history = pd.DataFrame(self.history)
         steps = {name: entry["step"] for name, entry in read_manifest(self.run_dir)["checkpoints"].items()}

@@ -11,7 +11,7 @@ rebuilt, as every run is, as the base (``base``) + the method + the saved tensor
 Checkpoints written: ``step-0`` (the base with the method at its init, the head robustkit's with
 seed 0), ``step-<N>`` per checkpoint of a series, ``last`` and ``best`` (the series' checkpoint
 with the best validation score, as training chooses it); ``last`` and ``best`` are scored and
-get an outcome (:mod:`robustkit.train.collapse`). An import is all or nothing, and pickled
+get an outcome (:mod:`robustkit.store.collapse`). An import is all or nothing, and pickled
 weights are read with ``torch.load(weights_only=True)``. What nobody told robustkit (the seed,
 the learning rate, ...) is recorded as unknown (the manifest's ``unknown``), never guessed; the
 manifest's ``import`` records the source folder and the sha256 of each of its files.

@@ -24,7 +24,7 @@ import pandas as pd
 
 from robustkit.analysis.convergence import TOLERANCE
 from robustkit.analysis.convergence import improving as still_improving_rule
-from robustkit.train import collapse
+from robustkit.store import collapse
 from robustkit.verdicts.cells import cell_names, groups_of
 from robustkit.verdicts.rules import tested_rows
 from robustkit.verdicts.selection import text as _text

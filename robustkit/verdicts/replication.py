@@ -388,7 +388,7 @@ def blank(verdicts: pd.DataFrame, why: str) -> pd.DataFrame:
 def cells_of(claim: Claim, observations: pd.DataFrame, include_failed: bool = False) -> list:
     """The cells a claim's verdict tests, as :func:`robustkit.verdicts.rules.judge` builds them
     (its selection, failed runs left out unless the claim keeps them as data)."""
-    from robustkit.train import collapse
+    from robustkit.store import collapse
     from robustkit.verdicts.cells import cells
     from robustkit.verdicts.rules import tested_rows
 

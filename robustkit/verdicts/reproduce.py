@@ -23,10 +23,10 @@ import pandas as pd
 
 from robustkit import figures as registry
 from robustkit.progress import bar as progress_bar
+from robustkit.store import collapse
 from robustkit.store.folders import open_store
 from robustkit.store.tables import load_runs
 from robustkit.sweeps.grid import run_sweep
-from robustkit.train import collapse
 from robustkit.verdicts import tally
 from robustkit.verdicts.recipes import (
     RECIPE_DIR,
@@ -327,7 +327,7 @@ def write_index(
         f"Made by `robustkit reproduce --all --scale {scale} --figures {figures}` from the recipes in `recipes/` "
         "(each file cites the paper's table its settings come from). Re-running the command only "
         f"trains and analyses what is missing. Failed runs ({collapse.FAILED_WORDS}, see "
-        "`robustkit/train/collapse.py`) are marked in every figure and never plotted as results; each "
+        "`robustkit/store/collapse.py`) are marked in every figure and never plotted as results; each "
         "claim says whether its test leaves them out or, for claims about failing, counts them as "
         "data (the `failures` column of claims.csv). Each "
         "claim's verdict (agrees / contradicts / inconclusive) is computed from the figure's runs "

@@ -25,7 +25,7 @@ import pandas as pd
 from robustkit.analysis import registry
 from robustkit.analysis.pooling import check_pooling
 from robustkit.measures import brunner_munzel, exact, multiplicity, welch
-from robustkit.train import collapse
+from robustkit.store import collapse
 from robustkit.verdicts.cells import Cell, cell_names, cells
 from robustkit.verdicts.selection import matches as _is
 from robustkit.verdicts.spec import AGREES, CONTRADICTS, INCONCLUSIVE, VERDICTS, Claim, label, opposite

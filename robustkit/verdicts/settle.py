@@ -29,7 +29,7 @@ import pandas as pd
 
 from robustkit.analysis import registry
 from robustkit.measures import exact
-from robustkit.train import collapse
+from robustkit.store import collapse
 from robustkit.verdicts import tally
 from robustkit.verdicts.budget import budget_text, claim_budget
 from robustkit.verdicts.cells import cell_names, groups_of

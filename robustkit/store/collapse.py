@@ -39,7 +39,7 @@ minority class: MCC takes a handful of values), so MCC decides no run there: ``u
 unless the share rule calls it collapsed. Pearson and Spearman keep ``1 / sqrt(n)``.
 
 The standard error of each metric, the rule's error rates (``tools/simulate_collapse_rule.py``)
-and the cases without ``n`` or a baseline: ``docs/verdicts.md``, "robustkit/train/collapse.py".
+and the cases without ``n`` or a baseline: ``docs/verdicts.md``, "robustkit/store/collapse.py".
 """
 
 from __future__ import annotations

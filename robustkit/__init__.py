@@ -21,6 +21,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from robustkit import lazy
+
 if TYPE_CHECKING:  # for type checkers and IDEs only; at run time __getattr__ imports them
     from robustkit.store import load_gradnorms, load_history, load_runs
 
@@ -32,18 +34,7 @@ _LAZY = {"load_runs": "robustkit.store", "load_history": "robustkit.store", "loa
 _SUBMODULES = {"figures"}
 
 
-def __getattr__(name: str) -> Any:
-    if name in _SUBMODULES:
-        return importlib.import_module(f"robustkit.{name}")
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value  # later lookups skip this function
-        return value
-    raise AttributeError(f"module 'robustkit' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY, *_SUBMODULES})
+__getattr__, __dir__ = lazy.exports(__name__, _LAZY, globals(), frozenset(_SUBMODULES))
 
 
 def claims(

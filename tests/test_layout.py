@@ -16,7 +16,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "robustkit"
 
-FOUNDATION = {"errors", "params", "progress", "user_modules", "assets"}
+FOUNDATION = {"errors", "params", "progress", "user_modules", "assets", "lazy"}
 STAGES = [
     FOUNDATION,
     {"data"},

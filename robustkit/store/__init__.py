@@ -32,6 +32,8 @@ import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from robustkit import lazy
+
 if TYPE_CHECKING:  # for type checkers and IDEs only; at run time __getattr__ imports them
     import pandas as pd
 
@@ -48,16 +50,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value  # later lookups skip this function
-        return value
-    raise AttributeError(f"module 'robustkit.store' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy.exports(__name__, _LAZY, globals())
 
 
 def load_runs(store: str | Path, include_tsp: bool = False, include_damaged: bool = False) -> pd.DataFrame:

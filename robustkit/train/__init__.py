@@ -33,6 +33,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from robustkit import lazy
+
 if TYPE_CHECKING:  # for type checkers and IDEs only; at run time __getattr__ imports them
     from robustkit.train.divergence import Diverged
     from robustkit.train.runs import pretrain, train, train_counted
@@ -48,16 +50,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value  # later lookups skip this function
-        return value
-    raise AttributeError(f"module 'robustkit.train' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy.exports(__name__, _LAZY, globals())
 
 
 __all__ = ["Diverged", "pretrain", "train", "train_counted"]

@@ -18,7 +18,8 @@ method's rate was calibrated at the demo's budget with that full decay, so a siz
 run with a new seed and, where the pilot's runs were still improving, a longer budget. The rule
 until 2026-12-07 (twice that budget, stopped by ``until_converged``) stopped runs at a median
 quarter of their budget, with the rate still above 80% of its peak: full fine-tuning scored about
-3 points below its demo runs, adapters did not move (bench/README.md, "CPU protocol").
+3 points below its demo runs (and, on three paired seeds, adapters 2; bench/README.md, "CPU
+protocol").
 
 The rule never looks at verdicts. Written by hand: it composes robustkit's settle and plan. The
 rule step by step: docs/verdicts.md, "robustkit/verdicts/sizing.py".

@@ -471,7 +471,7 @@ def _method_note(data: pd.DataFrame, mean_std: bool, include_failed: bool, unit:
     if (data["outcome"] != collapse.OK).any():
         kept = "kept in" if include_failed else "left out of"
         parts.append(
-            f"Grey crosses: collapsed / diverged {unit} (robustkit.store.collapse: stuck at the majority class), "
+            f"Grey crosses: failed {unit} ({collapse.FAILED_WORDS}: robustkit.store.collapse), "
             f"{kept} the {'means' if mean_std else 'boxes'}, n= and tests."
         )
     return " ".join(parts)

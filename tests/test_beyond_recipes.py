@@ -77,7 +77,10 @@ def test_a_recipe_draws_its_figure_with_its_claims_judged(name, lora_store, tiny
     assert wanted & present  # the recipe's demo runs are the tiny store's (those it has)
     table = verdicts(lora_store, [recipe], "demo", defaults=defaults)
     assert set(table["claim"]) == {c.id for c in recipe.claims}
-    assert not (table["reason_class"] == NO_DATA).any(), table[["claim", "reason"]].to_string()
+    # every statistic computes; a claim may still have no run left to test where the tiny runs'
+    # few test examples leave every run undecided (no result, issue #57)
+    undecided = table["reason"].str.startswith("no run left to test")
+    assert not (table["reason_class"] == NO_DATA)[~undecided].any(), table[["claim", "reason"]].to_string()
     fig = robustkit.draw_recipe(name, lora_store, recipe_dir=tiny_recipes, verdicts=True)
     text = " ".join(figure_texts(fig)).replace("\n", " ")
     assert recipe.title in text and text.count("Verdict") == len(recipe.claims)  # each claim under the figure

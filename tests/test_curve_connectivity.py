@@ -18,6 +18,7 @@ from robustkit.analysis.registry import get, per_run
 from robustkit.data.tasks import get_task
 from robustkit.errors import RobustkitError
 from robustkit.figures.style import save_pdf
+from robustkit.store import collapse
 from robustkit.store.folders import run_dirs
 from robustkit.store.manifest import read_spec
 from robustkit.train.evaluate import evaluate
@@ -145,7 +146,7 @@ def test_curve_connectivity_of_runs_statistic_and_figure(lora_store, tmp_path, m
     table = curve_connectivity.barriers(paths)
     wide = table[table["metric"] == "loss"].pivot_table(index="run_id", columns="path", values="barrier")
     claimed = per_run("curve-connectivity.barrier-drop", lora_store, ["method=full,lora"], **options)
-    assert "run_id_b" not in claimed and set(claimed["outcome"]) <= {"ok", "not-learned", "collapsed", "diverged"}
+    assert "run_id_b" not in claimed and set(claimed["outcome"]) <= set(collapse.OUTCOMES)
     assert claimed.set_index("run_id")["value"].to_dict() == pytest.approx((wide["line"] - wide["curve"]).to_dict())
     states = list((lora_store / ".cache" / "curve-connectivity").glob("*.state"))
     # one trained curve per pair, at its last step (lora_store is shared: other tests' curves may be there too)

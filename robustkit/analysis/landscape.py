@@ -304,6 +304,18 @@ def merged_update(
     return start, end
 
 
+def _unmergeable(model) -> bool:
+    """Whether any LoRA layer of ``model`` is DoRA or gated (no W_0 + s B A to merge)."""
+    from adapters.methods.lora import LoRALayer
+
+    return any(
+        lora.use_dora or lora.use_gating
+        for module in model.modules()
+        if isinstance(module, LoRALayer)
+        for lora in module.loras.values()
+    )
+
+
 def _adapted_weight(layer, lora, base: torch.Tensor) -> torch.Tensor:
     """The matrix ``layer`` computes with ``lora``'s current factors merged, d_out x d_in, by
     AdapterHub's own composition: a fused attention layer (``LoRAMergedLinear``: DeBERTa's,
@@ -366,7 +378,9 @@ def landscape_run(
     device: str | None = None,
 ) -> pd.DataFrame:
     """:func:`interpolate` between one run's ``step-0`` and ``checkpoint``, uncached; a LoRA
-    update merged into its matrices first (:func:`merged_update`).
+    update merged into its matrices first (:func:`merged_update`). A DoRA or gated LoRA update has
+    no merged matrix (DoRA rescales each column by a trained magnitude, a gate depends on the
+    input): such a run moves along its own parameters, as every other method does.
 
     Returns
     -------
@@ -375,7 +389,8 @@ def landscape_run(
         (:func:`update_norm` of the two ends interpolated, weight units).
     """
     run = load_run(run_dir, checkpoint, device)
-    thetas = merged_update(run.model, run.checkpoint_tensors("step-0"), run.tensors)
+    ends = run.checkpoint_tensors("step-0"), run.tensors
+    thetas = ends if _unmergeable(run.model) else merged_update(run.model, *ends)
     batches = split_batches(run.spec, splits, run.run_dir)
     frame = interpolate(run.model, *thetas, _as_grid(alphas), batches, run.task, progress=progress)
     return frame.assign(update_norm=update_norm(*thetas))

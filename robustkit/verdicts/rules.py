@@ -541,42 +541,32 @@ def _location(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
     """Brunner-Munzel by permutation: valid when the groups' spreads and shapes differ. Its
     estimand is P(a > b) (ties a half), and shifted, the median difference of a run of a and one
     of b; a ``floor`` is the tested median difference (a minimum-effect test) on both sides."""
-    floor = claim.floor * (1.0 if claim.direction == "greater" else -1.0)
-    greater, less = brunner_munzel.tails(a, b, shift=floor)
-    p_claimed, p_opposite = (greater, less) if claim.direction == "greater" else (less, greater)
     shown = f"P(a > b) = {brunner_munzel.relative_effect(a, b):.2f}, medians {np.median(a):.3g} vs {np.median(b):.3g}"
-    if claim.floor:
-        shown += f"; tested against the claim's floor {claim.floor:g} (median difference)"
-    return {
-        "p_claimed": p_claimed,
-        "p_opposite": p_opposite,
-        "shown": shown,
-        "against": (
-            f"median difference below the claim's floor {claim.floor:g}, one-sided p = {p_opposite:.3g}"
-            if claim.floor
-            else ""
-        ),
-    }
+    return _shift_test(claim, a, b, brunner_munzel.tails, shown, "median difference")
 
 
 def _mean(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
     """The bootstrap-t of Welch's statistic (:mod:`robustkit.measures.welch`): valid for the
     difference of the means when the groups' spreads and skew differ (calibrated for the hardest
     null the simulation draws); a ``floor`` is the tested mean difference on both sides."""
+    return _shift_test(claim, a, b, welch.tails, f"means {np.mean(a):.3g} vs {np.mean(b):.3g}", "mean difference")
+
+
+def _shift_test(claim: Claim, a: np.ndarray, b: np.ndarray, tails, shown: str, estimand: str) -> dict:
+    """A two-group test of a shift, in :func:`_cell`'s form: ``tails(a, b, shift)`` gives both
+    one-sided p of a - shift against b (greater, less); the claim's ``floor`` is the shift tested,
+    its ``estimand`` (e.g. ``"median difference"``) named in the texts."""
     floor = claim.floor * (1.0 if claim.direction == "greater" else -1.0)
-    greater, less = welch.tails(a, b, shift=floor)
+    greater, less = tails(a, b, shift=floor)
     p_claimed, p_opposite = (greater, less) if claim.direction == "greater" else (less, greater)
-    shown = f"means {np.mean(a):.3g} vs {np.mean(b):.3g}"
     if claim.floor:
-        shown += f"; tested against the claim's floor {claim.floor:g} (mean difference)"
+        shown += f"; tested against the claim's floor {claim.floor:g} ({estimand})"
     return {
         "p_claimed": p_claimed,
         "p_opposite": p_opposite,
         "shown": shown,
         "against": (
-            f"mean difference below the claim's floor {claim.floor:g}, one-sided p = {p_opposite:.3g}"
-            if claim.floor
-            else ""
+            f"{estimand} below the claim's floor {claim.floor:g}, one-sided p = {p_opposite:.3g}" if claim.floor else ""
         ),
     }
 

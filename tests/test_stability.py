@@ -14,6 +14,7 @@ from robustkit.cli import main
 from robustkit.errors import RobustkitError
 from robustkit.figures import stability as plots
 from robustkit.figures.style import save_pdf
+from robustkit.measures import multiplicity
 from robustkit.store import collapse
 from robustkit.store.tables import IDENTITY, load_runs
 
@@ -196,7 +197,7 @@ def test_caption_p_values_are_holm_adjusted_over_the_figure():
     """Issue #55: about 15 uncorrected pairwise p-values (e.g. p = 0.008) sat beside
     'inconclusive' verdicts. Each caption p is Holm's over all of the caption's p-values."""
     p = pd.Series([0.01, 0.04, np.nan, 0.03, 0.5])
-    adjusted = stability._holm_adjusted(p)
+    adjusted = multiplicity.holm_adjusted(p)
     # by hand: sorted 0.01, 0.03, 0.04, 0.5 -> 4 x 0.01, 3 x 0.03, max(0.09, 2 x 0.04), max(.., 0.5)
     assert np.allclose(adjusted.dropna(), [0.04, 0.09, 0.09, 0.5]) and np.isnan(adjusted[2])
     summary, tests = stability.tables(

@@ -25,7 +25,7 @@ import pandas as pd
 
 from robustkit.analysis.pooling import check_pooling, require_columns, setting_columns
 from robustkit.errors import RobustkitError
-from robustkit.measures import significance
+from robustkit.measures import multiplicity, significance
 from robustkit.store import collapse
 
 _STATS = ["n", "mean", "std", "median", "iqr", "min", "max", "ci_low", "ci_high"]
@@ -289,7 +289,7 @@ def caption(
     # Issue #55: a caption's p-values sat beside claims' verdicts they are not. They are
     # descriptive: Holm-adjusted over every p the caption gives, and said to be so.
     shown = tests[tests["test"].isin(list(names))].reset_index(drop=True)
-    adjusted = _holm_adjusted(shown["p_value"])
+    adjusted = multiplicity.holm_adjusted(shown["p_value"])
     if adjusted.notna().any():
         parts.append(
             f"Descriptive tests, not the claims' (Holm-adjusted over these {int(adjusted.notna().sum())} p-values):"
@@ -332,17 +332,6 @@ def _columns(df: pd.DataFrame, by: Sequence[str] | str, value: str, what: str) -
             f"cannot {what}: no column {', '.join(map(repr, missing))}; columns are {', '.join(df.columns)}"
         )
     return by
-
-
-def _holm_adjusted(p_values: pd.Series) -> pd.Series:
-    """Holm's step-down adjusted p-values of ``p_values`` (NaN kept out of the family and kept NaN):
-    the j-th smallest of K is max over i <= j of min(1, (K - i + 1) p_(i)). Hand-written: scipy has
-    only the false-discovery corrections, and statsmodels is not a dependency."""
-    p = p_values.dropna().astype(float)
-    ordered = p.sort_values(kind="stable")
-    steps = np.minimum(1.0, (len(ordered) - np.arange(len(ordered))) * ordered.to_numpy())
-    adjusted = pd.Series(np.maximum.accumulate(steps), index=ordered.index)
-    return adjusted.reindex(p_values.index)
 
 
 def _p(p: float) -> str:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import pandas as pd
 from scipy.stats import false_discovery_control
 
 
@@ -111,3 +112,14 @@ def family_test(p: Sequence[float], smallest: Sequence[float], alpha: float) -> 
     if tested.any():
         adjusted[tested] = false_discovery_control(np.clip(p[tested], 0.0, 1.0), method="by")
     return tested, adjusted
+
+
+def holm_adjusted(p_values: pd.Series) -> pd.Series:
+    """Holm's step-down adjusted p-values of ``p_values`` (NaN kept out of the family and kept NaN):
+    the j-th smallest of K is max over i <= j of min(1, (K - i + 1) p_(i)). Hand-written: scipy has
+    only the false-discovery corrections, and statsmodels is not a dependency."""
+    p = p_values.dropna().astype(float)
+    ordered = p.sort_values(kind="stable")
+    steps = np.minimum(1.0, (len(ordered) - np.arange(len(ordered))) * ordered.to_numpy())
+    adjusted = pd.Series(np.maximum.accumulate(steps), index=ordered.index)
+    return adjusted.reindex(p_values.index)

@@ -149,7 +149,7 @@ def verdicts(
         improving = None
         for claim in recipe.claims:
             if not claim.judged_at(scale):
-                observed = _observed_not_judged(claim, recipe, scale, store, run_ids, memo, device)
+                observed = _observed_not_judged(claim, recipe, scale, store, run_ids, memo, device, defaults)
                 if observed is None:
                     observed = rows(claim, [_not_judged_at(recipe, claim, scale, defaults)])
                 frames.append(observed.assign(recipe=recipe.name))
@@ -169,10 +169,7 @@ def verdicts(
                     claim, frame, found, include_failed, lambda c=claim, r=recipe: claim_hours(r, c, scale, defaults)
                 )
             except Exception as error:  # noqa: BLE001 - one claim's failure must not cost the figure
-                kind = "" if isinstance(error, RobustkitError) else f"{type(error).__name__}: "
-                frame = rows(
-                    claim, [result_row(reason=f"not computable on these runs: {kind}{error}", reason_class=NO_DATA)]
-                )
+                frame = _not_computable(claim, error)
             frames.append(frame.assign(recipe=recipe.name))
     if not frames:
         return pd.DataFrame(columns=TABLE_COLUMNS)
@@ -212,8 +209,22 @@ def _stopped_early(claim: Claim, specs: Sequence) -> dict | None:
     )
 
 
+def _not_computable(claim: Claim, error: Exception) -> pd.DataFrame:
+    """The row of a claim whose statistic or reading raised on the runs present: *no data*, with
+    the error in the reason (its type named where it is not robustkit's own)."""
+    kind = "" if isinstance(error, RobustkitError) else f"{type(error).__name__}: "
+    return rows(claim, [result_row(reason=f"not computable on these runs: {kind}{error}", reason_class=NO_DATA)])
+
+
 def _observed_not_judged(
-    claim: Claim, recipe, scale: str, store: str | Path, run_ids: list[str], memo: dict, device: str | None
+    claim: Claim,
+    recipe,
+    scale: str,
+    store: str | Path,
+    run_ids: list[str],
+    memo: dict,
+    device: str | None,
+    defaults: dict | None = None,
 ) -> pd.DataFrame | None:
     """The rows of a claim its recipe does not judge at ``scale`` whose runs the store holds at
     that scale (the figure draws them): *inconclusive: not sized for this scale*, with the effect,
@@ -228,10 +239,9 @@ def _observed_not_judged(
     try:
         found = observations(claim, recipe.figure, recipe.figure_params(scale), store, run_ids, memo, device)
         judged = judge(claim, found, describe=True)
-        judged = with_reading(claim, judged, found, hours=lambda: claim_hours(recipe, claim, scale))
+        judged = with_reading(claim, judged, found, hours=lambda: claim_hours(recipe, claim, scale, defaults))
     except Exception as error:  # noqa: BLE001 - as verdicts() says of a judged claim
-        kind = "" if isinstance(error, RobustkitError) else f"{type(error).__name__}: "
-        return rows(claim, [result_row(reason=f"not computable on these runs: {kind}{error}", reason_class=NO_DATA)])
+        return _not_computable(claim, error)
     last = judged.iloc[-1]
     if not (last["n_a"] or last["n_b"]):
         return None

@@ -86,7 +86,7 @@ def test_shared_runs_count_once_and_held_runs_are_found(recipe_dir, tmp_path):
     )
     assert unmeasured["gpu_hours"].isna().all()
     text = run_plan.describe(unmeasured, runs, "demo", {})
-    assert NOT_MEASURED in text and "bert-tiny: embedded" in text and "task rte: Hugging Face hub" in text
+    assert NOT_MEASURED in text and "bert-tiny: embedded" in text and "task rte: local, GLUE TSV folder" in text
 
 
 def test_tsp_runs_are_counted_once_to_their_largest_step(tmp_path):

@@ -162,7 +162,8 @@ def plan(
         row over the distinct runs (each counted once).
     runs : DataFrame
         One row per distinct run, TSP runs included (method ``tsp/<method>``, trained to the
-        largest step any run starts from): ``run_id, model, task, method, max_length, held,
+        largest step any run starts from): ``run_id, model, task, method, data_dir`` (None: the
+        task's own data), ``max_length, held,
         train_examples, eval_examples, recipes`` (how many chosen recipes need it).
     """
     store = Path(store)
@@ -181,6 +182,7 @@ def plan(
                     "model": spec.model,
                     "task": spec.task,
                     "method": spec.method,
+                    "data_dir": spec.data_dir,
                     "max_length": spec.max_length,
                     "held": _held(store, spec.run_id),
                     "train_examples": trained,
@@ -201,6 +203,7 @@ def plan(
                     "model": tsp.model,
                     "task": tsp.task,
                     "method": f"tsp/{tsp.method}",
+                    "data_dir": spec.data_dir,  # the TSP run reads the training text of its supervised runs
                     "max_length": tsp.max_length,
                     "step": 0,
                     "eval_examples": 0,
@@ -223,6 +226,7 @@ def plan(
             "model",
             "task",
             "method",
+            "data_dir",
             "max_length",
             "held",
             "train_examples",
@@ -257,9 +261,9 @@ def plan(
 
 def fetch_list(runs: pd.DataFrame) -> list[str]:
     """What the runs need on disk before an offline cluster run: each model and task, embedded
-    (``robustkit assets fetch``) or from the Hugging Face hub."""
+    (``robustkit assets fetch``), from the Hugging Face hub, or local (the user's own data file or
+    folder, a GLUE TSV folder: named by its path, nothing to fetch)."""
     from robustkit.assets import ASSETS
-    from robustkit.data.tasks import get_task
 
     lines = []
     for model in sorted(runs["model"].unique()):
@@ -271,17 +275,30 @@ def fetch_list(runs: pd.DataFrame) -> list[str]:
                 else "Hugging Face hub (download it into the HF cache first)"
             )
         )
-    for name in sorted(runs["task"].unique()):
-        task = get_task(name)
-        lines.append(
-            f"task {name}: "
-            + (
-                f"embedded (robustkit assets fetch {task.asset})"
-                if task.source == "embedded"
-                else f"Hugging Face hub, nyu-mll/glue config {task.glue_config}"
-            )
-        )
+    data_dirs = runs["data_dir"] if "data_dir" in runs else pd.Series([None] * len(runs), index=runs.index)
+    pairs = {(task, None if pd.isna(where) else str(where)) for task, where in zip(runs["task"], data_dirs)}
+    for name, data_dir in sorted(pairs, key=lambda pair: (pair[0], pair[1] or "")):
+        lines.append(f"task {name}: {task_source(name, data_dir)}")
     return lines
+
+
+def task_source(name: str, data_dir: str | None) -> str:
+    """Where task ``name`` read from ``data_dir`` comes from, in the plan's words: local data is
+    named local with its path, hub data with its hub name."""
+    from robustkit.data.tasks import get_task
+    from robustkit.data.user_sources import HUB_PREFIX, parse_source
+
+    task = get_task(name, data_dir)
+    if task.source == "embedded":
+        return f"embedded (robustkit assets fetch {task.asset})"
+    if task.source == "user":
+        location, _ = parse_source(str(data_dir)) if data_dir is not None else ("", {})
+        if location.startswith(HUB_PREFIX):
+            return f"Hugging Face hub, {location[len(HUB_PREFIX) :]} (your data; download it into the HF cache first)"
+        return f"local, your data at {location or 'a registered data set'} (nothing to fetch; copy it along)"
+    if data_dir is not None:
+        return f"local, GLUE TSV folder {data_dir} (nothing to fetch; copy it along)"
+    return f"Hugging Face hub, nyu-mll/glue config {task.glue_config}"
 
 
 def describe(
@@ -340,4 +357,4 @@ def _rate_lines(runs: pd.DataFrame, rates: dict[str, Throughput], how: str) -> l
     return lines
 
 
-__all__ = ["Throughput", "describe", "examples", "fetch_list", "plan", "read_throughput"]
+__all__ = ["Throughput", "describe", "examples", "fetch_list", "plan", "read_throughput", "task_source"]

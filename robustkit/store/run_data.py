@@ -219,16 +219,24 @@ def changed_data(runs) -> dict[str, str]:
     local = local[local["data_fingerprint"].map(lambda f: isinstance(f, str) and bool(f))]
     changed = {}
     for (task, data_dir, recorded), group in local.groupby(["task", "data_dir", "data_fingerprint"], sort=False):
-        location = data_dir.split("#", 1)[0]
-        try:
-            actual = tasks.data_fingerprint(task, data_dir)
-        except (TaskError, OSError, ValueError) as error:
-            cause = str(error).splitlines()[0] if str(error) else type(error).__name__
-            why = f"{location} is missing or unreadable ({cause})"
-        else:
-            if actual == recorded:
-                continue
-            why = f"{location} changed since training: it gives {actual[:24]}…, the runs had {recorded[:24]}…"
+        why = _why_changed(task, data_dir, recorded)
+        if why is None:
+            continue
         for run_id in group["run_id"]:
             changed[run_id] = why
     return changed
+
+
+def _why_changed(task: str, data_dir: str, recorded: str) -> str | None:
+    """Why local ``data_dir`` no longer gives the ``recorded`` fingerprint, in one line; None if it does."""
+    location = data_dir.split("#", 1)[0]
+    if not Path(location).exists():  # said as such, not in the words of reading a task nothing registered
+        return f"the training data {location} is not there any more (moved or deleted?)"
+    try:
+        actual = tasks.data_fingerprint(task, data_dir)
+    except (TaskError, OSError, ValueError) as error:
+        cause = str(error).splitlines()[0] if str(error) else type(error).__name__
+        return f"{location} is missing or unreadable ({cause})"
+    if actual == recorded:
+        return None
+    return f"{location} changed since training: it gives {actual[:24]}…, the runs had {recorded[:24]}…"

@@ -95,6 +95,7 @@ CURVE_COLUMNS = [
 BOUNDS = {
     "accuracy": (0.0, 1.0),
     "f1": (0.0, 1.0),
+    "macro_f1": (0.0, 1.0),
     "mcc": (-1.0, 1.0),
     "pearson": (-1.0, 1.0),
     "spearman": (-1.0, 1.0),

@@ -59,7 +59,8 @@ def runs_table(
         other than ok among its checkpoints and splits, e.g. ``collapsed``: :mod:`robustkit.store.collapse`;
         empty where none was recorded) + ``metric`` (the task's main metric) and its value on the
         validation and test splits at the best checkpoint (``best_val``, ``best_test``) and on
-        test at the last one (``last_test``).
+        test at the last one (``last_test``); where runs have more than two classes, also the
+        best checkpoint's test macro-F1 (``best_test_macro_f1``).
     """
     runs = load_runs(store, include_tsp=include_tsp, include_damaged=True)
     if select:
@@ -99,6 +100,8 @@ def runs_table(
             else None
             for m, (_, row) in zip(metric, runs.iterrows())
         ]
+    if "best/test/macro_f1" in runs and runs["best/test/macro_f1"].notna().any():  # more than two classes
+        table["best_test_macro_f1"] = pd.to_numeric(runs["best/test/macro_f1"], errors="coerce").round(4).values
     # the scores before the parameter count: a table cut to the terminal's width keeps them
     return table[[c for c in table.columns if c != "trainable_params"] + ["trainable_params"]]
 

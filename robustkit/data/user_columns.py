@@ -161,10 +161,10 @@ def find_text_columns(
 
 def task_of(name: str, fields: tuple[str, ...], label_names: tuple[str, ...]) -> Task:
     """The task of user data: regression without label names (Spearman, Pearson), else accuracy
-    and F1 (two labels) or MCC."""
+    and F1 (two labels) or macro-F1 and MCC."""
     if not label_names:
         return Task(name, fields, 1, ("spearman", "pearson"), "spearman", "user", None, ())
-    metrics = ("accuracy", "f1") if len(label_names) == 2 else ("accuracy", "mcc")
+    metrics = ("accuracy", "f1") if len(label_names) == 2 else ("accuracy", "macro_f1", "mcc")
     return Task(name, fields, len(label_names), metrics, "accuracy", "user", None, label_names)
 
 

@@ -39,7 +39,7 @@ class _GrowingSet(Set):
 
 # Scores shown x 100: accuracy and F1 in %, correlations x 100 (as in the papers' tables). An
 # attack's success rate is shown in the unit its module declares (robustkit.attacks.registry).
-PERCENT = _GrowingSet({"accuracy", "f1"}, lambda: success_metrics("%"))
+PERCENT = _GrowingSet({"accuracy", "f1", "macro_f1"}, lambda: success_metrics("%"))
 SCALED = {"mcc", "pearson", "spearman"}
 
 

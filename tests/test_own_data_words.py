@@ -1,0 +1,99 @@
+"""Issue #57 items 10-13 on the user's own data: the plan names local data as local, a moved data
+file is said to be gone, macro-F1 beside accuracy and MCC for more than two classes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from robustkit.sweeps import plan as run_plan
+
+
+def _three_class_csv(path):
+    """A small three-class CSV with word labels (55/25/20%)."""
+    rng = np.random.default_rng(0)
+    labels = rng.choice(["pos", "neg", "meh"], size=120, p=[0.55, 0.25, 0.20])
+    texts = [f"text number {i} about {label} things" for i, label in enumerate(labels)]
+    pd.DataFrame({"text": texts, "label": labels}).to_csv(path, index=False)
+    return path
+
+
+def test_the_plan_names_local_data_local(tmp_path, rte_folder):
+    mine = _three_class_csv(tmp_path / "mine.csv")
+    glue = rte_folder(tmp_path / "glue")
+    runs = pd.DataFrame(
+        {
+            "model": ["bert-tiny"] * 4,
+            "task": ["mine", "rte", "rte", "rt"],
+            "data_dir": [str(mine), str(glue), None, None],
+        }
+    )
+    lines = run_plan.fetch_list(runs)
+    [own] = [line for line in lines if line.startswith("task mine")]
+    assert own.startswith("task mine: local") and str(mine) in own and "hub" not in own, own
+    assert any(line.startswith("task rte: local, GLUE TSV folder") and str(glue) in line for line in lines), lines
+    assert "task rte: Hugging Face hub, nyu-mll/glue config rte" in lines
+    assert any(line.startswith("task rt: embedded") for line in lines)
+
+
+def test_the_plan_of_a_swapped_recipe_lists_the_users_file(tmp_path):
+    from robustkit.data.user_data import run_fields
+    from robustkit.verdicts.recipes import load_defaults, load_recipe
+    from robustkit.verdicts.reproduce import RECIPE_DIR
+
+    mine = _three_class_csv(tmp_path / "mine.csv")
+    recipe = load_recipe("houlsby2019/fig6-ablation", RECIPE_DIR).swapped(model="bert-tiny", **run_fields(str(mine)))
+    per_recipe, runs = run_plan.plan([recipe], "demo", tmp_path / "store", load_defaults(RECIPE_DIR))
+    text = run_plan.describe(per_recipe, runs, "demo")
+    assert f"task mine: local, your data at {mine}" in text
+    assert "config None" not in text
+
+
+def test_a_moved_data_file_is_said_gone(tmp_path):
+    from robustkit.store.run_data import changed_data
+
+    gone = tmp_path / "reviews.csv"  # never written: moved away after training
+    runs = pd.DataFrame(
+        {
+            "run_id": ["r1", "r2"],
+            "task": ["reviews"] * 2,
+            "data_dir": [str(gone)] * 2,
+            "data_fingerprint": ["user:x"] * 2,
+        }
+    )
+    why = changed_data(runs)
+    assert set(why) == {"r1", "r2"}
+    assert why["r1"] == f"the training data {gone} is not there any more (moved or deleted?)"
+    assert "unknown task" not in why["r1"]
+
+
+def test_macro_f1_weighs_each_class_alike():
+    from robustkit.data.metrics import RECORDED, compute_metrics, macro_f1
+    from robustkit.data.user_columns import task_of
+
+    labels = np.array([0] * 6 + [1] * 2 + [2] * 2)
+    majority = np.zeros(10, dtype=int)
+    # class 0: precision 0.6, recall 1 -> F1 0.75; classes 1 and 2 never predicted -> 0
+    assert macro_f1(majority, labels) == pytest.approx(0.75 / 3)
+    assert macro_f1(labels, labels) == 1.0
+    assert "macro_f1" in RECORDED
+    three = task_of("mine", ("text",), ("meh", "neg", "pos"))
+    assert three.main_metric == "accuracy" and set(three.metrics) == {"accuracy", "macro_f1", "mcc"}
+    scores = compute_metrics(three, majority, labels)
+    assert scores["accuracy"] == pytest.approx(0.6) and scores["macro_f1"] == pytest.approx(0.25)
+    assert "macro_f1" not in task_of("two", ("text",), ("neg", "pos")).metrics  # binary: F1 of class 1
+
+
+def test_runs_show_macro_f1_for_three_classes(tmp_path):
+    from conftest import new_run
+
+    from robustkit.cli.report import runs_table
+
+    store = tmp_path / "runs"
+    store.mkdir()
+    scores = {"accuracy": 0.6, "macro_f1": 0.25, "mcc": 0.0}
+    new_run(store, "mine-full", status="complete", main_metric="accuracy", final={"best": {"test": scores}})
+    table = runs_table(store)
+    assert table["best_test_macro_f1"].tolist() == [0.25]
+    assert table["best_test"].tolist() == [0.6]

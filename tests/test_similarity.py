@@ -11,6 +11,7 @@ import torch
 from robustkit.analysis import similarity
 from robustkit.analysis.registry import get as analysis
 from robustkit.analysis.representations import (
+    TokensFittedWarning,
     _candidates,
     _encode,
     load_base,
@@ -67,8 +68,12 @@ def test_token_sample_is_shared_seeded_and_skips_special_tokens(rt_store):
     assert (houlsby.position >= 1).all()  # position 0 is [CLS]
     rows = houlsby.positions
     assert all(houlsby.features[r]["input_ids"][p] == t for (r, p), t in zip(rows.tolist(), houlsby.token_id))
+    with pytest.warns(TokensFittedWarning, match=f"all {houlsby.available} are used") as noted:
+        every = sample_tokens(_run_dir(rt_store, "full"), houlsby.available + 1)
+    assert len(every) == houlsby.available and len(noted) == 1 and "\n" not in str(noted[0].message)
+    assert "at max length 32" in str(noted[0].message)  # counted at the runs' own length
     with pytest.raises(RobustkitError, match="cannot sample"):
-        sample_tokens(_run_dir(rt_store, "full"), houlsby.available + 1)
+        sample_tokens(_run_dir(rt_store, "full"), 0)
 
 
 def test_sentence_pairs_skip_added_and_spelled_out_separators(tiny_model):

@@ -10,15 +10,21 @@ Two choices make the sample the *same* for the base model and every tuned run of
 - the dev set is the task's own validation split (the full-data one: GLUE's dev set, the
   embedded tasks' fixed 10 %), as in He et al. figure 7 ("the original training and dev sets"),
   not a run's low-resource validation split, which depends on its ``train_size``;
-- the inputs are truncated at the analysis' ``max_length`` (default 128), not the run's own,
-  which differs between methods by default (256 for adapters, 128 for full fine-tuning).
+- the inputs are truncated at one ``max_length`` for every run of a task, the base model's pass
+  included: by default the smallest ``max_length`` the compared runs trained at
+  (:func:`analysis_length`; methods may differ, e.g. 256 for adapters and 128 for full
+  fine-tuning in He et al.), so that no sampled token lies at a position some run never trained
+  on, and the tokens a split holds are counted at the length the runs saw.
 
-So the sample depends only on (task, data_dir, split, tokenizer, max_length, seed).
+So the sample depends only on (task, data_dir, split, tokenizer, max_length, seed). A split
+holding fewer tokens than asked gives all it has, with a :class:`TokensFittedWarning`; the count
+used is the sample's length (the ``tokens`` column of the frames).
 """
 
 from __future__ import annotations
 
 import hashlib
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +33,7 @@ import torch
 from torch import Tensor, nn
 from transformers import PreTrainedTokenizerBase
 
+from robustkit.analysis.notes import AnalysisNote
 from robustkit.analysis.registry import TOKENS
 from robustkit.data import batches as data
 from robustkit.data import tasks
@@ -36,8 +43,19 @@ from robustkit.specs.spec import RunSpec
 from robustkit.store.run_data import check_run_data, run_spec, run_task
 from robustkit.train.evaluate import eval_batches
 
-MAX_LENGTH = 128
+MAX_LENGTH = 128  # the length of runs that record none (a spec always does)
 NON_MODEL_KEYS = ("order", "labels")
+
+
+class TokensFittedWarning(AnalysisNote):
+    """A split holds fewer tokens than the analysis asked for: all of them are used."""
+
+
+def analysis_length(max_lengths) -> int:
+    """The truncation length of one task's token sample: the smallest ``max_length`` among the
+    compared runs (iterable of ints; NaN and None skipped), :data:`MAX_LENGTH` if none is known."""
+    known = [int(v) for v in max_lengths if v is not None and v == v]
+    return min(known) if known else MAX_LENGTH
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,10 +117,11 @@ def sample_tokens(
     source: str | Path | RunSpec,
     n_tokens: int = TOKENS.default,
     seed: int = 0,
-    max_length: int = MAX_LENGTH,
+    max_length: int | None = None,
     split: str = "validation",
 ) -> TokenSample:
-    """Draw ``n_tokens`` token positions from a task's dev set, without replacement.
+    """Draw ``n_tokens`` token positions from a task's dev set, without replacement; all of
+    them, with a one-line :class:`TokensFittedWarning`, where the split has fewer.
 
     Parameters
     ----------
@@ -110,11 +129,11 @@ def sample_tokens(
         A run folder (its manifest's spec) or a spec; only its model (tokenizer), task and
         ``data_dir`` are used.
     n_tokens : int
-        Tokens to sample (He et al.: 5000).
+        Tokens to sample (He et al.: 5000); at most the split's.
     seed : int
         Seed of the draw.
-    max_length : int
-        Truncation length of the inputs, in tokens.
+    max_length : int, optional
+        Truncation length of the inputs, in tokens; default the run's own ``max_length``.
     split : str
         ``validation`` (the dev set), ``test`` or ``train`` of the full-data splits.
 
@@ -126,9 +145,10 @@ def sample_tokens(
     Raises
     ------
     RobustkitError
-        Unknown split, ``n_tokens`` < 1 or more than the split has.
+        Unknown split, ``n_tokens`` < 1, or a split without tokens.
     """
     spec = _spec(source)
+    max_length = spec.max_length if max_length is None else max_length
     task = run_task(spec, None if isinstance(source, RunSpec) else source)
     if split not in tasks.SPLITS:
         raise RobustkitError(f"unknown split {split!r}; known: {', '.join(tasks.SPLITS)}")
@@ -137,11 +157,19 @@ def sample_tokens(
     tokenizer = models.load_tokenizer(spec.model)
     encoded = _encode(data.split_texts(dataset, task.text_fields), tokenizer, max_length)
     example, position, token_id = _candidates(encoded, tokenizer)
-    if not 1 <= n_tokens <= len(example):
+    if n_tokens < 1 or len(example) == 0:
         raise RobustkitError(
             f"cannot sample {n_tokens} tokens: the {split} split of {task.name!r} has {len(example)} "
             f"tokens besides special ones (at max length {max_length})"
         )
+    if n_tokens > len(example):
+        warnings.warn(
+            f"the {split} split of {task.name!r} has {len(example)} tokens besides special ones at max length "
+            f"{max_length}, fewer than the {n_tokens} asked: all {len(example)} are used (the frame's tokens column)",
+            TokensFittedWarning,
+            stacklevel=2,
+        )
+        n_tokens = len(example)
     chosen = np.sort(np.random.default_rng(seed).choice(len(example), size=n_tokens, replace=False))
     keys = [k for k in encoded if k != "special_tokens_mask"]
     rows = np.unique(example[chosen])

@@ -26,9 +26,10 @@ from robustkit.analysis import scores
 from robustkit.analysis.declare import DEVICE, LAYER, SIMILARITY_CHECKPOINT, TOKENS, Analysis, Param, Statistic
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.layers import REPRESENTATIONS, encoder_third
+from robustkit.analysis.notes import AnalysisNote
 from robustkit.analysis.representations import (
-    MAX_LENGTH,
     TokenSample,
+    analysis_length,
     load_base,
     representations,
     sample_tokens,
@@ -85,7 +86,7 @@ def run(
     tokens: int,
     seed: int,
     checkpoint: str,
-    max_length: int = MAX_LENGTH,
+    max_length: int | None = None,
     split: str = "validation",
     batch_size: int = 64,
     device: str | None = None,
@@ -105,8 +106,9 @@ def run(
         Seed of the token sample.
     checkpoint : str
         Checkpoint of each run compared with the base (``best``, ``last``, ``step-0``).
-    max_length : int
-        Truncation length of the dev inputs, the same for the base and every run.
+    max_length : int, optional
+        Truncation length of the dev inputs, the same for the base and every run of a task;
+        default the smallest ``max_length`` those runs trained at (:func:`analysis_length`).
     split : str
         Split the tokens come from (``validation`` = the task's dev set).
     batch_size : int
@@ -132,7 +134,8 @@ def run(
     frames = []
     with progress_bar(total=len(runs), desc="similarity", unit="run", show=progress) as bar:
         for _, group in runs.groupby(["model", "task", _data_dir(runs)], sort=True, dropna=False):
-            frames.extend(_group(group, settings, checkpoint, batch_size, device, bar))
+            length = analysis_length(group["max_length"]) if max_length is None else max_length
+            frames.extend(_group(group, {**settings, "max_length": length}, checkpoint, batch_size, device, bar))
     frame = pd.concat(frames, ignore_index=True)[COLUMNS]
     _warn_nan(frame)
     return scores.with_outcomes(frame, store, checkpoint)
@@ -151,6 +154,7 @@ def _warn_nan(frame: pd.DataFrame) -> None:
     warnings.warn(
         f"similarity is NaN for {missing['run_id'].nunique()} run(s), their representations being non-finite "
         f"(a diverged checkpoint?) or constant: {where}",
+        AnalysisNote,
         stacklevel=3,
     )
 

@@ -32,7 +32,7 @@ from torch import Tensor
 from robustkit.analysis.declare import DEVICE, LAYER, SIMILARITY_CHECKPOINT, TOKENS, Analysis, Param, Statistic
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.layers import REPRESENTATIONS, encoder_third
-from robustkit.analysis.representations import MAX_LENGTH, TokenSample, sample_tokens
+from robustkit.analysis.representations import TokenSample, analysis_length, sample_tokens
 from robustkit.analysis.select import select_runs
 from robustkit.analysis.similarity import base_representations, run_representations
 from robustkit.errors import RobustkitError
@@ -137,7 +137,7 @@ def run(
     groups: int,
     resamples: int,
     confidence: float,
-    max_length: int = MAX_LENGTH,
+    max_length: int | None = None,
     split: str = "validation",
     batch_size: int = 64,
     device: str | None = None,
@@ -180,12 +180,13 @@ def run(
     frames = []
     with progress_bar(total=len(runs), desc="similarity-ci", unit="run", show=progress) as bar:
         for _, group in runs.assign(_data=data_dir).groupby(["model", "task", "_data"], sort=True, dropna=False):
-            sample = sample_tokens(group.iloc[0]["path"], tokens, seed, max_length, split)
+            length = analysis_length(group["max_length"]) if max_length is None else max_length
+            sample = sample_tokens(group.iloc[0]["path"], tokens, seed, length, split)
             params = {
                 "version": VERSION,
                 "tokens": tokens,
                 "seed": seed,
-                "max_length": max_length,
+                "max_length": length,
                 "split": split,
                 "sample": sample.digest,
                 "groups": groups,

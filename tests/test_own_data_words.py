@@ -97,3 +97,31 @@ def test_runs_show_macro_f1_for_three_classes(tmp_path):
     table = runs_table(store)
     assert table["best_test_macro_f1"].tolist() == [0.25]
     assert table["best_test"].tolist() == [0.6]
+
+
+def test_tokens_are_counted_at_the_runs_length():
+    from robustkit.analysis.representations import MAX_LENGTH, analysis_length
+
+    assert analysis_length(pd.Series([64, 64, 128])) == 64  # no run sees a position it never trained on
+    assert analysis_length(pd.Series([np.nan, 256.0])) == 256
+    assert analysis_length([]) == MAX_LENGTH
+
+
+def test_the_ablation_skip_note_is_one_robustkit_line():
+    """Issue #57 Why 12: `plot ablation` printed a raw `UserWarning ... declare.py:235` and its source line."""
+    import warnings
+
+    from robustkit.analysis.ablation import _adapter_runs
+    from robustkit.analysis.notes import AnalysisNote
+    from robustkit.cli import _one_line_warnings
+
+    runs = pd.DataFrame({"run_id": ["mine-houlsby", "mine-full"], "method": ["houlsby", "full"]})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        kept = _adapter_runs(runs)
+    assert kept["run_id"].tolist() == ["mine-houlsby"]
+    [note] = caught
+    assert issubclass(note.category, AnalysisNote)
+    _one_line_warnings()
+    shown = warnings.formatwarning(note.message, note.category, note.filename, note.lineno)
+    assert shown == "warning: skipping runs without per-layer adapters (nothing to ablate): mine-full (full)\n"

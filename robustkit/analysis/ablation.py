@@ -36,6 +36,7 @@ from torch import nn
 from robustkit.analysis import scores
 from robustkit.analysis.declare import DEVICE, METRIC, Analysis, Statistic, checkpoint_param
 from robustkit.analysis.each_run import each_run
+from robustkit.analysis.notes import AnalysisNote
 from robustkit.analysis.select import select_runs
 from robustkit.data import tasks
 from robustkit.errors import RobustkitError
@@ -457,7 +458,9 @@ def _adapter_runs(runs: pd.DataFrame) -> pd.DataFrame:
         names = ", ".join(
             f"{r} ({m})" for r, m in zip(runs.loc[~uses, "run_id"].astype(str), runs.loc[~uses, "method"])
         )
-        warnings.warn(f"skipping runs without per-layer adapters (nothing to ablate): {names}", stacklevel=3)
+        warnings.warn(
+            f"skipping runs without per-layer adapters (nothing to ablate): {names}", AnalysisNote, stacklevel=3
+        )
     if not uses.any():
         raise RobustkitError(
             f"no adapter run among the selected runs ({', '.join(runs['run_id'].astype(str))}): layer ablation needs "

@@ -113,5 +113,23 @@ def draw_recipe(
     )
 
 
-__all__ = ["load_runs", "load_history", "load_gradnorms", "claims", "draw_recipe"]
+def check(kind: str, name: str, recipe_dir=None) -> list[str]:
+    """Every rule of extending that the registered ``name`` of ``kind`` breaks, one line each
+    naming the rule and how to meet it (empty: it meets them all); as ``robustkit check KIND NAME``.
+
+    Parameters
+    ----------
+    kind : str
+        ``analysis``, ``figure``, ``attack`` or ``recipe``.
+    name : str
+        Its registered name (a recipe's ``<paper>/<figure>``).
+    recipe_dir : path, optional
+        The folder of recipe files (recipes only); default: the ``recipes/`` folder of this checkout.
+    """
+    from robustkit.checks import check as run_check
+
+    return run_check(kind, name, recipe_dir=recipe_dir)
+
+
+__all__ = ["load_runs", "load_history", "load_gradnorms", "claims", "draw_recipe", "check"]
 __version__ = "0.1.0"

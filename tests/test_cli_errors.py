@@ -65,6 +65,7 @@ BAD = {
     "recipes": "nosuch/recipe",
     "runs": "nosuch-run",  # verify's run ids
     "names": "nosuchasset",
+    "name": "nosuch/recipe",  # check's registered name
 }
 
 
@@ -194,6 +195,8 @@ def base_argv(words: tuple[str, ...], p: dict) -> list[str]:
         return [*words, "toy/seeds", "--recipe-dir", str(p["recipes"]), "--store", store, "--figures", out]
     if verb == "claims":
         return [*words, "toy/seeds", "--recipe-dir", str(p["recipes"]), "--store", store]
+    if verb == "check":
+        return [*words, "recipe", "toy/seeds", "--recipe-dir", str(p["recipes"])]
     raise AssertionError(f"no good command line known for verb {verb!r}: add one to base_argv")
 
 

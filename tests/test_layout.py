@@ -1,11 +1,11 @@
 """The package layout follows the flow: each stage imports only itself and the stages below it.
 
-Stages, lowest first (README, "How it is built"): the foundation every stage uses (errors,
-parameters, progress, a user's module files, the embedded assets), then data, models, methods,
-specs, store, train, sweeps, measures and attacks, analysis, figures, verdicts (recipes and claims), cli. An import of
-a later stage from an earlier one (at module level or inside a function) would hide the flow
-and invite cycles.
-"""
+Stages, lowest first (README.md, its paragraph "How it fits together"): the foundation every stage
+uses (errors, parameters, progress, a user's module files, the embedded assets), then data,
+models, methods, specs, store, train, sweeps, measures and attacks, analysis, figures, verdicts
+(recipes and claims), checks (the rules of extending, robustkit.check), cli. An import of a later
+stage from an earlier one (at module level or inside a function) would hide the flow and invite
+cycles."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ STAGES = [
     {"analysis"},
     {"figures"},
     {"verdicts"},
+    {"checks"},
     {"cli", "__main__"},
 ]
 

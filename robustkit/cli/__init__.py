@@ -2,7 +2,7 @@
 
 Each verb is a module of this package that declares its arguments (``add_parser(commands)``) and
 does its work (``run(args)``): train, sweep, runs, verify, import_runs (``import``), stats, assets,
-demo, reproduce, claims, analyze and plot; what several verbs declare alike is in
+demo, reproduce, claims, analyze, plot and check; what several verbs declare alike is in
 :mod:`robustkit.cli.common`. Here: the parser that gathers them, logging, and :func:`main`, where
 every error meets the user.
 """
@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     from robustkit.cli import (
         analyze,
         assets,
+        check,
         claims,
         demo,
         import_runs,
@@ -74,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
         claims,
         analyze,
         plot,
+        check,
     ):
         verb.add_parser(commands)
     return parser

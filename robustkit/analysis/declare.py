@@ -220,6 +220,7 @@ class Analysis:
         :mod:`robustkit.analysis.each_run`), whether computed now or read back.
         """
         from robustkit.analysis.each_run import collect_provenance
+        from robustkit.analysis.reuse import computing
 
         options = {p.name: p for p in (*self.options, PROGRESS)}
         chosen = resolve(
@@ -231,7 +232,7 @@ class Analysis:
         gaps = self.device_contract_gaps(accepted)
         if gaps:
             raise AnalysisError(f"analysis {self.name!r} ({self.compute}): {'; '.join(gaps)}")
-        with collect_provenance() as provenance:
+        with collect_provenance() as provenance, computing(self.name, values):  # entries record what they are
             frame = compute(store, select, **values, **{k: v for k, v in chosen.items() if k in accepted})
         if self._declares_device() and len(frame) and not provenance:
             raise AnalysisError(

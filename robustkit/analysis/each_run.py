@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from robustkit.analysis import reuse
 from robustkit.analysis.cache import CACHE_DIR, cache_key, cannot_cache, read_frame, write_frame
 from robustkit.analysis.select import with_identity
 from robustkit.errors import DamagedRunError, RobustkitError, RunLacksError
@@ -147,8 +148,9 @@ def each_run(
         where = f"{analysis} {i}/{len(runs)} {row['run_id']}"
         try:
             if resumable:
+                path = cache_path(row["path"], analysis, params, checkpoints, ".jsonl", label)
                 with _said(where):
-                    frame = compute(row, cache_path(row["path"], analysis, params, checkpoints, ".jsonl", label))
+                    frame = compute(row, path)
             else:
                 path = cache_path(row["path"], analysis, params, checkpoints, label=label)
                 frame = read_cached(path, row["run_id"])
@@ -159,6 +161,7 @@ def each_run(
                     write_cached(path, frame, row["run_id"], provenance)
                 else:
                     log.debug("%s %s: cached (%s)", analysis, row["run_id"], path.name)
+            reuse.record(analysis, path, row["path"], checkpoints)  # complete: at what it was computed
         except DamagedRunError as error:
             damaged.append(f"{row['run_id']}: {error.problem}")
             continue
@@ -226,6 +229,7 @@ def each_pair(
                 with _said(f"{analysis} {i}/{len(pairs)} {a['run_id']} and {b['run_id']}"):
                     frame = compute(a, b, path)
                 write_cached(path, frame, pair, provenance)
+            reuse.record(analysis, path, a["path"], [checkpoint], pair=True)
         except DamagedRunError as error:  # the pair is left out, the others are measured
             damaged.append(f"{error.run} (pair {a['run_id']} / {b['run_id']}): {error.problem}")
             continue

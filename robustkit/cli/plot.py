@@ -3,11 +3,16 @@ figure's parameters; draws it and writes the PDF."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from robustkit.cli.analyze import add_param, store_arguments
 from robustkit.cli.arguments import output_file
 
+REUSED = "for a run with no frame cached at another size; else its largest cached one"
+
 
 def add_parser(commands) -> None:
+    from robustkit.analysis.reuse import SAMPLE_SIZES
     from robustkit.figures import FIGURES
 
     plot = commands.add_parser(
@@ -32,16 +37,24 @@ def add_parser(commands) -> None:
             "verdict)",
         )
         for param in (*figure.parameters, *figure.options):  # options: the analysis's (--device, ...)
+            if param.name in SAMPLE_SIZES and param in figure.analysis_parameters:
+                param = dataclasses.replace(param, default_note=REUSED)
             add_param(parser, param)
+        # a sample size not given reads the cached frames at whatever size they were computed
+        # (robustkit.analysis.reuse); its help still states the default computed where none is
+        parser.set_defaults(**{p.name: None for p in figure.analysis_parameters if p.name in SAMPLE_SIZES})
         parser.set_defaults(func=run)
 
 
 def run(args) -> int:
     from robustkit import figures
+    from robustkit.analysis.reuse import SAMPLE_SIZES
     from robustkit.figures.style import save_pdf
 
     figure = figures.get(args.figure)
     params = {p.name: getattr(args, p.name) for p in (*figure.parameters, *figure.options)}
-    fig = figure.draw(args.store, args.select, subtitle=args.subtitle, footer=args.footer, **params)
+    # a sample size left out (None: no such flag given) reads what is cached (robustkit.analysis.reuse)
+    params = {k: v for k, v in params.items() if not (v is None and k in SAMPLE_SIZES)}
+    fig = figure.draw(args.store, args.select, subtitle=args.subtitle, footer=args.footer, any_size=True, **params)
     print(f"wrote {save_pdf(fig, args.output)}")
     return 0

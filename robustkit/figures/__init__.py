@@ -30,6 +30,7 @@ module=__name__)``; the registry reads the declaration from the module's source
 
 from __future__ import annotations
 
+import logging
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -37,6 +38,7 @@ from typing import Any
 
 from robustkit.analysis import registry
 from robustkit.analysis.registry import Analysis, call, load
+from robustkit.analysis.reuse import SAMPLE_SIZES
 from robustkit.errors import RobustkitError
 from robustkit.params import Param, resolve
 
@@ -140,16 +142,64 @@ class Figure:
         return self.source().options
 
     def _frame(
-        self, store: str | Path, select, params: dict[str, Any], device: str | None, progress: bool = True
+        self,
+        store: str | Path,
+        select,
+        params: dict[str, Any],
+        device: str | None,
+        progress: bool = True,
+        any_size: bool = False,
     ) -> tuple[dict[str, Any], Any]:
         """The resolved figure parameters of ``params`` and the analysis's frame, computed with
-        the analysis options among ``params`` and ``device`` (where the analysis runs a model)."""
+        the analysis options among ``params`` and ``device`` (where the analysis runs a model);
+        ``any_size``: the sample sizes not in ``params`` read each run's largest cached frame
+        (:meth:`_reused`)."""
         names = {p.name for p in self.options}
         options = {k: v for k, v in params.items() if k in names}
         if device is not None and "device" in names:
             options["device"] = device
-        values = self.resolve(**{k: v for k, v in params.items() if k not in names})
-        return values, self.source().run(store, select, **self.analysis_values(values), **options, progress=progress)
+        given = {k: v for k, v in params.items() if k not in names}
+        values = self.resolve(**given)
+        free = [p.name for p in self.source().params if p.name in SAMPLE_SIZES and p.name not in given]
+        if not free or not any_size:
+            return values, self.source().run(
+                store, select, **self.analysis_values(values), **options, progress=progress
+            )
+        return self._reused(store, select, values, free, options, progress)
+
+    def _reused(
+        self, store: str | Path, select, values: dict[str, Any], free: list[str], options: dict, progress: bool
+    ) -> tuple[dict[str, Any], Any]:
+        """:meth:`_frame` where the sample sizes ``free`` were not given: each run's cached frame
+        at its largest sample size that matches the other parameters, said in one line
+        (:func:`robustkit.analysis.reuse.plan`); the runs with none are computed at ``values``."""
+        import pandas as pd
+
+        from robustkit.analysis import reuse
+        from robustkit.analysis.select import select_runs
+
+        runs = select_runs(store, select)
+        flags = {p.name: p.flag for p in self.source().params}
+        plan = reuse.plan(
+            self.analysis, store, dict(zip(runs["run_id"], runs["path"])), self.analysis_values(values), free, flags
+        )
+        if plan.message:
+            logging.getLogger("robustkit.analysis.reuse").info(plan.message)
+        frames, provenance = [], {}
+        for group_values, run_ids in plan.groups:
+            chosen = select if run_ids is None else {"run_id": run_ids}
+            frame = self.source().run(store, chosen, **group_values, **options, progress=progress)
+            provenance.update(frame.attrs.get("provenance", {}))
+            frames.append(frame)
+        if len(frames) == 1:
+            return {**values, **plan.groups[0][0]}, frames[0]
+        order = {run_id: i for i, run_id in enumerate(runs["run_id"])}
+        frame = pd.concat([f for f in frames if len(f)] or frames, ignore_index=True)
+        frame = frame.sort_values("run_id", key=lambda ids: ids.map(order), kind="stable", ignore_index=True)
+        frame.attrs["provenance"] = provenance
+        # a caption that names the sample size gives the largest drawn (the runs say theirs in the line above)
+        largest = max(plan.groups, key=lambda group: tuple(group[0][k] for k in free))[0]
+        return {**values, **{k: largest[k] for k in free}}, frame
 
     def data(
         self,
@@ -157,15 +207,20 @@ class Figure:
         select: dict | list[str] | None = None,
         progress: bool = True,
         device: str | None = None,
+        any_size: bool = False,
         **params: Any,
     ) -> Any:
         """The figure's data: its analysis's frame of the selected runs of ``store``.
 
         ``device`` (``cpu``, ``cuda``; default: the GPU if there is one) is where an analysis that
         runs a model runs it; the others load none and ignore it. ``params`` may hold the
-        analysis's other options (:attr:`options`).
+        analysis's other options (:attr:`options`). ``any_size``: a sample size (``n``,
+        ``tokens``, ...; :data:`robustkit.analysis.reuse.SAMPLE_SIZES`) not in ``params`` is each
+        run's largest cached one, said in one line (``robustkit plot`` does this), instead of
+        the default; off by default, so that a figure and a claim judged at the defaults read
+        the same frame.
         """
-        return self._frame(store, select, params, device, progress)[1]
+        return self._frame(store, select, params, device, progress, any_size)[1]
 
     def draw(
         self,
@@ -176,13 +231,14 @@ class Figure:
         device: str | None = None,
         ax=None,
         fig=None,
+        any_size: bool = False,
         **params: Any,
     ):
         """The figure (a matplotlib Figure) of the selected runs of ``store``.
 
         ``subtitle`` is a second title line (e.g. the model and task used), ``footer`` text
         under the figure (e.g. the paper's claim and its verdict); ``device`` and the analysis's
-        options as in :meth:`data`.
+        options and ``any_size`` as in :meth:`data`.
 
         ``ax`` (a matplotlib Axes) draws a one-panel figure into it, seaborn's convention, and
         returns the Axes' figure; ``fig`` (a matplotlib Figure or SubFigure, e.g. one of
@@ -212,7 +268,7 @@ class Figure:
             canvas.check(target)  # before the analysis runs, which may take minutes
         except canvas.CanvasError as error:
             raise FigureError(f"figure {self.name!r}: {error}") from None
-        values, frame = self._frame(store, select, params, device)
+        values, frame = self._frame(store, select, params, device, any_size=any_size)
         result = self.shown(frame, store, select, **values)
         plot = load(self.plot)
         try:

@@ -4,7 +4,6 @@ cache entry."""
 
 from __future__ import annotations
 
-import ast
 import inspect
 from pathlib import Path
 
@@ -13,32 +12,10 @@ import pytest
 from robustkit import figures
 from robustkit.analysis import registry
 from robustkit.analysis.registry import ANALYSES, AnalysisError, load
+from robustkit.checks.defaults import duplicated_defaults
 from robustkit.params import Param
 
 LIBRARY = Path(registry.__file__).resolve().parents[1]
-
-
-@pytest.mark.parametrize("name", sorted(ANALYSES))
-def test_each_parameter_reaches_the_computation_without_a_second_default(name):
-    """The computation takes every declared parameter, keyword-only and with no default of its
-    own: the registry's is the only one."""
-    analysis = ANALYSES[name]
-    signature = inspect.signature(load(analysis.compute)).parameters
-    assert list(signature)[:2] == ["store", "select"], name
-    for param in analysis.params:
-        assert param.name in signature, (name, param.name)
-        assert signature[param.name].default is inspect.Parameter.empty, (name, param.name)
-        assert signature[param.name].kind is inspect.Parameter.KEYWORD_ONLY, (name, param.name)
-    for param in analysis.options:
-        assert param.name in signature, (name, param.name)
-    shared = {p.name for p in analysis.params}
-    for statistic in analysis.statistics:
-        taken = inspect.signature(load(statistic.function)).parameters
-        assert not shared & {p.name for p in statistic.params}, (name, statistic.name)  # never the analysis's
-        for param in statistic.params:
-            assert taken[param.name].default is inspect.Parameter.empty, (name, statistic.name, param.name)
-    if analysis.summary:
-        load(analysis.summary)
 
 
 def _declared_defaults() -> dict[str, set]:
@@ -50,65 +27,6 @@ def _declared_defaults() -> dict[str, set]:
         if param.default is not None and not isinstance(param.default, (bool, list)):
             found.setdefault(param.name, set()).add(param.default)
     return found
-
-
-def _module_constants(tree: ast.Module) -> dict[str, object]:
-    constants = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            try:
-                constants[node.targets[0].id] = ast.literal_eval(node.value)
-            except ValueError:
-                pass
-    return constants
-
-
-def duplicated_defaults(files: list[Path], declared: dict[str, set], declarations: bool = True) -> list[str]:
-    """Places in ``files`` (``file:line name=value``) that give a registered parameter its
-    registered default a second time: a signature default, an argparse ``default=`` or a
-    ``Param(...)`` (unless ``declarations`` is False: an analysis's own module declares them)."""
-    places = []
-    for path in files:
-        tree = ast.parse(path.read_text())
-        constants = _module_constants(tree)
-
-        def value(node):
-            if isinstance(node, ast.Name):
-                return constants.get(node.id, None)
-            try:
-                return ast.literal_eval(node)
-            except ValueError:
-                return None
-
-        for node in ast.walk(tree):
-            pairs = []
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                args = node.args
-                positional = args.posonlyargs + args.args
-                pairs += list(zip([a.arg for a in positional[len(positional) - len(args.defaults) :]], args.defaults))
-                pairs += [(a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
-            elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "add_argument" and node.args:
-                flag = value(node.args[0])
-                default = next((k.value for k in node.keywords if k.arg == "default"), None)
-                if isinstance(flag, str) and default is not None:
-                    pairs.append((flag.lstrip("-").replace("-", "_"), default))
-            elif (
-                declarations
-                and isinstance(node, ast.Call)
-                and getattr(node.func, "id", None) == "Param"
-                and len(node.args) >= 2
-            ):
-                pairs.append((value(node.args[0]), node.args[1]))
-            for name, default in pairs:
-                found = value(default)
-                if (
-                    name in declared
-                    and isinstance(found, (int, float, str))
-                    and not isinstance(found, bool)
-                    and found in declared[name]
-                ):
-                    places.append(f"{path.name}:{default.lineno} {name}={found!r}")
-    return places
 
 
 def repeated_in_signatures() -> list[str]:
@@ -152,22 +70,6 @@ def test_every_default_of_an_analysis_parameter_appears_once():
     claims = [path for path in sorted((LIBRARY / "claims").glob("*.py")) if path.stem in claim_path]
     paths = [*sorted((LIBRARY / "cli").glob("*.py")), *claims]
     assert duplicated_defaults(paths, declared) == []
-
-
-@pytest.mark.parametrize("name", sorted(ANALYSES))
-def test_no_function_of_an_analysis_module_repeats_its_defaults(name):
-    """Below the entry point too: no function of the analysis's module (its helpers, the uncached
-    per-run functions) gives one of the analysis's parameters the registry's default again; they
-    take it from the declaration (the issue found alphas, examples and tokens repeated there)."""
-    import importlib.util
-
-    analysis = ANALYSES[name]
-    declared: dict[str, set] = {}
-    for param in (*analysis.params, *analysis.options):
-        if isinstance(param.default, (int, float, str)):
-            declared.setdefault(param.name, set()).add(param.default)
-    module = Path(importlib.util.find_spec(analysis.compute.partition(":")[0]).origin)
-    assert duplicated_defaults([module], declared, declarations=False) == []
 
 
 def test_the_scan_finds_a_repeated_default(tmp_path):

@@ -69,6 +69,10 @@ def test_an_analysis_breaking_the_rules_is_told_each(module_dir, monkeypatch):
 
             def mean(frame, level):
                 return frame
+
+
+            def one_run(path, kinds="all"):
+                return path
             """
         )
     )
@@ -95,6 +99,7 @@ def test_an_analysis_breaking_the_rules_is_told_each(module_dir, monkeypatch):
     lines = robustkit.check("analysis", "zz-check")
     assert any("'kinds'" in line and "default" in line for line in lines)
     assert any("imports tqdm" in line for line in lines)
+    assert any("kinds='all' again" in line for line in lines)  # a helper's second default
 
 
 def test_a_figure_breaking_the_rules_is_told_each(module_dir, monkeypatch):

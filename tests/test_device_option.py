@@ -3,47 +3,22 @@ result was computed on is recorded with the cached frame, never in its key."""
 
 from __future__ import annotations
 
-import ast
-import importlib.util
-import inspect
 import shutil
 import warnings
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from robustkit import figures
 from robustkit.analysis import registry
-from robustkit.analysis.registry import ANALYSES, load
+from robustkit.analysis.registry import ANALYSES
+from robustkit.checks.analysis import loads_a_model
 from robustkit.cli import build_parser
 
-# The functions that load a model's weights: an analysis whose module (or a robustkit.analysis
-# module it imports) names one of them loads a model, and must take --device.
-LOADERS = {"load_run", "load_base", "load_run_model", "start_and_end"}
-
-
-def _names(module: str, seen: set[str]) -> set[str]:
-    """Every name and attribute ``module``'s source uses, and those of the ``robustkit.analysis``
-    modules it imports, transitively (read with ast: nothing is imported)."""
-    if module in seen:
-        return set()
-    seen.add(module)
-    tree = ast.parse(Path(importlib.util.find_spec(module).origin).read_text())
-    found = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    found |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("robustkit.analysis"):
-            found |= _names(node.module, seen) | {alias.name for alias in node.names}
-    return found
-
-
-def _loads_a_model(analysis) -> bool:
-    return bool(LOADERS & _names(analysis.compute.partition(":")[0], set()))
-
-
 # Derived from the registry, so a new analysis that loads a model is checked without listing it.
-MODEL_ANALYSES = {name for name, analysis in ANALYSES.items() if _loads_a_model(analysis)}
+# (robustkit.checks.analysis reads which analyses load a model; its rules "device", "per-run loop"
+# and "progress bar" hold each to the contract, tests/test_check.py runs them on every analysis)
+MODEL_ANALYSES = {name for name, analysis in ANALYSES.items() if loads_a_model(analysis)}
 BAD = "nonsense"  # torch.device refuses it: a device that reaches the analysis fails loudly
 
 
@@ -61,29 +36,6 @@ def test_the_model_analyses_are_found():
     """The derivation finds the analyses that load weights, and not those that read manifests."""
     assert {"rsa", "landscape", "intruders", "forgetting"} <= MODEL_ANALYSES
     assert not {"scores", "curves", "gradnorm", "tradeoff"} & MODEL_ANALYSES
-
-
-def test_every_analysis_that_runs_a_model_takes_a_device():
-    takes = {name for name, a in ANALYSES.items() if "device" in inspect.signature(load(a.compute)).parameters}
-    declared = {name for name, a in ANALYSES.items() if any(p.name == "device" for p in a.options)}
-    assert takes == declared == MODEL_ANALYSES
-
-
-@pytest.mark.parametrize("name", sorted(MODEL_ANALYSES))
-def test_every_model_analysis_runs_through_the_per_run_loop(name):
-    """What no model analysis may forget: the per-run loop (each_run / each_pair: caching, damaged
-    and left-out runs named), robustkit's progress bar (``-q``, no bar in a log file), a
-    ``progress`` switch, and its device recorded as provenance (forgetting and lora-sharpness had
-    forgotten the last)."""
-    analysis = ANALYSES[name]
-    module = Path(importlib.util.find_spec(analysis.compute.partition(":")[0]).origin)
-    tree = ast.parse(module.read_text())  # its own module: another one's use does not count
-    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    names |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
-    assert {"each_run", "each_pair"} & names, name
-    assert "progress_bar" in names and "tqdm" not in names, name
-    assert "computed_on" in names, name
-    assert "progress" in inspect.signature(load(analysis.compute)).parameters, name
 
 
 @pytest.mark.parametrize("name", sorted(MODEL_ANALYSES))
@@ -192,7 +144,7 @@ def test_device_reaches_the_analysis_from_every_entry_point(store, capsys):
 
 
 def test_the_device_contract_is_checked_when_an_analysis_runs(tmp_path, monkeypatch):
-    """Issue #48 item 1: the contract is in the declaration, not only in this file's source reading:
+    """Issue #48 item 1: the contract is in the declaration, not only in the check's source reading:
     an analysis declaring DEVICE whose function lacks ``progress``, or one taking ``device`` without
     the option, is refused in one line naming what is missing (names no real module would use)."""
     import types

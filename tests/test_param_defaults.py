@@ -2,6 +2,8 @@
 
 A help string that restated its default in prose went stale when the default changed; the
 words a default needs (where it comes from, what None means) are the Param's ``default_note``.
+That no declared help restates its default is the rule "parameter help" of ``robustkit.check``
+(robustkit/checks/parameters.py), run on every analysis and figure by tests/test_check.py.
 """
 
 from __future__ import annotations
@@ -25,15 +27,6 @@ def declared_params() -> dict[str, Param]:
         for param in figure.params or ():
             found[f"figure {figure.name} --{param.name}"] = param
     return found
-
-
-def test_no_help_restates_its_default():
-    restated = [
-        f"{where}: {param.help[-60:]!r}"
-        for where, param in declared_params().items()
-        if "default" in param.help.lower() and not isinstance(param.default, bool)  # flags say what off means
-    ]
-    assert not restated, "\n".join(restated)
 
 
 def test_described_prints_the_default_and_its_note():

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from robustkit.verdicts.demo import demo_specs
@@ -73,57 +71,16 @@ def test_recipe_expands_at_both_scales(name):
 
     recipe = load_recipe(name)
     demo, paper = recipe.specs("demo"), recipe.specs("paper")
-    assert demo and paper
-    assert {s.model for s in demo} == {"minilm-l6"} and {s.task for s in demo} <= {"rt", "polarity"}
-    assert {s.model for s in paper} == {"bert-base-uncased"} and not {s.task for s in paper} & {"rt", "polarity"}
+    assert demo and paper  # each scale's model and task: the rule "scales" of robustkit.check (tests/test_check.py)
     assert len({s.run_id for s in demo}) == len(demo)  # distinct
     for scale in recipe.scales:  # the registered figure and its parameters are valid
         figures.get(recipe.figure).resolve(**recipe.figure_params(scale))
 
 
-@pytest.mark.parametrize("name", RECIPES)
-def test_paper_scale_cites_where_its_settings_come_from(name):
-    """The comment just above a recipe's [paper] section names the paper's table or section."""
-    text = (RECIPE_DIR / f"{name}.toml").read_text()
-    before = text[: text.index("\n[paper")].splitlines()
-    comment = []
-    for line in reversed(before):
-        if not line.startswith("#"):
-            break
-        comment.append(line)
-    assert comment and any(word in " ".join(comment) for word in ("table", "§", "section")), name
-
-
-@pytest.mark.parametrize("name", RECIPES)
-def test_every_recipe_states_a_claim_in_the_papers_words(name):
-    claims = load_recipe(name).claims
-    if not claims:  # a figure with nothing of the papers' to check says so, and why
-        reason = re.search(r"^# No \[\[claim\]\]: (.+)$", (RECIPE_DIR / f"{name}.toml").read_text(), re.M)
-        assert reason, f"{name} states no [[claim]] and no '# No [[claim]]: <why>' comment"
-    for claim in claims:
-        assert "et al." in claim.says or "report" in claim.says, (name, claim.id)  # the source is cited
-        assert any(mark in claim.says for mark in ("§", "table", "figure", "abstract")), (name, claim.id)
-
-
-@pytest.mark.parametrize("name", RECIPES)
-def test_claims_group_on_values_the_recipe_has(name):
-    """A claim's groups a and b are values its `by` column takes at the paper scale (the demo
-    may lack some: its verdict is then inconclusive, by design)."""
-    recipe = load_recipe(name)
-    specs = recipe.specs("paper")
-    for claim in recipe.claims:
-        if claim.by not in vars(specs[0]):
-            continue
-        values = {_number(getattr(s, claim.by)) for s in specs}
-        for group in filter(None, (claim.a, claim.b)):  # a group of several values: one of them is enough
-            assert {_number(v) for v in group} & values, (name, claim.id, claim.by, group, values)
-
-
-def _number(value):
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return value
+# What each recipe must say (its scales' models and tasks, the comment citing the paper above
+# [paper], its claims in the paper's words, groups its runs have, the paper's effect and n, a
+# location claim's runs per group, its demo runs' budget) is robustkit.check's, rule by rule
+# (robustkit/checks/recipe.py); tests/test_check.py runs it on every recipe.
 
 
 def test_demo_runs_fit_the_budget():
@@ -289,14 +246,7 @@ def test_every_claim_can_be_decided_at_its_runs(recipes_and_plan):
     assert len(judged) > 100 and judged["decidable"].all(), judged[~judged["decidable"]][
         ["recipe", "scale", "claim", "cell", "n_a", "n_b"]
     ]
-    for recipe in recipes:
-        text = (RECIPE_DIR / f"{recipe.name}.toml").read_text()
-        for claim in recipe.claims:
-            if not set(recipe.scales) <= set(claim.scales):  # left out at a scale its recipe trains
-                assert "scales = [" in text and "#" in text.split("scales = [", 1)[1].split("\n", 1)[0], (
-                    recipe.name,
-                    claim.id,
-                )
+    # a claim left out at a scale its recipe trains says why: the rule "judged scales" of robustkit.check
 
 
 def test_every_claim_says_the_papers_effect_or_why_there_is_none():

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import inspect
-from pathlib import Path
 
 from robustkit.analysis.declare import Analysis
 from robustkit.checks import Rule, source
+from robustkit.checks.defaults import duplicated_defaults
 from robustkit.checks.parameters import restated_defaults, second_defaults, untyped_nones
 
 # The functions that load a model's weights: an analysis whose module (or a robustkit.analysis
@@ -112,6 +112,14 @@ def _parameters(analysis: Analysis, context: dict) -> list[str]:
     compute = _signature(analysis.compute)
     found = restated_defaults(analysis.params, analysis.name) + untyped_nones(analysis.params, compute, analysis.name)
     found += second_defaults(analysis.params, compute, analysis.compute)
+    # below the entry point too: no function of its module gives a parameter the declared default again
+    declared: dict[str, set] = {}
+    for param in (*analysis.params, *analysis.options):
+        if isinstance(param.default, (int, float, str)):
+            declared.setdefault(param.name, set()).add(param.default)
+    path = source.path_of(module_of(analysis))
+    if path is not None:
+        found += [f"{place} again" for place in duplicated_defaults([path], declared, declarations=False)]
     for statistic in analysis.statistics:
         where = f"{analysis.name}.{statistic.name}"
         function = _signature(statistic.function)
@@ -159,7 +167,3 @@ RULES = (
         _parameters,
     ),
 )
-
-
-def source_path(analysis: Analysis) -> Path | None:
-    return source.path_of(module_of(analysis))

@@ -106,6 +106,10 @@ class Recipe:
         paper's claims re-judged on another model or on the user's data (``reproduce RECIPE
         --model M --data FILE``). A swapped task's data is fingerprinted anew."""
         given = {k: v for k, v in settings.items() if v is not None}
+        if "data_dir" in given:  # spelt as a resolved spec spells it, so the data is read once, not per run
+            from robustkit.specs.spec import located
+
+            given["data_dir"] = located(given["data_dir"])
         return dataclasses.replace(self, swap=tuple(sorted({**dict(self.swap), **given}.items())))
 
     def figure_params(self, scale: str) -> dict:

@@ -46,6 +46,7 @@ DECLARED = figures.Figure(
 )
 
 
+MIN_PANEL_IN = 2.3  # inches: the narrowest panel, which holds a 3-line title at 8 pt
 MAX_ANNOTATED_LAYERS = 24  # beyond this a cell is too small for a number at a readable size
 SHARING_TITLES = {
     "layer": "layer-shared adapters (one module per layer)",
@@ -100,17 +101,26 @@ def ablation_heatmap(
     grids = [_matrix(rows) for rows in means]
     n_layers = max(g.shape[0] for g in grids)
     bound = max(max(float(np.abs(g).max()) for g in grids), 1e-9)  # one scale: panels compare
-    side = 1.2 + 0.36 * n_layers
+    side = max(MIN_PANEL_IN, 1.2 + 0.36 * n_layers)  # a small model's panel still holds its title
+    height = side + 0.4
     fig, axes = canvas.subplots(
-        1, len(groups), figsize=(side * len(groups) + 1.2, side + 0.4), squeeze=False, constrained_layout=True
+        1, len(groups), figsize=(side * len(groups) + 1.2, height), squeeze=False, constrained_layout=True
     )
     norm = TwoSlopeNorm(0.0, -bound, bound)
     image = None
     for ax, (key, rows), grid in zip(axes[0], groups, grids):
         image = _panel(ax, grid, norm)
-        ax.set_title(_panel_title(rows, metric, keys, key), fontsize=8)
+        # each title wrapped to its panel's width: side by side, long titles ran into each other
+        title = "\n".join(
+            line
+            for part in _panel_title(rows, metric, keys, key).split("\n")
+            for line in style.wrap(fig, part, 8, 0.85 * side)
+        )
+        ax.set_title(title, fontsize=8)
     bar = fig.colorbar(image, ax=list(axes[0]), shrink=0.9)
-    bar.set_label(f"relative change in dev {metric} vs all adapters (%)")
+    label = f"relative change in dev {metric} vs all adapters (%)"
+    size = bar.ax.yaxis.label.get_size()
+    bar.set_label("\n".join(style.wrap(fig, label, size, 0.8 * 0.9 * height)))  # within the bar's height
     style.set_title(fig, paper_title(paper_figure, frame, extra=_sharing(frame)))
     style.add_note(
         fig,

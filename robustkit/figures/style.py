@@ -121,8 +121,19 @@ def legend_below(
     layout).
     """
     target = canvas.current()
-    if isinstance(target, plt.Axes):
-        return target.legend(handles=handles, title=title, title_fontsize=fontsize, fontsize=fontsize, frameon=False)
+    if isinstance(target, plt.Axes):  # beside the caller's panel, not over its data (a constrained layout makes room)
+        legend = target.legend(
+            handles=handles,
+            loc="upper left",
+            bbox_to_anchor=(1.02, 1.0),
+            borderaxespad=0.0,
+            title=title,
+            title_fontsize=fontsize,
+            fontsize=fontsize,
+            frameon=False,
+        )
+        _fit_legend(fig, legend, max(_axes_width_in(target) * 0.6, 1.5), fontsize)
+        return legend
     if target is not None:
         return target.legend(
             handles=handles,
@@ -173,6 +184,10 @@ def _fit_legend(fig: Figure, legend: Legend, width_in: float, fontsize: float) -
     for text in texts:
         if text_width_in(fig, text.get_text(), fontsize) > room:
             text.set_text("\n".join(wrap(fig, text.get_text(), fontsize, room)))
+
+
+def _axes_width_in(ax: plt.Axes) -> float:
+    return ax.get_position().width * ax.figure.get_figwidth()
 
 
 def _width_in(fig: Figure, artist) -> float:

@@ -125,3 +125,29 @@ def test_the_ablation_skip_note_is_one_robustkit_line():
     _one_line_warnings()
     shown = warnings.formatwarning(note.message, note.category, note.filename, note.lineno)
     assert shown == "warning: skipping runs without per-layer adapters (nothing to ablate): mine-full (full)\n"
+
+
+def test_attack_frames_name_the_users_labels(tmp_path):
+    from conftest import new_run
+
+    from robustkit.analysis.attack import with_label_names
+    from robustkit.data.tasks import TASKS
+
+    mine = _three_class_csv(tmp_path / "mine.csv")
+    store = tmp_path / "runs"
+    store.mkdir()
+    own = new_run(store, "mine-full", spec={"model": "bert-tiny", "task": "mine", "data_dir": str(mine)})
+    built_in = new_run(store, "rt-full", spec={"model": "bert-tiny", "task": "rt"})
+    runs = pd.DataFrame({"run_id": ["mine-full", "rt-full"], "path": [str(own), str(built_in)]})
+    frame = pd.DataFrame(
+        {
+            "run_id": ["mine-full", "mine-full", "rt-full"],
+            "label": [0, 2, 1],
+            "prediction": [1, 2, 0],
+            "success": [1, 0, 1],
+        }
+    )
+    named = with_label_names(frame, runs)
+    assert named["label_name"].tolist() == ["meh", "pos", TASKS["rt"].label_names[1]]
+    assert named["prediction_name"].tolist() == ["neg", "pos", TASKS["rt"].label_names[0]]
+    assert named["label"].tolist() == [0, 2, 1]  # the ids stay

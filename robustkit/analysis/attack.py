@@ -317,7 +317,8 @@ def run_attacker(
     Returns
     -------
     DataFrame
-        Identity columns + :data:`~robustkit.analysis.attack_cache.EXAMPLE_COLUMNS`; summarise with
+        Identity columns + :data:`~robustkit.analysis.attack_cache.EXAMPLE_COLUMNS` + ``label_name,
+        prediction_name`` (:func:`with_label_names`); summarise with
         :func:`robustkit.analysis.attack_summary.summarize`.
     """
     attack = attacks.create(attacker, seed=seed, **options)  # an unknown attacker or option fails before any run
@@ -338,7 +339,35 @@ def run_attacker(
             **options,
         )
 
-    return each_run(select_runs(store, select), ANALYSIS, params, [checkpoint], compute, resumable=True, label=attacker)
+    runs = select_runs(store, select)
+    frame = each_run(runs, ANALYSIS, params, [checkpoint], compute, resumable=True, label=attacker)
+    return with_label_names(frame, runs)
+
+
+def with_label_names(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` (per-example rows with ``run_id, label, prediction``) + ``label_name`` and
+    ``prediction_name``: the class names of each run's data (a user's word labels, GLUE's
+    names), so that a three-class frame reads ``neg``/``neutral``/``pos``, not 0/1/2; None
+    where the task has no names (regression). The integer ids stay: the cache and the
+    summaries read them."""
+    from robustkit.store.manifest import read_spec
+
+    if frame.empty or "run_id" not in frame:
+        return frame.assign(label_name=None, prediction_name=None)
+    attacked = set(frame["run_id"])
+    names = {
+        run_id: tuple(run_task(read_spec(path), path).label_names)
+        for run_id, path in zip(runs["run_id"], runs["path"])
+        if run_id in attacked
+    }
+
+    def named(column: str) -> list:
+        return [
+            names[r][int(v)] if pd.notna(v) and 0 <= int(v) < len(names.get(r, ())) else None
+            for r, v in zip(frame["run_id"], frame[column])
+        ]
+
+    return frame.assign(label_name=named("label"), prediction_name=named("prediction"))
 
 
 def _cache_params(

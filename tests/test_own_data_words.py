@@ -151,3 +151,30 @@ def test_attack_frames_name_the_users_labels(tmp_path):
     assert named["label_name"].tolist() == ["meh", "pos", TASKS["rt"].label_names[1]]
     assert named["prediction_name"].tolist() == ["neg", "pos", TASKS["rt"].label_names[0]]
     assert named["label"].tolist() == [0, 2, 1]  # the ids stay
+
+
+def test_the_lr_note_names_the_model_the_rates_were_calibrated_on():
+    from robustkit.specs.calibration import calibrated_on, lr_note
+
+    demo = {"base": {"model": "minilm-l6"}, "lr": {"houlsby": 5e-4, "full": 1e-4}}
+    note = lr_note("demo", demo, "bert-tiny", lr_flag=True)
+    assert note.startswith("the demo learning rates ([demo.lr] of recipes/defaults.toml) were calibrated on minilm-l6")
+    assert "robustkit reproduce he2021/fig4 --model bert-tiny" in note and note.endswith("or give --lr")
+    assert "\n" not in note
+    assert lr_note("demo", demo, "minilm-l6") is None and lr_note("demo", demo, None) is None
+    assert calibrated_on({"base": {"model": "bert-base-uncased"}}) is None  # no rates of its own: nothing to say
+
+
+def test_reproduce_with_another_model_says_where_the_rates_come_from(tmp_path):
+    import subprocess
+    import sys
+
+    def plan(*swap: str) -> str:
+        argv = [sys.executable, "-m", "robustkit", "reproduce", "houlsby2019/fig6-ablation", "--plan"]
+        done = subprocess.run([*argv, "--store", str(tmp_path / "s"), *swap], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done.stderr
+
+    [line] = [x for x in plan("--model", "bert-tiny").splitlines() if "learning rates" in x]
+    assert line.startswith("note: the demo learning rates") and "calibrated on minilm-l6, not bert-tiny" in line
+    assert "learning rates" not in plan("--model", "minilm-l6")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from robustkit.cli.arguments import output_folder
 from robustkit.cli.common import add_cluster_arguments, add_device, slurm_options
 from robustkit.errors import RobustkitError
@@ -82,6 +84,7 @@ def run(args) -> int:
     swap = {k: v for k, v in swap.items() if v is not None}
     if swap and args.store is None:
         raise RobustkitError("--model/--data/--task train other runs than the recipes': give them their own --store")
+    _lr_note(args, swap.get("model"))
     if args.plan:
         from robustkit.sweeps import plan as run_plan
         from robustkit.verdicts.recipes import load_defaults, load_recipe, recipe_names
@@ -110,3 +113,14 @@ def run(args) -> int:
     )
     print(results.to_string(index=False))
     return 1 if results["error"].notna().any() or results["failed_runs"].any() else 0
+
+
+def _lr_note(args, model: str | None) -> None:
+    """One line when the swapped-in model trains at rates calibrated on the scale's own model."""
+    from robustkit.specs.calibration import lr_note
+    from robustkit.verdicts.recipes import RECIPE_DIR, load_defaults
+
+    scale = load_defaults(args.recipe_dir or RECIPE_DIR).get(args.scale, {})
+    note = lr_note(args.scale, scale, model, data=args.data)
+    if note:
+        print(f"note: {note}", file=sys.stderr)

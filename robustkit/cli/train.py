@@ -47,6 +47,13 @@ def run(args) -> int:
     from robustkit.train.data_notes import size_notes
 
     specs = specs_from_args(args)
+    if args.preset and args.model and args.lr is None:  # the preset's rates, calibrated on its own model
+        from robustkit.specs.calibration import lr_note
+        from robustkit.verdicts.recipes import preset
+
+        note = lr_note(args.preset, preset(args.preset), args.model, lr_flag=True)
+        if note:
+            print(f"note: {note}", file=sys.stderr)
     for line in size_notes(specs):  # before training: sizes the user did not choose, or too small
         print(f"note: {line}", file=sys.stderr)
     return report(run_sweep(specs, args.store, jobs=args.jobs, device=args.device), args.store)

@@ -244,7 +244,7 @@ class Figure:
         returns the Axes' figure; ``fig`` (a matplotlib Figure or SubFigure, e.g. one of
         ``plt.figure().subfigures(1, 2)``) lays any figure's panels out in it and returns it. The
         caller's canvas keeps its size: the title goes on the Axes (unless the panel has its
-        own) or the SubFigure, the legend inside the panel, and the notes (tests, what bars and
+        own) or the SubFigure, the legend beside the panel, and the notes (tests, what bars and
         bands are), ``subtitle`` and ``footer`` only on the figure's own canvas
         (:mod:`robustkit.figures.canvas`).
 

@@ -6,8 +6,8 @@ A plot function asks this module for its panels (:func:`subplots`, the signature
 legend and notes. Inside ``into(ax)`` a one-panel plot draws into that Axes and a plot of several
 panels is refused (:class:`CanvasError`, naming ``fig=``); inside ``into(fig)`` (a Figure or a
 SubFigure) the panels are laid out in it. Drawn into, the caller's canvas keeps its size:
-the title goes on the Axes (a panel's own title wins) or the SubFigure, the legend inside the
-panel, and the notes under the figure (the tests, what bars and bands are) are left to the
+the title goes on the Axes (a panel's own title wins) or the SubFigure, the legend beside the
+panel (right of it, off the data), and the notes under the figure (the tests, what bars and bands are) are left to the
 figure's own canvas (``figures.draw`` without ``ax``/``fig``), as seaborn's axes-level
 functions leave the figure to their caller.
 """

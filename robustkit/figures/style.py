@@ -116,7 +116,8 @@ def legend_below(
 
     The constrained layout of the panels leaves it out (it would widen one panel's margin,
     :class:`_PanelsLayout`); a tight bounding box includes it. Drawn into the caller's canvas
-    (:mod:`robustkit.figures.canvas`), a legend inside the caller's Axes, or under the panels of
+    (:mod:`robustkit.figures.canvas`), a legend beside the caller's Axes (right of it, never over its
+    data; long labels wrapped), or under the panels of
     the caller's Figure (``loc="outside lower center"``: room made where it has a constrained
     layout).
     """

@@ -80,7 +80,7 @@ def run(args) -> int:
             raise RobustkitError("give --data (your data) or --task (a built-in task), not both")
         from robustkit.data.user_data import run_fields
 
-        swap.update(run_fields(args.data))  # its task name and data_dir, read and checked now
+        swap.update(run_fields(args.data, store=args.store))  # its task name and data_dir, read and checked now
     swap = {k: v for k, v in swap.items() if v is not None}
     if swap and args.store is None:
         raise RobustkitError("--model/--data/--task train other runs than the recipes': give them their own --store")

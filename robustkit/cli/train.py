@@ -283,6 +283,7 @@ def specs_from_args(args) -> list:
                 args.text_pair_column,
                 args.label_column,
                 args.allow_rare_labels,
+                store=args.store,  # a task name another data set has there is refused
             )
         )
     from robustkit.sweeps.grid import check_size

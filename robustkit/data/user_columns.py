@@ -35,15 +35,25 @@ RARE_LABEL_ROWS = 3  # a label with fewer rows than this in all splits is taken 
 
 
 def find_labels(
-    train: pd.DataFrame | datasets.Dataset, frames: dict, column: str | None, name: str, allow_rare: bool = False
+    train: pd.DataFrame | datasets.Dataset,
+    frames: dict,
+    column: str | None,
+    name: str,
+    allow_rare: bool = False,
+    regression: bool = False,
+    notes: list[str] | None = None,
 ) -> tuple[str, tuple[str, ...], dict | None]:
     """(label column, label names (empty: regression), value -> id (None: regression or ids)).
 
-    Labels are read as one type: integers written as strings (``"1"`` beside ``1``, as JSONL
-    gives) are integers. Every label of validation and test must be one train has; a label of
-    fewer than :data:`RARE_LABEL_ROWS` rows is refused (unless ``allow_rare``), naming its rows
-    and the label it most resembles. ``frames`` (split -> DataFrame) get the labels as read, in
-    place; ``train`` is the raw train split (a ``datasets`` ClassLabel keeps its names)."""
+    Labels are read as one type (:func:`_read_labels`): words are classes; numbers are classes
+    when all are whole (``1``, ``"1"`` and ``1.0`` one class, with a note where they are written
+    more than one way) and a regression target when one is not (or ``regression``), said in a
+    note; numbers beside words are refused, naming the rows. Every label of validation and test
+    must be one train has; a label of fewer than :data:`RARE_LABEL_ROWS` rows is refused (unless
+    ``allow_rare``), naming its rows and the label it most resembles. ``frames`` (split ->
+    DataFrame) get the labels as read, in place; ``train`` is the raw train split (a
+    ``datasets`` ClassLabel keeps its names). ``notes`` gets the one-line notes, if given."""
+    notes = [] if notes is None else notes
     columns = list(frames["train"].columns)
     if column is None:
         column = next((c for c in LABEL_NAMES if c in columns), None)
@@ -63,7 +73,7 @@ def find_labels(
                 f"{type(frame[column].iloc[row]).__name__}s (first: row {row}); give one label per row"
             )
     feature = train.features.get(column) if isinstance(train, datasets.Dataset) else None
-    if isinstance(feature, datasets.ClassLabel):
+    if isinstance(feature, datasets.ClassLabel) and not regression:
         names = tuple(feature.names)
         labels = {
             split: frame[column].map(lambda i: names[i] if 0 <= i < len(names) else i)
@@ -74,32 +84,103 @@ def find_labels(
     values = pd.concat([f[column] for f in frames.values()], ignore_index=True)
     if values.isna().any():
         raise TaskError(f"task {name!r}: {int(values.isna().sum())} rows have no label in column {column!r}")
-    if pd.api.types.is_float_dtype(values):
+    labels = _read_labels({split: frame[column] for split, frame in frames.items()}, column, name, regression, notes)
+    for split, frame in list(frames.items()):  # the canonical splits map the values as read
+        frames[split] = frame.copy()
+        frames[split][column] = labels[split].to_numpy()
+    if all(pd.api.types.is_float_dtype(series) for series in labels.values()):
         return column, (), None
-    labels = {split: _one_type(frame[column]) for split, frame in frames.items()}
     values = pd.concat(labels.values(), ignore_index=True)
     distinct = sorted(values.unique(), key=lambda v: (str(type(v)), v))
     if len(distinct) < 2:
         raise TaskError(f"task {name!r}: column {column!r} has a single label value {distinct[0]!r}; need two or more")
     _check_label_sets(labels, name, allow_rare)
     ids = {v: i for i, v in enumerate(distinct)}
-    for split, frame in list(frames.items()):  # the canonical splits map the normalised values
-        frames[split] = frame.copy()
-        frames[split][column] = labels[split].to_numpy()
     return column, tuple(str(v) for v in distinct), ids
 
 
-def _one_type(labels: pd.Series) -> pd.Series:
-    """Labels as one type: booleans as 0/1; integers and integer strings (``"1"``) as int."""
-    if pd.api.types.is_bool_dtype(labels):
-        return labels.astype(int)
-    integer = labels.map(lambda v: isinstance(v, (int, np.integer)) or bool(isinstance(v, str) and _INTEGER.match(v)))
-    if integer.all():
-        return labels.map(int)
-    return labels.map(lambda v: str(int(v)) if isinstance(v, (bool, np.bool_)) else str(v))
+_NUMBER = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
+_SHOWN_ROWS = 5  # rows named in a message: the first few of each split
 
 
-_INTEGER = re.compile(r"^\s*[-+]?\d+\s*$")
+def _form(value) -> str:
+    """How a label is written: ``word``, ``integer`` (1, or a boolean), ``decimal`` (1.0) or
+    ``text`` (a number written as a string, ``"1"``)."""
+    if isinstance(value, (bool, np.bool_, int, np.integer)):
+        return "integer"
+    if isinstance(value, (float, np.floating)):
+        return "decimal"
+    if isinstance(value, str) and _NUMBER.match(value):
+        return "text"
+    return "word"
+
+
+def _where(masks: dict[str, np.ndarray]) -> str:
+    """``train rows 3, 17; test row 4`` for the rows ``masks`` (split -> bool per row) mark."""
+    parts = []
+    for split, mask in masks.items():
+        rows = np.flatnonzero(mask).tolist()
+        if rows:
+            shown = ", ".join(map(str, rows[:_SHOWN_ROWS])) + (", ..." if len(rows) > _SHOWN_ROWS else "")
+            parts.append(f"{split} row{'s' if len(rows) > 1 else ''} {shown}")
+    return "; ".join(parts)
+
+
+def _read_labels(
+    raw: dict[str, pd.Series], column: str, name: str, regression: bool, notes: list[str]
+) -> dict[str, pd.Series]:
+    """Labels as one type, per split: float (a regression target), int or str (classes).
+
+    Words stay words (str). Numbers, however written (``1``, ``"1"``, ``1.0``), are numbers:
+    whole ones are classes (int; a note where they are written more than one way), and a column
+    with one that is not whole (or ``regression``) is a regression target (float; a note says
+    so). A column mixing numbers and words is refused, naming the rows of the rarer kind."""
+    forms = {split: series.map(_form) for split, series in raw.items()}
+    every = pd.concat(forms.values(), ignore_index=True)
+    words = every == "word"
+    if words.all():
+        if regression:
+            raise TaskError(f"task {name!r}: label column {column!r} holds words, not numbers: no regression target")
+        return {split: series.map(str) for split, series in raw.items()}
+    if words.any():
+        rare = "word" if int(words.sum()) <= int((~words).sum()) else "number"
+        marked = {s: ((f == "word") if rare == "word" else (f != "word")).to_numpy() for s, f in forms.items()}
+        shown = pd.concat([raw[s][m] for s, m in marked.items()]).map(str).unique()[:3]
+        count = int(sum(m.sum() for m in marked.values()))
+        raise TaskError(
+            f"task {name!r}: label column {column!r} mixes words and numbers: {count} row{'s' if count > 1 else ''} "
+            f"hold a {rare} ({', '.join(map(repr, shown))}; {_where(marked)}) among labels that are "
+            f"{'numbers' if rare == 'word' else 'words'}; write every label the same way (a number among words is "
+            "most likely a slip of another label)"
+        )
+    numbers = {split: pd.to_numeric(series.map(_as_number)) for split, series in raw.items()}
+    values = pd.concat(numbers.values(), ignore_index=True).astype(float).to_numpy()
+    broken = np.flatnonzero(np.mod(values, 1) != 0)
+    if regression or len(broken):
+        why = "kind=regression" if regression else f"numbers that are not whole, e.g. {values[broken[0]]:g}"
+        notes.append(
+            f"task {name!r}: label column {column!r} is trained as a regression ({why}): one output, Spearman and "
+            "Pearson correlations; if they are classes, write each as a word or a whole number"
+        )
+        return {split: series.astype(float) for split, series in numbers.items()}
+    counts = every.value_counts()
+    if len(counts) > 1 or "decimal" in counts:
+        written = {"integer": "as integers (1)", "decimal": "as decimals (1.0)", "text": 'as text ("1")'}
+        how = ", ".join(f"{written[form]} in {int(n):,} rows" for form, n in counts.items())
+        how = "holds whole numbers read as decimals (1.0)" if len(counts) == 1 else f"writes its numbers {how}"
+        classes = ", ".join(str(v) for v in sorted({int(v) for v in values}))
+        notes.append(
+            f"task {name!r}: label column {column!r} {how}: read as one class per whole number ({classes}); "
+            "for a regression on them add #kind=regression to the data's path"
+        )
+    return {split: series.map(lambda v: int(round(float(v)))) for split, series in numbers.items()}
+
+
+def _as_number(value):
+    """A label that :func:`_form` finds a number, as one (a boolean as 0 or 1)."""
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    return float(value) if isinstance(value, str) else value
 
 
 def _check_label_sets(labels: dict[str, pd.Series], name: str, allow_rare: bool) -> None:

@@ -29,6 +29,8 @@ This module reads the data (:func:`read`, the steps in order) and registers it i
 
 from __future__ import annotations
 
+import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,7 @@ import pandas as pd
 
 from robustkit.data.catalogue import TASKS
 from robustkit.data.stat_keys import stat_key
+from robustkit.data.user_checks import UserDataWarning, row_notes
 from robustkit.data.user_columns import (
     LABEL_NAMES,
     PAIR_NAMES,
@@ -66,6 +69,7 @@ __all__ = [
     "ensure",
     "read",
     "register",
+    "check_name_free",
     "registered",
     "run_fields",
     # documented here (docs/reference.md), defined beside their step
@@ -74,6 +78,7 @@ __all__ = [
     "RARE_LABEL_ROWS",
     "TEXT_NAMES",
     "USER_SPLIT_SEED",
+    "UserDataWarning",
     "fingerprint",
     "source_string",
 ]
@@ -96,11 +101,13 @@ def ensure(name: str, data_dir: str | Path | None) -> UserData | None:
         return loaded
     location, choices = parse_source(str(data_dir))
     columns = tuple(c for c in (choices.get("text"), choices.get("pair")) if c) or None
-    source = source_string(location, columns, choices.get("label"), choices.get("rare") == "keep")  # one spelling
+    source = source_string(  # one spelling
+        location, columns, choices.get("label"), choices.get("rare") == "keep", choices.get("kind") == "regression"
+    )
     signature = _signature(location)
     if loaded is not None and loaded.source == source and signature is not None and _SIGNATURES.get(name) == signature:
         return loaded
-    register(source, name)
+    _register(source, name)  # quietly: register (or train's --data) said its notes when first read
     return _REGISTRY[name]
 
 
@@ -136,16 +143,30 @@ def register(
     -------
     robustkit.data.tasks.Task
 
+    Warns
+    -----
+    UserDataWarning
+        One line each: texts shared between splits, texts repeated within a split, labels read
+        as one class although written apart (``1``, ``"1"``, ``1.0``), a regression target.
+
     Raises
     ------
     TaskError
         See :func:`read`.
     """
+    loaded = _register(data, name, text_columns, label_column, allow_rare_labels)
+    for note in loaded.notes:
+        warnings.warn(note, UserDataWarning, stacklevel=2)
+    return loaded.task
+
+
+def _register(data, name=None, text_columns=None, label_column=None, allow_rare_labels=False) -> UserData:
+    """:func:`register` without its warnings (a later read of data registered before)."""
     signature = _signature(parse_source(str(data))[0]) if isinstance(data, (str, Path)) else None
     loaded = read(data, name, text_columns, label_column, allow_rare_labels)  # a name registered again: new data
     _REGISTRY[loaded.task.name] = loaded
     _SIGNATURES[loaded.task.name] = signature  # stat before the read: a file changed since is read again
-    return loaded.task
+    return loaded
 
 
 def run_fields(
@@ -156,16 +177,20 @@ def run_fields(
     text_pair_column: str | None = None,
     label_column: str | None = None,
     allow_rare_labels: bool = False,
+    store: str | Path | None = None,
 ) -> dict[str, str]:
-    """The ``task`` and ``data_dir`` of runs on user data given by a path (``data``) or a hub
-    dataset (``dataset``, ``NAME`` or ``NAME:CONFIG``), read and registered now: what
-    ``robustkit train --data`` / ``--dataset`` put into the run spec.
+    """The ``task`` and ``data_dir`` of runs on user data given by a path (``data``, possibly with
+    reading choices, ``reviews.csv#kind=regression``) or a hub dataset (``dataset``, ``NAME`` or
+    ``NAME:CONFIG``), read and registered now (its notes warned): what ``robustkit train
+    --data`` / ``--dataset`` put into the run spec. With ``store``, the task's name must not be
+    another data set's there (:func:`check_name_free`).
 
     Raises
     ------
     TaskError
         Both or neither of ``data`` and ``dataset`` (a name or column given without data), a
-        malformed hub name, a pair column without a text column; see :func:`read`.
+        malformed hub name, a pair column without a text column, a name ``store`` gives other
+        data; see :func:`read`.
     """
     if data is None and dataset is None:
         given = [
@@ -188,11 +213,68 @@ def run_fields(
         raise TaskError(f"--dataset {dataset!r} is no hub dataset name: NAME or OWNER/NAME, then :CONFIG if any")
     if text_pair_column and not text_column:
         raise TaskError("--text-pair-column needs --text-column (the first text of the pair)")
+    location, choices = parse_source(str(data)) if data is not None else (HUB_PREFIX + dataset, {})
     columns = tuple(c for c in (text_column, text_pair_column) if c) or None
-    location = str(data) if data is not None else HUB_PREFIX + dataset
-    source = source_string(location, columns, label_column, allow_rare_labels)
+    columns = columns or tuple(c for c in (choices.get("text"), choices.get("pair")) if c) or None
+    source = source_string(
+        location,
+        columns,
+        label_column or choices.get("label"),
+        allow_rare_labels or choices.get("rare") == "keep",
+        choices.get("kind") == "regression",
+    )
     task = register(source, name)
+    if store is not None:
+        check_name_free(store, _REGISTRY[task.name])
     return {"task": task.name, "data_dir": source}
+
+
+def check_name_free(store: str | Path, loaded: UserData) -> None:
+    """Refuse to add runs of ``loaded`` to ``store`` under a task name that runs there already
+    give to other data (another file or hub dataset, another fingerprint): ``mixed.csv`` and
+    ``mixed.jsonl`` are both task ``mixed`` by default, and one name would put two data sets in
+    one table row and figure panel. The same file edited since is not refused here (every verb
+    flags it, :mod:`robustkit.store.run_data`).
+
+    Raises
+    ------
+    TaskError
+        Naming the other data, a run of it, and a ``--task-name`` to give instead.
+    """
+    from robustkit.store.folders import MANIFEST, run_dirs
+
+    if loaded.source is None or not Path(store).is_dir():
+        return
+    name, here = loaded.task.name, parse_source(loaded.source)[0]
+    for run_dir in run_dirs(store):
+        try:
+            manifest = json.loads((run_dir / MANIFEST).read_bytes())
+            spec, record = manifest.get("spec") or {}, manifest.get("data") or {}
+        except (OSError, ValueError, AttributeError):  # a damaged run: verify names it
+            continue
+        if (
+            spec.get("task") != name
+            or record.get("source") != "user"
+            or record.get("fingerprint") == loaded.fingerprint
+        ):
+            continue
+        there = parse_source(str(record.get("data_dir") or spec.get("data_dir") or ""))[0]
+        if there == here or (not there.startswith(HUB_PREFIX) and _same_file(there, here)):
+            continue
+        suffix = Path(here).suffix.lstrip(".") or "data"
+        raise TaskError(
+            f"task {name!r} of store {store} is already other data ({there}, e.g. run {run_dir.name}): two data sets "
+            f"under one name would share its table rows and figure panels; name this one apart "
+            f"(--task-name {name}-{suffix})"
+        )
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether paths ``a`` and ``b`` name the same file or folder (both resolved)."""
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return False
 
 
 def read(
@@ -228,13 +310,14 @@ def read(
         validation or test that train lacks, or a name that is a built-in task's. A file's
         message names the file.
     """
-    source = None
+    source, regression = None, False
     if isinstance(data, (str, Path)):
         location, choices = parse_source(str(data))
         text_columns = text_columns or tuple(c for c in (choices.get("text"), choices.get("pair")) if c) or None
         label_column = label_column or choices.get("label")
         allow_rare_labels = allow_rare_labels or choices.get("rare") == "keep"
-        source = source_string(location, text_columns, label_column, allow_rare_labels)
+        regression = choices.get("kind") == "regression"
+        source = source_string(location, text_columns, label_column, allow_rare_labels, regression)
         if (Path(location) / SAVED_COPY).is_file():
             return read_copy(Path(location), name, source)
         raw, default_name = read_location(location)
@@ -260,13 +343,17 @@ def read(
         for split, frame in frames.items():
             if frame.empty:
                 raise TaskError(f"task {name!r}: the {split} split has no rows (a header only?)")
-        label_info = find_labels(splits["train"], frames, label_column, name, allow_rare_labels)
+        notes: list[str] = []
+        label_info = find_labels(splits["train"], frames, label_column, name, allow_rare_labels, regression, notes)
         fields = find_text_columns(frames["train"], text_columns, label_info[0], name)
         task = task_of(name, fields, label_info[1])
         canonical = {split: canonical_split(frame, fields, label_info, task, split) for split, frame in frames.items()}
         canonical, rule = complete_splits(canonical, task)
+        notes += row_notes(canonical, fields, f"task {name!r}")
     except TaskError as error:
         if source is None or location in str(error):
             raise
         raise TaskError(f"{location}: {error}") from None  # the message names the file
-    return UserData(task, canonical, fingerprint(task, canonical), source, rule)
+    if source is not None:  # each line names the file, as errors do
+        notes = [f"{location}: {note}" for note in notes]
+    return UserData(task, canonical, fingerprint(task, canonical), source, rule, tuple(notes))

@@ -39,6 +39,9 @@ class UserData:
         Where it was read (the source string, with any column choices); None for an object.
     rule : str
         How the splits were made, in words (which splits were given, which drawn).
+    notes : tuple of str
+        One line each, what reading noticed (texts shared between splits, repeated texts, how
+        the labels were read): :func:`robustkit.data.user_data.register` warns them.
     """
 
     task: Any
@@ -46,6 +49,7 @@ class UserData:
     fingerprint: str
     source: str | None
     rule: str
+    notes: tuple[str, ...] = ()
 
 
 SAVED_COPY = "robustkit-data.json"  # marks a folder written by save_copy (the task and its identity)

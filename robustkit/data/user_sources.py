@@ -10,6 +10,7 @@ tables by their own split names, :func:`named_splits` them as train / validation
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -28,7 +29,7 @@ HUB_PREFIX = "hub:"
 HUB_NAME = re.compile(r"^[\w.-]+(/[\w.-]+)?(:[\w.-]+)?$")
 # column choices ride in the source string (a run's data_dir), so that a spawned sweep worker
 # reading the spec reads the same columns: "reviews.csv#text=review,label=stars"
-_CHOICES = re.compile(r"^(.*)#((?:text|pair|label|rare)=[^#]*)$")
+_CHOICES = re.compile(r"^(.*)#((?:text|pair|label|rare|kind)=[^#]*)$")
 
 
 def is_source(data_dir: str | Path | None) -> bool:
@@ -48,10 +49,12 @@ def source_string(
     text_columns: tuple[str, ...] | list[str] | None = None,
     label_column: str | None = None,
     allow_rare_labels: bool = False,
+    regression: bool = False,
 ) -> str:
     """The source string of a run's ``data_dir``: ``location`` with the reading choices, if any
     (``reviews.csv#text=review,label=stars``; ``pair`` marks the second text column; ``rare=keep``
-    keeps labels of fewer than :data:`~robustkit.data.user_columns.RARE_LABEL_ROWS` rows)."""
+    keeps labels of fewer than :data:`~robustkit.data.user_columns.RARE_LABEL_ROWS` rows;
+    ``kind=regression`` reads whole-number labels as a regression target, not classes)."""
     parts = []
     if text_columns:
         parts.append("text=" + text_columns[0])
@@ -61,12 +64,14 @@ def source_string(
         parts.append("label=" + label_column)
     if allow_rare_labels:
         parts.append("rare=keep")
+    if regression:
+        parts.append("kind=regression")
     return str(location) + ("#" + ",".join(parts) if parts else "")
 
 
 def parse_source(source: str) -> tuple[str, dict[str, str]]:
     """A source string's location and its reading choices (``{"text": ..., "pair": ..., "label":
-    ..., "rare": "keep"}``, those given), the inverse of :func:`source_string`."""
+    ..., "rare": "keep", "kind": "regression"}``, those given), the inverse of :func:`source_string`."""
     match = _CHOICES.match(source)
     if not match:
         return source, {}
@@ -124,7 +129,8 @@ def _split_files(folder: Path) -> dict[str, Path]:
 
 
 def _read_file(path: Path) -> pd.DataFrame:
-    """One data file as a DataFrame, by its suffix (:data:`READERS`)."""
+    """One data file as a DataFrame, by its suffix (:data:`READERS`); a file that does not read
+    is one line naming the file, the line and what to do (:func:`_unreadable`)."""
     kind = READERS.get(path.suffix.lower())
     if kind is None:
         raise TaskError(f"cannot read {path}: unknown format {path.suffix!r}; known: {', '.join(READERS)}")
@@ -134,9 +140,65 @@ def _read_file(path: Path) -> pd.DataFrame:
         if kind == "jsonl":
             return pd.read_json(path, lines=True, dtype=False)
         # keep_default_na=False: texts such as "NA" or "null" stay texts
-        return pd.read_csv(path, sep="\t" if kind == "tsv" else ",", keep_default_na=False, na_values=[""])
+        frame = pd.read_csv(path, sep="\t" if kind == "tsv" else ",", keep_default_na=False, na_values=[""])
     except (ValueError, OSError, pd.errors.ParserError, pd.errors.EmptyDataError, ImportError) as error:
-        raise TaskError(f"cannot read {path} as {kind}: {str(error).splitlines()[0]}") from None
+        raise TaskError(_unreadable(path, kind, error)) from None
+    if kind == "csv" and len(frame.columns) == 1 and "\t" in str(frame.columns[0]):
+        raise TaskError(
+            f"cannot read {path} as csv: its header {str(frame.columns[0])!r} is one column holding tabs; the file "
+            f"looks tab-separated: name it {path.with_suffix('.tsv').name}"
+        )
+    return frame
+
+
+# pandas' C parser: "Error tokenizing data. C error: Expected 1 fields in line 25, saw 2"
+_FIELDS = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
+
+
+def _unreadable(path: Path, kind: str, error: Exception) -> str:
+    """Why ``path`` does not read as ``kind``, in one line with its line number and a fix, where
+    the reader's error allows: a byte that is not UTF-8, a row with more fields than the header
+    (a TSV named ``.csv``, an unquoted separator), a line of a JSONL file that is not JSON."""
+    if isinstance(error, UnicodeDecodeError):
+        data = path.read_bytes()
+        try:  # the reader's offset is into its buffer, not the file: find the byte in the file
+            data.decode("utf-8")
+        except UnicodeDecodeError as found:
+            line = data.count(b"\n", 0, found.start) + 1
+            return (
+                f"cannot read {path}: byte 0x{data[found.start]:02x} at line {line} (byte offset {found.start:,}) is "
+                f"not UTF-8; re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8 {path.name} > utf8-{path.name})"
+            )
+    fields = _FIELDS.search(str(error))
+    if fields is not None:
+        header, line, saw = fields.groups()
+        first = path.open(encoding="utf-8", errors="replace").readline()
+        if kind == "csv" and "\t" in first:
+            hint = f"the file looks tab-separated (tabs in its header line): name it {path.with_suffix('.tsv').name}"
+        elif kind == "tsv" and "\t" not in first and "," in first:
+            hint = f"the file looks comma-separated: name it {path.with_suffix('.csv').name}"
+        else:
+            separator = "comma" if kind == "csv" else "tab"
+            hint = f'a text holding a {separator} must be quoted ("...")'
+        return f"cannot read {path} as {kind}: line {line} has {saw} fields where the header has {header}; {hint}"
+    if kind == "jsonl" and isinstance(error, ValueError):
+        with path.open(encoding="utf-8") as lines:
+            for number, line in enumerate(lines, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except ValueError as bad:
+                    return (
+                        f"cannot read {path} as jsonl: line {number} is not JSON ({bad.msg}, column {bad.colno}); "
+                        'each line holds one object, such as {"text": "...", "label": "pos"}'
+                    )
+                if not isinstance(row, dict):
+                    return (
+                        f"cannot read {path} as jsonl: line {number} holds a {type(row).__name__}, not an object; "
+                        'each line holds one object, such as {"text": "...", "label": "pos"}'
+                    )
+    return f"cannot read {path} as {kind}: {str(error).splitlines()[0] if str(error) else type(error).__name__}"
 
 
 def named_splits(raw: dict, name: str) -> dict:

@@ -1,7 +1,8 @@
 """The split rule of user data: missing validation and test splits drawn from train; train_size.
 
 A source's own splits are kept as they are. A missing validation and/or test split is 10 % of
-train each, drawn per label over distinct texts with a generator seeded by
+train each, drawn per label over distinct texts (case and whitespace aside: such rows share a
+split) with a generator seeded by
 :data:`USER_SPLIT_SEED` (:func:`robustkit.data.catalogue.grouped_stratified_split`, the embedded
 tasks' rule); ``train_size=N`` keeps the first N of a seeded permutation of train
 (:func:`low_resource`).
@@ -11,9 +12,9 @@ from __future__ import annotations
 
 import datasets
 import numpy as np
-import pandas as pd
 
 from robustkit.data.catalogue import Task, grouped_stratified_split
+from robustkit.data.user_checks import text_keys
 from robustkit.errors import TaskError
 
 USER_SPLIT_SEED = 20210601  # the embedded tasks' split seed (robustkit.data.tasks.EMBEDDED_SPLIT_SEED)
@@ -26,7 +27,7 @@ def complete_splits(splits: dict[str, datasets.Dataset], task: Task) -> tuple[di
     if not missing:
         return splits, "train, validation and test as given"
     train = splits["train"]
-    texts = pd.Series(["\x1f".join(row) for row in zip(*(train[f] for f in task.text_fields))])
+    texts = text_keys(train, task.text_fields)  # rows differing only in case or spacing share a split
     labels = np.zeros(len(train), np.int64) if task.is_regression else np.asarray(train["label"], np.int64)
     assignment = grouped_stratified_split(texts, labels, USER_SPLIT_SEED, parts=len(missing))
     out = dict(splits)

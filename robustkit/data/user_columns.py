@@ -1,9 +1,10 @@
 """Which columns of user data are its text and its label, the label checks, and the canonical splits.
 
 The label column is given or the first of :data:`LABEL_NAMES`; the text column(s) given, or the
-first pair of :data:`PAIR_NAMES`, the first of :data:`TEXT_NAMES`, the only string column. A
-float label means regression; other labels are read as one type (``"1"`` and ``1`` one class)
-and checked: a label validation or test has that train lacks, or one of fewer than
+first pair of :data:`PAIR_NAMES`, the first of :data:`TEXT_NAMES`, the only string column.
+Labels are read as one type: words, or numbers (``1``, ``"1"`` and ``1.0`` one class, with a
+note), a number that is not whole making a regression (a note); numbers beside words are refused.
+They are checked: a label validation or test has that train lacks, or one of fewer than
 :data:`RARE_LABEL_ROWS` rows (a likely typo, unless kept), is refused. :func:`task_of` makes the
 task (its metrics by its labels), :func:`canonical_split` each split in the form every loader
 returns (text fields, integer ``label``, ``idx``).

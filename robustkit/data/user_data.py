@@ -15,10 +15,16 @@ the example's row in its source file or split)::
   (``reviews.csv#text=review,label=stars``, :func:`source_string`);
 - columns: the label is ``label_column`` or the first of :data:`LABEL_NAMES`; the text is
   ``text_columns``, the first pair of :data:`PAIR_NAMES`, the first of :data:`TEXT_NAMES` or the
-  only string column; a float label means regression; a label of fewer than
+  only string column; word labels and whole numbers are classes (``1``, ``"1"`` and ``1.0`` one
+  class, with a note), numbers beside words are refused naming the rows, a number that is not
+  whole (or ``#kind=regression``) makes a regression, said in a note; a label of fewer than
   :data:`RARE_LABEL_ROWS` rows is refused unless kept;
 - splits: a source's own splits are kept; a missing validation and/or test split is 10 % of
   train each, drawn per label over distinct texts (seeded by :data:`USER_SPLIT_SEED`);
+- checks: texts shared between splits and texts repeated in a split (case and whitespace
+  aside) are warned with counts (:mod:`robustkit.data.user_checks`), as are the label notes;
+  ``train`` and ``reproduce`` refuse a task name their store gives other data
+  (:func:`check_name_free`);
 - identity: :func:`fingerprint` (``user:sha256:<hex>``) hashes the contents, not the path.
 
 This module reads the data (:func:`read`, the steps in order) and registers it in this process

@@ -197,4 +197,4 @@ def test_the_command_checks_without_torch():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == f"analysis 'rsa' meets all {len(rules('analysis'))} rules of a analysis\n"
+    assert done.stdout == f"analysis 'rsa' meets all {len(rules('analysis'))} analysis rules\n"

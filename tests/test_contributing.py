@@ -9,7 +9,10 @@ under its ``[table]``). Then the example's bash commands run (``python tools/...
 listed by the command line, the guide's own test of it runs where it is fast, and ``git status``
 of the copy must name exactly the files of the example's **Files:** line, placeholders
 substituted: a file the guide names but the example does not need, or one it needs and the
-guide leaves out, fails the test.
+guide leaves out, fails the test. Then what a contributor runs before a pull request runs on the
+result (issue #58 item 2): ``robustkit check`` on each new object, ``ruff check`` and ``ruff
+format --check`` on its Python files, and the suite's contract tests (the registry sweep of
+tests/test_check.py and the tests of the tables the example regenerates).
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ class Example:
     names: dict[str, str]  # the Files line's placeholders -> the worked example's names
     listed: dict[tuple[str, ...], str] = field(default_factory=dict)  # `robustkit ... --help` -> a word it shows
     tests: tuple[str, ...] = ()  # pytest arguments run in the copy (fast ones only)
+    checked: tuple[tuple[str, str], ...] = ()  # (kind, name) of each object `robustkit check` must pass
+    contracts: tuple[str, ...] = ()  # the suite's contract tests on the result (pytest arguments)
 
 
 EXAMPLES = {
@@ -55,12 +60,20 @@ EXAMPLES = {
         {("analyze", "--help"): "weight-change", ("plot", "--help"): "weight-change"},
         # its test (tests/test_weight_change.py) is not run here: conftest's lora_store trains 5
         # bert-tiny runs (~40 s more); tests/test_extend_analysis.py runs the same calls
+        checked=(("analysis", "weight-change"), ("figure", "weight-change"), ("recipe", "beyond/weight-change")),
+        contracts=(  # the declaration and table tests: none trains a run
+            *("tests/test_check.py", "tests/test_recipes.py", "tests/test_docs_tables.py"),
+            *("tests/test_param_defaults.py", "tests/test_plots_only_draw.py"),
+            *("-k", "weight or not test_every_registered_object_meets_every_rule"),
+        ),
     ),
     "attack": Example(
         "## Add an attack",
         {"<name>": "charswap"},
         {("analyze", "attack", "--help"): "charswap"},
         ("tests/test_charswap.py",),
+        checked=(("attack", "charswap"),),
+        contracts=("tests/test_check.py", "-k", "charswap"),
     ),
 }
 
@@ -144,6 +157,23 @@ def perform(example: Example, checkout: Path) -> None:
         assert done.returncode == 0, f"the example's tests fail:\n{done.stdout[-3000:]}"
 
 
+def passes_the_rules(example: Example, checkout: Path) -> None:
+    """What the guide asks a contributor to run, on the performed example in ``checkout``: the
+    check of each new object, ruff's lint and format check of its Python, the contract tests."""
+    for kind, name in example.checked:
+        done = run([sys.executable, "-m", "robustkit", "check", kind, name], checkout)
+        assert done.returncode == 0, f"robustkit check {kind} {name}:\n{done.stdout}{done.stderr[-2000:]}"
+    python = sorted(path for path in touched(checkout) if path.endswith(".py"))
+    ruff = str(Path(sys.executable).with_name("ruff"))
+    for command in (["check"], ["format", "--check"]):
+        done = run([ruff, *command, *python], checkout)
+        assert done.returncode == 0, f"ruff {' '.join(command)}: {done.stdout[-3000:]}"
+    if example.contracts:
+        arguments = ["-q", "-p", "no:cacheprovider", "-n", "0", "-m", "not slow", *example.contracts]
+        done = run([sys.executable, "-m", "pytest", *arguments], checkout)
+        assert done.returncode == 0, f"the contract tests fail on the example:\n{done.stdout[-3000:]}"
+
+
 def run(arguments: list[str], cwd: Path) -> subprocess.CompletedProcess:
     # from the copy's root: `python -m robustkit` and the tests import the copy's robustkit
     # (PYTHONPATH too: `python tools/plan_table.py` puts tools/, not the root, first on its path)
@@ -188,10 +218,11 @@ def test_every_example_names_its_files_and_writes_only_those():
         "attack",  # ~6 s: no model, no table
     ],
 )
-def test_a_worked_example_touches_the_files_it_names(which, tmp_path):
+def test_a_worked_example_touches_its_files_and_passes_the_rules(which, tmp_path):
     if not (ROOT / ".git").exists():
         pytest.skip("not a git checkout: nothing to copy by `git ls-files`")
     example = EXAMPLES[which]
     checkout = copy_of_checkout(tmp_path / "checkout")
     perform(example, checkout)
     assert touched(checkout) == named_files(example), f"{example.heading}: the Files line is not what changed"
+    passes_the_rules(example, checkout)

@@ -25,5 +25,5 @@ def run(args) -> int:
     for line in broken:
         print(line)
     if not broken:
-        print(f"{args.kind} {args.name!r} meets all {len(rules(args.kind))} rules of a {args.kind}")
+        print(f"{args.kind} {args.name!r} meets all {len(rules(args.kind))} {args.kind} rules")
     return 1 if broken else 0

@@ -64,7 +64,7 @@ def test_reproduce_a_recipe_on_bert_tiny_and_a_csv_end_to_end(tmp_path, capsys):
     assert "their own --store" in capsys.readouterr().err
     data = ["--data", str(tmp_path / "reviews.csv")]
     assert main([*argv, *data, "--store", str(store), "--figures", str(figures), "--jobs", "1"]) == 0
-    runs = sorted(p.name for p in store.iterdir() if not p.name.startswith("."))
+    runs = sorted(p.name for p in store.iterdir() if p.is_dir() and not p.name.startswith("."))  # not swaps.json
     assert len(runs) == 4 and all(r.startswith("reviews-") and "-bert-tiny-" in r for r in runs)
     assert (figures / "toy.pdf").is_file()
     index = (figures / "README.md").read_text()

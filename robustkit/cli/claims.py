@@ -68,6 +68,15 @@ def add_parser(commands) -> None:
         action="store_true",
         help="leave out the would_settle column (the simulations behind it take seconds per inconclusive claim)",
     )
+    swap = claims.add_argument_group(
+        "a swapped reproduce",
+        "The runs `reproduce RECIPE --model/--data/--task --store S` trained: claims --store S applies the swap that "
+        "reproduce recorded in S/swaps.json by itself (and says so); these name one where S holds several, or "
+        "override the record (said in the line)",
+    )
+    swap.add_argument("--model", help="the model reproduce put in place of the recipes'")
+    swap.add_argument("--data", metavar="FILE_OR_DIR", help="the data reproduce put in place of the recipes' task")
+    swap.add_argument("--task", help="the built-in task reproduce put in place of the recipes'")
     claims.add_argument(
         "--markdown",
         action="store_true",
@@ -81,26 +90,23 @@ def run(args) -> int:
 
     from robustkit.cli import terminal
     from robustkit.verdicts.recipes import RECIPE_DIR
-    from robustkit.verdicts.reproduce import claims
 
     if args.plan:
         return _plan(args)
     if args.markdown:
         raise RobustkitError("--markdown prints the plan's summary: use it with --plan")
     scale, folder = args.scale or "demo", args.recipe_dir or RECIPE_DIR
-    table = claims(
-        args.store,
-        args.recipes or None,
-        scale=scale,
-        recipe_dir=folder,
-        include_failed=args.include_failed,
-        device=args.device,
-    )
-    from robustkit.verdicts.evidence import by_chance, chance_line, n_text, tally_line, units
-    from robustkit.verdicts.recipes import load_defaults, load_recipe, recipe_names
+    from robustkit.store.folders import open_store
+    from robustkit.verdicts.reproduce import claim_recipes, default_store
+    from robustkit.verdicts.tally import verdicts
 
-    judged = [load_recipe(name, folder) for name in recipe_names(args.recipes or None, folder, scale)]
+    store = open_store(args.store or default_store(scale), create=False)  # no verdicts on nothing
+    judged = claim_recipes(store, args.recipes or None, scale, folder, _swap(args))
+    from robustkit.verdicts.evidence import by_chance, chance_line, n_text, tally_line, units
+    from robustkit.verdicts.recipes import load_defaults
+
     defaults = load_defaults(folder)
+    table = verdicts(store, judged, scale, args.include_failed, defaults=defaults, device=args.device)
     evidence = units(judged, scale, defaults)
     groups = table.groupby(["recipe", "claim"], sort=False)
     # n as runs (and cells): "5 vs 5 runs, 7 cells", not 35 vs 35 observations
@@ -152,6 +158,18 @@ def run(args) -> int:
     return 0
 
 
+def _swap(args) -> dict:
+    """The swap named on the command line (``model``, ``task``, ``data_dir``), as reproduce reads it."""
+    swap = {"model": args.model, "task": args.task}
+    if args.data is not None:
+        if args.task is not None:
+            raise RobustkitError("give --data (your data) or --task (a built-in task), not both")
+        from robustkit.data.user_data import run_fields
+
+        swap.update(run_fields(args.data))
+    return {k: v for k, v in swap.items() if v is not None}
+
+
 def _plan(args) -> int:
     import pandas as pd
 
@@ -160,7 +178,15 @@ def _plan(args) -> int:
     from robustkit.verdicts.recipes import RECIPE_DIR, list_recipes, load_defaults, load_recipe
 
     folder = args.recipe_dir or RECIPE_DIR
-    recipes = [load_recipe(name, folder) for name in (args.recipes or list_recipes(folder))]
+    names = args.recipes or list_recipes(folder)
+    if args.store:  # its runs are those of the swap reproduce recorded there (or the one given)
+        from robustkit.verdicts.reproduce import claim_recipes
+
+        recipes = claim_recipes(args.store, names, args.scale or "demo", folder, _swap(args))
+    else:
+        if _swap(args):
+            raise RobustkitError("--model/--data/--task name the runs of a store: give --store with them")
+        recipes = [load_recipe(name, folder) for name in names]
     table = plan(recipes, scales=(args.scale,) if args.scale else SCALES, defaults=load_defaults(folder))
     if args.output:
         terminal.write(table, args.output)

@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from robustkit import figures as registry
+from robustkit.errors import RobustkitError
 from robustkit.progress import bar as progress_bar
 from robustkit.store import collapse
 from robustkit.store.folders import open_store
@@ -112,6 +113,7 @@ def reproduce(
         the replication reading's).
     """
     names = recipe_names(recipes, recipe_dir, scale)
+    log.info(f"reading {len(names)} recipe(s) and planning their runs")  # reading the user's data takes seconds
     chosen = [load_recipe(name, recipe_dir).swapped(**(swap or {})) for name in names]
     store = Path(store) if store is not None else default_store(scale)
     if figures is None:
@@ -124,6 +126,9 @@ def reproduce(
     defaults = load_defaults(recipe_dir)  # read once: every recipe's specs, claims and subtitle use it
     needed = {recipe.name: recipe.specs(scale, defaults) for recipe in chosen}
     distinct = {spec.run_id: spec for specs in needed.values() for spec in specs}
+    if swap:  # before training: `claims --store` then knows these runs, even of a sweep cut short
+        _record_swaps(store, chosen, scale, needed)
+    log.info(f"checking which of the {len(distinct)} distinct run(s) {store} holds, and that the rest can train")
     results = run_sweep(
         list(distinct.values()),
         store,
@@ -149,8 +154,11 @@ def reproduce(
         }
         if not train_only:
             started = time.perf_counter()
+            claims_n = len(recipe.claims)
+            log.info(f"{recipe.name}: judging its {claims_n} claim(s) on its {len(run_ids)} runs (analyses are cached)")
             verdicts = tally.verdicts(store, [recipe], scale, defaults=defaults, device=device)
             judged.append(verdicts)
+            log.info(f"{recipe.name}: drawing {recipe.figure} to {Path(figures) / recipe.output}")
             row.update(
                 _draw(
                     recipe,
@@ -181,6 +189,7 @@ def reproduce(
             )
         Path(figures).mkdir(parents=True, exist_ok=True)
         verdicts.to_csv(path, index=False)
+        log.info(f"writing {path} and the index {Path(figures) / 'README.md'}")
         write_index(figures, scale, recipe_dir, store=store, verdicts=verdicts, swap=swap)
     return pd.DataFrame(rows)
 
@@ -192,6 +201,7 @@ def claims(
     recipe_dir: str | Path = RECIPE_DIR,
     include_failed: bool = False,
     device: str | None = None,
+    swap: dict | None = None,
 ) -> pd.DataFrame:
     """The verdict of every claim of the named recipes on their runs (nothing is trained).
 
@@ -210,6 +220,9 @@ def claims(
         Keep collapsed and diverged runs in the tests.
     device : str, optional
         Where the analyses that run a model run it (default: the GPU if there is one).
+    swap : dict, optional
+        ``model``, ``task``, ``data_dir`` in place of the recipes' (as :func:`reproduce`'s); default:
+        the swap ``reproduce`` recorded in the store for each recipe (:func:`claim_recipes`).
 
     Returns
     -------
@@ -221,10 +234,186 @@ def claims(
     ------
     StoreError
         The store does not exist (a mistyped path would judge every claim inconclusive).
+    RobustkitError
+        The store holds runs of two swaps of a recipe and ``swap`` does not say which.
     """
-    chosen = [load_recipe(name, recipe_dir) for name in recipe_names(recipes, recipe_dir, scale)]
     store = open_store(store if store is not None else default_store(scale), create=False)  # no verdicts on nothing
+    chosen = claim_recipes(store, recipes, scale, recipe_dir, swap)
     return tally.verdicts(store, chosen, scale, include_failed, defaults=load_defaults(recipe_dir), device=device)
+
+
+def claim_recipes(
+    store: str | Path,
+    recipes: list[str] | None = None,
+    scale: str = "demo",
+    recipe_dir: str | Path = RECIPE_DIR,
+    swap: dict | None = None,
+) -> list[Recipe]:
+    """The recipes ``claims`` judges on ``store``, each with the swap its runs there were trained
+    with: the one ``reproduce --model/--data/--task`` recorded in the store
+    (:mod:`robustkit.store.swaps`), or ``swap`` (``model``, ``task``, ``data_dir``) where given.
+    Says in one logged line per swap which one it applied.
+
+    A given ``swap`` that agrees with a recorded one (same settings; a data file that moved counts
+    as the same where its content is) applies the record; one that agrees with none overrides the
+    record, said in the line.
+
+    Raises
+    ------
+    RobustkitError
+        Two recorded swaps of a recipe that ``swap`` does not tell apart (no silent pick), or a
+        recorded data file that is not there any more.
+    """
+    from robustkit.specs.spec import located
+    from robustkit.store import swaps
+
+    given = {k: v for k, v in (swap or {}).items() if v is not None}
+    chosen, said = [], {}
+    for name in recipe_names(recipes, recipe_dir, scale):
+        recipe = load_recipe(name, recipe_dir)
+        records = swaps.swaps_of(store, name, scale) if scale in recipe.scales else []
+        matching = [r for r in records if _agrees(r, given)] if given else records
+        if len(matching) > 1:
+            options = "; ".join(f"({i}) {_swap_words(r['swap'])}" for i, r in enumerate(matching, 1))
+            raise RobustkitError(
+                f"{store} holds runs of {name} at {scale} scale from {len(matching)} swaps: {options}; "
+                f"say which with claims --model/--data/--task (recorded in {swaps.swap_file(store)})"
+            )
+        if matching:
+            record = matching[0]
+            settings = {**record["swap"], "data_fingerprint": record.get("data_fingerprint")}
+            note = f"applied the swap `reproduce` recorded in {swaps.swap_file(store)}: {_swap_words(record['swap'])}"
+            if "data_dir" in given and located(given["data_dir"]) != record["swap"].get("data_dir"):
+                settings["data_dir"] = given["data_dir"]  # the same content, moved: read where it is now
+                note += f", its data now at {given['data_dir']}"
+            else:
+                note += _data_changed(record)
+        elif given:
+            settings = {**(records[0]["swap"] if len(records) == 1 else {}), **given}
+            note = f"applied {_swap_words(settings)} as given" + (
+                f", over the swap `reproduce` recorded ({_swap_words(records[0]['swap'])})"
+                if len(records) == 1
+                else f": it is none of the {len(records)} swaps recorded in {swaps.swap_file(store)}"
+                if records
+                else f" ({store} records no swap of {name})"
+            )
+        else:
+            chosen.append(recipe)
+            continue
+        if settings.get("data_dir"):
+            _data_there(settings["data_dir"], name, store)
+        chosen.append(recipe.swapped(**settings))
+        said.setdefault(note, []).append(name)
+    for note, names in said.items():
+        log.info(f"{', '.join(names)}: {note}")
+    return chosen
+
+
+def _agrees(record: dict, given: dict) -> bool:
+    """Whether the settings ``given`` to ``claims`` name the recorded swap: every given setting
+    equal, a data file by its place or, once moved, by its content (sha256)."""
+    from robustkit.specs.spec import located
+
+    recorded = record["swap"]
+    for key, value in given.items():
+        if key == "data_dir":
+            if located(value) == recorded.get("data_dir"):
+                continue
+            if record.get("data_sha256") and _file_sha256(value) == record["data_sha256"]:
+                continue
+            return False
+        elif key == "task" and "data_dir" in given:
+            continue  # the task of given data is the file's name; its data decides
+        elif recorded.get(key) != value:
+            return False
+    return True
+
+
+def _file_sha256(data_dir: str) -> str | None:
+    """The sha256 of a data file (``#column`` choices left out); None for a folder, the hub or nothing."""
+    from robustkit.store.atomic import sha256_file
+
+    location = str(data_dir).partition("#")[0]
+    return sha256_file(Path(location)) if not location.startswith("hub:") and Path(location).is_file() else None
+
+
+def _data_there(data_dir: str, name: str, store: str | Path) -> None:
+    location = str(data_dir).partition("#")[0]
+    if not location.startswith("hub:") and not Path(location).exists():
+        raise RobustkitError(
+            f"{location}, the data {name}'s runs in {store} were trained on, is not there any more (moved or "
+            "deleted?): give its new place with claims --data FILE"
+        )
+
+
+def _data_changed(record: dict) -> str:
+    """``"; but mine.csv changed since ..."`` where the recorded data file's content is not what the runs read."""
+    data_dir = record["swap"].get("data_dir")
+    if not data_dir or not record.get("data_sha256"):
+        return ""
+    now = _file_sha256(data_dir)
+    if now is None or now == record["data_sha256"]:
+        return ""
+    return (
+        f"; {data_dir.partition('#')[0]} changed since these runs trained on it: judged on the runs as trained "
+        "(`reproduce` again trains on the new data)"
+    )
+
+
+def _swap_words(swap: dict) -> str:
+    """``"model bert-tiny, data /home/me/mine.csv (task mine)"``: a swap in one phrase."""
+    parts = [f"model {swap['model']}"] if swap.get("model") else []
+    if swap.get("data_dir"):
+        parts.append(f"data {swap['data_dir']}" + (f" (task {swap['task']})" if swap.get("task") else ""))
+    elif swap.get("task"):
+        parts.append(f"task {swap['task']}")
+    return ", ".join(parts) or "no swap"
+
+
+def swap_flags(swap: dict | None) -> str:
+    """The ``reproduce`` options that make ``swap``: ``" --model bert-tiny --data /home/me/mine.csv"``
+    (a data file's task is its name, so ``--task`` only for a built-in task); "" for none."""
+    import shlex
+
+    from robustkit.specs.spec import located
+
+    swap = {k: v for k, v in (swap or {}).items() if v is not None}
+    flags = [f"--model {shlex.quote(str(swap['model']))}"] if "model" in swap else []
+    if "data_dir" in swap:
+        flags.append(f"--data {shlex.quote(located(swap['data_dir']))}")
+    elif "task" in swap:
+        flags.append(f"--task {shlex.quote(str(swap['task']))}")
+    return "".join(" " + flag for flag in flags)
+
+
+def reproduce_command(names: list[str], scale: str, swap: dict | None = None, store=None, figures=None) -> str:
+    """The ``robustkit reproduce`` command that makes ``names``' figures with ``swap`` into ``store``
+    (named where there is a swap: swapped runs need their own store) and ``figures``."""
+    import shlex
+
+    where = f" --store {shlex.quote(str(store))}" if store is not None and swap else ""
+    where += f" --figures {shlex.quote(str(figures))}" if figures is not None else ""
+    return f"robustkit reproduce {' '.join(names)} --scale {scale}{swap_flags(swap)}{where}"
+
+
+def _record_swaps(store: Path, chosen: list[Recipe], scale: str, needed: dict) -> None:
+    """Record each swapped recipe's swap in the store (:mod:`robustkit.store.swaps`) for ``claims``."""
+    from robustkit.store import swaps
+
+    for recipe in chosen:
+        specs = needed[recipe.name]
+        swap = dict(recipe.swap)
+        fingerprints = {spec.data_fingerprint for spec in specs}
+        swaps.record_swap(
+            store,
+            recipe.name,
+            scale,
+            swap,
+            [spec.run_id for spec in specs],
+            data_fingerprint=fingerprints.pop() if len(fingerprints) == 1 else None,
+            data_sha256=_file_sha256(swap["data_dir"]) if swap.get("data_dir") else None,
+            command=reproduce_command([recipe.name], scale, swap, store),
+        )
 
 
 def subtitle(recipe: Recipe, scale: str, defaults: dict | None = None) -> str:
@@ -274,6 +463,10 @@ def _model_task(specs) -> str:
     return f"{', '.join(models)} on {', '.join(tasks)}"
 
 
+def _given(swap: dict | None) -> bool:
+    return any(v is not None for v in (swap or {}).values())
+
+
 def _swapped_text(swap: dict | None) -> list[str]:
     """The index's line saying what was put in place of the recipes' settings, if anything."""
     given = {k: v for k, v in (swap or {}).items() if v is not None}
@@ -321,10 +514,23 @@ def write_index(
     runs = load_runs(store) if store.is_dir() else pd.DataFrame(columns=["run_id"])
     units = _units(recipe_dir, scale)
     repeats = {(r, c): same for r, c, same in zip(units["recipe"], units["claim"], units["same_as"]) if same}
+    defaults = load_defaults(recipe_dir)
+    path = figures / "README.md"
+    shown = []  # (recipe as drawn, its specs): the index's rows
+    for name in list_recipes(recipe_dir):
+        recipe = load_recipe(name, recipe_dir).swapped(**(swap or {}))
+        if scale in recipe.scales and (figures / recipe.output).is_file():
+            shown.append((recipe, recipe.specs(scale, defaults)))
+    # a swap's figures are remade by naming them and the swap (--all would draw every recipe)
+    made = (
+        reproduce_command([r.name for r, _ in shown], scale, swap, store, figures)
+        if _given(swap)
+        else f"robustkit reproduce --all --scale {scale} --figures {figures}"
+    )
     lines = [
         "# Figures",
         "",
-        f"Made by `robustkit reproduce --all --scale {scale} --figures {figures}` from the recipes in `recipes/` "
+        f"Made by `{made}` from the recipes in `recipes/` "
         "(each file cites the paper's table its settings come from). Re-running the command only "
         f"trains and analyses what is missing. Failed runs ({collapse.FAILED_WORDS}, see "
         "`robustkit/store/collapse.py`) are marked in every figure and never plotted as results; each "
@@ -345,38 +551,34 @@ def write_index(
         "the paper | command |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    defaults = load_defaults(recipe_dir)
-    path = figures / "README.md"
     before = _index_rows(path)
-    for name in list_recipes(recipe_dir):
-        recipe = load_recipe(name, recipe_dir).swapped(**(swap or {}))
-        if scale in recipe.scales and (figures / recipe.output).is_file():
-            specs = recipe.specs(scale, defaults)
-            judged = verdicts[verdicts["recipe"] == name] if len(verdicts) else verdicts
-            collapsed = _collapsed(recipe, scale, specs, runs)
-            stored = len({spec.run_id for spec in specs} & set(runs["run_id"]))
-            if stored < len({spec.run_id for spec in specs}):
-                if recipe.output in before:  # drawn from a store that held its runs: keep its count
-                    collapsed = before[recipe.output][COLLAPSED_CELL]
-                elif stored:
-                    collapsed += f"; only {stored} of its {len(specs)} runs are in {store}"
-            cells = [
-                f"[{recipe.output}]({recipe.output})",
-                _paper_label(name),
-                recipe.title,
-                subtitle(recipe, scale, defaults),
-                _per_group(specs),
-                collapsed,
-                _verdict_cell(
-                    judged,
-                    {c.id: c.alpha for c in recipe.claims},
-                    {c: s for (r, c), s in repeats.items() if r == name},
-                    {c.id: c.quantifier for c in recipe.claims},
-                ),
-                _differences(recipe, scale, defaults),
-                f"`robustkit reproduce {name} --scale {scale}`",
-            ]
-            lines.append("| " + " | ".join(c.replace("|", "/").replace("\n", "<br>") for c in cells) + " |")
+    for recipe, specs in shown:
+        name = recipe.name
+        judged = verdicts[verdicts["recipe"] == name] if len(verdicts) else verdicts
+        collapsed = _collapsed(recipe, scale, specs, runs)
+        stored = len({spec.run_id for spec in specs} & set(runs["run_id"]))
+        if stored < len({spec.run_id for spec in specs}):
+            if recipe.output in before:  # drawn from a store that held its runs: keep its count
+                collapsed = before[recipe.output][COLLAPSED_CELL]
+            elif stored:
+                collapsed += f"; only {stored} of its {len(specs)} runs are in {store}"
+        cells = [
+            f"[{recipe.output}]({recipe.output})",
+            _paper_label(name),
+            recipe.title,
+            subtitle(recipe, scale, defaults),
+            _per_group(specs),
+            collapsed,
+            _verdict_cell(
+                judged,
+                {c.id: c.alpha for c in recipe.claims},
+                {c: s for (r, c), s in repeats.items() if r == name},
+                {c.id: c.quantifier for c in recipe.claims},
+            ),
+            _differences(recipe, scale, defaults),
+            f"`{reproduce_command([name], scale, swap, store)}`",
+        ]
+        lines.append("| " + " | ".join(c.replace("|", "/").replace("\n", "<br>") for c in cells) + " |")
     figures.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     return path

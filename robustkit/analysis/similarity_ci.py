@@ -32,6 +32,7 @@ from torch import Tensor
 from robustkit.analysis.declare import DEVICE, LAYER, SIMILARITY_CHECKPOINT, TOKENS, Analysis, Param, Statistic
 from robustkit.analysis.each_run import each_run
 from robustkit.analysis.layers import REPRESENTATIONS, encoder_third
+from robustkit.analysis.notes import AnalysisNote
 from robustkit.analysis.representations import TokenSample, analysis_length, sample_tokens
 from robustkit.analysis.select import select_runs
 from robustkit.analysis.similarity import base_representations, run_representations
@@ -212,6 +213,7 @@ def run(
         warnings.warn(
             f"similarity is NaN for {len(missing)} run(s) (non-finite or constant representations): "
             f"{', '.join(missing)}",
+            AnalysisNote,
             stacklevel=2,
         )
     return frame

@@ -186,3 +186,12 @@ def test_reproduce_with_a_swap_then_claims_then_reproduce_again(setting):
     again = _robustkit("reproduce", "toy/seeds", "--recipe-dir", recipes, *swap, cwd=root)
     assert "0 run(s) to train, 4 complete already" in again.stderr
     assert _robustkit(*claims, cwd=root).stdout == judged.stdout
+
+
+def test_a_data_file_edited_since_is_said_and_its_runs_still_judged(setting, caplog):
+    recorded = _record(setting, "reviews.csv")
+    reviews(310).to_csv(setting["root"] / "reviews.csv", index=False)  # ten rows more
+    with caplog.at_level(logging.INFO, logger="robustkit"):
+        (recipe,) = reproduce_module.claim_recipes(setting["store"], ["toy/seeds"], "demo", setting["recipes"])
+    assert [s.run_id for s in recipe.specs("demo", load_defaults(setting["recipes"]))] == recorded
+    assert any("reviews.csv changed since these runs trained on it" in r.getMessage() for r in caplog.records)

@@ -767,6 +767,7 @@ def draw_recipe(
     recipe_dir: str | Path = RECIPE_DIR,
     verdicts: bool = False,
     device: str | None = None,
+    swap: dict | None = None,
 ):
     """Recipe ``name``'s figure (a matplotlib Figure) on exactly its runs of ``store``, as
     ``robustkit reproduce`` draws it, without training anything: for notebooks,
@@ -780,11 +781,14 @@ def draw_recipe(
         Also judge the recipe's claims and print their verdicts under the figure.
     device : str, optional
         Where an analysis that runs a model runs it (default: the GPU if there is one).
+    swap : dict, optional
+        ``model``, ``task``, ``data_dir`` in place of the recipe's; default: the swap ``reproduce``
+        recorded in the store (:func:`claim_recipes`), as ``claims`` applies it.
     """
     if not isinstance(name, str):
         raise RecipeError(f"draw_recipe takes one recipe name such as 'han2021/fig2', got {name!r}")
-    recipe = load_recipe(name, recipe_dir)
     store = open_store(store if store is not None else default_store(scale), create=False)
+    (recipe,) = claim_recipes(store, [name], scale, recipe_dir, swap)
     defaults = load_defaults(recipe_dir)
     run_ids = [spec.run_id for spec in recipe.specs(scale, defaults)]
     text = (

@@ -15,14 +15,21 @@ both streams gets them once). A run trained in a worker process (``--jobs N``) s
 the parent (:func:`to_parent`), which writes them the same way, or above its bar on a terminal,
 so ``--jobs 2`` shows every run's evaluations as they finish. ``$TQDM_DISABLE`` (``robustkit
 -q``) turns them off with the bars.
+
+A stage that computes for long without a bar or a line of its own (a run's landscape, the
+bootstrap intervals of ``stats``) runs inside :func:`heartbeat`: past :data:`HEARTBEAT_SECONDS`
+it says, and says again every as many seconds, which stage it is in and for how long, so that no
+log or terminal stays silent for more than that; a fast stage says nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TextIO
 
 ENV = "TQDM_DISABLE"
@@ -141,3 +148,59 @@ def elapsed(seconds: float) -> str:
     if seconds < 3600:
         return f"{seconds // 60} min {seconds % 60:02d} s"
     return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+# A stage running this long without a line says so, and again as often (issue #57: nothing silent
+# for more than 10 s); a stage that ends sooner says nothing.
+HEARTBEAT_SECONDS = 8.0
+_BEATING: list[threading.Event] = []  # the heartbeats running now, outermost first
+
+
+@contextlib.contextmanager
+def heartbeat(what: str, every: float | None = None) -> Iterator[None]:
+    """Inside the block, a stamped line ``<what>: still running, 16 s in`` every ``every``
+    seconds (default :data:`HEARTBEAT_SECONDS`) until it ends; the first only after ``every``
+    seconds, so a fast block says nothing.
+
+    The lines go to stderr (a worker's to its parent, as :func:`event`'s), never into a stdout
+    that holds a command's tables; on a terminal only while no bar is drawn (a bar shows the
+    same). ``robustkit -q`` silences them.
+    Where heartbeats nest (a verb's around a run's), only the innermost speaks. The lines are
+    written from a timer thread (daemon: it never keeps the process alive).
+    """
+    every = HEARTBEAT_SECONDS if every is None else every
+    if silenced() or in_notebook():
+        yield
+        return
+    start = time.monotonic()
+    stop = threading.Event()
+    _BEATING.append(stop)
+
+    def beat() -> None:
+        while not stop.wait(every):
+            if _BEATING and _BEATING[-1] is stop:  # the innermost stage speaks (a run's, not its verb's)
+                _say_still(f"{what}: still running, {elapsed(time.monotonic() - start)} in")
+
+    thread = threading.Thread(target=beat, name="robustkit-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        _BEATING.remove(stop)
+        thread.join()
+
+
+def _say_still(message: str) -> None:
+    line = stamp(message)
+    if _sink is not None:
+        _sink(line)
+    elif sys.stderr is not None and not (_terminal(sys.stderr) and _bar_drawn()):
+        print(line, file=sys.stderr, flush=True)
+
+
+def _bar_drawn() -> bool:
+    """Whether a tqdm bar is on the terminal now (its own count says more than a heartbeat)."""
+    tqdm_module = sys.modules.get("tqdm.std")
+    instances = getattr(getattr(tqdm_module, "tqdm", None), "_instances", None) or ()
+    return any(not getattr(bar, "disable", True) for bar in list(instances))

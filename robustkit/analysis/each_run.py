@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
+import re
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -35,7 +36,7 @@ import pandas as pd
 from robustkit.analysis import reuse
 from robustkit.analysis.cache import CACHE_DIR, cache_key, cannot_cache, read_frame, write_frame
 from robustkit.analysis.select import with_identity
-from robustkit.errors import DamagedRunError, RobustkitError, RunLacksError
+from robustkit.errors import DamagedRunError, DataChangedError, RobustkitError, RunLacksError
 from robustkit.store.manifest import read_manifest
 from robustkit.store.tables import DamagedRunWarning
 
@@ -143,25 +144,32 @@ def each_run(
     DataFrame
         The runs' results, one after the other, identity columns in front.
     """
-    frames, damaged, lacking = [], [], []
-    for i, (_, row) in enumerate(runs.iterrows(), start=1):
-        where = f"{analysis} {i}/{len(runs)} {row['run_id']}"
+    results, damaged, lacking = {}, [], []
+    # runs whose data changed since training go first, unannounced: an analysis that reads the
+    # data refuses them (DataChangedError) before any run is computed or said to be
+    changed = _data_changed(runs)
+    for position in [*changed, *(p for p in range(len(runs)) if p not in changed)]:
+        row = runs.iloc[position]
+        where = f"{analysis} {position + 1}/{len(runs)} {row['run_id']}"
+        said = not changed.get(position)
         try:
             if resumable:
                 path = cache_path(row["path"], analysis, params, checkpoints, ".jsonl", label)
-                with _said(where):
+                with _said(where, said):
                     frame = compute(row, path)
             else:
                 path = cache_path(row["path"], analysis, params, checkpoints, label=label)
                 frame = read_cached(path, row["run_id"])
                 if frame is None:
                     log.debug("%s %s: computing", analysis, row["run_id"])
-                    with _said(where):
+                    with _said(where, said):
                         frame = compute(row)
                     write_cached(path, frame, row["run_id"], provenance)
                 else:
                     log.debug("%s %s: cached (%s)", analysis, row["run_id"], path.name)
             reuse.record(analysis, path, row["path"], checkpoints)  # complete: at what it was computed
+        except DataChangedError as error:  # one line, short hashes (changed runs go first: nothing computed)
+            raise DataChangedError(f"{analysis}: {short_hashes(str(error))}") from None
         except DamagedRunError as error:
             damaged.append(f"{row['run_id']}: {error.problem}")
             continue
@@ -171,7 +179,8 @@ def each_run(
         finally:
             if on_done is not None:
                 on_done()
-        frames.append(with_identity(frame, row))
+        results[position] = with_identity(frame, row)
+    frames = [results[position] for position in sorted(results)]
     if damaged:
         warn_damaged(damaged, analysis, Path(runs["path"].iloc[0]).parent)
     if lacking:
@@ -249,16 +258,36 @@ def each_pair(
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def short_hashes(text: str) -> str:
+    """``text`` with each 64-hex sha256 cut to its first 12 digits and an ellipsis."""
+    return _SHA256.sub(lambda match: match.group(0)[:12] + "…", text)
+
+
+_SHA256 = re.compile(r"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])")
+
+
+def _data_changed(runs: pd.DataFrame) -> dict[int, str]:
+    """Position -> why, of the runs whose local data is not what they were trained on (the
+    ``data_changed`` column of :func:`robustkit.store.tables.load_runs`: one line, the file and
+    short hashes)."""
+    if "data_changed" not in runs:
+        return {}
+    return {p: str(why) for p, why in enumerate(runs["data_changed"]) if isinstance(why, str) and why}
+
+
 @contextlib.contextmanager
-def _said(what: str) -> Iterator[None]:
+def _said(what: str, announced: bool = True) -> Iterator[None]:
     """One timestamped line as a run's computation starts and one as it ends, with its time
-    (:func:`robustkit.progress.event`: in a redirected log, not over a terminal's bars), so that
-    a long analysis is never silent."""
-    from robustkit.progress import elapsed, event
+    (:func:`robustkit.progress.event`: in a redirected log, not over a terminal's bars), and
+    between them a line every few seconds (:func:`robustkit.progress.heartbeat`), so that a long
+    analysis is never silent."""
+    from robustkit.progress import elapsed, event, heartbeat
 
     start = time.perf_counter()
-    event(f"{what}: computing")
-    yield
+    if announced:  # not for a run whose data changed: the analysis may refuse it at once
+        event(f"{what}: computing")
+    with heartbeat(what):
+        yield
     event(f"{what}: done in {elapsed(time.perf_counter() - start)}")
 
 

@@ -51,15 +51,18 @@ def add_parser(commands) -> None:
 
 def run(args) -> int:
     from robustkit.analysis.registry import get
+    from robustkit.progress import heartbeat
 
     analysis = get(args.analysis)
     given = {p.name: getattr(args, p.name) for p in (*analysis.params, *analysis.options)}
-    frame = analysis.run(args.store, args.select, **given)
-    if args.output:
-        print(f"wrote {len(frame)} rows to {terminal.write(frame, args.output)}")
-    else:
-        # its results and their outcome are the keys: settings are cut first, never those
-        print(terminal.render(analysis.summarize(frame), args.format, keys=terminal.RESULTS))
+    with heartbeat(f"analyze {analysis.name}"):  # each run says its own; the stages around them this
+        frame = analysis.run(args.store, args.select, **given)
+        if args.output:
+            said = f"wrote {len(frame)} rows to {terminal.write(frame, args.output)}"
+        else:
+            # its results and their outcome are the keys: settings are cut first, never those
+            said = terminal.render(analysis.summarize(frame), args.format, keys=terminal.RESULTS)
+    print(said)
     return 0
 
 

@@ -50,11 +50,14 @@ def run(args) -> int:
     from robustkit import figures
     from robustkit.analysis.reuse import SAMPLE_SIZES
     from robustkit.figures.style import save_pdf
+    from robustkit.progress import heartbeat
 
     figure = figures.get(args.figure)
     params = {p.name: getattr(args, p.name) for p in (*figure.parameters, *figure.options)}
     # a sample size left out (None: no such flag given) reads what is cached (robustkit.analysis.reuse)
     params = {k: v for k, v in params.items() if not (v is None and k in SAMPLE_SIZES)}
-    fig = figure.draw(args.store, args.select, subtitle=args.subtitle, footer=args.footer, any_size=True, **params)
-    print(f"wrote {save_pdf(fig, args.output)}")
+    with heartbeat(f"plot {args.figure}"):  # its analysis's runs say their own; the view and drawing too
+        fig = figure.draw(args.store, args.select, subtitle=args.subtitle, footer=args.footer, any_size=True, **params)
+        written = save_pdf(fig, args.output)
+    print(f"wrote {written}")
     return 0

@@ -93,18 +93,29 @@ def add_parser(commands) -> None:
 
 
 def run(args) -> int:
-    from robustkit.analysis import aggregates, dominance, scores, stability
+    from robustkit.progress import heartbeat
 
-    within = None if args.within == "auto" else [c for c in args.within.split(",") if c and c != "none"]
-    frame = scores.outcomes(
-        args.store, args.select, checkpoint=args.checkpoint, split=args.split, metric=args.metric, epoch=args.epoch
-    )
-    summary, tests = stability.tables(frame, by=args.by, within=within, include_failed=args.include_failed)
+    # each stage says it is still running past a few seconds (issue #57: stats was silent for a minute)
+    with heartbeat("stats: reading the runs and their scores"):
+        from robustkit.analysis import aggregates, dominance, scores, stability
+
+        within = None if args.within == "auto" else [c for c in args.within.split(",") if c and c != "none"]
+        frame = scores.outcomes(
+            args.store, args.select, checkpoint=args.checkpoint, split=args.split, metric=args.metric, epoch=args.epoch
+        )
+    with heartbeat(f"stats: bootstrap intervals and tests of {len(frame)} runs"):
+        summary, tests = stability.tables(frame, by=args.by, within=within, include_failed=args.include_failed)
     cells = [c for c in tests.columns if c not in stability.COMPARE_COLUMNS]
-    aso = None if args.no_aso else dominance.aso_table(frame, args.by, within=cells, include_failed=args.include_failed)
-    failures = dominance.failure_rates(frame, [*cells, args.by])
-    # rliable's summaries over tasks x seeds: the task is their stratum, the other cells stay cells
-    iqm, improvement = aggregates.tables(frame, args.by, within=cells, include_failed=args.include_failed)
+    with heartbeat("stats: ASO (deepsig) of each pair of groups"):
+        aso = (
+            None
+            if args.no_aso
+            else dominance.aso_table(frame, args.by, within=cells, include_failed=args.include_failed)
+        )
+    with heartbeat("stats: failed-run rates, IQM and P(A > B) (rliable)"):
+        failures = dominance.failure_rates(frame, [*cells, args.by])
+        # rliable's summaries over tasks x seeds: the task is their stratum, the other cells stay cells
+        iqm, improvement = aggregates.tables(frame, args.by, within=cells, include_failed=args.include_failed)
     from robustkit.cli import terminal
     from robustkit.store import collapse
 

@@ -24,7 +24,14 @@ def resolve(name: str, recipe_dir=None):
 
     folder = Path(recipe_dir or RECIPE_DIR)
     recipe = load_recipe(name, folder)
-    return recipe, {"folder": folder, "text": (folder / f"{name}.toml").read_text(encoding="utf-8")}
+    return recipe, {"folder": folder, "text": (folder / f"{name}.toml").read_text(encoding="utf-8"), "specs": {}}
+
+
+def _specs(recipe, scale: str, context: dict) -> list:
+    """``recipe.specs(scale)``, expanded once per check (the grid's expansion is what costs)."""
+    if scale not in context["specs"]:
+        context["specs"][scale] = recipe.specs(scale)
+    return context["specs"][scale]
 
 
 def _scales(recipe, context: dict) -> list[str]:
@@ -33,7 +40,7 @@ def _scales(recipe, context: dict) -> list[str]:
     if "paper" not in recipe.scales:
         return ["it has no [paper] scale"]
     found = []
-    demo, paper = recipe.specs("demo"), recipe.specs("paper")
+    demo, paper = _specs(recipe, "demo", context), _specs(recipe, "paper", context)
     if {s.model for s in demo} != {DEMO[0]} or not {s.task for s in demo} <= set(DEMO[1]):
         found.append(f"its demo runs are {sorted({(s.model, s.task) for s in demo})}")
     if {s.model for s in paper} != {PAPER_MODEL} or {s.task for s in paper} & set(DEMO[1]):
@@ -94,7 +101,7 @@ def _paper_numbers(recipe, context: dict) -> list[str]:
 def _groups(recipe, context: dict) -> list[str]:
     if "paper" not in recipe.scales:
         return []
-    specs, found = recipe.specs("paper"), []
+    specs, found = _specs(recipe, "paper", context), []
     for claim in recipe.claims:
         if not specs or claim.by not in vars(specs[0]):
             continue

@@ -24,13 +24,17 @@ def tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text(encoding="utf-8"), str(path))
 
 
-def names(path: Path) -> set[str]:
+@lru_cache(maxsize=None)
+def names(path: Path) -> frozenset[str]:
     """Every name and attribute the module at ``path`` uses."""
     nodes = list(ast.walk(tree(path)))
-    return {n.id for n in nodes if isinstance(n, ast.Name)} | {n.attr for n in nodes if isinstance(n, ast.Attribute)}
+    return frozenset(
+        {n.id for n in nodes if isinstance(n, ast.Name)} | {n.attr for n in nodes if isinstance(n, ast.Attribute)}
+    )
 
 
-def imports(path: Path) -> set[tuple[str, str | None]]:
+@lru_cache(maxsize=None)
+def imports(path: Path) -> frozenset[tuple[str, str | None]]:
     """(module, name) of each import in the module at ``path``, at any depth (``import m``: name None)."""
     found: set[tuple[str, str | None]] = set()
     for node in ast.walk(tree(path)):
@@ -38,7 +42,7 @@ def imports(path: Path) -> set[tuple[str, str | None]]:
             found |= {(alias.name, None) for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             found |= {(node.module, alias.name) for alias in node.names}
-    return found
+    return frozenset(found)
 
 
 def calls(path: Path) -> set[str]:

@@ -3,38 +3,15 @@
 
 from __future__ import annotations
 
-import re
 import shutil
 
+from robustkit.checks import recipe as recipe_rules
 from robustkit.verdicts.recipes import RECIPE_DIR, Recipe, list_recipes, load_recipe
-from robustkit.verdicts.spec import NOT_STATED
-
-# How a source may write its n: the papers write both "10 random seed restarts" and "five runs".
-_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 10: "ten", 20: "twenty", 100: "hundred"}
 
 
 def paper_n_problems(recipes: list[Recipe]) -> list[str]:
-    """What is wrong with the recipes' paper_n keys, one line per claim (empty: all is said).
-
-    A claim must carry ``paper_n_source``; one that gives ``paper_n`` must write that number in
-    its source (as a numeral or a word), so that the n is quoted from the paper, not put there.
-    """
-    problems = []
-    for recipe in recipes:
-        for claim in recipe.claims:
-            where = f"{recipe.name}: {claim.id}"
-            source = claim.paper_n_source
-            if not source:
-                problems.append(f"{where}: no paper_n_source (the paper's n and where, or 'not stated: ...')")
-            elif claim.paper_n is None and not source.startswith(NOT_STATED):
-                problems.append(f"{where}: no paper_n, but its source does not begin {NOT_STATED!r}")
-            elif claim.paper_n is not None:
-                said = re.search(rf"(?<![\d.]){claim.paper_n}(?![\d.])", source) or re.search(
-                    rf"\b{_WORDS.get(claim.paper_n, '-')}\b", source, flags=re.IGNORECASE
-                )
-                if not said:
-                    problems.append(f"{where}: paper_n = {claim.paper_n}, which its source does not write")
-    return problems
+    """The rule's findings (robustkit/checks/recipe.py, rule "paper effect and n"), per recipe."""
+    return [f"{recipe.name}: {problem}" for recipe in recipes for problem in recipe_rules.paper_n_problems(recipe)]
 
 
 def test_every_claim_says_the_papers_n_or_that_it_is_not_stated():

@@ -79,8 +79,13 @@ def _claim_words(recipe, context: dict) -> list[str]:
     return found
 
 
-def _paper_numbers(recipe, context: dict) -> list[str]:
-    from robustkit.verdicts.spec import NOT_REPORTED, NOT_STATED
+# How a source may write its n: the papers write both "10 random seed restarts" and "five runs".
+_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 10: "ten", 20: "twenty", 100: "hundred"}
+
+
+def paper_effect_problems(recipe) -> list[str]:
+    """What its claims leave unsaid of the paper's effect, one phrase each (empty: all is said)."""
+    from robustkit.verdicts.spec import NOT_REPORTED
 
     found = []
     for claim in recipe.claims:
@@ -91,11 +96,33 @@ def _paper_numbers(recipe, context: dict) -> list[str]:
             found.append(f"{where}: no paper_effect, and its source does not begin {NOT_REPORTED!r}")
         elif claim.paper_effect is not None and not any(ch.isdigit() for ch in claim.paper_effect_source):
             found.append(f"{where}: its paper_effect_source quotes no number")
-        if not claim.paper_n_source:
-            found.append(f"{where} has no paper_n_source")
-        elif claim.paper_n is None and not claim.paper_n_source.startswith(NOT_STATED):
-            found.append(f"{where}: no paper_n, and its source does not begin {NOT_STATED!r}")
     return found
+
+
+def paper_n_problems(recipe) -> list[str]:
+    """What its claims leave unsaid of the paper's runs per group (issue #56): a claim carries
+    ``paper_n_source``; one that gives ``paper_n`` writes that number in its source (a numeral or
+    a word), so that the n is quoted from the paper, not put there."""
+    from robustkit.verdicts.spec import NOT_STATED
+
+    found = []
+    for claim in recipe.claims:
+        where, source = f"claim {claim.id!r}", claim.paper_n_source
+        if not source:
+            found.append(f"{where}: no paper_n_source (the paper's n and where, or 'not stated: ...')")
+        elif claim.paper_n is None and not source.startswith(NOT_STATED):
+            found.append(f"{where}: no paper_n, but its source does not begin {NOT_STATED!r}")
+        elif claim.paper_n is not None:
+            said = re.search(rf"(?<![\d.]){claim.paper_n}(?![\d.])", source) or re.search(
+                rf"\b{_WORDS.get(claim.paper_n, '-')}\b", source, flags=re.IGNORECASE
+            )
+            if not said:
+                found.append(f"{where}: paper_n = {claim.paper_n}, which its source does not write")
+    return found
+
+
+def _paper_numbers(recipe, context: dict) -> list[str]:
+    return paper_effect_problems(recipe) + paper_n_problems(recipe)
 
 
 def _groups(recipe, context: dict) -> list[str]:
@@ -179,7 +206,7 @@ RULES = (
     Rule(
         "paper effect and n",
         "give paper_effect with a paper_effect_source quoting it (or one beginning 'not reported:') and paper_n with "
-        "its paper_n_source (or one beginning 'not stated:')",
+        "a paper_n_source that writes it (or one beginning 'not stated:')",
         _paper_numbers,
     ),
     Rule("groups", "name groups a and b by values the paper scale's runs take in the 'by' column", _groups),

@@ -5,13 +5,15 @@ so it cannot say at which sample size (an attack's ``--n``, a similarity's ``--t
 computed. Beside each entry, :func:`record` writes ``<cache file>.params.json``: the analysis,
 its parameters as the user gave them (:meth:`robustkit.analysis.declare.Analysis.run`), the
 checkpoint files it read and when it was computed. An entry computed before these records
-existed gets its record the next time the analysis runs at its parameters (a cache read).
+existed gets its record (dated by the file) the next time the analysis runs at its parameters (a
+cache read).
 
-A figure whose sample-size parameters (:data:`SAMPLE_SIZES`) were not given draws, for each run,
-the cached entry with the largest sample size that matches its other parameters
-(:func:`plan`): ``robustkit analyze attack --n 10`` followed by ``robustkit plot attack-boxes``
-draws those 10 examples per run instead of attacking 200 more, and says so in one line. A
-sample size that was given is honoured (computed if no entry has it).
+A figure drawn by ``robustkit plot`` (``figures.draw(..., any_size=True)``) whose sample-size
+parameters (:data:`SAMPLE_SIZES`) were not given draws, for each run, the cached entry with the
+largest sample size that matches its other parameters (:func:`plan`): ``robustkit analyze
+attack --n 10`` followed by ``robustkit plot attack-boxes`` draws those 10 examples per run
+instead of attacking 200 more, and says so in one line. A sample size that was given is
+honoured (computed if no entry has it). ``reproduce`` and ``claims`` use the sizes they state.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def record(
     from robustkit.store.manifest import read_manifest  # here: the figure registry imports this module
 
     path = record_path(Path(cache_file))
-    computed = _read(path).get("computed") or time.strftime("%Y-%m-%d %H:%M")
+    computed = _read(path).get("computed") or _written(Path(cache_file))
     saved = read_manifest(Path(run_dir)).get("checkpoints", {})
     content = {
         "analysis": analysis,
@@ -82,6 +84,14 @@ def record(
     with contextlib.suppress(OSError):
         if not path.exists() or path.read_text() != text:
             path.write_text(text)
+
+
+def _written(cache_file: Path) -> str:
+    """When the cache file was last written (an entry from before records existed: computed then)."""
+    try:
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(cache_file.stat().st_mtime))
+    except OSError:
+        return time.strftime("%Y-%m-%d %H:%M")
 
 
 def _read(path: Path) -> dict:

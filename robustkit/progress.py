@@ -152,7 +152,7 @@ def elapsed(seconds: float) -> str:
 
 # A stage running this long without a line says so, and again as often (issue #57: nothing silent
 # for more than 10 s); a stage that ends sooner says nothing.
-HEARTBEAT_SECONDS = 8.0
+HEARTBEAT_SECONDS = 6.0
 _BEATING: list[threading.Event] = []  # the heartbeats running now, outermost first
 
 

@@ -31,48 +31,44 @@ def text_keys(split: datasets.Dataset, fields: tuple[str, ...]) -> pd.Series:
 
     Returns
     -------
-    pandas.Series of str, shape (len(split),)
+    pandas.Series of str (object dtype), shape (len(split),)
     """
-    columns = [
-        pd.Series(split[field], dtype=object).map(lambda t: " ".join(str(t).split()).casefold()) for field in fields
-    ]
-    keys = columns[0]
-    for column in columns[1:]:
-        keys = keys + "\x1f" + column
-    return keys.reset_index(drop=True)
+    frame = split.select_columns(list(fields)).to_pandas()  # Arrow to pandas at once: a column iterates by row
+    texts = zip(*(frame[field].tolist() for field in fields))
+    return pd.Series(["\x1f".join(" ".join(str(t).split()).casefold() for t in row) for row in texts], dtype=object)
 
 
 def _rows(split: datasets.Dataset, positions: np.ndarray) -> str:
     """The first of ``positions`` as the row the user finds in their file (the split's ``idx``)."""
-    return f"first: row {int(split['idx'][int(positions[0])])}"
+    return f"first: row {int(split[int(positions[0])]['idx'])}"
 
 
-def shared_rows(splits: dict[str, datasets.Dataset], fields: tuple[str, ...]) -> dict[tuple[str, str], np.ndarray]:
-    """Positions of the rows of each later split whose text an earlier one has.
+def shared_rows(keys: dict[str, pd.Series]) -> dict[tuple[str, str], np.ndarray]:
+    """Positions of the rows of each later split whose text (``keys``: split -> :func:`text_keys`)
+    an earlier one has.
 
     Returns
     -------
     dict of (later split, earlier split) to numpy.ndarray of int
         Only the pairs that share a text; positions are rows of the later split.
     """
-    keys = {split: text_keys(splits[split], fields) for split in SPLITS if split in splits}
     found = {}
     for later, earlier in _PAIRS:
         if later in keys and earlier in keys:
-            positions = np.flatnonzero(keys[later].isin(set(keys[earlier])).to_numpy())
+            seen = set(keys[earlier])
+            positions = np.flatnonzero([key in seen for key in keys[later]])
             if len(positions):
                 found[(later, earlier)] = positions
     return found
 
 
-def repeated_rows(split: datasets.Dataset, fields: tuple[str, ...]) -> tuple[np.ndarray, int]:
-    """Positions of the rows that repeat an earlier row's text in the same split, and how many of
-    them carry another label than that first row."""
-    keys = text_keys(split, fields)
+def repeated_rows(keys: pd.Series, labels: pd.Series) -> tuple[np.ndarray, int]:
+    """Positions of the rows that repeat an earlier row's text (``keys``, :func:`text_keys`) in
+    the same split, and how many of them carry another label than that first row."""
     repeats = np.flatnonzero(keys.duplicated().to_numpy())
     if not len(repeats):
         return repeats, 0
-    labels = pd.Series(split["label"])
+    labels = labels.reset_index(drop=True)
     first_label = labels.groupby(keys.to_numpy()).transform("first")
     conflicting = int((labels.iloc[repeats] != first_label.iloc[repeats]).sum())
     return repeats, conflicting
@@ -82,7 +78,9 @@ def row_notes(splits: dict[str, datasets.Dataset], fields: tuple[str, ...], wher
     """One line for the texts shared between splits, one for the texts repeated inside a split
     (none where there are none), naming ``where`` (the file or folder, or the task's name)."""
     lines = []
-    shared = shared_rows(splits, fields)
+    present = [split for split in SPLITS if split in splits]
+    keys = {split: text_keys(splits[split], fields) for split in present}
+    shared = shared_rows(keys)
     if shared:
         parts = [
             f"{later} repeats a {earlier} text in {len(rows):,} of its {len(splits[later]):,} rows "
@@ -94,14 +92,11 @@ def row_notes(splits: dict[str, datasets.Dataset], fields: tuple[str, ...], wher
             "reward memorising, not generalising: drop those rows from the later split"
         )
     parts = []
-    for split in SPLITS:
-        if split in splits:
-            repeats, conflicting = repeated_rows(splits[split], fields)
-            if len(repeats):
-                other = f", {conflicting:,} of them with another label" if conflicting else ""
-                parts.append(
-                    f"{split} {len(repeats):,} of {len(splits[split]):,}{other} ({_rows(splits[split], repeats)})"
-                )
+    for split in present:
+        repeats, conflicting = repeated_rows(keys[split], splits[split].select_columns(["label"]).to_pandas()["label"])
+        if len(repeats):
+            other = f", {conflicting:,} of them with another label" if conflicting else ""
+            parts.append(f"{split} {len(repeats):,} of {len(splits[split]):,}{other} ({_rows(splits[split], repeats)})")
     if parts:
         lines.append(
             f"{where}: rows repeating a text of their own split (case and whitespace aside): {'; '.join(parts)}; "

@@ -143,7 +143,8 @@ def test_each_stage_of_reproduce_announces_itself(setting, monkeypatch, caplog):
             ["toy/seeds"], store=setting["store"], figures=setting["root"] / "f", recipe_dir=setting["recipes"]
         )
     said = [r.getMessage() for r in caplog.records]
-    stages = ["reading 1 recipe(s) and planning", "checking which of the 4 distinct run(s)", "toy/seeds: judging its 1"]
+    stages = ["reading 1 recipe(s) and planning", "loading torch", "checking which of the 4 distinct run(s)"]
+    stages += ["toy/seeds: judging its 1"]
     stages += ["toy/seeds: drawing box-seeds to", "writing "]
     where = [next((i for i, line in enumerate(said) if line.startswith(stage)), None) for stage in stages]
     assert None not in where and where == sorted(where), said

@@ -128,6 +128,9 @@ def reproduce(
     distinct = {spec.run_id: spec for specs in needed.values() for spec in specs}
     if swap:  # before training: `claims --store` then knows these runs, even of a sweep cut short
         _record_swaps(store, chosen, scale, needed)
+    log.info("loading torch and transformers")  # seconds of imports (robustkit.specs.preflight): said, not silent
+    import robustkit.specs.preflight  # noqa: F401
+
     log.info(f"checking which of the {len(distinct)} distinct run(s) {store} holds, and that the rest can train")
     results = run_sweep(
         list(distinct.values()),

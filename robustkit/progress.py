@@ -153,7 +153,7 @@ def elapsed(seconds: float) -> str:
 # A stage running this long without a line says so, and again as often (issue #57: nothing silent
 # for more than 10 s); a stage that ends sooner says nothing.
 HEARTBEAT_SECONDS = 6.0
-_BEATING: list[threading.Event] = []  # the heartbeats running now, outermost first
+_BEATING: list[list] = []  # the heartbeats running now, outermost first: [its stop event, what it is doing]
 
 
 @contextlib.contextmanager
@@ -174,12 +174,14 @@ def heartbeat(what: str, every: float | None = None) -> Iterator[None]:
         return
     start = time.monotonic()
     stop = threading.Event()
-    _BEATING.append(stop)
+    stage = [stop, ""]  # the event that ends it, and what it is doing now (doing())
+    _BEATING.append(stage)
 
     def beat() -> None:
         while not stop.wait(every):
-            if _BEATING and _BEATING[-1] is stop:  # the innermost stage speaks (a run's, not its verb's)
-                _say_still(f"{what}: still running, {elapsed(time.monotonic() - start)} in")
+            if _BEATING and _BEATING[-1] is stage:  # the innermost stage speaks (a run's, not its verb's)
+                now = f"{stage[1]}, " if stage[1] else ""
+                _say_still(f"{what}: {now}still running, {elapsed(time.monotonic() - start)} in")
 
     thread = threading.Thread(target=beat, name="robustkit-heartbeat", daemon=True)
     thread.start()
@@ -187,8 +189,15 @@ def heartbeat(what: str, every: float | None = None) -> Iterator[None]:
         yield
     finally:
         stop.set()
-        _BEATING.remove(stop)
+        _BEATING.remove(stage)
         thread.join()
+
+
+def doing(status: str) -> None:
+    """Say what the innermost :func:`heartbeat`'s stage is doing now (``alpha 3/21``): its next
+    line names it. Nothing outside a heartbeat."""
+    if _BEATING:
+        _BEATING[-1][1] = status
 
 
 def _say_still(message: str) -> None:

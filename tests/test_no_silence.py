@@ -115,3 +115,25 @@ def test_a_run_whose_data_changed_is_refused_before_any_run_is_computed(capsys, 
     frame = each_run(pd.DataFrame(rows), "weights", {}, ["last"], reads_weights_only)
     assert list(frame["run_id"]) == ["run-a", "run-b"]  # the runs' order, whichever went first
     assert computed == ["run-b", "run-a"]
+
+
+def test_a_landscape_on_a_tiny_model_names_its_alpha_in_the_log(fast_beat, capsys, monkeypatch):
+    """A run's landscape inside its heartbeat (as each_run runs it): the lines name the alpha it
+    is at, so a redirected log shows how far it got."""
+    import torch
+
+    from robustkit.analysis import landscape
+
+    def slow_evaluate(model, batches, task):
+        time.sleep(BEAT * 3)
+        return {"loss": float(model.weight.sum())}
+
+    monkeypatch.setattr(landscape, "evaluate", slow_evaluate)
+    model = torch.nn.Linear(2, 2)
+    theta0 = {name: p.detach().clone() for name, p in model.named_parameters()}
+    theta1 = {name: p + 1 for name, p in theta0.items()}
+    with progress.heartbeat("landscape 1/1 run-a"):
+        frame = landscape.interpolate(model, theta0, theta1, [0.0, 0.5, 1.0], [{}], "rt")
+    assert len(frame) == 3
+    said = [line for line in capsys.readouterr().err.splitlines() if "still running" in line]
+    assert any("landscape 1/1 run-a: alpha 2 of 3, still running" in line for line in said), said

@@ -47,6 +47,7 @@ from robustkit.models import pretrained as models
 from robustkit.models.layer_names import layer_group
 from robustkit.models.masked_lm import masked_lm_loss
 from robustkit.progress import bar as progress_bar
+from robustkit.progress import doing
 from robustkit.store.checkpoints import load_checkpoint
 from robustkit.store.manifest import read_manifest
 from robustkit.store.run_data import run_spec, run_splits, run_task
@@ -310,7 +311,10 @@ def model_curvature(
                     parameters,
                 )
             targets = {"all": None, **(groups if block_eigenvalues else {})}
-            for group, block in progress_bar(targets.items(), desc="top eigenvalue", show=progress, leave=False):
+            for k, (group, block) in enumerate(
+                progress_bar(targets.items(), desc="top eigenvalue", show=progress, leave=False)
+            ):
+                doing(f"top eigenvalue of {group} ({k + 1} of {len(targets)})")  # named by a heartbeat line
                 estimate = top_eigenvalue(hvp, block, max_iterations, tol, seed)
                 rows.append(
                     _row(
@@ -325,6 +329,7 @@ def model_curvature(
                         examples,
                     )
                 )
+            doing(f"Hutchinson traces ({samples} samples)")
             for group, estimate in hutchinson_trace(hvp, groups, samples, seed).items():
                 rows.append(
                     _row(

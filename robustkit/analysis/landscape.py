@@ -39,6 +39,7 @@ from robustkit.analysis.select import select_runs
 from robustkit.data import tasks
 from robustkit.errors import RobustkitError, StoreError
 from robustkit.progress import bar as progress_bar
+from robustkit.progress import doing
 from robustkit.specs.limits import MAX_GRID_POINTS
 from robustkit.store.tables import IDENTITY
 from robustkit.train.evaluate import EVAL_BATCH_SIZE, evaluate, split_batches
@@ -229,9 +230,10 @@ def interpolate(
     was_training = model.training
     rows = []
     try:
-        for alpha in progress_bar(
-            [float(a) for a in alphas], desc="landscape", show=progress, leave=False, unit="alpha"
+        for k, alpha in enumerate(
+            progress_bar([float(a) for a in alphas], desc="landscape", show=progress, leave=False, unit="alpha")
         ):
+            doing(f"alpha {k + 1} of {len(alphas)}")  # what a redirected log's heartbeat line names
             _place(parameters, start, end, alpha)
             for split, batches in by_split.items():
                 rows += [

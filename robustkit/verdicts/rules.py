@@ -24,7 +24,7 @@ import pandas as pd
 
 from robustkit.analysis import registry
 from robustkit.analysis.pooling import check_pooling
-from robustkit.measures import brunner_munzel, exact, multiplicity, welch
+from robustkit.measures import brunner_munzel, exact, multiplicity, paired, welch
 from robustkit.store import collapse
 from robustkit.verdicts.cells import Cell, cell_names, cells
 from robustkit.verdicts.selection import matches as _is
@@ -136,6 +136,7 @@ def judge(
         once), ``cells`` the cells.
     """
     missing = [c for c in [claim.by, *claim.within, "value"] if c not in observations]
+    missing += [c for c in ("run_id", "seed") if claim.paired and c not in observations]  # pairs by seed
     if missing:
         return rows(
             claim, [result_row(reason=f"the statistic gives no column {', '.join(missing)}", reason_class=NO_DATA)]
@@ -274,7 +275,8 @@ def _judge_cells(
     groups = cells(claim, observations, failed)
     if not groups:
         return [result_row(reason="no run left to test (every run failed or none was selected)", reason_class=NO_DATA)]
-    smallest = [_smallest_p(claim, g) for g in groups]
+    pairs = _seed_pairs(claim, observations, groups) if claim.paired else {}
+    smallest = [_smallest_p(claim, g, pairs.get(g.name)) for g in groups]
     still = _still_improving(improving)  # once for every cell's guard
     # the cells whose Holm-corrected side can reach alpha at all (Tarone's rule: from the group
     # sizes alone, before any p-value is looked at)
@@ -283,6 +285,8 @@ def _judge_cells(
     def test_of(group: Cell) -> dict:
         if claim.compare == "trend":
             return _trend(claim, group)
+        if claim.paired:
+            return _paired_location(claim, *pairs[group.name], group)
         return _tuned(claim, group) if _tuned_in(claim, group) else _cell(claim, group.a, group.b)
 
     tests = [test_of(g) if s < claim.alpha else None for g, s in zip(groups, smallest)]
@@ -307,7 +311,7 @@ def _judge_cells(
                 {
                     **result_row(group.name, **base),
                     "reason_class": TOO_FEW,
-                    "reason": _too_few(claim, group, smallest[i]),
+                    "reason": _too_few(claim, group, smallest[i], pairs.get(group.name)),
                 }
             )
             continue
@@ -319,7 +323,7 @@ def _judge_cells(
         against_level, against = each_level if union_side == "p_claimed" else corrected
         result = result_row(group.name, **base)
         if describe:
-            result.update(_interval(claim, group, agree_level, against_level))
+            result.update(_interval(claim, group, agree_level, against_level, pairs.get(group.name)))
         late = _not_converged(group, still)
         rule = (
             ""
@@ -371,9 +375,11 @@ def _judge_cells(
     return results
 
 
-def _smallest_p(claim: Claim, group: Cell) -> float:
+def _smallest_p(claim: Claim, group: Cell, pairs: tuple | None = None) -> float:
     """The smallest p the cell's test can give at its sizes (a trend: twice the larger of its
-    two ends', the two intervals each at alpha / 2)."""
+    two ends', the two intervals each at alpha / 2; a paired claim: its seed ``pairs``')."""
+    if claim.paired:
+        return paired.smallest_p(len(pairs[0]) if pairs else 0)
     if claim.compare == "trend":
         return min(
             1.0,
@@ -388,13 +394,17 @@ def _smallest_p(claim: Claim, group: Cell) -> float:
     return exact.smallest_p(claim.compare, len(group.a), len(group.b))
 
 
-def _too_few(claim: Claim, group: Cell, smallest: float) -> str:
+def _too_few(claim: Claim, group: Cell, smallest: float, pairs: tuple | None = None) -> str:
     n_a, n_b = len(group.a), len(group.b)
     sizes = f"{n_a}" + (f" vs {n_b}" if claim.groups == 2 else "")
+    if claim.paired:
+        sizes += f" runs in {len(pairs[0]) if pairs else 0} seed pairs"
     if claim.compare == "trend":
         sizes += f" at the start and {len(group.a_end)} vs {len(group.b_end)} at the end"
     need = (
-        "2^n_a > 20"
+        "2^pairs > 20: the sign test of within-seed differences, each seed with a run in both groups"
+        if claim.paired
+        else "2^n_a > 20"
         if claim.compare == "threshold"
         else "2^min(n_a, n_b) > 40 at both ends: two intervals at alpha / 2"
         if claim.compare == "trend"
@@ -484,10 +494,11 @@ def _cell(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
     return result
 
 
-def _interval(claim: Claim, group: Cell, agree_level: float, against_level: float) -> dict:
+def _interval(claim: Claim, group: Cell, agree_level: float, against_level: float, pairs: tuple | None = None) -> dict:
     """The cell's effect and interval, each end the one-sided bound at the level its side was
     judged at: the end that decides *agrees* at the agreeing side's level, the other at the
-    contradicting side's (equivalence: both at the agreeing level, the two one-sided tests)."""
+    contradicting side's (equivalence: both at the agreeing level, the two one-sided tests;
+    a paired claim: the median within-seed difference of its seed ``pairs``)."""
     a, b = group.a, group.b
     if _tuned_in(claim, group):
         # no effect shown: the best configurations picked by their medians are biased toward the
@@ -500,9 +511,13 @@ def _interval(claim: Claim, group: Cell, agree_level: float, against_level: floa
             "effect_name": EFFECT_NAMES["trend"],
             **dict(zip(("ci_low", "ci_high"), _trend_shift(group, agree_level, against_level, claim.direction)[1:])),
         }
+    if claim.paired:
+        a, b = pairs
     estimate = {
         "spread": lambda level: exact.spread_interval(a, b, level),
-        "location": lambda level: brunner_munzel.difference_interval(a, b, level),
+        "location": lambda level: (paired.difference_interval if claim.paired else brunner_munzel.difference_interval)(
+            a, b, level
+        ),
         "mean": lambda level: welch.difference_interval(a, b, level),
         "equivalence": lambda level: brunner_munzel.difference_interval(a, b, level),
         "rate": lambda level: exact.rate_interval(a, b, level),
@@ -512,7 +527,8 @@ def _interval(claim: Claim, group: Cell, agree_level: float, against_level: floa
     if claim.compare != "equivalence" and against_level != agree_level:
         _, other_low, other_high = estimate(against_level)
         low, high = (low, other_high) if claim.direction == "greater" else (other_low, high)
-    return {"effect": effect, "effect_name": EFFECT_NAMES[claim.compare], "ci_low": low, "ci_high": high}
+    name = PAIRED_EFFECT_NAME if claim.paired else EFFECT_NAMES[claim.compare]
+    return {"effect": effect, "effect_name": name, "ci_low": low, "ci_high": high}
 
 
 EFFECT_NAMES = {
@@ -524,6 +540,37 @@ EFFECT_NAMES = {
     "threshold": "median (sign-test interval)",
     "trend": "median difference at the end minus at the start",
 }
+
+
+PAIRED_EFFECT_NAME = "median within-seed difference a - b (sign-test interval)"
+
+
+def _seed_pairs(claim: Claim, observations: pd.DataFrame, groups: list[Cell]) -> dict[str, tuple]:
+    """A paired claim's runs matched by seed in each cell: cell name -> (a's values, b's values),
+    shape (pairs,) each (:func:`robustkit.measures.paired.pair_up`). A run's key is its seed and
+    its ``pooled`` settings (one task's adapter run pairs with that task's full run); a seed with a
+    run in one group only (a failed run left out) is no pair."""
+    columns = ["seed", *[c for c in claim.pooled if c in observations and c != claim.by]]
+    runs = observations.drop_duplicates("run_id").set_index("run_id")[columns]
+    key = dict(zip(runs.index, map(tuple, runs.to_numpy(object))))
+    return {g.name: paired.pair_up(g.a, g.b, [key[i] for i in g.ids_a], [key[i] for i in g.ids_b]) for g in groups}
+
+
+def _paired_location(claim: Claim, a: np.ndarray, b: np.ndarray, group: Cell) -> dict:
+    """A paired location claim's tests: the exact sign test of the within-seed differences
+    (:mod:`robustkit.measures.paired`); a ``floor`` is the tested median difference on both
+    sides. In :func:`_cell`'s form (``sign`` is not allowed with ``paired``)."""
+    d = paired.differences(a, b)
+    tested = claim.floor * (1.0 if claim.direction == "greater" else -1.0)
+    claimed = int(np.sum(d > tested if claim.direction == "greater" else d < tested))
+    median = np.median(d) if len(d) else np.nan
+    shown = (
+        f"{len(d)} seed pairs of {len(group.a)} vs {len(group.b)} runs, {claimed} on the claimed side, "
+        f"median within-seed difference {median:.3g} (sign test)"
+    )
+    result = _shift_test(claim, a, b, paired.tails, shown, "median within-seed difference")
+    against = result.pop("against", "") or f"opposite direction, one-sided p = {result['p_opposite']:.3g}"
+    return {**result, "claimed_part": "", "against_part": against}
 
 
 def _spread(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:

@@ -57,6 +57,7 @@ class Nuisance:
     improving_b: float = 0.0
     improving_low: float = 0.0  # SD a still-improving run sits below where it would end
     grid: int = 0  # 0: the statistic's own grid (:func:`_grid`)
+    pair_correlation: float = 0.5  # a paired claim's runs of one seed: the correlation of their scores
 
 
 NUISANCES = (
@@ -128,6 +129,31 @@ def shape(recipe, claim: Claim, scale: str, defaults: dict | None = None) -> Sha
     return Shape(
         tuple((name, int(a), int(b)) for name, a, b in sizes), statistic_cells(recipe, claim, scale, defaults), configs
     )
+
+
+def _paired_scores(rng: np.random.Generator, n_a: int, n_b: int, correlation: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_score`'s shape for two groups whose runs of one seed (the same index) are
+    correlated: a Gaussian copula with ``correlation``, each margin the skewed score (what one
+    seed's shared head and batches do to two methods' runs; the seed's effect is partly shared).
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        Shape (n_a,), (n_b,), SPREAD units, median 0.
+    """
+    n = max(n_a, n_b)
+    first = rng.standard_normal(n)
+    second = correlation * first + math.sqrt(1 - correlation**2) * rng.standard_normal(n)
+    gamma = lambda z: stats.gamma.ppf(stats.norm.cdf(z), 2.0, scale=1 / math.sqrt(2))  # noqa: E731
+    return (_GAMMA_MEDIAN - gamma(first))[:n_a], (_GAMMA_MEDIAN - gamma(second))[:n_b]
+
+
+@lru_cache(maxsize=None)
+def _paired_median_difference(scale_a: float, scale_b: float, correlation: float) -> float:
+    """The median of A_s - B_s for one seed's runs (:func:`_paired_scores` at these scales), by a
+    seeded million draws: a paired claim's null is that median at 0 (its sign test's null)."""
+    a, b = _paired_scores(np.random.default_rng(2468), 1_000_000, 1_000_000, correlation)
+    return float(np.median(scale_a * a - scale_b * b))
 
 
 def _score(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -208,10 +234,14 @@ def _draw_cell(
     sign_state: str,
     end: str = "",
     nuisance: Nuisance = NUISANCES[0],
+    shift: float = 0.0,
 ):
     """Values and failed flags of group a and b in one cell, in ``state``: ``boundary``, ``true``
     or ``false`` (the claim clearly true / false), under ``nuisance``. ``end``: a trend's cell at
-    the ``start`` or ``end`` of its ``along`` column (else in between)."""
+    the ``start`` or ``end`` of its ``along`` column (else in between). ``shift``: a location
+    claim's a moved this many SD (SPREAD units) the claimed way besides (a power's true effect).
+    A paired claim's runs of one seed are correlated (``nuisance.pair_correlation``), and its
+    null is the median within-seed difference at 0."""
     towards = {"boundary": 0.0, "true": 1.0, "false": -1.0}[state]
     up = 1.0 if claim.direction == "greater" else -1.0
     kind = claim.compare
@@ -226,15 +256,22 @@ def _draw_cell(
         return a, b, a.astype(bool), b.astype(bool)
     unequal = kind in ("location", "mean", "equivalence")  # the spreads a two-group null leaves free
     scale_a, scale_b = (nuisance.scale_a, nuisance.scale_b) if unequal else (1.0, 1.0)
-    a, b = _score(rng, n_a) * scale_a, _score(rng, n_b) * scale_b
-    # the null's median difference 0 (a mean claim: its means equal)
+    pairs = claim.paired and kind == "location"
+    if pairs:
+        a, b = _paired_scores(rng, n_a, n_b, nuisance.pair_correlation)
+        a, b = a * scale_a, b * scale_b
+    else:
+        a, b = _score(rng, n_a) * scale_a, _score(rng, n_b) * scale_b
+    # the null's median difference 0 (a mean claim: its means equal; a paired one: within seeds)
     centred = (_mean_difference if kind == "mean" else _median_difference)(scale_a, scale_b) if unequal else 0.0
+    if pairs:
+        centred = _paired_median_difference(scale_a, scale_b, nuisance.pair_correlation)
     strong = STRONG * max(scale_a, scale_b)
     if kind == "threshold":  # skewed, its median exactly at the threshold: the sign test's null
         a = claim.value / SPREAD + _score(rng, n_a) * nuisance.scale_a + up * towards * strong
         b = np.array([])
     elif kind in ("location", "mean"):
-        a = a - centred + up * (towards * strong + claim.floor / SPREAD)
+        a = a - centred + up * (towards * strong + claim.floor / SPREAD + shift)
     elif kind == "spread":
         a = a * (10.0 if towards * up > 0 else 0.1) if towards else a
         a = a + 3.0  # equally spread at the boundary, wherever the groups are centred (failures too)
@@ -337,12 +374,14 @@ def observations(
     sign_state: str = "true",
     error: str = "agrees",
     nuisance: Nuisance = NUISANCES[0],
+    shift: float = 0.0,
 ) -> tuple[pd.DataFrame, pd.Series]:
     """One synthetic store's observations of ``claim`` and its runs' still-improving flags.
 
     ``states``: per run-setting cell, the claim's state there (layers of a cell share it);
     ``error``: the false verdict the store is drawn for (a tuned claim's boundary depends on it);
-    ``nuisance``: what the null leaves free, drawn (:data:`NUISANCES`).
+    ``nuisance``: what the null leaves free, drawn (:data:`NUISANCES`); ``shift``: a location
+    claim's true effect in SD beyond its state (:func:`power`).
     """
     rows = []
     ends = _trend_ends(claim, form)
@@ -374,13 +413,19 @@ def observations(
         layers = range(1, form.per_cell + 1) if layered else [None]
         run_effects = None
         for layer in layers:
-            a, b, fa, fb = _draw_cell(claim, state, n_a, n_b, rng, sign_state, ends.get(name, (0, ""))[1], nuisance)
+            a, b, fa, fb = _draw_cell(
+                claim, state, n_a, n_b, rng, sign_state, ends.get(name, (0, ""))[1], nuisance, shift
+            )
             if run_effects is None:
                 run_effects = (a, b, fa, fb)
             else:  # a run's layers are correlated: half its deviation carries over
                 a, b = (a + run_effects[0]) / 2, (b + run_effects[1]) / 2
                 fa, fb = run_effects[2], run_effects[3]
-                if claim.compare in ("location", "equivalence") and nuisance.scale_a != nuisance.scale_b:
+                if (
+                    claim.compare in ("location", "equivalence")
+                    and nuisance.scale_a != nuisance.scale_b
+                    and not claim.paired
+                ):
                     # the mean of two skewed draws has another median: keep the null's difference
                     # (a mean claim's null needs nothing: the mean of two draws keeps the means equal)
                     a = a - _averaged_difference(nuisance.scale_a, nuisance.scale_b) * SPREAD
@@ -538,6 +583,22 @@ def rates(
     return result if detail else result[:2]
 
 
+def power(
+    claim: Claim, form: Shape, shift: float, draws: int, seed: int = 0, nuisance: Nuisance = NUISANCES[0]
+) -> float:
+    """The rate at which ``claim`` agrees with ``form``'s runs when a location claim's true effect
+    is ``shift`` SD of one run's score (every cell at its boundary moved the claimed way), under
+    ``nuisance`` (e.g. a paired claim's ``pair_correlation``): whole-path power, by ``draws``
+    synthetic stores."""
+    rng = np.random.default_rng(seed)
+    states = ["boundary"] * trend_cells(claim, form)
+    hits = 0
+    for _ in range(draws):
+        frame, improving = observations(claim, form, states, rng, "true", "agrees", nuisance, shift)
+        hits += judge(claim, frame, improving=improving, describe=False).iloc[-1]["verdict"] == AGREES
+    return hits / draws
+
+
 def bound(alpha: float, draws: int) -> float:
     """alpha plus two Monte-Carlo standard errors at ``draws``."""
     return alpha + 2 * math.sqrt(alpha * (1 - alpha) / draws)
@@ -630,6 +691,7 @@ def simulate(
                     statistic.better,
                     bool(statistic.undefined_on_failed),
                     claim.floor,
+                    *(["paired by seed"] if claim.paired else []),
                     *([(claim.tuned, claim.direction, form.configs)] if max(form.configs) > 1 else []),
                 )
                 key = repr(key)

@@ -66,6 +66,7 @@ _KEYS = {
     "where",
     "sign",
     "floor",
+    "paired",
     "failures",
     "final",
     "scales",
@@ -143,6 +144,15 @@ class Claim:
         The direction of change the claim names for group a's own values (against 0).
     floor : float
         Smallest effect that counts for a cell (statistic units).
+    paired : bool
+        ``location`` only (without ``tuned`` or ``sign``): the groups' runs are paired by seed (and by the
+        ``pooled`` settings), and the claim is decided by the exact sign test of the within-seed
+        differences a - b (:mod:`robustkit.measures.paired`) instead of Brunner-Munzel: the null
+        is "a's run is above its seed's run of b at most half the time". For methods whose runs
+        of one seed start from the same head and see the same batches (robustkit's training:
+        :mod:`robustkit.measures.paired`), where the paper compares them on the same seeds. A
+        seed with a run in one group only is no pair and is left out; failed runs are placed at
+        either extreme as for any claim (``failures``). It decides from 5 pairs (p >= 1/32).
     tuned : str or None
         ``location`` and ``equivalence`` only: a run setting each compared group is tuned over
         (``lr``), as a paper that "selects the best learning rate" for every method: the claim
@@ -210,6 +220,7 @@ class Claim:
     where: dict = field(default_factory=dict)
     sign: str | None = None
     floor: float = 0.0
+    paired: bool = False
     tuned: str | None = None
     failures: str = "exclude"
     final: bool = False
@@ -284,6 +295,12 @@ class Claim:
                 f"{where}: claim {name!r}: tuned (each group at its best {tuned}) needs a location or equivalence "
                 "claim without sign, on a statistic with a better side, and a column that is not by, within or pooled"
             )
+        paired = raw.get("paired", False)
+        if not isinstance(paired, bool) or (paired and (compare != "location" or tuned is not None or raw.get("sign"))):
+            raise ClaimError(
+                f"{where}: claim {name!r}: paired must be true or false, and true only for a location claim without "
+                "tuned or sign (a sign test of within-seed differences)"
+            )
         final = raw.get("final", statistic.ends_with_training(raw.get("params", {})))
         paper_effect = _paper_effect(raw, compare, f"{where}: claim {name!r}")
         paper_n = raw.get("paper_n")
@@ -327,6 +344,7 @@ class Claim:
             alpha=float(raw.get("alpha", 0.05)),
             sign=raw.get("sign"),
             floor=float(raw.get("floor", 0.0)),
+            paired=paired,
             tuned=tuned,
             failures="data" if compare == "rate" else raw.get("failures", "exclude"),
             final=bool(final),
@@ -390,6 +408,8 @@ class Claim:
             return min(1.0, 2 * exact.smallest_p("location", n_a, n_b))
         if self.tuned:
             return min(1.0, self.configuration_factor(*configs) * exact.smallest_p("location", n_a, n_b))
+        if self.paired:  # the sign test of at most min(n_a, n_b) seed pairs
+            return 1.0 if min(n_a, n_b) < 1 else 2.0 ** -min(n_a, n_b)
         return exact.smallest_p(self.compare, n_a, n_b)
 
     @property

@@ -226,3 +226,16 @@ def test_the_leak_is_one_warning_line_of_a_fresh_reproduce_plan(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     lines = [line for line in done.stderr.splitlines() if "texts in two splits" in line]
     assert len(lines) == 1 and lines[0].startswith("warning: ") and "in 120 of its 250 rows" in lines[0]
+
+
+def test_a_notebook_dataset_dict_sharing_texts_is_warned_by_register():
+    import datasets
+
+    train, test = pd.DataFrame(rows(200)), pd.DataFrame(rows(30, start=500) + rows(10))
+    splits = datasets.DatasetDict(
+        {"train": datasets.Dataset.from_pandas(train), "test": datasets.Dataset.from_pandas(test)}
+    )
+    with pytest.warns(
+        UserDataWarning, match=r"^task 'dd': texts in two splits .*test repeats a train text in 10 of its 40"
+    ):
+        user_data.register(splits, name="dd")

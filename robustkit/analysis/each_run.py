@@ -37,6 +37,7 @@ from robustkit.analysis import reuse
 from robustkit.analysis.cache import CACHE_DIR, cache_key, cannot_cache, read_frame, write_frame
 from robustkit.analysis.select import with_identity
 from robustkit.errors import DamagedRunError, DataChangedError, RobustkitError, RunLacksError
+from robustkit.progress import heartbeat
 from robustkit.store.manifest import read_manifest
 from robustkit.store.tables import DamagedRunWarning
 
@@ -155,7 +156,8 @@ def each_run(
         try:
             if resumable:
                 path = cache_path(row["path"], analysis, params, checkpoints, ".jsonl", label)
-                with _said(where, said):
+                # complete before (its record written): read back, not said to compute, unless it takes long
+                with _said(where, said) if not reuse.record_path(path).exists() else heartbeat(where):
                     frame = compute(row, path)
             else:
                 path = cache_path(row["path"], analysis, params, checkpoints, label=label)

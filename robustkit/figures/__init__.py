@@ -41,6 +41,7 @@ from robustkit.analysis.registry import Analysis, call, load
 from robustkit.analysis.reuse import SAMPLE_SIZES
 from robustkit.errors import RobustkitError
 from robustkit.params import Param, resolve
+from robustkit.progress import doing
 
 
 class FigureError(RobustkitError):
@@ -268,7 +269,9 @@ class Figure:
             canvas.check(target)  # before the analysis runs, which may take minutes
         except canvas.CanvasError as error:
             raise FigureError(f"figure {self.name!r}: {error}") from None
+        doing(f"the {self.analysis} frame")  # what a heartbeat line names (robustkit plot)
         values, frame = self._frame(store, select, params, device, any_size=any_size)
+        doing("drawing")
         result = self.shown(frame, store, select, **values)
         plot = load(self.plot)
         try:

@@ -427,7 +427,9 @@ def observations(
                     and not claim.paired
                 ):
                     # the mean of two skewed draws has another median: keep the null's difference
-                    # (a mean claim's null needs nothing: the mean of two draws keeps the means equal)
+                    # (a mean claim's null needs nothing: the mean of two draws keeps the means equal;
+                    # a paired claim is not recentred, its correction being for independent draws:
+                    # its later layers sit near its null only, and no recipe pairs a layered claim)
                     a = a - _averaged_difference(nuisance.scale_a, nuisance.scale_b) * SPREAD
             for group, values, failed in ((group_a, a, fa), (group_b, b, fb)):
                 for seed, (value, fail) in enumerate(zip(values, failed)):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ from test_reproduce_swap import TOY
 from robustkit.data import user_data
 from robustkit.errors import RobustkitError, StoreError
 from robustkit.store import swaps
+from robustkit.store.folders import MANIFEST
 from robustkit.verdicts import reproduce as reproduce_module
 from robustkit.verdicts.recipes import load_defaults, load_recipe
 
@@ -41,6 +43,12 @@ def _record(setting: dict, data: str, model: str = "bert-tiny") -> list[str]:
     swap = {"model": model, **user_data.run_fields(str(setting["root"] / data))}
     recipe = load_recipe("toy/seeds", setting["recipes"]).swapped(**swap)
     specs = recipe.specs("demo", load_defaults(setting["recipes"]))
+    if not (setting["store"] / specs[0].run_id).exists():
+        before = swaps.read_swaps(setting["store"])
+        reproduce_module._record_swaps(setting["store"], [recipe], "demo", {recipe.name: specs})
+        assert swaps.read_swaps(setting["store"]) == before  # no run of it there (a model refused): no record
+        (setting["store"] / specs[0].run_id).mkdir()
+        (setting["store"] / specs[0].run_id / MANIFEST).write_text("{}")  # a run started (a sweep cut short)
     reproduce_module._record_swaps(setting["store"], [recipe], "demo", {recipe.name: specs})
     return [spec.run_id for spec in specs]
 
@@ -89,12 +97,29 @@ def test_two_swaps_of_one_recipe_are_never_picked_silently(setting, caplog):
 
 def test_a_given_swap_that_differs_overrides_the_record_with_a_note(setting, caplog):
     _record(setting, "reviews.csv")
+    other = load_recipe("toy/seeds", setting["recipes"]).swapped(
+        **{**swaps.read_swaps(setting["store"])[0]["swap"], "model": "minilm-l6"}
+    )
+    stored = setting["store"] / other.specs("demo", load_defaults(setting["recipes"]))[0].run_id
+    stored.mkdir()
+    (stored / MANIFEST).write_text("{}")  # one of its runs is there (claims then judges what is)
     with caplog.at_level(logging.INFO, logger="robustkit"):
         (recipe,) = reproduce_module.claim_recipes(
             setting["store"], ["toy/seeds"], "demo", setting["recipes"], {"model": "minilm-l6"}
         )
     assert dict(recipe.swap)["model"] == "minilm-l6" and dict(recipe.swap)["task"] == "reviews"
     assert any("over the swap `reproduce` recorded (model bert-tiny" in r.getMessage() for r in caplog.records)
+
+
+def test_a_given_swap_of_no_stored_run_is_refused(setting):
+    _record(setting, "reviews.csv")
+    with pytest.raises(
+        RobustkitError,
+        match=r"holds no run of toy/seeds with model nosuch-model, data .*reviews.csv .*\(its runs of it have",
+    ):
+        reproduce_module.claim_recipes(
+            setting["store"], ["toy/seeds"], "demo", setting["recipes"], {"model": "nosuch-model"}
+        )
 
 
 def test_a_moved_data_file_is_named_and_found_by_its_content(setting):
@@ -123,7 +148,7 @@ def test_the_index_of_a_swap_remakes_its_figures(setting):
     assert row.endswith(f"| `{made}` |")
 
 
-def test_each_stage_of_reproduce_announces_itself(setting, monkeypatch, caplog):
+def test_each_stage_of_reproduce_announces_itself(setting, monkeypatch, capsys):
     """No stage between the lines is silent for long: planning, the store check, each recipe's
     claims, its drawing and the index each say so before they start (the gaps measured by hand:
     the report of issue #57)."""
@@ -138,12 +163,12 @@ def test_each_stage_of_reproduce_announces_itself(setting, monkeypatch, caplog):
     monkeypatch.setattr(reproduce_module.tally, "summary_line", lambda verdicts: "")
     monkeypatch.setattr(reproduce_module, "_draw", lambda *a, **k: {"pdf": None})
     monkeypatch.setattr(reproduce_module, "write_index", lambda *a, **k: None)
-    with caplog.at_level(logging.INFO, logger="robustkit"):
-        reproduce_module.reproduce(
-            ["toy/seeds"], store=setting["store"], figures=setting["root"] / "f", recipe_dir=setting["recipes"]
-        )
-    said = [r.getMessage() for r in caplog.records]
-    stages = ["reading 1 recipe(s) and planning", "loading torch", "checking which of the 4 distinct run(s)"]
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)  # a redirected log (captured stderr): timestamped lines
+    reproduce_module.reproduce(
+        ["toy/seeds"], store=setting["store"], figures=setting["root"] / "f", recipe_dir=setting["recipes"]
+    )
+    said = [line[20:] for line in capsys.readouterr().err.splitlines() if re.match(r"\d{4}-\d\d-\d\d \d\d:", line)]
+    stages = ["planning the runs of 1 recipe(s)", "loading torch", "checking which of the 4 distinct run(s)"]
     stages += ["toy/seeds: judging its 1"]
     stages += ["toy/seeds: drawing box-seeds to", "writing "]
     where = [next((i for i, line in enumerate(said) if line.startswith(stage)), None) for stage in stages]

@@ -100,8 +100,9 @@ def run(args) -> int:
     from robustkit.verdicts.reproduce import claim_recipes, default_store
     from robustkit.verdicts.tally import verdicts
 
-    store = open_store(args.store or default_store(scale), create=False)  # no verdicts on nothing
-    judged = claim_recipes(store, args.recipes or None, scale, folder, _swap(args))
+    store = args.store or default_store(scale)
+    judged = claim_recipes(store, args.recipes or None, scale, folder, _swap(args))  # bad names before the store
+    store = open_store(store, create=False)  # no verdicts on nothing
     from robustkit.verdicts.evidence import by_chance, chance_line, n_text, tally_line, units
     from robustkit.verdicts.recipes import load_defaults
 

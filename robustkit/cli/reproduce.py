@@ -78,11 +78,10 @@ def run(args) -> int:
     if args.data is not None:
         if args.task is not None:
             raise RobustkitError("give --data (your data) or --task (a built-in task), not both")
-        import logging
-
         from robustkit.data.user_data import run_fields
+        from robustkit.verdicts.reproduce import announce
 
-        logging.getLogger("robustkit").info(f"reading {args.data}")  # a large file takes seconds: said first
+        announce(f"reading {args.data}")  # a large file takes seconds: said first
         swap.update(run_fields(args.data, store=args.store))  # its task name and data_dir, read and checked now
     swap = {k: v for k, v in swap.items() if v is not None}
     if swap and args.store is None:

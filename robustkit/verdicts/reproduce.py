@@ -47,6 +47,21 @@ FIGURES_DIR = Path("results")
 log = logging.getLogger(__name__)
 
 
+def announce(stage: str) -> None:
+    """Say that a stage of ``reproduce`` starts, so that no stage passes in silence (issue #57):
+    a timestamped line in a redirected log (:func:`robustkit.progress.event`), a log line on a
+    terminal (where no bar covers the stage); nothing when progress is turned off (``robustkit -q``,
+    ``$TQDM_DISABLE``) or in a notebook."""
+    from robustkit import progress
+
+    if progress.silenced() or progress.in_notebook():
+        return
+    if progress.event_stream() is not None:
+        progress.event(stage)
+    else:
+        log.info(stage)
+
+
 def default_store(scale: str) -> Path:
     """Where a scale's runs live unless told otherwise: ``runs/<scale>``."""
     return Path("runs") / scale
@@ -113,8 +128,8 @@ def reproduce(
         the replication reading's).
     """
     names = recipe_names(recipes, recipe_dir, scale)
-    log.info(f"reading {len(names)} recipe(s) and planning their runs")  # reading the user's data takes seconds
     chosen = [load_recipe(name, recipe_dir).swapped(**(swap or {})) for name in names]
+    announce(f"planning the runs of {len(names)} recipe(s)")  # after the names are checked: reads the user's data
     store = Path(store) if store is not None else default_store(scale)
     if figures is None:
         figures = default_figures(store)
@@ -126,21 +141,23 @@ def reproduce(
     defaults = load_defaults(recipe_dir)  # read once: every recipe's specs, claims and subtitle use it
     needed = {recipe.name: recipe.specs(scale, defaults) for recipe in chosen}
     distinct = {spec.run_id: spec for specs in needed.values() for spec in specs}
-    if swap:  # before training: `claims --store` then knows these runs, even of a sweep cut short
-        _record_swaps(store, chosen, scale, needed)
-    log.info("loading torch and transformers")  # seconds of imports (robustkit.specs.preflight): said, not silent
+    announce("loading torch and transformers")  # seconds of imports (robustkit.specs.preflight): said, not silent
     import robustkit.specs.preflight  # noqa: F401
 
-    log.info(f"checking which of the {len(distinct)} distinct run(s) {store} holds, and that the rest can train")
-    results = run_sweep(
-        list(distinct.values()),
-        store,
-        jobs=jobs,
-        progress=progress,
-        device=device,
-        executor=executor,
-        slurm_options=slurm_options,
-    )
+    announce(f"checking which of the {len(distinct)} distinct run(s) {store} holds, and that the rest can train")
+    try:
+        results = run_sweep(
+            list(distinct.values()),
+            store,
+            jobs=jobs,
+            progress=progress,
+            device=device,
+            executor=executor,
+            slurm_options=slurm_options,
+        )
+    finally:  # also of a sweep cut short (Ctrl-C, a failed run): `claims --store` then knows the runs there
+        if swap:
+            _record_swaps(store, chosen, scale, needed)
     failed = set(results.loc[results.status.isin(["failed", "damaged"]), "run_id"])  # damaged: not trained over
     rows, judged = [], []
     for recipe in progress_bar(chosen, desc="figures", unit="figure", show=progress and not train_only):
@@ -158,10 +175,10 @@ def reproduce(
         if not train_only:
             started = time.perf_counter()
             claims_n = len(recipe.claims)
-            log.info(f"{recipe.name}: judging its {claims_n} claim(s) on its {len(run_ids)} runs (analyses are cached)")
+            announce(f"{recipe.name}: judging its {claims_n} claim(s) on its {len(run_ids)} runs (analyses are cached)")
             verdicts = tally.verdicts(store, [recipe], scale, defaults=defaults, device=device)
             judged.append(verdicts)
-            log.info(f"{recipe.name}: drawing {recipe.figure} to {Path(figures) / recipe.output}")
+            announce(f"{recipe.name}: drawing {recipe.figure} to {Path(figures) / recipe.output}")
             row.update(
                 _draw(
                     recipe,
@@ -192,7 +209,7 @@ def reproduce(
             )
         Path(figures).mkdir(parents=True, exist_ok=True)
         verdicts.to_csv(path, index=False)
-        log.info(f"writing {path} and the index {Path(figures) / 'README.md'}")
+        announce(f"writing {path} and the index {Path(figures) / 'README.md'}")
         write_index(figures, scale, recipe_dir, store=store, verdicts=verdicts, swap=swap)
     return pd.DataFrame(rows)
 
@@ -240,8 +257,9 @@ def claims(
     RobustkitError
         The store holds runs of two swaps of a recipe and ``swap`` does not say which.
     """
-    store = open_store(store if store is not None else default_store(scale), create=False)  # no verdicts on nothing
-    chosen = claim_recipes(store, recipes, scale, recipe_dir, swap)
+    store = store if store is not None else default_store(scale)
+    chosen = claim_recipes(store, recipes, scale, recipe_dir, swap)  # a bad name is said before a missing store
+    store = open_store(store, create=False)  # no verdicts on nothing
     return tally.verdicts(store, chosen, scale, include_failed, defaults=load_defaults(recipe_dir), device=device)
 
 
@@ -305,7 +323,10 @@ def claim_recipes(
             continue
         if settings.get("data_dir"):
             _data_there(settings["data_dir"], name, store)
-        chosen.append(recipe.swapped(**settings))
+        recipe = recipe.swapped(**settings)
+        if not matching:  # a swap no record names: its runs must be there, or each claim would say "no data"
+            _runs_there(recipe, scale, recipe_dir, store, records, settings)
+        chosen.append(recipe)
         said.setdefault(note, []).append(name)
     for note, names in said.items():
         log.info(f"{', '.join(names)}: {note}")
@@ -338,6 +359,24 @@ def _file_sha256(data_dir: str) -> str | None:
 
     location = str(data_dir).partition("#")[0]
     return sha256_file(Path(location)) if not location.startswith("hub:") and Path(location).is_file() else None
+
+
+def _runs_there(recipe: Recipe, scale: str, recipe_dir, store, records: list[dict], settings: dict) -> None:
+    """Refuse a swap given to ``claims`` of which ``store`` holds no run (a mistyped model or task)."""
+    from robustkit.store.folders import MANIFEST
+
+    if scale not in recipe.scales:
+        return
+    run_ids = [spec.run_id for spec in recipe.specs(scale, load_defaults(recipe_dir))]
+    if any((Path(store) / run_id / MANIFEST).is_file() for run_id in run_ids):
+        return
+    recorded = "; ".join(_swap_words(r["swap"]) for r in records)
+    raise RobustkitError(
+        f"{store} holds no run of {recipe.name} with {_swap_words(settings)} "
+        + (f"(its runs of it have: {recorded})" if records else "(it records no swap of it)")
+        + f": check --model/--data/--task, or train them with `robustkit reproduce {recipe.name}"
+        f"{swap_flags(settings)} --store {store}`"
+    )
 
 
 def _data_there(data_dir: str, name: str, store: str | Path) -> None:
@@ -400,11 +439,16 @@ def reproduce_command(names: list[str], scale: str, swap: dict | None = None, st
 
 
 def _record_swaps(store: Path, chosen: list[Recipe], scale: str, needed: dict) -> None:
-    """Record each swapped recipe's swap in the store (:mod:`robustkit.store.swaps`) for ``claims``."""
+    """Record each swapped recipe's swap in the store (:mod:`robustkit.store.swaps`) for ``claims``,
+    where the store holds a run of it (a swap refused before training, a model that is not there,
+    records nothing)."""
     from robustkit.store import swaps
+    from robustkit.store.folders import MANIFEST
 
     for recipe in chosen:
         specs = needed[recipe.name]
+        if not any((store / spec.run_id / MANIFEST).is_file() for spec in specs):
+            continue
         swap = dict(recipe.swap)
         fingerprints = {spec.data_fingerprint for spec in specs}
         swaps.record_swap(
@@ -790,8 +834,9 @@ def draw_recipe(
     """
     if not isinstance(name, str):
         raise RecipeError(f"draw_recipe takes one recipe name such as 'han2021/fig2', got {name!r}")
-    store = open_store(store if store is not None else default_store(scale), create=False)
-    (recipe,) = claim_recipes(store, [name], scale, recipe_dir, swap)
+    store = store if store is not None else default_store(scale)
+    (recipe,) = claim_recipes(store, [name], scale, recipe_dir, swap)  # a bad name is said before a missing store
+    store = open_store(store, create=False)
     defaults = load_defaults(recipe_dir)
     run_ids = [spec.run_id for spec in recipe.specs(scale, defaults)]
     text = (

@@ -25,7 +25,7 @@ LOW, HIGH = [0.690, 0.695, 0.700, 0.705, 0.730], [0.722, 0.739, 0.712, 0.745, 0.
 
 
 def _agree_rate(claim: Claim, observations: pd.DataFrame, n: int, draws: int, seed: int) -> float:
-    """How often n runs per group agree, drawn at the effect settle sizes for (its 50% interval's
+    """How often n runs per group agree, drawn at the effect settle sizes for (its 20% interval's
     end nearest no effect)."""
     shrunk = settle.conservative(claim, selected_rows(claim, observations))[0]
     boot, rng = settle.Bootstrap(claim, shrunk), np.random.default_rng(seed)
@@ -65,8 +65,17 @@ def test_over_cells_each_cell_draws_its_own_runs():
     frame, _ = boot.draw(7, np.random.default_rng(0))
     assert frame.groupby(["task", "method"])["run_id"].nunique().eq(7).all() and len(boot.strata) == 4
     found = settle.runs_to_decide(claim, observations, simulations=60)
-    alone = settle.runs_to_decide(_claim(), _runs({"houlsby": LOW, "full": HIGH}), simulations=60)
-    assert found["n"] is not None and found["n"] >= 0.85 * alone["n"], (found, alone)  # 10% brackets
+    assert found["n"] is not None and found["side"] == AGREES and found["power"] >= 0.8, found
+    # the rule needs both cells: on the same simulated stores the claim agrees no more often than
+    # its rte cell alone (comparing two searches' n instead failed on their Monte-Carlo noise:
+    # 21 vs 26 where both decide about 93% at 21)
+    boot = settle.Bootstrap(claim, settle.conservative(claim, selected_rows(claim, observations))[0])
+    rng, both, first = np.random.default_rng(5), [], []
+    for _ in range(30):
+        frame = boot.draw(found["n"], rng)[0]
+        both.append(judge(claim, frame, describe=False).iloc[-1]["verdict"] == AGREES)
+        first.append(judge(_claim(), frame[frame["task"] == "rte"], describe=False).iloc[-1]["verdict"] == AGREES)
+    assert sum(both) <= sum(first) and sum(both) > 0, (both, first)
 
 
 def test_spread_draws_pairs_of_distinct_runs():
@@ -201,10 +210,10 @@ def test_claims_plan_with_a_store_gives_the_runs_the_observed_effect_needs(tmp_p
 def test_the_runs_it_recommends_keep_their_promise_on_fresh_stores():
     """Issue #45: at the recommended n the real chance of deciding averaged 0.70 (true effect
     1 SD, 5-run pilots), as n was sized at the point estimate with a point estimate of power.
-    Now n is sized at the effect's 50% interval end nearest no effect, by a 95% bound on the
-    simulated rate: on fresh stores of the true model the recommendations keep their 80%. (At
-    1 SD most 5-run pilots' 50% intervals reach 0, and no n is promised; 2 SD here, where most
-    pilots agree already and the rest get an n.)"""
+    Now n is sized at the effect's 20% interval end nearest no effect (issue #56), by a 95% bound
+    on the simulated rate: on fresh stores of the true model the recommendations keep their 80%.
+    (2 SD here, where most pilots agree already and the rest get an n; 0.5, 1 and 2 SD:
+    tests/test_settle_calibration.py and tools/settle_calibration.py.)"""
     claim = _claim()
     rng = np.random.default_rng(2024)
     rates = []

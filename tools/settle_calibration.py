@@ -69,15 +69,16 @@ def verdict(claim: Claim, frame: pd.DataFrame) -> str:
 def calibrate(
     kind: str, effect: float, pilots: int, draws: int, seed: int = 0, runs: int = 5, simulations: int | None = None
 ) -> pd.DataFrame:
-    """One row per pilot: ``pilot`` verdict, ``n`` offered (NaN: none), ``side``, ``delivered``
-    (the promised verdict's rate on ``draws`` fresh stores of the true model at n), ``seconds``
-    (of the settle call) and ``reason`` (why no n)."""
+    """One row per pilot: ``pilot`` verdict, ``observed`` effect (SD), ``n`` offered (NaN: none),
+    ``side``, ``delivered`` (the promised verdict's rate on ``draws`` fresh stores of the true
+    model at n), ``seconds`` (of the settle call) and ``reason`` (why no n)."""
     claim, rng = claim_of(kind), np.random.default_rng([seed, int(round(effect * 1000))])
     options = {} if simulations is None else {"simulations": simulations}
     rows = []
     for _ in range(pilots):
         pilot = store(effect, runs, rng)
-        found = {"pilot": verdict(claim, pilot), "n": np.nan, "side": "", "delivered": np.nan, "seconds": np.nan}
+        found = {"pilot": verdict(claim, pilot), "observed": settle.observed_effects(claim, pilot)[0]}
+        found.update(n=np.nan, side="", delivered=np.nan, seconds=np.nan)
         if found["pilot"] == INCONCLUSIVE:
             start = time.perf_counter()
             offer = settle.runs_to_decide(claim, pilot, **options)
@@ -130,11 +131,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--draws", type=int, default=60)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rows", help="write every pilot's row to this CSV file")
     args = parser.parse_args(argv)
     table = []
     for effect in (float(e) for e in args.effects.split(",")):
         rows = calibrate(args.kind, effect, args.pilots, args.draws, args.seed, args.runs)
         table.append(summary(rows, effect))
+        if args.rows:
+            rows.assign(effect=effect).to_csv(args.rows, mode="a", index=False, header=len(table) == 1)
         print(pd.DataFrame(table[-1:]).to_string(index=False), flush=True)
         reasons = rows["reason"].dropna()
         print(reasons[reasons != ""].str.slice(0, 60).value_counts().to_string(), flush=True)

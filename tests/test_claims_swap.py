@@ -170,7 +170,7 @@ def test_each_stage_of_reproduce_announces_itself(setting, monkeypatch, capsys):
     said = [line[20:] for line in capsys.readouterr().err.splitlines() if re.match(r"\d{4}-\d\d-\d\d \d\d:", line)]
     stages = ["planning the runs of 1 recipe(s)", "loading torch", "checking which of the 4 distinct run(s)"]
     stages += ["toy/seeds: judging its 1"]
-    stages += ["toy/seeds: drawing box-seeds to", "writing "]
+    stages += ["toy/seeds: drawing box-seeds (toy.pdf)", "writing "]
     where = [next((i for i, line in enumerate(said) if line.startswith(stage)), None) for stage in stages]
     assert None not in where and where == sorted(where), said
 

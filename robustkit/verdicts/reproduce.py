@@ -178,7 +178,7 @@ def reproduce(
             announce(f"{recipe.name}: judging its {claims_n} claim(s) on its {len(run_ids)} runs (analyses are cached)")
             verdicts = tally.verdicts(store, [recipe], scale, defaults=defaults, device=device)
             judged.append(verdicts)
-            announce(f"{recipe.name}: drawing {recipe.figure} to {Path(figures) / recipe.output}")
+            announce(f"{recipe.name}: drawing {recipe.figure} ({recipe.output})")  # the folder is said once
             row.update(
                 _draw(
                     recipe,
@@ -209,7 +209,7 @@ def reproduce(
             )
         Path(figures).mkdir(parents=True, exist_ok=True)
         verdicts.to_csv(path, index=False)
-        announce(f"writing {path} and the index {Path(figures) / 'README.md'}")
+        announce("writing claims.csv and the index README.md beside the figures")
         write_index(figures, scale, recipe_dir, store=store, verdicts=verdicts, swap=swap)
     return pd.DataFrame(rows)
 

@@ -6,6 +6,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+import datasets
 import pytest
 
 from robustkit.specs.spec import RunSpec
@@ -137,7 +138,7 @@ def test_hub_runs_are_identified_by_name_and_revision_and_record_the_datasets_fi
         calls.append((name, config, kwargs))
         return datasets_dict(local, fingerprint="hubdata1")
 
-    monkeypatch.setattr(tasks.datasets, "load_dataset", fake_load_dataset)
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)  # robustkit imports it where it loads
     spec = RunSpec(task="rte")
     assert spec.resolved().data_fingerprint is None and tasks.data_fingerprint("rte") == "hub:nyu-mll/glue/rte"
     unpinned = spec.run_id
@@ -228,9 +229,7 @@ def test_resuming_a_hub_run_on_changed_hub_data_is_refused(tmp_path, rte_folder,
 
     local = tasks.load_splits("rte", data_dir=rte_folder(tmp_path / "glue"))
     hub = {"fingerprint": "v1"}
-    monkeypatch.setattr(
-        tasks.datasets, "load_dataset", lambda name, config, **kw: datasets_dict(local, hub["fingerprint"])
-    )
+    monkeypatch.setattr(datasets, "load_dataset", lambda name, config, **kw: datasets_dict(local, hub["fingerprint"]))
     spec = dataclasses.replace(TINY_RTE, epochs=1).resolved()
     run_dir = train(spec, tmp_path / "runs", progress=False)
     recorded = read_manifest(run_dir)["data"]

@@ -9,6 +9,11 @@ its dev history and two checkpoints of a few bytes listed with their sha256 (``v
 loads them). A claim on a statistic that runs a model (similarity, landscape) imports torch to
 compute it: that path is not this test's.
 
+A store of built-in-task runs is read without ``datasets`` either (a second to import). A store
+a swapped ``reproduce --model bert-tiny --data mine.csv`` wrote (its swap in ``swaps.json``,
+applied by ``claims`` itself) is read the same way without torch or transformers; its user data
+is read to check that it is still what the runs trained on, which builds ``datasets`` splits.
+
 The wall-clock target (``runs`` on 100 runs under 1.5 s on an idle core) is measured by
 ``bench/read_only.py``, not asserted here: a shared machine's load would make it flaky.
 """
@@ -25,10 +30,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "transformers")
+DATA = "datasets"  # not imported where no user data is read
 RECIPE = "he2021/fig4"
 
 # robustkit.cli.main(ARGS...) as `robustkit ARGS...` runs it, then its exit code and the heavy
-# modules it imported, as the last line of stderr.
+# modules and `datasets` it imported, as the last line of stderr.
 _PROBE = f"""
 import json, sys
 from robustkit.cli import main
@@ -36,7 +42,7 @@ try:
     code = main(sys.argv[1:])
 except SystemExit as exit:
     code = exit.code
-print(json.dumps({{"code": code, "heavy": [m for m in {HEAVY!r} if m in sys.modules]}}), file=sys.stderr)
+print(json.dumps({{"code": code, "heavy": [m for m in {(*HEAVY, DATA)!r} if m in sys.modules]}}), file=sys.stderr)
 """
 
 
@@ -125,7 +131,7 @@ def test_read_only_verbs_import_no_model_library(store, tmp_path_factory, verb):
     args, code = _commands(store, pdf)[verb]
     report, done = _run(args)
     assert report.get("code") == code, done.stdout[-1000:] + done.stderr[-3000:]
-    assert report["heavy"] == [], f"`robustkit {' '.join(args)}` imports {report['heavy']}"
+    assert report["heavy"] == [], f"`robustkit {' '.join(args)}` imports {report['heavy']}"  # datasets neither
     if verb == "claims":  # the claim was judged on the runs' scores, not left without any
         import pandas as pd
 
@@ -141,3 +147,49 @@ def test_probe_sees_a_model_library(store):
     # the check above passes on an empty list: make sure the probe does see an imported library
     report, done = _run(["runs", str(store)], prelude="import transformers\n")
     assert report.get("code") == 0 and "transformers" in report["heavy"], done.stderr[-2000:]
+
+
+@pytest.fixture(scope="module")
+def swapped_store(tmp_path_factory) -> Path:
+    """he2021/fig4's demo runs as ``reproduce he2021/fig4 --model bert-tiny --data mine.csv`` leaves
+    them (written by hand, nothing trained): on a three-class CSV of the user's (word labels),
+    their swap recorded in ``swaps.json`` as reproduce records it."""
+    import pandas as pd
+
+    from robustkit.data import user_data
+    from robustkit.verdicts import reproduce
+    from robustkit.verdicts.recipes import load_recipe
+
+    folder = tmp_path_factory.mktemp("read-only-swapped")
+    data = folder / "mine.csv"
+    words, topics = ("good", "dull", "odd"), ("cats", "dogs", "ships", "trains")
+    pd.DataFrame(
+        {
+            "text": [f"a {words[i % 3]} film about {topics[i % 4]} number {i}" for i in range(240)],
+            "label": [("pos", "neg", "mixed")[i % 3] for i in range(240)],
+        }
+    ).to_csv(data, index=False)
+    recipe = load_recipe(RECIPE).swapped(model="bert-tiny", **user_data.run_fields(str(data)))
+    specs = recipe.specs("demo")
+    store = folder / "runs"
+    store.mkdir()
+    for i, spec in enumerate(specs):
+        write_finished_run(store, spec.to_dict(), 0.70 + 0.20 * ((i * 7) % 16) / 16)
+    reproduce._record_swaps(store, [recipe], "demo", {recipe.name: specs})
+    return store
+
+
+@pytest.mark.parametrize("verb", ["claims", "runs", "stats", "verify", "plot", "plot again"])
+def test_read_only_verbs_on_a_swapped_user_data_store_import_no_model_library(swapped_store, verb):
+    pdf = swapped_store.parent / "read-only-swapped-box.pdf"
+    args, code = _commands(swapped_store, pdf)[verb]
+    report, done = _run(args)
+    assert report.get("code") == code, done.stdout[-1000:] + done.stderr[-3000:]
+    heavy = [m for m in report["heavy"] if m in HEAVY]
+    assert heavy == [], f"`robustkit {' '.join(args)}` imports {heavy}"
+    if verb == "claims":  # judged on the swapped runs, the swap applied from the store's record
+        import pandas as pd
+
+        assert "applied the swap `reproduce` recorded in" in done.stderr, done.stderr[-2000:]
+        table = pd.read_csv(io.StringIO(done.stdout.split("\n\n")[0])).set_index("claim")
+        assert table.loc["stable-across-lrs", "n"] == "8 vs 8", done.stdout

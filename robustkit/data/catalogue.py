@@ -14,10 +14,13 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import datasets
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:  # imported where a split is built: a reader of stored runs needs only the task names
+    import datasets
 
 MOVIE_REVIEWS = "Pang & Lee movie-review polarity data"
 HELD_OUT_FRACTION = 0.1  # of each label's distinct texts, for each held-out split
@@ -134,6 +137,8 @@ TASKS: dict[str, Task] = {
 
 def _features(task: Task) -> datasets.Features:
     """The common schema of every split, whichever source it came from."""
+    import datasets
+
     columns = {field: datasets.Value("string") for field in task.text_fields}
     columns["label"] = datasets.Value("float32" if task.is_regression else "int64")
     columns["idx"] = datasets.Value("int64")
@@ -142,6 +147,8 @@ def _features(task: Task) -> datasets.Features:
 
 def dataset_of_frame(frame: pd.DataFrame, task: Task) -> datasets.Dataset:
     """``frame``'s text fields, ``label`` and ``idx`` as a split in the common schema."""
+    import datasets
+
     columns = [*task.text_fields, "label", "idx"]
     return datasets.Dataset.from_pandas(frame[columns], features=_features(task), preserve_index=False)
 

@@ -30,8 +30,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import datasets
 import numpy as np
 import pandas as pd
 
@@ -47,6 +47,9 @@ from robustkit.data.catalogue import (  # noqa: F401  (re-exported: robustkit.da
 )
 from robustkit.data.stat_keys import stat_key
 from robustkit.errors import TaskError
+
+if TYPE_CHECKING:  # imported where data is loaded: resolving a run spec of a built-in task reads no data
+    import datasets
 
 GLUE_HUB = "nyu-mll/glue"
 # The hub revision (commit, tag or branch) of GLUE_HUB to load; None: its default branch. Part
@@ -220,6 +223,8 @@ def _check_labels(dataset: datasets.Dataset, task: Task, split: str) -> None:
 
 def _load_glue_hub(task: Task) -> dict[str, datasets.Dataset]:
     """Train and validation of ``nyu-mll/glue`` (its test split has no labels, so it is unused)."""
+    import datasets
+
     revision = {"revision": GLUE_REVISION} if GLUE_REVISION else {}
     raw = datasets.load_dataset(GLUE_HUB, task.glue_config, **revision)
     train = _canonical(raw["train"], task)

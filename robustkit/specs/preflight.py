@@ -14,12 +14,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Iterable
 
-import torch
-
 from robustkit.data import tasks
 from robustkit.errors import RobustkitError, TaskError
 from robustkit.methods.registry import options_of
-from robustkit.models import pretrained as models
 from robustkit.specs.spec import RunSpec, TspSpec
 
 # Rows of the train split of each GLUE task on the hub (nyu-mll/glue): train_size is checked
@@ -48,8 +45,10 @@ def check_device(device: str | None, here: bool = True) -> None:
     ``None`` and ``auto`` (the GPU if there is one) always can. ``here`` False checks the name
     only: runs that train on another machine (Slurm jobs) may ask for a GPU this one lacks.
     """
-    if device is None or device == "auto":
+    if device is None or device in ("auto", "cpu"):  # always there: a read-only verb's --device cpu needs no torch
         return
+    import torch  # seconds to import: only where a device must be looked up
+
     try:
         parsed = torch.device(device)
     except (RuntimeError, TypeError, ValueError):
@@ -89,6 +88,8 @@ def check_run(
     if isinstance(spec, RunSpec):
         spec, data_dir = spec.resolved(), spec.data_dir
     check_device(device, here=device_here)
+    from robustkit.models import pretrained as models  # transformers: only where a run is checked
+
     config = models.check_model(spec.model)
     method, options = options_of(spec)
     method.check_model(config, options)  # e.g. a top_k beyond the model's layers

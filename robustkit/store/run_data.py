@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-
-import datasets
+from typing import TYPE_CHECKING
 
 from robustkit.data import tasks
 from robustkit.data.catalogue import TASKS, Task
 from robustkit.errors import DataChangedError, TaskError
 from robustkit.specs.spec import RunSpec, TspSpec, full_data_fingerprint
+
+if TYPE_CHECKING:  # a type only: `runs` checks a store's data files without loading them (issue #57)
+    import datasets
 
 DATA_FOLDER = ".data"  # in a store: copies of in-memory user data, by fingerprint
 

@@ -51,7 +51,7 @@ def run(args) -> int:
         from robustkit.specs.calibration import lr_note
         from robustkit.verdicts.recipes import preset
 
-        note = lr_note(args.preset, preset(args.preset), args.model, lr_flag=True)
+        note = lr_note(args.preset, preset(args.preset), args.model, lr_flag=True, data=args.data)
         if note:
             print(f"note: {note}", file=sys.stderr)
     for line in size_notes(specs):  # before training: sizes the user did not choose, or too small

@@ -118,6 +118,8 @@ def _commands(store: Path, pdf: Path) -> dict[str, tuple[list[str], int]]:
         "runs": (["runs", str(store)], 0),
         "stats": (["stats", str(store), "--select", "lr=1e-4"], 0),
         "claims": (["claims", RECIPE, "--store", str(store), "--no-settle", "--format", "csv"], 0),
+        # the device is checked before the verb starts: cpu is always there, without torch
+        "claims on cpu": (["claims", RECIPE, "--store", str(store), "--no-settle", "--device", "cpu"], 0),
         "verify": (["verify", str(store)], 0),
         # twice: the first computes the figure's frames, the second reads them back
         "plot": (["plot", "box-seeds", str(store), "--select", "lr=1e-4", "-o", str(pdf)], 0),
@@ -125,7 +127,7 @@ def _commands(store: Path, pdf: Path) -> dict[str, tuple[list[str], int]]:
     }
 
 
-@pytest.mark.parametrize("verb", ["runs", "stats", "claims", "verify", "plot", "plot again"])
+@pytest.mark.parametrize("verb", ["runs", "stats", "claims", "claims on cpu", "verify", "plot", "plot again"])
 def test_read_only_verbs_import_no_model_library(store, tmp_path_factory, verb):
     pdf = tmp_path_factory.getbasetemp() / "read-only-box.pdf"
     args, code = _commands(store, pdf)[verb]

@@ -19,6 +19,8 @@ Welch's statistic of :mod:`robustkit.measures.welch`.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
@@ -29,6 +31,7 @@ from robustkit.store import collapse
 from robustkit.verdicts.cells import Cell, cell_names, cells
 from robustkit.verdicts.selection import matches as _is
 from robustkit.verdicts.spec import AGREES, CONTRADICTS, INCONCLUSIVE, VERDICTS, Claim, label, opposite
+from robustkit.verdicts.verdict import VERDICT_COLUMNS, CellTest, Verdict, as_frame  # noqa: F401 - columns named here too
 
 TOO_FEW, NOT_SIGNIFICANT, NOT_CONVERGED, UNTESTABLE, NO_DATA, DEPENDS_ON_FAILED = (
     "too few runs",
@@ -39,32 +42,6 @@ TOO_FEW, NOT_SIGNIFICANT, NOT_CONVERGED, UNTESTABLE, NO_DATA, DEPENDS_ON_FAILED 
     "depends on failed runs",
 )
 NOT_SIZED = "not sized for this scale"  # runs exist at a scale the recipe does not judge the claim at
-VERDICT_COLUMNS = [
-    "recipe",
-    "claim",
-    "says",
-    "statistic",
-    "compare",
-    "test",
-    "a",
-    "b",
-    "direction",
-    "failures",
-    "cell",
-    "n_a",
-    "n_b",
-    "cells",
-    "n_failed",
-    "effect",
-    "effect_name",
-    "ci_low",
-    "ci_high",
-    "p_value",
-    "smallest_p",
-    "verdict",
-    "reason_class",
-    "reason",
-]
 
 
 def tested_rows(claim: Claim, frame: pd.DataFrame, missing_where: str = "none") -> pd.DataFrame:
@@ -133,98 +110,152 @@ def judge(
         :data:`VERDICT_COLUMNS` without ``recipe``: one row per cell (``cell`` names it, e.g.
         ``tsp_step=200``) and, with several cells, a last row ``cell == "all"``: the claim's
         verdict by its quantifier. ``n_a`` and ``n_b`` count runs (a run in several cells
-        once), ``cells`` the cells.
+        once), ``cells`` the cells. The rows are :func:`decide`'s, flattened.
     """
+    return as_frame(claim, decide(claim, observations, include_failed, improving, describe))
+
+
+def decide(
+    claim: Claim,
+    observations: pd.DataFrame,
+    include_failed: bool = False,
+    improving: pd.Series | None = None,
+    describe: bool = True,
+) -> list[Verdict]:
+    """:func:`judge`'s verdict as typed rows: one :class:`Verdict` per cell and, with several
+    cells, the claim's (``cell == "all"``) last. The steps: the runs read and checked, each
+    cell tested (:func:`_judge_cells`), the failure policy (:func:`_failed_left_out`), the
+    notes and the failed runs per cell."""
+    unreadable = _unreadable(claim, observations)
+    if unreadable:
+        return [unreadable]
+    notes = _left_out_notes(claim, observations)
+    observations = tested_rows(claim, observations)  # only the compared groups must be alike
+    statistic = registry.statistic_of(claim.statistic)[1]
+    if "run_id_b" in observations or not statistic.independent:
+        return [_shared_runs(claim, observations)]
+    tuned = (claim.tuned,) if claim.tuned else ()  # split inside each group, by the claim's rule
+    check_pooling(observations, [claim.by, *claim.within], (*claim.pooled, *tuned), f"test claim {claim.id!r}")
+    guard = _pairs_improving(observations, improving) if claim.final else None
+    failed = _failed(observations)
+    n_failed = int(observations.loc[failed, "run_id"].nunique()) if "run_id" in observations else int(failed.sum())
+    if include_failed or claim.failures == "data" or not failed.any():
+        results = _judge_cells(claim, observations, failed, guard, describe)
+        notes += _undefined_kept(observations, statistic)
+    else:
+        results, more = _failed_left_out(claim, observations, failed, guard, describe, statistic, n_failed)
+        notes += more
+    if notes:
+        results[-1].reason += "; " + "; ".join(notes)
+    _count_failed(claim, observations, failed, results, n_failed)
+    return results
+
+
+def _unreadable(claim: Claim, observations: pd.DataFrame) -> Verdict | None:
+    """The *no data* verdict of observations that lack a column the claim reads (None: all there)."""
     missing = [c for c in [claim.by, *claim.within, "value"] if c not in observations]
     missing += [c for c in ("run_id", "seed") if claim.paired and c not in observations]  # pairs by seed
     if missing:
-        return rows(
-            claim, [result_row(reason=f"the statistic gives no column {', '.join(missing)}", reason_class=NO_DATA)]
-        )
+        return Verdict(reason=f"the statistic gives no column {', '.join(missing)}", reason_class=NO_DATA)
     for column in claim.where:
         if column not in observations:
-            return rows(
-                claim,
-                [
-                    result_row(
-                        reason=f"cannot select where {column}: the statistic gives no such column", reason_class=NO_DATA
-                    )
-                ],
+            return Verdict(
+                reason=f"cannot select where {column}: the statistic gives no such column", reason_class=NO_DATA
             )
-    notes = [
+    return None
+
+
+def _left_out_notes(claim: Claim, observations: pd.DataFrame) -> list[str]:
+    """What the claim's ``exclude`` leaves out of these observations, one note each."""
+    return [
         f"{column}={label(values)} left out ({claim.exclude_why})"
         for column, values in claim.exclude.items()
         if column in observations and _is(observations[column], values).any()
     ]
-    observations = tested_rows(claim, observations)  # only the compared groups must be alike
-    statistic = registry.statistic_of(claim.statistic)[1]
-    if "run_id_b" in observations or not statistic.independent:
-        return rows(
-            claim,
-            [
-                result_row(
-                    n_a=int(_is(observations[claim.by], claim.a).sum()),
-                    n_b=int(_is(observations[claim.by], claim.b).sum()) if claim.b else 0,
-                    reason_class=UNTESTABLE,
-                    reason="observations are pairs of runs that share runs (not independent): shown, not tested",
-                )
-            ],
-        )
-    tuned = (claim.tuned,) if claim.tuned else ()  # split inside each group, by the claim's rule
-    check_pooling(observations, [claim.by, *claim.within], (*claim.pooled, *tuned), f"test claim {claim.id!r}")
-    guard = _pairs_improving(observations, improving) if claim.final else None
-    failed = (
-        (observations["outcome"] != collapse.OK)
-        if "outcome" in observations
-        else pd.Series(False, index=observations.index)
+
+
+def _shared_runs(claim: Claim, observations: pd.DataFrame) -> Verdict:
+    """The *untestable* verdict of observations that are pairs of runs sharing runs."""
+    return Verdict(
+        n_a=int(_is(observations[claim.by], claim.a).sum()),
+        n_b=int(_is(observations[claim.by], claim.b).sum()) if claim.b else 0,
+        reason_class=UNTESTABLE,
+        reason="observations are pairs of runs that share runs (not independent): shown, not tested",
     )
-    n_failed = int(observations.loc[failed, "run_id"].nunique()) if "run_id" in observations else int(failed.sum())
-    if include_failed or claim.failures == "data" or not failed.any():
-        results = _judge_cells(claim, observations, failed, guard, describe)
-        undefined = (
-            observations.loc[observations["value"].isna(), "run_id"].nunique() if "run_id" in observations else 0
-        )
-        if statistic.undefined_on_failed and undefined:
-            notes.append(
-                f"{undefined} run{'' if undefined == 1 else 's'} without a value left out: "
-                f"{statistic.undefined_on_failed}"
-            )
-    else:
-        results = _judge_cells(claim, observations[~failed], failed, guard, describe)
-        # the headline must hold with the failed runs too: leaving them out truncates the
-        # values (a group whose weak runs fail looks better than it is)
-        if statistic.undefined_on_failed:
-            # no value to rank: the verdict must hold wherever they would have landed, at
-            # either extreme
-            notes.append(f"{runs(n_failed, 'failed')} left out: {statistic.undefined_on_failed}")
-            placings = [("placed lowest", "low"), ("placed highest", "high")]
-        elif statistic.better and claim.compare != "spread":
-            placings = [("ranked worst", "low" if statistic.better == "higher" else "high")]
-        else:
-            placings = [("as data", "")]
-        head = results[-1]
-        others = [
-            (how, _judge_cells(claim, _placed(observations, failed, side, claim.value), failed, guard, describe)[-1])
-            for how, side in placings
+
+
+def _failed(observations: pd.DataFrame) -> pd.Series:
+    """Whether each observation is of a failed run (no ``outcome`` column: none failed)."""
+    if "outcome" in observations:
+        return observations["outcome"] != collapse.OK
+    return pd.Series(False, index=observations.index)
+
+
+def _undefined_kept(observations: pd.DataFrame, statistic) -> list[str]:
+    """The note on runs without a value when failed runs are kept as data."""
+    undefined = observations.loc[observations["value"].isna(), "run_id"].nunique() if "run_id" in observations else 0
+    if statistic.undefined_on_failed and undefined:
+        return [
+            f"{undefined} run{'' if undefined == 1 else 's'} without a value left out: {statistic.undefined_on_failed}"
         ]
-        differing = [(how, other) for how, other in others if other["verdict"] != head["verdict"]]
-        for how, other in differing:
-            notes.append(
-                f"with the {runs(n_failed, 'failed')} left out: {head['verdict']}; with them {how}: "
-                f"{other['verdict']} ({_p_text(other)})"
-            )
-        if any(head["verdict"] != INCONCLUSIVE or other["verdict"] != INCONCLUSIVE for _, other in differing):
-            head.update(verdict=INCONCLUSIVE, reason_class=DEPENDS_ON_FAILED)
-        if not differing:
-            how = " and ".join(how for how, _ in placings)
-            notes.append(f"with the {runs(n_failed, 'failed')} {how} too ({', '.join(_p_text(o) for _, o in others)})")
-    if notes:
-        results[-1]["reason"] += "; " + "; ".join(notes)
-    # failed runs per cell, counted on every observation (the policy may have left them out)
+    return []
+
+
+def _placings(claim: Claim, statistic) -> list[tuple[str, str]]:
+    """Where the failed runs left out are placed to check the headline: (how, side) each."""
+    if statistic.undefined_on_failed:
+        # no value to rank: the verdict must hold wherever they would have landed, at either extreme
+        return [("placed lowest", "low"), ("placed highest", "high")]
+    if statistic.better and claim.compare != "spread":
+        return [("ranked worst", "low" if statistic.better == "higher" else "high")]
+    return [("as data", "")]
+
+
+def _failed_left_out(
+    claim: Claim,
+    observations: pd.DataFrame,
+    failed: pd.Series,
+    guard: pd.Series | None,
+    describe: bool,
+    statistic,
+    n_failed: int,
+) -> tuple[list[Verdict], list[str]]:
+    """The verdicts with the failed runs left out, and the notes on them. The headline must hold
+    with the failed runs too: leaving them out truncates the values (a group whose weak runs fail
+    looks better than it is), so where it differs with them placed it is *inconclusive*."""
+    results = _judge_cells(claim, observations[~failed], failed, guard, describe)
+    notes = (
+        [f"{runs(n_failed, 'failed')} left out: {statistic.undefined_on_failed}"]
+        if statistic.undefined_on_failed
+        else []
+    )
+    placings = _placings(claim, statistic)
+    head = results[-1]
+    others = [
+        (how, _judge_cells(claim, _placed(observations, failed, side, claim.value), failed, guard, describe)[-1])
+        for how, side in placings
+    ]
+    differing = [(how, other) for how, other in others if other.verdict != head.verdict]
+    for how, other in differing:
+        notes.append(
+            f"with the {runs(n_failed, 'failed')} left out: {head.verdict}; with them {how}: "
+            f"{other.verdict} ({_p_text(other)})"
+        )
+    if any(head.verdict != INCONCLUSIVE or other.verdict != INCONCLUSIVE for _, other in differing):
+        head.verdict, head.reason_class = INCONCLUSIVE, DEPENDS_ON_FAILED
+    if not differing:
+        how = " and ".join(how for how, _ in placings)
+        notes.append(f"with the {runs(n_failed, 'failed')} {how} too ({', '.join(_p_text(o) for _, o in others)})")
+    return results, notes
+
+
+def _count_failed(
+    claim: Claim, observations: pd.DataFrame, failed: pd.Series, results: list[Verdict], n_failed: int
+) -> None:
+    """Each verdict's failed runs, counted on every observation (the policy may have left them out)."""
     per_cell = failed.groupby(cell_names(claim, observations)).sum() if claim.quantifier != "overall" else {}
     for result in results:
-        result["n_failed"] = int(per_cell.get(result["cell"], 0)) if result["cell"] in per_cell else n_failed
-    return rows(claim, results)
+        result.n_failed = int(per_cell.get(result.cell, 0)) if result.cell in per_cell else n_failed
 
 
 def _pairs_improving(observations: pd.DataFrame, improving: pd.Series | None) -> pd.Series | None:
@@ -245,12 +276,8 @@ def runs(n: int, what: str) -> str:
     return f"{n} {what} run" + ("" if n == 1 else "s")
 
 
-def _p_text(result: dict) -> str:
-    return (
-        f"p = {result['p_value']:.3g}"
-        if np.isfinite(result["p_value"])
-        else result["reason_class"] or result["verdict"]
-    )
+def _p_text(result: Verdict) -> str:
+    return f"p = {result.p_value:.3g}" if np.isfinite(result.p_value) else result.reason_class or result.verdict
 
 
 def _placed(observations: pd.DataFrame, failed: pd.Series, side: str, value: float | None) -> pd.DataFrame:
@@ -268,111 +295,135 @@ def _placed(observations: pd.DataFrame, failed: pd.Series, side: str, value: flo
     return observations.assign(value=np.where(failed.reindex(observations.index, fill_value=False), placed, values))
 
 
+@dataclasses.dataclass
+class _Family:
+    """The cells of one claim tested together: each cell's runs (``groups``), seed ``pairs`` (a
+    paired claim), the smallest p each can give, Tarone's family ``size``, each cell's tests
+    (None: the cell cannot reach alpha) and Holm's step-down over the family (cell index ->
+    (level, rejected)), on the claimed side (``corrects_claimed``: quantifier ``any``) or the
+    opposite one."""
+
+    groups: list[Cell]
+    pairs: dict
+    smallest: list[float]
+    size: int
+    tests: list[CellTest | None]
+    holm: dict[int, tuple[float, bool]]
+    corrects_claimed: bool
+
+    @property
+    def several(self) -> bool:
+        return len(self.groups) > 1
+
+
 def _judge_cells(
     claim: Claim, observations: pd.DataFrame, failed: pd.Series, improving: pd.Series | None, describe: bool = True
-) -> list[dict]:
+) -> list[Verdict]:
     """Each cell's test and verdict, and with several cells the claim's by its quantifier (last)."""
     groups = cells(claim, observations, failed)
     if not groups:
-        return [result_row(reason="no run left to test (every run failed or none was selected)", reason_class=NO_DATA)]
-    pairs = _seed_pairs(claim, observations, groups) if claim.paired else {}
-    smallest = [_smallest_p(claim, g, pairs.get(g.name)) for g in groups]
+        return [Verdict(reason="no run left to test (every run failed or none was selected)", reason_class=NO_DATA)]
+    family = _test_family(claim, groups, _seed_pairs(claim, observations, groups) if claim.paired else {})
     still = _still_improving(improving)  # once for every cell's guard
-    # the cells whose Holm-corrected side can reach alpha at all (Tarone's rule: from the group
-    # sizes alone, before any p-value is looked at)
-    family = multiplicity.tarone_family(smallest, claim.alpha)
-
-    def test_of(group: Cell) -> dict:
-        if claim.compare == "trend":
-            return _trend(claim, group)
-        if claim.paired:
-            return _paired_location(claim, *pairs[group.name], group)
-        return _tuned(claim, group) if _tuned_in(claim, group) else _cell(claim, group.a, group.b)
-
-    tests = [test_of(g) if s < claim.alpha else None for g, s in zip(groups, smallest)]
-    several = len(groups) > 1
-    union_side = "p_claimed" if claim.quantifier == "any" else "p_opposite"  # the side Holm corrects
-    holm = (
-        _holm({i: t[union_side] for i, t in enumerate(tests) if t and smallest[i] < claim.alpha / family}, claim.alpha)
-        if several
-        else {}
-    )
-    results = []
-    for i, (group, test) in enumerate(zip(groups, tests)):
-        base = {
-            "n_a": group.n_a,
-            "n_b": group.n_b,
-            "cells": 1,
-            "smallest_p": smallest[i],
-            "n_failed": group.n_failed,
-        }
-        if test is None:
-            results.append(
-                {
-                    **result_row(group.name, **base),
-                    "reason_class": TOO_FEW,
-                    "reason": _too_few(claim, group, smallest[i], pairs.get(group.name)),
-                }
-            )
-            continue
-        corrected = (
-            holm.get(i, (claim.alpha / family, False)) if several else (claim.alpha, test[union_side] < claim.alpha)
-        )
-        each_level = (claim.alpha, test["p_opposite" if union_side == "p_claimed" else "p_claimed"] < claim.alpha)
-        agree_level, agrees = corrected if union_side == "p_claimed" else each_level
-        against_level, against = each_level if union_side == "p_claimed" else corrected
-        result = result_row(group.name, **base)
-        if describe:
-            result.update(_interval(claim, group, agree_level, against_level, pairs.get(group.name)))
-        late = _not_converged(group, still)
-        rule = (
-            ""
-            if not several
-            else f"; Holm over {len(holm)} of {len(groups)} cells"
-            if union_side == "p_claimed"
-            else f"; each cell at {claim.alpha:g}, opposite side Holm over {len(holm)} of {len(groups)} cells"
-        )
-        if several and i not in holm:
-            rule += (
-                f"; over {len(groups)} cells a cell needs p < {claim.alpha / family:.3g} (Tarone's family of "
-                f"{family}), "
-                "which this one cannot reach at its n"
-            )
-        if late:
-            result.update(
-                p_value=test["p_claimed"],
-                verdict=INCONCLUSIVE,
-                reason_class=NOT_CONVERGED,
-                reason=f"{test['shown']}; not converged: {late}",
-            )
-        elif agrees:
-            result.update(
-                p_value=test["p_claimed"],
-                verdict=AGREES,
-                reason=f"{test['shown']}; one-sided p = {test['p_claimed']:.3g} < "
-                f"{agree_level:.3g}{test['claimed_part']}{rule}",
-            )
-        elif against:
-            result.update(
-                p_value=test["p_opposite"],
-                verdict=CONTRADICTS,
-                reason=f"{test['shown']}; {test['against_part']} < {against_level:.3g}{rule}",
-            )
-        else:
-            need = TOO_FEW if smallest[i] >= agree_level else NOT_SIGNIFICANT
-            result.update(
-                p_value=test["p_claimed"],
-                verdict=INCONCLUSIVE,
-                reason_class=need,
-                reason=f"{test['shown']}; one-sided p = {test['p_claimed']:.3g} >= "
-                f"{agree_level:.3g}{test['claimed_part']}{rule}",
-            )
-        results.append(result)
-    if several:
+    results = [_cell_verdict(claim, family, i, still, describe) for i in range(len(groups))]
+    if family.several:
         results.append(_overall(claim, results, groups))
     if any(g.averaged for g in groups):
-        results[-1]["reason"] += "; several observations of a run averaged to one (the run is the unit)"
+        results[-1].reason += "; several observations of a run averaged to one (the run is the unit)"
     return results
+
+
+def _test_family(claim: Claim, groups: list[Cell], pairs: dict) -> _Family:
+    """Every cell's tests, those that can reach alpha only, and Holm over the cells."""
+    smallest = [_smallest_p(claim, g, pairs.get(g.name)) for g in groups]
+    # the cells whose Holm-corrected side can reach alpha at all (Tarone's rule: from the group
+    # sizes alone, before any p-value is looked at)
+    size = multiplicity.tarone_family(smallest, claim.alpha)
+    tests = [_test(claim, g, pairs) if s < claim.alpha else None for g, s in zip(groups, smallest)]
+    corrects_claimed = claim.quantifier == "any"  # the side Holm corrects
+    holm = (
+        _holm(
+            {i: t.p(corrects_claimed) for i, t in enumerate(tests) if t and smallest[i] < claim.alpha / size},
+            claim.alpha,
+        )
+        if len(groups) > 1
+        else {}
+    )
+    return _Family(groups, pairs, smallest, size, tests, holm, corrects_claimed)
+
+
+def _test(claim: Claim, group: Cell, pairs: dict) -> CellTest:
+    """One cell's tests, by the claim's kind."""
+    if claim.compare == "trend":
+        return _trend(claim, group)
+    if claim.paired:
+        return _paired_location(claim, *pairs[group.name], group)
+    return _tuned(claim, group) if _tuned_in(claim, group) else _cell(claim, group.a, group.b)
+
+
+def _cell_verdict(claim: Claim, family: _Family, i: int, still: set | None, describe: bool) -> Verdict:
+    """Cell ``i``'s verdict: too few runs, or its test's sides at their levels, gated by convergence."""
+    group, test = family.groups[i], family.tests[i]
+    result = Verdict(
+        group.name, n_a=group.n_a, n_b=group.n_b, cells=1, smallest_p=family.smallest[i], n_failed=group.n_failed
+    )
+    if test is None:
+        result.reason_class = TOO_FEW
+        result.reason = _too_few(claim, group, family.smallest[i], family.pairs.get(group.name))
+        return result
+    agree_level, agrees, against_level, against = _levels(claim, family, i, test)
+    if describe:
+        for name, value in _interval(claim, group, agree_level, against_level, family.pairs.get(group.name)).items():
+            setattr(result, name, value)
+    late = _not_converged(group, still)
+    rule = _rule_text(claim, family, i)
+    if late:
+        result.p_value, result.verdict, result.reason_class = test.p_claimed, INCONCLUSIVE, NOT_CONVERGED
+        result.reason = f"{test.shown}; not converged: {late}"
+    elif agrees:
+        result.p_value, result.verdict = test.p_claimed, AGREES
+        result.reason = f"{test.shown}; one-sided p = {test.p_claimed:.3g} < {agree_level:.3g}{test.claimed_part}{rule}"
+    elif against:
+        result.p_value, result.verdict = test.p_opposite, CONTRADICTS
+        result.reason = f"{test.shown}; {test.against_part} < {against_level:.3g}{rule}"
+    else:
+        result.p_value, result.verdict = test.p_claimed, INCONCLUSIVE
+        result.reason_class = TOO_FEW if family.smallest[i] >= agree_level else NOT_SIGNIFICANT
+        result.reason = (
+            f"{test.shown}; one-sided p = {test.p_claimed:.3g} >= {agree_level:.3g}{test.claimed_part}{rule}"
+        )
+    return result
+
+
+def _levels(claim: Claim, family: _Family, i: int, test: CellTest) -> tuple[float, bool, float, bool]:
+    """The level each side of cell ``i`` is judged at and whether it holds there: (agreeing
+    level, agrees, contradicting level, contradicts). Holm's side at its step's level (one
+    cell: alpha), the other side at alpha in each cell."""
+    if family.several:
+        corrected = family.holm.get(i, (claim.alpha / family.size, False))
+    else:
+        corrected = (claim.alpha, test.p(family.corrects_claimed) < claim.alpha)
+    each_level = (claim.alpha, test.p(not family.corrects_claimed) < claim.alpha)
+    agree = corrected if family.corrects_claimed else each_level
+    against = each_level if family.corrects_claimed else corrected
+    return (*agree, *against)
+
+
+def _rule_text(claim: Claim, family: _Family, i: int) -> str:
+    """How cell ``i``'s levels were set over several cells, for its reason ("" with one cell)."""
+    if not family.several:
+        return ""
+    n, cells_ = len(family.holm), len(family.groups)
+    if family.corrects_claimed:
+        rule = f"; Holm over {n} of {cells_} cells"
+    else:
+        rule = f"; each cell at {claim.alpha:g}, opposite side Holm over {n} of {cells_} cells"
+    if i not in family.holm:
+        rule += (
+            f"; over {cells_} cells a cell needs p < {claim.alpha / family.size:.3g} (Tarone's family of "
+            f"{family.size}), which this one cannot reach at its n"
+        )
+    return rule
 
 
 def _smallest_p(claim: Claim, group: Cell, pairs: tuple | None = None) -> float:
@@ -449,7 +500,7 @@ def _not_converged(group: Cell, still: set | None) -> str:
     return "; ".join(texts)
 
 
-def _cell(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
+def _cell(claim: Claim, a: np.ndarray, b: np.ndarray) -> CellTest:
     """The tests of one cell: p in the claimed and the opposite direction, the effect and ``shown``.
 
     With ``sign``, the cell's claimed p is the larger of the comparison's and the sign test's
@@ -464,33 +515,30 @@ def _cell(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
         "equivalence": _equivalence,
         "threshold": _threshold,
     }[claim.compare](claim, a, b)
-    against = result.pop("against", "") or f"opposite direction, one-sided p = {result['p_opposite']:.3g}"
-    result.update(claimed_part="", against_part=against)
-    if claim.sign:
-        s, t = exact.sign_test(a, claim.sign), exact.sign_test(a, opposite(claim.sign))
-        p, q = result["p_claimed"], result["p_opposite"]
-        way = "falls" if claim.sign == "less" else "rises"
-        other = "rises" if claim.sign == "less" else "falls"
-        side = f"{label(claim.a)} itself"
-        result["shown"] += f"; {side} {way}: one-sided p = {s:.3g}"
-        result.update(
-            p_claimed=max(p, s),
-            p_opposite=min(1.0, 2 * min(q, t)),
-            claimed_part=f" (both parts must agree: the comparison p = {p:.3g}, {side} {way} p = {s:.3g}"
-            + (
-                f"; {side} {other} p = {t:.3g}, x 2 for either part = {min(1.0, 2 * t):.3g}"
-                if t < q and t < 0.5
-                else ""
-            )
-            + ")",
-        )
-        result["against_part"] = (
-            f"{side} {other}, against the claimed direction of change: one-sided p = {t:.3g}, x 2 for "
-            f"either part = {min(1.0, 2 * t):.3g}"
-            + (f" (the comparison itself goes the claimed way, p = {p:.3g})" if p < claim.alpha else "")
-            if t <= q
-            else f"opposite direction, one-sided p = {q:.3g}, x 2 for either part = {min(1.0, 2 * q):.3g}"
-        )
+    return _with_sign(claim, a, result) if claim.sign else result
+
+
+def _with_sign(claim: Claim, a: np.ndarray, result: CellTest) -> CellTest:
+    """A cell's tests with the claim's ``sign`` test of group a itself added (:func:`_cell`)."""
+    s, t = exact.sign_test(a, claim.sign), exact.sign_test(a, opposite(claim.sign))
+    p, q = result.p_claimed, result.p_opposite
+    way = "falls" if claim.sign == "less" else "rises"
+    other = "rises" if claim.sign == "less" else "falls"
+    side = f"{label(claim.a)} itself"
+    result.shown += f"; {side} {way}: one-sided p = {s:.3g}"
+    result.p_claimed, result.p_opposite = max(p, s), min(1.0, 2 * min(q, t))
+    result.claimed_part = (
+        f" (both parts must agree: the comparison p = {p:.3g}, {side} {way} p = {s:.3g}"
+        + (f"; {side} {other} p = {t:.3g}, x 2 for either part = {min(1.0, 2 * t):.3g}" if t < q and t < 0.5 else "")
+        + ")"
+    )
+    result.against_part = (
+        f"{side} {other}, against the claimed direction of change: one-sided p = {t:.3g}, x 2 for "
+        f"either part = {min(1.0, 2 * t):.3g}"
+        + (f" (the comparison itself goes the claimed way, p = {p:.3g})" if p < claim.alpha else "")
+        if t <= q
+        else f"opposite direction, one-sided p = {q:.3g}, x 2 for either part = {min(1.0, 2 * q):.3g}"
+    )
     return result
 
 
@@ -556,7 +604,7 @@ def _seed_pairs(claim: Claim, observations: pd.DataFrame, groups: list[Cell]) ->
     return {g.name: paired.pair_up(g.a, g.b, [key[i] for i in g.ids_a], [key[i] for i in g.ids_b]) for g in groups}
 
 
-def _paired_location(claim: Claim, a: np.ndarray, b: np.ndarray, group: Cell) -> dict:
+def _paired_location(claim: Claim, a: np.ndarray, b: np.ndarray, group: Cell) -> CellTest:
     """A paired location claim's tests: the exact sign test of the within-seed differences
     (:mod:`robustkit.measures.paired`); a ``floor`` is the tested median difference on both
     sides. In :func:`_cell`'s form (``sign`` is not allowed with ``paired``)."""
@@ -568,23 +616,21 @@ def _paired_location(claim: Claim, a: np.ndarray, b: np.ndarray, group: Cell) ->
         f"{len(d)} seed pairs of {len(group.a)} vs {len(group.b)} runs, {claimed} on the claimed side, "
         f"median within-seed difference {median:.3g} (sign test)"
     )
-    result = _shift_test(claim, a, b, paired.tails, shown, "median within-seed difference")
-    against = result.pop("against", "") or f"opposite direction, one-sided p = {result['p_opposite']:.3g}"
-    return {**result, "claimed_part": "", "against_part": against}
+    return _shift_test(claim, a, b, paired.tails, shown, "median within-seed difference")
 
 
-def _spread(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
+def _spread(claim: Claim, a: np.ndarray, b: np.ndarray) -> CellTest:
     against = opposite(claim.direction)
     sd_a, sd_b = np.std(a, ddof=1), np.std(b, ddof=1)
     dropped = " (an odd last run left out of the pairs)" if len(a) % 2 or len(b) % 2 else ""
-    return {
-        "p_claimed": exact.spread_pairs(a, b, claim.direction),
-        "p_opposite": exact.spread_pairs(a, b, against),
-        "shown": f"std {sd_a:.3g} vs {sd_b:.3g}, {len(a) // 2} vs {len(b) // 2} seed pairs{dropped}",
-    }
+    return CellTest(
+        p_claimed=exact.spread_pairs(a, b, claim.direction),
+        p_opposite=exact.spread_pairs(a, b, against),
+        shown=f"std {sd_a:.3g} vs {sd_b:.3g}, {len(a) // 2} vs {len(b) // 2} seed pairs{dropped}",
+    )
 
 
-def _location(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
+def _location(claim: Claim, a: np.ndarray, b: np.ndarray) -> CellTest:
     """Brunner-Munzel by permutation: valid when the groups' spreads and shapes differ. Its
     estimand is P(a > b) (ties a half), and shifted, the median difference of a run of a and one
     of b; a ``floor`` is the tested median difference (a minimum-effect test) on both sides."""
@@ -592,14 +638,14 @@ def _location(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
     return _shift_test(claim, a, b, brunner_munzel.tails, shown, "median difference")
 
 
-def _mean(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
+def _mean(claim: Claim, a: np.ndarray, b: np.ndarray) -> CellTest:
     """The bootstrap-t of Welch's statistic (:mod:`robustkit.measures.welch`): valid for the
     difference of the means when the groups' spreads and skew differ (calibrated for the hardest
     null the simulation draws); a ``floor`` is the tested mean difference on both sides."""
     return _shift_test(claim, a, b, welch.tails, f"means {np.mean(a):.3g} vs {np.mean(b):.3g}", "mean difference")
 
 
-def _shift_test(claim: Claim, a: np.ndarray, b: np.ndarray, tails, shown: str, estimand: str) -> dict:
+def _shift_test(claim: Claim, a: np.ndarray, b: np.ndarray, tails, shown: str, estimand: str) -> CellTest:
     """A two-group test of a shift, in :func:`_cell`'s form: ``tails(a, b, shift)`` gives both
     one-sided p of a - shift against b (greater, less); the claim's ``floor`` is the shift tested,
     its ``estimand`` (e.g. ``"median difference"``) named in the texts."""
@@ -608,51 +654,51 @@ def _shift_test(claim: Claim, a: np.ndarray, b: np.ndarray, tails, shown: str, e
     p_claimed, p_opposite = (greater, less) if claim.direction == "greater" else (less, greater)
     if claim.floor:
         shown += f"; tested against the claim's floor {claim.floor:g} ({estimand})"
-    return {
-        "p_claimed": p_claimed,
-        "p_opposite": p_opposite,
-        "shown": shown,
-        "against": (
+    return CellTest(
+        p_claimed=p_claimed,
+        p_opposite=p_opposite,
+        shown=shown,
+        against_part=(
             f"{estimand} below the claim's floor {claim.floor:g}, one-sided p = {p_opposite:.3g}" if claim.floor else ""
         ),
-    }
+    )
 
 
-def _rate(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
+def _rate(claim: Claim, a: np.ndarray, b: np.ndarray) -> CellTest:
     against = opposite(claim.direction)
-    return {
-        "p_claimed": exact.rate_test(a, b, claim.direction),
-        "p_opposite": exact.rate_test(a, b, against),
-        "shown": f"rates {a.mean():.2f} vs {b.mean():.2f}",
-    }
+    return CellTest(
+        p_claimed=exact.rate_test(a, b, claim.direction),
+        p_opposite=exact.rate_test(a, b, against),
+        shown=f"rates {a.mean():.2f} vs {b.mean():.2f}",
+    )
 
 
-def _equivalence(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
+def _equivalence(claim: Claim, a: np.ndarray, b: np.ndarray) -> CellTest:
     """Two one-sided Brunner-Munzel tests of the median difference against -margin and +margin."""
     margin = claim.value
     above_low, below_low = brunner_munzel.tails(a, b, shift=-margin)
     above_high, below_high = brunner_munzel.tails(a, b, shift=margin)
     inside = max(above_low, below_high)
     outside = min(1.0, 2 * min(below_low, above_high))
-    return {
-        "p_claimed": inside,
-        "p_opposite": outside,
-        "shown": f"margin +-{margin:g} on the median difference, medians {np.median(a):.3g} vs {np.median(b):.3g}",
-    }
+    return CellTest(
+        p_claimed=inside,
+        p_opposite=outside,
+        shown=f"margin +-{margin:g} on the median difference, medians {np.median(a):.3g} vs {np.median(b):.3g}",
+    )
 
 
-def _threshold(claim: Claim, a: np.ndarray, b: np.ndarray) -> dict:
+def _threshold(claim: Claim, a: np.ndarray, b: np.ndarray) -> CellTest:
     """The exact sign test of the median against the threshold (no symmetry assumed)."""
     against = opposite(claim.direction)
     d = exact.on_grid(a - claim.value)  # on the data's grid, as the sign test compares
     at = int(np.sum(d == 0))
     ties = f" ({at} at the threshold, counted against either side)" if at else ""
     side = int(np.sum(d > 0 if claim.direction == "greater" else d < 0))
-    return {
-        "p_claimed": exact.sign_test(a, claim.direction, claim.value),
-        "p_opposite": exact.sign_test(a, against, claim.value),
-        "shown": f"median {np.median(a):.3g} vs {claim.value:g}, {side} of {len(a)} on the claimed side{ties}",
-    }
+    return CellTest(
+        p_claimed=exact.sign_test(a, claim.direction, claim.value),
+        p_opposite=exact.sign_test(a, against, claim.value),
+        shown=f"median {np.median(a):.3g} vs {claim.value:g}, {side} of {len(a)} on the claimed side{ties}",
+    )
 
 
 def _tuned_p(claim: Claim, group: Cell, p) -> tuple[float, float]:
@@ -705,7 +751,7 @@ def _best_configuration(claim: Claim, group: Cell, side: str) -> int:
     return int(np.nanargmin(medians) if claim.lower_is_better else np.nanargmax(medians))
 
 
-def _tuned(claim: Claim, group: Cell) -> dict:
+def _tuned(claim: Claim, group: Cell) -> CellTest:
     """The tests of one cell of a ``tuned`` claim (:func:`_tuned_p`), in :func:`_cell`'s form."""
     both: dict = {}  # each pair of configurations' two tails come from one null distribution
 
@@ -720,19 +766,17 @@ def _tuned(claim: Claim, group: Cell) -> dict:
     a, b = group.configs_a[best_a], group.configs_b[best_b]
     configs = f"{len(group.configs_a)} x {len(group.configs_b)} configurations"
     margin = f"margin +-{claim.value:g}, " if claim.compare == "equivalence" else ""
-    return {
-        "p_claimed": p_claimed,
-        "p_opposite": p_opposite,
-        "shown": f"{margin}each at its best {claim.tuned}: {label(claim.a)} {claim.tuned}="
+    return CellTest(
+        p_claimed=p_claimed,
+        p_opposite=p_opposite,
+        shown=f"{margin}each at its best {claim.tuned}: {label(claim.a)} {claim.tuned}="
         f"{group.config_names_a[best_a]} (median {np.median(a):.3g}) vs {label(claim.b)} {claim.tuned}="
         f"{group.config_names_b[best_b]} (median {np.median(b):.3g}); every configuration of one group "
         f"against some of the other ({configs})",
-        "claimed_part": "",
-        "against_part": f"opposite direction, one-sided p = {p_opposite:.3g}",
-    }
+    )
 
 
-def _trend(claim: Claim, group: Cell) -> dict:
+def _trend(claim: Claim, group: Cell) -> CellTest:
     """The tests of a trend cell: does the shift a - b at the end of ``along`` lie below
     (``less``) / above the shift at its start?
 
@@ -770,13 +814,11 @@ def _trend(claim: Claim, group: Cell) -> dict:
     first = brunner_munzel.difference_interval(group.a, group.b, 0.5)[0]
     last = brunner_munzel.difference_interval(group.a_end, group.b_end, 0.5)[0]
     p_opposite = p(against)  # each p searches every threshold: computed once
-    return {
-        "p_claimed": p(claim.direction),
-        "p_opposite": p_opposite,
-        "claimed_part": "",
-        "against_part": f"opposite direction, one-sided p = {p_opposite:.3g}",
-        "shown": f"shift a - b {first:.3g} at the start, {last:.3g} at the end",
-    }
+    return CellTest(
+        p_claimed=p(claim.direction),
+        p_opposite=p_opposite,
+        shown=f"shift a - b {first:.3g} at the start, {last:.3g} at the end",
+    )
 
 
 def _trend_shift(group: Cell, agree_level: float, against_level: float, direction: str) -> tuple[float, float, float]:
@@ -813,11 +855,11 @@ def _holm(p_values: dict[int, float], alpha: float) -> dict[int, tuple[float, bo
     return judged
 
 
-def _overall(claim: Claim, results: list[dict], groups: list[Cell]) -> dict:
+def _overall(claim: Claim, results: list[Verdict], groups: list[Cell]) -> Verdict:
     """The claim over its cells, by its quantifier: ``each`` agrees when every cell agrees and
     contradicts when any cell contradicts (the opposite side Holm-corrected); ``any`` agrees when
     any cell agrees (Holm-corrected) and contradicts when every cell contradicts."""
-    verdicts = [r["verdict"] for r in results]
+    verdicts = [r.verdict for r in results]
     counts = {v: verdicts.count(v) for v in VERDICTS if verdicts.count(v)}
     text = ", ".join(f"{n} {v}" for v, n in counts.items())
     agree, against = counts.get(AGREES, 0), counts.get(CONTRADICTS, 0)
@@ -830,7 +872,7 @@ def _overall(claim: Claim, results: list[dict], groups: list[Cell]) -> dict:
     else:
         verdict = CONTRADICTS if against else AGREES if agree == len(results) else INCONCLUSIVE
         rule = f"the claim holds in each cell: all {len(results)} must agree, one contradicting (Holm) contradicts"
-    classes = [r["reason_class"] for r in results if r["verdict"] == INCONCLUSIVE]
+    classes = [r.reason_class for r in results if r.verdict == INCONCLUSIVE]
     reason_class = ""
     if verdict == INCONCLUSIVE:
         reason_class = next(
@@ -844,64 +886,15 @@ def _overall(claim: Claim, results: list[dict], groups: list[Cell]) -> dict:
             return len({i for part in ids for i in part})
         return max(len(g.a if side == "a" else g.b) for g in groups)
 
-    smallest = [r["smallest_p"] for r in results]
-    return result_row(
+    smallest = [r.smallest_p for r in results]
+    return Verdict(
         "all",
         n_a=runs("a"),
         n_b=runs("b"),
         cells=len(results),
-        n_failed=sum(r["n_failed"] for r in results),
+        n_failed=sum(r.n_failed for r in results),
         smallest_p=min(smallest) if claim.quantifier == "any" else max(smallest),
         verdict=verdict,
         reason_class=reason_class,
         reason=f"{rule}: {text}",
     )
-
-
-def result_row(
-    cell: str = "all",
-    n_a: int = 0,
-    n_b: int = 0,
-    cells: int = 1,
-    n_failed: int = 0,
-    effect: float = np.nan,
-    effect_name: str = "",
-    ci_low: float = np.nan,
-    ci_high: float = np.nan,
-    p_value: float = np.nan,
-    smallest_p: float = np.nan,
-    verdict: str = INCONCLUSIVE,
-    reason_class: str = "",
-    reason: str = "",
-) -> dict:
-    return {
-        "cell": cell,
-        "n_a": n_a,
-        "n_b": n_b,
-        "cells": cells,
-        "n_failed": n_failed,
-        "effect": float(effect),
-        "effect_name": effect_name,
-        "ci_low": float(ci_low),
-        "ci_high": float(ci_high),
-        "p_value": float(p_value),
-        "smallest_p": float(smallest_p),
-        "verdict": verdict,
-        "reason_class": reason_class,
-        "reason": reason,
-    }
-
-
-def rows(claim: Claim, results: list[dict]) -> pd.DataFrame:
-    fixed = {
-        "claim": claim.id,
-        "says": claim.says,
-        "statistic": claim.statistic,
-        "compare": claim.compare,
-        "test": claim.test,
-        "a": label(claim.a),
-        "b": label(claim.b),
-        "direction": claim.direction or "both",
-        "failures": claim.failures,
-    }
-    return pd.DataFrame([{**fixed, **r} for r in results], columns=VERDICT_COLUMNS[1:])

@@ -23,18 +23,9 @@ from robustkit.analysis import registry
 from robustkit.errors import RobustkitError
 from robustkit.params import resolve
 from robustkit.verdicts.replication import REPLICATION_COLUMNS, blank, cells_of, claim_hours, replicate
-from robustkit.verdicts.rules import (
-    NO_DATA,
-    NOT_SIZED,
-    TOO_FEW,
-    UNTESTABLE,
-    VERDICT_COLUMNS,
-    judge,
-    result_row,
-    rows,
-    runs,
-)
+from robustkit.verdicts.rules import NO_DATA, NOT_SIZED, TOO_FEW, UNTESTABLE, judge, runs
 from robustkit.verdicts.spec import INCONCLUSIVE, Claim, ClaimError
+from robustkit.verdicts.verdict import VERDICT_COLUMNS, Verdict, as_frame
 
 TABLE_COLUMNS = VERDICT_COLUMNS + REPLICATION_COLUMNS  # claims.csv: the verdict, then its replication reading
 
@@ -151,12 +142,12 @@ def verdicts(
             if not claim.judged_at(scale):
                 observed = _observed_not_judged(claim, recipe, scale, store, run_ids, memo, device, defaults)
                 if observed is None:
-                    observed = rows(claim, [_not_judged_at(recipe, claim, scale, defaults)])
+                    observed = as_frame(claim, [_not_judged_at(recipe, claim, scale, defaults)])
                 frames.append(observed.assign(recipe=recipe.name))
                 continue
             stopped = _stopped_early(claim, specs)
             if stopped:
-                frames.append(rows(claim, [stopped]).assign(recipe=recipe.name))
+                frames.append(as_frame(claim, [stopped]).assign(recipe=recipe.name))
                 continue
             try:
                 found = observations(claim, recipe.figure, recipe.figure_params(scale), store, run_ids, memo, device)
@@ -194,7 +185,7 @@ def with_reading(
     return pd.concat([frame, reading], axis=1)
 
 
-def _stopped_early(claim: Claim, specs: Sequence) -> dict | None:
+def _stopped_early(claim: Claim, specs: Sequence) -> Verdict | None:
     """The row of a claim whose statistic reads the whole training schedule
     (:attr:`robustkit.analysis.declare.Statistic.schedule`) on runs trained ``until_converged``,
     which stop once they have converged: *untestable*. None where the claim can be judged."""
@@ -202,7 +193,7 @@ def _stopped_early(claim: Claim, specs: Sequence) -> dict | None:
     stopped = sum(spec.until_converged for spec in specs)
     if not statistic.schedule or not stopped:
         return None
-    return result_row(
+    return Verdict(
         reason_class=UNTESTABLE,
         reason=f"untestable on runs trained until converged: {claim.statistic} reads the whole training schedule, "
         f"and {stopped} of the {len(specs)} runs stop once they converge (train them to a fixed budget)",
@@ -213,7 +204,7 @@ def _not_computable(claim: Claim, error: Exception) -> pd.DataFrame:
     """The row of a claim whose statistic or reading raised on the runs present: *no data*, with
     the error in the reason (its type named where it is not robustkit's own)."""
     kind = "" if isinstance(error, RobustkitError) else f"{type(error).__name__}: "
-    return rows(claim, [result_row(reason=f"not computable on these runs: {kind}{error}", reason_class=NO_DATA)])
+    return as_frame(claim, [Verdict(reason=f"not computable on these runs: {kind}{error}", reason_class=NO_DATA)])
 
 
 def _observed_not_judged(
@@ -259,7 +250,7 @@ def _observed_not_judged(
     return judged.assign(verdict=INCONCLUSIVE, reason_class=NOT_SIZED, p_value=np.nan, reason=reasons)
 
 
-def _not_judged_at(recipe, claim: Claim, scale: str, defaults: dict | None) -> dict:
+def _not_judged_at(recipe, claim: Claim, scale: str, defaults: dict | None) -> Verdict:
     """The row of a claim its recipe does not judge at ``scale`` and whose runs the store lacks:
     *untestable on this model* where its ``artefact`` holds, *too few runs* where no cell's test
     can reach alpha with the scale's runs, else *untestable at this scale* (with runs stored:
@@ -267,16 +258,14 @@ def _not_judged_at(recipe, claim: Claim, scale: str, defaults: dict | None) -> d
     from robustkit.verdicts.decidability import sizes_and_configurations
 
     if scale in claim.artefact_scales:
-        return result_row(
-            reason_class=UNTESTABLE, reason=f"untestable on this model at {scale} scale: {claim.artefact}"
-        )
+        return Verdict(reason_class=UNTESTABLE, reason=f"untestable on this model at {scale} scale: {claim.artefact}")
 
     sizes, configs = sizes_and_configurations(recipe, claim, scale, defaults)
     smallest = [claim.smallest_p(n_a, n_b, configs) for _, n_a, n_b in sizes]
     where = f"the recipe judges it at {', '.join(claim.scales)} scale"
     if sizes and min(smallest) >= claim.alpha and registry.statistic_of(claim.statistic)[1].independent:
         n_a, n_b = sizes[0][1], sizes[0][2]
-        return result_row(
+        return Verdict(
             n_a=n_a,
             n_b=n_b,
             smallest_p=min(smallest),
@@ -285,7 +274,7 @@ def _not_judged_at(recipe, claim: Claim, scale: str, defaults: dict | None) -> d
             + (f" vs {n_b}" if claim.groups == 2 else "")
             + f" can give p >= {min(smallest):.3g} at best; {where}",
         )
-    return result_row(reason_class=UNTESTABLE, reason=f"untestable at {scale} scale: {where}")
+    return Verdict(reason_class=UNTESTABLE, reason=f"untestable at {scale} scale: {where}")
 
 
 def summary_line(rows: pd.DataFrame) -> str:

@@ -114,7 +114,8 @@ def report(results, store) -> int:
     from robustkit.cli.report import ALWAYS, KEYS, SETTINGS, failed_outcomes, runs_table
     from robustkit.sweeps.jobs import TRAINED_ELSEWHERE
 
-    print(terminal.render(runs_table(store, run_ids=list(results.run_id)), keep=ALWAYS, keys=KEYS, settings=SETTINGS))
+    table = runs_table(store, run_ids=list(results.run_id))
+    print(terminal.render(table, keep=ALWAYS, keys=KEYS, settings=SETTINGS))
     failed = results[results.status == "failed"]
     for _, row in failed.iterrows():
         print(f"FAILED {row.run_id}: {row.error}", file=sys.stderr)
@@ -134,8 +135,23 @@ def report(results, store) -> int:
         f"{sum(results.status == 'skipped')} already complete"
         + (f" ({elsewhere} of them finished by another process meanwhile)" if elsewhere else "")
         + f", {sum(results.status == 'locked')} being trained "
-        f"by another process, {len(failed)} failed"
+        f"by another process, {len(failed)} failed with an error"
         + (f", {len(damaged)} damaged" if len(damaged) else "")
+        + _not_results(table)
         + f". Store: {store}"
     )
     return 1 if len(failed) or len(damaged) or len(locked) else 0
+
+
+def _not_results(table) -> str:
+    """The closing line's count of runs whose ``outcome`` (the runs table's word, as ``runs``,
+    ``stats`` and the figures use it) is not ``ok``: they trained without error but are failed
+    runs, not results; empty when every run is ok."""
+    if "outcome" not in table or table.empty:
+        return ""
+    outcomes = table["outcome"].dropna()
+    bad = outcomes[outcomes != "ok"]
+    if bad.empty:
+        return ""
+    kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(bad.value_counts().items()))
+    return f"; failed runs, not results: {kinds} (the lines above)"

@@ -13,27 +13,10 @@ from robustkit.methods.registry import identity_columns, option_columns
 from robustkit.specs.spec import SPEC_DEFAULTS, SPEC_FIELDS
 from robustkit.store.collapse import recorded_outcomes
 from robustkit.store.folders import GRADNORMS, HISTORY, run_folders
+from robustkit.store.identity import _NAMING, IDENTITY, IMPORT_ID, OPTION_COLUMNS  # noqa: F401 (re-exported)
 from robustkit.store.manifest import inspect_run
 from robustkit.store.schema import DAMAGED, run_outcome, with_history
 
-# Every field of the run spec is an identity column, so that analyses and figures can see every
-# setting in which two runs differ (and refuse to pool them: robustkit.analysis.pooling); the
-# nine that name a run come first. ``data_dir`` says where data was read, not what was run.
-# ``method_options`` is one column per option of every method (``lora.r``, ``prefix.length``;
-# missing for runs of other methods), so that no analysis pools runs of different options.
-_NAMING = ["model", "task", "method", "seed", "tsp_step", "lr", "train_size", "adapter_size"]
-OPTION_COLUMNS = option_columns()
-# ``import_id`` names an imported run (its source folder and a digest of its files; None for runs
-# trained here): settings nobody recorded are unknown, and two imports whose known settings agree
-# are still two different runs, so no analysis ever pools an import with another run.
-IMPORT_ID = "import_id"
-IDENTITY = [
-    "run_id",
-    *_NAMING,
-    *(f for f in SPEC_FIELDS if f not in _NAMING and f not in ("data_dir", "method_options")),
-    *OPTION_COLUMNS,
-    IMPORT_ID,
-]
 # What an identity column holds for a run stored before it existed (None: missing).
 _COLUMN_DEFAULTS = {**SPEC_DEFAULTS, **dict.fromkeys(OPTION_COLUMNS), IMPORT_ID: None}
 

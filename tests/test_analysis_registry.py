@@ -221,27 +221,34 @@ DECLARING = sorted(
 )
 
 
-def test_analyses_are_discovered_in_their_modules():
-    """The migrated analyses are declared in their own modules (none in the registry's file)."""
-    assert {
-        "intruders",
-        "forgetting",
-        "lora-sharpness",
-        "curve-connectivity",
-        "landscape",
-        "tuning",
-        "scores",
-        "rsa",
-        "attack",
-    } <= set(DECLARING)
-    text = (LIBRARY / "analysis" / "registry.py").read_text()
-    assert all(f'"{name}",\n' not in text for name in DECLARING)
+def _registered_by_import(package: str, table: dict) -> dict[str, str]:
+    """name -> module of what each module of ``package`` registers in ``table`` once imported."""
+    import importlib
+    import pkgutil
+
+    for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
+        importlib.import_module(f"{package}.{info.name}")
+    return {name: entry.module for name, entry in table.items() if entry.module.startswith(package + ".")}
+
+
+def test_the_builtin_table_names_the_module_of_every_registered_analysis():
+    """The registry imports the modules :data:`BUILTIN` names (no module is read as text): it
+    must hold every analysis a module of the package registers, at that module, and nothing
+    else; one missing line would drop an analysis from the CLI."""
+    assert _registered_by_import("robustkit.analysis", ANALYSES) == registry.BUILTIN, "run python tools/docs_tables.py"
+    assert {"intruders", "forgetting", "lora-sharpness", "curve-connectivity", "rsa", "attack"} <= set(DECLARING)
+
+
+def test_the_builtin_table_names_the_module_of_every_registered_figure():
+    assert _registered_by_import("robustkit.figures", figures.FIGURES) == figures.BUILTIN, (
+        "run python tools/docs_tables.py"
+    )
 
 
 @pytest.mark.parametrize("name", DECLARING)
-def test_a_discovered_declaration_is_its_module_s(name):
-    """What the registry read from the source, without importing the module, is the object the
-    module itself declares (so the module's defaults are the registry's)."""
+def test_a_registered_analysis_is_its_module_s(name):
+    """What is registered is the object the module's ``register_analysis`` call returned (so
+    the module's defaults are the registry's), its functions in that module."""
     import importlib
 
     analysis = ANALYSES[name]
@@ -250,15 +257,33 @@ def test_a_discovered_declaration_is_its_module_s(name):
     assert load(analysis.compute).__module__ == analysis.module
 
 
-def test_a_declaration_may_use_only_declare_s_names():
-    """A declaration that reads a name of its own module cannot be read without importing it: an
-    error that says so, not a silent skip."""
-    text = 'X = 3\nDECLARED = Analysis(\n    "x",\n    "h",\n    "d",\n    ":run",\n    (Param("k", X, "k"),),\n)\n'
-    with pytest.raises(AnalysisError, match="literals and robustkit.analysis.declare's names only"):
-        registry.declaration(text, "m", "m.py")
-    one_line = 'import os\nDECLARED = Analysis("x", "h", "d", ":run", module=__name__)\n\ndef run(): ...\n'
-    assert registry.declaration(one_line, "m", "m.py").compute == "m:run"
-    assert registry.declaration("DECLARED = registered('x')\n", "m", "m.py") is None  # not a declaration
+def test_registering_is_explicit_and_a_name_is_taken_once(monkeypatch):
+    """An Analysis object registers nothing by itself; ``register_analysis`` does, and a second
+    module registering the same name is refused (its own module again replaces it: a reload)."""
+    monkeypatch.setattr(registry, "ANALYSES", dict(ANALYSES))
+    made = registry.Analysis("zz-made", "h", "d", ":run", module="zz_one")
+    assert "zz-made" not in registry.ANALYSES
+    assert registry.register_analysis(made) is made and registry.ANALYSES["zz-made"] is made
+    again = registry.Analysis("zz-made", "h2", "d", ":run", module="zz_one")
+    assert registry.register_analysis(again) is again and registry.ANALYSES["zz-made"] is again
+    with pytest.raises(AnalysisError, match="registered twice"):
+        registry.register_analysis(registry.Analysis("zz-made", "h", "d", ":run", module="zz_two"))
+
+
+def test_importing_the_registries_imports_no_heavy_library():
+    """Registration imports each analysis and plot module: they import torch, pandas and
+    matplotlib inside their functions, so that --help and the check stay light."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys, robustkit.figures, robustkit.analysis.registry; "
+        "print(json.dumps([m for m in ('torch', 'pandas', 'matplotlib', 'scipy', 'transformers', 'numpy') "
+        "if m in sys.modules]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == []
 
 
 def test_every_analyze_and_plot_verb_formats_its_help():
@@ -279,19 +304,16 @@ def test_every_analyze_and_plot_verb_formats_its_help():
 FIGURES_DECLARING = sorted(n for n, f in figures.FIGURES.items() if f.module is not None)
 
 
-def test_figures_are_discovered_in_their_plot_modules():
+def test_every_figure_and_analysis_of_robustkit_is_registered_by_its_module():
     assert {"intruders", "forgetting", "lora-sharpness", "curve-connectivity", "attack-vs-tsp", "attack-boxes"} <= set(
         FIGURES_DECLARING
     )
-    text = (LIBRARY / "figures" / "__init__.py").read_text()
-    assert all(f'"{name}",\n' not in text for name in FIGURES_DECLARING)
-    # every figure and analysis of robustkit is declared in its module: none by a register() call
     assert all(f.module is not None for f in figures.FIGURES.values() if f.plot.startswith("robustkit."))
     assert all(a.module is not None for a in ANALYSES.values() if a.compute.startswith("robustkit."))
 
 
 @pytest.mark.parametrize("name", FIGURES_DECLARING)
-def test_a_discovered_figure_is_its_plot_module_s(name):
+def test_a_registered_figure_is_its_plot_module_s(name):
     import importlib
 
     figure = figures.FIGURES[name]

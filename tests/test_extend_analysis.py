@@ -30,11 +30,12 @@ import pandas as pd
 
 from robustkit.analysis.declare import Analysis, Param, Statistic, checkpoint_param
 from robustkit.analysis.each_run import each_run
+from robustkit.analysis.registry import register_analysis
 from robustkit.analysis.select import select_runs
 from robustkit.progress import bar
 from robustkit.store.tables import IDENTITY
 
-DECLARED = Analysis(
+DECLARED = register_analysis(Analysis(
     "fixture-change",
     "relative change of each layer matrix from step-0",
     "Per layer weight matrix of each run (LoRA updates merged), ||W - W_0|| / ||W_0|| (Frobenius).",
@@ -50,7 +51,7 @@ DECLARED = Analysis(
     output="the tidy result (per run x matrix)",
     views=(":per_layer",),
     module=__name__,
-)
+))
 
 
 def one_run(run_dir, checkpoint: str, kinds: str) -> pd.DataFrame:
@@ -101,14 +102,14 @@ import pandas as pd
 from robustkit import figures
 from robustkit.figures.style import plt
 
-DECLARED = figures.Figure(
+DECLARED = figures.register_figure(figures.Figure(
     "fixture-change",
     "relative change of each layer's weights, one line per run",
     "fixture-change",
     ":fixture_change_figure",
     view="robustkit_test_fixture_change:per_layer",
     module=__name__,
-)
+))
 
 
 def fixture_change_figure(means: pd.DataFrame):
@@ -224,7 +225,7 @@ def test_an_analysis_its_figure_and_its_recipe_work_from_three_files(extension, 
 
 
 def test_an_external_declaration_is_the_modules_own(extension):
-    """What was registered is the module's DECLARED, its functions named in its own module."""
+    """What was registered is what the module's register_* call returned, its functions named in its own module."""
     analysis, figure, _ = extension
     assert registry.get("fixture-change") is analysis and figures.get("fixture-change") is figure
     assert analysis.compute == "robustkit_test_fixture_change:run"

@@ -136,7 +136,9 @@ def test_the_rule_lets_a_figure_s_declaration_through():
             "from robustkit.analysis.declare import MATRICES, checkpoint_param",
             "from robustkit.attacks import registry as attack_registry",
             "from robustkit.attacks.registry import success_metrics",
-            "DECLARED = figures.Figure('x', 'h', 'a', ':p', (figures.ASO, Param('k', 1, 'k')), module=__name__)",
+            "DECLARED = figures.register_figure(",
+            "    figures.Figure('x', 'h', 'a', ':p', (figures.ASO, Param('k', 1, 'k')), module=__name__)",
+            ")",
             "label = attack_registry.label_of('pwws'); unit = attack_registry.get('pwws').success_unit",
             "known = 'pwws' in attack_registry.ATTACKS; percent = success_metrics('%')",
         ]

@@ -1,11 +1,14 @@
 """Write the generated tables of docs/analyses.md and docs/recipes.md from the registries and the
-recipe schema, so that no one edits them by hand.
+recipe schema, and the registries' tables of their modules, so that no one edits them by hand.
 
     python tools/docs_tables.py            # rewrite the tables between the pages' markers
     python tools/docs_tables.py --check    # exit 1 when a page's table is stale
 
 - docs/analyses.md: every registered analysis (its description, the statistics claims test) and
   the figures that draw it (the analysis and figure registries);
+- ``BUILTIN`` of robustkit/analysis/registry.py and robustkit/figures/__init__.py: the module
+  that registers each analysis and figure of robustkit (found by importing every module of the
+  two packages), which the registries import;
 - docs/recipes.md: a recipe file's keys and a scale section's (robustkit.verdicts.recipes), a
   claim table's keys (the attributes :class:`robustkit.verdicts.spec.Claim` documents, every key
   its parser takes), and every shipped recipe with its figure and claims.
@@ -103,11 +106,49 @@ def with_table(page: str, name: str, text: str) -> str:
     return between(page, BEGIN.format(name=name), END.format(name=name), text, name=str(PAGES[name]))
 
 
+# package -> the file holding its registry's BUILTIN table (name -> the module that registers it)
+REGISTRIES = {
+    "robustkit.analysis": ROOT / "robustkit" / "analysis" / "registry.py",
+    "robustkit.figures": ROOT / "robustkit" / "figures" / "__init__.py",
+}
+TABLE_START = "BUILTIN: dict[str, str] = {\n"
+
+
+def registered_modules(package: str) -> dict[str, str]:
+    """name -> module of each analysis or figure a module of ``package`` registers, every module
+    of the package imported (a new one is found before it is in the table)."""
+    import importlib
+    import pkgutil
+
+    from robustkit import figures
+    from robustkit.analysis.registry import ANALYSES
+
+    for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
+        importlib.import_module(f"{package}.{info.name}")
+    table = ANALYSES if package == "robustkit.analysis" else figures.FIGURES
+    return {name: e.module for name, e in table.items() if e.module and e.module.startswith(package + ".")}
+
+
+def with_builtin(text: str, modules: dict[str, str]) -> str:
+    """A registry's source ``text`` with its BUILTIN table holding ``modules``, by module."""
+    start = text.index(TABLE_START) + len(TABLE_START)
+    end = text.index("\n}\n", start)
+    rows = [f'    "{name}": "{module}",' for name, module in sorted(modules.items(), key=lambda kv: (kv[1], kv[0]))]
+    return text[:start] + "\n".join(rows) + text[end:]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="exit 1 when a page's table is stale; write nothing")
     args = parser.parse_args()
     stale = []
+    for package, path in REGISTRIES.items():  # first: the pages' tables read the registries
+        source = path.read_text()
+        updated = with_builtin(source, registered_modules(package))
+        if updated != source:
+            stale.append(str(path))
+            if not args.check:
+                path.write_text(updated)
     for name, path in PAGES.items():
         page = path.read_text()
         updated = with_table(page, name, TABLES[name]())

@@ -27,64 +27,65 @@ import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-import torch
-from adapters.context import ForwardContext
-from torch import nn
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
+    import torch
+    from torch import nn
 
-from robustkit.analysis import scores
+    from robustkit.data import tasks
+    from robustkit.train.evaluate import MetricAccumulator
+
 from robustkit.analysis.declare import DEVICE, METRIC, Analysis, Statistic, checkpoint_param
-from robustkit.analysis.each_run import each_run
+from robustkit.analysis.no_grad import no_grad
 from robustkit.analysis.notes import AnalysisNote
-from robustkit.analysis.select import select_runs
-from robustkit.data import tasks
+from robustkit.analysis.registry import register_analysis
 from robustkit.errors import RobustkitError
 from robustkit.methods import ADAPTER_NAME, get_method
-from robustkit.methods.model_parts import describe
 from robustkit.progress import bar as progress_bar
-from robustkit.store.tables import IDENTITY
-from robustkit.train.evaluate import EVAL_BATCH_SIZE, MetricAccumulator, evaluate, model_inputs, split_batches
+from robustkit.store.identity import IDENTITY
 from robustkit.train.provenance import computed_on
-from robustkit.train.run_model import load_run
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
 # take their defaults from it.
-DECLARED = Analysis(
-    "ablation",
-    "remove the adapters of every layer span i..j and re-evaluate (Houlsby et al. 2019, figure 6)",
-    "For each adapter run and every span of layers i..j, skip those layers' adapters (nothing re-trained) and "
-    "evaluate on the dev set; reports each metric and its relative change vs the fully adapted model. Full "
-    "fine-tuning runs are skipped with a warning.",
-    ":run",
-    (checkpoint_param("checkpoint ablated"),),
-    (DEVICE,),
-    statistics=(
-        Statistic(
-            "single-drop",
-            ":single_drop",
-            "relative drop of the dev metric when one layer's adapters are removed, per run and layer (1..L, the "
-            "encoder layer; fraction, positive = worse)",
-            (METRIC,),
+DECLARED = register_analysis(
+    Analysis(
+        "ablation",
+        "remove the adapters of every layer span i..j and re-evaluate (Houlsby et al. 2019, figure 6)",
+        "For each adapter run and every span of layers i..j, skip those layers' adapters (nothing re-trained) and "
+        "evaluate on the dev set; reports each metric and its relative change vs the fully adapted model. Full "
+        "fine-tuning runs are skipped with a warning.",
+        ":run",
+        (checkpoint_param("checkpoint ablated"),),
+        (DEVICE,),
+        statistics=(
+            Statistic(
+                "single-drop",
+                ":single_drop",
+                "relative drop of the dev metric when one layer's adapters are removed, per run and layer (1..L, the "
+                "encoder layer; fraction, positive = worse)",
+                (METRIC,),
+            ),
+            Statistic(
+                "all-removed-gap",
+                ":all_removed_gap",
+                "dev metric with every adapter removed minus the majority baseline (0 = down to the majority class)",
+                (METRIC,),
+            ),
+            Statistic(
+                "low-minus-high",
+                ":low_minus_high",
+                "mean relative drop of the spans in the lower half of the layers minus the upper half's (negative = "
+                "lower layers matter less)",
+                (METRIC,),
+            ),
         ),
-        Statistic(
-            "all-removed-gap",
-            ":all_removed_gap",
-            "dev metric with every adapter removed minus the majority baseline (0 = down to the majority class)",
-            (METRIC,),
-        ),
-        Statistic(
-            "low-minus-high",
-            ":low_minus_high",
-            "mean relative drop of the spans in the lower half of the layers minus the upper half's (negative = "
-            "lower layers matter less)",
-            (METRIC,),
-        ),
-    ),
-    output="the tidy result (per run x span x metric)",
-    order=70,
-    views=(":ablation_heatmap",),
-    module=__name__,
+        output="the tidy result (per run x span x metric)",
+        order=70,
+        views=(":ablation_heatmap",),
+        module=__name__,
+    )
 )
 
 
@@ -127,6 +128,8 @@ def encoder_layers(model: nn.Module) -> list[nn.Module]:
     RobustkitError
         The model has no AdapterHub adapters (a full fine-tuning run).
     """
+    from robustkit.methods.model_parts import describe
+
     iter_layers = getattr(model, "iter_layers", None)
     if iter_layers is None:
         raise RobustkitError(
@@ -139,6 +142,8 @@ def _check_adapters(model: nn.Module) -> None:
     """Raise :class:`RobustkitError` unless the model holds :data:`ADAPTER_NAME` and all of it
     lives in encoder layers (prompt tuning's prompt sits before them: it cannot be removed per
     layer, alone or in a union)."""
+    from robustkit.methods.model_parts import describe
+
     config = getattr(model, "adapters_config", None)
     if config is None or ADAPTER_NAME not in config.adapters:
         raise RobustkitError(f"the model has no adapter {ADAPTER_NAME!r} to ablate (is it a full fine-tuning run?)")
@@ -186,6 +191,8 @@ def _counting(layers: Sequence[nn.Module]) -> Iterator[list[int]]:
 
 
 def _frame(results: dict[tuple[int, int], dict[str, float]], full: dict[str, float], counts: int) -> pd.DataFrame:
+    import pandas as pd
+
     rows = [
         {"first": i, "last": j, "metric": m, "value": float(v)}
         for (i, j), values in results.items()
@@ -201,7 +208,7 @@ def _frame(results: dict[tuple[int, int], dict[str, float]], full: dict[str, flo
 # naive: one evaluation per span
 
 
-@torch.no_grad()
+@no_grad
 def naive_spans(model: nn.Module, batches: list[dict], task: str | tasks.Task) -> pd.DataFrame:
     """Loss and metrics with the adapters of each span of layers skipped, one evaluation each.
 
@@ -220,6 +227,9 @@ def naive_spans(model: nn.Module, batches: list[dict], task: str | tasks.Task) -
         ``first, last, metric, value`` (loss: mean per example, nats or MSE). ``attrs["full"]``:
         the unablated values; ``attrs["layer_evaluations"]``: encoder-layer calls made.
     """
+    from robustkit.data import tasks
+    from robustkit.train.evaluate import evaluate
+
     task = tasks.get_task(task)
     _check_adapters(model)
     layers = encoder_layers(model)
@@ -245,6 +255,8 @@ def _head(model: nn.Module, sequence: torch.Tensor) -> torch.Tensor:
     head's own (``model.pooler``); DistilBERT: [CLS] -> pre_classifier -> ReLU -> dropout ->
     classifier. :func:`_fast_applies` checks the result against the model's own logits.
     """
+    import torch
+
     if model.config.model_type == "distilbert":
         return model.classifier(model.dropout(torch.relu(model.pre_classifier(sequence[:, 0]))))
     pooler = getattr(model.base_model, "pooler", None)
@@ -257,6 +269,8 @@ def _head(model: nn.Module, sequence: torch.Tensor) -> torch.Tensor:
 
 def _loss(model: nn.Module, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """The loss ``*ForSequenceClassification.forward`` uses (its problem type)."""
+    from torch import nn
+
     n = model.config.num_labels
     problem = model.config.problem_type or ("regression" if n == 1 else "single_label_classification")
     if problem == "regression":
@@ -314,6 +328,9 @@ def _batch_spans(
     model, layers, inputs: dict, task: tasks.Task, accumulators: dict, reference: MetricAccumulator
 ) -> None:
     """Add one batch's results of every span (and of the unablated model) to the accumulators."""
+    import torch
+    from adapters.context import ForwardContext
+
     _skip(model, None)
     states, args, kwargs, output = _prefix(model, layers, inputs)
     labels = inputs["labels"]
@@ -340,12 +357,15 @@ def _batch_spans(
     _skip(model, None)
 
 
-@torch.no_grad()
+@no_grad
 def _fast_applies(model: nn.Module, layers: Sequence[nn.Module], inputs: dict) -> bool:
     """Whether :func:`fast_spans`' replay (each layer once, in order, then :func:`_head`) gives
     the model's own logits (checked on one batch, outside the layer-call count). Not so for ALBERT
     (one shared layer called L times) nor where the encoder does more than call its layers,
     which :func:`naive_spans` evaluates instead."""
+    import torch
+    from adapters.context import ForwardContext
+
     if len(layers) != model.config.num_hidden_layers:
         return False
     with _restored_adapters(model):
@@ -369,7 +389,7 @@ def _fast_applies(model: nn.Module, layers: Sequence[nn.Module], inputs: dict) -
     )
 
 
-@torch.no_grad()
+@no_grad
 def fast_spans(model: nn.Module, batches: list[dict], task: str | tasks.Task, progress: bool = False) -> pd.DataFrame:
     """:func:`naive_spans`, reusing work across spans (same values, same columns and attrs);
     :func:`naive_spans` itself where the replay does not reproduce the model (:func:`_fast_applies`).
@@ -394,6 +414,9 @@ def fast_spans(model: nn.Module, batches: list[dict], task: str | tasks.Task, pr
         ``first, last, metric, value``; ``attrs["full"]`` and ``attrs["layer_evaluations"]``
         as in :func:`naive_spans`.
     """
+    from robustkit.data import tasks
+    from robustkit.train.evaluate import MetricAccumulator, model_inputs
+
     task = tasks.get_task(task)
     _check_adapters(model)
     layers = encoder_layers(model)
@@ -432,6 +455,9 @@ def ablation_run(
     DataFrame
         ``first, last, metric, value, relative_change``.
     """
+    from robustkit.train.evaluate import split_batches
+    from robustkit.train.run_model import load_run
+
     run = load_run(run_dir, checkpoint, device)
     batches = split_batches(run.spec, ["validation"], run.run_dir)["validation"]
     frame = fast_spans(run.model, batches, run.task, progress=progress)
@@ -502,6 +528,10 @@ def run(
     RobustkitError
         No adapter run in the selection.
     """
+    from robustkit.analysis.each_run import each_run
+    from robustkit.analysis.select import select_runs
+    from robustkit.train.evaluate import EVAL_BATCH_SIZE
+
     params = {"checkpoint": checkpoint, "split": "validation", "batch_size": EVAL_BATCH_SIZE, "version": _VERSION}
     frame = each_run(
         _adapter_runs(select_runs(store, select)),
@@ -521,6 +551,8 @@ def run(
 def main_metric(frame: pd.DataFrame) -> str:
     """The metric the ablation figure shows by default: the task's main metric (one task in
     ``frame``), else ``loss``."""
+    from robustkit.data import tasks
+
     names = frame["task"].unique() if "task" in frame else []
     if len(names) != 1:
         return "loss"
@@ -576,6 +608,8 @@ def ablation_heatmap(frame: pd.DataFrame, metric: str | None = None) -> dict:
 
 def _ablation(frame: pd.DataFrame, store: str | Path, metric: str | None) -> pd.DataFrame:
     """The ablation rows of ``metric`` (default: each run's main metric)."""
+    from robustkit.analysis.select import select_runs
+
     main = select_runs(store, {"run_id": list(frame["run_id"].unique())}).set_index("run_id")["main_metric"]
     return frame[frame["metric"] == (frame["run_id"].map(main) if metric is None else metric)]
 
@@ -601,6 +635,11 @@ def single_drop(frame: pd.DataFrame, store: str | Path, metric: str | None) -> p
 def all_removed_gap(frame: pd.DataFrame, store: str | Path, metric: str | None) -> pd.DataFrame:
     """Dev metric with every adapter removed minus the majority baseline (0 = "down to the
     majority class", Houlsby et al. 2019 fig 6). ``metric``: default the main one."""
+    import pandas as pd
+
+    from robustkit.analysis import scores
+    from robustkit.analysis.select import select_runs
+
     frame = _ablation(frame, store, metric)
     runs = select_runs(store, {"run_id": list(frame["run_id"].unique())}).set_index("run_id")
     rows = []
@@ -615,6 +654,8 @@ def all_removed_gap(frame: pd.DataFrame, store: str | Path, metric: str | None) 
 def low_minus_high(frame: pd.DataFrame, store: str | Path, metric: str | None) -> pd.DataFrame:
     """Mean relative drop of the spans inside the lower half of the layers minus that of the spans
     inside the upper half (negative = lower layers matter less, Houlsby et al. 2019 §3.6)."""
+    import pandas as pd
+
     frame = _ablation(frame, store, metric)
     rows = []
     for run_id, group in frame.groupby("run_id"):

@@ -29,13 +29,12 @@ import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
 
 from robustkit import attacks
-from robustkit.analysis import attack_cache
 from robustkit.analysis.declare import (
     ATTACKERS,
     DEVICE,
@@ -45,92 +44,92 @@ from robustkit.analysis.declare import (
     checkpoint_param,
     registered_attackers,
 )
-from robustkit.analysis.each_run import cache_path, each_run, record_provenance
-from robustkit.analysis.select import select_runs
+from robustkit.analysis.registry import register_analysis
 from robustkit.errors import RobustkitError
 from robustkit.progress import bar as progress_bar
-from robustkit.store.run_data import run_splits, run_task
 from robustkit.train.provenance import computed_on
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); its attackers are
 # the attack registry's (robustkit.attacks.registry), read when they are chosen.
-DECLARED = Analysis(
-    "attack",
-    "adversarial attacks (PWWS, DeepWordBug) on each selected run (Han et al. 2021, section 4)",
-    "Attack each selected run's checkpoint with each chosen attacker (PWWS and DeepWordBug as OpenAttack 2.1.1 "
-    "defines them) on a reproducible sample of its test split; results are saved per example and an interrupted "
-    "attack resumes. Its summary has two rows per run and attacker, one per success convention (column "
-    "convention): openattack attacks every sampled example and counts a success when the prediction changes, "
-    "misclassified examples included (OpenAttack's AttackEval); gold counts only the examples the run classified "
-    "correctly (attacked: their number) and a success when one becomes misclassified, so its success_rate = 1 - "
-    "accuracy_under_attack / accuracy_before (both over all n examples, in either row). The attackers that declare "
-    f"NLTK data ({registered_attackers(labels=False, nltk_data=True)}) need what each declares (of WordNet, Punkt "
-    "and an averaged-perceptron POS tagger), from robustkit's embedded assets (fetched from pinned registry "
-    "packages) or the folders of $NLTK_DATA first; the others need none.",
-    ":run",
-    (
-        Param(
-            "attackers",
-            ["pwws"],
-            f"comma-separated attackers, of those registered: {registered_attackers()}",
-            kind=list,
-            choices=ATTACKERS,
-        ),
-        Param("n", 200, "test examples attacked per run (the same sample for every run)"),
-        Param("seed", 0, "seed of the example sample and of randomized attacks (per example)"),
-        Param(
-            "query_budget",
-            None,
-            "victim queries allowed per example (the attack fails past it)",
-            default_note="no limit",
-            kind=int,
-        ),
-        checkpoint_param("checkpoint attacked", ("best", "last", "step-0")),
-        Param(
-            "attack_options",
-            [],
-            "an attacker's own options as NAME=VALUE, comma-separated (e.g. PWWS's engine=openattack: "
-            "OpenAttack's own PWWSAttacker instead of robustkit's batched one with certified float32 screening, "
-            "identical outputs); an option no chosen attacker takes is an error",
-            kind=list,
-        ),
-    ),
-    (
-        DEVICE,
-        Param(
-            "threads",
-            None,
-            "torch CPU threads",
-            default_note="torch's (OMP_NUM_THREADS, else all cores)",
-            kind=int,
-            minimum=1,
-        ),
-    ),
-    summary="robustkit.analysis.attack_summary:summarize",
-    statistics=(
-        Statistic(
-            "success",
-            "robustkit.analysis.attack_summary:attack_success",
-            "attack success rate of each run (fraction)",
-            (
-                Param(
-                    "convention",
-                    "openattack",
-                    "openattack: prediction flips, misclassified inputs included; gold: only correctly classified "
-                    "inputs",
-                    choices=("openattack", "gold"),
-                ),
-                Param("attacker", "pwws", "the attacker whose success is tested", choices=ATTACKERS),
+DECLARED = register_analysis(
+    Analysis(
+        "attack",
+        "adversarial attacks (PWWS, DeepWordBug) on each selected run (Han et al. 2021, section 4)",
+        "Attack each selected run's checkpoint with each chosen attacker (PWWS and DeepWordBug as OpenAttack 2.1.1 "
+        "defines them) on a reproducible sample of its test split; results are saved per example and an interrupted "
+        "attack resumes. Its summary has two rows per run and attacker, one per success convention (column "
+        "convention): openattack attacks every sampled example and counts a success when the prediction changes, "
+        "misclassified examples included (OpenAttack's AttackEval); gold counts only the examples the run classified "
+        "correctly (attacked: their number) and a success when one becomes misclassified, so its success_rate = 1 - "
+        "accuracy_under_attack / accuracy_before (both over all n examples, in either row). The attackers that declare "
+        f"NLTK data ({registered_attackers(labels=False, nltk_data=True)}) need what each declares (of WordNet, Punkt "
+        "and an averaged-perceptron POS tagger), from robustkit's embedded assets (fetched from pinned registry "
+        "packages) or the folders of $NLTK_DATA first; the others need none.",
+        ":run",
+        (
+            Param(
+                "attackers",
+                ["pwws"],
+                f"comma-separated attackers, of those registered: {registered_attackers()}",
+                kind=list,
+                choices=ATTACKERS,
             ),
-            undefined_on_failed="a run stuck at the majority class cannot be attacked: it misclassifies the "
-            "minority class already and no word swap flips a constant prediction, so its success rate says nothing "
-            "of its robustness",
+            Param("n", 200, "test examples attacked per run (the same sample for every run)"),
+            Param("seed", 0, "seed of the example sample and of randomized attacks (per example)"),
+            Param(
+                "query_budget",
+                None,
+                "victim queries allowed per example (the attack fails past it)",
+                default_note="no limit",
+                kind=int,
+            ),
+            checkpoint_param("checkpoint attacked", ("best", "last", "step-0")),
+            Param(
+                "attack_options",
+                [],
+                "an attacker's own options as NAME=VALUE, comma-separated (e.g. PWWS's engine=openattack: "
+                "OpenAttack's own PWWSAttacker instead of robustkit's batched one with certified float32 screening, "
+                "identical outputs); an option no chosen attacker takes is an error",
+                kind=list,
+            ),
         ),
-    ),
-    output="the per-example results (original and adversarial text)",
-    views=("robustkit.analysis.attack_views:success_by_tsp", "robustkit.analysis.attack_views:attack_boxes"),
-    order=140,
-    module=__name__,
+        (
+            DEVICE,
+            Param(
+                "threads",
+                None,
+                "torch CPU threads",
+                default_note="torch's (OMP_NUM_THREADS, else all cores)",
+                kind=int,
+                minimum=1,
+            ),
+        ),
+        summary="robustkit.analysis.attack_summary:summarize",
+        statistics=(
+            Statistic(
+                "success",
+                "robustkit.analysis.attack_summary:attack_success",
+                "attack success rate of each run (fraction)",
+                (
+                    Param(
+                        "convention",
+                        "openattack",
+                        "openattack: prediction flips, misclassified inputs included; gold: only correctly classified "
+                        "inputs",
+                        choices=("openattack", "gold"),
+                    ),
+                    Param("attacker", "pwws", "the attacker whose success is tested", choices=ATTACKERS),
+                ),
+                undefined_on_failed="a run stuck at the majority class cannot be attacked: it misclassifies the "
+                "minority class already and no word swap flips a constant prediction, so its success rate says nothing "
+                "of its robustness",
+            ),
+        ),
+        output="the per-example results (original and adversarial text)",
+        views=("robustkit.analysis.attack_views:success_by_tsp", "robustkit.analysis.attack_views:attack_boxes"),
+        order=140,
+        module=__name__,
+    )
 )
 
 ANALYSIS = "attack"  # the cache folder
@@ -145,7 +144,11 @@ def sample_examples(run_dir: Path, n: int, seed: int, split: str = "test") -> pd
         ``example`` (position in the split), ``idx``, ``sentence``, ``label``; sorted by
         ``example``. Every run of one task and split seed gets the same examples.
     """
+    import numpy as np
+    import pandas as pd
+
     from robustkit.store.manifest import read_spec
+    from robustkit.store.run_data import run_splits, run_task
 
     spec = read_spec(run_dir)
     task = run_task(spec, run_dir)
@@ -200,6 +203,11 @@ def attack_run(
         them; ``forward_passes`` the sentences the attack really ran through the model, float32
         and float64, memo hits not counted, NaN in rows cached before the column existed).
     """
+    import pandas as pd
+
+    from robustkit.analysis import attack_cache
+    from robustkit.analysis.each_run import cache_path, record_provenance
+
     # The attack seed is the sample's: a seed names one reproducible experiment.
     attack = attacks.create(attacker, seed=seed, **options)
     attacks.prepare(attacker)  # before its params: they may digest the NLTK data it reads
@@ -240,6 +248,7 @@ def _attack_examples(
     progress: bool,
     device: str | None = None,
 ) -> None:
+    from robustkit.analysis import attack_cache
     from robustkit.attacks.victim import Victim
     from robustkit.models.pretrained import load_tokenizer
     from robustkit.train.run_model import load_run
@@ -321,6 +330,11 @@ def run_attacker(
         prediction_name`` (:func:`with_label_names`); summarise with
         :func:`robustkit.analysis.attack_summary.summarize`.
     """
+    import pandas as pd
+
+    from robustkit.analysis.each_run import each_run
+    from robustkit.analysis.select import select_runs
+
     attack = attacks.create(attacker, seed=seed, **options)  # an unknown attacker or option fails before any run
     attacks.prepare(attacker)  # missing data fails before any run too, naming the attacker
     params = _cache_params(attack, attacker, n, seed, query_budget, checkpoint)
@@ -350,7 +364,10 @@ def with_label_names(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     names), so that a three-class frame reads ``neg``/``neutral``/``pos``, not 0/1/2; None
     where the task has no names (regression). The integer ids stay: the cache and the
     summaries read them."""
+    import pandas as pd
+
     from robustkit.store.manifest import read_spec
+    from robustkit.store.run_data import run_task
 
     if frame.empty or "run_id" not in frame:
         return frame.assign(label_name=None, prediction_name=None)
@@ -412,6 +429,8 @@ def run(
         Where the victims run (default: the GPU if there is one; changes the speed, never the
         results).
     """
+    import pandas as pd
+
     if not attackers:
         raise RobustkitError("no attackers given")
     options = attacks.parse_options(attack_options)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from robustkit.store.tables import IDENTITY
+from robustkit.store.identity import IDENTITY
 
 CONVENTIONS = ("openattack", "gold")
 

@@ -35,7 +35,6 @@ import torch
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
-from robustkit.analysis.landscape import moving_parameters, restore_parameters
 from robustkit.errors import RobustkitError
 from robustkit.store.atomic import atomic_write_bytes
 from robustkit.train.loop import seed_step
@@ -124,6 +123,11 @@ def train_control_point(
     RobustkitError
         A non-finite loss, or a saved state that does not fit these tensors.
     """
+    from robustkit.analysis.landscape import (  # a registered analysis: imported when used
+        moving_parameters,
+        restore_parameters,
+    )
+
     if steps < 1:
         raise RobustkitError(f"the control point needs at least 1 step, got {steps}")
     parameters = moving_parameters(model, dict(start), dict(end))

@@ -31,12 +31,14 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
-import torch
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
+    import torch
 
-from robustkit.analysis.batches import sampled_batches
+    from robustkit.train.run_model import LoadedRun
+
 from robustkit.analysis.declare import (
     DEVICE,
     METRIC_NAME,
@@ -47,55 +49,52 @@ from robustkit.analysis.declare import (
     Statistic,
     checkpoint_param,
 )
-from robustkit.analysis.each_run import each_pair
-from robustkit.analysis.landscape import interpolate, parse_alphas
-from robustkit.analysis.pooling import setting_columns
-from robustkit.analysis.select import select_runs
+from robustkit.analysis.registry import register_analysis
 from robustkit.errors import RobustkitError
 from robustkit.progress import bar as progress_bar
-from robustkit.store.run_data import run_spec
-from robustkit.store.tables import IDENTITY
-from robustkit.train.evaluate import EVAL_BATCH_SIZE, resolve_device
+from robustkit.store.identity import IDENTITY
 from robustkit.train.provenance import computed_on
-from robustkit.train.run_model import LoadedRun, load_run
 
 VERSION = 1
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
 # take their defaults from it.
-DECLARED = Analysis(
-    "connectivity",
-    "linear mode connectivity: loss between two seeds of a configuration and its barrier (Frankle et al. 2020)",
-    "For every pair of selected runs that differ only in their seed: loss and metrics along (1 - alpha) theta_A + "
-    "alpha theta_B over the tensors they train (adapter runs share the frozen base), and the barrier max - mean "
-    "of the ends; prints the barriers.",
-    ":run",
-    (
-        checkpoint_param("checkpoint of both ends"),
-        Param(
-            "alphas",
-            "0:1:11",
-            "interpolation coefficients (must hold 0 and 1): start:stop:count or a comma list",
+DECLARED = register_analysis(
+    Analysis(
+        "connectivity",
+        "linear mode connectivity: loss between two seeds of a configuration and its barrier (Frankle et al. 2020)",
+        "For every pair of selected runs that differ only in their seed: loss and metrics along (1 - alpha) theta_A + "
+        "alpha theta_B over the tensors they train (adapter runs share the frozen base), and the barrier max - mean "
+        "of the ends; prints the barriers.",
+        ":run",
+        (
+            checkpoint_param("checkpoint of both ends"),
+            Param(
+                "alphas",
+                "0:1:11",
+                "interpolation coefficients (must hold 0 and 1): start:stop:count or a comma list",
+            ),
+            PAIR_SPLIT,
+            PAIR_EXAMPLES,
+            Param("seed", 0, "seed of the examples"),
         ),
-        PAIR_SPLIT,
-        PAIR_EXAMPLES,
-        Param("seed", 0, "seed of the examples"),
-    ),
-    (DEVICE,),
-    summary=":barrier_summary",
-    statistics=(
-        Statistic(
-            "barrier",
-            ":barrier",
-            "max over alpha of the loss (or '<metric> error') minus the mean of the two ends, one row per seed pair",
-            (Param("metric", "loss", "loss, or a metric whose error is taken", check=METRIC_NAME),),
-            independent=False,
+        (DEVICE,),
+        summary=":barrier_summary",
+        statistics=(
+            Statistic(
+                "barrier",
+                ":barrier",
+                "max over alpha of the loss (or '<metric> error') minus the mean of the two ends, one row per seed "
+                "pair",
+                (Param("metric", "loss", "loss, or a metric whose error is taken", check=METRIC_NAME),),
+                independent=False,
+            ),
         ),
-    ),
-    output="the lines (per pair x alpha x metric)",
-    order=120,
-    views=(":lines_and_barriers",),
-    module=__name__,
+        output="the lines (per pair x alpha x metric)",
+        order=120,
+        views=(":lines_and_barriers",),
+        module=__name__,
+    )
 )
 ANALYSIS = DECLARED.name  # its cache folder
 POINT_COLUMNS = ["alpha", "split", "metric", "value"]
@@ -136,6 +135,10 @@ def seed_pairs(runs: pd.DataFrame) -> list[tuple[pd.Series, pd.Series]]:
 def seed_groups(runs: pd.DataFrame) -> list[list[pd.Series]]:
     """The runs of each configuration (settings equal but for the seed), each ordered by seed and
     run id, configurations in a stable order: what seed pairs are drawn from."""
+    import pandas as pd
+
+    from robustkit.analysis.pooling import setting_columns
+
     settings = setting_columns(runs)
     key = runs[settings].map(str).agg("|".join, axis=1) if settings else pd.Series("", index=runs.index)
     return [
@@ -167,6 +170,12 @@ def pair_line(
     DataFrame
         ``alpha, split, metric, value`` (:func:`robustkit.analysis.landscape.interpolate`).
     """
+    import numpy as np
+
+    from robustkit.analysis.batches import sampled_batches
+    from robustkit.analysis.landscape import interpolate, parse_alphas
+    from robustkit.train.evaluate import EVAL_BATCH_SIZE, resolve_device
+
     loaded_a, theta_a, theta_b = pair_ends(run_a, run_b, checkpoint)
     loaded_a.model.to(resolve_device(device))
     grid = parse_alphas(alphas) if isinstance(alphas, str) else np.asarray(alphas, float)
@@ -190,6 +199,9 @@ def pair_ends(run_a: str | Path, run_b: str | Path, checkpoint: str) -> tuple[Lo
     RobustkitError
         The runs differ in a setting other than the seed.
     """
+    from robustkit.store.run_data import run_spec
+    from robustkit.train.run_model import load_run
+
     run_a, run_b = Path(run_a), Path(run_b)
     spec_a, spec_b = run_spec(run_a), run_spec(run_b)
     differ = sorted(k for k, v in spec_a.to_dict().items() if k != "seed" and spec_b.to_dict().get(k) != v)
@@ -215,6 +227,8 @@ def seed_dependent_frozen(model_a: torch.nn.Module, model_b: torch.nn.Module, mo
     The frozen pretrained base is the same in both; what differs is initialised from the seed
     where the pretrained checkpoint has no weights (a pooler), and must move along the line.
     """
+    import torch
+
     b = dict(model_b.named_parameters())
     return [
         name
@@ -265,6 +279,13 @@ def run(
     RobustkitError
         No configuration of the selection has two seeds.
     """
+    import pandas as pd
+
+    from robustkit.analysis.each_run import each_pair
+    from robustkit.analysis.landscape import parse_alphas
+    from robustkit.analysis.select import select_runs
+    from robustkit.train.evaluate import EVAL_BATCH_SIZE
+
     grid = parse_alphas(alphas)
     if not {0.0, 1.0} <= set(grid.tolist()):
         raise RobustkitError(
@@ -319,6 +340,9 @@ def barriers(frame: pd.DataFrame) -> pd.DataFrame:
         since the ends are on the grid), ``argmax_alpha`` (where the maximum is), ``end_a``,
         ``end_b`` (the values at alpha 0 and 1).
     """
+    import numpy as np
+    import pandas as pd
+
     rows = []
     keys = [*IDENTITY, "run_id_b", "seed_b", "checkpoint", "split", "metric"]
     for key, line in frame.groupby(keys, sort=False, dropna=False):

@@ -24,37 +24,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
-import torch
-from torch.nn.attention import SDPBackend, sdpa_kernel
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
+    import torch
 
-from robustkit.analysis.batches import sampled_batches
 from robustkit.analysis.declare import DEVICE, FLAT, Analysis, Param, Statistic, checkpoint_param
-from robustkit.analysis.each_run import each_run
-from robustkit.analysis.pooling import split_columns
-from robustkit.analysis.select import select_runs
-from robustkit.data import batches as data
+from robustkit.analysis.registry import register_analysis
 from robustkit.errors import RobustkitError
-from robustkit.measures.hessian import (
-    HessianVectorProduct,
-    hutchinson_trace,
-    top_eigenvalue,
-)
-from robustkit.methods.model_parts import layer_groups
-from robustkit.models import pretrained as models
 from robustkit.models.layer_names import layer_group
-from robustkit.models.masked_lm import masked_lm_loss
 from robustkit.progress import bar as progress_bar
 from robustkit.progress import doing
-from robustkit.store.checkpoints import load_checkpoint
-from robustkit.store.manifest import read_manifest
-from robustkit.store.run_data import run_spec, run_splits, run_task
-from robustkit.store.tables import IDENTITY
-from robustkit.train.evaluate import model_inputs, resolve_device
+from robustkit.store.identity import IDENTITY
 from robustkit.train.provenance import computed_on
-from robustkit.train.run_model import build_masked_lm, load_run, load_tensors
 
 # part of the cache key: bump when the computation changes. 2: the largest eigenvalue (a shifted
 # second power iteration where the largest-magnitude one is negative), not the largest magnitude;
@@ -80,76 +63,80 @@ COLUMNS = [*IDENTITY, "checkpoint", *RESULT_COLUMNS]
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
 # take their defaults from it.
-DECLARED = Analysis(
-    "curvature",
-    "top Hessian eigenvalue and trace of the training loss, whole trained set and per layer/module",
-    "Hessian-vector products over the parameters each run trains (adapters, LayerNorms and head for adapter runs; "
-    "everything for full fine-tuning) on one fixed batch of training examples: the top eigenvalue by power "
-    "iteration (with its residual bound and iteration count) and the trace by Hutchinson (with its standard "
-    "error), for the whole set and each block; prints mean +- std over seeds.",
-    ":run",
-    (
-        Param(
-            "checkpoints",
-            ["step-0", "best", "last"],
-            "comma-separated checkpoints: step-0 (theta_0; a TSP run's start for tsp_step > 0), best, last, tsp "
-            "(the masked-LM loss at the TSP checkpoint, runs with tsp_step > 0)",
-            kind=list,
-        ),
-        Param(
-            "examples",
-            32,
-            "training examples in the one fixed batch the loss is taken on (the same for every run)",
-        ),
-        Param(
-            "grouping",
-            "layer",
-            "blocks besides the whole set: layer (as the gradient norms group them), module (each module's own "
-            "tensors), none",
-            choices=("layer", "module", "none"),
-        ),
-        Param("max_iterations", 30, "power iteration cap (Hessian-vector products per eigenvalue)"),
-        Param("tol", 1e-3, "power iteration stops at this relative change"),
-        Param("samples", 30, "Hutchinson samples for the traces (every block's from the same ones)"),
-        Param("seed", 0, "seed of the batch, the start vectors and the Rademacher samples"),
-        Param(
-            "block_eigenvalues",
-            True,
-            "a power iteration per layer block besides the whole set's (the costly part: one per block); off "
-            "(--no-block-eigenvalues): per-layer traces only",
-            kind=bool,
-        ),
-    ),
-    (
-        DEVICE,
-        Param(
-            "micro_batch",
-            None,
-            "run each Hessian-vector product in parts of this many examples, one part's graph in memory at a time "
-            "(the same numbers up to rounding; slower)",
-            default_note="the whole batch",
-            kind=int,
-            minimum=1,
-        ),
-    ),
-    summary=":summarize",
-    statistics=(
-        Statistic(
-            "sharpness",
-            ":sharpness",
-            "top Hessian eigenvalue or Hessian trace at one checkpoint, over the trained set or one block (nats "
-            "per squared parameter unit; smaller = flatter)",
-            (
-                checkpoint_param("checkpoint", ("step-0", "best", "last", "tsp"), default="last"),
-                Param("estimator", "top_eigenvalue", "top_eigenvalue or trace", choices=("top_eigenvalue", "trace")),
-                Param("group", "all", "all (the whole trained set) or a block (layer.3)"),
+DECLARED = register_analysis(
+    Analysis(
+        "curvature",
+        "top Hessian eigenvalue and trace of the training loss, whole trained set and per layer/module",
+        "Hessian-vector products over the parameters each run trains (adapters, LayerNorms and head for adapter runs; "
+        "everything for full fine-tuning) on one fixed batch of training examples: the top eigenvalue by power "
+        "iteration (with its residual bound and iteration count) and the trace by Hutchinson (with its standard "
+        "error), for the whole set and each block; prints mean +- std over seeds.",
+        ":run",
+        (
+            Param(
+                "checkpoints",
+                ["step-0", "best", "last"],
+                "comma-separated checkpoints: step-0 (theta_0; a TSP run's start for tsp_step > 0), best, last, tsp "
+                "(the masked-LM loss at the TSP checkpoint, runs with tsp_step > 0)",
+                kind=list,
             ),
-            undefined_on_failed=FLAT,
+            Param(
+                "examples",
+                32,
+                "training examples in the one fixed batch the loss is taken on (the same for every run)",
+            ),
+            Param(
+                "grouping",
+                "layer",
+                "blocks besides the whole set: layer (as the gradient norms group them), module (each module's own "
+                "tensors), none",
+                choices=("layer", "module", "none"),
+            ),
+            Param("max_iterations", 30, "power iteration cap (Hessian-vector products per eigenvalue)"),
+            Param("tol", 1e-3, "power iteration stops at this relative change"),
+            Param("samples", 30, "Hutchinson samples for the traces (every block's from the same ones)"),
+            Param("seed", 0, "seed of the batch, the start vectors and the Rademacher samples"),
+            Param(
+                "block_eigenvalues",
+                True,
+                "a power iteration per layer block besides the whole set's (the costly part: one per block); off "
+                "(--no-block-eigenvalues): per-layer traces only",
+                kind=bool,
+            ),
         ),
-    ),
-    output="the tidy result (per run x checkpoint x block x estimator)",
-    order=100,
-    module=__name__,
+        (
+            DEVICE,
+            Param(
+                "micro_batch",
+                None,
+                "run each Hessian-vector product in parts of this many examples, one part's graph in memory at a time "
+                "(the same numbers up to rounding; slower)",
+                default_note="the whole batch",
+                kind=int,
+                minimum=1,
+            ),
+        ),
+        summary=":summarize",
+        statistics=(
+            Statistic(
+                "sharpness",
+                ":sharpness",
+                "top Hessian eigenvalue or Hessian trace at one checkpoint, over the trained set or one block (nats "
+                "per squared parameter unit; smaller = flatter)",
+                (
+                    checkpoint_param("checkpoint", ("step-0", "best", "last", "tsp"), default="last"),
+                    Param(
+                        "estimator", "top_eigenvalue", "top_eigenvalue or trace", choices=("top_eigenvalue", "trace")
+                    ),
+                    Param("group", "all", "all (the whole trained set) or a block (layer.3)"),
+                ),
+                undefined_on_failed=FLAT,
+            ),
+        ),
+        output="the tidy result (per run x checkpoint x block x estimator)",
+        order=100,
+        module=__name__,
+    )
 )
 ANALYSIS = DECLARED.name  # its cache folder
 
@@ -213,6 +200,8 @@ def micro_batches(batch: Mapping[str, torch.Tensor], size: int) -> list[tuple[fl
         entries other than -100, the examples of a classifier or the masked tokens of a
         masked-LM batch; float labels: every entry). Parts without a loss term are left out.
     """
+    import torch
+
     if size < 1:
         raise RobustkitError(f"micro_batch must be at least 1, got {size}")
     labels = batch["labels"]
@@ -284,6 +273,13 @@ def model_curvature(
         ``converged`` (eigenvalue: relative change below ``tol``; trace: always true),
         ``n_params`` (scalars in the block), ``examples``.
     """
+    import pandas as pd
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from robustkit.measures.hessian import HessianVectorProduct, hutchinson_trace, top_eigenvalue
+    from robustkit.methods.model_parts import layer_groups
+    from robustkit.train.evaluate import model_inputs
+
     named = dict(model.named_parameters())
     missing = [n for n in names if n not in named]
     if missing:
@@ -394,6 +390,9 @@ def curvature_run(
     The batch is ``examples`` training examples drawn with ``seed``
     (:func:`robustkit.analysis.batches.sampled_batches`), as one batch.
     """
+    from robustkit.analysis.batches import sampled_batches
+    from robustkit.train.run_model import load_run
+
     run = load_run(run_dir, checkpoint, device)
     (batch,) = sampled_batches(run.spec, "train", examples, seed, batch_size=examples)
     return model_curvature(
@@ -431,6 +430,17 @@ def tsp_curvature_run(
     as TSP masks them (BERT's 15 %, from ``torch.manual_seed(seed)``), the loss
     :func:`robustkit.models.masked_lm.masked_lm_loss`.
     """
+    import numpy as np
+    import torch
+
+    from robustkit.data import batches as data
+    from robustkit.models import pretrained as models
+    from robustkit.models.masked_lm import masked_lm_loss
+    from robustkit.store.checkpoints import load_checkpoint
+    from robustkit.store.run_data import run_spec, run_splits, run_task
+    from robustkit.train.evaluate import resolve_device
+    from robustkit.train.run_model import build_masked_lm, load_tensors
+
     run_dir = Path(run_dir)
     spec = run_spec(run_dir)  # its data as the run recorded it
     tsp_dir = tsp_run_dir(run_dir)
@@ -467,6 +477,8 @@ def tsp_curvature_run(
 
 def tsp_run_dir(run_dir: Path) -> Path:
     """The folder of the TSP run a fine-tuning run started from (its manifest's ``tsp_run``)."""
+    from robustkit.store.manifest import read_manifest
+
     tsp = read_manifest(run_dir).get("tsp_run")
     if not tsp:
         raise RobustkitError(f"{run_dir.name} has no TSP run (tsp_step 0)")
@@ -518,6 +530,11 @@ def run(
         Identity columns + ``checkpoint`` + the columns of :func:`model_curvature`. Cached
         under ``<store>/.cache/curvature/`` by the checkpoint's sha256 and the parameters.
     """
+    import pandas as pd
+
+    from robustkit.analysis.each_run import each_run
+    from robustkit.analysis.select import select_runs
+
     checkpoints = _checked(checkpoints)
     if grouping not in GROUPINGS:
         raise RobustkitError(f"unknown grouping {grouping!r}; choose from {', '.join(GROUPINGS)}")
@@ -576,6 +593,9 @@ def run(
 
 def _tsp_frames(runs: pd.DataFrame, params: dict, options: dict, bar) -> list[pd.DataFrame]:
     """The ``tsp`` rows, one run at a time: the cache key adds the TSP checkpoint's files."""
+    from robustkit.analysis.each_run import each_run
+    from robustkit.store.manifest import read_manifest
+
     frames = []
     for index in range(len(runs)):
         row = runs.iloc[[index]]
@@ -615,6 +635,8 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
         (:func:`robustkit.analysis.pooling.split_columns`), ``checkpoint, scope, group, estimator, mean,
         std, runs, not_converged`` (eigenvalue estimates that hit the iteration cap).
     """
+    from robustkit.analysis.pooling import split_columns
+
     # every setting that varies inside a task and method (lr, max_grad_norm, ...): never pooled
     keys = split_columns(frame, [c for c in ("task", "method") if c in frame])
     keys += ["checkpoint", "scope", "group", "estimator"]

@@ -26,12 +26,11 @@ it stopped.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
 
-from robustkit.analysis.batches import sampled_batches
-from robustkit.analysis.bezier import barrier, place, place_line, train_control_point
-from robustkit.analysis.connectivity import seed_groups
 from robustkit.analysis.declare import (
     DEVICE,
     METRIC_NAME,
@@ -42,60 +41,60 @@ from robustkit.analysis.declare import (
     Statistic,
     checkpoint_param,
 )
-from robustkit.analysis.each_run import each_pair
-from robustkit.analysis.landscape import moving_parameters, parse_alphas, restore_parameters
-from robustkit.analysis.select import select_runs
-from robustkit.data import batches as data
+from robustkit.analysis.registry import register_analysis
 from robustkit.errors import RobustkitError
-from robustkit.models import pretrained as models
 from robustkit.progress import bar as progress_bar
-from robustkit.store.run_data import run_splits
-from robustkit.store.tables import IDENTITY
-from robustkit.train.evaluate import EVAL_BATCH_SIZE, encode_split, evaluate, resolve_device, to_device
+from robustkit.store.identity import IDENTITY
 from robustkit.train.provenance import computed_on
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); its functions below
 # take their defaults from it.
-DECLARED = Analysis(
-    "curve-connectivity",
-    "curved mode connectivity: a quadratic Bezier curve trained between two seeds' optima, its barrier against "
-    "the line's (Garipov et al. 2018)",
-    "For disjoint pairs of runs that differ only in their seed (seeds sorted, paired 1st-2nd, 3rd-4th, ...): the "
-    "control point of the quadratic Bezier curve (1-t)^2 A + 2t(1-t) C + t^2 B trained on the training loss (t "
-    "drawn uniformly at every step, the runs' own batches, learning rate, schedule and clipping; seeded, "
-    "resumable), over the tensors the runs train; loss and metrics along the curve and along the line (the "
-    "untrained curve, C the midpoint) on a grid of t.",
-    ":run",
-    (
-        checkpoint_param("checkpoint of both ends"),
-        Param(
-            "steps", None, "optimiser steps of the control point", default_note="as many as the runs trained", kind=int
+DECLARED = register_analysis(
+    Analysis(
+        "curve-connectivity",
+        "curved mode connectivity: a quadratic Bezier curve trained between two seeds' optima, its barrier against "
+        "the line's (Garipov et al. 2018)",
+        "For disjoint pairs of runs that differ only in their seed (seeds sorted, paired 1st-2nd, 3rd-4th, ...): the "
+        "control point of the quadratic Bezier curve (1-t)^2 A + 2t(1-t) C + t^2 B trained on the training loss (t "
+        "drawn uniformly at every step, the runs' own batches, learning rate, schedule and clipping; seeded, "
+        "resumable), over the tensors the runs train; loss and metrics along the curve and along the line (the "
+        "untrained curve, C the midpoint) on a grid of t.",
+        ":run",
+        (
+            checkpoint_param("checkpoint of both ends"),
+            Param(
+                "steps",
+                None,
+                "optimiser steps of the control point",
+                default_note="as many as the runs trained",
+                kind=int,
+            ),
+            Param(
+                "ts",
+                "0:1:11",
+                "points t of the curve and the line evaluated (must hold 0 and 1): start:stop:count or a comma list",
+            ),
+            PAIR_SPLIT,
+            PAIR_EXAMPLES,
+            Param("seed", 0, "seed of the control point's training (t, dropout) and of the examples"),
         ),
-        Param(
-            "ts",
-            "0:1:11",
-            "points t of the curve and the line evaluated (must hold 0 and 1): start:stop:count or a comma list",
+        (DEVICE,),
+        summary=":barrier_summary",
+        statistics=(
+            Statistic(
+                "barrier-drop",
+                ":barrier_drop",
+                "barrier of the line minus barrier of the trained curve, one value per disjoint seed pair (loss "
+                "units, or error; positive = the curve is lower)",
+                (Param("metric", "loss", "loss, or a metric whose error is taken", check=METRIC_NAME),),
+                unit="disjoint pair",
+            ),
         ),
-        PAIR_SPLIT,
-        PAIR_EXAMPLES,
-        Param("seed", 0, "seed of the control point's training (t, dropout) and of the examples"),
-    ),
-    (DEVICE,),
-    summary=":barrier_summary",
-    statistics=(
-        Statistic(
-            "barrier-drop",
-            ":barrier_drop",
-            "barrier of the line minus barrier of the trained curve, one value per disjoint seed pair (loss "
-            "units, or error; positive = the curve is lower)",
-            (Param("metric", "loss", "loss, or a metric whose error is taken", check=METRIC_NAME),),
-            unit="disjoint pair",
-        ),
-    ),
-    output="the paths (per pair x path x t x metric)",
-    order=180,
-    views=(":paths_and_barriers",),
-    module=__name__,
+        output="the paths (per pair x path x t x metric)",
+        order=180,
+        views=(":paths_and_barriers",),
+        module=__name__,
+    )
 )
 
 
@@ -133,6 +132,8 @@ def disjoint_pairs(runs: pd.DataFrame) -> list[tuple[pd.Series, pd.Series]]:
     list of (Series, Series)
         (lower seed, higher seed), configurations in a stable order.
     """
+    from robustkit.analysis.connectivity import seed_groups
+
     pairs = []
     for ordered in seed_groups(runs):
         pairs += [
@@ -163,7 +164,16 @@ def pair_paths(
     DataFrame or None
         :data:`POINT_COLUMNS` + ``steps``; None when ``stop_after`` stopped the training first.
     """
+    import pandas as pd
+
+    from robustkit.analysis.batches import sampled_batches
+    from robustkit.analysis.bezier import place, place_line, train_control_point
     from robustkit.analysis.connectivity import pair_ends
+    from robustkit.analysis.landscape import moving_parameters, restore_parameters
+    from robustkit.data import batches as data
+    from robustkit.models import pretrained as models
+    from robustkit.store.run_data import run_splits
+    from robustkit.train.evaluate import EVAL_BATCH_SIZE, encode_split, evaluate, resolve_device, to_device
 
     loaded, start, end = pair_ends(run_a, run_b, checkpoint)
     spec, model = loaded.spec, loaded.model.to(resolve_device(device))
@@ -245,6 +255,13 @@ def run(
     RobustkitError
         ``ts`` without 0 and 1, ``steps`` below 1, or no configuration with two seeds.
     """
+    import pandas as pd
+
+    from robustkit.analysis.each_run import each_pair
+    from robustkit.analysis.landscape import parse_alphas
+    from robustkit.analysis.select import select_runs
+    from robustkit.train.evaluate import EVAL_BATCH_SIZE
+
     grid = parse_alphas(ts)
     if not {0.0, 1.0} <= set(grid.tolist()):
         raise RobustkitError(
@@ -304,6 +321,10 @@ def barriers(frame: pd.DataFrame) -> pd.DataFrame:
     DataFrame
         :data:`BARRIER_COLUMNS`: one row per pair x path x split x metric.
     """
+    import pandas as pd
+
+    from robustkit.analysis.bezier import barrier
+
     rows = []
     keys = [*IDENTITY, "run_id_b", "seed_b", "checkpoint", "path", "split", "metric"]
     for key, points in frame.groupby(keys, sort=False, dropna=False):
@@ -366,6 +387,8 @@ def barrier_drop(frame: pd.DataFrame, store: str | Path, metric: str) -> pd.Data
     the first failed one's), so a claim leaves out a pair with a failed end; ``paired_run_id``
     names run B, so a claim's convergence guard checks both runs.
     """
+    import pandas as pd
+
     from robustkit.analysis.scores import with_outcome
 
     table = barrier_drops(frame, metric)

@@ -14,65 +14,67 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
 
 from robustkit.analysis.declare import Analysis, Statistic
-from robustkit.analysis.select import select_runs
-from robustkit.store import collapse
-from robustkit.store.tables import IDENTITY, load_history
+from robustkit.analysis.registry import register_analysis
+from robustkit.store.identity import IDENTITY
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
 # take their defaults from it.
-DECLARED = Analysis(
-    "curves",
-    "dev loss and metric vs step; mean and best dev metric (He et al. 2021, table 6)",
-    "Validation history of each run with its outcome at the end of training; prints the mean and best dev main "
-    "metric over all evaluation steps, mean +- std over seeds.",
-    ":with_run_outcomes",
-    summary=":mean_best",
-    statistics=(
-        Statistic(
-            "overfit",
-            ":overfit",
-            "rise of the dev loss from its minimum to the end of training (loss units; He et al. 2021 §5)",
-            schedule=True,
+DECLARED = register_analysis(
+    Analysis(
+        "curves",
+        "dev loss and metric vs step; mean and best dev metric (He et al. 2021, table 6)",
+        "Validation history of each run with its outcome at the end of training; prints the mean and best dev main "
+        "metric over all evaluation steps, mean +- std over seeds.",
+        ":with_run_outcomes",
+        summary=":mean_best",
+        statistics=(
+            Statistic(
+                "overfit",
+                ":overfit",
+                "rise of the dev loss from its minimum to the end of training (loss units; He et al. 2021 §5)",
+                schedule=True,
+            ),
+            Statistic(
+                "metric-fall",
+                ":metric_fall",
+                "best of the main dev metric over all evaluations minus its value at the last one (metric units, "
+                "fraction for accuracy; "
+                ">= 0, positive = fell from its best by the end of training: overfitting in the metric; He et al. "
+                "2021 §5, figure 9)",
+                ends=True,
+                better=None,
+                undefined_on_failed="",
+                schedule=True,
+            ),
+            Statistic(
+                "best-minus-mean",
+                ":best_minus_mean",
+                "best minus mean of the main dev metric over all evaluations (He et al. 2021 table 6)",
+                schedule=True,
+            ),
+            Statistic(
+                "mean-dev",
+                ":mean_dev",
+                "mean of the main dev metric over all evaluations (He et al. 2021 table 6)",
+                schedule=True,
+                better="higher",
+            ),
         ),
-        Statistic(
-            "metric-fall",
-            ":metric_fall",
-            "best of the main dev metric over all evaluations minus its value at the last one (metric units, "
-            "fraction for accuracy; "
-            ">= 0, positive = fell from its best by the end of training: overfitting in the metric; He et al. "
-            "2021 §5, figure 9)",
-            ends=True,
-            better=None,
-            undefined_on_failed="",
-            schedule=True,
+        output="the learning curves",
+        order=30,
+        views=(
+            ":dev_curves",
+            ":curves_by_tsp",
+            ":mean_best",
         ),
-        Statistic(
-            "best-minus-mean",
-            ":best_minus_mean",
-            "best minus mean of the main dev metric over all evaluations (He et al. 2021 table 6)",
-            schedule=True,
-        ),
-        Statistic(
-            "mean-dev",
-            ":mean_dev",
-            "mean of the main dev metric over all evaluations (He et al. 2021 table 6)",
-            schedule=True,
-            better="higher",
-        ),
-    ),
-    output="the learning curves",
-    order=30,
-    views=(
-        ":dev_curves",
-        ":curves_by_tsp",
-        ":mean_best",
-    ),
-    module=__name__,
+        module=__name__,
+    )
 )
 
 
@@ -101,6 +103,11 @@ def run(store: str | Path, select: dict | list[str] | None = None) -> pd.DataFra
         ``epoch`` (step / steps per epoch), ``split`` (``validation``), ``metric`` (``loss``,
         mean cross-entropy in nats, or a task metric) and ``value``.
     """
+    import pandas as pd
+
+    from robustkit.analysis.select import select_runs
+    from robustkit.store.tables import load_history
+
     runs = select_runs(store, select)
     history = load_history(store)
     if history.empty:
@@ -129,6 +136,10 @@ def with_outcomes(frame: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
         not in ``scores``) and ``baseline`` (majority-class baseline of the main metric on the
         validation split, same units as ``value``; NaN if unknown).
     """
+    import numpy as np
+
+    from robustkit.store import collapse
+
     scores = collapse.marked(scores)
     if "baseline" not in scores:
         scores = scores.assign(baseline=np.nan)
@@ -177,6 +188,8 @@ def mean_curves(frame: pd.DataFrame, by: Sequence[str], include_failed: bool = F
         ``max``, ``n`` (runs averaged at that step), ``n_runs`` (runs of the curve, failed ones
         included), ``n_collapsed``, ``n_diverged``. Units are those of ``value``.
     """
+    from robustkit.store import collapse
+
     by = list(by)
     kept = collapse.kept(frame, include_failed)
     stats = (
@@ -239,6 +252,11 @@ def mean_best(frame: pd.DataFrame, include_failed: bool = False) -> pd.DataFrame
         kept), ``n_runs`` (every run), ``n_collapsed``, ``n_diverged`` and ``baseline``
         (majority-class baseline of the metric on the dev set; NaN if unknown).
     """
+    import numpy as np
+    import pandas as pd
+
+    from robustkit.store import collapse
+
     per_run = mean_best_runs(frame)
     if "outcome" not in per_run:
         per_run = per_run.assign(outcome=collapse.OK)
@@ -278,6 +296,10 @@ def validation_rows(frame: pd.DataFrame) -> pd.DataFrame:
     ValueError
         No validation row.
     """
+    import numpy as np
+
+    from robustkit.store import collapse
+
     data = frame[frame["split"] == "validation"]
     if data.empty:
         raise ValueError("no validation rows to plot")

@@ -1,27 +1,30 @@
 """How an analysis declares itself: the :class:`Analysis` and :class:`Statistic` types, and the
 parameters several analyses share (each declared once).
 
-An analysis is one module of ``robustkit/analysis/`` that declares, next to its computation,
-everything the rest of robustkit reads about it, as one module-level assignment::
+An analysis is one module of ``robustkit/analysis/`` that registers, next to its computation,
+everything the rest of robustkit reads about it, with one module-level call::
 
     from robustkit.analysis.declare import DEVICE, Analysis, Param, Statistic, checkpoint_param
+    from robustkit.analysis.registry import register_analysis
 
-    DECLARED = Analysis(
-        "weight-change",                        # the registry key and the `analyze` verb
-        "relative change of each layer's weights",
-        "The longer text of the verb's --help.",
-        ":run",                                 # this module's run(store, select, **params, **options)
-        (checkpoint_param("the tuned checkpoint", default="last"), Param("top_k", 10, "...")),
-        (DEVICE,),                              # options: how it runs, never cached on
-        summary=":summarize",
-        statistics=(Statistic("mean", ":mean_change", "the mean relative change (fraction)"),),
-        module=__name__,
-        order=...,                              # where its verb is listed (default: after the others)
+    DECLARED = register_analysis(
+        Analysis(
+            "weight-change",                        # the registry key and the `analyze` verb
+            "relative change of each layer's weights",
+            "The longer text of the verb's --help.",
+            ":run",                                 # this module's run(store, select, **params, **options)
+            (checkpoint_param("the tuned checkpoint", default="last"), Param("top_k", 10, "...")),
+            (DEVICE,),                              # options: how it runs, never cached on
+            summary=":summarize",
+            statistics=(Statistic("mean", ":mean_change", "the mean relative change (fraction)"),),
+            module=__name__,
+            order=...,                              # where its verb is listed (default: after the others)
+        )
     )
 
-``":name"`` is ``name`` in the declaring module. The registry reads a declaration from the
-source, without importing it, with this module's names only (literals and what is declared
-here); the imported module's functions take their defaults from its ``DECLARED``.
+``":name"`` is ``name`` in the declaring module. Every ``--help`` imports the module to list
+it, so it imports torch, pandas and matplotlib inside its functions; its functions take their
+defaults from ``DECLARED`` (``DECLARED.default("top_k")``), never a second literal.
 :data:`ATTACKERS` and :func:`registered_attackers` read the attack registry live.
 
 Why, in full: ``docs/analyses.md``, "robustkit/analysis/declare.py".

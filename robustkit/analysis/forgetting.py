@@ -29,92 +29,95 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
-from safetensors.torch import load_file, save_file
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
 
-from robustkit.analysis import mlm_head
-from robustkit.analysis.cache import CACHE_DIR
-from robustkit.analysis.declare import DEVICE, MATRICES, RANK_MEASURE, Analysis, Param, Statistic, checkpoint_param
-from robustkit.analysis.each_run import each_run
-from robustkit.analysis.intruders import kinds
-from robustkit.analysis.select import select_runs
-from robustkit.data import heldout
+from robustkit.analysis.declare import (
+    DEVICE,
+    MATRICES,
+    RANK_MEASURE,
+    Analysis,
+    Param,
+    Statistic,
+    checkpoint_param,
+)
+from robustkit.analysis.registry import register_analysis
 from robustkit.errors import RobustkitError
-from robustkit.measures.spectrum import effective_rank, energy_rank, singular_values
 from robustkit.progress import bar as progress_bar
-from robustkit.store.tables import IDENTITY
-from robustkit.train.evaluate import resolve_device
+from robustkit.store.identity import IDENTITY
 from robustkit.train.provenance import computed_on
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); its functions below
 # take their defaults from it.
-DECLARED = Analysis(
-    "forgetting",
-    "learning vs forgetting: masked-LM loss on held-out text of the base head over each run's encoder, and the "
-    "rank of each weight update (Biderman et al. 2024)",
-    "Forgetting: the masked-LM loss (nats per masked token) on held-out English text that is no task's (WordNet "
-    "3.0 glosses, masked once with --seed) of the base model's masked-LM head over the run's tuned encoder, minus "
-    "the same over the pre-trained encoder; the head is the model's own where its checkpoint has one, else "
-    "robustkit's TSP head fitted on the frozen pre-trained encoder (on other glosses). Update spectrum: per layer "
-    "weight matrix, the rank holding 90% of the squared norm of W_tuned - W_0 and the effective rank (LoRA-family "
-    "updates merged).",
-    ":run",
-    (
-        checkpoint_param("the tuned checkpoint (the start is step-0)", default="last"),
-        Param("texts", 1000, "held-out glosses the loss is taken on (the same for every run)"),
-        Param(
-            "head",
-            "auto",
-            "masked-LM head: own (the model's pre-trained one), fitted (robustkit's TSP head fitted on the frozen "
-            "pre-trained encoder), auto (own where the model has one, else fitted)",
-            choices=("auto", "own", "fitted"),
-        ),
-        Param("head_texts", 10000, "glosses a fitted head is trained on (none of them evaluated)"),
-        Param("head_steps", 300, "optimiser steps of a fitted head"),
-        Param("seed", 0, "seed of the glosses drawn, their masks and a fitted head"),
-    ),
-    (DEVICE,),
-    summary=":summarize",
-    statistics=(
-        Statistic(
-            "forgetting",
-            ":forgetting_statistic",
-            "masked-LM loss of the tuned encoder minus the pre-trained one's on held-out text (nats per masked "
-            "token; larger = more forgotten)",
-        ),
-        Statistic(
-            "update-rank",
-            ":update_ranks",
-            "rank of each weight update W_tuned - W_0, averaged over the chosen matrices that changed "
-            "(directions; one value per run)",
-            (RANK_MEASURE, MATRICES),
-        ),
-        Statistic(
-            "update-rank-ratio",
-            ":update_rank_ratio",
-            "update-rank over the rank r of a typical LoRA configuration (dimensionless: 10 = ten times as many "
-            "directions as a rank-r LoRA update can have; larger = higher rank; Biderman et al. 2024's '10-100X')",
-            (
-                RANK_MEASURE,
-                MATRICES,
-                Param(
-                    "reference_rank",
-                    8,
-                    "rank r of the typical LoRA configuration the update's rank is divided by",
-                    default_note="the zoo's and Hu et al. 2021's LoRA rank on GLUE, robustkit's lora default",
-                ),
+DECLARED = register_analysis(
+    Analysis(
+        "forgetting",
+        "learning vs forgetting: masked-LM loss on held-out text of the base head over each run's encoder, and the "
+        "rank of each weight update (Biderman et al. 2024)",
+        "Forgetting: the masked-LM loss (nats per masked token) on held-out English text that is no task's (WordNet "
+        "3.0 glosses, masked once with --seed) of the base model's masked-LM head over the run's tuned encoder, minus "
+        "the same over the pre-trained encoder; the head is the model's own where its checkpoint has one, else "
+        "robustkit's TSP head fitted on the frozen pre-trained encoder (on other glosses). Update spectrum: per layer "
+        "weight matrix, the rank holding 90% of the squared norm of W_tuned - W_0 and the effective rank (LoRA-family "
+        "updates merged).",
+        ":run",
+        (
+            checkpoint_param("the tuned checkpoint (the start is step-0)", default="last"),
+            Param("texts", 1000, "held-out glosses the loss is taken on (the same for every run)"),
+            Param(
+                "head",
+                "auto",
+                "masked-LM head: own (the model's pre-trained one), fitted (robustkit's TSP head fitted on the frozen "
+                "pre-trained encoder), auto (own where the model has one, else fitted)",
+                choices=("auto", "own", "fitted"),
             ),
-            ends=True,
-            better=None,
-            undefined_on_failed="",
+            Param("head_texts", 10000, "glosses a fitted head is trained on (none of them evaluated)"),
+            Param("head_steps", 300, "optimiser steps of a fitted head"),
+            Param("seed", 0, "seed of the glosses drawn, their masks and a fitted head"),
         ),
-    ),
-    output="the tidy result (per run x measure x matrix)",
-    order=160,
-    views=(":forgetting_view",),
-    module=__name__,
+        (DEVICE,),
+        summary=":summarize",
+        statistics=(
+            Statistic(
+                "forgetting",
+                ":forgetting_statistic",
+                "masked-LM loss of the tuned encoder minus the pre-trained one's on held-out text (nats per masked "
+                "token; larger = more forgotten)",
+            ),
+            Statistic(
+                "update-rank",
+                ":update_ranks",
+                "rank of each weight update W_tuned - W_0, averaged over the chosen matrices that changed "
+                "(directions; one value per run)",
+                (RANK_MEASURE, MATRICES),
+            ),
+            Statistic(
+                "update-rank-ratio",
+                ":update_rank_ratio",
+                "update-rank over the rank r of a typical LoRA configuration (dimensionless: 10 = ten times as many "
+                "directions as a rank-r LoRA update can have; larger = higher rank; Biderman et al. 2024's '10-100X')",
+                (
+                    RANK_MEASURE,
+                    MATRICES,
+                    Param(
+                        "reference_rank",
+                        8,
+                        "rank r of the typical LoRA configuration the update's rank is divided by",
+                        default_note="the zoo's and Hu et al. 2021's LoRA rank on GLUE, robustkit's lora default",
+                    ),
+                ),
+                ends=True,
+                better=None,
+                undefined_on_failed="",
+            ),
+        ),
+        output="the tidy result (per run x measure x matrix)",
+        order=160,
+        views=(":forgetting_view",),
+        module=__name__,
+    )
 )
 
 
@@ -130,7 +133,10 @@ RANK_MEASURES = ("energy_rank", "effective_rank")
 
 def update_spectrum(run_dir: str | Path, checkpoint: str) -> list[dict]:
     """The spectrum rows of one run (module docstring), uncached."""
+    import numpy as np
+
     from robustkit.analysis.weights import start_and_end
+    from robustkit.measures.spectrum import effective_rank, energy_rank, singular_values
 
     matrices, start, end = start_and_end(run_dir, checkpoint)
     rows = []
@@ -173,6 +179,8 @@ def masked_lm_losses(
     dict
         ``mlm_loss_base``, ``mlm_loss_tuned``, ``forgetting`` (their difference), nats per masked token.
     """
+    from robustkit.analysis import mlm_head
+    from robustkit.train.evaluate import resolve_device
     from robustkit.train.run_model import load_run
 
     where = resolve_device(device)
@@ -195,7 +203,13 @@ def fitted_head(
 ) -> dict:
     """robustkit's TSP head for ``model_name`` fitted on glosses ``texts .. texts + head_texts``
     of the seed's permutation (never the evaluated ones), cached in the store."""
+    from safetensors.torch import load_file, save_file
+
+    from robustkit.analysis import mlm_head
+    from robustkit.analysis.cache import CACHE_DIR
+    from robustkit.data import heldout
     from robustkit.models import pretrained as models
+    from robustkit.train.evaluate import resolve_device
 
     key = {
         "version": VERSION,
@@ -261,6 +275,14 @@ def run(
     RobustkitError
         ``head = "own"`` for a model without one, or sizes below 1.
     """
+    import numpy as np
+    import pandas as pd
+
+    from robustkit.analysis import mlm_head
+    from robustkit.analysis.each_run import each_run
+    from robustkit.analysis.select import select_runs
+    from robustkit.data import heldout
+
     if head not in HEADS:
         raise RobustkitError(f"head must be one of {', '.join(HEADS)}, got {head!r}")
     if min(texts, head_texts, head_steps) < 1:
@@ -315,6 +337,8 @@ def update_ranks(frame: pd.DataFrame, rank_measure: str, matrices: str) -> pd.Da
     DataFrame
         Identity columns + ``value`` (directions); runs that changed none of the matrices are absent.
     """
+    from robustkit.analysis.intruders import kinds
+
     if rank_measure not in RANK_MEASURES:
         raise RobustkitError(f"rank_measure must be one of {', '.join(RANK_MEASURES)}, got {rank_measure!r}")
     rows = frame[frame["measure"] == rank_measure]
@@ -340,6 +364,7 @@ def forgetting_view(
         directions), what the update-rank claims test.
     """
     from robustkit.analysis import scores
+    from robustkit.analysis.intruders import kinds
 
     loss = frame[frame["measure"] == "forgetting"][[*IDENTITY, "head", "value"]].rename(columns={"value": "forgetting"})
     learned = scores.outcomes(

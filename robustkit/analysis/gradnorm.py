@@ -14,49 +14,50 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
 
 from robustkit.analysis.declare import Analysis, Param, Statistic
-from robustkit.analysis.each_run import leave_out
-from robustkit.analysis.layers import GRADIENT_NORMS, encoder_third
-from robustkit.analysis.select import select_runs
+from robustkit.analysis.registry import register_analysis
 from robustkit.errors import RobustkitError
-from robustkit.store.tables import IDENTITY, load_gradnorms
+from robustkit.store.identity import IDENTITY
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
 # take their defaults from it.
-DECLARED = Analysis(
-    "gradnorm",
-    "per-layer L2 gradient norms logged during training (Han et al. 2021, figure 3)",
-    "Every step's gradient norm per layer group (before clipping), from the runs' gradnorms.parquet; prints a "
-    "per-run summary: per run and layer kind, the mean norm over the first and last tenth of the steps, their "
-    "ratio and the slope of log10 norm per 1,000 steps. Runs without gradient norms (imports) are left out and "
-    "named.",
-    ":run",
-    summary=":per_run_summary",
-    statistics=(
-        Statistic(
-            "slope",
-            ":slope",
-            "slope of log10 gradient norm over training steps, per 1,000 steps (negative = vanishing)",
-            (
-                Param(
-                    "layer",
-                    "classifier",
-                    "a logged layer group (pooler, classifier, embeddings, layer.<i>) or top / bottom (mean slope "
-                    "over the top / bottom third of the encoder layers)",
+DECLARED = register_analysis(
+    Analysis(
+        "gradnorm",
+        "per-layer L2 gradient norms logged during training (Han et al. 2021, figure 3)",
+        "Every step's gradient norm per layer group (before clipping), from the runs' gradnorms.parquet; prints a "
+        "per-run summary: per run and layer kind, the mean norm over the first and last tenth of the steps, their "
+        "ratio and the slope of log10 norm per 1,000 steps. Runs without gradient norms (imports) are left out and "
+        "named.",
+        ":run",
+        summary=":per_run_summary",
+        statistics=(
+            Statistic(
+                "slope",
+                ":slope",
+                "slope of log10 gradient norm over training steps, per 1,000 steps (negative = vanishing)",
+                (
+                    Param(
+                        "layer",
+                        "classifier",
+                        "a logged layer group (pooler, classifier, embeddings, layer.<i>) or top / bottom (mean slope "
+                        "over the top / bottom third of the encoder layers)",
+                    ),
                 ),
+                ends=False,
+                schedule=True,
             ),
-            ends=False,
-            schedule=True,
         ),
-    ),
-    output="every step's norms",
-    order=40,
-    views=(":summary",),
-    module=__name__,
+        output="every step's norms",
+        order=40,
+        views=(":summary",),
+        module=__name__,
+    )
 )
 
 
@@ -94,6 +95,10 @@ def run(store: str | Path, select: dict | list[str] | None = None) -> pd.DataFra
     RobustkitError
         No selected run has gradient norms (the runs are named).
     """
+    from robustkit.analysis.each_run import leave_out
+    from robustkit.analysis.select import select_runs
+    from robustkit.store.tables import load_gradnorms
+
     runs = select_runs(store, select)
     norms = load_gradnorms(store)
     if not norms.empty:
@@ -110,6 +115,8 @@ def with_layer_kind(frame: pd.DataFrame) -> pd.DataFrame:
     The top layer is found per run (its highest encoder layer index), so runs of models with
     different depths can share a frame.
     """
+    import pandas as pd
+
     out = frame.copy()
     index = pd.to_numeric(out["layer"].str.extract(r"^layer\.(\d+)$")[0], errors="coerce").astype("Int64")
     top = index.groupby(out["run_id"]).transform("max")
@@ -141,6 +148,8 @@ def summary(frame: pd.DataFrame, every: int | None = None) -> pd.DataFrame:
         The columns of :func:`run` with ``step`` the mean step of the window, ``value`` the
         mean norm over it, plus ``n_steps`` (steps in the window; the last may be short).
     """
+    import pandas as pd
+
     if frame.empty:
         return pd.DataFrame(columns=[*COLUMNS, "n_steps"])
     if every is None:
@@ -182,6 +191,9 @@ def per_run_summary(frame: pd.DataFrame) -> pd.DataFrame:
         ``slope_per_1k`` (slope of log10 norm per 1,000 steps, as the ``gradnorm.slope``
         statistic fits it per layer; negative = vanishing).
     """
+    import numpy as np
+    import pandas as pd
+
     if frame.empty:
         return pd.DataFrame(columns=[*IDENTITY, *SUMMARY_COLUMNS])
     rows = []
@@ -224,6 +236,11 @@ def slope(frame: pd.DataFrame, layer: str) -> pd.DataFrame:
     or ``top`` / ``bottom`` (mean slope over the top / bottom third of the encoder layers).
     Negative = vanishing gradients.
     """
+    import numpy as np
+    import pandas as pd
+
+    from robustkit.analysis.layers import GRADIENT_NORMS, encoder_third
+
     if frame.empty:
         raise RobustkitError("no gradient norms were logged for these runs")
     if layer in ("top", "bottom"):

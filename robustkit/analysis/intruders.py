@@ -18,53 +18,63 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
 
-from robustkit.analysis.declare import DEVICE, INTRUDER_EPSILON, MATRICES, Analysis, Param, Statistic, checkpoint_param
-from robustkit.analysis.each_run import each_run
-from robustkit.analysis.select import select_runs
+from robustkit.analysis.declare import (
+    DEVICE,
+    INTRUDER_EPSILON,
+    MATRICES,
+    Analysis,
+    Param,
+    Statistic,
+    checkpoint_param,
+)
+from robustkit.analysis.registry import register_analysis
 from robustkit.errors import RobustkitError
-from robustkit.measures.intruders import intruder_count, max_cosines
 from robustkit.progress import bar as progress_bar
-from robustkit.store.tables import IDENTITY
+from robustkit.store.identity import IDENTITY
 from robustkit.train.provenance import computed_on
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); its functions below
 # take their defaults from it.
-DECLARED = Analysis(
-    "intruders",
-    "intruder dimensions: top singular vectors of each tuned weight matrix vs the start's (Shuttleworth et al. 2024)",
-    "Per layer weight matrix of each run (LoRA-family updates merged into the matrix), the top-k left singular "
-    "vectors of the matrix at the checkpoint, each with its largest |cosine| with the singular vectors of the "
-    "matrix at step-0; prints each run's intruder count at a few thresholds. Runs whose method changes no weight "
-    "matrix (adapters, prefix tuning) have nothing to measure.",
-    ":run",
-    (
-        checkpoint_param("the tuned checkpoint (the start is step-0)", default="last"),
-        Param(
-            "top_k",
-            10,
-            "top singular vectors of each tuned matrix compared",
-            default_note="Shuttleworth et al. 2024",
+DECLARED = register_analysis(
+    Analysis(
+        "intruders",
+        "intruder dimensions: top singular vectors of each tuned weight matrix vs the start's (Shuttleworth et al. "
+        "2024)",
+        "Per layer weight matrix of each run (LoRA-family updates merged into the matrix), the top-k left singular "
+        "vectors of the matrix at the checkpoint, each with its largest |cosine| with the singular vectors of the "
+        "matrix at step-0; prints each run's intruder count at a few thresholds. Runs whose method changes no weight "
+        "matrix (adapters, prefix tuning) have nothing to measure.",
+        ":run",
+        (
+            checkpoint_param("the tuned checkpoint (the start is step-0)", default="last"),
+            Param(
+                "top_k",
+                10,
+                "top singular vectors of each tuned matrix compared",
+                default_note="Shuttleworth et al. 2024",
+            ),
         ),
-    ),
-    (DEVICE,),
-    summary=":summarize",
-    statistics=(
-        Statistic(
-            "count",
-            ":count",
-            "number of intruder dimensions of a run: top singular vectors whose largest |cosine| with the start's "
-            "is below epsilon, summed over the chosen matrices of every layer",
-            (INTRUDER_EPSILON, MATRICES),
+        (DEVICE,),
+        summary=":summarize",
+        statistics=(
+            Statistic(
+                "count",
+                ":count",
+                "number of intruder dimensions of a run: top singular vectors whose largest |cosine| with the start's "
+                "is below epsilon, summed over the chosen matrices of every layer",
+                (INTRUDER_EPSILON, MATRICES),
+            ),
         ),
-    ),
-    output="the tidy result (per run x matrix x rank)",
-    order=150,
-    views=(":intruder_view",),
-    module=__name__,
+        output="the tidy result (per run x matrix x rank)",
+        order=150,
+        views=(":intruder_view",),
+        module=__name__,
+    )
 )
 
 
@@ -73,7 +83,7 @@ VERSION = 1
 RESULT_COLUMNS = ["layer", "matrix", "kind", "changed", "rank", "singular_value", "max_cosine"]
 COLUMNS = [*IDENTITY, "checkpoint", *RESULT_COLUMNS]
 # The thresholds the figure draws counts at: Shuttleworth et al. plot the count against epsilon.
-EPSILON_GRID = tuple(np.round(np.arange(0.05, 1.0, 0.05), 2))
+EPSILON_GRID = tuple(round(0.05 * k, 2) for k in range(1, 20))  # 0.05, 0.10, ..., 0.95
 
 
 def run_intruders(run_dir: str | Path, checkpoint: str, top_k: int, device: str | None = None) -> pd.DataFrame:
@@ -88,7 +98,10 @@ def run_intruders(run_dir: str | Path, checkpoint: str, top_k: int, device: str 
         :data:`RESULT_COLUMNS`: one row per matrix x rank (1 = the largest singular value);
         empty when no matrix changed.
     """
+    import pandas as pd
+
     from robustkit.analysis.weights import start_and_end
+    from robustkit.measures.intruders import max_cosines
     from robustkit.train.evaluate import resolve_device
 
     where_to = resolve_device(device)
@@ -145,6 +158,9 @@ def run(
     RobustkitError
         ``top_k`` below 1, or no selected run changed a weight matrix.
     """
+    from robustkit.analysis.each_run import each_run
+    from robustkit.analysis.select import select_runs
+
     if top_k < 1:
         raise RobustkitError(f"top_k must be at least 1, got {top_k}")
     runs = select_runs(store, select)
@@ -209,6 +225,10 @@ def counts(frame: pd.DataFrame, epsilons, matrices: str) -> pd.DataFrame:
         Identity columns + ``epsilon`` + ``value`` (the count summed over the chosen matrices of
         every layer).
     """
+    import pandas as pd
+
+    from robustkit.measures.intruders import intruder_count
+
     chosen = kinds(matrices, frame)
     if chosen is not None:
         frame = frame[frame["kind"].isin(chosen)]

@@ -27,24 +27,26 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
-import torch
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import numpy as np
 
-from robustkit.analysis import scores
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
+    import torch
+
+    from robustkit.data import tasks
+
 from robustkit.analysis.declare import DEVICE, FLAT, Analysis, Param, Statistic, checkpoint_param
-from robustkit.analysis.each_run import each_run
-from robustkit.analysis.select import select_runs
-from robustkit.data import tasks
+from robustkit.analysis.no_grad import no_grad
+from robustkit.analysis.registry import register_analysis
 from robustkit.errors import RobustkitError, StoreError
 from robustkit.progress import bar as progress_bar
 from robustkit.progress import doing
 from robustkit.specs.limits import MAX_GRID_POINTS
-from robustkit.store.tables import IDENTITY
-from robustkit.train.evaluate import EVAL_BATCH_SIZE, evaluate, split_batches
+from robustkit.store.identity import IDENTITY
 from robustkit.train.provenance import computed_on
-from robustkit.train.run_model import load_run
 
 POINT_COLUMNS = ["alpha", "split", "metric", "value"]
 COLUMNS = [*IDENTITY, "checkpoint", *POINT_COLUMNS, "update_norm"]
@@ -52,57 +54,60 @@ VERSION = 2  # 2: factorised updates interpolated merged, and the update's norm 
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
 # take their defaults from it.
-DECLARED = Analysis(
-    "landscape",
-    "loss along theta_0 + alpha (theta_1 - theta_0) (He et al. 2021, section 5)",
-    "Linear interpolation between each run's step-0 and best (or last) checkpoints, over the parameters the run "
-    "trains (a LoRA update merged into the matrices it adapts, so that the line is straight in weight space); "
-    "evaluated fresh at every alpha, the model restored exactly afterwards.",
-    ":run",
-    (
-        Param(
-            "alphas",
-            "-2:2:20",
-            "interpolation coefficients: start:stop:count (both ends included) or a comma list",
-            default_note="He et al. 2021",
-        ),
-        Param(
-            "splits",
-            ["validation"],
-            "comma-separated splits to evaluate on (validation, train)",
-            kind=list,
-        ),
-        checkpoint_param("theta_1 (theta_0 is step-0)"),
-    ),
-    (DEVICE,),
-    statistics=(
-        Statistic(
-            "curvature",
-            ":landscape_curvature",
-            "second derivative of a quadratic fitted to the 5 grid points nearest the curve's lowest point, along "
-            "the weight distance alpha * ||theta_1 - theta_0|| (loss per squared weight unit; smaller = flatter)",
-            (
-                Param("split", "validation", "split of the loss", choices=("validation", "train")),
-                Param(
-                    "at",
-                    "minimum",
-                    "where on the curve: minimum (its lowest grid point, He et al.'s 'minimas') or theta1 (alpha = 1)",
-                    choices=("minimum", "theta1"),
-                ),
-                Param(
-                    "per",
-                    "distance",
-                    "distance (alpha scaled by the update's norm: loss per squared weight unit) or alpha (loss per "
-                    "alpha^2, the figure's axis)",
-                    choices=("distance", "alpha"),
-                ),
+DECLARED = register_analysis(
+    Analysis(
+        "landscape",
+        "loss along theta_0 + alpha (theta_1 - theta_0) (He et al. 2021, section 5)",
+        "Linear interpolation between each run's step-0 and best (or last) checkpoints, over the parameters the run "
+        "trains (a LoRA update merged into the matrices it adapts, so that the line is straight in weight space); "
+        "evaluated fresh at every alpha, the model restored exactly afterwards.",
+        ":run",
+        (
+            Param(
+                "alphas",
+                "-2:2:20",
+                "interpolation coefficients: start:stop:count (both ends included) or a comma list",
+                default_note="He et al. 2021",
             ),
-            undefined_on_failed=FLAT,
+            Param(
+                "splits",
+                ["validation"],
+                "comma-separated splits to evaluate on (validation, train)",
+                kind=list,
+            ),
+            checkpoint_param("theta_1 (theta_0 is step-0)"),
         ),
-    ),
-    order=80,
-    views=(":landscape_lines",),
-    module=__name__,
+        (DEVICE,),
+        statistics=(
+            Statistic(
+                "curvature",
+                ":landscape_curvature",
+                "second derivative of a quadratic fitted to the 5 grid points nearest the curve's lowest point, along "
+                "the weight distance alpha * ||theta_1 - theta_0|| (loss per squared weight unit; smaller = flatter)",
+                (
+                    Param("split", "validation", "split of the loss", choices=("validation", "train")),
+                    Param(
+                        "at",
+                        "minimum",
+                        "where on the curve: minimum (its lowest grid point, He et al.'s 'minimas') or theta1 (alpha = "
+                        "1)",
+                        choices=("minimum", "theta1"),
+                    ),
+                    Param(
+                        "per",
+                        "distance",
+                        "distance (alpha scaled by the update's norm: loss per squared weight unit) or alpha (loss per "
+                        "alpha^2, the figure's axis)",
+                        choices=("distance", "alpha"),
+                    ),
+                ),
+                undefined_on_failed=FLAT,
+            ),
+        ),
+        order=80,
+        views=(":landscape_lines",),
+        module=__name__,
+    )
 )
 ANALYSIS = DECLARED.name  # its cache folder
 _DECIMALS = 12  # grid values are rounded so that e.g. -2:2:21 holds exactly 0.0 and 1.0
@@ -133,6 +138,8 @@ def parse_alphas(spec: str) -> np.ndarray:
         A spec of another form, non-numbers, ``count < 2``, ``stop <= start`` or non-finite
         values; the message names the spec.
     """
+    import numpy as np
+
     text = str(spec).strip()
     try:
         values = _grid(text) if ":" in text else np.array([float(v) for v in text.split(",")])
@@ -149,6 +156,8 @@ def parse_alphas(spec: str) -> np.ndarray:
 
 
 def _grid(text: str) -> np.ndarray:
+    import numpy as np
+
     parts = text.split(":")
     if len(parts) != 3:
         raise ValueError(f"{len(parts)} fields")
@@ -165,6 +174,8 @@ def _grid(text: str) -> np.ndarray:
 
 
 def _as_grid(alphas: str | Sequence[float] | np.ndarray) -> np.ndarray:
+    import numpy as np
+
     if isinstance(alphas, str):
         return parse_alphas(alphas)
     grid = np.asarray(alphas, dtype=float).ravel()
@@ -221,6 +232,11 @@ def interpolate(
         theta0 and theta1 name different parameters, or parameters the model lacks or with
         other shapes.
     """
+    import pandas as pd
+
+    from robustkit.data import tasks
+    from robustkit.train.evaluate import evaluate
+
     task = tasks.get_task(task)
     by_split = dict(batches) if isinstance(batches, Mapping) else {"validation": batches}
     parameters = moving_parameters(model, theta0, theta1)
@@ -246,7 +262,7 @@ def interpolate(
     return pd.DataFrame(rows, columns=POINT_COLUMNS)
 
 
-@torch.no_grad()
+@no_grad
 def merged_update(
     model: torch.nn.Module, theta0: dict[str, torch.Tensor], theta1: dict[str, torch.Tensor]
 ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
@@ -280,6 +296,8 @@ def merged_update(
     RobustkitError
         A DoRA or gated LoRA update, whose merged matrix is not W_0 + s B A.
     """
+    import torch
+
     from robustkit.analysis.lora_space import factor_names
     from robustkit.analysis.weights import merge_low_rank
 
@@ -352,15 +370,17 @@ def moving_parameters(model, theta0: dict, theta1: dict) -> dict[str, torch.nn.P
     return {name: parameters[name] for name in sorted(theta0)}
 
 
-@torch.no_grad()
+@no_grad
 def _place(parameters: dict, start: dict, end: dict, alpha: float) -> None:
     # lerp is start + alpha (end - start), computed from the saved endpoints each time (and
     # exact at alpha 0 and 1: torch switches to end - (1 - alpha)(end - start) for |alpha| >= .5)
+    import torch
+
     for name, parameter in parameters.items():
         parameter.copy_(torch.lerp(start[name], end[name], alpha))
 
 
-@torch.no_grad()
+@no_grad
 def restore_parameters(parameters: dict, original: dict) -> None:
     """Copy the saved tensors back (bit for bit) into the parameters that moved."""
     for name, parameter in parameters.items():
@@ -390,6 +410,9 @@ def landscape_run(
         ``alpha, split, metric, value`` (see :func:`interpolate`) and ``update_norm``
         (:func:`update_norm` of the two ends interpolated, weight units).
     """
+    from robustkit.train.evaluate import split_batches
+    from robustkit.train.run_model import load_run
+
     run = load_run(run_dir, checkpoint, device)
     ends = run.checkpoint_tensors("step-0"), run.tensors
     thetas = ends if _unmergeable(run.model) else merged_update(run.model, *ends)
@@ -433,6 +456,11 @@ def run(
         run's ``outcome`` at ``checkpoint`` (:func:`robustkit.analysis.scores.with_outcomes`). Cached under
         ``<store>/.cache/landscape/`` by the sha256 of both checkpoints and the parameters.
     """
+    from robustkit.analysis import scores
+    from robustkit.analysis.each_run import each_run
+    from robustkit.analysis.select import select_runs
+    from robustkit.train.evaluate import EVAL_BATCH_SIZE
+
     grid = _as_grid(alphas)
     splits = _checked_splits(splits)
     params = {
@@ -454,6 +482,8 @@ def run(
 
 
 def _checked_splits(splits: Sequence[str]) -> tuple[str, ...]:
+    from robustkit.data import tasks
+
     splits = (splits,) if isinstance(splits, str) else tuple(splits)
     bad = [s for s in splits if s not in tasks.SPLITS]
     if not splits or bad:
@@ -531,6 +561,9 @@ def landscape_curvature(frame: pd.DataFrame, split: str, at: str, per: str) -> p
     RobustkitError
         ``per = "distance"`` on a frame without ``update_norm`` (computed before version 2).
     """
+    import numpy as np
+    import pandas as pd
+
     frame = frame[(frame["metric"] == "loss") & (frame["split"] == split)]
     if per == "distance" and "update_norm" not in frame:
         raise RobustkitError("the landscape frame has no update_norm (an old cache): recompute it, or per = alpha")

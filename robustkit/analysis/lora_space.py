@@ -31,60 +31,61 @@ from __future__ import annotations
 import math
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
 
-from robustkit.analysis.batches import sampled_batches
 from robustkit.analysis.declare import DEVICE, Analysis, Param, Statistic, checkpoint_param
-from robustkit.analysis.each_run import each_run
-from robustkit.analysis.select import select_runs
+from robustkit.analysis.registry import register_analysis
 from robustkit.errors import RobustkitError
 from robustkit.progress import bar as progress_bar
-from robustkit.store.tables import IDENTITY
+from robustkit.store.identity import IDENTITY
 from robustkit.train.provenance import computed_on
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); its functions below
 # take their defaults from it.
-DECLARED = Analysis(
-    "lora-sharpness",
-    "sharpness of a LoRA run's training loss in its LoRA parameters and in the merged weight matrices (Li et al. "
-    "2024, Flat-LoRA)",
-    "For each LoRA-family run, on one fixed batch of training examples: the top Hessian eigenvalue (power "
-    "iteration) and trace (Hutchinson) of the loss over its low-rank factors (A and B of every adapted matrix), "
-    "and over the same matrices with the update merged (W = W_0 + (alpha / r) B A), the head fixed in both; runs "
-    "of other methods are left out.",
-    ":run",
-    (
-        checkpoint_param("the checkpoint measured", default="last"),
-        Param("examples", 32, "training examples in the one fixed batch (the same for every run)"),
-        Param("max_iterations", 20, "power iteration cap (Hessian-vector products per eigenvalue)"),
-        Param("samples", 20, "Hutchinson samples per trace"),
-        Param("seed", 0, "seed of the batch, the start vectors and the Rademacher samples"),
-    ),
-    (DEVICE,),
-    summary=":summarize",
-    statistics=(
-        Statistic(
-            "full-over-lora",
-            ":log_ratio",
-            "log10 of the merged weights' sharpness over the LoRA parameters' (positive = sharper in the full "
-            "weights; NaN where either is not positive)",
-            (
-                Param(
-                    "estimator",
-                    "top_eigenvalue",
-                    "top_eigenvalue, or trace_per_parameter (the trace over the number of parameters: a mean over "
-                    "directions, shown, which cannot test a claim about sharp directions)",
-                    choices=("top_eigenvalue", "trace_per_parameter"),
+DECLARED = register_analysis(
+    Analysis(
+        "lora-sharpness",
+        "sharpness of a LoRA run's training loss in its LoRA parameters and in the merged weight matrices (Li et al. "
+        "2024, Flat-LoRA)",
+        "For each LoRA-family run, on one fixed batch of training examples: the top Hessian eigenvalue (power "
+        "iteration) and trace (Hutchinson) of the loss over its low-rank factors (A and B of every adapted matrix), "
+        "and over the same matrices with the update merged (W = W_0 + (alpha / r) B A), the head fixed in both; runs "
+        "of other methods are left out.",
+        ":run",
+        (
+            checkpoint_param("the checkpoint measured", default="last"),
+            Param("examples", 32, "training examples in the one fixed batch (the same for every run)"),
+            Param("max_iterations", 20, "power iteration cap (Hessian-vector products per eigenvalue)"),
+            Param("samples", 20, "Hutchinson samples per trace"),
+            Param("seed", 0, "seed of the batch, the start vectors and the Rademacher samples"),
+        ),
+        (DEVICE,),
+        summary=":summarize",
+        statistics=(
+            Statistic(
+                "full-over-lora",
+                ":log_ratio",
+                "log10 of the merged weights' sharpness over the LoRA parameters' (positive = sharper in the full "
+                "weights; NaN where either is not positive)",
+                (
+                    Param(
+                        "estimator",
+                        "top_eigenvalue",
+                        "top_eigenvalue, or trace_per_parameter (the trace over the number of parameters: a mean over "
+                        "directions, shown, which cannot test a claim about sharp directions)",
+                        choices=("top_eigenvalue", "trace_per_parameter"),
+                    ),
                 ),
             ),
         ),
-    ),
-    output="the tidy result (per run x space x estimator)",
-    order=170,
-    views=(":lora_space_view",),
-    module=__name__,
+        output="the tidy result (per run x space x estimator)",
+        order=170,
+        views=(":lora_space_view",),
+        module=__name__,
+    )
 )
 
 ANALYSIS = DECLARED.name  # its cache folder
@@ -130,6 +131,8 @@ def two_spaces(
     RobustkitError
         The model has no LoRA factors.
     """
+    import pandas as pd
+
     from robustkit.analysis.curvature import model_curvature
     from robustkit.analysis.weights import merge_low_rank
 
@@ -167,6 +170,9 @@ def run_sharpness(
     device: str | None = None,
 ) -> pd.DataFrame:
     """:func:`two_spaces` of one run's checkpoint on ``examples`` training examples drawn with ``seed``, uncached."""
+    import pandas as pd
+
+    from robustkit.analysis.batches import sampled_batches
     from robustkit.train.run_model import load_run
 
     loaded = load_run(run_dir, checkpoint, device)
@@ -201,6 +207,9 @@ def run(
     RobustkitError
         Sizes below 1, or no selected run has LoRA factors.
     """
+    from robustkit.analysis.each_run import each_run
+    from robustkit.analysis.select import select_runs
+
     if min(examples, max_iterations, samples) < 1:
         raise RobustkitError("examples, max_iterations and samples must be at least 1")
     runs = select_runs(store, select)
@@ -231,6 +240,8 @@ def run(
 
 def per_parameter(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with ``trace_per_parameter`` rows added (the trace over ``n_params``)."""
+    import pandas as pd
+
     traces = frame[frame["estimator"] == "trace"]
     extra = traces.assign(
         estimator="trace_per_parameter",
@@ -248,6 +259,9 @@ def log_ratio(frame: pd.DataFrame, estimator: str) -> pd.DataFrame:
     DataFrame
         Identity columns + ``value``.
     """
+    import numpy as np
+    import pandas as pd
+
     rows = per_parameter(frame)
     rows = rows[rows["estimator"] == estimator]
     if rows.empty:
@@ -262,12 +276,16 @@ def lora_space_view(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """What the ``lora-sharpness`` figure draws: ``values`` (every estimator of both spaces, the
     trace per parameter added) and ``ratios`` (:func:`log_ratio` of the top eigenvalue and of the
     trace per parameter, column ``estimator``)."""
+    import pandas as pd
+
     ratios = [log_ratio(frame, e).assign(estimator=e) for e in ("top_eigenvalue", "trace_per_parameter")]
     return {"values": per_parameter(frame), "ratios": pd.concat(ratios, ignore_index=True)}
 
 
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     """Per run and estimator: the value in each space and log10 of their ratio."""
+    import numpy as np
+
     rows = per_parameter(frame)
     wide = rows.pivot_table(index=["run_id", "estimator"], columns="space", values="value").reset_index()
     wide["log10 full/lora"] = [

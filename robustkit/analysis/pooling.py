@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from robustkit.errors import RobustkitError, did_you_mean
-from robustkit.store.tables import IDENTITY
+from robustkit.store.identity import IDENTITY
 
 # What may differ between the replicates of one group.
 REPLICATE_FIELDS = ("run_id", "seed")

@@ -1,9 +1,13 @@
 """The analysis registry: every analysis robustkit knows, found where it is declared.
 
-An analysis is one module of ``robustkit/analysis/`` whose ``DECLARED = Analysis(...)`` states,
-next to its computation, its parameters, options, summary and statistics
-(:mod:`robustkit.analysis.declare`). The registry discovers those declarations by reading the
-modules' source (:func:`discover`), without importing them; :func:`register_module` adds an
+An analysis is one module of ``robustkit/analysis/`` that registers itself with one call,
+``DECLARED = register_analysis(Analysis(...))``, stating next to its computation its parameters,
+options, summary and statistics (:mod:`robustkit.analysis.declare`); attacks
+(``@register_attack``) and figures (``figures.register_figure(Figure(...))``) register the same
+way. :data:`BUILTIN` names the module of each of robustkit's own analyses: importing this
+registry imports those modules, which are light (heavy libraries are imported inside their
+functions), so ``--help`` stays fast, and none imports another registering module at its top
+(each imports on its own: ``tests/test_import_graph.py``); :func:`register_module` adds an
 analysis of a module outside the package. Each :class:`Analysis` has a ``compute``
 (``function(store, select, **params, **options)``, cached per run by
 :mod:`robustkit.analysis.each_run`), typed parameters, ``options`` that never enter a cache
@@ -20,11 +24,10 @@ CONTRIBUTING.md.
 
 from __future__ import annotations
 
-import ast
+import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from robustkit.analysis import declare
 from robustkit.analysis.declare import (  # noqa: F401  (the names users import from the registry)
     DECLARED,
     DEVICE,
@@ -53,6 +56,7 @@ from robustkit.user_modules import import_file
 
 if TYPE_CHECKING:  # annotations only: the registry is read by --help
     import pandas as pd
+
 
 ANALYSES: dict[str, Analysis] = {}
 
@@ -86,81 +90,47 @@ def statistic_of(reference: str) -> tuple[Analysis, Statistic]:
 
 
 # ---------------------------------------------------------------------------------------------
-# discovery: the declarations of the modules, read from their source
+# registration: each analysis's module calls register_analysis once; BUILTIN says which modules
+
+# name -> the module that registers it, for every analysis of robustkit: written by `python
+# tools/docs_tables.py`, which imports every module of the package
+# (a test compares; a new module is
+# listed once it is run).
+BUILTIN: dict[str, str] = {
+    "ablation": "robustkit.analysis.ablation",
+    "attack": "robustkit.analysis.attack",
+    "connectivity": "robustkit.analysis.connectivity",
+    "curvature": "robustkit.analysis.curvature",
+    "curve-connectivity": "robustkit.analysis.curve_connectivity",
+    "curves": "robustkit.analysis.curves",
+    "forgetting": "robustkit.analysis.forgetting",
+    "gradnorm": "robustkit.analysis.gradnorm",
+    "intruders": "robustkit.analysis.intruders",
+    "landscape": "robustkit.analysis.landscape",
+    "lora-sharpness": "robustkit.analysis.lora_space",
+    "epoch-scores": "robustkit.analysis.scores",
+    "scores": "robustkit.analysis.scores",
+    "rsa": "robustkit.analysis.similarity",
+    "similarity-ci": "robustkit.analysis.similarity_ci",
+    "surface": "robustkit.analysis.surface",
+    "tradeoff": "robustkit.analysis.tradeoff",
+    "tuning": "robustkit.analysis.tuning",
+}
 
 
-def declaration(
-    text: str, module: str, filename: str, kind: str = "Analysis", names: dict[str, Any] | None = None
-) -> Any:
-    """The object a module's source ``text`` declares in ``DECLARED = <kind>(...)`` (or a tuple of
-    them), evaluated with :mod:`robustkit.analysis.declare`'s names (and ``names``: a figure's
-    declaration has :mod:`robustkit.figures`'s too) and ``__name__ = module``; None where the
-    module declares no such thing.
-
-    Only that statement is parsed (a formatted call closes at column 0), so reading every
-    module's declaration costs milliseconds and imports nothing.
+def register_analysis(analysis: Analysis) -> Analysis:
+    """Register ``analysis`` (called once per analysis, at module level, by the module that
+    declares and computes it: ``DECLARED = register_analysis(Analysis(...))``) and return it.
 
     Raises
     ------
     AnalysisError
-        The declaration uses a name that is neither a literal nor one of
-        :mod:`robustkit.analysis.declare`'s (it must be readable without importing its module).
+        Another module registered an analysis of that name already.
     """
-    mark = f"\n{DECLARED} = "
-    start = text.find(mark)
-    if start < 0:
-        return None
-    start += 1
-    ends = [text.find("\n", start)] + [i + 2 for i in _closings(text, start)]
-    for end in (e for e in ends if e > start):
-        try:
-            (statement,) = ast.parse(text[start:end], filename).body
-            break
-        except SyntaxError:
-            continue
-    else:
-        raise AnalysisError(f"{filename}: cannot read its {DECLARED} = ... statement")
-    value = statement.value
-    calls = value.elts if isinstance(value, ast.Tuple) else [value]
-    if not all(isinstance(c, ast.Call) and _dotted(c.func) == kind for c in calls):
-        return None
-    namespace = {**vars(declare), **(names or {}), "__name__": module}
-    try:
-        return eval(compile(ast.Expression(value), filename, "eval"), namespace)  # noqa: S307 (the package's own source)
-    except NameError as error:
-        raise AnalysisError(
-            f"{filename}: a declaration may use literals and robustkit.analysis.declare's names only ({error})"
-        ) from None
-
-
-def _dotted(node: ast.expr) -> str | None:
-    """``Analysis`` or ``figures.Figure``: the name a call is made by."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        head = _dotted(node.value)
-        return None if head is None else f"{head}.{node.attr}"
-    return None
-
-
-def _closings(text: str, start: int):
-    """Offsets of the ``)`` lines at column 0 after ``start``."""
-    at = text.find("\n)", start)
-    while at >= 0:
-        yield at + 1
-        at = text.find("\n)", at + 1)
-
-
-def discover(folder: Path, package: str, kind: str = "Analysis", names: dict[str, Any] | None = None) -> list[Any]:
-    """Every ``kind`` declared by the modules of ``folder`` (the package ``package``), by file
-    name (:func:`declaration`)."""
-    found = []
-    for path in sorted(folder.glob("*.py")):
-        text = path.read_text(encoding="utf-8")
-        declared = declaration(text, f"{package}.{path.stem}", str(path), kind, names)
-        if declared is not None:
-            found.extend(declared if isinstance(declared, tuple) else [declared])
-    return found
+    known = ANALYSES.get(analysis.name)
+    if known is not None and known.module == analysis.module and analysis.module is not None:
+        del ANALYSES[analysis.name]  # its module imported again (a reload): the newer declaration
+    return register(analysis)
 
 
 def import_module(path: str | Path, name: str | None = None):
@@ -171,11 +141,21 @@ def import_module(path: str | Path, name: str | None = None):
 
 
 def register_module(path: str | Path, name: str | None = None) -> Analysis:
-    """Import the analysis module ``path`` (outside the package) and register its ``DECLARED``."""
-    declared = getattr(import_module(path, name), DECLARED, None)
-    if not isinstance(declared, Analysis):
-        raise AnalysisError(f"{path} declares no analysis ({DECLARED} = Analysis(...))")
-    return register(declared)
+    """Import the analysis module ``path`` (outside the package), whose ``register_analysis``
+    call registers its analysis, and return that analysis.
+
+    Raises
+    ------
+    AnalysisError
+        The module registers no analysis.
+    """
+    module = import_module(path, name).__name__
+    registered = [a for a in ANALYSES.values() if a.module == module]
+    if not registered:
+        raise AnalysisError(
+            f"{path} registers no analysis: call register_analysis(Analysis(..., module=__name__)) in it"
+        )
+    return registered[0]
 
 
 def per_run(
@@ -190,16 +170,16 @@ def per_run(
     DataFrame
         One row per observation: identity columns, any cell columns, ``value`` and ``outcome``.
     """
-    from robustkit.analysis.scores import with_outcome
-
     analysis, statistic = statistic_of(reference)
     names = {p.name for p in (*analysis.params, *analysis.options)}
     if device is not None and "device" in names:
         params = {**params, "device": device}
     frame = analysis.run(store, select, progress=False, **{k: v for k, v in params.items() if k in names})
     own = {k: v for k, v in params.items() if k not in names}
+    # by its path, as a declaration names a function: the scores analysis registers itself here
+    with_outcome = load("robustkit.analysis.scores:with_outcome")
     return with_outcome(analysis.statistic(statistic.name, frame, store, **own), store)
 
 
-for _declared in discover(Path(__file__).parent, __package__):
-    register(_declared)
+for _module in dict.fromkeys(BUILTIN.values()):  # each module's register_analysis call registers it
+    importlib.import_module(_module)

@@ -15,116 +15,132 @@ import warnings
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
 
-from robustkit.analysis.declare import METRIC, NEVER_LEARNED, Analysis, Param, Statistic, checkpoint_param
-from robustkit.analysis.select import select_runs
+from robustkit.analysis.declare import (
+    METRIC,
+    NEVER_LEARNED,
+    Analysis,
+    Param,
+    Statistic,
+    checkpoint_param,
+)
+from robustkit.analysis.registry import register_analysis
 from robustkit.errors import RobustkitError
-from robustkit.store import collapse
-from robustkit.store.tables import IDENTITY, load_history
+from robustkit.store.identity import IDENTITY
 
 # Everything robustkit reads about this module's two analyses (robustkit.analysis.declare): the
 # final scores and the scores at every epoch end, both read from the manifests and logs.
 DECLARED = (
-    Analysis(
-        "scores",
-        "each run's final score and outcome (ok / collapsed / diverged) on a split",
-        "From the manifests (no model is loaded): each selected run's metric at the chosen checkpoint and split, and "
-        "its outcome (robustkit.store.collapse).",
-        ":outcomes",
-        (
-            Param("split", "test", "split scored", choices=("test", "validation")),
-            checkpoint_param("best: best validation main metric; last: end of training"),
-            METRIC,
-        ),
-        statistics=(
-            Statistic("score", ":score", "the run's score (fraction units for accuracy / F1)", better="higher"),
-            Statistic(
-                "failed",
-                ":failed",
-                "1 for a collapsed or diverged run, 0 otherwise (failure rates: every run counts)",
+    register_analysis(
+        Analysis(
+            "scores",
+            "each run's final score and outcome (ok / collapsed / diverged) on a split",
+            "From the manifests (no model is loaded): each selected run's metric at the chosen checkpoint and split, "
+            "and "
+            "its outcome (robustkit.store.collapse).",
+            ":outcomes",
+            (
+                Param("split", "test", "split scored", choices=("test", "validation")),
+                checkpoint_param("best: best validation main metric; last: end of training"),
+                METRIC,
             ),
-            Statistic(
-                "collapsed",
-                ":collapsed",
-                "1 for a run that learned and fell back to the majority class (collapsed) or diverged, 0 for an ok run "
-                "(a rate's ones, unitless; He et al. 2021 §5's collapse); a run that never left the majority class is "
-                "left out",
-                ends=True,
-                better=None,
-                undefined_on_failed=NEVER_LEARNED,
-            ),
-        ),
-        output="the per-run scores",
-        order=10,
-        views=(
-            "robustkit.analysis.boxes:box_seeds",
-            "robustkit.analysis.boxes:box_tsp",
-            "robustkit.analysis.boxes:box_lr",
-            "robustkit.analysis.boxes:train_size",
-            "robustkit.analysis.results:results_table",
-        ),
-        module=__name__,
-    ),
-    Analysis(
-        "epoch-scores",
-        "each run's validation score at every fine-tuning epoch end (Han et al. 2021 figures 9-10)",
-        "The validation main metric (or --metric) at the end of each fine-tuning epoch of each selected run, with the "
-        "run's outcome.",
-        ":epoch_outcomes",
-        (METRIC,),
-        statistics=(
-            Statistic(
-                "score",
-                ":epoch_score",
-                "the validation score at the end of one epoch (one observation per run), or at every epoch end "
-                "('all': one per run x epoch)",
-                (
-                    Param(
-                        "epoch",
-                        "all",
-                        "an epoch number, last (each run's last epoch end), or all (one observation per run x epoch)",
-                    ),
+            statistics=(
+                Statistic("score", ":score", "the run's score (fraction units for accuracy / F1)", better="higher"),
+                Statistic(
+                    "failed",
+                    ":failed",
+                    "1 for a collapsed or diverged run, 0 otherwise (failure rates: every run counts)",
                 ),
-                better="higher",
-                schedule=True,
+                Statistic(
+                    "collapsed",
+                    ":collapsed",
+                    "1 for a run that learned and fell back to the majority class (collapsed) or diverged, 0 for an ok "
+                    "run "
+                    "(a rate's ones, unitless; He et al. 2021 §5's collapse); a run that never left the majority class "
+                    "is "
+                    "left out",
+                    ends=True,
+                    better=None,
+                    undefined_on_failed=NEVER_LEARNED,
+                ),
             ),
-            Statistic(
-                "spread",
-                ":epoch_spread",
-                "standard deviation of a run's validation scores over its epoch ends (ddof 1; one value per run: "
-                "training-time instability)",
-                schedule=True,
+            output="the per-run scores",
+            order=10,
+            views=(
+                "robustkit.analysis.boxes:box_seeds",
+                "robustkit.analysis.boxes:box_tsp",
+                "robustkit.analysis.boxes:box_lr",
+                "robustkit.analysis.boxes:train_size",
+                "robustkit.analysis.results:results_table",
             ),
-            Statistic(
-                "mean",
-                ":epoch_mean",
-                "mean of a run's validation scores over its epoch ends (one value per run)",
-                better="higher",
-                schedule=True,
+            module=__name__,
+        )
+    ),
+    register_analysis(
+        Analysis(
+            "epoch-scores",
+            "each run's validation score at every fine-tuning epoch end (Han et al. 2021 figures 9-10)",
+            "The validation main metric (or --metric) at the end of each fine-tuning epoch of each selected run, with "
+            "the "
+            "run's outcome.",
+            ":epoch_outcomes",
+            (METRIC,),
+            statistics=(
+                Statistic(
+                    "score",
+                    ":epoch_score",
+                    "the validation score at the end of one epoch (one observation per run), or at every epoch end "
+                    "('all': one per run x epoch)",
+                    (
+                        Param(
+                            "epoch",
+                            "all",
+                            "an epoch number, last (each run's last epoch end), or all (one observation per run x "
+                            "epoch)",
+                        ),
+                    ),
+                    better="higher",
+                    schedule=True,
+                ),
+                Statistic(
+                    "spread",
+                    ":epoch_spread",
+                    "standard deviation of a run's validation scores over its epoch ends (ddof 1; one value per run: "
+                    "training-time instability)",
+                    schedule=True,
+                ),
+                Statistic(
+                    "mean",
+                    ":epoch_mean",
+                    "mean of a run's validation scores over its epoch ends (one value per run)",
+                    better="higher",
+                    schedule=True,
+                ),
+                Statistic(
+                    "pair-gap-drop",
+                    ":pair_gap_drop",
+                    "|score A - score B| of a disjoint seed pair of one configuration at its first epoch end minus at "
+                    "its last (score units, fraction for accuracy; positive = the two seeds came closer after training "
+                    "longer); one value per pair, from its two runs alone",
+                    unit="disjoint pair",
+                    ends=False,
+                    better=None,
+                    undefined_on_failed="",
+                    schedule=True,
+                ),
             ),
-            Statistic(
-                "pair-gap-drop",
-                ":pair_gap_drop",
-                "|score A - score B| of a disjoint seed pair of one configuration at its first epoch end minus at "
-                "its last (score units, fraction for accuracy; positive = the two seeds came closer after training "
-                "longer); one value per pair, from its two runs alone",
-                unit="disjoint pair",
-                ends=False,
-                better=None,
-                undefined_on_failed="",
-                schedule=True,
+            output="the per-run x epoch scores",
+            order=20,
+            views=(
+                "robustkit.analysis.boxes:box_tsp_epochs",
+                "robustkit.analysis.stability_length:seed_spread_by_epoch",
             ),
-        ),
-        output="the per-run x epoch scores",
-        order=20,
-        views=(
-            "robustkit.analysis.boxes:box_tsp_epochs",
-            "robustkit.analysis.stability_length:seed_spread_by_epoch",
-        ),
-        module=__name__,
+            module=__name__,
+        )
     ),
 )
 
@@ -189,6 +205,11 @@ def outcomes(
     RobustkitError
         No complete run matches ``select``, or no selected run has the requested score.
     """
+    import numpy as np
+    import pandas as pd
+
+    from robustkit.analysis.select import select_runs
+
     if epoch is not None:
         return epoch_outcomes(
             store, select, split=split or "validation", metric=metric, epochs=[epoch], baseline=baseline
@@ -238,6 +259,8 @@ def with_outcomes(frame: pd.DataFrame, store: str | Path, checkpoint: str, split
     it (its robustness, its representations' drift) is left out of means and claims, and
     counted as such.
     """
+    from robustkit.store import collapse
+
     if checkpoint not in ("best", "last") or frame.empty:
         return frame.assign(outcome=collapse.OK)
     runs = outcomes(store, {"run_id": list(frame["run_id"].unique())}, checkpoint=checkpoint, split=split, metric=None)
@@ -278,6 +301,11 @@ def epoch_outcomes(
     RobustkitError
         No complete run matches, or none has such evaluations.
     """
+    import numpy as np
+
+    from robustkit.analysis.select import select_runs
+    from robustkit.store.tables import load_history
+
     runs = select_runs(store, select)
     history = load_history(store)
     if not history.empty:
@@ -309,6 +337,12 @@ def ever_learned(store: str | Path, runs: pd.DataFrame) -> pd.Series:
     training (its main metric significantly above the baseline, :func:`robustkit.store.collapse.above_baseline`);
     NA where the history or the baseline is unknown. A collapsed run that never did is
     ``not-learned`` (:mod:`robustkit.store.collapse`)."""
+    import numpy as np
+    import pandas as pd
+
+    from robustkit.store import collapse
+    from robustkit.store.tables import load_history
+
     found = pd.Series(pd.NA, index=runs["run_id"], dtype="boolean")
     if "ever_learned" in runs:  # recorded by training
         recorded = runs.set_index("run_id")["ever_learned"]
@@ -359,6 +393,8 @@ def _with_baseline(
 ) -> pd.DataFrame:
     """``frame`` + ``baseline``, ``outcome`` and ``failed`` (:func:`robustkit.store.collapse.mark`);
     data settings come from each run's row of ``runs``."""
+    from robustkit.store import collapse
+
     keys = frame[["run_id", "task", "metric", "split"]].drop_duplicates()
     settings = runs.set_index("run_id")
     values = []
@@ -373,6 +409,8 @@ def _with_baseline(
 
 def _none(value):
     """NaN / None from a DataFrame cell -> None; numbers stay numbers."""
+    import numpy as np
+
     return None if value is None or (isinstance(value, float) and np.isnan(value)) else value
 
 
@@ -389,6 +427,8 @@ def majority_baseline(
         (a warning says why): the run's outcome then rests on the class-share and finiteness
         rules of :mod:`robustkit.store.collapse` alone.
     """
+    import numpy as np
+
     # here, not at the top: loading data imports datasets (half a second), which `robustkit stats`
     # on a store whose manifests record their baselines never needs (issue #57)
     from robustkit.data import metrics, tasks

@@ -7,8 +7,9 @@ from pathlib import Path
 import pandas as pd
 
 from robustkit.errors import RobustkitError
+from robustkit.store.identity import IDENTITY
 from robustkit.store.schema import FINISHED
-from robustkit.store.tables import IDENTITY, load_runs
+from robustkit.store.tables import load_runs
 
 
 def parse_filters(filters: list[str] | None) -> dict[str, list[str]]:

@@ -18,53 +18,55 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-from torch import Tensor
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
+    from torch import Tensor
+
+    from robustkit.analysis.representations import TokenSample
 
 from robustkit.analysis import scores
-from robustkit.analysis.declare import DEVICE, LAYER, SIMILARITY_CHECKPOINT, TOKENS, Analysis, Param, Statistic
-from robustkit.analysis.each_run import each_run
-from robustkit.analysis.layers import REPRESENTATIONS, encoder_third
-from robustkit.analysis.notes import AnalysisNote
-from robustkit.analysis.representations import (
-    TokenSample,
-    analysis_length,
-    load_base,
-    representations,
-    sample_tokens,
+from robustkit.analysis.declare import (
+    DEVICE,
+    LAYER,
+    SIMILARITY_CHECKPOINT,
+    TOKENS,
+    Analysis,
+    Param,
+    Statistic,
 )
-from robustkit.analysis.select import select_runs
-from robustkit.measures.cka import cka_layers
-from robustkit.measures.rsa import DEFAULT_CHUNK, rsa_layers
+from robustkit.analysis.notes import AnalysisNote
+from robustkit.analysis.registry import register_analysis
 from robustkit.progress import bar as progress_bar
-from robustkit.store.tables import IDENTITY
-from robustkit.train.evaluate import resolve_device
+from robustkit.store.identity import IDENTITY
 from robustkit.train.provenance import computed_on
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
 # take their defaults from it.
-DECLARED = Analysis(
-    "rsa",
-    "RSA and linear CKA per layer, base model vs each tuned run (He et al. 2021, section 2.2)",
-    "Representations of the same sampled dev tokens at every layer (embeddings + each encoder layer) of the base "
-    "model and each selected run; RSA (Pearson r of the cosine-similarity matrices' upper triangles) and linear "
-    "CKA per layer.",
-    ":run",
-    (TOKENS, Param("seed", 0, "seed of the token sample"), SIMILARITY_CHECKPOINT),
-    (DEVICE,),
-    summary=":summarize",
-    statistics=(
-        Statistic(
-            "similarity",
-            ":rsa",
-            "similarity of each layer's representations to the base model's (1 = the same)",
-            (Param("measure", "rsa", "rsa or cka", choices=("rsa", "cka")), LAYER),
+DECLARED = register_analysis(
+    Analysis(
+        "rsa",
+        "RSA and linear CKA per layer, base model vs each tuned run (He et al. 2021, section 2.2)",
+        "Representations of the same sampled dev tokens at every layer (embeddings + each encoder layer) of the base "
+        "model and each selected run; RSA (Pearson r of the cosine-similarity matrices' upper triangles) and linear "
+        "CKA per layer.",
+        ":run",
+        (TOKENS, Param("seed", 0, "seed of the token sample"), SIMILARITY_CHECKPOINT),
+        (DEVICE,),
+        summary=":summarize",
+        statistics=(
+            Statistic(
+                "similarity",
+                ":rsa",
+                "similarity of each layer's representations to the base model's (1 = the same)",
+                (Param("measure", "rsa", "rsa or cka", choices=("rsa", "cka")), LAYER),
+            ),
         ),
-    ),
-    output="the tidy result (per run x layer x measure)",
-    order=50,
-    module=__name__,
+        output="the tidy result (per run x layer x measure)",
+        order=50,
+        module=__name__,
+    )
 )
 
 
@@ -72,10 +74,17 @@ ANALYSIS = "similarity"
 # bump when the computation changes: it is part of the cache key. 2: non-finite representations
 # give NaN (version 1 cached them as 1.0) and CKA of a constant side is NaN.
 VERSION = 2
-MEASURES: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
-    "rsa": lambda a, b: rsa_layers(a, b, chunk=DEFAULT_CHUNK),
-    "cka": cka_layers,
-}
+MEASURES = ("rsa", "cka")
+
+
+def _measures() -> dict[str, Callable[[Tensor, Tensor], Tensor]]:
+    """Each of :data:`MEASURES` as a function of two layers' representations (torch, imported here)."""
+    from robustkit.measures.cka import cka_layers
+    from robustkit.measures.rsa import DEFAULT_CHUNK, rsa_layers
+
+    return {"rsa": lambda a, b: rsa_layers(a, b, chunk=DEFAULT_CHUNK), "cka": cka_layers}
+
+
 COLUMNS = [*IDENTITY, "checkpoint", "tokens", "layer", "measure", "value"]
 
 
@@ -128,6 +137,12 @@ def run(
         ``diverged``: :func:`robustkit.analysis.scores.with_outcomes`), which figures and
         claims leave out.
     """
+    import pandas as pd
+
+    from robustkit.analysis.representations import analysis_length
+    from robustkit.analysis.select import select_runs
+    from robustkit.train.evaluate import resolve_device
+
     device = resolve_device(device)  # the GPU if there is one, as every analysis's default
     runs = select_runs(store, select)
     settings = {"tokens": tokens, "seed": seed, "max_length": max_length, "split": split}
@@ -161,6 +176,9 @@ def _warn_nan(frame: pd.DataFrame) -> None:
 
 def _group(group: pd.DataFrame, settings: dict, checkpoint: str, batch_size: int, device, bar) -> list[pd.DataFrame]:
     """Results of the runs of one (model, task): one token sample, one base pass at most."""
+    from robustkit.analysis.each_run import each_run
+    from robustkit.analysis.representations import sample_tokens
+
     sample = sample_tokens(
         group.iloc[0]["path"], settings["tokens"], settings["seed"], settings["max_length"], settings["split"]
     )
@@ -188,6 +206,8 @@ def _group(group: pd.DataFrame, settings: dict, checkpoint: str, batch_size: int
 
 def _data_dir(runs: pd.DataFrame) -> pd.Series:
     """GLUE data folder of each run (None: the hub or an embedded task), as a group key."""
+    import pandas as pd
+
     column = runs["data_dir"] if "data_dir" in runs.columns else pd.Series(None, index=runs.index)
     return column.astype(object).where(column.notna(), "").rename("data_dir")
 
@@ -206,6 +226,8 @@ class _Lazy:
 
 def base_representations(sample: TokenSample, batch_size: int = 64, device: str | None = None) -> Tensor:
     """(n_layers + 1, n, d) representations of the pretrained model at the sampled tokens."""
+    from robustkit.analysis.representations import load_base, representations
+
     return representations(load_base(sample.model, sample.task), sample, batch_size, device)
 
 
@@ -213,6 +235,7 @@ def run_representations(
     run_dir: str | Path, checkpoint: str, sample: TokenSample, batch_size: int = 64, device: str | None = None
 ) -> Tensor:
     """(n_layers + 1, n, d) representations of a run's checkpoint at the sampled tokens."""
+    from robustkit.analysis.representations import representations
     from robustkit.train.run_model import load_run
 
     return representations(load_run(run_dir, checkpoint, "cpu").model, sample, batch_size, device)
@@ -232,6 +255,8 @@ def compare(base: Tensor, tuned: Tensor, device: str | None = None) -> pd.DataFr
     DataFrame
         ``layer, measure, value``.
     """
+    import pandas as pd
+
     if base.shape[:2] != tuned.shape[:2]:
         raise ValueError(
             f"base and tuned representations differ in layers or tokens: {tuple(base.shape)} vs {tuple(tuned.shape)}"
@@ -240,7 +265,7 @@ def compare(base: Tensor, tuned: Tensor, device: str | None = None) -> pd.DataFr
         base, tuned = base.to(device), tuned.to(device)
     frames = [
         pd.DataFrame({"layer": range(base.shape[0]), "measure": name, "value": measure(base, tuned).numpy()})
-        for name, measure in MEASURES.items()
+        for name, measure in _measures().items()
     ]
     return pd.concat(frames, ignore_index=True)
 
@@ -272,6 +297,8 @@ def rsa(frame: pd.DataFrame, measure: str, layer: str) -> pd.DataFrame:
     ``layer``: ``each`` (one row per run x layer), ``top`` / ``bottom`` (the mean over the top /
     bottom third of the encoder layers).
     """
+    from robustkit.analysis.layers import REPRESENTATIONS, encoder_third
+
     frame = frame[frame["measure"] == measure].drop(columns=["outcome"], errors="ignore")
     if layer != "each":
         frame = (

@@ -25,69 +25,76 @@ from __future__ import annotations
 import warnings
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-from torch import Tensor
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
+    from torch import Tensor
 
-from robustkit.analysis.declare import DEVICE, LAYER, SIMILARITY_CHECKPOINT, TOKENS, Analysis, Param, Statistic
-from robustkit.analysis.each_run import each_run
-from robustkit.analysis.layers import REPRESENTATIONS, encoder_third
+    from robustkit.analysis.representations import TokenSample
+
+from robustkit.analysis.declare import (
+    DEVICE,
+    LAYER,
+    SIMILARITY_CHECKPOINT,
+    TOKENS,
+    Analysis,
+    Param,
+    Statistic,
+)
 from robustkit.analysis.notes import AnalysisNote
-from robustkit.analysis.representations import TokenSample, analysis_length, sample_tokens
-from robustkit.analysis.select import select_runs
-from robustkit.analysis.similarity import base_representations, run_representations
+from robustkit.analysis.registry import register_analysis
 from robustkit.errors import RobustkitError
-from robustkit.measures.half_sampling import MEASURES, intervals
 from robustkit.progress import bar as progress_bar
-from robustkit.store.tables import IDENTITY
-from robustkit.train.evaluate import resolve_device
+from robustkit.store.identity import IDENTITY
 from robustkit.train.provenance import computed_on
 
 ANALYSIS = "similarity-ci"
 VERSION = 1
-MEASURE_NAMES = tuple(MEASURES)
 RESULT_COLUMNS = ["layer", "measure", "value", "ci_low", "ci_high", "resamples"]
 COLUMNS = [*IDENTITY, "checkpoint", "tokens", "groups", "confidence", *RESULT_COLUMNS]
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
 # take their defaults from it.
-DECLARED = Analysis(
-    "similarity-ci",
-    "RSA, linear CKA, debiased CKA and Procrustes distance per layer vs the base model, each with a "
-    "token-bootstrap interval",
-    "The representations of 'analyze rsa' (the same sampled dev tokens, base model vs each run), four measures "
-    "per layer, and for each a basic bootstrap interval from random halves of random token groups (no token "
-    "paired with its own copy).",
-    ":run",
-    (
-        TOKENS,
-        Param("seed", 0, "seed of the token sample, its groups and the resampled halves"),
-        SIMILARITY_CHECKPOINT,
-        Param("groups", 20, "random token groups of the half-sampling bootstrap (even, >= 4)"),
-        Param("resamples", 200, "random halves per layer"),
-        Param("confidence", 0.95, "level of the intervals"),
-    ),
-    (DEVICE,),
-    summary=":summarize",
-    statistics=(
-        Statistic(
-            "similarity",
-            ":similarity",
-            "a measure of each layer's representations vs the base model's",
-            (
-                Param(
-                    "measure",
-                    "cka-debiased",
-                    "rsa, cka, cka-debiased or procrustes",
-                    choices=("rsa", "cka", "cka-debiased", "procrustes"),
+DECLARED = register_analysis(
+    Analysis(
+        "similarity-ci",
+        "RSA, linear CKA, debiased CKA and Procrustes distance per layer vs the base model, each with a "
+        "token-bootstrap interval",
+        "The representations of 'analyze rsa' (the same sampled dev tokens, base model vs each run), four measures "
+        "per layer, and for each a basic bootstrap interval from random halves of random token groups (no token "
+        "paired with its own copy).",
+        ":run",
+        (
+            TOKENS,
+            Param("seed", 0, "seed of the token sample, its groups and the resampled halves"),
+            SIMILARITY_CHECKPOINT,
+            Param("groups", 20, "random token groups of the half-sampling bootstrap (even, >= 4)"),
+            Param("resamples", 200, "random halves per layer"),
+            Param("confidence", 0.95, "level of the intervals"),
+        ),
+        (DEVICE,),
+        summary=":summarize",
+        statistics=(
+            Statistic(
+                "similarity",
+                ":similarity",
+                "a measure of each layer's representations vs the base model's",
+                (
+                    Param(
+                        "measure",
+                        "cka-debiased",
+                        "rsa, cka, cka-debiased or procrustes",
+                        choices=("rsa", "cka", "cka-debiased", "procrustes"),
+                    ),
+                    LAYER,
                 ),
-                LAYER,
             ),
         ),
-    ),
-    output="the tidy result (per run x layer x measure)",
-    order=60,
-    module=__name__,
+        output="the tidy result (per run x layer x measure)",
+        order=60,
+        module=__name__,
+    )
 )
 
 
@@ -106,6 +113,10 @@ def compare(
     DataFrame
         ``layer, measure, value, ci_low, ci_high, resamples`` (resamples with a finite value).
     """
+    import pandas as pd
+
+    from robustkit.measures.half_sampling import intervals
+
     if base.shape[:2] != tuned.shape[:2]:
         raise ValueError(
             f"base and tuned representations differ in layers or tokens: {tuple(base.shape)} vs {tuple(tuned.shape)}"
@@ -170,6 +181,14 @@ def run(
         ``procrustes``), ``value`` (whole sample), ``ci_low, ci_high`` (basic interval),
         ``resamples``. Cached under ``<store>/.cache/similarity-ci/``.
     """
+    import pandas as pd
+
+    from robustkit.analysis.each_run import each_run
+    from robustkit.analysis.representations import analysis_length, sample_tokens
+    from robustkit.analysis.select import select_runs
+    from robustkit.analysis.similarity import base_representations
+    from robustkit.train.evaluate import resolve_device
+
     if groups < 4 or groups % 2 or resamples < 2 or not 0 < confidence < 1:
         raise RobustkitError(
             f"need an even groups >= 4 (got {groups}), resamples >= 2 (got {resamples}) and "
@@ -231,6 +250,8 @@ def _one(
     batch_size: int,
     device,
 ) -> pd.DataFrame:
+    from robustkit.analysis.similarity import run_representations
+
     tuned = run_representations(row["path"], checkpoint, sample, batch_size, device)
     return compare(base, tuned, groups, resamples, confidence, seed)
 
@@ -249,6 +270,8 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
 def similarity(frame: pd.DataFrame, measure: str, layer: str) -> pd.DataFrame:
     """A measure of the ``similarity-ci`` analysis (``rsa``, ``cka``, ``cka-debiased``,
     ``procrustes``) of each run's layers with the base model's; ``layer`` as in :func:`rsa`."""
+    from robustkit.analysis.layers import REPRESENTATIONS, encoder_third
+
     frame = frame[frame["measure"] == measure]
     if layer != "each":
         frame = (

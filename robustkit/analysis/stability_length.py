@@ -28,7 +28,7 @@ import pandas as pd
 
 from robustkit.analysis.pooling import setting_columns
 from robustkit.store.collapse import OK
-from robustkit.store.tables import IDENTITY
+from robustkit.store.identity import IDENTITY
 
 
 def _configurations(frame: pd.DataFrame) -> pd.Series:

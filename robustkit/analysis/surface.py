@@ -27,52 +27,61 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
-import torch
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import numpy as np
 
-from robustkit.analysis.batches import sampled_batches
-from robustkit.analysis.declare import DEVICE, EXAMPLES, LOSS_SPLIT, Analysis, Param, checkpoint_param
-from robustkit.analysis.each_run import each_run
-from robustkit.analysis.landscape import moving_parameters, parse_alphas, restore_parameters
-from robustkit.analysis.select import select_runs
-from robustkit.data import tasks
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
+    import torch
+
+    from robustkit.data import tasks
+
+from robustkit.analysis.declare import (
+    DEVICE,
+    EXAMPLES,
+    LOSS_SPLIT,
+    Analysis,
+    Param,
+    checkpoint_param,
+)
+from robustkit.analysis.registry import register_analysis
 from robustkit.errors import RobustkitError
 from robustkit.progress import bar as progress_bar
-from robustkit.store.tables import IDENTITY
-from robustkit.train.evaluate import EVAL_BATCH_SIZE, evaluate
+from robustkit.store.identity import IDENTITY
 from robustkit.train.provenance import computed_on
-from robustkit.train.run_model import load_run
 
 VERSION = 1
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
 # take their defaults from it.
-DECLARED = Analysis(
-    "surface",
-    "2-D loss surface around a checkpoint along two filter-normalised random directions (Li et al. 2018)",
-    "Loss and metrics at theta* + a d1 + b d2 on a grid, d1 and d2 Gaussian directions with every row of every "
-    "weight matrix rescaled to that row's norm in theta* (biases and LayerNorms fixed), over the tensors each run "
-    "trains; prints min/median/max loss per run.",
-    ":run",
-    (
-        checkpoint_param("the centre theta*", ("best", "last", "step-0")),
-        Param(
-            "grid",
-            "-1:1:11",
-            "coefficients of each direction: start:stop:count or a comma list",
-            default_note="121 points",
+DECLARED = register_analysis(
+    Analysis(
+        "surface",
+        "2-D loss surface around a checkpoint along two filter-normalised random directions (Li et al. 2018)",
+        "Loss and metrics at theta* + a d1 + b d2 on a grid, d1 and d2 Gaussian directions with every row of every "
+        "weight matrix rescaled to that row's norm in theta* (biases and LayerNorms fixed), over the tensors each run "
+        "trains; prints min/median/max loss per run.",
+        ":run",
+        (
+            checkpoint_param("the centre theta*", ("best", "last", "step-0")),
+            Param(
+                "grid",
+                "-1:1:11",
+                "coefficients of each direction: start:stop:count or a comma list",
+                default_note="121 points",
+            ),
+            Param("split", "train", LOSS_SPLIT, choices=("train", "validation", "test"), default_note="Li et al.'s"),
+            Param("examples", 256, EXAMPLES),
+            Param("seed", 0, "seed of the two directions and of the examples"),
         ),
-        Param("split", "train", LOSS_SPLIT, choices=("train", "validation", "test"), default_note="Li et al.'s"),
-        Param("examples", 256, EXAMPLES),
-        Param("seed", 0, "seed of the two directions and of the examples"),
-    ),
-    (DEVICE,),
-    summary=":loss_range",
-    output="the tidy grid (per run x a x b x metric)",
-    order=110,
-    module=__name__,
+        (DEVICE,),
+        summary=":loss_range",
+        output="the tidy grid (per run x a x b x metric)",
+        order=110,
+        module=__name__,
+    )
 )
 ANALYSIS = DECLARED.name  # its cache folder
 IGNORE = ("biasbn", "none")
@@ -104,6 +113,8 @@ def filter_normalized_direction(
         For every filter i (slice ``[i]`` of a tensor of >= 2 dimensions):
         ``||d[i]|| = ||w[i]||``; a filter of zero weights gets a zero direction.
     """
+    import torch
+
     if ignore not in IGNORE:
         raise RobustkitError(f"ignore must be one of {IGNORE}, got {ignore!r}")
     direction = {}
@@ -155,6 +166,13 @@ def surface(
         One row per a x b x split x metric: ``a, b, split, metric, value`` (``loss``: mean
         cross-entropy per example in nats, or MSE; or a task metric).
     """
+    import pandas as pd
+    import torch
+
+    from robustkit.analysis.landscape import moving_parameters, restore_parameters
+    from robustkit.data import tasks
+    from robustkit.train.evaluate import evaluate
+
     task = tasks.get_task(task)
     d1, d2 = directions
     parameters = moving_parameters(model, dict(center), dict(d1))
@@ -200,6 +218,13 @@ def surface_run(
     The two directions come from ``seed`` (d1 then d2 from one generator), the examples from
     :func:`robustkit.analysis.batches.sampled_batches` with the same seed.
     """
+    import torch
+
+    from robustkit.analysis.batches import sampled_batches
+    from robustkit.analysis.landscape import parse_alphas
+    from robustkit.train.evaluate import EVAL_BATCH_SIZE
+    from robustkit.train.run_model import load_run
+
     run = load_run(run_dir, checkpoint, device)
     center = run.tensors
     generator = torch.Generator().manual_seed(seed)
@@ -253,6 +278,12 @@ def run(
         Identity columns + ``checkpoint, examples, a, b, split, metric, value``. Cached under
         ``<store>/.cache/surface/`` by the checkpoint's sha256 and the parameters.
     """
+    from robustkit.analysis.each_run import each_run
+    from robustkit.analysis.landscape import parse_alphas
+    from robustkit.analysis.select import select_runs
+    from robustkit.data import tasks
+    from robustkit.train.evaluate import EVAL_BATCH_SIZE
+
     values = parse_alphas(grid)
     if split not in tasks.SPLITS:
         raise RobustkitError(f"unknown split {split!r}; known: {', '.join(tasks.SPLITS)}")

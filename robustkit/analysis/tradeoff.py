@@ -22,51 +22,49 @@ import dataclasses
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
 
 from robustkit.analysis.declare import METRIC_NAME, Analysis, Param, checkpoint_param
-from robustkit.analysis.pooling import check_pooling, split_columns
-from robustkit.analysis.scores import ever_learned, majority_baseline
-from robustkit.analysis.select import select_runs
-from robustkit.data import tasks
+from robustkit.analysis.registry import register_analysis
 from robustkit.errors import RobustkitError
 from robustkit.methods import HOULSBY_INIT_STD
 from robustkit.methods.registry import METHODS, spec_fields
 from robustkit.specs.spec import SPEC_DEFAULTS, RunSpec
-from robustkit.store import collapse
-from robustkit.store.manifest import read_manifest
-from robustkit.store.tables import IDENTITY
+from robustkit.store.identity import IDENTITY
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
 # take their defaults from it.
-DECLARED = Analysis(
-    "tradeoff",
-    "trained parameters vs main metric per run (Houlsby et al. 2019 section 3.4)",
-    "From the manifests (no model is loaded): each selected run's trainable parameters, its share of the model's "
-    "parameters and its main metric at the chosen checkpoint on validation and test; prints the mean +- std over "
-    "seeds per method setting.",
-    ":table",
-    (
-        checkpoint_param("checkpoint whose metrics are used: best (selected on validation) or last"),
-        Param(
-            "metric",
-            None,
-            "metric shown (Houlsby et al. plot accuracy for CoLA too)",
-            default_note="each task's main metric",
-            check=METRIC_NAME,
+DECLARED = register_analysis(
+    Analysis(
+        "tradeoff",
+        "trained parameters vs main metric per run (Houlsby et al. 2019 section 3.4)",
+        "From the manifests (no model is loaded): each selected run's trainable parameters, its share of the model's "
+        "parameters and its main metric at the chosen checkpoint on validation and test; prints the mean +- std over "
+        "seeds per method setting.",
+        ":table",
+        (
+            checkpoint_param("checkpoint whose metrics are used: best (selected on validation) or last"),
+            Param(
+                "metric",
+                None,
+                "metric shown (Houlsby et al. plot accuracy for CoLA too)",
+                default_note="each task's main metric",
+                check=METRIC_NAME,
+            ),
         ),
-    ),
-    summary=":settings_summary",
-    output="the tidy per-run table",
-    order=90,
-    views=(
-        ":tradeoff_points",
-        ":aggregated",
-        ":init_std_points",
-    ),
-    module=__name__,
+        summary=":settings_summary",
+        output="the tidy per-run table",
+        order=90,
+        views=(
+            ":tradeoff_points",
+            ":aggregated",
+            ":init_std_points",
+        ),
+        module=__name__,
+    )
 )
 
 
@@ -163,6 +161,12 @@ def table(
         recorded), ``outcome`` (``ok`` / ``not-learned`` / ``collapsed`` / ``diverged``) and
         ``failed`` (bool).
     """
+    import pandas as pd
+
+    from robustkit.analysis.scores import ever_learned
+    from robustkit.analysis.select import select_runs
+    from robustkit.store import collapse
+
     runs = select_runs(store, select)
     frames = [_run_rows(run, checkpoint, metric) for _, run in runs.iterrows()]
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
@@ -178,6 +182,12 @@ def table(
 
 def _run_rows(run: pd.Series, checkpoint: str, metric: str | None) -> pd.DataFrame:
     """A run's rows: one per split that has the metric at ``checkpoint``."""
+    import numpy as np
+    import pandas as pd
+
+    from robustkit.analysis.scores import majority_baseline
+    from robustkit.store.manifest import read_manifest
+
     manifest = read_manifest(Path(run["path"]))
     trainable = manifest.get("trainable", {})
     spec = manifest.get("spec", {})
@@ -224,6 +234,10 @@ def _run_rows(run: pd.Series, checkpoint: str, metric: str | None) -> pd.DataFra
 @lru_cache(maxsize=64)
 def _split_size(task: str, split: str, data_dir: str | None, train_size: int | None, split_seed: int) -> float:
     """Examples in ``split`` (the collapse rule's noise band needs it); NaN if unreadable."""
+    import numpy as np
+
+    from robustkit.data import tasks
+
     try:
         return float(
             len(tasks.load_splits(task, data_dir=data_dir, train_size=train_size, split_seed=split_seed)[split])
@@ -233,6 +247,8 @@ def _split_size(task: str, split: str, data_dir: str | None, train_size: int | N
 
 
 def _int_or_none(value) -> int | None:
+    import numpy as np
+
     return None if value is None or (isinstance(value, float) and np.isnan(value)) else int(value)
 
 
@@ -248,6 +264,8 @@ def _base_params(trainable: dict) -> int | None:
 
 def _value_or(value, default):
     """``value`` unless it is missing (None or NaN: a run stored before the column existed)."""
+    import numpy as np
+
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return default
     return value
@@ -255,6 +273,8 @@ def _value_or(value, default):
 
 def effective_init_std(method: str, adapter_init_std: float | None) -> float:
     """The std the run's adapter weights were drawn with; NaN when it is not a Houlsby init."""
+    import numpy as np
+
     if method != "houlsby":
         return np.nan
     return HOULSBY_INIT_STD if adapter_init_std is None else float(adapter_init_std)
@@ -268,6 +288,9 @@ def with_points(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` + ``series`` (method, plus its sharing mode when not ``none``) and ``point``
     (the method's curve option: adapter size m, top k, LoRA's r, ...: what orders a run along
     its curve, :data:`POINT_COLUMN`; NaN for one-point methods)."""
+    import numpy as np
+    import pandas as pd
+
     sharing = (
         frame["adapter_sharing"].fillna("none") if "adapter_sharing" in frame else pd.Series("none", index=frame.index)
     )
@@ -323,6 +346,9 @@ def select_best(
     robustkit.analysis.pooling.PoolingError
         Runs of one configuration differ in a setting other than the seed (named).
     """
+    from robustkit.analysis.pooling import check_pooling
+    from robustkit.store import collapse
+
     data = frame if "series" in frame else with_points(frame)
     keys = [k for k in keys if k in data]
     columns = [*keys, *(c for c in SWEEP if c in data)]
@@ -367,6 +393,10 @@ def summarize(frame: pd.DataFrame, by: list[str], include_failed: bool = False) 
         ``n_collapsed``, ``n_diverged``, ``failed_rate`` (a fraction) and ``baseline`` (mean
         majority-class baseline; NaN if unknown).
     """
+    import numpy as np
+
+    from robustkit.store import collapse
+
     data = frame if "outcome" in frame else frame.assign(outcome=collapse.OK)
     if "baseline" not in data:
         data = data.assign(baseline=np.nan)
@@ -433,6 +463,9 @@ def aggregate(
     RobustkitError
         No task has both a full fine-tuning score (failed runs have none unless included) and a point of ``methods``.
     """
+    import numpy as np
+    import pandas as pd
+
     data = with_points(frame[frame["method"].isin([*methods, "full"])])
     if "adapter_init_std" in data:  # the init-std sweep is another figure
         data = data[data["adapter_init_std"].isna()]
@@ -509,6 +542,8 @@ def settings_summary(frame: pd.DataFrame) -> pd.DataFrame:
     split further by every other setting that varies inside one of them (lr, max_grad_norm,
     ...: :func:`robustkit.analysis.pooling.split_columns`, the check the figures make), so that a
     row's mean never pools runs of different settings."""
+    from robustkit.analysis.pooling import split_columns
+
     return summarize(frame, split_columns(frame, SETTINGS_KEYS))
 
 
@@ -554,6 +589,8 @@ def tradeoff_points(
     ValueError
         No row of ``split``, or every run has a non-default init std.
     """
+    from robustkit.store import collapse
+
     data = frame[frame["split"] == split]
     if data.empty:
         raise ValueError(f"no rows for split {split!r}; the frame has {sorted(frame['split'].unique())}")
@@ -597,6 +634,8 @@ def init_std_points(
     ValueError
         No houlsby row of ``split``.
     """
+    from robustkit.store import collapse
+
     data = frame[frame["split"].isin({split, select_on}) & frame["init_std"].notna()]
     if data[data["split"] == split].empty:
         raise ValueError(f"no houlsby rows for split {split!r}: the init-std figure needs adapter runs")

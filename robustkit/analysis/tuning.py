@@ -29,53 +29,55 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
 
 from robustkit.analysis import scores
 from robustkit.analysis.declare import METRIC, Analysis, Param, checkpoint_param
-from robustkit.analysis.pooling import check_pooling, mixed_settings
+from robustkit.analysis.registry import register_analysis
 from robustkit.errors import RobustkitError
-from robustkit.store import collapse
 
 # Everything robustkit reads about this analysis (robustkit.analysis.declare); the functions below
 # take their defaults from it.
-DECLARED = Analysis(
-    "tuning",
-    "tuning curves: median and expected best score of k runs, with confidence bands (Dodge et al. 2019; opda)",
-    "Each group's runs (over seeds, and learning rates where a group has several) as draws of a search: the "
-    "median best-of-k score with opda's simultaneous band and the expected best of k (expected validation "
-    "performance), k = 1..n.",
-    ":run",
-    (
-        Param(
-            "split",
-            "validation",
-            "split scored",
-            default_note="what a search selects on",
-            choices=("validation", "test"),
+DECLARED = register_analysis(
+    Analysis(
+        "tuning",
+        "tuning curves: median and expected best score of k runs, with confidence bands (Dodge et al. 2019; opda)",
+        "Each group's runs (over seeds, and learning rates where a group has several) as draws of a search: the "
+        "median best-of-k score with opda's simultaneous band and the expected best of k (expected validation "
+        "performance), k = 1..n.",
+        ":run",
+        (
+            Param(
+                "split",
+                "validation",
+                "split scored",
+                default_note="what a search selects on",
+                choices=("validation", "test"),
+            ),
+            checkpoint_param("checkpoint scored"),
+            METRIC,
+            Param(
+                "by",
+                ["method"],
+                "comma-separated grouping columns",
+                default_note="settings that vary inside a group split it too",
+                kind=list,
+            ),
+            Param("confidence", 0.8, "level of the simultaneous bands", default_note="opda's examples"),
+            Param(
+                "exclude_failed",
+                False,
+                "leave collapsed and diverged runs out (default: they count as draws of the search, which a budget of "
+                "k runs can draw)",
+            ),
         ),
-        checkpoint_param("checkpoint scored"),
-        METRIC,
-        Param(
-            "by",
-            ["method"],
-            "comma-separated grouping columns",
-            default_note="settings that vary inside a group split it too",
-            kind=list,
-        ),
-        Param("confidence", 0.8, "level of the simultaneous bands", default_note="opda's examples"),
-        Param(
-            "exclude_failed",
-            False,
-            "leave collapsed and diverged runs out (default: they count as draws of the search, which a budget of "
-            "k runs can draw)",
-        ),
-    ),
-    output="the curves",
-    order=130,
-    module=__name__,
+        output="the curves",
+        order=130,
+        module=__name__,
+    )
 )
 
 
@@ -99,7 +101,7 @@ BOUNDS = {
     "mcc": (-1.0, 1.0),
     "pearson": (-1.0, 1.0),
     "spearman": (-1.0, 1.0),
-    "loss": (0.0, np.inf),
+    "loss": (0.0, float("inf")),
 }
 MINIMIZE = {"loss"}
 POOLED = ("lr",)  # what a search ranges over besides the seed
@@ -129,6 +131,8 @@ def tuning_curve(
         ``k, median, median_low, median_high, mean, mean_low, mean_high`` (NaN bands of the mean
         for a metric without known bounds).
     """
+    import numpy as np
+    import pandas as pd
     from opda.nonparametric import EmpiricalDistribution
 
     ys = np.asarray(values, float)
@@ -190,6 +194,11 @@ def curves(
         ``by`` columns + :data:`CURVE_COLUMNS` (``n_runs``: runs in the curve, ``n_failed``:
         failed ones among all runs of the group).
     """
+    import pandas as pd
+
+    from robustkit.analysis.pooling import check_pooling
+    from robustkit.store import collapse
+
     by = [by] if isinstance(by, str) else list(by)
     by = list(dict.fromkeys([*(["task"] if "task" in df else []), *by, *(["metric"] if "metric" in df else [])]))
     check_pooling(df, by, tuple(pooled), "tuning curves")
@@ -228,6 +237,8 @@ def run(
     Settings other than the seed and the learning rate that vary inside a ``by`` group become
     grouping columns of their own (runs of different settings are never pooled).
     """
+    from robustkit.analysis.pooling import mixed_settings
+
     frame = scores.outcomes(store, select, checkpoint=checkpoint, split=split, metric=metric)
     by = [by] if isinstance(by, str) else list(by)
     varying = [c for c in mixed_settings(frame, ["task", *by], POOLED) if c not in by]

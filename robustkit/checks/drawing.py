@@ -19,7 +19,8 @@ from analysis to figure. So a plot module may import
   symbols), and the layout helpers of :data:`LAYOUT_HELPERS`;
 - the names a figure is declared with (:data:`DECLARING`): a plot module declares its figures
   next to its plot functions (issue #40, one place to extend), ``DECLARED =
-  figures.Figure(...)`` with its own ``Param`` declarations and the figures' shared parameters;
+  figures.register_figure(figures.Figure(...))`` with its own ``Param`` declarations and the
+  figures' shared parameters;
 - from :mod:`robustkit.attacks.registry` what an attack declares about itself (its label, the
   unit of its success rate: :data:`ATTACK_NAMES`), read without importing the attack;
 
@@ -47,12 +48,13 @@ METHOD_NAMES = {"method_colours", "method_labels"}
 CONFIG_LABEL = ("robustkit.methods.adapterhub", "short_config")
 # Which run settings vary inside a group: it decides panels and rows, computes no statistic.
 LAYOUT_HELPERS = {"robustkit.analysis.pooling": {"mixed_settings"}}
-# A figure's declaration (issue #40: a plot module declares its figures, DECLARED =
-# figures.Figure(...)): the declaration types and the shared parameters (the modules' constants,
-# figures.ASO, declare's MATRICES) are names, not computation. figures.draw and figures.data run
-# an analysis: still refused, as is every other function of these modules.
+# A figure's registration (issue #58: a plot module registers its figures, DECLARED =
+# figures.register_figure(figures.Figure(...))): the declaration types, the registration call and
+# the shared parameters (the modules' constants, figures.ASO, declare's MATRICES) are names, not
+# computation. figures.draw and figures.data run an analysis: still refused, as is every other
+# function of these modules.
 DECLARING = {
-    "robustkit.figures": {"Figure"},
+    "robustkit.figures": {"Figure", "register_figure"},
     "robustkit.params": {"Param"},
     "robustkit.analysis.declare": {"Param", "checkpoint_param"},
 }

@@ -21,17 +21,18 @@ only the view or the plot reads; a figure may change an analysis parameter's def
 (``defaults``), never redeclare it. Functions are named by import path and imported only when
 a figure is drawn, so reading the registry (``robustkit plot --help``) imports nothing heavy.
 
-Adding a figure is one plot module in ``robustkit/figures`` that declares it next to its plot
-function, ``DECLARED = figures.Figure("name", "help", "analysis", ":plot_function", ...,
-module=__name__)``; the registry reads the declaration from the module's source
-(:func:`robustkit.analysis.registry.discover`) without importing it, and
-:func:`register_module` adds one from a module outside the package.
+Adding a figure is one plot module in ``robustkit/figures`` that registers it next to its plot
+function with one call, ``DECLARED = figures.register_figure(figures.Figure("name", "help",
+"analysis", ":plot_function", ..., module=__name__))``, and its line in :data:`BUILTIN` (the
+module of each figure, which importing this package imports: plot modules import matplotlib
+inside their functions, so this stays light); :func:`register_module` adds one from a module
+outside the package.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
-import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -327,14 +328,32 @@ def register(figure: Figure) -> Figure:
     return figure
 
 
+def register_figure(figure: Figure) -> Figure:
+    """Register ``figure`` (called once per figure, at module level, by the plot module that
+    draws it: ``DECLARED = figures.register_figure(figures.Figure(...))``) and return it; its
+    module imported again (a reload) replaces it."""
+    known = FIGURES.get(figure.name)
+    if known is not None and known.module == figure.module and figure.module is not None:
+        del FIGURES[figure.name]
+    return register(figure)
+
+
 def register_module(path: str | Path, name: str | None = None) -> tuple[Figure, ...]:
-    """Import the plot module ``path`` (outside the package) and register the figure(s) of its
-    ``DECLARED``."""
-    declared = getattr(registry.import_module(path, name), registry.DECLARED, None)
-    figures = declared if isinstance(declared, tuple) else (declared,)
-    if not all(isinstance(f, Figure) for f in figures):
-        raise FigureError(f"{path} declares no figure ({registry.DECLARED} = figures.Figure(...))")
-    return tuple(register(f) for f in figures)
+    """Import the plot module ``path`` (outside the package), whose ``register_figure`` calls
+    register its figure(s), and return them.
+
+    Raises
+    ------
+    FigureError
+        The module registers no figure.
+    """
+    module = registry.import_module(path, name).__name__
+    registered = tuple(f for f in FIGURES.values() if f.module == module)
+    if not registered:
+        raise FigureError(
+            f"{path} registers no figure: call figures.register_figure(figures.Figure(..., module=__name__)) in it"
+        )
+    return registered
 
 
 def get(name: str) -> Figure:
@@ -390,11 +409,41 @@ SHOWN_SPLIT = Param(
     choices=("validation", "test"),
 )
 
-# The figures declared in their plot modules (DECLARED = figures.Figure(...) or a tuple of them),
-# read from the source as the analyses are: a declaration may use robustkit.analysis.declare's
-# names and this module's (figures.ASO, figures.CONVENTION, ...).
-# A plot module names matplotlib's Figure too, so its declaration says figures.Figure.
-for _declared in registry.discover(
-    Path(__file__).parent, "robustkit.figures", "figures.Figure", {"figures": sys.modules[__name__]}
-):
-    register(_declared)
+# name -> the plot module that registers it, for every figure of robustkit: written by `python
+# tools/docs_tables.py`, which imports every module of the package
+# (a test compares; a new module is
+# listed once it is run).
+BUILTIN: dict[str, str] = {
+    "ablation": "robustkit.figures.ablation",
+    "attack-boxes": "robustkit.figures.attack",
+    "attack-by-attacker": "robustkit.figures.attack",
+    "attack-vs-tsp": "robustkit.figures.attack",
+    "connectivity": "robustkit.figures.connectivity",
+    "curvature": "robustkit.figures.curvature",
+    "curve-connectivity": "robustkit.figures.curve_connectivity",
+    "curves": "robustkit.figures.curves",
+    "curves-by-tsp": "robustkit.figures.curves",
+    "mean-best": "robustkit.figures.curves",
+    "forgetting": "robustkit.figures.forgetting",
+    "gradnorm": "robustkit.figures.gradnorm",
+    "init-std": "robustkit.figures.init_std",
+    "intruders": "robustkit.figures.intruders",
+    "landscape": "robustkit.figures.landscape",
+    "lora-sharpness": "robustkit.figures.lora_space",
+    "rsa": "robustkit.figures.similarity",
+    "similarity-ci": "robustkit.figures.similarity_ci",
+    "box-lr": "robustkit.figures.stability",
+    "box-seeds": "robustkit.figures.stability",
+    "box-tsp": "robustkit.figures.stability",
+    "box-tsp-epochs": "robustkit.figures.stability",
+    "train-size": "robustkit.figures.stability",
+    "stability-length": "robustkit.figures.stability_length",
+    "surface": "robustkit.figures.surface",
+    "table": "robustkit.figures.tables",
+    "tradeoff": "robustkit.figures.tradeoff",
+    "tradeoff-aggregate": "robustkit.figures.tradeoff",
+    "tuning-curves": "robustkit.figures.tuning",
+}
+
+for _module in dict.fromkeys(BUILTIN.values()):  # each plot module's register_figure calls register its figures
+    importlib.import_module(_module)

@@ -5,44 +5,46 @@ run setting that differs), one colour scale for all panels."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
-from matplotlib.colors import TwoSlopeNorm
-from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import numpy as np
+
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 from robustkit import figures
 from robustkit.analysis.declare import METRIC_NAME
-from robustkit.figures import canvas, style
-from robustkit.figures.labels import paper_title
 from robustkit.figures.method_style import method_label
 from robustkit.params import Param
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
-DECLARED = figures.Figure(
-    "ablation",
-    "Houlsby et al. 2019 figure 6: relative change of the dev metric when the adapters of layers i..j are removed",
-    "ablation",
-    ":ablation_heatmap",
-    (
-        Param(
-            "metric",
-            None,
-            "metric whose relative change is shown (Houlsby et al. plot validation accuracy)",
-            default_note="the task's main metric",
-            check=METRIC_NAME,
+DECLARED = figures.register_figure(
+    figures.Figure(
+        "ablation",
+        "Houlsby et al. 2019 figure 6: relative change of the dev metric when the adapters of layers i..j are removed",
+        "ablation",
+        ":ablation_heatmap",
+        (
+            Param(
+                "metric",
+                None,
+                "metric whose relative change is shown (Houlsby et al. plot validation accuracy)",
+                default_note="the task's main metric",
+                check=METRIC_NAME,
+            ),
+            Param(
+                "paper_figure",
+                "Houlsby et al. 2019, figure 6",
+                "the figure named in the title",
+                default_note="the course report's figure 8 is the same ablation of layer-shared adapters",
+            ),
         ),
-        Param(
-            "paper_figure",
-            "Houlsby et al. 2019, figure 6",
-            "the figure named in the title",
-            default_note="the course report's figure 8 is the same ablation of layer-shared adapters",
-        ),
-    ),
-    view="robustkit.analysis.ablation:ablation_heatmap",
-    order=50,
-    module=__name__,
+        view="robustkit.analysis.ablation:ablation_heatmap",
+        order=50,
+        module=__name__,
+    )
 )
 
 
@@ -95,6 +97,12 @@ def ablation_heatmap(
         One panel per task and differing setting; the title names the paper's figure, the
         model and task, and says "layer-shared" for runs with shared adapters.
     """
+    import numpy as np
+    from matplotlib.colors import TwoSlopeNorm
+
+    from robustkit.figures import canvas, style
+    from robustkit.figures.labels import paper_title
+
     keys = list(panels)
     groups = list(frame.groupby(keys, dropna=False, sort=True)) if keys else [((), frame)]
     means = [rows for _, rows in cells.groupby(keys, dropna=False, sort=True)] if keys else [cells]
@@ -131,6 +139,9 @@ def ablation_heatmap(
 
 
 def _panel(ax, grid: np.ndarray, norm):
+    import numpy as np
+    from matplotlib.patches import Rectangle
+
     n_layers = grid.shape[0]
     masked = np.ma.masked_where(np.tril(np.ones_like(grid, dtype=bool), k=-1), grid)
     cmap = _cmap()
@@ -149,6 +160,8 @@ def _panel(ax, grid: np.ndarray, norm):
 
 def _matrix(cells: pd.DataFrame) -> np.ndarray:
     """(L, L) array of one panel's cells (``first, last, relative_change``), 0 where first > last."""
+    import numpy as np
+
     n_layers = int(max(cells["first"].max(), cells["last"].max())) + 1
     grid = np.zeros((n_layers, n_layers))
     for first, last, value in zip(cells["first"], cells["last"], cells["relative_change"]):
@@ -164,6 +177,8 @@ def _cmap():
 
 def cell_font_size(n_layers: int) -> float:
     """Points for a cell's number: large for a few layers, smaller as the cells shrink."""
+    import numpy as np
+
     return float(np.clip(10.5 - 0.3 * n_layers, 4.5, 8.5))
 
 

@@ -4,60 +4,64 @@ one attacker (PWWS in the paper) or several side by side."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
-import pandas as pd
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 from robustkit import figures
 from robustkit.attacks import registry as attack_registry
-from robustkit.figures import canvas, style
-from robustkit.figures.canvas import new_figure
-from robustkit.figures.labels import paper_title
-from robustkit.figures.marks import COLLAPSED_STYLE, collapsed_handle
 from robustkit.figures.method_style import method_color, method_label
-from robustkit.store import collapse
 
 # The figures of this module, as robustkit.figures reads them from this source (the attack
 # analysis declares their data and views).
 DECLARED = (
-    figures.Figure(
-        "attack-vs-tsp",
-        "Han et al. 2021 figure 5: PWWS (or another attacker's) attack success rate vs TSP steps, with vs without "
-        "adapters",
-        "attack",
-        ":attack_vs_tsp",
-        (figures.CONVENTION,),
-        view="robustkit.analysis.attack_views:success_by_tsp",
-        score_axis=True,
-        order=20,
-        module=__name__,
+    figures.register_figure(
+        figures.Figure(
+            "attack-vs-tsp",
+            "Han et al. 2021 figure 5: PWWS (or another attacker's) attack success rate vs TSP steps, with vs without "
+            "adapters",
+            "attack",
+            ":attack_vs_tsp",
+            (figures.CONVENTION,),
+            view="robustkit.analysis.attack_views:success_by_tsp",
+            score_axis=True,
+            order=20,
+            module=__name__,
+        )
     ),
-    figures.Figure(
-        "attack-by-attacker",
-        "Han et al. 2021 figure 5 with a second attack: PWWS and DeepWordBug success rate vs TSP steps side by side "
-        "(one panel each, shared y axis), with vs without adapters",
-        "attack",
-        ":attack_by_attacker",
-        (figures.CONVENTION,),
-        view="robustkit.analysis.attack_views:success_by_tsp",
-        defaults={"attackers": ["pwws", "deepwordbug"]},
-        score_axis=True,
-        order=30,
-        module=__name__,
+    figures.register_figure(
+        figures.Figure(
+            "attack-by-attacker",
+            "Han et al. 2021 figure 5 with a second attack: PWWS and DeepWordBug success rate vs TSP steps side by "
+            "side "
+            "(one panel each, shared y axis), with vs without adapters",
+            "attack",
+            ":attack_by_attacker",
+            (figures.CONVENTION,),
+            view="robustkit.analysis.attack_views:success_by_tsp",
+            defaults={"attackers": ["pwws", "deepwordbug"]},
+            score_axis=True,
+            order=30,
+            module=__name__,
+        )
     ),
-    figures.Figure(
-        "attack-boxes",
-        "Attack success rate per method, one box over each method's victims (seeds), with the tests between methods "
-        "(runs at one TSP step)",
-        "attack",
-        ":attack_boxes",
-        (figures.CONVENTION,),
-        view="robustkit.analysis.attack_views:attack_boxes",
-        score_axis=True,
-        order=40,
-        module=__name__,
+    figures.register_figure(
+        figures.Figure(
+            "attack-boxes",
+            "Attack success rate per method, one box over each method's victims (seeds), with the tests between "
+            "methods "
+            "(runs at one TSP step)",
+            "attack",
+            ":attack_boxes",
+            (figures.CONVENTION,),
+            view="robustkit.analysis.attack_views:attack_boxes",
+            score_axis=True,
+            order=40,
+            module=__name__,
+        )
     ),
 )
 
@@ -121,6 +125,10 @@ def attack_vs_tsp(
     ValueError
         Rows of several attackers (see :func:`attack_by_attacker`).
     """
+    from robustkit.figures import style
+    from robustkit.figures.canvas import new_figure
+    from robustkit.figures.labels import paper_title
+
     attackers = _attackers(summary)
     if len(attackers) > 1:
         raise ValueError(f"rows of several attackers {attackers}: draw them with attack_by_attacker")
@@ -201,6 +209,9 @@ def attack_by_attacker(
     ValueError
         No ``attacker`` column.
     """
+    from robustkit.figures import canvas, style
+    from robustkit.figures.labels import paper_title
+
     attackers = _attackers(summary)
     if not attackers:
         raise ValueError("the summary has no attacker column")
@@ -231,12 +242,17 @@ def attack_by_attacker(
 
 
 def _attackers(data: pd.DataFrame) -> list[str]:
+    import pandas as pd
+
     return list(pd.unique(data["attacker"])) if "attacker" in data else []
 
 
 def _panel(ax: Axes, data: pd.DataFrame, lines: pd.DataFrame, include_failed: bool, scale: float = 100.0) -> None:
     """One line and ±1 std band per method, then collapsed victims as crosses (left out of both
     unless ``include_failed``); success rates (fractions) times ``scale``."""
+    from robustkit.figures.marks import COLLAPSED_STYLE
+    from robustkit.store import collapse
+
     for method, points in lines.groupby("method", sort=True):
         x, mean, std = points["tsp_step"].to_numpy(), scale * points["mean"], scale * points["std"].fillna(0)
         color = method_color(method)
@@ -260,6 +276,12 @@ def _legend_and_note(
 ) -> None:
     """One legend entry per method with its runs per point, the collapsed marker if any victim
     collapsed, and the note saying what lines and bands are and which victims were left out."""
+    from matplotlib.lines import Line2D
+
+    from robustkit.figures import style
+    from robustkit.figures.marks import collapsed_handle
+    from robustkit.store import collapse
+
     handles = [
         Line2D(
             [],

@@ -4,30 +4,27 @@ barrier per method as a box over seed pairs (Frankle et al. 2020; issue #16, ite
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
-import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
-import seaborn as sns
-from matplotlib import MatplotlibDeprecationWarning
-from matplotlib.figure import Figure
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 from robustkit import figures
-from robustkit.figures import canvas, style
-from robustkit.figures.labels import paper_title
-from robustkit.figures.marks import strip_points
 from robustkit.figures.method_style import method_color, method_label, method_tick
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
-DECLARED = figures.Figure(
-    "connectivity",
-    "Frankle et al. 2020: linear mode connectivity between runs that differ only in their seed; the loss along "
-    "the line and the barrier per method as a box over seed pairs",
-    "connectivity",
-    ":connectivity_figure",
-    view="robustkit.analysis.connectivity:lines_and_barriers",
-    order=220,
-    module=__name__,
+DECLARED = figures.register_figure(
+    figures.Figure(
+        "connectivity",
+        "Frankle et al. 2020: linear mode connectivity between runs that differ only in their seed; the loss along "
+        "the line and the barrier per method as a box over seed pairs",
+        "connectivity",
+        ":connectivity_figure",
+        view="robustkit.analysis.connectivity:lines_and_barriers",
+        order=220,
+        module=__name__,
+    )
 )
 
 
@@ -47,6 +44,15 @@ def connectivity_figure(lines: pd.DataFrame, barriers: pd.DataFrame, metric: str
     metric : str
         ``loss`` (default) or the task metric (its barrier is then on the error, 1 - metric).
     """
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import seaborn as sns
+    from matplotlib import MatplotlibDeprecationWarning
+
+    from robustkit.figures import canvas, style
+    from robustkit.figures.labels import paper_title
+    from robustkit.figures.marks import strip_points
+
     data = lines[lines["metric"] == metric]
     if data.empty:
         raise figures.NothingToDraw(f"no rows with metric {metric!r}; the frame has {sorted(lines['metric'].unique())}")

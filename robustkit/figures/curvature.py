@@ -4,36 +4,39 @@ whole trained set at each checkpoint and per layer at one checkpoint (issue #16,
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
-from matplotlib.figure import Figure
-from matplotlib.font_manager import FontProperties
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
+    from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import numpy as np
 
 from robustkit import figures
-from robustkit.figures import canvas, style
-from robustkit.figures.labels import paper_title
 from robustkit.figures.method_style import method_color, method_label
 from robustkit.params import Param
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
-DECLARED = figures.Figure(
-    "curvature",
-    "Curvature of the training loss: top Hessian eigenvalue (power iteration) and trace (Hutchinson) over the "
-    "trained parameters, per checkpoint and per layer block",
-    "curvature",
-    ":curvature_figure",
-    (
-        Param(
-            "layer_checkpoint",
-            "best",
-            "checkpoint of the per-layer panels",
-            choices=("step-0", "best", "last"),
+DECLARED = figures.register_figure(
+    figures.Figure(
+        "curvature",
+        "Curvature of the training loss: top Hessian eigenvalue (power iteration) and trace (Hutchinson) over the "
+        "trained parameters, per checkpoint and per layer block",
+        "curvature",
+        ":curvature_figure",
+        (
+            Param(
+                "layer_checkpoint",
+                "best",
+                "checkpoint of the per-layer panels",
+                choices=("step-0", "best", "last"),
+            ),
         ),
-    ),
-    order=200,
-    module=__name__,
+        order=200,
+        module=__name__,
+    )
 )
 
 
@@ -60,6 +63,11 @@ def curvature_figure(frame: pd.DataFrame, layer_checkpoint: str = "best") -> Fig
     layer_checkpoint : str
         Checkpoint of the per-layer panels (``best`` by default).
     """
+    import matplotlib.pyplot as plt
+
+    from robustkit.figures import canvas, style
+    from robustkit.figures.labels import paper_title
+
     if frame.empty:
         raise figures.NothingToDraw("nothing to plot: the frame is empty")
     methods = sorted(frame["method"].unique())
@@ -115,6 +123,8 @@ def curvature_figure(frame: pd.DataFrame, layer_checkpoint: str = "best") -> Fig
 def results(frame: pd.DataFrame) -> pd.Series:
     """Whether each estimate is a sharpness to draw and average: a top eigenvalue whose power
     iteration converged (``converged``), a Hessian trace that is positive."""
+    import numpy as np
+
     converged = frame["converged"].astype(bool)
     return np.where(frame["estimator"] == "trace", frame["value"] > 0, converged) & np.isfinite(frame["value"])
 
@@ -126,6 +136,8 @@ def _not_results(ax, x: np.ndarray, rows: pd.DataFrame) -> None:
 
 
 def _by_checkpoint(ax, data: pd.DataFrame, methods: list[str], checkpoints: list[str]) -> None:
+    import numpy as np
+
     offsets = _offsets(len(methods))
     where = {c: i for i, c in enumerate(checkpoints)}
     for offset, method in zip(offsets, methods):
@@ -153,6 +165,8 @@ def _by_checkpoint(ax, data: pd.DataFrame, methods: list[str], checkpoints: list
 
 
 def _by_layer(ax, data: pd.DataFrame, methods: list[str]) -> None:
+    import numpy as np
+
     groups = sorted(data["group"].unique(), key=_layer_key)
     offsets = _offsets(len(methods))
     position = {g: i for i, g in enumerate(groups)}
@@ -179,11 +193,15 @@ def _by_layer(ax, data: pd.DataFrame, methods: list[str]) -> None:
 
 def _spread(rows: pd.DataFrame) -> np.ndarray:
     """Error bar half-widths: the eigenvalue's residual bound, or 2 standard errors of the trace."""
+    import numpy as np
+
     factor = np.where(rows["estimator"] == "trace", 2.0, 1.0)
     return rows["spread"].fillna(0).to_numpy() * factor
 
 
 def _scale(ax, values: pd.Series) -> None:
+    import numpy as np
+
     finite = values[np.isfinite(values)]
     if finite.empty:
         return
@@ -205,6 +223,10 @@ def _decades_per_label(ax, values: pd.Series, linthresh: float) -> int:
     From the panel's height and the tick font: on a short panel spanning many decades,
     Matplotlib's own locator labels every decade and the labels around 0 collide.
     """
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.font_manager import FontProperties
+
     magnitudes = values.abs()
     decades = 2.0  # the linear range, one decade's height on each side of 0 (linscale = 1)
     for side in (magnitudes[values > 0], magnitudes[values < 0]):
@@ -219,6 +241,8 @@ def _symlog_ticks(values: np.ndarray, linthresh: float, step: int = 1) -> list[f
     """Ticks of a symlog axis: 0, and on each side every ``step``-th decade from the top one
     down, none closer to 0 than ``step`` decades of the axis (``linthresh`` is one decade from 0).
     """
+    import numpy as np
+
     ticks = [0.0]
     for sign in (1.0, -1.0):
         side = values[values * sign > 0] * sign
@@ -231,6 +255,8 @@ def _symlog_ticks(values: np.ndarray, linthresh: float, step: int = 1) -> list[f
 
 
 def _offsets(n: int) -> np.ndarray:
+    import numpy as np
+
     return (np.arange(n) - (n - 1) / 2) * 0.12
 
 

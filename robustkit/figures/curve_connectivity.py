@@ -3,25 +3,27 @@ along the line between two seeds, and both barriers per disjoint seed pair."""
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-import pandas as pd
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 from robustkit import figures
-from robustkit.figures import canvas, style
-from robustkit.figures.labels import paper_title
 from robustkit.figures.method_style import method_color, method_label, method_tick
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
-DECLARED = figures.Figure(
-    "curve-connectivity",
-    "Garipov et al. 2018: the loss along a trained quadratic Bezier curve and along the line between two seeds, "
-    "and both barriers per seed pair",
-    "curve-connectivity",
-    ":curve_figure",
-    view="robustkit.analysis.curve_connectivity:paths_and_barriers",
-    order=280,
-    module=__name__,
+DECLARED = figures.register_figure(
+    figures.Figure(
+        "curve-connectivity",
+        "Garipov et al. 2018: the loss along a trained quadratic Bezier curve and along the line between two seeds, "
+        "and both barriers per seed pair",
+        "curve-connectivity",
+        ":curve_figure",
+        view="robustkit.analysis.curve_connectivity:paths_and_barriers",
+        order=280,
+        module=__name__,
+    )
 )
 
 
@@ -42,6 +44,11 @@ def curve_figure(paths: pd.DataFrame, barriers: pd.DataFrame, metric: str = "los
     metric : str
         ``loss`` or the task metric (its error 1 - metric is drawn).
     """
+    import matplotlib.pyplot as plt
+
+    from robustkit.figures import canvas, style
+    from robustkit.figures.labels import paper_title
+
     data = paths[paths["metric"] == metric]
     if data.empty:
         raise figures.NothingToDraw(f"no rows with metric {metric!r}; the frame has {sorted(paths['metric'].unique())}")

@@ -16,57 +16,58 @@ are drawn as thin grey lines and left out of the means unless ``include_failed``
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
-from matplotlib.ticker import MaxNLocator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
+    from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import numpy as np
 
 from robustkit import figures
-from robustkit.analysis.pooling import mixed_settings
-from robustkit.figures import canvas, style
-from robustkit.figures.labels import cell_text, paper_title, setting_label
-from robustkit.figures.marks import COLLAPSED_STYLE, baseline_handle, draw_baseline, include_baseline
 from robustkit.figures.method_style import method_color, method_label
-from robustkit.figures.setting_groups import rows_matching, setting_combos
-from robustkit.figures.tables import render_table
 from robustkit.figures.units import scale, unit
-from robustkit.store import collapse
 
 # The figures of this module, as robustkit.figures reads them from this source (their analyses
 # declare their data).
 DECLARED = (
-    figures.Figure(
-        "curves",
-        "He et al. 2021 figures 5 and 9: dev loss and metric vs step",
-        "curves",
-        ":dev_curves",
-        view="robustkit.analysis.curves:dev_curves",
-        score_axis=True,
-        order=80,
-        module=__name__,
+    figures.register_figure(
+        figures.Figure(
+            "curves",
+            "He et al. 2021 figures 5 and 9: dev loss and metric vs step",
+            "curves",
+            ":dev_curves",
+            view="robustkit.analysis.curves:dev_curves",
+            score_axis=True,
+            order=80,
+            module=__name__,
+        )
     ),
-    figures.Figure(
-        "curves-by-tsp",
-        "Han et al. 2021 figures 1 and 13: dev metric vs step, one line per TSP step",
-        "curves",
-        ":curves_by_tsp",
-        view="robustkit.analysis.curves:curves_by_tsp",
-        score_axis=True,
-        order=90,
-        module=__name__,
+    figures.register_figure(
+        figures.Figure(
+            "curves-by-tsp",
+            "Han et al. 2021 figures 1 and 13: dev metric vs step, one line per TSP step",
+            "curves",
+            ":curves_by_tsp",
+            view="robustkit.analysis.curves:curves_by_tsp",
+            score_axis=True,
+            order=90,
+            module=__name__,
+        )
     ),
-    figures.Figure(
-        "mean-best",
-        "He et al. 2021 table 6: mean and best dev metric over all evaluation steps, as a table",
-        "curves",
-        ":mean_best_table",
-        view="robustkit.analysis.curves:mean_best",
-        score_axis=True,
-        order=100,
-        module=__name__,
+    figures.register_figure(
+        figures.Figure(
+            "mean-best",
+            "He et al. 2021 table 6: mean and best dev metric over all evaluation steps, as a table",
+            "curves",
+            ":mean_best_table",
+            view="robustkit.analysis.curves:mean_best",
+            score_axis=True,
+            order=100,
+            module=__name__,
+        )
     ),
 )
 
@@ -97,6 +98,14 @@ def dev_curves(frame: pd.DataFrame, lines: pd.DataFrame, tsp_step: int = 0, incl
     include_failed : bool
         Whether the means kept collapsed / diverged runs (the note says).
     """
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
+
+    from robustkit.analysis.pooling import mixed_settings
+    from robustkit.figures import canvas, style
+    from robustkit.figures.labels import paper_title
+    from robustkit.figures.setting_groups import rows_matching, setting_combos
+
     data = _prepared(frame)
     facets = list(mixed_settings(data, ["task", "method"]))
     rows_keys = setting_combos(data, ["task", *facets])
@@ -153,6 +162,17 @@ def curves_by_tsp(
     include_failed : bool
         Whether the means kept collapsed / diverged runs (the note says).
     """
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
+
+    from robustkit.analysis.pooling import mixed_settings
+    from robustkit.figures import canvas, style
+    from robustkit.figures.labels import paper_title
+    from robustkit.figures.marks import include_baseline
+    from robustkit.figures.setting_groups import rows_matching, setting_combos
+
     data = _prepared(frame)
     facets = list(mixed_settings(data, ["task", "method", "tsp_step"]))
     rows_keys = setting_combos(data, ["task", *facets])
@@ -213,6 +233,12 @@ def mean_best_table(summary: pd.DataFrame) -> Figure:
         A table: one row per task x setting x method; columns mean over steps, best over
         steps, n (runs kept), collapsed k/n, majority baseline (x 100 for fractions).
     """
+    import pandas as pd
+
+    from robustkit.figures.labels import cell_text, paper_title, setting_label
+    from robustkit.figures.tables import render_table
+    from robustkit.store import collapse
+
     if summary.empty:
         raise figures.NothingToDraw("nothing to tabulate: the mean/best summary is empty")
     keys = _group_keys(summary)
@@ -281,6 +307,9 @@ def _metric_label(metric: str) -> str:
 def _mean_line(ax, group: pd.DataFrame, stats: pd.DataFrame, colour) -> None:
     """The line's mean per step (``stats``, in the units of ``value``) with a ±1 std band where
     it averages several runs; the failed runs of ``group`` as thin grey lines."""
+    from robustkit.figures.marks import COLLAPSED_STYLE
+    from robustkit.store import collapse
+
     if len(stats):
         factor = scale(str(group["metric"].iloc[0]))
         mean = stats["mean"] * factor
@@ -303,6 +332,10 @@ def _mean_line(ax, group: pd.DataFrame, stats: pd.DataFrame, colour) -> None:
 
 
 def _baseline(ax, rows: pd.DataFrame) -> None:
+    import numpy as np
+
+    from robustkit.figures.marks import draw_baseline
+
     values = rows["shown_baseline"].dropna().unique()
     if len(values):
         draw_baseline(ax, float(np.mean(values)))
@@ -311,6 +344,8 @@ def _baseline(ax, rows: pd.DataFrame) -> None:
 def _share_columns(axes: np.ndarray, data: pd.DataFrame) -> None:
     """One y scale per column (loss; the metric when every row shows the same one), with every
     baseline in view."""
+    from robustkit.figures.marks import include_baseline
+
     for column in range(axes.shape[1]):
         ylabels = {ax.get_ylabel() for ax in axes[:, column]}
         if len(ylabels) == 1 and axes.shape[0] > 1:
@@ -322,6 +357,12 @@ def _share_columns(axes: np.ndarray, data: pd.DataFrame) -> None:
 
 
 def _extra_handles(data: pd.DataFrame) -> list:
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    from robustkit.figures.marks import COLLAPSED_STYLE, baseline_handle
+    from robustkit.store import collapse
+
     handles = [Patch(facecolor="#999999", alpha=0.3, label="band: ±1 std over runs")]
     if data["shown_baseline"].notna().any():
         handles.append(baseline_handle())
@@ -343,6 +384,10 @@ def _extra_handles(data: pd.DataFrame) -> list:
 def _runs_label(name: str, rows: pd.DataFrame, per: str | None = None) -> str:
     """``name (n=3 runs)``, or per line when the lines of ``per`` (e.g. each method's panel)
     share the label; failed runs counted."""
+    import pandas as pd
+
+    from robustkit.store import collapse
+
     runs = rows.drop_duplicates("run_id")
     counts = runs.groupby(per).size() if per else pd.Series([len(runs)])
     n = f"{counts.min()}" if counts.min() == counts.max() else f"{counts.min()}-{counts.max()}"
@@ -351,6 +396,8 @@ def _runs_label(name: str, rows: pd.DataFrame, per: str | None = None) -> str:
 
 
 def _note(data: pd.DataFrame, include_failed: bool) -> str:
+    from robustkit.store import collapse
+
     note = BAND_NOTE
     if (data["outcome"] != collapse.OK).any():
         note += (
@@ -361,6 +408,8 @@ def _note(data: pd.DataFrame, include_failed: bool) -> str:
 
 
 def _title(key: tuple, facets: list[str], what: str) -> str:
+    from robustkit.figures.labels import cell_text, setting_label
+
     task, *settings = key
     extra = "".join(f", {setting_label(f)} {cell_text(v, f)}" for f, v in zip(facets, settings))
     return f"{task}{extra}: {what}"
@@ -368,10 +417,14 @@ def _title(key: tuple, facets: list[str], what: str) -> str:
 
 def _group_keys(summary: pd.DataFrame) -> list[str]:
     """Task, then every other run setting that varies within a method (never averaged over)."""
+    from robustkit.analysis.pooling import mixed_settings
+
     return ["task", *[c for c in mixed_settings(summary, ["method"]) if c != "task"]]
 
 
 def _mean_std(row: pd.Series, factor: float) -> str:
+    import pandas as pd
+
     if pd.isna(row["value"]):
         return "n/a (no run kept)"
     std = row.get("std")

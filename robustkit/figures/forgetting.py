@@ -3,29 +3,30 @@ and the rank of each weight update per method."""
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 from robustkit import figures
 from robustkit.analysis.declare import MATRICES, RANK_MEASURE
-from robustkit.figures import canvas, style
-from robustkit.figures.labels import paper_title
 from robustkit.figures.method_style import method_color, method_label, method_tick
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
-DECLARED = figures.Figure(
-    "forgetting",
-    "Biderman et al. 2024: learning (the task score) against forgetting (masked-LM loss on held-out text), and "
-    "the rank of each weight update",
-    "forgetting",
-    ":forgetting_figure",
-    (MATRICES, RANK_MEASURE),
-    view="robustkit.analysis.forgetting:forgetting_view",
-    score_axis=True,
-    order=260,
-    module=__name__,
+DECLARED = figures.register_figure(
+    figures.Figure(
+        "forgetting",
+        "Biderman et al. 2024: learning (the task score) against forgetting (masked-LM loss on held-out text), and "
+        "the rank of each weight update",
+        "forgetting",
+        ":forgetting_figure",
+        (MATRICES, RANK_MEASURE),
+        view="robustkit.analysis.forgetting:forgetting_view",
+        score_axis=True,
+        order=260,
+        module=__name__,
+    )
 )
 
 
@@ -60,6 +61,12 @@ def forgetting_figure(
     matrices, rank_measure : str
         What the right panel shows (for its labels).
     """
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from robustkit.figures import canvas, style
+    from robustkit.figures.labels import paper_title
+
     if points.empty:
         raise figures.NothingToDraw("no runs to draw")
     fig, (left, right) = canvas.subplots(1, 2, figsize=(10, 3.9), constrained_layout=True)

@@ -2,25 +2,26 @@
 
 from __future__ import annotations
 
-import pandas as pd
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.ticker import MaxNLocator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 from robustkit import figures
-from robustkit.figures import canvas, style
-from robustkit.figures.labels import paper_title
 from robustkit.figures.method_style import method_color, method_label
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
-DECLARED = figures.Figure(
-    "gradnorm",
-    "Han et al. 2021 figure 3: per-layer gradient norms during training (log scale)",
-    "gradnorm",
-    ":gradnorm_curves",
-    view="robustkit.analysis.gradnorm:summary",
-    order=60,
-    module=__name__,
+DECLARED = figures.register_figure(
+    figures.Figure(
+        "gradnorm",
+        "Han et al. 2021 figure 3: per-layer gradient norms during training (log scale)",
+        "gradnorm",
+        ":gradnorm_curves",
+        view="robustkit.analysis.gradnorm:summary",
+        order=60,
+        module=__name__,
+    )
 )
 
 
@@ -44,6 +45,12 @@ def gradnorm_curves(frame: pd.DataFrame, intermediate: int | None = None) -> Fig
         0-based index of the encoder layer of the first panel; default: the middle one,
         ``top // 2`` (layer 5 of BERT-base's 0..11).
     """
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
+
+    from robustkit.figures import canvas, style
+    from robustkit.figures.labels import paper_title
+
     if frame.empty:
         raise figures.NothingToDraw("no gradient norms to plot")
     if "layer_kind" not in frame or "layer_index" not in frame:

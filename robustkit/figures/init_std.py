@@ -4,32 +4,31 @@ their means come from :func:`robustkit.analysis.tradeoff.init_std_points`, the f
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import matplotlib.pyplot as plt
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 from robustkit import figures
-from robustkit.figures import canvas, style
-from robustkit.figures.labels import paper_title
-from robustkit.figures.marks import COLLAPSED_STYLE, baseline_handle, collapsed_handle, draw_baseline, include_baseline
 from robustkit.figures.method_style import method_color
 from robustkit.figures.units import scale, score_label
 from robustkit.methods import HOULSBY_INIT_STD
-from robustkit.store import collapse
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
-DECLARED = figures.Figure(
-    "init-std",
-    "Houlsby et al. 2019 figure 6 right: metric vs the std of the adapters' weight init (log)",
-    "tradeoff",
-    ":init_std_figure",
-    (figures.SHOWN_SPLIT,),
-    view="robustkit.analysis.tradeoff:init_std_points",
-    score_axis=True,
-    order=190,
-    module=__name__,
+DECLARED = figures.register_figure(
+    figures.Figure(
+        "init-std",
+        "Houlsby et al. 2019 figure 6 right: metric vs the std of the adapters' weight init (log)",
+        "tradeoff",
+        ":init_std_figure",
+        (figures.SHOWN_SPLIT,),
+        view="robustkit.analysis.tradeoff:init_std_points",
+        score_axis=True,
+        order=190,
+        module=__name__,
+    )
 )
 
 
@@ -77,6 +76,13 @@ def init_std_figure(
         default std 1e-2, a dashed one the majority-class baseline; collapsed runs are grey
         crosses left out of the means. Legend entries give the runs (seeds) per point.
     """
+    from matplotlib.lines import Line2D
+
+    from robustkit.figures import canvas, style
+    from robustkit.figures.labels import paper_title
+    from robustkit.figures.marks import baseline_handle, collapsed_handle
+    from robustkit.store import collapse
+
     tasks = sorted(shown["task"].unique())
     fig, axes = canvas.subplots(
         1,
@@ -111,6 +117,12 @@ def init_std_figure(
 
 
 def _panel(ax: plt.Axes, data: pd.DataFrame, summary: pd.DataFrame) -> dict:
+    import numpy as np
+    from matplotlib.lines import Line2D
+
+    from robustkit.figures.marks import COLLAPSED_STYLE, draw_baseline, include_baseline
+    from robustkit.store import collapse
+
     factor = scale(str(data["metric"].iloc[0]))
     handles = {}
     for index, ((size, sharing), points) in enumerate(summary.groupby(["adapter_size", "adapter_sharing"], sort=True)):

@@ -3,30 +3,29 @@ line per run, and each top singular vector's largest |cosine| with the start's b
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 from robustkit import figures
 from robustkit.analysis.declare import INTRUDER_EPSILON, MATRICES
-from robustkit.analysis.pooling import mixed_settings
-from robustkit.figures import canvas, style
-from robustkit.figures.labels import paper_title, settings_text
 from robustkit.figures.method_style import method_color, method_label
-from robustkit.figures.setting_groups import method_configs
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
-DECLARED = figures.Figure(
-    "intruders",
-    "Shuttleworth et al. 2024: intruder dimensions, each run's count against the threshold and each top singular "
-    "vector's largest |cosine| with the start's",
-    "intruders",
-    ":intruders_figure",
-    (MATRICES, INTRUDER_EPSILON),
-    view="robustkit.analysis.intruders:intruder_view",
-    order=250,
-    module=__name__,
+DECLARED = figures.register_figure(
+    figures.Figure(
+        "intruders",
+        "Shuttleworth et al. 2024: intruder dimensions, each run's count against the threshold and each top singular "
+        "vector's largest |cosine| with the start's",
+        "intruders",
+        ":intruders_figure",
+        (MATRICES, INTRUDER_EPSILON),
+        view="robustkit.analysis.intruders:intruder_view",
+        order=250,
+        module=__name__,
+    )
 )
 
 
@@ -44,6 +43,12 @@ def intruders_figure(counts: pd.DataFrame, cosines: pd.DataFrame, matrices: str,
     epsilon : float
         The threshold the claims use, marked on both panels.
     """
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from robustkit.figures import canvas, style
+    from robustkit.figures.labels import paper_title
+
     if counts.empty:
         raise figures.NothingToDraw("no intruder counts to draw")
     fig, (left, right) = canvas.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
@@ -108,6 +113,10 @@ def intruders_figure(counts: pd.DataFrame, cosines: pd.DataFrame, matrices: str,
 def _groups(counts: pd.DataFrame) -> list[tuple[tuple[str, str], str, list[str]]]:
     """The runs' groups: per method, one per value of every setting that varies inside it (LoRA's
     rank...), never pooled; each as ((method, settings text), line style, run ids)."""
+    from robustkit.analysis.pooling import mixed_settings
+    from robustkit.figures.labels import settings_text
+    from robustkit.figures.setting_groups import method_configs
+
     runs = counts.drop_duplicates("run_id")
     return [
         ((method, settings_text(settings)), line_style, sorted(rows["run_id"]))

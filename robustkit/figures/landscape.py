@@ -2,26 +2,27 @@
 
 from __future__ import annotations
 
-import pandas as pd
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 from robustkit import figures
-from robustkit.figures import canvas, style
-from robustkit.figures.labels import paper_title
 from robustkit.figures.method_style import method_color, method_label
-from robustkit.figures.setting_groups import LINE_STYLES
 from robustkit.figures.units import scale, unit
-from robustkit.store import collapse
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
-DECLARED = figures.Figure(
-    "landscape",
-    "He et al. 2021 figure 6: loss along the line from theta_0 to theta_1",
-    "landscape",
-    ":landscape_curves",
-    view="robustkit.analysis.landscape:landscape_lines",
-    order=70,
-    module=__name__,
+DECLARED = figures.register_figure(
+    figures.Figure(
+        "landscape",
+        "He et al. 2021 figure 6: loss along the line from theta_0 to theta_1",
+        "landscape",
+        ":landscape_curves",
+        view="robustkit.analysis.landscape:landscape_lines",
+        order=70,
+        module=__name__,
+    )
 )
 
 
@@ -62,6 +63,11 @@ def landscape_curves(
     log : bool
         Log-scale y axis (losses far from theta_1 can be orders of magnitude larger).
     """
+    from robustkit.figures import canvas, style
+    from robustkit.figures.labels import paper_title
+    from robustkit.figures.setting_groups import LINE_STYLES
+    from robustkit.store import collapse
+
     tasks = sorted(frame["task"].unique())
     fig, axes = canvas.subplots(
         1,

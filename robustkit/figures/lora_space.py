@@ -3,25 +3,27 @@ weight matrices, paired per run, and the log ratio."""
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-import pandas as pd
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 from robustkit import figures
-from robustkit.figures import canvas, style
-from robustkit.figures.labels import paper_title
 from robustkit.figures.method_style import method_color, method_label
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
-DECLARED = figures.Figure(
-    "lora-sharpness",
-    "Li et al. 2024 (Flat-LoRA): each LoRA run's sharpness in its LoRA parameters and in the merged weight "
-    "matrices, side by side",
-    "lora-sharpness",
-    ":lora_space_figure",
-    view="robustkit.analysis.lora_space:lora_space_view",
-    order=270,
-    module=__name__,
+DECLARED = figures.register_figure(
+    figures.Figure(
+        "lora-sharpness",
+        "Li et al. 2024 (Flat-LoRA): each LoRA run's sharpness in its LoRA parameters and in the merged weight "
+        "matrices, side by side",
+        "lora-sharpness",
+        ":lora_space_figure",
+        view="robustkit.analysis.lora_space:lora_space_view",
+        order=270,
+        module=__name__,
+    )
 )
 
 
@@ -41,6 +43,11 @@ def lora_space_figure(values: pd.DataFrame, ratios: pd.DataFrame) -> Figure:
     ratios : DataFrame
         Identity columns, ``estimator``, ``value`` (log10 full / LoRA).
     """
+    import matplotlib.pyplot as plt
+
+    from robustkit.figures import canvas, style
+    from robustkit.figures.labels import paper_title
+
     if values.empty:
         raise figures.NothingToDraw("no LoRA runs to draw")
     fig, axes = canvas.subplots(1, 3, figsize=(11, 3.7), constrained_layout=True)

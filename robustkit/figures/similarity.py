@@ -3,41 +3,40 @@ after adapter tuning and after full fine-tuning."""
 
 from __future__ import annotations
 
-import pandas as pd
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 from robustkit import figures
-from robustkit.analysis.pooling import mixed_settings
-from robustkit.figures import canvas, style
-from robustkit.figures.labels import paper_title, settings_text
-from robustkit.figures.marks import without_failed
 from robustkit.figures.method_style import method_color, method_label
-from robustkit.figures.setting_groups import method_configs
 from robustkit.params import Param
-from robustkit.store import collapse
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
-DECLARED = figures.Figure(
-    "rsa",
-    "He et al. 2021 figure 2: similarity of each layer's representations to the base model's",
-    "rsa",
-    ":rsa_by_layer",
-    (
-        Param(
-            "measure",
-            "rsa",
-            "rsa (He et al. 2021) or linear CKA (Kornblith et al. 2019)",
-            choices=("rsa", "cka"),
+DECLARED = figures.register_figure(
+    figures.Figure(
+        "rsa",
+        "He et al. 2021 figure 2: similarity of each layer's representations to the base model's",
+        "rsa",
+        ":rsa_by_layer",
+        (
+            Param(
+                "measure",
+                "rsa",
+                "rsa (He et al. 2021) or linear CKA (Kornblith et al. 2019)",
+                choices=("rsa", "cka"),
+            ),
+            Param(
+                "paper_figure",
+                "He et al. 2021, figures 2 and 7",
+                "the figure named in the title",
+                default_note="the he2021 recipes name figure 2 or 7, the one each draws (issue #55)",
+            ),
         ),
-        Param(
-            "paper_figure",
-            "He et al. 2021, figures 2 and 7",
-            "the figure named in the title",
-            default_note="the he2021 recipes name figure 2 or 7, the one each draws (issue #55)",
-        ),
-    ),
-    order=10,
-    module=__name__,
+        order=10,
+        module=__name__,
+    )
 )
 
 
@@ -72,6 +71,10 @@ def rsa_by_layer(
     ValueError
         No rows for ``measure``.
     """
+    from robustkit.figures import canvas, style
+    from robustkit.figures.labels import paper_title
+    from robustkit.store import collapse
+
     data = frame[frame["measure"] == measure]
     if data.empty:
         have = ", ".join(map(str, frame["measure"].unique()))
@@ -104,6 +107,9 @@ def rsa_by_layer(
 
 
 def _panel(ax, data: pd.DataFrame, task: str, measure: str) -> None:
+    from robustkit.analysis.pooling import mixed_settings
+    from robustkit.figures.setting_groups import method_configs
+
     split_by = [
         *mixed_settings(data, ["method"]),
         *(c for c in _CONFIG if c in data.columns and data.groupby("method")[c].nunique(dropna=False).max() > 1),
@@ -121,6 +127,9 @@ def _panel(ax, data: pd.DataFrame, task: str, measure: str) -> None:
 
 
 def _line(ax, group: pd.DataFrame, method: str, config: dict, linestyle: str) -> None:
+    from robustkit.figures.labels import settings_text
+    from robustkit.figures.marks import without_failed
+
     group, left_out = without_failed(group)
     stats = group.groupby("layer")["value"].agg(["mean", "std", "count"]).sort_index()
     runs = group["run_id"].nunique() if "run_id" in group.columns else int(stats["count"].max() if len(stats) else 0)

@@ -3,25 +3,26 @@ its token-bootstrap interval (issue #16, item 3)."""
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 from robustkit import figures
-from robustkit.figures import canvas, style
-from robustkit.figures.labels import paper_title
 from robustkit.figures.method_style import method_color, method_label
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
-DECLARED = figures.Figure(
-    "similarity-ci",
-    "RSA, linear CKA, debiased linear CKA and orthogonal Procrustes distance of each layer to the base model, "
-    "side by side, each run with a bootstrap interval over the token sample",
-    "similarity-ci",
-    ":similarity_panels",
-    order=230,
-    module=__name__,
+DECLARED = figures.register_figure(
+    figures.Figure(
+        "similarity-ci",
+        "RSA, linear CKA, debiased linear CKA and orthogonal Procrustes distance of each layer to the base model, "
+        "side by side, each run with a bootstrap interval over the token sample",
+        "similarity-ci",
+        ":similarity_panels",
+        order=230,
+        module=__name__,
+    )
 )
 
 
@@ -42,6 +43,11 @@ def similarity_panels(frame: pd.DataFrame) -> Figure:
     frame : DataFrame
         :func:`robustkit.analysis.similarity_ci.run` output.
     """
+    import matplotlib.pyplot as plt
+
+    from robustkit.figures import canvas, style
+    from robustkit.figures.labels import paper_title
+
     if frame.empty:
         raise figures.NothingToDraw("nothing to plot: the frame is empty")
     measures = [m for m in MEASURE_LABELS if m in set(frame["measure"])]
@@ -80,6 +86,8 @@ def similarity_panels(frame: pd.DataFrame) -> Figure:
 
 
 def _panel(ax, data: pd.DataFrame, methods: list[str]) -> None:
+    import numpy as np
+
     layers = sorted(data["layer"].unique())
     runs_per_method = {m: sorted(data.loc[data["method"] == m, "run_id"].unique()) for m in methods}
     width = 0.6

@@ -32,97 +32,110 @@ box, the panels, the caption with its tests) come from the view of the same name
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import pandas as pd
-from matplotlib.figure import Figure
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 from robustkit import figures
-from robustkit.figures.score_boxes import box_figure, method_boxes
 from robustkit.params import Param
 
 # The figures of this module, as robustkit.figures reads them from this source (their analyses
 # declare their data).
 DECLARED = (
-    figures.Figure(
-        "box-seeds",
-        "Han et al. 2021 figure 2: box plot of each method's score over random seeds, one panel per task",
-        "scores",
-        ":box_seeds",
-        (figures.ASO,),
-        view="robustkit.analysis.boxes:box_seeds",
-        score_axis=True,
-        order=110,
-        module=__name__,
+    figures.register_figure(
+        figures.Figure(
+            "box-seeds",
+            "Han et al. 2021 figure 2: box plot of each method's score over random seeds, one panel per task",
+            "scores",
+            ":box_seeds",
+            (figures.ASO,),
+            view="robustkit.analysis.boxes:box_seeds",
+            score_axis=True,
+            order=110,
+            module=__name__,
+        )
     ),
-    figures.Figure(
-        "box-tsp",
-        "Han et al. 2021 figure 4: box plots of the score per TSP step and method (pooled: one box per method over "
-        "TSP steps)",
-        "scores",
-        ":box_tsp",
-        (
-            Param(
-                "pooled",
-                False,
-                "one box per method over all TSP steps (each run differs by its TSP step, as in the paper) instead of "
-                "a box per TSP step",
+    figures.register_figure(
+        figures.Figure(
+            "box-tsp",
+            "Han et al. 2021 figure 4: box plots of the score per TSP step and method (pooled: one box per method over "
+            "TSP steps)",
+            "scores",
+            ":box_tsp",
+            (
+                Param(
+                    "pooled",
+                    False,
+                    "one box per method over all TSP steps (each run differs by its TSP step, as in the paper) instead "
+                    "of "
+                    "a box per TSP step",
+                ),
+                figures.ASO,
             ),
-            figures.ASO,
-        ),
-        view="robustkit.analysis.boxes:box_tsp",
-        score_axis=True,
-        order=120,
-        module=__name__,
+            view="robustkit.analysis.boxes:box_tsp",
+            score_axis=True,
+            order=120,
+            module=__name__,
+        )
     ),
-    figures.Figure(
-        "box-tsp-epochs",
-        "Han et al. 2021 figures 9-10: box plots of the dev score at each fine-tuning epoch end, per TSP step, one "
-        "panel per method (pool_epochs: one box per TSP step and method over every epoch end, the paper's)",
-        "epoch-scores",
-        ":box_tsp_epochs",
-        (
-            Param(
-                "pool_epochs",
-                False,
-                "one box per TSP step and method over every fine-tuning epoch end of every run (Han et al. 2021 "
-                "figures 9-10: 'development scores from 100 runs ... epochs ranging from 1 to 100') instead of a box "
-                "per epoch",
+    figures.register_figure(
+        figures.Figure(
+            "box-tsp-epochs",
+            "Han et al. 2021 figures 9-10: box plots of the dev score at each fine-tuning epoch end, per TSP step, one "
+            "panel per method (pool_epochs: one box per TSP step and method over every epoch end, the paper's)",
+            "epoch-scores",
+            ":box_tsp_epochs",
+            (
+                Param(
+                    "pool_epochs",
+                    False,
+                    "one box per TSP step and method over every fine-tuning epoch end of every run (Han et al. 2021 "
+                    "figures 9-10: 'development scores from 100 runs ... epochs ranging from 1 to 100') instead of a "
+                    "box "
+                    "per epoch",
+                ),
             ),
-        ),
-        view="robustkit.analysis.boxes:box_tsp_epochs",
-        score_axis=True,
-        order=130,
-        module=__name__,
+            view="robustkit.analysis.boxes:box_tsp_epochs",
+            score_axis=True,
+            order=130,
+            module=__name__,
+        )
     ),
-    figures.Figure(
-        "box-lr",
-        "He et al. 2021 figure 4: box plots of the score over seeds per learning rate and method",
-        "scores",
-        ":box_lr",
-        (figures.ASO,),
-        view="robustkit.analysis.boxes:box_lr",
-        score_axis=True,
-        order=140,
-        module=__name__,
+    figures.register_figure(
+        figures.Figure(
+            "box-lr",
+            "He et al. 2021 figure 4: box plots of the score over seeds per learning rate and method",
+            "scores",
+            ":box_lr",
+            (figures.ASO,),
+            view="robustkit.analysis.boxes:box_lr",
+            score_axis=True,
+            order=140,
+            module=__name__,
+        )
     ),
-    figures.Figure(
-        "train-size",
-        "He et al. 2021 figure 3: score vs number of training examples, per method (boxes or mean +- std)",
-        "scores",
-        ":train_size",
-        (
-            Param(
-                "kind",
-                "box",
-                "box: boxes over seeds; mean: mean +- std (ddof 1) as in the paper",
-                choices=("box", "mean"),
+    figures.register_figure(
+        figures.Figure(
+            "train-size",
+            "He et al. 2021 figure 3: score vs number of training examples, per method (boxes or mean +- std)",
+            "scores",
+            ":train_size",
+            (
+                Param(
+                    "kind",
+                    "box",
+                    "box: boxes over seeds; mean: mean +- std (ddof 1) as in the paper",
+                    choices=("box", "mean"),
+                ),
+                figures.ASO,
             ),
-            figures.ASO,
-        ),
-        view="robustkit.analysis.boxes:train_size",
-        score_axis=True,
-        order=150,
-        module=__name__,
+            view="robustkit.analysis.boxes:train_size",
+            score_axis=True,
+            order=150,
+            module=__name__,
+        )
     ),
 )
 
@@ -156,6 +169,8 @@ def box_seeds(
     include_failed : bool
         The boxes hold collapsed / diverged runs too (they are still marked); as the view's.
     """
+    from robustkit.figures.score_boxes import method_boxes
+
     return method_boxes(frame, summary, "Han et al. 2021, figure 2", panels, caption_text, include_failed)
 
 
@@ -191,6 +206,8 @@ def box_tsp(
     include_failed : bool
         The boxes hold collapsed / diverged runs too; as the view's.
     """
+    from robustkit.figures.score_boxes import box_figure
+
     figure = "Han et al. 2021, figure 4"
     if pooled:
         steps = ", ".join(map(str, sorted(frame["tsp_step"].unique())))
@@ -251,6 +268,8 @@ def box_tsp_epochs(
     include_failed : bool
         The boxes hold collapsed / diverged evaluations too; as the view's.
     """
+    from robustkit.figures.score_boxes import box_figure
+
     figure = "Han et al. 2021, figures 9-10"
     if pool_epochs:
         epochs = sorted(frame["epoch"].unique())
@@ -307,6 +326,8 @@ def box_lr(
     include_failed : bool
         The boxes hold collapsed / diverged runs too; as the view's.
     """
+    from robustkit.figures.score_boxes import box_figure
+
     return box_figure(
         frame,
         summary,
@@ -350,6 +371,8 @@ def train_size(
     include_failed : bool
         The boxes and means hold collapsed / diverged runs too; as the view's.
     """
+    from robustkit.figures.score_boxes import box_figure
+
     if kind not in ("box", "mean"):
         raise ValueError(f"kind must be 'box' or 'mean', got {kind!r}")
     return box_figure(

@@ -4,25 +4,27 @@ other seeds."""
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-import pandas as pd
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 from robustkit import figures
-from robustkit.figures import canvas, style
-from robustkit.figures.labels import paper_title
 from robustkit.figures.method_style import method_color, method_label
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
-DECLARED = figures.Figure(
-    "stability-length",
-    "Chen et al. 2022: standard deviation of the dev score over seeds per method at each fine-tuning epoch end, "
-    "and each run's distance from the median of its method's other seeds",
-    "epoch-scores",
-    ":stability_length_figure",
-    view="robustkit.analysis.stability_length:seed_spread_by_epoch",
-    order=290,
-    module=__name__,
+DECLARED = figures.register_figure(
+    figures.Figure(
+        "stability-length",
+        "Chen et al. 2022: standard deviation of the dev score over seeds per method at each fine-tuning epoch end, "
+        "and each run's distance from the median of its method's other seeds",
+        "epoch-scores",
+        ":stability_length_figure",
+        view="robustkit.analysis.stability_length:seed_spread_by_epoch",
+        order=290,
+        module=__name__,
+    )
 )
 
 
@@ -37,6 +39,11 @@ def stability_length_figure(spread: pd.DataFrame, deviations: pd.DataFrame) -> F
     deviations : DataFrame
         Per run x epoch: ``method, run_id, epoch, deviation, outcome, metric``.
     """
+    import matplotlib.pyplot as plt
+
+    from robustkit.figures import canvas, style
+    from robustkit.figures.labels import paper_title
+
     if spread.empty:
         raise figures.NothingToDraw("no epoch evaluations to draw")
     fig, (left, right) = canvas.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)

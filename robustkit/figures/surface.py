@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 from robustkit import figures
-from robustkit.figures import canvas, style
-from robustkit.figures.labels import paper_title
 from robustkit.figures.method_style import method_label
 from robustkit.params import Param
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
-DECLARED = figures.Figure(
-    "surface",
-    "Li et al. 2018: 2-D loss surface around each run's checkpoint along two filter-normalised random directions "
-    "(contours; only the trained tensors move)",
-    "surface",
-    ":surface_contours",
-    (Param("max_seeds", 3, "runs drawn per method (the lowest seeds)"),),
-    order=210,
-    module=__name__,
+DECLARED = figures.register_figure(
+    figures.Figure(
+        "surface",
+        "Li et al. 2018: 2-D loss surface around each run's checkpoint along two filter-normalised random directions "
+        "(contours; only the trained tensors move)",
+        "surface",
+        ":surface_contours",
+        (Param("max_seeds", 3, "runs drawn per method (the lowest seeds)"),),
+        order=210,
+        module=__name__,
+    )
 )
 
 
@@ -44,6 +46,11 @@ def surface_contours(frame: pd.DataFrame, metric: str = "loss", max_seeds: int =
     max_seeds : int
         Runs drawn per method (the lowest seeds).
     """
+    import numpy as np
+
+    from robustkit.figures import canvas, style
+    from robustkit.figures.labels import paper_title
+
     data = frame[frame["metric"] == metric]
     if data.empty:
         raise figures.NothingToDraw(f"no rows with metric {metric!r}; the frame has {sorted(frame['metric'].unique())}")

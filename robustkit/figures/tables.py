@@ -9,39 +9,38 @@ majority-class baseline of each row.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
-from matplotlib.figure import Figure
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 from robustkit import figures
-from robustkit.figures import canvas, style, units
-from robustkit.figures.labels import cell_text, paper_title, setting_label
 from robustkit.figures.method_style import method_label
 from robustkit.params import Param
-from robustkit.store import collapse
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
-DECLARED = figures.Figure(
-    "table",
-    "Han et al. 2021 table 1, He et al. 2021 tables 2 and 5: mean +- std, bootstrap CI, range and failed runs per "
-    "group, as a PDF table",
-    "scores",
-    ":results_table_figure",
-    (
-        Param(
-            "by",
-            ["task", "method"],
-            "comma-separated columns that define a row (task, method, tsp_step, train_size, adapter_size, lr, ...)",
-            kind=list,
+DECLARED = figures.register_figure(
+    figures.Figure(
+        "table",
+        "Han et al. 2021 table 1, He et al. 2021 tables 2 and 5: mean +- std, bootstrap CI, range and failed runs per "
+        "group, as a PDF table",
+        "scores",
+        ":results_table_figure",
+        (
+            Param(
+                "by",
+                ["task", "method"],
+                "comma-separated columns that define a row (task, method, tsp_step, train_size, adapter_size, lr, ...)",
+                kind=list,
+            ),
+            Param("title", "Results over runs", "table title (the model and task used are appended)"),
         ),
-        Param("title", "Results over runs", "table title (the model and task used are appended)"),
-    ),
-    view="robustkit.analysis.results:results_table",
-    score_axis=True,
-    order=160,
-    module=__name__,
+        view="robustkit.analysis.results:results_table",
+        score_axis=True,
+        order=160,
+        module=__name__,
+    )
 )
 
 
@@ -83,6 +82,8 @@ def summary_table(
     include_failed : bool
         Whether the statistics include collapsed / diverged runs (said under the table).
     """
+    from robustkit.figures.labels import setting_label
+
     if summary.empty:
         raise figures.NothingToDraw("nothing to tabulate: the summary is empty")
     if scale is None:
@@ -115,7 +116,9 @@ def results_table_figure(
 ) -> Figure:
     """:func:`summary_table` of :func:`robustkit.analysis.results.results_table`'s output:
     the title names the model and task of ``source`` (the runs), values in its metric's units."""
+    from robustkit.figures import units
     from robustkit.figures.box_labels import value_label
+    from robustkit.figures.labels import paper_title
 
     metric = str(source["metric"].iloc[0]) if source["metric"].nunique() == 1 else ""
     return summary_table(
@@ -148,6 +151,10 @@ def render_table(
     numeric_from : int
         Index of the first value column (the columns before it label the rows).
     """
+    import matplotlib.pyplot as plt
+
+    from robustkit.figures import canvas, style
+
     # drawn into the caller's Axes or Figure (robustkit.figures.canvas), the table fills one panel
     # of it; on its own canvas, the canvas is sized to the table
     fig, ax = canvas.subplots() if canvas.current() is not None else (plt.figure(), None)
@@ -194,12 +201,17 @@ def render_table(
 
 
 def _number(x, scale: float) -> str:
+    import numpy as np
+    import pandas as pd
+
     if x is None or (isinstance(x, float) and not np.isfinite(x)) or pd.isna(x):
         return "n/a"
     return f"{scale * x:.1f}" if scale != 1 else f"{x:.3g}"
 
 
 def _stats(row: pd.Series, scale: float) -> list[str]:
+    import pandas as pd
+
     n = int(row["n"]) if pd.notna(row.get("n")) else 0
     if n == 0:
         return ["n/a (no run kept)", "n/a", "n/a", "0"]
@@ -217,6 +229,10 @@ def _stats(row: pd.Series, scale: float) -> list[str]:
 
 def _failures(row: pd.Series) -> str:
     """``collapsed k/n`` (+ diverged); ``0/n`` when every run is kept."""
+    import pandas as pd
+
+    from robustkit.store import collapse
+
     n_runs = int(row["n_runs"]) if pd.notna(row.get("n_runs")) else int(row.get("n", 0) or 0)
     text = collapse.counts_label(row, n_runs)
     return text or f"0/{n_runs}"
@@ -237,4 +253,6 @@ def _legend_note(include_failed: bool, has_failures: bool) -> str:
 
 
 def _cell(value, column: str) -> str:
+    from robustkit.figures.labels import cell_text
+
     return method_label(value) if column == "method" else cell_text(value, column)

@@ -13,66 +13,60 @@ Both only draw: the selected points and their means come from
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import matplotlib.pyplot as plt
+    import pandas as pd
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
 
 from robustkit import figures
-from robustkit.analysis.tradeoff import POINT_COLUMN, POINT_SYMBOL
-from robustkit.figures import canvas, style
-from robustkit.figures.labels import paper_title
-from robustkit.figures.marks import (
-    BASELINE_LABEL,
-    BASELINE_STYLE,
-    COLLAPSED_STYLE,
-    baseline_handle,
-    collapsed_handle,
-    draw_baseline,
-    include_baseline,
-)
 from robustkit.figures.method_style import method_color, method_label
 from robustkit.figures.units import PERCENT, SCALED, scale, score_label
 from robustkit.params import Param
-from robustkit.store import collapse
 
 # The figures of this module, as robustkit.figures reads them from this source (their analyses
 # declare their data).
 DECLARED = (
-    figures.Figure(
-        "tradeoff",
-        "Houlsby et al. 2019 figure 4 (per task; figure 3's curves): metric vs trained parameters (log) for adapter "
-        "sizes, top-k fine-tuning, LayerNorm-only and full fine-tuning; each point the best learning rate of its "
-        "sweep, error bars s.e.m.",
-        "tradeoff",
-        ":tradeoff_figure",
-        (
-            figures.SHOWN_SPLIT,
-            Param(
-                "paper_figure",
-                "Houlsby et al. 2019, figure 4",
-                "the figure named in the title",
-                default_note="a recipe that draws figure 3's per-task view too names both (issue #55)",
+    figures.register_figure(
+        figures.Figure(
+            "tradeoff",
+            "Houlsby et al. 2019 figure 4 (per task; figure 3's curves): metric vs trained parameters (log) for "
+            "adapter "
+            "sizes, top-k fine-tuning, LayerNorm-only and full fine-tuning; each point the best learning rate of its "
+            "sweep, error bars s.e.m.",
+            "tradeoff",
+            ":tradeoff_figure",
+            (
+                figures.SHOWN_SPLIT,
+                Param(
+                    "paper_figure",
+                    "Houlsby et al. 2019, figure 4",
+                    "the figure named in the title",
+                    default_note="a recipe that draws figure 3's per-task view too names both (issue #55)",
+                ),
             ),
-        ),
-        view="robustkit.analysis.tradeoff:tradeoff_points",
-        score_axis=True,
-        order=170,
-        module=__name__,
+            view="robustkit.analysis.tradeoff:tradeoff_points",
+            score_axis=True,
+            order=170,
+            module=__name__,
+        )
     ),
-    figures.Figure(
-        "tradeoff-aggregate",
-        "Houlsby et al. 2019 figure 3: score minus full fine-tuning vs trained parameters, 20th/50th/80th percentiles "
-        "across tasks, adapters vs top-k",
-        "tradeoff",
-        ":tradeoff_aggregate_figure",
-        (figures.SHOWN_SPLIT,),
-        view="robustkit.analysis.tradeoff:aggregated",
-        score_axis=True,
-        order=180,
-        module=__name__,
+    figures.register_figure(
+        figures.Figure(
+            "tradeoff-aggregate",
+            "Houlsby et al. 2019 figure 3: score minus full fine-tuning vs trained parameters, 20th/50th/80th "
+            "percentiles "
+            "across tasks, adapters vs top-k",
+            "tradeoff",
+            ":tradeoff_aggregate_figure",
+            (figures.SHOWN_SPLIT,),
+            view="robustkit.analysis.tradeoff:aggregated",
+            score_axis=True,
+            order=180,
+            module=__name__,
+        )
     ),
 )
 
@@ -135,6 +129,10 @@ def tradeoff_figure(
         (:func:`robustkit.figures.init_std.init_std_figure`) and are left out; a note says how
         many.
     """
+    from robustkit.figures import canvas, style
+    from robustkit.figures.labels import paper_title
+    from robustkit.figures.marks import include_baseline
+
     tasks = sorted(shown["task"].unique())
     share = shown["metric"].nunique() == 1  # panels on one metric share one y scale
     fig, axes = canvas.subplots(
@@ -160,6 +158,12 @@ def _factor(rows: pd.DataFrame) -> float:
 
 def _panel(ax: plt.Axes, stats: pd.DataFrame, rows: pd.DataFrame, split: str) -> dict:
     """Draw one task; return the legend handles by series."""
+    import numpy as np
+    from matplotlib.lines import Line2D
+
+    from robustkit.figures.marks import COLLAPSED_STYLE, draw_baseline
+    from robustkit.store import collapse
+
     factor = _factor(rows)
     handles = {}
     for series, points in stats.groupby("series", sort=True):
@@ -202,6 +206,8 @@ def _panel(ax: plt.Axes, stats: pd.DataFrame, rows: pd.DataFrame, split: str) ->
 
 def _reference(ax: plt.Axes, points: pd.DataFrame, factor: float, label: str) -> Line2D:
     """Full fine-tuning: a star with its error bar and a dashed line across the panel."""
+    from matplotlib.lines import Line2D
+
     row = points.iloc[0]
     if row["n"] > 0:
         ax.errorbar(
@@ -232,6 +238,10 @@ def _label(series: str, method: str, points: pd.DataFrame) -> str:
 
 def _annotate_points(ax: plt.Axes, points: pd.DataFrame, method: str, factor: float) -> None:
     """Label each point of a multi-point series with its adapter size or k."""
+    import pandas as pd
+
+    from robustkit.analysis.tradeoff import POINT_COLUMN, POINT_SYMBOL
+
     column = POINT_COLUMN.get(method)
     if column is None:
         return
@@ -249,6 +259,10 @@ def _annotate_points(ax: plt.Axes, points: pd.DataFrame, method: str, factor: fl
 
 def _collapsed_labels(ax: plt.Axes, points: pd.DataFrame, factor: float) -> None:
     """``collapsed k/n`` under each point that has failed runs (at the baseline if none is kept)."""
+    import numpy as np
+
+    from robustkit.store import collapse
+
     for _, row in points.iterrows():
         text = collapse.counts_label(row)
         if not text:
@@ -269,6 +283,9 @@ def _collapsed_labels(ax: plt.Axes, points: pd.DataFrame, factor: float) -> None
 
 
 def _legend(handles: dict, shown: pd.DataFrame, stats: pd.DataFrame) -> list:
+    from robustkit.figures.marks import baseline_handle, collapsed_handle
+    from robustkit.store import collapse
+
     out = list(handles.values())
     if stats["baseline"].notna().any():
         out.append(baseline_handle())
@@ -278,6 +295,8 @@ def _legend(handles: dict, shown: pd.DataFrame, stats: pd.DataFrame) -> list:
 
 
 def _note(configs: int, shown: pd.DataFrame, split: str, select_on: str, include_failed: bool, excluded: int) -> str:
+    from robustkit.store import collapse
+
     parts = ["Error bars: ±1 s.e.m. over seeds (as in Houlsby et al. 2019)."]
     if configs > 1:
         parts.append(
@@ -339,6 +358,14 @@ def tradeoff_aggregate_figure(
         majority-class baseline (median over tasks, normalised the same way). With one task
         the band collapses onto the line and the figure says so.
     """
+    import numpy as np
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    from robustkit.figures import canvas, style
+    from robustkit.figures.labels import paper_title
+    from robustkit.figures.marks import BASELINE_LABEL, BASELINE_STYLE, draw_baseline, include_baseline
+
     if aggregate.empty:
         raise figures.NothingToDraw("nothing to plot: the aggregate is empty")
     metric = metric or (_one(source, "metric") if source is not None else "") or "accuracy"
@@ -422,6 +449,12 @@ def tradeoff_aggregate_figure(
 
 def _aggregate_labels(ax: plt.Axes, rows: pd.DataFrame, mid: pd.Series, factor: float, method: str) -> None:
     """Point names (m=, k=) and ``collapsed k/n`` (summed over tasks) at each point."""
+    import numpy as np
+    import pandas as pd
+
+    from robustkit.analysis.tradeoff import POINT_COLUMN, POINT_SYMBOL
+    from robustkit.store import collapse
+
     column = POINT_COLUMN.get(method)
     for _, row in rows.drop_duplicates("point").iterrows():
         x = row["trainable_params"]

@@ -3,27 +3,27 @@
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-import pandas as pd
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: importing this module stays light (registration, --help)
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 from robustkit import figures
-from robustkit.analysis.tuning import CURVE_COLUMNS
-from robustkit.figures import canvas, style
-from robustkit.figures.labels import paper_title
 from robustkit.figures.method_style import method_color, method_label
 from robustkit.figures.units import scale, unit
-from robustkit.store import collapse
 
 # The figure, as robustkit.figures reads it from this source (its analysis declares its data and view).
-DECLARED = figures.Figure(
-    "tuning-curves",
-    "Dodge et al. 2019 / Lourie et al. 2024: tuning curves per method, the median (with confidence band) and "
-    "expected best score of a budget of k runs over seeds or learning rates",
-    "tuning",
-    ":tuning_curves",
-    order=240,
-    module=__name__,
+DECLARED = figures.register_figure(
+    figures.Figure(
+        "tuning-curves",
+        "Dodge et al. 2019 / Lourie et al. 2024: tuning curves per method, the median (with confidence band) and "
+        "expected best score of a budget of k runs over seeds or learning rates",
+        "tuning",
+        ":tuning_curves",
+        order=240,
+        module=__name__,
+    )
 )
 
 
@@ -36,6 +36,13 @@ def tuning_curves(frame: pd.DataFrame) -> Figure:
     frame : DataFrame
         :func:`robustkit.analysis.tuning.run` output.
     """
+    import matplotlib.pyplot as plt
+
+    from robustkit.analysis.tuning import CURVE_COLUMNS
+    from robustkit.figures import canvas, style
+    from robustkit.figures.labels import paper_title
+    from robustkit.store import collapse
+
     if frame.empty:
         raise figures.NothingToDraw("nothing to plot: the frame is empty")
     extra = [c for c in frame.columns if c not in (*CURVE_COLUMNS, "task", "method", "metric")]

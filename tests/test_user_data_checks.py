@@ -170,22 +170,29 @@ def _fake_run(store: Path, name: str, task: str, data_dir: str, fingerprint: str
 
 
 def test_two_data_sets_never_share_a_task_name_in_one_store(tmp_path):
+    from robustkit.store.task_names import check_task_free
+
+    def joined(data, **options):  # what train and reproduce do: read the data, then check the store
+        fields = user_data.run_fields(data, **options)
+        check_task_free(store, fields["task"])
+        return fields
+
     csv, jsonl = tmp_path / "mixed.csv", tmp_path / "mixed.jsonl"
     pd.DataFrame(rows(200)).to_csv(csv, index=False)
     pd.DataFrame(rows(200, start=300)).to_json(jsonl, orient="records", lines=True)
     store = tmp_path / "store"
-    first = user_data.run_fields(str(csv), store=store)
+    first = joined(str(csv))
     _fake_run(store, "mixed-run-0", "mixed", first["data_dir"], user_data.registered("mixed").fingerprint)
-    assert user_data.run_fields(str(csv), store=store) == first  # the same data again
+    assert joined(str(csv)) == first  # the same data again
     with pytest.raises(TaskError) as refused:
-        user_data.run_fields(str(jsonl), store=store)
+        joined(str(jsonl))
     message = str(refused.value)
     assert f"task 'mixed' of store {store} is already other data ({csv}, e.g. run mixed-run-0)" in message
     assert "--task-name mixed-jsonl" in message
-    assert user_data.run_fields(str(jsonl), name="mixed-jsonl", store=store)["task"] == "mixed-jsonl"
+    assert joined(str(jsonl), name="mixed-jsonl")["task"] == "mixed-jsonl"
     # the same file, edited since: not a second data set (every verb flags the edit)
     _fake_run(store, "mixed-run-1", "mixed", first["data_dir"], "user:sha256:" + "0" * 64)
-    assert user_data.run_fields(str(csv), store=store)["task"] == "mixed"
+    assert joined(str(csv))["task"] == "mixed"
 
 
 def _tokenizer(tmp_path: Path, fast: bool):

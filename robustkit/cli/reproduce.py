@@ -79,10 +79,12 @@ def run(args) -> int:
         if args.task is not None:
             raise RobustkitError("give --data (your data) or --task (a built-in task), not both")
         from robustkit.data.user_data import run_fields
+        from robustkit.store.task_names import check_task_free
         from robustkit.verdicts.reproduce import announce
 
         announce(f"reading {args.data}")  # a large file takes seconds: said first
-        swap.update(run_fields(args.data, store=args.store))  # its task name and data_dir, read and checked now
+        swap.update(run_fields(args.data))  # its task name and data_dir, read and checked now
+        check_task_free(args.store, swap["task"])  # a task name another data set has there is refused
     swap = {k: v for k, v in swap.items() if v is not None}
     if swap and args.store is None:
         raise RobustkitError("--model/--data/--task train other runs than the recipes': give them their own --store")

@@ -273,6 +273,7 @@ def specs_from_args(args) -> list:
     own = (args.data, args.dataset, args.task_name, args.text_column, args.text_pair_column, args.label_column)
     if any(value is not None for value in own):  # the user's own data: a task named by it
         from robustkit.data.user_data import run_fields
+        from robustkit.store.task_names import check_task_free
 
         fields.update(
             run_fields(
@@ -283,9 +284,9 @@ def specs_from_args(args) -> list:
                 args.text_pair_column,
                 args.label_column,
                 args.allow_rare_labels,
-                store=args.store,  # a task name another data set has there is refused
             )
         )
+        check_task_free(args.store, fields["task"])  # a task name another data set has there is refused
     from robustkit.sweeps.grid import check_size
 
     fields = {

@@ -24,7 +24,7 @@ the example's row in its source file or split)::
 - checks: texts shared between splits and texts repeated in a split (case and whitespace
   aside) are warned with counts (:mod:`robustkit.data.user_checks`), as are the label notes;
   ``train`` and ``reproduce`` refuse a task name their store gives other data
-  (:func:`check_name_free`);
+  (:func:`robustkit.store.task_names.check_name_free`);
 - identity: :func:`fingerprint` (``user:sha256:<hex>``) hashes the contents, not the path.
 
 This module reads the data (:func:`read`, the steps in order) and registers it in this process
@@ -75,7 +75,6 @@ __all__ = [
     "ensure",
     "read",
     "register",
-    "check_name_free",
     "registered",
     "run_fields",
     # documented here (docs/reference.md), defined beside their step
@@ -183,20 +182,18 @@ def run_fields(
     text_pair_column: str | None = None,
     label_column: str | None = None,
     allow_rare_labels: bool = False,
-    store: str | Path | None = None,
 ) -> dict[str, str]:
     """The ``task`` and ``data_dir`` of runs on user data given by a path (``data``, possibly with
     reading choices, ``reviews.csv#kind=regression``) or a hub dataset (``dataset``, ``NAME`` or
     ``NAME:CONFIG``), read and registered now (its notes warned): what ``robustkit train
-    --data`` / ``--dataset`` put into the run spec. With ``store``, the task's name must not be
-    another data set's there (:func:`check_name_free`).
+    --data`` / ``--dataset`` put into the run spec. Before runs of it join a store,
+    :func:`robustkit.store.task_names.check_name_free` refuses a name the store gives other data.
 
     Raises
     ------
     TaskError
         Both or neither of ``data`` and ``dataset`` (a name or column given without data), a
-        malformed hub name, a pair column without a text column, a name ``store`` gives other
-        data; see :func:`read`.
+        malformed hub name, a pair column without a text column; see :func:`read`.
     """
     if data is None and dataset is None:
         given = [
@@ -230,57 +227,7 @@ def run_fields(
         choices.get("kind") == "regression",
     )
     task = register(source, name)
-    if store is not None:
-        check_name_free(store, _REGISTRY[task.name])
     return {"task": task.name, "data_dir": source}
-
-
-def check_name_free(store: str | Path, loaded: UserData) -> None:
-    """Refuse to add runs of ``loaded`` to ``store`` under a task name that runs there already
-    give to other data (another file or hub dataset, another fingerprint): ``mixed.csv`` and
-    ``mixed.jsonl`` are both task ``mixed`` by default, and one name would put two data sets in
-    one table row and figure panel. The same file edited since is not refused here (every verb
-    flags it, :mod:`robustkit.store.run_data`).
-
-    Raises
-    ------
-    TaskError
-        Naming the other data, a run of it, and a ``--task-name`` to give instead.
-    """
-    from robustkit.store.folders import MANIFEST, run_dirs
-
-    if loaded.source is None or not Path(store).is_dir():
-        return
-    name, here = loaded.task.name, parse_source(loaded.source)[0]
-    for run_dir in run_dirs(store):
-        try:
-            manifest = json.loads((run_dir / MANIFEST).read_bytes())
-            spec, record = manifest.get("spec") or {}, manifest.get("data") or {}
-        except (OSError, ValueError, AttributeError):  # a damaged run: verify names it
-            continue
-        if (
-            spec.get("task") != name
-            or record.get("source") != "user"
-            or record.get("fingerprint") == loaded.fingerprint
-        ):
-            continue
-        there = parse_source(str(record.get("data_dir") or spec.get("data_dir") or ""))[0]
-        if there == here or (not there.startswith(HUB_PREFIX) and _same_file(there, here)):
-            continue
-        suffix = Path(here).suffix.lstrip(".") or "data"
-        raise TaskError(
-            f"task {name!r} of store {store} is already other data ({there}, e.g. run {run_dir.name}): two data sets "
-            f"under one name would share its table rows and figure panels; name this one apart "
-            f"(--task-name {name}-{suffix})"
-        )
-
-
-def _same_file(a: str, b: str) -> bool:
-    """Whether paths ``a`` and ``b`` name the same file or folder (both resolved)."""
-    try:
-        return Path(a).resolve() == Path(b).resolve()
-    except OSError:
-        return False
 
 
 def read(

@@ -19,9 +19,9 @@ import numpy as np
 import torch
 
 from robustkit.analysis import ablation
-from robustkit.analysis.landscape import split_batches
 from robustkit.methods import ADAPTER_NAME
 from robustkit.specs.spec import RunSpec
+from robustkit.train.evaluate import split_batches
 from robustkit.train.run_model import build_classifier
 
 

@@ -9,13 +9,13 @@ import pytest
 import torch
 
 from robustkit.analysis import ablation
-from robustkit.analysis.landscape import split_batches
 from robustkit.analysis.registry import get as analysis
 from robustkit.analysis.select import select_runs
 from robustkit.errors import RobustkitError
 from robustkit.methods import ADAPTER_NAME
 from robustkit.specs.spec import RunSpec
 from robustkit.store.manifest import read_manifest
+from robustkit.train.evaluate import split_batches
 from robustkit.train.run_model import load_run_model
 
 

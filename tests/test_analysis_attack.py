@@ -10,6 +10,7 @@ import pytest
 from robustkit import attacks, figures
 from robustkit.analysis import attack, attack_cache, attack_summary, attack_views
 from robustkit.analysis.cache import CACHE_DIR
+from robustkit.analysis.select import select_runs
 from robustkit.attacks import pwws
 from robustkit.figures import attack as attack_plots
 from robustkit.figures.attack import attack_by_attacker
@@ -215,7 +216,7 @@ def test_bad_attacker_and_engine_are_refused(attack_store):
     from robustkit.analysis.registry import get
 
     with pytest.raises(Exception, match="unknown attack engine 'nope'"):
-        attack.attack_run(attack.select_runs(attack_store).path[0], engine="nope")
+        attack.attack_run(select_runs(attack_store).path[0], engine="nope")
     with pytest.raises(Exception, match="unknown attacker 'textfooler'"):
         attack.run_attacker(attack_store, attacker="textfooler")
     with pytest.raises(Exception, match=r"parameter 'attackers' must be one of .*got 'textfooler'"):

@@ -15,6 +15,7 @@ import pytest
 
 from robustkit import attacks
 from robustkit.analysis import attack, attack_summary, attack_views
+from robustkit.analysis.select import select_runs
 from robustkit.attacks import nltk_data, offline, registry
 from robustkit.errors import RobustkitError
 from robustkit.figures import attack as attack_plots
@@ -146,7 +147,7 @@ def test_an_attack_from_a_folder_of_its_own_runs_end_to_end(fixtureswap, sentenc
     assert len(fooled), "no example flipped: the units below would not show"
     assert (fooled.adversarial != fooled.original).all() and fooled.modified_words.between(1, 2).all()
     # deterministic per (seed, example): attacked again into another file, the same texts
-    (run_dir,) = attack.select_runs(sentence_store).path
+    (run_dir,) = select_runs(sentence_store).path
     again = attack.attack_run(
         run_dir, n=N, seed=0, attacker="fixtureswap", progress=False, path=fixtureswap.parent / "again.jsonl"
     )

@@ -19,7 +19,7 @@ from robustkit.specs.spec import RunSpec
 from robustkit.store.checkpoints import load_checkpoint, save_checkpoint
 from robustkit.store.folders import HISTORY, run_dirs
 from robustkit.store.manifest import read_manifest
-from robustkit.train.evaluate import evaluate
+from robustkit.train.evaluate import evaluate, split_batches
 from robustkit.train.run_model import load_run_model
 
 
@@ -29,7 +29,7 @@ def _run_dir(runs: Path, method: str) -> Path:
 
 def _dev(run_dir: Path) -> tuple[RunSpec, list[dict]]:
     spec = RunSpec(**read_manifest(run_dir)["spec"])
-    return spec, landscape.split_batches(spec, ["validation"])["validation"]
+    return spec, split_batches(spec, ["validation"])["validation"]
 
 
 def _parameters(model) -> dict[str, torch.Tensor]:
@@ -107,7 +107,7 @@ def test_interpolate_restores_after_an_exception(tiny_store, monkeypatch):
             raise RuntimeError("evaluation failed")
         return {"loss": 0.0}
 
-    monkeypatch.setattr(landscape, "evaluate", failing_evaluate)
+    monkeypatch.setattr("robustkit.train.evaluate.evaluate", failing_evaluate)  # landscape imports it on call
     with pytest.raises(RuntimeError, match="evaluation failed"):
         landscape.interpolate(model, theta0, theta1, [-2.0, 2.0, 0.5], batches, spec.task)
     assert len(calls) == 2

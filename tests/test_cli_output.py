@@ -178,11 +178,12 @@ def _verdicts(recipes: list[str]) -> pd.DataFrame:
 
 
 def test_claims_prints_a_table_for_people_and_every_row_on_request(tmp_path, capsys, monkeypatch):
-    import robustkit.verdicts.reproduce
+    import robustkit.verdicts.tally
 
     recipes = ["han2021/fig1", "han2021/fig2"]
     table = _verdicts(recipes)
-    monkeypatch.setattr(robustkit.verdicts.reproduce, "claims", lambda *args, **kwargs: table)
+    # the verdicts the claims verb judges (robustkit.verdicts.tally.verdicts), stood in for
+    monkeypatch.setattr(robustkit.verdicts.tally, "verdicts", lambda *args, **kwargs: table)
     monkeypatch.setenv("COLUMNS", "100")
     argv = ["claims", *recipes, "--store", str(tmp_path)]
     assert main(argv) == 0
@@ -206,7 +207,11 @@ def test_claims_prints_a_table_for_people_and_every_row_on_request(tmp_path, cap
     # -o: every row and column, the cells' too, in the format its suffix names
     assert main([*argv, "--format", "json", "-o", str(tmp_path / "claims.json")]) == 0
     json.loads(capsys.readouterr().out)  # the note of what was written does not break the json
-    assert pd.read_json(tmp_path / "claims.json").shape == table.shape
+    written = pd.read_json(tmp_path / "claims.json")
+    assert len(written) == len(table) and set(table.columns) <= set(written.columns)
+    # the claim's own columns the printed table shows are on every row of it too
+    assert {"n", "unit", "would_settle", "replication"} <= set(written.columns)
+    assert written["n"].notna().all()
 
 
 def test_sweep_status_prints_a_table_for_people(tmp_path, capsys, monkeypatch):

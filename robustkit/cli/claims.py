@@ -155,7 +155,10 @@ def run(args) -> int:
     if chance:
         terminal.note(chance, args.format)
     if args.output:
-        terminal.note(f"wrote {len(table)} rows to {terminal.write(table, args.output)}", args.format)
+        # every row of a claim carries the claim's own columns too (n, unit, would_settle, ...)
+        own = ["recipe", "claim"] + [c for c in overall.columns if c not in table.columns]
+        written = table.merge(overall[own], on=["recipe", "claim"], how="left")
+        terminal.note(f"wrote {len(written)} rows to {terminal.write(written, args.output)}", args.format)
     return 0
 
 

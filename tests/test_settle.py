@@ -159,7 +159,6 @@ def test_would_settle_says_train_longer_where_the_runs_still_improve():
 
 def test_claims_prints_what_would_settle_each_inconclusive_claim(tmp_path, capsys, monkeypatch):
     import robustkit.analysis.convergence
-    import robustkit.verdicts.reproduce
     import robustkit.verdicts.tally
     from robustkit.cli import main
     from robustkit.verdicts.recipes import load_recipe
@@ -172,7 +171,7 @@ def test_claims_prints_what_would_settle_each_inconclusive_claim(tmp_path, capsy
     )
     table = judge(claim, observations).assign(recipe=recipe.name)[VERDICT_COLUMNS]
     assert table.iloc[-1]["verdict"] == "inconclusive"
-    monkeypatch.setattr(robustkit.verdicts.reproduce, "claims", lambda *args, **kwargs: table)
+    monkeypatch.setattr(robustkit.verdicts.tally, "verdicts", lambda *args, **kwargs: table)
     monkeypatch.setattr(robustkit.verdicts.tally, "observations", lambda *args, **kwargs: observations)
     monkeypatch.setattr(
         robustkit.analysis.convergence, "still_improving", lambda store, run_ids: pd.Series(False, index=list(run_ids))

@@ -89,9 +89,9 @@ def _claims(recipe: str) -> pd.DataFrame:
 
 
 def test_claims_keeps_verdict_and_reason_at_80_columns(tmp_path, capsys, monkeypatch):
-    import robustkit.verdicts.reproduce
+    import robustkit.verdicts.tally
 
-    monkeypatch.setattr(robustkit.verdicts.reproduce, "claims", lambda *args, **kwargs: _claims("han2021/fig2"))
+    monkeypatch.setattr(robustkit.verdicts.tally, "verdicts", lambda *args, **kwargs: _claims("han2021/fig2"))
     monkeypatch.setenv("COLUMNS", "80")
     assert main(["claims", "han2021/fig2", "--store", str(tmp_path), "--no-settle"]) == 0
     out = capsys.readouterr().out

@@ -318,3 +318,20 @@ def test_the_index_gives_each_claims_detectable_effect_at_its_holm_level():
     )
     # a stricter alpha for the claim detects only larger effects
     assert f"detects {detectable_effect('location', 6, 6, 0.025):g}" in _verdict_cell(judged.iloc[:1], {"flat": 0.025})
+
+
+def test_the_closing_table_gives_each_recipe_one_line(monkeypatch, capsys):
+    """A recipe's several verdict lines print on its one row, not as literal "\\n" in a wide row."""
+    import robustkit.verdicts.reproduce
+
+    done = pd.DataFrame(
+        [
+            {"recipe": "toy/a", "figure": "fig", "runs": 4, "failed_runs": 0, "pdf": "a.pdf", "seconds": 1.0,
+             "error": None, "verdicts": "claim one: agrees\nclaim two: inconclusive"},
+        ]
+    )  # fmt: skip
+    monkeypatch.setattr(robustkit.verdicts.reproduce, "reproduce", lambda *args, **kwargs: done)
+    assert main(["reproduce", "toy/a", "--store", "s"]) == 0
+    out = capsys.readouterr().out
+    assert "\\n" not in out and "claim one: agrees; claim two: inconclusive" in out
+    assert sum("toy/a" in line for line in out.splitlines()) == 1

@@ -115,7 +115,12 @@ def run(args) -> int:
         train_only=args.train_only,
         swap=swap,
     )
-    print(results.to_string(index=False))
+    from robustkit.cli import terminal
+
+    # a recipe's verdict lines (logged as it was judged) on one row each: a raw to_string printed
+    # their line breaks as "\n" inside one very wide row
+    shown = results.assign(verdicts=results["verdicts"].fillna("").str.replace("\n", "; "))
+    print(terminal.render(shown, "table", keys=("recipe",), cell_width=120))
     return 1 if results["error"].notna().any() or results["failed_runs"].any() else 0
 
 

@@ -1,32 +1,8 @@
 """Plots only draw (issue "One home per analysis", item 2): every module of robustkit/figures is
 checked, from its source (``ast``), against one rule on what it may import.
 
-A plot receives finished DataFrames (statistics, tests, selected points, caption text) from an
-analysis or a figure's view (:mod:`robustkit.figures`) and draws them; data flows one way,
-from analysis to figure. So a plot module may import
-
-- the standard library, ``matplotlib``, ``seaborn``, ``numpy``, ``pandas`` (drawing and
-  layout: positions, labels, scales);
-- ``robustkit.figures`` and its modules;
-- from :mod:`robustkit.store.collapse` only what reads the ``outcome`` column or names it
-  (:data:`COLLAPSE_NAMES`: the outcome names, ``kept``, the labels), never what computes an
-  outcome or a count (``mark``, ``marked``, ``outcome``, ``failure_rates``, ...);
-- from :mod:`robustkit.methods` the methods' names, labels and colours, and an AdapterHub
-  config's short label (:data:`METHOD_NAMES`);
-- from :mod:`robustkit.errors` its exceptions;
-- from any ``robustkit.analysis`` module its constants only (UPPER_CASE names: column names,
-  symbols), and the layout helpers of :data:`LAYOUT_HELPERS`;
-- the names a figure is declared with (:data:`DECLARING`): a plot module declares its figures
-  next to its plot functions (issue #40, one place to extend), ``DECLARED =
-  figures.Figure(...)`` with its own ``Param`` declarations and the figures' shared parameters;
-- from :mod:`robustkit.attacks.registry` what an attack declares about itself (its label, the
-  unit of its success rate: :data:`ATTACK_NAMES`), read without importing the attack;
-
-and nothing else: no scipy, deepsig, opda, statsmodels, sklearn or torch, no computing
-function of ``robustkit.analysis`` (stability, dominance, tradeoff's selection, tuning,
-scores, ...), nothing of :mod:`robustkit.figures` that runs an analysis (``draw``, ``data``),
-no attack built or run, whether imported by name or reached as ``module.function``, at module
-level or inside a function.
+The rule, with what a plot module may import and why, is written once: the docstring of
+:mod:`robustkit.checks.drawing`, whose check this test runs on every figure module.
 """
 
 from __future__ import annotations

@@ -331,7 +331,8 @@ def test_the_closing_table_gives_each_recipe_one_line(monkeypatch, capsys):
         ]
     )  # fmt: skip
     monkeypatch.setattr(robustkit.verdicts.reproduce, "reproduce", lambda *args, **kwargs: done)
+    monkeypatch.setenv("COLUMNS", "80")  # a narrow terminal cuts no verdict
     assert main(["reproduce", "toy/a", "--store", "s"]) == 0
     out = capsys.readouterr().out
-    assert "\\n" not in out and "claim one: agrees; claim two: inconclusive" in out
-    assert sum("toy/a" in line for line in out.splitlines()) == 1
+    assert "\\n" not in out and "toy/a: claim one: agrees; claim two: inconclusive" in out.splitlines()
+    assert sum("toy/a" in line for line in out.splitlines()) == 2  # its row of the table, its verdicts

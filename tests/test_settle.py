@@ -214,10 +214,16 @@ def test_the_runs_it_recommends_keep_their_promise_on_fresh_stores():
     (2 SD here, where most pilots agree already and the rest get an n; 0.5, 1 and 2 SD:
     tests/test_settle_calibration.py and tools/settle_calibration.py.)"""
     claim = _claim()
-    rng = np.random.default_rng(2024)
+    # pilots and fresh stores from their own streams: which pilots are drawn does not depend on
+    # the n offered before (at 2 SD most pilots agree already; pilots are drawn until 4 are offered)
+    pilots, stores = np.random.default_rng(2024), np.random.default_rng(2025)
     rates = []
-    for _ in range(14):
-        pilot = _runs({"houlsby": 0.70 + 0.01 * rng.standard_normal(5), "full": 0.72 + 0.01 * rng.standard_normal(5)})
+    for _ in range(60):
+        if len(rates) == 4:
+            break
+        pilot = _runs(
+            {"houlsby": 0.70 + 0.01 * pilots.standard_normal(5), "full": 0.72 + 0.01 * pilots.standard_normal(5)}
+        )
         if judge(claim, pilot, describe=False).iloc[-1]["verdict"] != "inconclusive":
             continue
         found = settle.runs_to_decide(claim, pilot, simulations=100)
@@ -228,7 +234,12 @@ def test_the_runs_it_recommends_keep_their_promise_on_fresh_stores():
         fresh = [
             judge(
                 claim,
-                _runs({"houlsby": 0.70 + 0.01 * rng.standard_normal(n), "full": 0.72 + 0.01 * rng.standard_normal(n)}),
+                _runs(
+                    {
+                        "houlsby": 0.70 + 0.01 * stores.standard_normal(n),
+                        "full": 0.72 + 0.01 * stores.standard_normal(n),
+                    }
+                ),
                 describe=False,
             ).iloc[-1]["verdict"]
             == AGREES

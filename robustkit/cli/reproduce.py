@@ -117,10 +117,12 @@ def run(args) -> int:
     )
     from robustkit.cli import terminal
 
-    # a recipe's verdict lines (logged as it was judged) on one row each: a raw to_string printed
-    # their line breaks as "\n" inside one very wide row
-    shown = results.assign(verdicts=results["verdicts"].fillna("").str.replace("\n", "; "))
-    print(terminal.render(shown, "table", keys=("recipe",), cell_width=120))
+    # the table, then each recipe's verdict lines under it, one line per recipe: inside the table a
+    # raw to_string printed their breaks as "\n" in one very wide row, and a narrow terminal cut them
+    print(terminal.render(results.drop(columns=["verdicts"]), "table", keys=("recipe",)))
+    for recipe, said in zip(results["recipe"], results["verdicts"].fillna("")):
+        if said:
+            print(f"{recipe}: {'; '.join(said.splitlines())}")
     return 1 if results["error"].notna().any() or results["failed_runs"].any() else 0
 
 

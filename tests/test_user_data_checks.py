@@ -225,6 +225,24 @@ def test_truncation_is_said_with_the_share_of_texts_cut(tmp_path, fast):
     assert [str(w.message).split(" are longer")[0] for w in caught] == ["1 of 10 texts of a split (10.0%)"]
 
 
+def test_the_truncation_note_names_the_split_and_task_a_run_encodes(tmp_path):
+    """As training and the analyses encode a split (robustkit.train.evaluate.encode_split), the
+    note says which split of which task was cut, not "a split" (the #57 walk, D6)."""
+    from types import SimpleNamespace
+
+    import datasets
+
+    from robustkit.train.evaluate import encode_split
+
+    split = datasets.Dataset.from_dict({"text": [" ".join(["w1"] * 50), "w2 w3"], "label": [0, 1]})
+    task = SimpleNamespace(name="mine", text_fields=("text",))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        encode_split(split, task, _tokenizer(tmp_path, True), 16, "validation")
+    said = [str(w.message) for w in caught if issubclass(w.category, TruncatedTextsWarning)]
+    assert len(said) == 1 and said[0].startswith("1 of 2 texts of the validation split of 'mine' (50.0%)")
+
+
 def test_the_leak_is_one_warning_line_of_a_fresh_reproduce_plan(tmp_path):
     folder = leaky_folder(tmp_path / "leaky")
     argv = ["reproduce", "han2021/fig2", "--plan", "--data", str(folder), "--store", str(tmp_path / "store")]

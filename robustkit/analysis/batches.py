@@ -68,5 +68,5 @@ def sampled_batches(
         else np.sort(np.random.default_rng(seed).choice(n, examples, replace=False))
     )
     tokenizer = models.load_tokenizer(spec.model)
-    features = encode_split(loaded.select(rows.tolist()), task, tokenizer, spec.max_length)
+    features = encode_split(loaded.select(rows.tolist()), task, tokenizer, spec.max_length, split)
     return eval_batches(features, batch_size, data.classification_collator(tokenizer))

@@ -179,7 +179,7 @@ def pair_paths(
     spec, model = loaded.spec, loaded.model.to(resolve_device(device))
     splits = run_splits(spec, run_a)  # checked against the run's recorded data
     tokenizer = models.load_tokenizer(spec.model)
-    encoded = encode_split(splits["train"], loaded.task, tokenizer, spec.max_length)
+    encoded = encode_split(splits["train"], loaded.task, tokenizer, spec.max_length, "train")
     collator = data.classification_collator(tokenizer)
     trained = spec.epochs * data.steps_per_epoch(len(encoded), spec.batch_size)
     steps = trained if steps is None else steps

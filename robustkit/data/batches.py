@@ -27,9 +27,12 @@ class TruncatedTextsWarning(UserWarning):
     Said once per process for each split (the line holds its counts), as one ``warning:`` line."""
 
 
-def encode(texts: list[tuple[str, ...]], tokenizer: PreTrainedTokenizerBase, max_length: int) -> Features:
+def encode(
+    texts: list[tuple[str, ...]], tokenizer: PreTrainedTokenizerBase, max_length: int, where: str = "a split"
+) -> Features:
     """Tokenise single sentences or sentence pairs (truncated to ``max_length`` tokens); warn
-    (:class:`TruncatedTextsWarning`) with the share of texts cut (:func:`cut_rows`)."""
+    (:class:`TruncatedTextsWarning`) with the share of texts cut (:func:`cut_rows`), naming the
+    texts as ``where`` (e.g. ``"the train split of 'mine'"``)."""
     if not texts:
         raise TaskError("cannot train or evaluate on an empty split")
     columns = list(zip(*texts))
@@ -37,7 +40,7 @@ def encode(texts: list[tuple[str, ...]], tokenizer: PreTrainedTokenizerBase, max
     cut = cut_rows(encoded, columns, tokenizer, max_length)
     if len(cut):
         warnings.warn(
-            f"{len(cut):,} of {len(texts):,} texts of a split ({_share(len(cut), len(texts))}) are longer than "
+            f"{len(cut):,} of {len(texts):,} texts of {where} ({_share(len(cut), len(texts))}) are longer than "
             f"max_length {max_length} tokens and are cut to it, the rest unread; "
             "--max-length N reads more of each (at more memory and time)",
             TruncatedTextsWarning,
@@ -79,9 +82,11 @@ def cut_rows(
     return np.asarray([i for i, ids in zip(full, again["input_ids"]) if len(ids) > max_length], np.int64)
 
 
-def encode_labelled(texts: list[tuple[str, ...]], labels, tokenizer, max_length: int) -> Features:
+def encode_labelled(
+    texts: list[tuple[str, ...]], labels, tokenizer, max_length: int, where: str = "a split"
+) -> Features:
     """Like :func:`encode`, with a ``labels`` entry per example."""
-    features = encode(texts, tokenizer, max_length)
+    features = encode(texts, tokenizer, max_length, where)
     for feature, label in zip(features, labels):
         feature["labels"] = label
     return features

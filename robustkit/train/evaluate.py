@@ -86,10 +86,12 @@ def eval_batches(features: data.Features, batch_size: int, collator) -> list[dic
     return batches
 
 
-def encode_split(split, task: tasks.Task, tokenizer, max_length: int) -> data.Features:
-    """A labelled split's examples tokenised (truncated at ``max_length``), with their labels."""
+def encode_split(split, task: tasks.Task, tokenizer, max_length: int, name: str | None = None) -> data.Features:
+    """A labelled split's examples tokenised (truncated at ``max_length``), with their labels;
+    ``name`` (``train``, ``validation``, ...) names the split in the truncation note."""
     texts = data.split_texts(split, task.text_fields)
-    return data.encode_labelled(texts, split["label"], tokenizer, max_length)
+    where = f"the {name} split of {task.name!r}" if name else f"a split of {task.name!r}"
+    return data.encode_labelled(texts, split["label"], tokenizer, max_length, where)
 
 
 def split_batches(spec: RunSpec, splits: Sequence[str], run_dir: str | Path | None = None) -> dict[str, list[dict]]:
@@ -112,7 +114,9 @@ def split_batches(spec: RunSpec, splits: Sequence[str], run_dir: str | Path | No
     tokenizer = models.load_tokenizer(spec.model)
     collator = data.classification_collator(tokenizer)
     return {
-        split: eval_batches(encode_split(loaded[split], task, tokenizer, spec.max_length), EVAL_BATCH_SIZE, collator)
+        split: eval_batches(
+            encode_split(loaded[split], task, tokenizer, spec.max_length, split), EVAL_BATCH_SIZE, collator
+        )
         for split in splits
     }
 

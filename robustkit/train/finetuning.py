@@ -63,7 +63,7 @@ class _Finetune(_Loop):
             )
         self.data_record = check_data(self.run_dir, spec, spec.data_dir, splits)
         tokenizer = models.load_tokenizer(spec.model)
-        encoded = {name: encode_split(split, task, tokenizer, spec.max_length) for name, split in splits.items()}
+        encoded = {name: encode_split(split, task, tokenizer, spec.max_length, name) for name, split in splits.items()}
         collator = data.classification_collator(tokenizer)
         model, names, fingerprint = build_classifier(spec, task.num_labels)
         model.to(self.device)

@@ -448,7 +448,7 @@ class _Import:
         tokenizer = models.load_tokenizer(spec.model)
         collator = data.classification_collator(tokenizer)
         batches = {
-            s: eval_batches(encode_split(splits[s], task, tokenizer, spec.max_length), EVAL_BATCH_SIZE, collator)
+            s: eval_batches(encode_split(splits[s], task, tokenizer, spec.max_length, s), EVAL_BATCH_SIZE, collator)
             for s in ("validation", "test")
         }
         model.to(device)

@@ -3,6 +3,7 @@ what each claim's test can decide."""
 
 from __future__ import annotations
 
+from robustkit.cli.common import swap_from_args
 from robustkit.errors import RobustkitError
 from robustkit.verdicts.scales import SCALES
 
@@ -101,7 +102,9 @@ def run(args) -> int:
     from robustkit.verdicts.tally import verdicts
 
     store = args.store or default_store(scale)
-    judged = claim_recipes(store, args.recipes or None, scale, folder, _swap(args))  # bad names before the store
+    judged = claim_recipes(
+        store, args.recipes or None, scale, folder, swap_from_args(args)
+    )  # bad names before the store
     store = open_store(store, create=False)  # no verdicts on nothing
     from robustkit.verdicts.evidence import by_chance, chance_line, n_text, tally_line, units
     from robustkit.verdicts.recipes import load_defaults
@@ -162,18 +165,6 @@ def run(args) -> int:
     return 0
 
 
-def _swap(args) -> dict:
-    """The swap named on the command line (``model``, ``task``, ``data_dir``), as reproduce reads it."""
-    swap = {"model": args.model, "task": args.task}
-    if args.data is not None:
-        if args.task is not None:
-            raise RobustkitError("give --data (your data) or --task (a built-in task), not both")
-        from robustkit.data.user_data import run_fields
-
-        swap.update(run_fields(args.data))
-    return {k: v for k, v in swap.items() if v is not None}
-
-
 def _plan(args) -> int:
     import pandas as pd
 
@@ -186,9 +177,9 @@ def _plan(args) -> int:
     if args.store:  # its runs are those of the swap reproduce recorded there (or the one given)
         from robustkit.verdicts.reproduce import claim_recipes
 
-        recipes = claim_recipes(args.store, names, args.scale or "demo", folder, _swap(args))
+        recipes = claim_recipes(args.store, names, args.scale or "demo", folder, swap_from_args(args))
     else:
-        if _swap(args):
+        if swap_from_args(args):
             raise RobustkitError("--model/--data/--task name the runs of a store: give --store with them")
         recipes = [load_recipe(name, folder) for name in names]
     table = plan(recipes, scales=(args.scale,) if args.scale else SCALES, defaults=load_defaults(folder))

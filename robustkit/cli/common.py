@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from robustkit.cli.arguments import count
-from robustkit.errors import SweepError
+from robustkit.errors import RobustkitError, SweepError
 from robustkit.specs.limits import MAX_GRID_RUNS
 
 
@@ -155,3 +155,25 @@ def _not_results(table) -> str:
         return ""
     kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(bad.value_counts().items()))
     return f"; failed runs, not results: {kinds} (the lines above)"
+
+
+def swap_from_args(args, before_reading=None) -> dict:
+    """The swap ``--model/--data/--task`` name (``model``, ``task``, ``data_dir``), as ``reproduce``
+    and ``claims`` read it: the user's data is read (and checked) now; ``before_reading(text)``
+    says so first, where a large file takes seconds.
+
+    Raises
+    ------
+    RobustkitError
+        Both ``--data`` and ``--task`` given.
+    """
+    swap = {"model": args.model, "task": args.task}
+    if args.data is not None:
+        if args.task is not None:
+            raise RobustkitError("give --data (your data) or --task (a built-in task), not both")
+        from robustkit.data.user_data import run_fields
+
+        if before_reading is not None:
+            before_reading(f"reading {args.data}")
+        swap.update(run_fields(args.data))  # its task name and data_dir
+    return {k: v for k, v in swap.items() if v is not None}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from robustkit.cli.arguments import output_folder
-from robustkit.cli.common import add_cluster_arguments, add_device, slurm_options
+from robustkit.cli.common import add_cluster_arguments, add_device, slurm_options, swap_from_args
 from robustkit.errors import RobustkitError
 from robustkit.verdicts.scales import SCALES
 
@@ -74,18 +74,13 @@ def run(args) -> int:
 
     if bool(args.recipes) == args.all:
         raise RobustkitError("name recipes to reproduce, or pass --all (not both)")
-    swap = {"model": args.model, "task": args.task}
-    if args.data is not None:
-        if args.task is not None:
-            raise RobustkitError("give --data (your data) or --task (a built-in task), not both")
-        from robustkit.data.user_data import run_fields
-        from robustkit.store.task_names import check_task_free
-        from robustkit.verdicts.reproduce import announce
+    from robustkit.verdicts.reproduce import announce
 
-        announce(f"reading {args.data}")  # a large file takes seconds: said first
-        swap.update(run_fields(args.data))  # its task name and data_dir, read and checked now
+    swap = swap_from_args(args, before_reading=announce)
+    if args.data is not None:
+        from robustkit.store.task_names import check_task_free
+
         check_task_free(args.store, swap["task"])  # a task name another data set has there is refused
-    swap = {k: v for k, v in swap.items() if v is not None}
     if swap and args.store is None:
         raise RobustkitError("--model/--data/--task train other runs than the recipes': give them their own --store")
     _lr_note(args, swap.get("model"))
